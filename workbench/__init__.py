@@ -1,0 +1,2 @@
+"""lh-workbench: an interactive MLIR compiler workbench."""
+__version__ = "0.1.0"

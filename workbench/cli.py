@@ -1,0 +1,216 @@
+"""`lh-workbench`: interactive (TUI / REPL), scripted (`--script`) and `replay` front end.
+
+Exit status: 0 success, 1 a step or command failed, 2 usage error.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from workbench.commands import CommandContext, default_registry
+from workbench.commands.builtin import replay_file
+from workbench.commands.script import run_script
+from workbench.result import Result
+from workbench.session import Session, atomic_write
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class Printer:
+    """Prints results: rich on a terminal, plain text otherwise; progress on stderr."""
+
+    def __init__(self, quiet: bool = False):
+        self.quiet = quiet
+        self.tty = sys.stdout.isatty()
+        self._console = None
+
+    def result(self, res: Result, prefix: str = "") -> None:
+        if self.quiet and res.ok:
+            return
+        stream = sys.stdout if res.ok else sys.stderr
+        if self.tty:
+            from rich.console import Console
+
+            if self._console is None:
+                self._console = Console()
+            if prefix:
+                self._console.print(prefix, end="")
+            self._console.print(res.rich())
+        else:
+            print(prefix + res.plain(), file=stream, flush=True)
+
+    def progress(self, message: str) -> None:
+        if not self.quiet:
+            print(f"  .. {message}", file=sys.stderr, flush=True)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--emit", metavar="OUT.mlir", help="write the final IR here")
+    p.add_argument("--json", metavar="OUT.json", help="write a machine-readable report here ('-' for stdout)")
+    p.add_argument("--allow-python", action="store_true",
+                   help="allow Python schedule files from outside the installed pipelines/ library")
+    p.add_argument("--target", help="select the target (cpu, ...)")
+    p.add_argument("--keep-going", action="store_true", help="do not stop at the first failing command")
+    p.add_argument("--quiet", "-q", action="store_true", help="print only errors")
+
+
+def _main_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="lh-workbench",
+        description="Interactive MLIR compiler workbench. Also: `lh-workbench replay SESSION.yaml`, "
+                    "`lh-workbench targets`.")
+    p.add_argument("payload", nargs="?", help="payload .mlir file")
+    p.add_argument("--script", metavar="FILE.lhw", help="run a command file headless")
+    p.add_argument("--repl", action="store_true", help="use the prompt-toolkit REPL instead of the TUI")
+    p.add_argument("--resume", action="store_true", help="restore the autosaved session of this payload")
+    _common(p)
+    return p
+
+
+def _replay_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="lh-workbench replay", description="Re-apply a saved session headless.")
+    p.add_argument("session", help="session / pipeline YAML")
+    p.add_argument("--payload", help="payload .mlir (default: the one recorded in the session)")
+    _common(p)
+    return p
+
+
+def _report(session: Session, ok: bool, extra: dict[str, Any]) -> dict[str, Any]:
+    from workbench.session import StepReport
+
+    steps = []
+    for i, a in enumerate(session.active_steps, start=1):
+        steps.append(StepReport(i, a.step.kind, a.step.label(), a.step.params, True, a.seconds, a.output_sha,
+                                noop=a.noop).to_json())
+    out: dict[str, Any] = {"ok": ok, "ir_sha256": session.current_sha if session.loaded else None,
+                           "steps": steps, "target": session.target_name}
+    out.update(extra)
+    return out
+
+
+def _finish(session: Session, args, ok: bool, extra: dict[str, Any]) -> int:
+    if args.emit and session.loaded:
+        atomic_write(Path(args.emit), session.current_ir)
+    if args.json:
+        doc = json.dumps(_report(session, ok, extra), indent=2, default=str)
+        if args.json == "-":
+            print(doc)
+        else:
+            atomic_write(Path(args.json), doc + "\n")
+    return EXIT_OK if ok else EXIT_FAILED
+
+
+def _make_context(session: Session, printer: Printer, interactive: bool = False) -> CommandContext:
+    return CommandContext(session, default_registry(), interactive=interactive, progress=printer.progress)
+
+
+def cmd_replay(argv: list[str]) -> int:
+    args = _replay_parser().parse_args(argv)
+    printer = Printer(args.quiet)
+    session = Session(allow_python=args.allow_python)
+    try:
+        ctx = _make_context(session, printer)
+        session.journal_enabled = False
+        res = replay_file(ctx, Path(args.session), Path(args.payload) if args.payload else None)
+        extra: dict[str, Any] = {k: v for k, v in res.data.items() if k not in ("steps", "command")}
+        if not res.ok:
+            extra["error"] = res.error
+            extra["failed_steps"] = [s for s in res.data.get("steps", []) if not s["ok"]]
+        printer.result(res)
+        ok = res.ok
+        if ok and args.target:
+            r = ctx.registry.dispatch(f"target {args.target}", ctx)
+            ok = r.ok
+            if not r.ok:
+                printer.result(r)
+        return _finish(session, args, ok, extra)
+    finally:
+        session.close()
+
+
+def cmd_targets(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="lh-workbench targets", description="List targets and whether they can run here.")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    args = p.parse_args(argv)
+    from workbench.targets import all_targets
+
+    listing = []
+    for t in all_targets():
+        ok, why = t.can_run()
+        listing.append({"name": t.name, "can_run": ok, "reason": why})
+    if args.json:
+        print(json.dumps(listing, indent=2))
+    else:
+        for t in listing:
+            print(f"{t['name']:<8} {'yes' if t['can_run'] else 'no ':<4} {t['reason']}")
+    return EXIT_OK
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "replay":
+        return cmd_replay(argv[1:])
+    if argv and argv[0] == "targets":
+        return cmd_targets(argv[1:])
+    args = _main_parser().parse_args(argv)
+    interactive = not args.script
+    if args.script and not args.payload:
+        print("lh-workbench: --script needs a payload: lh-workbench PAYLOAD.mlir --script FILE.lhw", file=sys.stderr)
+        return EXIT_USAGE
+    if args.script and not Path(args.script).is_file():
+        print(f"lh-workbench: {args.script}: no such script file", file=sys.stderr)
+        return EXIT_USAGE
+    printer = Printer(args.quiet)
+    session = Session(allow_python=args.allow_python)
+    ctx = _make_context(session, printer, interactive=interactive)
+    try:
+        if args.payload:
+            res = ctx.registry.dispatch(f"load {_quote(args.payload)}", ctx)
+            if not res.ok:
+                printer.result(res)
+                if not interactive:
+                    return _finish(session, args, False, {"error": res.error})
+            elif args.resume:
+                res = ctx.registry.dispatch("resume", ctx)
+                printer.result(res)
+        if args.target:
+            res = ctx.registry.dispatch(f"target {args.target}", ctx)
+            if not res.ok:
+                printer.result(res)
+                return EXIT_USAGE
+        if args.script:
+            outcome = run_script(Path(args.script), ctx, keep_going=args.keep_going,
+                                 on_result=lambda n, line, r: printer.result(r, prefix=f"[{n}] "))
+            extra: dict[str, Any] = {"commands": [{"line": n, "command": line, **r.to_json()}
+                                                  for n, line, r in outcome.results]}
+            if not outcome.ok:
+                extra["error"] = outcome.error
+                print(f"lh-workbench: {args.script}:{outcome.failed_line}: {outcome.error.split(': ', 2)[-1]}",
+                      file=sys.stderr)
+            run = session.last_run
+            if run is not None:
+                extra["run"] = run
+            return _finish(session, args, outcome.ok, extra)
+        use_tui = not args.repl and sys.stdin.isatty() and sys.stdout.isatty()
+        if use_tui:
+            from workbench.tui.app import run_app
+
+            run_app(ctx)
+        else:
+            from workbench.repl import run_repl
+
+            run_repl(ctx)
+        return EXIT_OK
+    finally:
+        session.close()
+
+
+def _quote(s: str) -> str:
+    return f'"{s}"' if " " in s else s
+
+
+if __name__ == "__main__":
+    sys.exit(main())

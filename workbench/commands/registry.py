@@ -1,0 +1,205 @@
+"""The command registry: one table of commands used by the TUI, the REPL and scripts.
+
+Each command has a name, typed arguments, help text and completion, and returns a
+`Result`. `Registry.dispatch(line)` parses a command line and never raises for
+user errors: bad input becomes a failed `Result` with a one-line error.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from workbench.result import Result
+
+
+class UsageError(ValueError):
+    pass
+
+
+@dataclass
+class Arg:
+    name: str
+    help: str = ""
+    type: str = "str"        # str | int | rest (raw remainder of the line) | kv (key=val tokens)
+    optional: bool = False
+    complete: str = ""       # what completion offers: path | step | command | spec | param | target | ''
+
+
+@dataclass
+class Flag:
+    name: str                # "--json"
+    help: str = ""
+    takes_value: bool = False
+    type: str = "str"
+    complete: str = ""
+
+
+@dataclass
+class Command:
+    name: str
+    summary: str
+    handler: Callable[["CommandContext", dict[str, Any]], Result]
+    args: list[Arg] = field(default_factory=list)
+    flags: list[Flag] = field(default_factory=list)
+    details: str = ""
+    aliases: tuple[str, ...] = ()
+    category: str = "session"
+
+    @property
+    def usage(self) -> str:
+        parts = [self.name]
+        for f in self.flags:
+            parts.append(f"[{f.name}{' ' + f.name.strip('-').upper() if f.takes_value else ''}]")
+        for a in self.args:
+            label = a.name.upper() + ("..." if a.type in ("rest", "kv") else "")
+            parts.append(f"[{label}]" if a.optional else label)
+        return " ".join(parts)
+
+    def help_text(self) -> str:
+        lines = [f"usage: {self.usage}", "", self.summary]
+        if self.details:
+            lines += ["", self.details.strip()]
+        if self.args or self.flags:
+            lines.append("")
+        for a in self.args:
+            lines.append(f"  {a.name.upper():<14} {a.help}")
+        for f in self.flags:
+            lines.append(f"  {f.name:<14} {f.help}")
+        return "\n".join(lines)
+
+
+class CommandContext:
+    """What a command handler may use: the session and front-end callbacks."""
+
+    def __init__(self, session, registry: "Registry", interactive: bool = False,
+                 confirm: Callable[[str], bool] | None = None,
+                 progress: Callable[[str], None] | None = None):
+        self.session = session
+        self.registry = registry
+        self.interactive = interactive
+        self.confirm = confirm or (lambda question: False)
+        self.progress = progress or (lambda message: None)
+        self.quit_requested = False
+
+
+class Registry:
+    def __init__(self) -> None:
+        self.commands: dict[str, Command] = {}
+        self._aliases: dict[str, str] = {}
+
+    def register(self, cmd: Command) -> Command:
+        self.commands[cmd.name] = cmd
+        for a in cmd.aliases:
+            self._aliases[a] = cmd.name
+        return cmd
+
+    def get(self, name: str) -> Command | None:
+        return self.commands.get(self._aliases.get(name, name))
+
+    def names(self) -> list[str]:
+        return sorted(self.commands)
+
+    # -- parsing -------------------------------------------------------------------------
+    def parse(self, line: str) -> tuple[Command, dict[str, Any]]:
+        line = line.strip()
+        name, _, rest = line.partition(" ")
+        cmd = self.get(name)
+        if cmd is None:
+            close = [n for n in self.names() if n.startswith(name[:2])] if name else []
+            hint = f" (did you mean {', '.join(close)}?)" if close else " (type `help` for the list)"
+            raise UsageError(f"unknown command {name!r}{hint}")
+        return cmd, parse_args(cmd, rest)
+
+    def dispatch(self, line: str, ctx: CommandContext) -> Result:
+        try:
+            cmd, args = self.parse(line)
+        except UsageError as e:
+            return Result.failure(str(e))
+        try:
+            result = cmd.handler(ctx, args)
+        except UsageError as e:
+            return Result.failure(f"{e}; usage: {cmd.usage}")
+        result.data.setdefault("command", cmd.name)
+        return result
+
+
+def _convert(value: str, typ: str, name: str) -> Any:
+    if typ == "int":
+        try:
+            return int(value)
+        except ValueError:
+            raise UsageError(f"{name} must be an integer, got {value!r}")
+    if typ == "float":
+        try:
+            return float(value)
+        except ValueError:
+            raise UsageError(f"{name} must be a number, got {value!r}")
+    return value
+
+
+def _first_token(text: str, where: str) -> tuple[str, str]:
+    text = text.lstrip()
+    if text[:1] in ("'", '"'):
+        end = text.find(text[0], 1)
+        if end < 0:
+            raise UsageError(f"{where}: unbalanced quote in {text!r}")
+        return text[1:end], text[end + 1:]
+    parts = re.split(r"\s+", text, maxsplit=1)
+    return parts[0], (parts[1] if len(parts) > 1 else "")
+
+
+def parse_args(cmd: Command, rest: str) -> dict[str, Any]:
+    """Flags first (anywhere before a `rest` argument), then positionals in order."""
+    out: dict[str, Any] = {f.name.lstrip("-").replace("-", "_"): (None if f.takes_value else False) for f in cmd.flags}
+    flags = {f.name: f for f in cmd.flags}
+    positionals = list(cmd.args)
+    text = rest.strip()
+    while positionals or text:
+        text = text.lstrip()
+        if not text:
+            break
+        # flags
+        if text.startswith("--"):
+            tok, _, remainder = text.partition(" ")
+            key, eq, inline = tok.partition("=")
+            flag = flags.get(key)
+            if flag is None:
+                raise UsageError(f"{cmd.name}: unknown option {key} (usage: {cmd.usage})")
+            dest = flag.name.lstrip("-").replace("-", "_")
+            if flag.takes_value:
+                if eq:
+                    value = inline
+                else:
+                    value, _, remainder = remainder.lstrip().partition(" ")
+                    if not value:
+                        raise UsageError(f"{cmd.name}: option {key} needs a value")
+                out[dest] = _convert(value, flag.type, key)
+            else:
+                out[dest] = True
+            text = remainder
+            continue
+        if not positionals:
+            raise UsageError(f"{cmd.name}: unexpected argument {text.split()[0]!r} (usage: {cmd.usage})")
+        arg = positionals.pop(0)
+        if arg.type == "rest":
+            out[arg.name] = text.strip()
+            text = ""
+            continue
+        if arg.type == "kv":
+            from workbench.steps.spec import SpecError, tokenize
+
+            try:
+                out[arg.name] = tokenize(text)
+            except SpecError as e:
+                raise UsageError(str(e))
+            text = ""
+            continue
+        tok, text = _first_token(text, cmd.name)
+        out[arg.name] = _convert(tok, arg.type, arg.name)
+    for arg in positionals:
+        if arg.optional:
+            out.setdefault(arg.name, [] if arg.type == "kv" else None)
+        else:
+            raise UsageError(f"{cmd.name}: missing {arg.name.upper()} (usage: {cmd.usage})")
+    return out

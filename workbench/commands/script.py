@@ -1,0 +1,53 @@
+"""Scripted command files (*.lhw): one command per line, `#` comments."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from workbench.commands.registry import CommandContext
+from workbench.result import Result
+
+
+@dataclass
+class ScriptOutcome:
+    ok: bool
+    results: list[tuple[int, str, Result]] = field(default_factory=list)
+    failed_line: int | None = None
+
+    @property
+    def error(self) -> str | None:
+        for lineno, line, res in self.results:
+            if not res.ok:
+                return f"line {lineno}: {line}: {res.error}"
+        return None
+
+
+def script_lines(text: str) -> list[tuple[int, str]]:
+    out = []
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        out.append((lineno, line))
+    return out
+
+
+def run_script(path: Path, ctx: CommandContext, keep_going: bool = False,
+               on_result: Callable[[int, str, Result], None] | None = None) -> ScriptOutcome:
+    outcome = ScriptOutcome(ok=True)
+    for lineno, line in script_lines(Path(path).read_text()):
+        res = ctx.registry.dispatch(line, ctx)
+        ctx.session.autosave()
+        outcome.results.append((lineno, line, res))
+        if on_result:
+            on_result(lineno, line, res)
+        if not res.ok:
+            outcome.ok = False
+            if outcome.failed_line is None:
+                outcome.failed_line = lineno
+            if not keep_going:
+                break
+        if ctx.quit_requested:
+            break
+    return outcome

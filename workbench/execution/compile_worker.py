@@ -1,0 +1,316 @@
+"""The compile worker: the only process that holds MLIR objects for compilation.
+
+Started by `WorkerClient` as `python -m workbench.execution.compile_worker FD`; it
+reads request dicts from the connection on FD and answers each with a dict.
+The MLIR wheels are built with assertions, so a bad pass option or an invalid
+conversion can abort this process: the client notices, restarts it, and reports
+the step as failed with the tail of our stderr.
+
+Requests (all answers carry "ok" and, on failure, "error" and "diagnostics"):
+  {"op": "parse", "text", "filename"}            -> {"ir", "sha"}
+  {"op": "apply", "text", "sha", "stages": [..]}  -> {"ir", "sha", "seconds", "stage_seconds"}
+  {"op": "inspect", "text", "sha"}                -> {"info"}
+  {"op": "ping"}
+Stage dicts: {"kind": "pass", "pipeline"} | {"kind": "transform", "text", "path", "entry"}
+  | {"kind": "schedule", "path", "gen", "params", "entry", "wants_payload"}
+  | {"kind": "bench", "params"}.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import time
+import traceback
+from collections import OrderedDict
+from multiprocessing.connection import Connection
+
+from mlir import ir, passmanager
+from mlir.dialects.transform import interpreter
+
+from workbench.execution import bench_wrapper, payload_inspect
+
+CACHE_SIZE = 24
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+class StageError(Exception):
+    def __init__(self, message: str, diagnostics: str = ""):
+        super().__init__(message)
+        self.diagnostics = diagnostics
+
+
+def _split_mlir_error(exc: BaseException, label: str) -> tuple[str, str]:
+    """One-line message + detail from an MLIR exception, naming `label` for '-' locations."""
+    text = str(exc).replace('"-":', f"{label}:").replace("loc(\"-\":", f"loc({label}:")
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    diags = getattr(exc, "error_diagnostics", None)
+    if diags:
+        d = diags[0]
+        loc = _format_location(str(d.location), label)
+        first = f"{loc}: {d.message}" if loc else d.message
+        return first.splitlines()[0], "\n".join(lines)
+    # ValueError from the interpreter: "Failed to apply ...\nDiagnostic message at loc(...): msg"
+    for ln in lines:
+        if "Diagnostic message at" in ln or ": error:" in ln:
+            return ln.replace("Diagnostic message at ", "").strip(), "\n".join(lines)
+    return (lines[0] if lines else type(exc).__name__), "\n".join(lines)
+
+
+def _format_location(loc: str, label: str) -> str:
+    # loc("file.mlir":3:5) -> file.mlir:3:5
+    s = loc
+    if s.startswith("loc(") and s.endswith(")"):
+        s = s[4:-1]
+    s = s.replace('"-"', label).replace('"', "")
+    return "" if s == "unknown" else s
+
+
+class CompileWorker:
+    def __init__(self) -> None:
+        self.ctx = ir.Context()
+        self.ctx.allow_unregistered_dialects = False
+        self.cache: "OrderedDict[str, ir.Module]" = OrderedDict()
+        self.generators: dict[tuple[str, float], object] = {}
+
+    # -- module cache --------------------------------------------------------
+    def _remember(self, sha: str, module: ir.Module) -> None:
+        self.cache[sha] = module
+        self.cache.move_to_end(sha)
+        while len(self.cache) > CACHE_SIZE:
+            self.cache.popitem(last=False)
+
+    def _module_for(self, text: str, sha: str | None, label: str) -> ir.Module:
+        sha = sha or sha256(text)
+        mod = self.cache.get(sha)
+        if mod is not None:
+            self.cache.move_to_end(sha)
+            return mod
+        try:
+            mod = ir.Module.parse(text)
+        except ir.MLIRError as e:
+            raise StageError(*_split_mlir_error(e, label))
+        self._remember(sha, mod)
+        return mod
+
+    # -- requests --------------------------------------------------------------
+    def handle(self, req: dict) -> dict:
+        op = req.get("op")
+        with self.ctx, ir.Location.unknown():
+            try:
+                if op == "ping":
+                    return {"ok": True, "pid": os.getpid()}
+                if op == "parse":
+                    return self.parse(req)
+                if op == "apply":
+                    return self.apply(req)
+                if op == "inspect":
+                    mod = self._module_for(req["text"], req.get("sha"), req.get("label", "<ir>"))
+                    return {"ok": True, "info": payload_inspect.inspect_module(mod)}
+                return {"ok": False, "error": f"unknown worker request {op!r}"}
+            except StageError as e:
+                return {"ok": False, "error": str(e), "diagnostics": e.diagnostics}
+            except Exception as e:  # a bug or an unexpected binding error: report, stay alive
+                return {"ok": False, "error": f"{type(e).__name__}: {e}".splitlines()[0],
+                        "diagnostics": traceback.format_exc()}
+
+    def parse(self, req: dict) -> dict:
+        filename = req.get("filename")
+        label = filename or "<input>"
+        try:
+            if filename and req.get("text") is None:
+                mod = ir.Module.parseFile(filename)
+            else:
+                mod = ir.Module.parse(req["text"])
+        except ir.MLIRError as e:
+            msg, detail = _split_mlir_error(e, label)
+            return {"ok": False, "error": msg, "diagnostics": detail}
+        try:
+            mod.operation.verify()
+        except ir.MLIRError as e:
+            msg, detail = _split_mlir_error(e, label)
+            return {"ok": False, "error": msg, "diagnostics": detail}
+        text = str(mod.operation)
+        sha = sha256(text)
+        self._remember(sha, mod)
+        return {"ok": True, "ir": text, "sha": sha}
+
+    def apply(self, req: dict) -> dict:
+        label = req.get("label", "<step input>")
+        src = self._module_for(req["text"], req.get("sha"), label)
+        work = _clone_module(src)
+        stage_seconds = []
+        t_all = time.perf_counter()
+        for i, stage in enumerate(req["stages"]):
+            t0 = time.perf_counter()
+            try:
+                self._apply_stage(work, stage, label)
+                work.operation.verify()
+            except StageError as e:
+                return {"ok": False, "error": str(e), "diagnostics": e.diagnostics, "stage_index": i}
+            except ir.MLIRError as e:
+                msg, detail = _split_mlir_error(e, label)
+                return {"ok": False, "error": f"verifier failed after the step: {msg}",
+                        "diagnostics": detail, "stage_index": i}
+            stage_seconds.append(time.perf_counter() - t0)
+        text = str(work.operation)
+        sha = sha256(text)
+        self._remember(sha, work)
+        return {"ok": True, "ir": text, "sha": sha, "seconds": time.perf_counter() - t_all,
+                "stage_seconds": stage_seconds}
+
+    # -- stage kinds -------------------------------------------------------------
+    def _apply_stage(self, module: ir.Module, stage: dict, label: str) -> None:
+        kind = stage["kind"]
+        if kind == "pass":
+            self._run_passes(module, stage["pipeline"], label)
+        elif kind == "transform":
+            sched = self._parse_schedule(stage["text"], stage.get("path") or "<transform>")
+            self._run_transform(module, sched, stage.get("entry") or "__transform_main", label)
+        elif kind == "schedule":
+            sched = self._generate_schedule(module, stage)
+            self._run_transform(module, sched, stage.get("entry") or "__transform_main", label)
+        elif kind == "bench":
+            try:
+                bench_wrapper.insert_wrapper(module, stage.get("params") or {})
+            except bench_wrapper.BenchError as e:
+                raise StageError(f"bench: {e}")
+        else:
+            raise StageError(f"unknown stage kind {kind!r}")
+
+    def _run_passes(self, module: ir.Module, pipeline: str, label: str) -> None:
+        text = pipeline.strip()
+        if not text.startswith("builtin.module("):
+            text = f"builtin.module({text})"
+        try:
+            pm = passmanager.PassManager.parse(text)
+        except (ValueError, ir.MLIRError) as e:
+            msg = str(e).strip().splitlines()
+            raise StageError(f"bad pass pipeline: {msg[0] if msg else e}", "\n".join(msg))
+        try:
+            pm.run(module.operation)
+        except ir.MLIRError as e:
+            msg, detail = _split_mlir_error(e, label)
+            raise StageError(f"pass pipeline failed: {msg}", detail)
+
+    def _parse_schedule(self, text: str, path: str) -> ir.Module:
+        try:
+            return ir.Module.parse(text)
+        except ir.MLIRError as e:
+            msg, detail = _split_mlir_error(e, path)
+            raise StageError(f"transform module does not parse: {msg}", detail)
+
+    def _run_transform(self, module: ir.Module, sched: ir.Module, entry: str, label: str) -> None:
+        seq = _find_named_sequence(sched, entry)
+        if seq is None:
+            names = [_sym_name(op) for op in sched.body.operations if op.operation.name == "transform.named_sequence"]
+            raise StageError(f"transform module has no named sequence @{entry} (has: "
+                             f"{', '.join('@' + n for n in names) or 'none'})")
+        try:
+            interpreter.apply_named_sequence(module.operation, seq, sched.operation)
+        except (ValueError, ir.MLIRError) as e:
+            msg, detail = _split_mlir_error(e, label)
+            raise StageError(f"transform failed: {msg}", detail)
+
+    def _generate_schedule(self, module: ir.Module, stage: dict) -> ir.Module:
+        path, gen = stage["path"], stage["gen"]
+        fn = self._load_generator(path, gen)
+        kwargs = dict(stage.get("params") or {})
+        if stage.get("wants_payload"):
+            kwargs["payload"] = payload_inspect.inspect_module(module)
+        try:
+            out = fn(**kwargs)
+        except Exception as e:
+            tb = traceback.format_exc()
+            raise StageError(f"schedule generator {os.path.basename(path)}:{gen} raised "
+                             f"{type(e).__name__}: {e}".splitlines()[0], tb)
+        if isinstance(out, str):
+            return self._parse_schedule(out, f"{os.path.basename(path)}:{gen}")
+        if isinstance(out, ir.Module):
+            return out
+        if hasattr(out, "operation") and out.operation.name == "builtin.module":
+            return ir.Module.parse(str(out.operation))
+        raise StageError(f"schedule generator {gen} returned {type(out).__name__}; "
+                         "expected MLIR text or an ir.Module")
+
+    def _load_generator(self, path: str, gen: str):
+        try:
+            mtime = os.path.getmtime(path)
+        except OSError:
+            raise StageError(f"schedule file not found: {path}")
+        key = (path, mtime)
+        mod = self.generators.get(key)
+        if mod is None:
+            spec = importlib.util.spec_from_file_location(
+                f"lh_schedule_{abs(hash(key))}", path)
+            mod = importlib.util.module_from_spec(spec)
+            sys.path.insert(0, os.path.dirname(path))
+            try:
+                spec.loader.exec_module(mod)
+            except Exception as e:
+                raise StageError(f"cannot import schedule file {path}: {type(e).__name__}: {e}",
+                                 traceback.format_exc())
+            finally:
+                sys.path.pop(0)
+            self.generators[key] = mod
+        fn = getattr(mod, gen, None)
+        if not callable(fn):
+            raise StageError(f"{path} has no generator function {gen!r}")
+        return fn
+
+
+def _clone_module(module) -> ir.Module:
+    """A deep copy of a module (steps never touch the cached input).
+
+    Built as a fresh `ir.Module` holding clones of the top-level ops: a detached clone of the
+    module op itself is emptied by the transform interpreter (seen with MLIR 22.1.8).
+    """
+    fresh = ir.Module.create()
+    attrs = module.operation.attributes
+    for i in range(len(attrs)):
+        named = attrs[i]
+        fresh.operation.attributes[named.name] = named.attr
+    for op in module.body.operations:
+        fresh.body.append(op.clone())
+    return fresh
+
+
+def _sym_name(op) -> str:
+    try:
+        return ir.StringAttr(op.attributes["sym_name"]).value
+    except Exception:
+        return "?"
+
+
+def _find_named_sequence(sched: ir.Module, name: str):
+    found = []
+
+    def visit(op):
+        if op.name == "transform.named_sequence" and _sym_name(op) == name:
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    sched.operation.walk(visit)
+    return found[0] if found else None
+
+
+def serve(fd: int) -> None:
+    conn = Connection(fd)
+    worker = CompileWorker()
+    while True:
+        try:
+            req = conn.recv()
+        except EOFError:
+            return
+        if req.get("op") == "exit":
+            return
+        conn.send(worker.handle(req))
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))

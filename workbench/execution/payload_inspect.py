@@ -1,0 +1,179 @@
+"""Payload inspection (runs inside a worker): functions, linalg ops, shapes, FLOPs.
+
+The result is plain data (dicts/lists) so it crosses the process boundary and is
+what selectors and schedule generators (`payload=` argument) receive.
+"""
+from __future__ import annotations
+
+import math
+
+from mlir import ir
+
+# FLOPs per point of the iteration space for named ops (matmul-like ops: mul + add).
+_CONTRACTIONS = {
+    "linalg.matmul": ("m", "n", "k"),
+    "linalg.matmul_transpose_a": ("m", "n", "k"),
+    "linalg.matmul_transpose_b": ("m", "n", "k"),
+    "linalg.batch_matmul": ("b", "m", "n", "k"),
+    "linalg.batch_reduce_matmul": ("b", "m", "n", "k"),
+    "linalg.matvec": ("m", "k"),
+    "linalg.vecmat": ("k", "n"),
+    "linalg.dot": ("k",),
+    "linalg.contract": None,
+}
+_NO_COMPUTE = {"linalg.fill", "linalg.copy", "linalg.transpose", "linalg.broadcast", "linalg.pack",
+               "linalg.unpack", "linalg.index", "linalg.yield"}
+_SOFTMAX_FLOPS_PER_ELEMENT = 5  # max, sub, exp, sum, div
+
+
+def _shape(t: ir.Type) -> list[int] | None:
+    if isinstance(t, ir.ShapedType):
+        st = ir.ShapedType(t)
+        if not st.has_rank:
+            return None
+        return [d if not ir.ShapedType.is_dynamic_size(d) else -1 for d in st.shape]
+    return []
+
+
+def _elem(t: ir.Type) -> str:
+    if isinstance(t, ir.ShapedType):
+        return str(ir.ShapedType(t).element_type)
+    return str(t)
+
+
+def _sym(op, name="sym_name") -> str:
+    try:
+        return ir.StringAttr(op.attributes[name]).value
+    except Exception:
+        return ""
+
+
+def _iteration_domain(op) -> list[int] | None:
+    """Loop ranges from indexing maps and operand shapes (generic and named ops with maps)."""
+    try:
+        maps = ir.ArrayAttr(op.attributes["indexing_maps"])
+    except Exception:
+        return None
+    amaps = [ir.AffineMapAttr(m).value for m in maps]
+    if not amaps:
+        return None
+    ndims = amaps[0].n_dims
+    dims: list[int] = [-1] * ndims
+    for amap, operand in zip(amaps, op.operands):
+        shape = _shape(operand.type) or []
+        for pos, expr in enumerate(amap.results):
+            if isinstance(expr, ir.AffineDimExpr) and pos < len(shape):
+                d = ir.AffineDimExpr(expr).position
+                if dims[d] < 0 and shape[pos] >= 0:
+                    dims[d] = shape[pos]
+    return dims
+
+
+def _body_ops(op) -> int:
+    try:
+        block = op.regions[0].blocks[0]
+    except Exception:
+        return 1
+    n = sum(1 for inner in block.operations if inner.operation.name not in ("linalg.yield", "linalg.index"))
+    return max(n, 1)
+
+
+def describe_linalg_op(op) -> dict:
+    name = op.name
+    ins = [o for o in op.operands]
+    info: dict = {"op": name, "operand_types": [str(o.type) for o in ins],
+                  "dtype": _elem(ins[-1].type) if ins else "", "flops": 0, "kind": "other"}
+    if name in _CONTRACTIONS and _CONTRACTIONS[name]:
+        info["kind"] = "contraction"
+        shapes = [_shape(o.type) for o in ins]
+        dims = {}
+        if name in ("linalg.matmul",):
+            (m, k), (_, n) = shapes[0][-2:], shapes[1][-2:]
+            dims = {"m": m, "n": n, "k": k}
+        elif name == "linalg.matmul_transpose_a":
+            (k, m), (_, n) = shapes[0][-2:], shapes[1][-2:]
+            dims = {"m": m, "n": n, "k": k}
+        elif name == "linalg.matmul_transpose_b":
+            (m, k), (n, _) = shapes[0][-2:], shapes[1][-2:]
+            dims = {"m": m, "n": n, "k": k}
+        elif name in ("linalg.batch_matmul", "linalg.batch_reduce_matmul"):
+            b, m, k = shapes[0]
+            n = shapes[1][-1]
+            dims = {"b": b, "m": m, "n": n, "k": k}
+        elif name == "linalg.matvec":
+            m, k = shapes[0]
+            dims = {"m": m, "k": k}
+        elif name == "linalg.vecmat":
+            k, n = shapes[1]
+            dims = {"k": k, "n": n}
+        elif name == "linalg.dot":
+            dims = {"k": shapes[0][0]}
+        info["dims"] = dims
+        if all(v >= 0 for v in dims.values()):
+            info["flops"] = 2 * math.prod(dims.values())
+        return info
+    if name == "linalg.softmax":
+        info["kind"] = "softmax"
+        shape = _shape(ins[0].type) or []
+        info["shape"] = shape
+        if all(d >= 0 for d in shape):
+            info["flops"] = _SOFTMAX_FLOPS_PER_ELEMENT * math.prod(shape)
+        return info
+    if name in _NO_COMPUTE:
+        info["kind"] = "data-movement"
+        return info
+    domain = _iteration_domain(op)
+    iterators = []
+    try:
+        iterators = [str(a).strip("#linalg.iterator_type<>") for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    except Exception:
+        pass
+    if name == "linalg.reduce":
+        info["kind"] = "reduction"
+        shape = _shape(ins[0].type) or []
+        info["shape"] = shape
+        if all(d >= 0 for d in shape):
+            info["flops"] = math.prod(shape) * _body_ops(op)
+        return info
+    if domain is not None:
+        info["domain"] = domain
+        info["iterators"] = iterators
+        info["kind"] = "reduction" if any("reduction" in it for it in iterators) else "elementwise"
+        if domain and all(d >= 0 for d in domain):
+            info["flops"] = math.prod(domain) * _body_ops(op)
+        return info
+    # named elementwise ops without explicit maps (linalg.add, linalg.exp, linalg.elementwise ...)
+    out_shape = _shape(ins[-1].type) if ins else None
+    info["kind"] = "elementwise"
+    info["shape"] = out_shape
+    if out_shape is not None and all(d >= 0 for d in out_shape):
+        info["flops"] = math.prod(out_shape)
+    return info
+
+
+def inspect_module(module) -> dict:
+    funcs = []
+    ops = []
+
+    def visit(op):
+        name = op.name
+        if name == "func.func":
+            ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+            funcs.append({
+                "name": _sym(op),
+                "args": [str(t) for t in ftype.inputs],
+                "results": [str(t) for t in ftype.results],
+                "declaration": len(op.regions[0].blocks) == 0,
+                "visibility": _sym(op, "sym_visibility") or "public",
+            })
+        elif name.startswith("linalg.") and name not in ("linalg.yield", "linalg.index"):
+            info = describe_linalg_op(op)
+            parent = op.parent
+            while parent is not None and parent.name != "func.func":
+                parent = parent.parent
+            info["func"] = _sym(parent) if parent is not None else ""
+            ops.append(info)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return {"funcs": funcs, "ops": ops, "total_flops": sum(o["flops"] for o in ops)}

@@ -1,0 +1,143 @@
+"""Client side of the worker processes: start, talk, time out, restart after a crash.
+
+Every request goes to a child process; if the child dies (an MLIR assertion, an
+`LLVM ERROR`, a segfault in generated code) or exceeds its time limit, the client
+kills it, answers with a failure that quotes the child's output tail, and starts
+a fresh child on the next request. The caller's state is never touched.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from multiprocessing import Pipe
+from pathlib import Path
+
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_TIMEOUT_S = 600.0
+
+
+def describe_exit(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"killed by signal {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exited with status {returncode}"
+
+
+class WorkerCrashed(RuntimeError):
+    pass
+
+
+class WorkerProcess:
+    """One child process speaking the request/answer protocol over a socket pair."""
+
+    def __init__(self, module: str, env: dict | None = None, name: str = "worker"):
+        self.module = module
+        self.name = name
+        self.env = env
+        self.proc: subprocess.Popen | None = None
+        self.conn = None
+        self.output_tail: collections.deque[str] = collections.deque(maxlen=60)
+        self._reader: threading.Thread | None = None
+        self.lock = threading.Lock()
+        self.restarts = 0
+
+    # -- lifecycle ------------------------------------------------------------
+    def start(self) -> None:
+        parent, child = Pipe(duplex=True)
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        env.setdefault("PYTHONUNBUFFERED", "1")
+        if self.env:
+            env.update(self.env)
+        self.output_tail.clear()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", self.module, str(child.fileno())],
+            pass_fds=(child.fileno(),), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        child.close()
+        self.conn = parent
+        self._reader = threading.Thread(target=self._drain, args=(self.proc,), daemon=True)
+        self._reader.start()
+
+    def _drain(self, proc: subprocess.Popen) -> None:
+        assert proc.stdout is not None
+        for raw in proc.stdout:
+            self.output_tail.append(raw.decode(errors="replace").rstrip("\n"))
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                self.proc.kill()
+            self.proc.wait()
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def close(self) -> None:
+        if self.alive() and self.conn is not None:
+            try:
+                self.conn.send({"op": "exit"})
+                self.proc.wait(timeout=2)
+            except Exception:
+                pass
+        self.kill()
+
+    # -- requests -------------------------------------------------------------------
+    def request(self, req: dict, timeout: float | None = None) -> dict:
+        """Send one request; on crash/timeout return a failure answer (never raise)."""
+        timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
+        with self.lock:
+            if not self.alive():
+                if self.proc is not None:
+                    self.restarts += 1
+                self.start()
+            try:
+                self.conn.send(req)
+                deadline = time.monotonic() + timeout
+                while True:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        self.kill()
+                        return self._failure(f"{self.name} timed out after {timeout:g} s and was killed")
+                    if self.conn.poll(min(remaining, 0.2)):
+                        return self.conn.recv()
+                    if self.proc.poll() is not None and not self.conn.poll(0):
+                        return self._crashed()
+            except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
+                return self._crashed()
+
+    def _crashed(self) -> dict:
+        code = self.proc.wait() if self.proc is not None else -1
+        if self._reader is not None:
+            self._reader.join(timeout=1)
+        self.kill()
+        return self._failure(f"{self.name} process {describe_exit(code)}")
+
+    def _failure(self, message: str) -> dict:
+        tail = [ln for ln in self.output_tail if ln.strip()]
+        key = next((ln.strip() for ln in reversed(tail) if "LLVM ERROR" in ln or "Assertion" in ln
+                    or "error" in ln.lower()), None)
+        if key:
+            message = f"{message}: {key}"
+        return {"ok": False, "error": message, "diagnostics": "\n".join(tail[-40:]), "crashed": True}
+
+    def cancel(self) -> None:
+        """Abort the request in flight (used by front ends on Escape)."""
+        self.kill()
+
+
+class CompileClient(WorkerProcess):
+    def __init__(self) -> None:
+        super().__init__("workbench.execution.compile_worker", name="compile worker")

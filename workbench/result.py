@@ -1,0 +1,102 @@
+"""The one result type every command returns and every front end renders.
+
+A `Result` carries a one-line summary, an optional error (always one line) with
+optional detail (diagnostics, stderr tails), a `kind` telling front ends how to
+present it, and `data`: the JSON form. `to_json()` is what `--json` writes;
+`rich()` is what the REPL, the TUI log and scripts print.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Result:
+    ok: bool = True
+    summary: str = ""
+    kind: str = "text"  # text | ir | diff | table | run | help | inspect
+    data: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+    detail: str | None = None
+    body: str | None = None  # IR text, diff text, help text ...
+
+    @classmethod
+    def failure(cls, error: str, detail: str | None = None, **data: Any) -> "Result":
+        first, _, rest = error.strip().partition("\n")
+        if rest and not detail:
+            detail = rest
+        return cls(ok=False, summary=first, error=first, detail=detail, data=dict(data))
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"ok": self.ok, "summary": self.summary, "kind": self.kind}
+        if self.error is not None:
+            out["error"] = self.error
+        if self.detail:
+            out["detail"] = self.detail
+        out.update(self.data)
+        return out
+
+    # ---- rendering -------------------------------------------------------
+    def rich(self):
+        """A rich renderable (imported lazily so headless paths stay light)."""
+        from rich.console import Group
+        from rich.syntax import Syntax
+        from rich.table import Table
+        from rich.text import Text
+
+        parts = []
+        if not self.ok:
+            parts.append(Text(f"error: {self.error}", style="bold red"))
+            if self.detail:
+                parts.append(Text(self.detail.rstrip(), style="red"))
+            return Group(*parts)
+        if self.summary:
+            parts.append(Text(self.summary, style="bold green" if self.kind != "text" else ""))
+        table = self.data.get("table")
+        if self.kind == "table" and table:
+            t = Table(*table["columns"], show_lines=False, header_style="bold cyan")
+            for row in table["rows"]:
+                t.add_row(*[str(c) for c in row])
+            parts.append(t)
+        if self.body:
+            if self.kind == "ir":
+                parts.append(Syntax(self.body, "mlir" if _has_mlir_lexer() else "text",
+                                    line_numbers=False, word_wrap=False))
+            elif self.kind == "diff":
+                parts.append(Syntax(self.body, "diff"))
+            else:
+                parts.append(Text(self.body))
+        return Group(*parts)
+
+    def plain(self) -> str:
+        """Plain text (for logs, non-TTY output)."""
+        lines = []
+        if not self.ok:
+            lines.append(f"error: {self.error}")
+            if self.detail:
+                lines.append(self.detail.rstrip())
+            return "\n".join(lines)
+        if self.summary:
+            lines.append(self.summary)
+        table = self.data.get("table")
+        if self.kind == "table" and table:
+            cols = table["columns"]
+            rows = [[str(c) for c in r] for r in table["rows"]]
+            widths = [max([len(c)] + [len(r[i]) for r in rows]) for i, c in enumerate(cols)]
+            lines.append("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip())
+            for r in rows:
+                lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
+        if self.body:
+            lines.append(self.body.rstrip("\n"))
+        return "\n".join(lines)
+
+
+def _has_mlir_lexer() -> bool:
+    try:
+        from pygments.lexers import get_lexer_by_name
+
+        get_lexer_by_name("mlir")
+        return True
+    except Exception:
+        return False

@@ -1,0 +1,393 @@
+"""The session: a live payload module, an ordered list of applied steps, a cursor.
+
+Every IR the session has seen lives in a content-addressed store (sha256 -> text), so
+undo, redo, `show N` and `diff N M` never recompute anything. Applying a step is
+transactional: the compile worker applies it to a copy; the session changes only when
+the worker answers with a verified module. Failures raise `SessionError` carrying a
+one-line message and the MLIR diagnostics; the session is then exactly as before.
+"""
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+import workbench
+from workbench.execution.mlir_libs import mlir_version
+from workbench.execution.worker_client import CompileClient
+from workbench.paths import state_dir
+from workbench.steps.kinds import BuildContext, Step, StepError, load_pipeline_yaml, step_from_entry
+from workbench.steps.params import ParamError
+from workbench.targets import get_target
+
+SESSION_HEADER = "# lh-workbench session: replay with `lh-workbench replay THIS_FILE`\n"
+
+
+class SessionError(RuntimeError):
+    def __init__(self, message: str, detail: str = "", step_index: int | None = None):
+        super().__init__(message)
+        self.detail = detail
+        self.step_index = step_index
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def sha256_file(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass
+class AppliedStep:
+    step: Step
+    input_sha: str
+    output_sha: str
+    seconds: float
+    stage_seconds: list[float] = field(default_factory=list)
+
+    @property
+    def noop(self) -> bool:
+        return self.input_sha == self.output_sha
+
+
+@dataclass
+class StepReport:
+    """What one apply did; the JSON step record of the headless contract."""
+    index: int
+    kind: str
+    spec: str
+    params: dict
+    ok: bool
+    seconds: float
+    ir_sha256: str | None
+    error: str | None = None
+    detail: str | None = None
+    noop: bool = False
+
+    def to_json(self) -> dict:
+        d = {"index": self.index, "kind": self.kind, "spec": self.spec, "params": self.params, "ok": self.ok,
+             "seconds": round(self.seconds, 6), "ir_sha256": self.ir_sha256, "error": self.error}
+        if self.noop:
+            d["noop"] = True
+        return d
+
+
+def atomic_write(path: Path, text: str) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class Session:
+    def __init__(self, client: CompileClient | None = None, allow_python: bool = False):
+        self.client = client or CompileClient()
+        self.store: dict[str, str] = {}
+        self.payload_path: Path | None = None
+        self.payload_file_sha: str | None = None
+        self.initial_sha: str | None = None
+        self.steps: list[AppliedStep] = []
+        self.cursor = 0
+        self.target_name = "cpu"
+        self.build_ctx = BuildContext(allow_python=allow_python)
+        self.last_run: dict | None = None
+        self.journal_enabled = True
+        self.progress: Callable[[str], None] | None = None
+
+    # -- basic state -------------------------------------------------------------------
+    @property
+    def loaded(self) -> bool:
+        return self.initial_sha is not None
+
+    def require_loaded(self) -> None:
+        if not self.loaded:
+            raise SessionError("no payload loaded: use `load FILE.mlir`")
+
+    @property
+    def active_steps(self) -> list[AppliedStep]:
+        return self.steps[: self.cursor]
+
+    def sha_at(self, index: int) -> str:
+        """IR sha after step `index` (0 = the payload as loaded)."""
+        self.require_loaded()
+        if index == 0:
+            return self.initial_sha
+        if not 1 <= index <= len(self.steps):
+            raise SessionError(f"no step {index} (steps: 0..{len(self.steps)}; 0 is the payload)")
+        return self.steps[index - 1].output_sha
+
+    @property
+    def current_sha(self) -> str:
+        return self.sha_at(self.cursor)
+
+    def ir_at(self, index: int) -> str:
+        return self.store[self.sha_at(index)]
+
+    @property
+    def current_ir(self) -> str:
+        return self.ir_at(self.cursor)
+
+    @property
+    def target(self):
+        return get_target(self.target_name)
+
+    def close(self) -> None:
+        self.client.close()
+
+    # -- loading --------------------------------------------------------------------------
+    def load(self, path: str | Path) -> str:
+        """Parse and verify a payload file; on error the session keeps its previous state."""
+        path = Path(path)
+        if not path.is_file():
+            raise SessionError(f"{path}: no such file")
+        ans = self.client.request({"op": "parse", "filename": str(path), "text": None})
+        if not ans["ok"]:
+            raise SessionError(ans["error"], ans.get("diagnostics", ""))
+        self.store[ans["sha"]] = ans["ir"]
+        self.payload_path = path.resolve()
+        self.payload_file_sha = sha256_file(path)
+        self.initial_sha = ans["sha"]
+        self.steps = []
+        self.cursor = 0
+        self.last_run = None
+        return ans["sha"]
+
+    # -- applying ---------------------------------------------------------------------------
+    def _run_stages(self, input_sha: str, stages: list[dict], label: str) -> dict:
+        ans = self.client.request({"op": "apply", "text": self.store[input_sha], "sha": input_sha,
+                                   "stages": stages, "label": label})
+        return ans
+
+    def _apply_on(self, input_sha: str, step: Step, index: int) -> AppliedStep:
+        try:
+            stages = step.stages(self.build_ctx)
+        except (StepError, ParamError) as e:
+            raise SessionError(str(e), step_index=index)
+        t0 = time.perf_counter()
+        ans = self._run_stages(input_sha, stages, f"<step {index} input>")
+        wall = time.perf_counter() - t0
+        if not ans["ok"]:
+            where = ""
+            si = ans.get("stage_index")
+            if si is not None and len(stages) > 1:
+                where = f" (stage {si + 1} of {len(stages)}: {_stage_label(stages[si])})"
+            raise SessionError(f"step {index} ({step.label()}) failed{where}: {ans['error']}",
+                               ans.get("diagnostics", ""), step_index=index)
+        self.store[ans["sha"]] = ans["ir"]
+        return AppliedStep(step, input_sha, ans["sha"], ans.get("seconds", wall), ans.get("stage_seconds", []))
+
+    def complete_params(self, step: Step) -> Step:
+        """Fill in schema defaults so the recorded parameter dict is concrete."""
+        try:
+            schema = step.schema()
+            params = schema.defaults()
+            params.update(schema.validate(step.params))
+        except (StepError, ParamError) as e:
+            raise SessionError(str(e))
+        return step.with_params(params)
+
+    def apply(self, step: Step) -> AppliedStep:
+        self.require_loaded()
+        step = self.complete_params(step)
+        applied = self._apply_on(self.current_sha, step, self.cursor + 1)
+        del self.steps[self.cursor:]
+        self.steps.append(applied)
+        self.cursor += 1
+        return applied
+
+    def undo(self) -> int:
+        self.require_loaded()
+        if self.cursor == 0:
+            raise SessionError("nothing to undo")
+        self.cursor -= 1
+        return self.cursor
+
+    def redo(self) -> int:
+        self.require_loaded()
+        if self.cursor >= len(self.steps):
+            raise SessionError("nothing to redo")
+        self.cursor += 1
+        return self.cursor
+
+    def set_params(self, index: int, updates: dict[str, Any]) -> list[AppliedStep]:
+        """Edit step `index`'s parameters and re-apply steps index..cursor; all or nothing."""
+        self.require_loaded()
+        if not 1 <= index <= self.cursor:
+            raise SessionError(f"no active step {index} (active steps: 1..{self.cursor})")
+        old = self.steps[index - 1]
+        try:
+            schema = old.step.schema()
+            validated = schema.validate(updates)
+        except (StepError, ParamError) as e:
+            raise SessionError(str(e), step_index=index)
+        new_params = dict(old.step.params)
+        new_params.update(validated)
+        replaced: list[AppliedStep] = []
+        sha = old.input_sha
+        for i in range(index, self.cursor + 1):
+            step = old.step.with_params(new_params) if i == index else self.steps[i - 1].step
+            if self.progress:
+                self.progress(f"re-applying step {i}/{self.cursor}: {step.label()}")
+            applied = self._apply_on(sha, step, i)
+            replaced.append(applied)
+            sha = applied.output_sha
+        self.steps[index - 1: self.cursor] = replaced
+        del self.steps[self.cursor:]
+        return replaced
+
+    # -- views ----------------------------------------------------------------------------
+    def diff(self, a: int, b: int, context: int = 3) -> str:
+        ta, tb = self.ir_at(a), self.ir_at(b)
+        if ta == tb:
+            return ""
+        return "".join(difflib.unified_diff(ta.splitlines(True), tb.splitlines(True),
+                                            fromfile=f"step {a}", tofile=f"step {b}", n=context))
+
+    def history(self) -> list[dict]:
+        rows = [{"index": 0, "kind": "payload", "spec": str(self.payload_path), "active": True,
+                 "noop": False, "seconds": 0.0, "ir_sha256": self.initial_sha, "current": self.cursor == 0}]
+        for i, a in enumerate(self.steps, start=1):
+            rows.append({"index": i, "kind": a.step.kind, "spec": a.step.label(), "active": i <= self.cursor,
+                         "noop": a.noop, "seconds": a.seconds, "ir_sha256": a.output_sha,
+                         "current": i == self.cursor, "params": a.step.params})
+        return rows
+
+    def inspect(self, index: int | None = None) -> dict:
+        sha = self.sha_at(self.cursor if index is None else index)
+        ans = self.client.request({"op": "inspect", "text": self.store[sha], "sha": sha})
+        if not ans["ok"]:
+            raise SessionError(ans["error"], ans.get("diagnostics", ""))
+        return ans["info"]
+
+    # -- persistence ----------------------------------------------------------------------
+    def to_yaml(self, path: Path | None) -> str:
+        rel_to = path.parent if path is not None else None
+        doc: dict[str, Any] = {"Pipeline": [a.step.to_entry(rel_to) for a in self.active_steps]}
+        payload: dict[str, Any] = {}
+        if self.payload_path is not None:
+            payload = {"path": os.path.relpath(self.payload_path, rel_to) if rel_to else str(self.payload_path),
+                       "sha256": self.payload_file_sha}
+        doc["Workbench"] = {
+            "version": workbench.__version__,
+            "mlir_version": mlir_version(),
+            "payload": payload,
+            "target": self.target_name,
+            "ir_sha256": self.current_sha if self.loaded else None,
+            "steps": [{"index": i, "ir_sha256": a.output_sha, "seconds": round(a.seconds, 6), "noop": a.noop}
+                      for i, a in enumerate(self.active_steps, start=1)],
+        }
+        if self.last_run is not None:
+            doc["Workbench"]["last_run"] = self.last_run
+        return SESSION_HEADER + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=110)
+
+    def save(self, path: str | Path) -> Path:
+        path = Path(path)
+        atomic_write(path, self.to_yaml(path.resolve()))
+        return path
+
+    @property
+    def journal_path(self) -> Path | None:
+        if self.payload_path is None:
+            return None
+        key = hashlib.sha256(str(self.payload_path).encode()).hexdigest()[:16]
+        return state_dir() / "journal" / f"{self.payload_path.stem}-{key}.yaml"
+
+    def autosave(self) -> None:
+        """Write the journal (every command); a killed process loses at most the command in flight."""
+        jp = self.journal_path
+        if not self.journal_enabled or jp is None or not self.loaded:
+            return
+        if not self.steps:
+            if jp.exists():
+                jp.unlink()
+            return
+        atomic_write(jp, self.to_yaml(jp))
+
+    def journal_for(self, payload: Path) -> Path | None:
+        key = hashlib.sha256(str(payload.resolve()).encode()).hexdigest()[:16]
+        jp = state_dir() / "journal" / f"{payload.stem}-{key}.yaml"
+        return jp if jp.exists() else None
+
+
+def _stage_label(stage: dict) -> str:
+    kind = stage["kind"]
+    if kind == "pass":
+        return f"pass {stage['pipeline']}"
+    if kind == "schedule":
+        return f"{Path(stage['path']).name}[gen={stage['gen']}]"
+    if kind == "transform":
+        return Path(stage.get("path") or "transform").name
+    return kind
+
+
+@dataclass
+class LoadedSession:
+    """A session file read from disk: its steps and workbench metadata."""
+    path: Path
+    steps: list[Step]
+    meta: dict
+
+    @property
+    def payload(self) -> Path | None:
+        p = (self.meta.get("payload") or {}).get("path")
+        return (self.path.parent / p).resolve() if p else None
+
+
+def read_session_file(path: str | Path) -> LoadedSession:
+    path = Path(path)
+    entries, _variables = load_pipeline_yaml(path)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:  # already reported by load_pipeline_yaml, kept for completeness
+        raise SessionError(f"{path}: invalid YAML: {e}")
+    meta = doc.get("Workbench") or {}
+    if not isinstance(meta, dict):
+        raise SessionError(f"{path}: 'Workbench' must be a mapping")
+    steps = []
+    for i, entry in enumerate(entries, start=1):
+        try:
+            steps.append(step_from_entry(entry, path.parent.resolve(), where=f"{path}: entry {i}"))
+        except StepError as e:
+            raise SessionError(str(e))
+    return LoadedSession(path, steps, meta)
+
+
+def replay_into(session: Session, loaded: LoadedSession,
+                on_step: Callable[[StepReport], None] | None = None, keep_going: bool = False) -> list[StepReport]:
+    """Apply every step of `loaded` to `session` (already holding the payload)."""
+    reports: list[StepReport] = []
+    target = loaded.meta.get("target")
+    if target:
+        get_target(target)  # unknown target: clear error before any work
+        session.target_name = target
+    for step in loaded.steps:
+        index = session.cursor + 1
+        t0 = time.perf_counter()
+        try:
+            applied = session.apply(step)
+            rep = StepReport(index, step.kind, applied.step.label(), applied.step.params, True, applied.seconds,
+                             applied.output_sha, noop=applied.noop)
+        except SessionError as e:
+            rep = StepReport(index, step.kind, step.label(), step.params, False, time.perf_counter() - t0, None,
+                             str(e), e.detail)
+        reports.append(rep)
+        if on_step:
+            on_step(rep)
+        if not rep.ok and not keep_going:
+            break
+    return reports

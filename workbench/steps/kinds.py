@@ -1,0 +1,382 @@
+"""Step kinds: what a step is, what it accepts, how it becomes worker stages, how it is saved.
+
+A `Step` is pure data (kind, spec, options, params, base_dir). Each kind class turns it
+into a list of *stages* (dicts the compile worker understands), knows its parameter
+schema, and writes it back in the Lighthouse stage grammar.
+
+Kinds: pass, transform, schedule, include, bench, pipeline (a target's named pipeline).
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+import yaml
+
+from workbench.execution.bench_wrapper import DEFAULT_PARAMS as BENCH_DEFAULTS
+from workbench.paths import LIBRARY_DIR, in_library
+from workbench.steps import spec as S
+from workbench.steps.params import ParamError, ParamSpec, Schema, generator_schema
+from workbench.targets import TargetError, find_named_pipeline
+
+MAX_INCLUDE_DEPTH = 16
+
+
+class StepError(ValueError):
+    """A step that cannot be built (bad reference, missing file, bad params, untrusted code)."""
+
+
+class TrustError(StepError):
+    def __init__(self, path: Path):
+        super().__init__(f"refusing to run Python schedule {path} from outside the installed library "
+                         f"without consent: pass --allow-python (headless) or run `trust {path}`")
+        self.path = path
+
+
+@dataclass
+class BuildContext:
+    """What building stages may depend on: trust policy."""
+    allow_python: bool = False
+    trusted: set[str] = field(default_factory=set)
+
+    def check_trust(self, path: Path) -> None:
+        if self.allow_python or in_library(path) or str(path.resolve()) in self.trusted:
+            return
+        raise TrustError(path)
+
+
+@dataclass
+class Step:
+    kind: str
+    spec: str                                  # path / pass text / pipeline name (no params)
+    params: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, str] = field(default_factory=dict)   # gen=, seq=
+    base_dir: Path = field(default_factory=Path.cwd)
+
+    @property
+    def kind_impl(self) -> "StepKind":
+        return KINDS[self.kind]
+
+    def resolve(self) -> Path:
+        return resolve_path(self.spec, self.base_dir)
+
+    def schema(self) -> Schema:
+        return self.kind_impl.schema(self)
+
+    def stages(self, ctx: BuildContext) -> list[dict]:
+        return self.kind_impl.stages(self, ctx, depth=0)
+
+    def label(self) -> str:
+        return self.kind_impl.label(self)
+
+    def to_entry(self, rel_to: Path | None) -> dict:
+        return self.kind_impl.to_entry(self, rel_to)
+
+    def with_params(self, params: dict[str, Any]) -> "Step":
+        new = copy.copy(self)
+        new.params = dict(params)
+        return new
+
+
+def resolve_path(ref: str, base_dir: Path) -> Path:
+    p = Path(ref).expanduser()
+    if p.is_absolute():
+        return p
+    for cand in (base_dir / p, LIBRARY_DIR / p, Path.cwd() / p):
+        if cand.exists():
+            return cand.resolve()
+    return (base_dir / p).resolve()
+
+
+def _relpath(path: Path, rel_to: Path | None) -> str:
+    path = path.resolve()
+    if in_library(path):
+        lib_rel = path.relative_to(LIBRARY_DIR.resolve())
+        if rel_to is None:
+            return str(lib_rel)
+    if rel_to is None:
+        return str(path)
+    import os
+
+    return os.path.relpath(path, rel_to.resolve())
+
+
+class StepKind:
+    name: ClassVar[str] = ""
+    yaml_key: ClassVar[str] = ""
+    help: ClassVar[str] = ""
+
+    def schema(self, step: Step) -> Schema:
+        return Schema()
+
+    def stages(self, step: Step, ctx: BuildContext, depth: int) -> list[dict]:
+        raise NotImplementedError
+
+    def label(self, step: Step) -> str:
+        return S.format_ref(step.spec, step.options, step.params)
+
+    def to_entry(self, step: Step, rel_to: Path | None) -> dict:
+        entry: dict[str, Any] = {self.yaml_key: S.format_ref(_relpath(step.resolve(), rel_to), step.options,
+                                                             step.params)}
+        if step.params:
+            entry["params"] = dict(step.params)
+        return entry
+
+
+class PassKind(StepKind):
+    name = yaml_key = "pass"
+    help = "an MLIR pass pipeline, e.g. `canonicalize,cse` or `func.func(convert-linalg-to-loops)`"
+
+    def stages(self, step, ctx, depth):
+        return [{"kind": "pass", "pipeline": step.spec}]
+
+    def label(self, step):
+        return step.spec
+
+    def to_entry(self, step, rel_to):
+        return {"pass": step.spec}
+
+
+class TransformKind(StepKind):
+    name = yaml_key = "transform"
+    help = "a transform-dialect .mlir module; [seq=name] picks the entry sequence"
+
+    def stages(self, step, ctx, depth):
+        path = step.resolve()
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise StepError(f"cannot read transform file {step.spec}: {e.strerror}")
+        return [{"kind": "transform", "text": text, "path": str(path),
+                 "entry": step.options.get("seq", "__transform_main")}]
+
+
+class ScheduleKind(StepKind):
+    name = yaml_key = "schedule"
+    help = "a Python schedule generator file.py[gen=fn]{key=val ...} called with the parameter dict"
+
+    def _gen(self, step: Step) -> str:
+        gen = step.options.get("gen")
+        if not gen:
+            raise StepError(f"schedule {step.spec} needs a generator: {step.spec}[gen=function]")
+        return gen
+
+    def schema(self, step):
+        try:
+            return generator_schema(step.resolve(), self._gen(step))[0]
+        except ParamError as e:
+            raise StepError(str(e))
+
+    def stages(self, step, ctx, depth):
+        path = step.resolve()
+        if not path.is_file():
+            raise StepError(f"schedule file not found: {step.spec}")
+        ctx.check_trust(path)
+        gen = self._gen(step)
+        try:
+            schema, wants_payload = generator_schema(path, gen)
+            params = schema.validate(step.params)
+        except ParamError as e:
+            raise StepError(str(e))
+        return [{"kind": "schedule", "path": str(path), "gen": gen, "params": params,
+                 "entry": step.options.get("seq", "__transform_main"), "wants_payload": wants_payload}]
+
+
+class BenchKind(StepKind):
+    name = yaml_key = "bench"
+    help = "insert the benchmark wrapper around the entry function as it is at this point"
+    _SCHEMA = Schema(params={
+        "entry": ParamSpec("entry", "str", "", "entry function (empty: the only uncalled public function)"),
+        "warmup": ParamSpec("warmup", "int", BENCH_DEFAULTS["warmup"], "untimed calls before timing", min=0),
+        "iterations": ParamSpec("iterations", "int", BENCH_DEFAULTS["iterations"], "timed calls", min=1),
+        "outputs": ParamSpec("outputs", "str", "", "output argument indices for functions without results"),
+    })
+
+    def schema(self, step):
+        return self._SCHEMA
+
+    def stages(self, step, ctx, depth):
+        try:
+            params = self._SCHEMA.validate(step.params)
+        except ParamError as e:
+            raise StepError(str(e))
+        return [{"kind": "bench", "params": params}]
+
+    def label(self, step):
+        return "bench" + (" " + S.format_params(step.params) if step.params else "")
+
+    def to_entry(self, step, rel_to):
+        return {"bench": dict(step.params)}
+
+
+def load_pipeline_yaml(path: Path) -> tuple[list[dict], dict[str, Any]]:
+    """(stage entries, declared variable defaults) of a Lighthouse pipeline YAML file."""
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise StepError(f"cannot read pipeline {path}: {e.strerror}")
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
+        raise StepError(f"{where}: invalid YAML: {getattr(e, 'problem', None) or e}")
+    if not isinstance(doc, dict) or not isinstance(doc.get("Pipeline"), list):
+        raise StepError(f"{path}: not a pipeline: expected a top-level 'Pipeline:' list")
+    variables = doc.get("Variables") or {}
+    if not isinstance(variables, dict):
+        raise StepError(f"{path}: 'Variables' must be a mapping")
+    return doc["Pipeline"], variables
+
+
+def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None = None,
+                    where: str = "") -> Step:
+    """One `Pipeline:` list entry -> Step (variables substituted)."""
+    if not isinstance(entry, dict):
+        raise StepError(f"{where}: a pipeline entry must be a mapping like `pass: ...`, got {entry!r}")
+    keys = [k for k in entry if k in ENTRY_KEYS]
+    if len(keys) != 1:
+        raise StepError(f"{where}: pipeline entry {entry!r} must have exactly one of "
+                        f"{', '.join(ENTRY_KEYS)}")
+    key = keys[0]
+    value = entry[key]
+    variables = variables or {}
+    if key == "bench":
+        params = dict(value or {}) if isinstance(value, dict) else {}
+        return Step("bench", "bench", params, {}, base_dir)
+    if not isinstance(value, str):
+        raise StepError(f"{where}: `{key}:` expects a string, got {value!r}")
+    if key == "pass":
+        return Step("pass", S.substitute(value, variables, where).strip(), {}, {}, base_dir)
+    if key in ("pipeline", "bundle"):
+        name, opts, ptext = S.split_ref(S.substitute(value, variables, where))
+        return Step("pipeline", name, S.parse_params(ptext, variables, where), opts, base_dir)
+    path, opts, ptext = S.split_ref(value)
+    params = S.parse_params(ptext, variables, where)
+    if isinstance(entry.get("params"), dict):
+        params.update({k: _subst_value(v, variables, where) for k, v in entry["params"].items()})
+    kind = {"include": "include", "schedule": "schedule"}.get(key)
+    if key == "transform":
+        kind = "schedule" if path.endswith(".py") else "transform"
+    if kind == "schedule" and "gen" not in opts:
+        raise StepError(f"{where}: Python schedule {path} needs [gen=function]")
+    return Step(kind, path, params, opts, base_dir)
+
+
+def _subst_value(v: Any, variables: dict[str, Any], where: str) -> Any:
+    if isinstance(v, str) and "$" in v:
+        return S.parse_value(S.substitute(v, variables, where))
+    return v
+
+
+class IncludeKind(StepKind):
+    name = yaml_key = "include"
+    help = "another pipeline YAML file {var=value ...}; its stages run as one step"
+
+    def _file(self, step: Step) -> Path:
+        return step.resolve()
+
+    def schema(self, step):
+        _, defaults = load_pipeline_yaml(self._file(step))
+        used = _variables_used(self._file(step))
+        params = {name: ParamSpec(name, _type_of(defaults.get(name)), defaults.get(name)) for name in used}
+        for name, d in defaults.items():
+            params.setdefault(name, ParamSpec(name, _type_of(d), d))
+        return Schema(params=params, open=True)
+
+    def stages(self, step, ctx, depth):
+        if depth > MAX_INCLUDE_DEPTH:
+            raise StepError(f"include nesting deeper than {MAX_INCLUDE_DEPTH} at {step.spec} (a cycle?)")
+        path = self._file(step)
+        entries, defaults = load_pipeline_yaml(path)
+        variables = dict(defaults)
+        variables.update(step.params)
+        out: list[dict] = []
+        for i, entry in enumerate(entries):
+            sub = step_from_entry(entry, path.parent, variables, where=f"{path}: entry {i + 1}")
+            out.extend(sub.kind_impl.stages(sub, ctx, depth + 1))
+        return out
+
+    def to_entry(self, step, rel_to):
+        entry: dict[str, Any] = {"include": S.format_ref(_relpath(step.resolve(), rel_to), step.options,
+                                                          step.params, space_before_params=True)}
+        if step.params:
+            entry["params"] = dict(step.params)
+        return entry
+
+
+class NamedPipelineKind(IncludeKind):
+    name = yaml_key = "pipeline"
+    help = "a target's named pipeline, e.g. `cpu-lower`"
+
+    def _file(self, step):
+        try:
+            return find_named_pipeline(step.spec)
+        except TargetError as e:
+            raise StepError(str(e))
+
+    def label(self, step):
+        return "pipeline " + S.format_ref(step.spec, step.options, step.params)
+
+    def to_entry(self, step, rel_to):
+        entry: dict[str, Any] = {"pipeline": S.format_ref(step.spec, step.options, step.params)}
+        if step.params:
+            entry["params"] = dict(step.params)
+        return entry
+
+
+def _type_of(v: Any) -> str:
+    from workbench.steps.params import _infer_type
+
+    return _infer_type(v) if v is not None else "any"
+
+
+def _variables_used(path: Path) -> list[str]:
+    import re
+
+    seen: list[str] = []
+    for m in re.finditer(r"\$([A-Za-z_][A-Za-z0-9_]*)", path.read_text()):
+        if m.group(1) not in seen:
+            seen.append(m.group(1))
+    return seen
+
+
+KINDS: dict[str, StepKind] = {k.name: k for k in (PassKind(), TransformKind(), ScheduleKind(), IncludeKind(),
+                                                   BenchKind(), NamedPipelineKind())}
+ENTRY_KEYS = ("pass", "transform", "schedule", "include", "bench", "pipeline", "bundle")
+
+
+def step_from_command(text: str, base_dir: Path) -> Step:
+    """What `apply X` means: guess the kind from the reference."""
+    text = text.strip()
+    if not text:
+        raise StepError("nothing to apply: give a .mlir transform, a file.py[gen=fn], a pipeline .yaml, "
+                        "or a named pipeline")
+    for key in ENTRY_KEYS:
+        if text.startswith(key + ":") or text.startswith(key + " "):
+            rest = text[len(key) + 1:].strip()
+            if key == "bench":
+                if rest.startswith("{") and rest.endswith("}"):
+                    rest = rest[1:-1]
+                return Step("bench", "bench", S.parse_params(rest), {}, base_dir)
+            return step_from_entry({key: rest}, base_dir, where="command")
+    path, opts, _ = S.split_ref(text)
+    if path.endswith(".py"):
+        return step_from_entry({"schedule": text}, base_dir, where="command")
+    if path.endswith((".yaml", ".yml")):
+        return step_from_entry({"include": text}, base_dir, where="command")
+    if path.endswith(".mlir"):
+        return step_from_entry({"transform": text}, base_dir, where="command")
+    try:
+        find_named_pipeline(path)
+        return step_from_entry({"pipeline": text}, base_dir, where="command")
+    except TargetError:
+        pass
+    raise StepError(f"don't know how to apply {text!r}: expected file.mlir, file.py[gen=fn]{{...}}, "
+                    "file.yaml {...}, a named pipeline, or `pass <pipeline>`")
+
+
+# The functions other layers use to describe kinds (help, completion).
+def kind_help() -> dict[str, str]:
+    return {k: v.help for k, v in KINDS.items()}
+

@@ -1,0 +1,129 @@
+"""The Lighthouse stage-reference grammar.
+
+    file.py[gen=fn,seq=name]{key=val key2=[1,2] flag}
+    file.yaml {key=$var}
+    pass-pipeline-text{with=options}          (for `pass:` the braces belong to MLIR)
+
+Values are YAML scalars/lists (`32`, `[32,32]`, `True`, `name`); a bare word is `True`;
+`$name` is replaced from the variables in scope before the value is read.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import yaml
+
+
+class SpecError(ValueError):
+    pass
+
+
+_REF = re.compile(r"^\s*(?P<path>[^\[\]{}\s]+)\s*(?:\[(?P<opts>[^\]]*)\])?\s*(?:\{(?P<params>.*)\})?\s*$", re.S)
+
+
+def split_ref(text: str) -> tuple[str, dict[str, str], str | None]:
+    """'file.py[gen=f]{a=1}' -> ('file.py', {'gen': 'f'}, 'a=1')."""
+    m = _REF.match(text)
+    if not m:
+        raise SpecError(f"cannot read stage reference {text!r}; expected file[opt=val,...]{{key=val ...}}")
+    opts: dict[str, str] = {}
+    if m.group("opts"):
+        for part in m.group("opts").split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if "=" not in part:
+                raise SpecError(f"bad option {part!r} in {text!r}; expected name=value")
+            k, v = part.split("=", 1)
+            opts[k.strip()] = v.strip()
+    return m.group("path"), opts, m.group("params")
+
+
+def tokenize(params_text: str) -> list[str]:
+    """Split 'a=1 b=[1, 2] c="x y"' on whitespace outside brackets and quotes."""
+    tokens, cur, depth, quote = [], [], 0, ""
+    for ch in params_text:
+        if quote:
+            cur.append(ch)
+            if ch == quote:
+                quote = ""
+            continue
+        if ch in "\"'":
+            quote = ch
+        elif ch in "[{(":
+            depth += 1
+        elif ch in "]})":
+            depth -= 1
+        if ch.isspace() and depth == 0:
+            if cur:
+                tokens.append("".join(cur))
+                cur = []
+            continue
+        cur.append(ch)
+    if quote or depth:
+        raise SpecError(f"unbalanced brackets or quotes in {{{params_text}}}")
+    if cur:
+        tokens.append("".join(cur))
+    return tokens
+
+
+_VAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def substitute(text: str, variables: dict[str, Any], where: str = "") -> str:
+    def repl(m: re.Match) -> str:
+        name = m.group(1)
+        if name not in variables:
+            raise SpecError(f"undefined variable ${name}" + (f" in {where}" if where else ""))
+        return format_value(variables[name])
+
+    return _VAR.sub(repl, text)
+
+
+def parse_value(text: str) -> Any:
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    return text if value is None else value
+
+
+def parse_params(params_text: str | None, variables: dict[str, Any] | None = None, where: str = "") -> dict[str, Any]:
+    if not params_text or not params_text.strip():
+        return {}
+    out: dict[str, Any] = {}
+    for tok in tokenize(params_text):
+        tok = substitute(tok, variables or {}, where)
+        if "=" in tok:
+            k, v = tok.split("=", 1)
+            out[k.strip()] = parse_value(v.strip())
+        else:
+            out[tok] = True
+    return out
+
+
+def format_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "True" if v else "False"
+    if isinstance(v, (list, tuple)):
+        return "[" + ",".join(format_value(x) for x in v) + "]"
+    if isinstance(v, str) and (not v or any(c.isspace() for c in v)):
+        return f'"{v}"'
+    return str(v)
+
+
+def format_params(params: dict[str, Any]) -> str:
+    if not params:
+        return ""
+    return "{" + " ".join(f"{k}={format_value(v)}" for k, v in params.items()) + "}"
+
+
+def format_ref(path: str, opts: dict[str, str], params: dict[str, Any], space_before_params: bool = False) -> str:
+    s = path
+    if opts:
+        s += "[" + ",".join(f"{k}={v}" for k, v in opts.items()) + "]"
+    p = format_params(params)
+    if p:
+        s += (" " if space_before_params else "") + p
+    return s

@@ -379,10 +379,7 @@ def register_builtin(reg: Registry) -> Registry:
 def default_registry() -> Registry:
     reg = Registry()
     register_builtin(reg)
-    try:
-        from workbench.commands import run_commands
+    from workbench.commands import run_commands
 
-        run_commands.register(reg)
-    except ImportError:
-        pass
+    run_commands.register(reg)
     return reg

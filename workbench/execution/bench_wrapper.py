@@ -106,7 +106,7 @@ def insert_wrapper(module, params: dict) -> None:
         if isinstance(t, ir.RankedTensorType):
             mt = _memref_for_tensor(t)
             wrapper_args.append(mt)
-            pre.append(f"    %t{i} = bufferization.to_tensor %a{i} restrict : {mt} to {t}")
+            pre.append(f"    %t{i} = bufferization.to_tensor %a{i} restrict writable : {mt} to {t}")
             call_operands.append(f"%t{i}")
             arg_roles.append("tensor")
         elif isinstance(t, ir.MemRefType):
@@ -207,3 +207,73 @@ func.func @{WRAPPER_BENCH}({sig}{', ' if sig else ''}%times: memref<{iterations}
         body.append(op.operation)
     # the entry gets the C interface too, so the runner can also call it directly
     entry.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+    # record the argument specs so the metadata survives lowering to llvm.func
+    import json
+
+    wrapper = find_wrapper(module)
+    ftype = ir.FunctionType(ir.TypeAttr(wrapper.attributes["function_type"]).value)
+    specs = [_memref_spec(t) for t in ftype.inputs]
+    d = ir.DictAttr(wrapper.attributes["lh.bench"])
+    entries = {d[i].name: d[i].attr for i in range(len(d))}
+    entries["arg_specs"] = ir.StringAttr.get(json.dumps(specs))
+    wrapper.attributes["lh.bench"] = ir.DictAttr.get(entries)
+
+
+def find_wrapper(module):
+    for f in _funcs(module):
+        if _sym(f) == WRAPPER_BENCH:
+            return f
+    # after lowering the wrapper is an llvm.func
+    for op in module.operation.regions[0].blocks[0].operations:
+        if op.operation.name == "llvm.func" and _sym(op) == WRAPPER_BENCH:
+            return op
+    return None
+
+
+def _memref_spec(t) -> dict:
+    mt = ir.MemRefType(t)
+    return {"shape": list(mt.shape), "dtype": str(mt.element_type), "type": str(t)}
+
+
+def wrapper_metadata(module) -> dict | None:
+    """Argument roles and shapes of the wrapper, read before lowering (from its func type + lh.bench)."""
+    f = find_wrapper(module)
+    if f is None or f.operation.name != "func.func":
+        # already lowered: metadata must come from the attribute alone
+        if f is None or "lh.bench" not in f.attributes:
+            return None
+    attr = ir.DictAttr(f.attributes["lh.bench"])
+    meta = {}
+    for key in ("entry",):
+        meta[key] = ir.StringAttr(attr[key]).value
+    for key in ("warmup", "iterations", "num_inputs", "num_outputs"):
+        meta[key] = ir.IntegerAttr(attr[key]).value
+    meta["outputs"] = [ir.StringAttr(a).value for a in ir.ArrayAttr(attr["outputs"])]
+    meta["arg_roles"] = [ir.StringAttr(a).value for a in ir.ArrayAttr(attr["arg_roles"])]
+    if "arg_specs" in attr:
+        import json
+
+        meta["arg_specs"] = json.loads(ir.StringAttr(attr["arg_specs"]).value)
+    elif f.operation.name == "func.func":
+        ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+        meta["arg_specs"] = [_memref_spec(t) for t in ftype.inputs]
+    else:
+        return None
+    return meta
+
+
+def is_lowered(module) -> bool:
+    return not unlowered_ops(module)
+
+
+def unlowered_ops(module) -> set[str]:
+    left: set[str] = set()
+
+    def visit(op):
+        name = op.name
+        if not (name.startswith("llvm.") or name == "builtin.module"):
+            left.add(name)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return left

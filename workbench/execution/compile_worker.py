@@ -108,6 +108,8 @@ class CompileWorker:
                     return self.parse(req)
                 if op == "apply":
                     return self.apply(req)
+                if op == "prepare_run":
+                    return self.prepare_run(req)
                 if op == "inspect":
                     mod = self._module_for(req["text"], req.get("sha"), req.get("label", "<ir>"))
                     return {"ok": True, "info": payload_inspect.inspect_module(mod)}
@@ -162,6 +164,40 @@ class CompileWorker:
         self._remember(sha, work)
         return {"ok": True, "ir": text, "sha": sha, "seconds": time.perf_counter() - t_all,
                 "stage_seconds": stage_seconds}
+
+    def prepare_run(self, req: dict) -> dict:
+        """Wrapper (if missing) + lowering (if not lowered yet) -> LLVM-dialect text and wrapper metadata."""
+        label = req.get("label", "<current IR>")
+        src = self._module_for(req["text"], req.get("sha"), label)
+        work = _clone_module(src)
+        inserted = False
+        if bench_wrapper.find_wrapper(work) is None:
+            try:
+                bench_wrapper.insert_wrapper(work, req.get("bench_params") or {})
+            except bench_wrapper.BenchError as e:
+                return {"ok": False, "error": f"bench: {e}"}
+            inserted = True
+        meta = bench_wrapper.wrapper_metadata(work)
+        if meta is None:
+            return {"ok": False, "error": "the benchmark wrapper was lowered past recognition: apply `bench` "
+                                          "before the final lowering, or let `run` insert it"}
+        lowered = bench_wrapper.is_lowered(work)
+        if not lowered:
+            for i, stage in enumerate(req.get("lowering") or []):
+                try:
+                    self._apply_stage(work, stage, label)
+                    work.operation.verify()
+                except StageError as e:
+                    return {"ok": False, "error": f"lowering failed: {e}", "diagnostics": e.diagnostics}
+                except ir.MLIRError as e:
+                    msg, detail = _split_mlir_error(e, label)
+                    return {"ok": False, "error": f"lowering failed: {msg}", "diagnostics": detail}
+            if not bench_wrapper.is_lowered(work):
+                left = sorted(bench_wrapper.unlowered_ops(work))[:8]
+                return {"ok": False, "error": "after lowering, ops remain outside the LLVM dialect: "
+                                              + ", ".join(left)}
+        return {"ok": True, "llvm": str(work.operation), "bench": meta, "inserted_wrapper": inserted,
+                "was_lowered": lowered}
 
     # -- stage kinds -------------------------------------------------------------
     def _apply_stage(self, module: ir.Module, stage: dict, label: str) -> None:

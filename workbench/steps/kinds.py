@@ -353,7 +353,7 @@ def step_from_command(text: str, base_dir: Path) -> Step:
         raise StepError("nothing to apply: give a .mlir transform, a file.py[gen=fn], a pipeline .yaml, "
                         "or a named pipeline")
     for key in ENTRY_KEYS:
-        if text.startswith(key + ":") or text.startswith(key + " "):
+        if text == key or text.startswith(key + ":") or text.startswith(key + " "):
             rest = text[len(key) + 1:].strip()
             if key == "bench":
                 if rest.startswith("{") and rest.endswith("}"):

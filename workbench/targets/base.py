@@ -27,8 +27,49 @@ class Target:
     def pipeline_path(self, name: str) -> Path:
         return LIBRARY_DIR / self.named_pipelines[name]
 
+    #: named pipeline used to lower the *unscheduled* payload for the reference run, and where it runs
+    reference_lowering: ClassVar[str] = "cpu-naive"
+    reference_target: ClassVar[str] = "cpu"
+    #: runtime libraries (names for the locator) the JIT-compiled code links against
+    runtime_libraries: ClassVar[tuple[str, ...]] = ("mlir_c_runner_utils", "mlir_runner_utils")
+
     def select_params(self, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
         """Payload inspection -> {schedule spec: parameter dict} for the shipped schedules."""
+        return {}
+
+    def shared_libs(self) -> list[str]:
+        from workbench.execution.mlir_libs import find_runtime_library
+
+        return [find_runtime_library(n) for n in self.runtime_libraries]
+
+    def run_env(self, threads: int | None) -> dict[str, str]:
+        env: dict[str, str] = {}
+        if threads:
+            env["OMP_NUM_THREADS"] = str(threads)
+        return env
+
+    def execute(self, llvm: str, meta: dict, inputs: list, *, call: bool, bench: bool, timeout: float,
+                threads: int | None = None, opt_level: int = 3) -> dict:
+        """JIT and run in an isolated run worker; returns the worker's answer (never raises for code faults)."""
+        import numpy as np
+
+        from workbench.execution.runner import RunClient, numpy_dtype
+
+        ok, why = self.can_run()
+        if not ok:
+            return {"ok": False, "error": f"target {self.name} cannot run here: {why}"}
+        specs = meta["arg_specs"]
+        n_in, n_out = meta["num_inputs"], meta["num_outputs"]
+        req = {"llvm": llvm, "libs": self.shared_libs(), "opt_level": opt_level, "inputs": inputs,
+               "outputs": [{"shape": o["shape"], "dtype": np.dtype(numpy_dtype(o["dtype"])).str}
+                           for o in specs[n_in:n_in + n_out]],
+               "times_len": meta["iterations"],
+               "call": "_lh_call" if call else None, "bench": "_lh_bench" if bench else None}
+        req.update(self.extra_run_request())
+        return RunClient(env=self.run_env(threads)).run(req, timeout=timeout)
+
+    def extra_run_request(self) -> dict:
+        """Target-specific additions to the run request (libraries to preload, engine initialisation)."""
         return {}
 
 

@@ -1,0 +1,94 @@
+"""`run`: execute the live module on the selected target (timings, GFLOP/s, correctness check)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from workbench.commands.registry import Arg, Command, Flag, Registry, UsageError
+from workbench.result import Result
+from workbench.run_session import RunOptions, run_current
+from workbench.session import SessionError
+from workbench.targets import TargetError, get_target
+
+
+def _parse_npy(text: str | None) -> dict[int, Path]:
+    out: dict[int, Path] = {}
+    if not text:
+        return out
+    for i, part in enumerate(p for p in text.split(",") if p):
+        if "=" in part:
+            idx, _, path = part.partition("=")
+            try:
+                out[int(idx)] = Path(path)
+            except ValueError:
+                raise UsageError(f"--npy expects INDEX=FILE.npy or a comma-separated list of files, got {part!r}")
+        else:
+            out[i] = Path(part)
+    return out
+
+
+def _fmt_s(t: float) -> str:
+    return f"{t * 1e3:.3f} ms" if t < 1 else f"{t:.3f} s"
+
+
+def cmd_run(ctx, a):
+    s = ctx.session
+    if a.get("target"):
+        try:
+            get_target(a["target"])
+        except TargetError as e:
+            return Result.failure(str(e))
+        s.target_name = a["target"]
+    opts = RunOptions(check=a["check"], inputs=a.get("inputs") or "random", seed=a.get("seed") or 0,
+                      npy=_parse_npy(a.get("npy")), threads=a.get("threads"),
+                      timeout=a.get("timeout") or 120.0, warmup=a.get("warmup"), iterations=a.get("iterations"),
+                      entry=a.get("entry") or "",
+                      save_outputs=Path(a["save_outputs"]) if a.get("save_outputs") else None)
+    ctx.progress(f"lowering and running on {s.target_name} ...")
+    try:
+        report = run_current(s, opts)
+    except SessionError as e:
+        return Result.failure(str(e), e.detail or None)
+    s.last_run = {k: v for k, v in report.items() if k not in ("detail",)}
+    if report["error"]:
+        return Result(False, report["error"], kind="run", error=report["error"], detail=report.get("detail"),
+                      data={"run": s.last_run})
+    summary = (f"{report['target']} @{report['entry']}: median {_fmt_s(report['median_s'])} "
+               f"(min {_fmt_s(report['min_s'])}, {report['iterations']} iterations)")
+    if report["gflops"]:
+        summary += f", {report['gflops']:.2f} GFLOP/s"
+    chk = report["check"]
+    if chk is not None:
+        summary += (f"; check {'passed' if chk['passed'] else 'FAILED'} (max abs err {chk['max_abs_err']:.3g}, "
+                    f"max rel err {chk['max_rel_err']:.3g})")
+    rows = [["min", _fmt_s(report["min_s"])], ["median", _fmt_s(report["median_s"])],
+            ["mean", _fmt_s(report["mean_s"])], ["stddev", _fmt_s(report["stddev_s"])]]
+    if report["gflops"]:
+        rows.append(["GFLOP/s", f"{report['gflops']:.2f}"])
+    res = Result(True, summary, kind="table", data={"run": s.last_run,
+                                                    "table": {"columns": ["statistic", "value"], "rows": rows}})
+    if chk is not None and not chk["passed"]:
+        res.ok = False
+        res.error = "check failed: " + summary.split("; check ")[-1]
+    return res
+
+
+def register(reg: Registry) -> None:
+    reg.register(Command(
+        "run", "lower the live module for the target, run it isolated: timings, GFLOP/s, --check vs reference",
+        cmd_run, [],
+        [Flag("--check", "compare outputs with the unscheduled payload lowered naively"),
+         Flag("--target", "target to run on", True, complete="target"),
+         Flag("--inputs", "random | zeros | ones", True),
+         Flag("--seed", "seed of random inputs", True, type="int"),
+         Flag("--npy", "input .npy files: a.npy,b.npy or 0=a.npy,2=c.npy", True),
+         Flag("--threads", "threads for OpenMP/async code", True, type="int"),
+         Flag("--timeout", "seconds before the run worker is killed", True, type="float"),
+         Flag("--warmup", "warm-up calls (when run inserts the wrapper)", True, type="int"),
+         Flag("--iterations", "timed calls (when run inserts the wrapper)", True, type="int"),
+         Flag("--entry", "entry function (when run inserts the wrapper)", True),
+         Flag("--save-outputs", "write inputN.npy / outputN.npy (and referenceN.npy with --check) here", True,
+              complete="path:")],
+        details="Without a `bench` step, run inserts the benchmark wrapper at the end. The module is lowered "
+                "with the target's default pipeline if it is not in the LLVM dialect yet. Generated code runs in "
+                "a separate process: a crash or hang fails the run, never the session.",
+        category="5-run"))

@@ -1,0 +1,129 @@
+"""Host-side run helpers (numpy only, no MLIR): inputs, the run worker client, statistics, checks."""
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from workbench.execution.worker_client import WorkerProcess
+
+_DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i8": np.int8, "i16": np.int16,
+           "i32": np.int32, "i64": np.int64, "i1": np.bool_, "index": np.int64}
+# relative tolerance of the correctness check, by element type
+TOLERANCE = {"f64": 1e-9, "f32": 1e-4, "f16": 2e-2, "bf16": 2e-2}
+INPUT_KINDS = ("random", "zeros", "ones")
+
+
+class RunInputError(ValueError):
+    pass
+
+
+def numpy_dtype(mlir_dtype: str):
+    try:
+        return _DTYPES[mlir_dtype]
+    except KeyError:
+        raise RunInputError(f"element type {mlir_dtype} has no numpy equivalent for inputs")
+
+
+def make_inputs(specs: list[dict], kind: str = "random", seed: int = 0,
+                npy_files: dict[int, Path] | None = None) -> list[np.ndarray]:
+    """Seeded inputs for the wrapper's input arguments; `npy_files` maps argument index -> .npy."""
+    if kind not in INPUT_KINDS:
+        raise RunInputError(f"unknown input kind {kind!r} (choose from {', '.join(INPUT_KINDS)})")
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for i, spec in enumerate(specs):
+        dtype = numpy_dtype(spec["dtype"])
+        shape = tuple(spec["shape"])
+        if npy_files and i in npy_files:
+            path = Path(npy_files[i])
+            try:
+                arr = np.load(path, allow_pickle=False)
+            except (OSError, ValueError) as e:
+                raise RunInputError(f"input {i}: cannot read {path}: {e}")
+            if arr.shape != shape or arr.dtype != np.dtype(dtype):
+                raise RunInputError(f"input {i} from {path}: got {arr.dtype}{list(arr.shape)}, expected "
+                                    f"{np.dtype(dtype)}{list(shape)} ({spec.get('type', '')})")
+            arrays.append(np.ascontiguousarray(arr))
+            continue
+        if kind == "zeros":
+            arrays.append(np.zeros(shape, dtype))
+        elif kind == "ones":
+            arrays.append(np.ones(shape, dtype))
+        elif np.issubdtype(dtype, np.floating):
+            arrays.append(rng.uniform(-1.0, 1.0, shape).astype(dtype))
+        elif dtype == np.bool_:
+            arrays.append(rng.integers(0, 2, shape).astype(dtype))
+        else:
+            arrays.append(rng.integers(-8, 8, shape).astype(dtype))
+    return arrays
+
+
+@dataclass
+class Timing:
+    times_s: list[float]
+
+    def to_json(self) -> dict[str, Any]:
+        t = self.times_s
+        return {"min_s": min(t), "median_s": statistics.median(t), "mean_s": statistics.fmean(t),
+                "stddev_s": statistics.pstdev(t) if len(t) > 1 else 0.0}
+
+
+@dataclass
+class Check:
+    passed: bool
+    max_abs_err: float
+    max_rel_err: float
+    tolerance: float
+    details: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"passed": self.passed, "max_abs_err": self.max_abs_err, "max_rel_err": self.max_rel_err,
+                "tolerance": self.tolerance}
+
+
+def compare(outputs: list[np.ndarray], references: list[np.ndarray], dtype: str) -> Check:
+    if len(outputs) != len(references):
+        return Check(False, float("inf"), float("inf"), 0.0,
+                     [f"{len(outputs)} outputs vs {len(references)} reference outputs"])
+    tol = TOLERANCE.get(dtype, 0.0)
+    max_abs, max_rel, details = 0.0, 0.0, []
+    for i, (o, r) in enumerate(zip(outputs, references)):
+        if o.shape != r.shape:
+            details.append(f"output {i}: shape {list(o.shape)} vs reference {list(r.shape)}")
+            return Check(False, float("inf"), float("inf"), tol, details)
+        if o.size == 0:
+            continue
+        diff = np.abs(o.astype(np.float64) - r.astype(np.float64))
+        a = float(np.nanmax(diff)) if not np.isnan(diff).all() else float("inf")
+        if np.isnan(o).any() != np.isnan(r).any():
+            a = float("inf")
+        scale = float(np.max(np.abs(r.astype(np.float64)))) or 1.0
+        max_abs = max(max_abs, a)
+        max_rel = max(max_rel, a / scale)
+    return Check(max_rel <= tol, max_abs, max_rel, tol, details)
+
+
+def select_outputs(meta: dict, args_after: list[np.ndarray], outputs: list[np.ndarray]) -> list[np.ndarray]:
+    """The entry's outputs in order: results first (`result:j`), then output arguments (`arg:i`)."""
+    chosen = []
+    for o in meta["outputs"]:
+        kind, _, idx = o.partition(":")
+        chosen.append(outputs[int(idx)] if kind == "result" else args_after[int(idx)])
+    return chosen
+
+
+class RunClient(WorkerProcess):
+    """A run worker process; `run()` starts a fresh one each time and always stops it."""
+
+    def __init__(self, env: dict | None = None):
+        super().__init__("workbench.execution.run_worker", env=env, name="run worker")
+
+    def run(self, req: dict, timeout: float) -> dict:
+        try:
+            return self.request(dict(req, op="run"), timeout=timeout)
+        finally:
+            self.kill()

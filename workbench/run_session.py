@@ -1,0 +1,146 @@
+"""`run`: lower the live module for the selected target, execute it isolated, time it, check it.
+
+1. The compile worker inserts the benchmark wrapper if no `bench` step did (at the end),
+   and applies the target's default lowering if the module is not in the LLVM dialect yet.
+2. Seeded inputs are made for the wrapper's inputs (or read from .npy files).
+3. The target runs it in a fresh run worker: one plain call (outputs for the check) and
+   the timed wrapper (per-iteration times from rtclock).
+4. With `check`, the *unscheduled* payload is lowered through the target's reference
+   pipeline and run once on the same inputs; outputs are compared with dtype tolerances.
+A crash, abort or hang of generated code fails the run; the session is untouched.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workbench.execution.runner import RunInputError, Timing, compare, make_inputs, select_outputs
+from workbench.session import Session, SessionError
+from workbench.steps.kinds import Step, StepError
+
+DEFAULT_TIMEOUT_S = 120.0
+
+
+@dataclass
+class RunOptions:
+    check: bool = False
+    inputs: str = "random"
+    seed: int = 0
+    npy: dict[int, Path] = field(default_factory=dict)
+    threads: int | None = None
+    timeout: float = DEFAULT_TIMEOUT_S
+    warmup: int | None = None
+    iterations: int | None = None
+    entry: str = ""
+    save_outputs: Path | None = None
+
+
+def _lowering_stages(session: Session, pipeline_name: str) -> list[dict]:
+    try:
+        return Step("pipeline", pipeline_name, {}, {}, Path.cwd()).stages(session.build_ctx)
+    except StepError as e:
+        raise SessionError(str(e))
+
+
+def _prepare(session: Session, sha: str, pipeline_name: str, bench_params: dict) -> dict:
+    ans = session.client.request({"op": "prepare_run", "text": session.store[sha], "sha": sha,
+                                  "bench_params": bench_params,
+                                  "lowering": _lowering_stages(session, pipeline_name)})
+    if not ans["ok"]:
+        raise SessionError(ans["error"], ans.get("diagnostics", ""))
+    return ans
+
+
+def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
+    """Run the live module; returns the `run` JSON object (error set on failure, never raises for code faults)."""
+    session.require_loaded()
+    target = session.target
+    report: dict[str, Any] = {"target": target.name, "entry": None, "iterations": None, "warmup": None,
+                              "min_s": None, "median_s": None, "mean_s": None, "stddev_s": None,
+                              "gflops": None, "check": None, "error": None}
+    bench_params = {k: v for k, v in (("warmup", opts.warmup), ("iterations", opts.iterations),
+                                      ("entry", opts.entry)) if v not in (None, "")}
+    try:
+        prepared = _prepare(session, session.current_sha, target.default_lowering, bench_params)
+    except SessionError as e:
+        report["error"] = str(e)
+        report["detail"] = e.detail
+        return report
+    meta = prepared["bench"]
+    report.update(entry=meta["entry"], iterations=meta["iterations"], warmup=meta["warmup"],
+                  inserted_wrapper=prepared["inserted_wrapper"])
+    n_in = meta["num_inputs"]
+    try:
+        inputs = make_inputs(meta["arg_specs"][:n_in], opts.inputs, opts.seed, opts.npy)
+    except RunInputError as e:
+        report["error"] = str(e)
+        return report
+    ans = target.execute(prepared["llvm"], meta, inputs, call=opts.check or opts.save_outputs is not None, bench=True, timeout=opts.timeout,
+                         threads=opts.threads)
+    if not ans["ok"]:
+        report["error"] = f"run failed: {ans['error']}"
+        report["detail"] = ans.get("diagnostics", "")
+        return report
+    if opts.save_outputs is not None:
+        _save(opts.save_outputs, "input", inputs)
+        if "args_after" in ans:
+            _save(opts.save_outputs, "output", select_outputs(meta, ans["args_after"], ans["outputs"]))
+    times = ans["times"]
+    report.update(Timing(times).to_json())
+    report["times_s"] = times
+    report["compile_s"] = ans.get("compile_s")
+    try:
+        flops = sum(o["flops"] for o in session.inspect(0)["ops"])
+    except SessionError:
+        flops = 0
+    report["flops"] = flops
+    if flops and report["median_s"]:
+        report["gflops"] = flops / report["median_s"] / 1e9
+    if opts.check:
+        report["check"] = _check(session, target, meta, inputs, ans, opts)
+        if report["check"].get("error"):
+            report["error"] = report["check"]["error"]
+    return report
+
+
+def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: RunOptions) -> dict:
+    try:
+        ref = _prepare(session, session.initial_sha, target.reference_lowering,
+                       {"warmup": 0, "iterations": 1, **({"entry": opts.entry} if opts.entry else {})})
+    except SessionError as e:
+        return {"passed": False, "error": f"reference lowering failed: {e}"}
+    rmeta = ref["bench"]
+    ref_specs = rmeta["arg_specs"][:rmeta["num_inputs"]]
+    got_specs = meta["arg_specs"][:meta["num_inputs"]]
+    # a schedule may append output-only arguments (results turned into out-parameters): those are
+    # not inputs of the reference; every other argument must match the payload's inputs
+    extra = list(range(len(ref_specs), len(got_specs)))
+    if extra and all(f"arg:{i}" in meta["outputs"] for i in extra):
+        got_specs = got_specs[:len(ref_specs)]
+    if [(s["shape"], s["dtype"]) for s in ref_specs] != [(s["shape"], s["dtype"]) for s in got_specs]:
+        return {"passed": False, "error": "cannot check: the entry's inputs changed shape since the payload ("
+                + ", ".join(s["type"] for s in got_specs) + " vs " + ", ".join(s["type"] for s in ref_specs) + ")"}
+    from workbench.targets import get_target
+
+    reference_target = get_target(target.reference_target)
+    rans = reference_target.execute(ref["llvm"], rmeta, inputs[:len(ref_specs)], call=True, bench=False, timeout=opts.timeout)
+    if not rans["ok"]:
+        return {"passed": False, "error": f"reference run failed: {rans['error']}"}
+    got = select_outputs(meta, ans["args_after"], ans["outputs"])
+    want = select_outputs(rmeta, rans["args_after"], rans["outputs"])
+    dtype = ref_specs[-1]["dtype"] if ref_specs else "f32"
+    out_specs = rmeta["arg_specs"][rmeta["num_inputs"]:rmeta["num_inputs"] + rmeta["num_outputs"]]
+    if out_specs:
+        dtype = out_specs[0]["dtype"]
+    if opts.save_outputs is not None:
+        _save(opts.save_outputs, "reference", want)
+    return compare(got, want, dtype).to_json()
+
+
+def _save(directory: Path, prefix: str, arrays: list) -> None:
+    import numpy as np
+
+    directory.mkdir(parents=True, exist_ok=True)
+    for i, a in enumerate(arrays):
+        np.save(directory / f"{prefix}{i}.npy", a)

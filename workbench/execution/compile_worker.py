@@ -20,7 +20,9 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import re
 import sys
+import tempfile
 import time
 import traceback
 from collections import OrderedDict
@@ -57,7 +59,12 @@ def _split_mlir_error(exc: BaseException, label: str) -> tuple[str, str]:
     # ValueError from the interpreter: "Failed to apply ...\nDiagnostic message at loc(...): msg"
     for ln in lines:
         if "Diagnostic message at" in ln or ": error:" in ln:
-            return ln.replace("Diagnostic message at ", "").strip(), "\n".join(lines)
+            first = ln.replace("Diagnostic message at ", "").strip()
+            m = re.match(r"^(loc\(.*?\)): (.*)$", first)
+            if m:  # loc("f.mlir":3:5): msg -> f.mlir:3:5: msg
+                loc = _format_location(m.group(1), label)
+                first = f"{loc}: {m.group(2)}" if loc else m.group(2)
+            return first, "\n".join(lines)
     return (lines[0] if lines else type(exc).__name__), "\n".join(lines)
 
 
@@ -76,6 +83,7 @@ class CompileWorker:
         self.ctx.allow_unregistered_dialects = False
         self.cache: "OrderedDict[str, ir.Module]" = OrderedDict()
         self.generators: dict[tuple[str, float], object] = {}
+        self._aliases: dict[str, str] = {}  # temp file of a generated schedule -> its label
 
     # -- module cache --------------------------------------------------------
     def _remember(self, sha: str, module: ir.Module) -> None:
@@ -234,11 +242,29 @@ class CompileWorker:
             raise StageError(f"pass pipeline failed: {msg}", detail)
 
     def _parse_schedule(self, text: str, path: str) -> ir.Module:
+        """Parse a transform module so that its locations name `path` (not "-", which is the
+        step input): from the file itself when it holds `text`, else from a short-lived temp
+        file whose directory is stripped from messages (see `_clean`)."""
         try:
-            return ir.Module.parse(text)
+            if os.path.isfile(path) and _read(path) == text:
+                return ir.Module.parseFile(path)
+            fd, tmp = tempfile.mkstemp(prefix="lh-", suffix="-" + os.path.basename(path).replace(os.sep, "_"))
+            try:
+                with os.fdopen(fd, "w") as f:
+                    f.write(text)
+                mod = ir.Module.parseFile(tmp)
+            finally:
+                os.unlink(tmp)
+            self._aliases[tmp] = path
+            return mod
         except ir.MLIRError as e:
             msg, detail = _split_mlir_error(e, path)
-            raise StageError(f"transform module does not parse: {msg}", detail)
+            raise StageError(self._clean(f"transform module does not parse: {msg}"), self._clean(detail))
+
+    def _clean(self, text: str) -> str:
+        for tmp, label in self._aliases.items():
+            text = text.replace(tmp, label)
+        return text
 
     def _run_transform(self, module: ir.Module, sched: ir.Module, entry: str, label: str) -> None:
         seq = _find_named_sequence(sched, entry)
@@ -250,7 +276,7 @@ class CompileWorker:
             interpreter.apply_named_sequence(module.operation, seq, sched.operation)
         except (ValueError, ir.MLIRError) as e:
             msg, detail = _split_mlir_error(e, label)
-            raise StageError(f"transform failed: {msg}", detail)
+            raise StageError(self._clean(f"transform failed: {msg}"), self._clean(detail))
 
     def _generate_schedule(self, module: ir.Module, stage: dict) -> ir.Module:
         path, gen = stage["path"], stage["gen"]
@@ -265,7 +291,7 @@ class CompileWorker:
             raise StageError(f"schedule generator {os.path.basename(path)}:{gen} raised "
                              f"{type(e).__name__}: {e}".splitlines()[0], tb)
         if isinstance(out, str):
-            return self._parse_schedule(out, f"{os.path.basename(path)}:{gen}")
+            return self._parse_schedule(out, f"{os.path.basename(path)}[gen={gen}]")
         if isinstance(out, ir.Module):
             return out
         if hasattr(out, "operation") and out.operation.name == "builtin.module":
@@ -297,6 +323,14 @@ class CompileWorker:
         if not callable(fn):
             raise StageError(f"{path} has no generator function {gen!r}")
         return fn
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def _clone_module(module) -> ir.Module:

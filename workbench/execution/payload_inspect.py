@@ -125,7 +125,8 @@ def describe_linalg_op(op) -> dict:
     domain = _iteration_domain(op)
     iterators = []
     try:
-        iterators = [str(a).strip("#linalg.iterator_type<>") for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+        # "#linalg.iterator_type<reduction>" -> "reduction" (str.strip with a char set eats letters)
+        iterators = [str(a).rsplit("<", 1)[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])]
     except Exception:
         pass
     if name == "linalg.reduce":

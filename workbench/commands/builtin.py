@@ -382,4 +382,7 @@ def default_registry() -> Registry:
     from workbench.commands import run_commands
 
     run_commands.register(reg)
+    from workbench.commands import edit_commands, export_commands  # front-end issue 4
+    edit_commands.register(reg)
+    export_commands.register(reg)
     return reg

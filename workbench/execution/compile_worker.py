@@ -180,6 +180,9 @@ class CompileWorker:
         work = _clone_module(src)
         inserted = False
         if bench_wrapper.find_wrapper(work) is None:
+            if bench_wrapper.is_lowered(work):
+                return {"ok": False, "error": "the module is already in the LLVM dialect and has no benchmark "
+                                              "wrapper: apply a `bench` step before the lowering steps"}
             try:
                 bench_wrapper.insert_wrapper(work, req.get("bench_params") or {})
             except bench_wrapper.BenchError as e:

@@ -1,0 +1,210 @@
+"""CPU target: benchmark wrapper at any point, isolated runs, correctness checks (issue 3)."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from workbench.commands import CommandContext, default_registry
+from workbench.execution.runner import compare, make_inputs, RunInputError
+from workbench.session import Session
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+PAYLOADS = Path(__file__).parent / "payloads"
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory):
+    import os
+
+    os.environ["LH_WORKBENCH_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
+    s = Session()
+    c = CommandContext(s, default_registry())
+    yield c
+    s.close()
+
+
+def do(ctx, line):
+    res = ctx.registry.dispatch(line, ctx)
+    return res
+
+
+def ok(ctx, line):
+    res = do(ctx, line)
+    assert res.ok, f"{line}: {res.error}\n{res.detail}"
+    return res
+
+
+def load_outputs(d: Path, prefix: str) -> list[np.ndarray]:
+    return [np.load(p) for p in sorted(d.glob(f"{prefix}*.npy"), key=lambda p: int(p.stem[len(prefix):]))]
+
+
+def _matmul_ref(d: Path) -> np.ndarray:
+    a, b, c = load_outputs(d, "input")[:3]
+    return c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+
+
+def test_bench_before_bufferization_tensor_entry(ctx, tmp_path):
+    ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
+    ok(ctx, "apply pipelines/lib/tile.mlir")
+    ok(ctx, "bench warmup=0 iterations=3")
+    assert "_lh_bench" in ctx.session.current_ir and "tensor<" in ctx.session.current_ir
+    res = ok(ctx, f"run --check --save-outputs {tmp_path}")
+    run = res.data["run"]
+    assert run["iterations"] == 3 and run["warmup"] == 0 and len(run["times_s"]) == 3
+    assert run["check"]["passed"] and run["error"] is None
+    assert run["gflops"] > 0 and run["min_s"] <= run["median_s"]
+    out = load_outputs(tmp_path, "output")[0]
+    np.testing.assert_allclose(out, _matmul_ref(tmp_path), rtol=1e-4, atol=1e-3)
+
+
+def test_bench_after_bufferization_memref_entry(ctx, tmp_path):
+    ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
+    ok(ctx, "apply cpu-bufferize")
+    assert "tensor<" not in ctx.session.current_ir
+    ok(ctx, "bench iterations=2")
+    assert "memref.copy" in ctx.session.current_ir  # memref result copied into the wrapper's output
+    res = ok(ctx, f"run --check --save-outputs {tmp_path}")
+    assert res.data["run"]["check"]["passed"]
+    np.testing.assert_allclose(load_outputs(tmp_path, "output")[0], _matmul_ref(tmp_path), rtol=1e-4, atol=1e-3)
+
+
+def test_bench_after_signature_changing_schedule(ctx, tmp_path):
+    ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
+    ok(ctx, "apply cpu-bufferize")
+    before = ctx.session.current_ir
+    ok(ctx, "pass buffer-results-to-out-params{modify-public-functions=true}")
+    after = ctx.session.current_ir
+    assert "-> memref" in before and "-> memref" not in after.split("@matmul")[1].split("{")[0]
+    ok(ctx, "bench iterations=2")
+    res = ok(ctx, f"run --check --save-outputs {tmp_path}")
+    run = res.data["run"]
+    assert run["check"]["passed"], run
+    # the out-parameter is the output: compare with numpy
+    np.testing.assert_allclose(load_outputs(tmp_path, "output")[0], _matmul_ref(tmp_path), rtol=1e-4, atol=1e-3)
+
+
+def test_run_without_bench_step_inserts_it_at_the_end(ctx):
+    ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
+    ok(ctx, "apply pipelines/lib/tile.mlir")
+    ir_before = ctx.session.current_ir
+    res = ok(ctx, "run --iterations 2 --warmup 0")
+    assert res.data["run"]["inserted_wrapper"] is True and res.data["run"]["iterations"] == 2
+    assert ctx.session.current_ir == ir_before  # the session's steps are unchanged
+
+
+def test_mlp_checked_against_numpy(ctx, tmp_path):
+    ok(ctx, f"load {EXAMPLES / 'mlp.mlir'}")
+    ok(ctx, "apply pipelines/lib/mlp-cpu.yaml")
+    res = do(ctx, "run")
+    assert not res.ok and "apply a `bench` step before the lowering" in res.error
+    ok(ctx, "undo")
+    ok(ctx, "bench")
+    ok(ctx, "apply pipelines/lib/fuse.py[gen=tile_and_fuse]{tile_m=32 tile_n=64 tile_k=16 vectorize=False}")
+    ok(ctx, "apply cpu-lower")
+    res = ok(ctx, f"run --check --iterations 2 --save-outputs {tmp_path}")
+    assert res.data["run"]["check"]["passed"]
+    x, w1, b1, w2, b2, w3, b3 = [a.astype(np.float64) for a in load_outputs(tmp_path, "input")]
+    relu = lambda v: np.maximum(v, 0)
+    want = relu(relu(relu(x @ w1 + b1) @ w2 + b2) @ w3 + b3)
+    np.testing.assert_allclose(load_outputs(tmp_path, "output")[0], want, rtol=1e-4, atol=1e-3)
+
+
+def test_softmax_checked_against_numpy(ctx, tmp_path):
+    ok(ctx, f"load {EXAMPLES / 'softmax.mlir'}")
+    res = ok(ctx, f"run --check --iterations 2 --save-outputs {tmp_path}")
+    assert res.data["run"]["check"]["passed"]
+    (x,) = load_outputs(tmp_path, "input")
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(load_outputs(tmp_path, "output")[0], e / e.sum(axis=1, keepdims=True),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_segfault_in_generated_code_fails_cleanly(ctx):
+    ok(ctx, f"load {PAYLOADS / 'segfault.mlir'}")
+    res = do(ctx, "run --iterations 1")
+    assert not res.ok
+    assert "run worker" in res.error and ("SIGSEGV" in res.error or "SIGBUS" in res.error)
+    # the session is intact and usable
+    assert ctx.session.loaded and ctx.session.cursor == 0
+    ok(ctx, "pass canonicalize")
+    ok(ctx, "undo")
+
+
+def test_hang_in_generated_code_times_out(ctx):
+    ok(ctx, f"load {PAYLOADS / 'spin.mlir'}")
+    res = do(ctx, "run --iterations 1 --warmup 0 --timeout 3")
+    assert not res.ok and "timed out after 3 s" in res.error
+    ok(ctx, "history")
+
+
+def test_bad_npy_rejected_with_expected_shape(ctx, tmp_path):
+    ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
+    bad = tmp_path / "a.npy"
+    np.save(bad, np.zeros((3, 3), np.float32))
+    res = do(ctx, f"run --npy 0={bad}")
+    assert not res.ok and "expected float32[256, 512]" in res.error
+    np.save(bad, np.zeros((256, 512), np.float64))
+    res = do(ctx, f"run --npy 0={bad}")
+    assert not res.ok and "got float64[256, 512]" in res.error
+
+
+def test_npy_inputs_are_used(ctx, tmp_path):
+    ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
+    files = []
+    for i, shape in enumerate([(256, 512), (512, 128), (256, 128)]):
+        p = tmp_path / f"in{i}.npy"
+        np.save(p, np.full(shape, 0.5 if i < 2 else 1.0, np.float32))
+        files.append(str(p))
+    out = tmp_path / "out"
+    ok(ctx, f"run --npy {','.join(files)} --save-outputs {out} --iterations 1")
+    np.testing.assert_allclose(load_outputs(out, "output")[0], np.full((256, 128), 1.0 + 512 * 0.25), rtol=1e-6)
+
+
+def test_compare_detects_wrong_results():
+    ref = [np.ones((4, 4), np.float32)]
+    assert compare([ref[0].copy()], ref, "f32").passed
+    bad = ref[0].copy()
+    bad[2, 3] = 1.5
+    chk = compare([bad], ref, "f32")
+    assert not chk.passed and chk.max_abs_err == pytest.approx(0.5)
+    assert not compare([np.ones((4, 5), np.float32)], ref, "f32").passed
+    nan = ref[0].copy()
+    nan[0, 0] = np.nan
+    assert not compare([nan], ref, "f32").passed
+
+
+def test_make_inputs_seeded_and_kinds():
+    spec = [{"shape": [4, 4], "dtype": "f32"}, {"shape": [3], "dtype": "i32"}]
+    a = make_inputs(spec, seed=1)
+    b = make_inputs(spec, seed=1)
+    c = make_inputs(spec, seed=2)
+    assert np.array_equal(a[0], b[0]) and not np.array_equal(a[0], c[0])
+    assert a[1].dtype == np.int32
+    assert not make_inputs(spec, kind="zeros")[0].any()
+    with pytest.raises(RunInputError):
+        make_inputs(spec, kind="bogus")
+
+
+def test_headless_run_json_contract(tmp_path):
+    script = tmp_path / "run.lhw"
+    script.write_text("# tile, bench, lower, run\napply pipelines/lib/tile.mlir\nbench iterations=2\n"
+                      "apply cpu-lower\nrun --check\n")
+    out = tmp_path / "out.json"
+    env = dict(__import__("os").environ, LH_WORKBENCH_STATE_DIR=str(tmp_path / "st"))
+    p = subprocess.run([sys.executable, "-m", "workbench.cli", str(EXAMPLES / "matmul.mlir"), "--script", str(script),
+                        "--json", str(out)], cwd=ROOT, capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    run = doc["run"]
+    for key in ("target", "entry", "iterations", "warmup", "min_s", "median_s", "mean_s", "stddev_s", "gflops",
+                "check", "error"):
+        assert key in run
+    assert run["target"] == "cpu" and run["entry"] == "matmul" and run["iterations"] == 2
+    assert run["check"]["passed"] is True and run["error"] is None
+    assert set(run["check"]) >= {"passed", "max_abs_err", "max_rel_err"}

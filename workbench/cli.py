@@ -74,6 +74,8 @@ def _replay_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="lh-workbench replay", description="Re-apply a saved session headless.")
     p.add_argument("session", help="session / pipeline YAML")
     p.add_argument("--payload", help="payload .mlir (default: the one recorded in the session)")
+    p.add_argument("--run", action="store_true", help="run the result on the target afterwards")
+    p.add_argument("--check", action="store_true", help="run with a correctness check (implies --run)")
     _common(p)
     return p
 
@@ -126,6 +128,13 @@ def cmd_replay(argv: list[str]) -> int:
             ok = r.ok
             if not r.ok:
                 printer.result(r)
+        if ok and (args.run or args.check):
+            r = ctx.registry.dispatch("run" + (" --check" if args.check else ""), ctx)
+            printer.result(r)
+            ok = r.ok
+            extra["run"] = session.last_run
+            if not r.ok:
+                extra["error"] = r.error
         return _finish(session, args, ok, extra)
     finally:
         session.close()

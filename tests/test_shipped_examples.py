@@ -1,0 +1,48 @@
+"""The shipped command scripts and sessions run headless and reproduce (CI replays them)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _cli(args, tmp_path):
+    env = dict(os.environ, LH_WORKBENCH_STATE_DIR=str(tmp_path / "state"))
+    return subprocess.run([sys.executable, "-m", "workbench.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          env=env, timeout=600)
+
+
+def test_matmul_cpu_script_runs_checked(tmp_path):
+    out = tmp_path / "out.json"
+    p = _cli(["examples/matmul.mlir", "--script", "commands/matmul-cpu.lhw", "--json", str(out)], tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["ok"] and [s["kind"] for s in doc["steps"]] == ["transform", "bench", "pipeline"]
+    assert doc["run"]["check"]["passed"] and doc["run"]["median_s"] > 0
+
+
+@pytest.mark.parametrize("session", sorted(p.name for p in (ROOT / "sessions").glob("*.yaml")))
+def test_shipped_session_replays_byte_identical(session, tmp_path):
+    out = tmp_path / "out.json"
+    emit = tmp_path / "out.mlir"
+    p = _cli(["replay", f"sessions/{session}", "--json", str(out), "--emit", str(emit)], tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["ok"] and doc["reproduced"] is True
+    import hashlib
+
+    assert hashlib.sha256(emit.read_bytes()).hexdigest() == doc["ir_sha256"] == doc["expected_ir_sha256"]
+
+
+def test_matmul_cpu_session_replays_and_runs(tmp_path):
+    out = tmp_path / "out.json"
+    p = _cli(["replay", "sessions/matmul-cpu.yaml", "--target", "cpu", "--check", "--json", str(out)], tmp_path)
+    assert p.returncode == 0, p.stderr
+    run = json.loads(out.read_text())["run"]
+    assert run["target"] == "cpu" and run["check"]["passed"] and run["iterations"] == 5

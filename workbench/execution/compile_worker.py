@@ -252,14 +252,13 @@ class CompileWorker:
             if os.path.isfile(path) and _read(path) == text:
                 return ir.Module.parseFile(path)
             fd, tmp = tempfile.mkstemp(prefix="lh-", suffix="-" + os.path.basename(path).replace(os.sep, "_"))
+            self._aliases[tmp] = path
             try:
                 with os.fdopen(fd, "w") as f:
                     f.write(text)
-                mod = ir.Module.parseFile(tmp)
+                return ir.Module.parseFile(tmp)
             finally:
                 os.unlink(tmp)
-            self._aliases[tmp] = path
-            return mod
         except ir.MLIRError as e:
             msg, detail = _split_mlir_error(e, path)
             raise StageError(self._clean(f"transform module does not parse: {msg}"), self._clean(detail))

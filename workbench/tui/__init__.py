@@ -1,0 +1,1 @@
+"""The Textual front end (`lh-workbench PAYLOAD.mlir` on a terminal)."""

@@ -99,8 +99,8 @@ def cmd_apply(ctx, a):
         step = step_from_command(text, base)
     except (StepError, S.SpecError, TargetError) as e:
         return _fail(e)
-    if step.kind == "schedule":
-        # typing the file name is consent to run it
+    if step.kind == "schedule" and ctx.interactive:
+        # typing the file name is consent to run it; a script file read from elsewhere is not
         s.build_ctx.trusted.add(str(step.resolve()))
     return _apply_step(ctx, step)
 

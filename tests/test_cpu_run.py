@@ -105,8 +105,8 @@ def test_mlp_checked_against_numpy(ctx, tmp_path):
     assert not res.ok and "apply a `bench` step before the lowering" in res.error
     ok(ctx, "undo")
     ok(ctx, "bench")
-    ok(ctx, "apply pipelines/lib/fuse.py[gen=tile_and_fuse]{tile_m=32 tile_n=64 tile_k=16 vectorize=False}")
-    ok(ctx, "apply cpu-lower")
+    # tile-and-fuse + vectorize; vector transfers lowered without stack temporaries in loops
+    ok(ctx, "apply pipelines/lib/mlp-cpu.yaml")
     res = ok(ctx, f"run --check --iterations 2 --save-outputs {tmp_path}")
     assert res.data["run"]["check"]["passed"]
     x, w1, b1, w2, b2, w3, b3 = [a.astype(np.float64) for a in load_outputs(tmp_path, "input")]

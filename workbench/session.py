@@ -25,6 +25,7 @@ from workbench.execution.worker_client import CompileClient
 from workbench.paths import state_dir
 from workbench.steps.kinds import BuildContext, Step, StepError, load_pipeline_yaml, step_from_entry
 from workbench.steps.params import ParamError
+from workbench.steps.spec import SpecError
 from workbench.targets import get_target
 
 SESSION_HEADER = "# lh-workbench session: replay with `lh-workbench replay THIS_FILE`\n"
@@ -312,7 +313,7 @@ class Session:
         jp = self.journal_path
         if not self.journal_enabled or jp is None or not self.loaded:
             return
-        if not self.steps:
+        if not self.active_steps:
             if jp.exists():
                 jp.unlink()
             return
@@ -350,7 +351,7 @@ class LoadedSession:
 
 def read_session_file(path: str | Path) -> LoadedSession:
     path = Path(path)
-    entries, _variables = load_pipeline_yaml(path)
+    entries, variables = load_pipeline_yaml(path)
     try:
         doc = yaml.safe_load(path.read_text())
     except yaml.YAMLError as e:  # already reported by load_pipeline_yaml, kept for completeness
@@ -361,8 +362,8 @@ def read_session_file(path: str | Path) -> LoadedSession:
     steps = []
     for i, entry in enumerate(entries, start=1):
         try:
-            steps.append(step_from_entry(entry, path.parent.resolve(), where=f"{path}: entry {i}"))
-        except StepError as e:
+            steps.append(step_from_entry(entry, path.parent.resolve(), variables, where=f"{path}: entry {i}"))
+        except (StepError, SpecError) as e:
             raise SessionError(str(e))
     return LoadedSession(path, steps, meta)
 

@@ -87,6 +87,8 @@ def _report(session: Session, ok: bool, extra: dict[str, Any]) -> dict[str, Any]
     for i, a in enumerate(session.active_steps, start=1):
         steps.append(StepReport(i, a.step.kind, a.step.label(), a.step.params, True, a.seconds, a.output_sha,
                                 noop=a.noop).to_json())
+    # failed steps (replay: the failing step; scripts: failing step commands) follow, with ok=false
+    steps.extend(extra.pop("failed_steps", None) or [])
     out: dict[str, Any] = {"ok": ok, "ir_sha256": session.current_sha if session.loaded else None,
                            "steps": steps, "target": session.target_name}
     out.update(extra)
@@ -197,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
                                                   for n, line, r in outcome.results]}
             if not outcome.ok:
                 extra["error"] = outcome.error
+                extra["failed_steps"] = [r.data["step"] for _, _, r in outcome.results
+                                         if not r.ok and isinstance(r.data.get("step"), dict)]
                 print(f"lh-workbench: {args.script}:{outcome.failed_line}: {outcome.error.split(': ', 2)[-1]}",
                       file=sys.stderr)
             run = session.last_run

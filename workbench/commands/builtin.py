@@ -39,7 +39,11 @@ def _apply_step(ctx: CommandContext, step: Step) -> Result:
     try:
         applied = s.apply(step)
     except SessionError as e:
-        return _fail(e)
+        res = _fail(e)
+        # the failed step's record (headless --json lists it with ok=false)
+        res.data["step"] = StepReport(s.cursor + 1, step.kind, step.label(), step.params, False, 0.0, None,
+                                      str(e)).to_json()
+        return res
     return _apply_result(ctx, applied, s.cursor)
 
 

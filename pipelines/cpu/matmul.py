@@ -1,6 +1,53 @@
-"""v1 draft"""
+"""Transform-dialect schedule generator for f32 ``linalg.matmul`` on CPU (AVX-512).
+
+``matmul_tiling(...)`` returns, as MLIR text, a transform module
+(``module attributes {transform.with_named_sequence} { transform.named_sequence
+@__transform_main(...) }``) that is applied with the transform interpreter to a
+payload containing one or more ``linalg.matmul`` ops on static tensors
+(``C += A @ B``, A: MxK, B: KxN, C: MxN, C is the accumulator/init).  All
+matmuls of the module are scheduled (matched by op name, not by function).
+
+Schedule (GotoBLAS/BLIS style):
+  1. Cache blocking: tile (M, N, K) by (block_m, block_n, block_k) with loop
+     order n_c -> k_c -> m_c.
+  2. Register blocking: tile the block by (reg_m, reg_n, 0), loop order
+     m_r -> n_r (the reg_m x block_k A micro-panel stays in L1, the packed
+     block_k x block_n B block streams from L2).
+  3. Packing: the micro-kernel operands are padded with ``nofold`` and the pads
+     hoisted (``hoist_pad``): B is packed once per (n_c, k_c) into a contiguous
+     ``[block_n/reg_n][block_k][reg_n]`` buffer, A once per (n_c, k_c, m_c) into
+     ``[block_m/reg_m][reg_m][block_k]``.  Pack copies are tiled into
+     ``pack_tile_b x reg_n`` / ``reg_m x pack_tile_a`` chunks and vectorized
+     (after bufferization, as ``linalg.copy`` on memrefs).
+  4. Micro-kernel: K tiled by reg_k, the reg_m x reg_n x reg_k contraction is
+     vectorized to ``vector.contract`` and lowered to outer products -> FMAs
+     (reg_k outer products per iteration = K unroll).  The C tile is hoisted
+     into registers across the K loop (``hoist_loop_invariant_subsets``).
+  5. One-shot bufferization (function boundaries, identity layouts, linalg.copy
+     as memcpy op), buffer loop hoisting (the pack buffers are allocated once
+     per call; ``LOWERING_PASSES`` turns them into stack allocas), hoisting of
+     redundant transfers, and lowering of outer products / transfers to 1-D
+     vector ops.
+
+Parameters / constraints (shapes must be static):
+  block_m | M, block_n | N, block_k | K     (no remainder handling)
+  reg_m | block_m, reg_n | block_n, reg_k | block_k
+  pack_tile_b | block_k, pack_tile_a | block_k
+  reg_n should be a multiple of 16 (one zmm = 16 f32); reg_m * reg_n / 16
+  accumulators must fit the 32 zmm registers with room for the B row and
+  broadcasts (8x32 -> 16 accumulators is the sweet spot; 4x64 also works).
+  Pack buffers block_n*block_k*4 and block_m*block_k*4 bytes must each stay
+  <= 1 MiB so that promote-buffers-to-stack turns them into allocas (larger
+  buffers would stay heap allocations that are never freed).
+``default_params(m, n, k)`` picks divisor-respecting values for a shape.
+
+After the schedule, run each entry of ``LOWERING_PASSES`` (one pass each, wrap
+as ``builtin.module(<entry>)``) to reach the LLVM dialect for ExecutionEngine
+(measured with ``ExecutionEngine(module, opt_level=3, shared_libs=[...])``).
+"""
 
 LOWERING_PASSES = [
+    "func.func(promote-buffers-to-stack{max-alloc-size-in-bytes=1048576 max-rank-of-allocated-memref=4})",
     "func.func(convert-linalg-to-loops)",
     "func.func(convert-vector-to-scf{full-unroll=true})",
     "expand-strided-metadata",
@@ -9,6 +56,7 @@ LOWERING_PASSES = [
     "convert-vector-to-llvm",
     "finalize-memref-to-llvm",
     "convert-arith-to-llvm",
+    "convert-ub-to-llvm",
     "convert-index-to-llvm",
     "convert-func-to-llvm",
     "convert-cf-to-llvm",
@@ -16,46 +64,120 @@ LOWERING_PASSES = [
 ]
 
 
-def matmul_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 256,
-                  reg_m: int = 8, reg_n: int = 32, reg_k: int = 1) -> str:
-    return f"""
-module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.readonly}}) {{
-    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %root : (!transform.any_op) -> !transform.any_op
-    %t1, %l1:3 = transform.structured.tile_using_for %mm tile_sizes [{block_m}, {block_n}, {block_k}]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)
+def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
+                  reg_m: int = 8, reg_n: int = 32, reg_k: int = 4,
+                  pack_tile_a: int = 32, pack_tile_b: int = 8) -> str:
+    """Return the transform module (MLIR text) scheduling every linalg.matmul."""
+    for name, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k),
+                    ("reg_m", reg_m), ("reg_n", reg_n), ("reg_k", reg_k),
+                    ("pack_tile_a", pack_tile_a), ("pack_tile_b", pack_tile_b)):
+        if not isinstance(v, int) or v <= 0:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    for inner, outer, a, b in ((reg_m, block_m, "reg_m", "block_m"),
+                               (reg_n, block_n, "reg_n", "block_n"),
+                               (reg_k, block_k, "reg_k", "block_k"),
+                               (pack_tile_a, block_k, "pack_tile_a", "block_k"),
+                               (pack_tile_b, block_k, "pack_tile_b", "block_k")):
+        if outer % inner:
+            raise ValueError(f"{a}={inner} must divide {b}={outer}")
+    any_op = "!transform.any_op"
+    return f"""module attributes {{transform.with_named_sequence}} {{
+  transform.named_sequence @__transform_main(%root: {any_op} {{transform.readonly}}) {{
+    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %root : ({any_op}) -> {any_op}
+
+    // 1. Cache blocking, loop order n_c, k_c, m_c.
+    %t1, %l1:3 = transform.structured.tile_using_for %mm tile_sizes [{block_m}, {block_n}, {block_k}] interchange = [1, 2, 0]
+        : ({any_op}) -> ({any_op}, {any_op}, {any_op}, {any_op})
+    // 2. Register blocking, loop order m_r, n_r.
     %t2, %l2:2 = transform.structured.tile_using_for %t1 tile_sizes [{reg_m}, {reg_n}, 0]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
-    %t3, %l3 = transform.structured.tile_using_for %t2 tile_sizes [0, 0, {reg_k}]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    transform.structured.vectorize %t3 : !transform.any_op
-    %f = transform.structured.match ops{{["func.func"]}} in %root : (!transform.any_op) -> !transform.any_op
-    transform.apply_patterns to %f {{
+        : ({any_op}) -> ({any_op}, {any_op}, {any_op})
+
+    // 3. Packing of A and B through nofold pads hoisted out of the loops.
+    %padded, %pad, %copy = transform.structured.pad %t2 {{
+        padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [0, 1, 2],
+        nofold_flags = [1, 1, 0], copy_back_op = "none"}}
+        : ({any_op}) -> ({any_op}, {any_op}, {any_op})
+    %loops = transform.structured.match ops{{["scf.for"]}} in %root : ({any_op}) -> {any_op}
+    transform.apply_licm to %loops : {any_op}
+    %padA = transform.get_producer_of_operand %padded[0] : ({any_op}) -> {any_op}
+    %hA = transform.structured.hoist_pad %padA by 1 loops : ({any_op}) -> {any_op}
+    %padB = transform.get_producer_of_operand %padded[1] : ({any_op}) -> {any_op}
+    %hB = transform.structured.hoist_pad %padB by 3 loops : ({any_op}) -> {any_op}
+    %cB, %lcB = transform.structured.tile_using_for %hB tile_sizes [{pack_tile_b}, 0] : ({any_op}) -> ({any_op}, {any_op})
+    %cA, %lcA = transform.structured.tile_using_for %hA tile_sizes [0, {pack_tile_a}] : ({any_op}) -> ({any_op}, {any_op})
+    transform.structured.vectorize %cB vector_sizes [{pack_tile_b}, {reg_n}] : {any_op}
+    transform.structured.vectorize %cA vector_sizes [{reg_m}, {pack_tile_a}] : {any_op}
+
+    // 4. Micro-kernel: K loop of reg_k steps, vector.contract -> outer products.
+    %t3, %l3 = transform.structured.tile_using_for %padded tile_sizes [0, 0, {reg_k}]
+        : ({any_op}) -> ({any_op}, {any_op})
+    transform.structured.vectorize %t3 {{create_named_contraction}} : {any_op}
+    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({any_op}) -> {any_op}
+    transform.apply_patterns to %fe {{
+      transform.apply_patterns.canonicalization
+    }} : {any_op}
+    transform.apply_cse to %fe : {any_op}
+    transform.loop.hoist_loop_invariant_subsets %l3 : {any_op}
+    transform.apply_patterns to %fe {{
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
       transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.vector.lower_transpose
       transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-    %mod = transform.structured.match ops{{["builtin.module"]}} in %root : (!transform.any_op) -> !transform.any_op
+    }} : {any_op}
+    transform.bufferization.eliminate_empty_tensors %fe : {any_op}
+
+    // 5. Bufferization and vector lowering.
+    %mod = transform.structured.match ops{{["builtin.module"]}} in %root : ({any_op}) -> {any_op}
     %b = transform.bufferization.one_shot_bufferize %mod {{bufferize_function_boundaries = true,
-        function_boundary_type_conversion = 1 : i32}} : (!transform.any_op) -> !transform.any_op
-    %f2 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
+        function_boundary_type_conversion = 1 : i32, memcpy_op = "linalg.copy"}} : ({any_op}) -> {any_op}
+    %f2 = transform.structured.match ops{{["func.func"]}} in %b : ({any_op}) -> {any_op}
     transform.apply_patterns to %f2 {{
       transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-    %h = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
+    }} : {any_op}
+    transform.apply_cse to %f2 : {any_op}
+    transform.apply_patterns to %f2 {{
+      transform.apply_patterns.canonicalization
+    }} : {any_op}
+    transform.bufferization.buffer_loop_hoisting %f2 : {any_op}
+    %cps = transform.structured.match ops{{["linalg.copy"]}} in %b : ({any_op}) -> {any_op}
+    transform.structured.vectorize %cps : {any_op}
+    %h = transform.structured.hoist_redundant_vector_transfers %f2 : ({any_op}) -> {any_op}
     transform.apply_patterns to %h {{
       transform.apply_patterns.vector.lower_outerproduct
       transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
       transform.apply_patterns.vector.lower_broadcast
       transform.apply_patterns.vector.lower_shape_cast
-      transform.apply_patterns.canonicalization
-    }} : !transform.any_op
+    }} : {any_op}
     transform.yield
   }}
 }}
 """
 
 
+def _largest_divisor(n: int, cap: int, multiple_of: int = 1) -> int:
+    """Largest d <= cap with d | n and multiple_of | d (falls back to n's smallest such)."""
+    best = 0
+    d = multiple_of
+    while d <= min(n, cap):
+        if n % d == 0:
+            best = d
+        d += multiple_of
+    return best
+
+
 def default_params(m: int, n: int, k: int) -> dict:
-    return dict(block_m=64, block_n=256, block_k=256, reg_m=8, reg_n=32, reg_k=1)
+    """Pick matmul_tiling parameters for an MxNxK f32 matmul (all divisors of the dims)."""
+    reg_m = next(r for r in (8, 4, 2, 1) if m % r == 0)
+    reg_n = next(r for r in (32, 16, 8, 4, 2, 1) if n % r == 0)
+    block_m = _largest_divisor(m, 64, reg_m) or reg_m
+    block_n = _largest_divisor(n, 512, reg_n) or reg_n
+    block_k = _largest_divisor(k, 256) or k
+    # Keep pack buffers <= 1 MiB each (stack allocas).
+    while block_n * block_k * 4 > (1 << 20) and block_k % 2 == 0:
+        block_k //= 2
+    reg_k = next(r for r in (4, 2, 1) if block_k % r == 0)
+    pack_tile_a = next(r for r in (32, 16, 8, 4, 2, 1) if block_k % r == 0)
+    pack_tile_b = next(r for r in (8, 4, 2, 1) if block_k % r == 0)
+    return dict(block_m=block_m, block_n=block_n, block_k=block_k,
+                reg_m=reg_m, reg_n=reg_n, reg_k=reg_k,
+                pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b)

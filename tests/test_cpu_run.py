@@ -208,3 +208,27 @@ def test_headless_run_json_contract(tmp_path):
     assert run["target"] == "cpu" and run["entry"] == "matmul" and run["iterations"] == 2
     assert run["check"]["passed"] is True and run["error"] is None
     assert set(run["check"]) >= {"passed", "max_abs_err", "max_rel_err"}
+
+
+def test_cpu_selector_and_shipped_matmul_schedule(ctx, tmp_path):
+    from workbench.targets import get_target
+
+    n, m, k = 128, 256, 64
+    payload = tmp_path / "mm.mlir"
+    a, b, c = f"tensor<{m}x{k}xf32>", f"tensor<{k}x{n}xf32>", f"tensor<{m}x{n}xf32>"
+    payload.write_text(f"func.func @mm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
+                       f"  %0 = linalg.matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
+    ok(ctx, f"load {payload}")
+    chosen = get_target("cpu").select_params(ctx.session.inspect())
+    (spec, params), = chosen.items()
+    assert spec.endswith("cpu/matmul.py[gen=matmul_tiling]")
+    assert m % params["block_m"] == 0 and n % params["block_n"] == 0 and k % params["block_k"] == 0
+    ok(ctx, f"apply {spec}{{" + " ".join(f"{key}={v}" for key, v in params.items()) + "}")
+    assert ctx.session.steps[-1].step.params == params  # the selection is recorded on the step
+    ok(ctx, "bench iterations=2")
+    ok(ctx, "apply cpu-matmul-lower")
+    assert "vector<" in ctx.session.current_ir or "llvm.intr.fmuladd" in ctx.session.current_ir
+    res = ok(ctx, f"run --check --save-outputs {tmp_path / 'o'}")
+    assert res.data["run"]["check"]["passed"]
+    np.testing.assert_allclose(load_outputs(tmp_path / "o", "output")[0], _matmul_ref(tmp_path / "o"),
+                               rtol=1e-4, atol=1e-3)

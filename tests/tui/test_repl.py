@@ -1,0 +1,101 @@
+"""The prompt-toolkit REPL driven through a pipe input."""
+from __future__ import annotations
+
+import io
+
+import pytest
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+
+from workbench.repl import RegistryCompleter, plot_text, run_repl
+from workbench.result import Result
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def drive(ctx, text: str, history_file=None):
+    out = io.StringIO()
+    console = Console(file=out, width=120, force_terminal=False, color_system=None)
+    with create_pipe_input() as inp:
+        inp.send_text(text)
+        failures = run_repl(ctx, input=inp, output=DummyOutput(), console=console, history_file=history_file)
+    return failures, out.getvalue()
+
+
+def test_repl_applies_undoes_and_quits(wb_ctx, wb_state):
+    failures, out = drive(wb_ctx, "apply pipelines/lib/tile.mlir\nundo\nredo\nhistory\nquit\n")
+    assert failures == 0
+    s = wb_ctx.session
+    assert s.cursor == 1 and len(s.steps) == 1
+    assert "step 1: pipelines/lib/tile.mlir" in out
+    assert "undone: now at step 0" in out and "redone: now at step 1" in out
+    assert wb_ctx.quit_requested
+    # autosave after every command
+    assert s.journal_for(s.payload_path) is not None
+    # persistent history in the state directory
+    hist = (wb_state / "repl_history").read_text()
+    assert "apply pipelines/lib/tile.mlir" in hist and "undo" in hist
+
+
+def test_repl_failure_changes_nothing_and_help(wb_ctx):
+    before = wb_ctx.session.current_sha
+    failures, out = drive(wb_ctx, "apply nowhere.mlir\nfrobnicate\nhelp diff\n\x04")  # Ctrl-D (EOF) ends the loop
+    assert failures == 2
+    assert wb_ctx.session.current_sha == before and wb_ctx.session.cursor == 0
+    assert "error:" in out and "unknown command 'frobnicate'" in out
+    assert "usage: diff" in out
+
+
+def test_repl_prints_ir(wb_ctx):
+    failures, out = drive(wb_ctx, "show\n\x04")
+    assert failures == 0
+    assert "linalg.matmul" in out and "IR after step 0" in out
+
+
+def test_repl_offers_resume(wb_ctx, wb_state):
+    ctx = wb_ctx
+    assert ctx.registry.dispatch("apply pipelines/lib/tile.mlir", ctx).ok
+    ctx.session.autosave()
+    sha = ctx.session.current_sha
+    # a new session of the same payload: the REPL asks, `y` restores
+    from workbench.commands import CommandContext, default_registry
+    from workbench.session import Session
+
+    s2 = Session()
+    try:
+        ctx2 = CommandContext(s2, default_registry())
+        assert ctx2.registry.dispatch("load examples/matmul.mlir", ctx2).ok
+        failures, out = drive(ctx2, "y\nquit\n")
+        assert failures == 0
+        assert "resume it?" in out or "replayed 1 steps" in out
+        assert s2.cursor == 1 and s2.current_sha == sha
+    finally:
+        s2.close()
+    # answering no keeps the fresh payload
+    s3 = Session()
+    try:
+        ctx3 = CommandContext(s3, default_registry())
+        assert ctx3.registry.dispatch("load examples/matmul.mlir", ctx3).ok
+        drive(ctx3, "n\nquit\n")
+        assert s3.cursor == 0
+    finally:
+        s3.close()
+
+
+def test_repl_completer_adapter(wb_ctx):
+    from prompt_toolkit.document import Document
+
+    from workbench.completion import Completer
+
+    comp = RegistryCompleter(Completer(wb_ctx.registry, wb_ctx.session))
+    got = list(comp.get_completions(Document("apply pipelines/lib/ti"), None))
+    assert any(c.text == "pipelines/lib/tile.mlir" and c.start_position == -len("pipelines/lib/ti") for c in got)
+
+
+def test_run_results_are_plotted():
+    res = Result(True, "ran", data={"run": {"times_s": [0.010, 0.012, 0.011, 0.013], "median_s": 0.0115,
+                                            "gflops": 3.2}})
+    text = plot_text(res, width=60, height=12)
+    assert text and "median 11.5 ms" in text and "3.2 GFLOP/s" in text
+    assert plot_text(Result(True, "no run")) is None

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.commands.registry import Arg, Command, Flag, Registry, UsageError
+from workbench.commands.registry import Command, Flag, Registry, UsageError
 from workbench.result import Result
 from workbench.run_session import RunOptions, run_current
 from workbench.session import SessionError

@@ -26,12 +26,12 @@ import tempfile
 import time
 import traceback
 from collections import OrderedDict
-from multiprocessing.connection import Connection
 
 from mlir import ir, passmanager
 from mlir.dialects.transform import interpreter
 
 from workbench.execution import bench_wrapper, payload_inspect
+from workbench.execution.protocol import serve_requests
 
 CACHE_SIZE = 24
 
@@ -378,16 +378,7 @@ def _find_named_sequence(sched: ir.Module, name: str):
 
 
 def serve(fd: int) -> None:
-    conn = Connection(fd)
-    worker = CompileWorker()
-    while True:
-        try:
-            req = conn.recv()
-        except EOFError:
-            return
-        if req.get("op") == "exit":
-            return
-        conn.send(worker.handle(req))
+    serve_requests(fd, CompileWorker().handle)
 
 
 if __name__ == "__main__":

@@ -17,9 +17,10 @@ import ctypes
 import sys
 import time
 import traceback
-from multiprocessing.connection import Connection
 
 import numpy as np
+
+from workbench.execution.protocol import serve_requests
 
 
 def _descriptor_ptr(arr: np.ndarray):
@@ -82,22 +83,7 @@ def handle_run(req: dict) -> dict:
 
 
 def serve(fd: int) -> None:
-    conn = Connection(fd)
-    while True:
-        try:
-            req = conn.recv()
-        except EOFError:
-            return
-        if req.get("op") == "exit":
-            return
-        try:
-            if req.get("op") == "ping":
-                conn.send({"ok": True})
-                continue
-            conn.send(handle_run(req))
-        except Exception as e:
-            conn.send({"ok": False, "error": f"{type(e).__name__}: {e}".splitlines()[0],
-                       "diagnostics": traceback.format_exc()})
+    serve_requests(fd, handle_run)
 
 
 if __name__ == "__main__":

@@ -115,6 +115,9 @@ class WorkbenchApp(App):
         self.results: list[Result] = []
         self._started = time.perf_counter()
         self.first_screen_s: float | None = None
+        self._keep_selection: int | None = None
+        self._form_want: tuple | None = None
+        self._form_running = False
         ctx.interactive = True
         ctx.progress = self._progress_from_thread
         ctx.confirm = self._confirm_from_thread
@@ -262,8 +265,21 @@ class WorkbenchApp(App):
         s = self.ctx.session
         step = s.steps[self.selected - 1].step if s.loaded and 1 <= self.selected <= len(s.steps) else None
         editable = step is not None and self.selected <= s.cursor
-        self.run_worker(partial(self.query_one("#params", ParamForm).show_step, self.selected, step, editable),
-                        group="form", exclusive=True)
+        # one form rebuild at a time (cancelling a rebuild mid-mount breaks the DOM): the loop
+        # always finishes with the latest request
+        self._form_want = (self.selected, step, editable)
+        if not self._form_running:
+            self._form_running = True
+            self.run_worker(self._form_loop, group="form")
+
+    async def _form_loop(self) -> None:
+        form = self.query_one("#params", ParamForm)
+        try:
+            while self._form_want is not None:
+                want, self._form_want = self._form_want, None
+                await form.show_step(*want)
+        finally:
+            self._form_running = False
 
     @on(DataTable.RowHighlighted, "#steps")
     def _row(self, event: DataTable.RowHighlighted) -> None:
@@ -286,6 +302,14 @@ class WorkbenchApp(App):
             return
         cmd.remember(line)
         self.submit(line)
+
+    @on(ParamForm.Submitted)
+    def _param_submitted(self, event: ParamForm.Submitted) -> None:
+        if event.error or not event.command:
+            self.log_line(f"params {event.step}: {event.error}", style="yellow")
+            return
+        self._keep_selection = event.step
+        self.submit(event.command)
 
     @on(CommandInput.Candidates)
     def _candidates(self, event: CommandInput.Candidates) -> None:
@@ -336,7 +360,7 @@ class WorkbenchApp(App):
         if clip:
             self.copy_text(clip)
         self.show_plot(res)
-        select = None
+        select, self._keep_selection = self._keep_selection, None
         if res.ok and res.kind == "ir" and isinstance(res.data.get("step"), int):
             select = res.data["step"]
         if res.ok and res.kind == "diff" and isinstance(res.data.get("to"), int):

@@ -14,9 +14,15 @@ SIZE = (120, 36)
 
 
 async def _wait(pilot):
-    for _ in range(3):
+    """Workers done, no command in flight, and the screen refreshed (robust on slow 2-core CI)."""
+    for _ in range(200):
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
+        if pilot.app.busy is None and not pilot.app._form_running:
+            break
+    await pilot.pause(0.3)
+    await pilot.app.workers.wait_for_complete()
+    await pilot.pause()
 
 
 def test_main_screen(snap_compare, wb_state):

@@ -15,6 +15,8 @@ SIZE = (120, 36)
 
 async def _wait(pilot):
     """Workers done, no command in flight, and the screen refreshed (robust on slow 2-core CI)."""
+    for inp in pilot.app.query("Input"):
+        inp.cursor_blink = False  # a blinking cursor makes the capture depend on timing
     for _ in range(200):
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()

@@ -22,20 +22,22 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 class Printer:
     """Prints results: rich on a terminal, plain text otherwise; progress on stderr."""
 
-    def __init__(self, quiet: bool = False):
+    def __init__(self, quiet: bool = False, stdout_reserved: bool = False):
         self.quiet = quiet
-        self.tty = sys.stdout.isatty()
+        # with `--json -` stdout carries only the JSON document: results go to stderr
+        self.out = sys.stderr if stdout_reserved else sys.stdout
+        self.tty = self.out.isatty()
         self._console = None
 
     def result(self, res: Result, prefix: str = "") -> None:
         if self.quiet and res.ok:
             return
-        stream = sys.stdout if res.ok else sys.stderr
+        stream = self.out if res.ok else sys.stderr
         if self.tty:
             from rich.console import Console
 
             if self._console is None:
-                self._console = Console()
+                self._console = Console(file=self.out)
             if prefix:
                 self._console.print(prefix, end="")
             self._console.print(res.rich())
@@ -113,7 +115,7 @@ def _make_context(session: Session, printer: Printer, interactive: bool = False)
 
 def cmd_replay(argv: list[str]) -> int:
     args = _replay_parser().parse_args(argv)
-    printer = Printer(args.quiet)
+    printer = Printer(args.quiet, stdout_reserved=args.json == "-")
     session = Session(allow_python=args.allow_python)
     try:
         ctx = _make_context(session, printer)
@@ -174,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.script and not Path(args.script).is_file():
         print(f"lh-workbench: {args.script}: no such script file", file=sys.stderr)
         return EXIT_USAGE
-    printer = Printer(args.quiet)
+    printer = Printer(args.quiet, stdout_reserved=args.json == "-")
     session = Session(allow_python=args.allow_python)
     ctx = _make_context(session, printer, interactive=interactive)
     try:

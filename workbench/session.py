@@ -298,6 +298,8 @@ class Session:
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
+        for a in self.active_steps:
+            a.step = a.step.portable(path.resolve())
         atomic_write(path, self.to_yaml(path.resolve()))
         return path
 

@@ -6,8 +6,9 @@ unchanged and the diagnostic (with file:line:col locations) is returned. The ver
 module is kept content-addressed under `<state dir>/edits/<sha>.mlir`, which is what a
 saved session refers to.
 
-An edit replaces the whole module, so it cannot be re-applied to a different input:
-re-applying an earlier step's parameters across an edit fails cleanly (all or nothing).
+An edit replaces the whole module and records the sha256 of the IR it was made on, so it replays
+exactly (saved sessions copy the edited module next to themselves) but cannot be re-applied to a
+different input: re-applying an earlier step's parameters across an edit fails cleanly.
 """
 from __future__ import annotations
 
@@ -20,26 +21,8 @@ from pathlib import Path
 from workbench.commands.registry import Arg, Command, CommandContext, Registry
 from workbench.paths import state_dir
 from workbench.result import Result
-from workbench.session import AppliedStep, SessionError, atomic_write
-from workbench.steps.kinds import KINDS, Step, StepError, StepKind, _relpath
-
-
-class EditKind(StepKind):
-    name = yaml_key = "edit"
-    help = "a hand edit of the IR (recorded by `edit` / `edit-apply FILE`)"
-
-    def stages(self, step, ctx, depth):
-        raise StepError(f"step `{self.label(step)}` is a hand edit of the IR and cannot be re-applied to a "
-                        "different input: undo it, change the earlier step, then edit again")
-
-    def label(self, step):
-        return "edit " + Path(step.spec).name
-
-    def to_entry(self, step, rel_to):
-        return {"edit": _relpath(Path(step.spec), rel_to)}
-
-
-KINDS.setdefault("edit", EditKind())
+from workbench.session import SessionError, atomic_write
+from workbench.steps.kinds import Step
 
 
 def edits_dir() -> Path:
@@ -76,14 +59,14 @@ def record_edit(ctx: CommandContext, path: Path) -> Result:
     sha = ans["sha"]
     if sha == s.current_sha:
         return Result(True, "edit: the module is unchanged; no step recorded", data={"noop": True})
-    s.store[sha] = ans["ir"]
     saved = edits_dir() / f"{sha[:16]}.mlir"
     if not saved.exists():
         atomic_write(saved, ans["ir"])
-    applied = AppliedStep(Step("edit", str(saved), {}, {}, Path.cwd()), s.current_sha, sha, seconds)
-    del s.steps[s.cursor:]
-    s.steps.append(applied)
-    s.cursor += 1
+    try:
+        applied = s.apply(Step("edit", str(saved), {}, {"base": s.current_sha[:16]}, Path.cwd()))
+    except SessionError as e:
+        return Result.failure(str(e), e.detail or None)
+    applied.seconds += seconds
     return _apply_result(ctx, applied, s.cursor)
 
 

@@ -83,6 +83,7 @@ class CompileWorker:
         self.ctx.allow_unregistered_dialects = False
         self.cache: "OrderedDict[str, ir.Module]" = OrderedDict()
         self.generators: dict[tuple[str, float], object] = {}
+        self._input_sha = ""
         self._aliases: dict[str, str] = {}  # temp file of a generated schedule -> its label
 
     # -- module cache --------------------------------------------------------
@@ -152,6 +153,7 @@ class CompileWorker:
     def apply(self, req: dict) -> dict:
         label = req.get("label", "<step input>")
         src = self._module_for(req["text"], req.get("sha"), label)
+        self._input_sha = req.get("sha") or sha256(req["text"])
         work = _clone_module(src)
         stage_seconds = []
         t_all = time.perf_counter()
@@ -221,6 +223,8 @@ class CompileWorker:
         elif kind == "schedule":
             sched = self._generate_schedule(module, stage)
             self._run_transform(module, sched, stage.get("entry") or "__transform_main", label)
+        elif kind == "replace":
+            self._replace_module(module, stage, label)
         elif kind == "bench":
             try:
                 bench_wrapper.insert_wrapper(module, stage.get("params") or {})
@@ -228,6 +232,26 @@ class CompileWorker:
                 raise StageError(f"bench: {e}")
         else:
             raise StageError(f"unknown stage kind {kind!r}")
+
+    def _replace_module(self, module: ir.Module, stage: dict, label: str) -> None:
+        """A hand edit: only valid on the IR it was made on (same sha256), then the module is replaced."""
+        base = stage.get("base_sha256") or ""
+        if base and self._input_sha and not self._input_sha.startswith(base):
+            raise StageError(f"the hand edit {os.path.basename(stage['path'])} was made on different IR "
+                             f"(sha256 {base[:12]}..., this input is {self._input_sha[:12]}...): redo the edit")
+        try:
+            edited = ir.Module.parse(stage["text"])
+            edited.operation.verify()
+        except ir.MLIRError as e:
+            raise StageError(*_split_mlir_error(e, stage["path"]))
+        body = module.body
+        for op in list(body.operations):
+            op.operation.erase()
+        for op in list(edited.body.operations):
+            body.append(op.operation.clone())
+        attrs = edited.operation.attributes
+        for i in range(len(attrs)):
+            module.operation.attributes[attrs[i].name] = attrs[i].attr
 
     def _run_passes(self, module: ir.Module, pipeline: str, label: str) -> None:
         text = pipeline.strip()

@@ -111,15 +111,21 @@ class WorkerProcess:
                     if remaining <= 0:
                         self.kill()
                         return self._failure(f"{self.name} timed out after {timeout:g} s and was killed")
-                    if self.conn.poll(min(remaining, 0.2)):
-                        return self.conn.recv()
-                    if self.proc.poll() is not None and not self.conn.poll(0):
+                    conn, proc = self.conn, self.proc
+                    if conn is None or proc is None:  # cancel() killed the worker from another thread
+                        return self._failure(f"{self.name} request cancelled")
+                    if conn.poll(min(remaining, 0.2)):
+                        return conn.recv()
+                    if proc.poll() is not None and not conn.poll(0):
                         return self._crashed()
-            except (EOFError, BrokenPipeError, ConnectionResetError, OSError):
+            except (EOFError, BrokenPipeError, ConnectionResetError, OSError, AttributeError):
+                if self.conn is None:
+                    return self._failure(f"{self.name} request cancelled")
                 return self._crashed()
 
     def _crashed(self) -> dict:
-        code = self.proc.wait() if self.proc is not None else -1
+        proc = self.proc
+        code = proc.wait() if proc is not None else -1
         if self._reader is not None:
             self._reader.join(timeout=1)
         self.kill()

@@ -74,6 +74,9 @@ class Step:
     def to_entry(self, rel_to: Path | None) -> dict:
         return self.kind_impl.to_entry(self, rel_to)
 
+    def portable(self, session_file: Path) -> "Step":
+        return self.kind_impl.portable(self, session_file)
+
     def with_params(self, params: dict[str, Any]) -> "Step":
         new = copy.copy(self)
         new.params = dict(params)
@@ -116,6 +119,10 @@ class StepKind:
 
     def label(self, step: Step) -> str:
         return S.format_ref(step.spec, step.options, step.params)
+
+    def portable(self, step: Step, session_file: Path) -> Step:
+        """The step as a session saved at `session_file` should refer to it (files it needs copied there)."""
+        return step
 
     def to_entry(self, step: Step, rel_to: Path | None) -> dict:
         entry: dict[str, Any] = {self.yaml_key: S.format_ref(_relpath(step.resolve(), rel_to), step.options,
@@ -255,7 +262,7 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
     params = S.parse_params(ptext, variables, where)
     if isinstance(entry.get("params"), dict):
         params.update({k: _subst_value(v, variables, where) for k, v in entry["params"].items()})
-    kind = {"include": "include", "schedule": "schedule"}.get(key)
+    kind = {"include": "include", "schedule": "schedule", "edit": "edit"}.get(key)
     if key == "transform":
         kind = "schedule" if path.endswith(".py") else "transform"
     if kind == "schedule" and "gen" not in opts:
@@ -325,6 +332,40 @@ class NamedPipelineKind(IncludeKind):
         return entry
 
 
+class EditKind(StepKind):
+    """A hand edit: the whole module replaced by a verified file, valid only on the IR it was made on."""
+    name = yaml_key = "edit"
+    help = "a hand edit of the IR (recorded by `edit` / `edit-apply FILE`); replays on the same input only"
+
+    def stages(self, step, ctx, depth):
+        path = step.resolve()
+        try:
+            text = path.read_text()
+        except OSError as e:
+            raise StepError(f"cannot read edited module {step.spec}: {e.strerror}")
+        return [{"kind": "replace", "text": text, "path": str(path), "base_sha256": step.options.get("base", "")}]
+
+    def label(self, step):
+        return "edit " + Path(step.spec).name
+
+    def to_entry(self, step, rel_to):
+        return {"edit": S.format_ref(_relpath(step.resolve(), rel_to), step.options, {})}
+
+    def portable(self, step: Step, session_file: Path) -> Step:
+        """Copy the edited module next to the session file so the saved session travels with it."""
+        import shutil
+
+        src = step.resolve()
+        dest_dir = session_file.parent / f"{session_file.stem}.edits"
+        dest = dest_dir / src.name
+        if src != dest.resolve():
+            dest_dir.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)
+        new = copy.copy(step)
+        new.spec = str(dest.resolve())
+        return new
+
+
 def _type_of(v: Any) -> str:
     from workbench.steps.params import _infer_type
 
@@ -342,8 +383,8 @@ def _variables_used(path: Path) -> list[str]:
 
 
 KINDS: dict[str, StepKind] = {k.name: k for k in (PassKind(), TransformKind(), ScheduleKind(), IncludeKind(),
-                                                   BenchKind(), NamedPipelineKind())}
-ENTRY_KEYS = ("pass", "transform", "schedule", "include", "bench", "pipeline", "bundle")
+                                                   BenchKind(), NamedPipelineKind(), EditKind())}
+ENTRY_KEYS = ("pass", "transform", "schedule", "include", "bench", "pipeline", "bundle", "edit")
 
 
 def step_from_command(text: str, base_dir: Path) -> Step:

@@ -9,7 +9,7 @@ Two functions are added next to the payload:
 Inputs are memrefs: a tensor argument of the entry arrives as a memref of the same shape and
 is turned into a tensor with `bufferization.to_tensor restrict`; a memref argument is passed
 through with its exact type (strided layouts included). Tensor results are written with
-`bufferization.materialize_in_destination`, memref results with `memref.copy`, scalar results
+`bufferization.to_buffer` + `memref.copy`, memref results with `memref.copy`, scalar results
 are stored into a `memref<1xT>`. An entry with no results (destination-passing style, e.g.
 after bufferization dropped equivalent results) reports its output arguments: by default the
 last memref argument, or the indices given by the `outputs` parameter.
@@ -127,7 +127,10 @@ def insert_wrapper(module, params: dict) -> None:
         if isinstance(t, ir.RankedTensorType):
             mt = _memref_for_tensor(t)
             out_types.append(mt)
-            post.append(f"    bufferization.materialize_in_destination %r{j} in restrict writable %o{oidx} : ({t}, {mt}) -> ()")
+            # to_buffer + memref.copy rather than materialize_in_destination: schedules that vectorize every
+            # linalg.copy of the module (bufferization's memcpy op) must not turn this copy into one huge vector
+            post.append(f"    %b{j} = bufferization.to_buffer %r{j} read_only : {t} to {mt}\n"
+                        f"    memref.copy %b{j}, %o{oidx} : {mt} to {mt}")
         elif isinstance(t, ir.MemRefType):
             mt = ir.MemRefType(t)
             plain = str(ir.MemRefType.get(mt.shape, mt.element_type))

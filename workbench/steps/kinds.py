@@ -83,26 +83,34 @@ class Step:
         return new
 
 
+LIBRARY_PREFIX = LIBRARY_DIR.name  # "pipelines/...": a file of the installed library, wherever it is installed
+
+
 def resolve_path(ref: str, base_dir: Path) -> Path:
+    """A stage file: relative to the referring file's folder first, then the installed library."""
     p = Path(ref).expanduser()
     if p.is_absolute():
         return p
-    for cand in (base_dir / p, LIBRARY_DIR / p, Path.cwd() / p):
+    candidates = [base_dir / p, LIBRARY_DIR / p]
+    if p.parts and p.parts[0] == LIBRARY_PREFIX:
+        candidates.append(LIBRARY_DIR.parent / p)
+    candidates.append(Path.cwd() / p)
+    for cand in candidates:
         if cand.exists():
             return cand.resolve()
     return (base_dir / p).resolve()
 
 
 def _relpath(path: Path, rel_to: Path | None) -> str:
-    path = path.resolve()
-    if in_library(path):
-        lib_rel = path.relative_to(LIBRARY_DIR.resolve())
-        if rel_to is None:
-            return str(lib_rel)
-    if rel_to is None:
-        return str(path)
+    """How a saved file names `path`: library files as `pipelines/...` (portable across checkouts and
+    machines), others relative to the saved file's folder (or absolute when there is none)."""
     import os
 
+    path = path.resolve()
+    if in_library(path):
+        return str(Path(LIBRARY_PREFIX) / path.relative_to(LIBRARY_DIR.resolve()))
+    if rel_to is None:
+        return str(path)
     return os.path.relpath(path, rel_to.resolve())
 
 

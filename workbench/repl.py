@@ -44,7 +44,7 @@ def render(res: Result, console) -> None:
     if res.ok and res.kind == "ir" and res.body:
         from rich.syntax import Syntax
 
-        from workbench.tui.mlir_syntax import mlir_lexer
+        from workbench.highlight import mlir_lexer
 
         if res.summary:
             console.print(res.summary, style="bold green", highlight=False)

@@ -61,8 +61,9 @@ class Result:
             parts.append(t)
         if self.body:
             if self.kind == "ir":
-                parts.append(Syntax(self.body, "mlir" if _has_mlir_lexer() else "text",
-                                    line_numbers=False, word_wrap=False))
+                from workbench.highlight import mlir_lexer
+
+                parts.append(Syntax(self.body, mlir_lexer(), line_numbers=False, word_wrap=False))
             elif self.kind == "diff":
                 parts.append(Syntax(self.body, "diff"))
             else:
@@ -91,12 +92,3 @@ class Result:
             lines.append(self.body.rstrip("\n"))
         return "\n".join(lines)
 
-
-def _has_mlir_lexer() -> bool:
-    try:
-        from pygments.lexers import get_lexer_by_name
-
-        get_lexer_by_name("mlir")
-        return True
-    except Exception:
-        return False

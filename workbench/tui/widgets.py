@@ -14,7 +14,7 @@ from textual.suggester import Suggester
 from textual.validation import ValidationResult, Validator
 from textual.widgets import Input, Label, Static, TextArea
 
-from workbench.tui.mlir_syntax import DIFF_STYLES, THEME, diff_kind, tokens
+from workbench.highlight import DIFF_STYLES, THEME, diff_kind, tokens
 
 
 class IRView(TextArea):

@@ -18,6 +18,7 @@ from typing import Any
 from workbench.execution.runner import RunInputError, Timing, compare, make_inputs, select_outputs
 from workbench.session import Session, SessionError
 from workbench.steps.kinds import Step, StepError
+from workbench.targets import TargetError
 
 DEFAULT_TIMEOUT_S = 120.0
 
@@ -34,6 +35,7 @@ class RunOptions:
     iterations: int | None = None
     entry: str = ""
     save_outputs: Path | None = None
+    ranks: int | None = None
 
 
 def _lowering_stages(session: Session, pipeline_name: str) -> list[dict]:
@@ -43,9 +45,10 @@ def _lowering_stages(session: Session, pipeline_name: str) -> list[dict]:
         raise SessionError(str(e))
 
 
-def _prepare(session: Session, sha: str, pipeline_name: str, bench_params: dict) -> dict:
+def _prepare(session: Session, sha: str, pipeline_name: str, bench_params: dict,
+             prelude: list[dict] | None = None) -> dict:
     ans = session.client.request({"op": "prepare_run", "text": session.store[sha], "sha": sha,
-                                  "bench_params": bench_params,
+                                  "bench_params": bench_params, "prelude": prelude or [],
                                   "lowering": _lowering_stages(session, pipeline_name)})
     if not ans["ok"]:
         raise SessionError(ans["error"], ans.get("diagnostics", ""))
@@ -61,6 +64,9 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
                               "gflops": None, "check": None, "error": None}
     bench_params = {k: v for k, v in (("warmup", opts.warmup), ("iterations", opts.iterations),
                                       ("entry", opts.entry)) if v not in (None, "")}
+    if opts.ranks is not None and not target.multi_rank:
+        report["error"] = f"--ranks: target {target.name} runs in one process (choose a multi-rank target)"
+        return report
     try:
         prepared = _prepare(session, session.current_sha, target.default_lowering, bench_params)
     except SessionError as e:
@@ -68,6 +74,11 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         report["detail"] = e.detail
         return report
     meta = prepared["bench"]
+    try:
+        meta = target.host_meta(meta, session.inspect(0), opts.ranks)
+    except (TargetError, SessionError) as e:
+        report["error"] = str(e)
+        return report
     report.update(entry=meta["entry"], iterations=meta["iterations"], warmup=meta["warmup"],
                   inserted_wrapper=prepared["inserted_wrapper"])
     n_in = meta["num_inputs"]
@@ -87,6 +98,7 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         if "args_after" in ans:
             _save(opts.save_outputs, "output", select_outputs(meta, ans["args_after"], ans["outputs"]))
     times = ans["times"]
+    report.update(ans.get("report") or {})  # target-specific additions (e.g. per-rank times)
     report.update(Timing(times).to_json())
     report["times_s"] = times
     report["compile_s"] = ans.get("compile_s")
@@ -107,7 +119,8 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
 def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: RunOptions) -> dict:
     try:
         ref = _prepare(session, session.initial_sha, target.reference_lowering,
-                       {"warmup": 0, "iterations": 1, **({"entry": opts.entry} if opts.entry else {})})
+                       {"warmup": 0, "iterations": 1, **({"entry": opts.entry} if opts.entry else {})},
+                       prelude=target.reference_prelude())
     except SessionError as e:
         return {"passed": False, "error": f"reference lowering failed: {e}"}
     rmeta = ref["bench"]

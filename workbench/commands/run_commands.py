@@ -42,7 +42,8 @@ def cmd_run(ctx, a):
                       npy=_parse_npy(a.get("npy")), threads=a.get("threads"),
                       timeout=a.get("timeout") or 120.0, warmup=a.get("warmup"), iterations=a.get("iterations"),
                       entry=a.get("entry") or "",
-                      save_outputs=Path(a["save_outputs"]) if a.get("save_outputs") else None)
+                      save_outputs=Path(a["save_outputs"]) if a.get("save_outputs") else None,
+                      ranks=a.get("ranks"))
     ctx.progress(f"lowering and running on {s.target_name} ...")
     try:
         report = run_current(s, opts)
@@ -82,6 +83,8 @@ def register(reg: Registry) -> None:
          Flag("--seed", "seed of random inputs", True, type="int"),
          Flag("--npy", "input .npy files: a.npy,b.npy or 0=a.npy,2=c.npy", True),
          Flag("--threads", "threads for OpenMP/async code", True, type="int"),
+         Flag("--ranks", "processes of a multi-rank target (mpi; default: what the partition was made for)",
+              True, type="int"),
          Flag("--timeout", "seconds before the run worker is killed", True, type="float"),
          Flag("--warmup", "warm-up calls (when run inserts the wrapper)", True, type="int"),
          Flag("--iterations", "timed calls (when run inserts the wrapper)", True, type="int"),

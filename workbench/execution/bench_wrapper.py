@@ -95,6 +95,15 @@ def insert_wrapper(module, params: dict) -> None:
                          "earlier); undo it first")
     entry = find_entry(module, p["entry"] or "")
     name = _sym(entry)
+    from workbench.execution.sharding import shard_annotations
+
+    if shard_annotations(entry):
+        # partitioning turns the global shapes of this signature into per-rank shapes: a wrapper
+        # built now would call the partitioned entry with the wrong shapes
+        raise BenchError(f"@{name} still carries sharding annotations (shard.shard / shard.sharding): "
+                         "partitioning will change its signature from global to per-rank shapes, so a "
+                         "wrapper built now would call it with the wrong shapes; apply the partition "
+                         "first (e.g. `apply mpi-partition`), then `bench`")
     ftype = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value)
     ins, res = list(ftype.inputs), list(ftype.results)
 

@@ -13,7 +13,8 @@ Requests (all answers carry "ok" and, on failure, "error" and "diagnostics"):
   {"op": "ping"}
 Stage dicts: {"kind": "pass", "pipeline"} | {"kind": "transform", "text", "path", "entry"}
   | {"kind": "schedule", "path", "gen", "params", "entry", "wants_payload"}
-  | {"kind": "bench", "params"}.
+  | {"kind": "bench", "params"} | {"kind": "strip_sharding"}.
+prepare_run also takes "prelude": stages applied before the wrapper is inserted.
 """
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from collections import OrderedDict
 from mlir import ir, passmanager
 from mlir.dialects.transform import interpreter
 
-from workbench.execution import bench_wrapper, payload_inspect
+from workbench.execution import bench_wrapper, payload_inspect, sharding
 from workbench.execution.protocol import serve_requests
 
 CACHE_SIZE = 24
@@ -180,6 +181,13 @@ class CompileWorker:
         label = req.get("label", "<current IR>")
         src = self._module_for(req["text"], req.get("sha"), label)
         work = _clone_module(src)
+        # stages a target needs before the wrapper goes in (e.g. mpi: strip sharding for the reference)
+        for stage in req.get("prelude") or []:
+            try:
+                self._apply_stage(work, stage, label)
+                work.operation.verify()
+            except StageError as e:
+                return {"ok": False, "error": str(e), "diagnostics": e.diagnostics}
         inserted = False
         if bench_wrapper.find_wrapper(work) is None:
             if bench_wrapper.is_lowered(work):
@@ -225,6 +233,11 @@ class CompileWorker:
             self._run_transform(module, sched, stage.get("entry") or "__transform_main", label)
         elif kind == "replace":
             self._replace_module(module, stage, label)
+        elif kind == "strip_sharding":
+            try:
+                sharding.strip_sharding(module)
+            except sharding.ShardingError as e:
+                raise StageError(str(e))
         elif kind == "bench":
             try:
                 bench_wrapper.insert_wrapper(module, stage.get("params") or {})

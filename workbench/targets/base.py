@@ -33,6 +33,19 @@ class Target:
     #: runtime libraries (names for the locator) the JIT-compiled code links against
     runtime_libraries: ClassVar[tuple[str, ...]] = ("mlir_c_runner_utils", "mlir_runner_utils")
 
+    #: whether the target runs one program on several processes (`run --ranks N`)
+    multi_rank: ClassVar[bool] = False
+
+    def reference_prelude(self) -> list[dict]:
+        """Compile-worker stages applied to the unscheduled payload before the reference's wrapper."""
+        return []
+
+    def host_meta(self, meta: dict, payload: dict, ranks: int | None) -> dict:
+        """The wrapper metadata as the host sees it (inputs are made and outputs compared with these
+        shapes), given the payload's inspection. A target that splits data across processes maps its
+        per-process shapes back to the payload's here, and `execute` splits/reassembles. Default: as is."""
+        return meta
+
     def select_params(self, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
         """Payload inspection -> {schedule spec: parameter dict} for the shipped schedules."""
         return {}

@@ -1,0 +1,186 @@
+"""mpi target: sharded payloads partitioned, benchmarked after the partition, run on 2 ranks (issue 7)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from workbench.commands import CommandContext, default_registry
+from workbench.execution.mpi_launch import availability
+from workbench.session import Session
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+PAYLOADS = Path(__file__).parent / "payloads"
+
+_ok, _why = availability()
+pytestmark = pytest.mark.skipif(not _ok, reason=f"mpi target unavailable: {_why}")
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory):
+    os.environ["LH_WORKBENCH_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
+    s = Session()
+    c = CommandContext(s, default_registry())
+    yield c
+    s.close()
+
+
+def do(ctx, line):
+    return ctx.registry.dispatch(line, ctx)
+
+
+def ok(ctx, line):
+    res = do(ctx, line)
+    assert res.ok, f"{line}: {res.error}\n{res.detail}"
+    return res
+
+
+def load(d: Path, prefix: str) -> list[np.ndarray]:
+    return [np.load(p) for p in sorted(d.glob(f"{prefix}*.npy"), key=lambda p: int(p.stem[len(prefix):]))]
+
+
+def _signature(ir: str, name: str) -> str:
+    return ir.split(f"func.func @{name}(")[1].split("{")[0]
+
+
+def test_sharded_matmul_partition_bench_lower_run_2_ranks(ctx, tmp_path):
+    ok(ctx, f"load {EXAMPLES / 'sharded_matmul.mlir'}")
+    ok(ctx, "apply mpi-partition")
+    sig = _signature(ctx.session.current_ir, "matmul")
+    # global shapes became per-rank shapes: A and C by rows, B replicated
+    assert "tensor<128x512xf32>" in sig and "tensor<512x128xf32>" in sig and "tensor<256" not in sig
+    ok(ctx, "bench warmup=1 iterations=3")
+    assert "call @matmul(" in ctx.session.current_ir and "memref<128x512xf32>" in ctx.session.current_ir
+    ok(ctx, "apply mpi-lower")
+    res = ok(ctx, f"run --target mpi --ranks 2 --check --save-outputs {tmp_path}")
+    run = res.data["run"]
+    assert run["target"] == "mpi" and run["ranks"] == 2 and run["error"] is None
+    assert run["check"]["passed"], run["check"]
+    # per-iteration time is the slowest rank's
+    assert len(run["rank_times_s"]) == 2 and all(len(t) == 3 for t in run["rank_times_s"])
+    assert run["times_s"] == [max(a, b) for a, b in zip(*run["rank_times_s"])]
+    # the host saw global shapes: inputs and the reassembled output, checked against numpy too
+    a, b, c = load(tmp_path, "input")
+    assert a.shape == (256, 512) and b.shape == (512, 128) and c.shape == (256, 128)
+    (out,) = load(tmp_path, "output")
+    assert out.shape == (256, 128)
+    want = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-3)
+    # both row blocks were computed (a rank that did nothing would leave its block at C)
+    assert not np.allclose(out[128:], c[128:]) and not np.allclose(out[:128], c[:128])
+
+
+def test_sharded_mlp_all_reduce_2_ranks(ctx, tmp_path):
+    ok(ctx, f"load {EXAMPLES / 'sharded_mlp.mlir'}")
+    ok(ctx, "apply mpi-partition")
+    cur = ctx.session.current_ir
+    assert "shard.all_reduce" in cur
+    assert "tensor<128x128xf32>" in _signature(cur, "mlp") and "tensor<128x64xf32>" in _signature(cur, "mlp")
+    ok(ctx, "bench iterations=2")
+    ok(ctx, "apply mpi-lower")
+    assert "MPI_Allreduce" in ctx.session.current_ir
+    res = ok(ctx, f"run --check --save-outputs {tmp_path}")  # target stays mpi; ranks from the partition
+    run = res.data["run"]
+    assert run["target"] == "mpi" and run["ranks"] == 2 and run["check"]["passed"], run
+    x, w1, w2 = [v.astype(np.float64) for v in load(tmp_path, "input")]
+    assert w1.shape == (128, 256) and w2.shape == (256, 64)
+    want = np.maximum(x @ w1, 0) @ w2
+    np.testing.assert_allclose(load(tmp_path, "output")[0], want, rtol=1e-4, atol=1e-3)
+    # one half of the hidden dimension alone is far off: the all-reduce really summed both ranks
+    half = np.maximum(x @ w1[:, :128], 0) @ w2[:128]
+    assert np.abs(load(tmp_path, "output")[0] - half).max() > 1e-2
+
+
+def test_bench_before_partition_is_refused(ctx):
+    ok(ctx, f"load {EXAMPLES / 'sharded_mlp.mlir'}")
+    res = do(ctx, "bench")
+    assert not res.ok
+    assert "sharding annotations" in res.error and "per-rank shapes" in res.error and "mpi-partition" in res.error
+    assert ctx.session.cursor == 0 and "_lh_bench" not in ctx.session.current_ir
+    # `run` would insert the wrapper at the end: also refused, nothing runs
+    res = do(ctx, "run --target mpi --iterations 1")
+    assert not res.ok and "sharding annotations" in res.error
+    # after the partition the same step works
+    ok(ctx, "apply mpi-partition")
+    ok(ctx, "bench iterations=1")
+
+
+def test_ranks_must_match_the_partition_and_target(ctx):
+    ok(ctx, f"load {EXAMPLES / 'sharded_matmul.mlir'}")
+    ok(ctx, "apply mpi-partition")
+    res = do(ctx, "run --target mpi --ranks 3 --iterations 1")
+    assert not res.ok and "partitioned for 2 ranks" in res.error
+    res = do(ctx, "run --target cpu --ranks 2 --iterations 1")
+    assert not res.ok and "runs in one process" in res.error
+    ok(ctx, "history")
+
+
+def test_one_rank_crashing_is_reported_and_session_continues(ctx):
+    ok(ctx, f"load {PAYLOADS / 'mpi_rank_fault.mlir'}")
+    res = do(ctx, "run --target mpi --ranks 2 --iterations 1 --timeout 60")
+    assert not res.ok
+    assert "rank 1 died" in res.error and "signal 6" in res.error and "all ranks were killed" in res.error
+    assert not _rank_processes()
+    ok(ctx, "pass canonicalize")
+    ok(ctx, "undo")
+
+
+def test_hanging_rank_times_out_and_all_ranks_are_killed(ctx):
+    ok(ctx, f"load {PAYLOADS / 'mpi_rank_hang.mlir'}")
+    res = do(ctx, "run --target mpi --ranks 2 --iterations 1 --warmup 0 --timeout 4")
+    assert not res.ok and "timed out after 4 s" in res.error and "rank 1 had not finished" in res.error
+    assert not _rank_processes()
+    ok(ctx, "history")
+
+
+def test_mpiexec_missing_is_a_clear_error(ctx, monkeypatch):
+    ok(ctx, f"load {EXAMPLES / 'sharded_matmul.mlir'}")
+    ok(ctx, "apply mpi-partition")
+    monkeypatch.setenv("LH_WORKBENCH_MPIEXEC", "/nonexistent/mpiexec")
+    res = do(ctx, "run --target mpi --iterations 1")
+    assert not res.ok and "cannot run here" in res.error and "mpiexec not found" in res.error
+    monkeypatch.delenv("LH_WORKBENCH_MPIEXEC")
+    ok(ctx, "run --target mpi --iterations 1")
+
+
+def _rank_processes() -> list[str]:
+    """Live rank processes (`python -m workbench.execution.mpi_rank`) started from this test process."""
+    mine = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        if "workbench.execution.mpi_rank" in cmd and stat.split(") ")[1].split()[0] != "Z":
+            mine.append(cmd)
+    return mine
+
+
+def _cli(args, tmp_path):
+    env = dict(os.environ, LH_WORKBENCH_STATE_DIR=str(tmp_path / "state"))
+    return subprocess.run([sys.executable, "-m", "workbench.cli", *args], cwd=ROOT, capture_output=True, text=True,
+                          env=env, timeout=300)
+
+
+def test_shipped_mpi_script_and_session(tmp_path):
+    out = tmp_path / "script.json"
+    p = _cli(["examples/sharded_mlp.mlir", "--script", "commands/sharded-mlp-mpi.lhw", "--json", str(out)], tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert "mpi-partition" in doc["steps"][0]["spec"] and "mpi-lower" in doc["steps"][2]["spec"]
+    assert [s["kind"] for s in doc["steps"]] == ["pipeline", "bench", "pipeline"]
+    assert doc["run"]["ranks"] == 2 and doc["run"]["check"]["passed"]
+    out = tmp_path / "replay.json"
+    p = _cli(["replay", "sessions/sharded-mlp-mpi.yaml", "--check", "--json", str(out)], tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["reproduced"] is True and doc["run"]["target"] == "mpi" and doc["run"]["check"]["passed"]

@@ -1,0 +1,203 @@
+"""Host side of MPI runs (numpy only, no MLIR): find `mpiexec`, launch N ranks, collect their answers.
+
+`run_ranks` writes the run request and each rank's inputs to a temporary directory, starts
+`mpiexec -n N python -m workbench.execution.mpi_rank DIR` in a new session (its own process
+group), waits with a time limit and reads `rank{R}.pkl`. Whatever happens (a rank aborts,
+a hang, Ctrl-C), the whole process group is killed before returning, so no rank outlives
+the run; failures come back as an answer with `ok: False` and a one-line `error`.
+"""
+from __future__ import annotations
+
+import collections
+import ctypes.util
+import importlib.util
+import os
+import pickle
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from workbench.execution.worker_client import PACKAGE_ROOT, describe_exit
+
+MPIEXEC_ENV = "LH_WORKBENCH_MPIEXEC"
+
+
+def find_mpiexec() -> str | None:
+    """`$LH_WORKBENCH_MPIEXEC`, else the `mpiexec` next to this Python (PyPI `mpich` in a venv), else PATH."""
+    explicit = os.environ.get(MPIEXEC_ENV)
+    if explicit is not None:
+        return explicit if explicit and shutil.which(explicit) else None
+    here = Path(sys.executable).parent / "mpiexec"
+    if here.is_file() and os.access(here, os.X_OK):
+        return str(here)
+    return shutil.which("mpiexec")
+
+
+def find_libmpi() -> str | None:
+    """The MPI library the generated code links against: the one mpi4py uses (`libmpi.so.12` of mpich)."""
+    candidates = []
+    mpiexec = find_mpiexec()
+    if mpiexec:
+        candidates.append(Path(os.path.realpath(mpiexec)).parent.parent / "lib")
+    candidates.append(Path(sys.prefix) / "lib")
+    for d in candidates:
+        for name in ("libmpi.so.12", "libmpi.so"):
+            if (d / name).is_file():
+                return str(d / name)
+    found = ctypes.util.find_library("mpi")
+    return found
+
+
+def availability() -> tuple[bool, str]:
+    mpiexec = find_mpiexec()
+    if not mpiexec:
+        return False, "mpiexec not found (pip install 'lh-workbench[mpi]', or set $LH_WORKBENCH_MPIEXEC)"
+    if importlib.util.find_spec("mpi4py") is None:
+        return False, "mpi4py is not installed (pip install 'lh-workbench[mpi]')"
+    if not find_libmpi():
+        return False, "libmpi not found next to mpiexec"
+    return True, f"{mpiexec}"
+
+
+def _key_line(lines: list[str]) -> str | None:
+    for ln in reversed(lines):
+        s = ln.strip()
+        if "LLVM ERROR" in s or "Assertion" in s or "KILLED BY SIGNAL" in s or "Segmentation" in s:
+            return s
+    for ln in reversed(lines):
+        if "error" in ln.lower():
+            return ln.strip()
+    return None
+
+
+def run_ranks(req: dict, rank_inputs: list[list], *, timeout: float, env: dict | None = None) -> dict:
+    """Run `req` (see mpi_rank) on len(rank_inputs) ranks; rank R gets rank_inputs[R].
+
+    Returns {"ok": True, "ranks": [answer of rank 0, ...]} or {"ok": False, "error", "diagnostics"}.
+    """
+    ranks = len(rank_inputs)
+    mpiexec = find_mpiexec()
+    if not mpiexec:
+        return {"ok": False, "error": availability()[1]}
+    full_env = dict(os.environ)
+    full_env["PYTHONPATH"] = os.pathsep.join(
+        [str(PACKAGE_ROOT)] + [p for p in full_env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    full_env.setdefault("PYTHONUNBUFFERED", "1")
+    full_env.update(env or {})
+    tail: collections.deque[str] = collections.deque(maxlen=80)
+    with tempfile.TemporaryDirectory(prefix="lh-mpi-") as tmp:
+        wd = Path(tmp)
+        with open(wd / "request.pkl", "wb") as f:
+            pickle.dump(req, f, protocol=pickle.HIGHEST_PROTOCOL)
+        for r, arrays in enumerate(rank_inputs):
+            with open(wd / f"inputs{r}.pkl", "wb") as f:
+                pickle.dump(list(arrays), f, protocol=pickle.HIGHEST_PROTOCOL)
+        cmd = [mpiexec, "-n", str(ranks), sys.executable, "-m", "workbench.execution.mpi_rank", str(wd)]
+        try:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env=full_env, cwd=str(wd), start_new_session=True)
+        except OSError as e:
+            return {"ok": False, "error": f"cannot start {mpiexec}: {e.strerror or e}"}
+
+        def drain():
+            for raw in proc.stdout:
+                tail.append(raw.decode(errors="replace").rstrip("\n"))
+
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            _kill_group(proc)
+        reader.join(timeout=2)
+        lines = [ln for ln in tail if ln.strip()]
+        answers: dict[int, dict] = {}
+        pids: dict[int, int] = {}
+        for r in range(ranks):
+            try:
+                pids[int((wd / f"pid{r}").read_text())] = r
+            except (OSError, ValueError):
+                pass
+        for r in range(ranks):
+            p = wd / f"rank{r}.pkl"
+            if p.is_file():
+                try:
+                    with open(p, "rb") as f:
+                        answers[r] = pickle.load(f)
+                except Exception:
+                    pass
+    diagnostics = "\n".join(lines[-60:])
+    missing = [r for r in range(ranks) if r not in answers]
+    if timed_out:
+        where = f" (rank{'s' if len(missing) != 1 else ''} {', '.join(map(str, missing))} had not finished)" \
+            if missing else ""
+        return {"ok": False, "error": f"MPI run on {ranks} ranks timed out after {timeout:g} s; all ranks were "
+                                      f"killed{where}", "diagnostics": diagnostics, "crashed": True}
+    failed = [a for _, a in sorted(answers.items()) if not a.get("ok")]
+    if failed:
+        a = failed[0]
+        return {"ok": False, "error": f"rank {a.get('rank')}: {a.get('error')}",
+                "diagnostics": (a.get("diagnostics") or "") + "\n" + diagnostics}
+    if missing or proc.returncode != 0:
+        how = describe_exit(proc.returncode)
+        bad = _reported_ranks(lines, pids)
+        exit_string = _exit_string(lines)
+        if bad:
+            who = f"rank{'s' if len(bad) != 1 else ''} {', '.join(map(str, bad))} died"
+        elif missing:
+            who = f"rank{'s' if len(missing) != 1 else ''} {', '.join(map(str, missing))} did not finish"
+        else:
+            who = "a rank failed"
+        msg = f"MPI run on {ranks} ranks failed: {who}" + (f" ({exit_string})" if exit_string else "") \
+            + f"; all ranks were killed (mpiexec {how})"
+        key = _key_line(lines)
+        if key and key not in msg and "BAD TERMINATION" not in key:
+            msg += f": {key}"
+        return {"ok": False, "error": msg, "diagnostics": diagnostics, "crashed": True}
+    return {"ok": True, "ranks": [answers[r] for r in range(ranks)], "diagnostics": diagnostics}
+
+
+def _reported_ranks(lines: list[str], pids: dict[int, int]) -> list[int]:
+    """Ranks mpiexec reports as terminated badly ("PID 123 RUNNING AT host"), by the pids they recorded."""
+    bad = []
+    for ln in lines:
+        m = re.search(r"PID\s+(\d+)\s+RUNNING AT", ln)
+        if m and int(m.group(1)) in pids and pids[int(m.group(1))] not in bad:
+            bad.append(pids[int(m.group(1))])
+    return sorted(bad)
+
+
+def _exit_string(lines: list[str]) -> str:
+    for ln in lines:
+        m = re.search(r"EXIT STRING:\s*(.+?)\s*$", ln)
+        if m:
+            return m.group(1)
+    for ln in lines:
+        m = re.search(r"KILLED BY SIGNAL:\s*(\d+)", ln)
+        if m:
+            try:
+                return f"killed by signal {signal.Signals(int(m.group(1))).name}"
+            except ValueError:
+                return f"killed by signal {m.group(1)}"
+    return ""
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill mpiexec and everything it started (they share its process group), then reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -1,0 +1,180 @@
+"""The MPI target: a partitioned (sharded) payload on N ranks, collectives lowered to MPI calls.
+
+Flow: the payload carries `shard.grid` / `shard.shard` annotations on global shapes; the
+`mpi-partition` pipeline (sharding propagation + `shard-partition`) turns the entry into its
+per-rank form (per-rank shapes, `shard.all_reduce` ... where data must move); `bench` goes
+*after* it; `mpi-lower` converts the shard ops to MPI and everything to the LLVM dialect.
+`run --target mpi --ranks N` then starts N ranks with `mpiexec`; each JIT-runs the module on
+its shard of the inputs.
+
+Host view of the data: inputs are made (and checked) with the *global* shapes of the payload's
+entry; the target cuts them into per-rank shards, and reassembles the outputs. With a 1-D grid
+a per-rank shape differs from the global one in at most one dimension, split into N equal
+blocks in rank order; an argument or result with the global shape is replicated (every rank
+gets a copy; the result of rank 0 is reported). Timings: per iteration, the slowest rank.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+
+from workbench.targets.base import Target, TargetError, register
+
+_SHAPED = re.compile(r"^(?:tensor|memref)<((?:\d+x)*)([a-z0-9]+)(?:,.*)?>$")
+DEFAULT_RANKS = 2
+
+
+def _global_spec(type_str: str) -> dict | None:
+    m = _SHAPED.match(type_str.strip())
+    if not m:
+        return None
+    shape = [int(d) for d in m.group(1).split("x") if d]
+    return {"shape": shape, "dtype": m.group(2), "type": f"memref<{m.group(1)}{m.group(2)}>"}
+
+
+def split_dim(global_shape: list[int], local_shape: list[int]) -> tuple[int | None, int]:
+    """(dimension split across ranks or None if replicated, number of blocks)."""
+    if len(global_shape) != len(local_shape):
+        raise TargetError(f"rank changed by partitioning: {global_shape} vs {local_shape}")
+    dims = [d for d, (g, l) in enumerate(zip(global_shape, local_shape)) if g != l]
+    if not dims:
+        return None, 1
+    if len(dims) > 1:
+        raise TargetError(f"global shape {global_shape} is split in several dimensions ({local_shape} per rank): "
+                          "only 1-D grids (one split dimension per tensor) are supported")
+    d = dims[0]
+    g, l = global_shape[d], local_shape[d]
+    if l <= 0 or g % l:
+        raise TargetError(f"dimension {d} of {global_shape} is not split evenly ({local_shape} per rank)")
+    return d, g // l
+
+
+@register
+class MpiTarget(Target):
+    name = "mpi"
+    description = "partitioned (shard dialect) payload on N MPI ranks (mpiexec), collectives as MPI calls"
+    named_pipelines = {
+        "mpi-partition": "mpi/partition.yaml",
+        "mpi-lower": "mpi/lower.yaml",
+        "mpi-bufferize": "mpi/bufferization.yaml",
+    }
+    default_lowering = "mpi-lower"
+    # the reference: the payload with its sharding annotations removed, lowered naively, on the CPU
+    reference_lowering = "cpu-naive"
+    reference_target = "cpu"
+    multi_rank = True
+
+    def can_run(self) -> tuple[bool, str]:
+        from workbench.execution.mpi_launch import availability
+
+        return availability()
+
+    def shared_libs(self) -> list[str]:
+        from workbench.execution.mpi_launch import find_libmpi
+
+        libs = super().shared_libs()
+        mpi = find_libmpi()
+        return ([mpi] if mpi else []) + libs
+
+    def reference_prelude(self) -> list[dict]:
+        return [{"kind": "strip_sharding"}]
+
+    def run_env(self, threads: int | None) -> dict[str, str]:
+        # one thread per rank unless asked otherwise: the ranks are the parallelism
+        return {"OMP_NUM_THREADS": str(threads or 1)}
+
+    # -- host view: global shapes <-> per-rank shards ------------------------------------
+    def host_meta(self, meta: dict, payload: dict, ranks: int | None) -> dict:
+        entry = next((f for f in payload.get("funcs", []) if f["name"] == meta["entry"]), None)
+        if entry is None:
+            raise TargetError(f"entry @{meta['entry']} not found in the payload: cannot map per-rank shapes "
+                              "to the payload's global shapes")
+        n_in, n_out = meta["num_inputs"], meta["num_outputs"]
+        local = meta["arg_specs"]
+        if len(entry["args"]) != n_in:
+            raise TargetError(f"@{meta['entry']} has {n_in} arguments now but {len(entry['args'])} in the payload")
+        results = [o for o in meta["outputs"] if o.startswith("result:")]
+        if len(entry["results"]) != len(results):
+            raise TargetError(f"@{meta['entry']} returns {len(results)} values now but {len(entry['results'])} "
+                              "in the payload")
+        globals_: list[dict] = []
+        for i, t in enumerate(entry["args"]):
+            globals_.append(_global_spec(t) or local[i])
+        out_types = [entry["results"][int(o.partition(":")[2])] for o in meta["outputs"] if o.startswith("result:")]
+        for j, t in enumerate(out_types):
+            globals_.append(_global_spec(t) or local[n_in + j])
+        split = []
+        factors = set()
+        for g, l in zip(globals_, local[:n_in + n_out]):
+            if g["dtype"] != l["dtype"]:
+                raise TargetError(f"element type changed by partitioning: {g['type']} vs {l['type']}")
+            d, n = split_dim(g["shape"], l["shape"])
+            split.append(d)
+            if d is not None:
+                factors.add(n)
+        if len(factors) > 1:
+            raise TargetError(f"arguments are split into different numbers of blocks {sorted(factors)}")
+        partitioned_for = factors.pop() if factors else None
+        if ranks is None:
+            ranks = partitioned_for or DEFAULT_RANKS
+        if ranks < 1:
+            raise TargetError("--ranks must be >= 1")
+        if partitioned_for is not None and ranks != partitioned_for:
+            raise TargetError(f"the entry is partitioned for {partitioned_for} ranks (per-rank shapes are "
+                              f"1/{partitioned_for} of the payload's), not --ranks {ranks}")
+        host = dict(meta)
+        host["arg_specs"] = globals_ + local[n_in + n_out:]
+        host["rank_arg_specs"] = local
+        host["split_dims"] = split
+        host["ranks"] = ranks
+        return host
+
+    def execute(self, llvm: str, meta: dict, inputs: list, *, call: bool, bench: bool, timeout: float,
+                threads: int | None = None, opt_level: int = 3) -> dict:
+        from workbench.execution.mpi_launch import run_ranks
+        from workbench.execution.runner import numpy_dtype
+
+        ok, why = self.can_run()
+        if not ok:
+            return {"ok": False, "error": f"target {self.name} cannot run here: {why}"}
+        if "rank_arg_specs" not in meta:
+            return {"ok": False, "error": "internal: mpi run without the per-rank argument specs"}
+        ranks = meta["ranks"]
+        n_in, n_out = meta["num_inputs"], meta["num_outputs"]
+        local, split = meta["rank_arg_specs"], meta["split_dims"]
+        rank_inputs = [[_block(a, split[i], r, ranks) for i, a in enumerate(inputs)] for r in range(ranks)]
+        req = {"llvm": llvm, "libs": self.shared_libs(), "opt_level": opt_level,
+               "outputs": [{"shape": o["shape"], "dtype": np.dtype(numpy_dtype(o["dtype"])).str}
+                           for o in local[n_in:n_in + n_out]],
+               "times_len": meta["iterations"],
+               "call": "_lh_call" if call else None, "bench": "_lh_bench" if bench else None}
+        ans = run_ranks(req, rank_inputs, timeout=timeout, env=self.run_env(threads))
+        if not ans["ok"]:
+            return ans
+        per_rank = ans["ranks"]
+        out: dict[str, Any] = {"ok": True, "compile_s": max(a.get("compile_s") or 0.0 for a in per_rank),
+                               "report": {"ranks": ranks}}
+        if call:
+            out["args_after"] = [_assemble([a["args_after"][i] for a in per_rank], split[i])
+                                 for i in range(n_in)]
+            out["outputs"] = [_assemble([a["outputs"][j] for a in per_rank], split[n_in + j])
+                              for j in range(n_out)]
+        if bench:
+            rank_times = [a["times"] for a in per_rank]
+            out["times"] = [max(ts) for ts in zip(*rank_times)]
+            out["report"]["rank_times_s"] = rank_times
+        return out
+
+
+def _block(a: np.ndarray, dim: int | None, rank: int, ranks: int) -> np.ndarray:
+    if dim is None:
+        return a
+    return np.ascontiguousarray(np.split(a, ranks, axis=dim)[rank])
+
+
+def _assemble(parts: list[np.ndarray], dim: int | None) -> np.ndarray:
+    if dim is None:
+        return parts[0]
+    return np.concatenate(parts, axis=dim)

@@ -3,8 +3,9 @@
 For each size: a session loads a tensor matmul payload, inserts the benchmark wrapper, applies
 `pipelines/cpu/matmul.py[gen=matmul_tiling]` with the CPU selector's parameters and the CPU
 lowering, then `run --check` (isolated JIT run, timed with rtclock inside the wrapper).
-numpy is timed on 1 thread (threadpoolctl) and on all cores; ratios are workbench / numpy
-throughput (> 1 means the workbench is faster). The generated code is single-threaded.
+numpy is timed on 1 thread (threadpoolctl) and on all cores; the workbench runs the single-core
+schedule pinned to 1 core (`run --threads 1`) and `matmul_parallel.py` (forall over N chunks on MLIR's
+async runtime) on all cores. Ratios are workbench / numpy throughput (> 1: the workbench is faster).
 
     python bench/cpu_matmul.py [--sizes 512,1024,2048] [--iterations 10]
 Last line: RESULT matmul1024_1t_ratio=... matmul1024_all_ratio=... ...
@@ -45,22 +46,30 @@ def numpy_gflops(n: int, threads: int | None, repeats: int) -> float:
     return 2 * n ** 3 / statistics.median(times) / 1e9
 
 
-def workbench_gflops(ctx: CommandContext, n: int, iterations: int, workdir: Path) -> tuple[float, dict, bool]:
+def workbench_gflops(ctx: CommandContext, n: int, iterations: int, workdir: Path, threads: int) -> tuple[float, dict, bool]:
+    """GFLOP/s of the shipped schedule: single-core (`matmul.py`, run pinned to 1 core) when threads == 1,
+    else the forall-parallel variant (`matmul_parallel.py`) on `threads` cores."""
     payload = workdir / f"matmul{n}.mlir"
     t = f"tensor<{n}x{n}xf32>"
     payload.write_text(f"func.func @matmul(%A: {t}, %B: {t}, %C: {t}) -> {t} {{\n"
                        f"  %0 = linalg.matmul ins(%A, %B : {t}, {t}) outs(%C : {t}) -> {t}\n"
                        f"  return %0 : {t}\n}}\n")
-    for line in (f"load {payload}",):
-        res = ctx.registry.dispatch(line, ctx)
-        assert res.ok, res.error
-    info = ctx.session.inspect()
-    params = get_target("cpu").select_params(info)
-    spec, chosen = next(iter(params.items()))
+    res = ctx.registry.dispatch(f"load {payload}", ctx)
+    assert res.ok, res.error
+    if threads == 1:
+        info = ctx.session.inspect()
+        spec, chosen = next(iter(get_target("cpu").select_params(info).items()))
+        lowering = "cpu-matmul-lower"
+    else:
+        sys.path.insert(0, str(ROOT / "pipelines" / "cpu"))
+        import matmul_parallel
+
+        spec = "pipelines/cpu/matmul_parallel.py[gen=matmul_parallel]"
+        chosen = matmul_parallel.default_params(n, n, n, threads)
+        lowering = "cpu-matmul-parallel-lower"
     kv = " ".join(f"{k}={v}" for k, v in chosen.items())
-    # the schedule bufferizes and vectorizes every copy in the module, so the wrapper goes after it
-    for line in (f"apply {spec}{{{kv}}}", f"bench warmup=2 iterations={iterations}", "apply cpu-matmul-lower",
-                 "run --check"):
+    for line in (f"bench warmup=2 iterations={iterations}", f"apply {spec}{{{kv}}}", f"apply {lowering}",
+                 f"run --check --threads {threads}"):
         res = ctx.registry.dispatch(line, ctx)
         if not res.ok:
             raise SystemExit(f"{n}: `{line}` failed: {res.error}\n{res.detail or ''}")
@@ -79,22 +88,25 @@ def main() -> None:
     session.journal_enabled = False
     ctx = CommandContext(session, default_registry())
     results = {}
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     try:
         with tempfile.TemporaryDirectory() as d:
             for n in sizes:
-                wb, params, ok = workbench_gflops(ctx, n, args.iterations, Path(d))
+                wb1, params1, ok1 = workbench_gflops(ctx, n, args.iterations, Path(d), 1)
+                wball, paramsall, okall = workbench_gflops(ctx, n, args.iterations, Path(d), cores)
                 np1 = numpy_gflops(n, 1, max(3, args.iterations))
                 npall = numpy_gflops(n, None, max(3, args.iterations))
-                results[n] = (wb, np1, npall)
-                print(f"{n}^3 f32: workbench {wb:7.1f} GFLOP/s (check {'ok' if ok else 'FAILED'}, {params}) | "
-                      f"numpy 1 thread {np1:7.1f} | numpy all cores {npall:7.1f} | "
-                      f"ratio 1t {wb / np1:.2f} all {wb / npall:.2f}", flush=True)
+                results[n] = (wb1, wball, np1, npall)
+                print(f"{n}^3 f32: 1 core: workbench {wb1:6.1f} GFLOP/s (check {'ok' if ok1 else 'FAILED'}) vs numpy "
+                      f"{np1:6.1f} -> {wb1 / np1:.2f} | {cores} cores: workbench {wball:6.1f} (check "
+                      f"{'ok' if okall else 'FAILED'}) vs numpy {npall:6.1f} -> {wball / npall:.2f}", flush=True)
+                print(f"    params 1 core {params1}; {cores} cores {paramsall}", flush=True)
     finally:
         session.close()
     parts = []
-    for n, (wb, np1, npall) in results.items():
-        parts += [f"matmul{n}_1t_ratio={wb / np1:.3f}", f"matmul{n}_all_ratio={wb / npall:.3f}",
-                  f"matmul{n}_gflops={wb:.1f}"]
+    for n, (wb1, wball, np1, npall) in results.items():
+        parts += [f"matmul{n}_1t_ratio={wb1 / np1:.3f}", f"matmul{n}_all_ratio={wball / npall:.3f}",
+                  f"matmul{n}_1t_gflops={wb1:.1f}", f"matmul{n}_all_gflops={wball:.1f}"]
     print("RESULT " + " ".join(parts))
 
 

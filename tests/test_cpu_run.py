@@ -232,3 +232,35 @@ def test_cpu_selector_and_shipped_matmul_schedule(ctx, tmp_path):
     assert res.data["run"]["check"]["passed"]
     np.testing.assert_allclose(load_outputs(tmp_path / "o", "output")[0], _matmul_ref(tmp_path / "o"),
                                rtol=1e-4, atol=1e-3)
+
+
+def test_parallel_matmul_on_async_runtime_checked(ctx, tmp_path):
+    n = 256
+    t = f"tensor<{n}x{n}xf32>"
+    payload = tmp_path / "mm.mlir"
+    payload.write_text(f"func.func @mm(%A: {t}, %B: {t}, %C: {t}) -> {t} {{\n"
+                       f"  %0 = linalg.matmul ins(%A, %B : {t}, {t}) outs(%C : {t}) -> {t}\n  return %0 : {t}\n}}\n")
+    ok(ctx, f"load {payload}")
+    ok(ctx, "bench iterations=2")
+    ok(ctx, "apply pipelines/cpu/matmul_parallel.py[gen=matmul_parallel]{threads=2 block_n=128}")
+    assert "scf.forall" in ctx.session.current_ir
+    ok(ctx, "apply cpu-matmul-parallel-lower")
+    assert "mlirAsyncRuntime" in ctx.session.current_ir  # tasks go to the async runtime
+    for threads in (1, 2):
+        res = ok(ctx, f"run --check --threads {threads} --save-outputs {tmp_path / str(threads)}")
+        assert res.data["run"]["check"]["passed"]
+        np.testing.assert_allclose(load_outputs(tmp_path / str(threads), "output")[0],
+                                   _matmul_ref(tmp_path / str(threads)), rtol=1e-4, atol=1e-3)
+
+
+def test_threads_pin_the_run_worker(monkeypatch):
+    import os
+
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("no sched_setaffinity on this platform")
+    code = ("import os; from workbench.execution.run_worker import limit_cores; limit_cores(); "
+            "print(len(os.sched_getaffinity(0)))")
+    env = dict(os.environ, LH_WORKBENCH_THREADS="1")
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "1"

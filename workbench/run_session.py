@@ -46,8 +46,8 @@ def _lowering_stages(session: Session, pipeline_name: str) -> list[dict]:
 
 
 def _prepare(session: Session, sha: str, pipeline_name: str, bench_params: dict,
-             prelude: list[dict] | None = None) -> dict:
-    ans = session.client.request({"op": "prepare_run", "text": session.store[sha], "sha": sha,
+             prelude: list[dict] | None = None, artifact: str = "llvm") -> dict:
+    ans = session.client.request({"op": "prepare_run", "text": session.store[sha], "sha": sha, "artifact": artifact,
                                   "bench_params": bench_params, "prelude": prelude or [],
                                   "lowering": _lowering_stages(session, pipeline_name)})
     if not ans["ok"]:
@@ -68,7 +68,12 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         report["error"] = f"--ranks: target {target.name} runs in one process (choose a multi-rank target)"
         return report
     try:
-        prepared = _prepare(session, session.current_sha, target.default_lowering, bench_params)
+        ok, why = target.can_run()
+        if not ok:  # before lowering: the one clear line is "cannot run here", not a lowering detail
+            report["error"] = f"target {target.name} cannot run here: {why}"
+            return report
+        prepared = _prepare(session, session.current_sha, target.default_lowering, bench_params,
+                            artifact=target.run_artifact)
     except SessionError as e:
         report["error"] = str(e)
         report["detail"] = e.detail
@@ -87,7 +92,7 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
     except RunInputError as e:
         report["error"] = str(e)
         return report
-    ans = target.execute(prepared["llvm"], meta, inputs, call=opts.check or opts.save_outputs is not None, bench=True, timeout=opts.timeout,
+    ans = target.execute(_artifact(prepared), meta, inputs, call=opts.check or opts.save_outputs is not None, bench=True, timeout=opts.timeout,
                          threads=opts.threads)
     if not ans["ok"]:
         report["error"] = f"run failed: {ans['error']}"
@@ -117,10 +122,13 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
 
 
 def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: RunOptions) -> dict:
+    from workbench.targets import get_target
+
+    reference_target = get_target(target.reference_target)
     try:
         ref = _prepare(session, session.initial_sha, target.reference_lowering,
                        {"warmup": 0, "iterations": 1, **({"entry": opts.entry} if opts.entry else {})},
-                       prelude=target.reference_prelude())
+                       prelude=target.reference_prelude(), artifact=reference_target.run_artifact)
     except SessionError as e:
         return {"passed": False, "error": f"reference lowering failed: {e}"}
     rmeta = ref["bench"]
@@ -134,10 +142,7 @@ def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: 
     if [(s["shape"], s["dtype"]) for s in ref_specs] != [(s["shape"], s["dtype"]) for s in got_specs]:
         return {"passed": False, "error": "cannot check: the entry's inputs changed shape since the payload ("
                 + ", ".join(s["type"] for s in got_specs) + " vs " + ", ".join(s["type"] for s in ref_specs) + ")"}
-    from workbench.targets import get_target
-
-    reference_target = get_target(target.reference_target)
-    rans = reference_target.execute(ref["llvm"], rmeta, inputs[:len(ref_specs)], call=True, bench=False, timeout=opts.timeout)
+    rans = reference_target.execute(_artifact(ref), rmeta, inputs[:len(ref_specs)], call=True, bench=False, timeout=opts.timeout)
     if not rans["ok"]:
         return {"passed": False, "error": f"reference run failed: {rans['error']}"}
     got = select_outputs(meta, ans["args_after"], ans["outputs"])
@@ -149,6 +154,11 @@ def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: 
     if opts.save_outputs is not None:
         _save(opts.save_outputs, "reference", want)
     return compare(got, want, dtype).to_json()
+
+
+def _artifact(prepared: dict):
+    """What `Target.execute` runs: the LLVM-dialect text, or a target's own artifact (see run_artifact)."""
+    return prepared["artifact"] if "artifact" in prepared else prepared["llvm"]
 
 
 def _save(directory: Path, prefix: str, arrays: list) -> None:

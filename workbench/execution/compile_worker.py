@@ -32,9 +32,12 @@ from mlir import ir, passmanager
 from mlir.dialects.transform import interpreter
 
 from workbench.execution import bench_wrapper, payload_inspect, sharding
+from workbench.execution import spirv_kernels
 from workbench.execution.protocol import serve_requests
 
 CACHE_SIZE = 24
+#: prepare_run's "artifact" -> how to produce it (the default "llvm" is an LLVM-dialect module, below)
+ARTIFACT_PREPARERS = {spirv_kernels.ARTIFACT: spirv_kernels.prepare}
 
 
 def sha256(text: str) -> str:
@@ -202,6 +205,9 @@ class CompileWorker:
         if meta is None:
             return {"ok": False, "error": "the benchmark wrapper was lowered past recognition: apply `bench` "
                                           "before the final lowering, or let `run` insert it"}
+        preparer = ARTIFACT_PREPARERS.get(req.get("artifact") or "llvm")
+        if preparer is not None:  # a target whose run artifact is not an LLVM-dialect module
+            return preparer(work, lambda: self._lower_for_run(work, req.get("lowering") or [], label), meta, inserted)
         lowered = bench_wrapper.is_lowered(work)
         if not lowered:
             for i, stage in enumerate(req.get("lowering") or []):
@@ -219,6 +225,19 @@ class CompileWorker:
                                               + ", ".join(left)}
         return {"ok": True, "llvm": str(work.operation), "bench": meta, "inserted_wrapper": inserted,
                 "was_lowered": lowered}
+
+    def _lower_for_run(self, work: ir.Module, stages: list[dict], label: str) -> dict | None:
+        """Apply a run lowering in place; None on success, else the failure answer."""
+        for stage in stages:
+            try:
+                self._apply_stage(work, stage, label)
+                work.operation.verify()
+            except StageError as e:
+                return {"ok": False, "error": f"lowering failed: {e}", "diagnostics": e.diagnostics}
+            except ir.MLIRError as e:
+                msg, detail = _split_mlir_error(e, label)
+                return {"ok": False, "error": f"lowering failed: {msg}", "diagnostics": detail}
+        return None
 
     # -- stage kinds -------------------------------------------------------------
     def _apply_stage(self, module: ir.Module, stage: dict, label: str) -> None:

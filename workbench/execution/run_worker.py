@@ -82,7 +82,19 @@ def handle_run(req: dict) -> dict:
         return answer
 
 
+def limit_cores() -> None:
+    """`run --threads N`: pin this process to N cores, which bounds every runtime's thread pool
+    (OpenMP, MLIR's async runtime, BLAS) since they size themselves from the CPU affinity."""
+    import os
+
+    n = int(os.environ.get("LH_WORKBENCH_THREADS", "0") or 0)
+    if n > 0 and hasattr(os, "sched_setaffinity"):
+        cores = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, cores[:n])
+
+
 def serve(fd: int) -> None:
+    limit_cores()
     serve_requests(fd, handle_run)
 
 

@@ -33,6 +33,11 @@ class Target:
     #: runtime libraries (names for the locator) the JIT-compiled code links against
     runtime_libraries: ClassVar[tuple[str, ...]] = ("mlir_c_runner_utils", "mlir_runner_utils")
 
+    #: what `run` asks the compile worker for and hands to `execute`: "llvm" (LLVM-dialect text,
+    #: JIT-compiled) or "spirv-kernels" (device binaries + a host plan driven from Python, see
+    #: workbench/execution/spirv_kernels.py)
+    run_artifact: ClassVar[str] = "llvm"
+
     #: whether the target runs one program on several processes (`run --ranks N`)
     multi_rank: ClassVar[bool] = False
 
@@ -59,6 +64,7 @@ class Target:
         env: dict[str, str] = {}
         if threads:
             env["OMP_NUM_THREADS"] = str(threads)
+            env["LH_WORKBENCH_THREADS"] = str(threads)  # the run worker pins itself to this many cores
         return env
 
     def execute(self, llvm: str, meta: dict, inputs: list, *, call: bool, bench: bool, timeout: float,

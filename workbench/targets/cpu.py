@@ -27,8 +27,11 @@ class CpuTarget(Target):
         "llvm-lowering": "lib/llvm-lowering.yaml",
         "cpu-naive": "cpu/naive.yaml",
         "cpu-matmul-lower": "cpu/matmul-lower.yaml",
+        "cpu-matmul-parallel-lower": "cpu/matmul-parallel-lower.yaml",
     }
     default_lowering = "cpu-lower"
+    # the async runtime runs scf.parallel loops lowered by async-parallel-for (parallel schedules)
+    runtime_libraries = ("mlir_c_runner_utils", "mlir_runner_utils", "mlir_async_runtime")
 
     #: the shipped matmul schedule and its parameter selector (pipelines/cpu/matmul.py)
     matmul_schedule = "cpu/matmul.py"

@@ -61,6 +61,7 @@ def test_sharded_matmul_partition_bench_lower_run_2_ranks(ctx, tmp_path):
     res = ok(ctx, f"run --target mpi --ranks 2 --check --save-outputs {tmp_path}")
     run = res.data["run"]
     assert run["target"] == "mpi" and run["ranks"] == 2 and run["error"] is None
+    assert res.summary.startswith("mpi @matmul on 2 ranks: median")
     assert run["check"]["passed"], run["check"]
     # per-iteration time is the slowest rank's
     assert len(run["rank_times_s"]) == 2 and all(len(t) == 3 for t in run["rank_times_s"])

@@ -53,7 +53,8 @@ def cmd_run(ctx, a):
     if report["error"]:
         return Result(False, report["error"], kind="run", error=report["error"], detail=report.get("detail"),
                       data={"run": s.last_run})
-    summary = (f"{report['target']} @{report['entry']}: median {_fmt_s(report['median_s'])} "
+    where = f" on {report['ranks']} ranks" if report.get("ranks") else ""
+    summary = (f"{report['target']} @{report['entry']}{where}: median {_fmt_s(report['median_s'])} "
                f"(min {_fmt_s(report['min_s'])}, {report['iterations']} iterations)")
     if report["gflops"]:
         summary += f", {report['gflops']:.2f} GFLOP/s"

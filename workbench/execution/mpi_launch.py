@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from workbench.execution.worker_client import PACKAGE_ROOT, describe_exit
@@ -116,7 +117,7 @@ def run_ranks(req: dict, rank_inputs: list[list], *, timeout: float, env: dict |
         except subprocess.TimeoutExpired:
             timed_out = True
         finally:
-            _kill_group(proc)
+            _kill_all(proc, wd)
         reader.join(timeout=2)
         lines = [ln for ln in tail if ln.strip()]
         answers: dict[int, dict] = {}
@@ -190,8 +191,13 @@ def _exit_string(lines: list[str]) -> str:
     return ""
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    """Kill mpiexec and everything it started (they share its process group), then reap it."""
+def _kill_all(proc: subprocess.Popen, wd: Path) -> None:
+    """Kill mpiexec, its process group, and every rank and proxy it started.
+
+    Hydra starts its proxy and each rank in a session of their own, so killing mpiexec's process
+    group is not enough: the ranks are found by the unique work directory on their command line
+    (and their proxies as their parents), and killed by pid.
+    """
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -201,3 +207,49 @@ def _kill_group(proc: subprocess.Popen) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+    marker = str(wd).encode()
+    victims: set[int] = set()
+    for pid, cmd, ppid in _processes():
+        if marker in cmd:
+            victims.add(pid)
+            parent = _cmdline(ppid)
+            if b"hydra_pmi_proxy" in parent:
+                victims.add(ppid)
+    for pid in victims:
+        for kill in (os.killpg, os.kill):
+            try:
+                kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+    deadline = time.monotonic() + 5
+    while victims and time.monotonic() < deadline:
+        victims = {pid for pid in victims if _alive(pid)}
+        if victims:
+            time.sleep(0.05)
+
+
+def _processes():
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                cmd = (d / "cmdline").read_bytes()
+                ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            yield int(d.name), cmd, ppid
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _alive(pid: int) -> bool:
+    """Running (not gone, not a zombie waiting for a parent that was killed)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")

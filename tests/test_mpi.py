@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -122,21 +123,23 @@ def test_ranks_must_match_the_partition_and_target(ctx):
     ok(ctx, "history")
 
 
-def test_one_rank_crashing_is_reported_and_session_continues(ctx):
+def test_one_rank_crashing_is_reported_and_session_continues(ctx, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the ranks' work directory: ours alone
     ok(ctx, f"load {PAYLOADS / 'mpi_rank_fault.mlir'}")
     res = do(ctx, "run --target mpi --ranks 2 --iterations 1 --timeout 60")
     assert not res.ok
     assert "rank 1 died" in res.error and "signal 6" in res.error and "all ranks were killed" in res.error
-    assert not _rank_processes()
+    assert not _rank_processes(tmp_path)
     ok(ctx, "pass canonicalize")
     ok(ctx, "undo")
 
 
-def test_hanging_rank_times_out_and_all_ranks_are_killed(ctx):
+def test_hanging_rank_times_out_and_all_ranks_are_killed(ctx, tmp_path, monkeypatch):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     ok(ctx, f"load {PAYLOADS / 'mpi_rank_hang.mlir'}")
     res = do(ctx, "run --target mpi --ranks 2 --iterations 1 --warmup 0 --timeout 4")
     assert not res.ok and "timed out after 4 s" in res.error and "rank 1 had not finished" in res.error
-    assert not _rank_processes()
+    assert not _rank_processes(tmp_path)
     ok(ctx, "history")
 
 
@@ -150,8 +153,8 @@ def test_mpiexec_missing_is_a_clear_error(ctx, monkeypatch):
     ok(ctx, "run --target mpi --iterations 1")
 
 
-def _rank_processes() -> list[str]:
-    """Live rank processes (`python -m workbench.execution.mpi_rank`) started from this test process."""
+def _rank_processes(workdir: Path) -> list[str]:
+    """Live processes of the MPI runs whose work directory is under `workdir` (mpiexec, ranks)."""
     mine = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit():
@@ -161,7 +164,7 @@ def _rank_processes() -> list[str]:
             stat = (d / "stat").read_text()
         except OSError:
             continue
-        if "workbench.execution.mpi_rank" in cmd and stat.split(") ")[1].split()[0] != "Z":
+        if str(workdir) in cmd and stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
             mine.append(cmd)
     return mine
 

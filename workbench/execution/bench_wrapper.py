@@ -278,12 +278,17 @@ def is_lowered(module) -> bool:
     return not unlowered_ops(module)
 
 
+#: ops the LLVM IR translation handles besides the LLVM dialect: a GPU module serialized by
+#: gpu-module-to-binary and the launches of its kernels (translated to runtime calls)
+TRANSLATABLE_OPS = frozenset({"builtin.module", "gpu.binary", "gpu.launch_func"})
+
+
 def unlowered_ops(module) -> set[str]:
     left: set[str] = set()
 
     def visit(op):
         name = op.name
-        if not (name.startswith("llvm.") or name == "builtin.module"):
+        if not (name.startswith("llvm.") or name in TRANSLATABLE_OPS):
             left.add(name)
         return ir.WalkResult.ADVANCE
 

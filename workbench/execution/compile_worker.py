@@ -33,6 +33,7 @@ from mlir.dialects.transform import interpreter
 
 from workbench.execution import bench_wrapper, payload_inspect, sharding
 from workbench.execution import spirv_kernels
+from workbench.execution import py_passes
 from workbench.execution.protocol import serve_requests
 
 CACHE_SIZE = 24
@@ -286,6 +287,16 @@ class CompileWorker:
             module.operation.attributes[attrs[i].name] = attrs[i].attr
 
     def _run_passes(self, module: ir.Module, pipeline: str, label: str) -> None:
+        try:
+            python_pass = py_passes.lookup(pipeline)
+        except py_passes.PyPassError as e:
+            raise StageError(str(e))
+        if python_pass is not None:
+            try:
+                python_pass(module)
+            except Exception as e:
+                raise StageError(f"{pipeline.strip()}: {e}".splitlines()[0], traceback.format_exc())
+            return
         text = pipeline.strip()
         if not text.startswith("builtin.module("):
             text = f"builtin.module({text})"

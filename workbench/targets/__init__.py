@@ -5,5 +5,6 @@ from workbench.targets import cpu  # noqa: F401  (registers)
 from workbench.targets import sycl  # noqa: F401  (registers)
 from workbench.targets import xegpu  # noqa: F401  (registers)
 from workbench.targets import mpi  # noqa: F401  (registers)
+from workbench.targets import cuda  # noqa: F401  (registers)
 
 __all__ = ["Target", "TargetError", "all_targets", "get_target", "find_named_pipeline", "register"]

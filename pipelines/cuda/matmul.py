@@ -1,0 +1,149 @@
+"""Transform-dialect schedules for ``linalg.matmul`` on NVIDIA GPUs (the cuda target).
+
+Every generator returns a transform module (MLIR text) that bufferizes the module (function
+boundaries, identity layouts; a no-op on memrefs), maps every ``linalg.matmul`` to a
+``gpu.launch`` (blocks x threads) and leaves the rest to ``pipeline: cuda-lower``.
+Shapes must be static and divisible by the tiles (no remainder handling).
+
+``matmul_simt``  (any float type, CUDA cores): one block computes a block_m x block_n tile of C,
+    each thread a thread_m x thread_n sub-tile, K walked in steps of block_k; the thread tile is
+    vectorized (vector.contract -> FMAs) with its C tile held in registers across the K loop.
+    Threads per block = (block_m / thread_m) * (block_n / thread_n) <= 1024.
+
+``matmul_mma``  (f16 x f16 -> f16, tensor cores, sm_80+): blocks of block_m x block_n, warps of
+    warp_m x warp_n, K in steps of 16; every 16x8x16 piece becomes one ``mma.sync.m16n8k16``
+    through ``transform.nvgpu.rewrite_matmul_as_mma_sync`` (upstream MLIR). Each warp
+    accumulates its 16x8 C pieces in memory between K steps (the rewrite loads and stores C
+    around every mma): correct, far from cuBLAS.
+    Threads per block = 32 * (block_m / warp_m) * (block_n / warp_n).
+
+``select(m, n, k, dtype)`` -> (generator, parameters) for a shape (the cuda target's selector).
+"""
+
+PAYLOAD_OP = "linalg.matmul"
+PARAMS = {
+    "block_m": {"divides": "M", "min": 1, "max": 256, "help": "rows of C per thread block"},
+    "block_n": {"divides": "N", "min": 1, "max": 256, "help": "columns of C per thread block"},
+    "block_k": {"divides": "K", "min": 1, "max": 256, "help": "K step of the thread tile loop (SIMT)"},
+    "thread_m": {"divides": "block_m", "min": 1, "max": 16, "help": "rows of C per thread (SIMT)"},
+    "thread_n": {"divides": "block_n", "min": 1, "max": 16, "help": "columns of C per thread (SIMT)"},
+    "warp_m": {"divides": "block_m", "min": 16, "max": 128, "help": "rows of C per warp (multiple of 16, mma)"},
+    "warp_n": {"divides": "block_n", "min": 8, "max": 128, "help": "columns of C per warp (multiple of 8, mma)"},
+    "vectorize": {"help": "SIMT: vectorize the thread tile and keep C in registers across K"},
+}
+CONSTRAINTS = [
+    "(block_m / thread_m) * (block_n / thread_n) <= 1024",
+]
+
+_HEADER = """module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.consumed}) {
+    %b = transform.bufferization.one_shot_bufferize %root {bufferize_function_boundaries = true,
+        function_boundary_type_conversion = 1 : i32} : (!transform.any_op) -> !transform.any_op
+"""
+
+_FOOTER = """    transform.yield
+  }
+}
+"""
+
+
+def _check(cond: bool, msg: str) -> None:
+    if not cond:
+        raise ValueError(msg)
+
+
+def matmul_simt(block_m: int = 64, block_n: int = 64, block_k: int = 16, thread_m: int = 4, thread_n: int = 4,
+                vectorize: bool = True) -> str:
+    for name, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k), ("thread_m", thread_m),
+                    ("thread_n", thread_n)):
+        _check(v >= 1, f"{name} must be >= 1")
+    _check(block_m % thread_m == 0 and block_n % thread_n == 0, "thread tile must divide the block tile")
+    tx, ty = block_n // thread_n, block_m // thread_m
+    _check(tx * ty <= 1024, f"{tx * ty} threads per block (max 1024)")
+    vec = ""
+    if vectorize:
+        vec = f"""
+    %f2 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %mms = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %mms : !transform.any_op
+    transform.apply_patterns to %f2 {{
+      transform.apply_patterns.vector.reduction_to_contract
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.lower_transpose
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %f3 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %f4 = transform.structured.hoist_redundant_vector_transfers %f3 : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f4 {{
+      transform.apply_patterns.vector.lower_outerproduct
+      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerparallel"
+      transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true
+      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+      transform.apply_patterns.vector.lower_broadcast
+      transform.apply_patterns.vector.lower_shape_cast
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+"""
+    return _HEADER + f"""
+    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %blk, %fb = transform.structured.tile_using_forall %mm tile_sizes [{block_m}, {block_n}]
+        (mapping = [#gpu.block<y>, #gpu.block<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %thr, %ft = transform.structured.tile_using_forall %blk tile_sizes [{thread_m}, {thread_n}]
+        (mapping = [#gpu.thread<y>, #gpu.thread<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %kt, %kl = transform.structured.tile_using_for %thr tile_sizes [0, 0, {block_k}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %f = transform.get_parent_op %fb {{op_name = "func.func", deduplicate}} : (!transform.any_op) -> !transform.any_op
+    %gl = transform.gpu.map_forall_to_blocks %f generate_gpu_launch : (!transform.any_op) -> !transform.any_op
+    %m2 = transform.gpu.map_nested_forall_to_threads %gl block_dims = [{tx}, {ty}, 1]
+        : (!transform.any_op) -> !transform.any_op
+{vec}""" + _FOOTER
+
+
+def matmul_mma(block_m: int = 128, block_n: int = 128, warp_m: int = 64, warp_n: int = 32) -> str:
+    _check(warp_m % 16 == 0 and warp_n % 8 == 0, "warp_m must be a multiple of 16, warp_n of 8 (m16n8k16)")
+    _check(block_m % warp_m == 0 and block_n % warp_n == 0, "the warp tile must divide the block tile")
+    wx, wy = block_n // warp_n, block_m // warp_m
+    _check(32 * wx * wy <= 1024, f"{wx * wy} warps per block (max 32)")
+    return _HEADER + f"""
+    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %blk, %fb = transform.structured.tile_using_forall %mm tile_sizes [{block_m}, {block_n}]
+        (mapping = [#gpu.block<y>, #gpu.block<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %wrp, %fw = transform.structured.tile_using_forall %blk tile_sizes [{warp_m}, {warp_n}]
+        (mapping = [#gpu.warp<y>, #gpu.warp<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %kt, %kl = transform.structured.tile_using_for %wrp tile_sizes [0, 0, 16]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %mt, %ml, %nl = transform.structured.tile_using_for %kt tile_sizes [16, 8, 0]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    %f = transform.get_parent_op %fb {{op_name = "func.func", deduplicate}} : (!transform.any_op) -> !transform.any_op
+    %gl = transform.gpu.map_forall_to_blocks %f generate_gpu_launch : (!transform.any_op) -> !transform.any_op
+    %m2 = transform.gpu.map_nested_forall_to_threads %gl block_dims = [{32 * wx}, {wy}, 1]
+        : (!transform.any_op) -> !transform.any_op
+    %f2 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %pieces = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
+    transform.nvgpu.rewrite_matmul_as_mma_sync %pieces : (!transform.any_op) -> ()
+""" + _FOOTER
+
+
+def _largest_divisor(n: int, candidates) -> int:
+    for c in candidates:
+        if n % c == 0:
+            return c
+    return 1
+
+
+def select(m: int, n: int, k: int, dtype: str = "f32") -> tuple[str, dict]:
+    """A schedule and its parameters for an m x n x k matmul of `dtype`."""
+    if dtype == "f16" and m % 16 == 0 and n % 8 == 0 and k % 16 == 0:
+        bm = _largest_divisor(m, (128, 64, 32, 16))
+        bn = _largest_divisor(n, (128, 64, 32, 16, 8))
+        wm = _largest_divisor(bm, (64, 32, 16))
+        wn = _largest_divisor(bn, (32, 16, 8))
+        return "matmul_mma", {"block_m": bm, "block_n": bn, "warp_m": wm, "warp_n": wn}
+    bm = _largest_divisor(m, (64, 32, 16, 8, 4, 2))
+    bn = _largest_divisor(n, (64, 32, 16, 8, 4, 2))
+    bk = _largest_divisor(k, (16, 8, 4, 2))
+    tm = _largest_divisor(bm, (4, 2))
+    tn = _largest_divisor(bn, (4, 2))
+    return "matmul_simt", {"block_m": bm, "block_n": bn, "block_k": bk, "thread_m": tm, "thread_n": tn,
+                           "vectorize": True}

@@ -1,0 +1,247 @@
+"""cuda target (issue 6): lowering to serialized GPU modules on any machine; runs checked against
+the CPU reference where an NVIDIA GPU and its driver are present (skipped otherwise)."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from workbench.commands import CommandContext, default_registry
+from workbench.session import Session
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+
+def _gpu_reason() -> str:
+    from workbench.targets import get_target
+
+    ok, why = get_target("cuda").can_run()
+    return "" if ok else why
+
+
+GPU_MISSING = _gpu_reason()
+needs_gpu = pytest.mark.skipif(bool(GPU_MISSING), reason=f"no usable NVIDIA GPU: {GPU_MISSING}")
+
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory):
+    os.environ["LH_WORKBENCH_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
+    s = Session()
+    c = CommandContext(s, default_registry())
+    yield c
+    s.close()
+
+
+def ok(ctx, line):
+    res = ctx.registry.dispatch(line, ctx)
+    assert res.ok, f"{line}: {res.error}\n{res.detail}"
+    return res
+
+
+def matmul_payload(tmp_path: Path, m: int, n: int, k: int, dtype: str) -> Path:
+    a, b, c = f"tensor<{m}x{k}x{dtype}>", f"tensor<{k}x{n}x{dtype}>", f"tensor<{m}x{n}x{dtype}>"
+    p = tmp_path / f"mm_{m}x{n}x{k}_{dtype}.mlir"
+    p.write_text(f"func.func @mm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
+                 f"  %0 = linalg.matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
+    return p
+
+
+def ptx_of(ir: str) -> str:
+    """The PTX text embedded in the gpu.binary ops (cubin-format=isa)."""
+    chunks = re.findall(r'assembly = "((?:[^"\\]|\\.)*)"', ir)
+    return "\n".join(re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), c) for c in chunks)
+
+
+def lowered_host_calls(ir: str) -> dict[str, int]:
+    calls: dict[str, int] = {}
+    for name in re.findall(r"llvm\.call @(mgpu\w+)", ir):
+        calls[name] = calls.get(name, 0) + 1
+    return calls
+
+
+# -- lowering (no GPU needed) ------------------------------------------------------------------
+
+def test_matmul_f32_lowers_to_gpu_binary(ctx):
+    ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
+    ok(ctx, "bench iterations=3")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_simt]{block_m=32 block_n=32 thread_m=4 thread_n=4 block_k=16}")
+    assert "gpu.launch" in ctx.session.current_ir and "#gpu.block" not in ctx.session.current_ir
+    ok(ctx, "apply cuda-lower{chip=sm_90}")
+    ir = ctx.session.current_ir
+    assert "gpu.binary @" in ir and "gpu.launch " not in ir and "gpu.module" not in ir
+    ptx = ptx_of(ir)
+    assert ".target sm_90" in ptx and ".entry" in ptx
+    # the vectorized 4x4x16 thread tile: 4*4*16 multiply-adds, unrolled
+    assert ptx.count("mul.rn.f32") + ptx.count("fma.rn.f32") >= 4 * 4 * 16
+    # the GPU wrapper: device buffers for the 4 arguments of _lh_call and of _lh_bench, each freed;
+    # copies in (4) and out (4) in both; the payload itself copies its result into the output (1)
+    calls = lowered_host_calls(ir)
+    assert calls["mgpuMemAlloc"] == calls["mgpuMemFree"] >= 8, calls
+    assert ir.count("gpu.launch_func ") == 1 and calls["mgpuStreamSynchronize"] >= 3, calls
+    assert re.search(r"llvm\.func @_lh_bench\(", ir) and re.search(r"llvm\.func @_mlir_ciface__lh_call\(", ir)
+
+
+def test_matmul_f16_lowers_to_mma_sync(ctx, tmp_path):
+    ok(ctx, f"load {matmul_payload(tmp_path, 128, 64, 64, 'f16')}")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_mma]{block_m=64 block_n=64 warp_m=32 warp_n=32}")
+    ok(ctx, "apply cuda-lower{chip=sm_80 features=+ptx76}")
+    ptx = ptx_of(ctx.session.current_ir)
+    assert ".target sm_80" in ptx
+    assert "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16" in ptx
+
+
+def test_softmax_lowers_to_gpu_binary(ctx):
+    ok(ctx, f"load {EXAMPLES / 'softmax.mlir'}")
+    ok(ctx, "bench iterations=2")
+    ok(ctx, "apply pipelines/cuda/softmax.py[gen=softmax_rows]{rows_per_block=16}")
+    ok(ctx, "apply cuda-lower")
+    ir = ctx.session.current_ir
+    assert ir.count("gpu.binary @") >= 4  # fills, max, exp, sum, divide: one kernel each
+    ptx = ptx_of(ir)
+    assert "ex2.approx" in ptx and "__nv_" not in ptx  # exp without libdevice
+    # the temporaries (row max, row sum) live on the device and are freed again
+    calls = lowered_host_calls(ir)
+    assert calls["mgpuMemAlloc"] == calls["mgpuMemFree"] >= 2 + 2, calls
+
+
+def test_unscheduled_payload_is_mapped_naively(ctx):
+    """Without a schedule the default lowering still produces only GPU kernels (no host loops on device data)."""
+    ok(ctx, f"load {EXAMPLES / 'mlp.mlir'}")
+    ok(ctx, "apply cuda-lower")
+    ir = ctx.session.current_ir
+    assert ir.count("gpu.binary @") >= 9  # 3 x (fill, matmul, bias, relu) minus fused/canonicalized copies
+    assert "llvm.load" not in ir.split("llvm.func @mlp(")[1].split("llvm.func ")[0].replace("llvm.load %arg", "")
+
+
+def test_chip_option_and_bad_chip(ctx):
+    ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
+    res = ctx.registry.dispatch("apply cuda-lower{chip=gfx90a}", ctx)
+    assert not res.ok and "expected sm_NN" in res.error
+    assert ctx.session.cursor == 0  # failed step: session unchanged
+    ok(ctx, "apply cuda-lower{chip=sm_86 features=+ptx80}")
+    assert ".target sm_86" in ptx_of(ctx.session.current_ir)
+
+
+def test_selector_picks_tensor_cores_for_f16(ctx, tmp_path):
+    from workbench.targets import get_target
+
+    ok(ctx, f"load {matmul_payload(tmp_path, 256, 128, 64, 'f16')}")
+    (spec, params), = get_target("cuda").select_params(ctx.session.inspect()).items()
+    assert spec.endswith("cuda/matmul.py[gen=matmul_mma]")
+    assert 256 % params["block_m"] == 0 and params["block_m"] % params["warp_m"] == 0 and params["warp_m"] % 16 == 0
+    ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
+    (spec, params), = get_target("cuda").select_params(ctx.session.inspect()).items()
+    assert spec.endswith("cuda/matmul.py[gen=matmul_simt]") and 256 % params["block_m"] == 0
+
+
+def test_schedule_params_validated():
+    from workbench.steps.params import generator_schema
+
+    schema, _ = generator_schema(ROOT / "pipelines/cuda/matmul.py", "matmul_mma")
+    assert set(schema.params) == {"block_m", "block_n", "warp_m", "warp_n"}
+    assert schema.params["warp_m"].min == 16
+
+
+def test_missing_libcuda_is_a_clear_error_not_an_abort(tmp_path):
+    """No driver: `targets` says why, `run --target cuda` fails with one line, the session lives on."""
+    env = dict(os.environ, LH_WORKBENCH_LIBCUDA="libcuda-not-here.so.1", LH_WORKBENCH_STATE_DIR=str(tmp_path))
+    p = subprocess.run([sys.executable, "-m", "workbench.cli", "targets", "--json"], cwd=ROOT,
+                       capture_output=True, text=True, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr
+    targets = {t["name"]: t for t in json.loads(p.stdout)}
+    assert targets["cuda"]["can_run"] is False
+    assert "cannot load libcuda-not-here.so.1" in targets["cuda"]["reason"]
+    script = tmp_path / "run.lhw"
+    script.write_text("run --target cuda\npass canonicalize\n")
+    p = subprocess.run([sys.executable, "-m", "workbench.cli", str(EXAMPLES / "matmul.mlir"), "--script", str(script),
+                        "--json", str(tmp_path / "r.json")], cwd=ROOT, capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert p.returncode == 1, p.stdout + p.stderr
+    run = json.loads((tmp_path / "r.json").read_text())["run"]
+    assert "cannot run here" in run["error"] and "libcuda-not-here.so.1" in run["error"]
+    assert "Aborted" not in p.stderr and "SIGABRT" not in p.stdout + p.stderr
+
+
+def test_gpu_run_worker_refuses_without_driver(monkeypatch):
+    """The worker-side guard: no ExecutionEngine with the CUDA runtime is built without the driver."""
+    from workbench.execution import gpu_run_worker
+
+    monkeypatch.setenv("LH_WORKBENCH_LIBCUDA", "libcuda-not-here.so.1")
+    ans = gpu_run_worker.handle_gpu_run({"llvm": "this is never parsed", "libs": []})
+    assert ans["ok"] is False and "cannot load libcuda-not-here.so.1" in ans["error"]
+    assert gpu_run_worker.CUDA_ERROR.search("'cuLaunchKernel(...)' failed with 'CUDA_ERROR_INVALID_VALUE'")
+
+
+# -- runs on the GPU ---------------------------------------------------------------------------
+
+def _load(d: Path, prefix: str) -> list[np.ndarray]:
+    return [np.load(p) for p in sorted(d.glob(f"{prefix}*.npy"), key=lambda p: int(p.stem[len(prefix):]))]
+
+
+@needs_gpu
+def test_gpu_matmul_f32_checked(ctx, tmp_path):
+    ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_simt]{block_m=32 block_n=32 thread_m=4 thread_n=4 block_k=16}")
+    res = ok(ctx, f"run --target cuda --check --iterations 5 --save-outputs {tmp_path}")
+    run = res.data["run"]
+    assert run["check"]["passed"] and run["check"]["max_rel_err"] < 1e-5, run["check"]
+    a, b, c = (x.astype(np.float64) for x in _load(tmp_path, "input"))
+    np.testing.assert_allclose(_load(tmp_path, "output")[0], c + a @ b, rtol=1e-4, atol=1e-4)
+    assert len(run["times_s"]) == 5 and 0 < run["median_s"] < 0.1
+
+
+@needs_gpu
+def test_gpu_matmul_f16_tensor_cores_checked(ctx, tmp_path):
+    ok(ctx, f"load {matmul_payload(tmp_path, 256, 128, 512, 'f16')}")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_mma]{block_m=64 block_n=64 warp_m=32 warp_n=32}")
+    res = ok(ctx, f"run --target cuda --check --iterations 3 --save-outputs {tmp_path / 'o'}")
+    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+    a, b, c = (x.astype(np.float64) for x in _load(tmp_path / "o", "input"))
+    got = _load(tmp_path / "o", "output")[0].astype(np.float64)
+    want = c + a @ b
+    assert np.abs(got - want).max() / np.abs(want).max() < 1e-2
+
+
+@needs_gpu
+def test_gpu_softmax_checked(ctx, tmp_path):
+    ok(ctx, f"load {EXAMPLES / 'softmax.mlir'}")
+    ok(ctx, "apply pipelines/cuda/softmax.py[gen=softmax_rows]{rows_per_block=16}")
+    res = ok(ctx, f"run --target cuda --check --iterations 3 --save-outputs {tmp_path}")
+    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+    (x,) = _load(tmp_path, "input")
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(_load(tmp_path, "output")[0], e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+@needs_gpu
+def test_gpu_unscheduled_mlp_checked(ctx):
+    ok(ctx, f"load {EXAMPLES / 'mlp.mlir'}")
+    res = ok(ctx, "run --target cuda --check --iterations 2")
+    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+
+
+@needs_gpu
+def test_gpu_runtime_error_is_detected(ctx, tmp_path):
+    """A launch the driver rejects (2048 threads per block) fails the run; it is not silently 'fine'."""
+    p = tmp_path / "bad_launch.mlir"
+    p.write_text("""func.func @bad(%a: memref<16xf32>) {
+  %c1 = arith.constant 1 : index
+  %c2048 = arith.constant 2048 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%x = %c1, %y = %c1, %z = %c1)
+             threads(%tx, %ty, %tz) in (%u = %c2048, %v = %c1, %w = %c1) {
+    gpu.terminator
+  }
+  return
+}
+""")
+    ok(ctx, f"load {p}")
+    res = ctx.registry.dispatch("run --target cuda --iterations 1", ctx)
+    assert not res.ok and "CUDA error" in res.error and "cuLaunchKernel" in res.error, res.error
+    ok(ctx, "history")

@@ -1,0 +1,95 @@
+"""Passes the workbench implements in Python (no upstream MLIR pass does the job, or the pass
+needs a fact about this machine, such as the GPU's compute capability).
+
+A `pass:` stage whose pipeline is one of these names, optionally with `{key=value ...}` options,
+runs the Python function on the module in the compile worker, e.g. `pass: "lh-gpu-device-wrapper"`
+in pipelines/cuda/lower.yaml.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+
+class PyPassError(Exception):
+    pass
+
+
+def _device_wrapper(module, options: dict) -> None:
+    from workbench.execution import gpu_wrapper
+
+    gpu_wrapper.to_device_wrapper(module)
+
+
+def _device_memory(module, options: dict) -> None:
+    from workbench.execution import gpu_wrapper
+
+    gpu_wrapper.device_memory(module)
+
+
+DEFAULT_CHIP = "sm_90"
+
+
+def detected_chip() -> str | None:
+    from workbench.execution import cuda_probe
+
+    info = cuda_probe.probe()
+    return info.get("chip") if info.get("ok") else None
+
+
+def nvvm_pipeline_text(options: dict) -> str:
+    chip = options.get("chip", "auto")
+    if chip in ("", "auto"):
+        chip = detected_chip() or DEFAULT_CHIP
+    if not re.fullmatch(r"sm_\d+a?", chip):
+        raise PyPassError(f"chip={chip!r}: expected sm_NN (e.g. sm_90) or auto")
+    features = options.get("features", "+ptx80")
+    fmt = options.get("format", "isa")
+    if fmt not in ("isa", "bin", "fatbin", "llvm", "offload"):
+        raise PyPassError(f"format={fmt!r}: expected isa (PTX, JIT-compiled by the driver), bin or fatbin (need ptxas)")
+    opt = int(options.get("opt-level", 3))
+    return (f"builtin.module(gpu-lower-to-nvvm-pipeline{{cubin-chip={chip} cubin-features={features} "
+            f"cubin-format={fmt} opt-level={opt}}})")
+
+
+def _nvvm_lower(module, options: dict) -> None:
+    """gpu-lower-to-nvvm-pipeline for `chip` (auto: the compute capability the driver reports, else sm_90)."""
+    from mlir import passmanager
+
+    passmanager.PassManager.parse(nvvm_pipeline_text(options)).run(module.operation)
+
+
+#: name -> (function(module, options), help)
+PASSES: dict[str, tuple[Callable, str]] = {
+    "lh-gpu-device-wrapper": (_device_wrapper, "benchmark wrapper -> GPU form (device buffers, copies outside the timed region)"),
+    "lh-gpu-device-memory": (_device_memory, "host-side memref.alloc/dealloc/copy of the payload -> gpu.alloc/dealloc/memcpy"),
+    "lh-nvvm-lower": (_nvvm_lower, "gpu-lower-to-nvvm-pipeline for {chip=auto|sm_NN features=+ptx80 format=isa opt-level=3}"),
+}
+
+_REF = re.compile(r"^([A-Za-z0-9_.-]+)\s*(?:\{(.*)\})?$", re.S)
+
+
+def parse(pipeline: str) -> tuple[str, dict] | None:
+    text = pipeline.strip()
+    if text.startswith("builtin.module(") and text.endswith(")"):
+        text = text[len("builtin.module("):-1].strip()
+    m = _REF.match(text)
+    if not m or m.group(1) not in PASSES:
+        return None
+    options = {}
+    for item in (m.group(2) or "").split():
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise PyPassError(f"{m.group(1)}: option {item!r} is not key=value")
+        options[key] = value
+    return m.group(1), options
+
+
+def lookup(pipeline: str):
+    """A callable(module) for a pass-stage text naming a Python pass, else None."""
+    parsed = parse(pipeline)
+    if parsed is None:
+        return None
+    name, options = parsed
+    fn = PASSES[name][0]
+    return lambda module: fn(module, options)

@@ -1,0 +1,86 @@
+"""The cuda target: NVIDIA GPUs through MLIR's GPU dialect -> NVVM -> PTX (driver JIT).
+
+Host code is JIT-compiled with ExecutionEngine and calls MLIR's CUDA runtime wrappers
+(`libmlir_cuda_runtime.so`, which needs the driver `libcuda.so.1`). The benchmark wrapper takes
+its GPU form in the lowering (`lh-gpu-device-wrapper`): inputs are copied to device buffers before
+the timed loop, outputs back after it, buffers freed at the end; each timed call ends with a
+stream synchronize before rtclock is read (see workbench/execution/gpu_wrapper.py).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from workbench.targets.base import Target, register
+from workbench.targets.cpu import _load_library_module
+
+
+@register
+class CudaTarget(Target):
+    name = "cuda"
+    description = "NVIDIA GPU: GPU dialect -> NVVM -> PTX, host JIT with the MLIR CUDA runtime"
+    named_pipelines = {
+        "cuda-lower": "cuda/lower.yaml",
+    }
+    default_lowering = "cuda-lower"
+    reference_lowering = "cpu-naive"
+    reference_target = "cpu"
+    runtime_libraries = ("mlir_cuda_runtime", "mlir_runner_utils", "mlir_c_runner_utils")
+    run_worker_module = "workbench.execution.gpu_run_worker"
+
+    #: the shipped schedules the selector fills in (pipelines/cuda/*.py)
+    matmul_schedule = "cuda/matmul.py"
+    softmax_schedule = "cuda/softmax.py"
+
+    def probe(self) -> dict:
+        from workbench.execution.cuda_probe import probe
+
+        return probe()
+
+    def can_run(self) -> tuple[bool, str]:
+        info = self.probe()
+        if not info["ok"]:
+            return False, info["reason"]
+        try:
+            self.shared_libs()
+        except Exception as e:  # the runtime library is not in the installed mlir package
+            return False, str(e)
+        return True, info["reason"]
+
+    def chip(self) -> str:
+        info = self.probe()
+        return info.get("chip", "sm_90") if info.get("ok") else "sm_90"
+
+    def select_params(self, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
+        """Static-shape matmuls (f32, f16) -> the matmul schedule; softmax -> the softmax schedule."""
+        chosen: dict[str, dict[str, Any]] = {}
+        mm = _load_library_module(self.matmul_schedule)
+        for op in info.get("ops", []):
+            dims = op.get("dims") or {}
+            if op["op"] == "linalg.matmul" and dims and all(v > 0 for v in dims.values()):
+                gen, params = mm.select(dims["m"], dims["n"], dims["k"], op.get("dtype", "f32"))
+                chosen.setdefault(f"pipelines/{self.matmul_schedule}[gen={gen}]", params)
+            if op["op"] == "linalg.softmax":
+                chosen.setdefault(f"pipelines/{self.softmax_schedule}[gen=softmax_rows]", {})
+        return chosen
+
+    def execute(self, llvm: str, meta: dict, inputs: list, *, call: bool, bench: bool, timeout: float,
+                threads: int | None = None, opt_level: int = 3) -> dict:
+        """JIT and run in a GPU run worker (libcuda probed first, CUDA runtime errors detected)."""
+        import numpy as np
+
+        from workbench.execution.runner import RunClient, numpy_dtype
+        from workbench.execution.worker_client import WorkerProcess
+
+        ok, why = self.can_run()
+        if not ok:
+            return {"ok": False, "error": f"target {self.name} cannot run here: {why}"}
+        specs = meta["arg_specs"]
+        n_in, n_out = meta["num_inputs"], meta["num_outputs"]
+        req = {"llvm": llvm, "libs": self.shared_libs(), "opt_level": opt_level, "inputs": inputs,
+               "outputs": [{"shape": o["shape"], "dtype": np.dtype(numpy_dtype(o["dtype"])).str}
+                           for o in specs[n_in:n_in + n_out]],
+               "times_len": meta["iterations"], "initialize": True,
+               "call": "_lh_call" if call else None, "bench": "_lh_bench" if bench else None}
+        client = RunClient(env=self.run_env(threads))
+        WorkerProcess.__init__(client, self.run_worker_module, env=self.run_env(threads), name="gpu run worker")
+        return client.run(req, timeout=timeout)

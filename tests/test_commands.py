@@ -52,7 +52,8 @@ def test_parse_args_flags_and_rest():
     with pytest.raises(UsageError, match="needs a value"):
         parse_args(cmd, "s.yaml --payload")
     assert parse_args(reg.get("apply"), "x.py[gen=f]{a=1 b=[1, 2]}") == {"spec": "x.py[gen=f]{a=1 b=[1, 2]}"}
-    assert parse_args(reg.get("params"), "2 a=1 b=[1, 2]") == {"step": 2, "values": ["a=1", "b=[1, 2]"]}
+    assert parse_args(reg.get("params"), "2 a=1 b=[1, 2]") == {"step": 2, "values": ["a=1", "b=[1, 2]"],
+                                                                 "export": None, "import": None}
 
 
 def test_help_for_every_command(ctx, reg):

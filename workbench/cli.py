@@ -48,6 +48,30 @@ class Printer:
         if not self.quiet:
             print(f"  .. {message}", file=sys.stderr, flush=True)
 
+    _bar = None
+
+    def progress_event(self, event: dict, message: str) -> None:
+        """Structured progress (`tune`): a rich progress bar on a terminal, else one line per event."""
+        if self.quiet:
+            return
+        if not sys.stderr.isatty() or event.get("phase") != "trial":
+            if self._bar is not None and event.get("phase") != "trial":
+                self._bar[0].stop()
+                self._bar = None
+            self.progress(message)
+            return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        if self._bar is None:
+            bar = Progress(TextColumn("[bold]tune"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                           TextColumn("{task.description}"), transient=False)
+            bar.start()
+            self._bar = (bar, bar.add_task("", total=event.get("total")))
+        bar, task = self._bar
+        best = event.get("best_s")
+        bar.update(task, completed=event.get("done", 0), total=event.get("total"),
+                   description=f"best {best * 1e3:.3f} ms" if best else "no success yet")
+
 
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--emit", metavar="OUT.mlir", help="write the final IR here")
@@ -110,7 +134,9 @@ def _finish(session: Session, args, ok: bool, extra: dict[str, Any]) -> int:
 
 
 def _make_context(session: Session, printer: Printer, interactive: bool = False) -> CommandContext:
-    return CommandContext(session, default_registry(), interactive=interactive, progress=printer.progress)
+    ctx = CommandContext(session, default_registry(), interactive=interactive, progress=printer.progress)
+    ctx.progress_event = printer.progress_event  # structured progress (tune): a bar on a terminal
+    return ctx
 
 
 def cmd_replay(argv: list[str]) -> int:

@@ -24,7 +24,7 @@ from workbench.execution.mlir_libs import mlir_version
 from workbench.execution.worker_client import CompileClient
 from workbench.paths import state_dir
 from workbench.steps.kinds import BuildContext, Step, StepError, load_pipeline_yaml, step_from_entry
-from workbench.steps.params import ParamError
+from workbench.steps.params import ParamError, payload_dims, set_knob_reader
 from workbench.steps.spec import SpecError
 from workbench.targets import get_target
 
@@ -109,6 +109,9 @@ class Session:
         self.last_run: dict | None = None
         self.journal_enabled = True
         self.progress: Callable[[str], None] | None = None
+        self.saved_path: Path | None = None   # where `save` last wrote (tune studies live next to it)
+        # transform.tune.knob schemas are read by parsing the transform module in our worker
+        set_knob_reader(lambda text, path: self.client.request({"op": "knobs", "text": text, "path": path}))
 
     # -- basic state -------------------------------------------------------------------
     @property
@@ -163,6 +166,7 @@ class Session:
         self.payload_path = path.resolve()
         self.payload_file_sha = sha256_file(path)
         self.initial_sha = ans["sha"]
+        self.saved_path = None
         self.steps = []
         self.cursor = 0
         self.last_run = None
@@ -174,7 +178,32 @@ class Session:
                                    "stages": stages, "label": label})
         return ans
 
+    def check_constraints(self, step: Step, input_sha: str, index: int | None = None) -> None:
+        """Check the step's complete parameter dict against its schema's relations and, when they
+        name payload dimensions, against the dims of the step's input. Raises SessionError."""
+        try:
+            schema = step.schema()
+        except (StepError, ParamError) as e:
+            raise SessionError(str(e), step_index=index)
+        has_refs = any(p.divides is not None or p.multiple_of is not None for p in schema.params.values())
+        if not (schema.constraints or has_refs) or not step.params:
+            return
+        values = schema.defaults()
+        values.update(step.params)
+        dims_list: list = [None]
+        if schema.needs_payload:
+            ans = self.client.request({"op": "inspect", "text": self.store[input_sha], "sha": input_sha})
+            if ans["ok"]:
+                dims_list = payload_dims(ans["info"], schema.payload_op) or [None]
+        try:
+            for dims in dims_list:
+                schema.check(values, dims)
+        except ParamError as e:
+            where = f"step {index} ({step.label()}): " if index else ""
+            raise SessionError(f"{where}{e}", step_index=index)
+
     def _apply_on(self, input_sha: str, step: Step, index: int) -> AppliedStep:
+        self.check_constraints(step, input_sha, index)
         try:
             stages = step.stages(self.build_ctx)
         except (StepError, ParamError) as e:
@@ -225,8 +254,9 @@ class Session:
         self.cursor += 1
         return self.cursor
 
-    def set_params(self, index: int, updates: dict[str, Any]) -> list[AppliedStep]:
-        """Edit step `index`'s parameters and re-apply steps index..cursor; all or nothing."""
+    def set_params(self, index: int, updates: dict[str, Any], selected_by: str | None = None) -> list[AppliedStep]:
+        """Edit step `index`'s parameters and re-apply steps index..cursor; all or nothing.
+        `selected_by` records who produced the new dict (None: the user edited it)."""
         self.require_loaded()
         if not 1 <= index <= self.cursor:
             raise SessionError(f"no active step {index} (active steps: 1..{self.cursor})")
@@ -241,7 +271,11 @@ class Session:
         replaced: list[AppliedStep] = []
         sha = old.input_sha
         for i in range(index, self.cursor + 1):
-            step = old.step.with_params(new_params) if i == index else self.steps[i - 1].step
+            if i == index:
+                step = old.step.with_params(new_params)
+                step.selected_by = selected_by
+            else:
+                step = self.steps[i - 1].step
             if self.progress:
                 self.progress(f"re-applying step {i}/{self.cursor}: {step.label()}")
             applied = self._apply_on(sha, step, i)
@@ -301,6 +335,7 @@ class Session:
         for a in self.active_steps:
             a.step = a.step.portable(path.resolve())
         atomic_write(path, self.to_yaml(path.resolve()))
+        self.saved_path = path.resolve()
         return path
 
     @property

@@ -46,6 +46,29 @@ as ``builtin.module(<entry>)``) to reach the LLVM dialect for ExecutionEngine
 (measured with ``ExecutionEngine(module, opt_level=3, shared_libs=[...])``).
 """
 
+# Parameter schema (read with `ast` by the workbench; see workbench/steps/params.py).
+PAYLOAD_OP = "linalg.matmul"
+PARAMS = {
+    "block_m": {"when": "impl == 'codegen'", "divides": "M", "min": 1, "max": 512, "help": "cache block along M (A block rows)"},
+    "block_n": {"when": "impl == 'codegen'", "divides": "N", "min": 1, "max": 2048, "help": "cache block along N (packed B block columns)"},
+    "block_k": {"when": "impl == 'codegen'", "divides": "K", "min": 1, "max": 1024, "help": "cache block along K"},
+    "reg_m": {"when": "impl == 'codegen'", "divides": "block_m", "min": 1, "space": [1, 2, 4, 8], "help": "register tile rows"},
+    "reg_n": {"when": "impl == 'codegen'", "divides": "block_n", "min": 1, "space": [8, 16, 32, 64], "help": "register tile columns (16 f32 per zmm)"},
+    "reg_k": {"when": "impl == 'codegen'", "divides": "block_k", "min": 1, "space": [1, 2, 4, 8], "help": "outer products per K step (unroll)"},
+    "pack_tile_a": {"when": "impl == 'codegen'", "divides": "block_k", "min": 1, "space": [8, 16, 32, 64], "help": "A pack copy chunk along K"},
+    "pack_tile_b": {"when": "impl == 'codegen'", "divides": "block_k", "min": 1, "space": [4, 8, 16], "help": "B pack copy chunk along K"},
+    "impl": {"choices": ["codegen", "ukernel"],
+             "help": "codegen: this schedule; ukernel: mark the matmul lh.ukernel=\"sgemm\" and bufferize; "
+                     "`rewrite: ukernel-calls` (in cpu-matmul-lower) turns it into a BLAS call"},
+}
+CONSTRAINTS = [
+    "impl != 'codegen' or reg_m <= block_m",
+    "impl != 'codegen' or reg_n <= block_n",
+    "impl != 'codegen' or reg_m * reg_n <= 512",               # accumulators fit the 32 zmm registers
+    "impl != 'codegen' or block_n * block_k * 4 <= 1048576",   # packed B block stays a stack alloca
+    "impl != 'codegen' or block_m * block_k * 4 <= 1048576",   # packed A block too (<= 1 MiB)
+]
+
 LOWERING_PASSES = [
     "func.func(promote-buffers-to-stack{max-alloc-size-in-bytes=1048576 max-rank-of-allocated-memref=4})",
     "func.func(convert-linalg-to-loops)",
@@ -66,8 +89,12 @@ LOWERING_PASSES = [
 
 def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
                   reg_m: int = 8, reg_n: int = 32, reg_k: int = 4,
-                  pack_tile_a: int = 32, pack_tile_b: int = 8) -> str:
+                  pack_tile_a: int = 32, pack_tile_b: int = 8, impl: str = "codegen") -> str:
     """Return the transform module (MLIR text) scheduling every linalg.matmul."""
+    if impl == "ukernel":
+        return _ukernel_schedule()
+    if impl != "codegen":
+        raise ValueError(f"impl must be codegen or ukernel, got {impl!r}")
     for name, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k),
                     ("reg_m", reg_m), ("reg_n", reg_n), ("reg_k", reg_k),
                     ("pack_tile_a", pack_tile_a), ("pack_tile_b", pack_tile_b)):
@@ -154,6 +181,32 @@ def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
 """
 
 
+def _ukernel_schedule() -> str:
+    """impl=ukernel: the configuration decides "this matmul is a library call" (IREE's model).
+    No tiling (a BLAS call wants the whole problem, K untiled); bufferize like the codegen path,
+    then mark the (now memref) matmuls with lh.ukernel = "sgemm" for the later rewrite."""
+    any_op = "!transform.any_op"
+    return f"""module attributes {{transform.with_named_sequence}} {{
+  transform.named_sequence @__transform_main(%root: {any_op} {{transform.readonly}}) {{
+    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({any_op}) -> {any_op}
+    transform.bufferization.eliminate_empty_tensors %fe : {any_op}
+    %mod = transform.structured.match ops{{["builtin.module"]}} in %root : ({any_op}) -> {any_op}
+    %b = transform.bufferization.one_shot_bufferize %mod {{bufferize_function_boundaries = true,
+        function_boundary_type_conversion = 1 : i32, memcpy_op = "linalg.copy"}} : ({any_op}) -> {any_op}
+    %f2 = transform.structured.match ops{{["func.func"]}} in %b : ({any_op}) -> {any_op}
+    transform.apply_patterns to %f2 {{
+      transform.apply_patterns.canonicalization
+    }} : {any_op}
+    transform.apply_cse to %f2 : {any_op}
+    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %b : ({any_op}) -> {any_op}
+    %kind = transform.param.constant "sgemm" -> !transform.any_param
+    transform.annotate %mm "lh.ukernel" = %kind : {any_op}, !transform.any_param
+    transform.yield
+  }}
+}}
+"""
+
+
 def _largest_divisor(n: int, cap: int, multiple_of: int = 1) -> int:
     """Largest d <= cap with d | n and multiple_of | d (falls back to n's smallest such)."""
     best = 0
@@ -165,19 +218,23 @@ def _largest_divisor(n: int, cap: int, multiple_of: int = 1) -> int:
     return best
 
 
-def default_params(m: int, n: int, k: int) -> dict:
-    """Pick matmul_tiling parameters for an MxNxK f32 matmul (all divisors of the dims)."""
+def default_params(m: int, n: int, k: int, vector_bits: int = 512, l2_bytes: int = 1 << 20) -> dict:
+    """Pick matmul_tiling parameters for an MxNxK f32 matmul (all divisors of the dims).
+
+    `vector_bits` (host SIMD width) sets the preferred register tile width (two vectors of f32);
+    `l2_bytes` bounds the packed B block (and the 1 MiB stack-alloca limit always applies)."""
+    lanes = max(vector_bits // 32, 1)
     reg_m = next(r for r in (8, 4, 2, 1) if m % r == 0)
-    reg_n = next(r for r in (32, 16, 8, 4, 2, 1) if n % r == 0)
+    reg_n = next(r for r in (2 * lanes, lanes, 8, 4, 2, 1) if n % r == 0)
     block_m = _largest_divisor(m, 64, reg_m) or reg_m
     block_n = _largest_divisor(n, 512, reg_n) or reg_n
     block_k = _largest_divisor(k, 256) or k
-    # Keep pack buffers <= 1 MiB each (stack allocas).
-    while block_n * block_k * 4 > (1 << 20) and block_k % 2 == 0:
+    # Keep pack buffers <= 1 MiB each (stack allocas) and the B block within L2.
+    while block_n * block_k * 4 > min(1 << 20, max(l2_bytes, 1 << 16)) and block_k % 2 == 0:
         block_k //= 2
     reg_k = next(r for r in (4, 2, 1) if block_k % r == 0)
     pack_tile_a = next(r for r in (32, 16, 8, 4, 2, 1) if block_k % r == 0)
     pack_tile_b = next(r for r in (8, 4, 2, 1) if block_k % r == 0)
     return dict(block_m=block_m, block_n=block_n, block_k=block_k,
                 reg_m=reg_m, reg_n=reg_n, reg_k=reg_k,
-                pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b)
+                pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b, impl="codegen")

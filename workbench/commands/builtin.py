@@ -9,7 +9,7 @@ from workbench.result import Result
 from workbench.session import SessionError, StepReport, read_session_file, replay_into
 from workbench.steps import spec as S
 from workbench.steps.kinds import Step, StepError, kind_help, step_from_command
-from workbench.steps.params import schema_table
+from workbench.steps.params import schema_json, schema_table
 from workbench.targets import TargetError, all_targets, get_target
 
 
@@ -133,19 +133,33 @@ def cmd_params(ctx, a):
     if not 1 <= index <= s.cursor:
         return Result.failure(f"no active step {index} (active steps: 1..{s.cursor})")
     step = s.steps[index - 1].step
-    if not a["values"]:
+    if a.get("export"):
+        return _export_params(step, index, Path(a["export"]))
+    selected_by = None
+    if a.get("import"):
+        try:
+            updates = _read_params_file(Path(a["import"]))
+        except (OSError, ValueError) as e:
+            return Result.failure(f"cannot import parameters from {a['import']}: {e}")
+        selected_by = f"file:{Path(a['import']).name}"
+    elif not a["values"]:
         try:
             schema = step.schema()
         except StepError as e:
             return _fail(e)
-        return Result(True, f"step {index}: {step.label()}", kind="table",
-                      data={"step": index, "params": step.params, "table": schema_table(schema, step.params)})
+        data = {"step": index, "params": step.params, "table": schema_table(schema, step.params),
+                "schema": schema_json(schema)}
+        if step.selected_by:
+            data["selected_by"] = step.selected_by
+        return Result(True, f"step {index}: {step.label()}"
+                      + (f" (selected by {step.selected_by})" if step.selected_by else ""), kind="table", data=data)
+    else:
+        try:
+            updates = S.parse_params(" ".join(a["values"]))
+        except S.SpecError as e:
+            return _fail(e)
     try:
-        updates = S.parse_params(" ".join(a["values"]))
-    except S.SpecError as e:
-        return _fail(e)
-    try:
-        replaced = s.set_params(index, updates)
+        replaced = s.set_params(index, updates, selected_by=selected_by)
     except SessionError as e:
         return _fail(e)
     res = _apply_result(ctx, replaced[0], index)
@@ -153,6 +167,36 @@ def cmd_params(ctx, a):
     res.data["reapplied"] = [StepReport(index + i, r.step.kind, r.step.label(), r.step.params, True, r.seconds,
                                         r.output_sha, noop=r.noop).to_json() for i, r in enumerate(replaced)]
     return res
+
+
+def _export_params(step, index: int, path: Path) -> Result:
+    """The step's parameter dict as JSON (.json) or YAML (anything else): a plain mapping."""
+    import json
+
+    import yaml
+
+    try:
+        text = (json.dumps(step.params, indent=2) + "\n" if path.suffix == ".json"
+                else yaml.safe_dump(dict(step.params), sort_keys=False))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as e:
+        return Result.failure(f"cannot write {path}: {e.strerror}")
+    return Result(True, f"step {index}: {len(step.params)} parameters written to {path}",
+                  data={"step": index, "params": step.params, "path": str(path)})
+
+
+def _read_params_file(path: Path) -> dict:
+    """A parameter dict from JSON/YAML: a mapping, or {"params": mapping} (what a cost model writes)."""
+    import yaml
+
+    doc = yaml.safe_load(path.read_text())  # JSON is YAML
+    if isinstance(doc, dict) and isinstance(doc.get("params"), dict) and set(doc) <= {"params", "spec", "step",
+                                                                                      "selected_by"}:
+        doc = doc["params"]
+    if not isinstance(doc, dict) or not doc:
+        raise ValueError("expected a mapping of parameter names to values")
+    return doc
 
 
 def cmd_undo(ctx, a):
@@ -352,7 +396,14 @@ def register_builtin(reg: Registry) -> Registry:
                 category="2-steps"))
     add(Command("params", "show or edit a step's parameters; editing re-applies from that step", cmd_params,
                 [Arg("step", "step index (default: current)", type="int", optional=True, complete="step"),
-                 Arg("values", "key=value ...", type="kv", optional=True, complete="param")], category="2-steps"))
+                 Arg("values", "key=value ...", type="kv", optional=True, complete="param")],
+                [Flag("--export", "write the step's parameter dict to FILE (.json or .yaml)", True, complete="path:"),
+                 Flag("--import", "set the step's parameters from a JSON/YAML mapping (selected_by: file:NAME)",
+                      True, complete="path:")],
+                details="Without values: the schema (types, constraints, defaults) with the current values. "
+                        "Values are checked against the schema's constraints (ranges, choices, divisibility "
+                        "by payload dimensions, relations such as reg_m <= block_m) before anything is applied.",
+                category="2-steps"))
     add(Command("undo", "step back (the IR of every step is kept)", cmd_undo, category="3-history"))
     add(Command("redo", "step forward again", cmd_redo, category="3-history"))
     add(Command("show", "print the IR after step N (0 = payload)", cmd_show,
@@ -386,6 +437,9 @@ def default_registry() -> Registry:
     from workbench.commands import run_commands
 
     run_commands.register(reg)
+    from workbench.commands import tune_commands  # parameters issue 5: select, tune
+
+    tune_commands.register(reg)
     from workbench.commands import edit_commands, export_commands  # front-end issue 4
     edit_commands.register(reg)
     export_commands.register(reg)

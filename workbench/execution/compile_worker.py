@@ -10,10 +10,11 @@ Requests (all answers carry "ok" and, on failure, "error" and "diagnostics"):
   {"op": "parse", "text", "filename"}            -> {"ir", "sha"}
   {"op": "apply", "text", "sha", "stages": [..]}  -> {"ir", "sha", "seconds", "stage_seconds"}
   {"op": "inspect", "text", "sha"}                -> {"info"}
+  {"op": "knobs", "text", "path"}                 -> {"knobs": [{"name", "options", "selected", ...}]}
   {"op": "ping"}
 Stage dicts: {"kind": "pass", "pipeline"} | {"kind": "transform", "text", "path", "entry"}
   | {"kind": "schedule", "path", "gen", "params", "entry", "wants_payload"}
-  | {"kind": "bench", "params"} | {"kind": "strip_sharding"}.
+  | {"kind": "rewrite", "name", "params"} | {"kind": "bench", "params"} | {"kind": "strip_sharding"}.
 prepare_run also takes "prelude": stages applied before the wrapper is inserted.
 """
 from __future__ import annotations
@@ -32,6 +33,7 @@ from mlir import ir, passmanager
 from mlir.dialects.transform import interpreter
 
 from workbench.execution import bench_wrapper, payload_inspect, sharding
+from workbench.execution import knobs
 from workbench.execution import spirv_kernels
 from workbench.execution import py_passes
 from workbench.execution.protocol import serve_requests
@@ -124,6 +126,8 @@ class CompileWorker:
                     return self.apply(req)
                 if op == "prepare_run":
                     return self.prepare_run(req)
+                if op == "knobs":
+                    return self.knobs(req)
                 if op == "inspect":
                     mod = self._module_for(req["text"], req.get("sha"), req.get("label", "<ir>"))
                     return {"ok": True, "info": payload_inspect.inspect_module(mod)}
@@ -247,10 +251,19 @@ class CompileWorker:
             self._run_passes(module, stage["pipeline"], label)
         elif kind == "transform":
             sched = self._parse_schedule(stage["text"], stage.get("path") or "<transform>")
+            if stage.get("knobs"):
+                knobs.select(sched, stage["knobs"], stage.get("path") or "<transform>", StageError)
             self._run_transform(module, sched, stage.get("entry") or "__transform_main", label)
         elif kind == "schedule":
             sched = self._generate_schedule(module, stage)
             self._run_transform(module, sched, stage.get("entry") or "__transform_main", label)
+        elif kind == "rewrite":
+            from workbench.execution import ukernel_rewrite
+
+            try:
+                ukernel_rewrite.run(module, stage["name"], stage.get("params") or {})
+            except ukernel_rewrite.RewriteError as e:
+                raise StageError(f"rewrite {stage['name']}: {e}")
         elif kind == "replace":
             self._replace_module(module, stage, label)
         elif kind == "strip_sharding":
@@ -265,6 +278,11 @@ class CompileWorker:
                 raise StageError(f"bench: {e}")
         else:
             raise StageError(f"unknown stage kind {kind!r}")
+
+    def knobs(self, req: dict) -> dict:
+        """The transform.tune.knob ops of a transform module: name, options, selected."""
+        sched = self._parse_schedule(req["text"], req.get("path") or "<transform>")
+        return {"ok": True, "knobs": knobs.read(sched)}
 
     def _replace_module(self, module: ir.Module, stage: dict, label: str) -> None:
         """A hand edit: only valid on the IR it was made on (same sha256), then the module is replaced."""

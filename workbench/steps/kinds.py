@@ -18,7 +18,7 @@ import yaml
 from workbench.execution.bench_wrapper import DEFAULT_PARAMS as BENCH_DEFAULTS
 from workbench.paths import LIBRARY_DIR, in_library
 from workbench.steps import spec as S
-from workbench.steps.params import ParamError, ParamSpec, Schema, generator_schema
+from workbench.steps.params import ParamError, ParamSpec, Schema, generator_schema, knob_schema
 from workbench.targets import TargetError, find_named_pipeline
 
 MAX_INCLUDE_DEPTH = 16
@@ -54,6 +54,9 @@ class Step:
     params: dict[str, Any] = field(default_factory=dict)
     options: dict[str, str] = field(default_factory=dict)   # gen=, seq=
     base_dir: Path = field(default_factory=Path.cwd)
+    #: who produced the parameter dict (`cpu-selector`, `tune:<study>`, `file:<name>`); None: the user.
+    #: Saved with the step so that replay uses the recorded dict, never the selector's later answer.
+    selected_by: str | None = None
 
     @property
     def kind_impl(self) -> "StepKind":
@@ -137,6 +140,8 @@ class StepKind:
                                                              step.params)}
         if step.params:
             entry["params"] = dict(step.params)
+        if step.selected_by:
+            entry["selected_by"] = step.selected_by
         return entry
 
 
@@ -156,16 +161,33 @@ class PassKind(StepKind):
 
 class TransformKind(StepKind):
     name = yaml_key = "transform"
-    help = "a transform-dialect .mlir module; [seq=name] picks the entry sequence"
+    help = ("a transform-dialect .mlir module; [seq=name] picks the entry sequence; "
+            "{knob=value} selects transform.tune.knob options")
+
+    def _text(self, step: Step) -> str:
+        try:
+            return step.resolve().read_text()
+        except OSError as e:
+            raise StepError(f"cannot read transform file {step.spec}: {e.strerror}")
+
+    def schema(self, step):
+        """The module's `transform.tune.knob` ops: name -> options (choices), current `selected` (default)."""
+        try:
+            return knob_schema(self._text(step), str(step.resolve()))
+        except ParamError as e:
+            raise StepError(str(e))
 
     def stages(self, step, ctx, depth):
         path = step.resolve()
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise StepError(f"cannot read transform file {step.spec}: {e.strerror}")
-        return [{"kind": "transform", "text": text, "path": str(path),
-                 "entry": step.options.get("seq", "__transform_main")}]
+        text = self._text(step)
+        stage = {"kind": "transform", "text": text, "path": str(path),
+                 "entry": step.options.get("seq", "__transform_main")}
+        if step.params:
+            try:
+                stage["knobs"] = self.schema(step).validate(step.params)
+            except ParamError as e:
+                raise StepError(str(e))
+        return [stage]
 
 
 class ScheduleKind(StepKind):
@@ -197,6 +219,36 @@ class ScheduleKind(StepKind):
             raise StepError(str(e))
         return [{"kind": "schedule", "path": str(path), "gen": gen, "params": params,
                  "entry": step.options.get("seq", "__transform_main"), "wants_payload": wants_payload}]
+
+
+class RewriteKind(StepKind):
+    """A rewrite done by the compile worker in Python (no MLIR pass exists for it), e.g. `ukernel-calls`:
+    replace ops marked `lh.ukernel` at configuration time by calls into a microkernel library."""
+    name = yaml_key = "rewrite"
+    help = "a worker-side rewrite, e.g. `rewrite ukernel-calls{library=auto}` (marked matmuls -> BLAS calls)"
+
+    def schema(self, step):
+        from workbench.execution.ukernels import REWRITES
+
+        if step.spec not in REWRITES:
+            raise StepError(f"unknown rewrite {step.spec!r} (known: {', '.join(sorted(REWRITES))})")
+        return Schema(params={k: ParamSpec(k, **v) for k, v in REWRITES[step.spec]["params"].items()})
+
+    def stages(self, step, ctx, depth):
+        schema = self.schema(step)
+        try:
+            params = schema.defaults()
+            params.update(schema.validate(step.params))
+        except ParamError as e:
+            raise StepError(str(e))
+        return [{"kind": "rewrite", "name": step.spec, "params": params}]
+
+    def label(self, step):
+        return "rewrite " + S.format_ref(step.spec, step.options, step.params)
+
+    def to_entry(self, step, rel_to):
+        entry: dict[str, Any] = {"rewrite": S.format_ref(step.spec, step.options, step.params)}
+        return entry
 
 
 class BenchKind(StepKind):
@@ -263,9 +315,10 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
         raise StepError(f"{where}: `{key}:` expects a string, got {value!r}")
     if key == "pass":
         return Step("pass", S.substitute(value, variables, where).strip(), {}, {}, base_dir)
-    if key in ("pipeline", "bundle"):
+    if key in ("pipeline", "bundle", "rewrite"):
         name, opts, ptext = S.split_ref(S.substitute(value, variables, where))
-        return Step("pipeline", name, S.parse_params(ptext, variables, where), opts, base_dir)
+        return Step("pipeline" if key != "rewrite" else "rewrite", name, S.parse_params(ptext, variables, where),
+                    opts, base_dir)
     path, opts, ptext = S.split_ref(value)
     params = S.parse_params(ptext, variables, where)
     if isinstance(entry.get("params"), dict):
@@ -275,7 +328,9 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
         kind = "schedule" if path.endswith(".py") else "transform"
     if kind == "schedule" and "gen" not in opts:
         raise StepError(f"{where}: Python schedule {path} needs [gen=function]")
-    return Step(kind, path, params, opts, base_dir)
+    selected_by = entry.get("selected_by")
+    return Step(kind, path, params, opts, base_dir,
+                selected_by=str(selected_by) if selected_by else None)
 
 
 def _subst_value(v: Any, variables: dict[str, Any], where: str) -> Any:
@@ -391,8 +446,8 @@ def _variables_used(path: Path) -> list[str]:
 
 
 KINDS: dict[str, StepKind] = {k.name: k for k in (PassKind(), TransformKind(), ScheduleKind(), IncludeKind(),
-                                                   BenchKind(), NamedPipelineKind(), EditKind())}
-ENTRY_KEYS = ("pass", "transform", "schedule", "include", "bench", "pipeline", "bundle", "edit")
+                                                   BenchKind(), NamedPipelineKind(), EditKind(), RewriteKind())}
+ENTRY_KEYS = ("pass", "transform", "schedule", "include", "bench", "pipeline", "bundle", "edit", "rewrite")
 
 
 def step_from_command(text: str, base_dir: Path) -> Step:

@@ -2,8 +2,19 @@
 
 A schedule generator's schema is read from its signature with `ast` (no code runs
 until the user trusts the file): each keyword parameter's annotation gives the type,
-its literal default the default. An optional module-level `PARAMS = {name: {...}}`
-dict literal adds constraints (`choices`, `min`, `max`, `help`).
+its literal default the default. Optional module-level literals add constraints:
+
+    PARAMS = {name: {"choices": [...], "min": 1, "max": 512, "help": "...",
+                     "divides": "M",           # value divides payload dim M (or parameter)
+                     "multiple_of": 16,        # value is a multiple of 16 (or of a dim / parameter)
+                     "power_of_two": True,
+                     "when": "impl == 'codegen'",  # divides/multiple_of apply only then
+                     "space": [8, 16, 32]}}    # candidate values for `tune`
+    CONSTRAINTS = ["reg_m <= block_m", "block_m % reg_m == 0"]   # relations between parameters
+    PAYLOAD_OP = "linalg.matmul"               # whose dims (M, N, K ...) the constraints may name
+
+`Schema.validate` checks types, choices and ranges of the given keys; `Schema.check` checks a
+complete dict: relations, and (given payload dims) divisibility. Errors name the constraint.
 """
 from __future__ import annotations
 
@@ -28,6 +39,12 @@ class ParamSpec:
     choices: list | None = None
     min: float | None = None
     max: float | None = None
+    # constraints added with issue 5 (all optional; older callers construct ParamSpec positionally)
+    divides: str | int | None = None        # value | this (payload dim like "M", a parameter, or an int)
+    multiple_of: str | int | None = None    # this | value
+    power_of_two: bool = False
+    space: list | None = None               # explicit candidate values for tuning
+    when: str | None = None                 # condition (e.g. "impl == 'codegen'") for divides/multiple_of
 
     def describe(self) -> str:
         s = self.type
@@ -35,7 +52,22 @@ class ParamSpec:
             s += " in {" + ", ".join(map(str, self.choices)) + "}"
         if self.min is not None or self.max is not None:
             s += f" in [{'' if self.min is None else self.min}, {'' if self.max is None else self.max}]"
+        if self.power_of_two:
+            s += ", power of 2"
+        if self.divides is not None:
+            s += f", divides {self.divides}"
+        if self.multiple_of is not None:
+            s += f", multiple of {self.multiple_of}"
         return s
+
+    def constraint_texts(self) -> list[str]:
+        """The constraints on this parameter, as they appear in error messages."""
+        out = []
+        if self.divides is not None:
+            out.append(f"{self.name} divides {self.divides}")
+        if self.multiple_of is not None:
+            out.append(f"{self.name} multiple of {self.multiple_of}")
+        return out
 
     def coerce(self, value: Any) -> Any:
         v = _coerce(self.name, self.type, value)
@@ -46,6 +78,13 @@ class ParamSpec:
                 raise ParamError(f"{self.name}={value!r}: must be >= {self.min}")
             if self.max is not None and v > self.max:
                 raise ParamError(f"{self.name}={value!r}: must be <= {self.max}")
+            if self.power_of_two and (not isinstance(v, int) or v <= 0 or v & (v - 1)):
+                raise ParamError(f"{self.name}={value!r}: violates constraint `power of two`")
+            if isinstance(self.multiple_of, int) and isinstance(v, int) and v % self.multiple_of:
+                raise ParamError(f"{self.name}={value!r}: violates constraint `{self.name} multiple of "
+                                 f"{self.multiple_of}`")
+            if isinstance(self.divides, int) and isinstance(v, int) and (v == 0 or self.divides % v):
+                raise ParamError(f"{self.name}={value!r}: violates constraint `{self.name} divides {self.divides}`")
         return v
 
 
@@ -103,6 +142,54 @@ def _coerce(name: str, typ: str, value: Any) -> Any:
 class Schema:
     params: dict[str, ParamSpec] = field(default_factory=dict)
     open: bool = False  # accepts keys not listed (generator with **kwargs)
+    constraints: list[str] = field(default_factory=list)   # relations, e.g. "reg_m <= block_m"
+    payload_op: str | None = None                           # op whose dims constraints may name
+
+    @property
+    def needs_payload(self) -> bool:
+        """True when some constraint names a payload dimension (checking needs the step's input)."""
+        names = set(self.params)
+        for p in self.params.values():
+            for ref in (p.divides, p.multiple_of):
+                if isinstance(ref, str) and ref not in names:
+                    return True
+        return any(n not in names for c in self.constraints for n in _names_in(c))
+
+    def check(self, values: dict[str, Any], dims: dict[str, int] | None = None) -> None:
+        """Check a complete parameter dict: cross-parameter relations and, with `dims` (payload
+        dimensions by upper-case name, e.g. {"M": 256}), divisibility by payload dimensions.
+        Raises ParamError naming the first violated constraint."""
+        env: dict[str, Any] = {}
+        if dims:
+            env.update(dims)
+        env.update({k: v for k, v in values.items()})
+        for p in self.params.values():
+            v = values.get(p.name)
+            if not isinstance(v, int) or isinstance(v, bool):
+                continue
+            if p.when and all(n in env for n in _names_in(p.when)) and not _eval_relation(p.when, env):
+                continue
+            for is_div, ref, text in ((True, p.divides, f"{p.name} divides {p.divides}"),
+                                      (False, p.multiple_of, f"{p.name} multiple of {p.multiple_of}")):
+                if ref is None:
+                    continue
+                other = ref if isinstance(ref, int) else env.get(ref)
+                if not isinstance(other, int) or other <= 0:
+                    continue  # unknown dimension (dynamic / no such op): the schedule decides
+                bad = (v <= 0 or other % v) if is_div else (v % other)
+                if bad:
+                    raise ParamError(f"{p.name}={v}: violates constraint `{text}` ({ref}={other})")
+        for c in self.constraints:
+            names = _names_in(c)
+            if any(n not in env for n in names):
+                continue  # names a payload dim we do not know here
+            try:
+                ok = _eval_relation(c, env)
+            except (ValueError, ZeroDivisionError, TypeError) as e:
+                raise ParamError(f"constraint `{c}` cannot be evaluated: {e}")
+            if not ok:
+                shown = ", ".join(f"{n}={env[n]}" for n in names)
+                raise ParamError(f"violates constraint `{c}` ({shown})")
 
     def defaults(self) -> dict[str, Any]:
         return {k: p.default for k, p in self.params.items() if p.default is not None}
@@ -119,6 +206,52 @@ class Schema:
                 raise ParamError(f"unknown parameter {k!r} (known: {known})")
             out[k] = spec.coerce(v)
         return out
+
+
+_ALLOWED_NODES = (ast.Expression, ast.Compare, ast.BinOp, ast.BoolOp, ast.UnaryOp, ast.Name, ast.Constant,
+                  ast.Load, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Eq, ast.NotEq, ast.Add, ast.Sub, ast.Mult,
+                  ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.And, ast.Or, ast.Not, ast.USub, ast.In, ast.NotIn,
+                  ast.Tuple, ast.List, ast.IfExp, ast.Call)
+_SAFE_FUNCS = {"min": min, "max": max, "abs": abs}
+
+
+def _parse_relation(text: str) -> ast.Expression:
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as e:
+        raise ParamError(f"constraint `{text}` is not an expression: {e.msg}")
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED_NODES):
+            raise ParamError(f"constraint `{text}`: {type(node).__name__} is not allowed")
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name) and node.func.id in _SAFE_FUNCS):
+            raise ParamError(f"constraint `{text}`: only min/max/abs calls are allowed")
+    return tree
+
+
+def _names_in(text: str) -> list[str]:
+    out: list[str] = []
+    for node in ast.walk(_parse_relation(text)):
+        if isinstance(node, ast.Name) and node.id not in _SAFE_FUNCS and node.id not in out:
+            out.append(node.id)
+    return out
+
+
+def _eval_relation(text: str, env: dict[str, Any]) -> bool:
+    code = compile(_parse_relation(text), "<constraint>", "eval")
+    return bool(eval(code, {"__builtins__": {}}, {**_SAFE_FUNCS, **env}))
+
+
+def payload_dims(info: dict, op_name: str | None) -> list[dict[str, int]]:
+    """Upper-case dimension dicts ({"M": 256, "N": 128, "K": 512}) of the payload ops named `op_name`
+    (any contraction when None), from `inspect` output."""
+    out = []
+    for op in info.get("ops", []):
+        if (op_name and op.get("op") != op_name) or (not op_name and op.get("kind") != "contraction"):
+            continue
+        dims = {k.upper(): v for k, v in (op.get("dims") or {}).items() if isinstance(v, int) and v > 0}
+        if dims:
+            out.append(dims)
+    return out
 
 
 def _annotation_type(node: ast.AST | None) -> str:
@@ -151,19 +284,30 @@ def generator_schema(path: Path, gen: str) -> tuple[Schema, bool]:
     except SyntaxError as e:
         raise ParamError(f"{path}:{e.lineno}:{e.offset}: syntax error: {e.msg}")
     extra: dict[str, dict] = {}
+    constraints: list[str] = []
+    payload_op = None
     fn = None
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == gen:
             fn = node
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "PARAMS" for t in node.targets):
+        if isinstance(node, ast.Assign):
+            names = {t.id for t in node.targets if isinstance(t, ast.Name)}
             try:
-                extra = ast.literal_eval(node.value)
+                value = ast.literal_eval(node.value) if names & {"PARAMS", "CONSTRAINTS", "PAYLOAD_OP"} else None
             except ValueError:
-                extra = {}
+                value = None
+            if "PARAMS" in names and isinstance(value, dict):
+                extra = value
+            if "CONSTRAINTS" in names and isinstance(value, (list, tuple)):
+                constraints = [str(c) for c in value]
+            if "PAYLOAD_OP" in names and isinstance(value, str):
+                payload_op = value
     if fn is None:
         names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
         raise ParamError(f"{path.name} has no generator {gen!r} (functions: {', '.join(names) or 'none'})")
-    schema = Schema(open=fn.args.kwarg is not None)
+    schema = Schema(open=fn.args.kwarg is not None, constraints=constraints, payload_op=payload_op)
+    for c in constraints:
+        _parse_relation(c)  # a malformed constraint is an error in the schedule file
     args = fn.args.args + fn.args.kwonlyargs
     defaults = [None] * (len(fn.args.args) - len(fn.args.defaults)) + list(fn.args.defaults) + list(fn.args.kw_defaults)
     wants_payload = False
@@ -195,4 +339,112 @@ def schema_table(schema: Schema, values: dict[str, Any]) -> dict:
     for k, v in values.items():
         if k not in schema.params:
             rows.append([k, "any", repr(v), "", ""])
+    for c in schema.constraints:
+        rows.append(["(constraint)", c, "", "", ""])
     return {"columns": ["name", "type", "value", "default", "help"], "rows": rows}
+
+
+def schema_json(schema: Schema) -> dict:
+    """The schema as data (for --json and front ends)."""
+    from dataclasses import asdict
+
+    return {"params": {k: asdict(p) for k, p in schema.params.items()}, "open": schema.open,
+            "constraints": list(schema.constraints), "payload_op": schema.payload_op}
+
+
+def candidate_values(spec: ParamSpec, dims: dict[str, int] | None = None, current: Any = None,
+                     limit: int = 64) -> list | None:
+    """A finite list of values `tune` may try for `spec`, or None when the space is not finite.
+    Order: explicit `space`, `choices`, bool, divisors of a known `divides` target within
+    [min, max] (respecting power_of_two / multiple_of), powers of two within [min, max]."""
+    if spec.space:
+        return list(spec.space)
+    if spec.choices:
+        return list(spec.choices)
+    if spec.type == "bool":
+        return [False, True]
+    if spec.type != "int":
+        return None
+    lo = int(spec.min) if spec.min is not None else 1
+    hi = int(spec.max) if spec.max is not None else None
+    target = spec.divides if isinstance(spec.divides, int) else (dims or {}).get(spec.divides or "")
+    mult = spec.multiple_of if isinstance(spec.multiple_of, int) else (dims or {}).get(spec.multiple_of or "")
+    if target:
+        vals = [d for d in range(max(lo, 1), (min(hi, target) if hi else target) + 1) if target % d == 0]
+    elif hi is not None and spec.power_of_two:
+        vals, v = [], 1
+        while v <= hi:
+            if v >= lo:
+                vals.append(v)
+            v *= 2
+    elif hi is not None and hi - lo < limit:
+        vals = list(range(lo, hi + 1))
+    else:
+        return None
+    if spec.power_of_two:
+        vals = [v for v in vals if v > 0 and not v & (v - 1)]
+    if mult:
+        vals = [v for v in vals if v % mult == 0]
+    if len(vals) > limit:  # keep the space small: powers of two and the current value
+        keep = [v for v in vals if not v & (v - 1)]
+        vals = sorted(set(keep[-limit:] + ([current] if current in vals else [])))
+    return vals or None
+
+
+# -- transform.tune.knob ops of a .mlir schedule ------------------------------------------------
+# Reading knobs means parsing the transform module, which only the compile worker does. The
+# session installs a reader that uses its worker (`set_knob_reader`); without one, a private
+# compile worker is started on first use. Results are cached by the module text's sha256.
+_knob_reader = None
+_knob_cache: dict[str, list[dict]] = {}
+_private_client = None
+
+
+def set_knob_reader(reader) -> None:
+    """reader(text, path) -> the compile worker's answer to {"op": "knobs"}."""
+    global _knob_reader
+    _knob_reader = reader
+
+
+def _read_knobs(text: str, path: str) -> list[dict]:
+    import hashlib
+
+    key = hashlib.sha256(text.encode()).hexdigest()
+    if key in _knob_cache:
+        return _knob_cache[key]
+    reader = _knob_reader
+    if reader is None:
+        global _private_client
+        if _private_client is None:
+            import atexit
+
+            from workbench.execution.worker_client import CompileClient
+
+            _private_client = CompileClient()
+            atexit.register(_private_client.close)
+        reader = lambda t, p: _private_client.request({"op": "knobs", "text": t, "path": p})  # noqa: E731
+    ans = reader(text, path)
+    if not ans.get("ok"):
+        raise ParamError(f"cannot read the knobs of {path}: {ans.get('error')}")
+    _knob_cache[key] = ans["knobs"]
+    return ans["knobs"]
+
+
+def knob_schema(text: str, path: str) -> Schema:
+    """Schema of a transform module: one parameter per `transform.tune.knob` name; array `options`
+    become the choices, a `selected` value already in the file the default."""
+    if "transform.tune.knob" not in text:
+        return Schema()
+    schema = Schema()
+    for k in _read_knobs(text, path):
+        choices = k.get("options")
+        typ = "any"
+        if choices:
+            kinds = {_infer_type(c) for c in choices}
+            typ = kinds.pop() if len(kinds) == 1 else "any"
+        help_text = "transform.tune.knob" + ("" if choices else f" options = {k.get('options_text')}")
+        spec = ParamSpec(k["name"], typ, k.get("selected"), help_text, choices=choices or None)
+        if k["name"] in schema.params:  # the same knob name twice: both get the same value
+            continue
+        schema.params[k["name"]] = spec
+    return schema

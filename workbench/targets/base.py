@@ -51,9 +51,17 @@ class Target:
         per-process shapes back to the payload's here, and `execute` splits/reassembles. Default: as is."""
         return meta
 
+    #: the name recorded as a step's `selected_by` when this target's selector filled its parameters
+    selector_name: ClassVar[str] = ""
+
     def select_params(self, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
         """Payload inspection -> {schedule spec: parameter dict} for the shipped schedules."""
         return {}
+
+    def extra_libraries(self, llvm: str) -> list[str]:
+        """Shared libraries a lowered module needs beyond the runtime (e.g. a microkernel library
+        for the external functions it calls); found at run time."""
+        return []
 
     def shared_libs(self) -> list[str]:
         from workbench.execution.mlir_libs import find_runtime_library
@@ -79,7 +87,11 @@ class Target:
             return {"ok": False, "error": f"target {self.name} cannot run here: {why}"}
         specs = meta["arg_specs"]
         n_in, n_out = meta["num_inputs"], meta["num_outputs"]
-        req = {"llvm": llvm, "libs": self.shared_libs(), "opt_level": opt_level, "inputs": inputs,
+        try:
+            libs = self.shared_libs() + self.extra_libraries(llvm)
+        except RuntimeError as e:  # a library the code needs is missing: a clear failure, not a JIT error
+            return {"ok": False, "error": str(e)}
+        req = {"llvm": llvm, "libs": libs, "opt_level": opt_level, "inputs": inputs,
                "outputs": [{"shape": o["shape"], "dtype": np.dtype(numpy_dtype(o["dtype"])).str}
                            for o in specs[n_in:n_in + n_out]],
                "times_len": meta["iterations"],

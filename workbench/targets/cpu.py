@@ -17,6 +17,54 @@ def _load_library_module(relative: str):
     return module
 
 
+_HOST: dict | None = None
+
+
+def host_info() -> dict[str, Any]:
+    """What the CPU selector looks at: SIMD width (from /proc/cpuinfo flags), cache sizes (sysfs)."""
+    global _HOST
+    if _HOST is not None:
+        return _HOST
+    import os
+    from pathlib import Path
+
+    flags: set[str] = set()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                flags = set(line.split(":", 1)[1].split())
+                break
+    except OSError:
+        pass
+    vector_bits = 512 if "avx512f" in flags else 256 if "avx2" in flags or "avx" in flags else 128
+    caches: dict[str, int] = {}
+    for d in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
+        try:
+            level = (d / "level").read_text().strip()
+            kind = (d / "type").read_text().strip()
+            size = (d / "size").read_text().strip()
+        except OSError:
+            continue
+        if kind == "Instruction":
+            continue
+        mult = {"K": 1 << 10, "M": 1 << 20}.get(size[-1:], 1)
+        caches[f"l{level}_bytes"] = int(size.rstrip("KM")) * mult
+    _HOST = {"vector_bits": vector_bits, "avx512": "avx512f" in flags, "cores": os.cpu_count() or 1,
+             "l1_bytes": caches.get("l1_bytes", 32 << 10), "l2_bytes": caches.get("l2_bytes", 1 << 20),
+             "l3_bytes": caches.get("l3_bytes", 0)}
+    return _HOST
+
+
+def _have_ukernel() -> bool:
+    from workbench.execution.ukernels import MissingLibrary, choose_abi
+
+    try:
+        choose_abi("auto")
+        return True
+    except MissingLibrary:
+        return False
+
+
 @register
 class CpuTarget(Target):
     name = "cpu"
@@ -37,19 +85,42 @@ class CpuTarget(Target):
     matmul_schedule = "cpu/matmul.py"
     matmul_generator = "matmul_tiling"
 
+    selector_name = "cpu-selector"
+
     def can_run(self) -> tuple[bool, str]:
         return True, "host CPU"
 
     def select_params(self, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        """For each f32 matmul with static shapes: the matmul schedule's parameters for that shape."""
+        """For each f32 matmul with static shapes: the matmul schedule's parameters for that shape,
+        given the host's vector width and L2 size (`host_info`)."""
         library = _load_library_module(self.matmul_schedule)
+        host = host_info()
         chosen: dict[str, dict[str, Any]] = {}
         for op in info.get("ops", []):
             dims = op.get("dims") or {}
             if op["op"] == "linalg.matmul" and op.get("dtype") == "f32" and all(v > 0 for v in dims.values()):
                 spec = f"{self.pipeline_path_for(self.matmul_schedule)}[gen={self.matmul_generator}]"
-                chosen.setdefault(spec, library.default_params(dims["m"], dims["n"], dims["k"]))
+                params = library.default_params(dims["m"], dims["n"], dims["k"], vector_bits=host["vector_bits"],
+                                                l2_bytes=host["l2_bytes"])
+                if params["reg_n"] < host["vector_bits"] // 32 and _have_ukernel():
+                    # N is no multiple of a vector: codegen without remainder handling runs at scalar-ish
+                    # speed, so the configuration picks the microkernel (lowered by cpu-matmul-lower)
+                    params["impl"] = "ukernel"
+                chosen.setdefault(spec, params)
         return chosen
+
+    def extra_libraries(self, llvm: str) -> list[str]:
+        """Microkernel libraries for the external BLAS functions the lowered module declares."""
+        from workbench.execution.ukernels import ABIS, libraries_for_symbols
+
+        symbols = {d["symbol"] for d in ABIS.values() if f"@{d['symbol']}(" in llvm}
+        return libraries_for_symbols(symbols)
+
+    def run_env(self, threads: int | None) -> dict[str, str]:
+        env = super().run_env(threads)
+        # library calls (microkernels) run on as many threads as the generated code: 1 unless asked
+        env["OPENBLAS_NUM_THREADS"] = str(threads or 1)
+        return env
 
     @staticmethod
     def pipeline_path_for(relative: str) -> str:

@@ -1,0 +1,203 @@
+"""Parameter commands of issue 5: `select` (the target's selector), `tune` (Optuna search)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from workbench.commands.registry import Arg, Command, Flag, Registry, UsageError
+from workbench.result import Result
+from workbench.run_session import RunOptions
+from workbench.session import SessionError, StepReport
+from workbench.steps import spec as S
+from workbench.steps.kinds import StepError, step_from_command
+
+
+def _selection_for(ctx, index: int | None):
+    """(selector name, {spec: params}) for the input of step `index` (None: the current IR)."""
+    s = ctx.session
+    target = s.target
+    if index is None:
+        info = s.inspect()
+    else:
+        info = s.inspect(index - 1)
+    return target.selector_name or f"{target.name}-selector", target.select_params(info)
+
+
+def _same_schedule(step, spec: str) -> bool:
+    try:
+        sel = step_from_command(spec, Path.cwd())
+    except (StepError, S.SpecError):
+        return False
+    return (sel.kind == step.kind and sel.resolve() == step.resolve()
+            and sel.options.get("gen") == step.options.get("gen"))
+
+
+def cmd_select(ctx, a):
+    s = ctx.session
+    try:
+        s.require_loaded()
+    except SessionError as e:
+        return Result.failure(str(e))
+    index = a.get("step")
+    if index is not None and not 1 <= index <= s.cursor:
+        return Result.failure(f"no active step {index} (active steps: 1..{s.cursor})")
+    try:
+        name, chosen = _selection_for(ctx, index)
+    except SessionError as e:
+        return Result.failure(str(e), e.detail or None)
+    if not chosen:
+        where = f"step {index}'s input" if index else "the current IR"
+        return Result.failure(f"{name}: nothing to select for {where} (no op its schedules handle)")
+    rows = [[spec, S.format_params(params)] for spec, params in chosen.items()]
+    data = {"selected_by": name, "selections": chosen,
+            "table": {"columns": ["schedule", "parameters"], "rows": rows}}
+    if index is not None:
+        step = s.steps[index - 1].step
+        match = next(((sp, p) for sp, p in chosen.items() if _same_schedule(step, sp)), None)
+        if match is None:
+            return Result.failure(f"{name} has no parameters for step {index} ({step.label()}); it selects for: "
+                                  + ", ".join(chosen))
+        spec, params = match
+        data["step"] = index
+        data["params"] = params
+        changed = {k: v for k, v in params.items() if step.params.get(k) != v}
+        data["changes"] = changed
+        if not a["apply"]:
+            return Result(True, f"{name} for step {index}: {S.format_params(params)}"
+                          + (f" (differs in {', '.join(changed)})" if changed else " (already set)"),
+                          kind="table", data=data)
+        try:
+            replaced = s.set_params(index, params, selected_by=name)
+        except SessionError as e:
+            return Result.failure(str(e), e.detail or None)
+        r = replaced[0]
+        data["reapplied"] = [StepReport(index + i, x.step.kind, x.step.label(), x.step.params, True, x.seconds,
+                                        x.output_sha, noop=x.noop).to_json() for i, x in enumerate(replaced)]
+        return Result(True, f"step {index}: parameters from {name} applied, re-applied steps {index}..{s.cursor}: "
+                      f"{r.step.label()}", kind="table", data=data)
+    if not a["apply"]:
+        return Result(True, f"{name} for the current IR ({len(chosen)} schedule(s)); `select --apply` adds the "
+                      "step, `select N --apply` sets step N", kind="table", data=data)
+    spec, params = next(iter(chosen.items()))
+    try:
+        step = step_from_command(spec, Path.cwd())
+    except (StepError, S.SpecError) as e:
+        return Result.failure(str(e))
+    step = step.with_params(params)
+    step.selected_by = name
+    try:
+        applied = s.apply(step)
+    except SessionError as e:
+        return Result.failure(str(e), e.detail or None)
+    data["step"] = StepReport(s.cursor, applied.step.kind, applied.step.label(), applied.step.params, True,
+                              applied.seconds, applied.output_sha, noop=applied.noop).to_json()
+    data["params"] = params
+    return Result(True, f"step {s.cursor}: {applied.step.label()} (selected by {name})", kind="table", data=data)
+
+
+def _space_from_tokens(tokens: list[str]) -> dict[str, list]:
+    space: dict[str, list] = {}
+    for k, v in S.parse_params(" ".join(tokens)).items():
+        space[k] = list(v) if isinstance(v, (list, tuple)) else [v]
+    return space
+
+
+def cmd_tune(ctx, a):
+    from workbench.tune import SAMPLERS, TuneError, TuneOptions, tune_step
+
+    s = ctx.session
+    try:
+        s.require_loaded()
+    except SessionError as e:
+        return Result.failure(str(e))
+    index = a.get("step") or s.cursor
+    sampler = a.get("sampler") or "tpe"
+    if sampler not in SAMPLERS:
+        raise UsageError(f"--sampler must be one of {', '.join(SAMPLERS)}")
+    try:
+        space = _space_from_tokens(a.get("space") or [])
+    except S.SpecError as e:
+        return Result.failure(str(e))
+    run = RunOptions(check=not a["no_check"], iterations=a.get("iterations") or 5, warmup=a.get("warmup") or 1,
+                     timeout=a.get("run_timeout") or 60.0, seed=a.get("seed") or 0)
+    opts = TuneOptions(trials=a.get("trials") or 20, timeout_s=a.get("timeout"), sampler=sampler,
+                       seed=a.get("seed") or 0, storage=Path(a["storage"]) if a.get("storage") else None,
+                       study_name=a.get("study"), space=space,
+                       only=[p for p in (a.get("params") or "").split(",") if p] or None,
+                       apply_best=a["apply_best"], csv=Path(a["csv"]) if a.get("csv") else None,
+                       baseline=not a["no_baseline"], run=run)
+    bar = getattr(ctx, "progress_event", None)
+
+    def on_event(ev: dict) -> None:
+        if ev["phase"] == "trial":
+            best = f", best {ev['best_s'] * 1e3:.3f} ms" if ev.get("best_s") else ""
+            what = f"{ev['value_s'] * 1e3:.3f} ms" if ev.get("value_s") else f"FAILED ({ev.get('error')})"
+            msg = f"tune [{ev['done']}/{ev['total']}] trial {ev['trial']} {S.format_params(ev['params'])}: {what}{best}"
+        else:
+            msg = "tune: " + ev["message"]
+        if bar is not None:
+            bar(ev, msg)
+        else:
+            ctx.progress(msg)
+
+    try:
+        rep = tune_step(s, index, opts, on_event)
+    except TuneError as e:
+        return Result.failure(str(e))
+    except SessionError as e:
+        return Result.failure(str(e), e.detail or None)
+    names = list(rep["space"])
+    rows = []
+    for t in rep["trials"]:
+        rows.append([t["number"], t["state"], *[t["params"].get(n, "") for n in names],
+                     "" if t["median_s"] is None else f"{t['median_s'] * 1e3:.3f}",
+                     "" if not t["gflops"] else f"{t['gflops']:.1f}", (t["error"] or "")[:60]])
+    best = rep["best"]
+    if best is None:
+        summary = f"tune step {index}: no candidate succeeded ({len(rep['trials'])} trials)"
+    else:
+        base = (rep.get("baseline_before") or {}).get("median_s")
+        speed = f", {base / best['median_s']:.2f}x vs baseline" if base else ""
+        summary = (f"tune step {index}: best trial {best['trial']} {S.format_params(best['tuned'])} "
+                   f"median {best['median_s'] * 1e3:.3f} ms{speed} ({rep['new_trials']} new trials, "
+                   f"study {rep['study']} in {rep['storage']})")
+        if rep.get("applied"):
+            summary += "; applied"
+    data = {"tune": rep, "plot": {"y": rep["best_so_far_ms"], "title": f"tune step {index}: best so far (ms)"},
+            "table": {"columns": ["trial", "state", *names, "ms", "GFLOP/s", "error"], "rows": rows}}
+    return Result(best is not None, summary, kind="table", data=data,
+                  error=None if best is not None else summary)
+
+
+def register(reg: Registry) -> None:
+    reg.register(Command(
+        "select", "show the target's parameter selection for the payload; --apply records it on a step",
+        cmd_select, [Arg("step", "step index (its input is inspected); none: the current IR", type="int",
+                         optional=True, complete="step")],
+        [Flag("--apply", "set the selection on step N (or add the selected schedule as a new step)")],
+        details="The selector (per target: payload shapes, dtypes, op kinds, host vector width, cache sizes) "
+                "produces the parameter dict of the shipped schedules. Applying records `selected_by` on the "
+                "step; the saved session holds the concrete dict, so replay never asks the selector again.",
+        category="2-steps"))
+    reg.register(Command(
+        "tune", "search a step's parameter space (Optuna), each candidate compiled, run and checked in isolation",
+        cmd_tune, [Arg("step", "step index (default: current)", type="int", optional=True, complete="step"),
+                   Arg("space", "candidate lists, e.g. reg_m=[4,8] impl=[codegen,ukernel]", type="kv",
+                       optional=True, complete="param")],
+        [Flag("--trials", "new trials to run (default 20)", True, type="int"),
+         Flag("--timeout", "time budget in seconds", True, type="float"),
+         Flag("--sampler", "tpe | random | grid", True),
+         Flag("--seed", "sampler and input seed", True, type="int"),
+         Flag("--params", "comma-separated parameters to tune (others stay fixed)", True),
+         Flag("--storage", "SQLite study file (default: next to the saved session)", True, complete="path:.db"),
+         Flag("--study", "study name (default: derived from the step and the space: resumes)", True),
+         Flag("--csv", "write all trials to this CSV file", True, complete="path:.csv"),
+         Flag("--iterations", "timed calls per candidate (default 5)", True, type="int"),
+         Flag("--warmup", "warm-up calls per candidate (default 1)", True, type="int"),
+         Flag("--run-timeout", "seconds before a candidate's run is killed", True, type="float"),
+         Flag("--apply-best", "set the winning dict on the step (selected_by: tune:<study>)"),
+         Flag("--no-baseline", "skip the baseline runs before and after"),
+         Flag("--no-check", "do not check candidates' results (not recommended)")],
+        details="Flags go before the candidate lists. The live session is unchanged unless --apply-best. "
+                "Failed candidates (constraint violated, compile error, crash, timeout, wrong result) are "
+                "recorded as FAIL and never chosen. Running again with the same step and space resumes the study.",
+        category="5-run"))

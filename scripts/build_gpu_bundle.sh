@@ -37,7 +37,7 @@ find "$STAGE/mlir" \( -name include -o -name cmake -o -name __pycache__ -o -name
 find "$STAGE/mlir" -name '*.a' -delete
 # runtime libraries the workbench loads: keep these in mlir/lib, drop the others (libMLIR.so,
 # libMLIR-C.so: the bindings use mlir/_mlir_libs/libMLIRPythonCAPI.so)
-KEEP="libmlir_cuda_runtime.so libmlir_runner_utils.so libmlir_c_runner_utils.so \
+KEEP="libmlir_cuda_runtime.so libmlir_runner_utils.so libmlir_c_runner_utils.so libmlir_async_runtime.so \
 libmlir_float16_utils.so libmlir_apfloat_wrappers.so"
 if [ -d "$STAGE/mlir/lib" ]; then
   for f in "$STAGE"/mlir/lib/*; do

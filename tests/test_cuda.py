@@ -145,7 +145,7 @@ def test_schedule_params_validated():
     from workbench.steps.params import generator_schema
 
     schema, _ = generator_schema(ROOT / "pipelines/cuda/matmul.py", "matmul_mma")
-    assert set(schema.params) == {"block_m", "block_n", "warp_m", "warp_n"}
+    assert set(schema.params) == {"block_m", "block_n", "warp_m", "warp_n", "unroll_k"}
     assert schema.params["warp_m"].min == 16
 
 
@@ -233,9 +233,13 @@ def test_gpu_runtime_error_is_detected(ctx, tmp_path):
     p = tmp_path / "bad_launch.mlir"
     p.write_text("""func.func @bad(%a: memref<16xf32>) {
   %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
   %c2048 = arith.constant 2048 : index
   gpu.launch blocks(%bx, %by, %bz) in (%x = %c1, %y = %c1, %z = %c1)
              threads(%tx, %ty, %tz) in (%u = %c2048, %v = %c1, %w = %c1) {
+    %f = arith.constant 1.0 : f32
+    %i = arith.remui %tx, %c16 : index
+    memref.store %f, %a[%i] : memref<16xf32>
     gpu.terminator
   }
   return

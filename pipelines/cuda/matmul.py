@@ -11,10 +11,11 @@ Shapes must be static and divisible by the tiles (no remainder handling).
     Threads per block = (block_m / thread_m) * (block_n / thread_n) <= 1024.
 
 ``matmul_mma``  (f16 x f16 -> f16, tensor cores, sm_80+): blocks of block_m x block_n, warps of
-    warp_m x warp_n, K in steps of 16; every 16x8x16 piece becomes one ``mma.sync.m16n8k16``
-    through ``transform.nvgpu.rewrite_matmul_as_mma_sync`` (upstream MLIR). Each warp
-    accumulates its 16x8 C pieces in memory between K steps (the rewrite loads and stores C
-    around every mma): correct, far from cuBLAS.
+    warp_m x warp_n; K walked in steps of 16 * unroll_k; the warp's contraction is vectorized, its
+    C tile hoisted out of the K loop (held in registers), unrolled to 16x8x16 pieces
+    (``unroll_vectors_subgroup_mma``) and turned into ``mma.sync.m16n8k16`` by
+    ``convert-vector-to-gpu{use-nvgpu}``. A and B come straight from global memory (per-lane
+    16-bit loads; no shared-memory staging, no ldmatrix, no cp.async pipeline): far from cuBLAS.
     Threads per block = 32 * (block_m / warp_m) * (block_n / warp_n).
 
 ``select(m, n, k, dtype)`` -> (generator, parameters) for a shape (the cuda target's selector).
@@ -30,6 +31,7 @@ PARAMS = {
     "warp_m": {"divides": "block_m", "min": 16, "max": 128, "help": "rows of C per warp (multiple of 16, mma)"},
     "warp_n": {"divides": "block_n", "min": 8, "max": 128, "help": "columns of C per warp (multiple of 8, mma)"},
     "vectorize": {"help": "SIMT: vectorize the thread tile and keep C in registers across K"},
+    "unroll_k": {"min": 1, "max": 8, "help": "mma: K step = 16 * unroll_k per loop iteration"},
 }
 CONSTRAINTS = [
     "(block_m / thread_m) * (block_n / thread_n) <= 1024",
@@ -100,9 +102,10 @@ def matmul_simt(block_m: int = 64, block_n: int = 64, block_k: int = 16, thread_
 {vec}""" + _FOOTER
 
 
-def matmul_mma(block_m: int = 128, block_n: int = 128, warp_m: int = 64, warp_n: int = 32) -> str:
+def matmul_mma(block_m: int = 128, block_n: int = 128, warp_m: int = 64, warp_n: int = 32, unroll_k: int = 1) -> str:
     _check(warp_m % 16 == 0 and warp_n % 8 == 0, "warp_m must be a multiple of 16, warp_n of 8 (m16n8k16)")
     _check(block_m % warp_m == 0 and block_n % warp_n == 0, "the warp tile must divide the block tile")
+    _check(unroll_k >= 1, "unroll_k must be >= 1")
     wx, wy = block_n // warp_n, block_m // warp_m
     _check(32 * wx * wy <= 1024, f"{wx * wy} warps per block (max 32)")
     return _HEADER + f"""
@@ -111,17 +114,28 @@ def matmul_mma(block_m: int = 128, block_n: int = 128, warp_m: int = 64, warp_n:
         (mapping = [#gpu.block<y>, #gpu.block<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     %wrp, %fw = transform.structured.tile_using_forall %blk tile_sizes [{warp_m}, {warp_n}]
         (mapping = [#gpu.warp<y>, #gpu.warp<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %kt, %kl = transform.structured.tile_using_for %wrp tile_sizes [0, 0, 16]
+    %kt, %kl = transform.structured.tile_using_for %wrp tile_sizes [0, 0, {16 * unroll_k}]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %mt, %ml, %nl = transform.structured.tile_using_for %kt tile_sizes [16, 8, 0]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
     %f = transform.get_parent_op %fb {{op_name = "func.func", deduplicate}} : (!transform.any_op) -> !transform.any_op
     %gl = transform.gpu.map_forall_to_blocks %f generate_gpu_launch : (!transform.any_op) -> !transform.any_op
     %m2 = transform.gpu.map_nested_forall_to_threads %gl block_dims = [{32 * wx}, {wy}, 1]
         : (!transform.any_op) -> !transform.any_op
-    %f2 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
     %pieces = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
-    transform.nvgpu.rewrite_matmul_as_mma_sync %pieces : (!transform.any_op) -> ()
+    transform.structured.vectorize %pieces {{create_named_contraction}} : !transform.any_op
+    %f2 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f2 {{
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %f3 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f3 {{
+      transform.apply_patterns.gpu.unroll_vectors_subgroup_mma [16, 8, 16]
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %launches = transform.structured.match ops{{["gpu.launch"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %kf = transform.get_parent_op %launches {{op_name = "func.func", deduplicate}} : (!transform.any_op) -> !transform.any_op
+    %f4 = transform.apply_registered_pass "convert-vector-to-gpu" with options = {{"use-nvgpu" = true}} to %kf
+        : (!transform.any_op) -> !transform.any_op
 """ + _FOOTER
 
 

@@ -98,6 +98,7 @@ class Completer:
         # walk the complete tokens before the current one
         pos = 0
         pending_flag = None
+        in_remainder = False  # inside a rest/kv argument: the parser reads no more flags there
         for m in re.finditer(r"\S+", rest):
             tok, tok_start, tok_end = m.group(0), m.start(), m.end()
             is_current = tok_end == len(rest)
@@ -116,6 +117,7 @@ class Completer:
                    and not tok.lstrip("-").isdigit()):
                 pos += 1
             if pos < len(positionals) and positionals[pos].type in ("rest", "kv"):
+                in_remainder = True
                 break  # a rest/kv argument takes everything from here on
             pos += 1
         current = "" if rest.endswith(" ") or not rest.strip() else rest.split()[-1]
@@ -138,7 +140,7 @@ class Completer:
             if not (arg.optional and arg.type == "int") or current.isdigit():
                 break
             pos += 1
-        if not current:
+        if not current and not in_remainder:
             out += [Completion(f.name + " ", cur_start, f.name, f.help) for f in cmd.flags]
         return out
 

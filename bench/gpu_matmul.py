@@ -84,13 +84,15 @@ def torch_run(n: int, dtype: str) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--f16-configs", default="block_m=128 block_n=128 warp_m=64 warp_n=32;"
-                                             "block_m=128 block_n=128 warp_m=64 warp_n=64;"
-                                             "block_m=128 block_n=128 warp_m=64 warp_n=64 unroll_k=2;"
-                                             "block_m=128 block_n=256 warp_m=64 warp_n=64;"
-                                             "block_m=64 block_n=128 warp_m=32 warp_n=64")
+    ap.add_argument("--f16-configs", default="block_m=128 block_n=128 warp_m=64 warp_n=64 unroll_k=1;"
+                                             "block_m=128 block_n=128 warp_m=64 warp_n=64 unroll_k=4;"
+                                             "block_m=128 block_n=128 warp_m=64 warp_n=64 unroll_k=8;"
+                                             "block_m=128 block_n=128 warp_m=64 warp_n=64 unroll_k=16;"
+                                             "block_m=64 block_n=128 warp_m=32 warp_n=64 unroll_k=16")
     ap.add_argument("--f32-configs", default="block_m=64 block_n=64 block_k=16 thread_m=4 thread_n=4;"
-                                             "block_m=128 block_n=64 block_k=8 thread_m=8 thread_n=4")
+                                             "block_m=64 block_n=64 block_k=32 thread_m=4 thread_n=4;"
+                                             "block_m=64 block_n=64 block_k=64 thread_m=4 thread_n=4;"
+                                             "block_m=128 block_n=64 block_k=32 thread_m=8 thread_n=4")
     ap.add_argument("--iterations", type=int, default=10)
     args = ap.parse_args()
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-state-"))

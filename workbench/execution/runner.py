@@ -117,10 +117,11 @@ def select_outputs(meta: dict, args_after: list[np.ndarray], outputs: list[np.nd
 
 
 class RunClient(WorkerProcess):
-    """A run worker process; `run()` starts a fresh one each time and always stops it."""
+    """A run worker process (`module`); `run()` starts a fresh one each time and always stops it."""
 
-    def __init__(self, env: dict | None = None):
-        super().__init__("workbench.execution.run_worker", env=env, name="run worker")
+    def __init__(self, env: dict | None = None, module: str = "workbench.execution.run_worker",
+                 name: str = "run worker"):
+        super().__init__(module, env=env, name=name)
 
     def run(self, req: dict, timeout: float) -> dict:
         try:

@@ -1,7 +1,7 @@
 """The SYCL run worker: SPIR-V kernels + a host plan, run through dpctl (no MLIR in this process).
 
 `python -m workbench.execution.sycl_runner FD` serves run requests (started fresh per run by
-`SyclRunClient`, so a kernel that crashes or hangs the runtime takes only this process down);
+`Target.execute` through `RunClient`, so a kernel that crashes or hangs the runtime takes only this process down);
 `python -m workbench.execution.sycl_runner --probe` prints the SYCL devices as JSON (what
 `probe_devices` runs, in a subprocess with a timeout, so listing targets never hangs).
 
@@ -29,7 +29,7 @@ import traceback
 from functools import lru_cache
 from pathlib import Path
 
-from workbench.execution.worker_client import PACKAGE_ROOT, WorkerProcess
+from workbench.execution.worker_client import PACKAGE_ROOT
 
 PROBE_TIMEOUT_S = 30.0
 OPENCL_CPU_LIBRARY = "libintelocl.so"
@@ -91,17 +91,6 @@ def backends(devices: list[dict]) -> str:
     return ", ".join(dict.fromkeys(f"{d['backend']}:{d['type']}" for d in devices)) or "none"
 
 
-class SyclRunClient(WorkerProcess):
-    """A SYCL run worker; `run()` starts a fresh one each time and always stops it."""
-
-    def __init__(self, env: dict | None = None):
-        super().__init__("workbench.execution.sycl_runner", env=env, name="SYCL run worker")
-
-    def run(self, req: dict, timeout: float) -> dict:
-        try:
-            return self.request(dict(req, op="run"), timeout=timeout)
-        finally:
-            self.kill()
 
 
 # -- worker side ------------------------------------------------------------------------------

@@ -75,33 +75,54 @@ class Target:
             env["LH_WORKBENCH_THREADS"] = str(threads)  # the run worker pins itself to this many cores
         return env
 
-    def execute(self, llvm: str, meta: dict, inputs: list, *, call: bool, bench: bool, timeout: float,
-                threads: int | None = None, opt_level: int = 3) -> dict:
-        """JIT and run in an isolated run worker; returns the worker's answer (never raises for code faults)."""
-        import numpy as np
+    #: the worker module that runs this target's artifacts (one fresh process per run)
+    run_worker_module: ClassVar[str] = "workbench.execution.run_worker"
+    run_worker_name: ClassVar[str] = "run worker"
 
-        from workbench.execution.runner import RunClient, numpy_dtype
+    def execute(self, artifact: Any, meta: dict, inputs: list, *, call: bool, bench: bool, timeout: float,
+                threads: int | None = None, opt_level: int = 3) -> dict:
+        """Run `artifact` in an isolated run worker; returns the worker's answer (never raises for code faults)."""
+        from workbench.execution.runner import RunClient
 
         ok, why = self.can_run()
         if not ok:
             return {"ok": False, "error": f"target {self.name} cannot run here: {why}"}
-        specs = meta["arg_specs"]
-        n_in, n_out = meta["num_inputs"], meta["num_outputs"]
         try:
-            libs = self.shared_libs() + self.extra_libraries(llvm)
+            req = self.run_request(artifact, meta, inputs, call=call, bench=bench, opt_level=opt_level)
         except RuntimeError as e:  # a library the code needs is missing: a clear failure, not a JIT error
             return {"ok": False, "error": str(e)}
-        req = {"llvm": llvm, "libs": libs, "opt_level": opt_level, "inputs": inputs,
-               "outputs": [{"shape": o["shape"], "dtype": np.dtype(numpy_dtype(o["dtype"])).str}
-                           for o in specs[n_in:n_in + n_out]],
-               "times_len": meta["iterations"],
+        client = RunClient(env=self.run_env(threads), module=self.run_worker_module, name=self.run_worker_name)
+        return client.run(req, timeout=timeout)
+
+    def run_request(self, artifact: Any, meta: dict, inputs: list, *, call: bool, bench: bool,
+                    opt_level: int = 3) -> dict:
+        """The request the run worker gets; the default JIT-compiles an LLVM-dialect module."""
+        req = self.jit_request(artifact, meta, meta["arg_specs"], call=call, bench=bench, opt_level=opt_level)
+        req["inputs"] = inputs
+        return req
+
+    def jit_request(self, llvm: str, meta: dict, arg_specs: list[dict], *, call: bool, bench: bool,
+                    opt_level: int = 3) -> dict:
+        """An ExecutionEngine run of the wrapper (`_lh_call` once, `_lh_bench` timed); no inputs yet."""
+        req = {"llvm": llvm, "libs": self.shared_libs() + self.extra_libraries(llvm), "opt_level": opt_level,
+               "outputs": output_specs(meta, arg_specs), "times_len": meta["iterations"],
                "call": "_lh_call" if call else None, "bench": "_lh_bench" if bench else None}
         req.update(self.extra_run_request())
-        return RunClient(env=self.run_env(threads)).run(req, timeout=timeout)
+        return req
 
     def extra_run_request(self) -> dict:
         """Target-specific additions to the run request (libraries to preload, engine initialisation)."""
         return {}
+
+
+def output_specs(meta: dict, arg_specs: list[dict]) -> list[dict]:
+    """Shapes and numpy dtypes of the wrapper's output buffers (after its inputs)."""
+    import numpy as np
+
+    from workbench.execution.runner import numpy_dtype
+
+    n_in, n_out = meta["num_inputs"], meta["num_outputs"]
+    return [{"shape": o["shape"], "dtype": np.dtype(numpy_dtype(o["dtype"])).str} for o in arg_specs[n_in:n_in + n_out]]
 
 
 _REGISTRY: dict[str, Target] = {}

@@ -25,7 +25,9 @@ class CudaTarget(Target):
     reference_lowering = "cpu-naive"
     reference_target = "cpu"
     runtime_libraries = ("mlir_cuda_runtime", "mlir_runner_utils", "mlir_c_runner_utils")
+    # a GPU run worker: libcuda probed first, CUDA runtime errors printed to stderr detected
     run_worker_module = "workbench.execution.gpu_run_worker"
+    run_worker_name = "gpu run worker"
 
     #: the shipped schedules the selector fills in (pipelines/cuda/*.py)
     matmul_schedule = "cuda/matmul.py"
@@ -63,24 +65,6 @@ class CudaTarget(Target):
                 chosen.setdefault(f"pipelines/{self.softmax_schedule}[gen=softmax_rows]", {})
         return chosen
 
-    def execute(self, llvm: str, meta: dict, inputs: list, *, call: bool, bench: bool, timeout: float,
-                threads: int | None = None, opt_level: int = 3) -> dict:
-        """JIT and run in a GPU run worker (libcuda probed first, CUDA runtime errors detected)."""
-        import numpy as np
-
-        from workbench.execution.runner import RunClient, numpy_dtype
-        from workbench.execution.worker_client import WorkerProcess
-
-        ok, why = self.can_run()
-        if not ok:
-            return {"ok": False, "error": f"target {self.name} cannot run here: {why}"}
-        specs = meta["arg_specs"]
-        n_in, n_out = meta["num_inputs"], meta["num_outputs"]
-        req = {"llvm": llvm, "libs": self.shared_libs(), "opt_level": opt_level, "inputs": inputs,
-               "outputs": [{"shape": o["shape"], "dtype": np.dtype(numpy_dtype(o["dtype"])).str}
-                           for o in specs[n_in:n_in + n_out]],
-               "times_len": meta["iterations"], "initialize": True,
-               "call": "_lh_call" if call else None, "bench": "_lh_bench" if bench else None}
-        client = RunClient(env=self.run_env(threads))
-        WorkerProcess.__init__(client, self.run_worker_module, env=self.run_env(threads), name="gpu run worker")
-        return client.run(req, timeout=timeout)
+    def extra_run_request(self) -> dict:
+        # the GPU module is loaded by a global constructor: ExecutionEngine.initialize() must run
+        return {"initialize": True}

@@ -134,7 +134,6 @@ class MpiTarget(Target):
     def execute(self, llvm: str, meta: dict, inputs: list, *, call: bool, bench: bool, timeout: float,
                 threads: int | None = None, opt_level: int = 3) -> dict:
         from workbench.execution.mpi_launch import run_ranks
-        from workbench.execution.runner import numpy_dtype
 
         ok, why = self.can_run()
         if not ok:
@@ -145,11 +144,7 @@ class MpiTarget(Target):
         n_in, n_out = meta["num_inputs"], meta["num_outputs"]
         local, split = meta["rank_arg_specs"], meta["split_dims"]
         rank_inputs = [[_block(a, split[i], r, ranks) for i, a in enumerate(inputs)] for r in range(ranks)]
-        req = {"llvm": llvm, "libs": self.shared_libs(), "opt_level": opt_level,
-               "outputs": [{"shape": o["shape"], "dtype": np.dtype(numpy_dtype(o["dtype"])).str}
-                           for o in local[n_in:n_in + n_out]],
-               "times_len": meta["iterations"],
-               "call": "_lh_call" if call else None, "bench": "_lh_bench" if bench else None}
+        req = self.jit_request(llvm, meta, local, call=call, bench=bench, opt_level=opt_level)
         ans = run_ranks(req, rank_inputs, timeout=timeout, env=self.run_env(threads))
         if not ans["ok"]:
             return ans

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any, ClassVar
 
-from workbench.targets.base import Target, register
+from workbench.targets.base import Target, output_specs, register
 
 #: choose the device: a SYCL filter string such as "opencl:cpu" or "level_zero:gpu:0"
 DEVICE_ENV = "LH_WORKBENCH_SYCL_DEVICE"
@@ -77,23 +77,15 @@ class SyclTarget(Target):
         env.update(sycl_runner.sycl_env())
         return env
 
-    def execute(self, artifact: Any, meta: dict, inputs: list, *, call: bool, bench: bool, timeout: float,
-                threads: int | None = None, opt_level: int = 3) -> dict:
-        import numpy as np
+    run_worker_module = "workbench.execution.sycl_runner"
+    run_worker_name = "SYCL run worker"
 
-        from workbench.execution.runner import numpy_dtype
-        from workbench.execution.sycl_runner import SyclRunClient
-
-        ok, why = self.can_run()
-        if not ok:
-            return {"ok": False, "error": f"target {self.name} cannot run here: {why}"}
-        specs = meta["arg_specs"]
-        n_in, n_out = meta["num_inputs"], meta["num_outputs"]
-        req = {"plan": artifact, "device": self.device_spec(), "inputs": inputs,
-               "outputs": [{"shape": o["shape"], "dtype": np.dtype(numpy_dtype(o["dtype"])).str}
-                           for o in specs[n_in:n_in + n_out]],
-               "call": call, "bench": bench, "warmup": meta.get("warmup", 0), "iterations": meta["iterations"]}
-        return SyclRunClient(env=self.run_env(threads)).run(req, timeout=timeout)
+    def run_request(self, artifact: Any, meta: dict, inputs: list, *, call: bool, bench: bool,
+                    opt_level: int = 3) -> dict:
+        """The host plan + SPIR-V kernels the SYCL worker executes through dpctl."""
+        return {"plan": artifact, "device": self.device_spec(), "inputs": inputs,
+                "outputs": output_specs(meta, meta["arg_specs"]),
+                "call": call, "bench": bench, "warmup": meta.get("warmup", 0), "iterations": meta["iterations"]}
 
     def select_params(self, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
         return {}

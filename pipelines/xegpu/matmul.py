@@ -5,8 +5,11 @@
 turns vector transfers into XeGPU ops (convert-vector-to-xegpu) and sets the XeGPU layouts with
 the upstream transform.xegpu.* ops: subgroup layout (wg tile / sg tile), per-subgroup data, the
 instruction tiles of the 2D block loads and of DPAS (8x16x16), plus cooperative prefetches of the
-A and B tiles. `pipelines/xegpu/lower.yaml` (xegpu-lower) distributes to subgroups and lanes and
-lowers to XeVM; gpu-module-to-binary then needs LLVM's SPIR-V backend.
+A and B tiles. Loads, stores and DPAS carry anchor layouts (`layout = ...`, layout_a/b/cd), the
+accumulator's load before the K loop included: xegpu-wg-to-sg-distribute types the loop's iter_arg
+from it. `pipelines/xegpu/distribute.yaml` (xegpu-distribute) distributes to subgroups and lanes;
+`pipelines/xegpu/lower.yaml` (xegpu-lower) goes on to XeVM/LLVM kernels; gpu-module-to-binary then
+needs LLVM's SPIR-V backend (see NOTES.md).
 
 Constraints (checked here): the work-group tile is a multiple of the subgroup tile; the prefetch
 tiles split the A (wg_m x k_tile) and B (k_tile x wg_n) tiles into exactly as many pieces as there
@@ -127,16 +130,28 @@ def xegpu_matmul(wg_m: int = 128, wg_n: int = 128, sg_m: int = 32, sg_n: int = 3
             pf_b = xegpu.insert_prefetch(tile_b, nb_prefetch=nb_prefetch)
             xegpu.set_desc_layout(pf_b, sg_layout=[k_tile // prefetch_b_k, wg_n // prefetch_b_n],
                                   sg_data=[prefetch_b_k, prefetch_b_n], inst_data=PREFETCH_INST)
+            # Loads, stores and DPAS get anchor layouts (`layout = ...` on load_nd/store_nd,
+            # layout_a/b/cd on dpas), not only their tensor_descs: xegpu-wg-to-sg-distribute types
+            # the scf.for iter_args by the layout of their producers, so the accumulator's load
+            # (before the K loop) needs one (see NOTES.md).
             for index, tile, data, load_inst, dpas_inst in (
                     (0, tile_a, [sg_m, k_tile], [load_a_m, load_a_k], [DPAS_M, DPAS_K]),
                     (1, tile_b, [k_tile, sg_n], [load_b_k, load_b_n], [DPAS_K, DPAS_N])):
-                xegpu.set_desc_layout(xegpu.get_desc_op(tile), sg_layout=sg_layout, sg_data=data, inst_data=load_inst)
+                load_layout = dict(sg_layout=sg_layout, sg_data=data, inst_data=load_inst)
+                xegpu.set_desc_layout(xegpu.get_desc_op(tile), **load_layout)
+                xegpu.set_op_layout_attr(transform.get_producer_of_operand(any_op, dpas, index),
+                                         result=True, index=0, **load_layout)
                 xegpu.convert_layout(tile, input_sg_layout=sg_layout, input_sg_data=data, input_inst_data=load_inst,
                                      target_sg_layout=sg_layout, target_sg_data=data, target_inst_data=dpas_inst)
                 xegpu.set_op_layout_attr(dpas, index=index, sg_layout=sg_layout, sg_data=data, inst_data=dpas_inst)
             c_layout = dict(sg_layout=sg_layout, sg_data=[sg_m, sg_n], inst_data=[DPAS_M, DPAS_N])
             xegpu.set_desc_layout(xegpu.get_desc_op(tile_c), **c_layout)
+            # the accumulator: its load before the loop (the K loop's iter_arg init, operand 3) ...
+            xegpu.set_op_layout_attr(transform.get_producer_of_operand(any_op, k_loop, 3),
+                                     result=True, index=0, **c_layout)
+            # ... the DPAS result, and the store of the loop's result
             xegpu.set_op_layout_attr(dpas, result=True, index=0, **c_layout)
+            xegpu.set_op_layout_attr(match(gpu_func, "xegpu.store_nd"), index=0, **c_layout)
             cleanup(gpu_func)
             transform.apply_licm(k_loop)
             cleanup(gpu_func)

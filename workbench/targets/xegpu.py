@@ -1,7 +1,8 @@
 """The xegpu target: XeGPU schedules (upstream transform.xegpu.* ops and xegpu-* passes) for Intel
 GPUs, run through the same dpctl runtime as `sycl`, on an Intel GPU only.
 
-Pipelines: `xegpu-lower` (work-group XeGPU -> subgroups -> lanes -> XeVM, inside the gpu.module),
+Pipelines: `xegpu-distribute` (work-group XeGPU -> subgroups -> lanes, inside the gpu.module),
+`xegpu-lower` (that, then XeGPU -> XeVM -> LLVM kernels, inside the gpu.module),
 `xegpu-binary` (gpu-module-to-binary: needs LLVM's SPIR-V backend, which the pinned wheels lack).
 The schedule is pipelines/xegpu/matmul.py[gen=xegpu_matmul] (f16 x f16 -> f32 with DPAS).
 """
@@ -18,6 +19,7 @@ class XegpuTarget(SyclTarget):
     name = "xegpu"
     description = "Intel GPUs: XeGPU schedules lowered through XeVM, run with dpctl on an Intel GPU"
     named_pipelines = {
+        "xegpu-distribute": "xegpu/distribute.yaml",
         "xegpu-lower": "xegpu/lower.yaml",
         "xegpu-binary": "xegpu/binary.yaml",
         "xegpu-run-lower": "xegpu/run-lower.yaml",

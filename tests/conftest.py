@@ -64,3 +64,45 @@ def run_cli(args, cwd=REPO, env_extra=None, timeout=120):
         env.update(env_extra)
     return subprocess.run(CLI + [str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+# -- a workbench context shared by a test module (its own compile worker), and command helpers ----
+
+@pytest.fixture(scope="module")
+def ctx(tmp_path_factory):
+    """A CommandContext over a fresh Session, shared by the tests of one module."""
+    from workbench.commands import CommandContext, default_registry
+    from workbench.session import Session
+
+    os.environ["LH_WORKBENCH_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
+    s = Session()
+    yield CommandContext(s, default_registry())
+    s.close()
+
+
+def do(ctx, line: str):
+    """Dispatch one command line; the Result (failed or not)."""
+    return ctx.registry.dispatch(line, ctx)
+
+
+def ok(ctx, line: str):
+    """Dispatch one command line that must succeed."""
+    res = do(ctx, line)
+    assert res.ok, f"{line}: {res.error}\n{res.detail}"
+    return res
+
+
+def matmul_payload(path: Path, m: int, n: int, k: int, name: str = "matmul") -> Path:
+    """Write a tensor f32 matmul payload (C + A x B) of the given shape."""
+    a, b, c = f"tensor<{m}x{k}xf32>", f"tensor<{k}x{n}xf32>", f"tensor<{m}x{n}xf32>"
+    path.write_text(f"func.func @{name}(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
+                    f"  %0 = linalg.matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
+    return path
+
+
+def load_npys(d: Path, prefix: str) -> list:
+    """prefix0.npy, prefix1.npy, ... as written by `run --save-outputs`."""
+    import numpy as np
+
+    return [np.load(f) for f in sorted(d.glob(f"{prefix}*.npy"), key=lambda f: int(f.stem[len(prefix):]))]
+

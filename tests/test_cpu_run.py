@@ -9,39 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workbench.commands import CommandContext, default_registry
 from workbench.execution.runner import compare, make_inputs, RunInputError
-from workbench.session import Session
+from conftest import do, load_npys as load_outputs, ok
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 PAYLOADS = Path(__file__).parent / "payloads"
-
-
-@pytest.fixture(scope="module")
-def ctx(tmp_path_factory):
-    import os
-
-    os.environ["LH_WORKBENCH_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
-    s = Session()
-    c = CommandContext(s, default_registry())
-    yield c
-    s.close()
-
-
-def do(ctx, line):
-    res = ctx.registry.dispatch(line, ctx)
-    return res
-
-
-def ok(ctx, line):
-    res = do(ctx, line)
-    assert res.ok, f"{line}: {res.error}\n{res.detail}"
-    return res
-
-
-def load_outputs(d: Path, prefix: str) -> list[np.ndarray]:
-    return [np.load(p) for p in sorted(d.glob(f"{prefix}*.npy"), key=lambda p: int(p.stem[len(prefix):]))]
 
 
 def _matmul_ref(d: Path) -> np.ndarray:

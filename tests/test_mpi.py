@@ -11,9 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workbench.commands import CommandContext, default_registry
 from workbench.execution.mpi_launch import availability
-from workbench.session import Session
+from conftest import do, ok
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -21,25 +20,6 @@ PAYLOADS = Path(__file__).parent / "payloads"
 
 _ok, _why = availability()
 pytestmark = pytest.mark.skipif(not _ok, reason=f"mpi target unavailable: {_why}")
-
-
-@pytest.fixture(scope="module")
-def ctx(tmp_path_factory):
-    os.environ["LH_WORKBENCH_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
-    s = Session()
-    c = CommandContext(s, default_registry())
-    yield c
-    s.close()
-
-
-def do(ctx, line):
-    return ctx.registry.dispatch(line, ctx)
-
-
-def ok(ctx, line):
-    res = do(ctx, line)
-    assert res.ok, f"{line}: {res.error}\n{res.detail}"
-    return res
 
 
 def load(d: Path, prefix: str) -> list[np.ndarray]:

@@ -12,6 +12,7 @@ from workbench.commands import CommandContext, default_registry
 from workbench.session import Session, read_session_file, replay_into
 from workbench.steps.kinds import Step
 from workbench.steps.params import ParamError, ParamSpec, Schema, candidate_values, generator_schema
+from conftest import ok
 
 REPO = Path(__file__).resolve().parents[1]
 FIX = REPO / "tests" / "fixtures" / "params"
@@ -30,12 +31,6 @@ def ctx(compile_client):
     s = Session(client=compile_client)
     s.journal_enabled = False
     return CommandContext(s, default_registry())
-
-
-def ok(ctx, line):
-    res = ctx.registry.dispatch(line, ctx)
-    assert res.ok, f"{line}: {res.error}\n{res.detail}"
-    return res
 
 
 def fail(ctx, line):

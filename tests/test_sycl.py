@@ -5,37 +5,20 @@ it they skip with the reason the target gives.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from workbench.commands import CommandContext, default_registry
 from workbench.execution import sycl_runner
-from workbench.session import Session
 from workbench.targets import get_target
+from conftest import ok
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
 _can, _why = get_target("sycl").can_run()
 needs_sycl = pytest.mark.skipif(not _can, reason=f"sycl target cannot run here: {_why}")
-
-
-@pytest.fixture(scope="module")
-def ctx(tmp_path_factory):
-    os.environ["LH_WORKBENCH_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
-    s = Session()
-    c = CommandContext(s, default_registry())
-    yield c
-    s.close()
-
-
-def ok(ctx, line):
-    res = ctx.registry.dispatch(line, ctx)
-    assert res.ok, f"{line}: {res.error}\n{res.detail}"
-    return res
 
 
 def load(d: Path, prefix: str) -> list[np.ndarray]:

@@ -11,15 +11,9 @@ import pytest
 from workbench.commands import CommandContext, default_registry
 from workbench.execution import ukernels
 from workbench.session import Session
+from conftest import load_npys as load, matmul_payload as mm_payload, ok
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def mm_payload(path: Path, m: int, n: int, k: int) -> Path:
-    a, b, c = f"tensor<{m}x{k}xf32>", f"tensor<{k}x{n}xf32>", f"tensor<{m}x{n}xf32>"
-    path.write_text(f"func.func @matmul(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
-                    f"  %0 = linalg.matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
-    return path
 
 
 @pytest.fixture
@@ -27,16 +21,6 @@ def ctx(compile_client):
     s = Session(client=compile_client)
     s.journal_enabled = False
     return CommandContext(s, default_registry())
-
-
-def ok(ctx, line):
-    res = ctx.registry.dispatch(line, ctx)
-    assert res.ok, f"{line}: {res.error}\n{res.detail}"
-    return res
-
-
-def load(d: Path, prefix: str) -> list[np.ndarray]:
-    return [np.load(p) for p in sorted(d.glob(f"{prefix}*.npy"), key=lambda p: int(p.stem[len(prefix):]))]
 
 
 def test_numpy_openblas_is_located():

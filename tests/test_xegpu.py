@@ -3,34 +3,17 @@ upstream xegpu-* passes to subgroups, lanes and XeVM/LLVM, `export reproducer` o
 failing with one clear line where there is no Intel GPU (issue 6)."""
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-from workbench.commands import CommandContext, default_registry
-from workbench.session import Session
 from workbench.targets import get_target
+from conftest import ok
 
 ROOT = Path(__file__).resolve().parents[1]
 PAYLOAD = ROOT / "examples" / "matmul_f16.mlir"
 SCHEDULE = "pipelines/xegpu/matmul.py[gen=xegpu_matmul]"
-
-
-@pytest.fixture(scope="module")
-def ctx(tmp_path_factory):
-    os.environ["LH_WORKBENCH_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
-    s = Session()
-    c = CommandContext(s, default_registry())
-    yield c
-    s.close()
-
-
-def ok(ctx, line):
-    res = ctx.registry.dispatch(line, ctx)
-    assert res.ok, f"{line}: {res.error}\n{res.detail}"
-    return res
 
 
 def test_schedule_maps_matmul_to_workgroup_xegpu_with_layouts(ctx):

@@ -84,11 +84,13 @@ def torch_run(n: int, dtype: str) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--f16-configs", default="block_m=128 block_n=128 warp_m=64 warp_n=64 unroll_k=1;"
-                                             "block_m=128 block_n=128 warp_m=64 warp_n=64 unroll_k=4;"
-                                             "block_m=128 block_n=128 warp_m=64 warp_n=64 unroll_k=8;"
-                                             "block_m=128 block_n=128 warp_m=64 warp_n=64 unroll_k=16;"
-                                             "block_m=64 block_n=128 warp_m=32 warp_n=64 unroll_k=16")
+    ap.add_argument("--f16-configs", default="block_m=128 block_n=128 warp_m=64 warp_n=64 unroll_k=16;"
+                                             "gen=matmul_mma_smem block_m=128 block_n=128 block_k=32 warp_m=64 warp_n=64;"
+                                             "gen=matmul_mma_smem block_m=128 block_n=128 block_k=64 warp_m=64 warp_n=64;"
+                                             "gen=matmul_mma_smem block_m=128 block_n=256 block_k=32 warp_m=64 warp_n=64;"
+                                             "gen=matmul_mma_smem block_m=256 block_n=128 block_k=32 warp_m=64 warp_n=64;"
+                                             "gen=matmul_mma_smem block_m=128 block_n=128 block_k=32 warp_m=64 warp_n=32",
+                    help="';'-separated parameter sets; one may start with gen=NAME (default matmul_mma)")
     ap.add_argument("--f32-configs", default="block_m=64 block_n=64 block_k=16 thread_m=4 thread_n=4;"
                                              "block_m=64 block_n=64 block_k=32 thread_m=4 thread_n=4;"
                                              "block_m=64 block_n=64 block_k=64 thread_m=4 thread_n=4;"
@@ -99,11 +101,15 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="lh-gpu-bench-"))
     rows = []
     best = {}
-    for dtype, n, gen, configs in (("f16", 4096, "matmul_mma", args.f16_configs),
+    for dtype, n, default_gen, configs in (("f16", 4096, "matmul_mma", args.f16_configs),
                                    ("f32", 2048, "matmul_simt", args.f32_configs)):
         ref = torch_run(n, dtype)
         rows.append((f"torch.matmul {dtype} {n}^3", ref["median_s"], ref["tflops"], "", "cuBLAS"))
         for params in [c.strip() for c in configs.split(";") if c.strip()]:
+            gen = default_gen
+            if params.startswith("gen="):  # another generator of pipelines/cuda/matmul.py
+                first, _, params = params.partition(" ")
+                gen = first[len("gen="):]
             r = workbench_run(n, dtype, gen, params, args.iterations, work)
             if not r["ok"]:
                 print(f"FAILED {dtype} {n} {gen}{{{params}}}: {r['error']}\n{(r.get('detail') or '')[-2000:]}", flush=True)
@@ -114,7 +120,7 @@ def main() -> int:
                          f"{r['rel_err']:.2e} {'ok' if ok else 'WRONG'}", f"{r['tflops'] / ref['tflops']:.3f}x"))
             print(rows[-1], flush=True)
             if ok and r["tflops"] / ref["tflops"] > best.get(dtype, (0.0, ""))[0]:
-                best[dtype] = (r["tflops"] / ref["tflops"], params)
+                best[dtype] = (r["tflops"] / ref["tflops"], f"gen={gen} {params}")
     print(f"\n{'kernel':<80} {'median':>10} {'TFLOP/s':>9}  {'max rel err':<16} vs cuBLAS")
     for name, t, tf, err, ratio in rows:
         print(f"{name:<80} {t * 1e3:>8.3f}ms {tf:>9.2f}  {err:<16} {ratio}")

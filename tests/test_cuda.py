@@ -12,8 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workbench.commands import CommandContext, default_registry
-from workbench.session import Session
+from conftest import ok
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -28,21 +27,6 @@ def _gpu_reason() -> str:
 
 GPU_MISSING = _gpu_reason()
 needs_gpu = pytest.mark.skipif(bool(GPU_MISSING), reason=f"no usable NVIDIA GPU: {GPU_MISSING}")
-
-
-@pytest.fixture(scope="module")
-def ctx(tmp_path_factory):
-    os.environ["LH_WORKBENCH_STATE_DIR"] = str(tmp_path_factory.mktemp("state"))
-    s = Session()
-    c = CommandContext(s, default_registry())
-    yield c
-    s.close()
-
-
-def ok(ctx, line):
-    res = ctx.registry.dispatch(line, ctx)
-    assert res.ok, f"{line}: {res.error}\n{res.detail}"
-    return res
 
 
 def matmul_payload(tmp_path: Path, m: int, n: int, k: int, dtype: str) -> Path:
@@ -97,6 +81,23 @@ def test_matmul_f16_lowers_to_mma_sync(ctx, tmp_path):
     assert "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16" in ptx
 
 
+def test_matmul_f16_shared_memory_lowers_to_cp_async_ldmatrix(ctx, tmp_path):
+    ok(ctx, f"load {matmul_payload(tmp_path, 256, 128, 64, 'f16')}")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_mma_smem]{block_m=128 block_n=128 block_k=32 warp_m=64 warp_n=64}")
+    ir = ctx.session.current_ir
+    assert "memref.global \"private\" @" in ir and "#gpu.address_space<workgroup>" in ir
+    ok(ctx, "apply cuda-lower{chip=sm_90}")
+    ptx = ptx_of(ctx.session.current_ir)
+    assert ".shared .align" in ptx  # the A and B tiles
+    # per K step and thread: 128x32 + 32x128 halves / 128 threads / 8 per 16-byte cp.async = 8 copies
+    assert ptx.count("cp.async.cg.shared.global") == 8 and "cp.async.wait_group" in ptx
+    # per K step and warp: A 4 (m) x 2 (k) ldmatrix.x4, B 8 (n) x 2 (k) ldmatrix.x2.trans, 64 mma
+    assert ptx.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16") == 8
+    assert ptx.count("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16") == 16
+    assert ptx.count("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16") == 64
+    assert "bar.sync" in ptx and "ld.local" not in ptx
+
+
 def test_softmax_lowers_to_gpu_binary(ctx):
     ok(ctx, f"load {EXAMPLES / 'softmax.mlir'}")
     ok(ctx, "bench iterations=2")
@@ -134,7 +135,7 @@ def test_selector_picks_tensor_cores_for_f16(ctx, tmp_path):
 
     ok(ctx, f"load {matmul_payload(tmp_path, 256, 128, 64, 'f16')}")
     (spec, params), = get_target("cuda").select_params(ctx.session.inspect()).items()
-    assert spec.endswith("cuda/matmul.py[gen=matmul_mma]")
+    assert spec.endswith("cuda/matmul.py[gen=matmul_mma_smem]")
     assert 256 % params["block_m"] == 0 and params["block_m"] % params["warp_m"] == 0 and params["warp_m"] % 16 == 0
     ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
     (spec, params), = get_target("cuda").select_params(ctx.session.inspect()).items()
@@ -146,6 +147,8 @@ def test_schedule_params_validated():
 
     schema, _ = generator_schema(ROOT / "pipelines/cuda/matmul.py", "matmul_mma")
     assert set(schema.params) == {"block_m", "block_n", "warp_m", "warp_n", "unroll_k"}
+    schema, _ = generator_schema(ROOT / "pipelines/cuda/matmul.py", "matmul_mma_smem")
+    assert set(schema.params) == {"block_m", "block_n", "block_k", "warp_m", "warp_n", "vector_bits"}
     assert schema.params["warp_m"].min == 16
 
 
@@ -201,6 +204,20 @@ def test_gpu_matmul_f32_checked(ctx, tmp_path):
 def test_gpu_matmul_f16_tensor_cores_checked(ctx, tmp_path):
     ok(ctx, f"load {matmul_payload(tmp_path, 256, 128, 512, 'f16')}")
     ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_mma]{block_m=64 block_n=64 warp_m=32 warp_n=32}")
+    res = ok(ctx, f"run --target cuda --check --iterations 3 --save-outputs {tmp_path / 'o'}")
+    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+    a, b, c = (x.astype(np.float64) for x in _load(tmp_path / "o", "input"))
+    got = _load(tmp_path / "o", "output")[0].astype(np.float64)
+    want = c + a @ b
+    assert np.abs(got - want).max() / np.abs(want).max() < 1e-2
+
+
+@needs_gpu
+@pytest.mark.parametrize("params", ["block_m=64 block_n=64 block_k=32 warp_m=32 warp_n=32",
+                                    "block_m=128 block_n=128 block_k=32 warp_m=64 warp_n=64"])
+def test_gpu_matmul_f16_shared_memory_checked(ctx, tmp_path, params):
+    ok(ctx, f"load {matmul_payload(tmp_path, 256, 128, 512, 'f16')}")
+    ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_mma_smem]{{{params}}}")
     res = ok(ctx, f"run --target cuda --check --iterations 3 --save-outputs {tmp_path / 'o'}")
     assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
     a, b, c = (x.astype(np.float64) for x in _load(tmp_path / "o", "input"))

@@ -18,6 +18,17 @@ Shapes must be static and divisible by the tiles (no remainder handling).
     16-bit loads; no shared-memory staging, no ldmatrix, no cp.async pipeline): far from cuBLAS.
     Threads per block = 32 * (block_m / warp_m) * (block_n / warp_n).
 
+``matmul_mma_smem``  (f16 x f16 -> f16, tensor cores, sm_80+): blocks of block_m x block_n walk K in
+    steps of block_k; each step copies the A (block_m x block_k) and B (block_k x block_n) tiles into
+    shared memory (``transform.structured.promote`` into #gpu.address_space<workgroup>, allocas
+    turned into 128-byte aligned ``memref.global``s by ``transform.memref.alloca_to_global``), each
+    thread moving vector_bits-wide pieces with ``cp.async`` (``transform.nvgpu.create_async_groups``,
+    L1 bypassed), a barrier, then warps of warp_m x warp_n read their operands with ``ldmatrix``
+    (convert-vector-to-gpu on shared-memory reads) into m16n8k16 ``mma.sync``; the warp's C tile
+    stays in registers across the K loop (``hoist_redundant_vector_transfers`` after folding the
+    subviews into the transfers). One stage: the copies of step k+1 do not overlap the mma of step k.
+    Threads per block = 32 * (block_m / warp_m) * (block_n / warp_n).
+
 ``select(m, n, k, dtype)`` -> (generator, parameters) for a shape (the cuda target's selector).
 """
 
@@ -25,13 +36,14 @@ PAYLOAD_OP = "linalg.matmul"
 PARAMS = {
     "block_m": {"divides": "M", "min": 1, "max": 256, "help": "rows of C per thread block"},
     "block_n": {"divides": "N", "min": 1, "max": 256, "help": "columns of C per thread block"},
-    "block_k": {"divides": "K", "min": 1, "max": 256, "help": "K step of the thread tile loop (SIMT)"},
+    "block_k": {"divides": "K", "min": 1, "max": 256, "help": "K step: SIMT thread tile loop; mma_smem shared-memory tile (multiple of 16)"},
     "thread_m": {"divides": "block_m", "min": 1, "max": 16, "help": "rows of C per thread (SIMT)"},
     "thread_n": {"divides": "block_n", "min": 1, "max": 16, "help": "columns of C per thread (SIMT)"},
     "warp_m": {"divides": "block_m", "min": 16, "max": 128, "help": "rows of C per warp (multiple of 16, mma)"},
     "warp_n": {"divides": "block_n", "min": 8, "max": 128, "help": "columns of C per warp (multiple of 8, mma)"},
     "vectorize": {"help": "SIMT: vectorize the thread tile and keep C in registers across K"},
     "unroll_k": {"min": 1, "max": 32, "help": "mma: K step = 16 * unroll_k per loop iteration (more loads in flight)"},
+    "vector_bits": {"min": 16, "max": 128, "help": "mma_smem: bits per cp.async global->shared copy (16-byte = 128)"},
 }
 CONSTRAINTS = [
     "(block_m / thread_m) * (block_n / thread_n) <= 1024",
@@ -140,6 +152,90 @@ def matmul_mma(block_m: int = 128, block_n: int = 128, warp_m: int = 64, warp_n:
 """ + _FOOTER
 
 
+def matmul_mma_smem(block_m: int = 128, block_n: int = 128, block_k: int = 32, warp_m: int = 64, warp_n: int = 64,
+                    vector_bits: int = 128) -> str:
+    _check(warp_m % 16 == 0 and warp_n % 8 == 0, "warp_m must be a multiple of 16, warp_n of 8 (m16n8k16)")
+    _check(block_k % 16 == 0, "block_k must be a multiple of 16")
+    _check(block_m % warp_m == 0 and block_n % warp_n == 0, "the warp tile must divide the block tile")
+    wx, wy = block_n // warp_n, block_m // warp_m
+    threads = 32 * wx * wy
+    _check(threads <= 1024, f"{wx * wy} warps per block (max 32)")
+    vec = vector_bits // 16
+    _check(vec >= 1 and block_k % vec == 0 and block_n % vec == 0, "vector width must divide block_k and block_n")
+    copies = []
+    for name, rows, cols in (("a", block_m, block_k), ("b", block_k, block_n)):
+        chunks = rows * cols // vec  # vector-wide pieces of the tile
+        _check(chunks % threads == 0, f"{name} tile {rows}x{cols}: {chunks} {vector_bits}-bit pieces, "
+                                      f"not a multiple of {threads} threads")
+        col_chunks = cols // vec  # threads side by side along a row, the rest stacked: each thread
+        _check(threads % col_chunks == 0 and rows % (threads // col_chunks) == 0,  # copies rows x vec
+               f"{name} tile {rows}x{cols}: {cols // vec} pieces per row do not tile {threads} threads")
+        copies.append((rows // (threads // col_chunks), vec))
+    (ra, ca), (rb, cb) = copies
+    return _HEADER + f"""
+    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %blk, %fb = transform.structured.tile_using_forall %mm tile_sizes [{block_m}, {block_n}]
+        (mapping = [#gpu.block<y>, #gpu.block<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %kt, %kl = transform.structured.tile_using_for %blk tile_sizes [0, 0, {block_k}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %p = transform.structured.promote %kt {{operands_to_promote = [0, 1], use_alloca, alignment = 128,
+        memory_space = #gpu.address_space<workgroup>}} : (!transform.any_op) -> !transform.any_op
+    %f0 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f0 {{
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %mm2 = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %wrp, %fw = transform.structured.tile_using_forall %mm2 tile_sizes [{warp_m}, {warp_n}]
+        (mapping = [#gpu.warp<y>, #gpu.warp<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %cps = transform.structured.match ops{{["linalg.copy"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %ca, %cb = transform.split_handle %cps : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %cat, %caf = transform.structured.tile_using_forall %ca tile_sizes [{ra}, {ca}]
+        (mapping = [#gpu.thread<linear_dim_1>, #gpu.thread<linear_dim_0>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %cbt, %cbf = transform.structured.tile_using_forall %cb tile_sizes [{rb}, {cb}]
+        (mapping = [#gpu.thread<linear_dim_1>, #gpu.thread<linear_dim_0>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %f = transform.get_parent_op %fb {{op_name = "func.func", deduplicate}} : (!transform.any_op) -> !transform.any_op
+    %gl = transform.gpu.map_forall_to_blocks %f generate_gpu_launch : (!transform.any_op) -> !transform.any_op
+    %m2 = transform.gpu.map_nested_forall_to_threads %gl block_dims = [{32 * wx}, {wy}, 1]
+        : (!transform.any_op) -> !transform.any_op
+    %f1 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f1 {{
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %pieces = transform.structured.match ops{{["linalg.matmul", "linalg.copy"]}} in %b : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %pieces {{create_named_contraction}} : !transform.any_op
+    %f2 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f2 {{
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    transform.apply_patterns to %f2 {{
+      transform.apply_patterns.memref.fold_memref_alias_ops
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    transform.apply_patterns to %f2 {{
+      transform.apply_patterns.gpu.unroll_vectors_subgroup_mma [16, 8, 16]
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    transform.apply_cse to %f2 : !transform.any_op
+    %f3 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
+    %launches = transform.structured.match ops{{["gpu.launch"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %kf = transform.get_parent_op %launches {{op_name = "func.func", deduplicate}} : (!transform.any_op) -> !transform.any_op
+    %f4 = transform.apply_registered_pass "convert-vector-to-gpu" with options = {{"use-nvgpu" = true}} to %kf
+        : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f4 {{
+      transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true
+      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %f5 = transform.nvgpu.create_async_groups %f4 {{bypass_l1}} : (!transform.any_op) -> !transform.any_op
+    %allocas = transform.structured.match ops{{["memref.alloca"]}} in %f5 : (!transform.any_op) -> !transform.op<"memref.alloca">
+    %gets, %globals = transform.memref.alloca_to_global %allocas
+        : (!transform.op<"memref.alloca">) -> (!transform.any_op, !transform.any_op)
+    %align = transform.param.constant 128 : i64 -> !transform.any_param
+    transform.annotate %globals "alignment" = %align : !transform.any_op, !transform.any_param
+""" + _FOOTER
+
+
 def _largest_divisor(n: int, candidates) -> int:
     for c in candidates:
         if n % c == 0:
@@ -149,6 +245,11 @@ def _largest_divisor(n: int, candidates) -> int:
 
 def select(m: int, n: int, k: int, dtype: str = "f32") -> tuple[str, dict]:
     """A schedule and its parameters for an m x n x k matmul of `dtype`."""
+    if dtype == "f16" and m % 128 == 0 and n % 128 == 0 and k % 32 == 0:
+        # measured on the H100 (bench/gpu_matmul.py, 4096^3): A/B tiles staged in shared memory by
+        # cp.async, ldmatrix, 128x128x32 blocks of 4 warps of 64x64: 102 TFLOP/s (0.132x cuBLAS);
+        # block_k=64 83, 128x256 blocks 100, 256x128 94, 64x32 warps 88; matmul_mma at best 48
+        return "matmul_mma_smem", {"block_m": 128, "block_n": 128, "block_k": 32, "warp_m": 64, "warp_n": 64}
     if dtype == "f16" and m % 16 == 0 and n % 8 == 0 and k % 16 == 0:
         # measured on the H100 (bench/gpu_matmul.py, 4096^3): 64x64 warp tiles in 128x128 blocks and
         # a deep K step (unroll_k=16: 47 TFLOP/s, 8: 36, 1: 7) win; the kernel is bound by load latency

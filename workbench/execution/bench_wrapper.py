@@ -30,11 +30,15 @@ class BenchError(Exception):
     pass
 
 
-def _sym(op) -> str:
+def symbol_name(op) -> str:
+    """The op's `sym_name`, or "" (shared by the worker-side modules)."""
     try:
         return ir.StringAttr(op.attributes["sym_name"]).value
     except Exception:
         return ""
+
+
+_sym = symbol_name
 
 
 def _funcs(module) -> list:

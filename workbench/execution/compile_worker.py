@@ -215,15 +215,9 @@ class CompileWorker:
             return preparer(work, lambda: self._lower_for_run(work, req.get("lowering") or [], label), meta, inserted)
         lowered = bench_wrapper.is_lowered(work)
         if not lowered:
-            for i, stage in enumerate(req.get("lowering") or []):
-                try:
-                    self._apply_stage(work, stage, label)
-                    work.operation.verify()
-                except StageError as e:
-                    return {"ok": False, "error": f"lowering failed: {e}", "diagnostics": e.diagnostics}
-                except ir.MLIRError as e:
-                    msg, detail = _split_mlir_error(e, label)
-                    return {"ok": False, "error": f"lowering failed: {msg}", "diagnostics": detail}
+            failure = self._lower_for_run(work, req.get("lowering") or [], label)
+            if failure is not None:
+                return failure
             if not bench_wrapper.is_lowered(work):
                 left = sorted(bench_wrapper.unlowered_ops(work))[:8]
                 return {"ok": False, "error": "after lowering, ops remain outside the LLVM dialect: "

@@ -20,6 +20,7 @@ from mlir import ir
 from mlir.dialects import gpu  # noqa: F401  (registers the gpu op views)
 
 from workbench.execution import bench_wrapper
+from workbench.execution.bench_wrapper import symbol_name as _sym
 
 ARTIFACT = "spirv-kernels"
 HOST_OPS = frozenset({"func.return", "func.call", "arith.constant", "memref.alloc", "memref.alloca",
@@ -31,11 +32,6 @@ class PlanError(Exception):
     pass
 
 
-def _sym(op) -> str:
-    try:
-        return ir.StringAttr(op.attributes["sym_name"]).value
-    except Exception:
-        return ""
 
 
 def _top_ops(module) -> list:

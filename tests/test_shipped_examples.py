@@ -46,3 +46,12 @@ def test_matmul_cpu_session_replays_and_runs(tmp_path):
     assert p.returncode == 0, p.stderr
     run = json.loads(out.read_text())["run"]
     assert run["target"] == "cpu" and run["check"]["passed"] and run["iterations"] == 5
+
+
+def test_matmul_fast_script_selects_and_runs_checked(tmp_path):
+    out = tmp_path / "out.json"
+    p = _cli(["examples/matmul.mlir", "--script", "commands/matmul-fast.lhw", "--json", str(out)], tmp_path)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["steps"][0]["spec"].startswith("pipelines/cpu/matmul.py[gen=matmul_tiling]")
+    assert doc["run"]["check"]["passed"] and doc["run"]["gflops"] > 0

@@ -237,3 +237,26 @@ def test_threads_pin_the_run_worker(monkeypatch):
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "1"
+
+
+def test_reference_run_is_reused_for_the_same_inputs(ctx, monkeypatch):
+    from workbench.targets import get_target
+
+    cpu = get_target("cpu")
+    calls = []
+    real = type(cpu).execute
+
+    def counting(self, artifact, meta, inputs, **kw):
+        calls.append(kw.get("bench"))
+        return real(self, artifact, meta, inputs, **kw)
+
+    monkeypatch.setattr(type(cpu), "execute", counting)
+    ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
+    ok(ctx, "apply pipelines/lib/tile.mlir")
+    ok(ctx, "run --check --iterations 1")
+    assert calls == [True, False]           # the run, then the reference run
+    ok(ctx, "params 1")                      # a no-op command in between
+    ok(ctx, "run --check --iterations 1")
+    assert calls == [True, False, True]     # same payload and inputs: the reference outputs are reused
+    ok(ctx, "run --check --iterations 1 --seed 7")
+    assert calls == [True, False, True, True, False]  # other inputs: a new reference run

@@ -125,12 +125,17 @@ def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: 
     from workbench.targets import get_target
 
     reference_target = get_target(target.reference_target)
-    try:
-        ref = _prepare(session, session.initial_sha, target.reference_lowering,
-                       {"warmup": 0, "iterations": 1, **({"entry": opts.entry} if opts.entry else {})},
-                       prelude=target.reference_prelude(), artifact=reference_target.run_artifact)
-    except SessionError as e:
-        return {"passed": False, "error": f"reference lowering failed: {e}"}
+    key = _reference_key(session, target, opts, inputs)
+    cached = session.reference_cache.get(key)
+    if cached is None:
+        try:
+            ref = _prepare(session, session.initial_sha, target.reference_lowering,
+                           {"warmup": 0, "iterations": 1, **({"entry": opts.entry} if opts.entry else {})},
+                           prelude=target.reference_prelude(), artifact=reference_target.run_artifact)
+        except SessionError as e:
+            return {"passed": False, "error": f"reference lowering failed: {e}"}
+        cached = {"ref": ref, "want": None}
+    ref = cached["ref"]
     rmeta = ref["bench"]
     ref_specs = rmeta["arg_specs"][:rmeta["num_inputs"]]
     got_specs = meta["arg_specs"][:meta["num_inputs"]]
@@ -142,11 +147,15 @@ def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: 
     if [(s["shape"], s["dtype"]) for s in ref_specs] != [(s["shape"], s["dtype"]) for s in got_specs]:
         return {"passed": False, "error": "cannot check: the entry's inputs changed shape since the payload ("
                 + ", ".join(s["type"] for s in got_specs) + " vs " + ", ".join(s["type"] for s in ref_specs) + ")"}
-    rans = reference_target.execute(_artifact(ref), rmeta, inputs[:len(ref_specs)], call=True, bench=False, timeout=opts.timeout)
-    if not rans["ok"]:
-        return {"passed": False, "error": f"reference run failed: {rans['error']}"}
+    if cached["want"] is None:
+        rans = reference_target.execute(_artifact(ref), rmeta, inputs[:len(ref_specs)], call=True, bench=False,
+                                        timeout=opts.timeout)
+        if not rans["ok"]:
+            return {"passed": False, "error": f"reference run failed: {rans['error']}"}
+        cached["want"] = select_outputs(rmeta, rans["args_after"], rans["outputs"])
+        session.reference_cache.put(key, cached)
     got = select_outputs(meta, ans["args_after"], ans["outputs"])
-    want = select_outputs(rmeta, rans["args_after"], rans["outputs"])
+    want = cached["want"]
     dtype = ref_specs[-1]["dtype"] if ref_specs else "f32"
     out_specs = rmeta["arg_specs"][rmeta["num_inputs"]:rmeta["num_inputs"] + rmeta["num_outputs"]]
     if out_specs:
@@ -154,6 +163,19 @@ def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: 
     if opts.save_outputs is not None:
         _save(opts.save_outputs, "reference", want)
     return compare(got, want, dtype).to_json()
+
+
+def _reference_key(session: Session, target, opts: RunOptions, inputs: list) -> tuple:
+    """Reference outputs depend only on the payload, the reference pipeline and the inputs: runs that
+    share them (e.g. every candidate of `tune`) reuse one reference run."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for a in inputs:
+        digest.update(str((a.shape, a.dtype.str)).encode())
+        digest.update(a.tobytes())
+    return (session.initial_sha, target.reference_target, target.reference_lowering, opts.entry,
+            repr(target.reference_prelude()), digest.hexdigest())
 
 
 def _artifact(prepared: dict):

@@ -46,6 +46,31 @@ def sha256_file(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+class LRUCache:
+    """A small least-recently-used mapping (get / put)."""
+
+    def __init__(self, size: int):
+        from collections import OrderedDict
+
+        self.size = size
+        self._items: "OrderedDict[Any, Any]" = OrderedDict()
+
+    def get(self, key):
+        if key in self._items:
+            self._items.move_to_end(key)
+            return self._items[key]
+        return None
+
+    def put(self, key, value) -> None:
+        self._items[key] = value
+        self._items.move_to_end(key)
+        while len(self._items) > self.size:
+            self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        self._items.clear()
+
+
 @dataclass
 class AppliedStep:
     step: Step
@@ -107,6 +132,7 @@ class Session:
         self.target_name = "cpu"
         self.build_ctx = BuildContext(allow_python=allow_python)
         self.last_run: dict | None = None
+        self.reference_cache = LRUCache(4)  # reference outputs of `run --check` (see run_session)
         self.journal_enabled = True
         self.progress: Callable[[str], None] | None = None
         self.saved_path: Path | None = None   # where `save` last wrote (tune studies live next to it)
@@ -170,6 +196,7 @@ class Session:
         self.steps = []
         self.cursor = 0
         self.last_run = None
+        self.reference_cache.clear()
         return ans["sha"]
 
     # -- applying ---------------------------------------------------------------------------

@@ -226,8 +226,11 @@ def default_params(m: int, n: int, k: int, vector_bits: int = 512, l2_bytes: int
     lanes = max(vector_bits // 32, 1)
     reg_m = next(r for r in (8, 4, 2, 1) if m % r == 0)
     reg_n = next(r for r in (2 * lanes, lanes, 8, 4, 2, 1) if n % r == 0)
-    block_m = _largest_divisor(m, 64, reg_m) or reg_m
-    block_n = _largest_divisor(n, 512, reg_n) or reg_n
+    # Large problems: 128x1024 blocks (A repacked half as often; measured 1-10% faster than 64x512 at
+    # 1024^3 and 2048^3 on the AVX-512 CI host, and chosen by `tune` there); smaller ones: 64x512.
+    big = m >= 1024 and n >= 1024
+    block_m = _largest_divisor(m, 128 if big else 64, reg_m) or reg_m
+    block_n = _largest_divisor(n, 1024 if big else 512, reg_n) or reg_n
     block_k = _largest_divisor(k, 256) or k
     # Keep pack buffers <= 1 MiB each (stack allocas) and the B block within L2.
     while block_n * block_k * 4 > min(1 << 20, max(l2_bytes, 1 << 16)) and block_k % 2 == 0:

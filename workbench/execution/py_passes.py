@@ -27,6 +27,34 @@ def _device_memory(module, options: dict) -> None:
     gpu_wrapper.device_memory(module)
 
 
+BARRIER_MARK = "lh.barrier_after"
+
+
+def _barrier_after_async_wait(module, options: dict) -> None:
+    """A gpu.barrier right after each nvgpu.device_async_wait marked `lh.barrier_after` (the mark is dropped).
+
+    A schedule marks the waits of a cp.async pipeline it built without the barriers of
+    map_nested_forall_to_threads (they make transform.nvgpu.pipeline_shared_memory_copies assert in
+    MLIR 22.1.8 when they precede a copy); no upstream transform op inserts a barrier.
+    """
+    from mlir import ir
+
+    marked = []
+
+    def visit(op):
+        if op.name == "nvgpu.device_async_wait" and BARRIER_MARK in op.attributes:
+            marked.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    for wait in marked:
+        ops = list(wait.block.operations)
+        nxt = next(o for i, o in enumerate(ops) if i > 0 and ops[i - 1] == wait)
+        with ir.InsertionPoint(nxt), wait.location:
+            ir.Operation.create("gpu.barrier")
+        del wait.attributes[BARRIER_MARK]
+
+
 DEFAULT_CHIP = "sm_90"
 
 
@@ -63,6 +91,7 @@ def _nvvm_lower(module, options: dict) -> None:
 PASSES: dict[str, tuple[Callable, str]] = {
     "lh-gpu-device-wrapper": (_device_wrapper, "benchmark wrapper -> GPU form (device buffers, copies outside the timed region)"),
     "lh-gpu-device-memory": (_device_memory, "host-side memref.alloc/dealloc/copy of the payload -> gpu.alloc/dealloc/memcpy"),
+    "lh-barrier-after-async-wait": (_barrier_after_async_wait, "gpu.barrier after each nvgpu.device_async_wait marked lh.barrier_after (pipelined cp.async schedules)"),
     "lh-nvvm-lower": (_nvvm_lower, "gpu-lower-to-nvvm-pipeline for {chip=auto|sm_NN features=+ptx80 format=isa opt-level=3}"),
 }
 

@@ -98,6 +98,33 @@ def test_matmul_f16_shared_memory_lowers_to_cp_async_ldmatrix(ctx, tmp_path):
     assert "bar.sync" in ptx and "ld.local" not in ptx
 
 
+def test_matmul_f16_multistage_pipeline_lowers(ctx, tmp_path):
+    """stages=3: 3 shared buffers per operand, 2 cp.async groups in flight, one barrier per K step."""
+    ok(ctx, f"load {matmul_payload(tmp_path, 256, 128, 256, 'f16')}")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_mma_smem]{block_m=128 block_n=128 block_k=32 warp_m=64 warp_n=64 stages=3}")
+    ir = ctx.session.current_ir
+    assert "memref<3x128x32xf16, #gpu.address_space<workgroup>>" in ir and "lh.barrier_after" in ir
+    ok(ctx, "apply cuda-lower{chip=sm_90}")
+    ptx = ptx_of(ctx.session.current_ir)
+    assert ptx.count(".shared .align 128 .b8") == 2 and ptx.count("[24576];") == 2  # 3 x 8 KiB each
+    # prologue: stages 0 and 1 (2 groups, 16-byte cp.async.cg); the loop: wait for all but the
+    # newest group, barrier, ldmatrix + mma on slot k mod 3, then the predicated copies of step k+2
+    assert ptx.count("cp.async.commit_group") == 3 and ptx.count("cp.async.cg.shared.global") == 16
+    assert re.search(r"cp\.async\.wait_group\s+1;\s*bar\.sync\s+0;", ptx)
+    assert ptx.count("bar.sync") == 1 and ptx.count("cp.async.ca.shared.global") == 8
+    assert ptx.count("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16") == 64 and "ld.local" not in ptx
+
+
+def test_matmul_f16_multistage_shared_memory_limit():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("cuda_matmul", ROOT / "pipelines/cuda/matmul.py")
+    mm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mm)
+    with pytest.raises(ValueError, match="48 KiB"):
+        mm.matmul_mma_smem(block_m=128, block_n=128, block_k=32, stages=4)
+
+
 def test_softmax_lowers_to_gpu_binary(ctx):
     ok(ctx, f"load {EXAMPLES / 'softmax.mlir'}")
     ok(ctx, "bench iterations=2")
@@ -148,7 +175,7 @@ def test_schedule_params_validated():
     schema, _ = generator_schema(ROOT / "pipelines/cuda/matmul.py", "matmul_mma")
     assert set(schema.params) == {"block_m", "block_n", "warp_m", "warp_n", "unroll_k"}
     schema, _ = generator_schema(ROOT / "pipelines/cuda/matmul.py", "matmul_mma_smem")
-    assert set(schema.params) == {"block_m", "block_n", "block_k", "warp_m", "warp_n", "vector_bits"}
+    assert set(schema.params) == {"block_m", "block_n", "block_k", "warp_m", "warp_n", "vector_bits", "stages"}
     assert schema.params["warp_m"].min == 16
 
 
@@ -214,7 +241,10 @@ def test_gpu_matmul_f16_tensor_cores_checked(ctx, tmp_path):
 
 @needs_gpu
 @pytest.mark.parametrize("params", ["block_m=64 block_n=64 block_k=32 warp_m=32 warp_n=32",
-                                    "block_m=128 block_n=128 block_k=32 warp_m=64 warp_n=64"])
+                                    "block_m=128 block_n=128 block_k=32 warp_m=64 warp_n=64",
+                                    "block_m=64 block_n=64 block_k=32 warp_m=32 warp_n=32 stages=2",
+                                    "block_m=128 block_n=128 block_k=32 warp_m=64 warp_n=64 stages=3",
+                                    "block_m=128 block_n=128 block_k=16 warp_m=64 warp_n=64 stages=4"])
 def test_gpu_matmul_f16_shared_memory_checked(ctx, tmp_path, params):
     ok(ctx, f"load {matmul_payload(tmp_path, 256, 128, 512, 'f16')}")
     ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_mma_smem]{{{params}}}")

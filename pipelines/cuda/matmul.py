@@ -26,7 +26,14 @@ Shapes must be static and divisible by the tiles (no remainder handling).
     L1 bypassed), a barrier, then warps of warp_m x warp_n read their operands with ``ldmatrix``
     (convert-vector-to-gpu on shared-memory reads) into m16n8k16 ``mma.sync``; the warp's C tile
     stays in registers across the K loop (``hoist_redundant_vector_transfers`` after folding the
-    subviews into the transfers). One stage: the copies of step k+1 do not overlap the mma of step k.
+    subviews into the transfers). stages=1: one buffer, the copies of step k+1 do not overlap the mma
+    of step k. stages=S>1: typed shared buffers (``structured.pad`` + ``bufferize_to_allocation``)
+    multibuffered S deep (``memref.multibuffer``), ``nvgpu.pipeline_shared_memory_copies`` depth S-1
+    (prologue: steps 0..S-2; loop: ``cp.async.wait_group S-2``, barrier, mma on slot k mod S, the
+    predicated copies of step k+S-1), XOR-swizzled shared memory (``nvgpu-optimize-shared-memory``).
+    The loop body is built without map_nested_forall_to_threads' barriers (a barrier before a copy
+    makes the pipeliner assert in MLIR 22.1.8); its one barrier is inserted after the marked wait by
+    ``lh-barrier-after-async-wait`` in cuda-lower. Shared memory S x (A + B tiles) <= 48 KiB.
     Threads per block = 32 * (block_m / warp_m) * (block_n / warp_n).
 
 ``select(m, n, k, dtype)`` -> (generator, parameters) for a shape (the cuda target's selector).
@@ -44,6 +51,7 @@ PARAMS = {
     "vectorize": {"help": "SIMT: vectorize the thread tile and keep C in registers across K"},
     "unroll_k": {"min": 1, "max": 32, "help": "mma: K step = 16 * unroll_k per loop iteration (more loads in flight)"},
     "vector_bits": {"min": 16, "max": 128, "help": "mma_smem: bits per cp.async global->shared copy (16-byte = 128)"},
+    "stages": {"min": 1, "max": 8, "help": "mma_smem: shared-memory buffers per operand; > 1 = cp.async software pipeline (stages-1 K steps in flight)"},
 }
 CONSTRAINTS = [
     "(block_m / thread_m) * (block_n / thread_n) <= 1024",
@@ -153,7 +161,7 @@ def matmul_mma(block_m: int = 128, block_n: int = 128, warp_m: int = 64, warp_n:
 
 
 def matmul_mma_smem(block_m: int = 128, block_n: int = 128, block_k: int = 32, warp_m: int = 64, warp_n: int = 64,
-                    vector_bits: int = 128) -> str:
+                    vector_bits: int = 128, stages: int = 1) -> str:
     _check(warp_m % 16 == 0 and warp_n % 8 == 0, "warp_m must be a multiple of 16, warp_n of 8 (m16n8k16)")
     _check(block_k % 16 == 0, "block_k must be a multiple of 16")
     _check(block_m % warp_m == 0 and block_n % warp_n == 0, "the warp tile must divide the block tile")
@@ -172,6 +180,12 @@ def matmul_mma_smem(block_m: int = 128, block_n: int = 128, block_k: int = 32, w
                f"{name} tile {rows}x{cols}: {cols // vec} pieces per row do not tile {threads} threads")
         copies.append((rows // (threads // col_chunks), vec))
     (ra, ca), (rb, cb) = copies
+    _check(1 <= stages <= 8, "stages must be 1..8")
+    if stages > 1:
+        smem = stages * (block_m * block_k + block_k * block_n) * 2
+        _check(smem <= 48 * 1024, f"{stages} stages of {block_m}x{block_k} + {block_k}x{block_n} f16 tiles: {smem} bytes "
+                                  f"of shared memory (static limit 48 KiB)")
+        return _mma_smem_pipelined(block_m, block_n, block_k, warp_m, warp_n, ra, ca, rb, cb, stages)
     return _HEADER + f"""
     %mm = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
     %blk, %fb = transform.structured.tile_using_forall %mm tile_sizes [{block_m}, {block_n}]
@@ -236,6 +250,96 @@ def matmul_mma_smem(block_m: int = 128, block_n: int = 128, block_k: int = 32, w
 """ + _FOOTER
 
 
+def _mma_smem_pipelined(block_m, block_n, block_k, warp_m, warp_n, ra, ca, rb, cb, stages) -> str:
+    """matmul_mma_smem with `stages` shared-memory buffers and a cp.async software pipeline."""
+    wx, wy = block_n // warp_n, block_m // warp_m
+    return f"""module attributes {{transform.with_named_sequence}} {{
+  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.consumed}}) {{
+    %mm0 = transform.structured.match ops{{["linalg.matmul"]}} in %root : (!transform.any_op) -> !transform.any_op
+    %blk, %fb = transform.structured.tile_using_forall %mm0 tile_sizes [{block_m}, {block_n}]
+        (mapping = [#gpu.block<y>, #gpu.block<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %kt, %kl = transform.structured.tile_using_for %blk tile_sizes [0, 0, {block_k}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %padded, %pad, %cpb = transform.structured.pad %kt {{padding_values = [0.0 : f16, 0.0 : f16, 0.0 : f16],
+        padding_dimensions = [2], nofold_flags = [1, 1, 0], copy_back_op = "none"}}
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    %pa, %pb = transform.split_handle %pad : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %ba, %na = transform.structured.bufferize_to_allocation %pa {{memory_space = #gpu.address_space<workgroup>, memcpy_op = "linalg.copy"}} : !transform.any_op
+    %bb, %nb = transform.structured.bufferize_to_allocation %pb {{memory_space = #gpu.address_space<workgroup>, memcpy_op = "linalg.copy"}} : !transform.any_op
+    %b = transform.bufferization.one_shot_bufferize %root {{bufferize_function_boundaries = true,
+        function_boundary_type_conversion = 1 : i32}} : (!transform.any_op) -> !transform.any_op
+    %f0 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f0 {{
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %mm2 = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %wrp, %fw = transform.structured.tile_using_forall %mm2 tile_sizes [{warp_m}, {warp_n}]
+        (mapping = [#gpu.warp<y>, #gpu.warp<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %cps = transform.structured.match ops{{["linalg.copy"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %ca, %cb = transform.split_handle %cps : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %cat, %caf = transform.structured.tile_using_forall %ca tile_sizes [{ra}, {ca}]
+        (mapping = [#gpu.thread<linear_dim_1>, #gpu.thread<linear_dim_0>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %cbt, %cbf = transform.structured.tile_using_forall %cb tile_sizes [{rb}, {cb}]
+        (mapping = [#gpu.thread<linear_dim_1>, #gpu.thread<linear_dim_0>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %f = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %gl = transform.gpu.map_forall_to_blocks %f generate_gpu_launch : (!transform.any_op) -> !transform.any_op
+    %m2 = transform.gpu.map_nested_forall_to_threads %gl block_dims = [{32 * wx}, {wy}, 1] sync_after_distribute = false
+        : (!transform.any_op) -> !transform.any_op
+    %f1 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f1 {{
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %hf = transform.apply_registered_pass "buffer-loop-hoisting" to %f1 : (!transform.any_op) -> !transform.any_op
+    %al = transform.structured.match ops{{["memref.alloc"]}} in %hf : (!transform.any_op) -> !transform.op<"memref.alloc">
+    %mb = transform.memref.multibuffer %al {{factor = {stages}, skip_analysis}} : (!transform.op<"memref.alloc">) -> !transform.any_op
+    %pieces = transform.structured.match ops{{["linalg.matmul", "linalg.copy"]}} in %b : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %pieces {{create_named_contraction}} : !transform.any_op
+    %f2 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f2 {{
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    transform.apply_patterns to %f2 {{
+      transform.apply_patterns.memref.fold_memref_alias_ops
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    transform.apply_patterns to %f2 {{
+      transform.apply_patterns.gpu.unroll_vectors_subgroup_mma [16, 8, 16]
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    transform.apply_cse to %f2 : !transform.any_op
+    transform.apply_patterns to %f2 {{
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %f3 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
+    %launches = transform.structured.match ops{{["gpu.launch"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %kf = transform.get_parent_op %launches {{op_name = "func.func", deduplicate}} : (!transform.any_op) -> !transform.any_op
+    %f4 = transform.apply_registered_pass "convert-vector-to-gpu" with options = {{"use-nvgpu" = true}} to %kf
+        : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f4 {{
+      transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true
+      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %f5 = transform.nvgpu.create_async_groups %f4 {{bypass_l1}} : (!transform.any_op) -> !transform.any_op
+    %waits = transform.structured.match ops{{["nvgpu.device_async_wait"]}} in %f5 : (!transform.any_op) -> !transform.any_op
+    %ng = transform.param.constant {stages - 2} : i32 -> !transform.any_param
+    transform.annotate %waits "numGroups" = %ng : !transform.any_op, !transform.any_param
+    transform.annotate %waits "lh.barrier_after" : !transform.any_op
+    %loops = transform.structured.match ops{{["scf.for"]}} in %f5 : (!transform.any_op) -> !transform.op<"scf.for">
+    %pl = transform.nvgpu.pipeline_shared_memory_copies failures(propagate) %loops {{depth = {stages - 1}}}
+        : (!transform.op<"scf.for">) -> !transform.any_op
+    %f5s = transform.apply_registered_pass "nvgpu-optimize-shared-memory" to %f5 : (!transform.any_op) -> !transform.any_op
+    %f6 = transform.apply_registered_pass "promote-buffers-to-stack" with options = {{"max-alloc-size-in-bytes" = 1000000 : i64}}
+        to %f5s : (!transform.any_op) -> !transform.any_op
+    %allocas = transform.structured.match ops{{["memref.alloca"]}} in %f6 : (!transform.any_op) -> !transform.op<"memref.alloca">
+    %gets, %globals = transform.memref.alloca_to_global %allocas
+        : (!transform.op<"memref.alloca">) -> (!transform.any_op, !transform.any_op)
+    %align = transform.param.constant 128 : i64 -> !transform.any_param
+    transform.annotate %globals "alignment" = %align : !transform.any_op, !transform.any_param
+""" + _FOOTER
+
+
 def _largest_divisor(n: int, candidates) -> int:
     for c in candidates:
         if n % c == 0:
@@ -247,9 +351,11 @@ def select(m: int, n: int, k: int, dtype: str = "f32") -> tuple[str, dict]:
     """A schedule and its parameters for an m x n x k matmul of `dtype`."""
     if dtype == "f16" and m % 128 == 0 and n % 128 == 0 and k % 32 == 0:
         # measured on the H100 (bench/gpu_matmul.py, 4096^3): A/B tiles staged in shared memory by
-        # cp.async, ldmatrix, 128x128x32 blocks of 4 warps of 64x64: 102 TFLOP/s (0.132x cuBLAS);
-        # block_k=64 83, 128x256 blocks 100, 256x128 94, 64x32 warps 88; matmul_mma at best 48
-        return "matmul_mma_smem", {"block_m": 128, "block_n": 128, "block_k": 32, "warp_m": 64, "warp_n": 64}
+        # cp.async, ldmatrix, 128x128x32 blocks of 4 warps of 64x64, 3-stage cp.async pipeline with
+        # swizzled shared memory: 216 TFLOP/s (0.281x cuBLAS); stages=2 215, one stage 110;
+        # 128x128x16 4 stages 194, 128x256x16 4 stages 209; matmul_mma at best 48
+        return "matmul_mma_smem", {"block_m": 128, "block_n": 128, "block_k": 32, "warp_m": 64, "warp_n": 64,
+                                   "stages": 3}
     if dtype == "f16" and m % 16 == 0 and n % 8 == 0 and k % 16 == 0:
         # measured on the H100 (bench/gpu_matmul.py, 4096^3): 64x64 warp tiles in 128x128 blocks and
         # a deep K step (unroll_k=16: 47 TFLOP/s, 8: 36, 1: 7) win; the kernel is bound by load latency

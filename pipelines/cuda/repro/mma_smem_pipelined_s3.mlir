@@ -1,6 +1,7 @@
 // Reproducer (MLIR 22.1.8, xtc wheels, assertion-enabled): multi-stage pipelining of matmul_mma_smem.
 // Payload: f16 linalg.matmul 256x128x128 (tensor args), applied as a transform (trust it first):
 //   apply pipelines/cuda/repro/mma_smem_pipelined_s3.mlir
+// Fixed in matmul_mma_smem{stages=S} (no barrier before the copies; see NOTES_matmul.md).
 // Everything up to transform.nvgpu.create_async_groups works (typed 3x128x32 / 3x32x128 shared
 // allocs outside the K loop, cp.async into slot (k/32) mod 3); pipeline_shared_memory_copies aborts:
 // NVGPUTransformOps.cpp:210 collectStage0PipeliningOps: Assertion 'barriers.empty()' failed (SIGABRT).

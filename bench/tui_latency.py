@@ -28,9 +28,9 @@ def big_module(lines: int = 20_000) -> str:
     n = 0
     while len(out) < lines - 1:
         out += [f"  func.func @f{n}(%arg0: tensor<64x64xf32>, %arg1: tensor<64x64xf32>) -> tensor<64x64xf32> {{",
-                f"    %0 = arith.addf %arg0, %arg1 : tensor<64x64xf32>",
+                "    %0 = arith.addf %arg0, %arg1 : tensor<64x64xf32>",
                 f"    %c{n} = arith.constant {n} : index  // element {n}",
-                f"    return %0 : tensor<64x64xf32>",
+                "    return %0 : tensor<64x64xf32>",
                 "  }"]
         n += 1
     out.append("}")

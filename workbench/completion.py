@@ -100,7 +100,7 @@ class Completer:
         pending_flag = None
         in_remainder = False  # inside a rest/kv argument: the parser reads no more flags there
         for m in re.finditer(r"\S+", rest):
-            tok, tok_start, tok_end = m.group(0), m.start(), m.end()
+            tok, tok_end = m.group(0), m.end()
             is_current = tok_end == len(rest)
             if is_current:
                 break

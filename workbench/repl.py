@@ -6,7 +6,6 @@ command; the history file lives in the state directory; IR is printed highlighte
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from prompt_toolkit import PromptSession
 from prompt_toolkit.completion import Completer as PTCompleter

@@ -6,7 +6,6 @@ import re
 from typing import Any
 
 from rich.text import Text
-from textual import events
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.message import Message

@@ -113,6 +113,23 @@ def test_matmul_f16_multistage_pipeline_lowers(ctx, tmp_path):
     assert re.search(r"cp\.async\.wait_group\s+1;\s*bar\.sync\s+0;", ptx)
     assert ptx.count("bar.sync") == 1 and ptx.count("cp.async.ca.shared.global") == 8
     assert ptx.count("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16") == 64 and "ld.local" not in ptx
+    # the C tile: 64x64 / 32 lanes = 128 halves per thread, read and written as 32-bit pairs
+    # (vector.load/store of vector<2xf16> annotated alignment = 4; element alignment splits them)
+    assert ptx.count("ld.global.b32") == ptx.count("st.global.b32") == 64
+    assert "ld.global.b16" not in ptx and "st.global.b16" not in ptx
+
+
+def test_matmul_f16_multistage_8_warps_lowers(ctx, tmp_path):
+    """128x256x32 blocks of 8 warps (64x64), stages=2: 2 x (8 + 16 KiB) = 48 KiB of shared memory."""
+    ok(ctx, f"load {matmul_payload(tmp_path, 256, 256, 128, 'f16')}")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_mma_smem]{block_m=128 block_n=256 block_k=32 warp_m=64 warp_n=64 stages=2}")
+    ok(ctx, "apply cuda-lower{chip=sm_90}")
+    ptx = ptx_of(ctx.session.current_ir)
+    assert ".maxntid 128, 2, 1" in ptx
+    assert "[16384];" in ptx and "[32768];" in ptx
+    assert re.search(r"cp\.async\.wait_group\s+0;\s*bar\.sync\s+0;", ptx) and ptx.count("bar.sync") == 1
+    assert ptx.count("mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16") == 64 and "ld.local" not in ptx
+    assert ptx.count("st.global.b32") == 64 and "st.global.b16" not in ptx
 
 
 def test_matmul_f16_multistage_shared_memory_limit():
@@ -164,6 +181,10 @@ def test_selector_picks_tensor_cores_for_f16(ctx, tmp_path):
     (spec, params), = get_target("cuda").select_params(ctx.session.inspect()).items()
     assert spec.endswith("cuda/matmul.py[gen=matmul_mma_smem]")
     assert 256 % params["block_m"] == 0 and params["block_m"] % params["warp_m"] == 0 and params["warp_m"] % 16 == 0
+    # N divisible by 256: 128x256x16 blocks of 8 warps, 3 stages
+    ok(ctx, f"load {matmul_payload(tmp_path, 256, 256, 64, 'f16')}")
+    (spec, params), = get_target("cuda").select_params(ctx.session.inspect()).items()
+    assert (params["block_n"], params["block_k"], params["stages"]) == (256, 16, 3)
     ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
     (spec, params), = get_target("cuda").select_params(ctx.session.inspect()).items()
     assert spec.endswith("cuda/matmul.py[gen=matmul_simt]") and 256 % params["block_m"] == 0
@@ -244,9 +265,11 @@ def test_gpu_matmul_f16_tensor_cores_checked(ctx, tmp_path):
                                     "block_m=128 block_n=128 block_k=32 warp_m=64 warp_n=64",
                                     "block_m=64 block_n=64 block_k=32 warp_m=32 warp_n=32 stages=2",
                                     "block_m=128 block_n=128 block_k=32 warp_m=64 warp_n=64 stages=3",
-                                    "block_m=128 block_n=128 block_k=16 warp_m=64 warp_n=64 stages=4"])
+                                    "block_m=128 block_n=128 block_k=16 warp_m=64 warp_n=64 stages=4",
+                                    "block_m=128 block_n=256 block_k=32 warp_m=64 warp_n=64 stages=2",
+                                    "block_m=128 block_n=128 block_k=32 warp_m=64 warp_n=32 stages=3"])
 def test_gpu_matmul_f16_shared_memory_checked(ctx, tmp_path, params):
-    ok(ctx, f"load {matmul_payload(tmp_path, 256, 128, 512, 'f16')}")
+    ok(ctx, f"load {matmul_payload(tmp_path, 256, 256, 512, 'f16')}")
     ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_mma_smem]{{{params}}}")
     res = ok(ctx, f"run --target cuda --check --iterations 3 --save-outputs {tmp_path / 'o'}")
     assert res.data["run"]["check"]["passed"], res.data["run"]["check"]

@@ -161,6 +161,65 @@ def matmul_mma(block_m: int = 128, block_n: int = 128, warp_m: int = 64, warp_n:
 """ + _FOOTER
 
 
+# Pieces of transform text shared by matmul_mma_smem and its pipelined form (_mma_smem_pipelined).
+
+def _warp_tiles_and_thread_copies(warp_m: int, warp_n: int, ra: int, ca: int, rb: int, cb: int) -> str:
+    """Warp tiles of the matmul; the A and B copies into shared memory spread over the block's threads."""
+    return f"""    %mm2 = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %wrp, %fw = transform.structured.tile_using_forall %mm2 tile_sizes [{warp_m}, {warp_n}]
+        (mapping = [#gpu.warp<y>, #gpu.warp<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %cps = transform.structured.match ops{{["linalg.copy"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %ca, %cb = transform.split_handle %cps : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %cat, %caf = transform.structured.tile_using_forall %ca tile_sizes [{ra}, {ca}]
+        (mapping = [#gpu.thread<linear_dim_1>, #gpu.thread<linear_dim_0>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %cbt, %cbf = transform.structured.tile_using_forall %cb tile_sizes [{rb}, {cb}]
+        (mapping = [#gpu.thread<linear_dim_1>, #gpu.thread<linear_dim_0>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+"""
+
+
+# Vectorize the matmul and copies, fold the alias ops, unroll to the m16n8k16 mma.sync shape.
+_VECTORIZE_TO_MMA = """    %pieces = transform.structured.match ops{["linalg.matmul", "linalg.copy"]} in %b : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %pieces {create_named_contraction} : !transform.any_op
+    %f2 = transform.structured.match ops{["func.func"]} in %b : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f2 {
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.apply_patterns to %f2 {
+      transform.apply_patterns.memref.fold_memref_alias_ops
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.apply_patterns to %f2 {
+      transform.apply_patterns.gpu.unroll_vectors_subgroup_mma [16, 8, 16]
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.apply_cse to %f2 : !transform.any_op
+"""
+
+# In the kernel function: vector ops -> nvgpu (mma.sync, ldmatrix), copies -> cp.async groups.
+_KERNEL_TO_NVGPU = """    %launches = transform.structured.match ops{["gpu.launch"]} in %b : (!transform.any_op) -> !transform.any_op
+    %kf = transform.get_parent_op %launches {op_name = "func.func", deduplicate} : (!transform.any_op) -> !transform.any_op
+    %f4 = transform.apply_registered_pass "convert-vector-to-gpu" with options = {"use-nvgpu" = true} to %kf
+        : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f4 {
+      transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true
+      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    %f5 = transform.nvgpu.create_async_groups %f4 {bypass_l1} : (!transform.any_op) -> !transform.any_op
+"""
+
+
+def _shared_allocas_to_globals(handle: str) -> str:
+    """Shared-memory allocas -> 128-byte aligned memref.globals (alloca_to_global drops the alignment)."""
+    return f"""    %allocas = transform.structured.match ops{{["memref.alloca"]}} in %{handle} : (!transform.any_op) -> !transform.op<"memref.alloca">
+    %gets, %globals = transform.memref.alloca_to_global %allocas
+        : (!transform.op<"memref.alloca">) -> (!transform.any_op, !transform.any_op)
+    %align = transform.param.constant 128 : i64 -> !transform.any_param
+    transform.annotate %globals "alignment" = %align : !transform.any_op, !transform.any_param
+"""
+
+
 def matmul_mma_smem(block_m: int = 128, block_n: int = 128, block_k: int = 32, warp_m: int = 64, warp_n: int = 64,
                     vector_bits: int = 128, stages: int = 1) -> str:
     _check(warp_m % 16 == 0 and warp_n % 8 == 0, "warp_m must be a multiple of 16, warp_n of 8 (m16n8k16)")
@@ -199,16 +258,7 @@ def matmul_mma_smem(block_m: int = 128, block_n: int = 128, block_k: int = 32, w
     transform.apply_patterns to %f0 {{
       transform.apply_patterns.canonicalization
     }} : !transform.any_op
-    %mm2 = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
-    %wrp, %fw = transform.structured.tile_using_forall %mm2 tile_sizes [{warp_m}, {warp_n}]
-        (mapping = [#gpu.warp<y>, #gpu.warp<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %cps = transform.structured.match ops{{["linalg.copy"]}} in %b : (!transform.any_op) -> !transform.any_op
-    %ca, %cb = transform.split_handle %cps : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %cat, %caf = transform.structured.tile_using_forall %ca tile_sizes [{ra}, {ca}]
-        (mapping = [#gpu.thread<linear_dim_1>, #gpu.thread<linear_dim_0>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %cbt, %cbf = transform.structured.tile_using_forall %cb tile_sizes [{rb}, {cb}]
-        (mapping = [#gpu.thread<linear_dim_1>, #gpu.thread<linear_dim_0>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %f = transform.get_parent_op %fb {{op_name = "func.func", deduplicate}} : (!transform.any_op) -> !transform.any_op
+{_warp_tiles_and_thread_copies(warp_m, warp_n, ra, ca, rb, cb)}    %f = transform.get_parent_op %fb {{op_name = "func.func", deduplicate}} : (!transform.any_op) -> !transform.any_op
     %gl = transform.gpu.map_forall_to_blocks %f generate_gpu_launch : (!transform.any_op) -> !transform.any_op
     %m2 = transform.gpu.map_nested_forall_to_threads %gl block_dims = [{32 * wx}, {wy}, 1]
         : (!transform.any_op) -> !transform.any_op
@@ -216,39 +266,8 @@ def matmul_mma_smem(block_m: int = 128, block_n: int = 128, block_k: int = 32, w
     transform.apply_patterns to %f1 {{
       transform.apply_patterns.canonicalization
     }} : !transform.any_op
-    %pieces = transform.structured.match ops{{["linalg.matmul", "linalg.copy"]}} in %b : (!transform.any_op) -> !transform.any_op
-    transform.structured.vectorize %pieces {{create_named_contraction}} : !transform.any_op
-    %f2 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
-    transform.apply_patterns to %f2 {{
-      transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-    transform.apply_patterns to %f2 {{
-      transform.apply_patterns.memref.fold_memref_alias_ops
-      transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-    transform.apply_patterns to %f2 {{
-      transform.apply_patterns.gpu.unroll_vectors_subgroup_mma [16, 8, 16]
-      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
-      transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-    transform.apply_cse to %f2 : !transform.any_op
-    %f3 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
-    %launches = transform.structured.match ops{{["gpu.launch"]}} in %b : (!transform.any_op) -> !transform.any_op
-    %kf = transform.get_parent_op %launches {{op_name = "func.func", deduplicate}} : (!transform.any_op) -> !transform.any_op
-    %f4 = transform.apply_registered_pass "convert-vector-to-gpu" with options = {{"use-nvgpu" = true}} to %kf
-        : (!transform.any_op) -> !transform.any_op
-    transform.apply_patterns to %f4 {{
-      transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true
-      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
-      transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-    %f5 = transform.nvgpu.create_async_groups %f4 {{bypass_l1}} : (!transform.any_op) -> !transform.any_op
-    %allocas = transform.structured.match ops{{["memref.alloca"]}} in %f5 : (!transform.any_op) -> !transform.op<"memref.alloca">
-    %gets, %globals = transform.memref.alloca_to_global %allocas
-        : (!transform.op<"memref.alloca">) -> (!transform.any_op, !transform.any_op)
-    %align = transform.param.constant 128 : i64 -> !transform.any_param
-    transform.annotate %globals "alignment" = %align : !transform.any_op, !transform.any_param
-""" + _FOOTER
+{_VECTORIZE_TO_MMA}    %f3 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
+{_KERNEL_TO_NVGPU}{_shared_allocas_to_globals("f5")}""" + _FOOTER
 
 
 def _mma_smem_pipelined(block_m, block_n, block_k, warp_m, warp_n, ra, ca, rb, cb, stages) -> str:
@@ -273,16 +292,7 @@ def _mma_smem_pipelined(block_m, block_n, block_k, warp_m, warp_n, ra, ca, rb, c
     transform.apply_patterns to %f0 {{
       transform.apply_patterns.canonicalization
     }} : !transform.any_op
-    %mm2 = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
-    %wrp, %fw = transform.structured.tile_using_forall %mm2 tile_sizes [{warp_m}, {warp_n}]
-        (mapping = [#gpu.warp<y>, #gpu.warp<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %cps = transform.structured.match ops{{["linalg.copy"]}} in %b : (!transform.any_op) -> !transform.any_op
-    %ca, %cb = transform.split_handle %cps : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %cat, %caf = transform.structured.tile_using_forall %ca tile_sizes [{ra}, {ca}]
-        (mapping = [#gpu.thread<linear_dim_1>, #gpu.thread<linear_dim_0>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %cbt, %cbf = transform.structured.tile_using_forall %cb tile_sizes [{rb}, {cb}]
-        (mapping = [#gpu.thread<linear_dim_1>, #gpu.thread<linear_dim_0>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %f = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
+{_warp_tiles_and_thread_copies(warp_m, warp_n, ra, ca, rb, cb)}    %f = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
     %gl = transform.gpu.map_forall_to_blocks %f generate_gpu_launch : (!transform.any_op) -> !transform.any_op
     %m2 = transform.gpu.map_nested_forall_to_threads %gl block_dims = [{32 * wx}, {wy}, 1] sync_after_distribute = false
         : (!transform.any_op) -> !transform.any_op
@@ -293,37 +303,11 @@ def _mma_smem_pipelined(block_m, block_n, block_k, warp_m, warp_n, ra, ca, rb, c
     %hf = transform.apply_registered_pass "buffer-loop-hoisting" to %f1 : (!transform.any_op) -> !transform.any_op
     %al = transform.structured.match ops{{["memref.alloc"]}} in %hf : (!transform.any_op) -> !transform.op<"memref.alloc">
     %mb = transform.memref.multibuffer %al {{factor = {stages}, skip_analysis}} : (!transform.op<"memref.alloc">) -> !transform.any_op
-    %pieces = transform.structured.match ops{{["linalg.matmul", "linalg.copy"]}} in %b : (!transform.any_op) -> !transform.any_op
-    transform.structured.vectorize %pieces {{create_named_contraction}} : !transform.any_op
-    %f2 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
-    transform.apply_patterns to %f2 {{
-      transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-    transform.apply_patterns to %f2 {{
-      transform.apply_patterns.memref.fold_memref_alias_ops
-      transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-    transform.apply_patterns to %f2 {{
-      transform.apply_patterns.gpu.unroll_vectors_subgroup_mma [16, 8, 16]
-      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
-      transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-    transform.apply_cse to %f2 : !transform.any_op
-    transform.apply_patterns to %f2 {{
+{_VECTORIZE_TO_MMA}    transform.apply_patterns to %f2 {{
       transform.apply_patterns.canonicalization
     }} : !transform.any_op
     %f3 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
-    %launches = transform.structured.match ops{{["gpu.launch"]}} in %b : (!transform.any_op) -> !transform.any_op
-    %kf = transform.get_parent_op %launches {{op_name = "func.func", deduplicate}} : (!transform.any_op) -> !transform.any_op
-    %f4 = transform.apply_registered_pass "convert-vector-to-gpu" with options = {{"use-nvgpu" = true}} to %kf
-        : (!transform.any_op) -> !transform.any_op
-    transform.apply_patterns to %f4 {{
-      transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true
-      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
-      transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-    %f5 = transform.nvgpu.create_async_groups %f4 {{bypass_l1}} : (!transform.any_op) -> !transform.any_op
-    %cio = transform.structured.match ops{{["vector.load", "vector.store"]}} in %f5 : (!transform.any_op) -> !transform.any_op
+{_KERNEL_TO_NVGPU}    %cio = transform.structured.match ops{{["vector.load", "vector.store"]}} in %f5 : (!transform.any_op) -> !transform.any_op
     %cal = transform.param.constant 4 : i64 -> !transform.any_param
     transform.annotate %cio "alignment" = %cal : !transform.any_op, !transform.any_param
     %waits = transform.structured.match ops{{["nvgpu.device_async_wait"]}} in %f5 : (!transform.any_op) -> !transform.any_op
@@ -336,12 +320,7 @@ def _mma_smem_pipelined(block_m, block_n, block_k, warp_m, warp_n, ra, ca, rb, c
     %f5s = transform.apply_registered_pass "nvgpu-optimize-shared-memory" to %f5 : (!transform.any_op) -> !transform.any_op
     %f6 = transform.apply_registered_pass "promote-buffers-to-stack" with options = {{"max-alloc-size-in-bytes" = 1000000 : i64}}
         to %f5s : (!transform.any_op) -> !transform.any_op
-    %allocas = transform.structured.match ops{{["memref.alloca"]}} in %f6 : (!transform.any_op) -> !transform.op<"memref.alloca">
-    %gets, %globals = transform.memref.alloca_to_global %allocas
-        : (!transform.op<"memref.alloca">) -> (!transform.any_op, !transform.any_op)
-    %align = transform.param.constant 128 : i64 -> !transform.any_param
-    transform.annotate %globals "alignment" = %align : !transform.any_op, !transform.any_param
-""" + _FOOTER
+{_shared_allocas_to_globals("f6")}""" + _FOOTER
 
 
 def _largest_divisor(n: int, candidates) -> int:

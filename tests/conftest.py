@@ -92,9 +92,9 @@ def ok(ctx, line: str):
     return res
 
 
-def matmul_payload(path: Path, m: int, n: int, k: int, name: str = "matmul") -> Path:
-    """Write a tensor f32 matmul payload (C + A x B) of the given shape."""
-    a, b, c = f"tensor<{m}x{k}xf32>", f"tensor<{k}x{n}xf32>", f"tensor<{m}x{n}xf32>"
+def matmul_payload(path: Path, m: int, n: int, k: int, name: str = "matmul", dtype: str = "f32") -> Path:
+    """Write a tensor matmul payload (C + A x B) of the given shape and element type."""
+    a, b, c = f"tensor<{m}x{k}x{dtype}>", f"tensor<{k}x{n}x{dtype}>", f"tensor<{m}x{n}x{dtype}>"
     path.write_text(f"func.func @{name}(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
                     f"  %0 = linalg.matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
     return path

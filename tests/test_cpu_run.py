@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from workbench.execution.runner import compare, make_inputs, RunInputError
-from conftest import do, load_npys as load_outputs, ok
+from conftest import do, load_npys as load_outputs, matmul_payload, ok
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -187,10 +187,7 @@ def test_cpu_selector_and_shipped_matmul_schedule(ctx, tmp_path):
     from workbench.targets import get_target
 
     n, m, k = 128, 256, 64
-    payload = tmp_path / "mm.mlir"
-    a, b, c = f"tensor<{m}x{k}xf32>", f"tensor<{k}x{n}xf32>", f"tensor<{m}x{n}xf32>"
-    payload.write_text(f"func.func @mm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
-                       f"  %0 = linalg.matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
+    payload = matmul_payload(tmp_path / "mm.mlir", m, n, k, "mm")
     ok(ctx, f"load {payload}")
     chosen = get_target("cpu").select_params(ctx.session.inspect())
     (spec, params), = chosen.items()
@@ -209,10 +206,7 @@ def test_cpu_selector_and_shipped_matmul_schedule(ctx, tmp_path):
 
 def test_parallel_matmul_on_async_runtime_checked(ctx, tmp_path):
     n = 256
-    t = f"tensor<{n}x{n}xf32>"
-    payload = tmp_path / "mm.mlir"
-    payload.write_text(f"func.func @mm(%A: {t}, %B: {t}, %C: {t}) -> {t} {{\n"
-                       f"  %0 = linalg.matmul ins(%A, %B : {t}, {t}) outs(%C : {t}) -> {t}\n  return %0 : {t}\n}}\n")
+    payload = matmul_payload(tmp_path / "mm.mlir", n, n, n, "mm")
     ok(ctx, f"load {payload}")
     ok(ctx, "bench iterations=2")
     ok(ctx, "apply pipelines/cpu/matmul_parallel.py[gen=matmul_parallel]{threads=2 block_n=128}")

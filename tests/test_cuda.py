@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import ok
+from conftest import load_npys as _load, matmul_payload, ok
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -29,12 +29,8 @@ GPU_MISSING = _gpu_reason()
 needs_gpu = pytest.mark.skipif(bool(GPU_MISSING), reason=f"no usable NVIDIA GPU: {GPU_MISSING}")
 
 
-def matmul_payload(tmp_path: Path, m: int, n: int, k: int, dtype: str) -> Path:
-    a, b, c = f"tensor<{m}x{k}x{dtype}>", f"tensor<{k}x{n}x{dtype}>", f"tensor<{m}x{n}x{dtype}>"
-    p = tmp_path / f"mm_{m}x{n}x{k}_{dtype}.mlir"
-    p.write_text(f"func.func @mm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
-                 f"  %0 = linalg.matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
-    return p
+def f16_payload(tmp_path: Path, m: int, n: int, k: int) -> Path:
+    return matmul_payload(tmp_path / f"mm_{m}x{n}x{k}_f16.mlir", m, n, k, "mm", "f16")
 
 
 def ptx_of(ir: str) -> str:
@@ -73,7 +69,7 @@ def test_matmul_f32_lowers_to_gpu_binary(ctx):
 
 
 def test_matmul_f16_lowers_to_mma_sync(ctx, tmp_path):
-    ok(ctx, f"load {matmul_payload(tmp_path, 128, 64, 64, 'f16')}")
+    ok(ctx, f"load {f16_payload(tmp_path, 128, 64, 64)}")
     ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_mma]{block_m=64 block_n=64 warp_m=32 warp_n=32}")
     ok(ctx, "apply cuda-lower{chip=sm_80 features=+ptx76}")
     ptx = ptx_of(ctx.session.current_ir)
@@ -82,7 +78,7 @@ def test_matmul_f16_lowers_to_mma_sync(ctx, tmp_path):
 
 
 def test_matmul_f16_shared_memory_lowers_to_cp_async_ldmatrix(ctx, tmp_path):
-    ok(ctx, f"load {matmul_payload(tmp_path, 256, 128, 64, 'f16')}")
+    ok(ctx, f"load {f16_payload(tmp_path, 256, 128, 64)}")
     ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_mma_smem]{block_m=128 block_n=128 block_k=32 warp_m=64 warp_n=64}")
     ir = ctx.session.current_ir
     assert "memref.global \"private\" @" in ir and "#gpu.address_space<workgroup>" in ir
@@ -100,7 +96,7 @@ def test_matmul_f16_shared_memory_lowers_to_cp_async_ldmatrix(ctx, tmp_path):
 
 def test_matmul_f16_multistage_pipeline_lowers(ctx, tmp_path):
     """stages=3: 3 shared buffers per operand, 2 cp.async groups in flight, one barrier per K step."""
-    ok(ctx, f"load {matmul_payload(tmp_path, 256, 128, 256, 'f16')}")
+    ok(ctx, f"load {f16_payload(tmp_path, 256, 128, 256)}")
     ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_mma_smem]{block_m=128 block_n=128 block_k=32 warp_m=64 warp_n=64 stages=3}")
     ir = ctx.session.current_ir
     assert "memref<3x128x32xf16, #gpu.address_space<workgroup>>" in ir and "lh.barrier_after" in ir
@@ -121,7 +117,7 @@ def test_matmul_f16_multistage_pipeline_lowers(ctx, tmp_path):
 
 def test_matmul_f16_multistage_8_warps_lowers(ctx, tmp_path):
     """128x256x32 blocks of 8 warps (64x64), stages=2: 2 x (8 + 16 KiB) = 48 KiB of shared memory."""
-    ok(ctx, f"load {matmul_payload(tmp_path, 256, 256, 128, 'f16')}")
+    ok(ctx, f"load {f16_payload(tmp_path, 256, 256, 128)}")
     ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_mma_smem]{block_m=128 block_n=256 block_k=32 warp_m=64 warp_n=64 stages=2}")
     ok(ctx, "apply cuda-lower{chip=sm_90}")
     ptx = ptx_of(ctx.session.current_ir)
@@ -177,12 +173,12 @@ def test_chip_option_and_bad_chip(ctx):
 def test_selector_picks_tensor_cores_for_f16(ctx, tmp_path):
     from workbench.targets import get_target
 
-    ok(ctx, f"load {matmul_payload(tmp_path, 256, 128, 64, 'f16')}")
+    ok(ctx, f"load {f16_payload(tmp_path, 256, 128, 64)}")
     (spec, params), = get_target("cuda").select_params(ctx.session.inspect()).items()
     assert spec.endswith("cuda/matmul.py[gen=matmul_mma_smem]")
     assert 256 % params["block_m"] == 0 and params["block_m"] % params["warp_m"] == 0 and params["warp_m"] % 16 == 0
     # N divisible by 256: 128x256x16 blocks of 8 warps, 3 stages
-    ok(ctx, f"load {matmul_payload(tmp_path, 256, 256, 64, 'f16')}")
+    ok(ctx, f"load {f16_payload(tmp_path, 256, 256, 64)}")
     (spec, params), = get_target("cuda").select_params(ctx.session.inspect()).items()
     assert (params["block_n"], params["block_k"], params["stages"]) == (256, 16, 3)
     ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
@@ -232,8 +228,14 @@ def test_gpu_run_worker_refuses_without_driver(monkeypatch):
 
 # -- runs on the GPU ---------------------------------------------------------------------------
 
-def _load(d: Path, prefix: str) -> list[np.ndarray]:
-    return [np.load(p) for p in sorted(d.glob(f"{prefix}*.npy"), key=lambda p: int(p.stem[len(prefix):]))]
+def _check_f16_matmul_run(ctx, tmp_path: Path) -> None:
+    """Run the loaded f16 matmul on the GPU, checked; then its outputs against numpy (f64)."""
+    res = ok(ctx, f"run --target cuda --check --iterations 3 --save-outputs {tmp_path / 'o'}")
+    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+    a, b, c = (x.astype(np.float64) for x in _load(tmp_path / "o", "input"))
+    got = _load(tmp_path / "o", "output")[0].astype(np.float64)
+    want = c + a @ b
+    assert np.abs(got - want).max() / np.abs(want).max() < 1e-2
 
 
 @needs_gpu
@@ -250,14 +252,9 @@ def test_gpu_matmul_f32_checked(ctx, tmp_path):
 
 @needs_gpu
 def test_gpu_matmul_f16_tensor_cores_checked(ctx, tmp_path):
-    ok(ctx, f"load {matmul_payload(tmp_path, 256, 128, 512, 'f16')}")
+    ok(ctx, f"load {f16_payload(tmp_path, 256, 128, 512)}")
     ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_mma]{block_m=64 block_n=64 warp_m=32 warp_n=32}")
-    res = ok(ctx, f"run --target cuda --check --iterations 3 --save-outputs {tmp_path / 'o'}")
-    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
-    a, b, c = (x.astype(np.float64) for x in _load(tmp_path / "o", "input"))
-    got = _load(tmp_path / "o", "output")[0].astype(np.float64)
-    want = c + a @ b
-    assert np.abs(got - want).max() / np.abs(want).max() < 1e-2
+    _check_f16_matmul_run(ctx, tmp_path)
 
 
 @needs_gpu
@@ -269,14 +266,9 @@ def test_gpu_matmul_f16_tensor_cores_checked(ctx, tmp_path):
                                     "block_m=128 block_n=256 block_k=32 warp_m=64 warp_n=64 stages=2",
                                     "block_m=128 block_n=128 block_k=32 warp_m=64 warp_n=32 stages=3"])
 def test_gpu_matmul_f16_shared_memory_checked(ctx, tmp_path, params):
-    ok(ctx, f"load {matmul_payload(tmp_path, 256, 256, 512, 'f16')}")
+    ok(ctx, f"load {f16_payload(tmp_path, 256, 256, 512)}")
     ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_mma_smem]{{{params}}}")
-    res = ok(ctx, f"run --target cuda --check --iterations 3 --save-outputs {tmp_path / 'o'}")
-    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
-    a, b, c = (x.astype(np.float64) for x in _load(tmp_path / "o", "input"))
-    got = _load(tmp_path / "o", "output")[0].astype(np.float64)
-    want = c + a @ b
-    assert np.abs(got - want).max() / np.abs(want).max() < 1e-2
+    _check_f16_matmul_run(ctx, tmp_path)
 
 
 @needs_gpu

@@ -14,46 +14,24 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _common import numpy_matmul_gflops, write_matmul_payload  # noqa: E402  (bench/_common.py)
 from workbench.commands import CommandContext, default_registry  # noqa: E402
 from workbench.session import Session  # noqa: E402
 from workbench.targets import get_target  # noqa: E402
 
 
-def numpy_gflops(n: int, threads: int | None, repeats: int) -> float:
-    from threadpoolctl import threadpool_limits
-
-    rng = np.random.default_rng(0)
-    a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
-    b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
-    with threadpool_limits(limits=threads):
-        a @ b
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            a @ b
-            times.append(time.perf_counter() - t0)
-    return 2 * n ** 3 / statistics.median(times) / 1e9
-
-
 def workbench_gflops(ctx: CommandContext, n: int, iterations: int, workdir: Path, threads: int) -> tuple[float, dict, bool]:
     """GFLOP/s of the shipped schedule: single-core (`matmul.py`, run pinned to 1 core) when threads == 1,
     else the forall-parallel variant (`matmul_parallel.py`) on `threads` cores."""
-    payload = workdir / f"matmul{n}.mlir"
-    t = f"tensor<{n}x{n}xf32>"
-    payload.write_text(f"func.func @matmul(%A: {t}, %B: {t}, %C: {t}) -> {t} {{\n"
-                       f"  %0 = linalg.matmul ins(%A, %B : {t}, {t}) outs(%C : {t}) -> {t}\n"
-                       f"  return %0 : {t}\n}}\n")
+    payload = write_matmul_payload(workdir / f"matmul{n}.mlir", n)
     res = ctx.registry.dispatch(f"load {payload}", ctx)
     assert res.ok, res.error
     if threads == 1:
@@ -94,8 +72,8 @@ def main() -> None:
             for n in sizes:
                 wb1, params1, ok1 = workbench_gflops(ctx, n, args.iterations, Path(d), 1)
                 wball, paramsall, okall = workbench_gflops(ctx, n, args.iterations, Path(d), cores)
-                np1 = numpy_gflops(n, 1, max(3, args.iterations))
-                npall = numpy_gflops(n, None, max(3, args.iterations))
+                np1 = numpy_matmul_gflops(n, 1, max(3, args.iterations))
+                npall = numpy_matmul_gflops(n, None, max(3, args.iterations))
                 results[n] = (wb1, wball, np1, npall)
                 print(f"{n}^3 f32: 1 core: workbench {wb1:6.1f} GFLOP/s (check {'ok' if ok1 else 'FAILED'}) vs numpy "
                       f"{np1:6.1f} -> {wb1 / np1:.2f} | {cores} cores: workbench {wball:6.1f} (check "

@@ -22,32 +22,16 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _common import numpy_matmul_gflops, write_matmul_payload  # noqa: E402  (bench/_common.py)
 from workbench.commands import CommandContext, default_registry  # noqa: E402
 from workbench.session import Session  # noqa: E402
 
 SPACE = ("block_m=[32,64,128] block_n=[256,512,1024] block_k=[128,256] reg_m=[4,8] reg_n=[16,32,64] "
          "reg_k=[1,2,4,8] pack_tile_a=[16,32] pack_tile_b=[4,8]")
-
-
-def numpy_gflops(n: int, repeats: int) -> float:
-    from threadpoolctl import threadpool_limits
-
-    rng = np.random.default_rng(0)
-    a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
-    b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
-    with threadpool_limits(limits=1):
-        a @ b
-        times = []
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            a @ b
-            times.append(time.perf_counter() - t0)
-    return 2 * n ** 3 / statistics.median(times) / 1e9
 
 
 def main() -> None:
@@ -79,11 +63,7 @@ def main() -> None:
 
     try:
         with tempfile.TemporaryDirectory() as d:
-            payload = Path(d) / f"matmul{n}.mlir"
-            t = f"tensor<{n}x{n}xf32>"
-            payload.write_text(f"func.func @matmul(%A: {t}, %B: {t}, %C: {t}) -> {t} {{\n"
-                               f"  %0 = linalg.matmul ins(%A, %B : {t}, {t}) outs(%C : {t}) -> {t}\n"
-                               f"  return %0 : {t}\n}}\n")
+            payload = write_matmul_payload(Path(d) / f"matmul{n}.mlir", n)
             do(f"load {payload}")
             do("select --apply")
             default = dict(session.steps[0].step.params)
@@ -111,7 +91,7 @@ def main() -> None:
                     do(f"run --check --iterations {args.iterations}")
                     run = session.last_run
                     gf[name].append(run["gflops"])
-            np_gf = numpy_gflops(n, max(5, args.iterations))
+            np_gf = numpy_matmul_gflops(n, 1, max(5, args.iterations))
     finally:
         session.close()
     g_def, g_tun = statistics.median(gf["default"]), statistics.median(gf["tuned"])

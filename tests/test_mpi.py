@@ -2,9 +2,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -12,7 +9,7 @@ import numpy as np
 import pytest
 
 from workbench.execution.mpi_launch import availability
-from conftest import do, ok
+from conftest import do, ok, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -149,22 +146,16 @@ def _rank_processes(workdir: Path) -> list[str]:
     return mine
 
 
-def _cli(args, tmp_path):
-    env = dict(os.environ, LH_WORKBENCH_STATE_DIR=str(tmp_path / "state"))
-    return subprocess.run([sys.executable, "-m", "workbench.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          env=env, timeout=300)
-
-
 def test_shipped_mpi_script_and_session(tmp_path):
     out = tmp_path / "script.json"
-    p = _cli(["examples/sharded_mlp.mlir", "--script", "commands/sharded-mlp-mpi.lhw", "--json", str(out)], tmp_path)
+    p = run_cli(["examples/sharded_mlp.mlir", "--script", "commands/sharded-mlp-mpi.lhw", "--json", str(out)], timeout=300)
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
     assert "mpi-partition" in doc["steps"][0]["spec"] and "mpi-lower" in doc["steps"][2]["spec"]
     assert [s["kind"] for s in doc["steps"]] == ["pipeline", "bench", "pipeline"]
     assert doc["run"]["ranks"] == 2 and doc["run"]["check"]["passed"]
     out = tmp_path / "replay.json"
-    p = _cli(["replay", "sessions/sharded-mlp-mpi.yaml", "--check", "--json", str(out)], tmp_path)
+    p = run_cli(["replay", "sessions/sharded-mlp-mpi.yaml", "--check", "--json", str(out)], timeout=300)
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
     assert doc["reproduced"] is True and doc["run"]["target"] == "mpi" and doc["run"]["check"]["passed"]

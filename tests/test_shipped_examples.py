@@ -2,25 +2,18 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from conftest import run_cli
+
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _cli(args, tmp_path):
-    env = dict(os.environ, LH_WORKBENCH_STATE_DIR=str(tmp_path / "state"))
-    return subprocess.run([sys.executable, "-m", "workbench.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          env=env, timeout=600)
 
 
 def test_matmul_cpu_script_runs_checked(tmp_path):
     out = tmp_path / "out.json"
-    p = _cli(["examples/matmul.mlir", "--script", "commands/matmul-cpu.lhw", "--json", str(out)], tmp_path)
+    p = run_cli(["examples/matmul.mlir", "--script", "commands/matmul-cpu.lhw", "--json", str(out)], timeout=600)
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
     assert doc["ok"] and [s["kind"] for s in doc["steps"]] == ["transform", "bench", "pipeline"]
@@ -31,7 +24,7 @@ def test_matmul_cpu_script_runs_checked(tmp_path):
 def test_shipped_session_replays_byte_identical(session, tmp_path):
     out = tmp_path / "out.json"
     emit = tmp_path / "out.mlir"
-    p = _cli(["replay", f"sessions/{session}", "--json", str(out), "--emit", str(emit)], tmp_path)
+    p = run_cli(["replay", f"sessions/{session}", "--json", str(out), "--emit", str(emit)], timeout=600)
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
     assert doc["ok"] and doc["reproduced"] is True
@@ -42,7 +35,7 @@ def test_shipped_session_replays_byte_identical(session, tmp_path):
 
 def test_matmul_cpu_session_replays_and_runs(tmp_path):
     out = tmp_path / "out.json"
-    p = _cli(["replay", "sessions/matmul-cpu.yaml", "--target", "cpu", "--check", "--json", str(out)], tmp_path)
+    p = run_cli(["replay", "sessions/matmul-cpu.yaml", "--target", "cpu", "--check", "--json", str(out)], timeout=600)
     assert p.returncode == 0, p.stderr
     run = json.loads(out.read_text())["run"]
     assert run["target"] == "cpu" and run["check"]["passed"] and run["iterations"] == 5
@@ -50,7 +43,7 @@ def test_matmul_cpu_session_replays_and_runs(tmp_path):
 
 def test_matmul_fast_script_selects_and_runs_checked(tmp_path):
     out = tmp_path / "out.json"
-    p = _cli(["examples/matmul.mlir", "--script", "commands/matmul-fast.lhw", "--json", str(out)], tmp_path)
+    p = run_cli(["examples/matmul.mlir", "--script", "commands/matmul-fast.lhw", "--json", str(out)], timeout=600)
     assert p.returncode == 0, p.stderr
     doc = json.loads(out.read_text())
     assert doc["steps"][0]["spec"].startswith("pipelines/cpu/matmul.py[gen=matmul_tiling]")

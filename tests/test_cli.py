@@ -118,6 +118,15 @@ def test_replay_corrupt_session_exit_1_one_line(tmp_path):
     assert len(lines) == 1 and "invalid YAML" in lines[0] and "bad.yaml:" in lines[0]
 
 
+def test_replay_unknown_target_exit_1_one_line(tmp_path):
+    sess = tmp_path / "s.yaml"
+    sess.write_text("Pipeline:\n  - pass: canonicalize\nWorkbench:\n  target: bogus\n")
+    p = run_cli(["replay", sess, "--payload", MATMUL])
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1 and "unknown target 'bogus'" in lines[0]
+
+
 def test_trust_headless(tmp_path):
     sess = tmp_path / "s.yaml"
     script = _script(tmp_path, f"apply {SCHED}/gens.py[gen=tile]{{tile=16}}\nsave {sess}\n")

@@ -26,7 +26,7 @@ from workbench.paths import state_dir
 from workbench.steps.kinds import BuildContext, Step, StepError, load_pipeline_yaml, step_from_entry
 from workbench.steps.params import ParamError, payload_dims, set_knob_reader
 from workbench.steps.spec import SpecError
-from workbench.targets import get_target
+from workbench.targets import TargetError, get_target
 
 SESSION_HEADER = "# lh-workbench session: replay with `lh-workbench replay THIS_FILE`\n"
 
@@ -175,6 +175,14 @@ class Session:
     @property
     def target(self):
         return get_target(self.target_name)
+
+    def select_target(self, name: str) -> None:
+        """Make `name` the selected target; an unknown name changes nothing."""
+        try:
+            get_target(name)
+        except TargetError as e:
+            raise SessionError(str(e))
+        self.target_name = name
 
     def close(self) -> None:
         self.client.close()
@@ -438,8 +446,7 @@ def replay_into(session: Session, loaded: LoadedSession,
     reports: list[StepReport] = []
     target = loaded.meta.get("target")
     if target:
-        get_target(target)  # unknown target: clear error before any work
-        session.target_name = target
+        session.select_target(target)  # unknown target: clear error before any work
     for step in loaded.steps:
         index = session.cursor + 1
         t0 = time.perf_counter()

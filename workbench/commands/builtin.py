@@ -10,7 +10,7 @@ from workbench.session import SessionError, StepReport, read_session_file, repla
 from workbench.steps import spec as S
 from workbench.steps.kinds import Step, StepError, kind_help, step_from_command
 from workbench.steps.params import schema_json, schema_table
-from workbench.targets import TargetError, all_targets, get_target
+from workbench.targets import TargetError, all_targets
 
 
 def _fail(e: Exception) -> Result:
@@ -278,10 +278,9 @@ def cmd_target(ctx, a):
     s = ctx.session
     if a.get("name"):
         try:
-            get_target(a["name"])
-        except TargetError as e:
+            s.select_target(a["name"])
+        except SessionError as e:
             return _fail(e)
-        s.target_name = a["name"]
         return Result(True, f"target: {a['name']}", data={"target": a["name"]})
     rows = []
     listing = []
@@ -330,8 +329,11 @@ def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None) ->
     warnings = []
     if expected_payload and expected_payload != s.payload_file_sha:
         warnings.append(f"payload {payload} changed since the session was saved (sha256 differs)")
-    reports = replay_into(s, loaded, on_step=lambda r: ctx.progress(
-        f"step {r.index}/{len(loaded.steps)} {'ok' if r.ok else 'FAILED'}: {r.spec}"))
+    try:
+        reports = replay_into(s, loaded, on_step=lambda r: ctx.progress(
+            f"step {r.index}/{len(loaded.steps)} {'ok' if r.ok else 'FAILED'}: {r.spec}"))
+    except SessionError as e:  # e.g. the session names an unknown target
+        return _fail(e)
     ok = all(r.ok for r in reports) and len(reports) == len(loaded.steps)
     expected = loaded.meta.get("ir_sha256")
     data: dict[str, Any] = {"steps": [r.to_json() for r in reports], "ir_sha256": s.current_sha,

@@ -7,7 +7,6 @@ from workbench.commands.registry import Command, Flag, Registry, UsageError
 from workbench.result import Result
 from workbench.run_session import RunOptions, run_current
 from workbench.session import SessionError
-from workbench.targets import TargetError, get_target
 
 
 def _parse_npy(text: str | None) -> dict[int, Path]:
@@ -34,10 +33,9 @@ def cmd_run(ctx, a):
     s = ctx.session
     if a.get("target"):
         try:
-            get_target(a["target"])
-        except TargetError as e:
+            s.select_target(a["target"])
+        except SessionError as e:
             return Result.failure(str(e))
-        s.target_name = a["target"]
     opts = RunOptions(check=a["check"], inputs=a.get("inputs") or "random", seed=a.get("seed") or 0,
                       npy=_parse_npy(a.get("npy")), threads=a.get("threads"),
                       timeout=a.get("timeout") or 120.0, warmup=a.get("warmup"), iterations=a.get("iterations"),

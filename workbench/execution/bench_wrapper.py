@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from mlir import ir
 
+from workbench.execution.ir_walk import ops_where
+
 WRAPPER_CALL = "_lh_call"
 WRAPPER_BENCH = "_lh_bench"
 DEFAULT_PARAMS = {"entry": "", "warmup": 1, "iterations": 10, "outputs": ""}
@@ -46,15 +48,8 @@ def _funcs(module) -> list:
 
 
 def _called_symbols(module) -> set[str]:
-    called: set[str] = set()
-
-    def visit(op):
-        if op.name == "func.call":
-            called.add(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return called
+    return {ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            for op in ops_where(module, lambda op: op.name == "func.call")}
 
 
 def find_entry(module, name: str = "") -> "ir.Operation":
@@ -288,13 +283,5 @@ TRANSLATABLE_OPS = frozenset({"builtin.module", "gpu.binary", "gpu.launch_func"}
 
 
 def unlowered_ops(module) -> set[str]:
-    left: set[str] = set()
-
-    def visit(op):
-        name = op.name
-        if not (name.startswith("llvm.") or name in TRANSLATABLE_OPS):
-            left.add(name)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return left
+    return {op.name for op in ops_where(
+        module, lambda op: not (op.name.startswith("llvm.") or op.name in TRANSLATABLE_OPS))}

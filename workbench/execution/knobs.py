@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from mlir import ir
 
+from workbench.execution.ir_walk import ops_where
+
 KNOB_OP = "transform.tune.knob"
 
 
@@ -27,15 +29,7 @@ def _py(attr: ir.Attribute):
 
 
 def _knob_ops(module: ir.Module) -> list:
-    found = []
-
-    def visit(op):
-        if op.name == KNOB_OP:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found
+    return ops_where(module, lambda op: op.name == KNOB_OP)
 
 
 def _name(op) -> str:

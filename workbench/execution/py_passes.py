@@ -39,14 +39,9 @@ def _barrier_after_async_wait(module, options: dict) -> None:
     """
     from mlir import ir
 
-    marked = []
+    from workbench.execution.ir_walk import ops_where
 
-    def visit(op):
-        if op.name == "nvgpu.device_async_wait" and BARRIER_MARK in op.attributes:
-            marked.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
+    marked = ops_where(module, lambda op: op.name == "nvgpu.device_async_wait" and BARRIER_MARK in op.attributes)
     for wait in marked:
         ops = list(wait.block.operations)
         nxt = next(o for i, o in enumerate(ops) if i > 0 and ops[i - 1] == wait)

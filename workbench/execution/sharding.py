@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from mlir import ir
 
+from workbench.execution.ir_walk import ops_where
+
 ANNOTATION_OPS = ("shard.shard", "shard.sharding")
 
 
@@ -19,15 +21,7 @@ class ShardingError(Exception):
 
 def shard_annotations(op) -> list[str]:
     """Names of the sharding annotation ops nested in `op` (a function or a module)."""
-    found: list[str] = []
-
-    def visit(inner):
-        if inner.name in ANNOTATION_OPS:
-            found.append(inner.name)
-        return ir.WalkResult.ADVANCE
-
-    op.operation.walk(visit)
-    return found
+    return [inner.name for inner in ops_where(op, lambda inner: inner.name in ANNOTATION_OPS)]
 
 
 def strip_sharding(module) -> int:

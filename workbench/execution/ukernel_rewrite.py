@@ -15,6 +15,7 @@ from mlir import ir
 from mlir.dialects import func
 
 from workbench.execution import ukernels
+from workbench.execution.ir_walk import ops_where
 
 MARK = "lh.ukernel"
 
@@ -30,15 +31,7 @@ def run(module: ir.Module, name: str, params: dict) -> None:
 
 
 def _marked_matmuls(module: ir.Module) -> list:
-    found = []
-
-    def visit(op):
-        if op.name == "linalg.matmul" and MARK in op.attributes:
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return found
+    return ops_where(module, lambda op: op.name == "linalg.matmul" and MARK in op.attributes)
 
 
 def _check_operand(value, what: str) -> str:

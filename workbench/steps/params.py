@@ -19,6 +19,7 @@ complete dict: relations, and (given payload dims) divisibility. Errors name the
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -276,7 +277,20 @@ def _infer_type(default: Any) -> str:
 
 
 def generator_schema(path: Path, gen: str) -> tuple[Schema, bool]:
-    """(schema, wants_payload) of generator `gen` in `path`, read without executing it."""
+    """(schema, wants_payload) of generator `gen` in `path`, read without executing it.
+
+    Applying a step asks for it several times (defaults, constraints, stages): the parse is cached
+    for as long as the file is unchanged. Callers must not modify the returned schema."""
+    try:
+        stat = path.stat()
+    except OSError as e:
+        raise ParamError(f"cannot read schedule file {path}: {e.strerror}")
+    return _generator_schema(str(path), stat.st_mtime_ns, stat.st_size, gen)
+
+
+@functools.lru_cache(maxsize=64)
+def _generator_schema(path_text: str, mtime_ns: int, size: int, gen: str) -> tuple[Schema, bool]:
+    path = Path(path_text)
     try:
         tree = ast.parse(path.read_text(), filename=str(path))
     except OSError as e:

@@ -30,7 +30,8 @@ def payload(n: int, dtype: str) -> str:
             f"  %0 = linalg.matmul ins(%A, %B : {t}, {t}) outs(%C : {t}) -> {t}\n  return %0 : {t}\n}}\n")
 
 
-def workbench_run(n: int, dtype: str, gen: str, params: str, iterations: int, workdir: Path) -> dict:
+def workbench_run(n: int, dtype: str, gen: str, params: str, iterations: int, workdir: Path,
+                  timeout: int = 600) -> dict:
     from workbench.commands import CommandContext, default_registry
     from workbench.session import Session
 
@@ -42,7 +43,7 @@ def workbench_run(n: int, dtype: str, gen: str, params: str, iterations: int, wo
     try:
         for line in (f"load {src}", f"apply pipelines/cuda/matmul.py[gen={gen}]{{{params}}}",
                      f"bench warmup=2 iterations={iterations}",
-                     f"run --target cuda --timeout 600 --save-outputs {out}"):
+                     f"run --target cuda --timeout {timeout} --save-outputs {out}"):
             res = ctx.registry.dispatch(line, ctx)
             if not res.ok:
                 return {"ok": False, "error": f"{line}: {res.error}", "detail": res.detail}
@@ -96,6 +97,7 @@ def main() -> int:
                                              "block_m=64 block_n=64 block_k=64 thread_m=4 thread_n=4;"
                                              "block_m=128 block_n=64 block_k=32 thread_m=8 thread_n=4")
     ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--timeout", type=int, default=600, help="seconds per workbench run (a hung kernel is killed)")
     args = ap.parse_args()
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-state-"))
     work = Path(tempfile.mkdtemp(prefix="lh-gpu-bench-"))
@@ -110,7 +112,7 @@ def main() -> int:
             if params.startswith("gen="):  # another generator of pipelines/cuda/matmul.py
                 first, _, params = params.partition(" ")
                 gen = first[len("gen="):]
-            r = workbench_run(n, dtype, gen, params, args.iterations, work)
+            r = workbench_run(n, dtype, gen, params, args.iterations, work, args.timeout)
             if not r["ok"]:
                 print(f"FAILED {dtype} {n} {gen}{{{params}}}: {r['error']}\n{(r.get('detail') or '')[-2000:]}", flush=True)
                 continue

@@ -138,6 +138,65 @@ def test_matmul_f16_multistage_shared_memory_limit():
         mm.matmul_mma_smem(block_m=128, block_n=128, block_k=32, stages=4)
 
 
+def test_matmul_f16_wgmma_lowers_to_tma_and_wgmma(ctx, tmp_path):
+    """matmul_wgmma marks the matmul; cuda-lower's rewrite builds the TMA + wgmma kernel for sm_90a."""
+    ok(ctx, f"load {f16_payload(tmp_path, 256, 256, 512)}")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=128 stages=4}")
+    assert 'lh.wgmma = {block_m = 128 : i64, block_n = 128 : i64, consumers = 1 : i64' in ctx.session.current_ir
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    ir = ctx.session.current_ir
+    ptx = ptx_of(ir)
+    assert ".target sm_90a" in ptx and ".maxntid 128, 1, 1" in ptx
+    # 128x128 block tile, K step 64: 2 (m64) x 4 (k16) wgmma per step, one group left in flight
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") == 8
+    assert "wgmma.wait_group.sync.aligned \t1;" in ptx and "wgmma.wait_group.sync.aligned \t0;" in ptx
+    # the producer issues A (128x64) and two B boxes (64x64) per K step: in the prologue and the loop
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes") == 6
+    assert ptx.count("mbarrier.try_wait.parity.shared.b64") == 2  # full (consumers), empty (producer)
+    assert "bar.sync \t1, 128;" in ptx  # consumers only, before the accumulators reuse the slots
+    assert ptx.count("ld.global.v4.b32") == ptx.count("st.global.v4.b32") == 1  # C: 8 halves at a time
+    assert "ld.local" not in ptx and "st.local" not in ptx
+    assert lowered_host_calls(ir).get("mgpuTensorMapEncodeTiledMemref") == 2
+    # 4 slots of 16 + 16 KiB and 1 KiB for the 1024-byte alignment of the swizzled tiles
+    assert re.search(r"llvm\.mlir\.constant\(132096 : i32\)", ir)
+
+
+def test_matmul_f16_wgmma_warp_specialized_lowers(ctx, tmp_path):
+    """specialize=1 consumers=2: a producer warpgroup (setmaxnreg 40) and two m64n256 consumers (232)."""
+    ok(ctx, f"load {f16_payload(tmp_path, 256, 256, 256)}")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=256 stages=3 consumers=2 specialize=1}")
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    ptx = ptx_of(ctx.session.current_ir)
+    assert ".maxntid 384, 1, 1" in ptx
+    assert "setmaxnreg.dec.sync.aligned.u32 \t40;" in ptx and "setmaxnreg.inc.sync.aligned.u32 \t232;" in ptx
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16") == 4
+    # only the producer loop issues TMA: A and four 64-column B boxes
+    assert ptx.count("cp.async.bulk.tensor.2d") == 5
+    assert "bar.sync \t1, 256;" in ptx
+
+
+@pytest.mark.parametrize("params, message", [
+    ("block_m=256 block_n=256 stages=2", "need 512 registers per thread"),
+    ("block_m=128 block_n=256 stages=6 consumers=2", "KiB of shared memory"),
+    ("block_m=64 block_n=96", "block_n=96"),
+    ("block_m=64 block_n=64 consumers=2", "multiple of 64 rows"),
+])
+def test_matmul_wgmma_config_errors(ctx, tmp_path, params, message):
+    ok(ctx, f"load {f16_payload(tmp_path, 256, 256, 256)}")
+    res = ctx.registry.dispatch(f"apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{{{params}}}", ctx)
+    assert not res.ok and message in res.error
+    assert "lh.wgmma" not in ctx.session.current_ir  # the failed step left the module as it was
+
+
+def test_matmul_wgmma_rewrite_refuses_k_not_multiple_of_64(ctx, tmp_path):
+    ok(ctx, f"load {f16_payload(tmp_path, 128, 128, 96)}")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=128}")
+    before = ctx.session.current_ir
+    res = ctx.registry.dispatch("apply cuda-lower{chip=sm_90a}", ctx)
+    assert not res.ok and "rewrite wgmma-kernels" in res.error and "K=96 is not a multiple of 64" in res.error
+    assert ctx.session.current_ir == before
+
+
 def test_softmax_lowers_to_gpu_binary(ctx):
     ok(ctx, f"load {EXAMPLES / 'softmax.mlir'}")
     ok(ctx, "bench iterations=2")
@@ -268,6 +327,19 @@ def test_gpu_matmul_f16_tensor_cores_checked(ctx, tmp_path):
 def test_gpu_matmul_f16_shared_memory_checked(ctx, tmp_path, params):
     ok(ctx, f"load {f16_payload(tmp_path, 256, 256, 512)}")
     ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_mma_smem]{{{params}}}")
+    _check_f16_matmul_run(ctx, tmp_path)
+
+
+@needs_gpu
+@pytest.mark.parametrize("params", ["block_m=128 block_n=128 stages=4",
+                                    "block_m=128 block_n=128 stages=2",
+                                    "block_m=64 block_n=256 stages=4",
+                                    "block_m=128 block_n=256 stages=3 consumers=2",
+                                    "block_m=128 block_n=128 stages=4 specialize=1",
+                                    "block_m=128 block_n=256 stages=4 consumers=2 specialize=1"])
+def test_gpu_matmul_f16_wgmma_checked(ctx, tmp_path, params):
+    ok(ctx, f"load {f16_payload(tmp_path, 256, 512, 1024)}")
+    ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{{{params}}}")
     _check_f16_matmul_run(ctx, tmp_path)
 
 

@@ -37,6 +37,16 @@ Shapes must be static and divisible by the tiles (no remainder handling).
     ``lh-barrier-after-async-wait`` in cuda-lower. Shared memory S x (A + B tiles) <= 48 KiB.
     Threads per block = 32 * (block_m / warp_m) * (block_n / warp_n).
 
+``matmul_wgmma``  (f16 x f16 -> f16, f32 accumulation, Hopper sm_90a): configuration only. The
+    schedule marks the matmul with ``lh.wgmma = {block_m, block_n, stages, consumers, specialize}``;
+    after bufferization, ``rewrite: wgmma-kernels`` in cuda-lower replaces it by a generated kernel
+    (workbench/execution/wgmma_matmul.py): TMA loads of 128-byte-swizzled A (block_m x 64) and B
+    (64 x 64 boxes) tiles into ``stages`` shared-memory slots (dynamic shared memory, up to 227 KiB),
+    mbarrier full/empty handshakes, ``consumers`` warpgroups each issuing ``wgmma`` on
+    block_m / consumers rows with one group in flight, and, with specialize=1, an extra producer
+    warpgroup that only issues TMA (setmaxnreg 40 / 232). K must be a multiple of 64.
+    Threads per block = 128 * (consumers + specialize).
+
 ``select(m, n, k, dtype)`` -> (generator, parameters) for a shape (the cuda target's selector).
 """
 
@@ -53,6 +63,8 @@ PARAMS = {
     "unroll_k": {"min": 1, "max": 32, "help": "mma: K step = 16 * unroll_k per loop iteration (more loads in flight)"},
     "vector_bits": {"min": 16, "max": 128, "help": "mma_smem: bits per cp.async global->shared copy (16-byte = 128)"},
     "stages": {"min": 1, "max": 8, "help": "mma_smem: shared-memory buffers per operand; > 1 = cp.async software pipeline (stages-1 K steps in flight)"},
+    "consumers": {"choices": [1, 2], "help": "wgmma: warpgroups computing the block (each takes block_m / consumers rows)"},
+    "specialize": {"choices": [0, 1], "help": "wgmma: 1 = an extra producer warpgroup issues the TMA loads (warp specialization)"},
 }
 CONSTRAINTS = [
     "(block_m / thread_m) * (block_n / thread_n) <= 1024",
@@ -321,6 +333,24 @@ def _mma_smem_pipelined(block_m, block_n, block_k, warp_m, warp_n, ra, ca, rb, c
     %f6 = transform.apply_registered_pass "promote-buffers-to-stack" with options = {{"max-alloc-size-in-bytes" = 1000000 : i64}}
         to %f5s : (!transform.any_op) -> !transform.any_op
 {_shared_allocas_to_globals("f6")}""" + _FOOTER
+
+
+def matmul_wgmma(block_m: int = 128, block_n: int = 128, stages: int = 4, consumers: int = 1,
+                 specialize: int = 0) -> str:
+    from workbench.execution.wgmma_matmul import MARK, KernelConfigError, check_config
+
+    try:  # the tile checks that do not need the payload's shape (that is checked by the rewrite)
+        check_config(block_m, block_n, 64, block_m, block_n, stages, consumers, specialize)
+    except KernelConfigError as e:
+        raise ValueError(str(e))
+    config = (f"{{block_m = {block_m} : i64, block_n = {block_n} : i64, stages = {stages} : i64, "
+              f"consumers = {consumers} : i64, specialize = {specialize} : i64}}")
+    return f"""module attributes {{transform.with_named_sequence}} {{
+  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.readonly}}) {{
+    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %root : (!transform.any_op) -> !transform.any_op
+    %config = transform.param.constant {config} -> !transform.any_param
+    transform.annotate %mm "{MARK}" = %config : !transform.any_op, !transform.any_param
+""" + _FOOTER
 
 
 def _largest_divisor(n: int, candidates) -> int:

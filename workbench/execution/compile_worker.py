@@ -252,11 +252,11 @@ class CompileWorker:
             sched = self._generate_schedule(module, stage)
             self._run_transform(module, sched, stage.get("entry") or "__transform_main", label)
         elif kind == "rewrite":
-            from workbench.execution import ukernel_rewrite
+            from workbench.execution import rewrites
 
             try:
-                ukernel_rewrite.run(module, stage["name"], stage.get("params") or {})
-            except ukernel_rewrite.RewriteError as e:
+                rewrites.run(module, stage["name"], stage.get("params") or {})
+            except rewrites.RewriteError as e:
                 raise StageError(f"rewrite {stage['name']}: {e}")
         elif kind == "replace":
             self._replace_module(module, stage, label)

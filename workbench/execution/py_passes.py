@@ -50,14 +50,20 @@ def _barrier_after_async_wait(module, options: dict) -> None:
         del wait.attributes[BARRIER_MARK]
 
 
-DEFAULT_CHIP = "sm_90"
+DEFAULT_CHIP = "sm_90a"
+
+
+def arch_specific(chip: str) -> str:
+    """The arch-specific target of a compute capability that has one (sm_90 -> sm_90a: wgmma,
+    setmaxnreg). Code for it runs only on that exact capability, which is what auto detection sees."""
+    return chip + "a" if chip == "sm_90" else chip
 
 
 def detected_chip() -> str | None:
     from workbench.execution import cuda_probe
 
     info = cuda_probe.probe()
-    return info.get("chip") if info.get("ok") else None
+    return arch_specific(info["chip"]) if info.get("ok") and info.get("chip") else None
 
 
 def nvvm_pipeline_text(options: dict) -> str:
@@ -76,7 +82,8 @@ def nvvm_pipeline_text(options: dict) -> str:
 
 
 def _nvvm_lower(module, options: dict) -> None:
-    """gpu-lower-to-nvvm-pipeline for `chip` (auto: the compute capability the driver reports, else sm_90)."""
+    """gpu-lower-to-nvvm-pipeline for `chip` (auto: the compute capability the driver reports, as its
+    arch-specific target where there is one, else sm_90a)."""
     from mlir import passmanager
 
     passmanager.PassManager.parse(nvvm_pipeline_text(options)).run(module.operation)

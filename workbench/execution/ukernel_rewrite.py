@@ -16,18 +16,11 @@ from mlir.dialects import func
 
 from workbench.execution import ukernels
 from workbench.execution.ir_walk import ops_where
+from workbench.execution.rewrites import RewriteError
 
 MARK = "lh.ukernel"
 
 
-class RewriteError(RuntimeError):
-    pass
-
-
-def run(module: ir.Module, name: str, params: dict) -> None:
-    if name != "ukernel-calls":
-        raise RewriteError(f"unknown rewrite {name!r} (known: {', '.join(ukernels.REWRITES)})")
-    ukernel_calls(module, params.get("library", "auto"))
 
 
 def _marked_matmuls(module: ir.Module) -> list:

@@ -23,16 +23,6 @@ ABIS = {
     "cblas": {"symbol": "cblas_sgemm", "int": "i32", "threads_env": "OPENBLAS_NUM_THREADS"},
 }
 
-#: worker-side rewrites and their parameters (ParamSpec fields)
-REWRITES = {
-    "ukernel-calls": {
-        "help": "replace ops marked lh.ukernel = \"sgemm\" (f32 linalg.matmul on memrefs) by cblas sgemm calls",
-        "params": {"library": {"type": "str", "default": "auto", "choices": ["auto", *ABIS],
-                               "help": "auto: numpy's OpenBLAS (ILP64), else a system CBLAS"}},
-    },
-}
-
-
 class MissingLibrary(RuntimeError):
     pass
 

@@ -228,7 +228,7 @@ class RewriteKind(StepKind):
     help = "a worker-side rewrite, e.g. `rewrite ukernel-calls{library=auto}` (marked matmuls -> BLAS calls)"
 
     def schema(self, step):
-        from workbench.execution.ukernels import REWRITES
+        from workbench.execution.rewrites import REWRITES
 
         if step.spec not in REWRITES:
             raise StepError(f"unknown rewrite {step.spec!r} (known: {', '.join(sorted(REWRITES))})")

@@ -1,0 +1,384 @@
+"""sm_90 tensor-core matmul kernels: TMA loads + wgmma, generated as nvgpu-dialect IR.
+
+No transform op produces `wgmma` (upstream has `rewrite_matmul_as_mma_sync` for the Ampere
+`mma.sync` path only), so the Hopper path follows IREE's microkernel model: the schedule
+(`pipelines/cuda/matmul.py[gen=matmul_wgmma]`) decides at configuration time and marks the
+`linalg.matmul` with `lh.wgmma = {block_m, block_n, stages, consumers, specialize}`; after
+bufferization the `wgmma-kernels` rewrite (first stages of `pipeline: cuda-lower`) replaces each
+marked op by a call to a generated kernel function built from upstream nvgpu ops:
+
+  host:   two TMA descriptors (`nvgpu.tma.create.descriptor`, 128-byte swizzle: boxes of
+          block_m x 64 of A and 64 x 64 of B), then one `gpu.launch` of (N/block_n, M/block_m)
+          blocks with dynamic shared memory: `stages` slots of (A tile, B tile) + 1 KiB for
+          aligning the slots to the 1024-byte swizzle period.
+  device: mbarriers `full[s]` (TMA bytes arrived) and `empty[s]` (every consumer warpgroup's
+          wgmma on slot s finished). The producer (thread 0 of the first consumer warpgroup, or
+          with specialize=1 an extra warpgroup of its own) issues K step j into slot j mod stages
+          once `empty` says step j - stages is consumed: `mbarrier.arrive.expect_tx` + TMA loads.
+          Each consumer warpgroup owns block_m / consumers rows of C: per K step it waits for
+          `full[s]`, builds wgmma descriptors for its rows of A and for B (transposed: B is K x N
+          row-major) and issues `nvgpu.warpgroup.mma` with waitGroup = 1, so step k's wgmma runs
+          while step k-1's completes; then releases slot (k-1) mod stages.
+  epilogue: accumulators (f32) -> shared memory (`nvgpu.warpgroup.mma.store`), barrier, every
+          thread adds C and writes back 8 halves (16 bytes) at a time: C += A x B with f32
+          accumulation (linalg.matmul's semantics, rounded once).
+
+f16 x f16 -> f16 only; shapes static and divisible by the tiles (K by 64); sm_90a (wgmma).
+This module only builds text; `rewrite_marked` (MLIR import) does the replacement.
+"""
+from __future__ import annotations
+
+import hashlib
+
+MARK = "lh.wgmma"
+BLOCK_K = 64  # one 128-byte swizzle row of f16
+SWIZZLE_BYTES = 1024  # 128-byte swizzle repeats every 8 rows: slots must be 1024-byte aligned
+WARPGROUP = 128
+MAX_SHARED = 227 * 1024  # sm_90 opt-in shared memory per block
+DEFAULTS = {"block_m": 128, "block_n": 128, "stages": 4, "consumers": 1, "specialize": 0}
+
+
+class KernelConfigError(ValueError):
+    pass
+
+
+def check_config(m: int, n: int, k: int, block_m: int, block_n: int, stages: int, consumers: int,
+                 specialize: int) -> dict:
+    """The derived sizes of a configuration, or KernelConfigError saying what is wrong."""
+    if consumers not in (1, 2):
+        raise KernelConfigError(f"consumers={consumers}: 1 or 2 warpgroups")
+    rows = block_m // consumers
+    if block_m % consumers or rows % 64:
+        raise KernelConfigError(f"block_m={block_m}: each of the {consumers} consumer warpgroup(s) needs a "
+                                "multiple of 64 rows (wgmma m64)")
+    if block_n % 64 or not 64 <= block_n <= 256:
+        raise KernelConfigError(f"block_n={block_n}: 64, 128, 192 or 256 (wgmma n <= 256, 64-column B boxes)")
+    if block_m > 256:
+        raise KernelConfigError(f"block_m={block_m}: at most 256 (TMA box)")
+    acc_regs = rows * block_n // WARPGROUP
+    if acc_regs > 128:
+        raise KernelConfigError(f"{rows}x{block_n} accumulator rows per warpgroup need {acc_regs} registers per "
+                                "thread (at most 128): use consumers=2 or smaller blocks")
+    for dim, size, block in (("M", m, block_m), ("N", n, block_n), ("K", k, BLOCK_K)):
+        if size % block:
+            raise KernelConfigError(f"{dim}={size} is not a multiple of {block}")
+    if stages < 2:
+        raise KernelConfigError("stages must be at least 2")
+    a_bytes, b_bytes = block_m * BLOCK_K * 2, BLOCK_K * block_n * 2
+    pipeline = stages * (a_bytes + b_bytes)
+    epilogue = block_m * block_n * 4
+    shared = max(pipeline, epilogue) + SWIZZLE_BYTES
+    if shared > MAX_SHARED:
+        raise KernelConfigError(f"{stages} stages of {block_m}x{block_n} tiles need {shared // 1024} KiB of shared "
+                                f"memory (at most {MAX_SHARED // 1024})")
+    threads = WARPGROUP * (consumers + (1 if specialize else 0))
+    return {"rows": rows, "a_bytes": a_bytes, "b_bytes": b_bytes, "shared": shared, "threads": threads,
+            "k_steps": k // BLOCK_K}
+
+
+def kernel_name(m, n, k, cfg: dict) -> str:
+    key = hashlib.sha256(repr((m, n, k, sorted(cfg.items()))).encode()).hexdigest()[:8]
+    return f"lh_wgmma_matmul_{m}x{n}x{k}_{key}"
+
+
+class _Text:
+    """Numbered SSA values and index constants for generated MLIR text."""
+
+    def __init__(self, indent: str = "  "):
+        self.lines: list[str] = []
+        self.indent = indent
+        self._n = 0
+        self._consts: dict[tuple, str] = {}
+
+    def emit(self, line: str) -> None:
+        self.lines.append(self.indent + line)
+
+    def val(self, expr: str, hint: str = "v") -> str:
+        self._n += 1
+        name = f"%{hint}{self._n}"
+        self.emit(f"{name} = {expr}")
+        return name
+
+    def const(self, value: int, ty: str = "index") -> str:
+        key = (value, ty)
+        if key not in self._consts:
+            self._n += 1
+            name = f"%c{value if value >= 0 else 'm' + str(-value)}_{ty}_{self._n}"
+            self.emit(f"{name} = arith.constant {value} : {ty}")
+            self._consts[key] = name
+        return self._consts[key]
+
+    def scope(self):
+        """Constants defined inside a region are not visible after it: forget them on exit."""
+        text = self
+
+        class _Scope:
+            def __enter__(self):
+                self.saved = dict(text._consts)
+                text.indent += "  "
+
+            def __exit__(self, *exc):
+                text._consts = self.saved
+                text.indent = text.indent[:-2]
+
+        return _Scope()
+
+
+def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: int = 128, stages: int = 4,
+                consumers: int = 1, specialize: int = 0) -> str:
+    """`func.func private @name(%A: memref<MxKxf16>, %B: memref<KxNxf16>, %C: memref<MxNxf16>)`: C += A x B."""
+    d = check_config(m, n, k, block_m, block_n, stages, consumers, specialize)
+    rows, a_bytes, b_bytes, k_steps = d["rows"], d["a_bytes"], d["b_bytes"], d["k_steps"]
+    smem = "#gpu.address_space<workgroup>"
+    ta, tb, tc = f"memref<{m}x{k}xf16>", f"memref<{k}x{n}xf16>", f"memref<{m}x{n}xf16>"
+    bar_t = f"!nvgpu.mbarrier.group<memorySpace = {smem}, num_barriers = {stages}>"
+    map_a = (f"!nvgpu.tensormap.descriptor<tensor = memref<{block_m}x{BLOCK_K}xf16, 3>, swizzle = swizzle_128b, "
+             "l2promo = none, oob = zero, interleave = none>")
+    map_b = (f"!nvgpu.tensormap.descriptor<tensor = memref<{BLOCK_K}x64xf16, 3>, swizzle = swizzle_128b, "
+             "l2promo = none, oob = zero, interleave = none>")
+    acc_t = f"!nvgpu.warpgroup.accumulator<fragmented = vector<{rows}x{block_n}xf32>>"
+    wa_t = f"!nvgpu.warpgroup.descriptor<tensor = memref<{rows}x{BLOCK_K}xf16, {smem}>>"
+    wb_t = f"!nvgpu.warpgroup.descriptor<tensor = memref<{BLOCK_K}x{block_n}xf16, {smem}>>"
+    dyn_t = f"memref<?xi8, {smem}>"
+    b_base = stages * a_bytes  # byte offset of the B slots after the A slots
+    tx = a_bytes + b_bytes
+
+    t = _Text()
+    out = [f"func.func private @{name}(%A: {ta}, %B: {tb}, %C: {tc}) {{"]
+    # host: descriptors and launch
+    ua = t.val(f"memref.cast %A : {ta} to memref<*xf16>", "ua")
+    ub = t.val(f"memref.cast %B : {tb} to memref<*xf16>", "ub")
+    c64 = t.const(64)
+    desc_a = t.val(f"nvgpu.tma.create.descriptor {ua} box[{t.const(block_m)}, {c64}] : memref<*xf16> -> {map_a}",
+                   "descA")
+    desc_b = t.val(f"nvgpu.tma.create.descriptor {ub} box[{c64}, {c64}] : memref<*xf16> -> {map_b}", "descB")
+    shm = t.const(d["shared"], "i32")
+    gx, gy, one, nthreads = t.const(n // block_n), t.const(m // block_m), t.const(1), t.const(d["threads"])
+    t.emit(f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {one}) "
+           f"threads(%tx, %ty, %tz) in (%sx = {nthreads}, %sy = {one}, %sz = {one}) "
+           f"dynamic_shared_memory_size {shm} {{")
+    with t.scope():
+        t.emit(f"memref.assume_alignment %C, 16 : {tc}")
+        tid = "%tx"
+        m0 = t.val(f"arith.muli %by, {t.const(block_m)} : index", "m0")
+        n0 = t.val(f"arith.muli %bx, {t.const(block_n)} : index", "n0")
+        dyn = t.val(f"gpu.dynamic_shared_memory : {dyn_t}", "dyn")
+        # The slots start at shared-window address 1024: 1024-byte aligned for the swizzle, and past
+        # the static shared memory (the mbarriers, and the symbol MLIR lowers dynamic shared memory
+        # to: an internal zero-size array that NVPTX demotes to a 1-byte static variable, so the
+        # dynamic region is not necessarily at its address). `shared` includes these 1024 bytes.
+        addr = t.val(f"memref.extract_aligned_pointer_as_index {dyn} : {dyn_t} -> index", "addr")
+        rem = t.val(f"arith.remui {addr}, {t.const(SWIZZLE_BYTES)} : index", "rem")
+        base = t.val(f"arith.subi {t.const(SWIZZLE_BYTES)}, {rem} : index", "base")
+        full = t.val(f"nvgpu.mbarrier.create -> {bar_t}", "full")
+        empty = t.val(f"nvgpu.mbarrier.create -> {bar_t}", "empty")
+        first = t.val(f"arith.cmpi eq, {tid}, {t.const(0)} : index", "first")
+        for s in range(stages):
+            t.emit(f"nvgpu.mbarrier.init {full}[{t.const(s)}], {t.const(1)}, predicate = {first} : {bar_t}")
+            t.emit(f"nvgpu.mbarrier.init {empty}[{t.const(s)}], {t.const(consumers)}, predicate = {first} : {bar_t}")
+        t.emit(f"nvgpu.tma.prefetch.descriptor {desc_a}, predicate = {first} : {map_a}")
+        t.emit(f"nvgpu.tma.prefetch.descriptor {desc_b}, predicate = {first} : {map_b}")
+        t.emit("gpu.barrier")
+        ticks = t.const(10000000)
+        wg = t.val(f"arith.divui {tid}, {t.const(WARPGROUP)} : index", "wg")
+        lane = t.val(f"arith.remui {tid}, {t.const(WARPGROUP)} : index", "lane")
+
+        def slot_view(byte_offset: str, shape: str, hint: str) -> str:
+            return t.val(f"memref.view {dyn}[{byte_offset}][] : {dyn_t} to memref<{shape}xf16, {smem}>", hint)
+
+        def issue(j: str, first_round: bool = False) -> None:
+            """Producer thread: K step j into slot j mod stages, after the slot's previous step (j - stages)
+            was consumed (not waited for in the prologue, where j < stages)."""
+            s = t.val(f"arith.remui {j}, {t.const(stages)} : index", "s")
+            if not first_round:
+                rnd = t.val(f"arith.divui {j}, {t.const(stages)} : index", "round")
+                again = t.val(f"arith.cmpi uge, {j}, {t.const(stages)} : index", "again")
+                t.emit(f"scf.if {again} {{")
+                with t.scope():
+                    prev = t.val(f"arith.subi {rnd}, {t.const(1)} : index", "prev")
+                    par = t.val(f"arith.index_cast {prev} : index to i64", "p64")
+                    bit = t.val(f"arith.trunci {par} : i64 to i1", "parity")
+                    t.emit(f"nvgpu.mbarrier.try_wait.parity {empty}[{s}], {bit}, {ticks} : {bar_t}")
+                t.emit("}")
+            t.emit(f"nvgpu.mbarrier.arrive.expect_tx {full}[{s}], {t.const(tx)} : {bar_t}")
+            kc = t.val(f"arith.muli {j}, {t.const(BLOCK_K)} : index", "kc")
+            a_off = t.val(f"arith.muli {s}, {t.const(a_bytes)} : index", "aoff")
+            a_off = t.val(f"arith.addi {a_off}, {base} : index", "aoff")
+            a_dst = slot_view(a_off, f"{block_m}x{BLOCK_K}", "adst")
+            t.emit(f"nvgpu.tma.async.load {desc_a}[{kc}, {m0}], {full}[{s}] to {a_dst} : {map_a}, {bar_t} -> "
+                   f"memref<{block_m}x{BLOCK_K}xf16, {smem}>")
+            b_off = t.val(f"arith.muli {s}, {t.const(b_bytes)} : index", "boff")
+            b_off = t.val(f"arith.addi {b_off}, {t.const(b_base)} : index", "boff")
+            b_off = t.val(f"arith.addi {b_off}, {base} : index", "boff")
+            for piece in range(block_n // 64):
+                off = t.val(f"arith.addi {b_off}, {t.const(piece * BLOCK_K * 64 * 2)} : index", "bpoff")
+                dst = slot_view(off, f"{BLOCK_K}x64", "bdst")
+                col = t.val(f"arith.addi {n0}, {t.const(piece * 64)} : index", "ncol")
+                t.emit(f"nvgpu.tma.async.load {desc_b}[{col}, {kc}], {full}[{s}] to {dst} : {map_b}, {bar_t} -> "
+                       f"memref<{BLOCK_K}x64xf16, {smem}>")
+
+        ksteps = t.const(k_steps)
+        producer_in_loop = not specialize
+        if specialize:
+            is_prod = t.val(f"arith.cmpi eq, {wg}, {t.const(consumers)} : index", "isprod")
+            t.emit(f"scf.if {is_prod} {{")
+            with t.scope():
+                t.emit("nvvm.setmaxregister decrease 40")
+                prod = t.val(f"arith.cmpi eq, {lane}, {t.const(0)} : index", "prodthread")
+                t.emit(f"scf.if {prod} {{")
+                with t.scope():
+                    t.emit(f"scf.for %j = {t.const(0)} to {ksteps} step {t.const(1)} {{")
+                    with t.scope():
+                        issue("%j")
+                    t.emit("}")
+                t.emit("}")
+            t.emit("} else {")
+            t.indent += "  "
+            t.emit("nvvm.setmaxregister increase 232")
+        else:
+            # prologue: steps 0 .. stages-2 in flight before the first wgmma
+            t.emit(f"scf.if {first} {{")
+            with t.scope():
+                t.emit(f"scf.for %j = {t.const(0)} to {t.const(min(stages - 1, k_steps))} step {t.const(1)} {{")
+                with t.scope():
+                    issue("%j", first_round=True)
+                t.emit("}")
+            t.emit("}")
+        # consumers: warpgroup wg owns rows [wg * rows, (wg + 1) * rows) of the block
+        saved = dict(t._consts)
+        acc0 = t.val(f"nvgpu.warpgroup.mma.init.accumulator -> {acc_t}", "acc")
+        wg_first = t.val(f"arith.cmpi eq, {lane}, {t.const(0)} : index", "wgfirst")
+        a_rows_off = t.val(f"arith.muli {wg}, {t.const(rows * BLOCK_K * 2)} : index", "arows")
+        t.emit(f"%accf = scf.for %k = {t.const(0)} to {ksteps} step {t.const(1)} iter_args(%acc_in = {acc0}) "
+               f"-> ({acc_t}) {{")
+        with t.scope():
+            s = t.val(f"arith.remui %k, {t.const(stages)} : index", "s")
+            rnd = t.val(f"arith.divui %k, {t.const(stages)} : index", "round")
+            r64 = t.val(f"arith.index_cast {rnd} : index to i64", "r64")
+            bit = t.val(f"arith.trunci {r64} : i64 to i1", "parity")
+            t.emit(f"nvgpu.mbarrier.try_wait.parity {full}[{s}], {bit}, {ticks} : {bar_t}")
+            a_off = t.val(f"arith.muli {s}, {t.const(a_bytes)} : index", "aoff")
+            a_off = t.val(f"arith.addi {a_off}, {base} : index", "aoff")
+            a_off = t.val(f"arith.addi {a_off}, {a_rows_off} : index", "aoff")
+            a_tile = slot_view(a_off, f"{rows}x{BLOCK_K}", "atile")
+            b_off = t.val(f"arith.muli {s}, {t.const(b_bytes)} : index", "boff")
+            b_off = t.val(f"arith.addi {b_off}, {t.const(b_base)} : index", "boff")
+            b_off = t.val(f"arith.addi {b_off}, {base} : index", "boff")
+            b_tile = slot_view(b_off, f"{BLOCK_K}x{block_n}", "btile")
+            da = t.val(f"nvgpu.warpgroup.generate.descriptor {a_tile}, {desc_a} : memref<{rows}x{BLOCK_K}xf16, {smem}>, "
+                       f"{map_a} -> {wa_t}", "da")
+            db = t.val(f"nvgpu.warpgroup.generate.descriptor {b_tile}, {desc_b} : memref<{BLOCK_K}x{block_n}xf16, "
+                       f"{smem}>, {map_b} -> {wb_t}", "db")
+            acc = t.val(f"nvgpu.warpgroup.mma {da}, {db}, %acc_in {{transposeB, waitGroup = 1 : i64}} : {wa_t}, {wb_t}, "
+                        f"{acc_t} -> {acc_t}", "accn")
+            # step k-1's wgmma is complete (at most one group in flight): release its slot
+            has_prev = t.val(f"arith.cmpi uge, %k, {t.const(1)} : index", "hasprev")
+            rel = t.val(f"arith.andi {has_prev}, {wg_first} : i1", "release")
+            t.emit(f"scf.if {rel} {{")
+            with t.scope():
+                km1 = t.val(f"arith.subi %k, {t.const(1)} : index", "km1")
+                ps = t.val(f"arith.remui {km1}, {t.const(stages)} : index", "ps")
+                t.val(f"nvgpu.mbarrier.arrive {empty}[{ps}] : {bar_t} -> !nvgpu.mbarrier.token", "tok")
+            t.emit("}")
+            if producer_in_loop:
+                j = t.val(f"arith.addi %k, {t.const(stages - 1)} : index", "next")
+                more = t.val(f"arith.cmpi ult, {j}, {ksteps} : index", "more")
+                go = t.val(f"arith.andi {more}, {first} : i1", "issue")
+                t.emit(f"scf.if {go} {{")
+                with t.scope():
+                    issue(j)
+                t.emit("}")
+            t.emit(f"scf.yield {acc} : {acc_t}")
+        t.emit("}")
+        t.emit("nvvm.wgmma.wait.group.sync.aligned 0")
+        # every consumer is done reading the slots before any accumulator overwrites them
+        cons_threads = t.const(WARPGROUP * consumers, "i32")
+        bar_id = t.const(1, "i32")
+        t.emit(f"nvvm.barrier id = {bar_id} number_of_threads = {cons_threads}")
+        c_off = t.val(f"arith.muli {wg}, {t.const(rows * block_n * 4)} : index", "coff")
+        c_off = t.val(f"arith.addi {c_off}, {base} : index", "coff")
+        acc_smem = t.val(f"memref.view {dyn}[{c_off}][] : {dyn_t} to memref<{rows}x{block_n}xf32, {smem}>", "accsmem")
+        t.emit(f"nvgpu.warpgroup.mma.store %accf, {acc_smem} : {acc_t} to memref<{rows}x{block_n}xf32, {smem}>")
+        t._consts = saved
+        if specialize:
+            t.indent = t.indent[:-2]
+            t.emit("}")
+        t.emit("gpu.barrier")
+        # epilogue: C[m0 + r, n0 + c .. c+7] += acc[r, c .. c+7], 8 halves per thread and step
+        whole = t.val(f"memref.view {dyn}[{base}][] : {dyn_t} to memref<{block_m}x{block_n}xf32, {smem}>", "accall")
+        per_row = block_n // 8
+        t.emit(f"scf.for %e = {tid} to {t.const(block_m * per_row)} step {nthreads} {{")
+        with t.scope():
+            r = t.val(f"arith.divui %e, {t.const(per_row)} : index", "r")
+            cc = t.val(f"arith.remui %e, {t.const(per_row)} : index", "cc")
+            c = t.val(f"arith.muli {cc}, {t.const(8)} : index", "col")
+            gr = t.val(f"arith.addi {m0}, {r} : index", "gr")
+            gc = t.val(f"arith.addi {n0}, {c} : index", "gc")
+            av = t.val(f"vector.load {whole}[{r}, {c}] : memref<{block_m}x{block_n}xf32, {smem}>, vector<8xf32>", "av")
+            cv = t.val(f"vector.load %C[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8xf16>", "cv")
+            cw = t.val(f"arith.extf {cv} : vector<8xf16> to vector<8xf32>", "cw")
+            sm = t.val(f"arith.addf {cw}, {av} : vector<8xf32>", "sum")
+            o = t.val(f"arith.truncf {sm} : vector<8xf32> to vector<8xf16>", "o")
+            t.emit(f"vector.store {o}, %C[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8xf16>")
+        t.emit("}")
+        t.emit("gpu.terminator")
+    t.emit("}")
+    t.emit("return")
+    return "\n".join(out + t.lines + ["}"])
+
+
+def _config(attr) -> dict:
+    from mlir import ir
+
+    cfg = dict(DEFAULTS)
+    if isinstance(attr, ir.DictAttr):
+        for key in list(cfg):
+            if key in attr:
+                cfg[key] = ir.IntegerAttr(attr[key]).value
+    return cfg
+
+
+def rewrite_marked(module) -> int:
+    """Replace each `linalg.matmul` marked `lh.wgmma` (on memrefs) by a call to its generated kernel.
+
+    Returns how many were replaced; raises KernelConfigError naming what does not fit."""
+    from mlir import ir
+    from mlir.dialects import func
+
+    from workbench.execution.ir_walk import ops_where
+
+    marked = ops_where(module, lambda op: op.name == "linalg.matmul" and MARK in op.attributes)
+    existing = {ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations
+                if "sym_name" in op.attributes}
+    for op in marked:
+        if len(op.results):
+            raise KernelConfigError("the marked matmul has tensor results: the rewrite runs after bufferization")
+        if "indexing_maps" in str(op).split("ins(")[0]:
+            raise KernelConfigError("the marked matmul has custom indexing maps (transposed operands)")
+        types = [v.type for v in op.operands]
+        shapes = []
+        for what, ty in zip("ABC", types):
+            if not isinstance(ty, ir.MemRefType) or str(ty.element_type) != "f16" or ty.rank != 2:
+                raise KernelConfigError(f"operand {what} is {ty}: the wgmma kernel takes rank-2 f16 memrefs")
+            if not ty.has_static_shape or "strided" in str(ty) or "affine_map" in str(ty):
+                raise KernelConfigError(f"operand {what} is {ty}: static shape and identity layout needed "
+                                        "(TMA descriptors are made from the whole buffer)")
+            shapes.append(list(ty.shape))
+        (m, k), (k2, n), (m2, n2) = shapes
+        if (k, m, n) != (k2, m2, n2):
+            raise KernelConfigError(f"operand shapes {shapes} do not form a matmul")
+        cfg = _config(op.attributes[MARK])
+        name = kernel_name(m, n, k, cfg)
+        if name not in existing:
+            text = kernel_text(name, m, n, k, **cfg)
+            try:
+                extra = ir.Module.parse(text)
+            except ir.MLIRError as e:
+                raise KernelConfigError(f"generated kernel does not parse: {e}")
+            for f in list(extra.body.operations):
+                module.body.append(f.clone())
+            existing.add(name)
+        with ir.InsertionPoint(op), op.location:
+            func.CallOp([], ir.FlatSymbolRefAttr.get(name), list(op.operands))
+        op.erase()
+    return len(marked)

@@ -154,7 +154,9 @@ def test_matmul_f16_wgmma_lowers_to_tma_and_wgmma(ctx, tmp_path):
     assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes") == 6
     assert ptx.count("mbarrier.try_wait.parity.shared.b64") == 2  # full (consumers), empty (producer)
     assert "bar.sync \t1, 128;" in ptx  # consumers only, before the accumulators reuse the slots
-    assert ptx.count("ld.global.v4.b32") == ptx.count("st.global.v4.b32") == 1  # C: 8 halves at a time
+    # C: 8 halves (16 bytes) at a time, 4 steps per epilogue iteration with their loads issued first
+    assert ptx.count("ld.global.v4.b32") == ptx.count("st.global.v4.b32") == 4
+    assert ptx.rindex("ld.global.v4.b32") < ptx.index("st.global.v4.b32")
     assert "ld.local" not in ptx and "st.local" not in ptx
     assert lowered_host_calls(ir).get("mgpuTensorMapEncodeTiledMemref") == 2
     # 4 slots of 16 + 16 KiB and 1 KiB for the 1024-byte alignment of the swizzled tiles
@@ -180,6 +182,7 @@ def test_matmul_f16_wgmma_warp_specialized_lowers(ctx, tmp_path):
     ("block_m=128 block_n=256 stages=6 consumers=2", "KiB of shared memory"),
     ("block_m=64 block_n=96", "block_n=96"),
     ("block_m=64 block_n=64 consumers=2", "multiple of 64 rows"),
+    ("block_m=256 block_n=128 consumers=2", "each consumer warpgroup takes 64 rows"),
 ])
 def test_matmul_wgmma_config_errors(ctx, tmp_path, params, message):
     ok(ctx, f"load {f16_payload(tmp_path, 256, 256, 256)}")

@@ -35,6 +35,7 @@ BLOCK_K = 64  # one 128-byte swizzle row of f16
 SWIZZLE_BYTES = 1024  # 128-byte swizzle repeats every 8 rows: slots must be 1024-byte aligned
 WARPGROUP = 128
 MAX_SHARED = 227 * 1024  # sm_90 opt-in shared memory per block
+ACC_PAD = 8  # floats of padding per accumulator row in the epilogue's shared-memory tile
 DEFAULTS = {"block_m": 128, "block_n": 128, "stages": 4, "consumers": 1, "specialize": 0}
 
 
@@ -55,6 +56,9 @@ def check_config(m: int, n: int, k: int, block_m: int, block_n: int, stages: int
         raise KernelConfigError(f"block_n={block_n}: 64, 128, 192 or 256 (wgmma n <= 256, 64-column B boxes)")
     if block_m > 256:
         raise KernelConfigError(f"block_m={block_m}: at most 256 (TMA box)")
+    if consumers == 2 and rows != 64:
+        raise KernelConfigError(f"block_m={block_m} with consumers=2: each consumer warpgroup takes 64 rows "
+                                "(block_m = 128); nvgpu.warpgroup.mma.store places warps by thread id")
     acc_regs = rows * block_n // WARPGROUP
     if acc_regs > 128:
         raise KernelConfigError(f"{rows}x{block_n} accumulator rows per warpgroup need {acc_regs} registers per "
@@ -66,7 +70,7 @@ def check_config(m: int, n: int, k: int, block_m: int, block_n: int, stages: int
         raise KernelConfigError("stages must be at least 2")
     a_bytes, b_bytes = block_m * BLOCK_K * 2, BLOCK_K * block_n * 2
     pipeline = stages * (a_bytes + b_bytes)
-    epilogue = block_m * block_n * 4
+    epilogue = block_m * (block_n + ACC_PAD) * 4
     shared = max(pipeline, epilogue) + SWIZZLE_BYTES
     if shared > MAX_SHARED:
         raise KernelConfigError(f"{stages} stages of {block_m}x{block_n} tiles need {shared // 1024} KiB of shared "
@@ -144,14 +148,38 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
     tx = a_bytes + b_bytes
 
     t = _Text()
-    out = [f"func.func private @{name}(%A: {ta}, %B: {tb}, %C: {tc}) {{"]
-    # host: descriptors and launch
-    ua = t.val(f"memref.cast %A : {ta} to memref<*xf16>", "ua")
-    ub = t.val(f"memref.cast %B : {tb} to memref<*xf16>", "ub")
+    cache = f"{name}_tma_cache"
+    out = [f'memref.global "private" @{cache} : memref<4xi64> = dense<0>',
+           f"func.func private @{name}(%A: {ta}, %B: {tb}, %C: {tc}) {{"]
+    # host: TMA descriptors, cached per buffer address (creating one is a driver call, a device
+    # allocation and a synchronous copy: tens of microseconds per call otherwise)
+    cache_ref = t.val(f"memref.get_global @{cache} : memref<4xi64>", "cache")
+
+    def descriptor(operand: str, ty: str, box: str, map_t: str, slot: int, hint: str) -> str:
+        ptr = t.val(f"memref.extract_aligned_pointer_as_index {operand} : {ty} -> index", "ptr")
+        ptr64 = t.val(f"arith.index_cast {ptr} : index to i64", "ptr64")
+        old = t.val(f"memref.load {cache_ref}[{t.const(slot)}] : memref<4xi64>", "cached")
+        hit = t.val(f"arith.cmpi eq, {old}, {ptr64} : i64", "hit")
+        t.emit(f"%{hint}_i64 = scf.if {hit} -> (i64) {{")
+        with t.scope():
+            known = t.val(f"memref.load {cache_ref}[{t.const(slot + 1)}] : memref<4xi64>", "known")
+            t.emit(f"scf.yield {known} : i64")
+        t.emit("} else {")
+        with t.scope():
+            unranked = t.val(f"memref.cast {operand} : {ty} to memref<*xf16>", "unranked")
+            made = t.val(f"nvgpu.tma.create.descriptor {unranked} box[{box}] : memref<*xf16> -> {map_t}", "made")
+            as_ptr = t.val(f"builtin.unrealized_conversion_cast {made} : {map_t} to !llvm.ptr", "madeptr")
+            as_int = t.val(f"llvm.ptrtoint {as_ptr} : !llvm.ptr to i64", "madeint")
+            t.emit(f"memref.store {ptr64}, {cache_ref}[{t.const(slot)}] : memref<4xi64>")
+            t.emit(f"memref.store {as_int}, {cache_ref}[{t.const(slot + 1)}] : memref<4xi64>")
+            t.emit(f"scf.yield {as_int} : i64")
+        t.emit("}")
+        back = t.val(f"llvm.inttoptr %{hint}_i64 : i64 to !llvm.ptr", "descptr")
+        return t.val(f"builtin.unrealized_conversion_cast {back} : !llvm.ptr to {map_t}", hint)
+
     c64 = t.const(64)
-    desc_a = t.val(f"nvgpu.tma.create.descriptor {ua} box[{t.const(block_m)}, {c64}] : memref<*xf16> -> {map_a}",
-                   "descA")
-    desc_b = t.val(f"nvgpu.tma.create.descriptor {ub} box[{c64}, {c64}] : memref<*xf16> -> {map_b}", "descB")
+    desc_a = descriptor("%A", ta, f"{t.const(block_m)}, {c64}", map_a, 0, "descA")
+    desc_b = descriptor("%B", tb, f"{c64}, {c64}", map_b, 2, "descB")
     shm = t.const(d["shared"], "i32")
     gx, gy, one, nthreads = t.const(n // block_n), t.const(m // block_m), t.const(1), t.const(d["threads"])
     t.emit(f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {one}) "
@@ -295,32 +323,61 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
         cons_threads = t.const(WARPGROUP * consumers, "i32")
         bar_id = t.const(1, "i32")
         t.emit(f"nvvm.barrier id = {bar_id} number_of_threads = {cons_threads}")
-        c_off = t.val(f"arith.muli {wg}, {t.const(rows * block_n * 4)} : index", "coff")
-        c_off = t.val(f"arith.addi {c_off}, {base} : index", "coff")
-        acc_smem = t.val(f"memref.view {dyn}[{c_off}][] : {dyn_t} to memref<{rows}x{block_n}xf32, {smem}>", "accsmem")
-        t.emit(f"nvgpu.warpgroup.mma.store %accf, {acc_smem} : {acc_t} to memref<{rows}x{block_n}xf32, {smem}>")
+        # The store's lowering places warp w of the *block* (tid.x / 32, not the warp within the
+        # warpgroup) at rows 16w.. of the destination, so every consumer passes a view starting at
+        # the block's accumulator region (the verifier wants the warpgroup's own shape); warpgroup 1's
+        # rows land at 64.. (block_m = 128, consumers = 2) by its thread ids.
+        # Rows padded by ACC_PAD floats: unpadded, the 8 rows a warp stores at once (1 KiB apart at
+        # block_n = 256) all hit the same banks.
+        stride = block_n + ACC_PAD
+        padded = t.val(f"memref.view {dyn}[{base}][] : {dyn_t} to memref<{rows}x{stride}xf32, {smem}>", "accpad")
+        acc_t_mem = f"memref<{rows}x{block_n}xf32, strided<[{stride}, 1]>, {smem}>"
+        acc_smem = t.val(f"memref.subview {padded}[0, 0] [{rows}, {block_n}] [1, 1] : "
+                         f"memref<{rows}x{stride}xf32, {smem}> to {acc_t_mem}", "accsmem")
+        t.emit(f"nvgpu.warpgroup.mma.store %accf, {acc_smem} : {acc_t} to {acc_t_mem}")
         t._consts = saved
         if specialize:
             t.indent = t.indent[:-2]
             t.emit("}")
         t.emit("gpu.barrier")
-        # epilogue: C[m0 + r, n0 + c .. c+7] += acc[r, c .. c+7], 8 halves per thread and step
-        whole = t.val(f"memref.view {dyn}[{base}][] : {dyn_t} to memref<{block_m}x{block_n}xf32, {smem}>", "accall")
+        # epilogue, by the consumer threads: C[m0 + r, n0 + c .. c+7] += acc[r, c .. c+7], 8 halves
+        # (16 bytes) per thread and step; `unroll` steps issue their C loads before any store, so the
+        # global-memory latency is paid once per group rather than once per step
+        whole_t = f"memref<{block_m}x{stride}xf32, {smem}>"
+        whole = t.val(f"memref.view {dyn}[{base}][] : {dyn_t} to {whole_t}", "accall")
         per_row = block_n // 8
-        t.emit(f"scf.for %e = {tid} to {t.const(block_m * per_row)} step {nthreads} {{")
+        total = block_m * per_row
+        epi_threads = WARPGROUP * consumers
+        per_thread = total // epi_threads
+        unroll = next(u for u in (4, 2, 1) if per_thread % u == 0)
+        if specialize:
+            is_cons = t.val(f"arith.cmpi ult, {tid}, {t.const(epi_threads)} : index", "iscons")
+            t.emit(f"scf.if {is_cons} {{")
+            t.indent += "  "
+        saved = dict(t._consts)
+        t.emit(f"scf.for %e0 = {tid} to {t.const(total)} step {t.const(epi_threads * unroll)} {{")
         with t.scope():
-            r = t.val(f"arith.divui %e, {t.const(per_row)} : index", "r")
-            cc = t.val(f"arith.remui %e, {t.const(per_row)} : index", "cc")
-            c = t.val(f"arith.muli {cc}, {t.const(8)} : index", "col")
-            gr = t.val(f"arith.addi {m0}, {r} : index", "gr")
-            gc = t.val(f"arith.addi {n0}, {c} : index", "gc")
-            av = t.val(f"vector.load {whole}[{r}, {c}] : memref<{block_m}x{block_n}xf32, {smem}>, vector<8xf32>", "av")
-            cv = t.val(f"vector.load %C[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8xf16>", "cv")
-            cw = t.val(f"arith.extf {cv} : vector<8xf16> to vector<8xf32>", "cw")
-            sm = t.val(f"arith.addf {cw}, {av} : vector<8xf32>", "sum")
-            o = t.val(f"arith.truncf {sm} : vector<8xf32> to vector<8xf16>", "o")
-            t.emit(f"vector.store {o}, %C[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8xf16>")
+            steps = []
+            for u in range(unroll):
+                e = t.val(f"arith.addi %e0, {t.const(u * epi_threads)} : index", "e") if u else "%e0"
+                r = t.val(f"arith.divui {e}, {t.const(per_row)} : index", "r")
+                cc = t.val(f"arith.remui {e}, {t.const(per_row)} : index", "cc")
+                c = t.val(f"arith.muli {cc}, {t.const(8)} : index", "col")
+                gr = t.val(f"arith.addi {m0}, {r} : index", "gr")
+                gc = t.val(f"arith.addi {n0}, {c} : index", "gc")
+                cv = t.val(f"vector.load %C[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8xf16>", "cv")
+                steps.append((r, c, gr, gc, cv))
+            for r, c, gr, gc, cv in steps:
+                av = t.val(f"vector.load {whole}[{r}, {c}] : {whole_t}, vector<8xf32>", "av")
+                cw = t.val(f"arith.extf {cv} : vector<8xf16> to vector<8xf32>", "cw")
+                sm = t.val(f"arith.addf {cw}, {av} : vector<8xf32>", "sum")
+                o = t.val(f"arith.truncf {sm} : vector<8xf32> to vector<8xf16>", "o")
+                t.emit(f"vector.store {o}, %C[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8xf16>")
         t.emit("}")
+        t._consts = saved
+        if specialize:
+            t.indent = t.indent[:-2]
+            t.emit("}")
         t.emit("gpu.terminator")
     t.emit("}")
     t.emit("return")

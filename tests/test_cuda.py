@@ -177,6 +177,23 @@ def test_matmul_f16_wgmma_warp_specialized_lowers(ctx, tmp_path):
     assert "bar.sync \t1, 256;" in ptx
 
 
+def test_timed_device_call_allocates_nothing(ctx, tmp_path):
+    """The timed call writes the entry's result straight into the device output buffer: no
+    cudaMalloc / cudaFree / extra copy inside it (forward_result_buffers in the GPU wrapper)."""
+    ok(ctx, f"load {f16_payload(tmp_path, 256, 256, 512)}")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=128}")
+    ok(ctx, "bench")
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    ir = ctx.session.current_ir
+    body = ir[ir.index("llvm.func @_lh_device_call("):]
+    body = body[:body.index("\n  }")]
+    assert "llvm.call @mm(" in body
+    assert "mgpuMemAlloc" not in body and "mgpuMemFree" not in body and "mgpuMemcpy" not in body
+    # the wrapper still allocates and copies around the timed loop
+    bench = ir[ir.index("llvm.func @_lh_bench("):]
+    assert "mgpuMemAlloc" in bench[:bench.index("\n  }")]
+
+
 @pytest.mark.parametrize("params, message", [
     ("block_m=256 block_n=256 stages=2", "need 512 registers per thread"),
     ("block_m=128 block_n=256 stages=6 consumers=2", "KiB of shared memory"),

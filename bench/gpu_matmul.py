@@ -85,12 +85,11 @@ def torch_run(n: int, dtype: str) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--f16-configs", default="block_m=128 block_n=128 warp_m=64 warp_n=64 unroll_k=16;"
-                                             "gen=matmul_mma_smem block_m=128 block_n=128 block_k=32 warp_m=64 warp_n=64;"
-                                             "gen=matmul_mma_smem block_m=128 block_n=128 block_k=64 warp_m=64 warp_n=64;"
-                                             "gen=matmul_mma_smem block_m=128 block_n=256 block_k=32 warp_m=64 warp_n=64;"
-                                             "gen=matmul_mma_smem block_m=256 block_n=128 block_k=32 warp_m=64 warp_n=64;"
-                                             "gen=matmul_mma_smem block_m=128 block_n=128 block_k=32 warp_m=64 warp_n=32",
+    ap.add_argument("--f16-configs", default="gen=matmul_wgmma block_m=128 block_n=256 stages=4 consumers=2;"
+                                             "gen=matmul_wgmma block_m=128 block_n=256 stages=4 consumers=2 specialize=1;"
+                                             "gen=matmul_wgmma block_m=128 block_n=128 stages=4 specialize=1;"
+                                             "gen=matmul_mma_smem block_m=128 block_n=256 block_k=16 warp_m=64 warp_n=64 stages=3;"
+                                             "block_m=128 block_n=128 warp_m=64 warp_n=64 unroll_k=16",
                     help="';'-separated parameter sets; one may start with gen=NAME (default matmul_mma)")
     ap.add_argument("--f32-configs", default="block_m=64 block_n=64 block_k=16 thread_m=4 thread_n=4;"
                                              "block_m=64 block_n=64 block_k=32 thread_m=4 thread_n=4;"

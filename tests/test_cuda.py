@@ -128,12 +128,17 @@ def test_matmul_f16_multistage_8_warps_lowers(ctx, tmp_path):
     assert ptx.count("st.global.b32") == 64 and "st.global.b16" not in ptx
 
 
-def test_matmul_f16_multistage_shared_memory_limit():
+def _cuda_matmul_module():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("cuda_matmul", ROOT / "pipelines/cuda/matmul.py")
     mm = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mm)
+    return mm
+
+
+def test_matmul_f16_multistage_shared_memory_limit():
+    mm = _cuda_matmul_module()
     with pytest.raises(ValueError, match="48 KiB"):
         mm.matmul_mma_smem(block_m=128, block_n=128, block_k=32, stages=4)
 
@@ -252,17 +257,23 @@ def test_chip_option_and_bad_chip(ctx):
 def test_selector_picks_tensor_cores_for_f16(ctx, tmp_path):
     from workbench.targets import get_target
 
+    # sm_90 (the detected chip, or the default without a GPU): the TMA + wgmma kernel
     ok(ctx, f"load {f16_payload(tmp_path, 256, 128, 64)}")
     (spec, params), = get_target("cuda").select_params(ctx.session.inspect()).items()
-    assert spec.endswith("cuda/matmul.py[gen=matmul_mma_smem]")
-    assert 256 % params["block_m"] == 0 and params["block_m"] % params["warp_m"] == 0 and params["warp_m"] % 16 == 0
-    # N divisible by 256: 128x256x16 blocks of 8 warps, 3 stages
+    assert spec.endswith("cuda/matmul.py[gen=matmul_wgmma]") and params["block_n"] == 128
+    # N divisible by 256: 128x256 blocks, two consumer warpgroups
     ok(ctx, f"load {f16_payload(tmp_path, 256, 256, 64)}")
     (spec, params), = get_target("cuda").select_params(ctx.session.inspect()).items()
-    assert (params["block_n"], params["block_k"], params["stages"]) == (256, 16, 3)
+    assert (params["block_n"], params["consumers"], params["stages"]) == (256, 2, 4)
     ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
     (spec, params), = get_target("cuda").select_params(ctx.session.inspect()).items()
     assert spec.endswith("cuda/matmul.py[gen=matmul_simt]") and 256 % params["block_m"] == 0
+    # before Hopper, or K not a multiple of 64: the cp.async + mma.sync schedule
+    mm = _cuda_matmul_module()
+    gen, params = mm.select(256, 128, 64, "f16", "sm_80")
+    assert gen == "matmul_mma_smem" and 256 % params["block_m"] == 0 and params["warp_m"] % 16 == 0
+    gen, params = mm.select(256, 256, 96, "f16", "sm_90")
+    assert gen == "matmul_mma_smem" and (params["block_n"], params["block_k"], params["stages"]) == (256, 16, 3)
 
 
 def test_schedule_params_validated():

@@ -28,6 +28,7 @@ This module only builds text; `rewrite_marked` (MLIR import) does the replacemen
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 
 MARK = "lh.wgmma"
@@ -112,20 +113,24 @@ class _Text:
             self._consts[key] = name
         return self._consts[key]
 
-    def scope(self):
-        """Constants defined inside a region are not visible after it: forget them on exit."""
-        text = self
-
-        class _Scope:
-            def __enter__(self):
-                self.saved = dict(text._consts)
-                text.indent += "  "
-
-            def __exit__(self, *exc):
-                text._consts = self.saved
-                text.indent = text.indent[:-2]
-
-        return _Scope()
+    @contextlib.contextmanager
+    def region(self, header: str | None, close: bool = True):
+        """`header {` ... `}` (close=False: the next region continues it, e.g. `} else`); header None:
+        no region at all (a conditional wrapper that is off). Constants defined inside a region are not
+        visible after it: they are forgotten on exit."""
+        if header is None:
+            yield
+            return
+        self.emit(header + " {")
+        saved = dict(self._consts)
+        self.indent += "  "
+        try:
+            yield
+        finally:
+            self._consts = saved
+            self.indent = self.indent[:-2]
+            if close:
+                self.emit("}")
 
 
 def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: int = 128, stages: int = 4,
@@ -145,6 +150,7 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
     wb_t = f"!nvgpu.warpgroup.descriptor<tensor = memref<{BLOCK_K}x{block_n}xf16, {smem}>>"
     dyn_t = f"memref<?xi8, {smem}>"
     b_base = stages * a_bytes  # byte offset of the B slots after the A slots
+    stride = block_n + ACC_PAD  # floats per row of the accumulator tile in shared memory
     tx = a_bytes + b_bytes
 
     t = _Text()
@@ -160,12 +166,10 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
         ptr64 = t.val(f"arith.index_cast {ptr} : index to i64", "ptr64")
         old = t.val(f"memref.load {cache_ref}[{t.const(slot)}] : memref<4xi64>", "cached")
         hit = t.val(f"arith.cmpi eq, {old}, {ptr64} : i64", "hit")
-        t.emit(f"%{hint}_i64 = scf.if {hit} -> (i64) {{")
-        with t.scope():
+        with t.region(f"%{hint}_i64 = scf.if {hit} -> (i64)", close=False):
             known = t.val(f"memref.load {cache_ref}[{t.const(slot + 1)}] : memref<4xi64>", "known")
             t.emit(f"scf.yield {known} : i64")
-        t.emit("} else {")
-        with t.scope():
+        with t.region("} else"):
             unranked = t.val(f"memref.cast {operand} : {ty} to memref<*xf16>", "unranked")
             made = t.val(f"nvgpu.tma.create.descriptor {unranked} box[{box}] : memref<*xf16> -> {map_t}", "made")
             as_ptr = t.val(f"builtin.unrealized_conversion_cast {made} : {map_t} to !llvm.ptr", "madeptr")
@@ -173,7 +177,6 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
             t.emit(f"memref.store {ptr64}, {cache_ref}[{t.const(slot)}] : memref<4xi64>")
             t.emit(f"memref.store {as_int}, {cache_ref}[{t.const(slot + 1)}] : memref<4xi64>")
             t.emit(f"scf.yield {as_int} : i64")
-        t.emit("}")
         back = t.val(f"llvm.inttoptr %{hint}_i64 : i64 to !llvm.ptr", "descptr")
         return t.val(f"builtin.unrealized_conversion_cast {back} : !llvm.ptr to {map_t}", hint)
 
@@ -182,10 +185,9 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
     desc_b = descriptor("%B", tb, f"{c64}, {c64}", map_b, 2, "descB")
     shm = t.const(d["shared"], "i32")
     gx, gy, one, nthreads = t.const(n // block_n), t.const(m // block_m), t.const(1), t.const(d["threads"])
-    t.emit(f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {one}) "
-           f"threads(%tx, %ty, %tz) in (%sx = {nthreads}, %sy = {one}, %sz = {one}) "
-           f"dynamic_shared_memory_size {shm} {{")
-    with t.scope():
+    with t.region(f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {one}) "
+                  f"threads(%tx, %ty, %tz) in (%sx = {nthreads}, %sy = {one}, %sz = {one}) "
+                  f"dynamic_shared_memory_size {shm}"):
         t.emit(f"memref.assume_alignment %C, 16 : {tc}")
         tid = "%tx"
         m0 = t.val(f"arith.muli %by, {t.const(block_m)} : index", "m0")
@@ -214,6 +216,22 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
         def slot_view(byte_offset: str, shape: str, hint: str) -> str:
             return t.val(f"memref.view {dyn}[{byte_offset}][] : {dyn_t} to memref<{shape}xf16, {smem}>", hint)
 
+        def a_slot(s: str) -> str:
+            """Byte offset of slot s's A tile in the dynamic shared memory."""
+            off = t.val(f"arith.muli {s}, {t.const(a_bytes)} : index", "aoff")
+            return t.val(f"arith.addi {off}, {base} : index", "aoff")
+
+        def b_slot(s: str) -> str:
+            """Byte offset of slot s's B tile (the B tiles follow all the A tiles)."""
+            off = t.val(f"arith.muli {s}, {t.const(b_bytes)} : index", "boff")
+            off = t.val(f"arith.addi {off}, {t.const(b_base)} : index", "boff")
+            return t.val(f"arith.addi {off}, {base} : index", "boff")
+
+        def parity(round_: str) -> str:
+            """The i1 phase parity of mbarrier round `round_` (index)."""
+            r64 = t.val(f"arith.index_cast {round_} : index to i64", "r64")
+            return t.val(f"arith.trunci {r64} : i64 to i1", "parity")
+
         def issue(j: str, first_round: bool = False) -> None:
             """Producer thread: K step j into slot j mod stages, after the slot's previous step (j - stages)
             was consumed (not waited for in the prologue, where j < stages)."""
@@ -221,23 +239,15 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
             if not first_round:
                 rnd = t.val(f"arith.divui {j}, {t.const(stages)} : index", "round")
                 again = t.val(f"arith.cmpi uge, {j}, {t.const(stages)} : index", "again")
-                t.emit(f"scf.if {again} {{")
-                with t.scope():
+                with t.region(f"scf.if {again}"):
                     prev = t.val(f"arith.subi {rnd}, {t.const(1)} : index", "prev")
-                    par = t.val(f"arith.index_cast {prev} : index to i64", "p64")
-                    bit = t.val(f"arith.trunci {par} : i64 to i1", "parity")
-                    t.emit(f"nvgpu.mbarrier.try_wait.parity {empty}[{s}], {bit}, {ticks} : {bar_t}")
-                t.emit("}")
+                    t.emit(f"nvgpu.mbarrier.try_wait.parity {empty}[{s}], {parity(prev)}, {ticks} : {bar_t}")
             t.emit(f"nvgpu.mbarrier.arrive.expect_tx {full}[{s}], {t.const(tx)} : {bar_t}")
             kc = t.val(f"arith.muli {j}, {t.const(BLOCK_K)} : index", "kc")
-            a_off = t.val(f"arith.muli {s}, {t.const(a_bytes)} : index", "aoff")
-            a_off = t.val(f"arith.addi {a_off}, {base} : index", "aoff")
-            a_dst = slot_view(a_off, f"{block_m}x{BLOCK_K}", "adst")
+            a_dst = slot_view(a_slot(s), f"{block_m}x{BLOCK_K}", "adst")
             t.emit(f"nvgpu.tma.async.load {desc_a}[{kc}, {m0}], {full}[{s}] to {a_dst} : {map_a}, {bar_t} -> "
                    f"memref<{block_m}x{BLOCK_K}xf16, {smem}>")
-            b_off = t.val(f"arith.muli {s}, {t.const(b_bytes)} : index", "boff")
-            b_off = t.val(f"arith.addi {b_off}, {t.const(b_base)} : index", "boff")
-            b_off = t.val(f"arith.addi {b_off}, {base} : index", "boff")
+            b_off = b_slot(s)
             for piece in range(block_n // 64):
                 off = t.val(f"arith.addi {b_off}, {t.const(piece * BLOCK_K * 64 * 2)} : index", "bpoff")
                 dst = slot_view(off, f"{BLOCK_K}x64", "bdst")
@@ -245,141 +255,106 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                 t.emit(f"nvgpu.tma.async.load {desc_b}[{col}, {kc}], {full}[{s}] to {dst} : {map_b}, {bar_t} -> "
                        f"memref<{BLOCK_K}x64xf16, {smem}>")
 
+        def consume(ksteps: str) -> None:
+            """A consumer warpgroup's main loop, then its accumulators into shared memory."""
+            acc0 = t.val(f"nvgpu.warpgroup.mma.init.accumulator -> {acc_t}", "acc")
+            wg_first = t.val(f"arith.cmpi eq, {lane}, {t.const(0)} : index", "wgfirst")
+            a_rows_off = t.val(f"arith.muli {wg}, {t.const(rows * BLOCK_K * 2)} : index", "arows")
+            with t.region(f"%accf = scf.for %k = {t.const(0)} to {ksteps} step {t.const(1)} "
+                          f"iter_args(%acc_in = {acc0}) -> ({acc_t})"):
+                s = t.val(f"arith.remui %k, {t.const(stages)} : index", "s")
+                rnd = t.val(f"arith.divui %k, {t.const(stages)} : index", "round")
+                t.emit(f"nvgpu.mbarrier.try_wait.parity {full}[{s}], {parity(rnd)}, {ticks} : {bar_t}")
+                a_off = t.val(f"arith.addi {a_slot(s)}, {a_rows_off} : index", "aoff")
+                a_tile = slot_view(a_off, f"{rows}x{BLOCK_K}", "atile")
+                b_tile = slot_view(b_slot(s), f"{BLOCK_K}x{block_n}", "btile")
+                da = t.val(f"nvgpu.warpgroup.generate.descriptor {a_tile}, {desc_a} : "
+                           f"memref<{rows}x{BLOCK_K}xf16, {smem}>, {map_a} -> {wa_t}", "da")
+                db = t.val(f"nvgpu.warpgroup.generate.descriptor {b_tile}, {desc_b} : "
+                           f"memref<{BLOCK_K}x{block_n}xf16, {smem}>, {map_b} -> {wb_t}", "db")
+                acc = t.val(f"nvgpu.warpgroup.mma {da}, {db}, %acc_in {{transposeB, waitGroup = 1 : i64}} : "
+                            f"{wa_t}, {wb_t}, {acc_t} -> {acc_t}", "accn")
+                # step k-1's wgmma is complete (at most one group in flight): release its slot
+                has_prev = t.val(f"arith.cmpi uge, %k, {t.const(1)} : index", "hasprev")
+                rel = t.val(f"arith.andi {has_prev}, {wg_first} : i1", "release")
+                with t.region(f"scf.if {rel}"):
+                    km1 = t.val(f"arith.subi %k, {t.const(1)} : index", "km1")
+                    ps = t.val(f"arith.remui {km1}, {t.const(stages)} : index", "ps")
+                    t.val(f"nvgpu.mbarrier.arrive {empty}[{ps}] : {bar_t} -> !nvgpu.mbarrier.token", "tok")
+                if not specialize:  # thread 0 refills the slot just released with step k + stages - 1
+                    j = t.val(f"arith.addi %k, {t.const(stages - 1)} : index", "next")
+                    more = t.val(f"arith.cmpi ult, {j}, {ksteps} : index", "more")
+                    go = t.val(f"arith.andi {more}, {first} : i1", "issue")
+                    with t.region(f"scf.if {go}"):
+                        issue(j)
+                t.emit(f"scf.yield {acc} : {acc_t}")
+            t.emit("nvvm.wgmma.wait.group.sync.aligned 0")
+            # every consumer is done reading the slots before any accumulator overwrites them
+            t.emit(f"nvvm.barrier id = {t.const(1, 'i32')} number_of_threads = {t.const(WARPGROUP * consumers, 'i32')}")
+            # The store's lowering places warp w of the *block* (tid.x / 32, not the warp within the
+            # warpgroup) at rows 16w.. of the destination, so every consumer passes a view starting at
+            # the block's accumulator region (the verifier wants the warpgroup's own shape); warpgroup
+            # 1's rows land at 64.. (block_m = 128, consumers = 2) by its thread ids. Rows are padded by
+            # ACC_PAD floats: unpadded, the 8 rows a warp stores at once all hit the same banks.
+            padded = t.val(f"memref.view {dyn}[{base}][] : {dyn_t} to memref<{rows}x{stride}xf32, {smem}>", "accpad")
+            acc_t_mem = f"memref<{rows}x{block_n}xf32, strided<[{stride}, 1]>, {smem}>"
+            acc_smem = t.val(f"memref.subview {padded}[0, 0] [{rows}, {block_n}] [1, 1] : "
+                             f"memref<{rows}x{stride}xf32, {smem}> to {acc_t_mem}", "accsmem")
+            t.emit(f"nvgpu.warpgroup.mma.store %accf, {acc_smem} : {acc_t} to {acc_t_mem}")
+
+        def epilogue() -> None:
+            """The consumer threads: C[m0 + r, n0 + c .. c+7] += acc[r, c .. c+7], 8 halves (16 bytes) per
+            thread and step; `unroll` steps issue their C loads before any store, so the global-memory
+            latency is paid once per group rather than once per step."""
+            whole_t = f"memref<{block_m}x{stride}xf32, {smem}>"
+            whole = t.val(f"memref.view {dyn}[{base}][] : {dyn_t} to {whole_t}", "accall")
+            per_row = block_n // 8
+            total = block_m * per_row
+            epi_threads = WARPGROUP * consumers
+            per_thread = total // epi_threads
+            unroll = next(u for u in (4, 2, 1) if per_thread % u == 0)
+            is_cons = t.val(f"arith.cmpi ult, {tid}, {t.const(epi_threads)} : index", "iscons") if specialize else ""
+            with t.region(f"scf.if {is_cons}" if specialize else None), \
+                    t.region(f"scf.for %e0 = {tid} to {t.const(total)} step {t.const(epi_threads * unroll)}"):
+                steps = []
+                for u in range(unroll):
+                    e = t.val(f"arith.addi %e0, {t.const(u * epi_threads)} : index", "e") if u else "%e0"
+                    r = t.val(f"arith.divui {e}, {t.const(per_row)} : index", "r")
+                    cc = t.val(f"arith.remui {e}, {t.const(per_row)} : index", "cc")
+                    c = t.val(f"arith.muli {cc}, {t.const(8)} : index", "col")
+                    gr = t.val(f"arith.addi {m0}, {r} : index", "gr")
+                    gc = t.val(f"arith.addi {n0}, {c} : index", "gc")
+                    cv = t.val(f"vector.load %C[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8xf16>", "cv")
+                    steps.append((r, c, gr, gc, cv))
+                for r, c, gr, gc, cv in steps:
+                    av = t.val(f"vector.load {whole}[{r}, {c}] : {whole_t}, vector<8xf32>", "av")
+                    cw = t.val(f"arith.extf {cv} : vector<8xf16> to vector<8xf32>", "cw")
+                    sm = t.val(f"arith.addf {cw}, {av} : vector<8xf32>", "sum")
+                    o = t.val(f"arith.truncf {sm} : vector<8xf32> to vector<8xf16>", "o")
+                    t.emit(f"vector.store {o}, %C[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8xf16>")
+
         ksteps = t.const(k_steps)
-        producer_in_loop = not specialize
         if specialize:
+            # the producer warpgroup (the last one): only its first thread issues TMA
             is_prod = t.val(f"arith.cmpi eq, {wg}, {t.const(consumers)} : index", "isprod")
-            t.emit(f"scf.if {is_prod} {{")
-            with t.scope():
+            with t.region(f"scf.if {is_prod}", close=False):
                 t.emit("nvvm.setmaxregister decrease 40")
                 prod = t.val(f"arith.cmpi eq, {lane}, {t.const(0)} : index", "prodthread")
-                t.emit(f"scf.if {prod} {{")
-                with t.scope():
-                    t.emit(f"scf.for %j = {t.const(0)} to {ksteps} step {t.const(1)} {{")
-                    with t.scope():
-                        issue("%j")
-                    t.emit("}")
-                t.emit("}")
-            t.emit("} else {")
-            t.indent += "  "
-            t.emit("nvvm.setmaxregister increase 232")
+                with t.region(f"scf.if {prod}"), t.region(f"scf.for %j = {t.const(0)} to {ksteps} step {t.const(1)}"):
+                    issue("%j")
         else:
             # prologue: steps 0 .. stages-2 in flight before the first wgmma
-            t.emit(f"scf.if {first} {{")
-            with t.scope():
-                t.emit(f"scf.for %j = {t.const(0)} to {t.const(min(stages - 1, k_steps))} step {t.const(1)} {{")
-                with t.scope():
-                    issue("%j", first_round=True)
-                t.emit("}")
-            t.emit("}")
+            with t.region(f"scf.if {first}"), \
+                    t.region(f"scf.for %j = {t.const(0)} to {t.const(min(stages - 1, k_steps))} step {t.const(1)}"):
+                issue("%j", first_round=True)
         # consumers: warpgroup wg owns rows [wg * rows, (wg + 1) * rows) of the block
-        saved = dict(t._consts)
-        acc0 = t.val(f"nvgpu.warpgroup.mma.init.accumulator -> {acc_t}", "acc")
-        wg_first = t.val(f"arith.cmpi eq, {lane}, {t.const(0)} : index", "wgfirst")
-        a_rows_off = t.val(f"arith.muli {wg}, {t.const(rows * BLOCK_K * 2)} : index", "arows")
-        t.emit(f"%accf = scf.for %k = {t.const(0)} to {ksteps} step {t.const(1)} iter_args(%acc_in = {acc0}) "
-               f"-> ({acc_t}) {{")
-        with t.scope():
-            s = t.val(f"arith.remui %k, {t.const(stages)} : index", "s")
-            rnd = t.val(f"arith.divui %k, {t.const(stages)} : index", "round")
-            r64 = t.val(f"arith.index_cast {rnd} : index to i64", "r64")
-            bit = t.val(f"arith.trunci {r64} : i64 to i1", "parity")
-            t.emit(f"nvgpu.mbarrier.try_wait.parity {full}[{s}], {bit}, {ticks} : {bar_t}")
-            a_off = t.val(f"arith.muli {s}, {t.const(a_bytes)} : index", "aoff")
-            a_off = t.val(f"arith.addi {a_off}, {base} : index", "aoff")
-            a_off = t.val(f"arith.addi {a_off}, {a_rows_off} : index", "aoff")
-            a_tile = slot_view(a_off, f"{rows}x{BLOCK_K}", "atile")
-            b_off = t.val(f"arith.muli {s}, {t.const(b_bytes)} : index", "boff")
-            b_off = t.val(f"arith.addi {b_off}, {t.const(b_base)} : index", "boff")
-            b_off = t.val(f"arith.addi {b_off}, {base} : index", "boff")
-            b_tile = slot_view(b_off, f"{BLOCK_K}x{block_n}", "btile")
-            da = t.val(f"nvgpu.warpgroup.generate.descriptor {a_tile}, {desc_a} : memref<{rows}x{BLOCK_K}xf16, {smem}>, "
-                       f"{map_a} -> {wa_t}", "da")
-            db = t.val(f"nvgpu.warpgroup.generate.descriptor {b_tile}, {desc_b} : memref<{BLOCK_K}x{block_n}xf16, "
-                       f"{smem}>, {map_b} -> {wb_t}", "db")
-            acc = t.val(f"nvgpu.warpgroup.mma {da}, {db}, %acc_in {{transposeB, waitGroup = 1 : i64}} : {wa_t}, {wb_t}, "
-                        f"{acc_t} -> {acc_t}", "accn")
-            # step k-1's wgmma is complete (at most one group in flight): release its slot
-            has_prev = t.val(f"arith.cmpi uge, %k, {t.const(1)} : index", "hasprev")
-            rel = t.val(f"arith.andi {has_prev}, {wg_first} : i1", "release")
-            t.emit(f"scf.if {rel} {{")
-            with t.scope():
-                km1 = t.val(f"arith.subi %k, {t.const(1)} : index", "km1")
-                ps = t.val(f"arith.remui {km1}, {t.const(stages)} : index", "ps")
-                t.val(f"nvgpu.mbarrier.arrive {empty}[{ps}] : {bar_t} -> !nvgpu.mbarrier.token", "tok")
-            t.emit("}")
-            if producer_in_loop:
-                j = t.val(f"arith.addi %k, {t.const(stages - 1)} : index", "next")
-                more = t.val(f"arith.cmpi ult, {j}, {ksteps} : index", "more")
-                go = t.val(f"arith.andi {more}, {first} : i1", "issue")
-                t.emit(f"scf.if {go} {{")
-                with t.scope():
-                    issue(j)
-                t.emit("}")
-            t.emit(f"scf.yield {acc} : {acc_t}")
-        t.emit("}")
-        t.emit("nvvm.wgmma.wait.group.sync.aligned 0")
-        # every consumer is done reading the slots before any accumulator overwrites them
-        cons_threads = t.const(WARPGROUP * consumers, "i32")
-        bar_id = t.const(1, "i32")
-        t.emit(f"nvvm.barrier id = {bar_id} number_of_threads = {cons_threads}")
-        # The store's lowering places warp w of the *block* (tid.x / 32, not the warp within the
-        # warpgroup) at rows 16w.. of the destination, so every consumer passes a view starting at
-        # the block's accumulator region (the verifier wants the warpgroup's own shape); warpgroup 1's
-        # rows land at 64.. (block_m = 128, consumers = 2) by its thread ids.
-        # Rows padded by ACC_PAD floats: unpadded, the 8 rows a warp stores at once (1 KiB apart at
-        # block_n = 256) all hit the same banks.
-        stride = block_n + ACC_PAD
-        padded = t.val(f"memref.view {dyn}[{base}][] : {dyn_t} to memref<{rows}x{stride}xf32, {smem}>", "accpad")
-        acc_t_mem = f"memref<{rows}x{block_n}xf32, strided<[{stride}, 1]>, {smem}>"
-        acc_smem = t.val(f"memref.subview {padded}[0, 0] [{rows}, {block_n}] [1, 1] : "
-                         f"memref<{rows}x{stride}xf32, {smem}> to {acc_t_mem}", "accsmem")
-        t.emit(f"nvgpu.warpgroup.mma.store %accf, {acc_smem} : {acc_t} to {acc_t_mem}")
-        t._consts = saved
-        if specialize:
-            t.indent = t.indent[:-2]
-            t.emit("}")
+        with t.region("} else" if specialize else None):
+            if specialize:
+                t.emit("nvvm.setmaxregister increase 232")
+            consume(ksteps)
         t.emit("gpu.barrier")
-        # epilogue, by the consumer threads: C[m0 + r, n0 + c .. c+7] += acc[r, c .. c+7], 8 halves
-        # (16 bytes) per thread and step; `unroll` steps issue their C loads before any store, so the
-        # global-memory latency is paid once per group rather than once per step
-        whole_t = f"memref<{block_m}x{stride}xf32, {smem}>"
-        whole = t.val(f"memref.view {dyn}[{base}][] : {dyn_t} to {whole_t}", "accall")
-        per_row = block_n // 8
-        total = block_m * per_row
-        epi_threads = WARPGROUP * consumers
-        per_thread = total // epi_threads
-        unroll = next(u for u in (4, 2, 1) if per_thread % u == 0)
-        if specialize:
-            is_cons = t.val(f"arith.cmpi ult, {tid}, {t.const(epi_threads)} : index", "iscons")
-            t.emit(f"scf.if {is_cons} {{")
-            t.indent += "  "
-        saved = dict(t._consts)
-        t.emit(f"scf.for %e0 = {tid} to {t.const(total)} step {t.const(epi_threads * unroll)} {{")
-        with t.scope():
-            steps = []
-            for u in range(unroll):
-                e = t.val(f"arith.addi %e0, {t.const(u * epi_threads)} : index", "e") if u else "%e0"
-                r = t.val(f"arith.divui {e}, {t.const(per_row)} : index", "r")
-                cc = t.val(f"arith.remui {e}, {t.const(per_row)} : index", "cc")
-                c = t.val(f"arith.muli {cc}, {t.const(8)} : index", "col")
-                gr = t.val(f"arith.addi {m0}, {r} : index", "gr")
-                gc = t.val(f"arith.addi {n0}, {c} : index", "gc")
-                cv = t.val(f"vector.load %C[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8xf16>", "cv")
-                steps.append((r, c, gr, gc, cv))
-            for r, c, gr, gc, cv in steps:
-                av = t.val(f"vector.load {whole}[{r}, {c}] : {whole_t}, vector<8xf32>", "av")
-                cw = t.val(f"arith.extf {cv} : vector<8xf16> to vector<8xf32>", "cw")
-                sm = t.val(f"arith.addf {cw}, {av} : vector<8xf32>", "sum")
-                o = t.val(f"arith.truncf {sm} : vector<8xf32> to vector<8xf16>", "o")
-                t.emit(f"vector.store {o}, %C[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8xf16>")
-        t.emit("}")
-        t._consts = saved
-        if specialize:
-            t.indent = t.indent[:-2]
-            t.emit("}")
+        epilogue()
         t.emit("gpu.terminator")
-    t.emit("}")
     t.emit("return")
     return "\n".join(out + t.lines + ["}"])
 

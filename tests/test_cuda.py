@@ -182,6 +182,22 @@ def test_matmul_f16_wgmma_warp_specialized_lowers(ctx, tmp_path):
     assert "bar.sync \t1, 256;" in ptx
 
 
+def test_wgmma_writes_f32_results_of_f16_operands(ctx):
+    """examples/matmul_f16.mlir (f16 x f16 -> f32): the selector picks the wgmma kernel, whose
+    epilogue adds the f32 accumulators to C without converting to f16."""
+    ok(ctx, f"load {EXAMPLES / 'matmul_f16.mlir'}")
+    ok(ctx, "target cuda")
+    res = ok(ctx, "select --apply")
+    (spec, params), = res.data["selections"].items()
+    assert spec.endswith("[gen=matmul_wgmma]") and params["block_n"] == 256
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    ptx = ptx_of(ctx.session.current_ir)
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16") == 4
+    # 8 floats per step: two 16-byte loads and stores, 4 steps per iteration; no f16 conversion
+    assert ptx.count("ld.global.v4.b32") == ptx.count("st.global.v4.b32") == 8
+    assert "cvt.rn.f16.f32" not in ptx and "cvt.f32.f16" not in ptx
+
+
 def test_timed_device_call_allocates_nothing(ctx, tmp_path):
     """The timed call writes the entry's result straight into the device output buffer: no
     cudaMalloc / cudaFree / extra copy inside it (forward_result_buffers in the GPU wrapper)."""
@@ -372,6 +388,18 @@ def test_gpu_matmul_f16_wgmma_checked(ctx, tmp_path, params):
     ok(ctx, f"load {f16_payload(tmp_path, 256, 512, 1024)}")
     ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{{{params}}}")
     _check_f16_matmul_run(ctx, tmp_path)
+
+
+@needs_gpu
+def test_gpu_matmul_f16_f32_wgmma_checked(ctx, tmp_path):
+    ok(ctx, f"load {EXAMPLES / 'matmul_f16.mlir'}")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=128 stages=3}")
+    res = ok(ctx, f"run --target cuda --check --iterations 3 --save-outputs {tmp_path / 'o'}")
+    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+    a, b, c = (x.astype(np.float64) for x in _load(tmp_path / "o", "input"))
+    got = _load(tmp_path / "o", "output")[0]
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, c + a @ b, rtol=1e-4, atol=1e-3)
 
 
 @needs_gpu

@@ -37,7 +37,7 @@ Shapes must be static and divisible by the tiles (no remainder handling).
     ``lh-barrier-after-async-wait`` in cuda-lower. Shared memory S x (A + B tiles) <= 48 KiB.
     Threads per block = 32 * (block_m / warp_m) * (block_n / warp_n).
 
-``matmul_wgmma``  (f16 x f16 -> f16, f32 accumulation, Hopper sm_90a): configuration only. The
+``matmul_wgmma``  (f16 x f16 -> f16 or f32, f32 accumulation, Hopper sm_90a): configuration only. The
     schedule marks the matmul with ``lh.wgmma = {block_m, block_n, stages, consumers, specialize}``;
     after bufferization, ``rewrite: wgmma-kernels`` in cuda-lower replaces it by a generated kernel
     (workbench/execution/wgmma_matmul.py): TMA loads of 128-byte-swizzled A (block_m x 64) and B
@@ -361,9 +361,12 @@ def _largest_divisor(n: int, candidates) -> int:
     return 1
 
 
-def select(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90") -> tuple[str, dict]:
-    """A schedule and its parameters for an m x n x k matmul of `dtype` on compute capability `chip`."""
-    if dtype == "f16" and chip.startswith("sm_90") and m % 128 == 0 and n % 128 == 0 and k % 64 == 0:
+def select(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_dtype: str = "") -> tuple[str, dict]:
+    """A schedule and its parameters for an m x n x k matmul with a `dtype` result (`in_dtype`
+    operands, default the same) on compute capability `chip`."""
+    in_dtype = in_dtype or dtype
+    if (in_dtype == "f16" and dtype in ("f16", "f32") and chip.startswith("sm_90")
+            and m % 128 == 0 and n % 128 == 0 and k % 64 == 0):
         # measured on the H100 (bench/gpu_matmul.py, 4096^3, same run): TMA + wgmma 128x256 blocks,
         # 2 consumer warpgroups, 4 stages: 513 TFLOP/s (0.684x cuBLAS); warp-specialized 511,
         # 3 stages 505; 128x128 one warpgroup 428, warp-specialized 441; matmul_mma_smem best 291

@@ -82,7 +82,8 @@ def describe_linalg_op(op) -> dict:
     name = op.name
     ins = [o for o in op.operands]
     info: dict = {"op": name, "operand_types": [str(o.type) for o in ins],
-                  "dtype": _elem(ins[-1].type) if ins else "", "flops": 0, "kind": "other"}
+                  "dtype": _elem(ins[-1].type) if ins else "", "in_dtype": _elem(ins[0].type) if ins else "",
+                  "flops": 0, "kind": "other"}
     if name in _CONTRACTIONS and _CONTRACTIONS[name]:
         info["kind"] = "contraction"
         shapes = [_shape(o.type) for o in ins]

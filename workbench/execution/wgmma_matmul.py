@@ -23,7 +23,8 @@ marked op by a call to a generated kernel function built from upstream nvgpu ops
           thread adds C and writes back 8 halves (16 bytes) at a time: C += A x B with f32
           accumulation (linalg.matmul's semantics, rounded once).
 
-f16 x f16 -> f16 only; shapes static and divisible by the tiles (K by 64); sm_90a (wgmma).
+A and B f16, C f16 or f32 (f32 accumulation either way); shapes static and divisible by the
+tiles (K by 64); sm_90a (wgmma).
 This module only builds text; `rewrite_marked` (MLIR import) does the replacement.
 """
 from __future__ import annotations
@@ -133,13 +134,19 @@ class _Text:
                 self.emit("}")
 
 
+C_TYPES = ("f16", "f32")
+
+
 def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: int = 128, stages: int = 4,
-                consumers: int = 1, specialize: int = 0) -> str:
-    """`func.func private @name(%A: memref<MxKxf16>, %B: memref<KxNxf16>, %C: memref<MxNxf16>)`: C += A x B."""
+                consumers: int = 1, specialize: int = 0, c_type: str = "f16") -> str:
+    """`func.func private @name(%A: memref<MxKxf16>, %B: memref<KxNxf16>, %C: memref<MxNx{c_type}>)`:
+    C += A x B."""
+    if c_type not in C_TYPES:
+        raise KernelConfigError(f"C of {c_type}: the wgmma kernel writes {' or '.join(C_TYPES)}")
     d = check_config(m, n, k, block_m, block_n, stages, consumers, specialize)
     rows, a_bytes, b_bytes, k_steps = d["rows"], d["a_bytes"], d["b_bytes"], d["k_steps"]
     smem = "#gpu.address_space<workgroup>"
-    ta, tb, tc = f"memref<{m}x{k}xf16>", f"memref<{k}x{n}xf16>", f"memref<{m}x{n}xf16>"
+    ta, tb, tc = f"memref<{m}x{k}xf16>", f"memref<{k}x{n}xf16>", f"memref<{m}x{n}x{c_type}>"
     bar_t = f"!nvgpu.mbarrier.group<memorySpace = {smem}, num_barriers = {stages}>"
     map_a = (f"!nvgpu.tensormap.descriptor<tensor = memref<{block_m}x{BLOCK_K}xf16, 3>, swizzle = swizzle_128b, "
              "l2promo = none, oob = zero, interleave = none>")
@@ -324,14 +331,17 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                     c = t.val(f"arith.muli {cc}, {t.const(8)} : index", "col")
                     gr = t.val(f"arith.addi {m0}, {r} : index", "gr")
                     gc = t.val(f"arith.addi {n0}, {c} : index", "gc")
-                    cv = t.val(f"vector.load %C[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8xf16>", "cv")
+                    cv = t.val(f"vector.load %C[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8x{c_type}>", "cv")
                     steps.append((r, c, gr, gc, cv))
                 for r, c, gr, gc, cv in steps:
                     av = t.val(f"vector.load {whole}[{r}, {c}] : {whole_t}, vector<8xf32>", "av")
-                    cw = t.val(f"arith.extf {cv} : vector<8xf16> to vector<8xf32>", "cw")
-                    sm = t.val(f"arith.addf {cw}, {av} : vector<8xf32>", "sum")
-                    o = t.val(f"arith.truncf {sm} : vector<8xf32> to vector<8xf16>", "o")
-                    t.emit(f"vector.store {o}, %C[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8xf16>")
+                    if c_type == "f32":
+                        o = t.val(f"arith.addf {cv}, {av} : vector<8xf32>", "sum")
+                    else:
+                        cw = t.val(f"arith.extf {cv} : vector<8xf16> to vector<8xf32>", "cw")
+                        sm = t.val(f"arith.addf {cw}, {av} : vector<8xf32>", "sum")
+                        o = t.val(f"arith.truncf {sm} : vector<8xf32> to vector<8xf16>", "o")
+                    t.emit(f"vector.store {o}, %C[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8x{c_type}>")
 
         ksteps = t.const(k_steps)
         if specialize:
@@ -390,8 +400,10 @@ def rewrite_marked(module) -> int:
         types = [v.type for v in op.operands]
         shapes = []
         for what, ty in zip("ABC", types):
-            if not isinstance(ty, ir.MemRefType) or str(ty.element_type) != "f16" or ty.rank != 2:
-                raise KernelConfigError(f"operand {what} is {ty}: the wgmma kernel takes rank-2 f16 memrefs")
+            allowed = C_TYPES if what == "C" else ("f16",)
+            if not isinstance(ty, ir.MemRefType) or str(ty.element_type) not in allowed or ty.rank != 2:
+                raise KernelConfigError(f"operand {what} is {ty}: the wgmma kernel takes rank-2 memrefs of "
+                                        f"{' or '.join(allowed)}")
             if not ty.has_static_shape or "strided" in str(ty) or "affine_map" in str(ty):
                 raise KernelConfigError(f"operand {what} is {ty}: static shape and identity layout needed "
                                         "(TMA descriptors are made from the whole buffer)")
@@ -400,6 +412,7 @@ def rewrite_marked(module) -> int:
         if (k, m, n) != (k2, m2, n2):
             raise KernelConfigError(f"operand shapes {shapes} do not form a matmul")
         cfg = _config(op.attributes[MARK])
+        cfg["c_type"] = str(types[2].element_type)
         name = kernel_name(m, n, k, cfg)
         if name not in existing:
             text = kernel_text(name, m, n, k, **cfg)

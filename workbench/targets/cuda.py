@@ -59,7 +59,8 @@ class CudaTarget(Target):
         for op in info.get("ops", []):
             dims = op.get("dims") or {}
             if op["op"] == "linalg.matmul" and dims and all(v > 0 for v in dims.values()):
-                gen, params = mm.select(dims["m"], dims["n"], dims["k"], op.get("dtype", "f32"), self.chip())
+                gen, params = mm.select(dims["m"], dims["n"], dims["k"], op.get("dtype", "f32"), self.chip(),
+                                        op.get("in_dtype", ""))
                 chosen.setdefault(f"pipelines/{self.matmul_schedule}[gen={gen}]", params)
             if op["op"] == "linalg.softmax":
                 chosen.setdefault(f"pipelines/{self.softmax_schedule}[gen=softmax_rows]", {})

@@ -198,6 +198,37 @@ def test_wgmma_writes_f32_results_of_f16_operands(ctx):
     assert "cvt.rn.f16.f32" not in ptx and "cvt.f32.f16" not in ptx
 
 
+def test_wgmma_rewrite_as_its_own_step_shows_the_kernel_and_replays(ctx, tmp_path):
+    """The configuration (matmul_wgmma) and the late lowering (rewrite wgmma-kernels) are separate
+    steps a user can look at one by one; the saved session replays to the same IR."""
+    from workbench.session import Session, read_session_file, replay_into
+
+    ok(ctx, f"load {f16_payload(tmp_path, 256, 256, 512)}")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=256 consumers=2}")
+    res = ctx.registry.dispatch("apply rewrite wgmma-kernels", ctx)
+    assert not res.ok and "runs after bufferization" in res.error  # still on tensors
+    ok(ctx, "apply pipelines/lib/bufferize.mlir")
+    ok(ctx, "apply rewrite wgmma-kernels")
+    ir = ctx.session.current_ir
+    assert "lh.wgmma" not in ir and "linalg.matmul" not in ir
+    for op in ("nvgpu.tma.create.descriptor", "nvgpu.tma.async.load", "nvgpu.mbarrier.try_wait.parity",
+               "nvgpu.warpgroup.mma ", "nvgpu.warpgroup.mma.store", "gpu.launch"):
+        assert op in ir, op
+    assert "call @lh_wgmma_matmul_256x256x512_" in ir
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")  # the rewrite stage in cuda-lower is now a no-op
+    assert ptx_of(ctx.session.current_ir).count("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16") == 4
+    path = ctx.session.save(tmp_path / "wgmma.yaml")
+    assert "rewrite: wgmma-kernels" in path.read_text()
+    fresh = Session()
+    try:
+        loaded = read_session_file(path)
+        fresh.load(loaded.payload)
+        assert all(r.ok for r in replay_into(fresh, loaded))
+        assert fresh.current_ir == ctx.session.current_ir
+    finally:
+        fresh.close()
+
+
 def test_timed_device_call_allocates_nothing(ctx, tmp_path):
     """The timed call writes the entry's result straight into the device output buffer: no
     cudaMalloc / cudaFree / extra copy inside it (forward_result_buffers in the GPU wrapper)."""

@@ -81,12 +81,25 @@ def nvvm_pipeline_text(options: dict) -> str:
             f"cubin-format={fmt} opt-level={opt}}})")
 
 
+_TIMING_PROPERTY = re.compile(r"\b\w+TimeInMs = \d+ : i64(, )?")
+
+
 def _nvvm_lower(module, options: dict) -> None:
     """gpu-lower-to-nvvm-pipeline for `chip` (auto: the compute capability the driver reports, as its
-    arch-specific target where there is one, else sm_90a)."""
-    from mlir import passmanager
+    arch-specific target where there is one, else sm_90a).
+
+    Serialization records how long it took (`LLVMIRToISATimeInMs` in each gpu.object's properties):
+    dropped, so that lowering the same IR twice gives the same text (byte-identical replay)."""
+    from mlir import ir, passmanager
+
+    from workbench.execution.ir_walk import ops_where
 
     passmanager.PassManager.parse(nvvm_pipeline_text(options)).run(module.operation)
+    for binary in ops_where(module, lambda op: op.name == "gpu.binary"):
+        text = str(binary.attributes["objects"])
+        cleaned = _TIMING_PROPERTY.sub("", text).replace("properties = {}, ", "")
+        if cleaned != text:
+            binary.attributes["objects"] = ir.Attribute.parse(cleaned)
 
 
 #: name -> (function(module, options), help)

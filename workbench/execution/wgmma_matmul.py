@@ -139,8 +139,8 @@ C_TYPES = ("f16", "f32")
 
 def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: int = 128, stages: int = 4,
                 consumers: int = 1, specialize: int = 0, c_type: str = "f16") -> str:
-    """`func.func private @name(%A: memref<MxKxf16>, %B: memref<KxNxf16>, %C: memref<MxNx{c_type}>)`:
-    C += A x B."""
+    """`func.func private @name(%A: memref<MxKxf16>, %B: memref<KxNxf16>, %C: memref<MxNx{c_type}>,
+    %D: memref<MxNx{c_type}>)`: D = C + A x B (D may be C itself)."""
     if c_type not in C_TYPES:
         raise KernelConfigError(f"C of {c_type}: the wgmma kernel writes {' or '.join(C_TYPES)}")
     d = check_config(m, n, k, block_m, block_n, stages, consumers, specialize)
@@ -163,7 +163,7 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
     t = _Text()
     cache = f"{name}_tma_cache"
     out = [f'memref.global "private" @{cache} : memref<4xi64> = dense<0>',
-           f"func.func private @{name}(%A: {ta}, %B: {tb}, %C: {tc}) {{"]
+           f"func.func private @{name}(%A: {ta}, %B: {tb}, %C: {tc}, %D: {tc}) {{"]
     # host: TMA descriptors, cached per buffer address (creating one is a driver call, a device
     # allocation and a synchronous copy: tens of microseconds per call otherwise)
     cache_ref = t.val(f"memref.get_global @{cache} : memref<4xi64>", "cache")
@@ -196,6 +196,7 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                   f"threads(%tx, %ty, %tz) in (%sx = {nthreads}, %sy = {one}, %sz = {one}) "
                   f"dynamic_shared_memory_size {shm}"):
         t.emit(f"memref.assume_alignment %C, 16 : {tc}")
+        t.emit(f"memref.assume_alignment %D, 16 : {tc}")
         tid = "%tx"
         m0 = t.val(f"arith.muli %by, {t.const(block_m)} : index", "m0")
         n0 = t.val(f"arith.muli %bx, {t.const(block_n)} : index", "n0")
@@ -341,7 +342,7 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                         cw = t.val(f"arith.extf {cv} : vector<8xf16> to vector<8xf32>", "cw")
                         sm = t.val(f"arith.addf {cw}, {av} : vector<8xf32>", "sum")
                         o = t.val(f"arith.truncf {sm} : vector<8xf32> to vector<8xf16>", "o")
-                    t.emit(f"vector.store {o}, %C[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8x{c_type}>")
+                    t.emit(f"vector.store {o}, %D[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8x{c_type}>")
 
         ksteps = t.const(k_steps)
         if specialize:
@@ -423,7 +424,27 @@ def rewrite_marked(module) -> int:
             for f in list(extra.body.operations):
                 module.body.append(f.clone())
             existing.add(name)
+        a, b, c = list(op.operands)
+        copy = _copy_of_result(op, c)
         with ir.InsertionPoint(op), op.location:
-            func.CallOp([], ir.FlatSymbolRefAttr.get(name), list(op.operands))
+            func.CallOp([], ir.FlatSymbolRefAttr.get(name), [a, b, c, copy.operands[1] if copy else c])
+        if copy is not None:
+            copy.erase()
         op.erase()
     return len(marked)
+
+
+def _copy_of_result(matmul, c):
+    """The `memref.copy %C, %D` right after the matmul when nothing else reads %C: bufferization
+    wrote the result in place into C and copies it out (a public entry's result becomes an out
+    parameter). The kernel then reads C and writes D directly, saving a full pass over C."""
+    ops = list(matmul.block.operations)
+    i = next(j for j, o in enumerate(ops) if o == matmul)
+    if i + 1 >= len(ops):
+        return None
+    nxt = ops[i + 1]
+    if nxt.name != "memref.copy" or nxt.operands[0] != c or nxt.operands[1].type != c.type:
+        return None
+    if any(u.owner not in (matmul, nxt) for u in c.uses):
+        return None
+    return nxt

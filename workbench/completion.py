@@ -251,6 +251,14 @@ class Completer:
                 prefix = last[4:]
                 return [Completion(f"gen={n}]", opt_start, n, "generator") for n in names if n.startswith(prefix)]
             return [Completion(o, opt_start, o, "option") for o in ("gen=", "seq=") if o.startswith(last)]
+        if text.startswith("rewrite "):  # a worker-side rewrite by name
+            from workbench.steps.kinds import rewrite_names
+
+            name = text[len("rewrite "):]
+            if " " in name:
+                return []
+            return [Completion(n, start + len("rewrite "), n, meta) for n, meta in rewrite_names().items()
+                    if n.startswith(name)]
         if " " in text.strip():
             return []
         current = text.strip()
@@ -258,7 +266,7 @@ class Completer:
         for name, meta in self._named_pipelines().items():
             if name.startswith(current):
                 out.append(Completion(name, start, name, meta))
-        for key in ("pass ", "bench"):
+        for key in ("pass ", "rewrite ", "bench"):
             if key.startswith(current) and current:
                 out.append(Completion(key, start, key.strip(), "step kind"))
         from workbench.paths import LIBRARY_DIR

@@ -44,6 +44,16 @@ def test_apply_named_pipelines_and_files(wb_state):
     assert any(c.text == "pipelines/cpu/matmul.py[gen=" for c in complete("apply pipelines/cpu/mat"))
 
 
+def test_apply_rewrite_names(wb_state):
+    assert "rewrite " in [c.text for c in complete("apply rew")]
+    got = complete("apply rewrite ")
+    assert {c.text for c in got} >= {"ukernel-calls", "wgmma-kernels"}
+    assert all(c.start == len("apply rewrite ") for c in got)
+    wg = complete("apply rewrite wg")
+    assert [c.text for c in wg] == ["wgmma-kernels"] and "wgmma" in wg[0].meta
+    assert wg[0].apply("apply rewrite wg") == "apply rewrite wgmma-kernels"
+
+
 def test_generator_names_from_ast(wb_state, tmp_path):
     f = tmp_path / "sched.py"
     f.write_text("raise SystemExit('must not run')\ndef tile(a: int = 1):\n  pass\ndef _private():\n  pass\n"

@@ -221,6 +221,13 @@ class ScheduleKind(StepKind):
                  "entry": step.options.get("seq", "__transform_main"), "wants_payload": wants_payload}]
 
 
+def rewrite_names() -> dict[str, str]:
+    """The worker-side rewrites a `rewrite` step can name, with their help."""
+    from workbench.execution.rewrites import REWRITES
+
+    return {name: meta["help"] for name, meta in REWRITES.items()}
+
+
 class RewriteKind(StepKind):
     """A rewrite done by the compile worker in Python (no MLIR pass exists for it), e.g. `ukernel-calls`:
     replace ops marked `lh.ukernel` at configuration time by calls into a microkernel library."""

@@ -8,9 +8,10 @@ bufferization the `wgmma-kernels` rewrite (first stages of `pipeline: cuda-lower
 marked op by a call to a generated kernel function built from upstream nvgpu ops:
 
   host:   two TMA descriptors (`nvgpu.tma.create.descriptor`, 128-byte swizzle: boxes of
-          block_m x 64 of A and 64 x 64 of B), then one `gpu.launch` of (N/block_n, M/block_m)
-          blocks with dynamic shared memory: `stages` slots of (A tile, B tile) + 1 KiB for
-          aligning the slots to the 1024-byte swizzle period.
+          block_m x 64 of A and 64 x 64 of B), cached per buffer address in a host global (making
+          one is a driver call + cudaMalloc + a synchronous copy), then one `gpu.launch` of
+          (N/block_n, M/block_m) blocks with dynamic shared memory: `stages` slots of (A tile,
+          B tile) + 1 KiB for aligning the slots to the 1024-byte swizzle period.
   device: mbarriers `full[s]` (TMA bytes arrived) and `empty[s]` (every consumer warpgroup's
           wgmma on slot s finished). The producer (thread 0 of the first consumer warpgroup, or
           with specialize=1 an extra warpgroup of its own) issues K step j into slot j mod stages
@@ -19,9 +20,12 @@ marked op by a call to a generated kernel function built from upstream nvgpu ops
           `full[s]`, builds wgmma descriptors for its rows of A and for B (transposed: B is K x N
           row-major) and issues `nvgpu.warpgroup.mma` with waitGroup = 1, so step k's wgmma runs
           while step k-1's completes; then releases slot (k-1) mod stages.
-  epilogue: accumulators (f32) -> shared memory (`nvgpu.warpgroup.mma.store`), barrier, every
-          thread adds C and writes back 8 halves (16 bytes) at a time: C += A x B with f32
-          accumulation (linalg.matmul's semantics, rounded once).
+  epilogue: accumulators (f32) -> shared memory (`nvgpu.warpgroup.mma.store`, rows padded),
+          barrier, every consumer thread adds C and writes D, 8 elements at a time, the C loads
+          of 4 steps issued before their stores: D = C + A x B with f32 accumulation
+          (linalg.matmul's semantics, rounded once). D is C itself, or, where bufferization
+          wrote the result in place into C and copied it into an out parameter, that out
+          parameter (the copy is dropped).
 
 A and B f16, C f16 or f32 (f32 accumulation either way); shapes static and divisible by the
 tiles (K by 64); sm_90a (wgmma).

@@ -169,8 +169,8 @@ class CompileWorker:
         for i, stage in enumerate(req["stages"]):
             t0 = time.perf_counter()
             try:
-                self._apply_stage(work, stage, label)
-                work.operation.verify()
+                if not self._apply_stage(work, stage, label):
+                    work.operation.verify()
             except StageError as e:
                 return {"ok": False, "error": str(e), "diagnostics": e.diagnostics, "stage_index": i}
             except ir.MLIRError as e:
@@ -192,8 +192,8 @@ class CompileWorker:
         # stages a target needs before the wrapper goes in (e.g. mpi: strip sharding for the reference)
         for stage in req.get("prelude") or []:
             try:
-                self._apply_stage(work, stage, label)
-                work.operation.verify()
+                if not self._apply_stage(work, stage, label):
+                    work.operation.verify()
             except StageError as e:
                 return {"ok": False, "error": str(e), "diagnostics": e.diagnostics}
         inserted = False
@@ -222,15 +222,15 @@ class CompileWorker:
                 left = sorted(bench_wrapper.unlowered_ops(work))[:8]
                 return {"ok": False, "error": "after lowering, ops remain outside the LLVM dialect: "
                                               + ", ".join(left)}
-        return {"ok": True, "llvm": str(work.operation), "bench": meta, "inserted_wrapper": inserted,
+        return {"ok": True, "llvm": _print(work), "bench": meta, "inserted_wrapper": inserted,
                 "was_lowered": lowered}
 
     def _lower_for_run(self, work: ir.Module, stages: list[dict], label: str) -> dict | None:
         """Apply a run lowering in place; None on success, else the failure answer."""
         for stage in stages:
             try:
-                self._apply_stage(work, stage, label)
-                work.operation.verify()
+                if not self._apply_stage(work, stage, label):
+                    work.operation.verify()
             except StageError as e:
                 return {"ok": False, "error": f"lowering failed: {e}", "diagnostics": e.diagnostics}
             except ir.MLIRError as e:
@@ -239,10 +239,12 @@ class CompileWorker:
         return None
 
     # -- stage kinds -------------------------------------------------------------
-    def _apply_stage(self, module: ir.Module, stage: dict, label: str) -> None:
+    def _apply_stage(self, module: ir.Module, stage: dict, label: str) -> bool:
+        """Apply one stage in place; True when the result is verified already (an MLIR pass
+        pipeline: the pass manager verifies after every pass), else the caller verifies."""
         kind = stage["kind"]
         if kind == "pass":
-            self._run_passes(module, stage["pipeline"], label)
+            return self._run_passes(module, stage["pipeline"], label)
         elif kind == "transform":
             sched = self._parse_schedule(stage["text"], stage.get("path") or "<transform>")
             if stage.get("knobs"):
@@ -308,7 +310,7 @@ class CompileWorker:
                 python_pass(module)
             except Exception as e:
                 raise StageError(f"{pipeline.strip()}: {e}".splitlines()[0], traceback.format_exc())
-            return
+            return False
         text = pipeline.strip()
         if not text.startswith("builtin.module("):
             text = f"builtin.module({text})"
@@ -322,6 +324,7 @@ class CompileWorker:
         except ir.MLIRError as e:
             msg, detail = _split_mlir_error(e, label)
             raise StageError(f"pass pipeline failed: {msg}", detail)
+        return True
 
     def _parse_schedule(self, text: str, path: str) -> ir.Module:
         """Parse a transform module so that its locations name `path` (not "-", which is the

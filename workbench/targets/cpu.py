@@ -76,6 +76,7 @@ class CpuTarget(Target):
         "cpu-naive": "cpu/naive.yaml",
         "cpu-matmul-lower": "cpu/matmul-lower.yaml",
         "cpu-matmul-parallel-lower": "cpu/matmul-parallel-lower.yaml",
+        "cpu-softmax-lower": "cpu/softmax-lower.yaml",
     }
     default_lowering = "cpu-lower"
     # the async runtime runs scf.parallel loops lowered by async-parallel-for (parallel schedules)
@@ -85,6 +86,10 @@ class CpuTarget(Target):
     matmul_schedule = "cpu/matmul.py"
     matmul_generator = "matmul_tiling"
 
+    #: the shipped softmax schedule (pipelines/cpu/softmax.py; lowered by cpu-softmax-lower)
+    softmax_schedule = "cpu/softmax.py"
+    softmax_generator = "softmax_rows"
+
     selector_name = "cpu-selector"
 
     def can_run(self) -> tuple[bool, str]:
@@ -92,7 +97,8 @@ class CpuTarget(Target):
 
     def select_params(self, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
         """For each f32 matmul with static shapes: the matmul schedule's parameters for that shape,
-        given the host's vector width and L2 size (`host_info`)."""
+        given the host's vector width and L2 size (`host_info`); for each 2-D f32 linalg.softmax with
+        static shapes: the softmax schedule's (pipelines/cpu/softmax.py)."""
         library = _load_library_module(self.matmul_schedule)
         host = host_info()
         chosen: dict[str, dict[str, Any]] = {}
@@ -107,6 +113,13 @@ class CpuTarget(Target):
                     # speed, so the configuration picks the microkernel (lowered by cpu-matmul-lower)
                     params["impl"] = "ukernel"
                 chosen.setdefault(spec, params)
+            shape = op.get("shape") or []
+            if (op["op"] == "linalg.softmax" and op.get("dtype") == "f32" and len(shape) == 2
+                    and all(d > 0 for d in shape)):
+                # row softmax with static shapes: decomposed, row-parallel, vectorized along the row
+                spec = f"{self.pipeline_path_for(self.softmax_schedule)}[gen={self.softmax_generator}]"
+                softmax = _load_library_module(self.softmax_schedule)
+                chosen.setdefault(spec, softmax.default_params(shape[0], shape[1], threads=host["cores"]))
         return chosen
 
     def extra_libraries(self, llvm: str) -> list[str]:

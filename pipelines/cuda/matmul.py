@@ -63,6 +63,7 @@ PARAMS = {
     "vectorize": {"help": "SIMT: vectorize the thread tile and keep C in registers across K"},
     "unroll_k": {"min": 1, "max": 32, "help": "mma: K step = 16 * unroll_k per loop iteration (more loads in flight)"},
     "vector_bits": {"min": 16, "max": 128, "help": "mma_smem: bits per cp.async global->shared copy (16-byte = 128)"},
+    "thread_k": {"divides": "block_k", "min": 1, "max": 64, "help": "simt_smem: K step of the thread's register tile (A thread_m x thread_k, B thread_k x thread_n read from shared memory)"},
     "stages": {"min": 1, "max": 8, "help": "mma_smem: shared-memory buffers per operand; > 1 = cp.async software pipeline (stages-1 K steps in flight)"},
     "consumers": {"choices": [1, 2], "help": "wgmma: warpgroups computing the block (each takes block_m / consumers rows)"},
     "specialize": {"choices": [0, 1], "help": "wgmma: 1 = an extra producer warpgroup issues the TMA loads (warp specialization)"},
@@ -333,6 +334,135 @@ def _mma_smem_pipelined(block_m, block_n, block_k, warp_m, warp_n, ra, ca, rb, c
     %f5s = transform.apply_registered_pass "nvgpu-optimize-shared-memory" to %f5 : (!transform.any_op) -> !transform.any_op
     %f6 = transform.apply_registered_pass "promote-buffers-to-stack" with options = {{"max-alloc-size-in-bytes" = 1000000 : i64}}
         to %f5s : (!transform.any_op) -> !transform.any_op
+{_shared_allocas_to_globals("f6")}""" + _FOOTER
+
+
+def matmul_simt_smem(block_m: int = 128, block_n: int = 128, block_k: int = 8, thread_m: int = 8, thread_n: int = 8,
+                     thread_k: int = 4, stages: int = 3) -> str:
+    """f32 CUDA-core matmul with A and B tiles staged in shared memory by a cp.async pipeline."""
+    for name, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k), ("thread_m", thread_m),
+                    ("thread_n", thread_n), ("thread_k", thread_k)):
+        _check(v >= 1, f"{name} must be >= 1")
+    _check(block_m % thread_m == 0 and block_n % thread_n == 0, "thread tile must divide the block tile")
+    _check(block_k % thread_k == 0, "thread_k must divide block_k")
+    _check(thread_n % 4 == 0 and thread_k % 4 == 0 and block_k % 4 == 0,
+           "thread_n, thread_k and block_k must be multiples of 4 (16-byte shared-memory reads and copies)")
+    tx, ty = block_n // thread_n, block_m // thread_m
+    threads = tx * ty
+    _check(threads <= 1024, f"{threads} threads per block (max 1024)")
+    _check(2 <= stages <= 8, "stages must be 2..8 (the copies of step k+stages-1 are issued during step k)")
+    smem = stages * (block_m * block_k + block_k * block_n) * 4
+    _check(smem <= 48 * 1024, f"{stages} stages of {block_m}x{block_k} + {block_k}x{block_n} f32 tiles: {smem} bytes "
+                              f"of shared memory (static limit 48 KiB)")
+    vec = 4  # 16-byte cp.async pieces
+    copies = []
+    for name, rows, cols in (("a", block_m, block_k), ("b", block_k, block_n)):
+        chunks = rows * cols // vec
+        _check(chunks % threads == 0, f"{name} tile {rows}x{cols}: {chunks} 16-byte pieces, "
+                                      f"not a multiple of {threads} threads")
+        col_chunks = cols // vec
+        _check(threads % col_chunks == 0 and rows % (threads // col_chunks) == 0,
+               f"{name} tile {rows}x{cols}: {col_chunks} pieces per row do not tile {threads} threads")
+        copies.append((rows // (threads // col_chunks), vec))
+    (ra, ca), (rb, cb) = copies
+    inner_tile = inner_unroll = ""
+    if thread_k < block_k:  # the thread's K steps: a loop, unrolled after vectorization (the pipeliner
+        # takes no op with a region in the K loop body)
+        inner_tile = f"""    %ikt, %ikl = transform.structured.tile_using_for %thr tile_sizes [0, 0, {thread_k}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+"""
+        inner_unroll = f"""    %ctr = transform.structured.match ops{{["vector.contract"]}} in %f3 : (!transform.any_op) -> !transform.any_op
+    %ikl2 = transform.get_parent_op %ctr {{op_name = "scf.for", deduplicate}} : (!transform.any_op) -> !transform.op<"scf.for">
+    transform.loop.unroll %ikl2 {{factor = {block_k // thread_k}}} : !transform.op<"scf.for">
+"""
+    return f"""module attributes {{transform.with_named_sequence}} {{
+  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.consumed}}) {{
+    %mm0 = transform.structured.match ops{{["linalg.matmul"]}} in %root : (!transform.any_op) -> !transform.any_op
+    %blk, %fb = transform.structured.tile_using_forall %mm0 tile_sizes [{block_m}, {block_n}]
+        (mapping = [#gpu.block<y>, #gpu.block<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %kt, %kl = transform.structured.tile_using_for %blk tile_sizes [0, 0, {block_k}]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %padded, %pad, %cpb = transform.structured.pad %kt {{padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32],
+        padding_dimensions = [2], nofold_flags = [1, 1, 0], copy_back_op = "none"}}
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    %pa, %pb = transform.split_handle %pad : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %ba, %na = transform.structured.bufferize_to_allocation %pa {{memory_space = #gpu.address_space<workgroup>, memcpy_op = "linalg.copy"}} : !transform.any_op
+    %bb, %nb = transform.structured.bufferize_to_allocation %pb {{memory_space = #gpu.address_space<workgroup>, memcpy_op = "linalg.copy"}} : !transform.any_op
+    %b = transform.bufferization.one_shot_bufferize %root {{bufferize_function_boundaries = true,
+        function_boundary_type_conversion = 1 : i32}} : (!transform.any_op) -> !transform.any_op
+    %f0 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f0 {{
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %mm2 = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %thr, %ft = transform.structured.tile_using_forall %mm2 tile_sizes [{thread_m}, {thread_n}]
+        (mapping = [#gpu.thread<y>, #gpu.thread<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+{inner_tile}    %cps = transform.structured.match ops{{["linalg.copy"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %ca, %cb = transform.split_handle %cps : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %cat, %caf = transform.structured.tile_using_forall %ca tile_sizes [{ra}, {ca}]
+        (mapping = [#gpu.thread<linear_dim_1>, #gpu.thread<linear_dim_0>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %cbt, %cbf = transform.structured.tile_using_forall %cb tile_sizes [{rb}, {cb}]
+        (mapping = [#gpu.thread<linear_dim_1>, #gpu.thread<linear_dim_0>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    %f = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %gl = transform.gpu.map_forall_to_blocks %f generate_gpu_launch : (!transform.any_op) -> !transform.any_op
+    %m2 = transform.gpu.map_nested_forall_to_threads %gl block_dims = [{tx}, {ty}, 1] sync_after_distribute = false
+        : (!transform.any_op) -> !transform.any_op
+    %f1 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f1 {{
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %hf = transform.apply_registered_pass "buffer-loop-hoisting" to %f1 : (!transform.any_op) -> !transform.any_op
+    %al = transform.structured.match ops{{["memref.alloc"]}} in %hf : (!transform.any_op) -> !transform.op<"memref.alloc">
+    %mb = transform.memref.multibuffer %al {{factor = {stages}, skip_analysis}} : (!transform.op<"memref.alloc">) -> !transform.any_op
+    %pieces = transform.structured.match ops{{["linalg.matmul", "linalg.copy"]}} in %b : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %pieces {{create_named_contraction}} : !transform.any_op
+    %f2 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f2 {{
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    transform.apply_patterns to %f2 {{
+      transform.apply_patterns.memref.fold_memref_alias_ops
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    transform.apply_cse to %f2 : !transform.any_op
+    transform.apply_patterns to %f2 {{
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %f3 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
+{inner_unroll}    transform.apply_patterns to %f3 {{
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.lower_transpose
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    transform.apply_patterns to %f3 {{
+      transform.apply_patterns.vector.lower_outerproduct
+      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerparallel"
+      transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true
+      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
+      transform.apply_patterns.vector.lower_broadcast
+      transform.apply_patterns.vector.lower_shape_cast
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %launches = transform.structured.match ops{{["gpu.launch"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %kf = transform.get_parent_op %launches {{op_name = "func.func", deduplicate}} : (!transform.any_op) -> !transform.any_op
+    %f5 = transform.nvgpu.create_async_groups %kf {{bypass_l1}} : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f5 {{
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %vio = transform.structured.match ops{{["vector.load", "vector.store"]}} in %f5 : (!transform.any_op) -> !transform.any_op
+    %v16 = transform.param.constant 16 : i64 -> !transform.any_param
+    transform.annotate %vio "alignment" = %v16 : !transform.any_op, !transform.any_param
+    %waits = transform.structured.match ops{{["nvgpu.device_async_wait"]}} in %f5 : (!transform.any_op) -> !transform.any_op
+    %ng = transform.param.constant {stages - 2} : i32 -> !transform.any_param
+    transform.annotate %waits "numGroups" = %ng : !transform.any_op, !transform.any_param
+    transform.annotate %waits "lh.barrier_after" : !transform.any_op
+    %acp = transform.structured.match ops{{["nvgpu.device_async_copy"]}} in %f5 : (!transform.any_op) -> !transform.any_op
+    %kloop = transform.get_parent_op %acp {{op_name = "scf.for", deduplicate}} : (!transform.any_op) -> !transform.op<"scf.for">
+    %pl = transform.nvgpu.pipeline_shared_memory_copies failures(propagate) %kloop {{depth = {stages - 1}}}
+        : (!transform.op<"scf.for">) -> !transform.any_op
+    %f6 = transform.apply_registered_pass "promote-buffers-to-stack" with options = {{"max-alloc-size-in-bytes" = 1000000 : i64}}
+        to %f5 : (!transform.any_op) -> !transform.any_op
 {_shared_allocas_to_globals("f6")}""" + _FOOTER
 
 

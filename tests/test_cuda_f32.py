@@ -1,0 +1,127 @@
+"""cuda target, f32 matmul on CUDA cores with A and B staged in shared memory (matmul_simt_smem):
+lowering checked on the PTX on any machine; runs checked against numpy where an NVIDIA GPU is present."""
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import load_npys as _load, matmul_payload, ok
+
+ROOT = Path(__file__).resolve().parents[1]
+GEN = "pipelines/cuda/matmul.py[gen=matmul_simt_smem]"
+
+
+def _gpu_reason() -> str:
+    from workbench.targets import get_target
+
+    ok_, why = get_target("cuda").can_run()
+    return "" if ok_ else why
+
+
+GPU_MISSING = _gpu_reason()
+needs_gpu = pytest.mark.skipif(bool(GPU_MISSING), reason=f"no usable NVIDIA GPU: {GPU_MISSING}")
+
+
+def ptx_of(ir: str) -> str:
+    """The PTX text embedded in the gpu.binary ops (cubin-format=isa)."""
+    chunks = re.findall(r'assembly = "((?:[^"\\]|\\.)*)"', ir)
+    return "\n".join(re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), c) for c in chunks)
+
+
+def f32_payload(tmp_path: Path, m: int, n: int, k: int) -> Path:
+    return matmul_payload(tmp_path / f"mm_{m}x{n}x{k}_f32.mlir", m, n, k, "mm", "f32")
+
+
+def _cuda_matmul_module():
+    spec = importlib.util.spec_from_file_location("cuda_matmul", ROOT / "pipelines/cuda/matmul.py")
+    mm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mm)
+    return mm
+
+
+# -- lowering (no GPU needed) ------------------------------------------------------------------
+
+def test_simt_smem_lowers_to_cp_async_pipeline_and_shared_fmas(ctx, tmp_path):
+    """128x128x8 blocks of 16x16 threads, 8x8 register tiles, K fragments of 4, 3 stages."""
+    ok(ctx, f"load {f32_payload(tmp_path, 256, 256, 64)}")
+    ok(ctx, f"apply {GEN}{{block_m=128 block_n=128 block_k=8 thread_m=8 thread_n=8 thread_k=4 stages=3}}")
+    ir = ctx.session.current_ir
+    assert "memref<3x128x8xf32, #gpu.address_space<workgroup>>" in ir
+    assert "memref<3x8x128xf32, #gpu.address_space<workgroup>>" in ir and "lh.barrier_after" in ir
+    ok(ctx, "apply cuda-lower{chip=sm_90}")
+    ptx = ptx_of(ctx.session.current_ir)
+    assert ".maxntid 16, 16, 1" in ptx
+    assert ptx.count(".shared .align 128 .b8") == 2 and ptx.count("[12288];") == 2  # 3 x 4 KiB each
+    # prologue: steps 0 and 1, one 16-byte cp.async of A and one of B per thread each; the loop:
+    # wait for all but the newest group, barrier, compute, the predicated copies of step k+2
+    assert ptx.count("cp.async.cg.shared.global") == 4 and ptx.count("cp.async.ca.shared.global") == 2
+    assert ptx.count("cp.async.commit_group") == 3
+    assert re.search(r"cp\.async\.wait_group\s+1;\s*bar\.sync\s+0;", ptx) and ptx.count("bar.sync") == 1
+    # per K step and thread: 8x8x8 FMAs on registers; A read as 8 rows x 2 16-byte pieces, B as 8 rows
+    # x 2 pieces, all 128-bit shared loads (the loads are annotated alignment = 16)
+    assert ptx.count("fma.rn.f32") == 512
+    assert len(re.findall(r"ld\.shared\.v4\.(?:b32|f32)", ptx)) == 32 == ptx.count("ld.shared")
+    # C: read before the K loop and written after it, 8x8 per thread as 16-byte pieces
+    assert len(re.findall(r"ld\.global\.v4\.(?:b32|f32)", ptx)) == 16 == ptx.count("ld.global")
+    assert len(re.findall(r"st\.global\.v4\.(?:b32|f32)", ptx)) == 16 == ptx.count("st.global")
+    assert "ld.local" not in ptx and "st.local" not in ptx
+
+
+def test_simt_smem_without_inner_k_loop_and_two_stages(ctx, tmp_path):
+    """thread_k = block_k (no inner K tiling), stages=2 (wait for every group), 4x4 tiles of 256 threads."""
+    ok(ctx, f"load {f32_payload(tmp_path, 128, 128, 64)}")
+    ok(ctx, f"apply {GEN}{{block_m=64 block_n=64 block_k=16 thread_m=4 thread_n=4 thread_k=16 stages=2}}")
+    ok(ctx, "apply cuda-lower{chip=sm_90}")
+    ptx = ptx_of(ctx.session.current_ir)
+    assert ptx.count("[8192];") == 2  # 2 x 64x16 f32 and 2 x 16x64 f32
+    assert re.search(r"cp\.async\.wait_group\s+0;\s*bar\.sync\s+0;", ptx) and ptx.count("bar.sync") == 1
+    assert ptx.count("fma.rn.f32") == 4 * 4 * 16
+    # A: 4 rows x 4 pieces, B: 16 rows x 1 piece
+    assert len(re.findall(r"ld\.shared\.v4\.(?:b32|f32)", ptx)) == 32 == ptx.count("ld.shared")
+    assert "ld.local" not in ptx
+
+
+@pytest.mark.parametrize("params, message", [
+    ("block_m=128 block_n=128 block_k=16 thread_m=8 thread_n=8 stages=4", "static limit 48 KiB"),
+    ("block_m=128 block_n=128 block_k=8 thread_m=8 thread_n=8 stages=1", "stages must be 2..8"),
+    ("block_m=128 block_n=128 block_k=8 thread_m=8 thread_n=2 thread_k=4", "multiples of 4"),
+    ("block_m=128 block_n=64 block_k=8 thread_m=8 thread_n=4 thread_k=4", "not a multiple of 256 threads"),
+    ("block_m=128 block_n=128 block_k=8 thread_m=8 thread_n=8 thread_k=16", "thread_k must divide block_k"),
+])
+def test_simt_smem_config_errors(params, message):
+    mm = _cuda_matmul_module()
+    kwargs = {k: int(v) for k, v in (kv.split("=") for kv in params.split())}
+    with pytest.raises(ValueError, match=message):
+        mm.matmul_simt_smem(**kwargs)
+
+
+def test_simt_smem_schema():
+    from workbench.steps.params import generator_schema
+
+    schema, _ = generator_schema(ROOT / "pipelines/cuda/matmul.py", "matmul_simt_smem")
+    assert set(schema.params) == {"block_m", "block_n", "block_k", "thread_m", "thread_n", "thread_k", "stages"}
+    assert schema.params["thread_k"].min == 1
+
+
+# -- runs on the GPU ---------------------------------------------------------------------------
+
+@needs_gpu
+@pytest.mark.parametrize("shape, params", [
+    ((256, 256, 512), "block_m=128 block_n=128 block_k=8 thread_m=8 thread_n=8 thread_k=4 stages=3"),
+    ((256, 256, 512), "block_m=128 block_n=128 block_k=8 thread_m=8 thread_n=8 thread_k=8 stages=4"),
+    ((384, 256, 128), "block_m=128 block_n=128 block_k=16 thread_m=8 thread_n=4 thread_k=4 stages=3"),
+    ((128, 192, 96), "block_m=64 block_n=64 block_k=16 thread_m=4 thread_n=4 thread_k=16 stages=2"),
+])
+def test_gpu_simt_smem_checked(ctx, tmp_path, shape, params):
+    ok(ctx, f"load {f32_payload(tmp_path, *shape)}")
+    ok(ctx, f"apply {GEN}{{{params}}}")
+    res = ok(ctx, f"run --target cuda --check --iterations 3 --save-outputs {tmp_path / 'o'}")
+    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+    a, b, c = (x.astype(np.float64) for x in _load(tmp_path / "o", "input"))
+    got = _load(tmp_path / "o", "output")[0].astype(np.float64)
+    want = c + a @ b
+    assert np.abs(got - want).max() / np.abs(want).max() < 1e-5

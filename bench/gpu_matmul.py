@@ -91,10 +91,12 @@ def main() -> int:
                                              "gen=matmul_mma_smem block_m=128 block_n=256 block_k=16 warp_m=64 warp_n=64 stages=3;"
                                              "block_m=128 block_n=128 warp_m=64 warp_n=64 unroll_k=16",
                     help="';'-separated parameter sets; one may start with gen=NAME (default matmul_mma)")
-    ap.add_argument("--f32-configs", default="block_m=64 block_n=64 block_k=16 thread_m=4 thread_n=4;"
+    ap.add_argument("--f32-configs", default="gen=matmul_simt_smem block_m=128 block_n=64 block_k=32 thread_m=8 thread_n=4 thread_k=4 stages=2;"
+                                             "gen=matmul_simt_smem block_m=64 block_n=128 block_k=16 thread_m=8 thread_n=8 thread_k=4 stages=4;"
+                                             "gen=matmul_simt_smem block_m=128 block_n=128 block_k=16 thread_m=8 thread_n=8 thread_k=4 stages=3;"
                                              "block_m=64 block_n=64 block_k=32 thread_m=4 thread_n=4;"
-                                             "block_m=64 block_n=64 block_k=64 thread_m=4 thread_n=4;"
-                                             "block_m=128 block_n=64 block_k=32 thread_m=8 thread_n=4")
+                                             "block_m=64 block_n=64 block_k=64 thread_m=4 thread_n=4",
+                    help="';'-separated parameter sets; one may start with gen=NAME (default matmul_simt)")
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--timeout", type=int, default=600, help="seconds per workbench run (a hung kernel is killed)")
     args = ap.parse_args()

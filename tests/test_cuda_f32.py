@@ -107,6 +107,37 @@ def test_simt_smem_schema():
     assert schema.params["thread_k"].min == 1
 
 
+def test_selector_picks_simt_smem_for_f32():
+    mm = _cuda_matmul_module()
+    gen, params = mm.select(2048, 2048, 2048, "f32", "sm_90")
+    assert gen == "matmul_simt_smem"
+    assert (params["block_m"], params["block_n"], params["block_k"], params["stages"]) == (128, 64, 32, 2)
+    mm.matmul_simt_smem(**params)  # a valid configuration
+    # fewer than 256 blocks of 128x64 (1024^3: 128): 64x64 blocks (measured faster up to 1024^3)
+    gen, params = mm.select(1024, 1024, 1024, "f32", "sm_90")
+    assert gen == "matmul_simt_smem" and (params["block_m"], params["block_n"], params["stages"]) == (64, 64, 3)
+    mm.matmul_simt_smem(**params)
+    # no cp.async before sm_80, shapes the shared tiles do not divide, other element types: matmul_simt
+    assert mm.select(2048, 2048, 2048, "f32", "sm_75")[0] == "matmul_simt"
+    assert mm.select(96, 64, 64, "f32", "sm_90")[0] == "matmul_simt"
+    assert mm.select(256, 256, 24, "f32", "sm_90")[0] == "matmul_simt"
+    assert mm.select(256, 256, 256, "f64", "sm_90")[0] == "matmul_simt"
+    assert mm.select(2048, 2048, 2048, "f32", "sm_90a")[0] == "matmul_simt_smem"
+
+
+def test_selected_f32_schedule_lowers(ctx, tmp_path):
+    """`select --apply` on an f32 matmul: the shared-memory schedule, lowered without local memory."""
+    ok(ctx, f"load {f32_payload(tmp_path, 256, 128, 512)}")
+    ok(ctx, "target cuda")
+    res = ok(ctx, "select --apply")
+    (spec, params), = res.data["selections"].items()
+    assert spec.endswith("[gen=matmul_simt_smem]") and (params["block_m"], params["block_n"]) == (64, 64)
+    ok(ctx, "apply cuda-lower{chip=sm_90}")
+    ptx = ptx_of(ctx.session.current_ir)
+    assert ptx.count("fma.rn.f32") == 4 * 4 * 16 and "cp.async.cg.shared.global" in ptx
+    assert "ld.local" not in ptx and "st.local" not in ptx
+
+
 # -- runs on the GPU ---------------------------------------------------------------------------
 
 @needs_gpu
@@ -115,6 +146,8 @@ def test_simt_smem_schema():
     ((256, 256, 512), "block_m=128 block_n=128 block_k=8 thread_m=8 thread_n=8 thread_k=8 stages=4"),
     ((384, 256, 128), "block_m=128 block_n=128 block_k=16 thread_m=8 thread_n=4 thread_k=4 stages=3"),
     ((128, 192, 96), "block_m=64 block_n=64 block_k=16 thread_m=4 thread_n=4 thread_k=16 stages=2"),
+    ((256, 128, 320), "block_m=128 block_n=64 block_k=32 thread_m=8 thread_n=4 thread_k=4 stages=2"),
+    ((128, 256, 64), "block_m=64 block_n=128 block_k=16 thread_m=8 thread_n=8 thread_k=4 stages=4"),
 ])
 def test_gpu_simt_smem_checked(ctx, tmp_path, shape, params):
     ok(ctx, f"load {f32_payload(tmp_path, *shape)}")
@@ -125,3 +158,17 @@ def test_gpu_simt_smem_checked(ctx, tmp_path, shape, params):
     got = _load(tmp_path / "o", "output")[0].astype(np.float64)
     want = c + a @ b
     assert np.abs(got - want).max() / np.abs(want).max() < 1e-5
+
+
+@needs_gpu
+def test_gpu_selected_f32_schedule_checked(ctx, tmp_path):
+    ok(ctx, f"load {f32_payload(tmp_path, 512, 256, 256)}")
+    ok(ctx, "target cuda")
+    res = ok(ctx, "select --apply")
+    (spec, _), = res.data["selections"].items()
+    assert spec.endswith("[gen=matmul_simt_smem]")
+    res = ok(ctx, f"run --target cuda --check --iterations 3 --save-outputs {tmp_path / 'o'}")
+    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+    a, b, c = (x.astype(np.float64) for x in _load(tmp_path / "o", "input"))
+    got = _load(tmp_path / "o", "output")[0].astype(np.float64)
+    assert np.abs(got - (c + a @ b)).max() / np.abs(c + a @ b).max() < 1e-5

@@ -10,6 +10,18 @@ Shapes must be static and divisible by the tiles (no remainder handling).
     vectorized (vector.contract -> FMAs) with its C tile held in registers across the K loop.
     Threads per block = (block_m / thread_m) * (block_n / thread_n) <= 1024.
 
+``matmul_simt_smem``  (f32, CUDA cores, sm_80+): blocks of block_m x block_n walk K in steps of block_k;
+    the A (block_m x block_k) and B (block_k x block_n) tiles of each step go to shared memory
+    (``structured.pad`` + ``bufferize_to_allocation`` into #gpu.address_space<workgroup>) as 16-byte
+    ``cp.async`` pieces spread over the block's threads, multibuffered ``stages`` deep and pipelined
+    (``nvgpu.pipeline_shared_memory_copies`` depth stages-1, one barrier per step after the wait, as in
+    matmul_mma_smem's pipelined form). Each thread keeps a thread_m x thread_n C tile in registers across
+    K and, per thread_k slice, reads its A (thread_m x thread_k) and B (thread_k x thread_n) fragments
+    with 128-bit shared loads (annotated alignment = 16) into FMAs (vector.contract -> outer products);
+    the slice loop is unrolled (the pipeliner takes no region in the K loop body). Every thread must
+    copy whole 16-byte pieces: block tiles whose piece count is not a multiple of the thread count are
+    refused; stages x (A + B tiles) <= 48 KiB. Threads per block = (block_m / thread_m) * (block_n / thread_n).
+
 ``matmul_mma``  (f16 x f16 -> f16, tensor cores, sm_80+): blocks of block_m x block_n, warps of
     warp_m x warp_n; K walked in steps of 16 * unroll_k; the warp's contraction is vectorized, its
     C tile hoisted out of the K loop (held in registers), unrolled to 16x8x16 pieces
@@ -491,6 +503,12 @@ def _largest_divisor(n: int, candidates) -> int:
     return 1
 
 
+def _sm(chip: str) -> int:
+    """sm_90a -> 90 (0 if not an sm_NN name)."""
+    digits = "".join(ch for ch in chip[3:] if ch.isdigit()) if chip.startswith("sm_") else ""
+    return int(digits) if digits else 0
+
+
 def select(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_dtype: str = "") -> tuple[str, dict]:
     """A schedule and its parameters for an m x n x k matmul with a `dtype` result (`in_dtype`
     operands, default the same) on compute capability `chip`."""
@@ -525,6 +543,18 @@ def select(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_d
         wn = _largest_divisor(bn, (64, 32, 16, 8))
         uk = _largest_divisor(k // 16, (16, 8, 4, 2, 1))
         return "matmul_mma", {"block_m": bm, "block_n": bn, "warp_m": wm, "warp_n": wn, "unroll_k": uk}
+    if in_dtype == "f32" and dtype == "f32" and _sm(chip) >= 80 and m % 64 == 0 and n % 64 == 0 and k % 16 == 0:
+        # measured on the H100 (bench/gpu_matmul.py, f32 2048^3, cuBLAS without TF32 50 TFLOP/s): A/B in
+        # shared memory by cp.async, 8x4 register tiles, 128x64x32 blocks, 2 stages: 36.9 TFLOP/s
+        # (0.736x cuBLAS); 64x128x16 8x8 tiles 4 stages 36.2, 128x128x16 8x8 3 stages 35.4-35.8,
+        # 64x64x16 4x4 3 stages 30.6; matmul_simt at best 11.9. At 256^3 / 512^3 / 1024^3 64x64x16
+        # 4x4 3 stages took 1.18 / 6.5 / 23.3 TFLOP/s against matmul_simt's 0.70 / 3.7 / 10.4 and
+        # 128x128 blocks' 0.69 / 3.4 / 15.5 (too few blocks): the large tile only from 256 blocks up
+        if m % 128 == 0 and k % 32 == 0 and (m // 128) * (n // 64) >= 256:
+            return "matmul_simt_smem", {"block_m": 128, "block_n": 64, "block_k": 32, "thread_m": 8, "thread_n": 4,
+                                        "thread_k": 4, "stages": 2}
+        return "matmul_simt_smem", {"block_m": 64, "block_n": 64, "block_k": 16, "thread_m": 4, "thread_n": 4,
+                                    "thread_k": 4, "stages": 3}
     # measured on the H100 (2048^3 f32): block_k=32 with 4x4 thread tiles 10.6 TFLOP/s, block_k=16 5.2
     bm = _largest_divisor(m, (64, 32, 16, 8, 4, 2))
     bn = _largest_divisor(n, (64, 32, 16, 8, 4, 2))

@@ -316,10 +316,10 @@ def test_selector_picks_tensor_cores_for_f16(ctx, tmp_path):
     # N divisible by 256: 128x256 blocks, two consumer warpgroups
     ok(ctx, f"load {f16_payload(tmp_path, 256, 256, 64)}")
     (spec, params), = get_target("cuda").select_params(ctx.session.inspect()).items()
-    assert (params["block_n"], params["consumers"], params["stages"]) == (256, 2, 4)
+    assert (params["block_n"], params["consumers"], params["stages"], params["specialize"]) == (256, 2, 4, 1)
     ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
     (spec, params), = get_target("cuda").select_params(ctx.session.inspect()).items()
-    assert spec.endswith("cuda/matmul.py[gen=matmul_simt]") and 256 % params["block_m"] == 0
+    assert spec.endswith("cuda/matmul.py[gen=matmul_simt_smem]") and 256 % params["block_m"] == 0
     # before Hopper, or K not a multiple of 64: the cp.async + mma.sync schedule
     mm = _cuda_matmul_module()
     gen, params = mm.select(256, 128, 64, "f16", "sm_80")

@@ -515,10 +515,10 @@ def select(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_d
     in_dtype = in_dtype or dtype
     if (in_dtype == "f16" and dtype in ("f16", "f32") and chip.startswith("sm_90")
             and m % 128 == 0 and n % 128 == 0 and k % 64 == 0):
-        # measured on the H100 (bench/gpu_matmul.py, 4096^3, same run): TMA + wgmma 128x256 blocks,
-        # 2 consumer warpgroups, 4 stages, warp-specialized producer: 601 TFLOP/s (0.782x cuBLAS);
-        # without the producer warpgroup 569, 3 stages 513; 128x128 one warpgroup warp-specialized
-        # 521; matmul_mma_smem best 289 (an earlier run, before the copy of C was folded: 528 / 533)
+        # measured on the H100 (bench/gpu_matmul.py, 4096^3): TMA + wgmma 128x256 blocks, 2 consumer
+        # warpgroups, 4 stages: with a warp-specialized producer 601 / 608 TFLOP/s in two runs, without
+        # it 569 / 638 (0.74x-0.83x cuBLAS): equal within the run-to-run spread; 3 stages 513;
+        # 128x128 one warpgroup warp-specialized 519; matmul_mma_smem best 289
         if n % 256 == 0:
             return "matmul_wgmma", {"block_m": 128, "block_n": 256, "stages": 4, "consumers": 2, "specialize": 1}
         return "matmul_wgmma", {"block_m": 128, "block_n": 128, "stages": 4, "consumers": 1, "specialize": 1}

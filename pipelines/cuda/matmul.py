@@ -101,6 +101,27 @@ def _check(cond: bool, msg: str) -> None:
         raise ValueError(msg)
 
 
+def _contractions_to_fmas(handle: str) -> str:
+    """vector.contract in the function `handle` -> outer products -> FMAs, transfers unrolled to 1-D."""
+    return "\n".join([
+        f"    transform.apply_patterns to %{handle} {{",
+        '      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"',
+        "      transform.apply_patterns.vector.transfer_permutation_patterns",
+        "      transform.apply_patterns.vector.lower_transpose",
+        "      transform.apply_patterns.canonicalization",
+        "    } : !transform.any_op",
+        f"    transform.apply_patterns to %{handle} {{",
+        "      transform.apply_patterns.vector.lower_outerproduct",
+        '      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerparallel"',
+        "      transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true",
+        "      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1",
+        "      transform.apply_patterns.vector.lower_broadcast",
+        "      transform.apply_patterns.vector.lower_shape_cast",
+        "      transform.apply_patterns.canonicalization",
+        "    } : !transform.any_op",
+        ""])
+
+
 def matmul_simt(block_m: int = 64, block_n: int = 64, block_k: int = 16, thread_m: int = 4, thread_n: int = 4,
                 vectorize: bool = True) -> str:
     for name, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k), ("thread_m", thread_m),
@@ -119,22 +140,7 @@ def matmul_simt(block_m: int = 64, block_n: int = 64, block_k: int = 16, thread_
       transform.apply_patterns.canonicalization
     }} : !transform.any_op
     %f4 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
-    transform.apply_patterns to %f4 {{
-      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
-      transform.apply_patterns.vector.transfer_permutation_patterns
-      transform.apply_patterns.vector.lower_transpose
-      transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-    transform.apply_patterns to %f4 {{
-      transform.apply_patterns.vector.lower_outerproduct
-      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerparallel"
-      transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true
-      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
-      transform.apply_patterns.vector.lower_broadcast
-      transform.apply_patterns.vector.lower_shape_cast
-      transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-"""
+{_contractions_to_fmas('f4')}"""
     return _HEADER + f"""
     %mm = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
     %blk, %fb = transform.structured.tile_using_forall %mm tile_sizes [{block_m}, {block_n}]
@@ -296,17 +302,18 @@ def matmul_mma_smem(block_m: int = 128, block_n: int = 128, block_k: int = 32, w
 {_KERNEL_TO_NVGPU}{_shared_allocas_to_globals("f5")}""" + _FOOTER
 
 
-def _mma_smem_pipelined(block_m, block_n, block_k, warp_m, warp_n, ra, ca, rb, cb, stages) -> str:
-    """matmul_mma_smem with `stages` shared-memory buffers and a cp.async software pipeline."""
-    wx, wy = block_n // warp_n, block_m // warp_m
-    return f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.consumed}}) {{
-    %mm0 = transform.structured.match ops{{["linalg.matmul"]}} in %root : (!transform.any_op) -> !transform.any_op
+def _staged_tiles(block_m: int, block_n: int, block_k: int, elem: str) -> str:
+    """Block tiles (forall over blocks) walking K in block_k steps, the A and B tiles of each step
+    padded into typed #gpu.address_space<workgroup> buffers filled by linalg.copy (`structured.pad`
+    + `bufferize_to_allocation`: typed allocs that memref.multibuffer accepts), then bufferization.
+    Leaves %kt/%kl (the K loop), %fb (the block forall) and %b (the bufferized module)."""
+    zero = f"0.0 : {elem}"
+    return f"""    %mm0 = transform.structured.match ops{{["linalg.matmul"]}} in %root : (!transform.any_op) -> !transform.any_op
     %blk, %fb = transform.structured.tile_using_forall %mm0 tile_sizes [{block_m}, {block_n}]
         (mapping = [#gpu.block<y>, #gpu.block<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     %kt, %kl = transform.structured.tile_using_for %blk tile_sizes [0, 0, {block_k}]
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %padded, %pad, %cpb = transform.structured.pad %kt {{padding_values = [0.0 : f16, 0.0 : f16, 0.0 : f16],
+    %padded, %pad, %cpb = transform.structured.pad %kt {{padding_values = [{zero}, {zero}, {zero}],
         padding_dimensions = [2], nofold_flags = [1, 1, 0], copy_back_op = "none"}}
         : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
     %pa, %pb = transform.split_handle %pad : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
@@ -318,9 +325,16 @@ def _mma_smem_pipelined(block_m, block_n, block_k, warp_m, warp_n, ra, ca, rb, c
     transform.apply_patterns to %f0 {{
       transform.apply_patterns.canonicalization
     }} : !transform.any_op
-{_warp_tiles_and_thread_copies(warp_m, warp_n, ra, ca, rb, cb)}    %f = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
+"""
+
+
+def _launch_and_multibuffer(tx: int, ty: int, stages: int) -> str:
+    """gpu.launch of tx x ty threads without map_nested_forall_to_threads' barriers (a barrier before
+    a copy makes the pipeliner assert in MLIR 22.1.8), the shared allocs hoisted out of the K loop
+    and multibuffered `stages` deep."""
+    return f"""    %f = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
     %gl = transform.gpu.map_forall_to_blocks %f generate_gpu_launch : (!transform.any_op) -> !transform.any_op
-    %m2 = transform.gpu.map_nested_forall_to_threads %gl block_dims = [{32 * wx}, {wy}, 1] sync_after_distribute = false
+    %m2 = transform.gpu.map_nested_forall_to_threads %gl block_dims = [{tx}, {ty}, 1] sync_after_distribute = false
         : (!transform.any_op) -> !transform.any_op
     %f1 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %f1 {{
@@ -329,18 +343,32 @@ def _mma_smem_pipelined(block_m, block_n, block_k, warp_m, warp_n, ra, ca, rb, c
     %hf = transform.apply_registered_pass "buffer-loop-hoisting" to %f1 : (!transform.any_op) -> !transform.any_op
     %al = transform.structured.match ops{{["memref.alloc"]}} in %hf : (!transform.any_op) -> !transform.op<"memref.alloc">
     %mb = transform.memref.multibuffer %al {{factor = {stages}, skip_analysis}} : (!transform.op<"memref.alloc">) -> !transform.any_op
-{_VECTORIZE_TO_MMA}    transform.apply_patterns to %f2 {{
+"""
+
+
+def _annotate_waits(stages: int) -> str:
+    """The cp.async waits in %f5: step k's group is complete with stages-2 newer ones in flight
+    (`numGroups`, kept by the pipeliner), and a barrier follows each (`lh-barrier-after-async-wait`)."""
+    return f"""    %waits = transform.structured.match ops{{["nvgpu.device_async_wait"]}} in %f5 : (!transform.any_op) -> !transform.any_op
+    %ng = transform.param.constant {stages - 2} : i32 -> !transform.any_param
+    transform.annotate %waits "numGroups" = %ng : !transform.any_op, !transform.any_param
+    transform.annotate %waits "lh.barrier_after" : !transform.any_op
+"""
+
+
+def _mma_smem_pipelined(block_m, block_n, block_k, warp_m, warp_n, ra, ca, rb, cb, stages) -> str:
+    """matmul_mma_smem with `stages` shared-memory buffers and a cp.async software pipeline."""
+    wx, wy = block_n // warp_n, block_m // warp_m
+    return f"""module attributes {{transform.with_named_sequence}} {{
+  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.consumed}}) {{
+{_staged_tiles(block_m, block_n, block_k, 'f16')}{_warp_tiles_and_thread_copies(warp_m, warp_n, ra, ca, rb, cb)}{_launch_and_multibuffer(32 * wx, wy, stages)}{_VECTORIZE_TO_MMA}    transform.apply_patterns to %f2 {{
       transform.apply_patterns.canonicalization
     }} : !transform.any_op
     %f3 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
 {_KERNEL_TO_NVGPU}    %cio = transform.structured.match ops{{["vector.load", "vector.store"]}} in %f5 : (!transform.any_op) -> !transform.any_op
     %cal = transform.param.constant 4 : i64 -> !transform.any_param
     transform.annotate %cio "alignment" = %cal : !transform.any_op, !transform.any_param
-    %waits = transform.structured.match ops{{["nvgpu.device_async_wait"]}} in %f5 : (!transform.any_op) -> !transform.any_op
-    %ng = transform.param.constant {stages - 2} : i32 -> !transform.any_param
-    transform.annotate %waits "numGroups" = %ng : !transform.any_op, !transform.any_param
-    transform.annotate %waits "lh.barrier_after" : !transform.any_op
-    %loops = transform.structured.match ops{{["scf.for"]}} in %f5 : (!transform.any_op) -> !transform.op<"scf.for">
+{_annotate_waits(stages)}    %loops = transform.structured.match ops{{["scf.for"]}} in %f5 : (!transform.any_op) -> !transform.op<"scf.for">
     %pl = transform.nvgpu.pipeline_shared_memory_copies failures(propagate) %loops {{depth = {stages - 1}}}
         : (!transform.op<"scf.for">) -> !transform.any_op
     %f5s = transform.apply_registered_pass "nvgpu-optimize-shared-memory" to %f5 : (!transform.any_op) -> !transform.any_op
@@ -389,24 +417,7 @@ def matmul_simt_smem(block_m: int = 128, block_n: int = 128, block_k: int = 8, t
 """
     return f"""module attributes {{transform.with_named_sequence}} {{
   transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.consumed}}) {{
-    %mm0 = transform.structured.match ops{{["linalg.matmul"]}} in %root : (!transform.any_op) -> !transform.any_op
-    %blk, %fb = transform.structured.tile_using_forall %mm0 tile_sizes [{block_m}, {block_n}]
-        (mapping = [#gpu.block<y>, #gpu.block<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %kt, %kl = transform.structured.tile_using_for %blk tile_sizes [0, 0, {block_k}]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %padded, %pad, %cpb = transform.structured.pad %kt {{padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32],
-        padding_dimensions = [2], nofold_flags = [1, 1, 0], copy_back_op = "none"}}
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
-    %pa, %pb = transform.split_handle %pad : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %ba, %na = transform.structured.bufferize_to_allocation %pa {{memory_space = #gpu.address_space<workgroup>, memcpy_op = "linalg.copy"}} : !transform.any_op
-    %bb, %nb = transform.structured.bufferize_to_allocation %pb {{memory_space = #gpu.address_space<workgroup>, memcpy_op = "linalg.copy"}} : !transform.any_op
-    %b = transform.bufferization.one_shot_bufferize %root {{bufferize_function_boundaries = true,
-        function_boundary_type_conversion = 1 : i32}} : (!transform.any_op) -> !transform.any_op
-    %f0 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
-    transform.apply_patterns to %f0 {{
-      transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-    %mm2 = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
+{_staged_tiles(block_m, block_n, block_k, 'f32')}    %mm2 = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
     %thr, %ft = transform.structured.tile_using_forall %mm2 tile_sizes [{thread_m}, {thread_n}]
         (mapping = [#gpu.thread<y>, #gpu.thread<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
 {inner_tile}    %cps = transform.structured.match ops{{["linalg.copy"]}} in %b : (!transform.any_op) -> !transform.any_op
@@ -415,18 +426,7 @@ def matmul_simt_smem(block_m: int = 128, block_n: int = 128, block_k: int = 8, t
         (mapping = [#gpu.thread<linear_dim_1>, #gpu.thread<linear_dim_0>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     %cbt, %cbf = transform.structured.tile_using_forall %cb tile_sizes [{rb}, {cb}]
         (mapping = [#gpu.thread<linear_dim_1>, #gpu.thread<linear_dim_0>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %f = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
-    %gl = transform.gpu.map_forall_to_blocks %f generate_gpu_launch : (!transform.any_op) -> !transform.any_op
-    %m2 = transform.gpu.map_nested_forall_to_threads %gl block_dims = [{tx}, {ty}, 1] sync_after_distribute = false
-        : (!transform.any_op) -> !transform.any_op
-    %f1 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
-    transform.apply_patterns to %f1 {{
-      transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-    %hf = transform.apply_registered_pass "buffer-loop-hoisting" to %f1 : (!transform.any_op) -> !transform.any_op
-    %al = transform.structured.match ops{{["memref.alloc"]}} in %hf : (!transform.any_op) -> !transform.op<"memref.alloc">
-    %mb = transform.memref.multibuffer %al {{factor = {stages}, skip_analysis}} : (!transform.op<"memref.alloc">) -> !transform.any_op
-    %pieces = transform.structured.match ops{{["linalg.matmul", "linalg.copy"]}} in %b : (!transform.any_op) -> !transform.any_op
+{_launch_and_multibuffer(tx, ty, stages)}    %pieces = transform.structured.match ops{{["linalg.matmul", "linalg.copy"]}} in %b : (!transform.any_op) -> !transform.any_op
     transform.structured.vectorize %pieces {{create_named_contraction}} : !transform.any_op
     %f2 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %f2 {{
@@ -441,22 +441,7 @@ def matmul_simt_smem(block_m: int = 128, block_n: int = 128, block_k: int = 8, t
       transform.apply_patterns.canonicalization
     }} : !transform.any_op
     %f3 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
-{inner_unroll}    transform.apply_patterns to %f3 {{
-      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
-      transform.apply_patterns.vector.transfer_permutation_patterns
-      transform.apply_patterns.vector.lower_transpose
-      transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-    transform.apply_patterns to %f3 {{
-      transform.apply_patterns.vector.lower_outerproduct
-      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerparallel"
-      transform.apply_patterns.vector.transfer_to_scf max_transfer_rank = 1 full_unroll = true
-      transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1
-      transform.apply_patterns.vector.lower_broadcast
-      transform.apply_patterns.vector.lower_shape_cast
-      transform.apply_patterns.canonicalization
-    }} : !transform.any_op
-    %launches = transform.structured.match ops{{["gpu.launch"]}} in %b : (!transform.any_op) -> !transform.any_op
+{inner_unroll}{_contractions_to_fmas('f3')}    %launches = transform.structured.match ops{{["gpu.launch"]}} in %b : (!transform.any_op) -> !transform.any_op
     %kf = transform.get_parent_op %launches {{op_name = "func.func", deduplicate}} : (!transform.any_op) -> !transform.any_op
     %f5 = transform.nvgpu.create_async_groups %kf {{bypass_l1}} : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %f5 {{
@@ -465,11 +450,7 @@ def matmul_simt_smem(block_m: int = 128, block_n: int = 128, block_k: int = 8, t
     %vio = transform.structured.match ops{{["vector.load", "vector.store"]}} in %f5 : (!transform.any_op) -> !transform.any_op
     %v16 = transform.param.constant 16 : i64 -> !transform.any_param
     transform.annotate %vio "alignment" = %v16 : !transform.any_op, !transform.any_param
-    %waits = transform.structured.match ops{{["nvgpu.device_async_wait"]}} in %f5 : (!transform.any_op) -> !transform.any_op
-    %ng = transform.param.constant {stages - 2} : i32 -> !transform.any_param
-    transform.annotate %waits "numGroups" = %ng : !transform.any_op, !transform.any_param
-    transform.annotate %waits "lh.barrier_after" : !transform.any_op
-    %acp = transform.structured.match ops{{["nvgpu.device_async_copy"]}} in %f5 : (!transform.any_op) -> !transform.any_op
+{_annotate_waits(stages)}    %acp = transform.structured.match ops{{["nvgpu.device_async_copy"]}} in %f5 : (!transform.any_op) -> !transform.any_op
     %kloop = transform.get_parent_op %acp {{op_name = "scf.for", deduplicate}} : (!transform.any_op) -> !transform.op<"scf.for">
     %pl = transform.nvgpu.pipeline_shared_memory_copies failures(propagate) %kloop {{depth = {stages - 1}}}
         : (!transform.op<"scf.for">) -> !transform.any_op

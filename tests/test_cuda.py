@@ -13,37 +13,14 @@ import numpy as np
 import pytest
 
 from conftest import load_npys as _load, matmul_payload, ok
+from cuda_helpers import check_matmul_run, cuda_matmul_module, lowered_host_calls, needs_gpu, ptx_of
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 
 
-def _gpu_reason() -> str:
-    from workbench.targets import get_target
-
-    ok, why = get_target("cuda").can_run()
-    return "" if ok else why
-
-
-GPU_MISSING = _gpu_reason()
-needs_gpu = pytest.mark.skipif(bool(GPU_MISSING), reason=f"no usable NVIDIA GPU: {GPU_MISSING}")
-
-
 def f16_payload(tmp_path: Path, m: int, n: int, k: int) -> Path:
     return matmul_payload(tmp_path / f"mm_{m}x{n}x{k}_f16.mlir", m, n, k, "mm", "f16")
-
-
-def ptx_of(ir: str) -> str:
-    """The PTX text embedded in the gpu.binary ops (cubin-format=isa)."""
-    chunks = re.findall(r'assembly = "((?:[^"\\]|\\.)*)"', ir)
-    return "\n".join(re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), c) for c in chunks)
-
-
-def lowered_host_calls(ir: str) -> dict[str, int]:
-    calls: dict[str, int] = {}
-    for name in re.findall(r"llvm\.call @(mgpu\w+)", ir):
-        calls[name] = calls.get(name, 0) + 1
-    return calls
 
 
 # -- lowering (no GPU needed) ------------------------------------------------------------------
@@ -128,17 +105,8 @@ def test_matmul_f16_multistage_8_warps_lowers(ctx, tmp_path):
     assert ptx.count("st.global.b32") == 64 and "st.global.b16" not in ptx
 
 
-def _cuda_matmul_module():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("cuda_matmul", ROOT / "pipelines/cuda/matmul.py")
-    mm = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mm)
-    return mm
-
-
 def test_matmul_f16_multistage_shared_memory_limit():
-    mm = _cuda_matmul_module()
+    mm = cuda_matmul_module()
     with pytest.raises(ValueError, match="48 KiB"):
         mm.matmul_mma_smem(block_m=128, block_n=128, block_k=32, stages=4)
 
@@ -321,7 +289,7 @@ def test_selector_picks_tensor_cores_for_f16(ctx, tmp_path):
     (spec, params), = get_target("cuda").select_params(ctx.session.inspect()).items()
     assert spec.endswith("cuda/matmul.py[gen=matmul_simt_smem]") and 256 % params["block_m"] == 0
     # before Hopper, or K not a multiple of 64: the cp.async + mma.sync schedule
-    mm = _cuda_matmul_module()
+    mm = cuda_matmul_module()
     gen, params = mm.select(256, 128, 64, "f16", "sm_80")
     assert gen == "matmul_mma_smem" and 256 % params["block_m"] == 0 and params["warp_m"] % 16 == 0
     gen, params = mm.select(256, 256, 96, "f16", "sm_90")
@@ -370,16 +338,6 @@ def test_gpu_run_worker_refuses_without_driver(monkeypatch):
 
 # -- runs on the GPU ---------------------------------------------------------------------------
 
-def _check_f16_matmul_run(ctx, tmp_path: Path) -> None:
-    """Run the loaded f16 matmul on the GPU, checked; then its outputs against numpy (f64)."""
-    res = ok(ctx, f"run --target cuda --check --iterations 3 --save-outputs {tmp_path / 'o'}")
-    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
-    a, b, c = (x.astype(np.float64) for x in _load(tmp_path / "o", "input"))
-    got = _load(tmp_path / "o", "output")[0].astype(np.float64)
-    want = c + a @ b
-    assert np.abs(got - want).max() / np.abs(want).max() < 1e-2
-
-
 @needs_gpu
 def test_gpu_matmul_f32_checked(ctx, tmp_path):
     ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
@@ -396,7 +354,7 @@ def test_gpu_matmul_f32_checked(ctx, tmp_path):
 def test_gpu_matmul_f16_tensor_cores_checked(ctx, tmp_path):
     ok(ctx, f"load {f16_payload(tmp_path, 256, 128, 512)}")
     ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_mma]{block_m=64 block_n=64 warp_m=32 warp_n=32}")
-    _check_f16_matmul_run(ctx, tmp_path)
+    check_matmul_run(ctx, tmp_path, 1e-2)
 
 
 @needs_gpu
@@ -410,7 +368,7 @@ def test_gpu_matmul_f16_tensor_cores_checked(ctx, tmp_path):
 def test_gpu_matmul_f16_shared_memory_checked(ctx, tmp_path, params):
     ok(ctx, f"load {f16_payload(tmp_path, 256, 256, 512)}")
     ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_mma_smem]{{{params}}}")
-    _check_f16_matmul_run(ctx, tmp_path)
+    check_matmul_run(ctx, tmp_path, 1e-2)
 
 
 @needs_gpu
@@ -423,7 +381,7 @@ def test_gpu_matmul_f16_shared_memory_checked(ctx, tmp_path, params):
 def test_gpu_matmul_f16_wgmma_checked(ctx, tmp_path, params):
     ok(ctx, f"load {f16_payload(tmp_path, 256, 512, 1024)}")
     ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{{{params}}}")
-    _check_f16_matmul_run(ctx, tmp_path)
+    check_matmul_run(ctx, tmp_path, 1e-2)
 
 
 @needs_gpu

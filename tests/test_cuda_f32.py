@@ -2,45 +2,20 @@
 lowering checked on the PTX on any machine; runs checked against numpy where an NVIDIA GPU is present."""
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from conftest import load_npys as _load, matmul_payload, ok
+from conftest import matmul_payload, ok
+from cuda_helpers import check_matmul_run, cuda_matmul_module, needs_gpu, ptx_of
 
 ROOT = Path(__file__).resolve().parents[1]
 GEN = "pipelines/cuda/matmul.py[gen=matmul_simt_smem]"
 
 
-def _gpu_reason() -> str:
-    from workbench.targets import get_target
-
-    ok_, why = get_target("cuda").can_run()
-    return "" if ok_ else why
-
-
-GPU_MISSING = _gpu_reason()
-needs_gpu = pytest.mark.skipif(bool(GPU_MISSING), reason=f"no usable NVIDIA GPU: {GPU_MISSING}")
-
-
-def ptx_of(ir: str) -> str:
-    """The PTX text embedded in the gpu.binary ops (cubin-format=isa)."""
-    chunks = re.findall(r'assembly = "((?:[^"\\]|\\.)*)"', ir)
-    return "\n".join(re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), c) for c in chunks)
-
-
 def f32_payload(tmp_path: Path, m: int, n: int, k: int) -> Path:
     return matmul_payload(tmp_path / f"mm_{m}x{n}x{k}_f32.mlir", m, n, k, "mm", "f32")
-
-
-def _cuda_matmul_module():
-    spec = importlib.util.spec_from_file_location("cuda_matmul", ROOT / "pipelines/cuda/matmul.py")
-    mm = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mm)
-    return mm
 
 
 # -- lowering (no GPU needed) ------------------------------------------------------------------
@@ -93,7 +68,7 @@ def test_simt_smem_without_inner_k_loop_and_two_stages(ctx, tmp_path):
     ("block_m=128 block_n=128 block_k=8 thread_m=8 thread_n=8 thread_k=16", "thread_k must divide block_k"),
 ])
 def test_simt_smem_config_errors(params, message):
-    mm = _cuda_matmul_module()
+    mm = cuda_matmul_module()
     kwargs = {k: int(v) for k, v in (kv.split("=") for kv in params.split())}
     with pytest.raises(ValueError, match=message):
         mm.matmul_simt_smem(**kwargs)
@@ -108,7 +83,7 @@ def test_simt_smem_schema():
 
 
 def test_selector_picks_simt_smem_for_f32():
-    mm = _cuda_matmul_module()
+    mm = cuda_matmul_module()
     gen, params = mm.select(2048, 2048, 2048, "f32", "sm_90")
     assert gen == "matmul_simt_smem"
     assert (params["block_m"], params["block_n"], params["block_k"], params["stages"]) == (128, 64, 32, 2)
@@ -152,12 +127,7 @@ def test_selected_f32_schedule_lowers(ctx, tmp_path):
 def test_gpu_simt_smem_checked(ctx, tmp_path, shape, params):
     ok(ctx, f"load {f32_payload(tmp_path, *shape)}")
     ok(ctx, f"apply {GEN}{{{params}}}")
-    res = ok(ctx, f"run --target cuda --check --iterations 3 --save-outputs {tmp_path / 'o'}")
-    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
-    a, b, c = (x.astype(np.float64) for x in _load(tmp_path / "o", "input"))
-    got = _load(tmp_path / "o", "output")[0].astype(np.float64)
-    want = c + a @ b
-    assert np.abs(got - want).max() / np.abs(want).max() < 1e-5
+    check_matmul_run(ctx, tmp_path, 1e-5)
 
 
 @needs_gpu
@@ -167,8 +137,4 @@ def test_gpu_selected_f32_schedule_checked(ctx, tmp_path):
     res = ok(ctx, "select --apply")
     (spec, _), = res.data["selections"].items()
     assert spec.endswith("[gen=matmul_simt_smem]")
-    res = ok(ctx, f"run --target cuda --check --iterations 3 --save-outputs {tmp_path / 'o'}")
-    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
-    a, b, c = (x.astype(np.float64) for x in _load(tmp_path / "o", "input"))
-    got = _load(tmp_path / "o", "output")[0].astype(np.float64)
-    assert np.abs(got - (c + a @ b)).max() / np.abs(c + a @ b).max() < 1e-5
+    check_matmul_run(ctx, tmp_path, 1e-5)

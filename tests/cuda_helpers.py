@@ -1,0 +1,58 @@
+"""Helpers shared by the cuda target's tests (test_cuda.py, test_cuda_f32.py)."""
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import load_npys, ok
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _gpu_reason() -> str:
+    from workbench.targets import get_target
+
+    usable, why = get_target("cuda").can_run()
+    return "" if usable else why
+
+
+GPU_MISSING = _gpu_reason()
+needs_gpu = pytest.mark.skipif(bool(GPU_MISSING), reason=f"no usable NVIDIA GPU: {GPU_MISSING}")
+
+
+def ptx_of(ir: str) -> str:
+    """The PTX text embedded in the gpu.binary ops (cubin-format=isa)."""
+    chunks = re.findall(r'assembly = "((?:[^"\\]|\\.)*)"', ir)
+    return "\n".join(re.sub(r"\\([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), c) for c in chunks)
+
+
+def lowered_host_calls(ir: str) -> dict[str, int]:
+    """How often the lowered host code calls each MLIR GPU runtime function (mgpu*)."""
+    calls: dict[str, int] = {}
+    for name in re.findall(r"llvm\.call @(mgpu\w+)", ir):
+        calls[name] = calls.get(name, 0) + 1
+    return calls
+
+
+def cuda_matmul_module():
+    """pipelines/cuda/matmul.py as a module (its generators and selector)."""
+    spec = importlib.util.spec_from_file_location("cuda_matmul", ROOT / "pipelines/cuda/matmul.py")
+    mm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mm)
+    return mm
+
+
+def check_matmul_run(ctx, tmp_path: Path, rel_tol: float) -> dict:
+    """Run the loaded matmul on the GPU with --check; then its output against numpy in float64
+    (C + A x B) within `rel_tol` of the largest magnitude. Returns the run's data."""
+    res = ok(ctx, f"run --target cuda --check --iterations 3 --save-outputs {tmp_path / 'o'}")
+    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+    a, b, c = (x.astype(np.float64) for x in load_npys(tmp_path / "o", "input"))
+    got = load_npys(tmp_path / "o", "output")[0].astype(np.float64)
+    want = c + a @ b
+    assert np.abs(got - want).max() / np.abs(want).max() < rel_tol
+    return res.data["run"]

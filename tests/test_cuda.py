@@ -388,7 +388,7 @@ def test_gpu_matmul_f16_wgmma_checked(ctx, tmp_path, params):
 def test_gpu_matmul_f16_f32_wgmma_checked(ctx, tmp_path):
     ok(ctx, f"load {EXAMPLES / 'matmul_f16.mlir'}")
     ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=128 stages=3}")
-    check_matmul_run(ctx, tmp_path, 1e-5)  # f32 accumulation, written as f32: no f16 rounding
+    check_matmul_run(ctx, tmp_path, 1e-4)  # f32 accumulation, written as f32: no f16 rounding (~1e-3)
     assert _load(tmp_path / "o", "output")[0].dtype == np.float32
 
 

@@ -48,3 +48,19 @@ def test_matmul_fast_script_selects_and_runs_checked(tmp_path):
     doc = json.loads(out.read_text())
     assert doc["steps"][0]["spec"].startswith("pipelines/cpu/matmul.py[gen=matmul_tiling]")
     assert doc["run"]["check"]["passed"] and doc["run"]["gflops"] > 0
+
+
+def test_matmul_f16_cuda_script_runs_checked_on_a_gpu(tmp_path):
+    """commands/matmul-f16-cuda.lhw end to end (the run needs an NVIDIA Hopper GPU: skipped without)."""
+    from cuda_helpers import GPU_MISSING
+
+    if GPU_MISSING:
+        pytest.skip(f"no usable NVIDIA GPU: {GPU_MISSING}")
+    out = tmp_path / "out.json"
+    p = run_cli(["examples/matmul_f16.mlir", "--script", "commands/matmul-f16-cuda.lhw", "--json", str(out)],
+                timeout=600)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert [s["kind"] for s in doc["steps"]] == ["schedule", "transform", "bench", "rewrite", "pipeline"]
+    assert doc["steps"][0]["spec"].startswith("pipelines/cuda/matmul.py[gen=matmul_wgmma]")
+    assert doc["run"]["target"] == "cuda" and doc["run"]["check"]["passed"] and doc["run"]["median_s"] > 0

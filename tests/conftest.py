@@ -59,7 +59,8 @@ def step(kind_or_text: str, base_dir: Path = REPO):
 
 def run_cli(args, cwd=REPO, env_extra=None, timeout=120):
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO)
+    # the repository first; keep what is there (e.g. an unpacked MLIR runtime bundle on a GPU machine)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     if env_extra:
         env.update(env_extra)
     return subprocess.run(CLI + [str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True,

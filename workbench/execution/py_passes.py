@@ -27,6 +27,12 @@ def _device_memory(module, options: dict) -> None:
     gpu_wrapper.device_memory(module)
 
 
+def _exp_approx(module, options: dict) -> None:
+    from workbench.execution import math_approx
+
+    math_approx.approximate_exp(module)
+
+
 BARRIER_MARK = "lh.barrier_after"
 
 
@@ -107,8 +113,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-gpu-device-wrapper": (_device_wrapper, "benchmark wrapper -> GPU form (device buffers, copies outside the timed region)"),
     "lh-gpu-device-memory": (_device_memory, "host-side memref.alloc/dealloc/copy of the payload -> gpu.alloc/dealloc/memcpy"),
     "lh-barrier-after-async-wait": (_barrier_after_async_wait, "gpu.barrier after each nvgpu.device_async_wait marked lh.barrier_after (pipelined cp.async schedules)"),
-    "lh-math-exp-approx": (lambda module, options: __import__("workbench.execution.math_approx", fromlist=["x"]).approximate_exp(module),
-                           "math.exp on f32 / vector<..xf32> -> arith + math.fma polynomial (no libm expf; workbench/execution/math_approx.py)"),
+    "lh-math-exp-approx": (_exp_approx, "math.exp on f32 / vector<..xf32> -> arith + math.fma polynomial (no libm expf; workbench/execution/math_approx.py)"),
     "lh-nvvm-lower": (_nvvm_lower, "gpu-lower-to-nvvm-pipeline for {chip=auto|sm_NN features=+ptx80 format=isa opt-level=3}"),
 }
 

@@ -169,8 +169,7 @@ class CompileWorker:
         for i, stage in enumerate(req["stages"]):
             t0 = time.perf_counter()
             try:
-                if not self._apply_stage(work, stage, label):
-                    work.operation.verify()
+                self._apply_verified(work, stage, label)
             except StageError as e:
                 return {"ok": False, "error": str(e), "diagnostics": e.diagnostics, "stage_index": i}
             except ir.MLIRError as e:
@@ -192,8 +191,7 @@ class CompileWorker:
         # stages a target needs before the wrapper goes in (e.g. mpi: strip sharding for the reference)
         for stage in req.get("prelude") or []:
             try:
-                if not self._apply_stage(work, stage, label):
-                    work.operation.verify()
+                self._apply_verified(work, stage, label)
             except StageError as e:
                 return {"ok": False, "error": str(e), "diagnostics": e.diagnostics}
         inserted = False
@@ -229,8 +227,7 @@ class CompileWorker:
         """Apply a run lowering in place; None on success, else the failure answer."""
         for stage in stages:
             try:
-                if not self._apply_stage(work, stage, label):
-                    work.operation.verify()
+                self._apply_verified(work, stage, label)
             except StageError as e:
                 return {"ok": False, "error": f"lowering failed: {e}", "diagnostics": e.diagnostics}
             except ir.MLIRError as e:
@@ -239,6 +236,11 @@ class CompileWorker:
         return None
 
     # -- stage kinds -------------------------------------------------------------
+    def _apply_verified(self, module: ir.Module, stage: dict, label: str) -> None:
+        """Apply one stage in place and make sure the result verifies (ir.MLIRError if not)."""
+        if not self._apply_stage(module, stage, label):
+            module.operation.verify()
+
     def _apply_stage(self, module: ir.Module, stage: dict, label: str) -> bool:
         """Apply one stage in place; True when the result is verified already (an MLIR pass
         pipeline: the pass manager verifies after every pass), else the caller verifies."""

@@ -1,4 +1,5 @@
-"""Walking payload IR (worker side): the ops of a module or op that satisfy a predicate."""
+"""Walking and extending payload IR (worker side): the ops of a module or op that satisfy a predicate,
+the module's symbols, functions added from generated text."""
 from __future__ import annotations
 
 from typing import Callable
@@ -17,3 +18,22 @@ def ops_where(root, keep: Callable[[object], bool]) -> list:
 
     root.operation.walk(visit)
     return found
+
+
+def symbol_names(module) -> set[str]:
+    """The symbol names of the module's top-level ops."""
+    return {ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations
+            if "sym_name" in op.attributes}
+
+
+def append_parsed(module, text: str) -> None:
+    """Parse `text` (top-level ops: helper functions, globals) and append copies to `module`;
+    ir.MLIRError if it does not parse (callers say what they were generating)."""
+    extra = ir.Module.parse(text)
+    for op in list(extra.body.operations):
+        module.body.append(op.clone())
+
+
+def has_custom_indexing_maps(op) -> bool:
+    """A named linalg op printed with explicit `indexing_maps` (e.g. a matmul with a transposed operand)."""
+    return "indexing_maps" in str(op).split("ins(")[0]

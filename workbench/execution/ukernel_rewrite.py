@@ -15,12 +15,10 @@ from mlir import ir
 from mlir.dialects import func
 
 from workbench.execution import ukernels
-from workbench.execution.ir_walk import ops_where
+from workbench.execution.ir_walk import append_parsed, has_custom_indexing_maps, ops_where, symbol_names
 from workbench.execution.rewrites import RewriteError
 
 MARK = "lh.ukernel"
-
-
 
 
 def _marked_matmuls(module: ir.Module) -> list:
@@ -77,11 +75,6 @@ def _signature(int_t: str) -> str:
             f"!llvm.ptr, {int_t})")
 
 
-def _symbols(module: ir.Module) -> set[str]:
-    return {ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations
-            if "sym_name" in op.attributes}
-
-
 def ukernel_calls(module: ir.Module, library: str = "auto") -> int:
     """Rewrite the marked matmuls; returns how many were replaced (0: no-op, nothing declared)."""
     ops = _marked_matmuls(module)
@@ -97,7 +90,7 @@ def ukernel_calls(module: ir.Module, library: str = "auto") -> int:
         kind = mark.value if isinstance(mark, ir.StringAttr) else str(mark)
         if kind != "sgemm":
             raise RewriteError(f"unknown microkernel {kind!r} (known: sgemm)")
-        if "indexing_maps" in str(op).split("ins(")[0]:
+        if has_custom_indexing_maps(op):
             raise RewriteError("the marked matmul has custom indexing maps (transposed operands): not an sgemm")
         operands = list(op.operands)
         if len(operands) != 3:
@@ -107,7 +100,7 @@ def ukernel_calls(module: ir.Module, library: str = "auto") -> int:
             raise RewriteError("the marked matmul has tensor results: the rewrite runs after bufferization")
         key = hashlib.sha256(f"{abi}|{ta}|{tb}|{tc}".encode()).hexdigest()[:10]
         helper = f"lh_ukernel_sgemm_{abi}_{key}"
-        existing = _symbols(module)
+        existing = symbol_names(module)
         texts = []
         if helper not in existing:
             texts.append(_helper_text(helper, symbol, int_t, ta, tb, tc))
@@ -115,11 +108,9 @@ def ukernel_calls(module: ir.Module, library: str = "auto") -> int:
             texts.append(f"func.func private @{symbol}{_signature(int_t)}")
         if texts:
             try:
-                extra = ir.Module.parse("\n".join(texts))
+                append_parsed(module, "\n".join(texts))
             except ir.MLIRError as e:
                 raise RewriteError(f"helper does not parse: {e}")
-            for f in list(extra.body.operations):
-                module.body.append(f.clone())
         with ir.InsertionPoint(op), op.location:
             func.CallOp([], ir.FlatSymbolRefAttr.get(helper), operands)
         op.erase()

@@ -392,15 +392,14 @@ def rewrite_marked(module) -> int:
     from mlir import ir
     from mlir.dialects import func
 
-    from workbench.execution.ir_walk import ops_where
+    from workbench.execution.ir_walk import append_parsed, has_custom_indexing_maps, ops_where, symbol_names
 
     marked = ops_where(module, lambda op: op.name == "linalg.matmul" and MARK in op.attributes)
-    existing = {ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations
-                if "sym_name" in op.attributes}
+    existing = symbol_names(module)
     for op in marked:
         if len(op.results):
             raise KernelConfigError("the marked matmul has tensor results: the rewrite runs after bufferization")
-        if "indexing_maps" in str(op).split("ins(")[0]:
+        if has_custom_indexing_maps(op):
             raise KernelConfigError("the marked matmul has custom indexing maps (transposed operands)")
         types = [v.type for v in op.operands]
         shapes = []
@@ -420,13 +419,10 @@ def rewrite_marked(module) -> int:
         cfg["c_type"] = str(types[2].element_type)
         name = kernel_name(m, n, k, cfg)
         if name not in existing:
-            text = kernel_text(name, m, n, k, **cfg)
             try:
-                extra = ir.Module.parse(text)
+                append_parsed(module, kernel_text(name, m, n, k, **cfg))
             except ir.MLIRError as e:
                 raise KernelConfigError(f"generated kernel does not parse: {e}")
-            for f in list(extra.body.operations):
-                module.body.append(f.clone())
             existing.add(name)
         a, b, c = list(op.operands)
         copy = _copy_of_result(op, c)

@@ -252,6 +252,23 @@ def _shared_allocas_to_globals(handle: str) -> str:
 """
 
 
+def _thread_copies(block_m: int, block_n: int, block_k: int, threads: int, vec: int,
+                   piece: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """How the block's threads copy the A (block_m x block_k) and B (block_k x block_n) tiles in
+    `vec`-element pieces: per tile (rows, vec) per thread, threads side by side along a row and the
+    rest stacked; ValueError where the pieces (`piece` names their width) do not tile the threads."""
+    copies = []
+    for name, rows, cols in (("a", block_m, block_k), ("b", block_k, block_n)):
+        chunks = rows * cols // vec
+        _check(chunks % threads == 0, f"{name} tile {rows}x{cols}: {chunks} {piece} pieces, "
+                                      f"not a multiple of {threads} threads")
+        col_chunks = cols // vec
+        _check(threads % col_chunks == 0 and rows % (threads // col_chunks) == 0,
+               f"{name} tile {rows}x{cols}: {col_chunks} pieces per row do not tile {threads} threads")
+        copies.append((rows // (threads // col_chunks), vec))
+    return copies[0], copies[1]
+
+
 def matmul_mma_smem(block_m: int = 128, block_n: int = 128, block_k: int = 32, warp_m: int = 64, warp_n: int = 64,
                     vector_bits: int = 128, stages: int = 1) -> str:
     _check(warp_m % 16 == 0 and warp_n % 8 == 0, "warp_m must be a multiple of 16, warp_n of 8 (m16n8k16)")
@@ -262,16 +279,7 @@ def matmul_mma_smem(block_m: int = 128, block_n: int = 128, block_k: int = 32, w
     _check(threads <= 1024, f"{wx * wy} warps per block (max 32)")
     vec = vector_bits // 16
     _check(vec >= 1 and block_k % vec == 0 and block_n % vec == 0, "vector width must divide block_k and block_n")
-    copies = []
-    for name, rows, cols in (("a", block_m, block_k), ("b", block_k, block_n)):
-        chunks = rows * cols // vec  # vector-wide pieces of the tile
-        _check(chunks % threads == 0, f"{name} tile {rows}x{cols}: {chunks} {vector_bits}-bit pieces, "
-                                      f"not a multiple of {threads} threads")
-        col_chunks = cols // vec  # threads side by side along a row, the rest stacked: each thread
-        _check(threads % col_chunks == 0 and rows % (threads // col_chunks) == 0,  # copies rows x vec
-               f"{name} tile {rows}x{cols}: {cols // vec} pieces per row do not tile {threads} threads")
-        copies.append((rows // (threads // col_chunks), vec))
-    (ra, ca), (rb, cb) = copies
+    (ra, ca), (rb, cb) = _thread_copies(block_m, block_n, block_k, threads, vec, f"{vector_bits}-bit")
     _check(1 <= stages <= 8, "stages must be 1..8")
     if stages > 1:
         smem = stages * (block_m * block_k + block_k * block_n) * 2
@@ -394,17 +402,7 @@ def matmul_simt_smem(block_m: int = 128, block_n: int = 128, block_k: int = 8, t
     smem = stages * (block_m * block_k + block_k * block_n) * 4
     _check(smem <= 48 * 1024, f"{stages} stages of {block_m}x{block_k} + {block_k}x{block_n} f32 tiles: {smem} bytes "
                               f"of shared memory (static limit 48 KiB)")
-    vec = 4  # 16-byte cp.async pieces
-    copies = []
-    for name, rows, cols in (("a", block_m, block_k), ("b", block_k, block_n)):
-        chunks = rows * cols // vec
-        _check(chunks % threads == 0, f"{name} tile {rows}x{cols}: {chunks} 16-byte pieces, "
-                                      f"not a multiple of {threads} threads")
-        col_chunks = cols // vec
-        _check(threads % col_chunks == 0 and rows % (threads // col_chunks) == 0,
-               f"{name} tile {rows}x{cols}: {col_chunks} pieces per row do not tile {threads} threads")
-        copies.append((rows // (threads // col_chunks), vec))
-    (ra, ca), (rb, cb) = copies
+    (ra, ca), (rb, cb) = _thread_copies(block_m, block_n, block_k, threads, 4, "16-byte")  # f32 x 4
     inner_tile = inner_unroll = ""
     if thread_k < block_k:  # the thread's K steps: a loop, unrolled after vectorization (the pipeliner
         # takes no op with a region in the K loop body)

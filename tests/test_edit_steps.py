@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ok
+
 from workbench.commands import CommandContext, default_registry
 from workbench.session import Session
 
@@ -22,11 +24,6 @@ def ctx(tmp_path, monkeypatch):
     yield CommandContext(s, default_registry())
     s.close()
 
-
-def ok(ctx, line):
-    res = ctx.registry.dispatch(line, ctx)
-    assert res.ok, f"{line}: {res.error}"
-    return res
 
 
 def test_edit_saved_and_replayed_byte_identical(ctx, tmp_path):

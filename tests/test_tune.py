@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from conftest import ok
+
 from workbench.commands import CommandContext, default_registry
 from workbench.session import Session
 
@@ -30,11 +32,6 @@ def ctx(compile_client):
     c.events = events
     return c
 
-
-def ok(ctx, line):
-    res = ctx.registry.dispatch(line, ctx)
-    assert res.ok, f"{line}: {res.error}\n{res.detail}"
-    return res
 
 
 def test_tune_beats_a_slow_default_and_leaves_the_session_alone(ctx, tmp_path):

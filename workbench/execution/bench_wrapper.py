@@ -82,6 +82,22 @@ def _is_scalar(t: ir.Type) -> bool:
     return isinstance(t, ir.IntegerType) or isinstance(t, ir.FloatType) or isinstance(t, ir.IndexType)
 
 
+def timed_loops(callee: str, args: str, types: str, iterations: int) -> str:
+    """The body of @_lh_bench after its constants (%c0, %c1, %cw = warmup, %cn = iterations): `warmup`
+    untimed calls of `callee`, then `iterations` calls each timed with rtclock into %times."""
+    return f"""    scf.for %i = %c0 to %cw step %c1 {{
+      func.call @{callee}({args}) : ({types}) -> ()
+    }}
+    scf.for %i = %c0 to %cn step %c1 {{
+      %t0 = func.call @rtclock() : () -> f64
+      func.call @{callee}({args}) : ({types}) -> ()
+      %t1 = func.call @rtclock() : () -> f64
+      %dt = arith.subf %t1, %t0 : f64
+      memref.store %dt, %times[%i] : memref<{iterations}xf64>
+    }}
+"""
+
+
 def insert_wrapper(module, params: dict) -> None:
     p = dict(DEFAULT_PARAMS)
     p.update(params or {})
@@ -191,17 +207,7 @@ func.func @{WRAPPER_BENCH}({sig}{', ' if sig else ''}%times: memref<{iterations}
     %c1 = arith.constant 1 : index
     %cw = arith.constant {warmup} : index
     %cn = arith.constant {iterations} : index
-    scf.for %i = %c0 to %cw step %c1 {{
-      func.call @{WRAPPER_CALL}({all_args}) : ({all_types}) -> ()
-    }}
-    scf.for %i = %c0 to %cn step %c1 {{
-      %t0 = func.call @rtclock() : () -> f64
-      func.call @{WRAPPER_CALL}({all_args}) : ({all_types}) -> ()
-      %t1 = func.call @rtclock() : () -> f64
-      %dt = arith.subf %t1, %t0 : f64
-      memref.store %dt, %times[%i] : memref<{iterations}xf64>
-    }}
-    return
+{timed_loops(WRAPPER_CALL, all_args, all_types, iterations)}    return
 }}
 """
     try:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from workbench.execution.bench_wrapper import WRAPPER_BENCH, WRAPPER_CALL, _funcs, _sym
+from workbench.execution.bench_wrapper import WRAPPER_BENCH, WRAPPER_CALL, _funcs, _sym, timed_loops
 
 DEVICE_CALL = "_lh_device_call"
 #: unit attribute on the host-facing wrapper functions (they touch host memory on purpose)
@@ -89,17 +89,7 @@ func.func @{WRAPPER_BENCH}({sig}{', ' if sig else ''}%times: memref<{iterations}
     %cw = arith.constant {warmup} : index
     %cn = arith.constant {iterations} : index
 {alloc}
-    scf.for %i = %c0 to %cw step %c1 {{
-      func.call @{DEVICE_CALL}({dev_args}) : ({all_types}) -> ()
-    }}
-    scf.for %i = %c0 to %cn step %c1 {{
-      %t0 = func.call @rtclock() : () -> f64
-      func.call @{DEVICE_CALL}({dev_args}) : ({all_types}) -> ()
-      %t1 = func.call @rtclock() : () -> f64
-      %dt = arith.subf %t1, %t0 : f64
-      memref.store %dt, %times[%i] : memref<{iterations}xf64>
-    }}
-{back}
+{timed_loops(DEVICE_CALL, dev_args, all_types, iterations)}{back}
 {free}
     return
 }}

@@ -1,6 +1,8 @@
-"""Pieces the benchmark scripts share: the numpy baseline and the square matmul payload."""
+"""Pieces the benchmark scripts share: the numpy baseline, the square matmul payload, running
+command lines through a workbench context, the usable core count."""
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from pathlib import Path
@@ -23,6 +25,22 @@ def numpy_matmul_gflops(n: int, threads: int | None, repeats: int) -> float:
             a @ b
             times.append(time.perf_counter() - t0)
     return 2 * n ** 3 / statistics.median(times) / 1e9
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity mask where the OS has one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
+def run_lines(ctx, lines, what: str = ""):
+    """Dispatch workbench command lines in order; the last Result. The first failing line ends the
+    benchmark (SystemExit naming `what`, the line and the error)."""
+    res = None
+    for line in lines:
+        res = ctx.registry.dispatch(line, ctx)
+        if not res.ok:
+            raise SystemExit(f"{what + ': ' if what else ''}`{line}` failed: {res.error}\n{res.detail or ''}")
+    return res
 
 
 def write_matmul_payload(path: Path, n: int) -> Path:

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _common import numpy_matmul_gflops, write_matmul_payload  # noqa: E402  (bench/_common.py)
+from _common import numpy_matmul_gflops, run_lines, usable_cores, write_matmul_payload  # noqa: E402  (bench/_common.py)
 from workbench.commands import CommandContext, default_registry  # noqa: E402
 from workbench.session import Session  # noqa: E402
 from workbench.targets import get_target  # noqa: E402
@@ -46,11 +46,8 @@ def workbench_gflops(ctx: CommandContext, n: int, iterations: int, workdir: Path
         chosen = matmul_parallel.default_params(n, n, n, threads)
         lowering = "cpu-matmul-parallel-lower"
     kv = " ".join(f"{k}={v}" for k, v in chosen.items())
-    for line in (f"bench warmup=2 iterations={iterations}", f"apply {spec}{{{kv}}}", f"apply {lowering}",
-                 f"run --check --threads {threads}"):
-        res = ctx.registry.dispatch(line, ctx)
-        if not res.ok:
-            raise SystemExit(f"{n}: `{line}` failed: {res.error}\n{res.detail or ''}")
+    run_lines(ctx, (f"bench warmup=2 iterations={iterations}", f"apply {spec}{{{kv}}}", f"apply {lowering}",
+                    f"run --check --threads {threads}"), str(n))
     run = ctx.session.last_run
     return run["gflops"], chosen, run["check"]["passed"]
 
@@ -66,7 +63,7 @@ def main() -> None:
     session.journal_enabled = False
     ctx = CommandContext(session, default_registry())
     results = {}
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = usable_cores()
     try:
         with tempfile.TemporaryDirectory() as d:
             for n in sizes:

@@ -26,6 +26,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _common import run_lines, usable_cores  # noqa: E402  (bench/_common.py)
 from workbench.commands import CommandContext, default_registry  # noqa: E402
 from workbench.session import Session  # noqa: E402
 
@@ -61,12 +62,9 @@ def workbench_s(ctx: CommandContext, payload: Path, m: int, n: int, iterations: 
 
     params = softmax.default_params(m, n, threads)
     kv = " ".join(f"{k}={v}" for k, v in params.items())
-    for line in (f"load {payload}", f"bench warmup=2 iterations={iterations}",
-                 f"apply pipelines/cpu/softmax.py[gen=softmax_rows]{{{kv}}}", "apply cpu-softmax-lower",
-                 f"run --check --threads {threads}"):
-        res = ctx.registry.dispatch(line, ctx)
-        if not res.ok:
-            raise SystemExit(f"{m}x{n}: `{line}` failed: {res.error}\n{res.detail or ''}")
+    run_lines(ctx, (f"load {payload}", f"bench warmup=2 iterations={iterations}",
+                    f"apply pipelines/cpu/softmax.py[gen=softmax_rows]{{{kv}}}", "apply cpu-softmax-lower",
+                    f"run --check --threads {threads}"), f"{m}x{n}")
     run = ctx.session.last_run
     return run["median_s"], params, run["check"]["passed"]
 
@@ -81,7 +79,7 @@ def main() -> None:
     session = Session()
     session.journal_enabled = False
     ctx = CommandContext(session, default_registry())
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = usable_cores()
     results = {}
     try:
         with tempfile.TemporaryDirectory() as d:

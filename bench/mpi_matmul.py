@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from _common import run_lines  # noqa: E402  (bench/_common.py)
 from workbench.commands import CommandContext, default_registry  # noqa: E402
 from workbench.session import Session  # noqa: E402
 from workbench.targets import get_target  # noqa: E402
@@ -49,10 +50,7 @@ def run(ctx: CommandContext, n: int, ranks: int, iterations: int, check: bool, w
     path.write_text(payload(n, ranks))
 
     def do(line: str):
-        res = ctx.registry.dispatch(line, ctx)
-        if not res.ok:
-            raise SystemExit(f"{ranks} ranks: `{line}` failed: {res.error}\n{res.detail or ''}")
-        return res
+        return run_lines(ctx, [line], f"{ranks} ranks")
 
     do(f"load {path}")
     do("apply mpi-partition")

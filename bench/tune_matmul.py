@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _common import numpy_matmul_gflops, write_matmul_payload  # noqa: E402  (bench/_common.py)
+from _common import numpy_matmul_gflops, run_lines, write_matmul_payload  # noqa: E402  (bench/_common.py)
 from workbench.commands import CommandContext, default_registry  # noqa: E402
 from workbench.session import Session  # noqa: E402
 
@@ -56,10 +56,7 @@ def main() -> None:
     ctx = CommandContext(session, default_registry(), progress=progress)
 
     def do(line: str):
-        res = ctx.registry.dispatch(line, ctx)
-        if not res.ok:
-            raise SystemExit(f"`{line}` failed: {res.error}\n{res.detail or ''}")
-        return res
+        return run_lines(ctx, [line])
 
     try:
         with tempfile.TemporaryDirectory() as d:

@@ -87,6 +87,19 @@ LOWERING_PASSES = [
 ]
 
 
+# the whole module bufferized (function boundaries, identity layouts, copies as linalg.copy), then
+# canonicalized and CSE'd: %b is the module, %f2 its functions (codegen and ukernel paths)
+_BUFFERIZE = """    %mod = transform.structured.match ops{["builtin.module"]} in %root : (!transform.any_op) -> !transform.any_op
+    %b = transform.bufferization.one_shot_bufferize %mod {bufferize_function_boundaries = true,
+        function_boundary_type_conversion = 1 : i32, memcpy_op = "linalg.copy"} : (!transform.any_op) -> !transform.any_op
+    %f2 = transform.structured.match ops{["func.func"]} in %b : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %f2 {
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.apply_cse to %f2 : !transform.any_op
+"""
+
+
 def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
                   reg_m: int = 8, reg_n: int = 32, reg_k: int = 4,
                   pack_tile_a: int = 32, pack_tile_b: int = 8, impl: str = "codegen") -> str:
@@ -154,15 +167,7 @@ def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
     transform.bufferization.eliminate_empty_tensors %fe : {any_op}
 
     // 5. Bufferization and vector lowering.
-    %mod = transform.structured.match ops{{["builtin.module"]}} in %root : ({any_op}) -> {any_op}
-    %b = transform.bufferization.one_shot_bufferize %mod {{bufferize_function_boundaries = true,
-        function_boundary_type_conversion = 1 : i32, memcpy_op = "linalg.copy"}} : ({any_op}) -> {any_op}
-    %f2 = transform.structured.match ops{{["func.func"]}} in %b : ({any_op}) -> {any_op}
-    transform.apply_patterns to %f2 {{
-      transform.apply_patterns.canonicalization
-    }} : {any_op}
-    transform.apply_cse to %f2 : {any_op}
-    transform.apply_patterns to %f2 {{
+{_BUFFERIZE}    transform.apply_patterns to %f2 {{
       transform.apply_patterns.canonicalization
     }} : {any_op}
     transform.bufferization.buffer_loop_hoisting %f2 : {any_op}
@@ -190,15 +195,7 @@ def _ukernel_schedule() -> str:
   transform.named_sequence @__transform_main(%root: {any_op} {{transform.readonly}}) {{
     %fe = transform.structured.match ops{{["func.func"]}} in %root : ({any_op}) -> {any_op}
     transform.bufferization.eliminate_empty_tensors %fe : {any_op}
-    %mod = transform.structured.match ops{{["builtin.module"]}} in %root : ({any_op}) -> {any_op}
-    %b = transform.bufferization.one_shot_bufferize %mod {{bufferize_function_boundaries = true,
-        function_boundary_type_conversion = 1 : i32, memcpy_op = "linalg.copy"}} : ({any_op}) -> {any_op}
-    %f2 = transform.structured.match ops{{["func.func"]}} in %b : ({any_op}) -> {any_op}
-    transform.apply_patterns to %f2 {{
-      transform.apply_patterns.canonicalization
-    }} : {any_op}
-    transform.apply_cse to %f2 : {any_op}
-    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %b : ({any_op}) -> {any_op}
+{_BUFFERIZE}    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %b : ({any_op}) -> {any_op}
     %kind = transform.param.constant "sgemm" -> !transform.any_param
     transform.annotate %mm "lh.ukernel" = %kind : {any_op}, !transform.any_param
     transform.yield

@@ -49,8 +49,10 @@ class CudaTarget(Target):
         return True, info["reason"]
 
     def chip(self) -> str:
-        info = self.probe()
-        return info.get("chip", "sm_90") if info.get("ok") else "sm_90"
+        """The chip cuda-lower's chip=auto compiles for (the detected one, else its default)."""
+        from workbench.execution.py_passes import DEFAULT_CHIP, detected_chip
+
+        return detected_chip() or DEFAULT_CHIP
 
     def select_params(self, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
         """Static-shape matmuls (f32, f16) -> the matmul schedule; softmax -> the softmax schedule."""

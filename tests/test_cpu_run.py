@@ -225,7 +225,7 @@ def test_threads_pin_the_run_worker(monkeypatch):
 
     if not hasattr(os, "sched_getaffinity"):
         pytest.skip("no sched_setaffinity on this platform")
-    code = ("import os; from workbench.execution.run_worker import limit_cores; limit_cores(); "
+    code = ("import os; from workbench.worker.run_worker import limit_cores; limit_cores(); "
             "print(len(os.sched_getaffinity(0)))")
     env = dict(os.environ, LH_WORKBENCH_THREADS="1")
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)

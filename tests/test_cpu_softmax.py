@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest import EXAMPLES, REPO, do, load_npys, ok
+from conftest import EXAMPLES, do, load_npys, ok
 
 
 def _numpy_softmax(x: np.ndarray) -> np.ndarray:

@@ -328,7 +328,7 @@ def test_missing_libcuda_is_a_clear_error_not_an_abort(tmp_path):
 
 def test_gpu_run_worker_refuses_without_driver(monkeypatch):
     """The worker-side guard: no ExecutionEngine with the CUDA runtime is built without the driver."""
-    from workbench.execution import gpu_run_worker
+    from workbench.worker.cuda import run_worker as gpu_run_worker
 
     monkeypatch.setenv("LH_WORKBENCH_LIBCUDA", "libcuda-not-here.so.1")
     ans = gpu_run_worker.handle_gpu_run({"llvm": "this is never parsed", "libs": []})

@@ -1,7 +1,7 @@
 """Every failure class: the step fails with diagnostics, the live module is untouched."""
 import pytest
 
-from conftest import MATMUL, REPO, SCHED, step
+from conftest import REPO, SCHED, step
 from workbench.session import SessionError
 from workbench.steps.kinds import Step
 

@@ -1,4 +1,4 @@
-"""`lh-math-exp-approx` (workbench/execution/math_approx.py): f32 math.exp -> FMA polynomial.
+"""`lh-math-exp-approx` (workbench/worker/cpu/math_approx.py): f32 math.exp -> FMA polynomial.
 
 Accuracy is measured by JIT-running exp over many points through the workbench (scalar exp in a
 linalg.generic body, and vector<16xf32> exp after tiling + vectorization) against numpy.exp in float64.
@@ -127,7 +127,7 @@ def test_pass_rewrites_only_f32():
     """In the worker's MLIR: f32 and vector<..xf32> exps are replaced, f64 / f16 ones are left alone."""
     from mlir import ir
 
-    from workbench.execution.math_approx import approximate_exp
+    from workbench.worker.cpu.math_approx import approximate_exp
 
     with ir.Context(), ir.Location.unknown():
         m = ir.Module.parse("""
@@ -146,7 +146,7 @@ func.func @f(%x: f32, %v: vector<4x16xf32>, %d: f64, %h: vector<8xf16>) -> (f32,
 
 
 def test_pass_is_registered():
-    from workbench.execution import py_passes
+    from workbench.worker import py_passes
 
     assert "lh-math-exp-approx" in py_passes.PASSES
     assert py_passes.parse("builtin.module(lh-math-exp-approx)") == ("lh-math-exp-approx", {})

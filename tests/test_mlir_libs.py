@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from workbench.execution import mlir_libs
+from workbench.common import mlir_libs
 
 
 def test_finds_c_runner_utils_in_installed_package(monkeypatch):
@@ -54,7 +54,7 @@ def test_locator_does_not_import_mlir():
     import subprocess
     import sys
 
-    code = ("import sys; from workbench.execution import mlir_libs; "
+    code = ("import sys; from workbench.common import mlir_libs; "
             "mlir_libs.find_runtime_library('mlir_c_runner_utils'); mlir_libs.mlir_version(); "
             "print('mlir' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -4,9 +4,9 @@ import hashlib
 import pytest
 import yaml
 
-from conftest import LIGHTHOUSE, MATMUL, MLP, PAYLOADS, REPO, SCHED, step
+from conftest import LIGHTHOUSE, MATMUL, PAYLOADS, SCHED, step
 from workbench.commands import CommandContext, default_registry
-from workbench.execution.mlir_libs import mlir_version
+from workbench.common.mlir_libs import mlir_version
 from workbench.session import Session, SessionError, read_session_file, replay_into
 from workbench.steps.kinds import Step
 
@@ -127,7 +127,6 @@ def test_journal_and_resume(matmul_session, state_dir, compile_client):
     s = matmul_session
     reg = default_registry()
     ctx = CommandContext(s, reg)
-    from workbench.commands.script import run_script
 
     assert reg.dispatch("apply pipelines/lib/tile.mlir", ctx).ok
     s.autosave()

@@ -1,7 +1,7 @@
 """Every step kind through the Session, and transactional application."""
 import pytest
 
-from conftest import LIGHTHOUSE, MATMUL, MLP, REPO, SCHED, step
+from conftest import LIGHTHOUSE, MLP, REPO, SCHED, step
 from workbench.session import SessionError
 from workbench.steps.kinds import Step
 
@@ -99,7 +99,7 @@ def test_named_pipeline_cpu_lower(matmul_session):
 
 
 def test_unknown_named_pipeline(matmul_session):
-    from workbench.steps.kinds import step_from_entry, StepError
+    from workbench.steps.kinds import step_from_entry
 
     st = step_from_entry({"pipeline": "nope-lower"}, REPO)
     with pytest.raises(SessionError, match="unknown named pipeline 'nope-lower'.*cpu-lower"):

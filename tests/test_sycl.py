@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from workbench.execution import sycl_runner
+from workbench.common import sycl_devices
 from workbench.targets import get_target
 from conftest import ok
 
@@ -103,14 +103,14 @@ def test_host_loops_are_refused_with_the_ops_named(ctx):
 
 def test_opencl_runtime_located_for_the_run_worker(monkeypatch):
     monkeypatch.delenv("OCL_ICD_FILENAMES", raising=False)
-    lib = sycl_runner.find_opencl_cpu_runtime()
-    env = sycl_runner.sycl_env()
+    lib = sycl_devices.find_opencl_cpu_runtime()
+    env = sycl_devices.sycl_env()
     if lib is None:
         assert "OCL_ICD_FILENAMES" not in env
     else:
         assert env["OCL_ICD_FILENAMES"] == lib and Path(lib).name == "libintelocl.so"
     monkeypatch.setenv("OCL_ICD_FILENAMES", "/somewhere/libOther.so")
-    assert "OCL_ICD_FILENAMES" not in sycl_runner.sycl_env()  # the user's choice wins
+    assert "OCL_ICD_FILENAMES" not in sycl_devices.sycl_env()  # the user's choice wins
     assert get_target("sycl").run_env(None).get("OCL_ICD_FILENAMES") is None
 
 

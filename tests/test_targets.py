@@ -6,7 +6,7 @@ import subprocess
 import sys
 import time
 
-from workbench.execution import sycl_runner
+from workbench.common import sycl_devices
 from workbench.targets import all_targets, get_target
 
 
@@ -25,7 +25,7 @@ def test_targets_json_lists_every_target_with_a_reason():
     # sycl and xegpu agree with the targets' own answers (one cached device probe)
     for name in ("sycl", "xegpu"):
         assert (by[name]["can_run"], by[name]["reason"]) == get_target(name).can_run()
-    if not sycl_runner.dpctl_installed():
+    if not sycl_devices.dpctl_installed():
         assert "dpctl is not installed" in by["sycl"]["reason"]
     elif not by["xegpu"]["can_run"]:
         assert by["xegpu"]["reason"].startswith("no Intel GPU SYCL device (dpctl.get_devices(device_type='gpu')")
@@ -34,7 +34,7 @@ def test_targets_json_lists_every_target_with_a_reason():
 
 
 def test_device_probe_never_hangs_the_listing():
-    probe = sycl_runner.probe_devices.__wrapped__(timeout=0.001)
+    probe = sycl_devices.probe_devices.__wrapped__(timeout=0.001)
     assert probe["ok"] is False and probe["devices"] == []
     assert ("timed out after 0.001 s" in probe["error"]) or ("dpctl is not installed" in probe["error"])
 

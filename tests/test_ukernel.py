@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from workbench.commands import CommandContext, default_registry
-from workbench.execution import ukernels
+from workbench.common import ukernels
 from workbench.session import Session
 from conftest import load_npys as load, matmul_payload as mm_payload, ok
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.commands import CommandContext, default_registry
-from workbench.commands.builtin import replay_file
+from workbench.commands.file_commands import replay_file
 from workbench.commands.script import run_script
 from workbench.result import Result
 from workbench.session import Session, atomic_write

@@ -4,8 +4,20 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-LIBRARY_DIR = REPO_ROOT / "pipelines"
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPO_ROOT = PACKAGE_DIR.parent
+
+
+def _library_dir() -> Path:
+    """The schedule/pipeline library: `pipelines/` beside the package in a checkout (or an
+    editable install), `workbench/pipelines/` inside an installed wheel."""
+    for candidate in (REPO_ROOT / "pipelines", PACKAGE_DIR / "pipelines"):
+        if (candidate / "cpu").is_dir():
+            return candidate
+    return REPO_ROOT / "pipelines"
+
+
+LIBRARY_DIR = _library_dir()
 
 
 def state_dir() -> Path:

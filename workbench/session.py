@@ -20,7 +20,7 @@ from typing import Any, Callable
 import yaml
 
 import workbench
-from workbench.execution.mlir_libs import mlir_version
+from workbench.common.mlir_libs import mlir_version
 from workbench.execution.worker_client import CompileClient
 from workbench.paths import state_dir
 from workbench.steps.kinds import BuildContext, Step, StepError, load_pipeline_yaml, step_from_entry

@@ -25,7 +25,7 @@ Schedule (GotoBLAS/BLIS style):
      into registers across the K loop (``hoist_loop_invariant_subsets``).
   5. One-shot bufferization (function boundaries, identity layouts, linalg.copy
      as memcpy op), buffer loop hoisting (the pack buffers are allocated once
-     per call; ``LOWERING_PASSES`` turns them into stack allocas), hoisting of
+     per call; the lowering's promote-buffers-to-stack turns them into stack allocas), hoisting of
      redundant transfers, and lowering of outer products / transfers to 1-D
      vector ops.
 
@@ -41,9 +41,8 @@ Parameters / constraints (shapes must be static):
   buffers would stay heap allocations that are never freed).
 ``default_params(m, n, k)`` picks divisor-respecting values for a shape.
 
-After the schedule, run each entry of ``LOWERING_PASSES`` (one pass each, wrap
-as ``builtin.module(<entry>)``) to reach the LLVM dialect for ExecutionEngine
-(measured with ``ExecutionEngine(module, opt_level=3, shared_libs=[...])``).
+After the schedule, `apply cpu-matmul-lower` (pipelines/cpu/matmul-lower.yaml) reaches the LLVM
+dialect for ExecutionEngine.
 """
 
 # Parameter schema (read with `ast` by the workbench; see workbench/steps/params.py).
@@ -68,24 +67,6 @@ CONSTRAINTS = [
     "impl != 'codegen' or block_n * block_k * 4 <= 1048576",   # packed B block stays a stack alloca
     "impl != 'codegen' or block_m * block_k * 4 <= 1048576",   # packed A block too (<= 1 MiB)
 ]
-
-LOWERING_PASSES = [
-    "func.func(promote-buffers-to-stack{max-alloc-size-in-bytes=1048576 max-rank-of-allocated-memref=4})",
-    "func.func(convert-linalg-to-loops)",
-    "func.func(convert-vector-to-scf{full-unroll=true})",
-    "expand-strided-metadata",
-    "lower-affine",
-    "convert-scf-to-cf",
-    "convert-vector-to-llvm",
-    "finalize-memref-to-llvm",
-    "convert-arith-to-llvm",
-    "convert-ub-to-llvm",
-    "convert-index-to-llvm",
-    "convert-func-to-llvm",
-    "convert-cf-to-llvm",
-    "reconcile-unrealized-casts",
-]
-
 
 # the whole module bufferized (function boundaries, identity layouts, copies as linalg.copy), then
 # canonicalized and CSE'd: %b is the module, %f2 its functions (codegen and ukernel paths)

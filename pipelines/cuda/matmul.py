@@ -52,7 +52,7 @@ Shapes must be static and divisible by the tiles (no remainder handling).
 ``matmul_wgmma``  (f16 x f16 -> f16 or f32, f32 accumulation, Hopper sm_90a): configuration only. The
     schedule marks the matmul with ``lh.wgmma = {block_m, block_n, stages, consumers, specialize}``;
     after bufferization, ``rewrite: wgmma-kernels`` in cuda-lower replaces it by a generated kernel
-    (workbench/execution/wgmma_matmul.py): TMA loads of 128-byte-swizzled A (block_m x 64) and B
+    (workbench/worker/cuda/wgmma_matmul.py): TMA loads of 128-byte-swizzled A (block_m x 64) and B
     (64 x 64 boxes) tiles into ``stages`` shared-memory slots (dynamic shared memory, up to 227 KiB),
     mbarrier full/empty handshakes, ``consumers`` warpgroups each issuing ``wgmma`` on
     block_m / consumers rows with one group in flight, and, with specialize=1, an extra producer
@@ -459,7 +459,7 @@ def matmul_simt_smem(block_m: int = 128, block_n: int = 128, block_k: int = 8, t
 
 def matmul_wgmma(block_m: int = 128, block_n: int = 128, stages: int = 4, consumers: int = 1,
                  specialize: int = 0) -> str:
-    from workbench.execution.wgmma_matmul import MARK, KernelConfigError, check_config
+    from workbench.worker.cuda.wgmma_matmul import MARK, KernelConfigError, check_config
 
     try:  # the tile checks that do not need the payload's shape (that is checked by the rewrite)
         check_config(block_m, block_n, 64, block_m, block_n, stages, consumers, specialize)

@@ -9,7 +9,7 @@ A and B tiles. Loads, stores and DPAS carry anchor layouts (`layout = ...`, layo
 accumulator's load before the K loop included: xegpu-wg-to-sg-distribute types the loop's iter_arg
 from it. `pipelines/xegpu/distribute.yaml` (xegpu-distribute) distributes to subgroups and lanes;
 `pipelines/xegpu/lower.yaml` (xegpu-lower) goes on to XeVM/LLVM kernels; gpu-module-to-binary then
-needs LLVM's SPIR-V backend (see NOTES.md).
+needs LLVM's SPIR-V backend (see docs/xegpu/notes.md).
 
 Constraints (checked here): the work-group tile is a multiple of the subgroup tile; the prefetch
 tiles split the A (wg_m x k_tile) and B (k_tile x wg_n) tiles into exactly as many pieces as there
@@ -133,7 +133,7 @@ def xegpu_matmul(wg_m: int = 128, wg_n: int = 128, sg_m: int = 32, sg_n: int = 3
             # Loads, stores and DPAS get anchor layouts (`layout = ...` on load_nd/store_nd,
             # layout_a/b/cd on dpas), not only their tensor_descs: xegpu-wg-to-sg-distribute types
             # the scf.for iter_args by the layout of their producers, so the accumulator's load
-            # (before the K loop) needs one (see NOTES.md).
+            # (before the K loop) needs one (see docs/xegpu/notes.md).
             for index, tile, data, load_inst, dpas_inst in (
                     (0, tile_a, [sg_m, k_tile], [load_a_m, load_a_k], [DPAS_M, DPAS_K]),
                     (1, tile_b, [k_tile, sg_n], [load_b_k, load_b_n], [DPAS_K, DPAS_N])):

@@ -39,7 +39,7 @@ def edit_scratch_file(ctx: CommandContext) -> Path:
 
 
 def record_edit(ctx: CommandContext, path: Path) -> Result:
-    from workbench.commands.builtin import _apply_result
+    from workbench.commands.step_results import applied_result as _apply_result
 
     s = ctx.session
     try:

@@ -13,6 +13,10 @@ from typing import Any, Callable
 from workbench.result import Result
 
 
+#: a command's parsed arguments: argument and flag names -> values
+Args = dict[str, Any]
+
+
 class UsageError(ValueError):
     pass
 
@@ -39,7 +43,7 @@ class Flag:
 class Command:
     name: str
     summary: str
-    handler: Callable[["CommandContext", dict[str, Any]], Result]
+    handler: Callable[["CommandContext", Args], Result]
     args: list[Arg] = field(default_factory=list)
     flags: list[Flag] = field(default_factory=list)
     details: str = ""

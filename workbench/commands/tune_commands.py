@@ -185,7 +185,7 @@ def register(reg: Registry) -> None:
                        optional=True, complete="param")],
         [Flag("--trials", "new trials to run (default 20)", True, type="int"),
          Flag("--timeout", "time budget in seconds", True, type="float"),
-         Flag("--sampler", "tpe | random | grid", True),
+         Flag("--sampler", "tpe | random | grid", True, complete="choice:tpe,random,grid"),
          Flag("--seed", "sampler and input seed", True, type="int"),
          Flag("--params", "comma-separated parameters to tune (others stay fixed)", True),
          Flag("--storage", "SQLite study file (default: next to the saved session)", True, complete="path:.db"),

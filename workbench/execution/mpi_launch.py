@@ -1,7 +1,7 @@
 """Host side of MPI runs (numpy only, no MLIR): find `mpiexec`, launch N ranks, collect their answers.
 
 `run_ranks` writes the run request and each rank's inputs to a temporary directory, starts
-`mpiexec -n N python -m workbench.execution.mpi_rank DIR` in a new session (its own process
+`mpiexec -n N python -m workbench.worker.mpi.rank DIR` in a new session (its own process
 group), waits with a time limit and reads `rank{R}.pkl`. Whatever happens (a rank aborts,
 a hang, Ctrl-C), the whole process group is killed before returning, so no rank outlives
 the run; failures come back as an answer with `ok: False` and a one-line `error`.
@@ -23,7 +23,8 @@ import threading
 import time
 from pathlib import Path
 
-from workbench.execution.worker_client import PACKAGE_ROOT, describe_exit
+from workbench.common.spawn import child_env, module_command
+from workbench.execution.worker_client import describe_exit
 
 MPIEXEC_ENV = "LH_WORKBENCH_MPIEXEC"
 
@@ -85,9 +86,7 @@ def run_ranks(req: dict, rank_inputs: list[list], *, timeout: float, env: dict |
     mpiexec = find_mpiexec()
     if not mpiexec:
         return {"ok": False, "error": availability()[1]}
-    full_env = dict(os.environ)
-    full_env["PYTHONPATH"] = os.pathsep.join(
-        [str(PACKAGE_ROOT)] + [p for p in full_env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    full_env = child_env()
     full_env.setdefault("PYTHONUNBUFFERED", "1")
     full_env.update(env or {})
     tail: collections.deque[str] = collections.deque(maxlen=80)
@@ -98,7 +97,7 @@ def run_ranks(req: dict, rank_inputs: list[list], *, timeout: float, env: dict |
         for r, arrays in enumerate(rank_inputs):
             with open(wd / f"inputs{r}.pkl", "wb") as f:
                 pickle.dump(list(arrays), f, protocol=pickle.HIGHEST_PROTOCOL)
-        cmd = [mpiexec, "-n", str(ranks), sys.executable, "-m", "workbench.execution.mpi_rank", str(wd)]
+        cmd = [mpiexec, "-n", str(ranks), *module_command("workbench.worker.mpi.rank", str(wd))]
         try:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     env=full_env, cwd=str(wd), start_new_session=True)

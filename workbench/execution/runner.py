@@ -8,25 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from workbench.common.dtypes import INPUT_KINDS, TOLERANCE, RunInputError, numpy_dtype  # noqa: F401  (re-exported)
 from workbench.execution.worker_client import WorkerProcess
-
-_DTYPES = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i8": np.int8, "i16": np.int16,
-           "i32": np.int32, "i64": np.int64, "i1": np.bool_, "index": np.int64}
-# relative tolerance of the correctness check, by element type
-TOLERANCE = {"f64": 1e-9, "f32": 1e-4, "f16": 2e-2, "bf16": 2e-2}
-INPUT_KINDS = ("random", "zeros", "ones")
-
-
-class RunInputError(ValueError):
-    pass
-
-
-def numpy_dtype(mlir_dtype: str):
-    try:
-        return _DTYPES[mlir_dtype]
-    except KeyError:
-        raise RunInputError(f"element type {mlir_dtype} has no numpy equivalent for inputs")
-
 
 def make_inputs(specs: list[dict], kind: str = "random", seed: int = 0,
                 npy_files: dict[int, Path] | None = None) -> list[np.ndarray]:
@@ -119,7 +102,7 @@ def select_outputs(meta: dict, args_after: list[np.ndarray], outputs: list[np.nd
 class RunClient(WorkerProcess):
     """A run worker process (`module`); `run()` starts a fresh one each time and always stops it."""
 
-    def __init__(self, env: dict | None = None, module: str = "workbench.execution.run_worker",
+    def __init__(self, env: dict | None = None, module: str = "workbench.worker.run_worker",
                  name: str = "run worker"):
         super().__init__(module, env=env, name=name)
 

@@ -11,13 +11,12 @@ import collections
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from multiprocessing import Pipe
-from pathlib import Path
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+from workbench.common.spawn import PACKAGE_ROOT, child_env, module_command  # noqa: F401  (PACKAGE_ROOT re-exported)
+
 DEFAULT_TIMEOUT_S = 600.0
 
 
@@ -51,14 +50,13 @@ class WorkerProcess:
     # -- lifecycle ------------------------------------------------------------
     def start(self) -> None:
         parent, child = Pipe(duplex=True)
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        env = child_env()
         env.setdefault("PYTHONUNBUFFERED", "1")
         if self.env:
             env.update(self.env)
         self.output_tail.clear()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", self.module, str(child.fileno())],
+            module_command(self.module, str(child.fileno())),
             pass_fds=(child.fileno(),), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         child.close()
@@ -146,4 +144,4 @@ class WorkerProcess:
 
 class CompileClient(WorkerProcess):
     def __init__(self) -> None:
-        super().__init__("workbench.execution.compile_worker", name="compile worker")
+        super().__init__("workbench.worker.compile_worker", name="compile worker")

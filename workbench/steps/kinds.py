@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 import yaml
 
-from workbench.execution.bench_wrapper import DEFAULT_PARAMS as BENCH_DEFAULTS
+from workbench.common.bench_defaults import DEFAULT_PARAMS as BENCH_DEFAULTS
 from workbench.paths import LIBRARY_DIR, in_library
 from workbench.steps import spec as S
 from workbench.steps.params import ParamError, ParamSpec, Schema, generator_schema, knob_schema
@@ -223,7 +223,7 @@ class ScheduleKind(StepKind):
 
 def rewrite_names() -> dict[str, str]:
     """The worker-side rewrites a `rewrite` step can name, with their help."""
-    from workbench.execution.rewrites import REWRITES
+    from workbench.common.rewrites import REWRITES
 
     return {name: meta["help"] for name, meta in REWRITES.items()}
 
@@ -235,7 +235,7 @@ class RewriteKind(StepKind):
     help = "a worker-side rewrite, e.g. `rewrite ukernel-calls{library=auto}` (marked matmuls -> BLAS calls)"
 
     def schema(self, step):
-        from workbench.execution.rewrites import REWRITES
+        from workbench.common.rewrites import REWRITES
 
         if step.spec not in REWRITES:
             raise StepError(f"unknown rewrite {step.spec!r} (known: {', '.join(sorted(REWRITES))})")

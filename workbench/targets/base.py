@@ -35,7 +35,7 @@ class Target:
 
     #: what `run` asks the compile worker for and hands to `execute`: "llvm" (LLVM-dialect text,
     #: JIT-compiled) or "spirv-kernels" (device binaries + a host plan driven from Python, see
-    #: workbench/execution/spirv_kernels.py)
+    #: workbench/worker/sycl/spirv_kernels.py)
     run_artifact: ClassVar[str] = "llvm"
 
     #: whether the target runs one program on several processes (`run --ranks N`)
@@ -64,7 +64,7 @@ class Target:
         return []
 
     def shared_libs(self) -> list[str]:
-        from workbench.execution.mlir_libs import find_runtime_library
+        from workbench.common.mlir_libs import find_runtime_library
 
         return [find_runtime_library(n) for n in self.runtime_libraries]
 
@@ -76,7 +76,7 @@ class Target:
         return env
 
     #: the worker module that runs this target's artifacts (one fresh process per run)
-    run_worker_module: ClassVar[str] = "workbench.execution.run_worker"
+    run_worker_module: ClassVar[str] = "workbench.worker.run_worker"
     run_worker_name: ClassVar[str] = "run worker"
 
     def execute(self, artifact: Any, meta: dict, inputs: list, *, call: bool, bench: bool, timeout: float,
@@ -119,7 +119,7 @@ def output_specs(meta: dict, arg_specs: list[dict]) -> list[dict]:
     """Shapes and numpy dtypes of the wrapper's output buffers (after its inputs)."""
     import numpy as np
 
-    from workbench.execution.runner import numpy_dtype
+    from workbench.common.dtypes import numpy_dtype
 
     n_in, n_out = meta["num_inputs"], meta["num_outputs"]
     return [{"shape": o["shape"], "dtype": np.dtype(numpy_dtype(o["dtype"])).str} for o in arg_specs[n_in:n_in + n_out]]

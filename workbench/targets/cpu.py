@@ -56,7 +56,7 @@ def host_info() -> dict[str, Any]:
 
 
 def _have_ukernel() -> bool:
-    from workbench.execution.ukernels import MissingLibrary, choose_abi
+    from workbench.common.ukernels import MissingLibrary, choose_abi
 
     try:
         choose_abi("auto")
@@ -124,7 +124,7 @@ class CpuTarget(Target):
 
     def extra_libraries(self, llvm: str) -> list[str]:
         """Microkernel libraries for the external BLAS functions the lowered module declares."""
-        from workbench.execution.ukernels import ABIS, libraries_for_symbols
+        from workbench.common.ukernels import ABIS, libraries_for_symbols
 
         symbols = {d["symbol"] for d in ABIS.values() if f"@{d['symbol']}(" in llvm}
         return libraries_for_symbols(symbols)

@@ -4,7 +4,7 @@ Host code is JIT-compiled with ExecutionEngine and calls MLIR's CUDA runtime wra
 (`libmlir_cuda_runtime.so`, which needs the driver `libcuda.so.1`). The benchmark wrapper takes
 its GPU form in the lowering (`lh-gpu-device-wrapper`): inputs are copied to device buffers before
 the timed loop, outputs back after it, buffers freed at the end; each timed call ends with a
-stream synchronize before rtclock is read (see workbench/execution/gpu_wrapper.py).
+stream synchronize before rtclock is read (see workbench/worker/cuda/gpu_wrapper.py).
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class CudaTarget(Target):
     reference_target = "cpu"
     runtime_libraries = ("mlir_cuda_runtime", "mlir_runner_utils", "mlir_c_runner_utils")
     # a GPU run worker: libcuda probed first, CUDA runtime errors printed to stderr detected
-    run_worker_module = "workbench.execution.gpu_run_worker"
+    run_worker_module = "workbench.worker.cuda.run_worker"
     run_worker_name = "gpu run worker"
 
     #: the shipped schedules the selector fills in (pipelines/cuda/*.py)
@@ -34,7 +34,7 @@ class CudaTarget(Target):
     softmax_schedule = "cuda/softmax.py"
 
     def probe(self) -> dict:
-        from workbench.execution.cuda_probe import probe
+        from workbench.common.cuda_probe import probe
 
         return probe()
 
@@ -50,7 +50,7 @@ class CudaTarget(Target):
 
     def chip(self) -> str:
         """The chip cuda-lower's chip=auto compiles for (the detected one, else its default)."""
-        from workbench.execution.py_passes import DEFAULT_CHIP, detected_chip
+        from workbench.common.cuda_probe import DEFAULT_CHIP, detected_chip
 
         return detected_chip() or DEFAULT_CHIP
 

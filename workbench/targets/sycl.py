@@ -48,36 +48,36 @@ class SyclTarget(Target):
                 and (not self.device_vendor or self.device_vendor.lower() in d["vendor"].lower())]
 
     def can_run(self) -> tuple[bool, str]:
-        from workbench.execution import sycl_runner
+        from workbench.common import sycl_devices
 
-        probe = sycl_runner.probe_devices()
+        probe = sycl_devices.probe_devices()
         if not probe["ok"]:
             return False, probe["error"]
         found = self.matching_devices(probe["devices"])
         if not found:
             return False, self.no_device_reason(probe["devices"])
-        return True, sycl_runner.describe_devices(found[:1])
+        return True, sycl_devices.describe_devices(found[:1])
 
     def no_device_reason(self, devices: list[dict]) -> str:
-        from workbench.execution import sycl_runner
+        from workbench.common import sycl_devices
 
         spec = self.device_spec()
         if spec["filter"]:
-            return f"no SYCL device matches {DEVICE_ENV}={spec['filter']} (devices: {sycl_runner.describe_devices(devices)})"
+            return f"no SYCL device matches {DEVICE_ENV}={spec['filter']} (devices: {sycl_devices.describe_devices(devices)})"
         if self.device_type:
             return (f"no {self.device_what} SYCL device (dpctl.get_devices(device_type='{self.device_type}') found "
                     f"none{' from ' + self.device_vendor if self.device_vendor else ''}; backends: "
-                    f"{sycl_runner.backends(devices)})")
+                    f"{sycl_devices.backends(devices)})")
         return "dpctl found no SYCL device"
 
     def run_env(self, threads: int | None) -> dict[str, str]:
-        from workbench.execution import sycl_runner
+        from workbench.common import sycl_devices
 
         env = super().run_env(threads)
-        env.update(sycl_runner.sycl_env())
+        env.update(sycl_devices.sycl_env())
         return env
 
-    run_worker_module = "workbench.execution.sycl_runner"
+    run_worker_module = "workbench.worker.sycl.run_worker"
     run_worker_name = "SYCL run worker"
 
     def run_request(self, artifact: Any, meta: dict, inputs: list, *, call: bool, bench: bool,

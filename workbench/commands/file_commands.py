@@ -1,0 +1,101 @@
+"""Sessions on disk and consent: `save`, `replay`, `resume`, `trust`. Each handler takes (ctx, args) and returns a Result."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry
+from workbench.commands.step_results import fail
+from workbench.result import Result
+from workbench.session import SessionError, read_session_file, replay_into
+from workbench.steps import spec as S
+from workbench.steps.kinds import StepError
+
+
+def cmd_save(ctx: CommandContext, a: Args) -> Result:
+    s = ctx.session
+    if not s.loaded:
+        return Result.failure("no payload loaded: nothing to save")
+    try:
+        path = s.save(a["file"])
+    except OSError as e:
+        return Result.failure(f"cannot write {a['file']}: {e.strerror}")
+    return Result(True, f"saved {len(s.active_steps)} steps to {path}", data={"path": str(path)})
+
+
+def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None) -> Result:
+    """Load a session file's payload (or `payload`) and apply its steps: shared by `replay` and `resume`."""
+    s = ctx.session
+    try:
+        loaded = read_session_file(path)
+    except (SessionError, StepError, S.SpecError) as e:
+        return fail(e)
+    payload = payload or loaded.payload
+    if payload is None:
+        return Result.failure(f"{path} names no payload: pass --payload FILE.mlir")
+    try:
+        s.load(payload)
+    except SessionError as e:
+        return fail(e)
+    expected_payload = (loaded.meta.get("payload") or {}).get("sha256")
+    warnings = []
+    if expected_payload and expected_payload != s.payload_file_sha:
+        warnings.append(f"payload {payload} changed since the session was saved (sha256 differs)")
+    try:
+        reports = replay_into(s, loaded, on_step=lambda r: ctx.progress(
+            f"step {r.index}/{len(loaded.steps)} {'ok' if r.ok else 'FAILED'}: {r.spec}"))
+    except SessionError as e:  # e.g. the session names an unknown target
+        return fail(e)
+    ok = all(r.ok for r in reports) and len(reports) == len(loaded.steps)
+    expected = loaded.meta.get("ir_sha256")
+    data: dict[str, Any] = {"steps": [r.to_json() for r in reports], "ir_sha256": s.current_sha,
+                            "payload": str(payload), "session": str(path)}
+    if expected:
+        data["expected_ir_sha256"] = expected
+        data["reproduced"] = ok and expected == s.current_sha
+        if ok and expected != s.current_sha:
+            warnings.append("final IR differs from the one recorded in the session")
+    if warnings:
+        data["warnings"] = warnings
+    if not ok:
+        bad = next(r for r in reports if not r.ok)
+        return Result(False, bad.error or "replay failed", error=bad.error, detail=bad.detail, data=data)
+    summary = f"replayed {len(reports)} steps from {path}"
+    if warnings:
+        summary += " (warning: " + "; ".join(warnings) + ")"
+    return Result(True, summary, data=data)
+
+
+def cmd_replay(ctx: CommandContext, a: Args) -> Result:
+    return replay_file(ctx, Path(a["file"]), Path(a["payload"]) if a.get("payload") else None)
+
+
+def cmd_resume(ctx: CommandContext, a: Args) -> Result:
+    s = ctx.session
+    if s.payload_path is None:
+        return Result.failure("no payload loaded: `load` it first, then `resume`")
+    journal = s.journal_for(s.payload_path)
+    if journal is None:
+        return Result.failure(f"no autosaved session for {s.payload_path}")
+    return replay_file(ctx, journal, payload=s.payload_path)
+
+
+def cmd_trust(ctx: CommandContext, a: Args) -> Result:
+    p = Path(a["file"]).resolve()
+    if not p.is_file():
+        return Result.failure(f"{a['file']}: no such file")
+    ctx.session.build_ctx.trusted.add(str(p))
+    return Result(True, f"trusted {p} for this session")
+
+
+def register(reg: Registry) -> None:
+    add = reg.register
+    add(Command("save", "save the session as a replayable pipeline YAML", cmd_save,
+                [Arg("file", "session file", complete="path:.yaml")], category="4-files"))
+    add(Command("replay", "load a saved session (its payload) and re-apply its steps", cmd_replay,
+                [Arg("file", "session file", complete="path:.yaml")],
+                [Flag("--payload", "use this payload instead of the recorded one", True, complete="path:.mlir")],
+                category="4-files"))
+    add(Command("resume", "restore the autosaved session of the loaded payload", cmd_resume, category="4-files"))
+    add(Command("trust", "allow running a Python schedule file from outside the library", cmd_trust,
+                [Arg("file", "schedule .py file", complete="path:.py")], category="4-files"))

@@ -1,0 +1,34 @@
+"""`help` and `quit`. Each handler takes (ctx, args) and returns a Result."""
+from __future__ import annotations
+
+
+from workbench.commands.registry import Arg, Args, Command, CommandContext, Registry
+from workbench.result import Result
+from workbench.steps.kinds import kind_help
+
+
+def cmd_help(ctx: CommandContext, a: Args) -> Result:
+    reg = ctx.registry
+    name = a.get("command")
+    if name:
+        cmd = reg.get(name)
+        if cmd is None:
+            return Result.failure(f"no command {name!r} (type `help` for the list)")
+        return Result(True, "", kind="help", body=cmd.help_text(), data={"help": cmd.name})
+    rows = [[c.usage, c.summary] for c in sorted(reg.commands.values(), key=lambda c: (c.category, c.name))]
+    kinds = "\n".join(f"  {k:<10} {v}" for k, v in kind_help().items())
+    return Result(True, "commands (help COMMAND for details):", kind="table",
+                  body="step kinds (for apply and pipeline files):\n" + kinds,
+                  data={"table": {"columns": ["usage", "what it does"], "rows": rows}})
+
+
+def cmd_quit(ctx: CommandContext, a: Args) -> Result:
+    ctx.quit_requested = True
+    return Result(True, "bye")
+
+
+def register(reg: Registry) -> None:
+    add = reg.register
+    add(Command("help", "list commands, or `help COMMAND`", cmd_help,
+                [Arg("command", "command name", optional=True, complete="command")], category="9-misc"))
+    add(Command("quit", "leave the workbench", cmd_quit, category="9-misc", aliases=("exit",)))

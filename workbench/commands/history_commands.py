@@ -1,0 +1,85 @@
+"""Moving through and looking at the steps: `undo`, `redo`, `show`, `diff`, `history`. Each handler takes (ctx, args) and returns a Result."""
+from __future__ import annotations
+
+
+from workbench.commands.registry import Arg, Args, Command, CommandContext, Registry
+from workbench.commands.step_results import diffstat, fail
+from workbench.result import Result
+from workbench.session import SessionError
+
+
+def cmd_undo(ctx: CommandContext, a: Args) -> Result:
+    try:
+        c = ctx.session.undo()
+    except SessionError as e:
+        return fail(e)
+    return Result(True, f"undone: now at step {c} of {len(ctx.session.steps)}", data={"cursor": c})
+
+
+def cmd_redo(ctx: CommandContext, a: Args) -> Result:
+    try:
+        c = ctx.session.redo()
+    except SessionError as e:
+        return fail(e)
+    return Result(True, f"redone: now at step {c} of {len(ctx.session.steps)}", data={"cursor": c})
+
+
+def cmd_show(ctx: CommandContext, a: Args) -> Result:
+    s = ctx.session
+    try:
+        index = s.cursor if a.get("step") is None else a["step"]
+        text = s.ir_at(index)
+    except SessionError as e:
+        return fail(e)
+    return Result(True, f"IR after step {index} ({len(text.splitlines())} lines)", kind="ir", body=text,
+                  data={"step": index, "ir_sha256": s.sha_at(index)})
+
+
+def cmd_diff(ctx: CommandContext, a: Args) -> Result:
+    s = ctx.session
+    try:
+        s.require_loaded()
+        if a.get("a") is None:
+            if s.cursor == 0:
+                return Result.failure("no step applied yet: nothing to diff")
+            i, j = s.cursor - 1, s.cursor
+        elif a.get("b") is None:
+            i, j = a["a"] - 1, a["a"]
+        else:
+            i, j = a["a"], a["b"]
+        diff = s.diff(i, j)
+    except SessionError as e:
+        return fail(e)
+    if not diff:
+        return Result(True, f"step {i} -> step {j}: identical IR (no-op)", kind="diff", data={"from": i, "to": j,
+                                                                                              "noop": True})
+    plus, minus = diffstat(diff)
+    return Result(True, f"step {i} -> step {j}: +{plus} -{minus} lines", kind="diff", body=diff,
+                  data={"from": i, "to": j, "noop": False})
+
+
+def cmd_history(ctx: CommandContext, a: Args) -> Result:
+    s = ctx.session
+    if not s.loaded:
+        return Result.failure("no payload loaded: use `load FILE.mlir`")
+    rows = []
+    for h in s.history():
+        marker = ">" if h["current"] else (" " if h["active"] else "~")
+        rows.append([f"{marker}{h['index']}", h["kind"], h["spec"],
+                     "no-op" if h["noop"] else "", f"{h['seconds'] * 1000:.1f} ms" if h["index"] else ""])
+    return Result(True, f"{s.cursor} of {len(s.steps)} steps active ('>' current, '~' undone)", kind="table",
+                  data={"history": s.history(), "cursor": s.cursor,
+                        "table": {"columns": ["#", "kind", "step", "", "time"], "rows": rows}})
+
+
+def register(reg: Registry) -> None:
+    add = reg.register
+    add(Command("undo", "step back (the IR of every step is kept)", cmd_undo, category="3-history"))
+    add(Command("redo", "step forward again", cmd_redo, category="3-history"))
+    add(Command("show", "print the IR after step N (0 = payload)", cmd_show,
+                [Arg("step", "step index", type="int", optional=True, complete="step")], category="3-history"))
+    add(Command("diff", "unified diff: `diff` (last step), `diff N` (step N), `diff N M`", cmd_diff,
+                [Arg("a", "step", type="int", optional=True, complete="step"),
+                 Arg("b", "step", type="int", optional=True, complete="step")], category="3-history"))
+    add(Command("history", "list the steps (current, undone, no-op, time)", cmd_history, category="3-history",
+                aliases=("steps",)))

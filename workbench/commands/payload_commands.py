@@ -1,0 +1,62 @@
+"""Loading and inspecting the payload: `load`, `inspect`. Each handler takes (ctx, args) and returns a Result."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from workbench.commands.registry import Arg, Args, Command, CommandContext, Registry
+from workbench.commands.step_results import fail
+from workbench.result import Result
+from workbench.session import SessionError
+
+
+def cmd_load(ctx: CommandContext, a: Args) -> Result:
+    s = ctx.session
+    try:
+        s.load(a["file"])
+    except SessionError as e:
+        return fail(e)
+    msg = f"loaded {a['file']} ({len(s.current_ir.splitlines())} lines)"
+    journal = s.journal_for(Path(a["file"]))
+    data = {"payload": str(s.payload_path), "ir_sha256": s.current_sha}
+    if journal is not None:
+        msg += f"; an autosaved session exists ({journal}): `resume` to restore it"
+        data["journal"] = str(journal)
+    return Result(True, msg, data=data)
+
+
+def cmd_inspect(ctx: CommandContext, a: Args) -> Result:
+    try:
+        info = ctx.session.inspect(a.get("step"))
+    except SessionError as e:
+        return fail(e)
+    rows = []
+    for f in info["funcs"]:
+        if f["declaration"]:
+            continue
+        rows.append(["func", "@" + f["name"], "(" + ", ".join(f["args"]) + ") -> (" + ", ".join(f["results"]) + ")", ""])
+    for o in info["ops"]:
+        if o["kind"] == "contraction":
+            shape = " ".join(f"{k}={v}" for k, v in o["dims"].items())
+        else:
+            shape = "x".join(map(str, o.get("domain") or o.get("shape") or []))
+        rows.append([o["kind"], o["op"] + (f" in @{o['func']}" if o.get("func") else ""),
+                     f"{shape} {o['dtype']}".strip(), _human_flops(o["flops"]) if o["flops"] else ""])
+    return Result(True, f"{len(info['ops'])} linalg ops, {_human_flops(info['total_flops'])} per call",
+                  kind="table", data={"inspect": info,
+                                      "table": {"columns": ["what", "name", "type / shape", "FLOP"], "rows": rows}})
+
+
+def _human_flops(n: float) -> str:
+    for unit, scale in (("GFLOP", 1e9), ("MFLOP", 1e6), ("kFLOP", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{int(n)} FLOP"
+
+
+def register(reg: Registry) -> None:
+    add = reg.register
+    add(Command("load", "load a payload .mlir file (parse + verify)", cmd_load,
+                [Arg("file", "payload file", complete="path:.mlir")], category="1-session"))
+    add(Command("inspect", "functions, linalg ops with shapes, FLOP count", cmd_inspect,
+                [Arg("step", "step index (default: current)", type="int", optional=True, complete="step")],
+                category="1-session"))

@@ -1,0 +1,144 @@
+"""Adding and editing steps: `apply`, `pass`, `bench`, `params`. Each handler takes (ctx, args) and returns a Result."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry, UsageError
+from workbench.commands.step_results import apply_step, applied_result, fail
+from workbench.result import Result
+from workbench.session import SessionError, StepReport
+from workbench.steps import spec as S
+from workbench.steps.kinds import Step, StepError, step_from_command
+from workbench.steps.params import schema_json, schema_table
+from workbench.targets import TargetError
+
+
+def cmd_apply(ctx: CommandContext, a: Args) -> Result:
+    s = ctx.session
+    text = a["spec"]
+    if not text:
+        raise UsageError("apply needs a stage reference")
+    base = Path.cwd()
+    try:
+        step = step_from_command(text, base)
+    except (StepError, S.SpecError, TargetError) as e:
+        return fail(e)
+    if step.kind == "schedule" and ctx.interactive:
+        # typing the file name is consent to run it; a script file read from elsewhere is not
+        s.build_ctx.trusted.add(str(step.resolve()))
+    return apply_step(ctx, step)
+
+
+def cmd_pass(ctx: CommandContext, a: Args) -> Result:
+    if not a["pipeline"]:
+        raise UsageError("pass needs a pass pipeline")
+    return apply_step(ctx, Step("pass", a["pipeline"], {}, {}, Path.cwd()))
+
+
+def cmd_bench(ctx: CommandContext, a: Args) -> Result:
+    try:
+        params = S.parse_params(" ".join(a["params"]))
+    except S.SpecError as e:
+        return fail(e)
+    return apply_step(ctx, Step("bench", "bench", params, {}, Path.cwd()))
+
+
+def cmd_params(ctx: CommandContext, a: Args) -> Result:
+    s = ctx.session
+    try:
+        s.require_loaded()
+    except SessionError as e:
+        return fail(e)
+    index = a.get("step") or s.cursor
+    if not 1 <= index <= s.cursor:
+        return Result.failure(f"no active step {index} (active steps: 1..{s.cursor})")
+    step = s.steps[index - 1].step
+    if a.get("export"):
+        return _export_params(step, index, Path(a["export"]))
+    selected_by = None
+    if a.get("import"):
+        try:
+            updates = _read_params_file(Path(a["import"]))
+        except (OSError, ValueError) as e:
+            return Result.failure(f"cannot import parameters from {a['import']}: {e}")
+        selected_by = f"file:{Path(a['import']).name}"
+    elif not a["values"]:
+        try:
+            schema = step.schema()
+        except StepError as e:
+            return fail(e)
+        data = {"step": index, "params": step.params, "table": schema_table(schema, step.params),
+                "schema": schema_json(schema)}
+        if step.selected_by:
+            data["selected_by"] = step.selected_by
+        return Result(True, f"step {index}: {step.label()}"
+                      + (f" (selected by {step.selected_by})" if step.selected_by else ""), kind="table", data=data)
+    else:
+        try:
+            updates = S.parse_params(" ".join(a["values"]))
+        except S.SpecError as e:
+            return fail(e)
+    try:
+        replaced = s.set_params(index, updates, selected_by=selected_by)
+    except SessionError as e:
+        return fail(e)
+    res = applied_result(ctx, replaced[0], index)
+    res.summary = f"re-applied steps {index}..{s.cursor}; " + res.summary
+    res.data["reapplied"] = [StepReport(index + i, r.step.kind, r.step.label(), r.step.params, True, r.seconds,
+                                        r.output_sha, noop=r.noop).to_json() for i, r in enumerate(replaced)]
+    return res
+
+
+def _export_params(step, index: int, path: Path) -> Result:
+    """The step's parameter dict as JSON (.json) or YAML (anything else): a plain mapping."""
+    import json
+
+    import yaml
+
+    try:
+        text = (json.dumps(step.params, indent=2) + "\n" if path.suffix == ".json"
+                else yaml.safe_dump(dict(step.params), sort_keys=False))
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as e:
+        return Result.failure(f"cannot write {path}: {e.strerror}")
+    return Result(True, f"step {index}: {len(step.params)} parameters written to {path}",
+                  data={"step": index, "params": step.params, "path": str(path)})
+
+
+def _read_params_file(path: Path) -> dict:
+    """A parameter dict from JSON/YAML: a mapping, or {"params": mapping} (what a cost model writes)."""
+    import yaml
+
+    doc = yaml.safe_load(path.read_text())  # JSON is YAML
+    if isinstance(doc, dict) and isinstance(doc.get("params"), dict) and set(doc) <= {"params", "spec", "step",
+                                                                                      "selected_by"}:
+        doc = doc["params"]
+    if not isinstance(doc, dict) or not doc:
+        raise ValueError("expected a mapping of parameter names to values")
+    return doc
+
+
+def register(reg: Registry) -> None:
+    add = reg.register
+    add(Command("apply", "apply a stage: transform .mlir, schedule .py[gen=fn]{k=v}, pipeline .yaml, named pipeline",
+                cmd_apply, [Arg("spec", "stage reference", type="rest", complete="spec")],
+                details="Examples:\n  apply pipelines/lib/tile.mlir\n  apply pipelines/lib/tile.py[gen=tile_matmul]{tile_m=64}\n"
+                        "  apply pipelines/lib/bufferization.yaml\n  apply cpu-lower",
+                category="2-steps"))
+    add(Command("pass", "apply an MLIR pass pipeline as a step", cmd_pass,
+                [Arg("pipeline", "e.g. canonicalize,cse or func.func(convert-linalg-to-loops)", type="rest",
+                     complete="pass")], category="2-steps"))
+    add(Command("bench", "insert the benchmark wrapper around the entry function as it is now", cmd_bench,
+                [Arg("params", "warmup=N iterations=N entry=NAME", type="kv", optional=True, complete="param")],
+                category="2-steps"))
+    add(Command("params", "show or edit a step's parameters; editing re-applies from that step", cmd_params,
+                [Arg("step", "step index (default: current)", type="int", optional=True, complete="step"),
+                 Arg("values", "key=value ...", type="kv", optional=True, complete="param")],
+                [Flag("--export", "write the step's parameter dict to FILE (.json or .yaml)", True, complete="path:"),
+                 Flag("--import", "set the step's parameters from a JSON/YAML mapping (selected_by: file:NAME)",
+                      True, complete="path:")],
+                details="Without values: the schema (types, constraints, defaults) with the current values. "
+                        "Values are checked against the schema's constraints (ranges, choices, divisibility "
+                        "by payload dimensions, relations such as reg_m <= block_m) before anything is applied.",
+                category="2-steps"))

@@ -1,0 +1,7 @@
+"""The benchmark wrapper's names and default parameters (both sides: the `bench` step validates
+them, the worker's generator in workbench/worker/bench_wrapper.py uses them)."""
+from __future__ import annotations
+
+WRAPPER_CALL = "_lh_call"
+WRAPPER_BENCH = "_lh_bench"
+DEFAULT_PARAMS = {"entry": "", "warmup": 1, "iterations": 10, "outputs": ""}

@@ -1,0 +1,30 @@
+"""Worker-side rewrites (the `rewrite` step kind): Python rewrites of the payload for which no MLIR
+pass exists, run by the compile worker. This module holds their names and parameter schemas (no
+MLIR import, so the step layer can validate parameters); workbench/worker/rewrites.py runs them.
+
+Both follow IREE's microkernel model: a schedule decides at configuration time and marks the op,
+the rewrite lowers the marked op after bufferization.
+"""
+from __future__ import annotations
+
+from workbench.common.ukernels import ABIS
+
+
+class RewriteError(RuntimeError):
+    pass
+
+
+#: name -> help, parameters (ParamSpec fields), implementation ("module:function(module, **params)")
+REWRITES = {
+    "ukernel-calls": {
+        "help": "replace ops marked lh.ukernel = \"sgemm\" (f32 linalg.matmul on memrefs) by cblas sgemm calls",
+        "params": {"library": {"type": "str", "default": "auto", "choices": ["auto", *ABIS],
+                               "help": "auto: numpy's OpenBLAS (ILP64), else a system CBLAS"}},
+        "impl": "workbench.worker.cpu.ukernel_rewrite:ukernel_calls",
+    },
+    "wgmma-kernels": {
+        "help": "replace f16 linalg.matmuls marked lh.wgmma (on memrefs) by generated sm_90 TMA + wgmma kernels",
+        "params": {},
+        "impl": "workbench.worker.cuda.wgmma_matmul:rewrite_marked",
+    },
+}

@@ -1,0 +1,291 @@
+"""The benchmark wrapper, generated from the entry function *as it is now* (runs in a worker).
+
+Two functions are added next to the payload:
+
+  @_lh_call(inputs..., outputs...)            one call of the entry, results written to `outputs`
+  @_lh_bench(inputs..., outputs..., times)    `warmup` untimed calls, then `iterations` calls,
+                                              each timed with rtclock into `times`
+
+Inputs are memrefs: a tensor argument of the entry arrives as a memref of the same shape and
+is turned into a tensor with `bufferization.to_tensor restrict`; a memref argument is passed
+through with its exact type (strided layouts included). Tensor results are written with
+`bufferization.to_buffer` + `memref.copy`, memref results with `memref.copy`, scalar results
+are stored into a `memref<1xT>`. An entry with no results (destination-passing style, e.g.
+after bufferization dropped equivalent results) reports its output arguments: by default the
+last memref argument, or the indices given by the `outputs` parameter.
+
+The wrapper is described by a `lh.bench` dictionary attribute on `@_lh_bench` so the runner
+knows the argument roles without guessing.
+"""
+from __future__ import annotations
+
+from mlir import ir
+
+from workbench.common.bench_defaults import DEFAULT_PARAMS, WRAPPER_BENCH, WRAPPER_CALL  # noqa: F401  (re-exported)
+from workbench.worker.ir_walk import ops_where
+
+
+
+class BenchError(Exception):
+    pass
+
+
+def symbol_name(op) -> str:
+    """The op's `sym_name`, or "" (shared by the worker-side modules)."""
+    try:
+        return ir.StringAttr(op.attributes["sym_name"]).value
+    except Exception:
+        return ""
+
+
+_sym = symbol_name
+
+
+def _funcs(module) -> list:
+    return [op for op in module.operation.regions[0].blocks[0].operations if op.operation.name == "func.func"]
+
+
+def _called_symbols(module) -> set[str]:
+    return {ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            for op in ops_where(module, lambda op: op.name == "func.call")}
+
+
+def find_entry(module, name: str = "") -> "ir.Operation":
+    funcs = _funcs(module)
+    if name:
+        for f in funcs:
+            if _sym(f) == name:
+                return f
+        raise BenchError(f"entry function @{name} not found (functions: "
+                         f"{', '.join('@' + _sym(f) for f in funcs) or 'none'})")
+    called = _called_symbols(module)
+    candidates = [f for f in funcs if len(f.regions[0].blocks) > 0 and not _sym(f).startswith("_lh_")
+                  and "sym_visibility" not in f.attributes and _sym(f) not in called]
+    if len(candidates) != 1:
+        raise BenchError("cannot pick the entry function: "
+                         + (f"candidates {', '.join('@' + _sym(f) for f in candidates)}" if candidates
+                            else "no public function that is not called by another")
+                         + "; set the bench step's `entry` parameter")
+    return candidates[0]
+
+
+def _memref_for_tensor(t: ir.Type) -> str:
+    rt = ir.RankedTensorType(t)
+    if any(ir.ShapedType.is_dynamic_size(d) for d in rt.shape):
+        raise BenchError(f"dynamic shape {t} at the entry boundary: the wrapper needs static shapes")
+    return str(ir.MemRefType.get(rt.shape, rt.element_type))
+
+
+def _is_scalar(t: ir.Type) -> bool:
+    return isinstance(t, ir.IntegerType) or isinstance(t, ir.FloatType) or isinstance(t, ir.IndexType)
+
+
+def timed_loops(callee: str, args: str, types: str, iterations: int) -> str:
+    """The body of @_lh_bench after its constants (%c0, %c1, %cw = warmup, %cn = iterations): `warmup`
+    untimed calls of `callee`, then `iterations` calls each timed with rtclock into %times."""
+    return f"""    scf.for %i = %c0 to %cw step %c1 {{
+      func.call @{callee}({args}) : ({types}) -> ()
+    }}
+    scf.for %i = %c0 to %cn step %c1 {{
+      %t0 = func.call @rtclock() : () -> f64
+      func.call @{callee}({args}) : ({types}) -> ()
+      %t1 = func.call @rtclock() : () -> f64
+      %dt = arith.subf %t1, %t0 : f64
+      memref.store %dt, %times[%i] : memref<{iterations}xf64>
+    }}
+"""
+
+
+def insert_wrapper(module, params: dict) -> None:
+    p = dict(DEFAULT_PARAMS)
+    p.update(params or {})
+    warmup, iterations = int(p["warmup"]), int(p["iterations"])
+    if iterations < 1 or warmup < 0:
+        raise BenchError("bench needs iterations >= 1 and warmup >= 0")
+    existing = [f for f in _funcs(module) if _sym(f) in (WRAPPER_CALL, WRAPPER_BENCH)]
+    if existing:
+        raise BenchError("the module already has a benchmark wrapper (a `bench` step was applied "
+                         "earlier); undo it first")
+    entry = find_entry(module, p["entry"] or "")
+    name = _sym(entry)
+    from workbench.worker.mpi.sharding import shard_annotations
+
+    if shard_annotations(entry):
+        # partitioning turns the global shapes of this signature into per-rank shapes: a wrapper
+        # built now would call the partitioned entry with the wrong shapes
+        raise BenchError(f"@{name} still carries sharding annotations (shard.shard / shard.sharding): "
+                         "partitioning will change its signature from global to per-rank shapes, so a "
+                         "wrapper built now would call it with the wrong shapes; apply the partition "
+                         "first (e.g. `apply mpi-partition`), then `bench`")
+    ftype = ir.FunctionType(ir.TypeAttr(entry.attributes["function_type"]).value)
+    ins, res = list(ftype.inputs), list(ftype.results)
+
+    wrapper_args: list[str] = []   # types of wrapper input args
+    call_operands: list[str] = []  # SSA values passed to the entry
+    pre: list[str] = []
+    arg_roles: list[str] = []
+    for i, t in enumerate(ins):
+        if isinstance(t, ir.RankedTensorType):
+            mt = _memref_for_tensor(t)
+            wrapper_args.append(mt)
+            pre.append(f"    %t{i} = bufferization.to_tensor %a{i} restrict writable : {mt} to {t}")
+            call_operands.append(f"%t{i}")
+            arg_roles.append("tensor")
+        elif isinstance(t, ir.MemRefType):
+            wrapper_args.append(str(t))
+            call_operands.append(f"%a{i}")
+            arg_roles.append("memref")
+        elif _is_scalar(t):
+            raise BenchError(f"scalar argument #{i} ({t}) of @{name}: the wrapper supports "
+                             "tensor and memref arguments only")
+        else:
+            raise BenchError(f"unsupported argument type {t} of @{name}")
+
+    out_types: list[str] = []
+    post: list[str] = []
+    outputs: list[str] = []
+    for j, t in enumerate(res):
+        oidx = len(out_types)
+        if isinstance(t, ir.RankedTensorType):
+            mt = _memref_for_tensor(t)
+            out_types.append(mt)
+            # to_buffer + memref.copy rather than materialize_in_destination: schedules that vectorize every
+            # linalg.copy of the module (bufferization's memcpy op) must not turn this copy into one huge vector
+            post.append(f"    %b{j} = bufferization.to_buffer %r{j} read_only : {t} to {mt}\n"
+                        f"    memref.copy %b{j}, %o{oidx} : {mt} to {mt}")
+        elif isinstance(t, ir.MemRefType):
+            mt = ir.MemRefType(t)
+            plain = str(ir.MemRefType.get(mt.shape, mt.element_type))
+            out_types.append(plain)
+            post.append(f"    memref.copy %r{j}, %o{oidx} : {t} to {plain}")
+        elif _is_scalar(t):
+            out_types.append(f"memref<1x{t}>")
+            post.append(f"    %c0_r{j} = arith.constant 0 : index\n    memref.store %r{j}, %o{oidx}[%c0_r{j}] : memref<1x{t}>")
+        else:
+            raise BenchError(f"unsupported result type {t} of @{name}")
+        outputs.append(f"result:{j}")
+    if not res:
+        if p["outputs"]:
+            idx = [int(x) for x in str(p["outputs"]).replace(",", " ").split()]
+        else:
+            memrefs = [i for i, r in enumerate(arg_roles) if r == "memref"]
+            if not memrefs:
+                raise BenchError(f"@{name} returns nothing and has no memref argument to read results from")
+            idx = [memrefs[-1]]
+        for i in idx:
+            if not (0 <= i < len(ins)) or arg_roles[i] != "memref":
+                raise BenchError(f"output argument #{i} of @{name} is not a memref argument")
+            outputs.append(f"arg:{i}")
+
+    n_in, n_out = len(wrapper_args), len(out_types)
+    sig_in = ", ".join(f"%a{i}: {t}" for i, t in enumerate(wrapper_args))
+    sig_out = ", ".join(f"%o{j}: {t}" for j, t in enumerate(out_types))
+    sig = ", ".join(s for s in (sig_in, sig_out) if s)
+    call_args = ", ".join(f"%a{i}" for i in range(n_in))
+    out_args = ", ".join(f"%o{j}" for j in range(n_out))
+    all_args = ", ".join(s for s in (call_args, out_args) if s)
+    all_types = ", ".join(wrapper_args + out_types)
+    results_lhs = (", ".join(f"%r{j}" for j in range(len(res))) + " = ") if res else ""
+    entry_sig = f"({', '.join(str(t) for t in ins)}) -> ({', '.join(str(t) for t in res)})"
+    pre_s = "\n".join(pre)
+    post_s = "\n".join(post)
+    roles = ", ".join(f'"{r}"' for r in arg_roles)
+    outs_attr = ", ".join(f'"{o}"' for o in outputs)
+    text = f"""
+func.func private @{name}{entry_sig}
+func.func private @rtclock() -> f64
+func.func @{WRAPPER_CALL}({sig}) attributes {{llvm.emit_c_interface}} {{
+{pre_s}
+    {results_lhs}func.call @{name}({', '.join(call_operands)}) : {entry_sig}
+{post_s}
+    return
+}}
+func.func @{WRAPPER_BENCH}({sig}{', ' if sig else ''}%times: memref<{iterations}xf64>) attributes {{llvm.emit_c_interface, lh.bench = {{entry = "{name}", warmup = {warmup} : i64, iterations = {iterations} : i64, arg_roles = [{roles}], outputs = [{outs_attr}], num_inputs = {n_in} : i64, num_outputs = {n_out} : i64}}}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %cw = arith.constant {warmup} : index
+    %cn = arith.constant {iterations} : index
+{timed_loops(WRAPPER_CALL, all_args, all_types, iterations)}    return
+}}
+"""
+    try:
+        snippet = ir.Module.parse(text)
+    except ir.MLIRError as e:
+        raise BenchError(f"internal error building the wrapper: {e}")
+    body = module.operation.regions[0].blocks[0]
+    have_rtclock = any(_sym(f) == "rtclock" for f in _funcs(module))
+    for op in list(snippet.body.operations):
+        sym = _sym(op)
+        if sym == name or (sym == "rtclock" and have_rtclock):
+            continue
+        op.operation.detach_from_parent()
+        body.append(op.operation)
+    # the entry gets the C interface too, so the runner can also call it directly
+    entry.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+    # record the argument specs so the metadata survives lowering to llvm.func
+    import json
+
+    wrapper = find_wrapper(module)
+    ftype = ir.FunctionType(ir.TypeAttr(wrapper.attributes["function_type"]).value)
+    specs = [_memref_spec(t) for t in ftype.inputs]
+    d = ir.DictAttr(wrapper.attributes["lh.bench"])
+    entries = {d[i].name: d[i].attr for i in range(len(d))}
+    entries["arg_specs"] = ir.StringAttr.get(json.dumps(specs))
+    wrapper.attributes["lh.bench"] = ir.DictAttr.get(entries)
+
+
+def find_wrapper(module):
+    for f in _funcs(module):
+        if _sym(f) == WRAPPER_BENCH:
+            return f
+    # after lowering the wrapper is an llvm.func
+    for op in module.operation.regions[0].blocks[0].operations:
+        if op.operation.name == "llvm.func" and _sym(op) == WRAPPER_BENCH:
+            return op
+    return None
+
+
+def _memref_spec(t) -> dict:
+    mt = ir.MemRefType(t)
+    return {"shape": list(mt.shape), "dtype": str(mt.element_type), "type": str(t)}
+
+
+def wrapper_metadata(module) -> dict | None:
+    """Argument roles and shapes of the wrapper, read before lowering (from its func type + lh.bench)."""
+    f = find_wrapper(module)
+    if f is None or f.operation.name != "func.func":
+        # already lowered: metadata must come from the attribute alone
+        if f is None or "lh.bench" not in f.attributes:
+            return None
+    attr = ir.DictAttr(f.attributes["lh.bench"])
+    meta = {}
+    for key in ("entry",):
+        meta[key] = ir.StringAttr(attr[key]).value
+    for key in ("warmup", "iterations", "num_inputs", "num_outputs"):
+        meta[key] = ir.IntegerAttr(attr[key]).value
+    meta["outputs"] = [ir.StringAttr(a).value for a in ir.ArrayAttr(attr["outputs"])]
+    meta["arg_roles"] = [ir.StringAttr(a).value for a in ir.ArrayAttr(attr["arg_roles"])]
+    if "arg_specs" in attr:
+        import json
+
+        meta["arg_specs"] = json.loads(ir.StringAttr(attr["arg_specs"]).value)
+    elif f.operation.name == "func.func":
+        ftype = ir.FunctionType(ir.TypeAttr(f.attributes["function_type"]).value)
+        meta["arg_specs"] = [_memref_spec(t) for t in ftype.inputs]
+    else:
+        return None
+    return meta
+
+
+def is_lowered(module) -> bool:
+    return not unlowered_ops(module)
+
+
+#: ops the LLVM IR translation handles besides the LLVM dialect: a GPU module serialized by
+#: gpu-module-to-binary and the launches of its kernels (translated to runtime calls)
+TRANSLATABLE_OPS = frozenset({"builtin.module", "gpu.binary", "gpu.launch_func"})
+
+
+def unlowered_ops(module) -> set[str]:
+    return {op.name for op in ops_where(
+        module, lambda op: not (op.name.startswith("llvm.") or op.name in TRANSLATABLE_OPS))}

@@ -1,0 +1,247 @@
+"""GPU flavour of the benchmark wrapper and device memory (runs in the compile worker).
+
+The ordinary wrapper (`bench_wrapper.py`) is target-neutral: `@_lh_call` calls the entry on
+host buffers, `@_lh_bench` times calls with rtclock. A GPU target's lowering pipeline turns it
+into the device form with the Python pass `lh-gpu-device-wrapper` (first stage of e.g.
+`cuda-lower`), so a `bench` step placed anywhere, and the one `run` inserts, both work:
+
+  @_lh_device_call(device buffers...)   the old @_lh_call, unchanged: the payload on device memory
+  @_lh_call(host inputs..., host outputs...)
+        gpu.alloc every buffer, gpu.memcpy host->device, call, gpu.memcpy device->host, gpu.dealloc
+  @_lh_bench(host..., times)
+        gpu.alloc + host->device copies (untimed), `warmup` calls, then per iteration
+        rtclock / call / rtclock, then device->host copies and gpu.dealloc (untimed)
+
+Synchronisation: the wrapper is lowered with `gpu-async-region`, which makes the device
+functions' GPU ops asynchronous on one stream and inserts a blocking `gpu.wait` (stream
+synchronize) before each function returns and before any host side effect such as the call of
+rtclock; so the second rtclock reads the clock after the kernels of that call finished. The
+memory manager is `lh-gpu-device-memory`: after bufferization, buffers the payload allocates
+(`memref.alloc`), frees and copies in host code become `gpu.alloc` / `gpu.dealloc` /
+`gpu.memcpy`, since every buffer the payload touches lives on the device.
+"""
+from __future__ import annotations
+
+from mlir import ir
+
+from workbench.worker.bench_wrapper import WRAPPER_BENCH, WRAPPER_CALL, _funcs, _sym, timed_loops
+
+DEVICE_CALL = "_lh_device_call"
+#: unit attribute on the host-facing wrapper functions (they touch host memory on purpose)
+HOST_ATTR = "lh.host_wrapper"
+
+
+class GpuWrapperError(Exception):
+    pass
+
+
+def _func(module, name: str):
+    for f in _funcs(module):
+        if _sym(f) == name:
+            return f
+    return None
+
+
+def to_device_wrapper(module) -> bool:
+    """Rewrite the host wrapper into the device form; False if there is none or it is done already."""
+    bench = _func(module, WRAPPER_BENCH)
+    call = _func(module, WRAPPER_CALL)
+    if bench is None or call is None:
+        return False
+    if HOST_ATTR in bench.attributes:
+        return False
+    if "lh.bench" not in bench.attributes:
+        raise GpuWrapperError("@_lh_bench has no lh.bench attribute: not a workbench wrapper")
+    d = ir.DictAttr(bench.attributes["lh.bench"])
+    warmup = ir.IntegerAttr(d["warmup"]).value
+    iterations = ir.IntegerAttr(d["iterations"]).value
+    ftype = ir.FunctionType(ir.TypeAttr(call.attributes["function_type"]).value)
+    types = [str(t) for t in ftype.inputs]
+    for t in ftype.inputs:
+        if not isinstance(t, ir.MemRefType):
+            raise GpuWrapperError(f"wrapper argument of type {t}: the GPU wrapper handles memrefs only")
+    n = len(types)
+    forward_result_buffers(call)
+    # the old call becomes the device-side call
+    call.attributes["sym_name"] = ir.StringAttr.get(DEVICE_CALL)
+    if "llvm.emit_c_interface" in call.attributes:
+        del call.attributes["llvm.emit_c_interface"]
+    sig = ", ".join(f"%h{i}: {t}" for i, t in enumerate(types))
+    all_types = ", ".join(types)
+    dev_args = ", ".join(f"%d{i}" for i in range(n))
+    alloc = "\n".join(f"    %d{i} = gpu.alloc () : {t}\n    gpu.memcpy %d{i}, %h{i} : {t}, {t}"
+                      for i, t in enumerate(types))
+    back = "\n".join(f"    gpu.memcpy %h{i}, %d{i} : {t}, {t}" for i, t in enumerate(types))
+    free = "\n".join(f"    gpu.dealloc %d{i} : {t}" for i, t in enumerate(types))
+    text = f"""
+func.func private @{DEVICE_CALL}({all_types})
+func.func private @rtclock() -> f64
+func.func @{WRAPPER_CALL}({sig}) attributes {{llvm.emit_c_interface, {HOST_ATTR}}} {{
+{alloc}
+    func.call @{DEVICE_CALL}({dev_args}) : ({all_types}) -> ()
+{back}
+{free}
+    return
+}}
+func.func @{WRAPPER_BENCH}({sig}{', ' if sig else ''}%times: memref<{iterations}xf64>) attributes {{llvm.emit_c_interface, {HOST_ATTR}}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %cw = arith.constant {warmup} : index
+    %cn = arith.constant {iterations} : index
+{alloc}
+{timed_loops(DEVICE_CALL, dev_args, all_types, iterations)}{back}
+{free}
+    return
+}}
+"""
+    try:
+        snippet = ir.Module.parse(text)
+    except ir.MLIRError as e:
+        raise GpuWrapperError(f"internal error building the GPU wrapper: {e}")
+    new_bench = None
+    body = module.operation.regions[0].blocks[0]
+    for op in list(snippet.body.operations):
+        sym = _sym(op)
+        if sym in (DEVICE_CALL, "rtclock"):
+            continue
+        op.operation.detach_from_parent()
+        body.append(op.operation)
+        if sym == WRAPPER_BENCH:
+            new_bench = op
+    new_bench.attributes["lh.bench"] = bench.attributes["lh.bench"]
+    bench.operation.erase()
+    return True
+
+
+def forward_result_buffers(call_wrapper) -> int:
+    """In the call wrapper, let the entry write its results straight into the output arguments.
+
+    After bufferization `@_lh_call` allocates a buffer per result, passes it to the entry as an out
+    parameter and copies it into the output argument: on a GPU that is a cudaMalloc, a device copy
+    and a cudaFree inside every timed call. When the buffer has no other use (the call, the copy,
+    a dealloc) the output argument is passed instead. Output arguments are buffers of their own
+    (the runner allocates them), so they alias nothing the entry reads. Returns how many it forwarded.
+    """
+    block = call_wrapper.regions[0].blocks[0]
+    args = list(block.arguments)
+    forwarded = 0
+    for op in list(block.operations):
+        if op.name != "memref.alloc" or len(op.operands):
+            continue
+        buf = op.results[0]
+        uses = [u.owner for u in buf.uses]
+        calls = [u for u in uses if u.name == "func.call"]
+        copies = [u for u in uses if u.name == "memref.copy" and u.operands[0] == buf]
+        deallocs = [u for u in uses if u.name == "memref.dealloc"]
+        if len(calls) != 1 or len(copies) != 1 or len(uses) != 1 + 1 + len(deallocs):
+            continue
+        dst = copies[0].operands[1]
+        if dst not in args or dst.type != buf.type:
+            continue
+        ops = list(block.operations)
+        if ops.index(copies[0]) < ops.index(calls[0]):
+            continue
+        for d in deallocs:
+            d.erase()
+        copies[0].erase()
+        buf.replace_all_uses_with(dst)
+        op.erase()
+        forwarded += 1
+    return forwarded
+
+
+def _inside_device_code(op) -> bool:
+    p = op.parent
+    while p is not None:
+        if p.name in ("gpu.launch", "gpu.module", "gpu.func"):
+            return True
+        p = p.parent
+    return False
+
+
+def device_memory(module) -> int:
+    """memref.alloc/dealloc/copy in host code of the payload -> gpu.alloc/dealloc/memcpy.
+
+    Host-facing wrapper functions (`lh.host_wrapper`) are left alone. Returns the number of
+    ops rewritten. A copy between non-contiguous buffers cannot be one gpu.memcpy: error.
+    """
+    todo: list = []
+    for f in _funcs(module):
+        if HOST_ATTR in f.attributes or len(f.regions[0].blocks) == 0:
+            continue
+
+        def visit(op):
+            if op.name in ("gpu.launch", "gpu.module"):
+                return ir.WalkResult.SKIP
+            if op.name in ("memref.alloc", "memref.dealloc", "memref.copy"):
+                todo.append(op)
+            return ir.WalkResult.ADVANCE
+
+        f.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    count = 0
+    for op in todo:
+        if _inside_device_code(op):
+            continue
+        with ir.InsertionPoint(op), op.location:
+            if op.name == "memref.alloc":
+                t = op.results[0].type
+                if ir.MemRefType(t).memory_space is not None:
+                    continue  # an explicit memory space (workgroup, private, ...) is not ours to move
+                sizes = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])
+                n_dyn = sizes[0]
+                operands = list(op.operands)
+                from mlir.dialects import gpu
+
+                new = gpu.AllocOp(t, None, [], operands[:n_dyn], operands[n_dyn:])
+                op.results[0].replace_all_uses_with(new.results[0])
+                _free_at_end_of_block(new.results[0])
+            elif op.name == "memref.dealloc":
+                from mlir.dialects import gpu
+
+                gpu.DeallocOp(None, [], op.operands[0])
+            else:  # memref.copy src, dst
+                from mlir.dialects import gpu
+
+                src, dst = op.operands[0], op.operands[1]
+                for v in (src, dst):
+                    if not _contiguous(v.type):
+                        raise GpuWrapperError(f"memref.copy of a non-contiguous buffer ({v.type}) on the device: "
+                                              "map the copy to GPU threads in the schedule")
+                gpu.MemcpyOp(None, [], dst, src)
+        op.erase()
+        count += 1
+    return count
+
+
+_ESCAPES = ("func.return", "scf.yield", "memref.dealloc", "gpu.dealloc", "func.call", "cf.br")
+
+
+def _free_at_end_of_block(value) -> None:
+    """gpu.dealloc before the terminator of the block that allocates `value`, unless it escapes."""
+    from mlir.dialects import gpu
+
+    for use in value.uses:
+        if use.owner.name in _ESCAPES[:4]:
+            return
+    block = value.owner.operation.block
+    terminator = block.operations[len(block.operations) - 1]
+    with ir.InsertionPoint(terminator), value.owner.operation.location:
+        gpu.DeallocOp(None, [], value)
+
+
+def _contiguous(t) -> bool:
+    mt = ir.MemRefType(t)
+    layout = str(mt.layout)
+    if layout.startswith("affine_map<(d0") and layout.count("d") and "->" in layout:
+        # identity maps print as affine_map<(d0, d1) -> (d0, d1)>
+        lhs, rhs = layout[len("affine_map<"):-1].split("->")
+        return lhs.strip() == rhs.strip()
+    if layout.startswith("strided<"):
+        # contiguous row-major with any offset: strides are the suffix products of the shape
+        strides, _, _ = layout[len("strided<["):].partition("]")
+        want, acc = [], 1
+        for d in reversed(mt.shape):
+            want.append(str(acc))
+            acc *= d
+        return [s.strip() for s in strides.split(",")] == list(reversed(want))
+    return False

@@ -1,0 +1,450 @@
+"""sm_90 tensor-core matmul kernels: TMA loads + wgmma, generated as nvgpu-dialect IR.
+
+No transform op produces `wgmma` (upstream has `rewrite_matmul_as_mma_sync` for the Ampere
+`mma.sync` path only), so the Hopper path follows IREE's microkernel model: the schedule
+(`pipelines/cuda/matmul.py[gen=matmul_wgmma]`) decides at configuration time and marks the
+`linalg.matmul` with `lh.wgmma = {block_m, block_n, stages, consumers, specialize}`; after
+bufferization the `wgmma-kernels` rewrite (first stages of `pipeline: cuda-lower`) replaces each
+marked op by a call to a generated kernel function built from upstream nvgpu ops:
+
+  host:   two TMA descriptors (`nvgpu.tma.create.descriptor`, 128-byte swizzle: boxes of
+          block_m x 64 of A and 64 x 64 of B), cached per buffer address in a host global (making
+          one is a driver call + cudaMalloc + a synchronous copy), then one `gpu.launch` of
+          (N/block_n, M/block_m) blocks with dynamic shared memory: `stages` slots of (A tile,
+          B tile) + 1 KiB for aligning the slots to the 1024-byte swizzle period.
+  device: mbarriers `full[s]` (TMA bytes arrived) and `empty[s]` (every consumer warpgroup's
+          wgmma on slot s finished). The producer (thread 0 of the first consumer warpgroup, or
+          with specialize=1 an extra warpgroup of its own) issues K step j into slot j mod stages
+          once `empty` says step j - stages is consumed: `mbarrier.arrive.expect_tx` + TMA loads.
+          Each consumer warpgroup owns block_m / consumers rows of C: per K step it waits for
+          `full[s]`, builds wgmma descriptors for its rows of A and for B (transposed: B is K x N
+          row-major) and issues `nvgpu.warpgroup.mma` with waitGroup = 1, so step k's wgmma runs
+          while step k-1's completes; then releases slot (k-1) mod stages.
+  epilogue: accumulators (f32) -> shared memory (`nvgpu.warpgroup.mma.store`, rows padded),
+          barrier, every consumer thread adds C and writes D, 8 elements at a time, the C loads
+          of 4 steps issued before their stores: D = C + A x B with f32 accumulation
+          (linalg.matmul's semantics, rounded once). D is C itself, or, where bufferization
+          wrote the result in place into C and copied it into an out parameter, that out
+          parameter (the copy is dropped).
+
+A and B f16, C f16 or f32 (f32 accumulation either way); shapes static and divisible by the
+tiles (K by 64); sm_90a (wgmma).
+This module only builds text; `rewrite_marked` (MLIR import) does the replacement.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+
+MARK = "lh.wgmma"
+BLOCK_K = 64  # one 128-byte swizzle row of f16
+SWIZZLE_BYTES = 1024  # 128-byte swizzle repeats every 8 rows: slots must be 1024-byte aligned
+WARPGROUP = 128
+MAX_SHARED = 227 * 1024  # sm_90 opt-in shared memory per block
+ACC_PAD = 8  # floats of padding per accumulator row in the epilogue's shared-memory tile
+DEFAULTS = {"block_m": 128, "block_n": 128, "stages": 4, "consumers": 1, "specialize": 0}
+
+
+class KernelConfigError(ValueError):
+    pass
+
+
+def check_config(m: int, n: int, k: int, block_m: int, block_n: int, stages: int, consumers: int,
+                 specialize: int) -> dict:
+    """The derived sizes of a configuration, or KernelConfigError saying what is wrong."""
+    if consumers not in (1, 2):
+        raise KernelConfigError(f"consumers={consumers}: 1 or 2 warpgroups")
+    rows = block_m // consumers
+    if block_m % consumers or rows % 64:
+        raise KernelConfigError(f"block_m={block_m}: each of the {consumers} consumer warpgroup(s) needs a "
+                                "multiple of 64 rows (wgmma m64)")
+    if block_n % 64 or not 64 <= block_n <= 256:
+        raise KernelConfigError(f"block_n={block_n}: 64, 128, 192 or 256 (wgmma n <= 256, 64-column B boxes)")
+    if block_m > 256:
+        raise KernelConfigError(f"block_m={block_m}: at most 256 (TMA box)")
+    if consumers == 2 and rows != 64:
+        raise KernelConfigError(f"block_m={block_m} with consumers=2: each consumer warpgroup takes 64 rows "
+                                "(block_m = 128); nvgpu.warpgroup.mma.store places warps by thread id")
+    acc_regs = rows * block_n // WARPGROUP
+    if acc_regs > 128:
+        raise KernelConfigError(f"{rows}x{block_n} accumulator rows per warpgroup need {acc_regs} registers per "
+                                "thread (at most 128): use consumers=2 or smaller blocks")
+    for dim, size, block in (("M", m, block_m), ("N", n, block_n), ("K", k, BLOCK_K)):
+        if size % block:
+            raise KernelConfigError(f"{dim}={size} is not a multiple of {block}")
+    if stages < 2:
+        raise KernelConfigError("stages must be at least 2")
+    a_bytes, b_bytes = block_m * BLOCK_K * 2, BLOCK_K * block_n * 2
+    pipeline = stages * (a_bytes + b_bytes)
+    epilogue = block_m * (block_n + ACC_PAD) * 4
+    shared = max(pipeline, epilogue) + SWIZZLE_BYTES
+    if shared > MAX_SHARED:
+        raise KernelConfigError(f"{stages} stages of {block_m}x{block_n} tiles need {shared // 1024} KiB of shared "
+                                f"memory (at most {MAX_SHARED // 1024})")
+    threads = WARPGROUP * (consumers + (1 if specialize else 0))
+    return {"rows": rows, "a_bytes": a_bytes, "b_bytes": b_bytes, "shared": shared, "threads": threads,
+            "k_steps": k // BLOCK_K}
+
+
+def kernel_name(m, n, k, cfg: dict) -> str:
+    key = hashlib.sha256(repr((m, n, k, sorted(cfg.items()))).encode()).hexdigest()[:8]
+    return f"lh_wgmma_matmul_{m}x{n}x{k}_{key}"
+
+
+class _Text:
+    """Numbered SSA values and index constants for generated MLIR text."""
+
+    def __init__(self, indent: str = "  "):
+        self.lines: list[str] = []
+        self.indent = indent
+        self._n = 0
+        self._consts: dict[tuple, str] = {}
+
+    def emit(self, line: str) -> None:
+        self.lines.append(self.indent + line)
+
+    def val(self, expr: str, hint: str = "v") -> str:
+        self._n += 1
+        name = f"%{hint}{self._n}"
+        self.emit(f"{name} = {expr}")
+        return name
+
+    def const(self, value: int, ty: str = "index") -> str:
+        key = (value, ty)
+        if key not in self._consts:
+            self._n += 1
+            name = f"%c{value if value >= 0 else 'm' + str(-value)}_{ty}_{self._n}"
+            self.emit(f"{name} = arith.constant {value} : {ty}")
+            self._consts[key] = name
+        return self._consts[key]
+
+    @contextlib.contextmanager
+    def region(self, header: str | None, close: bool = True):
+        """`header {` ... `}` (close=False: the next region continues it, e.g. `} else`); header None:
+        no region at all (a conditional wrapper that is off). Constants defined inside a region are not
+        visible after it: they are forgotten on exit."""
+        if header is None:
+            yield
+            return
+        self.emit(header + " {")
+        saved = dict(self._consts)
+        self.indent += "  "
+        try:
+            yield
+        finally:
+            self._consts = saved
+            self.indent = self.indent[:-2]
+            if close:
+                self.emit("}")
+
+
+C_TYPES = ("f16", "f32")
+
+
+def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: int = 128, stages: int = 4,
+                consumers: int = 1, specialize: int = 0, c_type: str = "f16") -> str:
+    """`func.func private @name(%A: memref<MxKxf16>, %B: memref<KxNxf16>, %C: memref<MxNx{c_type}>,
+    %D: memref<MxNx{c_type}>)`: D = C + A x B (D may be C itself)."""
+    if c_type not in C_TYPES:
+        raise KernelConfigError(f"C of {c_type}: the wgmma kernel writes {' or '.join(C_TYPES)}")
+    d = check_config(m, n, k, block_m, block_n, stages, consumers, specialize)
+    rows, a_bytes, b_bytes, k_steps = d["rows"], d["a_bytes"], d["b_bytes"], d["k_steps"]
+    smem = "#gpu.address_space<workgroup>"
+    ta, tb, tc = f"memref<{m}x{k}xf16>", f"memref<{k}x{n}xf16>", f"memref<{m}x{n}x{c_type}>"
+    bar_t = f"!nvgpu.mbarrier.group<memorySpace = {smem}, num_barriers = {stages}>"
+    map_a = (f"!nvgpu.tensormap.descriptor<tensor = memref<{block_m}x{BLOCK_K}xf16, 3>, swizzle = swizzle_128b, "
+             "l2promo = none, oob = zero, interleave = none>")
+    map_b = (f"!nvgpu.tensormap.descriptor<tensor = memref<{BLOCK_K}x64xf16, 3>, swizzle = swizzle_128b, "
+             "l2promo = none, oob = zero, interleave = none>")
+    acc_t = f"!nvgpu.warpgroup.accumulator<fragmented = vector<{rows}x{block_n}xf32>>"
+    wa_t = f"!nvgpu.warpgroup.descriptor<tensor = memref<{rows}x{BLOCK_K}xf16, {smem}>>"
+    wb_t = f"!nvgpu.warpgroup.descriptor<tensor = memref<{BLOCK_K}x{block_n}xf16, {smem}>>"
+    dyn_t = f"memref<?xi8, {smem}>"
+    b_base = stages * a_bytes  # byte offset of the B slots after the A slots
+    stride = block_n + ACC_PAD  # floats per row of the accumulator tile in shared memory
+    tx = a_bytes + b_bytes
+
+    t = _Text()
+    cache = f"{name}_tma_cache"
+    out = [f'memref.global "private" @{cache} : memref<4xi64> = dense<0>',
+           f"func.func private @{name}(%A: {ta}, %B: {tb}, %C: {tc}, %D: {tc}) {{"]
+    # host: TMA descriptors, cached per buffer address (creating one is a driver call, a device
+    # allocation and a synchronous copy: tens of microseconds per call otherwise)
+    cache_ref = t.val(f"memref.get_global @{cache} : memref<4xi64>", "cache")
+
+    def descriptor(operand: str, ty: str, box: str, map_t: str, slot: int, hint: str) -> str:
+        ptr = t.val(f"memref.extract_aligned_pointer_as_index {operand} : {ty} -> index", "ptr")
+        ptr64 = t.val(f"arith.index_cast {ptr} : index to i64", "ptr64")
+        old = t.val(f"memref.load {cache_ref}[{t.const(slot)}] : memref<4xi64>", "cached")
+        hit = t.val(f"arith.cmpi eq, {old}, {ptr64} : i64", "hit")
+        with t.region(f"%{hint}_i64 = scf.if {hit} -> (i64)", close=False):
+            known = t.val(f"memref.load {cache_ref}[{t.const(slot + 1)}] : memref<4xi64>", "known")
+            t.emit(f"scf.yield {known} : i64")
+        with t.region("} else"):
+            unranked = t.val(f"memref.cast {operand} : {ty} to memref<*xf16>", "unranked")
+            made = t.val(f"nvgpu.tma.create.descriptor {unranked} box[{box}] : memref<*xf16> -> {map_t}", "made")
+            as_ptr = t.val(f"builtin.unrealized_conversion_cast {made} : {map_t} to !llvm.ptr", "madeptr")
+            as_int = t.val(f"llvm.ptrtoint {as_ptr} : !llvm.ptr to i64", "madeint")
+            t.emit(f"memref.store {ptr64}, {cache_ref}[{t.const(slot)}] : memref<4xi64>")
+            t.emit(f"memref.store {as_int}, {cache_ref}[{t.const(slot + 1)}] : memref<4xi64>")
+            t.emit(f"scf.yield {as_int} : i64")
+        back = t.val(f"llvm.inttoptr %{hint}_i64 : i64 to !llvm.ptr", "descptr")
+        return t.val(f"builtin.unrealized_conversion_cast {back} : !llvm.ptr to {map_t}", hint)
+
+    c64 = t.const(64)
+    desc_a = descriptor("%A", ta, f"{t.const(block_m)}, {c64}", map_a, 0, "descA")
+    desc_b = descriptor("%B", tb, f"{c64}, {c64}", map_b, 2, "descB")
+    shm = t.const(d["shared"], "i32")
+    gx, gy, one, nthreads = t.const(n // block_n), t.const(m // block_m), t.const(1), t.const(d["threads"])
+    with t.region(f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {one}) "
+                  f"threads(%tx, %ty, %tz) in (%sx = {nthreads}, %sy = {one}, %sz = {one}) "
+                  f"dynamic_shared_memory_size {shm}"):
+        t.emit(f"memref.assume_alignment %C, 16 : {tc}")
+        t.emit(f"memref.assume_alignment %D, 16 : {tc}")
+        tid = "%tx"
+        m0 = t.val(f"arith.muli %by, {t.const(block_m)} : index", "m0")
+        n0 = t.val(f"arith.muli %bx, {t.const(block_n)} : index", "n0")
+        dyn = t.val(f"gpu.dynamic_shared_memory : {dyn_t}", "dyn")
+        # The slots start at shared-window address 1024: 1024-byte aligned for the swizzle, and past
+        # the static shared memory (the mbarriers, and the symbol MLIR lowers dynamic shared memory
+        # to: an internal zero-size array that NVPTX demotes to a 1-byte static variable, so the
+        # dynamic region is not necessarily at its address). `shared` includes these 1024 bytes.
+        addr = t.val(f"memref.extract_aligned_pointer_as_index {dyn} : {dyn_t} -> index", "addr")
+        rem = t.val(f"arith.remui {addr}, {t.const(SWIZZLE_BYTES)} : index", "rem")
+        base = t.val(f"arith.subi {t.const(SWIZZLE_BYTES)}, {rem} : index", "base")
+        full = t.val(f"nvgpu.mbarrier.create -> {bar_t}", "full")
+        empty = t.val(f"nvgpu.mbarrier.create -> {bar_t}", "empty")
+        first = t.val(f"arith.cmpi eq, {tid}, {t.const(0)} : index", "first")
+        for s in range(stages):
+            t.emit(f"nvgpu.mbarrier.init {full}[{t.const(s)}], {t.const(1)}, predicate = {first} : {bar_t}")
+            t.emit(f"nvgpu.mbarrier.init {empty}[{t.const(s)}], {t.const(consumers)}, predicate = {first} : {bar_t}")
+        t.emit(f"nvgpu.tma.prefetch.descriptor {desc_a}, predicate = {first} : {map_a}")
+        t.emit(f"nvgpu.tma.prefetch.descriptor {desc_b}, predicate = {first} : {map_b}")
+        t.emit("gpu.barrier")
+        ticks = t.const(10000000)
+        wg = t.val(f"arith.divui {tid}, {t.const(WARPGROUP)} : index", "wg")
+        lane = t.val(f"arith.remui {tid}, {t.const(WARPGROUP)} : index", "lane")
+
+        def slot_view(byte_offset: str, shape: str, hint: str) -> str:
+            return t.val(f"memref.view {dyn}[{byte_offset}][] : {dyn_t} to memref<{shape}xf16, {smem}>", hint)
+
+        def a_slot(s: str) -> str:
+            """Byte offset of slot s's A tile in the dynamic shared memory."""
+            off = t.val(f"arith.muli {s}, {t.const(a_bytes)} : index", "aoff")
+            return t.val(f"arith.addi {off}, {base} : index", "aoff")
+
+        def b_slot(s: str) -> str:
+            """Byte offset of slot s's B tile (the B tiles follow all the A tiles)."""
+            off = t.val(f"arith.muli {s}, {t.const(b_bytes)} : index", "boff")
+            off = t.val(f"arith.addi {off}, {t.const(b_base)} : index", "boff")
+            return t.val(f"arith.addi {off}, {base} : index", "boff")
+
+        def parity(round_: str) -> str:
+            """The i1 phase parity of mbarrier round `round_` (index)."""
+            r64 = t.val(f"arith.index_cast {round_} : index to i64", "r64")
+            return t.val(f"arith.trunci {r64} : i64 to i1", "parity")
+
+        def issue(j: str, first_round: bool = False) -> None:
+            """Producer thread: K step j into slot j mod stages, after the slot's previous step (j - stages)
+            was consumed (not waited for in the prologue, where j < stages)."""
+            s = t.val(f"arith.remui {j}, {t.const(stages)} : index", "s")
+            if not first_round:
+                rnd = t.val(f"arith.divui {j}, {t.const(stages)} : index", "round")
+                again = t.val(f"arith.cmpi uge, {j}, {t.const(stages)} : index", "again")
+                with t.region(f"scf.if {again}"):
+                    prev = t.val(f"arith.subi {rnd}, {t.const(1)} : index", "prev")
+                    t.emit(f"nvgpu.mbarrier.try_wait.parity {empty}[{s}], {parity(prev)}, {ticks} : {bar_t}")
+            t.emit(f"nvgpu.mbarrier.arrive.expect_tx {full}[{s}], {t.const(tx)} : {bar_t}")
+            kc = t.val(f"arith.muli {j}, {t.const(BLOCK_K)} : index", "kc")
+            a_dst = slot_view(a_slot(s), f"{block_m}x{BLOCK_K}", "adst")
+            t.emit(f"nvgpu.tma.async.load {desc_a}[{kc}, {m0}], {full}[{s}] to {a_dst} : {map_a}, {bar_t} -> "
+                   f"memref<{block_m}x{BLOCK_K}xf16, {smem}>")
+            b_off = b_slot(s)
+            for piece in range(block_n // 64):
+                off = t.val(f"arith.addi {b_off}, {t.const(piece * BLOCK_K * 64 * 2)} : index", "bpoff")
+                dst = slot_view(off, f"{BLOCK_K}x64", "bdst")
+                col = t.val(f"arith.addi {n0}, {t.const(piece * 64)} : index", "ncol")
+                t.emit(f"nvgpu.tma.async.load {desc_b}[{col}, {kc}], {full}[{s}] to {dst} : {map_b}, {bar_t} -> "
+                       f"memref<{BLOCK_K}x64xf16, {smem}>")
+
+        def consume(ksteps: str) -> None:
+            """A consumer warpgroup's main loop, then its accumulators into shared memory."""
+            acc0 = t.val(f"nvgpu.warpgroup.mma.init.accumulator -> {acc_t}", "acc")
+            wg_first = t.val(f"arith.cmpi eq, {lane}, {t.const(0)} : index", "wgfirst")
+            a_rows_off = t.val(f"arith.muli {wg}, {t.const(rows * BLOCK_K * 2)} : index", "arows")
+            with t.region(f"%accf = scf.for %k = {t.const(0)} to {ksteps} step {t.const(1)} "
+                          f"iter_args(%acc_in = {acc0}) -> ({acc_t})"):
+                s = t.val(f"arith.remui %k, {t.const(stages)} : index", "s")
+                rnd = t.val(f"arith.divui %k, {t.const(stages)} : index", "round")
+                t.emit(f"nvgpu.mbarrier.try_wait.parity {full}[{s}], {parity(rnd)}, {ticks} : {bar_t}")
+                a_off = t.val(f"arith.addi {a_slot(s)}, {a_rows_off} : index", "aoff")
+                a_tile = slot_view(a_off, f"{rows}x{BLOCK_K}", "atile")
+                b_tile = slot_view(b_slot(s), f"{BLOCK_K}x{block_n}", "btile")
+                da = t.val(f"nvgpu.warpgroup.generate.descriptor {a_tile}, {desc_a} : "
+                           f"memref<{rows}x{BLOCK_K}xf16, {smem}>, {map_a} -> {wa_t}", "da")
+                db = t.val(f"nvgpu.warpgroup.generate.descriptor {b_tile}, {desc_b} : "
+                           f"memref<{BLOCK_K}x{block_n}xf16, {smem}>, {map_b} -> {wb_t}", "db")
+                acc = t.val(f"nvgpu.warpgroup.mma {da}, {db}, %acc_in {{transposeB, waitGroup = 1 : i64}} : "
+                            f"{wa_t}, {wb_t}, {acc_t} -> {acc_t}", "accn")
+                # step k-1's wgmma is complete (at most one group in flight): release its slot
+                has_prev = t.val(f"arith.cmpi uge, %k, {t.const(1)} : index", "hasprev")
+                rel = t.val(f"arith.andi {has_prev}, {wg_first} : i1", "release")
+                with t.region(f"scf.if {rel}"):
+                    km1 = t.val(f"arith.subi %k, {t.const(1)} : index", "km1")
+                    ps = t.val(f"arith.remui {km1}, {t.const(stages)} : index", "ps")
+                    t.val(f"nvgpu.mbarrier.arrive {empty}[{ps}] : {bar_t} -> !nvgpu.mbarrier.token", "tok")
+                if not specialize:  # thread 0 refills the slot just released with step k + stages - 1
+                    j = t.val(f"arith.addi %k, {t.const(stages - 1)} : index", "next")
+                    more = t.val(f"arith.cmpi ult, {j}, {ksteps} : index", "more")
+                    go = t.val(f"arith.andi {more}, {first} : i1", "issue")
+                    with t.region(f"scf.if {go}"):
+                        issue(j)
+                t.emit(f"scf.yield {acc} : {acc_t}")
+            t.emit("nvvm.wgmma.wait.group.sync.aligned 0")
+            # every consumer is done reading the slots before any accumulator overwrites them
+            t.emit(f"nvvm.barrier id = {t.const(1, 'i32')} number_of_threads = {t.const(WARPGROUP * consumers, 'i32')}")
+            # The store's lowering places warp w of the *block* (tid.x / 32, not the warp within the
+            # warpgroup) at rows 16w.. of the destination, so every consumer passes a view starting at
+            # the block's accumulator region (the verifier wants the warpgroup's own shape); warpgroup
+            # 1's rows land at 64.. (block_m = 128, consumers = 2) by its thread ids. Rows are padded by
+            # ACC_PAD floats: unpadded, the 8 rows a warp stores at once all hit the same banks.
+            padded = t.val(f"memref.view {dyn}[{base}][] : {dyn_t} to memref<{rows}x{stride}xf32, {smem}>", "accpad")
+            acc_t_mem = f"memref<{rows}x{block_n}xf32, strided<[{stride}, 1]>, {smem}>"
+            acc_smem = t.val(f"memref.subview {padded}[0, 0] [{rows}, {block_n}] [1, 1] : "
+                             f"memref<{rows}x{stride}xf32, {smem}> to {acc_t_mem}", "accsmem")
+            t.emit(f"nvgpu.warpgroup.mma.store %accf, {acc_smem} : {acc_t} to {acc_t_mem}")
+
+        def epilogue() -> None:
+            """The consumer threads: C[m0 + r, n0 + c .. c+7] += acc[r, c .. c+7], 8 halves (16 bytes) per
+            thread and step; `unroll` steps issue their C loads before any store, so the global-memory
+            latency is paid once per group rather than once per step."""
+            whole_t = f"memref<{block_m}x{stride}xf32, {smem}>"
+            whole = t.val(f"memref.view {dyn}[{base}][] : {dyn_t} to {whole_t}", "accall")
+            per_row = block_n // 8
+            total = block_m * per_row
+            epi_threads = WARPGROUP * consumers
+            per_thread = total // epi_threads
+            unroll = next(u for u in (4, 2, 1) if per_thread % u == 0)
+            is_cons = t.val(f"arith.cmpi ult, {tid}, {t.const(epi_threads)} : index", "iscons") if specialize else ""
+            with t.region(f"scf.if {is_cons}" if specialize else None), \
+                    t.region(f"scf.for %e0 = {tid} to {t.const(total)} step {t.const(epi_threads * unroll)}"):
+                steps = []
+                for u in range(unroll):
+                    e = t.val(f"arith.addi %e0, {t.const(u * epi_threads)} : index", "e") if u else "%e0"
+                    r = t.val(f"arith.divui {e}, {t.const(per_row)} : index", "r")
+                    cc = t.val(f"arith.remui {e}, {t.const(per_row)} : index", "cc")
+                    c = t.val(f"arith.muli {cc}, {t.const(8)} : index", "col")
+                    gr = t.val(f"arith.addi {m0}, {r} : index", "gr")
+                    gc = t.val(f"arith.addi {n0}, {c} : index", "gc")
+                    cv = t.val(f"vector.load %C[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8x{c_type}>", "cv")
+                    steps.append((r, c, gr, gc, cv))
+                for r, c, gr, gc, cv in steps:
+                    av = t.val(f"vector.load {whole}[{r}, {c}] : {whole_t}, vector<8xf32>", "av")
+                    if c_type == "f32":
+                        o = t.val(f"arith.addf {cv}, {av} : vector<8xf32>", "sum")
+                    else:
+                        cw = t.val(f"arith.extf {cv} : vector<8xf16> to vector<8xf32>", "cw")
+                        sm = t.val(f"arith.addf {cw}, {av} : vector<8xf32>", "sum")
+                        o = t.val(f"arith.truncf {sm} : vector<8xf32> to vector<8xf16>", "o")
+                    t.emit(f"vector.store {o}, %D[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8x{c_type}>")
+
+        ksteps = t.const(k_steps)
+        if specialize:
+            # the producer warpgroup (the last one): only its first thread issues TMA
+            is_prod = t.val(f"arith.cmpi eq, {wg}, {t.const(consumers)} : index", "isprod")
+            with t.region(f"scf.if {is_prod}", close=False):
+                t.emit("nvvm.setmaxregister decrease 40")
+                prod = t.val(f"arith.cmpi eq, {lane}, {t.const(0)} : index", "prodthread")
+                with t.region(f"scf.if {prod}"), t.region(f"scf.for %j = {t.const(0)} to {ksteps} step {t.const(1)}"):
+                    issue("%j")
+        else:
+            # prologue: steps 0 .. stages-2 in flight before the first wgmma
+            with t.region(f"scf.if {first}"), \
+                    t.region(f"scf.for %j = {t.const(0)} to {t.const(min(stages - 1, k_steps))} step {t.const(1)}"):
+                issue("%j", first_round=True)
+        # consumers: warpgroup wg owns rows [wg * rows, (wg + 1) * rows) of the block
+        with t.region("} else" if specialize else None):
+            if specialize:
+                t.emit("nvvm.setmaxregister increase 232")
+            consume(ksteps)
+        t.emit("gpu.barrier")
+        epilogue()
+        t.emit("gpu.terminator")
+    t.emit("return")
+    return "\n".join(out + t.lines + ["}"])
+
+
+def _config(attr) -> dict:
+    from mlir import ir
+
+    cfg = dict(DEFAULTS)
+    if isinstance(attr, ir.DictAttr):
+        for key in list(cfg):
+            if key in attr:
+                cfg[key] = ir.IntegerAttr(attr[key]).value
+    return cfg
+
+
+def rewrite_marked(module) -> int:
+    """Replace each `linalg.matmul` marked `lh.wgmma` (on memrefs) by a call to its generated kernel.
+
+    Returns how many were replaced; raises KernelConfigError naming what does not fit."""
+    from mlir import ir
+    from mlir.dialects import func
+
+    from workbench.worker.ir_walk import append_parsed, has_custom_indexing_maps, ops_where, symbol_names
+
+    marked = ops_where(module, lambda op: op.name == "linalg.matmul" and MARK in op.attributes)
+    existing = symbol_names(module)
+    for op in marked:
+        if len(op.results):
+            raise KernelConfigError("the marked matmul has tensor results: the rewrite runs after bufferization")
+        if has_custom_indexing_maps(op):
+            raise KernelConfigError("the marked matmul has custom indexing maps (transposed operands)")
+        types = [v.type for v in op.operands]
+        shapes = []
+        for what, ty in zip("ABC", types):
+            allowed = C_TYPES if what == "C" else ("f16",)
+            if not isinstance(ty, ir.MemRefType) or str(ty.element_type) not in allowed or ty.rank != 2:
+                raise KernelConfigError(f"operand {what} is {ty}: the wgmma kernel takes rank-2 memrefs of "
+                                        f"{' or '.join(allowed)}")
+            if not ty.has_static_shape or "strided" in str(ty) or "affine_map" in str(ty):
+                raise KernelConfigError(f"operand {what} is {ty}: static shape and identity layout needed "
+                                        "(TMA descriptors are made from the whole buffer)")
+            shapes.append(list(ty.shape))
+        (m, k), (k2, n), (m2, n2) = shapes
+        if (k, m, n) != (k2, m2, n2):
+            raise KernelConfigError(f"operand shapes {shapes} do not form a matmul")
+        cfg = _config(op.attributes[MARK])
+        cfg["c_type"] = str(types[2].element_type)
+        name = kernel_name(m, n, k, cfg)
+        if name not in existing:
+            try:
+                append_parsed(module, kernel_text(name, m, n, k, **cfg))
+            except ir.MLIRError as e:
+                raise KernelConfigError(f"generated kernel does not parse: {e}")
+            existing.add(name)
+        a, b, c = list(op.operands)
+        copy = _copy_of_result(op, c)
+        with ir.InsertionPoint(op), op.location:
+            func.CallOp([], ir.FlatSymbolRefAttr.get(name), [a, b, c, copy.operands[1] if copy else c])
+        if copy is not None:
+            copy.erase()
+        op.erase()
+    return len(marked)
+
+
+def _copy_of_result(matmul, c):
+    """The `memref.copy %C, %D` right after the matmul when nothing else reads %C: bufferization
+    wrote the result in place into C and copies it out (a public entry's result becomes an out
+    parameter). The kernel then reads C and writes D directly, saving a full pass over C."""
+    ops = list(matmul.block.operations)
+    i = next(j for j, o in enumerate(ops) if o == matmul)
+    if i + 1 >= len(ops):
+        return None
+    nxt = ops[i + 1]
+    if nxt.name != "memref.copy" or nxt.operands[0] != c or nxt.operands[1].type != c.type:
+        return None
+    if any(u.owner not in (matmul, nxt) for u in c.uses):
+        return None
+    return nxt

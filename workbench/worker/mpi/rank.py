@@ -1,0 +1,99 @@
+"""One MPI rank: JIT-compile the lowered module and run this rank's shard (started by `mpiexec`).
+
+    mpiexec -n N python -m workbench.worker.mpi.rank WORKDIR
+
+WORKDIR holds `request.pkl` (the run request: LLVM-dialect text, libraries, output specs,
+flags) and `inputs{R}.pkl` (this rank's input arrays). MPI is initialised here, through
+mpi4py, before the JIT-compiled code runs (the generated code calls MPI_Comm_rank,
+MPI_Allreduce, ... from the same `libmpi`), and finalised after. The answer of rank R goes
+to `rank{R}.pkl`: the run worker's answer dict (`args_after`, `outputs`, `times`, ...).
+All ranks pass a barrier before the timed wrapper so their iterations start together.
+
+Everything that can abort (an MLIR assertion, generated code that segfaults) takes this
+rank down; mpiexec then tears the others down and the host reports the failure.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import traceback
+from pathlib import Path
+
+
+def _run(req: dict, inputs: list, comm) -> dict:
+    """The run worker's request (see run_worker.handle_run), with a barrier before the timed wrapper."""
+    import time
+
+    import numpy as np
+    from mlir import ir
+    from mlir.execution_engine import ExecutionEngine
+
+    from workbench.worker.run_worker import _invoke
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(req["llvm"])  # the compile worker printed it: it parses
+        t0 = time.perf_counter()
+        failure = None
+        try:
+            engine = ExecutionEngine(module, opt_level=int(req.get("opt_level", 3)), shared_libs=list(req["libs"]))
+        except Exception as e:
+            failure = {"ok": False, "diagnostics": traceback.format_exc(),
+                       "error": f"JIT compilation failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}"}
+        # every rank must be ready before any of them calls into code that may wait on the others
+        if not comm.allreduce(failure is None, op=_land()):
+            return failure or {"ok": False, "error": "another rank failed before running"}
+        answer: dict = {"ok": True, "compile_s": time.perf_counter() - t0}
+        inputs = [np.ascontiguousarray(a) for a in inputs]
+        out_specs = req.get("outputs") or []
+        if req.get("call"):
+            args = [a.copy() for a in inputs]
+            outs = [np.zeros(o["shape"], dtype=o["dtype"]) for o in out_specs]
+            _invoke(engine, req["call"], args + outs)
+            answer["args_after"], answer["outputs"] = args, outs
+        if req.get("bench"):
+            args = [a.copy() for a in inputs]
+            outs = [np.zeros(o["shape"], dtype=o["dtype"]) for o in out_specs]
+            times = np.zeros(int(req["times_len"]), dtype=np.float64)
+            comm.Barrier()  # the ranks start their timed iterations together
+            t1 = time.perf_counter()
+            _invoke(engine, req["bench"], args + outs + [times])
+            answer["bench_wall_s"] = time.perf_counter() - t1
+            answer["times"] = times.tolist()
+        return answer
+
+
+def _land():
+    from mpi4py import MPI
+
+    return MPI.LAND
+
+
+def main(workdir: str) -> int:
+    from mpi4py import MPI  # initialises MPI (MPI_Init_thread) on import
+
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    wd = Path(workdir)
+    (wd / f"pid{rank}").write_text(str(os.getpid()))  # lets the host name the rank mpiexec reports as failed
+    with open(wd / "request.pkl", "rb") as f:
+        req = pickle.load(f)
+    with open(wd / f"inputs{rank}.pkl", "rb") as f:
+        inputs = pickle.load(f)
+    try:
+        answer = _run(req, inputs, comm)
+    except Exception as e:  # a Python-level failure of this rank: report it
+        answer = {"ok": False, "error": f"{type(e).__name__}: {e}".splitlines()[0],
+                  "diagnostics": traceback.format_exc()}
+    answer["rank"], answer["size"] = rank, size
+    tmp = wd / f"rank{rank}.pkl.tmp"
+    with open(tmp, "wb") as f:
+        pickle.dump(answer, f, protocol=pickle.HIGHEST_PROTOCOL)
+    os.replace(tmp, wd / f"rank{rank}.pkl")
+    sys.stdout.flush()
+    MPI.Finalize()
+    return 0 if answer.get("ok") else 3
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

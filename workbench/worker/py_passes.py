@@ -1,0 +1,132 @@
+"""Passes the workbench implements in Python (no upstream MLIR pass does the job, or the pass
+needs a fact about this machine, such as the GPU's compute capability).
+
+A `pass:` stage whose pipeline is one of these names, optionally with `{key=value ...}` options,
+runs the Python function on the module in the compile worker, e.g. `pass: "lh-gpu-device-wrapper"`
+in pipelines/cuda/lower.yaml.
+"""
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from workbench.common.cuda_probe import DEFAULT_CHIP, detected_chip
+
+
+class PyPassError(Exception):
+    pass
+
+
+def _device_wrapper(module, options: dict) -> None:
+    from workbench.worker.cuda import gpu_wrapper
+
+    gpu_wrapper.to_device_wrapper(module)
+
+
+def _device_memory(module, options: dict) -> None:
+    from workbench.worker.cuda import gpu_wrapper
+
+    gpu_wrapper.device_memory(module)
+
+
+def _exp_approx(module, options: dict) -> None:
+    from workbench.worker.cpu import math_approx
+
+    math_approx.approximate_exp(module)
+
+
+BARRIER_MARK = "lh.barrier_after"
+
+
+def _barrier_after_async_wait(module, options: dict) -> None:
+    """A gpu.barrier right after each nvgpu.device_async_wait marked `lh.barrier_after` (the mark is dropped).
+
+    A schedule marks the waits of a cp.async pipeline it built without the barriers of
+    map_nested_forall_to_threads (they make transform.nvgpu.pipeline_shared_memory_copies assert in
+    MLIR 22.1.8 when they precede a copy); no upstream transform op inserts a barrier.
+    """
+    from mlir import ir
+
+    from workbench.worker.ir_walk import ops_where
+
+    marked = ops_where(module, lambda op: op.name == "nvgpu.device_async_wait" and BARRIER_MARK in op.attributes)
+    for wait in marked:
+        ops = list(wait.block.operations)
+        nxt = next(o for i, o in enumerate(ops) if i > 0 and ops[i - 1] == wait)
+        with ir.InsertionPoint(nxt), wait.location:
+            ir.Operation.create("gpu.barrier")
+        del wait.attributes[BARRIER_MARK]
+
+
+def nvvm_pipeline_text(options: dict) -> str:
+    chip = options.get("chip", "auto")
+    if chip in ("", "auto"):
+        chip = detected_chip() or DEFAULT_CHIP
+    if not re.fullmatch(r"sm_\d+a?", chip):
+        raise PyPassError(f"chip={chip!r}: expected sm_NN (e.g. sm_90) or auto")
+    features = options.get("features", "+ptx80")
+    fmt = options.get("format", "isa")
+    if fmt not in ("isa", "bin", "fatbin", "llvm", "offload"):
+        raise PyPassError(f"format={fmt!r}: expected isa (PTX, JIT-compiled by the driver), bin or fatbin (need ptxas)")
+    opt = int(options.get("opt-level", 3))
+    return (f"builtin.module(gpu-lower-to-nvvm-pipeline{{cubin-chip={chip} cubin-features={features} "
+            f"cubin-format={fmt} opt-level={opt}}})")
+
+
+_TIMING_PROPERTY = re.compile(r"\b\w+TimeInMs = \d+ : i64(, )?")
+
+
+def _nvvm_lower(module, options: dict) -> None:
+    """gpu-lower-to-nvvm-pipeline for `chip` (auto: the compute capability the driver reports, as its
+    arch-specific target where there is one, else sm_90a).
+
+    Serialization records how long it took (`LLVMIRToISATimeInMs` in each gpu.object's properties):
+    dropped, so that lowering the same IR twice gives the same text (byte-identical replay)."""
+    from mlir import ir, passmanager
+
+    from workbench.worker.ir_walk import ops_where
+
+    passmanager.PassManager.parse(nvvm_pipeline_text(options)).run(module.operation)
+    for binary in ops_where(module, lambda op: op.name == "gpu.binary"):
+        text = str(binary.attributes["objects"])
+        cleaned = _TIMING_PROPERTY.sub("", text).replace("properties = {}, ", "")
+        if cleaned != text:
+            binary.attributes["objects"] = ir.Attribute.parse(cleaned)
+
+
+#: name -> (function(module, options), help)
+PASSES: dict[str, tuple[Callable, str]] = {
+    "lh-gpu-device-wrapper": (_device_wrapper, "benchmark wrapper -> GPU form (device buffers, copies outside the timed region)"),
+    "lh-gpu-device-memory": (_device_memory, "host-side memref.alloc/dealloc/copy of the payload -> gpu.alloc/dealloc/memcpy"),
+    "lh-barrier-after-async-wait": (_barrier_after_async_wait, "gpu.barrier after each nvgpu.device_async_wait marked lh.barrier_after (pipelined cp.async schedules)"),
+    "lh-math-exp-approx": (_exp_approx, "math.exp on f32 / vector<..xf32> -> arith + math.fma polynomial (no libm expf; workbench/worker/cpu/math_approx.py)"),
+    "lh-nvvm-lower": (_nvvm_lower, "gpu-lower-to-nvvm-pipeline for {chip=auto|sm_NN features=+ptx80 format=isa opt-level=3}"),
+}
+
+_REF = re.compile(r"^([A-Za-z0-9_.-]+)\s*(?:\{(.*)\})?$", re.S)
+
+
+def parse(pipeline: str) -> tuple[str, dict] | None:
+    text = pipeline.strip()
+    if text.startswith("builtin.module(") and text.endswith(")"):
+        text = text[len("builtin.module("):-1].strip()
+    m = _REF.match(text)
+    if not m or m.group(1) not in PASSES:
+        return None
+    options = {}
+    for item in (m.group(2) or "").split():
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise PyPassError(f"{m.group(1)}: option {item!r} is not key=value")
+        options[key] = value
+    return m.group(1), options
+
+
+def lookup(pipeline: str):
+    """A callable(module) for a pass-stage text naming a Python pass, else None."""
+    parsed = parse(pipeline)
+    if parsed is None:
+        return None
+    name, options = parsed
+    fn = PASSES[name][0]
+    return lambda module: fn(module, options)

@@ -1,0 +1,102 @@
+"""The run worker: JIT-compiles an LLVM-dialect module with ExecutionEngine and calls it.
+
+Started fresh for every run (`RunClient`), so generated code that segfaults, aborts or
+loops forever takes only this process down. Requests:
+
+  {"op": "run", "llvm": text, "libs": [paths], "opt_level": 3,
+   "inputs": [ndarray, ...], "outputs": [{"shape", "dtype"}, ...], "times_len": N,
+   "call": "_lh_call" | None, "bench": "_lh_bench" | None, "preload": [paths]}
+  -> {"ok", "args_after": [ndarray], "outputs": [ndarray], "times": [float], "compile_s"}
+
+`call` runs the entry once on copies of the inputs (for the correctness check);
+`bench` runs the timed wrapper on other copies and returns its per-iteration times.
+"""
+from __future__ import annotations
+
+import ctypes
+import sys
+import time
+import traceback
+
+import numpy as np
+
+from workbench.worker.protocol import serve_requests
+
+
+def _descriptor_ptr(arr: np.ndarray):
+    from mlir.runtime import get_ranked_memref_descriptor
+
+    desc = get_ranked_memref_descriptor(arr)
+    return ctypes.pointer(ctypes.pointer(desc)), desc
+
+
+def _invoke(engine, name: str, arrays: list[np.ndarray]) -> None:
+    ptrs = []
+    keep = []
+    for a in arrays:
+        p, d = _descriptor_ptr(a)
+        ptrs.append(p)
+        keep.append(d)
+    engine.invoke(name, *ptrs)
+
+
+def handle_run(req: dict) -> dict:
+    for lib in req.get("preload") or []:
+        ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+    from mlir import ir
+    from mlir.execution_engine import ExecutionEngine
+
+    ctx = ir.Context()
+    with ctx, ir.Location.unknown():
+        try:
+            module = ir.Module.parse(req["llvm"])
+        except ir.MLIRError as e:
+            return {"ok": False, "error": f"lowered module does not parse: {str(e).splitlines()[0]}",
+                    "diagnostics": str(e)}
+        t0 = time.perf_counter()
+        try:
+            engine = ExecutionEngine(module, opt_level=int(req.get("opt_level", 3)), shared_libs=list(req["libs"]))
+            if req.get("initialize"):
+                engine.initialize()
+        except Exception as e:
+            return {"ok": False, "error": f"JIT compilation failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}",
+                    "diagnostics": traceback.format_exc()}
+        compile_s = time.perf_counter() - t0
+        inputs = [np.ascontiguousarray(a) for a in req["inputs"]]
+        answer: dict = {"ok": True, "compile_s": compile_s}
+        out_specs = req.get("outputs") or []
+        if req.get("call"):
+            args = [a.copy() for a in inputs]
+            outs = [np.zeros(o["shape"], dtype=o["dtype"]) for o in out_specs]
+            _invoke(engine, req["call"], args + outs)
+            answer["args_after"] = args
+            answer["outputs"] = outs
+        if req.get("bench"):
+            args = [a.copy() for a in inputs]
+            outs = [np.zeros(o["shape"], dtype=o["dtype"]) for o in out_specs]
+            times = np.zeros(int(req["times_len"]), dtype=np.float64)
+            t1 = time.perf_counter()
+            _invoke(engine, req["bench"], args + outs + [times])
+            answer["bench_wall_s"] = time.perf_counter() - t1
+            answer["times"] = times.tolist()
+        return answer
+
+
+def limit_cores() -> None:
+    """`run --threads N`: pin this process to N cores, which bounds every runtime's thread pool
+    (OpenMP, MLIR's async runtime, BLAS) since they size themselves from the CPU affinity."""
+    import os
+
+    n = int(os.environ.get("LH_WORKBENCH_THREADS", "0") or 0)
+    if n > 0 and hasattr(os, "sched_setaffinity"):
+        cores = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, cores[:n])
+
+
+def serve(fd: int) -> None:
+    limit_cores()
+    serve_requests(fd, handle_run)
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))

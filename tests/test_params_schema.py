@@ -113,7 +113,7 @@ def test_session_rejects_a_dict_violating_payload_constraints(ctx, tmp_path):
 def test_knobs_of_a_transform_file_are_parameters(ctx, tmp_path):
     ok(ctx, f"load {REPO / 'examples' / 'matmul.mlir'}")
     step = Step("transform", str(FIX / "tile_knobs.mlir"), {}, {}, REPO)
-    schema = step.schema()
+    schema = step.schema(ctx.session.build_ctx)
     assert schema.params["tile_m"].choices == [16, 32, 64] and schema.params["tile_m"].default == 32
     assert schema.params["tile_n"].choices == [8, 16, 32] and schema.params["tile_n"].default is None
     assert schema.params["tile_m"].type == "int"
@@ -135,6 +135,28 @@ def test_knobs_of_a_transform_file_are_parameters(ctx, tmp_path):
     sha = ctx.session.current_sha
     ok(ctx, f"replay {tmp_path / 's.yaml'}")
     assert ctx.session.current_sha == sha
+
+
+def test_knobs_are_read_by_the_sessions_own_worker(tmp_path):
+    """Each session reads knobs through its own compile worker: no process-global reader (the last
+    session created used to win) and no second, private worker."""
+    from workbench.steps import params as params_module
+
+    text = (FIX / "tile_knobs.mlir").read_text().replace("[16, 32, 64]", "[16, 32, 128]")  # uncached text
+    knob_file = tmp_path / "knobs.mlir"
+    knob_file.write_text(text)
+    asked: list[str] = []
+    first, second = Session(), Session()
+    try:
+        for name, s in (("first", first), ("second", second)):
+            inner = s.build_ctx.knob_reader
+            s.build_ctx.knob_reader = lambda t, p, inner=inner, name=name: asked.append(name) or inner(t, p)
+        schema = Step("transform", str(knob_file), {}, {}, tmp_path).schema(first.build_ctx)
+        assert schema.params["tile_m"].choices == [16, 32, 128]
+        assert asked == ["first"] and params_module._private_client is None
+    finally:
+        first.close()
+        second.close()
 
 
 def test_knob_values_written_back_as_selected(compile_client):

@@ -287,7 +287,8 @@ class Completer:
         from workbench.steps.kinds import step_from_command
 
         try:
-            return step_from_command(ref, self.cwd).schema()
+            ctx = self.session.build_ctx if self.session is not None else None
+            return step_from_command(ref, self.cwd).schema(ctx)
         except Exception:
             return None
 
@@ -331,7 +332,7 @@ class Completer:
             if not 1 <= index <= len(s.steps):
                 return []
             try:
-                schema = s.steps[index - 1].step.schema()
+                schema = s.steps[index - 1].step.schema(s.build_ctx)
             except Exception:
                 return []
         elif cmd.name == "bench":

@@ -24,7 +24,7 @@ from workbench.common.mlir_libs import mlir_version
 from workbench.execution.worker_client import CompileClient
 from workbench.paths import state_dir
 from workbench.steps.kinds import BuildContext, Step, StepError, load_pipeline_yaml, step_from_entry
-from workbench.steps.params import ParamError, payload_dims, set_knob_reader
+from workbench.steps.params import ParamError, payload_dims
 from workbench.steps.spec import SpecError
 from workbench.targets import TargetError, get_target
 
@@ -137,7 +137,7 @@ class Session:
         self.progress: Callable[[str], None] | None = None
         self.saved_path: Path | None = None   # where `save` last wrote (tune studies live next to it)
         # transform.tune.knob schemas are read by parsing the transform module in our worker
-        set_knob_reader(lambda text, path: self.client.request({"op": "knobs", "text": text, "path": path}))
+        self.build_ctx.knob_reader = lambda text, path: self.client.request({"op": "knobs", "text": text, "path": path})
 
     # -- basic state -------------------------------------------------------------------
     @property
@@ -217,7 +217,7 @@ class Session:
         """Check the step's complete parameter dict against its schema's relations and, when they
         name payload dimensions, against the dims of the step's input. Raises SessionError."""
         try:
-            schema = step.schema()
+            schema = step.schema(self.build_ctx)
         except (StepError, ParamError) as e:
             raise SessionError(str(e), step_index=index)
         has_refs = any(p.divides is not None or p.multiple_of is not None for p in schema.params.values())
@@ -259,7 +259,7 @@ class Session:
     def complete_params(self, step: Step) -> Step:
         """Fill in schema defaults so the recorded parameter dict is concrete."""
         try:
-            schema = step.schema()
+            schema = step.schema(self.build_ctx)
             params = schema.defaults()
             params.update(schema.validate(step.params))
         except (StepError, ParamError) as e:
@@ -297,7 +297,7 @@ class Session:
             raise SessionError(f"no active step {index} (active steps: 1..{self.cursor})")
         old = self.steps[index - 1]
         try:
-            schema = old.step.schema()
+            schema = old.step.schema(self.build_ctx)
             validated = schema.validate(updates)
         except (StepError, ParamError) as e:
             raise SessionError(str(e), step_index=index)

@@ -76,7 +76,7 @@ def search_space(session: Session, index: int, opts: TuneOptions) -> tuple[dict[
     applied = session.steps[index - 1]
     step = applied.step
     try:
-        schema = step.schema()
+        schema = step.schema(session.build_ctx)
     except (StepError, ParamError) as e:
         raise TuneError(str(e))
     dims = {}

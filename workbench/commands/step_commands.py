@@ -64,7 +64,7 @@ def cmd_params(ctx: CommandContext, a: Args) -> Result:
         selected_by = f"file:{Path(a['import']).name}"
     elif not a["values"]:
         try:
-            schema = step.schema()
+            schema = step.schema(s.build_ctx)
         except StepError as e:
             return fail(e)
         data = {"step": index, "params": step.params, "table": schema_table(schema, step.params),

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Callable, Any, ClassVar
 
 import yaml
 
@@ -37,9 +37,11 @@ class TrustError(StepError):
 
 @dataclass
 class BuildContext:
-    """What building stages may depend on: trust policy."""
+    """What building stages and schemas may depend on: the trust policy, and the session's compile
+    worker for reading `transform.tune.knob` options (`knob_reader(text, path)` -> its answer)."""
     allow_python: bool = False
     trusted: set[str] = field(default_factory=set)
+    knob_reader: Callable[[str, str], dict] | None = None
 
     def check_trust(self, path: Path) -> None:
         if self.allow_python or in_library(path) or str(path.resolve()) in self.trusted:
@@ -65,8 +67,10 @@ class Step:
     def resolve(self) -> Path:
         return resolve_path(self.spec, self.base_dir)
 
-    def schema(self) -> Schema:
-        return self.kind_impl.schema(self)
+    def schema(self, ctx: BuildContext | None = None) -> Schema:
+        """The step's parameter schema; `ctx` gives the session's compile worker (transform files
+        with knobs are parsed there; without a ctx a private worker is started)."""
+        return self.kind_impl.schema(self, ctx)
 
     def stages(self, ctx: BuildContext) -> list[dict]:
         return self.kind_impl.stages(self, ctx, depth=0)
@@ -122,7 +126,7 @@ class StepKind:
     yaml_key: ClassVar[str] = ""
     help: ClassVar[str] = ""
 
-    def schema(self, step: Step) -> Schema:
+    def schema(self, step: Step, ctx: BuildContext | None = None) -> Schema:
         return Schema()
 
     def stages(self, step: Step, ctx: BuildContext, depth: int) -> list[dict]:
@@ -170,10 +174,10 @@ class TransformKind(StepKind):
         except OSError as e:
             raise StepError(f"cannot read transform file {step.spec}: {e.strerror}")
 
-    def schema(self, step):
+    def schema(self, step, ctx=None):
         """The module's `transform.tune.knob` ops: name -> options (choices), current `selected` (default)."""
         try:
-            return knob_schema(self._text(step), str(step.resolve()))
+            return knob_schema(self._text(step), str(step.resolve()), ctx.knob_reader if ctx else None)
         except ParamError as e:
             raise StepError(str(e))
 
@@ -184,7 +188,7 @@ class TransformKind(StepKind):
                  "entry": step.options.get("seq", "__transform_main")}
         if step.params:
             try:
-                stage["knobs"] = self.schema(step).validate(step.params)
+                stage["knobs"] = self.schema(step, ctx).validate(step.params)
             except ParamError as e:
                 raise StepError(str(e))
         return [stage]
@@ -200,7 +204,7 @@ class ScheduleKind(StepKind):
             raise StepError(f"schedule {step.spec} needs a generator: {step.spec}[gen=function]")
         return gen
 
-    def schema(self, step):
+    def schema(self, step, ctx=None):
         try:
             return generator_schema(step.resolve(), self._gen(step))[0]
         except ParamError as e:
@@ -234,7 +238,7 @@ class RewriteKind(StepKind):
     name = yaml_key = "rewrite"
     help = "a worker-side rewrite, e.g. `rewrite ukernel-calls{library=auto}` (marked matmuls -> BLAS calls)"
 
-    def schema(self, step):
+    def schema(self, step, ctx=None):
         from workbench.common.rewrites import REWRITES
 
         if step.spec not in REWRITES:
@@ -268,7 +272,7 @@ class BenchKind(StepKind):
         "outputs": ParamSpec("outputs", "str", "", "output argument indices for functions without results"),
     })
 
-    def schema(self, step):
+    def schema(self, step, ctx=None):
         return self._SCHEMA
 
     def stages(self, step, ctx, depth):
@@ -353,7 +357,7 @@ class IncludeKind(StepKind):
     def _file(self, step: Step) -> Path:
         return step.resolve()
 
-    def schema(self, step):
+    def schema(self, step, ctx=None):
         _, defaults = load_pipeline_yaml(self._file(step))
         used = _variables_used(self._file(step))
         params = {name: ParamSpec(name, _type_of(defaults.get(name)), defaults.get(name)) for name in used}

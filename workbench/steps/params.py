@@ -406,27 +406,19 @@ def candidate_values(spec: ParamSpec, dims: dict[str, int] | None = None, curren
 
 
 # -- transform.tune.knob ops of a .mlir schedule ------------------------------------------------
-# Reading knobs means parsing the transform module, which only the compile worker does. The
-# session installs a reader that uses its worker (`set_knob_reader`); without one, a private
-# compile worker is started on first use. Results are cached by the module text's sha256.
-_knob_reader = None
+# Reading knobs means parsing the transform module, which only the compile worker does. A session
+# passes a reader that uses its own worker (BuildContext.knob_reader); without one (no session), a
+# private compile worker is started on first use. Results are cached by the module text's sha256.
 _knob_cache: dict[str, list[dict]] = {}
 _private_client = None
 
 
-def set_knob_reader(reader) -> None:
-    """reader(text, path) -> the compile worker's answer to {"op": "knobs"}."""
-    global _knob_reader
-    _knob_reader = reader
-
-
-def _read_knobs(text: str, path: str) -> list[dict]:
+def _read_knobs(text: str, path: str, reader=None) -> list[dict]:
     import hashlib
 
     key = hashlib.sha256(text.encode()).hexdigest()
     if key in _knob_cache:
         return _knob_cache[key]
-    reader = _knob_reader
     if reader is None:
         global _private_client
         if _private_client is None:
@@ -444,13 +436,13 @@ def _read_knobs(text: str, path: str) -> list[dict]:
     return ans["knobs"]
 
 
-def knob_schema(text: str, path: str) -> Schema:
+def knob_schema(text: str, path: str, reader=None) -> Schema:
     """Schema of a transform module: one parameter per `transform.tune.knob` name; array `options`
     become the choices, a `selected` value already in the file the default."""
     if "transform.tune.knob" not in text:
         return Schema()
     schema = Schema()
-    for k in _read_knobs(text, path):
+    for k in _read_knobs(text, path, reader):
         choices = k.get("options")
         typ = "any"
         if choices:

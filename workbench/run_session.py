@@ -156,13 +156,21 @@ def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: 
         session.reference_cache.put(key, cached)
     got = select_outputs(meta, ans["args_after"], ans["outputs"])
     want = cached["want"]
-    dtype = ref_specs[-1]["dtype"] if ref_specs else "f32"
-    out_specs = rmeta["arg_specs"][rmeta["num_inputs"]:rmeta["num_inputs"] + rmeta["num_outputs"]]
-    if out_specs:
-        dtype = out_specs[0]["dtype"]
+    dtypes = _output_dtypes(rmeta)
     if opts.save_outputs is not None:
         _save(opts.save_outputs, "reference", want)
-    return compare(got, want, dtype).to_json()
+    return compare(got, want, dtypes).to_json()
+
+
+def _output_dtypes(meta: dict) -> list[str]:
+    """The element type of each selected output (`result:j` -> the j-th output buffer, `arg:i` -> argument i)."""
+    specs = meta["arg_specs"]
+    dtypes = []
+    for o in meta["outputs"]:
+        kind, _, idx = o.partition(":")
+        spec = specs[meta["num_inputs"] + int(idx)] if kind == "result" else specs[int(idx)]
+        dtypes.append(spec["dtype"])
+    return dtypes
 
 
 def _reference_key(session: Session, target, opts: RunOptions, inputs: list) -> tuple:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from workbench.common.dtypes import INPUT_KINDS, TOLERANCE, RunInputError, numpy_dtype  # noqa: F401  (re-exported)
+from workbench.common.dtypes import INPUT_KINDS, TOLERANCE, RunInputError, is_extended_float, is_float, numpy_dtype, tolerance  # noqa: F401  (re-exported)
 from workbench.execution.worker_client import WorkerProcess
 
 def make_inputs(specs: list[dict], kind: str = "random", seed: int = 0,
@@ -27,6 +27,7 @@ def make_inputs(specs: list[dict], kind: str = "random", seed: int = 0,
                 arr = np.load(path, allow_pickle=False)
             except (OSError, ValueError) as e:
                 raise RunInputError(f"input {i}: cannot read {path}: {e}")
+            arr = _as_element_type(arr, np.dtype(dtype))
             if arr.shape != shape or arr.dtype != np.dtype(dtype):
                 raise RunInputError(f"input {i} from {path}: got {arr.dtype}{list(arr.shape)}, expected "
                                     f"{np.dtype(dtype)}{list(shape)} ({spec.get('type', '')})")
@@ -36,13 +37,28 @@ def make_inputs(specs: list[dict], kind: str = "random", seed: int = 0,
             arrays.append(np.zeros(shape, dtype))
         elif kind == "ones":
             arrays.append(np.ones(shape, dtype))
-        elif np.issubdtype(dtype, np.floating):
-            arrays.append(rng.uniform(-1.0, 1.0, shape).astype(dtype))
+        elif is_float(dtype):
+            arrays.append(rng.uniform(-1.0, 1.0, shape).astype(np.float32).astype(dtype))
         elif dtype == np.bool_:
             arrays.append(rng.integers(0, 2, shape).astype(dtype))
         else:
             arrays.append(rng.integers(-8, 8, shape).astype(dtype))
     return arrays
+
+
+def _as_element_type(arr: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """A .npy for a bf16/fp8 argument: np.save writes ml_dtypes arrays as raw `|V2`/`|V1` items (read
+    back as such), and frameworks often save them widened to f32: both are accepted, the latter only
+    where every value is exactly representable."""
+    if not is_extended_float(dtype) or arr.dtype == dtype:
+        return arr
+    if arr.dtype.kind == "V" and arr.dtype.itemsize == dtype.itemsize:
+        return arr.view(dtype)
+    if is_float(arr.dtype):
+        narrowed = arr.astype(dtype)
+        if np.array_equal(narrowed.astype(np.float64), arr.astype(np.float64), equal_nan=True):
+            return narrowed
+    return arr
 
 
 @dataclass
@@ -68,26 +84,34 @@ class Check:
                 "tolerance": self.tolerance}
 
 
-def compare(outputs: list[np.ndarray], references: list[np.ndarray], dtype: str) -> Check:
+def compare(outputs: list[np.ndarray], references: list[np.ndarray], dtype: str | list[str]) -> Check:
+    """Largest error of each output relative to its reference's largest magnitude, against the
+    tolerance of its element type (`dtype`: one MLIR type name for all outputs, or one per output)."""
     if len(outputs) != len(references):
         return Check(False, float("inf"), float("inf"), 0.0,
                      [f"{len(outputs)} outputs vs {len(references)} reference outputs"])
-    tol = TOLERANCE.get(dtype, 0.0)
-    max_abs, max_rel, details = 0.0, 0.0, []
+    dtypes = [dtype] * len(outputs) if isinstance(dtype, str) else list(dtype)
+    tols = [tolerance(d) for d in dtypes] or [tolerance("f32")]
+    max_abs, max_rel, passed, details = 0.0, 0.0, True, []
     for i, (o, r) in enumerate(zip(outputs, references)):
         if o.shape != r.shape:
             details.append(f"output {i}: shape {list(o.shape)} vs reference {list(r.shape)}")
-            return Check(False, float("inf"), float("inf"), tol, details)
+            return Check(False, float("inf"), float("inf"), max(tols), details)
         if o.size == 0:
             continue
-        diff = np.abs(o.astype(np.float64) - r.astype(np.float64))
+        o64, r64 = o.astype(np.float64), r.astype(np.float64)  # bf16/fp8/bool/int compare as f64
+        diff = np.abs(o64 - r64)
         a = float(np.nanmax(diff)) if not np.isnan(diff).all() else float("inf")
-        if np.isnan(o).any() != np.isnan(r).any():
+        if np.isnan(o64).any() != np.isnan(r64).any():
             a = float("inf")
-        scale = float(np.max(np.abs(r.astype(np.float64)))) or 1.0
+        scale = float(np.max(np.abs(r64))) or 1.0
         max_abs = max(max_abs, a)
         max_rel = max(max_rel, a / scale)
-    return Check(max_rel <= tol, max_abs, max_rel, tol, details)
+        if a / scale > tols[min(i, len(tols) - 1)]:
+            passed = False
+            details.append(f"output {i} ({dtypes[i] if i < len(dtypes) else '?'}): relative error {a / scale:.3g} "
+                           f"> {tols[min(i, len(tols) - 1)]:g}")
+    return Check(passed, max_abs, max_rel, max(tols), details)
 
 
 def select_outputs(meta: dict, args_after: list[np.ndarray], outputs: list[np.ndarray]) -> list[np.ndarray]:

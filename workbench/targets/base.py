@@ -117,12 +117,11 @@ class Target:
 
 def output_specs(meta: dict, arg_specs: list[dict]) -> list[dict]:
     """Shapes and numpy dtypes of the wrapper's output buffers (after its inputs)."""
-    import numpy as np
-
     from workbench.common.dtypes import numpy_dtype
 
     n_in, n_out = meta["num_inputs"], meta["num_outputs"]
-    return [{"shape": o["shape"], "dtype": np.dtype(numpy_dtype(o["dtype"])).str} for o in arg_specs[n_in:n_in + n_out]]
+    # by name (`float32`, `bfloat16`): `.str` of an ml_dtypes type is only `<V2`
+    return [{"shape": o["shape"], "dtype": numpy_dtype(o["dtype"]).name} for o in arg_specs[n_in:n_in + n_out]]
 
 
 _REGISTRY: dict[str, Target] = {}

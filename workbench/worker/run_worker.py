@@ -20,14 +20,21 @@ import traceback
 
 import numpy as np
 
+from workbench.common.dtypes import dtype_by_name, raw_view
 from workbench.worker.protocol import serve_requests
 
 
 def _descriptor_ptr(arr: np.ndarray):
     from mlir.runtime import get_ranked_memref_descriptor
 
-    desc = get_ranked_memref_descriptor(arr)
+    # bf16/fp8 arrays go in as raw bytes of their itemsize (ctypes has no type for them)
+    desc = get_ranked_memref_descriptor(raw_view(arr))
     return ctypes.pointer(ctypes.pointer(desc)), desc
+
+
+def output_buffers(out_specs: list[dict]) -> list[np.ndarray]:
+    """Zeroed output buffers from the request's `{"shape", "dtype"}` specs (dtype by name: `bfloat16`...)."""
+    return [np.zeros(o["shape"], dtype=dtype_by_name(o["dtype"])) for o in out_specs]
 
 
 def _invoke(engine, name: str, arrays: list[np.ndarray]) -> None:
@@ -67,13 +74,13 @@ def handle_run(req: dict) -> dict:
         out_specs = req.get("outputs") or []
         if req.get("call"):
             args = [a.copy() for a in inputs]
-            outs = [np.zeros(o["shape"], dtype=o["dtype"]) for o in out_specs]
+            outs = output_buffers(out_specs)
             _invoke(engine, req["call"], args + outs)
             answer["args_after"] = args
             answer["outputs"] = outs
         if req.get("bench"):
             args = [a.copy() for a in inputs]
-            outs = [np.zeros(o["shape"], dtype=o["dtype"]) for o in out_specs]
+            outs = output_buffers(out_specs)
             times = np.zeros(int(req["times_len"]), dtype=np.float64)
             t1 = time.perf_counter()
             _invoke(engine, req["bench"], args + outs + [times])

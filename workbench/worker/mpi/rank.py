@@ -29,7 +29,7 @@ def _run(req: dict, inputs: list, comm) -> dict:
     from mlir import ir
     from mlir.execution_engine import ExecutionEngine
 
-    from workbench.worker.run_worker import _invoke
+    from workbench.worker.run_worker import _invoke, output_buffers
 
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(req["llvm"])  # the compile worker printed it: it parses
@@ -48,12 +48,12 @@ def _run(req: dict, inputs: list, comm) -> dict:
         out_specs = req.get("outputs") or []
         if req.get("call"):
             args = [a.copy() for a in inputs]
-            outs = [np.zeros(o["shape"], dtype=o["dtype"]) for o in out_specs]
+            outs = output_buffers(out_specs)
             _invoke(engine, req["call"], args + outs)
             answer["args_after"], answer["outputs"] = args, outs
         if req.get("bench"):
             args = [a.copy() for a in inputs]
-            outs = [np.zeros(o["shape"], dtype=o["dtype"]) for o in out_specs]
+            outs = output_buffers(out_specs)
             times = np.zeros(int(req["times_len"]), dtype=np.float64)
             comm.Barrier()  # the ranks start their timed iterations together
             t1 = time.perf_counter()

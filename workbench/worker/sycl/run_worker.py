@@ -125,7 +125,9 @@ class PlanRunner:
     def download(self, buf, shape, dtype):
         import numpy as np
 
-        out = np.empty(shape, dtype=dtype)
+        from workbench.common.dtypes import dtype_by_name
+
+        out = np.empty(shape, dtype=dtype_by_name(dtype) if isinstance(dtype, str) else dtype)
         if out.nbytes:
             self.q.memcpy(out, buf["mem"], out.nbytes)
         return out
@@ -211,6 +213,8 @@ def handle_run(req: dict) -> dict:
     import dpctl
     import numpy as np
 
+    from workbench.worker.run_worker import output_buffers
+
     try:
         device = select_device(req.get("device") or {})
         try:
@@ -225,7 +229,7 @@ def handle_run(req: dict) -> dict:
 
         def buffers():
             bufs = [runner.upload(a) for a in inputs]
-            outs = [runner.upload(np.zeros(o["shape"], dtype=o["dtype"])) for o in out_specs]
+            outs = [runner.upload(b) for b in output_buffers(out_specs)]
             return bufs, outs
 
         if req.get("call"):

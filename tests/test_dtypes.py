@@ -1,0 +1,103 @@
+"""Element types beyond numpy's: bf16, f16 and fp8 (e4m3, e5m2) through ml_dtypes, end to end on the CPU."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from conftest import load_npys, ok
+from workbench.common.dtypes import dtype_by_name, numpy_dtype, raw_view, tolerance
+from workbench.execution.runner import compare, make_inputs
+
+PAYLOADS = Path(__file__).parent / "payloads"
+BF16 = np.dtype(ml_dtypes.bfloat16)
+
+
+@pytest.mark.parametrize("mlir, want", [("bf16", ml_dtypes.bfloat16), ("f8E4M3FN", ml_dtypes.float8_e4m3fn),
+                                        ("f8E5M2", ml_dtypes.float8_e5m2), ("f16", np.float16), ("i1", np.bool_)])
+def test_element_types_map_to_numpy_dtypes_that_survive_the_trip_by_name(mlir, want):
+    dt = numpy_dtype(mlir)
+    assert dt == np.dtype(want)
+    assert dtype_by_name(dt.name) == dt  # output buffer specs travel by name
+
+
+def test_random_bf16_and_fp8_inputs_are_floats_in_range():
+    specs = [{"shape": [4, 8], "dtype": "bf16"}, {"shape": [16], "dtype": "f8E4M3FN"}, {"shape": [16], "dtype": "f8E5M2"}]
+    arrays = make_inputs(specs, seed=3)
+    assert [a.dtype for a in arrays] == [BF16, np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)]
+    for a in arrays:
+        v = a.astype(np.float32)
+        assert -1 <= v.min() < 0 < v.max() <= 1 and len(np.unique(v)) > 4
+
+
+def test_raw_view_shares_memory_with_the_itemsize_of_the_type():
+    a = np.ones((3, 5), BF16)
+    raw = raw_view(a)
+    assert raw.dtype == np.uint16 and raw.strides == a.strides and np.shares_memory(raw, a)
+    raw[0, 0] = np.array([2.0], BF16).view(np.uint16)[0]
+    assert float(a[0, 0]) == 2.0
+
+
+def test_compare_uses_each_outputs_own_tolerance():
+    ref = np.linspace(-1, 1, 100, dtype=np.float32)
+    off = (ref + 0.01).astype(BF16)  # 1 % off: within bf16's tolerance, far outside f32's
+    assert compare([off], [ref.astype(BF16)], "bf16").passed
+    assert not compare([off.astype(np.float32)], [ref], "f32").passed
+    mixed = compare([off, ref], [ref.astype(BF16), ref + 1e-3], ["bf16", "f32"])
+    assert not mixed.passed and "output 1 (f32)" in mixed.details[0]
+    assert tolerance("f8E5M2") > tolerance("f8E4M3FN") > tolerance("bf16") > tolerance("f32")
+
+
+def test_npy_inputs_for_bf16_saved_raw_or_widened(tmp_path):
+    a = np.linspace(-1, 1, 8, dtype=np.float32).astype(BF16)
+    np.save(tmp_path / "raw.npy", a)                    # np.save writes |V2
+    np.save(tmp_path / "wide.npy", a.astype(np.float32))  # what a framework exporting f32 writes
+    spec = [{"shape": [8], "dtype": "bf16"}]
+    for name in ("raw", "wide"):
+        got = make_inputs(spec, npy_files={0: tmp_path / f"{name}.npy"})[0]
+        assert got.dtype == BF16 and np.array_equal(got, a)
+    np.save(tmp_path / "lossy.npy", np.full(8, 1.001, np.float32))
+    with pytest.raises(ValueError, match="expected bfloat16"):
+        make_inputs(spec, npy_files={0: tmp_path / "lossy.npy"})
+
+
+def _run_checked(ctx, payload: Path, out: Path) -> dict:
+    ok(ctx, f"load {payload}")
+    ok(ctx, "bench iterations=2")
+    ok(ctx, "apply cpu-lower")
+    run = ok(ctx, f"run --check --save-outputs {out}").data["run"]
+    assert run["error"] is None and run["check"]["passed"], run
+    return run
+
+
+def _bf16(arrays):
+    return [a.view(BF16) if a.dtype.kind == "V" else a for a in arrays]
+
+
+def test_bf16_matmul_with_f32_accumulator_runs_and_equals_numpy(ctx, tmp_path):
+    _run_checked(ctx, PAYLOADS / "matmul_bf16.mlir", tmp_path)
+    a, b = _bf16(load_npys(tmp_path, "input"))
+    c = load_npys(tmp_path, "output")[0]
+    assert a.dtype == BF16 and c.dtype == np.float32 and c.shape == (64, 32)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-5)
+
+
+def test_bf16_matmul_bf16_result(ctx, tmp_path):
+    run = _run_checked(ctx, PAYLOADS / "matmul_bf16_out.mlir", tmp_path)
+    assert run["check"]["tolerance"] == tolerance("bf16")
+    a, b, c = _bf16(load_npys(tmp_path, "input"))
+    got = _bf16(load_npys(tmp_path, "output"))[0]
+    assert got.dtype == BF16
+    want = c.astype(np.float64) + a.astype(np.float64) @ b.astype(np.float64)
+    assert np.max(np.abs(got.astype(np.float64) - want)) <= 0.05 * np.max(np.abs(want))
+
+
+def test_bf16_elementwise_runs_and_equals_numpy(ctx, tmp_path):
+    _run_checked(ctx, PAYLOADS / "elementwise_bf16.mlir", tmp_path)
+    a, b = _bf16(load_npys(tmp_path, "input"))
+    got = _bf16(load_npys(tmp_path, "output"))[0]
+    want = np.maximum((a * b + a).astype(np.float64), 0)  # each bf16 op rounds: compare at bf16 precision
+    np.testing.assert_allclose(got.astype(np.float64), want, rtol=1e-2, atol=1e-2)
+    assert (got.astype(np.float32) >= 0).all() and (got.astype(np.float32) > 0).any()

@@ -36,7 +36,7 @@ def workbench_gflops(ctx: CommandContext, n: int, iterations: int, workdir: Path
     assert res.ok, res.error
     if threads == 1:
         info = ctx.session.inspect()
-        spec, chosen = next(iter(get_target("cpu").select_params(info).items()))
+        (spec, chosen), = get_target("cpu").select_params(info)  # one matmul: one whole-module step
         lowering = "cpu-matmul-lower"
     else:
         sys.path.insert(0, str(ROOT / "pipelines" / "cpu"))

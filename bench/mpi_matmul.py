@@ -55,7 +55,7 @@ def run(ctx: CommandContext, n: int, ranks: int, iterations: int, check: bool, w
     do(f"load {path}")
     do("apply mpi-partition")
     params = get_target("cpu").select_params(ctx.session.inspect())  # per-rank shape
-    spec, chosen = next(iter(params.items()))
+    (spec, chosen), = params  # one matmul: one whole-module step
     kv = " ".join(f"{k}={v}" for k, v in chosen.items())
     # the schedule bufferizes (and vectorizes every copy): the wrapper goes after it
     do(f"apply {spec}{{{kv}}}")

@@ -190,11 +190,11 @@ def test_cpu_selector_and_shipped_matmul_schedule(ctx, tmp_path):
     payload = matmul_payload(tmp_path / "mm.mlir", m, n, k, "mm")
     ok(ctx, f"load {payload}")
     chosen = get_target("cpu").select_params(ctx.session.inspect())
-    (spec, params), = chosen.items()
+    (spec, params), = chosen
     assert spec.endswith("cpu/matmul.py[gen=matmul_tiling]")
     assert m % params["block_m"] == 0 and n % params["block_n"] == 0 and k % params["block_k"] == 0
     ok(ctx, f"apply {spec}{{" + " ".join(f"{key}={v}" for key, v in params.items()) + "}")
-    assert ctx.session.steps[-1].step.params == params  # the selection is recorded on the step
+    assert params.items() <= ctx.session.steps[-1].step.params.items()  # the selection is recorded on the step
     ok(ctx, "bench iterations=2")
     ok(ctx, "apply cpu-matmul-lower")
     assert "vector<" in ctx.session.current_ir or "llvm.intr.fmuladd" in ctx.session.current_ir

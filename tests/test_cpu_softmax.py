@@ -27,7 +27,7 @@ def test_selector_picks_the_softmax_schedule_and_it_runs_checked(ctx, tmp_path):
     from workbench.targets import get_target
 
     ok(ctx, f"load {EXAMPLES / 'softmax.mlir'}")            # 64 x 1024, outs = tensor.empty
-    (spec, params), = get_target("cpu").select_params(ctx.session.inspect()).items()
+    (spec, params), = get_target("cpu").select_params(ctx.session.inspect())
     assert spec == "pipelines/cpu/softmax.py[gen=softmax_rows]"
     assert 1024 % params["vector"] == 0 and 64 % params["rows"] == 0
     ok(ctx, "bench warmup=1 iterations=3")

@@ -156,7 +156,7 @@ def test_wgmma_writes_f32_results_of_f16_operands(ctx):
     ok(ctx, f"load {EXAMPLES / 'matmul_f16.mlir'}")
     ok(ctx, "target cuda")
     res = ok(ctx, "select --apply")
-    (spec, params), = res.data["selections"].items()
+    (spec, params), = ((e["schedule"], e["params"]) for e in res.data["selections"])
     assert spec.endswith("[gen=matmul_wgmma]") and params["block_n"] == 256
     ok(ctx, "apply cuda-lower{chip=sm_90a}")
     ptx = ptx_of(ctx.session.current_ir)
@@ -279,14 +279,14 @@ def test_selector_picks_tensor_cores_for_f16(ctx, tmp_path):
 
     # sm_90 (the detected chip, or the default without a GPU): the TMA + wgmma kernel
     ok(ctx, f"load {f16_payload(tmp_path, 256, 128, 64)}")
-    (spec, params), = get_target("cuda").select_params(ctx.session.inspect()).items()
+    (spec, params), = get_target("cuda").select_params(ctx.session.inspect())
     assert spec.endswith("cuda/matmul.py[gen=matmul_wgmma]") and params["block_n"] == 128
     # N divisible by 256: 128x256 blocks, two consumer warpgroups
     ok(ctx, f"load {f16_payload(tmp_path, 256, 256, 64)}")
-    (spec, params), = get_target("cuda").select_params(ctx.session.inspect()).items()
+    (spec, params), = get_target("cuda").select_params(ctx.session.inspect())
     assert (params["block_n"], params["consumers"], params["stages"], params["specialize"]) == (256, 2, 4, 1)
     ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
-    (spec, params), = get_target("cuda").select_params(ctx.session.inspect()).items()
+    (spec, params), = get_target("cuda").select_params(ctx.session.inspect())
     assert spec.endswith("cuda/matmul.py[gen=matmul_simt_smem]") and 256 % params["block_m"] == 0
     # before Hopper, or K not a multiple of 64: the cp.async + mma.sync schedule
     mm = cuda_matmul_module()

@@ -172,7 +172,7 @@ def test_selector_recorded_and_replayed_without_asking_it_again(ctx, tmp_path, m
     payload = mm_payload(tmp_path / "mm.mlir", 128, 256, 64)
     ok(ctx, f"load {payload}")
     res = ok(ctx, "select")
-    (spec, chosen), = res.data["selections"].items()
+    (spec, chosen), = ((e["schedule"], e["params"]) for e in res.data["selections"])
     assert res.data["selected_by"] == "cpu-selector" and spec.endswith("cpu/matmul.py[gen=matmul_tiling]")
     assert 256 % chosen["block_n"] == 0 and chosen["reg_n"] % 16 == 0  # AVX-512 host: 2 vectors of f32
     ok(ctx, "select --apply")
@@ -194,7 +194,7 @@ def test_selector_recorded_and_replayed_without_asking_it_again(ctx, tmp_path, m
     # the selector changes its mind later: replay still uses the recorded dict
     from workbench.targets.cpu import CpuTarget
 
-    monkeypatch.setattr(CpuTarget, "select_params", lambda self, info: {spec: dict(chosen, block_n=32)})
+    monkeypatch.setattr(CpuTarget, "select_params", lambda self, info: [(spec, dict(chosen, block_n=32))])
     loaded = read_session_file(sess)
     s2 = Session(client=ctx.session.client)
     s2.journal_enabled = False

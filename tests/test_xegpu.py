@@ -55,8 +55,8 @@ def test_selector_picks_the_xegpu_schedule_for_f16_matmuls():
     info = {"ops": [{"op": "linalg.matmul", "dtype": "f16", "dims": {"m": 256, "n": 96, "k": 256}},
                     {"op": "linalg.matmul", "dtype": "f32", "dims": {"m": 8, "n": 8, "k": 8}}]}
     chosen = t.select_params(info)
-    assert list(chosen) == [f"pipelines/xegpu/matmul.py[gen=xegpu_matmul]"]
-    p = chosen["pipelines/xegpu/matmul.py[gen=xegpu_matmul]"]
+    (spec, p), = chosen
+    assert spec == "pipelines/xegpu/matmul.py[gen=xegpu_matmul]"
     assert 256 % p["wg_m"] == 0 and 96 % p["wg_n"] == 0
 
 

@@ -230,7 +230,7 @@ class Session:
         if schema.needs_payload:
             ans = self.client.request({"op": "inspect", "text": self.store[input_sha], "sha": input_sha})
             if ans["ok"]:
-                dims_list = payload_dims(ans["info"], schema.payload_op) or [None]
+                dims_list = payload_dims(ans["info"], schema.payload_op, values.get("op") or None) or [None]
         try:
             for dims in dims_list:
                 schema.check(values, dims)

@@ -56,6 +56,10 @@ PARAMS = {
     "reg_k": {"when": "impl == 'codegen'", "divides": "block_k", "min": 1, "space": [1, 2, 4, 8], "help": "outer products per K step (unroll)"},
     "pack_tile_a": {"when": "impl == 'codegen'", "divides": "block_k", "min": 1, "space": [8, 16, 32, 64], "help": "A pack copy chunk along K"},
     "pack_tile_b": {"when": "impl == 'codegen'", "divides": "block_k", "min": 1, "space": [4, 8, 16], "help": "B pack copy chunk along K"},
+    "op": {"help": "the id (`inspect`, set by `rewrite tag-ops` as lh.op) of the one matmul to schedule; "
+                   "empty: every linalg.matmul"},
+    "bufferize": {"help": "end with bufferization and vector lowering (false: stay on tensors, for a "
+                          "payload of several ops scheduled one step each; pipelines/cpu/finish.py finishes)"},
     "impl": {"choices": ["codegen", "ukernel"],
              "help": "codegen: this schedule; ukernel: mark the matmul lh.ukernel=\"sgemm\" and bufferize; "
                      "`rewrite: ukernel-calls` (in cpu-matmul-lower) turns it into a BLAS call"},
@@ -81,12 +85,34 @@ _BUFFERIZE = """    %mod = transform.structured.match ops{["builtin.module"]} in
 """
 
 
+def match_op(name: str, op: str = "", root: str = "%root") -> str:
+    """`transform.structured.match` of the ops named `name` in `root`; only the one whose lh.op
+    attribute is `op` when `op` is set (ids: workbench/worker/op_ids.py)."""
+    if op and not all(c.isalnum() or c in "_-." for c in op):
+        raise ValueError(f"op must be an op id like matmul_0, got {op!r}")
+    attrs = f' attributes{{lh.op = "{op}"}}' if op else ""
+    return f'transform.structured.match ops{{["{name}"]}}{attrs} in {root} : (!transform.any_op) -> !transform.any_op'
+
+
+def expect_one(handle: str, op: str) -> str:
+    """Transform ops that fail the schedule unless `handle` holds exactly one op (a per-op schedule
+    whose `op` id names nothing is an error, not a silent no-op); nothing when `op` is empty."""
+    if not op:
+        return ""
+    name = handle.lstrip("%")
+    return (f"    %{name}_count = transform.num_associations {handle} : (!transform.any_op) -> !transform.param<i64>\n"
+            f"    %{name}_one = transform.param.constant 1 : i64 -> !transform.param<i64>\n"
+            f"    // op {op} must exist (`inspect` lists the ids)\n"
+            f"    transform.match.param.cmpi eq %{name}_count, %{name}_one : !transform.param<i64>\n")
+
+
 def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
                   reg_m: int = 8, reg_n: int = 32, reg_k: int = 4,
-                  pack_tile_a: int = 32, pack_tile_b: int = 8, impl: str = "codegen") -> str:
-    """Return the transform module (MLIR text) scheduling every linalg.matmul."""
+                  pack_tile_a: int = 32, pack_tile_b: int = 8, impl: str = "codegen",
+                  op: str = "", bufferize: bool = True) -> str:
+    """Return the transform module (MLIR text) scheduling every linalg.matmul (or the one with id `op`)."""
     if impl == "ukernel":
-        return _ukernel_schedule()
+        return _ukernel_schedule(op, bufferize)
     if impl != "codegen":
         raise ValueError(f"impl must be codegen or ukernel, got {impl!r}")
     for name, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k),
@@ -104,8 +130,8 @@ def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
     any_op = "!transform.any_op"
     return f"""module attributes {{transform.with_named_sequence}} {{
   transform.named_sequence @__transform_main(%root: {any_op} {{transform.readonly}}) {{
-    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %root : ({any_op}) -> {any_op}
-
+    %mm = {match_op("linalg.matmul", op)}
+{expect_one("%mm", op)}
     // 1. Cache blocking, loop order n_c, k_c, m_c.
     %t1, %l1:3 = transform.structured.tile_using_for %mm tile_sizes [{block_m}, {block_n}, {block_k}] interchange = [1, 2, 0]
         : ({any_op}) -> ({any_op}, {any_op}, {any_op}, {any_op})
@@ -146,7 +172,16 @@ def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
       transform.apply_patterns.canonicalization
     }} : {any_op}
     transform.bufferization.eliminate_empty_tensors %fe : {any_op}
+{bufferize_and_lower_vectors() if bufferize else ""}    transform.yield
+  }}
+}}
+"""
 
+
+def bufferize_and_lower_vectors() -> str:
+    """Step 5 of the schedule (whole module): bufferize, hoist buffers and transfers, lower vector ops."""
+    any_op = "!transform.any_op"
+    return f"""
     // 5. Bufferization and vector lowering.
 {_BUFFERIZE}    transform.apply_patterns to %f2 {{
       transform.apply_patterns.canonicalization
@@ -161,22 +196,29 @@ def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
       transform.apply_patterns.vector.lower_broadcast
       transform.apply_patterns.vector.lower_shape_cast
     }} : {any_op}
-    transform.yield
-  }}
-}}
 """
 
 
-def _ukernel_schedule() -> str:
+def _ukernel_schedule(op: str = "", bufferize: bool = True) -> str:
     """impl=ukernel: the configuration decides "this matmul is a library call" (IREE's model).
     No tiling (a BLAS call wants the whole problem, K untiled); bufferize like the codegen path,
     then mark the (now memref) matmuls with lh.ukernel = "sgemm" for the later rewrite."""
     any_op = "!transform.any_op"
+    if not bufferize:  # mark the op on tensors (the mark survives the later bufferization)
+        return f"""module attributes {{transform.with_named_sequence}} {{
+  transform.named_sequence @__transform_main(%root: {any_op} {{transform.readonly}}) {{
+    %mm = {match_op("linalg.matmul", op)}
+{expect_one("%mm", op)}    %kind = transform.param.constant "sgemm" -> !transform.any_param
+    transform.annotate %mm "lh.ukernel" = %kind : {any_op}, !transform.any_param
+    transform.yield
+  }}
+}}
+"""
     return f"""module attributes {{transform.with_named_sequence}} {{
   transform.named_sequence @__transform_main(%root: {any_op} {{transform.readonly}}) {{
     %fe = transform.structured.match ops{{["func.func"]}} in %root : ({any_op}) -> {any_op}
     transform.bufferization.eliminate_empty_tensors %fe : {any_op}
-{_BUFFERIZE}    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %b : ({any_op}) -> {any_op}
+{_BUFFERIZE}    %mm = {match_op("linalg.matmul", op, "%b")}
     %kind = transform.param.constant "sgemm" -> !transform.any_param
     transform.annotate %mm "lh.ukernel" = %kind : {any_op}, !transform.any_param
     transform.yield

@@ -19,17 +19,18 @@ PARAMS = {
 
 def matmul_parallel(threads: int = 2, block_m: int = 64, block_n: int = 512, block_k: int = 256,
                     reg_m: int = 8, reg_n: int = 32, reg_k: int = 4,
-                    pack_tile_a: int = 32, pack_tile_b: int = 8) -> str:
-    """The transform module (MLIR text): forall over N chunks, then matmul.matmul_tiling in each."""
+                    pack_tile_a: int = 32, pack_tile_b: int = 8, op: str = "", bufferize: bool = True) -> str:
+    """The transform module (MLIR text): forall over N chunks, then matmul.matmul_tiling in each
+    (`op`, `bufferize`: as in matmul.py)."""
     if not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be a positive int, got {threads!r}")
     text = matmul.matmul_tiling(block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m,
-                                reg_n=reg_n, reg_k=reg_k, pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b)
-    anchor = '%mm = transform.structured.match ops{["linalg.matmul"]} in %root : (!transform.any_op) -> !transform.any_op'
+                                reg_n=reg_n, reg_k=reg_k, pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b,
+                                op=op, bufferize=bufferize)
+    anchor = "%mm = " + matmul.match_op("linalg.matmul", op)
     if anchor not in text:
         raise ValueError("matmul.py changed: cannot find where to insert the forall tiling")
-    split = ('%mm_all = transform.structured.match ops{["linalg.matmul"]} in %root'
-             ' : (!transform.any_op) -> !transform.any_op\n'
+    split = ("%mm_all = " + matmul.match_op("linalg.matmul", op) + "\n"
              f'    %mm, %chunks = transform.structured.tile_using_forall %mm_all num_threads [1, {threads}]'
              ' : (!transform.any_op) -> (!transform.any_op, !transform.any_op)')
     return text.replace(anchor, split)

@@ -28,25 +28,30 @@ PARAMS = {
     "rows": {"min": 1, "max": 1024, "space": [1, 2, 4, 8], "help": "rows per forall iteration (must divide M)"},
     "vector": {"min": 1, "max": 1024, "space": [16, 32, 64, 128], "help": "f32 per vector op along the row (must divide N)"},
     "parallel": {"choices": [0, 1], "help": "1: forall on the async runtime (all cores); 0: a sequential loop"},
+    "op": {"help": "the id (`inspect`; lh.op, set by `rewrite tag-ops`) of the one softmax to schedule; empty: all"},
+    "bufferize": {"help": "end with bufferization (false: stay on tensors; pipelines/cpu/finish.py bufferizes)"},
 }
 
 
-def softmax_rows(rows: int = 1, vector: int = 64, parallel: int = 1) -> str:
+def softmax_rows(rows: int = 1, vector: int = 64, parallel: int = 1, op: str = "", bufferize: bool = True) -> str:
     """The transform module (MLIR text) scheduling every linalg.softmax of the payload."""
     for name, v in (("rows", rows), ("vector", vector)):
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
     if parallel not in (0, 1):
         raise ValueError(f"parallel must be 0 or 1, got {parallel!r}")
+    if op and not all(c.isalnum() or c in "_-." for c in op):
+        raise ValueError(f"op must be an op id like softmax_0, got {op!r}")
     a = "!transform.any_op"
+    match_attrs = f' attributes{{lh.op = "{op}"}}' if op else ""
     sequential = "" if parallel else (
-        f'    %foralls = transform.structured.match ops{{["scf.forall"]}} in %b : ({a}) -> {a}\n'
+        f'    %foralls = transform.structured.match ops{{["scf.forall"]}} in {"%b" if bufferize else "%root"} : ({a}) -> {a}\n'
         f'    transform.foreach %foralls : {a} {{\n    ^bb0(%fa: {a}):\n'
         f'      %seq = transform.loop.forall_to_for %fa : ({a}) -> {a}\n    }}\n')
     return f"""module attributes {{transform.with_named_sequence}} {{
   transform.named_sequence @__transform_main(%root: {a} {{transform.readonly}}) {{
-    %all = transform.structured.match ops{{["linalg.softmax"]}} in %root : ({a}) -> {a}
-    transform.foreach %all : {a} {{
+    %all = transform.structured.match ops{{["linalg.softmax"]}}{match_attrs} in %root : ({a}) -> {a}
+{_EXPECT_ONE if op else ""}    transform.foreach %all : {a} {{
     ^bb0(%sm: {a}):
       // 1. max, exp(x - max), sum, div (+ two fills); %div is the op that replaces the softmax
       %div = transform.structured.decompose_interface %sm : ({a}) -> {a}
@@ -94,21 +99,29 @@ def softmax_rows(rows: int = 1, vector: int = 64, parallel: int = 1) -> str:
         transform.apply_patterns.canonicalization
       }} : {a}
     }}
-    // 5. bufferize (the forall writes the output tiles in place); parallel=0: the forall becomes a loop
-    %mod = transform.structured.match ops{{["builtin.module"]}} in %root : ({a}) -> {a}
-    %b = transform.bufferization.one_shot_bufferize %mod {{bufferize_function_boundaries = true,
-        function_boundary_type_conversion = 1 : i32}} : ({a}) -> {a}
-    %fb = transform.structured.match ops{{["func.func"]}} in %b : ({a}) -> {a}
-    transform.apply_patterns to %fb {{
-      transform.apply_patterns.canonicalization
-    }} : {a}
-    transform.apply_cse to %fb : {a}
-    transform.apply_patterns to %fb {{
-      transform.apply_patterns.canonicalization
-    }} : {a}
-{sequential}    transform.yield
+{_BUFFERIZE if bufferize else ""}{sequential}    transform.yield
   }}
 }}
+"""
+
+
+_EXPECT_ONE = """    %count = transform.num_associations %all : (!transform.any_op) -> !transform.param<i64>
+    %one = transform.param.constant 1 : i64 -> !transform.param<i64>
+    // the op named by `op` must exist (`inspect` lists the ids)
+    transform.match.param.cmpi eq %count, %one : !transform.param<i64>
+"""
+_BUFFERIZE = """    // 5. bufferize (the forall writes the output tiles in place); parallel=0: the forall becomes a loop
+    %mod = transform.structured.match ops{["builtin.module"]} in %root : (!transform.any_op) -> !transform.any_op
+    %b = transform.bufferization.one_shot_bufferize %mod {bufferize_function_boundaries = true,
+        function_boundary_type_conversion = 1 : i32} : (!transform.any_op) -> !transform.any_op
+    %fb = transform.structured.match ops{["func.func"]} in %b : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %fb {
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+    transform.apply_cse to %fb : !transform.any_op
+    transform.apply_patterns to %fb {
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
 """
 
 

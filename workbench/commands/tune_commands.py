@@ -11,15 +11,15 @@ from workbench.steps import spec as S
 from workbench.steps.kinds import StepError, step_from_command
 
 
+TAG_OPS = "rewrite tag-ops"
+
+
 def _selection_for(ctx, index: int | None):
-    """(selector name, {spec: params}) for the input of step `index` (None: the current IR)."""
+    """(selector name, [(spec, params)], inspection) for the input of step `index` (None: the current IR)."""
     s = ctx.session
     target = s.target
-    if index is None:
-        info = s.inspect()
-    else:
-        info = s.inspect(index - 1)
-    return target.selector_name or f"{target.name}-selector", target.select_params(info)
+    info = s.inspect() if index is None else s.inspect(index - 1)
+    return target.selector_name or f"{target.name}-selector", target.select_params(info), info
 
 
 def _same_schedule(step, spec: str) -> bool:
@@ -29,6 +29,17 @@ def _same_schedule(step, spec: str) -> bool:
         return False
     return (sel.kind == step.kind and sel.resolve() == step.resolve()
             and sel.options.get("gen") == step.options.get("gen"))
+
+
+def _entry_for_step(step, chosen: list[tuple[str, dict]]):
+    """The selection entry for an existing step: same schedule and, for a per-op step, same op."""
+    op = step.params.get("op", "")
+    return next(((sp, p) for sp, p in chosen if _same_schedule(step, sp) and p.get("op", "") == op), None)
+
+
+def _report(s, applied) -> dict:
+    return StepReport(s.cursor, applied.step.kind, applied.step.label(), applied.step.params, True,
+                      applied.seconds, applied.output_sha, noop=applied.noop).to_json()
 
 
 def cmd_select(ctx, a):
@@ -41,21 +52,21 @@ def cmd_select(ctx, a):
     if index is not None and not 1 <= index <= s.cursor:
         return Result.failure(f"no active step {index} (active steps: 1..{s.cursor})")
     try:
-        name, chosen = _selection_for(ctx, index)
+        name, chosen, info = _selection_for(ctx, index)
     except SessionError as e:
         return Result.failure(str(e), e.detail or None)
     if not chosen:
         where = f"step {index}'s input" if index else "the current IR"
         return Result.failure(f"{name}: nothing to select for {where} (no op its schedules handle)")
-    rows = [[spec, S.format_params(params)] for spec, params in chosen.items()]
-    data = {"selected_by": name, "selections": chosen,
+    rows = [[spec, S.format_params(params)] for spec, params in chosen]
+    data = {"selected_by": name, "selections": [{"schedule": spec, "params": params} for spec, params in chosen],
             "table": {"columns": ["schedule", "parameters"], "rows": rows}}
     if index is not None:
         step = s.steps[index - 1].step
-        match = next(((sp, p) for sp, p in chosen.items() if _same_schedule(step, sp)), None)
+        match = _entry_for_step(step, chosen)
         if match is None:
             return Result.failure(f"{name} has no parameters for step {index} ({step.label()}); it selects for: "
-                                  + ", ".join(chosen))
+                                  + ", ".join(S.format_ref(sp, {}, p) for sp, p in chosen))
         spec, params = match
         data["step"] = index
         data["params"] = params
@@ -75,23 +86,36 @@ def cmd_select(ctx, a):
         return Result(True, f"step {index}: parameters from {name} applied, re-applied steps {index}..{s.cursor}: "
                       f"{r.step.label()}", kind="table", data=data)
     if not a["apply"]:
-        return Result(True, f"{name} for the current IR ({len(chosen)} schedule(s)); `select --apply` adds the "
-                      "step, `select N --apply` sets step N", kind="table", data=data)
-    spec, params = next(iter(chosen.items()))
+        return Result(True, f"{name} for the current IR ({len(chosen)} step(s)); `select --apply` adds them, "
+                      "`select N --apply` sets step N", kind="table", data=data)
+    # one step per entry (after `rewrite tag-ops` when entries target ops by id and the IR has no ids
+    # yet); all or nothing: a failing step takes the steps this command added with it
     try:
-        step = step_from_command(spec, Path.cwd())
+        steps = [step_from_command(TAG_OPS, Path.cwd())] if (
+            any(p.get("op") for _, p in chosen) and not info.get("tagged")) else []
+        for spec, params in chosen:
+            step = step_from_command(spec, Path.cwd()).with_params(params)
+            step.selected_by = name
+            steps.append(step)
     except (StepError, S.SpecError) as e:
         return Result.failure(str(e))
-    step = step.with_params(params)
-    step.selected_by = name
-    try:
-        applied = s.apply(step)
-    except SessionError as e:
-        return Result.failure(str(e), e.detail or None)
-    data["step"] = StepReport(s.cursor, applied.step.kind, applied.step.label(), applied.step.params, True,
-                              applied.seconds, applied.output_sha, noop=applied.noop).to_json()
-    data["params"] = params
-    return Result(True, f"step {s.cursor}: {applied.step.label()} (selected by {name})", kind="table", data=data)
+    saved_steps, saved_cursor = list(s.steps), s.cursor
+    reports = []
+    for step in steps:
+        try:
+            applied = s.apply(step)
+        except SessionError as e:
+            s.steps[:], s.cursor = saved_steps, saved_cursor
+            return Result.failure(f"select --apply: {e} (no step added)", e.detail or None)
+        reports.append(_report(s, applied))
+    data["steps"] = reports
+    data["step"] = reports[-1]
+    data["params"] = chosen[-1][1]
+    first = saved_cursor + 1
+    what = reports[0]["spec"] if len(reports) == 1 else f"{len(reports)} steps"
+    return Result(True, f"step{'s' if len(reports) > 1 else ''} {first}"
+                  + (f"..{s.cursor}" if len(reports) > 1 else "") + f": {what} (selected by {name})",
+                  kind="table", data=data)
 
 
 def _space_from_tokens(tokens: list[str]) -> dict[str, list]:

@@ -16,6 +16,12 @@ class RewriteError(RuntimeError):
 
 #: name -> help, parameters (ParamSpec fields), implementation ("module:function(module, **params)")
 REWRITES = {
+    "tag-ops": {
+        "help": "give every linalg op without one a stable id `lh.op = \"<kind>_<index>\"` (what per-op "
+                "schedules match with their `op` parameter; `inspect` shows the ids)",
+        "params": {},
+        "impl": "workbench.worker.op_ids:tag_ops",
+    },
     "ukernel-calls": {
         "help": "replace ops marked lh.ukernel = \"sgemm\" (f32 linalg.matmul on memrefs) by cblas sgemm calls",
         "params": {"library": {"type": "str", "default": "auto", "choices": ["auto", *ABIS],

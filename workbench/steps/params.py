@@ -242,12 +242,15 @@ def _eval_relation(text: str, env: dict[str, Any]) -> bool:
     return bool(eval(code, {"__builtins__": {}}, {**_SAFE_FUNCS, **env}))
 
 
-def payload_dims(info: dict, op_name: str | None) -> list[dict[str, int]]:
+def payload_dims(info: dict, op_name: str | None, op_id: str | None = None) -> list[dict[str, int]]:
     """Upper-case dimension dicts ({"M": 256, "N": 128, "K": 512}) of the payload ops named `op_name`
-    (any contraction when None), from `inspect` output."""
+    (any contraction when None), from `inspect` output; only the op with id `op_id` when given (a
+    per-op step's `op` parameter)."""
     out = []
     for op in info.get("ops", []):
         if (op_name and op.get("op") != op_name) or (not op_name and op.get("kind") != "contraction"):
+            continue
+        if op_id and op.get("id") != op_id:
             continue
         dims = {k.upper(): v for k, v in (op.get("dims") or {}).items() if isinstance(v, int) and v > 0}
         if dims:

@@ -54,9 +54,12 @@ class Target:
     #: the name recorded as a step's `selected_by` when this target's selector filled its parameters
     selector_name: ClassVar[str] = ""
 
-    def select_params(self, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        """Payload inspection -> {schedule spec: parameter dict} for the shipped schedules."""
-        return {}
+    def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """Payload inspection -> an ordered list of (schedule spec, parameter dict) for the shipped
+        schedules: one entry per op or fused group (a per-op entry names its op's id in the
+        parameter `op`: `inspect` shows the ids, `rewrite tag-ops` puts them on the ops) and
+        whole-module entries (no `op`); `select --apply` adds one step per entry, in order."""
+        return []
 
     def extra_libraries(self, llvm: str) -> list[str]:
         """Shared libraries a lowered module needs beyond the runtime (e.g. a microkernel library

@@ -95,32 +95,47 @@ class CpuTarget(Target):
     def can_run(self) -> tuple[bool, str]:
         return True, "host CPU"
 
-    def select_params(self, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        """For each f32 matmul with static shapes: the matmul schedule's parameters for that shape,
-        given the host's vector width and L2 size (`host_info`); for each 2-D f32 linalg.softmax with
-        static shapes: the softmax schedule's (pipelines/cpu/softmax.py)."""
-        library = _load_library_module(self.matmul_schedule)
+    #: the whole-module tail after per-op steps (bufferization, vector lowering): pipelines/cpu/finish.py
+    finish_schedule = "cpu/finish.py"
+    finish_generator = "bufferize_and_lower_vectors"
+
+    def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """One entry per op the shipped schedules handle, each with its own shape's parameters (given
+        the host's vector width and L2 size, `host_info`): f32 matmuls with static shapes -> the
+        matmul schedule; 2-D f32 linalg.softmax -> the softmax schedule.
+
+        A payload with one such op gets that schedule whole (it bufferizes itself: one step). With
+        several, each entry targets its op by id (`op=`, on tensors: `bufferize=false`) and a last
+        whole-module entry (pipelines/cpu/finish.py) bufferizes and lowers the vectors."""
+        per_op = [entry for op in info.get("ops", []) for entry in self._select_op(op)]
+        if len(per_op) <= 1:
+            return [(spec, {k: v for k, v in params.items() if k != "op"}) for spec, params in per_op]
+        entries = [(spec, dict(params, bufferize=False)) for spec, params in per_op]
+        entries.append((f"{self.pipeline_path_for(self.finish_schedule)}[gen={self.finish_generator}]", {}))
+        return entries
+
+    def _select_op(self, op: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """The (spec, params) entries for one inspected op (none: no shipped schedule handles it)."""
         host = host_info()
-        chosen: dict[str, dict[str, Any]] = {}
-        for op in info.get("ops", []):
-            dims = op.get("dims") or {}
-            if op["op"] == "linalg.matmul" and op.get("dtype") == "f32" and all(v > 0 for v in dims.values()):
-                spec = f"{self.pipeline_path_for(self.matmul_schedule)}[gen={self.matmul_generator}]"
-                params = library.default_params(dims["m"], dims["n"], dims["k"], vector_bits=host["vector_bits"],
-                                                l2_bytes=host["l2_bytes"])
-                if params["reg_n"] < host["vector_bits"] // 32 and _have_ukernel():
-                    # N is no multiple of a vector: codegen without remainder handling runs at scalar-ish
-                    # speed, so the configuration picks the microkernel (lowered by cpu-matmul-lower)
-                    params["impl"] = "ukernel"
-                chosen.setdefault(spec, params)
-            shape = op.get("shape") or []
-            if (op["op"] == "linalg.softmax" and op.get("dtype") == "f32" and len(shape) == 2
-                    and all(d > 0 for d in shape)):
-                # row softmax with static shapes: decomposed, row-parallel, vectorized along the row
-                spec = f"{self.pipeline_path_for(self.softmax_schedule)}[gen={self.softmax_generator}]"
-                softmax = _load_library_module(self.softmax_schedule)
-                chosen.setdefault(spec, softmax.default_params(shape[0], shape[1], threads=host["cores"]))
-        return chosen
+        dims = op.get("dims") or {}
+        if op["op"] == "linalg.matmul" and op.get("dtype") == "f32" and dims and all(v > 0 for v in dims.values()):
+            library = _load_library_module(self.matmul_schedule)
+            spec = f"{self.pipeline_path_for(self.matmul_schedule)}[gen={self.matmul_generator}]"
+            params = library.default_params(dims["m"], dims["n"], dims["k"], vector_bits=host["vector_bits"],
+                                            l2_bytes=host["l2_bytes"])
+            if params["reg_n"] < host["vector_bits"] // 32 and _have_ukernel():
+                # N is no multiple of a vector: codegen without remainder handling runs at scalar-ish
+                # speed, so the configuration picks the microkernel (lowered by cpu-matmul-lower)
+                params["impl"] = "ukernel"
+            return [(spec, {**params, "op": op["id"]})]
+        shape = op.get("shape") or []
+        if (op["op"] == "linalg.softmax" and op.get("dtype") == "f32" and len(shape) == 2
+                and all(d > 0 for d in shape)):
+            # row softmax with static shapes: decomposed, row-parallel, vectorized along the row
+            spec = f"{self.pipeline_path_for(self.softmax_schedule)}[gen={self.softmax_generator}]"
+            softmax = _load_library_module(self.softmax_schedule)
+            return [(spec, {**softmax.default_params(shape[0], shape[1], threads=host["cores"]), "op": op["id"]})]
+        return []
 
     def extra_libraries(self, llvm: str) -> list[str]:
         """Microkernel libraries for the external BLAS functions the lowered module declares."""

@@ -54,8 +54,9 @@ class CudaTarget(Target):
 
         return detected_chip() or DEFAULT_CHIP
 
-    def select_params(self, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        """Static-shape matmuls (f32, f16) -> the matmul schedule; softmax -> the softmax schedule."""
+    def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """Static-shape matmuls (f32, f16) -> the matmul schedule; softmax -> the softmax schedule.
+        (Whole-module entries: the first op of each schedule sets its parameters.)"""
         chosen: dict[str, dict[str, Any]] = {}
         mm = _load_library_module(self.matmul_schedule)
         for op in info.get("ops", []):
@@ -66,7 +67,7 @@ class CudaTarget(Target):
                 chosen.setdefault(f"pipelines/{self.matmul_schedule}[gen={gen}]", params)
             if op["op"] == "linalg.softmax":
                 chosen.setdefault(f"pipelines/{self.softmax_schedule}[gen=softmax_rows]", {})
-        return chosen
+        return list(chosen.items())
 
     def extra_run_request(self) -> dict:
         # the GPU module is loaded by a global constructor: ExecutionEngine.initialize() must run

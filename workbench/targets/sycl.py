@@ -87,5 +87,5 @@ class SyclTarget(Target):
                 "outputs": output_specs(meta, meta["arg_specs"]),
                 "call": call, "bench": bench, "warmup": meta.get("warmup", 0), "iterations": meta["iterations"]}
 
-    def select_params(self, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        return {}
+    def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        return []

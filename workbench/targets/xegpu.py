@@ -31,8 +31,9 @@ class XegpuTarget(SyclTarget):
 
     matmul_schedule = "pipelines/xegpu/matmul.py"
 
-    def select_params(self, info: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        """f16 matmuls with static shapes: the XeGPU matmul schedule's parameters for that shape."""
+    def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """f16 matmuls with static shapes: the XeGPU matmul schedule's parameters for that shape
+        (one whole-module entry: the first matmul's)."""
         from workbench.targets.cpu import _load_library_module
 
         library = _load_library_module("xegpu/matmul.py")
@@ -42,4 +43,4 @@ class XegpuTarget(SyclTarget):
             if op["op"] == "linalg.matmul" and op.get("dtype") == "f16" and dims and all(v > 0 for v in dims.values()):
                 chosen.setdefault(f"{self.matmul_schedule}[gen=xegpu_matmul]",
                                   library.default_params(dims["m"], dims["n"], dims["k"]))
-        return chosen
+        return list(chosen.items())

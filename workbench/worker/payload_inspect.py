@@ -9,6 +9,8 @@ import math
 
 from mlir import ir
 
+from workbench.worker.op_ids import assign_ids, is_payload_linalg_op
+
 # FLOPs per point of the iteration space for named ops (matmul-like ops: mul + add).
 _CONTRACTIONS = {
     "linalg.matmul": ("m", "n", "k"),
@@ -154,8 +156,11 @@ def describe_linalg_op(op) -> dict:
 
 
 def inspect_module(module) -> dict:
+    """Functions and linalg ops (walk order). Each op has a stable `id` (workbench/worker/op_ids.py:
+    its `lh.op` attribute, else `<kind>_<index>`) and `tagged` (whether the id is on the op yet);
+    `tagged` at the top level: every linalg op carries its id (per-op schedules can match them)."""
     funcs = []
-    ops = []
+    linalg = []
 
     def visit(op):
         name = op.name
@@ -168,14 +173,20 @@ def inspect_module(module) -> dict:
                 "declaration": len(op.regions[0].blocks) == 0,
                 "visibility": _sym(op, "sym_visibility") or "public",
             })
-        elif name.startswith("linalg.") and name not in ("linalg.yield", "linalg.index"):
-            info = describe_linalg_op(op)
-            parent = op.parent
-            while parent is not None and parent.name != "func.func":
-                parent = parent.parent
-            info["func"] = _sym(parent) if parent is not None else ""
-            ops.append(info)
+        elif is_payload_linalg_op(op):
+            linalg.append(op)
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
-    return {"funcs": funcs, "ops": ops, "total_flops": sum(o["flops"] for o in ops)}
+    ops = []
+    for op, op_id, tagged in assign_ids(linalg):
+        info = describe_linalg_op(op)
+        parent = op.parent
+        while parent is not None and parent.name != "func.func":
+            parent = parent.parent
+        info["func"] = _sym(parent) if parent is not None else ""
+        info["id"] = op_id
+        info["tagged"] = tagged
+        ops.append(info)
+    return {"funcs": funcs, "ops": ops, "total_flops": sum(o["flops"] for o in ops),
+            "tagged": all(o["tagged"] for o in ops)}

@@ -1,0 +1,24 @@
+"""The whole-module tail of a payload scheduled one op per step (what `select --apply` adds last).
+
+Per-op schedules (`op=<id>`, `bufferize=false`) tile, pack and vectorize their op on tensors; this
+step then bufferizes the whole module once (function boundaries, identity layouts), hoists buffers
+out of loops and redundant vector transfers out of loops, and lowers the vector ops (outer
+products, transfers, broadcasts) to what `cpu-lower` takes to LLVM. Linalg ops no schedule touched
+stay linalg (on memrefs) and become loops in the lowering.
+"""
+from __future__ import annotations
+
+import matmul
+
+
+def bufferize_and_lower_vectors() -> str:
+    """The transform module (MLIR text)."""
+    any_op = "!transform.any_op"
+    return f"""module attributes {{transform.with_named_sequence}} {{
+  transform.named_sequence @__transform_main(%root: {any_op} {{transform.readonly}}) {{
+    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({any_op}) -> {any_op}
+    transform.bufferization.eliminate_empty_tensors %fe : {any_op}
+{matmul.bufferize_and_lower_vectors()}    transform.yield
+  }}
+}}
+"""

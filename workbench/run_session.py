@@ -194,6 +194,10 @@ def _artifact(prepared: dict):
 def _save(directory: Path, prefix: str, arrays: list) -> None:
     import numpy as np
 
+    from workbench.common.dtypes import is_extended_float
+
     directory.mkdir(parents=True, exist_ok=True)
     for i, a in enumerate(arrays):
-        np.save(directory / f"{prefix}{i}.npy", a)
+        # bf16/fp8 as raw items (|V2, |V1): np.load cannot read some ml_dtypes descriptors (`<f1` of
+        # e5m2); `run --npy` reads them back as the argument's type, numpy users `.view(ml_dtypes.X)`
+        np.save(directory / f"{prefix}{i}.npy", a.view(f"V{a.itemsize}") if is_extended_float(a.dtype) else a)

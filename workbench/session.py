@@ -148,6 +148,8 @@ class Session:
         self.build_ctx = BuildContext(allow_python=allow_python)
         self.last_run: dict | None = None
         self.diff_cache = LRUCache(16)          # unified diffs, by (sha a, sha b, a, b, context)
+        #: `run --ranges`: argument index -> [lo, hi) of random inputs, kept for later runs and saved
+        self.input_ranges: dict[int, tuple[float, float]] = {}
         self.reference_cache = LRUCache(4)  # reference outputs of `run --check` (see run_session)
         self.journal_enabled = True
         self.progress: Callable[[str], None] | None = None
@@ -223,6 +225,7 @@ class Session:
             raise SessionError(ans["error"] + hint, ans.get("diagnostics", ""))
         self.store[ans["sha"]] = ans["ir"]
         self.parse_options["allow_unregistered"] = allow_unregistered
+        self.input_ranges = {}
         self.payload_path = path.resolve()
         self.payload_file_sha = sha256_file(path)
         self.initial_sha = ans["sha"]
@@ -387,6 +390,7 @@ class Session:
             "payload": payload,
             "target": self.target_name,
             **({"allow_unregistered_dialects": True} if self.allow_unregistered else {}),
+            **({"input_ranges": {i: list(r) for i, r in sorted(self.input_ranges.items())}} if self.input_ranges else {}),
             "ir_sha256": self.current_sha if self.loaded else None,
             "steps": [{"index": i, "ir_sha256": a.output_sha, "seconds": round(a.seconds, 6), "noop": a.noop}
                       for i, a in enumerate(self.active_steps, start=1)],

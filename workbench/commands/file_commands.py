@@ -38,6 +38,7 @@ def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None,
         s.load(payload, allow_unregistered=allow_unregistered or bool(loaded.meta.get("allow_unregistered_dialects")))
     except SessionError as e:
         return fail(e)
+    s.input_ranges = {int(i): tuple(r) for i, r in (loaded.meta.get("input_ranges") or {}).items()}
     expected_payload = (loaded.meta.get("payload") or {}).get("sha256")
     warnings = []
     if expected_payload and expected_payload != s.payload_file_sha:

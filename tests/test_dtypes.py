@@ -101,3 +101,44 @@ def test_bf16_elementwise_runs_and_equals_numpy(ctx, tmp_path):
     want = np.maximum((a * b + a).astype(np.float64), 0)  # each bf16 op rounds: compare at bf16 precision
     np.testing.assert_allclose(got.astype(np.float64), want, rtol=1e-2, atol=1e-2)
     assert (got.astype(np.float32) >= 0).all() and (got.astype(np.float32) > 0).any()
+
+
+def test_fp8_and_f16_buffers_pass_through_generated_code_bit_exact(ctx, tmp_path):
+    _run_checked(ctx, PAYLOADS / "transpose_fp8.mlir", tmp_path)
+    types = [np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2), np.dtype(np.float16)]
+    ins = [a.view(t) for a, t in zip(load_npys(tmp_path, "input"), types)]
+    outs = [a.view(t) for a, t in zip(load_npys(tmp_path, "output"), types)]
+    for i, o in zip(ins, outs):
+        assert np.array_equal(o.view(np.uint8 if o.itemsize == 1 else np.uint16),
+                              i.T.view(np.uint8 if i.itemsize == 1 else np.uint16))
+        assert len(np.unique(o.astype(np.float32))) > 4
+
+
+# -- i1 (bool) tensors: widened to one byte per element before the LLVM lowering -----------------------
+
+def test_bool_result_and_bool_intermediate_lower_and_equal_numpy(ctx, tmp_path):
+    _run_checked(ctx, PAYLOADS / "mask_where.mlir", tmp_path)
+    x, y = load_npys(tmp_path, "input")
+    mask, where = load_npys(tmp_path, "output")
+    assert mask.dtype == np.bool_ and 0 < mask.sum() < mask.size
+    assert np.array_equal(mask, x > 0) and np.array_equal(where, np.where(x > 0, x, y))
+
+
+def test_bool_argument_and_bool_constant(ctx, tmp_path):
+    _run_checked(ctx, PAYLOADS / "mask_input.mlir", tmp_path)
+    x, mask = load_npys(tmp_path, "input")
+    assert mask.dtype == np.bool_ and 0 < mask.sum() < mask.size
+    keep = np.ones(37, bool)
+    keep[[1, 4, 8, 13, 19, 26, 34]] = False
+    np.testing.assert_array_equal(load_npys(tmp_path, "output")[0], np.where(~mask & keep, -1, x))
+
+
+def test_bool_memrefs_are_bytes_at_the_abi(ctx):
+    ok(ctx, f"load {PAYLOADS / 'mask_where.mlir'}")
+    ok(ctx, "apply cpu-bufferize")
+    assert "memref<8x33xi1>" in ctx.session.current_ir
+    ok(ctx, "pass lh-widen-i1-memrefs")
+    ir_text = ctx.session.current_ir
+    assert "xi1>" not in ir_text and "memref<8x33xi8>" in ir_text
+    assert "arith.extui" in ir_text  # the comparison's i1 is stored as a byte
+    ok(ctx, "apply cpu-lower")  # the rest of the lowering accepts it

@@ -78,6 +78,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", metavar="OUT.json", help="write a machine-readable report here ('-' for stdout)")
     p.add_argument("--allow-python", action="store_true",
                    help="allow Python schedule files from outside the installed pipelines/ library")
+    p.add_argument("--allow-unregistered-dialects", action="store_true",
+                   help="accept payload ops of dialects MLIR does not know (as generic ops), e.g. upstream test-dialect payloads")
     p.add_argument("--target", help="select the target (cpu, ...)")
     p.add_argument("--keep-going", action="store_true", help="do not stop at the first failing command")
     p.add_argument("--quiet", "-q", action="store_true", help="print only errors")
@@ -146,7 +148,8 @@ def cmd_replay(argv: list[str]) -> int:
     try:
         ctx = _make_context(session, printer)
         session.journal_enabled = False
-        res = replay_file(ctx, Path(args.session), Path(args.payload) if args.payload else None)
+        res = replay_file(ctx, Path(args.session), Path(args.payload) if args.payload else None,
+                          allow_unregistered=args.allow_unregistered_dialects)
         extra: dict[str, Any] = {k: v for k, v in res.data.items() if k not in ("steps", "command")}
         if not res.ok:
             extra["error"] = res.error
@@ -207,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     ctx = _make_context(session, printer, interactive=interactive)
     try:
         if args.payload:
-            res = ctx.registry.dispatch(f"load {_quote(args.payload)}", ctx)
+            flag = "--allow-unregistered " if args.allow_unregistered_dialects else ""
+            res = ctx.registry.dispatch(f"load {flag}{_quote(args.payload)}", ctx)
             if not res.ok:
                 printer.result(res)
                 if not interactive:

@@ -36,6 +36,7 @@ class RunOptions:
     entry: str = ""
     save_outputs: Path | None = None
     ranks: int | None = None
+    ranges: dict[int, tuple[float, float]] = field(default_factory=dict)  # `run --ranges`: argument -> [lo, hi)
 
 
 def _lowering_stages(session: Session, pipeline_name: str) -> list[dict]:
@@ -88,7 +89,9 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
                   inserted_wrapper=prepared["inserted_wrapper"])
     n_in = meta["num_inputs"]
     try:
-        inputs = make_inputs(meta["arg_specs"][:n_in], opts.inputs, opts.seed, opts.npy)
+        ranges = input_ranges(session, meta["entry"], opts)
+        report["input_ranges"] = {str(k): list(v) for k, v in ranges.items()} or None
+        inputs = make_inputs(meta["arg_specs"][:n_in], opts.inputs, opts.seed, opts.npy, ranges)
     except RunInputError as e:
         report["error"] = str(e)
         return report
@@ -119,6 +122,23 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         if report["check"].get("error"):
             report["error"] = report["check"]["error"]
     return report
+
+
+def input_ranges(session: Session, entry: str, opts: RunOptions) -> dict[int, tuple[float, float]]:
+    """Value ranges of random inputs: integer arguments the payload uses as indices get [0, N) (N: the
+    size of the dimension they index, inferred from the unscheduled payload), then the session's
+    recorded ranges (`run --ranges`), then this run's."""
+    ranges: dict[int, tuple[float, float]] = {}
+    try:
+        funcs = session.inspect(0)["funcs"]
+    except SessionError:
+        funcs = []
+    for f in funcs:
+        if f["name"] == entry:
+            ranges.update({int(k): tuple(v) for k, v in (f.get("index_ranges") or {}).items()})
+    ranges.update(session.input_ranges)
+    ranges.update(opts.ranges)
+    return ranges
 
 
 def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: RunOptions) -> dict:
@@ -194,6 +214,10 @@ def _artifact(prepared: dict):
 def _save(directory: Path, prefix: str, arrays: list) -> None:
     import numpy as np
 
+    from workbench.common.dtypes import is_extended_float
+
     directory.mkdir(parents=True, exist_ok=True)
     for i, a in enumerate(arrays):
-        np.save(directory / f"{prefix}{i}.npy", a)
+        # bf16/fp8 as raw items (|V2, |V1): np.load cannot read some ml_dtypes descriptors (`<f1` of
+        # e5m2); `run --npy` reads them back as the argument's type, numpy users `.view(ml_dtypes.X)`
+        np.save(directory / f"{prefix}{i}.npy", a.view(f"V{a.itemsize}") if is_extended_float(a.dtype) else a)

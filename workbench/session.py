@@ -120,9 +120,24 @@ def atomic_write(path: Path, text: str) -> None:
         raise
 
 
+class _SessionClient:
+    """The compile client as one session uses it: the session's parse options go with every request."""
+
+    def __init__(self, client: CompileClient, options: dict) -> None:
+        self._client, self._options = client, options
+
+    def request(self, req: dict, timeout: float | None = None) -> dict:
+        return self._client.request({**self._options, **req}, timeout=timeout)
+
+    def __getattr__(self, name: str):
+        return getattr(self._client, name)
+
+
 class Session:
     def __init__(self, client: CompileClient | None = None, allow_python: bool = False):
-        self.client = client or CompileClient()
+        #: worker options of this session's payload (`allow_unregistered`: `load --allow-unregistered`)
+        self.parse_options: dict[str, bool] = {}
+        self.client = _SessionClient(client or CompileClient(), self.parse_options)
         self.store: dict[str, str] = {}
         self.payload_path: Path | None = None
         self.payload_file_sha: str | None = None
@@ -133,6 +148,8 @@ class Session:
         self.build_ctx = BuildContext(allow_python=allow_python)
         self.last_run: dict | None = None
         self.diff_cache = LRUCache(16)          # unified diffs, by (sha a, sha b, a, b, context)
+        #: `run --ranges`: argument index -> [lo, hi) of random inputs, kept for later runs and saved
+        self.input_ranges: dict[int, tuple[float, float]] = {}
         self.reference_cache = LRUCache(4)  # reference outputs of `run --check` (see run_session)
         self.journal_enabled = True
         self.progress: Callable[[str], None] | None = None
@@ -189,15 +206,26 @@ class Session:
         self.client.close()
 
     # -- loading --------------------------------------------------------------------------
-    def load(self, path: str | Path) -> str:
-        """Parse and verify a payload file; on error the session keeps its previous state."""
+    @property
+    def allow_unregistered(self) -> bool:
+        return bool(self.parse_options.get("allow_unregistered"))
+
+    def load(self, path: str | Path, allow_unregistered: bool = False) -> str:
+        """Parse and verify a payload file; on error the session keeps its previous state.
+        `allow_unregistered`: ops of dialects MLIR does not know are accepted (as generic ops), for this
+        payload's whole session (recorded in the saved session)."""
         path = Path(path)
         if not path.is_file():
             raise SessionError(f"{path}: no such file")
-        ans = self.client.request({"op": "parse", "filename": str(path), "text": None})
+        ans = self.client.request({"op": "parse", "filename": str(path), "text": None,
+                                   "allow_unregistered": allow_unregistered})
         if not ans["ok"]:
-            raise SessionError(ans["error"], ans.get("diagnostics", ""))
+            hint = ("; to accept such ops: load --allow-unregistered FILE (--allow-unregistered-dialects on the "
+                    "command line)") if "unregistered dialect" in ans["error"] else ""
+            raise SessionError(ans["error"] + hint, ans.get("diagnostics", ""))
         self.store[ans["sha"]] = ans["ir"]
+        self.parse_options["allow_unregistered"] = allow_unregistered
+        self.input_ranges = {}
         self.payload_path = path.resolve()
         self.payload_file_sha = sha256_file(path)
         self.initial_sha = ans["sha"]
@@ -361,6 +389,8 @@ class Session:
             "mlir_version": mlir_version(),
             "payload": payload,
             "target": self.target_name,
+            **({"allow_unregistered_dialects": True} if self.allow_unregistered else {}),
+            **({"input_ranges": {i: list(r) for i, r in sorted(self.input_ranges.items())}} if self.input_ranges else {}),
             "ir_sha256": self.current_sha if self.loaded else None,
             "steps": [{"index": i, "ir_sha256": a.output_sha, "seconds": round(a.seconds, 6), "noop": a.noop}
                       for i, a in enumerate(self.active_steps, start=1)],

@@ -23,7 +23,8 @@ def cmd_save(ctx: CommandContext, a: Args) -> Result:
     return Result(True, f"saved {len(s.active_steps)} steps to {path}", data={"path": str(path)})
 
 
-def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None) -> Result:
+def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None,
+                allow_unregistered: bool = False) -> Result:
     """Load a session file's payload (or `payload`) and apply its steps: shared by `replay` and `resume`."""
     s = ctx.session
     try:
@@ -34,9 +35,10 @@ def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None) ->
     if payload is None:
         return Result.failure(f"{path} names no payload: pass --payload FILE.mlir")
     try:
-        s.load(payload)
+        s.load(payload, allow_unregistered=allow_unregistered or bool(loaded.meta.get("allow_unregistered_dialects")))
     except SessionError as e:
         return fail(e)
+    s.input_ranges = {int(i): tuple(r) for i, r in (loaded.meta.get("input_ranges") or {}).items()}
     expected_payload = (loaded.meta.get("payload") or {}).get("sha256")
     warnings = []
     if expected_payload and expected_payload != s.payload_file_sha:
@@ -77,7 +79,7 @@ def cmd_resume(ctx: CommandContext, a: Args) -> Result:
     journal = s.journal_for(s.payload_path)
     if journal is None:
         return Result.failure(f"no autosaved session for {s.payload_path}")
-    return replay_file(ctx, journal, payload=s.payload_path)
+    return replay_file(ctx, journal, payload=s.payload_path, allow_unregistered=s.allow_unregistered)
 
 
 def cmd_trust(ctx: CommandContext, a: Args) -> Result:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.commands.registry import Arg, Args, Command, CommandContext, Registry
+from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry
 from workbench.commands.step_results import fail
 from workbench.result import Result
 from workbench.session import SessionError
@@ -12,7 +12,7 @@ from workbench.session import SessionError
 def cmd_load(ctx: CommandContext, a: Args) -> Result:
     s = ctx.session
     try:
-        s.load(a["file"])
+        s.load(a["file"], allow_unregistered=bool(a.get("allow_unregistered")))
     except SessionError as e:
         return fail(e)
     msg = f"loaded {a['file']} ({len(s.current_ir.splitlines())} lines)"
@@ -56,7 +56,9 @@ def _human_flops(n: float) -> str:
 def register(reg: Registry) -> None:
     add = reg.register
     add(Command("load", "load a payload .mlir file (parse + verify)", cmd_load,
-                [Arg("file", "payload file", complete="path:.mlir")], category="1-session"))
+                [Arg("file", "payload file", complete="path:.mlir")],
+                [Flag("--allow-unregistered", "accept ops of dialects MLIR does not know (kept as generic ops; "
+                      "recorded in the session)")], category="1-session"))
     add(Command("inspect", "functions, linalg ops with shapes, FLOP count", cmd_inspect,
                 [Arg("step", "step index (default: current)", type="int", optional=True, complete="step")],
                 category="1-session"))

@@ -25,6 +25,24 @@ def _parse_npy(text: str | None) -> dict[int, Path]:
     return out
 
 
+def _parse_ranges(text: str | None) -> dict[int, tuple[float, float]]:
+    """`0=0:100,2=-1.5:1.5` -> {0: (0, 100), 2: (-1.5, 1.5)}: [lo, hi) of argument i's random values."""
+    ranges: dict[int, tuple[float, float]] = {}
+    for part in (text or "").split(","):
+        if not part.strip():
+            continue
+        index, eq, span = part.partition("=")
+        lo, colon, hi = span.partition(":")
+        try:
+            i, lo_v, hi_v = int(index), float(lo), float(hi)
+        except ValueError:
+            raise UsageError(f"--ranges expects INDEX=LO:HI[,INDEX=LO:HI...], got {part!r}")
+        if not eq or not colon or hi_v <= lo_v:
+            raise UsageError(f"--ranges expects INDEX=LO:HI with LO < HI, got {part!r}")
+        ranges[i] = (int(lo_v) if lo_v.is_integer() else lo_v, int(hi_v) if hi_v.is_integer() else hi_v)
+    return ranges
+
+
 def _fmt_s(t: float) -> str:
     return f"{t * 1e3:.3f} ms" if t < 1 else f"{t:.3f} s"
 
@@ -36,6 +54,8 @@ def cmd_run(ctx, a):
             s.select_target(a["target"])
         except SessionError as e:
             return Result.failure(str(e))
+    if a.get("ranges"):
+        s.input_ranges.update(_parse_ranges(a["ranges"]))  # recorded: later runs and the saved session use them
     opts = RunOptions(check=a["check"], inputs=a.get("inputs") or "random", seed=a.get("seed") or 0,
                       npy=_parse_npy(a.get("npy")), threads=a.get("threads"),
                       timeout=a.get("timeout") or 120.0, warmup=a.get("warmup"), iterations=a.get("iterations"),
@@ -76,11 +96,13 @@ def register(reg: Registry) -> None:
     reg.register(Command(
         "run", "lower the live module for the target, run it isolated: timings, GFLOP/s, --check vs reference",
         cmd_run, [],
-        [Flag("--check", "compare outputs with the unscheduled payload lowered naively"),
+        [Flag("--check", "compare outputs with the unscheduled payload (cpu-reference: BLAS for f32 matmuls, loops for the rest)"),
          Flag("--target", "target to run on", True, complete="target"),
          Flag("--inputs", "random | zeros | ones", True, complete="choice:random,zeros,ones"),
          Flag("--seed", "seed of random inputs", True, type="int"),
          Flag("--npy", "input .npy files: a.npy,b.npy or 0=a.npy,2=c.npy", True, complete="path:.npy"),
+         Flag("--ranges", "value ranges of random inputs, [lo, hi): 0=0:100,2=-1:1 (recorded in the session; "
+              "integer arguments used as indices get [0, dim size) by default)", True),
          Flag("--threads", "threads for OpenMP/async code", True, type="int"),
          Flag("--ranks", "processes of a multi-rank target (mpi; default: what the partition was made for)",
               True, type="int"),

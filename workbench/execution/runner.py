@@ -12,8 +12,10 @@ from workbench.common.dtypes import INPUT_KINDS, TOLERANCE, RunInputError, is_ex
 from workbench.execution.worker_client import WorkerProcess
 
 def make_inputs(specs: list[dict], kind: str = "random", seed: int = 0,
-                npy_files: dict[int, Path] | None = None) -> list[np.ndarray]:
-    """Seeded inputs for the wrapper's input arguments; `npy_files` maps argument index -> .npy."""
+                npy_files: dict[int, Path] | None = None,
+                ranges: dict[int, tuple[float, float]] | None = None) -> list[np.ndarray]:
+    """Seeded inputs for the wrapper's input arguments; `npy_files` maps argument index -> .npy;
+    `ranges` maps argument index -> [lo, hi) of its random values (integers: lo..hi-1)."""
     if kind not in INPUT_KINDS:
         raise RunInputError(f"unknown input kind {kind!r} (choose from {', '.join(INPUT_KINDS)})")
     rng = np.random.default_rng(seed)
@@ -37,6 +39,18 @@ def make_inputs(specs: list[dict], kind: str = "random", seed: int = 0,
             arrays.append(np.zeros(shape, dtype))
         elif kind == "ones":
             arrays.append(np.ones(shape, dtype))
+        elif ranges and i in ranges:
+            lo, hi = ranges[i]
+            if is_float(dtype):
+                arrays.append(rng.uniform(lo, hi, shape).astype(np.float32).astype(dtype))
+            elif dtype == np.bool_:
+                arrays.append(rng.integers(int(lo), int(hi), shape).astype(dtype))
+            else:
+                info = np.iinfo(dtype)
+                lo, hi = max(int(lo), int(info.min)), min(int(hi), int(info.max) + 1)
+                if hi <= lo:
+                    raise RunInputError(f"input {i}: empty range [{ranges[i][0]}, {ranges[i][1]}) for {np.dtype(dtype)}")
+                arrays.append(rng.integers(lo, hi, shape).astype(dtype))
         elif is_float(dtype):
             arrays.append(rng.uniform(-1.0, 1.0, shape).astype(np.float32).astype(dtype))
         elif dtype == np.bool_:

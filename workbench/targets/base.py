@@ -28,7 +28,7 @@ class Target:
         return LIBRARY_DIR / self.named_pipelines[name]
 
     #: named pipeline used to lower the *unscheduled* payload for the reference run, and where it runs
-    reference_lowering: ClassVar[str] = "cpu-naive"
+    reference_lowering: ClassVar[str] = "cpu-reference"
     reference_target: ClassVar[str] = "cpu"
     #: runtime libraries (names for the locator) the JIT-compiled code links against
     runtime_libraries: ClassVar[tuple[str, ...]] = ("mlir_c_runner_utils", "mlir_runner_utils")

@@ -74,6 +74,7 @@ class CpuTarget(Target):
         "cpu-bufferize": "lib/bufferization.yaml",
         "llvm-lowering": "lib/llvm-lowering.yaml",
         "cpu-naive": "cpu/naive.yaml",
+        "cpu-reference": "cpu/reference.yaml",
         "cpu-matmul-lower": "cpu/matmul-lower.yaml",
         "cpu-matmul-parallel-lower": "cpu/matmul-parallel-lower.yaml",
         "cpu-softmax-lower": "cpu/softmax-lower.yaml",

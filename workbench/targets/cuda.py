@@ -22,7 +22,7 @@ class CudaTarget(Target):
         "cuda-lower": "cuda/lower.yaml",
     }
     default_lowering = "cuda-lower"
-    reference_lowering = "cpu-naive"
+    reference_lowering = "cpu-reference"
     reference_target = "cpu"
     runtime_libraries = ("mlir_cuda_runtime", "mlir_runner_utils", "mlir_c_runner_utils")
     # a GPU run worker: libcuda probed first, CUDA runtime errors printed to stderr detected

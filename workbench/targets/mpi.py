@@ -61,8 +61,8 @@ class MpiTarget(Target):
         "mpi-bufferize": "mpi/bufferization.yaml",
     }
     default_lowering = "mpi-lower"
-    # the reference: the payload with its sharding annotations removed, lowered naively, on the CPU
-    reference_lowering = "cpu-naive"
+    # the reference: the payload with its sharding annotations removed, through cpu-reference, on the CPU
+    reference_lowering = "cpu-reference"
     reference_target = "cpu"
     multi_rank = True
 

@@ -115,6 +115,9 @@ class CompileWorker:
     # -- requests --------------------------------------------------------------
     def handle(self, req: dict) -> dict:
         op = req.get("op")
+        # a session option (`load --allow-unregistered`): ops of dialects MLIR does not know parse as
+        # generic ops (upstream's test-dialect payloads); sent with every request of that session
+        self.ctx.allow_unregistered_dialects = bool(req.get("allow_unregistered"))
         with self.ctx, ir.Location.unknown():
             try:
                 if op == "ping":

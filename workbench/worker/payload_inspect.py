@@ -155,6 +155,46 @@ def describe_linalg_op(op) -> dict:
     return info
 
 
+# ops an index value flows through unchanged in meaning (casts, torch-mlir's negative-index
+# normalization `select(i < 0, i + N, i)`)
+_INDEX_FLOW = {"arith.index_cast", "arith.index_castui", "arith.extsi", "arith.extui", "arith.trunci",
+               "arith.select", "arith.addi"}
+# ops whose operands from `first` on index into the dimensions of operand `tensor`
+_INDEXING = {"tensor.extract": (0, 1), "tensor.insert": (1, 2), "memref.load": (0, 1), "memref.store": (1, 2)}
+
+
+def index_ranges(func_op) -> dict[int, list[int]]:
+    """Integer arguments used as indices: argument -> [0, N) where N is the smallest size of a dimension
+    it indexes (followed into linalg bodies, through casts), e.g. an embedding's token ids -> [0, vocab)."""
+    ranges: dict[int, list[int]] = {}
+    if not func_op.regions or not func_op.regions[0].blocks:
+        return ranges
+    for i, arg in enumerate(func_op.regions[0].blocks[0].arguments):
+        elem = ir.ShapedType(arg.type).element_type if isinstance(arg.type, ir.ShapedType) else arg.type
+        if not (isinstance(elem, ir.IntegerType) or isinstance(elem, ir.IndexType)):
+            continue
+        bound = None
+        work, seen = [arg], 0
+        while work and seen < 10000:
+            value = work.pop()
+            seen += 1
+            for use in value.uses:
+                user, pos = use.owner, use.operand_number
+                name = user.name
+                if name in _INDEX_FLOW or (name == "tensor.extract" and pos == 0):
+                    work.extend(user.results)
+                elif name in _INDEXING and pos >= _INDEXING[name][1]:
+                    shape = _shape(user.operands[_INDEXING[name][0]].type) or []
+                    dim = pos - _INDEXING[name][1]
+                    if dim < len(shape) and shape[dim] > 0:
+                        bound = shape[dim] if bound is None else min(bound, shape[dim])
+                elif len(user.regions) and user.regions[0].blocks and pos < len(user.regions[0].blocks[0].arguments):
+                    work.append(user.regions[0].blocks[0].arguments[pos])  # linalg.generic: its block argument
+        if bound is not None:
+            ranges[i] = [0, bound]
+    return ranges
+
+
 def inspect_module(module) -> dict:
     """Functions and linalg ops (walk order). Each op has a stable `id` (workbench/worker/op_ids.py:
     its `lh.op` attribute, else `<kind>_<index>`) and `tagged` (whether the id is on the op yet);
@@ -172,6 +212,7 @@ def inspect_module(module) -> dict:
                 "results": [str(t) for t in ftype.results],
                 "declaration": len(op.regions[0].blocks) == 0,
                 "visibility": _sym(op, "sym_visibility") or "public",
+                "index_ranges": index_ranges(op),
             })
         elif is_payload_linalg_op(op):
             linalg.append(op)

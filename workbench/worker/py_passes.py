@@ -35,6 +35,18 @@ def _exp_approx(module, options: dict) -> None:
     math_approx.approximate_exp(module)
 
 
+def _widen_i1(module, options: dict) -> None:
+    from workbench.worker import widen_i1
+
+    widen_i1.widen_i1_memrefs(module)
+
+
+def _blas_matmuls(module, options: dict) -> None:
+    from workbench.worker.cpu import ukernel_rewrite
+
+    ukernel_rewrite.blas_for_every_matmul(module)
+
+
 BARRIER_MARK = "lh.barrier_after"
 
 
@@ -100,6 +112,8 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-gpu-device-memory": (_device_memory, "host-side memref.alloc/dealloc/copy of the payload -> gpu.alloc/dealloc/memcpy"),
     "lh-barrier-after-async-wait": (_barrier_after_async_wait, "gpu.barrier after each nvgpu.device_async_wait marked lh.barrier_after (pipelined cp.async schedules)"),
     "lh-math-exp-approx": (_exp_approx, "math.exp on f32 / vector<..xf32> -> arith + math.fma polynomial (no libm expf; workbench/worker/cpu/math_approx.py)"),
+    "lh-widen-i1-memrefs": (_widen_i1, "memref<..xi1> -> memref<..xi8> (one byte per bool, as numpy stores them; MemRefToLLVM refuses sub-byte memrefs), loads/stores keep i1 values"),
+    "lh-blas-matmuls": (_blas_matmuls, "every plain f32 linalg.matmul on contiguous memrefs -> cblas_sgemm (the check's reference; no-op without a BLAS)"),
     "lh-nvvm-lower": (_nvvm_lower, "gpu-lower-to-nvvm-pipeline for {chip=auto|sm_NN features=+ptx80 format=isa opt-level=3}"),
 }
 

@@ -115,3 +115,25 @@ def ukernel_calls(module: ir.Module, library: str = "auto") -> int:
             func.CallOp([], ir.FlatSymbolRefAttr.get(helper), operands)
         op.erase()
     return len(ops)
+
+
+def blas_for_every_matmul(module: ir.Module) -> int:
+    """The check's reference (`lh-blas-matmuls` in pipelines/cpu/reference.yaml): every f32 linalg.matmul
+    on memrefs that sgemm can compute (rank 2, no transposed maps, contiguous rows) becomes a BLAS call,
+    whatever the schedule marked; other ops are left to the loop lowering. No BLAS found: no change."""
+    try:
+        ukernels.choose_abi("auto")
+    except ukernels.MissingLibrary:
+        return 0
+    candidates = ops_where(module, lambda op: op.name == "linalg.matmul" and not has_custom_indexing_maps(op)
+                           and len(op.operands) == 3 and not len(op.results))
+    marked = 0
+    for op in candidates:
+        try:
+            for value, what in zip(op.operands, ("A", "B", "C")):
+                _check_operand(value, what)
+        except RewriteError:
+            continue
+        op.attributes[MARK] = ir.StringAttr.get("sgemm")
+        marked += 1
+    return ukernel_calls(module) if marked else 0

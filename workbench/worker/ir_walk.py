@@ -27,11 +27,15 @@ def symbol_names(module) -> set[str]:
 
 
 def append_parsed(module, text: str) -> None:
-    """Parse `text` (top-level ops: helper functions, globals) and append copies to `module`;
-    ir.MLIRError if it does not parse (callers say what they were generating)."""
+    """Parse `text` (top-level ops: helper functions, globals, the declarations they call) and append
+    copies of the ops whose symbol `module` does not have yet; ir.MLIRError if it does not parse
+    (callers say what they were generating)."""
     extra = ir.Module.parse(text)
+    existing = symbol_names(module)
     for op in list(extra.body.operations):
-        module.body.append(op.clone())
+        name = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else None
+        if name is None or name not in existing:
+            module.body.append(op.clone())
 
 
 def has_custom_indexing_maps(op) -> bool:

@@ -100,15 +100,12 @@ def ukernel_calls(module: ir.Module, library: str = "auto") -> int:
             raise RewriteError("the marked matmul has tensor results: the rewrite runs after bufferization")
         key = hashlib.sha256(f"{abi}|{ta}|{tb}|{tc}".encode()).hexdigest()[:10]
         helper = f"lh_ukernel_sgemm_{abi}_{key}"
-        existing = symbol_names(module)
-        texts = []
-        if helper not in existing:
-            texts.append(_helper_text(helper, symbol, int_t, ta, tb, tc))
-        if symbol not in existing:
-            texts.append(f"func.func private @{symbol}{_signature(int_t)}")
-        if texts:
+        if helper not in symbol_names(module):
+            # the helper is parsed with the declaration it calls (a module must verify on its own);
+            # append_parsed adds only what the module lacks
+            text = _helper_text(helper, symbol, int_t, ta, tb, tc) + f"\nfunc.func private @{symbol}{_signature(int_t)}"
             try:
-                append_parsed(module, "\n".join(texts))
+                append_parsed(module, text)
             except ir.MLIRError as e:
                 raise RewriteError(f"helper does not parse: {e}")
         with ir.InsertionPoint(op), op.location:

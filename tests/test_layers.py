@@ -5,6 +5,9 @@ Layers, top to bottom; a module imports only modules of its own layer or below:
   tune) -> steps -> targets -> execution -> common (+ paths, result, highlight: leaves).
 Worker processes (`workbench/worker/`) are the only code that imports `mlir`; they import only
 `workbench.worker.*` and `workbench.common.*`, and the session side never imports them.
+Framework importers (`workbench/importers/`, e.g. torch) run as processes of their own, by file path,
+under the framework's Python: they import no `workbench` module and no `mlir` (torch and the MLIR
+wheels never share a process), and nothing in the package imports them.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ LAYERS = [
     ("common", ("workbench.common", "workbench.paths", "workbench.result", "workbench.highlight")),
 ]
 WORKER = "workbench.worker"
+IMPORTERS = "workbench.importers"
 
 
 def module_name(path: Path) -> str:
@@ -76,8 +80,13 @@ def is_worker(name: str) -> bool:
     return name == WORKER or name.startswith(WORKER + ".")
 
 
+def is_importer(name: str) -> bool:
+    return name == IMPORTERS or name.startswith(IMPORTERS + ".")
+
+
 def test_every_module_has_a_layer():
-    unplaced = [m for m in all_modules() if m != "workbench" and not is_worker(m) and layer_of(m) is None]
+    unplaced = [m for m in all_modules()
+                if m != "workbench" and not is_worker(m) and not is_importer(m) and layer_of(m) is None]
     assert not unplaced, f"modules in no layer (add them to LAYERS): {unplaced}"
 
 
@@ -90,6 +99,18 @@ def test_only_worker_code_imports_mlir():
         if bad:
             offenders.append(f"{name}: {bad}")
     assert not offenders, "session-side modules importing mlir or workbench.worker:\n" + "\n".join(offenders)
+
+
+def test_importers_are_self_contained_and_never_imported():
+    """An importer runs under a framework's Python that may not have the workbench (nor mlir)."""
+    offenders = []
+    for name, path in all_modules().items():
+        for imp in imports_of(path):
+            if is_importer(name) and (imp.startswith("workbench") or imp == "mlir" or imp.startswith("mlir.")):
+                offenders.append(f"{name} imports {imp}")
+            if not is_importer(name) and is_importer(imp):
+                offenders.append(f"{name} imports {imp} (run importers by path, in their own process)")
+    assert not offenders, "\n".join(sorted(offenders))
 
 
 def test_worker_code_imports_only_worker_and_common():

@@ -89,7 +89,7 @@ def _main_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="lh-workbench",
         description="Interactive MLIR compiler workbench. Also: `lh-workbench replay SESSION.yaml`, "
-                    "`lh-workbench targets`.")
+                    "`lh-workbench targets`, `lh-workbench import MODEL.py:NAME --inputs 8x3x224x224xf32`.")
     p.add_argument("payload", nargs="?", help="payload .mlir file")
     p.add_argument("--script", metavar="FILE.lhw", help="run a command file headless")
     p.add_argument("--repl", action="store_true", help="use the prompt-toolkit REPL instead of the TUI")
@@ -191,8 +191,34 @@ def cmd_targets(argv: list[str]) -> int:
     return EXIT_OK
 
 
+def cmd_import(argv: list[str]) -> int:
+    """`lh-workbench import MODEL.py[:NAME] --inputs ...`: write the payload, inputs and torch's outputs."""
+    from workbench.commands.import_commands import IMPORT_FLAGS, run_import
+
+    p = argparse.ArgumentParser(prog="lh-workbench import",
+                                description="Export a torch model with torch-mlir's fx importer (linalg-on-tensors) "
+                                            "in a process of its own; write its inputs and torch's outputs.")
+    p.add_argument("model", help="MODEL.py[:NAME]: an nn.Module class, a factory, or KernelBench's Model")
+    for flag in IMPORT_FLAGS:
+        p.add_argument(flag.name, help=flag.help, type=int if flag.type == "int" else str)
+    p.add_argument("--json", metavar="OUT.json", help="write the exporter's answer here ('-' for stdout)")
+    args = p.parse_args(argv)
+    printer = Printer(stdout_reserved=args.json == "-")
+    res = run_import(vars(args), printer.progress)
+    printer.result(res)
+    if args.json and res.ok:
+        doc = json.dumps(res.data, indent=2)
+        if args.json == "-":
+            print(doc)
+        else:
+            atomic_write(Path(args.json), doc + "\n")
+    return EXIT_OK if res.ok else EXIT_FAILED
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "import":
+        return cmd_import(argv[1:])
     if argv and argv[0] == "replay":
         return cmd_replay(argv[1:])
     if argv and argv[0] == "targets":

@@ -7,6 +7,8 @@
    the timed wrapper (per-iteration times from rtclock).
 4. With `check`, the *unscheduled* payload is lowered through the target's reference
    pipeline and run once on the same inputs; outputs are compared with dtype tolerances.
+   Where a framework's outputs are known (the `import` sidecar, whose inputs `run` then uses by
+   default, or `--expect` files), the outputs are compared with those as well.
 A crash, abort or hang of generated code fails the run; the session is untouched.
 """
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.execution.expected import ExpectedOutputs, compare_expected
 from workbench.execution.runner import RunInputError, Timing, compare, make_inputs, select_outputs
 from workbench.session import Session, SessionError
 from workbench.steps.kinds import Step, StepError
@@ -37,6 +40,26 @@ class RunOptions:
     save_outputs: Path | None = None
     ranks: int | None = None
     ranges: dict[int, tuple[float, float]] = field(default_factory=dict)  # `run --ranges`: argument -> [lo, hi)
+    expect: list[Path] = field(default_factory=list)   # expected outputs given by hand (`--expect`)
+    inputs_given: bool = False   # --inputs / --npy given: the sidecar's inputs are not the default
+
+
+def expected_for(session: Session, opts: RunOptions) -> tuple[ExpectedOutputs | None, dict[int, Path]]:
+    """The expected outputs this run compares with (or None) and the .npy inputs it uses.
+    The sidecar's outputs hold for the sidecar's inputs only: they are used when the run takes
+    those inputs (by default, or the same files by `--npy`)."""
+    npy = dict(opts.npy)
+    if opts.expect:
+        return ExpectedOutputs(expected=list(opts.expect), source="--expect"), npy
+    side = session.expected
+    if side is None or not side.inputs:
+        return None, npy
+    sidecar_inputs = {i: p.resolve() for i, p in enumerate(side.inputs)}
+    if not opts.inputs_given:
+        return side, dict(enumerate(side.inputs))
+    if npy and {i: Path(p).resolve() for i, p in npy.items()} == sidecar_inputs:
+        return side, npy
+    return None, npy
 
 
 def _lowering_stages(session: Session, pipeline_name: str) -> list[dict]:
@@ -88,14 +111,18 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
     report.update(entry=meta["entry"], iterations=meta["iterations"], warmup=meta["warmup"],
                   inserted_wrapper=prepared["inserted_wrapper"])
     n_in = meta["num_inputs"]
+    expected, npy = expected_for(session, opts)
+    if expected is not None and expected.source != "--expect" and not opts.check:
+        expected = None  # the sidecar's inputs are used; its outputs are compared by `run --check`
     try:
         ranges = input_ranges(session, meta["entry"], opts)
         report["input_ranges"] = {str(k): list(v) for k, v in ranges.items()} or None
-        inputs = make_inputs(meta["arg_specs"][:n_in], opts.inputs, opts.seed, opts.npy, ranges)
+        inputs = make_inputs(meta["arg_specs"][:n_in], opts.inputs, opts.seed, npy, ranges)
     except RunInputError as e:
         report["error"] = str(e)
         return report
-    ans = target.execute(_artifact(prepared), meta, inputs, call=opts.check or opts.save_outputs is not None, bench=True, timeout=opts.timeout,
+    call = opts.check or opts.save_outputs is not None or expected is not None
+    ans = target.execute(_artifact(prepared), meta, inputs, call=call, bench=True, timeout=opts.timeout,
                          threads=opts.threads)
     if not ans["ok"]:
         report["error"] = f"run failed: {ans['error']}"
@@ -117,6 +144,9 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
     report["flops"] = flops
     if flops and report["median_s"]:
         report["gflops"] = flops / report["median_s"] / 1e9
+    if expected is not None:
+        report["expected_check"] = compare_expected(select_outputs(meta, ans["args_after"], ans["outputs"]),
+                                                    expected)
     if opts.check:
         report["check"] = _check(session, target, meta, inputs, ans, opts)
         if report["check"].get("error"):

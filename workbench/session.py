@@ -22,6 +22,7 @@ import workbench
 from workbench.common.textdiff import unified_diff
 from workbench.common.mlir_libs import mlir_version
 from workbench.execution.worker_client import CompileClient
+from workbench.execution.expected import ExpectedError, ExpectedOutputs, find_sidecar
 from workbench.paths import state_dir
 from workbench.steps.kinds import BuildContext, Step, StepError, load_pipeline_yaml, step_from_entry
 from workbench.steps.params import ParamError, payload_dims
@@ -154,6 +155,9 @@ class Session:
         self.journal_enabled = True
         self.progress: Callable[[str], None] | None = None
         self.saved_path: Path | None = None   # where `save` last wrote (tune studies live next to it)
+        # a framework's inputs and outputs for this payload (the `import` sidecar, or `run --expect`)
+        self.expected: ExpectedOutputs | None = None
+        self.expected_warning = ""
         # transform.tune.knob schemas are read by parsing the transform module in our worker
         self.build_ctx.knob_reader = lambda text, path: self.client.request({"op": "knobs", "text": text, "path": path})
 
@@ -234,6 +238,10 @@ class Session:
         self.cursor = 0
         self.last_run = None
         self.reference_cache.clear()
+        try:
+            self.expected, self.expected_warning = find_sidecar(path), ""
+        except ExpectedError as e:  # the payload itself is fine: say why the sidecar is not used
+            self.expected, self.expected_warning = None, str(e)
         return ans["sha"]
 
     # -- applying ---------------------------------------------------------------------------

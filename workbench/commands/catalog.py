@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 from workbench.commands import (edit_commands, export_commands, file_commands, help_commands, history_commands,
-                                payload_commands, run_commands, step_commands, target_commands, tune_commands)
+                                import_commands, payload_commands, run_commands, step_commands, target_commands, tune_commands)
 from workbench.commands.registry import Registry
 
 #: the command groups, in the order their commands are listed
-GROUPS = (payload_commands, step_commands, history_commands, file_commands, target_commands, run_commands,
+GROUPS = (payload_commands, import_commands, step_commands, history_commands, file_commands, target_commands, run_commands,
           tune_commands, edit_commands, export_commands, help_commands)
 
 

@@ -21,6 +21,13 @@ def cmd_load(ctx: CommandContext, a: Args) -> Result:
     if journal is not None:
         msg += f"; an autosaved session exists ({journal}): `resume` to restore it"
         data["journal"] = str(journal)
+    if s.expected is not None:
+        msg += (f"; expected outputs from {s.expected.source}: `run` uses its inputs, "
+                "`run --check` compares with its outputs too")
+        data["expected"] = s.expected.to_json()
+    elif s.expected_warning:
+        msg += f" (warning: {s.expected_warning})"
+        data["warnings"] = [s.expected_warning]
     return Result(True, msg, data=data)
 
 

@@ -61,7 +61,8 @@ def cmd_run(ctx, a):
                       timeout=a.get("timeout") or 120.0, warmup=a.get("warmup"), iterations=a.get("iterations"),
                       entry=a.get("entry") or "",
                       save_outputs=Path(a["save_outputs"]) if a.get("save_outputs") else None,
-                      ranks=a.get("ranks"))
+                      ranks=a.get("ranks"), expect=[Path(f) for f in (a.get("expect") or "").split(",") if f],
+                      inputs_given=bool(a.get("inputs") or a.get("npy")))
     ctx.progress(f"lowering and running on {s.target_name} ...")
     try:
         report = run_current(s, opts)
@@ -80,6 +81,11 @@ def cmd_run(ctx, a):
     if chk is not None:
         summary += (f"; check {'passed' if chk['passed'] else 'FAILED'} (max abs err {chk['max_abs_err']:.3g}, "
                     f"max rel err {chk['max_rel_err']:.3g})")
+    exp = report.get("expected_check")
+    if exp is not None:
+        summary += f"; vs {_expected_name(exp)} {'passed' if exp['passed'] else 'FAILED'}"
+        summary += (f" ({exp['error']})" if exp.get("error") else
+                    f" (max abs err {exp['max_abs_err']:.3g}, max rel err {exp['max_rel_err']:.3g})")
     rows = [["min", _fmt_s(report["min_s"])], ["median", _fmt_s(report["median_s"])],
             ["mean", _fmt_s(report["mean_s"])], ["stddev", _fmt_s(report["stddev_s"])]]
     if report["gflops"]:
@@ -89,7 +95,14 @@ def cmd_run(ctx, a):
     if chk is not None and not chk["passed"]:
         res.ok = False
         res.error = "check failed: " + summary.split("; check ")[-1]
+    elif exp is not None and not exp["passed"]:
+        res.ok = False
+        res.error = f"check failed: outputs differ from {_expected_name(exp)}: " + summary.split("; vs ")[-1]
     return res
+
+
+def _expected_name(exp: dict) -> str:
+    return "expected outputs" if exp.get("source") == "--expect" else f"expected outputs ({exp.get('source')})"
 
 
 def register(reg: Registry) -> None:
@@ -110,9 +123,14 @@ def register(reg: Registry) -> None:
          Flag("--warmup", "warm-up calls (when run inserts the wrapper)", True, type="int"),
          Flag("--iterations", "timed calls (when run inserts the wrapper)", True, type="int"),
          Flag("--entry", "entry function (when run inserts the wrapper)", True),
+         Flag("--expect", "expected outputs (.npy, in result order) to compare with, e.g. torch's", True,
+              complete="path:.npy"),
          Flag("--save-outputs", "write inputN.npy / outputN.npy (and referenceN.npy with --check) here", True,
               complete="path:")],
         details="Without a `bench` step, run inserts the benchmark wrapper at the end. The module is lowered "
                 "with the target's default pipeline if it is not in the LLVM dialect yet. Generated code runs in "
-                "a separate process: a crash or hang fails the run, never the session.",
+                "a separate process: a crash or hang fails the run, never the session. A payload written by `import` "
+                "has a sidecar (NAME.expected.json): `run` then uses the model's inputs unless --inputs/--npy "
+                "say otherwise, and `run --check` also compares with the framework's outputs (elementwise, "
+                "rtol/atol per element type: f32 1e-3/1e-4).",
         category="5-run"))

@@ -1,0 +1,266 @@
+"""A corpus of small torch modules, in the spirit of KernelBench level 1 (plus a few level-2 blocks).
+
+CORPUS maps a name to an Entry: a module factory, the input specs of the committed test fixtures
+(`test_shapes`: small, exported to tests/fixtures/torch/ by scripts/export_corpus.py) and larger ones
+for benchmarks (`bench_shapes`), in the import command's spec syntax: `16x32xf32`, `4x8xi64[0:50]`
+(integers drawn from [0, 50)). `dtype` casts the module and its floating inputs (f32 or bf16).
+
+Only torch is imported here (this file runs under the torch Python): `python examples/torch/corpus.py`
+lists the entries.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+@dataclass(frozen=True)
+class Entry:
+    factory: Callable[[], nn.Module]
+    test_shapes: tuple[str, ...]
+    bench_shapes: tuple[str, ...]
+    dtype: str = "f32"
+    category: str = ""
+
+
+class Fn(nn.Module):
+    """A module computing `fn(*inputs)` (no parameters)."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
+
+
+class Attention(nn.Module):
+    """Single-head attention written out: softmax(q k^T / sqrt(d)) v."""
+
+    def forward(self, q, k, v):
+        scores = torch.matmul(q, k.transpose(-2, -1)) / (q.shape[-1] ** 0.5)
+        return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
+class CausalAttention(nn.Module):
+    def forward(self, q, k, v):
+        n = q.shape[-2]
+        scores = torch.matmul(q, k.transpose(-2, -1)) / (q.shape[-1] ** 0.5)
+        mask = torch.ones(n, n, dtype=torch.bool).tril()
+        scores = scores.masked_fill(~mask, float("-inf"))
+        return torch.matmul(torch.softmax(scores, dim=-1), v)
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float = 1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.linspace(0.5, 1.5, dim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+class Mlp(nn.Module):
+    def __init__(self, d: int, h: int):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(d, h), nn.Linear(h, d)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+class ConvBlock(nn.Module):
+    """conv3x3 - batchnorm (inference) - relu - maxpool."""
+
+    def __init__(self, cin: int, cout: int):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, 3, padding=1, bias=False)
+        self.bn = nn.BatchNorm2d(cout)
+        with torch.no_grad():
+            self.bn.running_mean.uniform_(-0.5, 0.5)
+            self.bn.running_var.uniform_(0.5, 1.5)
+
+    def forward(self, x):
+        return F.max_pool2d(F.relu(self.bn(self.conv(x))), 2)
+
+
+def _bn(kind, c):
+    def make():
+        m = kind(c)
+        with torch.no_grad():
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 1.5)
+            m.weight.uniform_(0.5, 1.5)
+            m.bias.uniform_(-0.5, 0.5)
+        return m
+    return make
+
+
+def _fn(f):
+    return lambda: Fn(f)
+
+
+def _e(factory, test, bench, dtype="f32", category=""):
+    return Entry(factory, tuple(test), tuple(bench), dtype, category)
+
+
+CORPUS: dict[str, Entry] = {
+    # -- matmul variants
+    "matmul": _e(_fn(torch.matmul), ["16x32xf32", "32x24xf32"], ["1024x1024xf32", "1024x1024xf32"], category="matmul"),
+    "matmul_transposed_a": _e(_fn(lambda a, b: a.t() @ b), ["32x16xf32", "32x24xf32"],
+                              ["1024x1024xf32", "1024x1024xf32"], category="matmul"),
+    "matmul_transposed_b": _e(_fn(lambda a, b: a @ b.t()), ["16x32xf32", "24x32xf32"],
+                              ["1024x1024xf32", "1024x1024xf32"], category="matmul"),
+    "matmul_transposed_both": _e(_fn(lambda a, b: a.t() @ b.t()), ["32x16xf32", "24x32xf32"],
+                                 ["1024x1024xf32", "1024x1024xf32"], category="matmul"),
+    "matmul_irregular": _e(_fn(torch.matmul), ["7x13xf32", "13x5xf32"], ["1000x999xf32", "999x1001xf32"],
+                           category="matmul"),
+    "linear": _e(lambda: nn.Linear(32, 16), ["8x32xf32"], ["512x4096xf32"], category="matmul"),
+    "linear_no_bias": _e(lambda: nn.Linear(32, 16, bias=False), ["8x32xf32"], ["512x4096xf32"], category="matmul"),
+    "linear_3d": _e(lambda: nn.Linear(32, 16), ["2x8x32xf32"], ["8x512x1024xf32"], category="matmul"),
+    "addmm": _e(_fn(lambda c, a, b: torch.addmm(c, a, b, beta=0.5, alpha=2.0)),
+                ["16x24xf32", "16x32xf32", "32x24xf32"], ["1024x1024xf32"] * 3, category="matmul"),
+    "bmm": _e(_fn(torch.bmm), ["4x8x16xf32", "4x16x8xf32"], ["32x256x256xf32", "32x256x256xf32"],
+              category="matmul"),
+    "batched_matmul_broadcast": _e(_fn(torch.matmul), ["2x3x8x16xf32", "16x8xf32"],
+                                   ["8x16x128x256xf32", "256x128xf32"], category="matmul"),
+    "matvec": _e(_fn(torch.mv), ["16x32xf32", "32xf32"], ["4096x4096xf32", "4096xf32"], category="matmul"),
+    "vecmat": _e(_fn(lambda v, m: v @ m), ["32xf32", "32x16xf32"], ["4096xf32", "4096x4096xf32"],
+                 category="matmul"),
+    "mlp": _e(lambda: Mlp(32, 64), ["8x32xf32"], ["256x1024xf32"], category="matmul"),
+    # -- convolutions
+    "conv1d": _e(lambda: nn.Conv1d(4, 8, 3), ["2x4x32xf32"], ["16x64x1024xf32"], category="conv"),
+    "conv2d_3x3": _e(lambda: nn.Conv2d(3, 8, 3, padding=1), ["1x3x16x16xf32"], ["8x64x56x56xf32"], category="conv"),
+    "conv2d_1x1": _e(lambda: nn.Conv2d(8, 16, 1), ["2x8x8x8xf32"], ["8x256x28x28xf32"], category="conv"),
+    "conv2d_strided": _e(lambda: nn.Conv2d(4, 8, 3, stride=2, padding=1), ["1x4x16x16xf32"],
+                         ["8x64x112x112xf32"], category="conv"),
+    "conv2d_depthwise": _e(lambda: nn.Conv2d(8, 8, 3, padding=1, groups=8), ["1x8x12x12xf32"],
+                           ["8x128x56x56xf32"], category="conv"),
+    "conv2d_no_bias_rect": _e(lambda: nn.Conv2d(3, 4, (3, 5), bias=False), ["2x3x9x11xf32"],
+                              ["8x32x64x64xf32"], category="conv"),
+    "conv_transpose2d": _e(lambda: nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1),
+                           ["1x4x6x6xf32"], ["8x64x28x28xf32"], category="conv"),
+    "conv_transpose1d": _e(lambda: nn.ConvTranspose1d(4, 3, 4, stride=2), ["2x4x10xf32"], ["16x64x512xf32"],
+                           category="conv"),
+    "conv_block": _e(lambda: ConvBlock(3, 8), ["1x3x16x16xf32"], ["8x64x56x56xf32"], category="conv"),
+    # -- pooling
+    "max_pool2d": _e(lambda: nn.MaxPool2d(2), ["1x4x8x8xf32"], ["16x64x112x112xf32"], category="pool"),
+    "max_pool2d_3x3_s2": _e(lambda: nn.MaxPool2d(3, stride=2, padding=1), ["1x4x9x9xf32"],
+                            ["16x64x112x112xf32"], category="pool"),
+    "avg_pool2d": _e(lambda: nn.AvgPool2d(2), ["1x4x8x8xf32"], ["16x64x112x112xf32"], category="pool"),
+    "max_pool1d": _e(lambda: nn.MaxPool1d(3, stride=2), ["2x4x17xf32"], ["16x64x4096xf32"], category="pool"),
+    "adaptive_avg_pool2d": _e(lambda: nn.AdaptiveAvgPool2d(1), ["2x8x7x7xf32"], ["16x512x7x7xf32"],
+                              category="pool"),
+    # -- reductions
+    "sum_dim": _e(_fn(lambda x: x.sum(dim=1)), ["8x16xf32"], ["4096x4096xf32"], category="reduction"),
+    "sum_all": _e(_fn(lambda x: x.sum()), ["8x16xf32"], ["4096x4096xf32"], category="reduction"),
+    "mean_dim": _e(_fn(lambda x: x.mean(dim=-1, keepdim=True)), ["4x8x16xf32"], ["64x256x1024xf32"],
+                   category="reduction"),
+    "max_dim": _e(_fn(lambda x: x.max(dim=1).values), ["8x16xf32"], ["4096x4096xf32"], category="reduction"),
+    "amin": _e(_fn(lambda x: torch.amin(x, dim=0)), ["8x16xf32"], ["4096x4096xf32"], category="reduction"),
+    "argmax": _e(_fn(lambda x: torch.argmax(x, dim=1)), ["8x16xf32"], ["4096x4096xf32"], category="reduction"),
+    "argmin": _e(_fn(lambda x: torch.argmin(x, dim=0)), ["8x16xf32"], ["4096x4096xf32"], category="reduction"),
+    "logsumexp": _e(_fn(lambda x: torch.logsumexp(x, dim=-1)), ["8x16xf32"], ["4096x4096xf32"],
+                    category="reduction"),
+    "var_mean": _e(_fn(lambda x: torch.var(x, dim=1)), ["8x16xf32"], ["4096x4096xf32"], category="reduction"),
+    # -- normalizations and softmax
+    "softmax": _e(lambda: nn.Softmax(dim=-1), ["8x32xf32"], ["4096x4096xf32"], category="norm"),
+    "log_softmax": _e(lambda: nn.LogSoftmax(dim=-1), ["8x32xf32"], ["4096x4096xf32"], category="norm"),
+    "softmax_dim0": _e(_fn(lambda x: torch.softmax(x, dim=0)), ["8x32xf32"], ["4096x4096xf32"], category="norm"),
+    "layer_norm": _e(lambda: nn.LayerNorm(32), ["4x8x32xf32"], ["16x512x1024xf32"], category="norm"),
+    "rms_norm": _e(lambda: RMSNorm(32), ["4x8x32xf32"], ["16x512x1024xf32"], category="norm"),
+    "batch_norm2d": _e(_bn(nn.BatchNorm2d, 8), ["2x8x6x6xf32"], ["16x64x56x56xf32"], category="norm"),
+    "batch_norm1d": _e(_bn(nn.BatchNorm1d, 16), ["8x16xf32"], ["1024x4096xf32"], category="norm"),
+    "group_norm": _e(lambda: nn.GroupNorm(2, 8), ["2x8x5x5xf32"], ["16x64x56x56xf32"], category="norm"),
+    # -- activations
+    "relu": _e(lambda: nn.ReLU(), ["8x32xf32"], ["4096x4096xf32"], category="activation"),
+    "gelu": _e(lambda: nn.GELU(), ["8x32xf32"], ["4096x4096xf32"], category="activation"),
+    "gelu_tanh": _e(lambda: nn.GELU(approximate="tanh"), ["8x32xf32"], ["4096x4096xf32"], category="activation"),
+    "tanh": _e(lambda: nn.Tanh(), ["8x32xf32"], ["4096x4096xf32"], category="activation"),
+    "sigmoid": _e(lambda: nn.Sigmoid(), ["8x32xf32"], ["4096x4096xf32"], category="activation"),
+    "swish": _e(lambda: nn.SiLU(), ["8x32xf32"], ["4096x4096xf32"], category="activation"),
+    "leaky_relu": _e(lambda: nn.LeakyReLU(0.1), ["8x32xf32"], ["4096x4096xf32"], category="activation"),
+    "elu": _e(lambda: nn.ELU(), ["8x32xf32"], ["4096x4096xf32"], category="activation"),
+    "hardswish": _e(lambda: nn.Hardswish(), ["8x32xf32"], ["4096x4096xf32"], category="activation"),
+    "softplus": _e(lambda: nn.Softplus(), ["8x32xf32"], ["4096x4096xf32"], category="activation"),
+    # -- losses
+    "mse_loss": _e(lambda: nn.MSELoss(), ["8x16xf32", "8x16xf32"], ["4096x4096xf32"] * 2, category="loss"),
+    "l1_loss": _e(lambda: nn.L1Loss(), ["8x16xf32", "8x16xf32"], ["4096x4096xf32"] * 2, category="loss"),
+    "smooth_l1_loss": _e(lambda: nn.SmoothL1Loss(), ["8x16xf32", "8x16xf32"], ["4096x4096xf32"] * 2,
+                         category="loss"),
+    "cross_entropy": _e(lambda: nn.CrossEntropyLoss(), ["8x10xf32", "8xi64[0:10]"],
+                        ["4096x1000xf32", "4096xi64[0:1000]"], category="loss"),
+    "nll_loss": _e(_fn(lambda x, t: F.nll_loss(F.log_softmax(x, -1), t)), ["8x10xf32", "8xi64[0:10]"],
+                   ["4096x1000xf32", "4096xi64[0:1000]"], category="loss"),
+    "bce_with_logits": _e(lambda: nn.BCEWithLogitsLoss(), ["8x16xf32", "8x16xf32"], ["4096x4096xf32"] * 2,
+                          category="loss"),
+    # -- broadcast elementwise
+    "broadcast_add": _e(_fn(lambda a, b: a + b), ["4x8xf32", "8xf32"], ["4096x4096xf32", "4096xf32"],
+                        category="elementwise"),
+    "broadcast_mul": _e(_fn(lambda a, b: a * b), ["4x1x8xf32", "3x1xf32"], ["64x1x4096xf32", "64x1xf32"],
+                        category="elementwise"),
+    "broadcast_div": _e(_fn(lambda a, b: a / (b.abs() + 1.0)), ["4x8xf32", "4x1xf32"],
+                        ["4096x4096xf32", "4096x1xf32"], category="elementwise"),
+    "scalar_ops": _e(_fn(lambda x: (x * 3.0 - 1.0) ** 2 / 7.0), ["8x32xf32"], ["4096x4096xf32"],
+                     category="elementwise"),
+    "clamp": _e(_fn(lambda x: torch.clamp(x, -0.5, 0.5)), ["8x32xf32"], ["4096x4096xf32"], category="elementwise"),
+    # -- data movement
+    "transpose": _e(_fn(lambda x: x.transpose(0, 1).contiguous()), ["8x16xf32"], ["4096x4096xf32"],
+                    category="layout"),
+    "permute_4d": _e(_fn(lambda x: x.permute(0, 2, 3, 1).contiguous()), ["2x3x4x5xf32"], ["16x64x56x56xf32"],
+                     category="layout"),
+    "reshape_transpose": _e(_fn(lambda x: x.reshape(4, 2, 16).transpose(1, 2).reshape(4, 32)), ["8x16xf32"],
+                            ["2048x8192xf32"], category="layout"),
+    "concat_slice": _e(_fn(lambda a, b: torch.cat([a, b], dim=1)[:, 3:20]), ["4x8xf32", "4x16xf32"],
+                       ["2048x2048xf32", "2048x2048xf32"], category="layout"),
+    # -- attention
+    "attention": _e(lambda: Attention(), ["2x8x16xf32"] * 3, ["16x512x64xf32"] * 3, category="attention"),
+    "attention_causal": _e(lambda: CausalAttention(), ["2x8x16xf32"] * 3, ["16x512x64xf32"] * 3,
+                           category="attention"),
+    "sdpa": _e(_fn(F.scaled_dot_product_attention), ["1x2x8x16xf32"] * 3, ["4x8x512x64xf32"] * 3,
+               category="attention"),
+    "transformer_layer": _e(lambda: nn.TransformerEncoderLayer(32, 2, 64, dropout=0.0, batch_first=True),
+                            ["2x8x32xf32"], ["8x128x256xf32"], category="attention"),
+    # -- embedding, scans, sorting, masks
+    "embedding": _e(lambda: nn.Embedding(50, 16), ["4x8xi64[0:50]"], ["64x512xi64[0:32000]"], category="index"),
+    "gather": _e(_fn(lambda x, i: torch.gather(x, 1, i)), ["4x16xf32", "4x5xi64[0:16]"],
+                 ["1024x1024xf32", "1024x256xi64[0:1024]"], category="index"),
+    "cumsum": _e(_fn(lambda x: torch.cumsum(x, dim=1)), ["4x16xf32"], ["1024x4096xf32"], category="scan"),
+    "cumsum_dim0": _e(_fn(lambda x: torch.cumsum(x, dim=0)), ["13x4xf32"], ["4096x1024xf32"], category="scan"),
+    "cumprod": _e(_fn(lambda x: torch.cumprod(1.0 + 0.1 * x, dim=-1)), ["4x10xf32"], ["1024x1024xf32"],
+                  category="scan"),
+    "sort": _e(_fn(lambda x: torch.sort(x, dim=-1)), ["4x16xf32"], ["1024x1024xf32"], category="sort"),
+    "sort_descending_values": _e(_fn(lambda x: torch.sort(x, dim=0, descending=True).values), ["12x3xf32"],
+                                 ["1024x1024xf32"], category="sort"),
+    "argsort": _e(_fn(lambda x: torch.argsort(x, dim=-1)), ["4x10xf32"], ["1024x1024xf32"], category="sort"),
+    "topk": _e(_fn(lambda x: torch.topk(x, 4, dim=-1)), ["4x16xf32"], ["1024x1024xf32"], category="sort"),
+    "where_mask": _e(_fn(lambda x: torch.where(x > 0, x, 0.1 * x)), ["8x32xf32"], ["4096x4096xf32"],
+                     category="mask"),
+    "masked_fill": _e(_fn(lambda x, y: x.masked_fill(y > 0.5, 0.0)), ["8x32xf32", "8x32xf32"],
+                      ["4096x4096xf32"] * 2, category="mask"),
+    "compare_to_float": _e(_fn(lambda x, y: (x > y).float() + (x == x).float()), ["8x32xf32", "8x32xf32"],
+                           ["4096x4096xf32"] * 2, category="mask"),
+    # -- bf16
+    "matmul_bf16": _e(_fn(torch.matmul), ["16x32xf32", "32x24xf32"], ["1024x1024xf32", "1024x1024xf32"], "bf16",
+                      category="matmul"),
+    "linear_bf16": _e(lambda: nn.Linear(32, 16), ["8x32xf32"], ["512x4096xf32"], "bf16", category="matmul"),
+    "conv2d_bf16": _e(lambda: nn.Conv2d(3, 8, 3, padding=1), ["1x3x8x8xf32"], ["8x64x56x56xf32"], "bf16",
+                      category="conv"),
+    "softmax_bf16": _e(lambda: nn.Softmax(dim=-1), ["8x32xf32"], ["4096x4096xf32"], "bf16", category="norm"),
+    "layer_norm_bf16": _e(lambda: nn.LayerNorm(32), ["4x32xf32"], ["4096x4096xf32"], "bf16", category="norm"),
+    "gelu_bf16": _e(lambda: nn.GELU(), ["8x32xf32"], ["4096x4096xf32"], "bf16", category="activation"),
+    "add_relu_bf16": _e(_fn(lambda a, b: torch.relu(a + b)), ["8x32xf32", "32xf32"], ["4096x4096xf32", "4096xf32"],
+                        "bf16", category="elementwise"),
+}
+
+
+if __name__ == "__main__":
+    for name, e in CORPUS.items():
+        print(f"{name:<26} {e.dtype:<5} {e.category:<11} test {' '.join(e.test_shapes):<40} "
+              f"bench {' '.join(e.bench_shapes)}")
+    print(f"{len(CORPUS)} entries")

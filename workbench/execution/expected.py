@@ -1,0 +1,107 @@
+"""Outputs a framework computed (e.g. torch's, written by `import`): the sidecar and the comparison.
+
+`NAME.expected.json` beside `NAME.mlir` names the inputs the model was exported with and the outputs
+the framework computed on them (`.npy`, in the order of the entry's results). `load` picks it up;
+`run` then uses those inputs by default, and `run --check` compares the outputs with the framework's
+as well as with the unscheduled payload. `run --expect a.npy,b.npy` gives expected outputs by hand.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SIDECAR_SUFFIX = ".expected.json"
+# elementwise: |got - want| <= atol + rtol * |want|, by the output's element type (integers: exact)
+DEFAULT_TOLERANCES = {"f64": (1e-6, 1e-8), "f32": (1e-3, 1e-4), "f16": (1e-2, 1e-3), "bf16": (5e-2, 5e-2)}
+_NUMPY_NAMES = {"float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16"}
+
+
+class ExpectedError(ValueError):
+    pass
+
+
+@dataclass
+class ExpectedOutputs:
+    expected: list[Path]
+    inputs: list[Path] = field(default_factory=list)
+    source: str = ""                       # what made them: the sidecar, or `--expect`
+    tolerances: dict[str, tuple[float, float]] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"source": self.source, "inputs": [str(p) for p in self.inputs],
+                "expected": [str(p) for p in self.expected]}
+
+
+def sidecar_path(payload: Path) -> Path:
+    return payload.with_name(payload.name.removesuffix(".mlir") + SIDECAR_SUFFIX)
+
+
+def find_sidecar(payload: Path) -> ExpectedOutputs | None:
+    """The sidecar beside `payload`, if any (a malformed one is an error, not silently ignored)."""
+    path = sidecar_path(Path(payload))
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text())
+        base = path.parent
+        tol = {k: (float(v["rtol"]), float(v["atol"])) for k, v in (doc.get("tolerances") or {}).items()}
+        found = ExpectedOutputs(expected=[base / f for f in doc["expected"]], inputs=[base / f for f in doc["inputs"]],
+                                source=str(path), tolerances={**DEFAULT_TOLERANCES, **tol})
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ExpectedError(f"{path}: not a valid expected-outputs sidecar ({type(e).__name__}: {e})")
+    missing = [str(p) for p in found.expected + found.inputs if not p.is_file()]
+    if missing:
+        raise ExpectedError(f"{path}: missing files: {', '.join(missing)}")
+    return found
+
+
+def element_type(arr: np.ndarray) -> str:
+    return _NUMPY_NAMES.get(np.dtype(arr.dtype).name, np.dtype(arr.dtype).name)
+
+
+def compare_expected(got: list[np.ndarray], expected: ExpectedOutputs) -> dict[str, Any]:
+    """Elementwise closeness of the run's outputs to the expected ones (allclose with per-type rtol/atol)."""
+    report: dict[str, Any] = {"passed": True, "max_abs_err": 0.0, "max_rel_err": 0.0, "source": expected.source,
+                              "outputs": []}
+    if len(got) != len(expected.expected):
+        report.update(passed=False, error=f"the run has {len(got)} outputs, {expected.source} expects "
+                                          f"{len(expected.expected)}")
+        return report
+    for j, (g, path) in enumerate(zip(got, expected.expected)):
+        try:
+            want = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            report.update(passed=False, error=f"cannot read expected output {path}: {e}")
+            return report
+        if tuple(g.shape) != tuple(want.shape):
+            report.update(passed=False, error=f"output {j}: shape {list(g.shape)} vs expected {list(want.shape)} "
+                                              f"({path})")
+            return report
+        etype = element_type(g)
+        exact = not np.issubdtype(np.dtype(want.dtype), np.floating) and etype not in expected.tolerances
+        rtol, atol = (0.0, 0.0) if exact else expected.tolerances.get(etype, DEFAULT_TOLERANCES["f32"])
+        g64, w64 = np.asarray(g).astype(np.float64), want.astype(np.float64)
+        if g64.size == 0:
+            report["outputs"].append({"index": j, "type": etype, "passed": True})
+            continue
+        diff = np.abs(g64 - w64)
+        both_nan = np.isnan(g64) & np.isnan(w64)
+        same_inf = np.isinf(w64) & (g64 == w64)
+        bad = ~((diff <= atol + rtol * np.abs(w64)) | both_nan | same_inf)
+        finite = np.where(both_nan | same_inf, 0.0, diff)
+        max_abs = float(np.nanmax(finite)) if not np.isnan(finite).all() else float("inf")
+        if np.isnan(finite).any():
+            max_abs = float("inf")
+        scale = float(np.max(np.abs(np.where(np.isfinite(w64), w64, 0.0)))) or 1.0
+        item = {"index": j, "type": etype, "rtol": rtol, "atol": atol, "max_abs_err": max_abs,
+                "max_rel_err": max_abs / scale, "mismatched": int(bad.sum()), "size": int(bad.size),
+                "passed": not bad.any()}
+        report["outputs"].append(item)
+        report["max_abs_err"] = max(report["max_abs_err"], max_abs)
+        report["max_rel_err"] = max(report["max_rel_err"], max_abs / scale)
+        report["passed"] = report["passed"] and item["passed"]
+    return report

@@ -1,0 +1,67 @@
+"""`import`: a torch model -> linalg-on-tensors `.mlir` + inputs + torch's outputs, in a process of its own.
+
+The export runs `workbench/importers/torch_export.py` by path under the torch Python (`--torch-python`,
+else `$LH_WORKBENCH_TORCH_PYTHON`, else this interpreter): torch and the MLIR wheels never share a
+process, and torch may live in a virtualenv of its own (`pip install 'lh-workbench[torch]'`).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+EXPORTER = Path(__file__).resolve().parents[1] / "importers" / "torch_export.py"
+TORCH_PYTHON_ENV = "LH_WORKBENCH_TORCH_PYTHON"
+DEFAULT_TIMEOUT_S = 900.0
+
+
+class TorchImportError(RuntimeError):
+    def __init__(self, message: str, detail: str = ""):
+        super().__init__(message)
+        self.detail = detail
+
+
+def torch_python(explicit: str | None = None) -> str:
+    return explicit or os.environ.get(TORCH_PYTHON_ENV) or sys.executable
+
+
+def import_torch_model(model: str, *, inputs: str | None = None, out: str | Path = "out", name: str | None = None,
+                       dtype: str | None = None, seed: int = 0, python: str | None = None,
+                       timeout: float = DEFAULT_TIMEOUT_S) -> dict:
+    """Run the exporter; returns its JSON answer (`mlir`, `sidecar`, `inputs`, `expected`, ...)."""
+    exe = torch_python(python)
+    cmd = [exe, str(EXPORTER), model, "--out", str(out), "--seed", str(seed)]
+    for flag, value in (("--inputs", inputs), ("--name", name), ("--dtype", dtype)):
+        if value:
+            cmd += [flag, value]
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)  # the torch Python's own packages, not ours
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except FileNotFoundError:
+        raise TorchImportError(f"torch python {exe!r} not found (set --torch-python or ${TORCH_PYTHON_ENV})")
+    except subprocess.TimeoutExpired:
+        raise TorchImportError(f"torch export timed out after {timeout:.0f} s")
+    answer = None
+    for line in reversed(proc.stdout.strip().splitlines()):
+        if line.startswith("{"):
+            try:
+                answer = json.loads(line)
+                break
+            except ValueError:
+                continue
+    if answer is None:
+        tail = (proc.stderr or proc.stdout).strip().splitlines()[-20:]
+        raise TorchImportError(f"torch export ({exe}) exited with status {proc.returncode} and no answer"
+                               + (f": {tail[-1]}" if tail else ""), "\n".join(tail))
+    if not answer.get("ok"):
+        raise TorchImportError(answer.get("error") or "torch export failed", proc.stderr[-4000:])
+    return answer
+
+
+def next_commands(answer: dict) -> list[str]:
+    """What to type next: open the payload; a checked run on torch's inputs vs torch's outputs."""
+    return [f"lh-workbench {answer['mlir']}",
+            f"run --check --npy {','.join(answer['inputs'])} --expect {','.join(answer['expected'])}"]

@@ -1,0 +1,398 @@
+"""Torch -> linalg-on-tensors, in a process of its own (torch and the MLIR wheels never share one).
+
+Run by path with a Python that has torch and torch-mlir (the `[torch]` extra):
+
+    python torch_export.py MODEL.py[:NAME] --inputs 8x3x224x224xf32[,...] --out DIR [--dtype bf16]
+
+This file imports only the standard library, numpy, torch and torch_mlir (never `workbench`, never
+the upstream `mlir` package), so any interpreter with the extra installed can run it. It writes
+
+    DIR/NAME.mlir              torch-mlir's fx importer, output_type="linalg-on-tensors", entry @main
+    DIR/NAME.input<i>.npy      the inputs it exported with
+    DIR/NAME.expected<j>.npy   torch's outputs on those inputs (eager, torch.no_grad)
+    DIR/NAME.expected.json        the sidecar: which files are inputs / expected outputs, element types,
+                               tolerances, versions (`load` picks it up; `run --check` compares with it)
+
+and prints one JSON line (`{"ok": ..., "mlir": ..., ...}`) as its last line of stdout.
+
+NAME in MODEL.py:NAME is an nn.Module subclass (built with `get_init_inputs()` from the file when it
+has one, KernelBench style), a function returning a module, or a module instance. Without :NAME, the
+file's `Model` (KernelBench) is used. Without --inputs, the file's `get_inputs()` gives the inputs.
+
+torch-mlir turns a few aten ops into its own `tm_tensor` dialect (cumsum -> tm_tensor.scan, sort /
+argsort / topk -> tm_tensor.sort), which upstream MLIR cannot load. They are decomposed *in torch,
+before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
+an inclusive scan as a log-step (Hillis-Steele) sum of shifted copies, a sort as a bitonic network of
+compare-exchanges on reshaped tensors. Doing it in torch keeps the rewrite independent of
+torch-mlir's textual form and of its dialect's semantics, and the result is ordinary linalg that
+every workbench schedule and target handles.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import re
+import sys
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+_DTYPE_NAMES = {"f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16", "i64": "int64",
+                "i32": "int32", "i16": "int16", "i8": "int8", "ui8": "uint8", "i1": "bool"}
+_MLIR_NAMES = {v: k for k, v in _DTYPE_NAMES.items()}
+# torch vs the compiled payload, elementwise: |got - want| <= atol + rtol * |want|
+TOLERANCES = {"f64": (1e-6, 1e-8), "f32": (1e-3, 1e-4), "f16": (1e-2, 1e-3), "bf16": (5e-2, 5e-2)}
+
+
+class ImportFailure(RuntimeError):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# input specs: 8x3x224x224xf32, 4x16xi64[0:100] (integers drawn from [0, 100)), f32 (a scalar tensor)
+
+_SPEC = re.compile(r"^(?P<dims>(?:\d+x)*)(?P<dtype>[a-z]+\d*)(?:\[(?P<lo>-?\d+):(?P<hi>-?\d+)\])?$")
+
+
+def parse_input_spec(text: str) -> dict:
+    m = _SPEC.match(text.strip())
+    if not m or m.group("dtype") not in _DTYPE_NAMES:
+        raise ImportFailure(f"bad input spec {text!r}: expected e.g. 8x3x224x224xf32 or 4x16xi64[0:100] "
+                            f"(element types: {', '.join(_DTYPE_NAMES)})")
+    shape = [int(d) for d in m.group("dims").split("x") if d]
+    spec = {"shape": shape, "dtype": m.group("dtype")}
+    if m.group("lo") is not None:
+        spec["range"] = [int(m.group("lo")), int(m.group("hi"))]
+    return spec
+
+
+def split_specs(text: str) -> list[str]:
+    """Split a comma-separated spec list, keeping commas inside [..] (none today, but cheap)."""
+    return [p for p in re.split(r",(?![^\[]*\])", text) if p.strip()]
+
+
+def make_input(spec: dict, generator):
+    import torch
+
+    dtype = getattr(torch, _DTYPE_NAMES[spec["dtype"]])
+    shape = spec["shape"]
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=generator, dtype=torch.float32).to(dtype)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, shape, generator=generator).to(torch.bool)
+    lo, hi = spec.get("range", [0, 8])
+    return torch.randint(lo, hi, shape, generator=generator, dtype=dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# decompositions into ops that torch-mlir lowers to upstream dialects
+
+def _scan(x, dim: int, combine, identity):
+    """Inclusive scan along `dim` in ceil(log2 n) steps: y_i <- y_i (+) y_{i-s}, s = 1, 2, 4, ..."""
+    import torch
+
+    n = x.shape[dim]
+    y = x
+    step = 1
+    while step < n:
+        pad_shape = list(y.shape)
+        pad_shape[dim] = step
+        head = torch.full(pad_shape, identity, dtype=y.dtype, device=y.device)
+        shifted = torch.cat([head, y.narrow(dim, 0, n - step)], dim=dim)
+        y = combine(y, shifted)
+        step *= 2
+    return y
+
+
+def _scan_dtype(x, dtype):
+    import torch
+
+    if dtype is not None:
+        return x.to(dtype)
+    if not x.dtype.is_floating_point and not x.dtype.is_complex:
+        return x.to(torch.int64)  # torch's rule for integer and bool cumsum/cumprod
+    return x
+
+
+def cumsum_decomposition(x, dim, *, dtype=None):
+    x = _scan_dtype(x, dtype)
+    return _scan(x, dim % max(x.dim(), 1), lambda a, b: a + b, 0)
+
+
+def cumprod_decomposition(x, dim, *, dtype=None):
+    x = _scan_dtype(x, dtype)
+    return _scan(x, dim % max(x.dim(), 1), lambda a, b: a * b, 1)
+
+
+def _extreme(dtype, largest: bool):
+    import torch
+
+    if dtype.is_floating_point:
+        return math.inf if largest else -math.inf
+    if dtype == torch.bool:
+        return largest
+    info = torch.iinfo(dtype)
+    return info.max if largest else info.min
+
+
+def bitonic_sort(x, dim: int = -1, descending: bool = False):
+    """(values, int64 indices) of a sort along `dim`: a bitonic network on the next power of two
+    (padding sorts last), each stage a compare-exchange of two halves of a reshaped tensor.
+    Ties keep the lower index first (stable); NaNs are not ordered like torch's (they compare false)."""
+    import torch
+
+    if x.dim() == 0:
+        return x, torch.zeros((), dtype=torch.int64, device=x.device)
+    dim = dim % x.dim()
+    v = x.movedim(dim, -1)
+    n = v.shape[-1]
+    size = 1 << max(0, (n - 1).bit_length())
+    idx = torch.arange(n, dtype=torch.int64, device=x.device).expand(v.shape)
+    if size != n:
+        pad_shape = list(v.shape[:-1]) + [size - n]
+        v = torch.cat([v, torch.full(pad_shape, _extreme(v.dtype, not descending), dtype=v.dtype,
+                                     device=v.device)], dim=-1)
+        idx = torch.cat([idx, torch.arange(n, size, dtype=torch.int64, device=x.device).expand(pad_shape)],
+                        dim=-1)
+    lead = list(v.shape[:-1])
+
+    def exchange(a, b, ia, ib):
+        # a comes first: swap where b should precede a (ties: the lower index first)
+        before = (b > a) if descending else (b < a)
+        swap = before | ((b == a) & (ib < ia))
+        return (torch.where(swap, b, a), torch.where(swap, a, b), torch.where(swap, ib, ia),
+                torch.where(swap, ia, ib))
+
+    block = 2
+    while block <= size:
+        # merge step: element i of each block against its mirror image
+        vb = v.reshape(lead + [size // block, block])
+        ib_ = idx.reshape(lead + [size // block, block])
+        half = block // 2
+        a, b = vb[..., :half], vb[..., half:].flip(-1)
+        ia, ibb = ib_[..., :half], ib_[..., half:].flip(-1)
+        a, b, ia, ibb = exchange(a, b, ia, ibb)
+        v = torch.cat([a, b.flip(-1)], dim=-1).reshape(lead + [size])
+        idx = torch.cat([ia, ibb.flip(-1)], dim=-1).reshape(lead + [size])
+        span = half // 2
+        while span >= 1:
+            vb = v.reshape(lead + [size // (2 * span), 2, span])
+            ib_ = idx.reshape(lead + [size // (2 * span), 2, span])
+            a, b, ia, ibb = exchange(vb[..., 0, :], vb[..., 1, :], ib_[..., 0, :], ib_[..., 1, :])
+            v = torch.stack([a, b], dim=-2).reshape(lead + [size])
+            idx = torch.stack([ia, ibb], dim=-2).reshape(lead + [size])
+            span //= 2
+        block *= 2
+    v, idx = v[..., :n], idx[..., :n]
+    return v.movedim(-1, dim).contiguous(), idx.movedim(-1, dim).contiguous()
+
+
+def sort_decomposition(x, dim=-1, descending=False):
+    return bitonic_sort(x, dim, descending)
+
+
+def sort_stable_decomposition(x, *, stable=None, dim=-1, descending=False):
+    return bitonic_sort(x, dim, descending)
+
+
+def topk_decomposition(x, k, dim=-1, largest=True, sorted=True):
+    values, indices = bitonic_sort(x, dim, descending=largest)
+    dim = dim % max(x.dim(), 1)
+    return values.narrow(dim, 0, k).contiguous(), indices.narrow(dim, 0, k).contiguous()
+
+
+def upstream_decompositions() -> dict:
+    """aten op overload -> decomposition, for ops torch-mlir would lower to its own tm_tensor dialect."""
+    import torch
+
+    aten = torch.ops.aten
+    return {aten.cumsum.default: cumsum_decomposition, aten.cumprod.default: cumprod_decomposition,
+            aten.sort.default: sort_decomposition, aten.sort.stable: sort_stable_decomposition,
+            aten.topk.default: topk_decomposition}
+
+
+def decomposition_table() -> dict:
+    from torch_mlir.extras.fx_decomp_util import get_decomposition_table
+
+    table = dict(get_decomposition_table())
+    table.update(upstream_decompositions())
+    return table
+
+
+# ---------------------------------------------------------------------------------------------
+# loading the model
+
+def load_module(target: str):
+    """MODEL.py[:NAME] -> (nn.Module in eval mode, the file's python module)."""
+    import torch
+
+    path_text, _, name = target.partition(":") if not re.match(r"^[A-Za-z]:\\", target) else (target, "", "")
+    path = Path(path_text)
+    if not path.is_file():
+        raise ImportFailure(f"{path}: no such model file")
+    spec = importlib.util.spec_from_file_location(f"lh_model_{path.stem}", path)
+    source = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(path.resolve().parent))
+    try:
+        spec.loader.exec_module(source)
+    except Exception as e:
+        raise ImportFailure(f"{path}: the model file failed to run: {type(e).__name__}: {e}")
+    name = name or "Model"
+    if not hasattr(source, name):
+        found = [n for n, v in vars(source).items()
+                 if isinstance(v, type) and issubclass(v, torch.nn.Module) and v.__module__ == source.__name__]
+        raise ImportFailure(f"{path}: no {name!r} (nn.Module classes here: {', '.join(found) or 'none'}; "
+                            f"name one as {path}:NAME)")
+    obj = getattr(source, name)
+    init_args = list(source.get_init_inputs()) if hasattr(source, "get_init_inputs") else []
+    try:
+        module = obj(*init_args) if callable(obj) and not isinstance(obj, torch.nn.Module) else obj
+    except Exception as e:
+        raise ImportFailure(f"{path}:{name}: building the module failed: {type(e).__name__}: {e}")
+    if not isinstance(module, torch.nn.Module):
+        raise ImportFailure(f"{path}:{name} is not an nn.Module (nor a class or function returning one)")
+    return module.eval(), source
+
+
+# ---------------------------------------------------------------------------------------------
+# export
+
+def flatten_outputs(out) -> list:
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (list, tuple)):
+        return [t for o in out for t in flatten_outputs(o)]
+    if isinstance(out, dict):
+        return [t for k in out for t in flatten_outputs(out[k])]
+    if out is None:
+        return []
+    return [torch.as_tensor(out)]
+
+
+def to_numpy(t) -> tuple[np.ndarray, str]:
+    """A tensor as numpy plus its MLIR element type; bf16 is widened to f32 (exactly)."""
+    import torch
+
+    t = t.detach().cpu().contiguous()
+    dtype = _MLIR_NAMES.get(str(t.dtype).removeprefix("torch."), str(t.dtype))
+    if t.dtype == torch.bfloat16:
+        return t.to(torch.float32).numpy(), dtype
+    return t.numpy(), dtype
+
+
+def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str = "") -> dict:
+    """Export `module` on `inputs`: writes NAME.mlir, the .npy files and the sidecar; returns the sidecar."""
+    import torch
+    import torch_mlir
+    from torch_mlir import fx
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with torch.no_grad():
+        expected = flatten_outputs(module(*[t.clone() for t in inputs]))
+        try:
+            mlir_module = fx.export_and_import(module, *inputs, output_type="linalg-on-tensors",
+                                               func_name="main", decomposition_table=decomposition_table())
+        except Exception as e:
+            first = (str(e).strip().splitlines() or [type(e).__name__])[0]
+            raise ImportFailure(f"torch-mlir export failed: {type(e).__name__}: {first[:400]}")
+    text = str(mlir_module)
+    leftover = sorted(set(re.findall(r"\b((?:tm_tensor|torch|torch_c)\.[a-z_.0-9]+)\b(?=[ (<{])", text)))
+    mlir_path = out_dir / f"{name}.mlir"
+    mlir_path.write_text(text if text.endswith("\n") else text + "\n")
+    input_files, input_types, expected_files, expected_types = [], [], [], []
+    for i, t in enumerate(inputs):
+        arr, dtype = to_numpy(t)
+        path = out_dir / f"{name}.input{i}.npy"
+        np.save(path, arr)
+        input_files.append(path.name)
+        input_types.append(f"{'x'.join(map(str, arr.shape))}{'x' if arr.shape else ''}{dtype}")
+    for j, t in enumerate(expected):
+        arr, dtype = to_numpy(t)
+        path = out_dir / f"{name}.expected{j}.npy"
+        np.save(path, arr)
+        expected_files.append(path.name)
+        expected_types.append(f"{'x'.join(map(str, arr.shape))}{'x' if arr.shape else ''}{dtype}")
+    sidecar = {"format": "lh-workbench expected outputs 1", "source": source, "framework": "torch",
+               "versions": {"torch": torch.__version__,
+                            "torch_mlir": getattr(torch_mlir, "__version__", _dist_version("torch-mlir"))},
+               "mlir": mlir_path.name, "inputs": input_files, "input_types": input_types,
+               "expected": expected_files, "expected_types": expected_types,
+               "tolerances": {k: {"rtol": r, "atol": a} for k, (r, a) in TOLERANCES.items()},
+               "unsupported_ops": leftover}
+    (out_dir / f"{name}.expected.json").write_text(json.dumps(sidecar, indent=2) + "\n")
+    return sidecar
+
+
+def _dist_version(dist: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def snake_case(name: str) -> str:
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="torch_export", description=__doc__.split("\n\n")[0])
+    p.add_argument("model", help="MODEL.py[:NAME]")
+    p.add_argument("--inputs", help="input specs, comma-separated: 8x3x224x224xf32,4x16xi64[0:100]")
+    p.add_argument("--out", default="out", help="output directory (default: out)")
+    p.add_argument("--name", help="file stem of the outputs (default: the model's name, snake_case)")
+    p.add_argument("--dtype", choices=["f32", "bf16", "f16", "f64"],
+                   help="cast the module's parameters and floating-point inputs to this type")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs and of module init")
+    args = p.parse_args(argv)
+    try:
+        import torch
+    except ImportError as e:
+        print(json.dumps({"ok": False, "error": f"torch is not importable by {sys.executable}: {e}"}))
+        return 1
+    try:
+        import torch_mlir  # noqa: F401
+    except ImportError as e:
+        print(json.dumps({"ok": False, "error": f"torch-mlir is not importable by {sys.executable}: {e} "
+                                                "(pip install 'lh-workbench[torch]')"}))
+        return 1
+    try:
+        torch.manual_seed(args.seed)
+        module, source = load_module(args.model)
+        generator = torch.Generator().manual_seed(args.seed)
+        if args.inputs:
+            inputs = [make_input(parse_input_spec(s), generator) for s in split_specs(args.inputs)]
+        elif hasattr(source, "get_inputs"):
+            inputs = list(source.get_inputs())
+        else:
+            raise ImportFailure(f"{args.model}: no --inputs and the file has no get_inputs()")
+        if args.dtype:
+            dtype = getattr(torch, _DTYPE_NAMES[args.dtype])
+            module = module.to(dtype)
+            inputs = [t.to(dtype) if t.is_floating_point() else t for t in inputs]
+        name = args.name or snake_case(args.model.partition(":")[2] or Path(args.model).stem)
+        sidecar = export_module(module, inputs, Path(args.out), name, source=args.model)
+    except ImportFailure as e:
+        print(json.dumps({"ok": False, "error": str(e)}))
+        return 1
+    except Exception as e:  # a bug in the model or in torch: one line, the traceback on stderr
+        traceback.print_exc()
+        print(json.dumps({"ok": False, "error": f"{type(e).__name__}: {e}".splitlines()[0][:500]}))
+        return 1
+    out = Path(args.out)
+    print(json.dumps({"ok": True, "mlir": str(out / sidecar["mlir"]), "sidecar": str(out / f"{name}.expected.json"),
+                      "inputs": [str(out / f) for f in sidecar["inputs"]],
+                      "expected": [str(out / f) for f in sidecar["expected"]],
+                      "input_types": sidecar["input_types"], "expected_types": sidecar["expected_types"],
+                      "unsupported_ops": sidecar["unsupported_ops"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

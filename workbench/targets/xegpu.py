@@ -3,7 +3,8 @@ GPUs, run through the same dpctl runtime as `sycl`, on an Intel GPU only.
 
 Pipelines: `xegpu-distribute` (work-group XeGPU -> subgroups -> lanes, inside the gpu.module),
 `xegpu-lower` (that, then XeGPU -> XeVM -> LLVM kernels, inside the gpu.module),
-`xegpu-binary` (gpu-module-to-binary: needs LLVM's SPIR-V backend, which the pinned wheels lack).
+`xegpu-binary` (SPIR-V device binaries through the llvm-spirv translator: the pinned wheels have no
+LLVM SPIR-V backend for gpu-module-to-binary; workbench/worker/xegpu/spirv_binary.py).
 The schedule is pipelines/xegpu/matmul.py[gen=xegpu_matmul] (f16 x f16 -> f32 with DPAS).
 """
 from __future__ import annotations

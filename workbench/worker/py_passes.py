@@ -106,6 +106,15 @@ def _nvvm_lower(module, options: dict) -> None:
             binary.attributes["objects"] = ir.Attribute.parse(cleaned)
 
 
+def _xegpu_spirv_binary(module, options: dict) -> None:
+    from workbench.worker.xegpu import spirv_binary
+
+    try:
+        spirv_binary.serialize_gpu_modules(module, options)
+    except spirv_binary.SpirvBinaryError as e:
+        raise PyPassError(str(e))
+
+
 #: name -> (function(module, options), help)
 PASSES: dict[str, tuple[Callable, str]] = {
     "lh-gpu-device-wrapper": (_device_wrapper, "benchmark wrapper -> GPU form (device buffers, copies outside the timed region)"),
@@ -114,6 +123,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-math-exp-approx": (_exp_approx, "math.exp on f32 / vector<..xf32> -> arith + math.fma polynomial (no libm expf; workbench/worker/cpu/math_approx.py)"),
     "lh-widen-i1-memrefs": (_widen_i1, "memref<..xi1> -> memref<..xi8> (one byte per bool, as numpy stores them; MemRefToLLVM refuses sub-byte memrefs), loads/stores keep i1 values"),
     "lh-blas-matmuls": (_blas_matmuls, "every plain f32 linalg.matmul on contiguous memrefs -> cblas_sgemm (the check's reference; no-op without a BLAS)"),
+    "lh-xegpu-spirv-binary": (_xegpu_spirv_binary, "gpu.module of XeVM kernels -> gpu.binary of SPIR-V via llvm-as + the llvm-spirv translator {spirv-ext=+SPV_INTEL_...} (no SPIR-V backend in the wheels)"),
     "lh-nvvm-lower": (_nvvm_lower, "gpu-lower-to-nvvm-pipeline for {chip=auto|sm_NN features=+ptx80 format=isa opt-level=3}"),
 }
 

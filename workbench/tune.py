@@ -232,11 +232,16 @@ def fail_stale_trials(study) -> list[int]:
     import optuna
     from optuna.trial import TrialState
 
+    import datetime
+
     host = socket.gethostname()
     failed = []
+    old = datetime.datetime.now() - datetime.timedelta(seconds=GRACE_S)
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         owner = t.user_attrs.get("host"), t.user_attrs.get("pid")
-        if owner[0] is None or (owner[0] == host and not _alive(owner[1])):
+        # (a trial asked a moment ago has no owner yet: only an old one without owner is stale)
+        if ((owner[0] is None and t.datetime_start is not None and t.datetime_start < old)
+                or (owner[0] == host and not _alive(owner[1]))):
             why = (f"stale: its process ({host} pid {owner[1]}) died" if owner[0] else
                    "stale: left RUNNING by a killed tune")
             study._storage.set_trial_user_attr(t._trial_id, "error", why)
@@ -338,6 +343,7 @@ class _Search:
             return trial
 
     def _one_trial(self, number: int, session: Session) -> None:
+        import optuna
         from optuna.trial import TrialState
 
         trial = self._ask()
@@ -353,18 +359,26 @@ class _Search:
                 state, value, attrs = self._evaluate(number, trial.number, session, params, candidate)
         except BaseException:
             with self.lock:
-                trial.set_user_attr("error", "interrupted")
-                self.study.tell(trial, state=TrialState.FAIL)
                 self.running.discard(trial._trial_id)
+                try:
+                    trial.set_user_attr("error", "interrupted")
+                    self.study.tell(trial, state=TrialState.FAIL)
+                except Exception:  # noqa: BLE001  (already finished, storage gone: resume fails it)
+                    pass
             raise
         with self.lock:
-            for k, v in attrs.items():
-                trial.set_user_attr(k, v)
+            try:
+                for k, v in attrs.items():
+                    trial.set_user_attr(k, v)
+                if state == "ok":
+                    self.study.tell(trial, value)
+                else:
+                    self.study.tell(trial, state=TrialState.FAIL)
+            except optuna.exceptions.UpdateFinishedTrialError:  # another process failed it as stale
+                state, attrs = "fail", {"error": "failed as stale by another process"}
             if state == "ok":
-                self.study.tell(trial, value)
                 self.done += 1
             else:
-                self.study.tell(trial, state=TrialState.FAIL)
                 self.failed += 1
             self.running.discard(trial._trial_id)
             self.states[number] = "idle"

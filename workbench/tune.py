@@ -351,6 +351,7 @@ class _Search:
             self.stop.set()
             return
         params = dict(trial.params)
+        self._set_state(number, f"starting #{trial.number}")
         try:
             state, value, attrs = self._dedup(number, trial, params)
             if state is None:

@@ -216,13 +216,26 @@ def open_study(url: str, name: str, sampler):
     kwargs: dict[str, Any] = {}
     if url.startswith("sqlite"):  # several processes may share the file: wait for its lock
         kwargs["engine_kwargs"] = {"connect_args": {"timeout": 60}}
-    try:
-        storage = optuna.storages.RDBStorage(url, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S, **kwargs)
-        return optuna.create_study(storage=storage, study_name=name, direction="minimize", sampler=sampler,
-                                   load_if_exists=True)
-    except Exception as e:  # unreachable server, bad URL, wrong password, missing driver ...
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-        raise TuneError(f"cannot open the study storage {shown_url(url)}: {first}")
+    from sqlalchemy.exc import IntegrityError, ProgrammingError
+
+    for attempt in range(5):
+        try:
+            storage = optuna.storages.RDBStorage(url, heartbeat_interval=HEARTBEAT_S, grace_period=GRACE_S,
+                                                 **kwargs)
+            return optuna.create_study(storage=storage, study_name=name, direction="minimize", sampler=sampler,
+                                       load_if_exists=True)
+        except (IntegrityError, ProgrammingError) as e:
+            # processes that open a fresh database at once race to create Optuna's tables: the
+            # loser's CREATE fails, and the tables are there when it tries again
+            if attempt == 4:
+                raise TuneError(f"cannot open the study storage {shown_url(url)}: {_first_line(e)}")
+            time.sleep(0.5 * (attempt + 1))
+        except Exception as e:  # unreachable server, bad URL, wrong password, missing driver ...
+            raise TuneError(f"cannot open the study storage {shown_url(url)}: {_first_line(e)}")
+
+
+def _first_line(e: BaseException) -> str:
+    return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
 def fail_stale_trials(study) -> list[int]:

@@ -125,6 +125,21 @@ def _space_from_tokens(tokens: list[str]) -> dict[str, list]:
     return space
 
 
+def trial_progress_line(ev: dict) -> str:
+    """One line per finished trial: counts (finished/total, failed, running), the trial, best so far,
+    and with several workers what each one is doing."""
+    what = f"{ev['value_s'] * 1e3:.3f} ms" if ev.get("value_s") else f"FAILED ({ev.get('error')})"
+    if ev.get("value_s") and ev.get("error") is None and ev.get("reused"):
+        what += " (reused)"
+    best = f"best {ev['best_s'] * 1e3:.3f} ms (#{ev.get('best_trial')})" if ev.get("best_s") else "no success yet"
+    counts = f"{ev['done']}/{ev['total']}, {ev.get('failed', 0)} failed, {ev.get('running', 0)} running"
+    line = f"tune [{counts}] trial {ev['trial']} {S.format_params(ev['params'])}: {what}; {best}"
+    workers = ev.get("workers") or []
+    if len(workers) > 1:
+        line += " | " + ", ".join(workers)
+    return line
+
+
 def cmd_tune(ctx, a):
     from workbench.tune import SAMPLERS, TuneError, TuneOptions, tune_step
 
@@ -144,7 +159,10 @@ def cmd_tune(ctx, a):
     run = RunOptions(check=not a["no_check"], iterations=a.get("iterations") or 5, warmup=a.get("warmup") or 1,
                      timeout=a.get("run_timeout") or 60.0, seed=a.get("seed") or 0)
     opts = TuneOptions(trials=a.get("trials") or 20, timeout_s=a.get("timeout"), sampler=sampler,
-                       seed=a.get("seed") or 0, storage=Path(a["storage"]) if a.get("storage") else None,
+                       seed=a.get("seed") or 0, storage=a.get("storage") or None,
+                       workers=a.get("workers") or 1,
+                       confirm=a["confirm"] if a.get("confirm") is not None else 3,
+                       confirm_rounds=a.get("confirm_rounds") or 3,
                        study_name=a.get("study"), space=space,
                        only=[p for p in (a.get("params") or "").split(",") if p] or None,
                        apply_best=a["apply_best"], csv=Path(a["csv"]) if a.get("csv") else None,
@@ -153,9 +171,7 @@ def cmd_tune(ctx, a):
 
     def on_event(ev: dict) -> None:
         if ev["phase"] == "trial":
-            best = f", best {ev['best_s'] * 1e3:.3f} ms" if ev.get("best_s") else ""
-            what = f"{ev['value_s'] * 1e3:.3f} ms" if ev.get("value_s") else f"FAILED ({ev.get('error')})"
-            msg = f"tune [{ev['done']}/{ev['total']}] trial {ev['trial']} {S.format_params(ev['params'])}: {what}{best}"
+            msg = trial_progress_line(ev)
         else:
             msg = "tune: " + ev["message"]
         if bar is not None:
@@ -181,9 +197,12 @@ def cmd_tune(ctx, a):
     else:
         base = (rep.get("baseline_before") or {}).get("median_s")
         speed = f", {base / best['median_s']:.2f}x vs baseline" if base else ""
-        summary = (f"tune step {index}: best trial {best['trial']} {S.format_params(best['tuned'])} "
-                   f"median {best['median_s'] * 1e3:.3f} ms{speed} ({rep['new_trials']} new trials, "
-                   f"study {rep['study']} in {rep['storage']})")
+        who = ("the current parameters stay best" if best.get("kept_current") else
+               f"best trial {best['trial']}")
+        confirmed = " (re-measured against the current dict)" if rep.get("confirm") else ""
+        summary = (f"tune step {index}: {who} {S.format_params(best['tuned'])} "
+                   f"median {best['median_s'] * 1e3:.3f} ms{confirmed}{speed} ({rep['new_trials']} new trials, "
+                   f"{rep['workers']} worker(s), study {rep['study']} in {rep['storage']})")
         if rep.get("applied"):
             summary += "; applied"
     data = {"tune": rep, "plot": {"y": rep["best_so_far_ms"], "title": f"tune step {index}: best so far (ms)"},
@@ -212,8 +231,15 @@ def register(reg: Registry) -> None:
          Flag("--sampler", "tpe | random | grid", True, complete="choice:tpe,random,grid"),
          Flag("--seed", "sampler and input seed", True, type="int"),
          Flag("--params", "comma-separated parameters to tune (others stay fixed)", True),
-         Flag("--storage", "SQLite study file (default: next to the saved session)", True, complete="path:.db"),
-         Flag("--study", "study name (default: derived from the step and the space: resumes)", True),
+         Flag("--storage", "SQLite study file or an Optuna RDB URL (postgresql://..., mysql://...; "
+                           "default: a file next to the saved session)", True, complete="path:.db"),
+         Flag("--study", "study name (default: derived from the step and the space: resumes; "
+                         "processes naming the same storage and study share the search)", True),
+         Flag("--workers", "trials at once in this process, each with its own compile worker (default 1)",
+              True, type="int"),
+         Flag("--confirm", "best candidates re-measured against the current dict at the end (default 3, 0: off)",
+              True, type="int"),
+         Flag("--confirm-rounds", "interleaved rounds of that re-measurement (default 3)", True, type="int"),
          Flag("--csv", "write all trials to this CSV file", True, complete="path:.csv"),
          Flag("--iterations", "timed calls per candidate (default 5)", True, type="int"),
          Flag("--warmup", "warm-up calls per candidate (default 1)", True, type="int"),
@@ -223,5 +249,10 @@ def register(reg: Registry) -> None:
          Flag("--no-check", "do not check candidates' results (not recommended)")],
         details="Flags go before the candidate lists. The live session is unchanged unless --apply-best. "
                 "Failed candidates (constraint violated, compile error, crash, timeout, wrong result) are "
-                "recorded as FAIL and never chosen. Running again with the same step and space resumes the study.",
+                "recorded as FAIL and never chosen. Running again with the same step and space resumes the study. "
+                "The current dict is trial 0 and the best candidates are re-measured against it before one is "
+                "declared best, so a tune never hands back something slower than where it started. With "
+                "--workers N compilations overlap and timed runs take turns (one machine-wide lock); other "
+                "machines join with the same --storage URL and --study NAME. The Optuna dashboard "
+                "(`optuna-dashboard URL`) shows the same study live.",
         category="5-run"))

@@ -105,6 +105,9 @@ class MpiTarget(Target):
         out_types = [entry["results"][int(o.partition(":")[2])] for o in meta["outputs"] if o.startswith("result:")]
         for j, t in enumerate(out_types):
             globals_.append(_global_spec(t) or local[n_in + j])
+        sharded = (payload.get("shardings") or {}).get(meta["entry"])
+        if sharded is not None:
+            return self._host_meta_nd(meta, globals_, local, sharded, ranks)
         split = []
         factors = set()
         for g, l in zip(globals_, local[:n_in + n_out]):
@@ -131,6 +134,41 @@ class MpiTarget(Target):
         host["ranks"] = ranks
         return host
 
+    def _host_meta_nd(self, meta: dict, globals_: list[dict], local: list[dict], sharded: dict,
+                      ranks: int | None) -> dict:
+        """Host view from the payload's annotations: any grid (2x2, 2x4, ...); every tensor dimension
+        is cut along the grid axes that split it (row-major over those axes), replicated otherwise."""
+        n_in, n_out = meta["num_inputs"], meta["num_outputs"]
+        grid = [int(g) for g in sharded["grid"]]
+        size = int(np.prod(grid)) if grid else 1
+        result_layouts = sharded["results"]
+        layouts = list(sharded["args"][:n_in])
+        for o in meta["outputs"]:
+            if o.startswith("result:"):
+                j = int(o.partition(":")[2])
+                layouts.append(result_layouts[j] if j < len(result_layouts) else None)
+            else:
+                layouts.append(sharded["args"][int(o.partition(":")[2])])
+        for g, l, axes in zip(globals_, local[:n_in + n_out], layouts):
+            if g["dtype"] != l["dtype"]:
+                raise TargetError(f"element type changed by partitioning: {g['type']} vs {l['type']}")
+            want = [dim // _blocks(axes, d, grid) for d, dim in enumerate(g["shape"])]
+            if want != l["shape"]:
+                raise TargetError(f"per-rank shape {l['shape']} of a {g['shape']} tensor is not its block on the "
+                                  f"{'x'.join(map(str, grid))} grid ({want})")
+        if ranks is None:
+            ranks = size
+        if ranks != size:
+            shape = f" (a {'x'.join(map(str, grid))} grid)" if len(grid) > 1 else ""
+            raise TargetError(f"the entry is partitioned for {size} ranks{shape}, not --ranks {ranks}")
+        host = dict(meta)
+        host["arg_specs"] = globals_ + local[n_in + n_out:]
+        host["rank_arg_specs"] = local
+        host["layouts"] = layouts
+        host["grid"] = grid
+        host["ranks"] = ranks
+        return host
+
     def execute(self, llvm: str, meta: dict, inputs: list, *, call: bool, bench: bool, timeout: float,
                 threads: int | None = None, opt_level: int = 3) -> dict:
         from workbench.execution.mpi_launch import run_ranks
@@ -142,8 +180,19 @@ class MpiTarget(Target):
             return {"ok": False, "error": "internal: mpi run without the per-rank argument specs"}
         ranks = meta["ranks"]
         n_in, n_out = meta["num_inputs"], meta["num_outputs"]
-        local, split = meta["rank_arg_specs"], meta["split_dims"]
-        rank_inputs = [[_block(a, split[i], r, ranks) for i, a in enumerate(inputs)] for r in range(ranks)]
+        local = meta["rank_arg_specs"]
+        if "layouts" in meta:
+            layouts, grid = meta["layouts"], meta["grid"]
+            rank_inputs = [[_block_nd(a, layouts[i], grid, r) for i, a in enumerate(inputs)] for r in range(ranks)]
+
+            def assemble(parts, i):
+                return _assemble_nd(parts, layouts[i], grid)
+        else:
+            split = meta["split_dims"]
+            rank_inputs = [[_block(a, split[i], r, ranks) for i, a in enumerate(inputs)] for r in range(ranks)]
+
+            def assemble(parts, i):
+                return _assemble(parts, split[i])
         req = self.jit_request(llvm, meta, local, call=call, bench=bench, opt_level=opt_level)
         ans = run_ranks(req, rank_inputs, timeout=timeout, env=self.run_env(threads))
         if not ans["ok"]:
@@ -152,10 +201,8 @@ class MpiTarget(Target):
         out: dict[str, Any] = {"ok": True, "compile_s": max(a.get("compile_s") or 0.0 for a in per_rank),
                                "report": {"ranks": ranks}}
         if call:
-            out["args_after"] = [_assemble([a["args_after"][i] for a in per_rank], split[i])
-                                 for i in range(n_in)]
-            out["outputs"] = [_assemble([a["outputs"][j] for a in per_rank], split[n_in + j])
-                              for j in range(n_out)]
+            out["args_after"] = [assemble([a["args_after"][i] for a in per_rank], i) for i in range(n_in)]
+            out["outputs"] = [assemble([a["outputs"][j] for a in per_rank], n_in + j) for j in range(n_out)]
         if bench:
             rank_times = [a["times"] for a in per_rank]
             out["times"] = [max(ts) for ts in zip(*rank_times)]
@@ -173,3 +220,37 @@ def _assemble(parts: list[np.ndarray], dim: int | None) -> np.ndarray:
     if dim is None:
         return parts[0]
     return np.concatenate(parts, axis=dim)
+
+
+def _blocks(axes: list | None, dim: int, grid: list[int]) -> int:
+    """How many blocks tensor dimension `dim` is cut into (the product of the grid axes splitting it)."""
+    if not axes or dim >= len(axes):
+        return 1
+    return int(np.prod([grid[x] for x in axes[dim]])) if axes[dim] else 1
+
+
+def _block_slices(shape, axes: list | None, grid: list[int], rank: int) -> tuple:
+    coords = np.unravel_index(rank, grid) if grid else ()
+    slices = []
+    for d, size in enumerate(shape):
+        split = axes[d] if axes and d < len(axes) else []
+        if not split:
+            slices.append(slice(None))
+            continue
+        index = int(np.ravel_multi_index([coords[x] for x in split], [grid[x] for x in split]))
+        step = size // _blocks(axes, d, grid)
+        slices.append(slice(index * step, (index + 1) * step))
+    return tuple(slices)
+
+
+def _block_nd(a: np.ndarray, axes: list | None, grid: list[int], rank: int) -> np.ndarray:
+    return np.ascontiguousarray(a[_block_slices(a.shape, axes, grid, rank)])
+
+
+def _assemble_nd(parts: list[np.ndarray], axes: list | None, grid: list[int]) -> np.ndarray:
+    """The global tensor from every rank's block (ranks holding the same block agree; rank 0 wins)."""
+    shape = [p * _blocks(axes, d, grid) for d, p in enumerate(parts[0].shape)]
+    out = np.empty(shape, dtype=parts[0].dtype)
+    for rank in reversed(range(len(parts))):
+        out[_block_slices(shape, axes, grid, rank)] = parts[rank]
+    return out

@@ -229,5 +229,13 @@ def inspect_module(module) -> dict:
         info["id"] = op_id
         info["tagged"] = tagged
         ops.append(info)
-    return {"funcs": funcs, "ops": ops, "total_flops": sum(o["flops"] for o in ops),
+    info = {"funcs": funcs, "ops": ops, "total_flops": sum(o["flops"] for o in ops),
             "tagged": all(o["tagged"] for o in ops)}
+    if "shard." in str(module.operation):  # sharded payload: how the grid splits each entry tensor
+        from workbench.worker.mpi.sharding import entry_shardings
+
+        try:
+            info["shardings"] = entry_shardings(module)
+        except Exception:  # noqa: BLE001  (partitioned code, unusual annotations: shapes decide, as before)
+            pass
+    return info

@@ -13,7 +13,9 @@ loops forever takes only this process down. Requests:
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import os
 import sys
 import time
 import traceback
@@ -71,22 +73,48 @@ def handle_run(req: dict) -> dict:
         compile_s = time.perf_counter() - t0
         inputs = [np.ascontiguousarray(a) for a in req["inputs"]]
         answer: dict = {"ok": True, "compile_s": compile_s}
-        out_specs = req.get("outputs") or []
-        if req.get("call"):
-            args = [a.copy() for a in inputs]
-            outs = output_buffers(out_specs)
-            _invoke(engine, req["call"], args + outs)
-            answer["args_after"] = args
-            answer["outputs"] = outs
-        if req.get("bench"):
-            args = [a.copy() for a in inputs]
-            outs = output_buffers(out_specs)
-            times = np.zeros(int(req["times_len"]), dtype=np.float64)
-            t1 = time.perf_counter()
-            _invoke(engine, req["bench"], args + outs + [times])
-            answer["bench_wall_s"] = time.perf_counter() - t1
-            answer["times"] = times.tolist()
+        t_wait = time.perf_counter()
+        with measurement_lock():
+            answer["lock_wait_s"] = time.perf_counter() - t_wait
+            _call_and_time(engine, req, inputs, answer)
         return answer
+
+
+@contextlib.contextmanager
+def measurement_lock():
+    """Hold the machine-wide lock named by $LH_WORKBENCH_MEASURE_LOCK (set by `tune`) while the
+    generated code runs: compilations of parallel trials overlap, their timed runs do not."""
+    path = os.environ.get("LH_WORKBENCH_MEASURE_LOCK")
+    if not path:
+        yield
+        return
+    import fcntl
+
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)  # released when the file closes (or this process dies)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def _call_and_time(engine, req: dict, inputs: list, answer: dict) -> None:
+    """The plain call (outputs for the check) and the timed wrapper, on copies of the inputs."""
+    out_specs = req.get("outputs") or []
+    if req.get("call"):
+        args = [a.copy() for a in inputs]
+        outs = output_buffers(out_specs)
+        _invoke(engine, req["call"], args + outs)
+        answer["args_after"] = args
+        answer["outputs"] = outs
+    if req.get("bench"):
+        args = [a.copy() for a in inputs]
+        outs = output_buffers(out_specs)
+        times = np.zeros(int(req["times_len"]), dtype=np.float64)
+        t1 = time.perf_counter()
+        _invoke(engine, req["bench"], args + outs + [times])
+        answer["bench_wall_s"] = time.perf_counter() - t1
+        answer["times"] = times.tolist()
 
 
 def limit_cores() -> None:

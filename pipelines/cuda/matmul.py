@@ -59,14 +59,16 @@ Shapes must be static and divisible by the tiles (no remainder handling).
     warpgroup that only issues TMA (setmaxnreg 40 / 232). K must be a multiple of 64.
     Threads per block = 128 * (consumers + specialize).
 
-``select(m, n, k, dtype, chip)`` -> (generator, parameters) for a shape on a compute capability (the
-cuda target's selector; wgmma needs sm_90).
+``select(m, n, k, dtype, chip, in_dtype, sms)`` -> (generator, parameters) for a shape on a compute
+capability with `sms` multiprocessors (the cuda target's selector; wgmma needs sm_90);
+``select_batch(b, m, n, k, ...)`` the same for linalg.batch_matmul (wgmma only, else None).
 """
 
 PAYLOAD_OP = "linalg.matmul"
 PARAMS = {
-    "block_m": {"divides": "M", "min": 1, "max": 256, "help": "rows of C per thread block"},
-    "block_n": {"divides": "N", "min": 1, "max": 256, "help": "columns of C per thread block"},
+    # matmul_wgmma (the only generator with `consumers`) covers edge tiles: no divisibility there
+    "block_m": {"divides": "M", "when": "consumers < 1", "min": 1, "max": 256, "help": "rows of C per thread block"},
+    "block_n": {"divides": "N", "when": "consumers < 1", "min": 1, "max": 256, "help": "columns of C per thread block"},
     "block_k": {"divides": "K", "min": 1, "max": 256, "help": "K step: SIMT thread tile loop; mma_smem shared-memory tile (multiple of 16)"},
     "thread_m": {"divides": "block_m", "min": 1, "max": 16, "help": "rows of C per thread (SIMT)"},
     "thread_n": {"divides": "block_n", "min": 1, "max": 16, "help": "columns of C per thread (SIMT)"},
@@ -469,7 +471,7 @@ def matmul_wgmma(block_m: int = 128, block_n: int = 128, stages: int = 4, consum
               f"consumers = {consumers} : i64, specialize = {specialize} : i64}}")
     return f"""module attributes {{transform.with_named_sequence}} {{
   transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.readonly}}) {{
-    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %root : (!transform.any_op) -> !transform.any_op
+    %mm = transform.structured.match ops{{["linalg.matmul", "linalg.batch_matmul"]}} in %root : (!transform.any_op) -> !transform.any_op
     %config = transform.param.constant {config} -> !transform.any_param
     transform.annotate %mm "{MARK}" = %config : !transform.any_op, !transform.any_param
 """ + _FOOTER
@@ -488,19 +490,68 @@ def _sm(chip: str) -> int:
     return int(digits) if digits else 0
 
 
-def select(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_dtype: str = "") -> tuple[str, dict]:
-    """A schedule and its parameters for an m x n x k matmul with a `dtype` result (`in_dtype`
-    operands, default the same) on compute capability `chip`."""
+# wgmma tile configurations (block_m, block_n, consumers, specialize) and their throughput per SM
+# relative to the best, measured on the H100 at 4096^3 f16 (bench/gpu_matmul.py): 128x256 with two
+# consumer warpgroups 601-638 TFLOP/s, 128x128 one consumer 519; the smaller tiles are estimates
+# (half the work per K step for the same TMA and barrier overhead), refined by measurement.
+WGMMA_TILES = (
+    (128, 256, 2, 1, 1.0),
+    (128, 128, 1, 1, 0.82),
+    (64, 256, 1, 0, 0.72),
+    (64, 128, 1, 0, 0.6),
+)
+WGMMA_OPERANDS = ("f16", "bf16")
+WGMMA_RESULTS = ("f16", "bf16", "f32")
+
+
+def _wgmma_stages(block_m: int, block_n: int, k: int) -> int:
+    """As many stages as fit 227 KiB of shared memory, at most 6 and no more than the K steps."""
+    per_stage = (block_m + block_n) * 64 * 2
+    fit = (227 * 1024 - 1024) // per_stage
+    return max(2, min(6, fit, -(-k // 64)))
+
+
+def wgmma_config(m: int, n: int, k: int, sms: int = 132, batch: int = 1) -> dict:
+    """The wgmma tile for an m x n x k matmul on `sms` multiprocessors: the best estimated rate,
+    i.e. relative tile throughput x wave efficiency (tiles / (waves x SMs)) x the useful part of
+    the edge tiles (m n / covered area)."""
+    best, best_score = None, -1.0
+    for block_m, block_n, consumers, specialize, rate in WGMMA_TILES:
+        gm, gn = -(-m // block_m), -(-n // block_n)
+        tiles = gm * gn * batch
+        waves = -(-tiles // sms)
+        score = rate * tiles / (waves * sms) * (m * n) / (gm * block_m * gn * block_n)
+        if score > best_score + 1e-9:
+            best_score = score
+            best = {"block_m": block_m, "block_n": block_n, "stages": _wgmma_stages(block_m, block_n, k),
+                    "consumers": consumers, "specialize": specialize}
+    return best
+
+
+def select_batch(b: int, m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_dtype: str = "",
+                 sms: int = 132) -> tuple[str, dict] | None:
+    """A schedule for a b x (m x n x k) linalg.batch_matmul, or None (left to the naive mapping): the
+    wgmma kernel with the batch as the grid's z (K a multiple of 64: see wgmma_matmul.kernel_text)."""
     in_dtype = in_dtype or dtype
-    if (in_dtype == "f16" and dtype in ("f16", "f32") and chip.startswith("sm_90")
-            and m % 128 == 0 and n % 128 == 0 and k % 64 == 0):
-        # measured on the H100 (bench/gpu_matmul.py, 4096^3): TMA + wgmma 128x256 blocks, 2 consumer
+    if (in_dtype in WGMMA_OPERANDS and dtype in WGMMA_RESULTS and chip.startswith("sm_90")
+            and n % 8 == 0 and k % 64 == 0):
+        return "matmul_wgmma", wgmma_config(m, n, k, sms, batch=b)
+    return None
+
+
+def select(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_dtype: str = "",
+           sms: int = 132) -> tuple[str, dict]:
+    """A schedule and its parameters for an m x n x k matmul with a `dtype` result (`in_dtype`
+    operands, default the same) on compute capability `chip` with `sms` multiprocessors."""
+    in_dtype = in_dtype or dtype
+    if (in_dtype in WGMMA_OPERANDS and dtype in WGMMA_RESULTS and chip.startswith("sm_90")
+            and n % 8 == 0 and k % 8 == 0):
+        # TMA + wgmma, any M and any N, K multiple of 8 (edge tiles by TMA zero fill and predicated
+        # stores). Measured on the H100 (bench/gpu_matmul.py, 4096^3): 128x256 blocks, 2 consumer
         # warpgroups, 4 stages: with a warp-specialized producer 601 / 608 TFLOP/s in two runs, without
         # it 569 / 638 (0.74x-0.83x cuBLAS): equal within the run-to-run spread; 3 stages 513;
         # 128x128 one warpgroup warp-specialized 519; matmul_mma_smem best 289
-        if n % 256 == 0:
-            return "matmul_wgmma", {"block_m": 128, "block_n": 256, "stages": 4, "consumers": 2, "specialize": 1}
-        return "matmul_wgmma", {"block_m": 128, "block_n": 128, "stages": 4, "consumers": 1, "specialize": 1}
+        return "matmul_wgmma", wgmma_config(m, n, k, sms)
     if dtype == "f16" and m % 128 == 0 and n % 256 == 0 and k % 16 == 0:
         # measured on the H100 (bench/gpu_matmul.py, 4096^3, 32-bit C loads/stores): 128x256x16 blocks
         # of 8 warps of 64x64, 3 stages (36 KiB): 226 TFLOP/s (0.296x cuBLAS), 4 stages 220,

@@ -54,6 +54,11 @@ class CudaTarget(Target):
 
         return detected_chip() or DEFAULT_CHIP
 
+    def multiprocessors(self) -> int:
+        """The detected GPU's SM count (the selector sizes tiles to fill whole waves), else the H100's 132."""
+        info = self.probe()
+        return int(info.get("multiprocessors") or 132) if info.get("ok") else 132
+
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """Static-shape matmuls (f32, f16) -> the matmul schedule; softmax -> the softmax schedule.
         (Whole-module entries: the first op of each schedule sets its parameters.)"""
@@ -63,8 +68,13 @@ class CudaTarget(Target):
             dims = op.get("dims") or {}
             if op["op"] == "linalg.matmul" and dims and all(v > 0 for v in dims.values()):
                 gen, params = mm.select(dims["m"], dims["n"], dims["k"], op.get("dtype", "f32"), self.chip(),
-                                        op.get("in_dtype", ""))
+                                        op.get("in_dtype", ""), self.multiprocessors())
                 chosen.setdefault(f"pipelines/{self.matmul_schedule}[gen={gen}]", params)
+            if op["op"] == "linalg.batch_matmul" and dims and all(v > 0 for v in dims.values()):
+                picked = mm.select_batch(dims["b"], dims["m"], dims["n"], dims["k"], op.get("dtype", "f32"),
+                                         self.chip(), op.get("in_dtype", ""), self.multiprocessors())
+                if picked:
+                    chosen.setdefault(f"pipelines/{self.matmul_schedule}[gen={picked[0]}]", picked[1])
             if op["op"] == "linalg.softmax":
                 chosen.setdefault(f"pipelines/{self.softmax_schedule}[gen=softmax_rows]", {})
         return list(chosen.items())

@@ -81,6 +81,7 @@ PARAMS = {
     "stages": {"min": 1, "max": 8, "help": "mma_smem: shared-memory buffers per operand; > 1 = cp.async software pipeline (stages-1 K steps in flight)"},
     "consumers": {"choices": [1, 2], "help": "wgmma: warpgroups computing the block (each takes block_m / consumers rows)"},
     "specialize": {"choices": [0, 1], "help": "wgmma: 1 = an extra producer warpgroup issues the TMA loads (warp specialization)"},
+    "op": {"help": "wgmma: configure only the linalg op tagged lh.op = op (empty: every matmul)"},
 }
 CONSTRAINTS = [
     "(block_m / thread_m) * (block_n / thread_n) <= 1024",
@@ -460,18 +461,20 @@ def matmul_simt_smem(block_m: int = 128, block_n: int = 128, block_k: int = 8, t
 
 
 def matmul_wgmma(block_m: int = 128, block_n: int = 128, stages: int = 4, consumers: int = 1,
-                 specialize: int = 0) -> str:
+                 specialize: int = 0, op: str = "") -> str:
     from workbench.worker.cuda.wgmma_matmul import MARK, KernelConfigError, check_config
 
     try:  # the tile checks that do not need the payload's shape (that is checked by the rewrite)
         check_config(block_m, block_n, 64, block_m, block_n, stages, consumers, specialize)
     except KernelConfigError as e:
         raise ValueError(str(e))
+    _check(all(ch.isalnum() or ch == "_" for ch in op), f"op={op!r}: an op id such as matmul_1")
+    only = f' attributes{{lh.op = "{op}"}}' if op else ""  # one op of several (per-op selection)
     config = (f"{{block_m = {block_m} : i64, block_n = {block_n} : i64, stages = {stages} : i64, "
               f"consumers = {consumers} : i64, specialize = {specialize} : i64}}")
     return f"""module attributes {{transform.with_named_sequence}} {{
   transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.readonly}}) {{
-    %mm = transform.structured.match ops{{["linalg.matmul", "linalg.batch_matmul"]}} in %root : (!transform.any_op) -> !transform.any_op
+    %mm = transform.structured.match ops{{["linalg.matmul", "linalg.batch_matmul"]}}{only} in %root : (!transform.any_op) -> !transform.any_op
     %config = transform.param.constant {config} -> !transform.any_param
     transform.annotate %mm "{MARK}" = %config : !transform.any_op, !transform.any_param
 """ + _FOOTER

@@ -9,8 +9,10 @@ batch 16 x 1024^3; the f32 MLP of examples/mlp.mlir (against eager torch, TF32 o
 Each workbench run: seeded uniform(-1, 1) inputs, device buffers filled before the timed loop,
 `iterations` timed calls (stream synchronized before the second rtclock), median. Every case is
 checked: its saved inputs go through torch on the GPU (float32, TF32 off) and the workbench's output
-must match within the element type's tolerance (max abs err / max abs value). torch: CUDA events
-around 20-50 calls after warm-up, per-call mean of 5 repeats, median.
+must match within the element type's tolerance (max abs err / max abs value). The baseline is the
+payload's own computation, C + A B (`torch.addmm` / `torch.baddbmm`, cuBLAS with beta = 1); the plain
+`torch.matmul` (no C) is printed beside it. torch: CUDA events around 20-50 calls after warm-up,
+per-call mean of 5 repeats, median.
 Last line: RESULT <case>_ratio=<workbench TFLOP/s / torch TFLOP/s> ... geomean_ratio=<over checked cases>
 (a case that fails or does not match gets no ratio and is named in failed=).
 """
@@ -70,7 +72,12 @@ def workbench_run(src: Path, schedule: str, iterations: int, out: Path, timeout:
 
 
 def _torch_tensor(a: np.ndarray, torch):
-    """A saved input on the GPU in float32 (ml_dtypes bf16 has no torch conversion of its own)."""
+    """A saved input on the GPU in float32 (ml_dtypes bf16 has no torch conversion of its own; np.save
+    writes it as raw 2-byte items)."""
+    if a.dtype.kind == "V" and a.dtype.itemsize == 2:
+        import ml_dtypes
+
+        a = a.view(ml_dtypes.bfloat16)
     return torch.from_numpy(np.ascontiguousarray(a.astype(np.float32))).cuda()
 
 
@@ -107,7 +114,9 @@ def timed(fn, calls: int) -> float:
     return float(np.median(per))
 
 
-def torch_matmul(batch: int, m: int, n: int, k: int, dtype: str) -> float:
+def torch_matmul(batch: int, m: int, n: int, k: int, dtype: str) -> dict:
+    """cuBLAS through torch on the payload's computation, C + A B into a new tensor (`addmm` /
+    `baddbmm`: beta = 1, C read), and, for information, the plain product A B (`matmul`, no C)."""
     import torch
 
     tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[dtype]
@@ -115,8 +124,10 @@ def torch_matmul(batch: int, m: int, n: int, k: int, dtype: str) -> float:
     pre = (batch,) if batch else ()
     a = torch.rand(*pre, m, k, device="cuda", dtype=tdt, generator=g) * 2 - 1
     b = torch.rand(*pre, k, n, device="cuda", dtype=tdt, generator=g) * 2 - 1
+    c = torch.rand(*pre, m, n, device="cuda", dtype=tdt, generator=g) * 2 - 1
     calls = 50 if m * n * k * max(batch, 1) <= 2 ** 36 else 20
-    return timed(lambda: torch.matmul(a, b), calls)
+    add = torch.baddbmm if batch else torch.addmm
+    return {"addmm": timed(lambda: add(c, a, b), calls), "matmul": timed(lambda: torch.matmul(a, b), calls)}
 
 
 def mlp_reference(out: Path):
@@ -170,7 +181,8 @@ def main() -> int:
             src.write_text(payload(batch, m, n, k, dtype))
             flops = 2.0 * max(batch, 1) * m * n * k
             runs = schedules
-            ref_s = torch_matmul(batch, m, n, k, dtype)
+            ref = torch_matmul(batch, m, n, k, dtype)
+            ref_s = ref["addmm"]
         for schedule in runs:
             out = work / f"out_{name}_{abs(hash(schedule))}"
             r = workbench_run(src, schedule, args.iterations, out, args.timeout)
@@ -188,7 +200,8 @@ def main() -> int:
             rows.append((name, r["selected"], t, flops / t / 1e12, ref_s, flops / ref_s / 1e12, err, good, ratio))
             print(f"{name}: {r['selected']}: {t * 1e3:.3f} ms ({flops / t / 1e12:.1f} TFLOP/s), torch "
                   f"{ref_s * 1e3:.3f} ms ({flops / ref_s / 1e12:.1f}), ratio {ratio:.3f}, max rel err {err:.2e} "
-                  f"{'ok' if good else 'WRONG'}", flush=True)
+                  f"{'ok' if good else 'WRONG'}"
+                  + (f" (torch matmul without C: {ref['matmul'] * 1e3:.3f} ms)" if shape else ""), flush=True)
             if good:
                 ratios[name] = max(ratios.get(name, 0.0), ratio)
             elif name not in failed:

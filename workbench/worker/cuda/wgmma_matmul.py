@@ -42,6 +42,7 @@ BLOCK_K = 64  # one 128-byte swizzle row of 16-bit elements
 SWIZZLE_BYTES = 1024  # 128-byte swizzle repeats every 8 rows: slots must be 1024-byte aligned
 WARPGROUP = 128
 MAX_SHARED = 227 * 1024  # sm_90 opt-in shared memory per block
+GROUP_M = 16  # tile rows per rasterization group (see the block-id mapping in kernel_text)
 ACC_PAD = 8  # floats of padding per accumulator row in the epilogue's shared-memory tile
 DEFAULTS = {"block_m": 128, "block_n": 128, "stages": 4, "consumers": 1, "specialize": 0}
 EDGE_MULTIPLE = 8  # K and N: multiples of 8 elements (16-byte TMA strides, 8-column epilogue steps)
@@ -226,7 +227,8 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
     desc_a = descriptor("%A", ta, f"{t.const(block_m)}, {c64}", map_a, 0, "descA")
     desc_b = descriptor("%B", tb, f"{c64}, {c64}", map_b, 2, "descB")
     shm = t.const(d["shared"], "i32")
-    gx, gy, one, nthreads = t.const(d["grid_n"]), t.const(d["grid_m"]), t.const(1), t.const(d["threads"])
+    tiles = d["grid_m"] * d["grid_n"]
+    gx, gy, one, nthreads = t.const(tiles), t.const(1), t.const(1), t.const(d["threads"])
     gz = t.const(batch) if batch else one
     with t.region(f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {gz}) "
                   f"threads(%tx, %ty, %tz) in (%sx = {nthreads}, %sy = {one}, %sz = {one}) "
@@ -234,12 +236,26 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
         t.emit(f"memref.assume_alignment %C, 16 : {tc}")
         t.emit(f"memref.assume_alignment %D, 16 : {tc}")
         tid = "%tx"
-        m0 = t.val(f"arith.muli %by, {t.const(block_m)} : index", "m0")
+        # Grouped rasterization: block ids walk GROUP_M tile rows down one tile column, then the next
+        # column, so the blocks resident together share A rows and B columns in L2 (in row order, at
+        # 8192^3 each wave of 132 blocks spans 4 tile rows and all 32 columns: B streamed from DRAM
+        # once per 4 tile rows).
+        group = min(GROUP_M, d["grid_m"])
+        per_group = group * d["grid_n"]
+        gid = t.val(f"arith.divui %bx, {t.const(per_group)} : index", "gid")
+        first_m = t.val(f"arith.muli {gid}, {t.const(group)} : index", "firstm")
+        left = t.val(f"arith.subi {t.const(d['grid_m'])}, {first_m} : index", "leftm")
+        rows_here = t.val(f"arith.minui {left}, {t.const(group)} : index", "groupm")
+        within = t.val(f"arith.remui %bx, {t.const(per_group)} : index", "within")
+        tm_off = t.val(f"arith.remui {within}, {rows_here} : index", "tmoff")
+        tile_m = t.val(f"arith.addi {first_m}, {tm_off} : index", "tilem")
+        tile_n = t.val(f"arith.divui {within}, {rows_here} : index", "tilen")
+        m0 = t.val(f"arith.muli {tile_m}, {t.const(block_m)} : index", "m0")
         # the batch's first rows of A / C and of B in the collapsed views
         a_row0 = t.val(f"arith.muli %bz, {t.const(m)} : index", "arow0") if batch else None
         b_row0 = t.val(f"arith.muli %bz, {t.const(k)} : index", "brow0") if batch else None
         am0 = t.val(f"arith.addi {m0}, {a_row0} : index", "am0") if batch else m0
-        n0 = t.val(f"arith.muli %bx, {t.const(block_n)} : index", "n0")
+        n0 = t.val(f"arith.muli {tile_n}, {t.const(block_n)} : index", "n0")
         dyn = t.val(f"gpu.dynamic_shared_memory : {dyn_t}", "dyn")
         # The slots start at shared-window address 1024: 1024-byte aligned for the swizzle, and past
         # the static shared memory (the mbarriers, and the symbol MLIR lowers dynamic shared memory

@@ -215,6 +215,10 @@ def test_timed_device_call_allocates_nothing(ctx, tmp_path):
     entry = ir[ir.index("llvm.func @mm("):]
     entry = entry[:entry.index("\n  }")]
     assert "llvm.call @lh_wgmma_matmul_256x256x512_" in entry and "mgpuMemcpy" not in entry
+    # no stream created or destroyed per call: one stream per process (lh-reuse-gpu-stream)
+    calls = lowered_host_calls(ir)
+    assert calls["mgpuStreamCreate"] == 1 and "mgpuStreamDestroy" not in calls, calls
+    assert "llvm.call @lh_reused_gpu_stream()" in ir[ir.index("llvm.func @lh_wgmma_matmul_256x256x512_"):]
     # the wrapper still allocates and copies around the timed loop
     bench = ir[ir.index("llvm.func @_lh_bench("):]
     assert "mgpuMemAlloc" in bench[:bench.index("\n  }")]

@@ -311,6 +311,45 @@ def test_batch_matmul_wgmma_lowers(ctx, tmp_path):
     assert mm.select_batch(4, 192, 256, 100, "f16", "sm_90a") is None
 
 
+def test_mlp_select_configures_each_matmul(ctx):
+    """examples/mlp.mlir (three f32 matmuls of different shapes): one entry per matmul, each matching
+    its op by id (after `rewrite tag-ops`), so the schedule set up for one does not hit the others."""
+    ok(ctx, f"load {EXAMPLES / 'mlp.mlir'}")
+    ok(ctx, "target cuda")
+    res = ok(ctx, "select --apply")
+    entries = res.data["selections"]
+    assert [e["params"]["op"] for e in entries] == ["matmul_0", "matmul_1", "matmul_2"], entries
+    assert all(e["schedule"].endswith("[gen=matmul_simt]") for e in entries)
+    ir = ctx.session.current_ir
+    assert ir.count("gpu.launch ") == 3 and "linalg.matmul" not in ir
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    ptx = ptx_of(ctx.session.current_ir)
+    # three scheduled kernels with 4x4 register tiles and a K step of 32 (unrolled FMAs) + the naive
+    # kernels of the bias adds and relus
+    assert ptx.count("fma.rn.f32") >= 3 * 4 * 4 * 32
+
+
+def test_two_f16_matmuls_get_their_own_wgmma_tiles(ctx, tmp_path):
+    p = tmp_path / "two.mlir"
+    p.write_text("""func.func @two(%A: tensor<4096x512xf16>, %B: tensor<512x4096xf16>, %C: tensor<4096x4096xf16>,
+                %X: tensor<256x256xf16>, %Y: tensor<256x256xf16>, %Z: tensor<256x256xf16>)
+    -> (tensor<4096x4096xf16>, tensor<256x256xf16>) {
+  %0 = linalg.matmul ins(%A, %B : tensor<4096x512xf16>, tensor<512x4096xf16>) outs(%C : tensor<4096x4096xf16>) -> tensor<4096x4096xf16>
+  %1 = linalg.matmul ins(%X, %Y : tensor<256x256xf16>, tensor<256x256xf16>) outs(%Z : tensor<256x256xf16>) -> tensor<256x256xf16>
+  return %0, %1 : tensor<4096x4096xf16>, tensor<256x256xf16>
+}
+""")
+    ok(ctx, f"load {p}")
+    ok(ctx, "target cuda")
+    res = ok(ctx, "select --apply")
+    (e0, e1) = res.data["selections"]
+    assert (e0["params"]["block_n"], e0["params"]["op"]) == (256, "matmul_0")
+    assert (e1["params"]["block_m"], e1["params"]["block_n"], e1["params"]["op"]) == (64, 128, "matmul_1")
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    ptx = ptx_of(ctx.session.current_ir)
+    assert "wgmma.mma_async.sync.aligned.m64n256k16" in ptx and "wgmma.mma_async.sync.aligned.m64n128k16" in ptx
+
+
 def _selected_specs(res) -> list[str]:
     return [e["schedule"] for e in res.data["selections"]]
 
@@ -542,6 +581,15 @@ def test_gpu_softmax_checked(ctx, tmp_path):
 def test_gpu_unscheduled_mlp_checked(ctx):
     ok(ctx, f"load {EXAMPLES / 'mlp.mlir'}")
     res = ok(ctx, "run --target cuda --check --iterations 2")
+    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+
+
+@needs_gpu
+def test_gpu_mlp_selected_per_op_checked(ctx):
+    ok(ctx, f"load {EXAMPLES / 'mlp.mlir'}")
+    ok(ctx, "target cuda")
+    ok(ctx, "select --apply")
+    res = ok(ctx, "run --target cuda --check --iterations 3")
     assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
 
 

@@ -81,7 +81,7 @@ PARAMS = {
     "stages": {"min": 1, "max": 8, "help": "mma_smem: shared-memory buffers per operand; > 1 = cp.async software pipeline (stages-1 K steps in flight)"},
     "consumers": {"choices": [1, 2], "help": "wgmma: warpgroups computing the block (each takes block_m / consumers rows)"},
     "specialize": {"choices": [0, 1], "help": "wgmma: 1 = an extra producer warpgroup issues the TMA loads (warp specialization)"},
-    "op": {"help": "wgmma: configure only the linalg op tagged lh.op = op (empty: every matmul)"},
+    "op": {"help": "matmul_wgmma, matmul_simt: schedule only the linalg op tagged lh.op = op (empty: every matmul)"},
 }
 CONSTRAINTS = [
     "(block_m / thread_m) * (block_n / thread_n) <= 1024",
@@ -102,6 +102,13 @@ _FOOTER = """    transform.yield
 def _check(cond: bool, msg: str) -> None:
     if not cond:
         raise ValueError(msg)
+
+
+def _only_op(op: str) -> str:
+    """The `attributes{lh.op = ...}` clause of a match that takes only op `op` (one of several ops of
+    the payload: per-op selection; the tiled copies of the op keep the attribute); "" for every op."""
+    _check(all(ch.isalnum() or ch == "_" for ch in op), f"op={op!r}: an op id such as matmul_1")
+    return f' attributes{{lh.op = "{op}"}}' if op else ""
 
 
 def _contractions_to_fmas(handle: str) -> str:
@@ -126,18 +133,19 @@ def _contractions_to_fmas(handle: str) -> str:
 
 
 def matmul_simt(block_m: int = 64, block_n: int = 64, block_k: int = 16, thread_m: int = 4, thread_n: int = 4,
-                vectorize: bool = True) -> str:
+                vectorize: bool = True, op: str = "") -> str:
     for name, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k), ("thread_m", thread_m),
                     ("thread_n", thread_n)):
         _check(v >= 1, f"{name} must be >= 1")
     _check(block_m % thread_m == 0 and block_n % thread_n == 0, "thread tile must divide the block tile")
     tx, ty = block_n // thread_n, block_m // thread_m
     _check(tx * ty <= 1024, f"{tx * ty} threads per block (max 1024)")
+    only = _only_op(op)
     vec = ""
     if vectorize:
         vec = f"""
     %f2 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
-    %mms = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %mms = transform.structured.match ops{{["linalg.matmul"]}}{only} in %b : (!transform.any_op) -> !transform.any_op
     transform.structured.vectorize %mms {{create_named_contraction}} : !transform.any_op
     transform.apply_patterns to %f2 {{
       transform.apply_patterns.canonicalization
@@ -145,7 +153,7 @@ def matmul_simt(block_m: int = 64, block_n: int = 64, block_k: int = 16, thread_
     %f4 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
 {_contractions_to_fmas('f4')}"""
     return _HEADER + f"""
-    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %mm = transform.structured.match ops{{["linalg.matmul"]}}{only} in %b : (!transform.any_op) -> !transform.any_op
     %blk, %fb = transform.structured.tile_using_forall %mm tile_sizes [{block_m}, {block_n}]
         (mapping = [#gpu.block<y>, #gpu.block<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     %thr, %ft = transform.structured.tile_using_forall %blk tile_sizes [{thread_m}, {thread_n}]
@@ -468,8 +476,7 @@ def matmul_wgmma(block_m: int = 128, block_n: int = 128, stages: int = 4, consum
         check_config(block_m, block_n, 64, block_m, block_n, stages, consumers, specialize)
     except KernelConfigError as e:
         raise ValueError(str(e))
-    _check(all(ch.isalnum() or ch == "_" for ch in op), f"op={op!r}: an op id such as matmul_1")
-    only = f' attributes{{lh.op = "{op}"}}' if op else ""  # one op of several (per-op selection)
+    only = _only_op(op)
     config = (f"{{block_m = {block_m} : i64, block_n = {block_n} : i64, stages = {stages} : i64, "
               f"consumers = {consumers} : i64, specialize = {specialize} : i64}}")
     return f"""module attributes {{transform.with_named_sequence}} {{
@@ -545,6 +552,29 @@ def select_batch(b: int, m: int, n: int, k: int, dtype: str = "f32", chip: str =
     return None
 
 
+#: generators that can schedule one op of several (`op` parameter); the others bufferize and map the
+#: whole module around the one matmul they expect
+PER_OP = ("matmul_wgmma", "matmul_simt")
+
+
+def select_one_of_many(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_dtype: str = "",
+                       sms: int = 132) -> tuple[str, dict]:
+    """`select` for one matmul of a payload with several: a generator of PER_OP (matmul_simt where
+    `select` would pick a whole-module schedule)."""
+    gen, params = select(m, n, k, dtype, chip, in_dtype, sms)
+    return (gen, params) if gen in PER_OP else ("matmul_simt", _simt_params(m, n, k))
+
+
+def _simt_params(m: int, n: int, k: int) -> dict:
+    # measured on the H100 (2048^3 f32): block_k=32 with 4x4 thread tiles 10.6 TFLOP/s, block_k=16 5.2
+    bm = _largest_divisor(m, (64, 32, 16, 8, 4, 2))
+    bn = _largest_divisor(n, (64, 32, 16, 8, 4, 2))
+    bk = _largest_divisor(k, (32, 16, 8, 4, 2))
+    tm = _largest_divisor(bm, (4, 2))
+    tn = _largest_divisor(bn, (4, 2))
+    return {"block_m": bm, "block_n": bn, "block_k": bk, "thread_m": tm, "thread_n": tn, "vectorize": True}
+
+
 def select(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_dtype: str = "",
            sms: int = 132) -> tuple[str, dict]:
     """A schedule and its parameters for an m x n x k matmul with a `dtype` result (`in_dtype`
@@ -592,11 +622,4 @@ def select(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_d
                                         "thread_k": 4, "stages": 2}
         return "matmul_simt_smem", {"block_m": 64, "block_n": 64, "block_k": 16, "thread_m": 4, "thread_n": 4,
                                     "thread_k": 4, "stages": 3}
-    # measured on the H100 (2048^3 f32): block_k=32 with 4x4 thread tiles 10.6 TFLOP/s, block_k=16 5.2
-    bm = _largest_divisor(m, (64, 32, 16, 8, 4, 2))
-    bn = _largest_divisor(n, (64, 32, 16, 8, 4, 2))
-    bk = _largest_divisor(k, (32, 16, 8, 4, 2))
-    tm = _largest_divisor(bm, (4, 2))
-    tn = _largest_divisor(bn, (4, 2))
-    return "matmul_simt", {"block_m": bm, "block_n": bn, "block_k": bk, "thread_m": tm, "thread_n": tn,
-                           "vectorize": True}
+    return "matmul_simt", _simt_params(m, n, k)

@@ -63,9 +63,8 @@ def workbench_run(src: Path, schedule: str, iterations: int, out: Path, timeout:
             if not res.ok:
                 return {"ok": False, "error": f"{line}: {res.error}"}
             if line.startswith("select"):
-                sel = res.data.get("selections")
-                items = sel if isinstance(sel, list) else list((sel or {}).items())
-                selected = "; ".join(f"{spec}{{{' '.join(f'{k}={v}' for k, v in p.items())}}}" for spec, p in items)
+                selected = "; ".join(f"{e['schedule']}{{{' '.join(f'{k}={v}' for k, v in e['params'].items())}}}"
+                                     for e in res.data["selections"])
         return {"ok": True, "run": res.data["run"], "selected": selected}
     finally:
         s.close()

@@ -3,7 +3,7 @@
 Every generator returns a transform module (MLIR text) that bufferizes the module (function
 boundaries, identity layouts; a no-op on memrefs), maps every ``linalg.matmul`` to a
 ``gpu.launch`` (blocks x threads) and leaves the rest to ``pipeline: cuda-lower``.
-Shapes must be static and divisible by the tiles (no remainder handling).
+Shapes must be static and divisible by the tiles (no remainder handling), except for matmul_wgmma.
 
 ``matmul_simt``  (any float type, CUDA cores): one block computes a block_m x block_n tile of C,
     each thread a thread_m x thread_n sub-tile, K walked in steps of block_k; the thread tile is
@@ -49,15 +49,17 @@ Shapes must be static and divisible by the tiles (no remainder handling).
     ``lh-barrier-after-async-wait`` in cuda-lower. Shared memory S x (A + B tiles) <= 48 KiB.
     Threads per block = 32 * (block_m / warp_m) * (block_n / warp_n).
 
-``matmul_wgmma``  (f16 x f16 -> f16 or f32, f32 accumulation, Hopper sm_90a): configuration only. The
+``matmul_wgmma``  (f16/bf16 operands -> f16, bf16 or f32, f32 accumulation, Hopper sm_90a): configuration only. The
     schedule marks the matmul with ``lh.wgmma = {block_m, block_n, stages, consumers, specialize}``;
     after bufferization, ``rewrite: wgmma-kernels`` in cuda-lower replaces it by a generated kernel
     (workbench/worker/cuda/wgmma_matmul.py): TMA loads of 128-byte-swizzled A (block_m x 64) and B
     (64 x 64 boxes) tiles into ``stages`` shared-memory slots (dynamic shared memory, up to 227 KiB),
     mbarrier full/empty handshakes, ``consumers`` warpgroups each issuing ``wgmma`` on
     block_m / consumers rows with one group in flight, and, with specialize=1, an extra producer
-    warpgroup that only issues TMA (setmaxnreg 40 / 232). K must be a multiple of 64.
-    Threads per block = 128 * (consumers + specialize).
+    warpgroup that only issues TMA (setmaxnreg 40 / 232). A and B f16 or bf16; any M, N and K that are
+    multiples of 8 (edge tiles: TMA zero fill, clamped C loads, predicated stores); also
+    linalg.batch_matmul (K a multiple of 64). Block ids are rasterized in groups of 16 tile rows.
+    Threads per block = 128 * (consumers + specialize). `op`: only the op tagged lh.op = op.
 
 ``select(m, n, k, dtype, chip, in_dtype, sms)`` -> (generator, parameters) for a shape on a compute
 capability with `sms` multiprocessors (the cuda target's selector; wgmma needs sm_90);

@@ -5,7 +5,8 @@
     python bench/gpu_matmul.py [--cases 4096,bf16] [--configs 'gen=matmul_wgmma block_m=128 ...;...']
 
 Cases: f16 and bf16 (operands and result) 4096^3, 8192^3, 1000^3, 2048x4096x1024, 4096x4096x512,
-batch 16 x 1024^3; the f32 MLP of examples/mlp.mlir (against eager torch, TF32 off).
+batch 16 x 1024^3; f32 2048^3 through the opt-in TF32 schedule (matmul_tf32, against torch with TF32
+allowed, tolerance 5e-3); the f32 MLP of examples/mlp.mlir (against eager torch, TF32 off).
 Each workbench run: seeded uniform(-1, 1) inputs, device buffers filled before the timed loop,
 `iterations` timed calls (stream synchronized before the second rtclock), median. Every case is
 checked: its saved inputs go through torch on the GPU (float32, TF32 off) and the workbench's output
@@ -35,7 +36,10 @@ SHAPES = [("4096", 0, 4096, 4096, 4096), ("8192", 0, 8192, 8192, 8192), ("1000",
           ("2048x4096x1024", 0, 2048, 4096, 1024), ("4096x4096x512", 0, 4096, 4096, 512),
           ("b16x1024", 16, 1024, 1024, 1024)]
 DTYPES = ("f16", "bf16")
-TOLERANCE = {"f16": 2e-2, "bf16": 3e-2, "f32": 1e-4}
+TOLERANCE = {"f16": 2e-2, "bf16": 3e-2, "f32": 1e-4, "tf32": 5e-3}
+# the opt-in TF32 schedule (f32 payload, tensor cores) against torch with TF32 allowed
+TF32_SCHEDULES = ["pipelines/cuda/matmul.py[gen=matmul_tf32]{block_m=64 block_n=64 block_k=32 warp_m=32 warp_n=32 stages=3}",
+                  "pipelines/cuda/matmul.py[gen=matmul_tf32]{block_m=128 block_n=64 block_k=16 warp_m=64 warp_n=32 stages=4}"]
 
 
 def payload(batch: int, m: int, n: int, k: int, dtype: str) -> str:
@@ -113,7 +117,7 @@ def timed(fn, calls: int) -> float:
     return float(np.median(per))
 
 
-def torch_matmul(batch: int, m: int, n: int, k: int, dtype: str) -> dict:
+def torch_matmul(batch: int, m: int, n: int, k: int, dtype: str, tf32: bool = False) -> dict:
     """cuBLAS through torch on the payload's computation, C + A B into a new tensor (`addmm` /
     `baddbmm`: beta = 1, C read), and, for information, the plain product A B (`matmul`, no C)."""
     import torch
@@ -126,7 +130,11 @@ def torch_matmul(batch: int, m: int, n: int, k: int, dtype: str) -> dict:
     c = torch.rand(*pre, m, n, device="cuda", dtype=tdt, generator=g) * 2 - 1
     calls = 50 if m * n * k * max(batch, 1) <= 2 ** 36 else 20
     add = torch.baddbmm if batch else torch.addmm
-    return {"addmm": timed(lambda: add(c, a, b), calls), "matmul": timed(lambda: torch.matmul(a, b), calls)}
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    try:
+        return {"addmm": timed(lambda: add(c, a, b), calls), "matmul": timed(lambda: torch.matmul(a, b), calls)}
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = False
 
 
 def mlp_reference(out: Path):
@@ -167,7 +175,8 @@ def main() -> int:
             first, _, params = c.strip().partition(" ")
             schedules.append(f"pipelines/cuda/matmul.py[{first}]{{{params}}}")
     rows, ratios, failed = [], {}, []
-    cases = [(f"{dtype}_{key}", dtype, shape) for dtype in DTYPES for key, *shape in SHAPES] + [("mlp_f32", "f32", None)]
+    cases = [(f"{dtype}_{key}", dtype, shape) for dtype in DTYPES for key, *shape in SHAPES] + [
+        ("tf32_2048", "tf32", (0, 2048, 2048, 2048)), ("mlp_f32", "f32", None)]
     for name, dtype, shape in cases:
         if wanted and not any(w in name for w in wanted):
             continue
@@ -177,10 +186,10 @@ def main() -> int:
         else:
             batch, m, n, k = shape
             src = work / f"{name}.mlir"
-            src.write_text(payload(batch, m, n, k, dtype))
+            src.write_text(payload(batch, m, n, k, "f32" if dtype == "tf32" else dtype))
             flops = 2.0 * max(batch, 1) * m * n * k
-            runs = schedules
-            ref = torch_matmul(batch, m, n, k, dtype)
+            runs = TF32_SCHEDULES if dtype == "tf32" and not args.configs else schedules
+            ref = torch_matmul(batch, m, n, k, "f32" if dtype == "tf32" else dtype, tf32=dtype == "tf32")
             ref_s = ref["addmm"]
         for schedule in runs:
             out = work / f"out_{name}_{abs(hash(schedule))}"

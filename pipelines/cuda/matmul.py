@@ -49,6 +49,12 @@ Shapes must be static and divisible by the tiles (no remainder handling), except
     ``lh-barrier-after-async-wait`` in cuda-lower. Shared memory S x (A + B tiles) <= 48 KiB.
     Threads per block = 32 * (block_m / warp_m) * (block_n / warp_n).
 
+``matmul_tf32``  (f32 x f32 -> f32 on the tensor cores as TF32, sm_80+; opt-in: the selector never
+    picks it): matmul_mma_smem's pipelined form with f32 tiles (16-byte cp.async pieces of 4 floats),
+    unrolled to m16n8k8 and lowered to ``mma.sync ... .tf32`` (the nvgpu.mma.sync ops annotated
+    ``tf32Enabled``). Products are rounded to TF32 (10-bit mantissa), sums stay f32.
+    Shared memory stages x (A + B tiles) <= 48 KiB. Threads per block = 32 * (block_m / warp_m) * (block_n / warp_n).
+
 ``matmul_wgmma``  (f16/bf16 operands -> f16, bf16 or f32, f32 accumulation, Hopper sm_90a): configuration only. The
     schedule marks the matmul with ``lh.wgmma = {block_m, block_n, stages, consumers, specialize}``;
     after bufferization, ``rewrite: wgmma-kernels`` in cuda-lower replaces it by a generated kernel
@@ -395,6 +401,43 @@ def _mma_smem_pipelined(block_m, block_n, block_k, warp_m, warp_n, ra, ca, rb, c
     %f5s = transform.apply_registered_pass "nvgpu-optimize-shared-memory" to %f5 : (!transform.any_op) -> !transform.any_op
     %f6 = transform.apply_registered_pass "promote-buffers-to-stack" with options = {{"max-alloc-size-in-bytes" = 1000000 : i64}}
         to %f5s : (!transform.any_op) -> !transform.any_op
+{_shared_allocas_to_globals("f6")}""" + _FOOTER
+
+
+def matmul_tf32(block_m: int = 64, block_n: int = 64, block_k: int = 32, warp_m: int = 32, warp_n: int = 32,
+                stages: int = 3) -> str:
+    """f32 operands on the tensor cores as TF32 (opt-in: 10-bit mantissa products, f32 accumulation):
+    matmul_mma_smem's pipelined form with f32 tiles (16-byte cp.async pieces of 4 floats) unrolled to
+    m16n8k8 `mma.sync ... .tf32` (convert-vector-to-gpu use-nvgpu; 32-bit operands are read with
+    plain shared loads, ldmatrix is for 16-bit ones)."""
+    _check(warp_m % 16 == 0 and warp_n % 8 == 0, "warp_m must be a multiple of 16, warp_n of 8 (m16n8k8)")
+    _check(block_k % 8 == 0, "block_k must be a multiple of 8")
+    _check(block_m % warp_m == 0 and block_n % warp_n == 0, "the warp tile must divide the block tile")
+    wx, wy = block_n // warp_n, block_m // warp_m
+    threads = 32 * wx * wy
+    _check(threads <= 1024, f"{wx * wy} warps per block (max 32)")
+    _check(2 <= stages <= 8, "stages must be 2..8")
+    smem = stages * (block_m * block_k + block_k * block_n) * 4
+    _check(smem <= 48 * 1024, f"{stages} stages of {block_m}x{block_k} + {block_k}x{block_n} f32 tiles: {smem} bytes "
+                              f"of shared memory (static limit 48 KiB)")
+    (ra, ca), (rb, cb) = _thread_copies(block_m, block_n, block_k, threads, 4, "16-byte")
+    return f"""module attributes {{transform.with_named_sequence}} {{
+  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.consumed}}) {{
+{_staged_tiles(block_m, block_n, block_k, 'f32')}{_warp_tiles_and_thread_copies(warp_m, warp_n, ra, ca, rb, cb)}{_launch_and_multibuffer(32 * wx, wy, stages)}{_VECTORIZE_TO_MMA.replace("[16, 8, 16]", "[16, 8, 8]")}    transform.apply_patterns to %f2 {{
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %f3 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
+{_KERNEL_TO_NVGPU}    %tmma = transform.structured.match ops{{["nvgpu.mma.sync"]}} in %f5 : (!transform.any_op) -> !transform.any_op
+    transform.annotate %tmma "tf32Enabled" : !transform.any_op
+    %cio = transform.structured.match ops{{["vector.load", "vector.store"]}} in %f5 : (!transform.any_op) -> !transform.any_op
+    %cal = transform.param.constant 8 : i64 -> !transform.any_param
+    transform.annotate %cio "alignment" = %cal : !transform.any_op, !transform.any_param
+{_annotate_waits(stages)}    %acp = transform.structured.match ops{{["nvgpu.device_async_copy"]}} in %f5 : (!transform.any_op) -> !transform.any_op
+    %kloop = transform.get_parent_op %acp {{op_name = "scf.for", deduplicate}} : (!transform.any_op) -> !transform.op<"scf.for">
+    %pl = transform.nvgpu.pipeline_shared_memory_copies failures(propagate) %kloop {{depth = {stages - 1}}}
+        : (!transform.op<"scf.for">) -> !transform.any_op
+    %f6 = transform.apply_registered_pass "promote-buffers-to-stack" with options = {{"max-alloc-size-in-bytes" = 1000000 : i64}}
+        to %f5 : (!transform.any_op) -> !transform.any_op
 {_shared_allocas_to_globals("f6")}""" + _FOOTER
 
 

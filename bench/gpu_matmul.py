@@ -1,18 +1,26 @@
-"""cuda target vs cuBLAS: f16 matmul 4096^3 and f32 matmul 2048^3 through the workbench's cuda
-pipeline (shipped schedules in pipelines/cuda/matmul.py, `run --target cuda`) and torch.matmul
-in the same process, on the same GPU.
+"""cuda target vs cuBLAS (torch) on the matmul set of issue 14, through the workbench's cuda pipeline:
+`load`, `target cuda`, `select --apply` (the selector's schedule for each op, or --configs), `bench`,
+`run --target cuda --save-outputs`, with torch timed on the same GPU in the same process.
 
-    python bench/gpu_matmul.py [--f16-configs 'block_m=128 block_n=128 warp_m=64 warp_n=32;...']
+    python bench/gpu_matmul.py [--cases 4096,bf16] [--configs 'gen=matmul_wgmma block_m=128 ...;...']
 
+Cases: f16 and bf16 (operands and result) 4096^3, 8192^3, 1000^3, 2048x4096x1024, 4096x4096x512,
+batch 16 x 1024^3; f32 2048^3 through the opt-in TF32 schedule (matmul_tf32, against torch with TF32
+allowed, tolerance 5e-3); the f32 MLP of examples/mlp.mlir (against eager torch, TF32 off).
 Each workbench run: seeded uniform(-1, 1) inputs, device buffers filled before the timed loop,
-`iterations` timed calls (rtclock around each call, stream synchronized before the second
-read), median reported; the output is checked against numpy (float32/float64 on the CPU).
-torch: CUDA events around 50 calls after warm-up, per-call mean of 5 repeats, median.
-Last line: RESULT f16_4096_ratio=<cuda-pipeline TFLOP/s / cuBLAS TFLOP/s> f32_2048_ratio=...
+`iterations` timed calls (stream synchronized before the second rtclock), median. Every case is
+checked: its saved inputs go through torch on the GPU (float32, TF32 off) and the workbench's output
+must match within the element type's tolerance (max abs err / max abs value). The baseline is the
+payload's own computation, C + A B (`torch.addmm` / `torch.baddbmm`, cuBLAS with beta = 1); the plain
+`torch.matmul` (no C) is printed beside it. torch: CUDA events around 20-50 calls after warm-up,
+per-call mean of 5 repeats, median.
+Last line: RESULT <case>_ratio=<workbench TFLOP/s / torch TFLOP/s> ... geomean_ratio=<over checked cases>
+(a case that fails or does not match gets no ratio and is named in failed=).
 """
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 import tempfile
@@ -23,117 +31,205 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+# (key, batch, m, n, k); batch 0 = linalg.matmul
+SHAPES = [("4096", 0, 4096, 4096, 4096), ("8192", 0, 8192, 8192, 8192), ("1000", 0, 1000, 1000, 1000),
+          ("2048x4096x1024", 0, 2048, 4096, 1024), ("4096x4096x512", 0, 4096, 4096, 512),
+          ("b16x1024", 16, 1024, 1024, 1024)]
+DTYPES = ("f16", "bf16")
+TOLERANCE = {"f16": 2e-2, "bf16": 3e-2, "f32": 1e-4, "tf32": 5e-3}
+# the opt-in TF32 schedule (f32 payload, tensor cores) against torch with TF32 allowed
+TF32_SCHEDULES = ["pipelines/cuda/matmul.py[gen=matmul_tf32]{block_m=64 block_n=64 block_k=32 warp_m=32 warp_n=32 stages=3}",
+                  "pipelines/cuda/matmul.py[gen=matmul_tf32]{block_m=128 block_n=64 block_k=16 warp_m=64 warp_n=32 stages=4}"]
 
-def payload(n: int, dtype: str) -> str:
-    t = f"tensor<{n}x{n}x{dtype}>"
-    return (f"func.func @matmul(%A: {t}, %B: {t}, %C: {t}) -> {t} {{\n"
-            f"  %0 = linalg.matmul ins(%A, %B : {t}, {t}) outs(%C : {t}) -> {t}\n  return %0 : {t}\n}}\n")
+
+def payload(batch: int, m: int, n: int, k: int, dtype: str) -> str:
+    pre = f"{batch}x" if batch else ""
+    op = "linalg.batch_matmul" if batch else "linalg.matmul"
+    a, b, c = (f"tensor<{pre}{m}x{k}x{dtype}>", f"tensor<{pre}{k}x{n}x{dtype}>", f"tensor<{pre}{m}x{n}x{dtype}>")
+    return (f"func.func @mm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
+            f"  %0 = {op} ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
 
 
-def workbench_run(n: int, dtype: str, gen: str, params: str, iterations: int, workdir: Path,
-                  timeout: int = 600) -> dict:
+def workbench_run(src: Path, schedule: str, iterations: int, out: Path, timeout: int) -> dict:
+    """load, (schedule or `target cuda` + `select --apply`), bench, run; the run's data and selections."""
     from workbench.commands import CommandContext, default_registry
     from workbench.session import Session
 
-    src = workdir / f"mm_{dtype}_{n}.mlir"
-    src.write_text(payload(n, dtype))
-    out = workdir / f"out_{dtype}_{n}_{abs(hash(params))}"
     s = Session()
     ctx = CommandContext(s, default_registry())
+    lines = [f"load {src}", "target cuda"]
+    lines += [f"apply {schedule}"] if schedule else ["select --apply"]
+    lines += [f"bench warmup=2 iterations={iterations}", f"run --target cuda --timeout {timeout} --save-outputs {out}"]
+    selected = schedule
     try:
-        for line in (f"load {src}", f"apply pipelines/cuda/matmul.py[gen={gen}]{{{params}}}",
-                     f"bench warmup=2 iterations={iterations}",
-                     f"run --target cuda --timeout {timeout} --save-outputs {out}"):
+        for line in lines:
             res = ctx.registry.dispatch(line, ctx)
             if not res.ok:
-                return {"ok": False, "error": f"{line}: {res.error}", "detail": res.detail}
-        run = res.data["run"]
+                return {"ok": False, "error": f"{line}: {res.error}"}
+            if line.startswith("select"):
+                selected = "; ".join(f"{e['schedule']}{{{' '.join(f'{k}={v}' for k, v in e['params'].items())}}}"
+                                     for e in res.data["selections"])
+        return {"ok": True, "run": res.data["run"], "selected": selected}
     finally:
         s.close()
-    a, b, c = (np.load(out / f"input{i}.npy").astype(np.float32) for i in range(3))
-    got = np.load(out / "output0.npy").astype(np.float64)
-    want = c.astype(np.float64) + (a @ b).astype(np.float64)
-    rel = float(np.abs(got - want).max() / np.abs(want).max())
-    flops = 2.0 * n ** 3
-    return {"ok": True, "median_s": run["median_s"], "min_s": run["min_s"], "tflops": flops / run["median_s"] / 1e12,
-            "rel_err": rel, "compile_s": run.get("compile_s")}
 
 
-def torch_run(n: int, dtype: str) -> dict:
+def _torch_tensor(a: np.ndarray, torch):
+    """A saved input on the GPU in float32 (ml_dtypes bf16 has no torch conversion of its own; np.save
+    writes it as raw 2-byte items)."""
+    if a.dtype.kind == "V" and a.dtype.itemsize == 2:
+        import ml_dtypes
+
+        a = a.view(ml_dtypes.bfloat16)
+    return torch.from_numpy(np.ascontiguousarray(a.astype(np.float32))).cuda()
+
+
+def _load(out: Path, prefix: str) -> list:
+    files = sorted(out.glob(f"{prefix}*.npy"), key=lambda f: int(f.stem[len(prefix):]))
+    return [np.load(f) for f in files]
+
+
+def check_matmul(out: Path) -> float:
+    """max |workbench - (C + A B)| / max |C + A B|, the reference computed by torch on the GPU in f32."""
     import torch
 
-    tdt = {"f16": torch.float16, "f32": torch.float32}[dtype]
-    torch.backends.cuda.matmul.allow_tf32 = False  # f32 stays f32 (the cuda pipeline computes in f32)
-    g = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.rand(n, n, device="cuda", dtype=tdt, generator=g) * 2 - 1
-    b = torch.rand(n, n, device="cuda", dtype=tdt, generator=g) * 2 - 1
-    for _ in range(5):
-        torch.matmul(a, b)
+    a, b, c = (_torch_tensor(x, torch) for x in _load(out, "input"))
+    want = c + torch.matmul(a, b)
+    got = _torch_tensor(_load(out, "output")[0], torch)
+    return float((got - want).abs().max() / want.abs().max())
+
+
+def timed(fn, calls: int) -> float:
+    import torch
+
+    for _ in range(3):
+        fn()
     torch.cuda.synchronize()
     per = []
     for _ in range(5):
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         e0.record()
-        for _ in range(50):
-            torch.matmul(a, b)
+        for _ in range(calls):
+            fn()
         e1.record()
         torch.cuda.synchronize()
-        per.append(e0.elapsed_time(e1) / 50 / 1e3)
-    med = float(np.median(per))
-    return {"median_s": med, "tflops": 2.0 * n ** 3 / med / 1e12}
+        per.append(e0.elapsed_time(e1) / calls / 1e3)
+    return float(np.median(per))
+
+
+def torch_matmul(batch: int, m: int, n: int, k: int, dtype: str, tf32: bool = False) -> dict:
+    """cuBLAS through torch on the payload's computation, C + A B into a new tensor (`addmm` /
+    `baddbmm`: beta = 1, C read), and, for information, the plain product A B (`matmul`, no C)."""
+    import torch
+
+    tdt = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}[dtype]
+    g = torch.Generator(device="cuda").manual_seed(0)
+    pre = (batch,) if batch else ()
+    a = torch.rand(*pre, m, k, device="cuda", dtype=tdt, generator=g) * 2 - 1
+    b = torch.rand(*pre, k, n, device="cuda", dtype=tdt, generator=g) * 2 - 1
+    c = torch.rand(*pre, m, n, device="cuda", dtype=tdt, generator=g) * 2 - 1
+    calls = 50 if m * n * k * max(batch, 1) <= 2 ** 36 else 20
+    add = torch.baddbmm if batch else torch.addmm
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    try:
+        return {"addmm": timed(lambda: add(c, a, b), calls), "matmul": timed(lambda: torch.matmul(a, b), calls)}
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = False
+
+
+def mlp_reference(out: Path):
+    """examples/mlp.mlir in eager torch (f32, TF32 off): its time and the check of the saved output."""
+    import torch
+
+    x, w1, b1, w2, b2, w3, b3 = (_torch_tensor(t, torch) for t in _load(out, "input"))
+
+    def mlp():
+        h = torch.relu(x @ w1 + b1)
+        h = torch.relu(h @ w2 + b2)
+        return torch.relu(h @ w3 + b3)
+
+    want = mlp()
+    got = _torch_tensor(_load(out, "output")[0], torch)
+    return timed(mlp, 50), float((got - want).abs().max() / want.abs().max())
 
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--f16-configs", default="gen=matmul_wgmma block_m=128 block_n=256 stages=4 consumers=2;"
-                                             "gen=matmul_wgmma block_m=128 block_n=256 stages=4 consumers=2 specialize=1;"
-                                             "gen=matmul_wgmma block_m=128 block_n=128 stages=4 specialize=1;"
-                                             "gen=matmul_mma_smem block_m=128 block_n=256 block_k=16 warp_m=64 warp_n=64 stages=3;"
-                                             "block_m=128 block_n=128 warp_m=64 warp_n=64 unroll_k=16",
-                    help="';'-separated parameter sets; one may start with gen=NAME (default matmul_mma)")
-    ap.add_argument("--f32-configs", default="gen=matmul_simt_smem block_m=128 block_n=64 block_k=32 thread_m=8 thread_n=4 thread_k=4 stages=2;"
-                                             "gen=matmul_simt_smem block_m=64 block_n=128 block_k=16 thread_m=8 thread_n=8 thread_k=4 stages=4;"
-                                             "gen=matmul_simt_smem block_m=128 block_n=128 block_k=16 thread_m=8 thread_n=8 thread_k=4 stages=3;"
-                                             "block_m=64 block_n=64 block_k=32 thread_m=4 thread_n=4;"
-                                             "block_m=64 block_n=64 block_k=64 thread_m=4 thread_n=4",
-                    help="';'-separated parameter sets; one may start with gen=NAME (default matmul_simt)")
+    ap.add_argument("--cases", default="", help="comma-separated substrings: run only the cases whose name has one")
+    ap.add_argument("--configs", default="",
+                    help="';'-separated schedules to run on every matmul case instead of the selector's, each "
+                         "'gen=NAME k=v ...' of pipelines/cuda/matmul.py")
     ap.add_argument("--iterations", type=int, default=10)
-    ap.add_argument("--timeout", type=int, default=600, help="seconds per workbench run (a hung kernel is killed)")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds per workbench run (a hung kernel is killed)")
     args = ap.parse_args()
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False  # f32 stays f32 (the references and the MLP)
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-state-"))
     work = Path(tempfile.mkdtemp(prefix="lh-gpu-bench-"))
-    rows = []
-    best = {}
-    for dtype, n, default_gen, configs in (("f16", 4096, "matmul_mma", args.f16_configs),
-                                   ("f32", 2048, "matmul_simt", args.f32_configs)):
-        ref = torch_run(n, dtype)
-        rows.append((f"torch.matmul {dtype} {n}^3", ref["median_s"], ref["tflops"], "", "cuBLAS"))
-        for params in [c.strip() for c in configs.split(";") if c.strip()]:
-            gen = default_gen
-            if params.startswith("gen="):  # another generator of pipelines/cuda/matmul.py
-                first, _, params = params.partition(" ")
-                gen = first[len("gen="):]
-            r = workbench_run(n, dtype, gen, params, args.iterations, work, args.timeout)
+    wanted = [w for w in args.cases.split(",") if w]
+    schedules = [""]
+    if args.configs:
+        schedules = []
+        for c in args.configs.split(";"):
+            first, _, params = c.strip().partition(" ")
+            schedules.append(f"pipelines/cuda/matmul.py[{first}]{{{params}}}")
+    rows, ratios, failed = [], {}, []
+    cases = [(f"{dtype}_{key}", dtype, shape) for dtype in DTYPES for key, *shape in SHAPES] + [
+        ("tf32_2048", "tf32", (0, 2048, 2048, 2048)), ("mlp_f32", "f32", None)]
+    for name, dtype, shape in cases:
+        if wanted and not any(w in name for w in wanted):
+            continue
+        if shape is None:  # the MLP example
+            src, flops = ROOT / "examples/mlp.mlir", 2.0 * 128 * (256 * 512 + 512 * 512 + 512 * 128)
+            runs = [""]
+        else:
+            batch, m, n, k = shape
+            src = work / f"{name}.mlir"
+            src.write_text(payload(batch, m, n, k, "f32" if dtype == "tf32" else dtype))
+            flops = 2.0 * max(batch, 1) * m * n * k
+            runs = TF32_SCHEDULES if dtype == "tf32" and not args.configs else schedules
+            ref = torch_matmul(batch, m, n, k, "f32" if dtype == "tf32" else dtype, tf32=dtype == "tf32")
+            ref_s = ref["addmm"]
+        for schedule in runs:
+            out = work / f"out_{name}_{abs(hash(schedule))}"
+            r = workbench_run(src, schedule, args.iterations, out, args.timeout)
             if not r["ok"]:
-                print(f"FAILED {dtype} {n} {gen}{{{params}}}: {r['error']}\n{(r.get('detail') or '')[-2000:]}", flush=True)
+                print(f"FAILED {name} {schedule or 'select'}: {r['error'][-1500:]}", flush=True)
+                failed.append(name)
                 continue
-            tol = 2e-2 if dtype == "f16" else 1e-4
-            ok = r["rel_err"] <= tol
-            rows.append((f"cuda {gen} {dtype} {n}^3 {{{params}}}", r["median_s"], r["tflops"],
-                         f"{r['rel_err']:.2e} {'ok' if ok else 'WRONG'}", f"{r['tflops'] / ref['tflops']:.3f}x"))
-            print(rows[-1], flush=True)
-            if ok and r["tflops"] / ref["tflops"] > best.get(dtype, (0.0, ""))[0]:
-                best[dtype] = (r["tflops"] / ref["tflops"], f"gen={gen} {params}")
-    print(f"\n{'kernel':<80} {'median':>10} {'TFLOP/s':>9}  {'max rel err':<16} vs cuBLAS")
-    for name, t, tf, err, ratio in rows:
-        print(f"{name:<80} {t * 1e3:>8.3f}ms {tf:>9.2f}  {err:<16} {ratio}")
-    for dtype in ("f16", "f32"):
-        if dtype in best:
-            print(f"best {dtype}: {{{best[dtype][1]}}}")
-    f16 = best.get("f16", (float("nan"),))[0]
-    f32 = best.get("f32", (float("nan"),))[0]
-    print(f"RESULT f16_4096_ratio={f16:.4f} f32_2048_ratio={f32:.4f}")
+            if shape is None:
+                ref_s, err = mlp_reference(out)
+            else:
+                err = check_matmul(out)
+            t = r["run"]["median_s"]
+            good = err <= TOLERANCE[dtype]
+            ratio = ref_s / t
+            rows.append((name, r["selected"], t, flops / t / 1e12, ref_s, flops / ref_s / 1e12, err, good, ratio))
+            print(f"{name}: {r['selected']}: {t * 1e3:.3f} ms ({flops / t / 1e12:.1f} TFLOP/s), torch "
+                  f"{ref_s * 1e3:.3f} ms ({flops / ref_s / 1e12:.1f}), ratio {ratio:.3f}, max rel err {err:.2e} "
+                  f"{'ok' if good else 'WRONG'}"
+                  + (f" (torch matmul without C: {ref['matmul'] * 1e3:.3f} ms)" if shape else ""), flush=True)
+            if good:
+                ratios[name] = max(ratios.get(name, 0.0), ratio)
+            elif name not in failed:
+                failed.append(name)
+            shutil_rm(out)
+    print(f"\n{'case':<22} {'median':>10} {'TFLOP/s':>8} {'torch':>10} {'TFLOP/s':>8} {'rel err':>9}  ratio  schedule")
+    for name, sel, t, tf, rs, rtf, err, good, ratio in rows:
+        print(f"{name:<22} {t * 1e3:>8.3f}ms {tf:>8.1f} {rs * 1e3:>8.3f}ms {rtf:>8.1f} {err:>9.2e}  "
+              f"{ratio:.3f}{'' if good else ' WRONG'}  {sel}")
+    geo = math.exp(sum(math.log(v) for v in ratios.values()) / len(ratios)) if ratios else float("nan")
+    failed = sorted(set(f for f in failed if f not in ratios))
+    print("RESULT " + " ".join(f"{k}_ratio={v:.4f}" for k, v in ratios.items())
+          + f" geomean_ratio={geo:.4f}" + (f" failed={','.join(failed)}" if failed else ""))
     return 0
+
+
+def shutil_rm(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
 
 
 if __name__ == "__main__":

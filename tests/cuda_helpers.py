@@ -46,13 +46,22 @@ def cuda_matmul_module():
     return mm
 
 
+def as_float64(x: np.ndarray) -> np.ndarray:
+    """A saved array in float64; np.save writes bf16 (ml_dtypes) as raw 2-byte items (`|V2`)."""
+    if x.dtype.kind == "V" and x.dtype.itemsize == 2:
+        import ml_dtypes
+
+        x = x.view(ml_dtypes.bfloat16)
+    return x.astype(np.float64)
+
+
 def check_matmul_run(ctx, tmp_path: Path, rel_tol: float) -> dict:
     """Run the loaded matmul on the GPU with --check; then its output against numpy in float64
     (C + A x B) within `rel_tol` of the largest magnitude. Returns the run's data."""
     res = ok(ctx, f"run --target cuda --check --iterations 3 --save-outputs {tmp_path / 'o'}")
     assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
-    a, b, c = (x.astype(np.float64) for x in load_npys(tmp_path / "o", "input"))
-    got = load_npys(tmp_path / "o", "output")[0].astype(np.float64)
+    a, b, c = (as_float64(x) for x in load_npys(tmp_path / "o", "input"))
+    got = as_float64(load_npys(tmp_path / "o", "output")[0])
     want = c + a @ b
     assert np.abs(got - want).max() / np.abs(want).max() < rel_tol
     return res.data["run"]

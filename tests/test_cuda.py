@@ -157,10 +157,11 @@ def test_wgmma_writes_f32_results_of_f16_operands(ctx):
     ok(ctx, "target cuda")
     res = ok(ctx, "select --apply")
     (spec, params), = ((e["schedule"], e["params"]) for e in res.data["selections"])
-    assert spec.endswith("[gen=matmul_wgmma]") and params["block_n"] == 256
+    # 256x256: 16 tiles of 64x128 (one consumer) fill more of the 132 SMs than 4 of 128x256
+    assert spec.endswith("[gen=matmul_wgmma]") and (params["block_m"], params["block_n"]) == (64, 128), params
     ok(ctx, "apply cuda-lower{chip=sm_90a}")
     ptx = ptx_of(ctx.session.current_ir)
-    assert ptx.count("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16") == 4
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") == 4
     # 8 floats per step: two 16-byte loads and stores, 4 steps per iteration; no f16 conversion
     assert ptx.count("ld.global.v4.b32") == ptx.count("st.global.v4.b32") == 8
     assert "cvt.rn.f16.f32" not in ptx and "cvt.f32.f16" not in ptx
@@ -214,6 +215,10 @@ def test_timed_device_call_allocates_nothing(ctx, tmp_path):
     entry = ir[ir.index("llvm.func @mm("):]
     entry = entry[:entry.index("\n  }")]
     assert "llvm.call @lh_wgmma_matmul_256x256x512_" in entry and "mgpuMemcpy" not in entry
+    # no stream created or destroyed per call: one stream per process (lh-reuse-gpu-stream)
+    calls = lowered_host_calls(ir)
+    assert calls["mgpuStreamCreate"] == 1 and "mgpuStreamDestroy" not in calls, calls
+    assert "llvm.call @lh_reused_gpu_stream()" in ir[ir.index("llvm.func @lh_wgmma_matmul_256x256x512_"):]
     # the wrapper still allocates and copies around the timed loop
     bench = ir[ir.index("llvm.func @_lh_bench("):]
     assert "mgpuMemAlloc" in bench[:bench.index("\n  }")]
@@ -233,13 +238,120 @@ def test_matmul_wgmma_config_errors(ctx, tmp_path, params, message):
     assert "lh.wgmma" not in ctx.session.current_ir  # the failed step left the module as it was
 
 
-def test_matmul_wgmma_rewrite_refuses_k_not_multiple_of_64(ctx, tmp_path):
-    ok(ctx, f"load {f16_payload(tmp_path, 128, 128, 96)}")
+def test_matmul_wgmma_rewrite_refuses_k_not_multiple_of_8(ctx, tmp_path):
+    ok(ctx, f"load {f16_payload(tmp_path, 128, 128, 100)}")
     ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=128}")
     before = ctx.session.current_ir
     res = ctx.registry.dispatch("apply cuda-lower{chip=sm_90a}", ctx)
-    assert not res.ok and "rewrite wgmma-kernels" in res.error and "K=96 is not a multiple of 64" in res.error
+    assert not res.ok and "rewrite wgmma-kernels" in res.error and "K=100 is not a multiple of 8" in res.error
     assert ctx.session.current_ir == before
+
+
+def test_matmul_wgmma_edges_lower_with_predicated_stores(ctx, tmp_path):
+    """1000x1000x1000 (no tile multiple): ceil(1000/128) x ceil(1000/128) blocks, ceil(1000/64) = 16
+    K steps (TMA fills the part of the last boxes past K, M and N with zeros), C loads clamped into
+    the matrix and the stores predicated; the aligned kernel has no such guards."""
+    ok(ctx, f"load {f16_payload(tmp_path, 1000, 1000, 1000)}")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=128 stages=4}")
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    ir = ctx.session.current_ir
+    ptx = ptx_of(ir)
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16") == 8
+    assert ptx.count("ld.global.v4.b32") == ptx.count("st.global.v4.b32") == 4
+    # C loads clamped to row 999 / column 992 (the last 8 columns), stores skipped past row 999
+    assert ptx.count("min.u64") >= 4 and ", 999;" in ptx and ", 992;" in ptx
+    assert re.search(r"setp\.gt\.u64 \t%p\d+, %rd\d+, 999;", ptx)
+    assert "ld.local" not in ptx and "st.local" not in ptx
+    # the aligned kernel has no guards
+    ok(ctx, f"load {f16_payload(tmp_path, 1024, 1024, 1024)}")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=128 stages=4}")
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    aligned = ptx_of(ctx.session.current_ir)
+    assert ", 1023;" not in aligned and ", 1016;" not in aligned
+
+
+def test_matmul_wgmma_bf16_lowers(ctx, tmp_path):
+    """bf16 x bf16 -> f32: the same kernel with bf16 TMA boxes and m64nNk16 bf16 wgmma."""
+    p = tmp_path / "mm_bf16.mlir"
+    a, b, c = "tensor<256x512xbf16>", "tensor<512x256xbf16>", "tensor<256x256xf32>"
+    p.write_text(f"func.func @mm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
+                 f"  %0 = linalg.matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
+    ok(ctx, f"load {p}")
+    ok(ctx, "target cuda")
+    res = ok(ctx, "select --apply")
+    assert any("gen=matmul_wgmma" in spec for spec in _selected_specs(res)), res.data
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    ptx = ptx_of(ctx.session.current_ir)
+    assert "wgmma.mma_async.sync.aligned.m64n" in ptx and ".f32.bf16.bf16" in ptx
+    assert ".f16.f16" not in ptx
+
+
+def test_batch_matmul_wgmma_lowers(ctx, tmp_path):
+    """linalg.batch_matmul 4 x (192x256x128) f16: the selector picks the wgmma kernel, the batch is the
+    grid's z, the operands are collapsed to 2-D views for the TMA descriptors."""
+    p = tmp_path / "bmm.mlir"
+    a, b, c = "tensor<4x192x128xf16>", "tensor<4x128x256xf16>", "tensor<4x192x256xf16>"
+    p.write_text(f"func.func @bmm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
+                 f"  %0 = linalg.batch_matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
+    ok(ctx, f"load {p}")
+    ok(ctx, "target cuda")
+    res = ok(ctx, "select --apply")
+    assert any("gen=matmul_wgmma" in spec for spec in _selected_specs(res)), res.data
+    ok(ctx, "apply pipelines/lib/bufferize.mlir")
+    ok(ctx, "apply rewrite wgmma-kernels")
+    ir = ctx.session.current_ir
+    assert "linalg.batch_matmul" not in ir
+    assert re.search(r"memref\.collapse_shape %\w+ \[\[0, 1\], \[2\]\] : memref<4x192x128xf16> into memref<768x128xf16>", ir)
+    assert re.search(r"memref\.collapse_shape %\w+ \[\[0, 1\], \[2\]\] : memref<4x128x256xf16> into memref<512x256xf16>", ir)
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    ptx = ptx_of(ctx.session.current_ir)
+    assert "wgmma.mma_async.sync.aligned.m64n" in ptx and "%ctaid.z" in ptx
+    # K not a multiple of 64: a B box would read the next batch's rows; refused, left to the naive mapping
+    mm = cuda_matmul_module()
+    assert mm.select_batch(4, 192, 256, 100, "f16", "sm_90a") is None
+
+
+def test_mlp_select_configures_each_matmul(ctx):
+    """examples/mlp.mlir (three f32 matmuls of different shapes): one entry per matmul, each matching
+    its op by id (after `rewrite tag-ops`), so the schedule set up for one does not hit the others."""
+    ok(ctx, f"load {EXAMPLES / 'mlp.mlir'}")
+    ok(ctx, "target cuda")
+    res = ok(ctx, "select --apply")
+    entries = res.data["selections"]
+    assert [e["params"]["op"] for e in entries] == ["matmul_0", "matmul_1", "matmul_2"], entries
+    assert all(e["schedule"].endswith("[gen=matmul_simt]") for e in entries)
+    ir = ctx.session.current_ir
+    assert ir.count("gpu.launch ") == 3 and "linalg.matmul" not in ir
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    ptx = ptx_of(ctx.session.current_ir)
+    # three scheduled kernels with 4x4 register tiles and a K step of 32 (unrolled FMAs) + the naive
+    # kernels of the bias adds and relus
+    assert ptx.count("fma.rn.f32") >= 3 * 4 * 4 * 32
+
+
+def test_two_f16_matmuls_get_their_own_wgmma_tiles(ctx, tmp_path):
+    p = tmp_path / "two.mlir"
+    p.write_text("""func.func @two(%A: tensor<4096x512xf16>, %B: tensor<512x4096xf16>, %C: tensor<4096x4096xf16>,
+                %X: tensor<256x256xf16>, %Y: tensor<256x256xf16>, %Z: tensor<256x256xf16>)
+    -> (tensor<4096x4096xf16>, tensor<256x256xf16>) {
+  %0 = linalg.matmul ins(%A, %B : tensor<4096x512xf16>, tensor<512x4096xf16>) outs(%C : tensor<4096x4096xf16>) -> tensor<4096x4096xf16>
+  %1 = linalg.matmul ins(%X, %Y : tensor<256x256xf16>, tensor<256x256xf16>) outs(%Z : tensor<256x256xf16>) -> tensor<256x256xf16>
+  return %0, %1 : tensor<4096x4096xf16>, tensor<256x256xf16>
+}
+""")
+    ok(ctx, f"load {p}")
+    ok(ctx, "target cuda")
+    res = ok(ctx, "select --apply")
+    (e0, e1) = res.data["selections"]
+    assert (e0["params"]["block_n"], e0["params"]["op"]) == (256, "matmul_0")
+    assert (e1["params"]["block_m"], e1["params"]["block_n"], e1["params"]["op"]) == (64, 128, "matmul_1")
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    ptx = ptx_of(ctx.session.current_ir)
+    assert "wgmma.mma_async.sync.aligned.m64n256k16" in ptx and "wgmma.mma_async.sync.aligned.m64n128k16" in ptx
+
+
+def _selected_specs(res) -> list[str]:
+    return [e["schedule"] for e in res.data["selections"]]
 
 
 def test_softmax_lowers_to_gpu_binary(ctx):
@@ -281,19 +393,30 @@ def test_selector_picks_tensor_cores_for_f16(ctx, tmp_path):
     ok(ctx, f"load {f16_payload(tmp_path, 256, 128, 64)}")
     (spec, params), = get_target("cuda").select_params(ctx.session.inspect())
     assert spec.endswith("cuda/matmul.py[gen=matmul_wgmma]") and params["block_n"] == 128
-    # N divisible by 256: 128x256 blocks, two consumer warpgroups
-    ok(ctx, f"load {f16_payload(tmp_path, 256, 256, 64)}")
-    (spec, params), = get_target("cuda").select_params(ctx.session.inspect())
-    assert (params["block_n"], params["consumers"], params["stages"], params["specialize"]) == (256, 2, 4, 1)
     ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
     (spec, params), = get_target("cuda").select_params(ctx.session.inspect())
     assert spec.endswith("cuda/matmul.py[gen=matmul_simt_smem]") and 256 % params["block_m"] == 0
-    # before Hopper, or K not a multiple of 64: the cp.async + mma.sync schedule
     mm = cuda_matmul_module()
+    # large squares: 128x256 blocks, two consumer warpgroups, a warp-specialized producer, 4 stages
+    for shape in ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 4096, 1024), (4096, 4096, 512)):
+        gen, params = mm.select(*shape, "f16", "sm_90a", "f16", 132)
+        assert gen == "matmul_wgmma" and params == {"block_m": 128, "block_n": 256, "stages": 4, "consumers": 2,
+                                                    "specialize": int(shape[2] > 2048)}, (shape, params)
+    # not a tile multiple, few tiles: smaller tiles fill the 132 SMs (1000^3: 16 x 8 tiles of 64x128)
+    gen, params = mm.select(1000, 1000, 1000, "f16", "sm_90a", "f16", 132)
+    assert gen == "matmul_wgmma" and (params["block_m"], params["block_n"]) == (64, 128)
+    # the SM count matters: on a (hypothetical) 16-SM part the big tile fills the waves
+    assert mm.select(1024, 1024, 1024, "f16", "sm_90a", "f16", 16)[1]["block_n"] == 256
+    # bf16 operands, f32 or bf16 results
+    assert mm.select(512, 512, 512, "f32", "sm_90a", "bf16")[0] == "matmul_wgmma"
+    assert mm.select(512, 512, 512, "bf16", "sm_90a", "bf16")[0] == "matmul_wgmma"
+    # stages never exceed the K steps
+    assert mm.select(4096, 4096, 128, "f16", "sm_90a", "f16")[1]["stages"] == 2
+    # before Hopper, or K not a multiple of 8: the cp.async + mma.sync schedule
     gen, params = mm.select(256, 128, 64, "f16", "sm_80")
     assert gen == "matmul_mma_smem" and 256 % params["block_m"] == 0 and params["warp_m"] % 16 == 0
-    gen, params = mm.select(256, 256, 96, "f16", "sm_90")
-    assert gen == "matmul_mma_smem" and (params["block_n"], params["block_k"], params["stages"]) == (256, 16, 3)
+    gen, params = mm.select(256, 256, 100, "f16", "sm_90")
+    assert gen != "matmul_wgmma"
 
 
 def test_schedule_params_validated():
@@ -385,6 +508,57 @@ def test_gpu_matmul_f16_wgmma_checked(ctx, tmp_path, params):
 
 
 @needs_gpu
+@pytest.mark.parametrize("shape, params", [
+    ((200, 328, 136), "block_m=128 block_n=128 stages=4"),
+    ((72, 264, 520), "block_m=64 block_n=256 stages=3"),
+    ((300, 200, 72), "block_m=128 block_n=256 stages=4 consumers=2 specialize=1"),
+    ((1000, 1000, 264), "block_m=64 block_n=128 stages=6"),
+])
+def test_gpu_matmul_wgmma_edges_checked(ctx, tmp_path, shape, params):
+    """Shapes that are no tile multiple: TMA zero fill past M, N, K; clamped loads, predicated stores."""
+    ok(ctx, f"load {f16_payload(tmp_path, *shape)}")
+    ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{{{params}}}")
+    check_matmul_run(ctx, tmp_path, 1e-2)
+
+
+@needs_gpu
+def test_gpu_batch_matmul_wgmma_checked(ctx, tmp_path):
+    p = tmp_path / "bmm.mlir"
+    a, b, c = "tensor<3x136x128xf16>", "tensor<3x128x200xf16>", "tensor<3x136x200xf16>"
+    p.write_text(f"func.func @bmm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
+                 f"  %0 = linalg.batch_matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
+    ok(ctx, f"load {p}")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=128 stages=2}")
+    check_matmul_run(ctx, tmp_path, 1e-2)
+
+
+def _has_bf16_inputs() -> bool:
+    from workbench.common.dtypes import RunInputError, numpy_dtype
+
+    try:
+        numpy_dtype("bf16")
+        return True
+    except RunInputError:
+        return False
+
+
+@needs_gpu
+@pytest.mark.skipif(not _has_bf16_inputs(), reason="no host-side bf16 inputs (workbench.common.dtypes)")
+@pytest.mark.parametrize("out", ["f32", "bf16"])
+def test_gpu_matmul_bf16_wgmma_checked(ctx, tmp_path, out):
+    p = tmp_path / "mm_bf16.mlir"
+    # K = 72 for the bf16 result: the CPU reference of `run --check` accumulates in the result type
+    # (linalg.matmul's semantics; the kernel accumulates in f32), so its own error grows with K
+    k = 200 if out == "f32" else 72
+    a, b, c = f"tensor<256x{k}xbf16>", f"tensor<{k}x264xbf16>", f"tensor<256x264x{out}>"
+    p.write_text(f"func.func @mm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
+                 f"  %0 = linalg.matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
+    ok(ctx, f"load {p}")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=128 stages=3}")
+    check_matmul_run(ctx, tmp_path, 1e-4 if out == "f32" else 3e-2)
+
+
+@needs_gpu
 def test_gpu_matmul_f16_f32_wgmma_checked(ctx, tmp_path):
     ok(ctx, f"load {EXAMPLES / 'matmul_f16.mlir'}")
     ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=128 stages=3}")
@@ -407,6 +581,15 @@ def test_gpu_softmax_checked(ctx, tmp_path):
 def test_gpu_unscheduled_mlp_checked(ctx):
     ok(ctx, f"load {EXAMPLES / 'mlp.mlir'}")
     res = ok(ctx, "run --target cuda --check --iterations 2")
+    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+
+
+@needs_gpu
+def test_gpu_mlp_selected_per_op_checked(ctx):
+    ok(ctx, f"load {EXAMPLES / 'mlp.mlir'}")
+    ok(ctx, "target cuda")
+    ok(ctx, "select --apply")
+    res = ok(ctx, "run --target cuda --check --iterations 3")
     assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
 
 

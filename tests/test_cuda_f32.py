@@ -138,3 +138,47 @@ def test_gpu_selected_f32_schedule_checked(ctx, tmp_path):
     (spec, _), = ((e["schedule"], e["params"]) for e in res.data["selections"])
     assert spec.endswith("[gen=matmul_simt_smem]")
     check_matmul_run(ctx, tmp_path, 1e-5)
+
+
+# -- TF32 (opt-in: matmul_tf32) ---------------------------------------------------------------
+
+def test_tf32_lowers_to_mma_sync_tf32(ctx, tmp_path):
+    """matmul_tf32: f32 operands on the tensor cores (m16n8k8 mma.sync .tf32, f32 accumulation), the
+    cp.async pipeline of matmul_mma_smem with 16-byte pieces of 4 floats."""
+    ok(ctx, f"load {matmul_payload(tmp_path / 'mm.mlir', 256, 256, 256)}")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_tf32]{block_m=64 block_n=64 block_k=32 warp_m=32 warp_n=32 stages=3}")
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    ptx = ptx_of(ctx.session.current_ir)
+    # a 32x32 warp tile, K step 32: 2 (m16) x 4 (n8) x 4 (k8) mma per step
+    assert ptx.count("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") == 32
+    assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group" in ptx
+    assert "ld.local" not in ptx and "st.local" not in ptx
+    # the selector never picks it: f32 stays f32 unless asked for
+    assert cuda_matmul_module().select(2048, 2048, 2048, "f32", "sm_90a")[0] != "matmul_tf32"
+
+
+def test_tf32_config_errors():
+    mm = cuda_matmul_module()
+    with pytest.raises(ValueError, match="48 KiB"):
+        mm.matmul_tf32(block_m=128, block_n=128, block_k=32, stages=3)
+    with pytest.raises(ValueError, match="multiple of 8"):
+        mm.matmul_tf32(block_k=12)
+
+
+@needs_gpu
+@pytest.mark.parametrize("params", ["block_m=64 block_n=64 block_k=32 warp_m=32 warp_n=32 stages=3",
+                                    "block_m=128 block_n=64 block_k=16 warp_m=64 warp_n=32 stages=4"])
+def test_gpu_tf32_matches_numpy_within_tf32_rounding(ctx, tmp_path, params):
+    """No `--check` (its f32 tolerance is f32's): the output against float64 numpy within TF32's
+    error (10-bit mantissa products, f32 sums): ~1e-3 of the largest magnitude."""
+    import numpy as np
+    from cuda_helpers import as_float64
+    from conftest import load_npys
+
+    ok(ctx, f"load {matmul_payload(tmp_path / 'mm.mlir', 256, 192, 512)}")
+    ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_tf32]{{{params}}}")
+    ok(ctx, f"run --target cuda --iterations 3 --save-outputs {tmp_path / 'o'}")
+    a, b, c = (as_float64(x) for x in load_npys(tmp_path / "o", "input"))
+    want = c + a @ b
+    err = np.abs(as_float64(load_npys(tmp_path / "o", "output")[0]) - want).max() / np.abs(want).max()
+    assert 1e-7 < err < 5e-3, err  # not exact f32 (TF32 was used), within TF32's rounding

@@ -3,7 +3,7 @@
 Every generator returns a transform module (MLIR text) that bufferizes the module (function
 boundaries, identity layouts; a no-op on memrefs), maps every ``linalg.matmul`` to a
 ``gpu.launch`` (blocks x threads) and leaves the rest to ``pipeline: cuda-lower``.
-Shapes must be static and divisible by the tiles (no remainder handling).
+Shapes must be static and divisible by the tiles (no remainder handling), except for matmul_wgmma.
 
 ``matmul_simt``  (any float type, CUDA cores): one block computes a block_m x block_n tile of C,
     each thread a thread_m x thread_n sub-tile, K walked in steps of block_k; the thread tile is
@@ -49,24 +49,34 @@ Shapes must be static and divisible by the tiles (no remainder handling).
     ``lh-barrier-after-async-wait`` in cuda-lower. Shared memory S x (A + B tiles) <= 48 KiB.
     Threads per block = 32 * (block_m / warp_m) * (block_n / warp_n).
 
-``matmul_wgmma``  (f16 x f16 -> f16 or f32, f32 accumulation, Hopper sm_90a): configuration only. The
+``matmul_tf32``  (f32 x f32 -> f32 on the tensor cores as TF32, sm_80+; opt-in: the selector never
+    picks it): matmul_mma_smem's pipelined form with f32 tiles (16-byte cp.async pieces of 4 floats),
+    unrolled to m16n8k8 and lowered to ``mma.sync ... .tf32`` (the nvgpu.mma.sync ops annotated
+    ``tf32Enabled``). Products are rounded to TF32 (10-bit mantissa), sums stay f32.
+    Shared memory stages x (A + B tiles) <= 48 KiB. Threads per block = 32 * (block_m / warp_m) * (block_n / warp_n).
+
+``matmul_wgmma``  (f16/bf16 operands -> f16, bf16 or f32, f32 accumulation, Hopper sm_90a): configuration only. The
     schedule marks the matmul with ``lh.wgmma = {block_m, block_n, stages, consumers, specialize}``;
     after bufferization, ``rewrite: wgmma-kernels`` in cuda-lower replaces it by a generated kernel
     (workbench/worker/cuda/wgmma_matmul.py): TMA loads of 128-byte-swizzled A (block_m x 64) and B
     (64 x 64 boxes) tiles into ``stages`` shared-memory slots (dynamic shared memory, up to 227 KiB),
     mbarrier full/empty handshakes, ``consumers`` warpgroups each issuing ``wgmma`` on
     block_m / consumers rows with one group in flight, and, with specialize=1, an extra producer
-    warpgroup that only issues TMA (setmaxnreg 40 / 232). K must be a multiple of 64.
-    Threads per block = 128 * (consumers + specialize).
+    warpgroup that only issues TMA (setmaxnreg 40 / 232). A and B f16 or bf16; any M, N and K that are
+    multiples of 8 (edge tiles: TMA zero fill, clamped C loads, predicated stores); also
+    linalg.batch_matmul (K a multiple of 64). Block ids are rasterized in groups of 16 tile rows.
+    Threads per block = 128 * (consumers + specialize). `op`: only the op tagged lh.op = op.
 
-``select(m, n, k, dtype, chip)`` -> (generator, parameters) for a shape on a compute capability (the
-cuda target's selector; wgmma needs sm_90).
+``select(m, n, k, dtype, chip, in_dtype, sms)`` -> (generator, parameters) for a shape on a compute
+capability with `sms` multiprocessors (the cuda target's selector; wgmma needs sm_90);
+``select_batch(b, m, n, k, ...)`` the same for linalg.batch_matmul (wgmma only, else None).
 """
 
 PAYLOAD_OP = "linalg.matmul"
 PARAMS = {
-    "block_m": {"divides": "M", "min": 1, "max": 256, "help": "rows of C per thread block"},
-    "block_n": {"divides": "N", "min": 1, "max": 256, "help": "columns of C per thread block"},
+    # matmul_wgmma (the only generator with `consumers`) covers edge tiles: no divisibility there
+    "block_m": {"divides": "M", "when": "consumers < 1", "min": 1, "max": 256, "help": "rows of C per thread block"},
+    "block_n": {"divides": "N", "when": "consumers < 1", "min": 1, "max": 256, "help": "columns of C per thread block"},
     "block_k": {"divides": "K", "min": 1, "max": 256, "help": "K step: SIMT thread tile loop; mma_smem shared-memory tile (multiple of 16)"},
     "thread_m": {"divides": "block_m", "min": 1, "max": 16, "help": "rows of C per thread (SIMT)"},
     "thread_n": {"divides": "block_n", "min": 1, "max": 16, "help": "columns of C per thread (SIMT)"},
@@ -79,6 +89,7 @@ PARAMS = {
     "stages": {"min": 1, "max": 8, "help": "mma_smem: shared-memory buffers per operand; > 1 = cp.async software pipeline (stages-1 K steps in flight)"},
     "consumers": {"choices": [1, 2], "help": "wgmma: warpgroups computing the block (each takes block_m / consumers rows)"},
     "specialize": {"choices": [0, 1], "help": "wgmma: 1 = an extra producer warpgroup issues the TMA loads (warp specialization)"},
+    "op": {"help": "matmul_wgmma, matmul_simt: schedule only the linalg op tagged lh.op = op (empty: every matmul)"},
 }
 CONSTRAINTS = [
     "(block_m / thread_m) * (block_n / thread_n) <= 1024",
@@ -99,6 +110,13 @@ _FOOTER = """    transform.yield
 def _check(cond: bool, msg: str) -> None:
     if not cond:
         raise ValueError(msg)
+
+
+def _only_op(op: str) -> str:
+    """The `attributes{lh.op = ...}` clause of a match that takes only op `op` (one of several ops of
+    the payload: per-op selection; the tiled copies of the op keep the attribute); "" for every op."""
+    _check(all(ch.isalnum() or ch == "_" for ch in op), f"op={op!r}: an op id such as matmul_1")
+    return f' attributes{{lh.op = "{op}"}}' if op else ""
 
 
 def _contractions_to_fmas(handle: str) -> str:
@@ -123,18 +141,19 @@ def _contractions_to_fmas(handle: str) -> str:
 
 
 def matmul_simt(block_m: int = 64, block_n: int = 64, block_k: int = 16, thread_m: int = 4, thread_n: int = 4,
-                vectorize: bool = True) -> str:
+                vectorize: bool = True, op: str = "") -> str:
     for name, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k), ("thread_m", thread_m),
                     ("thread_n", thread_n)):
         _check(v >= 1, f"{name} must be >= 1")
     _check(block_m % thread_m == 0 and block_n % thread_n == 0, "thread tile must divide the block tile")
     tx, ty = block_n // thread_n, block_m // thread_m
     _check(tx * ty <= 1024, f"{tx * ty} threads per block (max 1024)")
+    only = _only_op(op)
     vec = ""
     if vectorize:
         vec = f"""
     %f2 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
-    %mms = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %mms = transform.structured.match ops{{["linalg.matmul"]}}{only} in %b : (!transform.any_op) -> !transform.any_op
     transform.structured.vectorize %mms {{create_named_contraction}} : !transform.any_op
     transform.apply_patterns to %f2 {{
       transform.apply_patterns.canonicalization
@@ -142,7 +161,7 @@ def matmul_simt(block_m: int = 64, block_n: int = 64, block_k: int = 16, thread_
     %f4 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
 {_contractions_to_fmas('f4')}"""
     return _HEADER + f"""
-    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
+    %mm = transform.structured.match ops{{["linalg.matmul"]}}{only} in %b : (!transform.any_op) -> !transform.any_op
     %blk, %fb = transform.structured.tile_using_forall %mm tile_sizes [{block_m}, {block_n}]
         (mapping = [#gpu.block<y>, #gpu.block<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     %thr, %ft = transform.structured.tile_using_forall %blk tile_sizes [{thread_m}, {thread_n}]
@@ -385,6 +404,43 @@ def _mma_smem_pipelined(block_m, block_n, block_k, warp_m, warp_n, ra, ca, rb, c
 {_shared_allocas_to_globals("f6")}""" + _FOOTER
 
 
+def matmul_tf32(block_m: int = 64, block_n: int = 64, block_k: int = 32, warp_m: int = 32, warp_n: int = 32,
+                stages: int = 3) -> str:
+    """f32 operands on the tensor cores as TF32 (opt-in: 10-bit mantissa products, f32 accumulation):
+    matmul_mma_smem's pipelined form with f32 tiles (16-byte cp.async pieces of 4 floats) unrolled to
+    m16n8k8 `mma.sync ... .tf32` (convert-vector-to-gpu use-nvgpu; 32-bit operands are read with
+    plain shared loads, ldmatrix is for 16-bit ones)."""
+    _check(warp_m % 16 == 0 and warp_n % 8 == 0, "warp_m must be a multiple of 16, warp_n of 8 (m16n8k8)")
+    _check(block_k % 8 == 0, "block_k must be a multiple of 8")
+    _check(block_m % warp_m == 0 and block_n % warp_n == 0, "the warp tile must divide the block tile")
+    wx, wy = block_n // warp_n, block_m // warp_m
+    threads = 32 * wx * wy
+    _check(threads <= 1024, f"{wx * wy} warps per block (max 32)")
+    _check(2 <= stages <= 8, "stages must be 2..8")
+    smem = stages * (block_m * block_k + block_k * block_n) * 4
+    _check(smem <= 48 * 1024, f"{stages} stages of {block_m}x{block_k} + {block_k}x{block_n} f32 tiles: {smem} bytes "
+                              f"of shared memory (static limit 48 KiB)")
+    (ra, ca), (rb, cb) = _thread_copies(block_m, block_n, block_k, threads, 4, "16-byte")
+    return f"""module attributes {{transform.with_named_sequence}} {{
+  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.consumed}}) {{
+{_staged_tiles(block_m, block_n, block_k, 'f32')}{_warp_tiles_and_thread_copies(warp_m, warp_n, ra, ca, rb, cb)}{_launch_and_multibuffer(32 * wx, wy, stages)}{_VECTORIZE_TO_MMA.replace("[16, 8, 16]", "[16, 8, 8]")}    transform.apply_patterns to %f2 {{
+      transform.apply_patterns.canonicalization
+    }} : !transform.any_op
+    %f3 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
+{_KERNEL_TO_NVGPU}    %tmma = transform.structured.match ops{{["nvgpu.mma.sync"]}} in %f5 : (!transform.any_op) -> !transform.any_op
+    transform.annotate %tmma "tf32Enabled" : !transform.any_op
+    %cio = transform.structured.match ops{{["vector.load", "vector.store"]}} in %f5 : (!transform.any_op) -> !transform.any_op
+    %cal = transform.param.constant 8 : i64 -> !transform.any_param
+    transform.annotate %cio "alignment" = %cal : !transform.any_op, !transform.any_param
+{_annotate_waits(stages)}    %acp = transform.structured.match ops{{["nvgpu.device_async_copy"]}} in %f5 : (!transform.any_op) -> !transform.any_op
+    %kloop = transform.get_parent_op %acp {{op_name = "scf.for", deduplicate}} : (!transform.any_op) -> !transform.op<"scf.for">
+    %pl = transform.nvgpu.pipeline_shared_memory_copies failures(propagate) %kloop {{depth = {stages - 1}}}
+        : (!transform.op<"scf.for">) -> !transform.any_op
+    %f6 = transform.apply_registered_pass "promote-buffers-to-stack" with options = {{"max-alloc-size-in-bytes" = 1000000 : i64}}
+        to %f5 : (!transform.any_op) -> !transform.any_op
+{_shared_allocas_to_globals("f6")}""" + _FOOTER
+
+
 def matmul_simt_smem(block_m: int = 128, block_n: int = 128, block_k: int = 8, thread_m: int = 8, thread_n: int = 8,
                      thread_k: int = 4, stages: int = 3) -> str:
     """f32 CUDA-core matmul with A and B tiles staged in shared memory by a cp.async pipeline."""
@@ -458,18 +514,19 @@ def matmul_simt_smem(block_m: int = 128, block_n: int = 128, block_k: int = 8, t
 
 
 def matmul_wgmma(block_m: int = 128, block_n: int = 128, stages: int = 4, consumers: int = 1,
-                 specialize: int = 0) -> str:
+                 specialize: int = 0, op: str = "") -> str:
     from workbench.worker.cuda.wgmma_matmul import MARK, KernelConfigError, check_config
 
     try:  # the tile checks that do not need the payload's shape (that is checked by the rewrite)
         check_config(block_m, block_n, 64, block_m, block_n, stages, consumers, specialize)
     except KernelConfigError as e:
         raise ValueError(str(e))
+    only = _only_op(op)
     config = (f"{{block_m = {block_m} : i64, block_n = {block_n} : i64, stages = {stages} : i64, "
               f"consumers = {consumers} : i64, specialize = {specialize} : i64}}")
     return f"""module attributes {{transform.with_named_sequence}} {{
   transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.readonly}}) {{
-    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %root : (!transform.any_op) -> !transform.any_op
+    %mm = transform.structured.match ops{{["linalg.matmul", "linalg.batch_matmul"]}}{only} in %root : (!transform.any_op) -> !transform.any_op
     %config = transform.param.constant {config} -> !transform.any_param
     transform.annotate %mm "{MARK}" = %config : !transform.any_op, !transform.any_param
 """ + _FOOTER
@@ -488,19 +545,94 @@ def _sm(chip: str) -> int:
     return int(digits) if digits else 0
 
 
-def select(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_dtype: str = "") -> tuple[str, dict]:
-    """A schedule and its parameters for an m x n x k matmul with a `dtype` result (`in_dtype`
-    operands, default the same) on compute capability `chip`."""
+# wgmma tile configurations (block_m, block_n, consumers, specialize) and their throughput per SM
+# relative to the best, measured on the H100 at 4096^3 f16 (bench/gpu_matmul.py): 128x256 with two
+# consumer warpgroups 601-638 TFLOP/s, 128x128 one consumer 519; the smaller tiles are estimates
+# (half the work per K step for the same TMA and barrier overhead), refined by measurement.
+WGMMA_TILES = (
+    (128, 256, 2, 1, 1.0),
+    (128, 128, 1, 1, 0.82),
+    (64, 256, 1, 0, 0.72),
+    (64, 128, 1, 0, 0.6),
+)
+WGMMA_OPERANDS = ("f16", "bf16")
+WGMMA_RESULTS = ("f16", "bf16", "f32")
+
+
+def _wgmma_stages(block_m: int, block_n: int, k: int) -> int:
+    """As many stages as fit 227 KiB of shared memory, at most 6 and no more than the K steps."""
+    per_stage = (block_m + block_n) * 64 * 2
+    fit = (227 * 1024 - 1024) // per_stage
+    return max(2, min(6, fit, -(-k // 64)))
+
+
+def wgmma_config(m: int, n: int, k: int, sms: int = 132, batch: int = 1) -> dict:
+    """The wgmma tile for an m x n x k matmul on `sms` multiprocessors: the best estimated rate,
+    i.e. relative tile throughput x wave efficiency (tiles / (waves x SMs)) x the useful part of
+    the edge tiles (m n / covered area)."""
+    best, best_score = None, -1.0
+    for block_m, block_n, consumers, specialize, rate in WGMMA_TILES:
+        gm, gn = -(-m // block_m), -(-n // block_n)
+        tiles = gm * gn * batch
+        waves = -(-tiles // sms)
+        score = rate * tiles / (waves * sms) * (m * n) / (gm * block_m * gn * block_n)
+        if score > best_score + 1e-9:
+            best_score = score
+            # the producer warpgroup pays off only over long K: measured on the H100, 128x256 two
+            # consumers at 4096x4096x512 0.061 ms without it / 0.073 with it, 2048x4096x1024 0.047 /
+            # 0.050; at 4096^3 equal within the run-to-run spread
+            best = {"block_m": block_m, "block_n": block_n, "stages": _wgmma_stages(block_m, block_n, k),
+                    "consumers": consumers, "specialize": specialize if k > 2048 else 0}
+    return best
+
+
+def select_batch(b: int, m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_dtype: str = "",
+                 sms: int = 132) -> tuple[str, dict] | None:
+    """A schedule for a b x (m x n x k) linalg.batch_matmul, or None (left to the naive mapping): the
+    wgmma kernel with the batch as the grid's z (K a multiple of 64: see wgmma_matmul.kernel_text)."""
     in_dtype = in_dtype or dtype
-    if (in_dtype == "f16" and dtype in ("f16", "f32") and chip.startswith("sm_90")
-            and m % 128 == 0 and n % 128 == 0 and k % 64 == 0):
-        # measured on the H100 (bench/gpu_matmul.py, 4096^3): TMA + wgmma 128x256 blocks, 2 consumer
+    if (in_dtype in WGMMA_OPERANDS and dtype in WGMMA_RESULTS and chip.startswith("sm_90")
+            and n % 8 == 0 and k % 64 == 0):
+        return "matmul_wgmma", wgmma_config(m, n, k, sms, batch=b)
+    return None
+
+
+#: generators that can schedule one op of several (`op` parameter); the others bufferize and map the
+#: whole module around the one matmul they expect
+PER_OP = ("matmul_wgmma", "matmul_simt")
+
+
+def select_one_of_many(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_dtype: str = "",
+                       sms: int = 132) -> tuple[str, dict]:
+    """`select` for one matmul of a payload with several: a generator of PER_OP (matmul_simt where
+    `select` would pick a whole-module schedule)."""
+    gen, params = select(m, n, k, dtype, chip, in_dtype, sms)
+    return (gen, params) if gen in PER_OP else ("matmul_simt", _simt_params(m, n, k))
+
+
+def _simt_params(m: int, n: int, k: int) -> dict:
+    # measured on the H100 (2048^3 f32): block_k=32 with 4x4 thread tiles 10.6 TFLOP/s, block_k=16 5.2
+    bm = _largest_divisor(m, (64, 32, 16, 8, 4, 2))
+    bn = _largest_divisor(n, (64, 32, 16, 8, 4, 2))
+    bk = _largest_divisor(k, (32, 16, 8, 4, 2))
+    tm = _largest_divisor(bm, (4, 2))
+    tn = _largest_divisor(bn, (4, 2))
+    return {"block_m": bm, "block_n": bn, "block_k": bk, "thread_m": tm, "thread_n": tn, "vectorize": True}
+
+
+def select(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_dtype: str = "",
+           sms: int = 132) -> tuple[str, dict]:
+    """A schedule and its parameters for an m x n x k matmul with a `dtype` result (`in_dtype`
+    operands, default the same) on compute capability `chip` with `sms` multiprocessors."""
+    in_dtype = in_dtype or dtype
+    if (in_dtype in WGMMA_OPERANDS and dtype in WGMMA_RESULTS and chip.startswith("sm_90")
+            and n % 8 == 0 and k % 8 == 0):
+        # TMA + wgmma, any M and any N, K multiple of 8 (edge tiles by TMA zero fill and predicated
+        # stores). Measured on the H100 (bench/gpu_matmul.py, 4096^3): 128x256 blocks, 2 consumer
         # warpgroups, 4 stages: with a warp-specialized producer 601 / 608 TFLOP/s in two runs, without
         # it 569 / 638 (0.74x-0.83x cuBLAS): equal within the run-to-run spread; 3 stages 513;
         # 128x128 one warpgroup warp-specialized 519; matmul_mma_smem best 289
-        if n % 256 == 0:
-            return "matmul_wgmma", {"block_m": 128, "block_n": 256, "stages": 4, "consumers": 2, "specialize": 1}
-        return "matmul_wgmma", {"block_m": 128, "block_n": 128, "stages": 4, "consumers": 1, "specialize": 1}
+        return "matmul_wgmma", wgmma_config(m, n, k, sms)
     if dtype == "f16" and m % 128 == 0 and n % 256 == 0 and k % 16 == 0:
         # measured on the H100 (bench/gpu_matmul.py, 4096^3, 32-bit C loads/stores): 128x256x16 blocks
         # of 8 warps of 64x64, 3 stages (36 KiB): 226 TFLOP/s (0.296x cuBLAS), 4 stages 220,
@@ -535,11 +667,4 @@ def select(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_d
                                         "thread_k": 4, "stages": 2}
         return "matmul_simt_smem", {"block_m": 64, "block_n": 64, "block_k": 16, "thread_m": 4, "thread_n": 4,
                                     "thread_k": 4, "stages": 3}
-    # measured on the H100 (2048^3 f32): block_k=32 with 4x4 thread tiles 10.6 TFLOP/s, block_k=16 5.2
-    bm = _largest_divisor(m, (64, 32, 16, 8, 4, 2))
-    bn = _largest_divisor(n, (64, 32, 16, 8, 4, 2))
-    bk = _largest_divisor(k, (32, 16, 8, 4, 2))
-    tm = _largest_divisor(bm, (4, 2))
-    tn = _largest_divisor(bn, (4, 2))
-    return "matmul_simt", {"block_m": bm, "block_n": bn, "block_k": bk, "thread_m": tm, "thread_n": tn,
-                           "vectorize": True}
+    return "matmul_simt", _simt_params(m, n, k)

@@ -54,20 +54,38 @@ class CudaTarget(Target):
 
         return detected_chip() or DEFAULT_CHIP
 
+    def multiprocessors(self) -> int:
+        """The detected GPU's SM count (the selector sizes tiles to fill whole waves), else the H100's 132."""
+        info = self.probe()
+        return int(info.get("multiprocessors") or 132) if info.get("ok") else 132
+
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-        """Static-shape matmuls (f32, f16) -> the matmul schedule; softmax -> the softmax schedule.
-        (Whole-module entries: the first op of each schedule sets its parameters.)"""
-        chosen: dict[str, dict[str, Any]] = {}
+        """Static-shape matmuls and batch matmuls -> the matmul schedule, softmax -> the softmax schedule.
+
+        One matmul: its schedule for the whole module. Several: one entry per matmul, each targeting
+        its op by id (`op=`) with its own shape's parameters, from the generators that can schedule
+        one op of several (matmul.PER_OP: the wgmma kernel, else matmul_simt)."""
         mm = _load_library_module(self.matmul_schedule)
-        for op in info.get("ops", []):
-            dims = op.get("dims") or {}
-            if op["op"] == "linalg.matmul" and dims and all(v > 0 for v in dims.values()):
-                gen, params = mm.select(dims["m"], dims["n"], dims["k"], op.get("dtype", "f32"), self.chip(),
-                                        op.get("in_dtype", ""))
-                chosen.setdefault(f"pipelines/{self.matmul_schedule}[gen={gen}]", params)
-            if op["op"] == "linalg.softmax":
-                chosen.setdefault(f"pipelines/{self.softmax_schedule}[gen=softmax_rows]", {})
-        return list(chosen.items())
+        contractions = [op for op in info.get("ops", []) if op["op"] in ("linalg.matmul", "linalg.batch_matmul")
+                        and (op.get("dims") or {}) and all(v > 0 for v in op["dims"].values())]
+        several = len(contractions) > 1
+        chosen: list[tuple[str, dict[str, Any]]] = []
+        for op in contractions:
+            dims, dtype, in_dtype = op["dims"], op.get("dtype", "f32"), op.get("in_dtype", "")
+            if op["op"] == "linalg.batch_matmul":
+                picked = mm.select_batch(dims["b"], dims["m"], dims["n"], dims["k"], dtype, self.chip(), in_dtype,
+                                         self.multiprocessors())
+                if picked is None:
+                    continue  # left to the naive mapping
+            else:
+                pick = mm.select_one_of_many if several else mm.select
+                picked = pick(dims["m"], dims["n"], dims["k"], dtype, self.chip(), in_dtype, self.multiprocessors())
+            gen, params = picked
+            chosen.append((f"pipelines/{self.matmul_schedule}[gen={gen}]",
+                           {**params, "op": op["id"]} if several and op.get("id") else params))
+        if any(op["op"] == "linalg.softmax" for op in info.get("ops", [])):
+            chosen.append((f"pipelines/{self.softmax_schedule}[gen=softmax_rows]", {}))
+        return chosen
 
     def extra_run_request(self) -> dict:
         # the GPU module is loaded by a global constructor: ExecutionEngine.initialize() must run

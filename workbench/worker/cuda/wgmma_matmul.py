@@ -27,8 +27,9 @@ marked op by a call to a generated kernel function built from upstream nvgpu ops
           wrote the result in place into C and copied it into an out parameter, that out
           parameter (the copy is dropped).
 
-A and B f16, C f16 or f32 (f32 accumulation either way); shapes static and divisible by the
-tiles (K by 64); sm_90a (wgmma).
+A and B f16 or bf16, C f16, bf16 or f32 (f32 accumulation either way); shapes static, any M, N and
+K that are multiples of 8 (N and K: TMA row strides of 16 bytes): edge tiles read zeros past the
+operands (TMA out-of-bounds fill), clamp their C loads and predicate their stores; sm_90a (wgmma).
 This module only builds text; `rewrite_marked` (MLIR import) does the replacement.
 """
 from __future__ import annotations
@@ -37,12 +38,15 @@ import contextlib
 import hashlib
 
 MARK = "lh.wgmma"
-BLOCK_K = 64  # one 128-byte swizzle row of f16
+BLOCK_K = 64  # one 128-byte swizzle row of 16-bit elements
 SWIZZLE_BYTES = 1024  # 128-byte swizzle repeats every 8 rows: slots must be 1024-byte aligned
 WARPGROUP = 128
 MAX_SHARED = 227 * 1024  # sm_90 opt-in shared memory per block
+GROUP_M = 16  # tile rows per rasterization group (see the block-id mapping in kernel_text)
 ACC_PAD = 8  # floats of padding per accumulator row in the epilogue's shared-memory tile
 DEFAULTS = {"block_m": 128, "block_n": 128, "stages": 4, "consumers": 1, "specialize": 0}
+EDGE_MULTIPLE = 8  # K and N: multiples of 8 elements (16-byte TMA strides, 8-column epilogue steps)
+AB_TYPES = ("f16", "bf16")  # wgmma m64nNk16 operand types with f32 accumulation
 
 
 class KernelConfigError(ValueError):
@@ -69,9 +73,16 @@ def check_config(m: int, n: int, k: int, block_m: int, block_n: int, stages: int
     if acc_regs > 128:
         raise KernelConfigError(f"{rows}x{block_n} accumulator rows per warpgroup need {acc_regs} registers per "
                                 "thread (at most 128): use consumers=2 or smaller blocks")
-    for dim, size, block in (("M", m, block_m), ("N", n, block_n), ("K", k, BLOCK_K)):
-        if size % block:
-            raise KernelConfigError(f"{dim}={size} is not a multiple of {block}")
+    # Edges: the grid covers ceil(M / block_m) x ceil(N / block_n) tiles and ceil(K / 64) K steps; TMA
+    # fills the parts of a box outside the operand with zeros (they add nothing), the epilogue clamps
+    # its C loads into the matrix and predicates its stores. What TMA itself needs: row strides that
+    # are multiples of 16 bytes (K and N multiples of 8 halves); the epilogue moves 8 columns at once.
+    for dim, size in (("K", k), ("N", n)):
+        if size % EDGE_MULTIPLE:
+            raise KernelConfigError(f"{dim}={size} is not a multiple of {EDGE_MULTIPLE} (TMA row strides are "
+                                    "multiples of 16 bytes; the epilogue writes 8 columns at once)")
+    if min(m, n, k) < 1:
+        raise KernelConfigError(f"empty matmul {m}x{n}x{k}")
     if stages < 2:
         raise KernelConfigError("stages must be at least 2")
     a_bytes, b_bytes = block_m * BLOCK_K * 2, BLOCK_K * block_n * 2
@@ -83,7 +94,8 @@ def check_config(m: int, n: int, k: int, block_m: int, block_n: int, stages: int
                                 f"memory (at most {MAX_SHARED // 1024})")
     threads = WARPGROUP * (consumers + (1 if specialize else 0))
     return {"rows": rows, "a_bytes": a_bytes, "b_bytes": b_bytes, "shared": shared, "threads": threads,
-            "k_steps": k // BLOCK_K}
+            "k_steps": -(-k // BLOCK_K), "grid_m": -(-m // block_m), "grid_n": -(-n // block_n),
+            "edge_m": m % block_m != 0, "edge_n": n % block_n != 0}
 
 
 def kernel_name(m, n, k, cfg: dict) -> str:
@@ -138,27 +150,41 @@ class _Text:
                 self.emit("}")
 
 
-C_TYPES = ("f16", "f32")
+C_TYPES = ("f16", "bf16", "f32")
+MARKABLE = ("linalg.matmul", "linalg.batch_matmul")
 
 
 def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: int = 128, stages: int = 4,
-                consumers: int = 1, specialize: int = 0, c_type: str = "f16") -> str:
-    """`func.func private @name(%A: memref<MxKxf16>, %B: memref<KxNxf16>, %C: memref<MxNx{c_type}>,
-    %D: memref<MxNx{c_type}>)`: D = C + A x B (D may be C itself)."""
+                consumers: int = 1, specialize: int = 0, c_type: str = "f16", ab_type: str = "f16",
+                batch: int = 0) -> str:
+    """`func.func private @name(%A: memref<MxKx{ab_type}>, %B: memref<KxNx{ab_type}>, %C: memref<MxNx{c_type}>,
+    %D: memref<MxNx{c_type}>)`: D = C + A x B (D may be C itself), f32 accumulation.
+
+    batch > 0: the operands are memref<batch x ...> (linalg.batch_matmul); the kernel works on their
+    row-collapsed 2-D views ((batch M) x K, (batch K) x N, (batch M) x N) with the batch as the grid's
+    z: A boxes past row M of a batch read the next batch's rows, which reach only C rows past M (not
+    stored); B boxes past row K would read the next batch's rows, so K must be a multiple of 64."""
     if c_type not in C_TYPES:
         raise KernelConfigError(f"C of {c_type}: the wgmma kernel writes {' or '.join(C_TYPES)}")
+    if ab_type not in AB_TYPES:
+        raise KernelConfigError(f"A and B of {ab_type}: the wgmma kernel reads {' or '.join(AB_TYPES)}")
     d = check_config(m, n, k, block_m, block_n, stages, consumers, specialize)
     rows, a_bytes, b_bytes, k_steps = d["rows"], d["a_bytes"], d["b_bytes"], d["k_steps"]
     smem = "#gpu.address_space<workgroup>"
-    ta, tb, tc = f"memref<{m}x{k}xf16>", f"memref<{k}x{n}xf16>", f"memref<{m}x{n}x{c_type}>"
+    ab = ab_type
+    if batch and k % BLOCK_K:
+        raise KernelConfigError(f"batched K={k} is not a multiple of {BLOCK_K} (a B box past K would read the "
+                                "next batch's rows)")
+    rows_a, rows_b = max(batch, 1) * m, max(batch, 1) * k
+    ta, tb, tc = f"memref<{rows_a}x{k}x{ab}>", f"memref<{rows_b}x{n}x{ab}>", f"memref<{rows_a}x{n}x{c_type}>"
     bar_t = f"!nvgpu.mbarrier.group<memorySpace = {smem}, num_barriers = {stages}>"
-    map_a = (f"!nvgpu.tensormap.descriptor<tensor = memref<{block_m}x{BLOCK_K}xf16, 3>, swizzle = swizzle_128b, "
+    map_a = (f"!nvgpu.tensormap.descriptor<tensor = memref<{block_m}x{BLOCK_K}x{ab}, 3>, swizzle = swizzle_128b, "
              "l2promo = none, oob = zero, interleave = none>")
-    map_b = (f"!nvgpu.tensormap.descriptor<tensor = memref<{BLOCK_K}x64xf16, 3>, swizzle = swizzle_128b, "
+    map_b = (f"!nvgpu.tensormap.descriptor<tensor = memref<{BLOCK_K}x64x{ab}, 3>, swizzle = swizzle_128b, "
              "l2promo = none, oob = zero, interleave = none>")
     acc_t = f"!nvgpu.warpgroup.accumulator<fragmented = vector<{rows}x{block_n}xf32>>"
-    wa_t = f"!nvgpu.warpgroup.descriptor<tensor = memref<{rows}x{BLOCK_K}xf16, {smem}>>"
-    wb_t = f"!nvgpu.warpgroup.descriptor<tensor = memref<{BLOCK_K}x{block_n}xf16, {smem}>>"
+    wa_t = f"!nvgpu.warpgroup.descriptor<tensor = memref<{rows}x{BLOCK_K}x{ab}, {smem}>>"
+    wb_t = f"!nvgpu.warpgroup.descriptor<tensor = memref<{BLOCK_K}x{block_n}x{ab}, {smem}>>"
     dyn_t = f"memref<?xi8, {smem}>"
     b_base = stages * a_bytes  # byte offset of the B slots after the A slots
     stride = block_n + ACC_PAD  # floats per row of the accumulator tile in shared memory
@@ -168,6 +194,12 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
     cache = f"{name}_tma_cache"
     out = [f'memref.global "private" @{cache} : memref<4xi64> = dense<0>',
            f"func.func private @{name}(%A: {ta}, %B: {tb}, %C: {tc}, %D: {tc}) {{"]
+    if batch:  # the 3-D operands, collapsed to the 2-D views the kernel works on
+        ta3, tb3 = f"memref<{batch}x{m}x{k}x{ab}>", f"memref<{batch}x{k}x{n}x{ab}>"
+        tc3 = f"memref<{batch}x{m}x{n}x{c_type}>"
+        out[-1] = f"func.func private @{name}(%A3: {ta3}, %B3: {tb3}, %C3: {tc3}, %D3: {tc3}) {{"
+        for v, t3, t2 in (("A", ta3, ta), ("B", tb3, tb), ("C", tc3, tc), ("D", tc3, tc)):
+            out.append(f"  %{v} = memref.collapse_shape %{v}3 [[0, 1], [2]] : {t3} into {t2}")
     # host: TMA descriptors, cached per buffer address (creating one is a driver call, a device
     # allocation and a synchronous copy: tens of microseconds per call otherwise)
     cache_ref = t.val(f"memref.get_global @{cache} : memref<4xi64>", "cache")
@@ -181,8 +213,8 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
             known = t.val(f"memref.load {cache_ref}[{t.const(slot + 1)}] : memref<4xi64>", "known")
             t.emit(f"scf.yield {known} : i64")
         with t.region("} else"):
-            unranked = t.val(f"memref.cast {operand} : {ty} to memref<*xf16>", "unranked")
-            made = t.val(f"nvgpu.tma.create.descriptor {unranked} box[{box}] : memref<*xf16> -> {map_t}", "made")
+            unranked = t.val(f"memref.cast {operand} : {ty} to memref<*x{ab}>", "unranked")
+            made = t.val(f"nvgpu.tma.create.descriptor {unranked} box[{box}] : memref<*x{ab}> -> {map_t}", "made")
             as_ptr = t.val(f"builtin.unrealized_conversion_cast {made} : {map_t} to !llvm.ptr", "madeptr")
             as_int = t.val(f"llvm.ptrtoint {as_ptr} : !llvm.ptr to i64", "madeint")
             t.emit(f"memref.store {ptr64}, {cache_ref}[{t.const(slot)}] : memref<4xi64>")
@@ -195,15 +227,35 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
     desc_a = descriptor("%A", ta, f"{t.const(block_m)}, {c64}", map_a, 0, "descA")
     desc_b = descriptor("%B", tb, f"{c64}, {c64}", map_b, 2, "descB")
     shm = t.const(d["shared"], "i32")
-    gx, gy, one, nthreads = t.const(n // block_n), t.const(m // block_m), t.const(1), t.const(d["threads"])
-    with t.region(f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {one}) "
+    tiles = d["grid_m"] * d["grid_n"]
+    gx, gy, one, nthreads = t.const(tiles), t.const(1), t.const(1), t.const(d["threads"])
+    gz = t.const(batch) if batch else one
+    with t.region(f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {gz}) "
                   f"threads(%tx, %ty, %tz) in (%sx = {nthreads}, %sy = {one}, %sz = {one}) "
                   f"dynamic_shared_memory_size {shm}"):
         t.emit(f"memref.assume_alignment %C, 16 : {tc}")
         t.emit(f"memref.assume_alignment %D, 16 : {tc}")
         tid = "%tx"
-        m0 = t.val(f"arith.muli %by, {t.const(block_m)} : index", "m0")
-        n0 = t.val(f"arith.muli %bx, {t.const(block_n)} : index", "n0")
+        # Grouped rasterization: block ids walk GROUP_M tile rows down one tile column, then the next
+        # column, so the blocks resident together share A rows and B columns in L2 (in row order, at
+        # 8192^3 each wave of 132 blocks spans 4 tile rows and all 32 columns: B streamed from DRAM
+        # once per 4 tile rows).
+        group = min(GROUP_M, d["grid_m"])
+        per_group = group * d["grid_n"]
+        gid = t.val(f"arith.divui %bx, {t.const(per_group)} : index", "gid")
+        first_m = t.val(f"arith.muli {gid}, {t.const(group)} : index", "firstm")
+        left = t.val(f"arith.subi {t.const(d['grid_m'])}, {first_m} : index", "leftm")
+        rows_here = t.val(f"arith.minui {left}, {t.const(group)} : index", "groupm")
+        within = t.val(f"arith.remui %bx, {t.const(per_group)} : index", "within")
+        tm_off = t.val(f"arith.remui {within}, {rows_here} : index", "tmoff")
+        tile_m = t.val(f"arith.addi {first_m}, {tm_off} : index", "tilem")
+        tile_n = t.val(f"arith.divui {within}, {rows_here} : index", "tilen")
+        m0 = t.val(f"arith.muli {tile_m}, {t.const(block_m)} : index", "m0")
+        # the batch's first rows of A / C and of B in the collapsed views
+        a_row0 = t.val(f"arith.muli %bz, {t.const(m)} : index", "arow0") if batch else None
+        b_row0 = t.val(f"arith.muli %bz, {t.const(k)} : index", "brow0") if batch else None
+        am0 = t.val(f"arith.addi {m0}, {a_row0} : index", "am0") if batch else m0
+        n0 = t.val(f"arith.muli {tile_n}, {t.const(block_n)} : index", "n0")
         dyn = t.val(f"gpu.dynamic_shared_memory : {dyn_t}", "dyn")
         # The slots start at shared-window address 1024: 1024-byte aligned for the swizzle, and past
         # the static shared memory (the mbarriers, and the symbol MLIR lowers dynamic shared memory
@@ -226,7 +278,7 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
         lane = t.val(f"arith.remui {tid}, {t.const(WARPGROUP)} : index", "lane")
 
         def slot_view(byte_offset: str, shape: str, hint: str) -> str:
-            return t.val(f"memref.view {dyn}[{byte_offset}][] : {dyn_t} to memref<{shape}xf16, {smem}>", hint)
+            return t.val(f"memref.view {dyn}[{byte_offset}][] : {dyn_t} to memref<{shape}x{ab}, {smem}>", hint)
 
         def a_slot(s: str) -> str:
             """Byte offset of slot s's A tile in the dynamic shared memory."""
@@ -257,15 +309,16 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
             t.emit(f"nvgpu.mbarrier.arrive.expect_tx {full}[{s}], {t.const(tx)} : {bar_t}")
             kc = t.val(f"arith.muli {j}, {t.const(BLOCK_K)} : index", "kc")
             a_dst = slot_view(a_slot(s), f"{block_m}x{BLOCK_K}", "adst")
-            t.emit(f"nvgpu.tma.async.load {desc_a}[{kc}, {m0}], {full}[{s}] to {a_dst} : {map_a}, {bar_t} -> "
-                   f"memref<{block_m}x{BLOCK_K}xf16, {smem}>")
+            t.emit(f"nvgpu.tma.async.load {desc_a}[{kc}, {am0}], {full}[{s}] to {a_dst} : {map_a}, {bar_t} -> "
+                   f"memref<{block_m}x{BLOCK_K}x{ab}, {smem}>")
             b_off = b_slot(s)
+            bk = t.val(f"arith.addi {kc}, {b_row0} : index", "bk") if batch else kc
             for piece in range(block_n // 64):
                 off = t.val(f"arith.addi {b_off}, {t.const(piece * BLOCK_K * 64 * 2)} : index", "bpoff")
                 dst = slot_view(off, f"{BLOCK_K}x64", "bdst")
                 col = t.val(f"arith.addi {n0}, {t.const(piece * 64)} : index", "ncol")
-                t.emit(f"nvgpu.tma.async.load {desc_b}[{col}, {kc}], {full}[{s}] to {dst} : {map_b}, {bar_t} -> "
-                       f"memref<{BLOCK_K}x64xf16, {smem}>")
+                t.emit(f"nvgpu.tma.async.load {desc_b}[{col}, {bk}], {full}[{s}] to {dst} : {map_b}, {bar_t} -> "
+                       f"memref<{BLOCK_K}x64x{ab}, {smem}>")
 
         def consume(ksteps: str) -> None:
             """A consumer warpgroup's main loop, then its accumulators into shared memory."""
@@ -281,9 +334,9 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                 a_tile = slot_view(a_off, f"{rows}x{BLOCK_K}", "atile")
                 b_tile = slot_view(b_slot(s), f"{BLOCK_K}x{block_n}", "btile")
                 da = t.val(f"nvgpu.warpgroup.generate.descriptor {a_tile}, {desc_a} : "
-                           f"memref<{rows}x{BLOCK_K}xf16, {smem}>, {map_a} -> {wa_t}", "da")
+                           f"memref<{rows}x{BLOCK_K}x{ab}, {smem}>, {map_a} -> {wa_t}", "da")
                 db = t.val(f"nvgpu.warpgroup.generate.descriptor {b_tile}, {desc_b} : "
-                           f"memref<{BLOCK_K}x{block_n}xf16, {smem}>, {map_b} -> {wb_t}", "db")
+                           f"memref<{BLOCK_K}x{block_n}x{ab}, {smem}>, {map_b} -> {wb_t}", "db")
                 acc = t.val(f"nvgpu.warpgroup.mma {da}, {db}, %acc_in {{transposeB, waitGroup = 1 : i64}} : "
                             f"{wa_t}, {wb_t}, {acc_t} -> {acc_t}", "accn")
                 # step k-1's wgmma is complete (at most one group in flight): release its slot
@@ -336,17 +389,33 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                     c = t.val(f"arith.muli {cc}, {t.const(8)} : index", "col")
                     gr = t.val(f"arith.addi {m0}, {r} : index", "gr")
                     gc = t.val(f"arith.addi {n0}, {c} : index", "gc")
-                    cv = t.val(f"vector.load %C[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8x{c_type}>", "cv")
+                    # at an edge tile, loads are clamped into C (always valid) and stores predicated
+                    lr = t.val(f"arith.minui {gr}, {t.const(m - 1)} : index", "lr") if d["edge_m"] else gr
+                    lc = t.val(f"arith.minui {gc}, {t.const(n - 8)} : index", "lc") if d["edge_n"] else gc
+                    if batch:
+                        lr = t.val(f"arith.addi {lr}, {a_row0} : index", "lr")
+                    cv = t.val(f"vector.load %C[{lr}, {lc}] {{alignment = 16 : i64}} : {tc}, vector<8x{c_type}>", "cv")
                     steps.append((r, c, gr, gc, cv))
                 for r, c, gr, gc, cv in steps:
+                    inside = []
+                    if d["edge_m"]:
+                        inside.append(t.val(f"arith.cmpi ult, {gr}, {t.const(m)} : index", "inm"))
+                    if d["edge_n"]:
+                        inside.append(t.val(f"arith.cmpi ult, {gc}, {t.const(n)} : index", "inn"))
+                    if len(inside) == 2:
+                        inside = [t.val(f"arith.andi {inside[0]}, {inside[1]} : i1", "inside")]
+                    guard = t.region(f"scf.if {inside[0]}") if inside else contextlib.nullcontext()
+                    guard.__enter__()
                     av = t.val(f"vector.load {whole}[{r}, {c}] : {whole_t}, vector<8xf32>", "av")
                     if c_type == "f32":
                         o = t.val(f"arith.addf {cv}, {av} : vector<8xf32>", "sum")
                     else:
-                        cw = t.val(f"arith.extf {cv} : vector<8xf16> to vector<8xf32>", "cw")
+                        cw = t.val(f"arith.extf {cv} : vector<8x{c_type}> to vector<8xf32>", "cw")
                         sm = t.val(f"arith.addf {cw}, {av} : vector<8xf32>", "sum")
-                        o = t.val(f"arith.truncf {sm} : vector<8xf32> to vector<8xf16>", "o")
-                    t.emit(f"vector.store {o}, %D[{gr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8x{c_type}>")
+                        o = t.val(f"arith.truncf {sm} : vector<8xf32> to vector<8x{c_type}>", "o")
+                    sr = t.val(f"arith.addi {gr}, {a_row0} : index", "sr") if batch else gr
+                    t.emit(f"vector.store {o}, %D[{sr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8x{c_type}>")
+                    guard.__exit__(None, None, None)
 
         ksteps = t.const(k_steps)
         if specialize:
@@ -386,7 +455,8 @@ def _config(attr) -> dict:
 
 
 def rewrite_marked(module) -> int:
-    """Replace each `linalg.matmul` marked `lh.wgmma` (on memrefs) by a call to its generated kernel.
+    """Replace each `linalg.matmul` / `linalg.batch_matmul` marked `lh.wgmma` (on memrefs) by a call to
+    its generated kernel.
 
     Returns how many were replaced; raises KernelConfigError naming what does not fit."""
     from mlir import ir
@@ -394,7 +464,7 @@ def rewrite_marked(module) -> int:
 
     from workbench.worker.ir_walk import append_parsed, has_custom_indexing_maps, ops_where, symbol_names
 
-    marked = ops_where(module, lambda op: op.name == "linalg.matmul" and MARK in op.attributes)
+    marked = ops_where(module, lambda op: op.name in MARKABLE and MARK in op.attributes)
     existing = symbol_names(module)
     for op in marked:
         if len(op.results):
@@ -402,21 +472,33 @@ def rewrite_marked(module) -> int:
         if has_custom_indexing_maps(op):
             raise KernelConfigError("the marked matmul has custom indexing maps (transposed operands)")
         types = [v.type for v in op.operands]
+        rank = 3 if op.name == "linalg.batch_matmul" else 2
         shapes = []
         for what, ty in zip("ABC", types):
-            allowed = C_TYPES if what == "C" else ("f16",)
-            if not isinstance(ty, ir.MemRefType) or str(ty.element_type) not in allowed or ty.rank != 2:
-                raise KernelConfigError(f"operand {what} is {ty}: the wgmma kernel takes rank-2 memrefs of "
+            allowed = C_TYPES if what == "C" else AB_TYPES
+            if not isinstance(ty, ir.MemRefType) or str(ty.element_type) not in allowed or ty.rank != rank:
+                raise KernelConfigError(f"operand {what} is {ty}: the wgmma kernel takes rank-{rank} memrefs of "
                                         f"{' or '.join(allowed)}")
             if not ty.has_static_shape or "strided" in str(ty) or "affine_map" in str(ty):
                 raise KernelConfigError(f"operand {what} is {ty}: static shape and identity layout needed "
                                         "(TMA descriptors are made from the whole buffer)")
             shapes.append(list(ty.shape))
+        batch = 0
+        if rank == 3:
+            batches = {sh.pop(0) for sh in shapes}
+            if len(batches) != 1:
+                raise KernelConfigError(f"operand batch sizes {sorted(batches)} differ")
+            batch = batches.pop()
         (m, k), (k2, n), (m2, n2) = shapes
         if (k, m, n) != (k2, m2, n2):
             raise KernelConfigError(f"operand shapes {shapes} do not form a matmul")
         cfg = _config(op.attributes[MARK])
+        if batch:
+            cfg["batch"] = batch
         cfg["c_type"] = str(types[2].element_type)
+        cfg["ab_type"] = str(types[0].element_type)
+        if str(types[1].element_type) != cfg["ab_type"]:
+            raise KernelConfigError(f"A is {types[0]} but B is {types[1]}: the wgmma kernel takes one operand type")
         name = kernel_name(m, n, k, cfg)
         if name not in existing:
             try:

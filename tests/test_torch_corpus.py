@@ -11,33 +11,9 @@ import pytest
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "torch"
 NAMES = sorted(p.name.removesuffix(".expected.json") for p in FIXTURES.glob("*.expected.json"))
 
-# fixtures that need issue 12 item 3 (branch `dtypes`): strict, so they flip to failures when it lands
-NEEDS_I1 = "i1 (bool) tensors do not lower yet (MemRefToLLVM asserts on sub-byte stores): issue 12 item 3"
-NEEDS_BF16 = "bf16 inputs/outputs have no numpy type in the runner yet (ml_dtypes): issue 12 item 3"
-KNOWN_MISSING: dict[str, str] = {
-    "argsort": NEEDS_I1,
-    "attention_causal": NEEDS_I1,
-    "compare_to_float": NEEDS_I1,
-    "cross_entropy": NEEDS_I1,
-    "logsumexp": NEEDS_I1,
-    "masked_fill": NEEDS_I1,
-    "nll_loss": NEEDS_I1,
-    "sdpa": NEEDS_I1,
-    "smooth_l1_loss": NEEDS_I1,
-    "softplus": NEEDS_I1,
-    "sort": NEEDS_I1,
-    "sort_descending_values": NEEDS_I1,
-    "topk": NEEDS_I1,
-    "transformer_layer": NEEDS_I1,
-    "where_mask": NEEDS_I1,
-    "add_relu_bf16": NEEDS_BF16,
-    "conv2d_bf16": NEEDS_BF16,
-    "gelu_bf16": NEEDS_BF16,
-    "layer_norm_bf16": NEEDS_BF16,
-    "linear_bf16": NEEDS_BF16,
-    "matmul_bf16": NEEDS_BF16,
-    "softmax_bf16": NEEDS_BF16,
-}
+# fixtures expected to fail, by name -> why (strict xfail). Empty since issue 12 item 3 (bool
+# tensors, bf16 through ml_dtypes, in-range index inputs) landed.
+KNOWN_MISSING: dict[str, str] = {}
 
 
 def test_the_corpus_is_large_enough():

@@ -26,7 +26,7 @@ def test_dispatch_usage_errors_are_results(ctx, reg):
     r = reg.dispatch("show notanumber", ctx)
     assert not r.ok and "step must be an integer" in r.error
     r = reg.dispatch("load", ctx)
-    assert not r.ok and "missing FILE" in r.error and "usage: load FILE" in r.error
+    assert not r.ok and "missing FILE" in r.error and "usage: load [--allow-unregistered] FILE" in r.error
     r = reg.dispatch("replay --bogus x.yaml", ctx)
     assert not r.ok and "unknown option --bogus" in r.error
 
@@ -71,7 +71,7 @@ def test_help_for_every_command(ctx, reg):
     assert not reg.dispatch("help nope", ctx).ok
 
 
-FREE_TEXT_FLAGS = {"--entry", "--study", "--params"}
+FREE_TEXT_FLAGS = {"--entry", "--study", "--params", "--ranges"}
 
 
 def test_completion_hints_present_for_every_argument():

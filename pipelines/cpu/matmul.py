@@ -238,14 +238,31 @@ def _largest_divisor(n: int, cap: int, multiple_of: int = 1) -> int:
     return best
 
 
-def default_params(m: int, n: int, k: int, vector_bits: int = 512, l2_bytes: int = 1 << 20) -> dict:
-    """Pick matmul_tiling parameters for an MxNxK f32 matmul (all divisors of the dims).
+def register_tile(m: int, n: int, lanes: int, vector_registers: int) -> tuple[int, int]:
+    """(reg_m, reg_n): the widest tile of two vectors (else one) whose accumulators, the B row and one
+    broadcast fit the SIMD registers: 8x32 on AVX-512 (16 of 32 zmm), 4x16 on AVX2 (8 ymm accumulators +
+    2 B vectors + 1 broadcast of 16 ymm; 8x16 would need 19 and spill). Both must divide the dims."""
+    for reg_n in (2 * lanes, lanes, 8, 4, 2, 1):
+        if n % reg_n:
+            continue
+        vectors = max(reg_n // lanes, 1)
+        for reg_m in (8, 4, 2, 1):
+            if m % reg_m == 0 and reg_m * vectors + vectors + 1 <= vector_registers:
+                return reg_m, reg_n
+    return 1, 1
 
-    `vector_bits` (host SIMD width) sets the preferred register tile width (two vectors of f32);
-    `l2_bytes` bounds the packed B block (and the 1 MiB stack-alloca limit always applies)."""
+
+def default_params(m: int, n: int, k: int, vector_bits: int = 512, l2_bytes: int = 1 << 20,
+                   vector_registers: int = 32, l1_bytes: int = 32 << 10) -> dict:
+    """Pick matmul_tiling parameters for an MxNxK f32 matmul (all divisors of the dims) on a machine
+    (the CPU machine model, workbench/targets/cpu_host.py: SIMD width and register count, caches).
+
+    `vector_bits`/`vector_registers` set the register tile (`register_tile`); `l2_bytes` bounds the
+    packed B block (and the 1 MiB stack-alloca limit always applies); `l1_bytes` bounds block_k so that
+    the A micro-panel and a B micro-panel stay in L1. AVX-512 (512 bits, 32 registers) gets exactly
+    the parameters measured on the AVX-512 CI host (8x32, reg_k=4); AVX2 gets 4x16 with reg_k=8."""
     lanes = max(vector_bits // 32, 1)
-    reg_m = next(r for r in (8, 4, 2, 1) if m % r == 0)
-    reg_n = next(r for r in (2 * lanes, lanes, 8, 4, 2, 1) if n % r == 0)
+    reg_m, reg_n = register_tile(m, n, lanes, vector_registers)
     # Large problems: 128x1024 blocks (A repacked half as often; measured 1-10% faster than 64x512 at
     # 1024^3 and 2048^3 on the AVX-512 CI host, and chosen by `tune` there); smaller ones: 64x512.
     big = m >= 1024 and n >= 1024
@@ -255,7 +272,12 @@ def default_params(m: int, n: int, k: int, vector_bits: int = 512, l2_bytes: int
     # Keep pack buffers <= 1 MiB each (stack allocas) and the B block within L2.
     while block_n * block_k * 4 > min(1 << 20, max(l2_bytes, 1 << 16)) and block_k % 2 == 0:
         block_k //= 2
-    reg_k = next(r for r in (4, 2, 1) if block_k % r == 0)
+    # the A micro-panel (reg_m x block_k, reused across the whole B block) within half of L1
+    while reg_m * block_k * 4 > l1_bytes // 2 and block_k % 2 == 0:
+        block_k //= 2
+    # K unrolling: more outer products per step where fewer accumulators hide the FMA latency
+    unroll = (8, 4, 2, 1) if vector_registers < 32 else (4, 2, 1)
+    reg_k = next(r for r in unroll if block_k % r == 0)
     pack_tile_a = next(r for r in (32, 16, 8, 4, 2, 1) if block_k % r == 0)
     pack_tile_b = next(r for r in (8, 4, 2, 1) if block_k % r == 0)
     return dict(block_m=block_m, block_n=block_n, block_k=block_k,

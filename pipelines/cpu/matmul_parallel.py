@@ -36,10 +36,12 @@ def matmul_parallel(threads: int = 2, block_m: int = 64, block_n: int = 512, blo
     return text.replace(anchor, split)
 
 
-def default_params(m: int, n: int, k: int, threads: int = 2) -> dict:
-    """Split N into `threads` chunks (fewer if N does not divide) and block each chunk like matmul.py."""
+def default_params(m: int, n: int, k: int, threads: int = 2, **machine) -> dict:
+    """Split N into `threads` chunks (fewer if N does not divide) and block each chunk like matmul.py;
+    `machine`: the machine model's numbers matmul.default_params takes (vector_bits, vector_registers,
+    l1_bytes, l2_bytes)."""
     while threads > 1 and n % threads:
         threads -= 1
     params = {"threads": threads}
-    params.update({key: v for key, v in matmul.default_params(m, n // threads, k).items() if key != "impl"})
+    params.update({key: v for key, v in matmul.default_params(m, n // threads, k, **machine).items() if key != "impl"})
     return params

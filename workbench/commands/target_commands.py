@@ -2,34 +2,70 @@
 from __future__ import annotations
 
 
-from workbench.commands.registry import Arg, Args, Command, CommandContext, Registry
+from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry
 from workbench.commands.step_results import fail
 from workbench.result import Result
 from workbench.session import SessionError
 from workbench.targets import all_targets
 
 
-def cmd_target(ctx: CommandContext, a: Args) -> Result:
-    s = ctx.session
-    if a.get("name"):
-        try:
-            s.select_target(a["name"])
-        except SessionError as e:
-            return fail(e)
-        return Result(True, f"target: {a['name']}", data={"target": a["name"]})
-    rows = []
+def target_listing(cpu: str = "") -> list[dict]:
+    """Every target: can it run here, and why; targets that compile for a CPU add its machine model."""
     listing = []
     for t in all_targets():
+        t = t.for_cpu(cpu)
         ok, why = t.can_run()
-        rows.append([("* " if t.name == s.target_name else "  ") + t.name, "yes" if ok else "no", why])
-        listing.append({"name": t.name, "can_run": ok, "reason": why})
+        entry = {"name": t.name, "can_run": ok, "reason": why}
+        if t.uses_cpu_model:
+            entry["machine"] = t.machine.to_json()
+        listing.append(entry)
+    return listing
+
+
+def machine_summary(machine: dict) -> str:
+    """One line about a CPU machine model (its JSON form)."""
+    return (f"{machine['name']} ({machine['llvm_cpu']}{', host' if machine['is_host'] else ''}): "
+            f"{machine['vector_bits']}-bit SIMD x {machine['vector_registers']} registers"
+            f"{', FMA' if machine['fma'] else ''}{', AMX' if machine['amx'] else ''}"
+            f"{', AVX512-BF16' if machine['avx512_bf16'] else ''}{', AVX512-VNNI' if machine['avx512_vnni'] else ''}; "
+            f"{machine['physical_cores']} cores / {machine['logical_cpus']} CPUs ({machine['usable_cpus']} usable); "
+            f"L1d {machine['l1d_bytes'] >> 10} KiB, L2 {machine['l2_bytes'] >> 10} KiB, L3 {machine['l3_bytes'] >> 20} MiB")
+
+
+def cmd_target(ctx: CommandContext, a: Args) -> Result:
+    s = ctx.session
+    if a.get("name") or a.get("cpu") is not None:
+        before = (s.target_name, s.cpu_name)
+        try:
+            if a.get("name"):
+                s.select_target(a["name"])
+            if a.get("cpu") is not None:
+                s.select_cpu(a["cpu"])
+        except SessionError as e:
+            s.target_name, s.cpu_name = before
+            return fail(e)
+        data = {"target": s.target_name, "cpu": s.cpu_name or "host"}
+        target = s.target
+        if target.uses_cpu_model:
+            data["machine"] = target.machine.to_json()
+            return Result(True, f"target: {s.target_name}, cpu {machine_summary(data['machine'])}", data=data)
+        return Result(True, f"target: {s.target_name}", data=data)
+    rows = []
+    listing = target_listing(s.cpu_name)
+    for entry in listing:
+        why = entry["reason"] + (f" [{machine_summary(entry['machine'])}]" if "machine" in entry else "")
+        rows.append([("* " if entry["name"] == s.target_name else "  ") + entry["name"],
+                     "yes" if entry["can_run"] else "no", why])
     return Result(True, f"target: {s.target_name}", kind="table",
-                  data={"target": s.target_name, "targets": listing,
+                  data={"target": s.target_name, "cpu": s.cpu_name or "host", "targets": listing,
                         "table": {"columns": ["target", "can run", "why"], "rows": rows}})
 
 
 def register(reg: Registry) -> None:
     add = reg.register
     add(Command("target", "show targets or select one", cmd_target,
-                [Arg("name", "target name", optional=True, complete="target")], category="5-run",
+                [Arg("name", "target name", optional=True, complete="target")],
+                [Flag("--cpu", "the CPU machine to select parameters and compile for: host, avx2, avx512, "
+                               "an LLVM or archspec name (skylake-avx512, znver3, haswell, ...)", True)],
+                category="5-run",
                 aliases=("targets",)))

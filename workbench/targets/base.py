@@ -24,6 +24,14 @@ class Target:
     def can_run(self) -> tuple[bool, str]:
         return False, "not implemented"
 
+    #: whether `--cpu NAME` applies to this target (it compiles host code whose ISA the machine model picks)
+    uses_cpu_model: ClassVar[bool] = False
+
+    def for_cpu(self, name: str) -> "Target":
+        """This target set up for the CPU machine called `name` (`--cpu`; "" = this host). Targets that do
+        not compile for a host CPU ignore it."""
+        return self
+
     def pipeline_path(self, name: str) -> Path:
         return LIBRARY_DIR / self.named_pipelines[name]
 

@@ -5,7 +5,10 @@ import importlib.util
 from typing import Any
 
 from workbench.paths import LIBRARY_DIR
+import copy
+
 from workbench.targets.base import Target, register
+from workbench.targets.cpu_host import CpuMachine, host_machine, machine_for
 
 
 def _load_library_module(relative: str):
@@ -13,46 +16,48 @@ def _load_library_module(relative: str):
     path = LIBRARY_DIR / relative
     spec = importlib.util.spec_from_file_location(f"lh_library_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    import sys
+
+    sys.path.insert(0, str(path.parent))  # its sibling modules (matmul_family imports matmul)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
     return module
 
 
-_HOST: dict | None = None
-
-
 def host_info() -> dict[str, Any]:
-    """What the CPU selector looks at: SIMD width (from /proc/cpuinfo flags), cache sizes (sysfs)."""
-    global _HOST
-    if _HOST is not None:
-        return _HOST
-    import os
-    from pathlib import Path
+    """The host's machine model as a dict (workbench/targets/cpu_host.py)."""
+    return host_machine().to_json()
 
-    flags: set[str] = set()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                flags = set(line.split(":", 1)[1].split())
-                break
-    except OSError:
-        pass
-    vector_bits = 512 if "avx512f" in flags else 256 if "avx2" in flags or "avx" in flags else 128
-    caches: dict[str, int] = {}
-    for d in sorted(Path("/sys/devices/system/cpu/cpu0/cache").glob("index*")):
-        try:
-            level = (d / "level").read_text().strip()
-            kind = (d / "type").read_text().strip()
-            size = (d / "size").read_text().strip()
-        except OSError:
-            continue
-        if kind == "Instruction":
-            continue
-        mult = {"K": 1 << 10, "M": 1 << 20}.get(size[-1:], 1)
-        caches[f"l{level}_bytes"] = int(size.rstrip("KM")) * mult
-    _HOST = {"vector_bits": vector_bits, "avx512": "avx512f" in flags, "cores": os.cpu_count() or 1,
-             "l1_bytes": caches.get("l1_bytes", 32 << 10), "l2_bytes": caches.get("l2_bytes", 1 << 20),
-             "l3_bytes": caches.get("l3_bytes", 0)}
-    return _HOST
+
+#: elementwise body ops an epilogue may hold (the matmul lowering has no math-function lowering yet)
+EPILOGUE_BODY_OPS = {"arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf", "arith.minimumf",
+                     "arith.maxnumf", "arith.minnumf", "arith.negf", "arith.select", "arith.cmpf", "linalg.yield"}
+
+
+def epilogue_chain(ops: list[dict[str, Any]], index: int) -> list[int]:
+    """Indices of the elementwise ops after ops[index] that form its epilogue: each the only consumer of
+    the previous one's result, 2-D over the matmul's (m, n), with a body of EPILOGUE_BODY_OPS."""
+    dims = ops[index].get("dims") or {}
+    chain: list[int] = []
+    current = index
+    while True:
+        consumers = ops[current].get("consumers") or []
+        if len(consumers) != 1:
+            return chain
+        nxt = ops[consumers[0]]
+        if (nxt.get("kind") != "elementwise" or nxt.get("domain") != [dims.get("m"), dims.get("n")]
+                or not set(nxt.get("body") or ["?"]) <= EPILOGUE_BODY_OPS or nxt.get("dtype") != "f32"):
+            return chain
+        chain.append(consumers[0])
+        current = consumers[0]
+
+
+def matmul_machine_args(machine: CpuMachine) -> dict[str, int]:
+    """The machine model's numbers the matmul family's `default_params` take."""
+    return {"vector_bits": machine.vector_bits, "vector_registers": machine.vector_registers,
+            "l1_bytes": machine.l1d_bytes, "l2_bytes": machine.l2_bytes}
 
 
 def _have_ukernel() -> bool:
@@ -93,8 +98,28 @@ class CpuTarget(Target):
 
     selector_name = "cpu-selector"
 
+    uses_cpu_model = True
+    #: the machine model this target selects and compiles for (None: this host)
+    _machine: CpuMachine | None = None
+
+    @property
+    def machine(self) -> CpuMachine:
+        return self._machine or host_machine()
+
+    def for_cpu(self, name: str) -> "CpuTarget":
+        """A copy of this target for the machine `name` (cpu_host.machine_for: MachineError if unknown)."""
+        if not name:
+            return self
+        configured = copy.copy(self)
+        configured._machine = machine_for(name)
+        return configured
+
     def can_run(self) -> tuple[bool, str]:
-        return True, "host CPU"
+        return self.machine.runnable_here()
+
+    def extra_run_request(self) -> dict:
+        """The LLVM target (cpu, features) the run worker compiles for; none for the host itself."""
+        return {"llvm_target": self.machine.llvm_target()}
 
     #: the whole-module tail after per-op steps (bufferization, vector lowering): pipelines/cpu/finish.py
     finish_schedule = "cpu/finish.py"
@@ -102,29 +127,46 @@ class CpuTarget(Target):
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """One entry per op the shipped schedules handle, each with its own shape's parameters (given
-        the host's vector width and L2 size, `host_info`): f32 matmuls with static shapes -> the
-        matmul schedule; 2-D f32 linalg.softmax -> the softmax schedule.
+        the machine model, `self.machine`: vector width and registers, caches, cores): f32 matmuls with
+        static shapes -> the matmul schedule, or the matmul family's (batch_matmul, transposed B, matvec,
+        a matmul with its elementwise epilogue chain, whose links get no entry of their own);
+        2-D f32 linalg.softmax -> the softmax schedule.
 
         A payload with one such op gets that schedule whole (it bufferizes itself: one step). With
         several, each entry targets its op by id (`op=`, on tensors: `bufferize=false`) and a last
         whole-module entry (pipelines/cpu/finish.py) bufferizes and lowers the vectors."""
-        per_op = [entry for op in info.get("ops", []) for entry in self._select_op(op)]
-        if len(per_op) <= 1:
-            return [(spec, {k: v for k, v in params.items() if k != "op"}) for spec, params in per_op]
+        ops = info.get("ops", [])
+        per_op: list[tuple[str, dict[str, Any]]] = []
+        in_epilogue: set[int] = set()
+        for index, op in enumerate(ops):
+            if index in in_epilogue:
+                continue
+            entries = self._select_op(op, ops)
+            if entries and entries[0][0].endswith("[gen=matmul_epilogue]"):
+                in_epilogue.update(epilogue_chain(ops, index))
+            per_op += entries
+        if len(per_op) <= 1:  # a generic op is found by its id only: it keeps op=
+            return [(spec, {k: v for k, v in params.items() if k != "op" or params.get("generic")})
+                    for spec, params in per_op]
         entries = [(spec, dict(params, bufferize=False)) for spec, params in per_op]
         entries.append((f"{self.pipeline_path_for(self.finish_schedule)}[gen={self.finish_generator}]", {}))
         return entries
 
-    def _select_op(self, op: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-        """The (spec, params) entries for one inspected op (none: no shipped schedule handles it)."""
-        host = host_info()
+    def _select_op(self, op: dict[str, Any], ops: list[dict[str, Any]] = ()) -> list[tuple[str, dict[str, Any]]]:
+        """The (spec, params) entries for one inspected op (none: no shipped schedule handles it);
+        `ops`: all inspected ops (a matmul's epilogue chain)."""
+        machine = self.machine
+        family = self.matmul_family_entry(op, ops)
+        if family is not None:
+            spec, params = family
+            return [(spec, {**params, "op": op["id"]})]
         dims = op.get("dims") or {}
-        if op["op"] == "linalg.matmul" and op.get("dtype") == "f32" and dims and all(v > 0 for v in dims.values()):
+        if (op["op"] == "linalg.matmul" and op.get("layout", "normal") == "normal" and op.get("dtype") == "f32"
+                and dims and all(v > 0 for v in dims.values())):
             library = _load_library_module(self.matmul_schedule)
             spec = f"{self.pipeline_path_for(self.matmul_schedule)}[gen={self.matmul_generator}]"
-            params = library.default_params(dims["m"], dims["n"], dims["k"], vector_bits=host["vector_bits"],
-                                            l2_bytes=host["l2_bytes"])
-            if params["reg_n"] < host["vector_bits"] // 32 and _have_ukernel():
+            params = library.default_params(dims["m"], dims["n"], dims["k"], **matmul_machine_args(machine))
+            if params["reg_n"] < machine.f32_lanes and _have_ukernel():
                 # N is no multiple of a vector: codegen without remainder handling runs at scalar-ish
                 # speed, so the configuration picks the microkernel (lowered by cpu-matmul-lower)
                 params["impl"] = "ukernel"
@@ -135,8 +177,41 @@ class CpuTarget(Target):
             # row softmax with static shapes: decomposed, row-parallel, vectorized along the row
             spec = f"{self.pipeline_path_for(self.softmax_schedule)}[gen={self.softmax_generator}]"
             softmax = _load_library_module(self.softmax_schedule)
-            return [(spec, {**softmax.default_params(shape[0], shape[1], threads=host["cores"]), "op": op["id"]})]
+            return [(spec, {**softmax.default_params(shape[0], shape[1], threads=machine.usable_cpus), "op": op["id"]})]
         return []
+
+    #: the matmul family's schedules (pipelines/cpu/matmul_family.py): op kind -> generator
+    matmul_family_schedule = "cpu/matmul_family.py"
+
+    def matmul_family_entry(self, op: dict[str, Any], ops: list[dict[str, Any]] = ()) -> tuple[str, dict[str, Any]] | None:
+        """(spec, params) for an inspected f32 batch_matmul, matmul with a transposed B (named, or the
+        linalg.generic form, which needs the op's id), or matmul followed by an elementwise epilogue
+        chain (bias, relu, ...: `epilogue_chain` over `ops`, the inspected ops), with static shapes;
+        None for any other op."""
+        dims = op.get("dims") or {}
+        if op.get("dtype") != "f32" or not dims or not all(v > 0 for v in dims.values()):
+            return None
+        family = _load_library_module(self.matmul_family_schedule)
+        path = self.pipeline_path_for(self.matmul_family_schedule)
+        machine = matmul_machine_args(self.machine)
+        if op["op"] == "linalg.matvec":
+            params = family.matvec_params(dims["m"], dims["k"], **machine)
+            return f"{path}[gen=matvec_tiling]", params
+        if op["op"] == "linalg.batch_matmul":
+            return (f"{path}[gen=batch_matmul_tiling]",
+                    family.default_params(dims["b"], dims["m"], dims["n"], dims["k"], **machine))
+        if op.get("layout") == "transpose_b" and (op["op"] == "linalg.matmul" or op.get("id")):
+            params = family.default_params(1, dims["m"], dims["n"], dims["k"], **machine)
+            if op["op"] == "linalg.generic":
+                params.update(generic=True, op=op["id"])
+            return f"{path}[gen=matmul_transpose_b_tiling]", params
+        chain = epilogue_chain(list(ops), list(ops).index(op)) if op in ops else []
+        if op["op"] == "linalg.matmul" and op.get("layout", "normal") == "normal" and chain:
+            params = family.epilogue_params(dims["m"], dims["n"], dims["k"], len(chain), **machine)
+            if op.get("id"):
+                params["op"] = op["id"]
+            return f"{path}[gen=matmul_epilogue]", params
+        return None
 
     def extra_libraries(self, llvm: str) -> list[str]:
         """Microkernel libraries for the external BLAS functions the lowered module declares."""

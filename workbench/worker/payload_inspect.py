@@ -80,6 +80,33 @@ def _body_ops(op) -> int:
     return max(n, 1)
 
 
+_MATMUL_LAYOUTS = {  # (A map results, B map results, C map results) over (d0, d1, d2) = (m, n, k)
+    ((0, 2), (2, 1), (0, 1)): "normal",
+    ((0, 2), (1, 2), (0, 1)): "transpose_b",
+    ((2, 0), (2, 1), (0, 1)): "transpose_a",
+}
+
+
+def _matmul_layout(op) -> str:
+    """"normal" / "transpose_b" / "transpose_a" from the op's indexing maps ("normal" when a named
+    matmul has none: its default maps; "" when the maps are no 2-D matmul's)."""
+    try:
+        maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    except (KeyError, ValueError, TypeError):
+        return "normal" if op.name == "linalg.matmul" else ""
+    try:
+        key = tuple(tuple(ir.AffineDimExpr(r).position for r in m.results) for m in maps)
+    except (ValueError, TypeError):
+        return ""
+    return _MATMUL_LAYOUTS.get(key, "")
+
+
+def _is_mul_add(op) -> bool:
+    """The generic's body is `yield out + a * b` (f32 mulf then addf)."""
+    body = [o.name for o in op.regions[0].blocks[0].operations]
+    return body == ["arith.mulf", "arith.addf", "linalg.yield"]
+
+
 def describe_linalg_op(op) -> dict:
     name = op.name
     ins = [o for o in op.operands]
@@ -91,7 +118,14 @@ def describe_linalg_op(op) -> dict:
         shapes = [_shape(o.type) for o in ins]
         dims = {}
         if name in ("linalg.matmul",):
-            (m, k), (_, n) = shapes[0][-2:], shapes[1][-2:]
+            layout = _matmul_layout(op)
+            if layout == "transpose_b":      # x @ w.T: B is N x K
+                (m, k), (n, _) = shapes[0][-2:], shapes[1][-2:]
+            elif layout == "transpose_a":    # A is K x M
+                (k, m), (_, n) = shapes[0][-2:], shapes[1][-2:]
+            else:
+                (m, k), (_, n) = shapes[0][-2:], shapes[1][-2:]
+            info["layout"] = layout
             dims = {"m": m, "n": n, "k": k}
         elif name == "linalg.matmul_transpose_a":
             (k, m), (_, n) = shapes[0][-2:], shapes[1][-2:]
@@ -139,9 +173,21 @@ def describe_linalg_op(op) -> dict:
         if all(d >= 0 for d in shape):
             info["flops"] = math.prod(shape) * _body_ops(op)
         return info
+    if name == "linalg.generic" and domain is not None and len(domain) == 3:
+        layout = _matmul_layout(op)
+        if layout and iterators == ["parallel", "parallel", "reduction"] and _is_mul_add(op):
+            # a matmul written as a generic (torch-mlir's `x @ w.T`): its layout and m, n, k
+            info.update(kind="contraction", layout=layout, dims=dict(zip("mnk", domain)))
+            if all(d >= 0 for d in domain):
+                info["flops"] = 2 * math.prod(domain)
+            return info
     if domain is not None:
         info["domain"] = domain
         info["iterators"] = iterators
+        try:
+            info["body"] = [o.operation.name for o in op.regions[0].blocks[0].operations][:32]
+        except Exception:
+            pass
         info["kind"] = "reduction" if any("reduction" in it for it in iterators) else "elementwise"
         if domain and all(d >= 0 for d in domain):
             info["flops"] = math.prod(domain) * _body_ops(op)
@@ -229,6 +275,7 @@ def inspect_module(module) -> dict:
         info["id"] = op_id
         info["tagged"] = tagged
         ops.append(info)
+    _add_consumers(linalg, ops)
     info = {"funcs": funcs, "ops": ops, "total_flops": sum(o["flops"] for o in ops),
             "tagged": all(o["tagged"] for o in ops)}
     if "shard." in str(module.operation):  # sharded payload: how the grid splits each entry tensor
@@ -239,3 +286,17 @@ def inspect_module(module) -> dict:
         except Exception:  # noqa: BLE001  (partitioned code, unusual annotations: shapes decide, as before)
             pass
     return info
+
+
+def _add_consumers(linalg: list, ops: list[dict]) -> None:
+    """ops[i]["consumers"]: indices (into `ops`, the linalg ops in walk order) of the linalg ops that use
+    op i's first result (how the selector finds a matmul's epilogue chain: bias add, relu, ...)."""
+    index = {h: i for i, h in enumerate(linalg)}
+    for i, h in enumerate(linalg):
+        users = []
+        if len(h.results):
+            for use in h.results[0].uses:
+                j = index.get(use.owner)
+                if j is not None and j not in users:
+                    users.append(j)
+        ops[i]["consumers"] = users

@@ -3,13 +3,18 @@
 Started fresh for every run (`RunClient`), so generated code that segfaults, aborts or
 loops forever takes only this process down. Requests:
 
-  {"op": "run", "llvm": text, "libs": [paths], "opt_level": 3,
+  {"op": "run", "llvm": text, "libs": [paths], "opt_level": 3, "llvm_target": {"cpu", "features"} | None,
+   "object_file": path | None,
    "inputs": [ndarray, ...], "outputs": [{"shape", "dtype"}, ...], "times_len": N,
    "call": "_lh_call" | None, "bench": "_lh_bench" | None, "preload": [paths]}
   -> {"ok", "args_after": [ndarray], "outputs": [ndarray], "times": [float], "compile_s"}
 
 `call` runs the entry once on copies of the inputs (for the correctness check);
 `bench` runs the timed wrapper on other copies and returns its per-iteration times.
+`llvm_target` (the CPU machine model of a session for another machine, `--cpu`) sets `target_cpu` and
+`target_features` on every function, which LLVM's code generator uses instead of the host's CPU and
+features (ExecutionEngine's target machine is the host's); without it the code is for this host.
+`object_file` writes the JIT-compiled object code there (to read the instructions it chose).
 """
 from __future__ import annotations
 
@@ -62,9 +67,12 @@ def handle_run(req: dict) -> dict:
         except ir.MLIRError as e:
             return {"ok": False, "error": f"lowered module does not parse: {str(e).splitlines()[0]}",
                     "diagnostics": str(e)}
+        if req.get("llvm_target"):
+            set_llvm_target(module, req["llvm_target"]["cpu"], req["llvm_target"]["features"])
         t0 = time.perf_counter()
         try:
-            engine = ExecutionEngine(module, opt_level=int(req.get("opt_level", 3)), shared_libs=list(req["libs"]))
+            engine = ExecutionEngine(module, opt_level=int(req.get("opt_level", 3)), shared_libs=list(req["libs"]),
+                                     enable_object_dump=bool(req.get("object_file")))
             if req.get("initialize"):
                 engine.initialize()
         except Exception as e:
@@ -77,6 +85,8 @@ def handle_run(req: dict) -> dict:
         with measurement_lock():
             answer["lock_wait_s"] = time.perf_counter() - t_wait
             _call_and_time(engine, req, inputs, answer)
+        if req.get("object_file"):
+            engine.dump_to_object_file(req["object_file"])
         return answer
 
 
@@ -115,6 +125,18 @@ def _call_and_time(engine, req: dict, inputs: list, answer: dict) -> None:
         _invoke(engine, req["bench"], args + outs + [times])
         answer["bench_wall_s"] = time.perf_counter() - t1
         answer["times"] = times.tolist()
+
+
+def set_llvm_target(module, cpu: str, features: list[str]) -> None:
+    """Compile every function of `module` for `cpu` with exactly `features` (`+avx2`, `-avx512f`, ...)."""
+    from mlir import ir
+
+    cpu_attr = ir.StringAttr.get(cpu)
+    features_attr = ir.Attribute.parse("#llvm.target_features<[" + ", ".join(f'"{f}"' for f in features) + "]>")
+    for op in module.body.operations:
+        if op.operation.name == "llvm.func":
+            op.attributes["target_cpu"] = cpu_attr
+            op.attributes["target_features"] = features_attr
 
 
 def limit_cores() -> None:

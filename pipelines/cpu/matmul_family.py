@@ -1,0 +1,233 @@
+"""The f32 matmul family on CPU: batch_matmul, matmuls with a transposed operand (`x @ w.T`, linear),
+matvec/vecmat, and matmuls followed by elementwise epilogues (bias, relu, gelu).
+
+Every generator is the packed, register-tiled schedule of `matmul.py` (cache blocks, an
+reg_m x reg_n register tile of outer-product FMAs, A and B packed through hoisted nofold pads)
+adapted to its op:
+- `batch_matmul_tiling`: a leading batch loop (tile 1), then the matmul schedule on each batch
+  (the packed buffers get the leading unit dimension).
+- `matmul_epilogue`: the matmul schedule on the matmul, and its elementwise consumers (bias add,
+  relu, gelu: whatever linalg.generic reads the matmul's result) tiled by reg_m x reg_n and
+  vectorized.
+- `matvec_tiling`: memory bound: rows in blocks of `rows`, K in vectors of `vec_k` lanes
+  (vector.contract -> FMAs along K, one horizontal reduction per row block), no packing.
+Parameters come from each generator's `default_params`, which takes the CPU machine model's
+numbers (vector_bits, vector_registers, l1_bytes, l2_bytes; workbench/targets/cpu_host.py).
+`op` (an op id set by `rewrite tag-ops`) restricts a generator to that op.
+Lower with `apply cpu-matmul-lower`.
+"""
+from __future__ import annotations
+
+import matmul
+
+# no PAYLOAD_OP: the constraints name the dims of the payload's contractions (M, N, K)
+PARAMS = {
+    "block_m": {"divides": "M", "min": 1, "max": 512, "help": "cache block along M"},
+    "block_n": {"divides": "N", "min": 1, "max": 2048, "help": "cache block along N (packed B block columns)"},
+    "block_k": {"divides": "K", "min": 1, "max": 1024, "help": "cache block along K"},
+    "reg_m": {"divides": "block_m", "min": 1, "space": [1, 2, 4, 8], "help": "register tile rows"},
+    "reg_n": {"divides": "block_n", "min": 1, "space": [8, 16, 32, 64], "help": "register tile columns"},
+    "reg_k": {"divides": "block_k", "min": 1, "space": [1, 2, 4, 8], "help": "outer products per K step"},
+    "pack_tile_a": {"divides": "block_k", "min": 1, "space": [8, 16, 32], "help": "A pack copy chunk along K"},
+    "pack_tile_b": {"divides": "block_k", "min": 1, "space": [4, 8, 16], "help": "B pack copy chunk along K"},
+    "op": {"help": "the id (`inspect`, set by `rewrite tag-ops` as lh.op) of the one op to schedule; "
+                   "empty: every op of the kind"},
+    "bufferize": {"help": "end with bufferization and vector lowering (false: stay on tensors, for a "
+                          "payload of several ops scheduled one step each; pipelines/cpu/finish.py finishes)"},
+}
+CONSTRAINTS = [
+    "reg_m <= block_m",
+    "reg_n <= block_n",
+    "block_n * block_k * 4 <= 1048576",
+    "block_m * block_k * 4 <= 1048576",
+]
+_ANY = "!transform.any_op"
+
+
+def _match(name: str, op: str = "", root: str = "%root") -> str:
+    """matmul.match_op: the ops named `name`, only the one whose lh.op is `op` when it is set."""
+    return matmul.match_op(name, op, root)
+
+
+def _check(**values: int) -> None:
+    for name, v in values.items():
+        if not isinstance(v, int) or v <= 0:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+
+
+def _packed_contraction(handle: str, lead: int, block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int,
+                        reg_k: int, pack_tile_a: int, pack_tile_b: int, transpose_b: bool = False) -> str:
+    """The matmul.py schedule (steps 1-4, on tensors) of the contraction ops in `handle`, whose
+    iteration space is `lead` unit-tiled batch dims, then (m, n, k)."""
+    _check(block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n, reg_k=reg_k,
+           pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b)
+    for inner, outer, a, b in ((reg_m, block_m, "reg_m", "block_m"), (reg_n, block_n, "reg_n", "block_n"),
+                               (reg_k, block_k, "reg_k", "block_k"), (pack_tile_a, block_k, "pack_tile_a", "block_k"),
+                               (pack_tile_b, block_k, "pack_tile_b", "block_k")):
+        if outer % inner:
+            raise ValueError(f"{a}={inner} must divide {b}={outer}")
+    ones, zeros = [1] * lead, [0] * lead
+    sizes1 = ones + [block_m, block_n, block_k]
+    interchange = list(range(lead)) + [lead + 1, lead + 2, lead]
+    sizes2 = zeros + [reg_m, reg_n, 0]
+    outer_loops = lead + 3
+    dims = list(range(lead + 3))
+    lst = lambda xs: ", ".join(str(x) for x in xs)  # noqa: E731
+    return f"""
+    %t1, %l1:{outer_loops} = transform.structured.tile_using_for {handle} tile_sizes [{lst(sizes1)}] interchange = [{lst(interchange)}]
+        : ({_ANY}) -> ({_ANY}{f", {_ANY}" * outer_loops})
+    %t2, %l2:2 = transform.structured.tile_using_for %t1 tile_sizes [{lst(sizes2)}]
+        : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
+    %padded, %pad, %copy = transform.structured.pad %t2 {{
+        padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [{lst(dims)}],
+        nofold_flags = [1, 1, 0], copy_back_op = "none"}}
+        : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
+    %loops = transform.structured.match ops{{["scf.for"]}} in %root : ({_ANY}) -> {_ANY}
+    transform.apply_licm to %loops : {_ANY}
+    %padA = transform.get_producer_of_operand %padded[0] : ({_ANY}) -> {_ANY}
+    %hA = transform.structured.hoist_pad %padA by 1 loops : ({_ANY}) -> {_ANY}
+    %padB = transform.get_producer_of_operand %padded[1] : ({_ANY}) -> {_ANY}
+    %hB = transform.structured.hoist_pad %padB by 3 loops{", transpose by [1, 0]" if transpose_b else ""} : ({_ANY}) -> {_ANY}
+    %cB, %lcB = transform.structured.tile_using_for %hB tile_sizes [{lst(zeros + ([0, pack_tile_b] if transpose_b else [pack_tile_b, 0]))}] : ({_ANY}) -> ({_ANY}, {_ANY})
+    %cA, %lcA = transform.structured.tile_using_for %hA tile_sizes [{lst(zeros + [0, pack_tile_a])}] : ({_ANY}) -> ({_ANY}, {_ANY})
+    transform.structured.vectorize %cB vector_sizes [{lst(ones + ([reg_n, pack_tile_b] if transpose_b else [pack_tile_b, reg_n]))}] : {_ANY}
+    transform.structured.vectorize %cA vector_sizes [{lst(ones + [reg_m, pack_tile_a])}] : {_ANY}
+    %t3, %l3 = transform.structured.tile_using_for %padded tile_sizes [{lst(zeros + [0, 0, reg_k])}]
+        : ({_ANY}) -> ({_ANY}, {_ANY})
+    transform.structured.vectorize %t3 {{create_named_contraction}} : {_ANY}
+    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({_ANY}) -> {_ANY}
+    transform.apply_patterns to %fe {{
+      transform.apply_patterns.canonicalization
+    }} : {_ANY}
+    transform.apply_cse to %fe : {_ANY}
+    transform.loop.hoist_loop_invariant_subsets %l3 : {_ANY}
+    transform.apply_patterns to %fe {{
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.lower_transpose
+      transform.apply_patterns.canonicalization
+    }} : {_ANY}
+    transform.bufferization.eliminate_empty_tensors %fe : {_ANY}
+"""
+
+
+def _module(body: str, bufferize: bool = True) -> str:
+    """The transform module: `body`, then (bufferize) matmul.py's bufferization and vector lowering; without
+    it the ops stay on tensors, for a payload of several ops scheduled one step each (pipelines/cpu/finish.py
+    finishes)."""
+    tail = matmul.bufferize_and_lower_vectors() if bufferize else ""
+    return f"""module attributes {{transform.with_named_sequence}} {{
+  transform.named_sequence @__transform_main(%root: {_ANY} {{transform.readonly}}) {{{body}{tail}    transform.yield
+  }}
+}}
+"""
+
+
+def batch_matmul_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4,
+                        reg_n: int = 16, reg_k: int = 8, pack_tile_a: int = 32, pack_tile_b: int = 8,
+                        op: str = "", bufferize: bool = True) -> str:
+    """Every linalg.batch_matmul (or the one with id `op`): batch loop, then the packed matmul schedule."""
+    return _module(f"\n    %mm = {_match('linalg.batch_matmul', op)}\n" + _packed_contraction(
+        "%mm", 1, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b), bufferize)
+
+
+def default_params(b: int, m: int, n: int, k: int, **machine) -> dict:
+    """batch_matmul_tiling parameters for a BxMxNxK f32 batch_matmul (matmul.default_params per batch)."""
+    params = matmul.default_params(m, n, k, **machine)
+    params.pop("impl", None)
+    return params
+
+
+def matmul_transpose_b_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4,
+                              reg_n: int = 16, reg_k: int = 8, pack_tile_a: int = 32, pack_tile_b: int = 8,
+                              op: str = "", generic: bool = False, bufferize: bool = True) -> str:
+    """`x @ w.T`: a linalg.matmul whose B is indexed (n, k) (or the one with id `op`); B is packed
+    transposed into [k][reg_n] panels, so the micro-kernel is matmul.py's. `generic`: the op is the
+    linalg.generic torch-mlir emits for it (`op` names it), made a linalg.matmul first (specialize)."""
+    if generic:
+        if not op:
+            raise ValueError("generic=true needs op= (the id of the linalg.generic to schedule)")
+        match = f"\n    %g = {_match('linalg.generic', op)}\n    %mm = transform.structured.specialize %g : ({_ANY}) -> {_ANY}\n"
+    else:
+        match = f"\n    %mm = {_match('linalg.matmul', op)}\n"
+    return _module(match + _packed_contraction(
+        "%mm", 0, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b, transpose_b=True), bufferize)
+
+
+def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4, reg_n: int = 16,
+                    reg_k: int = 8, pack_tile_a: int = 32, pack_tile_b: int = 8, epilogue: int = 1,
+                    epi_m: int = 4, epi_n: int = 64, op: str = "", bufferize: bool = True) -> str:
+    """A linalg.matmul (or the one with id `op`) followed by a chain of `epilogue` elementwise ops
+    (bias add, relu, gelu, ...: each the only consumer of the previous result): the packed matmul
+    schedule, then the chain tiled by epi_m x epi_n with the earlier links fused into the last one's
+    loops, and vectorized (one pass over the matmul's result instead of one per op)."""
+    _check(epilogue=epilogue, epi_m=epi_m, epi_n=epi_n)
+    chain = [f"\n    %mm = {_match('linalg.matmul', op)}\n"]
+    previous = "%mm"
+    for i in range(epilogue):
+        chain.append(f"    %e{i} = transform.get_consumers_of_result {previous}[0] : ({_ANY}) -> {_ANY}\n")
+        previous = f"%e{i}"
+    body = "".join(chain) + _packed_contraction("%mm", 0, block_m, block_n, block_k, reg_m, reg_n, reg_k,
+                                                pack_tile_a, pack_tile_b)
+    last = f"%e{epilogue - 1}"
+    body += (f"    %et, %el:2 = transform.structured.tile_using_for {last} tile_sizes [{epi_m}, {epi_n}]"
+             f" : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY})\n")
+    fused = []
+    for i in reversed(range(epilogue - 1)):
+        body += (f"    %ef{i}, %efl{i} = transform.structured.fuse_into_containing_op %e{i} into %el#1"
+                 f" : ({_ANY}, {_ANY}) -> ({_ANY}, {_ANY})\n")
+        fused.append(f"%ef{i}")
+    for handle in ["%et"] + fused:
+        body += f"    transform.structured.vectorize {handle} : {_ANY}\n"
+    # the fused links' originals are dead now: erase them before bufferization gives them a buffer to write
+    body += (f"    %fd = transform.structured.match ops{{[\"func.func\"]}} in %root : ({_ANY}) -> {_ANY}\n"
+             f"    transform.apply_dce to %fd : {_ANY}\n")
+    return _module(body, bufferize)
+
+
+def epilogue_params(m: int, n: int, k: int, epilogue: int, **machine) -> dict:
+    """matmul_epilogue parameters: the matmul's (matmul.default_params) and an epilogue tile of rows x
+    4 vectors (divisors of M and N)."""
+    params = default_params(1, m, n, k, **machine)
+    lanes = max(machine.get("vector_bits", 512) // 32, 1)
+    epi_n = next(t for t in (4 * lanes, 2 * lanes, lanes, 8, 4, 2, 1) if n % t == 0)
+    epi_m = next(t for t in (4, 2, 1) if m % t == 0)
+    return dict(params, epilogue=epilogue, epi_m=epi_m, epi_n=epi_n)
+
+
+def matvec_tiling(rows: int = 8, vec_k: int = 64, op: str = "", bufferize: bool = True) -> str:
+    """Every linalg.matvec (or the one with id `op`), y += A x: memory bound, no packing. K is split
+    (tile_reduction_using_for) into a rows x vec_k partial-sum tile kept in vector registers along the
+    whole K loop (elementwise FMAs on contiguous A rows), reduced horizontally once per row block."""
+    _check(rows=rows, vec_k=vec_k)
+    return _module(f"""
+    %mv = {_match('linalg.matvec', op)}
+    %rt, %rl = transform.structured.tile_using_for %mv tile_sizes [{rows}, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
+    %fill, %partial, %merge, %kl = transform.structured.tile_reduction_using_for %rt by tile_sizes = [0, {vec_k}]
+        : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY}, {_ANY})
+    transform.structured.vectorize %fill : {_ANY}
+    transform.structured.vectorize %partial : {_ANY}
+    transform.structured.vectorize %merge : {_ANY}
+    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({_ANY}) -> {_ANY}
+    transform.apply_patterns to %fe {{
+      transform.apply_patterns.canonicalization
+    }} : {_ANY}
+    transform.apply_cse to %fe : {_ANY}
+    transform.loop.hoist_loop_invariant_subsets %kl : {_ANY}
+    transform.apply_patterns to %fe {{
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "parallelarith"
+      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.canonicalization
+    }} : {_ANY}
+    transform.bufferization.eliminate_empty_tensors %fe : {_ANY}
+""", bufferize)
+
+
+def matvec_params(m: int, k: int, **machine) -> dict:
+    """matvec_tiling parameters: 8 rows (4 if 8 does not divide M) x 4 vectors along K (divisors)."""
+    lanes = max(machine.get("vector_bits", 512) // 32, 1)
+    rows = next(r for r in (8, 4, 2, 1) if m % r == 0)
+    vec_k = next(v for v in (4 * lanes, 2 * lanes, lanes, 8, 4, 2, 1) if k % v == 0)
+    return {"rows": rows, "vec_k": vec_k}

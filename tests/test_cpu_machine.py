@@ -1,0 +1,198 @@
+"""The CPU machine model (workbench/targets/cpu_host.py), `--cpu`, and what it drives: the matmul
+selector's parameters and the ISA of the JIT-compiled code (issue 13, item 2)."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import do, matmul_payload, ok, run_cli
+from workbench.targets import get_target
+from workbench.targets.cpu_host import MachineError, host_machine, machine_for
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "pipelines" / "cpu"))
+import matmul  # noqa: E402  (pipelines/cpu/matmul.py)
+
+
+def _cpuinfo_flags() -> set[str]:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def test_host_model_reads_this_host():
+    host = host_machine()
+    flags = _cpuinfo_flags()
+    assert host.is_host and host.llvm_target() is None  # the host itself: LLVM's own host detection
+    assert host.vector_bits == (512 if "avx512f" in flags else 256 if "avx" in flags else 128)
+    assert host.vector_registers == (32 if "avx512f" in flags else 16)
+    assert host.fma == ("fma" in flags) and host.amx == ("amx_tile" in flags)
+    assert host.usable_cpus == len(os.sched_getaffinity(0)) and 1 <= host.physical_cores <= host.logical_cpus
+    l1 = Path("/sys/devices/system/cpu/cpu0/cache/index0/size")
+    if l1.exists() and Path("/sys/devices/system/cpu/cpu0/cache/index0/type").read_text().strip() == "Data":
+        assert host.l1d_bytes == int(l1.read_text().strip().rstrip("K")) * 1024
+    assert host.l2_bytes > host.l1d_bytes > 0
+
+
+def test_named_machines_and_unknown_names():
+    avx2 = machine_for("avx2")
+    assert (avx2.llvm_cpu, avx2.vector_bits, avx2.vector_registers, avx2.is_host) == ("x86-64-v3", 256, 16, False)
+    features = avx2.llvm_target()["features"]
+    assert "+avx2" in features and "+fma" in features and "-avx512f" in features and "-amx-tile" in features
+    skx = machine_for("skylake-avx512")
+    assert (skx.llvm_cpu, skx.vector_bits, skx.vector_registers) == ("skylake-avx512", 512, 32)
+    assert "+avx512f" in skx.llvm_target()["features"]
+    spr = machine_for("sapphirerapids")
+    assert spr.amx and "avx512_bf16" in spr.features and "+amx-tile" in spr.llvm_target()["features"]
+    assert machine_for("host") is host_machine() and machine_for("") is host_machine()
+    with pytest.raises(MachineError, match="unknown cpu 'pentium-9000'"):
+        machine_for("pentium-9000")
+
+
+def test_targets_json_shows_the_machine_model():
+    out = run_cli(["targets", "--json"])
+    assert out.returncode == 0, out.stderr
+    cpu = next(t for t in json.loads(out.stdout) if t["name"] == "cpu")
+    assert cpu["machine"]["name"] == host_machine().name and cpu["machine"]["is_host"] is True
+    assert cpu["machine"]["vector_registers"] == host_machine().vector_registers
+    out = run_cli(["targets", "--json", "--cpu", "avx2"])
+    cpu = next(t for t in json.loads(out.stdout) if t["name"] == "cpu")
+    assert cpu["machine"]["llvm_cpu"] == "x86-64-v3" and cpu["machine"]["llvm_target"]["cpu"] == "x86-64-v3"
+    out = run_cli(["targets", "--cpu", "nonsense-cpu"])
+    assert out.returncode == 2 and "unknown cpu 'nonsense-cpu'" in out.stderr
+    out = run_cli(["targets"])
+    assert "machine: " + host_machine().name in out.stdout
+
+
+def test_default_params_follow_the_registers():
+    # AVX-512 (32 zmm): the 8x32 tile measured on the AVX-512 host, unchanged
+    p512 = matmul.default_params(1024, 1024, 1024, vector_bits=512, vector_registers=32, l2_bytes=1 << 20)
+    assert (p512["reg_m"], p512["reg_n"], p512["reg_k"]) == (8, 32, 4)
+    assert matmul.default_params(1024, 1024, 1024) == p512  # the defaults are the AVX-512 machine
+    # AVX2 (16 ymm): 4x16 = 8 accumulators + 2 B vectors + 1 broadcast <= 16 registers
+    p256 = matmul.default_params(1024, 1024, 1024, vector_bits=256, vector_registers=16, l2_bytes=512 << 10)
+    assert (p256["reg_m"], p256["reg_n"]) == (4, 16) and p256["reg_k"] == 8
+    for p, lanes, regs in ((p512, 16, 32), (p256, 8, 16)):
+        vectors = p["reg_n"] // lanes
+        assert p["reg_m"] * vectors + vectors + 1 <= regs
+        assert p["block_n"] * p["block_k"] * 4 <= 1 << 20
+
+
+def test_cpu_override_drives_the_selector(ctx, tmp_path):
+    payload = matmul_payload(tmp_path / "mm.mlir", 64, 128, 64)
+    ok(ctx, f"load {payload}")
+    try:
+        res = ok(ctx, "target cpu --cpu avx2")
+        assert res.data["machine"]["llvm_cpu"] == "x86-64-v3" and ctx.session.cpu_name == "avx2"
+        (_, params), = ctx.session.target.select_params(ctx.session.inspect())
+        assert (params["reg_m"], params["reg_n"]) == (4, 16)
+        ok(ctx, "target cpu --cpu skylake-avx512")
+        (_, params), = ctx.session.target.select_params(ctx.session.inspect())
+        assert (params["reg_m"], params["reg_n"]) == (8, 32)
+        res = do(ctx, "target cpu --cpu no-such-cpu")
+        assert not res.ok and "unknown cpu 'no-such-cpu'" in res.error
+        assert ctx.session.cpu_name == "skylake-avx512"  # a failing command changes nothing
+    finally:
+        ok(ctx, "target cpu --cpu host")
+    assert ctx.session.cpu_name == ""
+
+
+def _foreign_machine():
+    """A named machine with ISA features this host lacks (None if the host has them all)."""
+    for name in ("skylake-avx512", "sapphirerapids", "zen5"):
+        try:
+            m = machine_for(name)
+        except MachineError:
+            continue
+        if m.missing_here():
+            return name
+    return None
+
+
+def test_code_for_another_machine_compiles_but_does_not_run_here(ctx, tmp_path):
+    name = _foreign_machine()
+    if name is None:
+        pytest.skip("this host has every ISA feature of the machines tried")
+    ok(ctx, f"load {matmul_payload(tmp_path / 'mm.mlir', 64, 128, 64)}")
+    try:
+        ok(ctx, f"target cpu --cpu {name}")
+        ok(ctx, "select --apply")
+        ok(ctx, "bench warmup=0 iterations=2")
+        ok(ctx, "apply cpu-matmul-lower")
+        res = do(ctx, "run --check")
+        assert not res.ok
+        assert f"cannot run here: code for cpu {machine_for(name).name}" in res.error and "lacks" in res.error
+        out = run_cli(["targets", "--cpu", name])
+        assert "select and compile only" in out.stdout
+    finally:
+        ok(ctx, "target cpu --cpu host")
+
+
+def _object_code(ctx, cpu: str, tmp_path: Path) -> str:
+    """Disassembly of the JIT-compiled lowered matmul when compiled for `cpu` (the run worker's path)."""
+    from workbench.execution.runner import RunClient
+
+    target = get_target("cpu").for_cpu(cpu)
+    obj = tmp_path / f"{cpu}.o"
+    req = {"llvm": ctx.session.current_ir, "libs": target.shared_libs(), "opt_level": 3, "inputs": [],
+           "outputs": [], "times_len": 0, "call": None, "bench": None, "object_file": str(obj),
+           **target.extra_run_request()}
+    ans = RunClient(env=target.run_env(None)).run(req, timeout=120)
+    assert ans["ok"], ans
+    return subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(obj)], capture_output=True, text=True,
+                          check=True).stdout
+
+
+@pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump (binutils) is not installed")
+def test_llvm_target_features_reach_the_jit(ctx, tmp_path):
+    ok(ctx, f"load {matmul_payload(tmp_path / 'mm.mlir', 64, 128, 64)}")
+    ok(ctx, "apply pipelines/cpu/matmul.py[gen=matmul_tiling]{block_m=32 block_n=64 block_k=64 reg_m=4 reg_n=16 "
+            "reg_k=4 pack_tile_a=16 pack_tile_b=8}")
+    ok(ctx, "bench warmup=0 iterations=2")
+    ok(ctx, "apply cpu-matmul-lower")
+    baseline = _object_code(ctx, "x86-64", tmp_path)  # SSE2 only
+    avx2 = _object_code(ctx, "avx2", tmp_path)
+    assert "vfmadd" not in baseline and "zmm" not in baseline
+    assert "vfmadd231ps" in avx2 and "ymm" in avx2 and "zmm" not in avx2
+    skx = _object_code(ctx, "skylake-avx512", tmp_path)  # compiles anywhere, runs only on AVX-512
+    assert "zmm" in skx
+    # and code for AVX2 runs and is right (on an AVX2 or AVX-512 host)
+    if not machine_for("avx2").missing_here():
+        ok(ctx, "target cpu --cpu avx2")
+        try:
+            res = ok(ctx, "run --check")
+            assert res.data["run"]["check"]["passed"]
+        finally:
+            ok(ctx, "target cpu --cpu host")
+
+
+def test_saved_session_keeps_the_machine(ctx, tmp_path):
+    ok(ctx, f"load {matmul_payload(tmp_path / 'mm.mlir', 64, 128, 64)}")
+    ok(ctx, "target cpu --cpu skylake-avx512")
+    try:
+        ok(ctx, "select --apply")
+        ok(ctx, f"save {tmp_path / 's.yaml'}")
+    finally:
+        ok(ctx, "target cpu --cpu host")
+    import yaml
+
+    doc = yaml.safe_load((tmp_path / "s.yaml").read_text())
+    assert doc["Workbench"]["cpu"] == "skylake-avx512"
+    from workbench.session import Session, read_session_file, replay_into
+
+    replayed = Session()
+    try:
+        loaded = read_session_file(tmp_path / "s.yaml")
+        replayed.load(loaded.payload)
+        assert all(r.ok for r in replay_into(replayed, loaded))
+        # replay selects the recorded machine: runs and selections are for it
+        assert replayed.cpu_name == "skylake-avx512" and replayed.target.machine.vector_registers == 32
+    finally:
+        replayed.close()

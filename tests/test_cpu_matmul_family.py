@@ -1,0 +1,147 @@
+"""The f32 matmul family on CPU (pipelines/cpu/matmul_family.py, issue 13 item 3): the selector
+picks each op's schedule and parameters from the machine model; each applies, lowers, runs and
+matches the reference."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import ok
+
+ROOT = Path(__file__).resolve().parents[1]
+
+BMM = """func.func @bmm(%A: tensor<3x64x128xf32>, %B: tensor<3x128x96xf32>, %C: tensor<3x64x96xf32>) -> tensor<3x64x96xf32> {
+  %0 = linalg.batch_matmul ins(%A, %B : tensor<3x64x128xf32>, tensor<3x128x96xf32>) outs(%C : tensor<3x64x96xf32>) -> tensor<3x64x96xf32>
+  return %0 : tensor<3x64x96xf32>
+}
+"""
+_MAPS = """#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (n, k)>
+#c = affine_map<(m, n, k) -> (m, n)>
+"""
+LINEAR_NAMED = _MAPS + """func.func @linear(%X: tensor<64x256xf32>, %W: tensor<128x256xf32>, %C: tensor<64x128xf32>) -> tensor<64x128xf32> {
+  %0 = linalg.matmul indexing_maps = [#a, #b, #c] ins(%X, %W : tensor<64x256xf32>, tensor<128x256xf32>) outs(%C : tensor<64x128xf32>) -> tensor<64x128xf32>
+  return %0 : tensor<64x128xf32>
+}
+"""
+# torch-mlir's form of x @ w.T; lh.op is what `rewrite tag-ops` sets (the per-op mechanism)
+LINEAR_GENERIC = _MAPS + """func.func @linear(%X: tensor<64x256xf32>, %W: tensor<128x256xf32>, %C: tensor<64x128xf32>) -> tensor<64x128xf32> {
+  %0 = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"], lh.op = "generic_0"}
+      ins(%X, %W : tensor<64x256xf32>, tensor<128x256xf32>) outs(%C : tensor<64x128xf32>) {
+  ^bb0(%x: f32, %w: f32, %acc: f32):
+    %p = arith.mulf %x, %w : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<64x128xf32>
+  return %0 : tensor<64x128xf32>
+}
+"""
+
+
+def _checked_run(ctx) -> dict:
+    ok(ctx, "bench warmup=0 iterations=2")
+    ok(ctx, "apply cpu-matmul-lower")
+    run = ok(ctx, "run --check").data["run"]
+    assert run["check"]["passed"], run["check"]
+    return run
+
+
+def _selected(ctx) -> tuple[str, dict]:
+    (spec, params), = ctx.session.target.select_params(ctx.session.inspect())
+    return spec, params
+
+
+@pytest.mark.parametrize("text,generator", [(BMM, "batch_matmul_tiling"), (LINEAR_NAMED, "matmul_transpose_b_tiling")])
+def test_selector_picks_the_family_schedule_and_it_runs(ctx, tmp_path, text, generator):
+    payload = tmp_path / "p.mlir"
+    payload.write_text(text)
+    ok(ctx, f"load {payload}")
+    spec, params = _selected(ctx)
+    assert spec == f"pipelines/cpu/matmul_family.py[gen={generator}]"
+    machine = ctx.session.target.machine
+    lanes = machine.vector_bits // 32
+    vectors = params["reg_n"] // lanes
+    assert params["reg_n"] % lanes == 0 and params["reg_m"] * vectors + vectors + 1 <= machine.vector_registers
+    ok(ctx, "select --apply")
+    ir = ctx.session.current_ir
+    assert "vector.fma" in ir or "vector.outerproduct" in ir or "llvm.intr.fmuladd" in ir or "math.fma" in ir
+    _checked_run(ctx)
+
+
+def test_generic_transposed_matmul_runs(ctx, tmp_path):
+    payload = tmp_path / "p.mlir"
+    payload.write_text(LINEAR_GENERIC)
+    ok(ctx, f"load {payload}")
+    info = ctx.session.inspect()
+    (op,) = info["ops"]
+    assert (op["kind"], op["layout"], op["dims"]) == ("contraction", "transpose_b", {"m": 64, "n": 128, "k": 256})
+    ok(ctx, "apply pipelines/cpu/matmul_family.py[gen=matmul_transpose_b_tiling]{block_m=32 block_n=64 block_k=128 "
+            "reg_m=4 reg_n=16 reg_k=8 pack_tile_a=32 pack_tile_b=8 generic=true op=generic_0}")
+    assert "linalg.generic" not in ctx.session.current_ir
+    _checked_run(ctx)
+
+
+def test_a_missing_op_id_fails_clearly(ctx, tmp_path):
+    payload = tmp_path / "p.mlir"
+    payload.write_text(LINEAR_GENERIC)
+    ok(ctx, f"load {payload}")
+    res = ctx.registry.dispatch("apply pipelines/cpu/matmul_family.py[gen=matmul_transpose_b_tiling]{block_n=64 generic=true}", ctx)
+    assert not res.ok and "generic=true needs op=" in res.error
+
+
+def test_avx512_parameters_compile_for_an_avx512_machine(ctx, tmp_path):
+    """The AVX-512 path (8x32 tiles) cannot be timed on an AVX2 host, but it must select and compile."""
+    payload = tmp_path / "p.mlir"
+    payload.write_text(BMM.replace("96", "128"))
+    ok(ctx, f"load {payload}")
+    ok(ctx, "target cpu --cpu skylake-avx512")
+    try:
+        _, params = _selected(ctx)
+        assert (params["reg_m"], params["reg_n"]) == (8, 32)
+        ok(ctx, "select --apply")
+        ok(ctx, "bench warmup=0 iterations=2")
+        ok(ctx, "apply cpu-matmul-lower")
+    finally:
+        ok(ctx, "target cpu --cpu host")
+
+
+def test_matmul_with_bias_relu_epilogue(ctx):
+    ok(ctx, f"load {ROOT / 'tests' / 'payloads' / 'linear_bias_relu.mlir'}")
+    ops = ctx.session.inspect()["ops"]
+    assert [o["op"] for o in ops] == ["linalg.fill", "linalg.matmul", "linalg.generic", "linalg.generic"]
+    assert ops[1]["consumers"] == [2] and ops[2]["consumers"] == [3]
+    spec, params = _selected(ctx)
+    assert spec == "pipelines/cpu/matmul_family.py[gen=matmul_epilogue]" and params["epilogue"] == 2
+    ok(ctx, "select --apply")
+    ir = ctx.session.current_ir
+    # bias add and relu fused into one vectorized pass, no scalar generic left
+    assert "linalg.generic" not in ir and "arith.maximumf" in ir and "vector<" in ir
+    _checked_run(ctx)
+
+
+def test_math_epilogue_is_not_fused(ctx, tmp_path):
+    """A tanh (gelu-like) consumer is no epilogue of the matmul schedule (no math lowering there)."""
+    text = (ROOT / "tests" / "payloads" / "linear_bias_relu.mlir").read_text()
+    text = text.replace("%s = arith.maximumf %v, %zero : f32", "%s = math.tanh %v : f32")
+    payload = tmp_path / "p.mlir"
+    payload.write_text(text)
+    ok(ctx, f"load {payload}")
+    spec, params = _selected(ctx)
+    assert params["epilogue"] == 1  # the bias add only
+
+
+def test_matvec(ctx, tmp_path):
+    payload = tmp_path / "p.mlir"
+    payload.write_text("""func.func @mv(%A: tensor<256x512xf32>, %x: tensor<512xf32>, %y: tensor<256xf32>) -> tensor<256xf32> {
+  %0 = linalg.matvec ins(%A, %x : tensor<256x512xf32>, tensor<512xf32>) outs(%y : tensor<256xf32>) -> tensor<256xf32>
+  return %0 : tensor<256xf32>
+}
+""")
+    ok(ctx, f"load {payload}")
+    spec, params = _selected(ctx)
+    lanes = ctx.session.target.machine.vector_bits // 32
+    assert spec == "pipelines/cpu/matmul_family.py[gen=matvec_tiling]" and params == {"rows": 8, "vec_k": 4 * lanes}
+    ok(ctx, "select --apply")
+    assert "linalg.matvec" not in ctx.session.current_ir and f"vector<8x{4 * lanes}xf32>" in ctx.session.current_ir
+    _checked_run(ctx)

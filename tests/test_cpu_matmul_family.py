@@ -145,3 +145,15 @@ def test_matvec(ctx, tmp_path):
     ok(ctx, "select --apply")
     assert "linalg.matvec" not in ctx.session.current_ir and f"vector<8x{4 * lanes}xf32>" in ctx.session.current_ir
     _checked_run(ctx)
+
+
+def test_selector_handles_the_generic_transposed_matmul(ctx, tmp_path):
+    """torch-mlir's generic `x @ w.T`, untagged: select tags the ops and schedules the generic by its id."""
+    payload = tmp_path / "p.mlir"
+    payload.write_text(LINEAR_GENERIC.replace(', lh.op = "generic_0"', ""))
+    ok(ctx, f"load {payload}")
+    ok(ctx, "select --apply")
+    steps = [a.step for a in ctx.session.active_steps]
+    assert steps[0].spec == "tag-ops" and "matmul_transpose_b_tiling" in steps[-1].label()
+    assert steps[-1].params["generic"] is True and steps[-1].params["op"] == "generic_0"
+    _checked_run(ctx)

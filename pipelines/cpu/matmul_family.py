@@ -128,7 +128,7 @@ def batch_matmul_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 25
                         reg_n: int = 16, reg_k: int = 8, pack_tile_a: int = 32, pack_tile_b: int = 8,
                         op: str = "", bufferize: bool = True) -> str:
     """Every linalg.batch_matmul (or the one with id `op`): batch loop, then the packed matmul schedule."""
-    return _module(f"\n    %mm = {_match('linalg.batch_matmul', op)}\n" + _packed_contraction(
+    return _module(f"\n    %mm = {_match('linalg.batch_matmul', op)}\n{matmul.expect_one('%mm', op)}" + _packed_contraction(
         "%mm", 1, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b), bufferize)
 
 
@@ -148,9 +148,10 @@ def matmul_transpose_b_tiling(block_m: int = 64, block_n: int = 256, block_k: in
     if generic:
         if not op:
             raise ValueError("generic=true needs op= (the id of the linalg.generic to schedule)")
-        match = f"\n    %g = {_match('linalg.generic', op)}\n    %mm = transform.structured.specialize %g : ({_ANY}) -> {_ANY}\n"
+        match = (f"\n    %g = {_match('linalg.generic', op)}\n{matmul.expect_one('%g', op)}"
+                 f"    %mm = transform.structured.specialize %g : ({_ANY}) -> {_ANY}\n")
     else:
-        match = f"\n    %mm = {_match('linalg.matmul', op)}\n"
+        match = f"\n    %mm = {_match('linalg.matmul', op)}\n{matmul.expect_one('%mm', op)}"
     return _module(match + _packed_contraction(
         "%mm", 0, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b, transpose_b=True), bufferize)
 
@@ -163,7 +164,7 @@ def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, r
     schedule, then the chain tiled by epi_m x epi_n with the earlier links fused into the last one's
     loops, and vectorized (one pass over the matmul's result instead of one per op)."""
     _check(epilogue=epilogue, epi_m=epi_m, epi_n=epi_n)
-    chain = [f"\n    %mm = {_match('linalg.matmul', op)}\n"]
+    chain = [f"\n    %mm = {_match('linalg.matmul', op)}\n{matmul.expect_one('%mm', op)}"]
     previous = "%mm"
     for i in range(epilogue):
         chain.append(f"    %e{i} = transform.get_consumers_of_result {previous}[0] : ({_ANY}) -> {_ANY}\n")
@@ -203,7 +204,7 @@ def matvec_tiling(rows: int = 8, vec_k: int = 64, op: str = "", bufferize: bool 
     _check(rows=rows, vec_k=vec_k)
     return _module(f"""
     %mv = {_match('linalg.matvec', op)}
-    %rt, %rl = transform.structured.tile_using_for %mv tile_sizes [{rows}, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
+{matmul.expect_one('%mv', op)}    %rt, %rl = transform.structured.tile_using_for %mv tile_sizes [{rows}, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
     %fill, %partial, %merge, %kl = transform.structured.tile_reduction_using_for %rt by tile_sizes = [0, {vec_k}]
         : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY}, {_ANY})
     transform.structured.vectorize %fill : {_ANY}

@@ -220,6 +220,33 @@ def test_parallel_matmul_on_async_runtime_checked(ctx, tmp_path):
                                    _matmul_ref(tmp_path / str(threads)), rtol=1e-4, atol=1e-3)
 
 
+def test_parallel_matmul_on_a_2d_thread_grid(ctx, tmp_path):
+    """threads_m x threads chunks (M x N: each task packs a part of A and of B), 16 tasks on this host's cores."""
+    n = 256
+    ok(ctx, f"load {matmul_payload(tmp_path / 'mm.mlir', n, n, n, 'mm')}")
+    ok(ctx, "bench iterations=2")
+    ok(ctx, "apply pipelines/cpu/matmul_parallel.py[gen=matmul_parallel]{threads=4 threads_m=4 block_m=64 block_n=64}")
+    assert "scf.forall" in ctx.session.current_ir and "in (4, 4)" in ctx.session.current_ir
+    ok(ctx, "apply cpu-matmul-parallel-lower")
+    res = ok(ctx, f"run --check --save-outputs {tmp_path / 'o'}")
+    assert res.data["run"]["check"]["passed"]
+    np.testing.assert_allclose(load_outputs(tmp_path / "o", "output")[0], _matmul_ref(tmp_path / "o"),
+                               rtol=1e-4, atol=1e-3)
+
+
+def test_thread_grid_is_2d_on_many_cores():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "pipelines" / "cpu"))
+    import matmul_parallel
+
+    assert matmul_parallel.thread_grid(2048, 2048, 2) == (1, 2)      # N only on 2 cores (measured)
+    assert matmul_parallel.thread_grid(2048, 2048, 16) == (4, 4)
+    assert matmul_parallel.thread_grid(128, 2048, 8) == (2, 4)
+    p = matmul_parallel.default_params(2048, 2048, 2048, 16, vector_bits=512, vector_registers=32)
+    assert (p["threads_m"], p["threads"]) == (4, 4) and 512 % p["block_m"] == 0 and 512 % p["block_n"] == 0
+
+
 def test_threads_pin_the_run_worker(monkeypatch):
     import os
 

@@ -1,11 +1,13 @@
 """Multi-threaded f32 matmul: the single-core schedule of `matmul.py` inside an `scf.forall`.
 
-The matmul is first split along N into `threads` chunks with `tile_using_forall`; each chunk is
+The matmul is first split into `threads_m` x `threads` chunks (M x N) with `tile_using_forall`; each chunk is
 then scheduled exactly like `matmul.py` (packing, 8x32 register tile, outer-product FMAs), with
 its own pack buffers (they are allocated inside the forall body, so every task has its own).
 Lower with `pipeline: cpu-matmul-parallel-lower`, which turns the forall into `scf.parallel`
 and runs it on MLIR's async runtime (`async-parallel-for`). Block sizes apply to a chunk: pick
-them for N / threads (`default_params` does).
+them for M / threads_m x N / threads (`default_params` does). A 2-D grid (threads_m > 1) packs less
+redundantly on many cores: with an N-only split every task packs all of A (16x over on 16 cores);
+with 4 x 4, every task packs a quarter of A and of B.
 """
 from __future__ import annotations
 
@@ -14,16 +16,19 @@ import matmul
 PAYLOAD_OP = "linalg.matmul"
 PARAMS = {
     "threads": {"min": 1, "max": 256, "help": "parallel chunks along N (one task each)"},
+    "threads_m": {"min": 1, "max": 256, "help": "parallel chunks along M (tasks: threads_m x threads)"},
 }
 
 
 def matmul_parallel(threads: int = 2, block_m: int = 64, block_n: int = 512, block_k: int = 256,
                     reg_m: int = 8, reg_n: int = 32, reg_k: int = 4,
-                    pack_tile_a: int = 32, pack_tile_b: int = 8, op: str = "", bufferize: bool = True) -> str:
-    """The transform module (MLIR text): forall over N chunks, then matmul.matmul_tiling in each
-    (`op`, `bufferize`: as in matmul.py)."""
-    if not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be a positive int, got {threads!r}")
+                    pack_tile_a: int = 32, pack_tile_b: int = 8, op: str = "", bufferize: bool = True,
+                    threads_m: int = 1) -> str:
+    """The transform module (MLIR text): forall over threads_m x threads (M x N) chunks, then
+    matmul.matmul_tiling in each (`op`, `bufferize`: as in matmul.py)."""
+    for name, value in (("threads", threads), ("threads_m", threads_m)):
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int, got {value!r}")
     text = matmul.matmul_tiling(block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m,
                                 reg_n=reg_n, reg_k=reg_k, pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b,
                                 op=op, bufferize=bufferize)
@@ -31,17 +36,32 @@ def matmul_parallel(threads: int = 2, block_m: int = 64, block_n: int = 512, blo
     if anchor not in text:
         raise ValueError("matmul.py changed: cannot find where to insert the forall tiling")
     split = ("%mm_all = " + matmul.match_op("linalg.matmul", op) + "\n"
-             f'    %mm, %chunks = transform.structured.tile_using_forall %mm_all num_threads [1, {threads}]'
+             f'    %mm, %chunks = transform.structured.tile_using_forall %mm_all num_threads [{threads_m}, {threads}]'
              ' : (!transform.any_op) -> (!transform.any_op, !transform.any_op)')
     return text.replace(anchor, split)
 
 
+def thread_grid(m: int, n: int, threads: int) -> tuple[int, int]:
+    """(threads_m, threads_n): `threads` tasks as M x N chunks that divide the dims. Up to 2 threads:
+    N only (measured on the 2-core hosts); more: the most square grid (tn >= tm), which packs A and B
+    least redundantly (fewer threads if nothing divides)."""
+    while threads > 1:
+        grids = [(tm, threads // tm) for tm in range(1, threads + 1)
+                 if threads % tm == 0 and m % tm == 0 and n % (threads // tm) == 0 and threads // tm >= tm]
+        if threads <= 2:
+            grids = [g for g in grids if g[0] == 1]
+        if grids:
+            return max(grids, key=lambda g: g[0])
+        threads -= 1
+    return 1, 1
+
+
 def default_params(m: int, n: int, k: int, threads: int = 2, **machine) -> dict:
-    """Split N into `threads` chunks (fewer if N does not divide) and block each chunk like matmul.py;
+    """Split M x N into `threads` chunks (`thread_grid`) and block each chunk like matmul.py;
     `machine`: the machine model's numbers matmul.default_params takes (vector_bits, vector_registers,
     l1_bytes, l2_bytes)."""
-    while threads > 1 and n % threads:
-        threads -= 1
-    params = {"threads": threads}
-    params.update({key: v for key, v in matmul.default_params(m, n // threads, k, **machine).items() if key != "impl"})
+    threads_m, threads_n = thread_grid(m, n, threads)
+    params = {"threads": threads_n, "threads_m": threads_m}
+    params.update({key: v for key, v in matmul.default_params(m // threads_m, n // threads_n, k, **machine).items()
+                   if key != "impl"})
     return params

@@ -196,3 +196,18 @@ def test_saved_session_keeps_the_machine(ctx, tmp_path):
         assert replayed.cpu_name == "skylake-avx512" and replayed.target.machine.vector_registers == 32
     finally:
         replayed.close()
+
+
+def test_without_archspec_the_host_comes_from_cpuinfo():
+    """The GPU machine's bundle may lack archspec: /proc/cpuinfo and the generic x86-64 levels still work."""
+    code = ("import sys; sys.modules['archspec'] = None; sys.modules['archspec.cpu'] = None\n"
+            "from workbench.targets.cpu_host import host_machine, machine_for, MachineError\n"
+            "h = host_machine(); print(h.source, h.vector_bits, machine_for('avx2').llvm_cpu)\n"
+            "try:\n    machine_for('skylake-avx512')\nexcept MachineError as e:\n    print('refused', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert out.returncode == 0, out.stderr
+    first, second = out.stdout.splitlines()[:2]
+    assert first == f"/proc/cpuinfo {host_machine().vector_bits} x86-64-v3"
+    assert second.startswith("refused unknown cpu 'skylake-avx512': without the archspec package only")
+    assert "znver3" not in second and "x86_64_v3" in second

@@ -233,8 +233,9 @@ def machine_for(name: str | None) -> CpuMachine:
                           source="generic level", **keep)
     spec = _archspec()
     if spec is None:
+        generic = sorted(set(GENERIC_LEVELS) | {a for a, n in ALIASES.items() if n in GENERIC_LEVELS})
         raise MachineError(f"unknown cpu {key!r}: without the archspec package only "
-                           f"{', '.join(sorted(set(ALIASES) | set(GENERIC_LEVELS)))} and host are known")
+                           f"{', '.join(generic)} and host are known")
     target = spec.TARGETS.get(canonical)
     if target is None:
         known = sorted(n for n, t in spec.TARGETS.items() if t.family.name == "x86_64")

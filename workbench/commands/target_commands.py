@@ -66,6 +66,8 @@ def register(reg: Registry) -> None:
     add(Command("target", "show targets or select one", cmd_target,
                 [Arg("name", "target name", optional=True, complete="target")],
                 [Flag("--cpu", "the CPU machine to select parameters and compile for: host, avx2, avx512, "
-                               "an LLVM or archspec name (skylake-avx512, znver3, haswell, ...)", True)],
+                               "an LLVM or archspec name (skylake-avx512, znver3, haswell, ...)", True,
+                      complete="choice:host,avx2,avx512,haswell,skylake-avx512,icelake-server,"
+                               "sapphirerapids,znver3,znver4")],
                 category="5-run",
                 aliases=("targets",)))

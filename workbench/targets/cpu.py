@@ -5,6 +5,7 @@ import importlib.util
 from typing import Any
 
 from workbench.paths import LIBRARY_DIR
+from workbench.targets import cpu_selector
 from workbench.targets.base import Target, register
 
 
@@ -109,11 +110,17 @@ class CpuTarget(Target):
         several, each entry targets its op by id (`op=`, on tensors: `bufferize=false`) and a last
         whole-module entry (pipelines/cpu/finish.py) bufferizes and lowers the vectors."""
         per_op = [entry for op in info.get("ops", []) for entry in self._select_op(op)]
-        if len(per_op) <= 1:
+        whole = (self.matmul_schedule, self.softmax_schedule)  # schedules that bufferize by themselves
+        if len(per_op) == 1 and any(per_op[0][0].startswith(self.pipeline_path_for(w)) for w in whole):
             return [(spec, {k: v for k, v in params.items() if k != "op"}) for spec, params in per_op]
-        entries = [(spec, dict(params, bufferize=False)) for spec, params in per_op]
+        entries = [(spec, dict(params, bufferize=False) if "bufferize" in self._schedule_params(spec) else params)
+                   for spec, params in per_op]
         entries.append((f"{self.pipeline_path_for(self.finish_schedule)}[gen={self.finish_generator}]", {}))
         return entries
+
+    def _schedule_params(self, spec: str) -> set[str]:
+        return {"bufferize"} if any(spec.startswith(self.pipeline_path_for(w))
+                                    for w in (self.matmul_schedule, self.softmax_schedule)) else set()
 
     def _select_op(self, op: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """The (spec, params) entries for one inspected op (none: no shipped schedule handles it)."""
@@ -136,7 +143,14 @@ class CpuTarget(Target):
             spec = f"{self.pipeline_path_for(self.softmax_schedule)}[gen={self.softmax_generator}]"
             softmax = _load_library_module(self.softmax_schedule)
             return [(spec, {**softmax.default_params(shape[0], shape[1], threads=host["cores"]), "op": op["id"]})]
-        return []
+        if op["op"] in cpu_selector.GROUPED_WITH_CONSUMER:
+            return []  # an init of its consumer (matmul, reduction): scheduled there or lowered as a memset loop
+        generic = cpu_selector.generic_params(op, host["vector_bits"], host["cores"])
+        if generic is None:
+            return []  # no loop structure (linalg.softmax of another rank, pack, ...): cpu-lower lowers it
+        generic.pop("class")
+        return [(f"{self.pipeline_path_for(cpu_selector.GENERIC_SCHEDULE)}[gen={cpu_selector.GENERIC_GENERATOR}]",
+                 generic)]
 
     def extra_libraries(self, llvm: str) -> list[str]:
         """Microkernel libraries for the external BLAS functions the lowered module declares."""

@@ -126,7 +126,7 @@ class CpuTarget(Target):
         """The (spec, params) entries for one inspected op (none: no shipped schedule handles it)."""
         host = host_info()
         dims = op.get("dims") or {}
-        if op["op"] == "linalg.matmul" and op.get("dtype") == "f32" and dims and all(v > 0 for v in dims.values()):
+        if op["op"] == "linalg.matmul" and op.get("dtype") == "f32" and op.get("in_dtype") == "f32" and dims and all(v > 0 for v in dims.values()):
             library = _load_library_module(self.matmul_schedule)
             spec = f"{self.pipeline_path_for(self.matmul_schedule)}[gen={self.matmul_generator}]"
             params = library.default_params(dims["m"], dims["n"], dims["k"], vector_bits=host["vector_bits"],

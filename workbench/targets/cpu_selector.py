@@ -8,8 +8,8 @@ Classes (by structure, not by op name):
                (add, mul, max, min, and, or, xor): inner (the output lacks the innermost loop) or
                outer (the output keeps it: vectors along the output, a loop over the reduced dims)
   scalar       anything else the vectorizer does not take (non-projected maps: convolutions, pooling
-               windows; reductions with several results such as argmax with its index): loops, split
-               over threads
+               windows; reductions with several results such as argmax with its index; bodies with
+               asserts or gathers; i1 operands): loops, split over threads
 """
 from __future__ import annotations
 
@@ -25,13 +25,23 @@ COMBINERS = {"arith.addf", "arith.mulf", "arith.maximumf", "arith.minimumf", "ar
 #: ops that belong to their consumer's group (the init of a matmul or reduction): no step of their own
 #: (tiling a fill apart from the matmul it initializes defeats the matmul schedule's packing)
 GROUPED_WITH_CONSUMER = {"linalg.fill"}
+#: body ops that keep an op scalar: asserts (the vectorizer refuses them), gathers (`tensor.extract`
+#: with computed indices), integer powers (`math.fpowi` on vectors has no LLVM lowering here)
+SCALAR_BODY_OPS = {"cf.assert", "tensor.extract", "math.fpowi", "math.ipowi"}
+#: element types that keep an op scalar when an operand has them: i1 (vector transfers of bool
+#: buffers do not survive lh-widen-i1-memrefs)
+SCALAR_ELEMENT_TYPES = {"i1"}
 #: work (iterations) below which a thread split costs more than it saves
 MIN_PARALLEL_WORK = 1 << 15
 
 
-def classify(loops: dict) -> str:
+def _element_type(type_text: str) -> str:
+    return type_text.rsplit("x", 1)[-1].rstrip(">") if "<" in type_text else type_text
+
+
+def classify(loops: dict, element_types: set[str] = frozenset()) -> str:
     iterators = loops["iterators"]
-    if not loops["projected"]:
+    if not loops["projected"] or SCALAR_BODY_OPS & set(loops["body"]) or SCALAR_ELEMENT_TYPES & element_types:
         return "scalar"
     if all(it == "parallel" for it in iterators):
         return "elementwise"
@@ -57,7 +67,7 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
     loops = op.get("loops")
     if not loops or not loops.get("iterators"):
         return None
-    kind = classify(loops)
+    kind = classify(loops, {_element_type(t) for t in op.get("operand_types", [])})
     domain = loops.get("domain") or []
     iterators = loops["iterators"]
     work = 1

@@ -127,8 +127,15 @@ def test_math_epilogue_is_not_fused(ctx, tmp_path):
     payload = tmp_path / "p.mlir"
     payload.write_text(text)
     ok(ctx, f"load {payload}")
-    spec, params = _selected(ctx)
-    assert params["epilogue"] == 1  # the bias add only
+    entries = ctx.session.target.select_params(ctx.session.inspect())
+    epilogue = [p for s, p in entries if s.endswith("[gen=matmul_epilogue]")]
+    assert len(epilogue) == 1 and epilogue[0]["epilogue"] == 1  # the bias add only
+    # the tanh gets a schedule of its own (the generic tile + vectorize one), then the finishing step
+    assert any("generic.py" in s for s, _ in entries) and entries[-1][0].endswith("finish.py[gen=bufferize_and_lower_vectors]")
+    ok(ctx, "select --apply")
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]
 
 
 def test_matvec(ctx, tmp_path):

@@ -5,6 +5,7 @@ import importlib.util
 from typing import Any
 
 from workbench.paths import LIBRARY_DIR
+from workbench.targets import cpu_selector
 import copy
 
 from workbench.targets.base import Target, register
@@ -145,12 +146,21 @@ class CpuTarget(Target):
             if entries and entries[0][0].endswith("[gen=matmul_epilogue]"):
                 in_epilogue.update(epilogue_chain(ops, index))
             per_op += entries
-        if len(per_op) <= 1:  # a generic op is found by its id only: it keeps op=
+        if len(per_op) == 1 and self._bufferizes_itself(per_op[0][0]):
+            # one op with a schedule that bufferizes by itself: one whole-module step (a generic op is
+            # found by its id only: it keeps op=)
             return [(spec, {k: v for k, v in params.items() if k != "op" or params.get("generic")})
                     for spec, params in per_op]
-        entries = [(spec, dict(params, bufferize=False)) for spec, params in per_op]
+        entries = [(spec, dict(params, bufferize=False) if self._bufferizes_itself(spec) else params)
+                   for spec, params in per_op]
         entries.append((f"{self.pipeline_path_for(self.finish_schedule)}[gen={self.finish_generator}]", {}))
         return entries
+
+    def _bufferizes_itself(self, spec: str) -> bool:
+        """Schedules with a `bufferize` parameter (matmul, softmax, the matmul family): whole-module
+        when alone, `bufferize=false` next to other per-op steps."""
+        return any(spec.startswith(self.pipeline_path_for(s)) for s in
+                   (self.matmul_schedule, self.softmax_schedule, self.matmul_family_schedule))
 
     def _select_op(self, op: dict[str, Any], ops: list[dict[str, Any]] = ()) -> list[tuple[str, dict[str, Any]]]:
         """The (spec, params) entries for one inspected op (none: no shipped schedule handles it);
@@ -162,7 +172,7 @@ class CpuTarget(Target):
             return [(spec, {**params, "op": op["id"]})]
         dims = op.get("dims") or {}
         if (op["op"] == "linalg.matmul" and op.get("layout", "normal") == "normal" and op.get("dtype") == "f32"
-                and dims and all(v > 0 for v in dims.values())):
+                and op.get("in_dtype", "f32") == "f32" and dims and all(v > 0 for v in dims.values())):
             library = _load_library_module(self.matmul_schedule)
             spec = f"{self.pipeline_path_for(self.matmul_schedule)}[gen={self.matmul_generator}]"
             params = library.default_params(dims["m"], dims["n"], dims["k"], **matmul_machine_args(machine))
@@ -178,7 +188,14 @@ class CpuTarget(Target):
             spec = f"{self.pipeline_path_for(self.softmax_schedule)}[gen={self.softmax_generator}]"
             softmax = _load_library_module(self.softmax_schedule)
             return [(spec, {**softmax.default_params(shape[0], shape[1], threads=machine.usable_cpus), "op": op["id"]})]
-        return []
+        if op["op"] in cpu_selector.GROUPED_WITH_CONSUMER:
+            return []  # an init of its consumer (matmul, reduction): scheduled there or lowered as a memset loop
+        generic = cpu_selector.generic_params(op, machine.vector_bits, machine.usable_cpus)
+        if generic is None:
+            return []  # no loop structure (linalg.softmax of another rank, pack, ...): cpu-lower lowers it
+        generic.pop("class")
+        return [(f"{self.pipeline_path_for(cpu_selector.GENERIC_SCHEDULE)}[gen={cpu_selector.GENERIC_GENERATOR}]",
+                 generic)]
 
     #: the matmul family's schedules (pipelines/cpu/matmul_family.py): op kind -> generator
     matmul_family_schedule = "cpu/matmul_family.py"
@@ -189,7 +206,8 @@ class CpuTarget(Target):
         chain (bias, relu, ...: `epilogue_chain` over `ops`, the inspected ops), with static shapes;
         None for any other op."""
         dims = op.get("dims") or {}
-        if op.get("dtype") != "f32" or not dims or not all(v > 0 for v in dims.values()):
+        if (op.get("dtype") != "f32" or op.get("in_dtype", "f32") != "f32" or not dims
+                or not all(v > 0 for v in dims.values())):
             return None
         family = _load_library_module(self.matmul_family_schedule)
         path = self.pipeline_path_for(self.matmul_family_schedule)

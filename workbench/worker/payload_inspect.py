@@ -241,6 +241,54 @@ def index_ranges(func_op) -> dict[int, list[int]]:
     return ranges
 
 
+def _loop_structure(op) -> dict | None:
+    """The op as loops (a generic or a generalized named op): iteration domain, iterator types,
+    whether every indexing map is a projected permutation (vectorizable per dimension; convs and
+    pooling are not), which loop dims each operand uses, and the body's op names."""
+    try:
+        maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        iterators = [str(a).rsplit("<", 1)[-1].rstrip(">").strip('"')
+                     for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    except Exception:
+        return None
+    domain = _iteration_domain(op)
+    try:
+        body = [inner.operation.name for inner in op.regions[0].blocks[0].operations]
+    except Exception:
+        body = []
+    operand_dims = []
+    for amap in maps:
+        operand_dims.append([ir.AffineDimExpr(e).position if isinstance(e, ir.AffineDimExpr) else -1
+                             for e in amap.results])
+    return {"domain": domain, "iterators": iterators, "projected": all(m.is_projected_permutation for m in maps),
+            "operand_dims": operand_dims, "num_inputs": len(maps) - len(op.results) if op.results else None,
+            "body": body}
+
+
+def _generalized_structures(module, count: int) -> list[dict | None]:
+    """`_loop_structure` of each linalg op (walk order) of a generalized copy of the module (named ops
+    become linalg.generic one for one, so the k-th op of the copy is the k-th of the module)."""
+    from mlir.passmanager import PassManager
+
+    try:
+        copy = ir.Module.parse(str(module), context=module.context)
+        PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))", context=module.context).run(
+            copy.operation)
+    except Exception:
+        return [None] * count
+    found = []
+
+    def visit(op):
+        if is_payload_linalg_op(op):
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    copy.operation.walk(visit)
+    if len(found) != count:
+        return [None] * count
+    return [_loop_structure(op) for op in found]
+
+
 def inspect_module(module) -> dict:
     """Functions and linalg ops (walk order). Each op has a stable `id` (workbench/worker/op_ids.py:
     its `lh.op` attribute, else `<kind>_<index>`) and `tagged` (whether the id is on the op yet);
@@ -266,8 +314,11 @@ def inspect_module(module) -> dict:
 
     module.operation.walk(visit)
     ops = []
-    for op, op_id, tagged in assign_ids(linalg):
+    structures = _generalized_structures(module, len(linalg))
+    for (op, op_id, tagged), loops in zip(assign_ids(linalg), structures):
         info = describe_linalg_op(op)
+        if loops is not None:
+            info["loops"] = loops
         parent = op.parent
         while parent is not None and parent.name != "func.func":
             parent = parent.parent

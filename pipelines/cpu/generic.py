@@ -1,0 +1,102 @@
+"""A schedule for any one linalg op (CPU): tile its loops, optionally split the outermost parallel loop
+over threads, and vectorize the tiles with masks (remainders of shapes that are no tile multiple).
+
+``tile_vectorize(op=..., tile=[...], vector=1, threads=1)``:
+  1. matches the one op whose ``lh.op`` id is ``op`` (``rewrite tag-ops`` sets the ids; ``inspect``
+     shows them), whatever its kind (elementwise, broadcast, reduction, transpose, contraction, conv, ...);
+  2. ``threads > 1``: ``tile_using_forall`` splits loop ``split`` (a parallel loop) into ``threads`` chunks,
+     run as tasks on MLIR's async runtime after ``cpu-lower`` (``scf.forall`` -> ``scf.parallel`` ->
+     ``async-parallel-for``);
+  3. ``tile_using_for`` with ``tile`` (one size per loop, 0 = untiled): the selector tiles every loop
+     by 1 except the vector loop, tiled by the vector width;
+  4. ``vector=1``: ``structured.vectorize`` with ``vector_sizes`` = the tile sizes, so partial tiles at the end of a dimension run masked; the masks, masked
+     transfers, multi-reductions and transposes are lowered to plain vector ops right away.
+     ``vector=0`` leaves scalar loops (for ops the vectorizer does not take: non-projected
+     indexing maps such as convolutions and pooling windows, reductions with several results).
+
+Correct for any op with static or dynamic shapes (tiles at the boundary are partial); it stays on
+tensors (pipelines/cpu/finish.py bufferizes the module once, after all per-op steps).
+"""
+from __future__ import annotations
+
+PARAMS = {
+    "op": {"help": "the id of the op to schedule (`inspect`; lh.op set by `rewrite tag-ops`)"},
+    "tile": {"help": "tile size per loop of the op (0: untiled)"},
+    "vector": {"choices": [0, 1], "help": "1: vectorize the tiles (masked at the boundaries); 0: scalar loops"},
+    "threads": {"min": 1, "max": 256, "help": "chunks of loop `split` run as parallel tasks (1: one thread)"},
+    "split": {"min": 0, "help": "the (parallel) loop split over threads"},
+}
+
+
+def _check_id(op: str) -> None:
+    if not op or not all(c.isalnum() or c in "_-." for c in op):
+        raise ValueError(f"op must be an op id like generic_0 (`inspect` lists them), got {op!r}")
+
+
+def match_one(op: str, handle: str = "%target") -> str:
+    """Transform ops binding `handle` to the linalg op with id `op`, failing unless there is exactly one."""
+    _check_id(op)
+    n = handle.lstrip("%")
+    return (f'    {handle} = transform.structured.match interface{{LinalgOp}} attributes{{lh.op = "{op}"}} in %root'
+            f' : (!transform.any_op) -> !transform.any_op\n'
+            f"    %{n}_count = transform.num_associations {handle} : (!transform.any_op) -> !transform.param<i64>\n"
+            f"    %{n}_one = transform.param.constant 1 : i64 -> !transform.param<i64>\n"
+            f"    // op {op} must exist (`inspect` lists the ids)\n"
+            f"    transform.match.param.cmpi eq %{n}_count, %{n}_one : !transform.param<i64>\n")
+
+
+# applied to the op's own loop nest only (other ops' vector code, e.g. a matmul's, is left alone)
+VECTOR_CLEANUP = """    transform.apply_patterns to %scope {
+      transform.apply_patterns.vector.lower_masked_transfers
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.reduction_to_contract
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
+      transform.apply_patterns.vector.lower_transpose
+      transform.apply_patterns.vector.lower_masks
+      transform.apply_patterns.canonicalization
+    } : !transform.any_op
+"""
+
+
+def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int = 1, split: int = 0) -> str:
+    """The transform module (MLIR text) scheduling op `op`."""
+    _check_id(op)
+    tile = [int(t) for t in tile]
+    if any(t < 0 for t in tile):
+        raise ValueError(f"tile sizes must be >= 0, got {tile}")
+    if vector not in (0, 1):
+        raise ValueError(f"vector must be 0 or 1, got {vector!r}")
+    if not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive int, got {threads!r}")
+    a = "!transform.any_op"
+    text = match_one(op)
+    handle = "%target"
+    scope = None
+    if threads > 1:
+        counts = [0] * (split + 1)
+        counts[split] = threads
+        text += (f"    %chunk, %forall = transform.structured.tile_using_forall %target num_threads {counts}"
+                 f" : ({a}) -> ({a}, {a})\n")
+        handle = "%chunk"
+        scope = "%forall"
+    loops = sum(1 for t in tile if t)
+    if loops:
+        results = ", ".join([a] * (loops + 1))
+        text += (f"    %tiled, %loops:{loops} = transform.structured.tile_using_for {handle} tile_sizes {tile}"
+                 f" : ({a}) -> ({results})\n") if loops > 1 else (
+                 f"    %tiled, %loop = transform.structured.tile_using_for {handle} tile_sizes {tile}"
+                 f" : ({a}) -> ({results})\n")
+        handle = "%tiled"
+        scope = scope or ("%loops#0" if loops > 1 else "%loop")
+    if vector:
+        if not tile or 0 in tile:
+            raise ValueError("vector=1 needs a tile size for every loop (they are the vector sizes)")
+        text += f"    transform.structured.vectorize {handle} vector_sizes {tile} : {a}\n"
+        text += VECTOR_CLEANUP.replace("%scope", scope) if scope else ""
+    return f"""module attributes {{transform.with_named_sequence}} {{
+  transform.named_sequence @__transform_main(%root: {a} {{transform.readonly}}) {{
+{text}    transform.yield
+  }}
+}}
+"""

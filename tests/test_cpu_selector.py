@@ -1,0 +1,73 @@
+"""The CPU selector on torch-like payloads (tests/payloads/torchlike/: linalg.generic chains as torch-mlir
+emits them, named convs and pooling): it configures a step for every op, classified by loop structure,
+and `select --apply`, `bench`, `apply cpu-lower`, `run --check` matches the unscheduled payload's
+reference, on one thread and split over threads."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import ok
+
+TORCHLIKE = Path(__file__).parent / "payloads" / "torchlike"
+PAYLOADS = sorted(p.name for p in TORCHLIKE.glob("*.mlir"))
+
+
+def test_classification_by_structure():
+    from workbench.targets.cpu_selector import classify, generic_params
+
+    def loops(iterators, operand_dims, body, projected=True, n_in=1, domain=None):
+        return {"iterators": iterators, "operand_dims": operand_dims, "body": body, "projected": projected,
+                "num_inputs": n_in, "domain": domain or [70, 130][:len(iterators)]}
+
+    assert classify(loops(["parallel", "parallel"], [[0, 1], [1], [0, 1]], ["arith.addf"], n_in=2)) == "elementwise"
+    assert classify(loops(["parallel", "reduction"], [[0, 1], [0]], ["arith.maximumf"])) == "reduction-inner"
+    assert classify(loops(["reduction", "parallel"], [[0, 1], [1]], ["arith.addf"])) == "reduction-outer"
+    # argmax: two results (value, index)
+    assert classify(loops(["parallel", "reduction"], [[0, 1], [0], [0]], ["arith.cmpf", "arith.select"])) == "scalar"
+    assert classify(loops(["parallel"] * 4 + ["reduction"] * 3, [[0, 4, 2, 3], [1, 4, 5, 6], [0, 1, 2, 3]],
+                          ["arith.mulf", "arith.addf"], projected=False)) == "scalar"
+    # the vector loop is the output's innermost dim (outer reduction), the remainder is masked
+    p = generic_params({"id": "generic_0", "loops": loops(["reduction", "parallel"], [[0, 1], [1]], ["arith.addf"])},
+                       512, 1)
+    assert p["tile"] == [1, 32] and p["vector"] == 1 and p["threads"] == 1
+    p = generic_params({"id": "generic_0", "loops": loops(["parallel", "parallel"], [[0, 1], [0, 1]], ["arith.addf"],
+                                                           domain=[10000, 5])}, 256, 4)
+    assert p["tile"] == [1, 5] and p["threads"] == 4
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("name", PAYLOADS)
+def test_selector_path_runs_checked(ctx, monkeypatch, name, threads):
+    import workbench.targets.cpu as cpu
+    from workbench.targets import cpu_selector
+
+    import dataclasses
+
+    machine = dataclasses.replace(cpu.host_machine(), usable_cpus=threads)
+    monkeypatch.setattr(cpu, "host_machine", lambda: machine)
+    monkeypatch.setattr(cpu_selector, "MIN_PARALLEL_WORK", 0)   # small payloads: split them anyway
+    ok(ctx, f"load {TORCHLIKE / name}")
+    info = ctx.session.inspect()
+    res = ok(ctx, "select --apply")
+    selections = res.data["selections"]
+    assert selections[-1]["schedule"].startswith("pipelines/cpu/finish.py")
+    # one configured step per linalg op (fills go with their consumer), each naming its own op
+    assert sorted(e["params"]["op"] for e in selections[:-1]) == sorted(
+        o["id"] for o in info["ops"] if o["op"] != "linalg.fill")
+    generic = [e["params"] for e in selections if "generic.py" in e["schedule"]]
+    if threads > 1:
+        assert any(p["threads"] == 2 for p in generic)
+    for p, op in ((e["params"], next(o for o in info["ops"] if o["id"] == e["params"]["op"]))
+                  for e in selections[:-1]):
+        if op["loops"]["projected"] and len(op["loops"]["operand_dims"]) - op["loops"]["num_inputs"] == 1:
+            assert p["vector"] == 1, op["id"]   # every single-result op with projected maps is vectorized
+    if any(p["vector"] for p in generic):
+        assert "vector." in ctx.session.current_ir
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    if threads > 1:
+        assert "mlirAsyncRuntime" in ctx.session.current_ir
+    run = ok(ctx, "run --check").data["run"]
+    assert run["check"]["passed"]

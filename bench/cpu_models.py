@@ -1,0 +1,228 @@
+"""The torch corpus through the CPU selector path, against torch on the CPU with the same threads.
+
+    python bench/cpu_models.py [--fixtures tests/fixtures/torch] [--only a,b] [--threads N]
+                               [--torch-python PY] [--iterations K] [--no-matmul]
+
+For every exported fixture (NAME.mlir + NAME.expected.json, written by scripts/export_corpus.py;
+`--shapes bench` exports the larger bench shapes of examples/torch/corpus.py): `select --apply`,
+`bench`, `apply cpu-lower`, `run --check` (torch's inputs and outputs from the sidecar) on 1 thread,
+then `run` on N threads (default: every usable core). The same module is timed in torch
+(`examples/torch/corpus.py`, same input shapes, `torch.set_num_threads`) in a process of its own:
+torch never shares a process with the MLIR wheels. Without torch (no `--torch-python` and none
+importable by `LH_WORKBENCH_TORCH_PYTHON` / this Python) only coverage and our times are reported.
+
+A fixture counts as covered when every step works and the check passes (against the unscheduled
+payload and torch's outputs); with --random-inputs (bench-shape exports, written without .npy files
+by `scripts/export_corpus.py --shapes bench`) when every step and both runs work. Ratios are torch time / our time (> 1: the workbench is faster),
+geometric means over the covered fixtures that torch timed. `matmul2048_1t_ratio` comes from
+bench/cpu_matmul.py (f32 2048^3 against numpy, 1 thread) unless --no-matmul.
+
+Last line: RESULT coverage=K/N geomean_vs_torch_1t_ratio=... geomean_vs_torch_all_ratio=... matmul2048_1t_ratio=...
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# -- the torch side (runs under the torch Python: only torch, numpy and json) -------------------------
+TORCH_WORKER = r'''
+import importlib.util, json, statistics, sys, time
+import numpy as np
+import torch
+
+root, names, threads_list, iterations, fixtures, random_inputs = sys.argv[1], sys.argv[2].split(","), [int(t) for t in sys.argv[3].split(",")], int(sys.argv[4]), sys.argv[5], sys.argv[6] == "1"
+spec = importlib.util.spec_from_file_location("lh_corpus", f"{root}/examples/torch/corpus.py")
+corpus = importlib.util.module_from_spec(spec); sys.modules["lh_corpus"] = corpus; spec.loader.exec_module(corpus)
+
+TORCH_DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
+                "i64": torch.int64, "i32": torch.int32, "i1": torch.bool}
+
+def random_tensor(spec, entry):
+    """A random tensor for `16x32xf32`; integers in the range the corpus entry gives that shape ([lo:hi])."""
+    dims, _, elem = spec.rpartition("x")
+    shape = [int(d) for d in dims.split("x")] if dims else []
+    lo, hi = 0, 2
+    for s in tuple(entry.test_shapes) + tuple(entry.bench_shapes):
+        if s.startswith(spec + "["):
+            lo, hi = (int(v) for v in s[len(spec) + 1:-1].split(":"))
+    dtype = TORCH_DTYPES[elem]
+    if dtype.is_floating_point:
+        return torch.rand(shape, dtype=torch.float32).mul_(2).sub_(1).to(dtype)
+    if dtype == torch.bool:
+        return torch.rand(shape) > 0.5
+    return torch.randint(lo, hi, shape, dtype=dtype)
+
+def tensor(path, dtype):
+    a = np.load(path)
+    if a.dtype.kind == "V" and a.dtype.itemsize == 2:
+        return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16)
+    t = torch.from_numpy(np.ascontiguousarray(a))
+    return t.to(torch.bfloat16) if dtype == "bf16" and t.is_floating_point() else t
+
+for name in names:
+    entry = corpus.CORPUS.get(name)
+    if entry is None:
+        print(json.dumps({"name": name, "error": "not in the corpus"})); continue
+    try:
+        side = json.load(open(f"{fixtures}/{name}.expected.json"))
+        module = entry.factory().eval()
+        if entry.dtype == "bf16":
+            module = module.to(torch.bfloat16)
+        xs = ([random_tensor(t, entry) for t in side["input_types"]] if random_inputs
+              else [tensor(f"{fixtures}/{p}", entry.dtype) for p in side["inputs"]])
+        times = {}
+        with torch.inference_mode():
+            for threads in threads_list:
+                torch.set_num_threads(threads)
+                for _ in range(2):
+                    module(*xs)
+                samples = []
+                for _ in range(iterations):
+                    t0 = time.perf_counter(); module(*xs); samples.append(time.perf_counter() - t0)
+                times[str(threads)] = statistics.median(samples)
+        print(json.dumps({"name": name, "times": times}), flush=True)
+    except Exception as e:
+        print(json.dumps({"name": name, "error": f"{type(e).__name__}: {e}".splitlines()[0]}), flush=True)
+'''
+
+
+def torch_python(explicit: str | None) -> str | None:
+    """A Python that imports torch: --torch-python, $LH_WORKBENCH_TORCH_PYTHON, or this one."""
+    for candidate in (explicit, os.environ.get("LH_WORKBENCH_TORCH_PYTHON"), sys.executable):
+        if not candidate:
+            continue
+        ok = subprocess.run([candidate, "-c", "import torch"], capture_output=True, timeout=120)
+        if ok.returncode == 0:
+            return candidate
+    return None
+
+
+def torch_times(python: str, fixtures: Path, names: list[str], threads: list[int], iterations: int,
+                random_inputs: bool) -> dict:
+    p = subprocess.run([python, "-c", TORCH_WORKER, str(ROOT), ",".join(names), ",".join(map(str, threads)),
+                        str(iterations), str(fixtures), "1" if random_inputs else "0"],
+                       capture_output=True, text=True, timeout=3600)
+    out = {}
+    for line in p.stdout.splitlines():
+        if line.startswith("{"):
+            rec = json.loads(line)
+            out[rec["name"]] = rec
+    if p.returncode != 0 and not out:
+        print(f"torch baseline failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
+    return out
+
+
+# -- the workbench side ------------------------------------------------------------------------------
+def ours(name: str, fixtures: Path, threads: int, iterations: int, timeout: float, random_inputs: bool) -> dict:
+    """{"ok", "t1", "tall", "error", "steps"} for one fixture through the selector path."""
+    sys.path.insert(0, str(ROOT))
+    from workbench.commands import CommandContext, default_registry
+    from workbench.session import Session
+
+    s = Session()
+    s.journal_enabled = False
+    ctx = CommandContext(s, default_registry())
+    rec: dict = {"name": name, "ok": False}
+    try:
+        for line in (f"load {fixtures / (name + '.mlir')}", "select --apply", f"bench warmup=1 iterations={iterations}",
+                     "apply cpu-lower",
+                     f"run --inputs random --threads 1 --timeout {timeout}" if random_inputs
+                     else f"run --check --threads 1 --timeout {timeout}"):
+            res = ctx.registry.dispatch(line, ctx)
+            if not res.ok:
+                rec["error"] = f"`{line.split()[0]}`: {res.error}"
+                return rec
+        rec["steps"] = len(s.active_steps)
+        rec["t1"] = res.data["run"]["median_s"]
+        extra = " --inputs random" if random_inputs else ""
+        res = ctx.registry.dispatch(f"run{extra} --threads {threads} --timeout {timeout}", ctx)
+        if not res.ok:
+            rec["error"] = f"`run --threads {threads}`: {res.error}"
+            return rec
+        rec["tall"] = res.data["run"]["median_s"]
+        rec["ok"] = True
+        return rec
+    finally:
+        s.close()
+
+
+def geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--fixtures", default=str(ROOT / "tests" / "fixtures" / "torch"))
+    ap.add_argument("--only", default="", help="comma-separated fixture names")
+    ap.add_argument("--threads", type=int, default=0, help="the all-threads run (default: usable cores)")
+    ap.add_argument("--torch-python", default=None)
+    ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
+    ap.add_argument("--no-matmul", action="store_true")
+    ap.add_argument("--json", default="", help="write every record here")
+    ap.add_argument("--random-inputs", action="store_true",
+                    help="seeded random inputs of the fixtures' shapes, no check (bench-shape exports without .npy)")
+    args = ap.parse_args()
+    os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-bench-state-"))
+    sys.path.insert(0, str(ROOT / "bench"))
+    from _common import usable_cores
+
+    fixtures = Path(args.fixtures)
+    names = sorted(p.name.removesuffix(".expected.json") for p in fixtures.glob("*.expected.json"))
+    if args.only:
+        names = [n for n in names if n in set(args.only.split(","))]
+    threads = args.threads or usable_cores()
+    python = torch_python(args.torch_python)
+    base = (torch_times(python, fixtures, names, sorted({1, threads}), args.iterations, args.random_inputs)
+            if python else {})
+    print(f"{len(names)} fixtures, 1 and {threads} threads; torch: {python or 'not available'}")
+    print(f"{'fixture (ms)':28s} {'ours 1t':>10s} {'torch 1t':>10s} {'ratio':>6s}   {'ours Nt':>10s} {'torch Nt':>10s} {'ratio':>6s}")
+    records, r1, rall = [], [], []
+    t_start = time.perf_counter()
+    for name in names:
+        rec = ours(name, fixtures, threads, args.iterations, args.timeout, args.random_inputs)
+        tb = (base.get(name) or {}).get("times") or {}
+        rec["torch_1t"], rec["torch_all"] = tb.get("1"), tb.get(str(threads))
+        records.append(rec)
+        if not rec["ok"]:
+            print(f"{name:28s} FAILED {rec.get('error', '')[:150]}")
+            continue
+        line = f"{name:28s} {rec['t1'] * 1e3:10.4f}"
+        if rec["torch_1t"] and rec["torch_all"] and rec["t1"] > 0 and rec["tall"] > 0:
+            rec["ratio_1t"] = rec["torch_1t"] / rec["t1"]
+            rec["ratio_all"] = rec["torch_all"] / rec["tall"]
+            r1.append(rec["ratio_1t"])
+            rall.append(rec["ratio_all"])
+            line += (f" {rec['torch_1t'] * 1e3:10.4f} {rec['ratio_1t']:6.2f}   {rec['tall'] * 1e3:10.4f} "
+                     f"{rec['torch_all'] * 1e3:10.4f} {rec['ratio_all']:6.2f}")
+        else:
+            line += f" {'-':>10s} {'-':>6s}   {rec['tall'] * 1e3:10.4f}"
+        print(line, flush=True)
+    covered = sum(r["ok"] for r in records)
+    print(f"covered {covered}/{len(records)} in {time.perf_counter() - t_start:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(records, indent=1))
+    fields = [f"coverage={covered}/{len(records)}",
+              f"geomean_vs_torch_1t_ratio={geomean(r1):.3f}", f"geomean_vs_torch_all_ratio={geomean(rall):.3f}",
+              f"torch_timed={len(r1)}"]
+    if not args.no_matmul:
+        p = subprocess.run([sys.executable, str(ROOT / "bench" / "cpu_matmul.py"), "--sizes", "2048"],
+                           capture_output=True, text=True, timeout=3600)
+        result = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+        ratio = dict(kv.split("=", 1) for kv in result[-1].split()[1:]).get("matmul2048_1t_ratio") if result else None
+        fields.append(f"matmul2048_1t_ratio={ratio or 'nan'}")
+    print("RESULT " + " ".join(fields))
+
+
+if __name__ == "__main__":
+    main()

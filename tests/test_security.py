@@ -239,3 +239,247 @@ def test_compile_timeout_is_a_setting(tmp_path, monkeypatch):
         assert not ans["ok"] and "timed out after 1.5 s" in ans["error"] and time.monotonic() - t0 < 10
     finally:
         c.close()
+
+
+# -- 3 / 16.8: one journal per session, no questions without a terminal, save clears it ----------
+
+def _orphan_journal(session_factory) -> Path:
+    """A journal left by a killed session (its lock released with the process)."""
+    from workbench.steps.kinds import step_from_command
+
+    s = session_factory()
+    s.load(MATMUL)
+    s.apply(step_from_command("pass canonicalize", REPO))
+    assert s.autosave()
+    jp = s.journal_path
+    os.close(s._journal_lock)   # what SIGKILL does to the lock
+    s._journal_lock = None
+    return jp
+
+
+@pytest.fixture
+def new_session(compile_client):
+    from workbench.session import Session
+
+    return lambda: Session(client=compile_client)
+
+
+def test_script_on_the_same_payload_keeps_a_killed_sessions_journal(new_session, tmp_path, state_dir):
+    jp = _orphan_journal(new_session)
+    script = tmp_path / "s.lhw"
+    script.write_text("pass canonicalize\nundo\n")
+    p = run_cli([MATMUL, "--script", script], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert jp.is_file(), "another session's journal was deleted"
+
+
+def test_piped_commands_are_a_script_no_question_no_noise(new_session, tmp_path, state_dir):
+    jp = _orphan_journal(new_session)
+    env = _env(state_dir)
+    p = subprocess.run(SAFE_CLI + [str(MATMUL), "--json", str(tmp_path / "r.json")],
+                       input="pass canonicalize\nbogus-command\n", cwd=tmp_path, env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stderr
+    assert "\r" not in p.stdout + p.stderr and "resume it?" not in p.stdout + p.stderr
+    import json
+
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert [c["command"] for c in doc["commands"]] == ["pass canonicalize", "bogus-command"]
+    assert doc["commands"][0]["ok"] and not doc["commands"][1]["ok"]
+    assert jp.is_file()
+    # --resume decides without a question
+    p = subprocess.run(SAFE_CLI + [str(MATMUL), "--resume", "--json", str(tmp_path / "r2.json")],
+                       input="history\n", cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert len(json.loads((tmp_path / "r2.json").read_text())["steps"]) == 1
+
+
+def _repl(ctx, text, monkeypatch=None, history_file=False):
+    import io
+
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+    from rich.console import Console
+
+    from workbench import repl
+
+    made = []
+    if monkeypatch is not None:
+        real = repl.make_session
+        monkeypatch.setattr(repl, "make_session", lambda *a, **k: made.append(real(*a, **k)) or made[-1])
+    out = io.StringIO()
+    console = Console(file=out, width=120, force_terminal=False, color_system=None)
+    with create_pipe_input() as inp:
+        inp.send_text(text)
+        failures = repl.run_repl(ctx, input=inp, output=DummyOutput(), console=console, history_file=history_file)
+    return failures, out.getvalue(), made
+
+
+def _ctx(session):
+    from workbench.commands import CommandContext, default_registry
+
+    return CommandContext(session, default_registry())
+
+
+def test_save_clears_the_journal_and_a_refused_resume_gives_the_prompt_back(new_session, tmp_path, monkeypatch):
+    from workbench.repl import PROMPT
+
+    s = new_session()
+    s.load(MATMUL)
+    failures, out, _ = _repl(_ctx(s), f"pass canonicalize\nsave {tmp_path / 'mine.yaml'}\nquit\n")
+    assert failures == 0
+    s._release_journal_lock()
+    assert new_session().journal_for(MATMUL) is None, "the next launch would ask to resume a saved session"
+
+    _orphan_journal(new_session)
+    s2 = new_session()
+    s2.load(MATMUL)
+    failures, out, made = _repl(_ctx(s2), "n\nhistory\nquit\n", monkeypatch)
+    assert "resume it?" in out or made  # the question was asked
+    assert made[0].message == PROMPT
+    assert s2.cursor == 0 and failures == 0
+
+
+# -- 16.7: what this user applied is trusted for this user's replay; elsewhere still asks ---------
+
+def test_own_python_schedule_replays_and_a_foreign_one_still_needs_consent(new_session, tmp_path, state_dir):
+    mine = tmp_path / "mine.py"
+    mine.write_text((SCHED / "gens.py").read_text())
+    s = new_session()
+    s.load(MATMUL)
+    ctx = _ctx(s)
+    ctx.interactive = True
+    ok(ctx, f"apply {mine}[gen=tile]{{tile=16}}")
+    ok(ctx, f"save {tmp_path / 'mine.yaml'}")
+    s._release_journal_lock()
+    p = run_cli(["replay", tmp_path / "mine.yaml"], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    # the same file changed: not what the user trusted
+    mine.write_text(mine.read_text() + "\n# changed\n")
+    p = run_cli(["replay", tmp_path / "mine.yaml"], cwd=tmp_path)
+    assert p.returncode == 1 and "--allow-python" in p.stderr
+
+
+# -- 12: a session from elsewhere asks before its payload runs ------------------------------------
+
+def test_running_a_foreign_session_needs_consent_and_own_sessions_do_not(new_session, tmp_path, state_dir):
+    sess = _session_file(tmp_path, "- bench: {iterations: 2}\n- pipeline: cpu-lower", name="foreign.yaml")
+    p = run_cli(["replay", sess, "--run"], cwd=tmp_path)
+    assert p.returncode == 1 and "without consent" in p.stderr and "--allow-run" in p.stderr
+    assert "median" not in p.stdout
+    # interactive: asked, and a no refuses
+    s = new_session()
+    ctx = _ctx(s)
+    ctx.interactive = True
+    asked = []
+    ctx.confirm = lambda q: asked.append(q) or False
+    ok(ctx, f"replay {sess}")
+    res = do(ctx, "run")
+    assert not res.ok and asked and "from elsewhere" in asked[0]
+    # saved by this user: not from elsewhere
+    ok(ctx, f"save {tmp_path / 'own.yaml'}")
+    s._release_journal_lock()
+    p = run_cli(["replay", tmp_path / "own.yaml", "--run"], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+
+
+# -- 6: Ctrl-C cancels the step, the REPL goes on -------------------------------------------------
+
+def test_ctrl_c_during_a_step_cancels_it_and_the_repl_goes_on(new_session, tmp_path):
+    import _thread
+    import threading
+
+    sleepy = tmp_path / "sleepy.py"
+    sleepy.write_text(SLEEPY)
+    s = new_session()
+    s.load(MATMUL)
+    threading.Timer(3.0, _thread.interrupt_main).start()
+    t0 = time.monotonic()
+    failures, out, _ = _repl(_ctx(s), f"apply {sleepy}[gen=g]\nhistory\nquit\n")
+    assert time.monotonic() - t0 < 60
+    assert failures == 1 and "cancelled" in out and s.cursor == 0
+    assert "Traceback" not in out
+    ok(_ctx(s), "pass canonicalize")   # the worker came back
+
+
+# -- 7: a full disk under the state directory ----------------------------------------------------
+
+def test_full_disk_warns_once_keeps_working_and_fails_the_status(new_session, tmp_path, monkeypatch):
+    import errno
+
+    from workbench import session as session_module
+
+    real = session_module.atomic_write
+
+    def full(path, text):
+        if "journal" in str(path):
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real(path, text)
+
+    monkeypatch.setattr(session_module, "atomic_write", full)
+    s = new_session()
+    s.load(MATMUL)
+    warnings = []
+    s.warn = warnings.append
+    from workbench.commands.script import run_script_text
+
+    outcome = run_script_text("pass canonicalize\npass cse\nundo\nredo\n", _ctx(s))
+    assert outcome.ok and s.cursor == 2 and len(warnings) == 1 and "No space left" in warnings[0]
+    assert s.journal_error
+    # the REPL's history cannot be written (ENOSPC): warned once, every line still runs
+    from prompt_toolkit.history import FileHistory
+
+    def no_space(self, string):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(FileHistory, "store_string", no_space)
+    s2 = new_session()
+    s2.load(MATMUL)
+    failures, out, _ = _repl(_ctx(s2), "pass canonicalize\npass cse\nquit\n", history_file=tmp_path / "hist")
+    assert failures == 0 and s2.cursor == 2 and out.count("cannot write the command history") == 1
+
+
+def test_full_disk_makes_the_script_exit_non_zero(tmp_path, state_dir):
+    import errno  # noqa: F401
+
+    script = tmp_path / "s.lhw"
+    script.write_text("pass canonicalize\n")
+    (state_dir / "journal").parent.mkdir(parents=True, exist_ok=True)
+    (state_dir / "journal").write_text("a file where the journal folder should be")
+    p = run_cli([MATMUL, "--script", script, "--json", tmp_path / "r.json"], cwd=tmp_path)
+    assert p.returncode == 1 and "crash journal" in p.stderr and "Traceback" not in p.stderr
+    assert p.stderr.count("cannot write the crash journal") == 2   # the warning, then the final status line
+
+
+# -- 10: file modes, fsync, bad output paths -----------------------------------------------------
+
+def test_atomic_write_uses_the_umask_and_fsyncs(tmp_path, monkeypatch):
+    from workbench.common import files
+
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(files.os, "fsync", lambda fd: synced.append(fd) or real_fsync(fd))
+    old = os.umask(0o022)
+    try:
+        files.atomic_write(tmp_path / "a.yaml", "x")
+        assert (tmp_path / "a.yaml").stat().st_mode & 0o777 == 0o644
+        os.umask(0o077)
+        files.atomic_write(tmp_path / "b.yaml", "x")
+        assert (tmp_path / "b.yaml").stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(old)
+    assert len(synced) == 4   # file and folder, twice
+
+
+def test_bad_output_paths_and_scripts_are_one_line_errors(tmp_path):
+    regular = tmp_path / "regular.txt"
+    regular.write_text("x")
+    script = tmp_path / "s.lhw"
+    script.write_text("pass canonicalize\n")
+    for args in ([MATMUL, "--script", script, "--json", regular / "out.json"],
+                 [MATMUL, "--script", script, "--emit", "/"],
+                 [MATMUL, "--script", "/bin/ls"],
+                 ["replay", REPO / "sessions/matmul-tile.yaml", "--json", regular / "x" / "out.json"]):
+        p = run_cli(args, cwd=tmp_path)
+        assert p.returncode == 2, (args, p.stderr)
+        assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr

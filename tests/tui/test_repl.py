@@ -57,6 +57,7 @@ def test_repl_offers_resume(wb_ctx, wb_state):
     ctx = wb_ctx
     assert ctx.registry.dispatch("apply pipelines/lib/tile.mlir", ctx).ok
     ctx.session.autosave()
+    ctx.session._release_journal_lock()   # as if that process had ended: its journal is an orphan now
     sha = ctx.session.current_sha
     # a new session of the same payload: the REPL asks, `y` restores
     from workbench.commands import CommandContext, default_registry

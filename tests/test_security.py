@@ -483,3 +483,63 @@ def test_bad_output_paths_and_scripts_are_one_line_errors(tmp_path):
         p = run_cli(args, cwd=tmp_path)
         assert p.returncode == 2, (args, p.stderr)
         assert "Traceback" not in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+# -- 9: tune trials killed mid-run -----------------------------------------------------------------
+
+def test_trial_killed_mid_run_is_failed_and_measured_on_resume(new_session, tmp_path):
+    import optuna
+    from optuna.distributions import CategoricalDistribution
+
+    from conftest import matmul_payload
+
+    s = new_session()
+    s.build_ctx.allow_python = True
+    s.journal_enabled = False
+    ctx = _ctx(s)
+    ok(ctx, f"load {matmul_payload(tmp_path / 'mm.mlir', 64, 64, 64)}")
+    ok(ctx, "apply pipelines/cpu/matmul.py[gen=matmul_tiling]{block_m=64 block_n=64 block_k=64}")
+    ok(ctx, "bench iterations=2")
+    ok(ctx, "apply cpu-matmul-lower")
+    db = tmp_path / "t.db"
+    first = ok(ctx, f"tune 1 --sampler grid --trials 1 --no-baseline --iterations 2 --storage {db} "
+                    "reg_k=[1,2]").data["tune"]
+    measured = {t["params"]["reg_k"] if isinstance(t.get("params"), dict) else None for t in first["trials"]}
+    # a tune process dies in the middle of the other combination's trial
+    study = optuna.load_study(study_name=first["study"], storage=f"sqlite:///{db}")
+    other = 2 if 1 in measured or first["trials"][0].get("reg_k") == 1 else 1
+    study.enqueue_trial({"reg_k": other})
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    trial = study.ask({"reg_k": CategoricalDistribution([1, 2])})
+    trial.set_user_attr("host", __import__("socket").gethostname())
+    trial.set_user_attr("pid", dead.pid)
+    second = ok(ctx, f"tune 1 --sampler grid --trials 4 --no-baseline --iterations 2 --storage {db} "
+                     "reg_k=[1,2]").data["tune"]
+    study = optuna.load_study(study_name=first["study"], storage=f"sqlite:///{db}")
+    states = [(t.params.get("reg_k"), t.state.name) for t in study.trials]
+    assert (other, "FAIL") in states, states         # the killed trial: failed, never the best
+    assert (other, "COMPLETE") in states, states     # ... and its parameters measured on resume
+    assert not any(st == "RUNNING" for _, st in states)
+
+
+# -- 11: MPI root cause and launcher ----------------------------------------------------------------
+
+def test_mpi_blames_the_rank_that_crashed_not_the_one_cleanup_killed(tmp_path):
+    from workbench.execution import mpi_launch
+
+    (tmp_path / "fault0").write_text("")                                  # rank 0: killed by the cleanup
+    (tmp_path / "fault1").write_text("Fatal Python error: Aborted\n\nCurrent thread ...\n")
+    assert mpi_launch._crashed_ranks(tmp_path, 2) == {1: "Aborted (signal 6)"}
+
+
+def test_open_mpi_launcher_gets_the_options_it_needs(tmp_path):
+    from workbench.execution import mpi_launch
+
+    fake = tmp_path / "mpiexec"
+    fake.write_text("#!/bin/sh\necho 'mpiexec (OpenRTE) 4.1.2'\n")
+    fake.chmod(0o755)
+    assert mpi_launch.mpi_implementation(str(fake)) == "Open MPI"
+    opts = mpi_launch.launcher_options(str(fake))
+    assert "--oversubscribe" in opts and (("--allow-run-as-root" in opts) == (os.geteuid() == 0))
+    assert mpi_launch.launcher_options(str(REPO / "no-such-mpiexec")) == []

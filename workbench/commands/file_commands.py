@@ -7,6 +7,7 @@ from typing import Any
 from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry
 from workbench.commands.step_results import fail
 from workbench.common import trust_store
+from workbench.paths import in_shipped_sessions
 from workbench.result import Result
 from workbench.session import SessionError, read_session_file, replay_into
 from workbench.steps import spec as S
@@ -42,7 +43,7 @@ def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None,
     except SessionError as e:
         return fail(e)
     s.input_ranges = {int(i): tuple(r) for i, r in (loaded.meta.get("input_ranges") or {}).items()}
-    if not own and not trust_store.is_trusted(path, trust_store.SESSION):
+    if not own and not in_shipped_sessions(path) and not trust_store.is_trusted(path, trust_store.SESSION):
         s.foreign_source = Path(path).resolve()
     elif own and loaded.meta.get("from_elsewhere"):   # a journal of a session replayed from elsewhere
         s.foreign_source = Path(str(loaded.meta["from_elsewhere"]))

@@ -117,7 +117,7 @@ def test_worker_abort_is_a_failed_step_and_the_worker_restarts(tiled, compile_cl
 
 def test_worker_timeout_kills_and_recovers(matmul_session, compile_client, tmp_path):
     slow = tmp_path / "slow.py"
-    slow.write_text("import time\n\ndef g() -> str:\n    time.sleep(30)\n    return ''\n")
+    slow.write_text("import time\nGENERATORS = ['g']\n\ndef g() -> str:\n    time.sleep(30)\n    return ''\n")
     s = matmul_session
     s.build_ctx.allow_python = True
     stages = step(f"{slow}[gen=g]").stages(s.build_ctx)

@@ -42,6 +42,7 @@ def test_format_parse_roundtrip(params):
 def test_generator_schema_read_without_running(tmp_path):
     f = tmp_path / "g.py"
     f.write_text("import sys; sys.exit('must not run')\n"
+                 "GENERATORS = ['g']\n"
                  "PARAMS = {'t': {'min': 1, 'max': 64, 'help': 'tile'}, 'm': {'choices': ['a', 'b']}}\n"
                  "def g(payload, t: int = 8, m='a', sizes: list[int] = [1, 2], x: float = 0.5, on: bool = False):\n"
                  "    return ''\n")
@@ -67,7 +68,7 @@ def test_generator_schema_read_without_running(tmp_path):
 
 
 def test_generator_schema_errors(tmp_path):
-    with pytest.raises(ParamError, match="has no generator 'nope'.*functions: tile, by_payload"):
+    with pytest.raises(ParamError, match="has no generator 'nope'.*declared generators: tile, by_payload"):
         generator_schema(SCHED / "gens.py", "nope")
     bad = tmp_path / "bad.py"
     bad.write_text("def f(:\n")

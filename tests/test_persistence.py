@@ -1,4 +1,5 @@
 """Sessions on disk: save, journal/resume, replay byte-identical, descriptors, corrupt inputs."""
+import os
 import hashlib
 
 import pytest
@@ -135,16 +136,24 @@ def test_journal_and_resume(matmul_session, state_dir, compile_client):
     journal = s.journal_path
     assert journal.is_file() and str(journal).startswith(str(state_dir))
     final = s.current_ir
-    # a new process: load reports the journal, resume restores it
+    # while its session lives, a journal is nobody else's to resume
     s2 = Session(client=compile_client)
     ctx2 = CommandContext(s2, reg)
+    r = reg.dispatch(f"load {MATMUL}", ctx2)
+    assert r.ok and "journal" not in r.data and s2.journal_for(MATMUL) is None
+    # the first process is killed (its lock goes with it): load reports the journal, resume restores it
+    os.close(s._journal_lock)
+    s._journal_lock = None
     r = reg.dispatch(f"load {MATMUL}", ctx2)
     assert r.ok and r.data["journal"] == str(journal) and "resume" in r.summary
     r = reg.dispatch("resume", ctx2)
     assert r.ok and s2.cursor == 2 and s2.current_ir == final
+    # the resumed session's own journal took over from the orphan
+    assert not journal.exists() and s2.journal_path.is_file()
     # undoing everything and autosaving clears the journal
-    s.undo(); s.undo(); s.autosave()
-    assert not journal.exists()
+    s2.undo(); s2.undo(); s2.autosave()
+    assert not s2.journal_path.exists()
+    s2.close()
 
 
 def test_resume_without_journal(matmul_session):

@@ -54,7 +54,7 @@ def _gen_source(sizes: str) -> str:
     sched = (SCHED / "tile_local.mlir").read_text().split("transform.named_sequence @tile_m_only")[0]
     sched = sched.replace("[64, 64]", f"[{sizes}]").replace("%l:2", "%l").replace(
         "(!transform.any_op, !transform.any_op, !transform.any_op)", "(!transform.any_op, !transform.any_op)")
-    return f"TEXT = {sched + '}' !r}\n\ndef g(n: int = 1) -> str:\n    return TEXT\n"
+    return f"GENERATORS = ['g']\nTEXT = {sched + '}' !r}\n\ndef g(n: int = 1) -> str:\n    return TEXT\n"
 
 
 def test_generator_edits_are_picked_up(matmul_session, tmp_path):

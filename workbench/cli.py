@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
 from workbench.commands import CommandContext, default_registry
 from workbench.commands.file_commands import replay_file
-from workbench.commands.script import run_script
+from workbench.commands.registry import one_line_error
+from workbench.commands.script import run_script_text
 from workbench.result import Result
 from workbench.session import Session, atomic_write
 
@@ -80,6 +82,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="allow Python schedule files from outside the installed pipelines/ library")
     p.add_argument("--allow-unregistered-dialects", action="store_true",
                    help="accept payload ops of dialects MLIR does not know (as generic ops), e.g. upstream test-dialect payloads")
+    p.add_argument("--allow-run", action="store_true",
+                   help="allow running the payload of a session from elsewhere (one this user did not save)")
+    p.add_argument("--compile-timeout", type=float, metavar="SECONDS",
+                   help="time limit of one compile step (default 600, or $LH_WORKBENCH_COMPILE_TIMEOUT)")
     p.add_argument("--target", help="select the target (cpu, ...)")
     p.add_argument("--cpu", metavar="NAME", help="select parameters and compile for this CPU machine (host, avx2, "
                                                  "avx512, skylake-avx512, znver3, ...; default: this host)")
@@ -95,7 +101,10 @@ def _main_parser() -> argparse.ArgumentParser:
     p.add_argument("payload", nargs="?", help="payload .mlir file")
     p.add_argument("--script", metavar="FILE.lhw", help="run a command file headless")
     p.add_argument("--repl", action="store_true", help="use the prompt-toolkit REPL instead of the TUI")
-    p.add_argument("--resume", action="store_true", help="restore the autosaved session of this payload")
+    resume = p.add_mutually_exclusive_group()
+    resume.add_argument("--resume", action="store_true", help="restore the autosaved session of this payload")
+    resume.add_argument("--no-resume", action="store_true",
+                        help="do not offer to restore an autosaved session (it is kept)")
     _common(p)
     return p
 
@@ -125,16 +134,53 @@ def _report(session: Session, ok: bool, extra: dict[str, Any]) -> dict[str, Any]
     return out
 
 
+def _write_output(what: str, path: str, text: str) -> bool:
+    """Write --emit / --json output; a bad path is one line on stderr (and a failed run), never a traceback."""
+    try:
+        atomic_write(Path(path), text)
+    except OSError as e:
+        print(f"lh-workbench: cannot write {what} {path}: {one_line_error(e)}", file=sys.stderr)
+        return False
+    return True
+
+
 def _finish(session: Session, args, ok: bool, extra: dict[str, Any]) -> int:
+    if session.journal_error:
+        # the steps ran, but a crash would have lost them: that is what failed
+        extra.setdefault("warnings", []).append(session.journal_error)
+        print(f"lh-workbench: {session.journal_error}", file=sys.stderr)
+        ok = False
+    written = True
     if args.emit and session.loaded:
-        atomic_write(Path(args.emit), session.current_ir)
+        written = _write_output("--emit", args.emit, session.current_ir)
     if args.json:
-        doc = json.dumps(_report(session, ok, extra), indent=2, default=str)
+        doc = json.dumps(_report(session, ok and written, extra), indent=2, default=str)
         if args.json == "-":
             print(doc)
         else:
-            atomic_write(Path(args.json), doc + "\n")
-    return EXIT_OK if ok else EXIT_FAILED
+            written = _write_output("--json", args.json, doc + "\n") and written
+    return EXIT_OK if ok and written else EXIT_FAILED
+
+
+def _check_output_paths(args) -> str | None:
+    """A one-line usage error for --emit / --json paths that can never be written (checked before any work)."""
+    for flag, value in (("--emit", args.emit), ("--json", args.json)):
+        if not value or value == "-":
+            continue
+        p = Path(value)
+        if p.is_dir() or value.endswith(("/", os.sep)):
+            return f"{flag} {value}: is a directory"
+        parent = next((q for q in [p.parent, *p.parent.parents] if q.exists()), None)
+        if parent is not None and not parent.is_dir():
+            return f"{flag} {value}: {parent} is not a directory"
+    return None
+
+
+def _apply_settings(session: Session, args) -> None:
+    session.run_allowed = bool(args.allow_run)
+    if args.compile_timeout:
+        getattr(session.client, "_client", session.client).timeout_s = args.compile_timeout
+    session.warn = lambda message: print(f"lh-workbench: {message}", file=sys.stderr, flush=True)
 
 
 def _make_context(session: Session, printer: Printer, interactive: bool = False) -> CommandContext:
@@ -145,8 +191,13 @@ def _make_context(session: Session, printer: Printer, interactive: bool = False)
 
 def cmd_replay(argv: list[str]) -> int:
     args = _replay_parser().parse_args(argv)
+    bad = _check_output_paths(args)
+    if bad:
+        print(f"lh-workbench replay: {bad}", file=sys.stderr)
+        return EXIT_USAGE
     printer = Printer(args.quiet, stdout_reserved=args.json == "-")
     session = Session(allow_python=args.allow_python)
+    _apply_settings(session, args)
     try:
         ctx = _make_context(session, printer)
         session.journal_enabled = False
@@ -231,15 +282,41 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "targets":
         return cmd_targets(argv[1:])
     args = _main_parser().parse_args(argv)
-    interactive = not args.script
-    if args.script and not args.payload:
-        print("lh-workbench: --script needs a payload: lh-workbench PAYLOAD.mlir --script FILE.lhw", file=sys.stderr)
-        return EXIT_USAGE
-    if args.script and not Path(args.script).is_file():
-        print(f"lh-workbench: {args.script}: no such script file", file=sys.stderr)
+    script_text: str | None = None
+    script_name = args.script
+    if args.script:
+        if not args.payload:
+            print("lh-workbench: --script needs a payload: lh-workbench PAYLOAD.mlir --script FILE.lhw",
+                  file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            script_text = Path(args.script).read_text()
+        except IsADirectoryError:
+            print(f"lh-workbench: {args.script}: is a directory, not a script file", file=sys.stderr)
+            return EXIT_USAGE
+        except FileNotFoundError:
+            print(f"lh-workbench: {args.script}: no such script file", file=sys.stderr)
+            return EXIT_USAGE
+        except OSError as e:
+            print(f"lh-workbench: {args.script}: {one_line_error(e)}", file=sys.stderr)
+            return EXIT_USAGE
+        except UnicodeDecodeError:
+            print(f"lh-workbench: {args.script}: not a command file (not UTF-8 text)", file=sys.stderr)
+            return EXIT_USAGE
+    elif not args.repl and not sys.stdin.isatty():
+        # piped or redirected commands are a script: no questions, no prompts, the exit status says
+        # whether every command worked
+        script_text = sys.stdin.read()
+        script_name = "<stdin>"
+    interactive = script_text is None
+    use_tui = interactive and not args.repl and sys.stdin.isatty() and sys.stdout.isatty()
+    bad = _check_output_paths(args)
+    if bad:
+        print(f"lh-workbench: {bad}", file=sys.stderr)
         return EXIT_USAGE
     printer = Printer(args.quiet, stdout_reserved=args.json == "-")
     session = Session(allow_python=args.allow_python)
+    _apply_settings(session, args)
     ctx = _make_context(session, printer, interactive=interactive)
     try:
         if args.payload:
@@ -249,39 +326,40 @@ def main(argv: list[str] | None = None) -> int:
                 printer.result(res)
                 if not interactive:
                     return _finish(session, args, False, {"error": res.error})
-            elif args.resume:
+            elif args.resume and (use_tui or not interactive):   # the REPL resumes itself
                 res = ctx.registry.dispatch("resume", ctx)
                 printer.result(res)
+                if not res.ok:
+                    return _finish(session, args, False, {"error": res.error})
         if args.target or args.cpu:
             res = ctx.registry.dispatch(f"target {args.target or ''}" + (f" --cpu {_quote(args.cpu)}" if args.cpu else ""), ctx)
             if not res.ok:
                 printer.result(res)
                 return EXIT_USAGE
-        if args.script:
-            outcome = run_script(Path(args.script), ctx, keep_going=args.keep_going,
-                                 on_result=lambda n, line, r: printer.result(r, prefix=f"[{n}] "))
+        if script_text is not None:
+            outcome = run_script_text(script_text, ctx, keep_going=args.keep_going,
+                                      on_result=lambda n, line, r: printer.result(r, prefix=f"[{n}] "))
             extra: dict[str, Any] = {"commands": [{"line": n, "command": line, **r.to_json()}
                                                   for n, line, r in outcome.results]}
             if not outcome.ok:
                 extra["error"] = outcome.error
                 extra["failed_steps"] = [r.data["step"] for _, _, r in outcome.results
                                          if not r.ok and isinstance(r.data.get("step"), dict)]
-                print(f"lh-workbench: {args.script}:{outcome.failed_line}: {outcome.error.split(': ', 2)[-1]}",
+                print(f"lh-workbench: {script_name}:{outcome.failed_line}: {outcome.error.split(': ', 2)[-1]}",
                       file=sys.stderr)
             run = session.last_run
             if run is not None:
                 extra["run"] = run
             return _finish(session, args, outcome.ok, extra)
-        use_tui = not args.repl and sys.stdin.isatty() and sys.stdout.isatty()
         if use_tui:
             from workbench.tui.app import run_app
 
             run_app(ctx)
-        else:
-            from workbench.repl import run_repl
+            return EXIT_OK
+        from workbench.repl import run_repl
 
-            run_repl(ctx)
-        return EXIT_OK
+        failures = run_repl(ctx, resume=True if args.resume else (False if args.no_resume else None))
+        return EXIT_OK if failures == 0 else EXIT_FAILED
     finally:
         session.close()
 

@@ -41,12 +41,14 @@ class Completion:
 
 
 def generator_names(path: Path) -> list[str]:
-    """Public top-level functions of a schedule file, read with `ast` (nothing runs)."""
+    """The generators a schedule file declares (`GENERATORS = [...]`), read with `ast` (nothing runs)."""
+    from workbench.steps.params import declared_generators
+
     try:
         tree = ast.parse(Path(path).read_text(), filename=str(path))
     except (OSError, SyntaxError, ValueError):
         return []
-    return [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
+    return declared_generators(tree) or []
 
 
 def common_prefix(items: Iterable[str]) -> str:

@@ -31,6 +31,18 @@ def state_dir() -> Path:
     return p
 
 
+#: the example sessions shipped with a checkout (replaying them is not "a session from elsewhere")
+SHIPPED_SESSIONS_DIR = REPO_ROOT / "sessions"
+
+
+def in_shipped_sessions(path: Path) -> bool:
+    try:
+        Path(path).resolve().relative_to(SHIPPED_SESSIONS_DIR.resolve())
+        return SHIPPED_SESSIONS_DIR.is_dir()
+    except ValueError:
+        return False
+
+
 def in_library(path: Path) -> bool:
     try:
         path.resolve().relative_to(LIBRARY_DIR.resolve())

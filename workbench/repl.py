@@ -81,14 +81,48 @@ def plot_text(res: Result, width: int = 80, height: int = 15) -> str | None:
     return plt.build()
 
 
-def make_session(ctx: CommandContext, input=None, output=None, history_file: Path | None = None) -> PromptSession:
-    history = FileHistory(str(history_file or history_path())) if history_file is not False else InMemoryHistory()
+class TolerantFileHistory(FileHistory):
+    """A file history that survives a full or read-only disk: the first failed write is reported
+    once (`warn`), later lines are kept in memory only; the REPL never loses input over it."""
+
+    def __init__(self, filename: str, warn=None) -> None:
+        super().__init__(filename)
+        self.warn = warn
+        self.failed = False
+
+    def load_history_strings(self):
+        try:
+            yield from super().load_history_strings()
+        except (OSError, UnicodeDecodeError):
+            return
+
+    def store_string(self, string: str) -> None:
+        if self.failed:
+            return
+        try:
+            super().store_string(string)
+        except OSError as e:
+            self.failed = True
+            if self.warn:
+                self.warn(f"warning: cannot write the command history {self.filename}: {e.strerror or e}; "
+                          "keeping it in memory")
+
+
+def make_session(ctx: CommandContext, input=None, output=None, history_file: Path | None = None,
+                 warn=None) -> PromptSession:
+    history = (TolerantFileHistory(str(history_file or history_path()), warn) if history_file is not False
+               else InMemoryHistory())
     return PromptSession(PROMPT, completer=RegistryCompleter(Completer(ctx.registry, ctx.session)),
                          complete_while_typing=False, history=history, input=input, output=output)
 
 
-def run_repl(ctx: CommandContext, input=None, output=None, console=None, history_file: Path | None = None) -> int:
-    """Read-dispatch-print until `quit` or EOF. Returns the number of failed commands."""
+def run_repl(ctx: CommandContext, input=None, output=None, console=None, history_file: Path | None = None,
+             resume: bool | None = None) -> int:
+    """Read-dispatch-print until `quit` or EOF. Returns the number of failed commands.
+
+    `resume`: True restores an autosaved session of the payload without asking, False never
+    offers it, None asks (only on a terminal). Ctrl-C during a command cancels it (the worker
+    doing it is killed; the session stays as it was), like Esc in the TUI."""
     from rich.console import Console
 
     from workbench.commands import edit_commands, export_commands
@@ -97,23 +131,32 @@ def run_repl(ctx: CommandContext, input=None, output=None, console=None, history
     export_commands.register(ctx.registry)
     console = console or Console()
     ctx.interactive = True
-    prompt = make_session(ctx, input=input, output=output, history_file=history_file)
+
+    def warn(message: str) -> None:
+        console.print(message, style="yellow", highlight=False)
+
+    prompt = make_session(ctx, input=input, output=output, history_file=history_file, warn=warn)
+    ctx.session.warn = warn
 
     def ask(question: str) -> bool:
         try:
+            # a one-off prompt: PromptSession.prompt(message) would keep the question as the prompt
             answer = prompt.prompt(f"{question} [y/N] ", completer=None)
         except (EOFError, KeyboardInterrupt):
             return False
+        finally:
+            prompt.message = PROMPT
         return answer.strip().lower() in ("y", "yes")
 
     ctx.confirm = ask
     ctx.progress = lambda message: console.print(f"  .. {message}", style="dim", highlight=False)
     s = ctx.session
     failures = 0
-    if s.loaded and s.payload_path is not None and not s.steps:
+    if s.loaded and s.payload_path is not None and not s.steps and resume is not False:
         journal = s.journal_for(s.payload_path)
-        if journal is not None and ask(f"an autosaved session of {s.payload_path.name} exists ({journal}); resume it?"):
-            res = ctx.registry.dispatch("resume", ctx)
+        if journal is not None and (resume or ask(f"an autosaved session of {s.payload_path.name} exists "
+                                                  f"({journal}); resume it?")):
+            res = _dispatch(ctx, "resume", console)
             render(res, console)
             failures += not res.ok
     console.print("lh-workbench REPL: `help` lists commands, Tab completes, `quit` leaves", style="dim",
@@ -128,11 +171,20 @@ def run_repl(ctx: CommandContext, input=None, output=None, console=None, history
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        res = ctx.registry.dispatch(line, ctx)
+        res = _dispatch(ctx, line, console)
+        s.autosave()   # never raises; a full disk is warned about once
         try:
-            s.autosave()
-        except Exception as e:  # never lose the REPL over a journal write
-            console.print(f"warning: autosave failed: {e}", style="yellow")
-        render(res, console)
+            render(res, console)
+        except Exception as e:  # a result that does not render is still one line
+            console.print(f"error: cannot show the result: {type(e).__name__}: {e}", style="red")
         failures += not res.ok
     return failures
+
+
+def _dispatch(ctx: CommandContext, line: str, console) -> Result:
+    """One command; Ctrl-C cancels it: the workers it uses are killed, the session is unchanged."""
+    try:
+        return ctx.registry.dispatch(line, ctx)
+    except KeyboardInterrupt:
+        ctx.session.client.cancel()
+        return Result.failure(f"cancelled: {line}")

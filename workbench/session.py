@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
+import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +20,8 @@ import yaml
 
 import workbench
 from workbench.common.textdiff import unified_diff
+from workbench.common import safe_yaml, trust_store
+from workbench.common.files import atomic_write  # noqa: F401  (re-exported)
 from workbench.common.mlir_libs import mlir_version
 from workbench.execution.worker_client import CompileClient
 from workbench.execution.expected import ExpectedError, ExpectedOutputs, find_sidecar
@@ -107,20 +109,6 @@ class StepReport:
         return d
 
 
-def atomic_write(path: Path, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 class _SessionClient:
     """The compile client as one session uses it: the session's parse options go with every request."""
 
@@ -159,6 +147,17 @@ class Session:
         # a framework's inputs and outputs for this payload (the `import` sidecar, or `run --expect`)
         self.expected: ExpectedOutputs | None = None
         self.expected_warning = ""
+        # the crash journal belongs to this session alone (another process never deletes it); a lock
+        # file held while we live tells others that it is not an orphan to resume
+        self.session_id = f"{os.getpid()}-{secrets.token_hex(4)}"
+        self._journal_lock: int | None = None
+        self._saved_state: tuple | None = None     # the steps as last saved (no journal needed then)
+        self.journal_error: str | None = None      # why the journal could not be written (once set, warned)
+        self.warn: Callable[[str], None] | None = None
+        # consent to run: a session replayed from a file this user did not save is "from elsewhere";
+        # its payload is native code and runs only with consent (`--allow-run` / a yes)
+        self.foreign_source: Path | None = None
+        self.run_allowed = False
         # transform.tune.knob schemas are read by parsing the transform module in our worker
         self.build_ctx.knob_reader = lambda text, path: self.client.request({"op": "knobs", "text": text, "path": path})
 
@@ -221,6 +220,7 @@ class Session:
 
     def close(self) -> None:
         self.client.close()
+        self._release_journal_lock()
 
     # -- loading --------------------------------------------------------------------------
     @property
@@ -249,6 +249,8 @@ class Session:
         self.saved_path = None
         self.steps = []
         self.cursor = 0
+        self._saved_state = ()
+        self.foreign_source = None
         self.last_run = None
         self.reference_cache.clear()
         try:
@@ -268,7 +270,7 @@ class Session:
         name payload dimensions, against the dims of the step's input. Raises SessionError."""
         try:
             schema = step.schema(self.build_ctx)
-        except (StepError, ParamError) as e:
+        except (StepError, ParamError, SpecError) as e:
             raise SessionError(str(e), step_index=index)
         has_refs = any(p.divides is not None or p.multiple_of is not None for p in schema.params.values())
         if not (schema.constraints or has_refs) or not step.params:
@@ -291,7 +293,7 @@ class Session:
         self.check_constraints(step, input_sha, index)
         try:
             stages = step.stages(self.build_ctx)
-        except (StepError, ParamError) as e:
+        except (StepError, ParamError, SpecError) as e:
             raise SessionError(str(e), step_index=index)
         t0 = time.perf_counter()
         ans = self._run_stages(input_sha, stages, f"<step {index} input>")
@@ -312,7 +314,7 @@ class Session:
             schema = step.schema(self.build_ctx)
             params = schema.defaults()
             params.update(schema.validate(step.params))
-        except (StepError, ParamError) as e:
+        except (StepError, ParamError, SpecError) as e:
             raise SessionError(str(e))
         return step.with_params(params)
 
@@ -419,6 +421,8 @@ class Session:
         }
         if self.last_run is not None:
             doc["Workbench"]["last_run"] = self.last_run
+        if self.foreign_source is not None and not self.run_allowed:
+            doc["Workbench"]["from_elsewhere"] = str(self.foreign_source)
         return SESSION_HEADER + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=110)
 
     def save(self, path: str | Path) -> Path:
@@ -427,30 +431,118 @@ class Session:
             a.step = a.step.portable(path.resolve())
         atomic_write(path, self.to_yaml(path.resolve()))
         self.saved_path = path.resolve()
+        self.mark_saved()
+        trust_store.record(path, trust_store.SESSION)   # this user's own session: not "from elsewhere"
         return path
+
+    # -- the crash journal ------------------------------------------------------------------
+    def _state_key(self) -> tuple:
+        return tuple((a.step.label(), a.output_sha) for a in self.active_steps)
+
+    def mark_saved(self) -> None:
+        """The steps as they are now are safe in a file: drop the journal until they change."""
+        self._saved_state = self._state_key()
+        self._drop_own_journal()
+
+    @staticmethod
+    def _journal_prefix(payload: Path) -> str:
+        key = hashlib.sha256(str(payload.resolve()).encode()).hexdigest()[:16]
+        return f"{payload.stem}-{key}"
 
     @property
     def journal_path(self) -> Path | None:
         if self.payload_path is None:
             return None
-        key = hashlib.sha256(str(self.payload_path).encode()).hexdigest()[:16]
-        return state_dir() / "journal" / f"{self.payload_path.stem}-{key}.yaml"
+        return state_dir() / "journal" / f"{self._journal_prefix(self.payload_path)}.{self.session_id}.yaml"
 
-    def autosave(self) -> None:
-        """Write the journal (every command); a killed process loses at most the command in flight."""
+    def _take_journal_lock(self, jp: Path) -> None:
+        if self._journal_lock is not None:
+            return
+        import fcntl
+
+        fd = os.open(jp.with_suffix(".lock"), os.O_RDWR | os.O_CREAT, 0o644)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        self._journal_lock = fd
+
+    def _release_journal_lock(self) -> None:
+        if self._journal_lock is None:
+            return
+        jp = self.journal_path
+        try:
+            if jp is not None:
+                jp.with_suffix(".lock").unlink(missing_ok=True)
+        except OSError:
+            pass
+        os.close(self._journal_lock)
+        self._journal_lock = None
+
+    def _drop_own_journal(self) -> None:
+        jp = self.journal_path
+        if jp is not None:
+            try:
+                jp.unlink(missing_ok=True)
+            except OSError:
+                pass
+
+    def autosave(self) -> bool:
+        """Write this session's journal (after every command); a killed process loses at most the
+        command in flight. Never raises: a full disk is warned about once (`journal_error`), the
+        session goes on. Returns False when the journal could not be written."""
         jp = self.journal_path
         if not self.journal_enabled or jp is None or not self.loaded:
-            return
-        if not self.active_steps:
-            if jp.exists():
-                jp.unlink()
-            return
-        atomic_write(jp, self.to_yaml(jp))
+            return True
+        if not self.active_steps or self._state_key() == self._saved_state:
+            self._drop_own_journal()
+            return True
+        try:
+            jp.parent.mkdir(parents=True, exist_ok=True)
+            self._take_journal_lock(jp)
+            atomic_write(jp, self.to_yaml(jp))
+        except OSError as e:
+            first = self.journal_error is None
+            self.journal_error = f"cannot write the crash journal {jp}: {e.strerror or e}"
+            if first and self.warn:
+                self.warn(f"warning: {self.journal_error}; going on without it")
+            return False
+        return True
 
     def journal_for(self, payload: Path) -> Path | None:
-        key = hashlib.sha256(str(payload.resolve()).encode()).hexdigest()[:16]
-        jp = state_dir() / "journal" / f"{payload.stem}-{key}.yaml"
-        return jp if jp.exists() else None
+        """The newest journal of `payload` left by a session that is no longer running (killed, or
+        quit with unsaved steps); never this session's own, never a live session's."""
+        import fcntl
+
+        folder = state_dir() / "journal"
+        found = []
+        for jp in folder.glob(f"{self._journal_prefix(payload)}*.yaml"):
+            if jp == self.journal_path:
+                continue
+            lock = jp.with_suffix(".lock")
+            if lock.exists():
+                try:
+                    fd = os.open(lock, os.O_RDWR)
+                except OSError:
+                    continue
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    continue            # its session is alive
+                finally:
+                    os.close(fd)
+            try:
+                found.append((jp.stat().st_mtime, jp))
+            except OSError:
+                continue
+        return max(found)[1] if found else None
+
+    def adopt_journal(self, journal: Path) -> None:
+        """After `resume` from an orphan journal: this session's own journal takes over; the
+        orphan is removed once ours is written (a failed write keeps it)."""
+        if self.autosave() and (self.journal_path is None or self.journal_path.exists() or not self.active_steps):
+            for p in (journal, journal.with_suffix(".lock")):
+                try:
+                    p.unlink(missing_ok=True)
+                except OSError:
+                    pass
 
 
 def _stage_label(stage: dict) -> str:
@@ -481,8 +573,8 @@ def read_session_file(path: str | Path) -> LoadedSession:
     path = Path(path)
     entries, variables = load_pipeline_yaml(path)
     try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:  # already reported by load_pipeline_yaml, kept for completeness
+        doc = safe_yaml.load_file(path)
+    except (OSError, yaml.YAMLError) as e:  # already reported by load_pipeline_yaml, kept for completeness
         raise SessionError(f"{path}: invalid YAML: {e}")
     meta = doc.get("Workbench") or {}
     if not isinstance(meta, dict):

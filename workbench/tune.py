@@ -238,6 +238,12 @@ def _first_line(e: BaseException) -> str:
     return (str(e).strip().splitlines() or [type(e).__name__])[0]
 
 
+def _stale(trial) -> bool:
+    """A trial failed because its run was killed mid-trial: never measured, so a resumed grid tries
+    its parameters again."""
+    return trial.state.name == "FAIL" and str(trial.user_attrs.get("error", "")).startswith("stale")
+
+
 def fail_stale_trials(study) -> list[int]:
     """Fail RUNNING trials nobody works on any more: those of dead processes on this host (pid
     check), those without an owner (killed by an older version), and those whose Optuna heartbeat
@@ -342,7 +348,7 @@ class _Search:
             if self.opts.sampler == "grid":
                 waiting = self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,))
                 if not waiting:
-                    taken = {_key(t.params) for t in self.study.get_trials(deepcopy=False)}
+                    taken = {_key(t.params) for t in self.study.get_trials(deepcopy=False) if not _stale(t)}
                     while self.grid and _key(self.grid[0]) in taken:  # another process took it
                         self.grid.pop(0)
                     if not self.grid:
@@ -528,7 +534,7 @@ def tune_step(session: Session, index: int, opts: TuneOptions,
             import itertools
             import random
 
-            seen = {_key(t.params) for t in study.trials}
+            seen = {_key(t.params) for t in study.trials if not _stale(t)}   # stale: killed, never measured
             combos = [dict(zip(space, vals)) for vals in itertools.product(*space.values())]
             random.Random(opts.seed).shuffle(combos)
             search.grid = [c for c in combos if _key(c) not in seen and c != current]

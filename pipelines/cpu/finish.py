@@ -11,6 +11,10 @@ from __future__ import annotations
 import matmul
 
 
+#: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
+GENERATORS = ["bufferize_and_lower_vectors"]
+
+
 def bufferize_and_lower_vectors() -> str:
     """The transform module (MLIR text)."""
     any_op = "!transform.any_op"

@@ -19,6 +19,9 @@ tensors (pipelines/cpu/finish.py bufferizes the module once, after all per-op st
 """
 from __future__ import annotations
 
+#: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
+GENERATORS = ["tile_vectorize"]
+
 PARAMS = {
     "op": {"help": "the id of the op to schedule (`inspect`; lh.op set by `rewrite tag-ops`)"},
     "tile": {"help": "tile size per loop of the op (0: untiled)"},

@@ -46,6 +46,9 @@ dialect for ExecutionEngine.
 """
 
 # Parameter schema (read with `ast` by the workbench; see workbench/steps/params.py).
+#: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
+GENERATORS = ["matmul_tiling"]
+
 PAYLOAD_OP = "linalg.matmul"
 PARAMS = {
     "block_m": {"when": "impl == 'codegen'", "divides": "M", "min": 1, "max": 512, "help": "cache block along M (A block rows)"},

@@ -21,6 +21,9 @@ from __future__ import annotations
 import matmul
 
 # no PAYLOAD_OP: the constraints name the dims of the payload's contractions (M, N, K)
+#: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
+GENERATORS = ["batch_matmul_tiling", "matmul_transpose_b_tiling", "matmul_epilogue", "matvec_tiling"]
+
 PARAMS = {
     "block_m": {"divides": "M", "min": 1, "max": 512, "help": "cache block along M"},
     "block_n": {"divides": "N", "min": 1, "max": 2048, "help": "cache block along N (packed B block columns)"},

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import matmul
 
+#: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
+GENERATORS = ["matmul_parallel"]
+
 PAYLOAD_OP = "linalg.matmul"
 PARAMS = {
     "threads": {"min": 1, "max": 256, "help": "parallel chunks along N (one task each)"},

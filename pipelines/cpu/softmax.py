@@ -23,6 +23,9 @@ Constraints (no remainder handling): rows | M, vector | N.
 """
 from __future__ import annotations
 
+#: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
+GENERATORS = ["softmax_rows"]
+
 PAYLOAD_OP = "linalg.softmax"
 PARAMS = {
     "rows": {"min": 1, "max": 1024, "space": [1, 2, 4, 8], "help": "rows per forall iteration (must divide M)"},

@@ -72,6 +72,9 @@ capability with `sms` multiprocessors (the cuda target's selector; wgmma needs s
 ``select_batch(b, m, n, k, ...)`` the same for linalg.batch_matmul (wgmma only, else None).
 """
 
+#: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
+GENERATORS = ["matmul_simt", "matmul_mma", "matmul_mma_smem", "matmul_simt_smem", "matmul_wgmma"]
+
 PAYLOAD_OP = "linalg.matmul"
 PARAMS = {
     # matmul_wgmma (the only generator with `consumers`) covers edge tiles: no divisibility there

@@ -7,6 +7,9 @@ block handles ``rows_per_block`` rows, one thread per row walks the row. Simple 
 the row reductions are sequential per thread (the cuda target's first softmax schedule).
 """
 
+#: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
+GENERATORS = ["softmax_rows"]
+
 PAYLOAD_OP = "linalg.softmax"
 PARAMS = {
     "rows_per_block": {"divides": "M", "min": 1, "max": 1024, "help": "rows per thread block (= threads per block)"},

@@ -6,6 +6,9 @@ tiles; then tile the matmul's reduction and optionally vectorize.
 """
 from __future__ import annotations
 
+#: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
+GENERATORS = ["tile_and_fuse"]
+
 PARAMS = {
     "tile_m": {"min": 1, "help": "rows per forall tile"},
     "tile_n": {"min": 1, "help": "columns per forall tile"},

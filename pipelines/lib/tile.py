@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import math
 
+#: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
+GENERATORS = ["tile_matmul", "tile_op", "tile_auto"]
+
 PARAMS = {
     "tile_m": {"min": 0, "help": "rows of C per tile (0: do not tile)"},
     "tile_n": {"min": 0, "help": "columns of C per tile (0: do not tile)"},

@@ -4,6 +4,9 @@
 """
 from __future__ import annotations
 
+#: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
+GENERATORS = ["vectorize"]
+
 PARAMS = {
     "lowering": {"choices": ["outerproduct", "dot", "matmulintrinsics", "parallelarith", "none"],
                  "help": "how vector.contract is lowered (none: keep vector.contract)"},

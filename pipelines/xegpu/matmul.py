@@ -26,6 +26,9 @@ DEFAULTS = {"wg_m": 128, "wg_n": 128, "sg_m": 32, "sg_n": 32, "k_tile": 32,
           "prefetch_a_m": 16, "prefetch_a_k": 16, "prefetch_b_k": 8, "prefetch_b_n": 32, "nb_prefetch": 1}
 
 
+#: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
+GENERATORS = ["xegpu_matmul"]
+
 def check(p: dict) -> list[str]:
     errs = []
     if p["wg_m"] % p["sg_m"] or p["wg_n"] % p["sg_n"]:

@@ -244,7 +244,7 @@ def test_escape_cancels_a_running_step(wb_ctx, tmp_path):
     the session is unchanged."""
     ctx = wb_ctx
     slow = tmp_path / "slow.py"
-    slow.write_text("import time\n\ndef gen(seconds: int = 30):\n    time.sleep(seconds)\n    return ''\n")
+    slow.write_text("import time\nGENERATORS = ['gen']\n\ndef gen(seconds: int = 30):\n    time.sleep(seconds)\n    return ''\n")
 
     async def go():
         app = WorkbenchApp(ctx, hide_volatile=True)

@@ -56,7 +56,7 @@ def test_apply_rewrite_names(wb_state):
 
 def test_generator_names_from_ast(wb_state, tmp_path):
     f = tmp_path / "sched.py"
-    f.write_text("raise SystemExit('must not run')\ndef tile(a: int = 1):\n  pass\ndef _private():\n  pass\n"
+    f.write_text("raise SystemExit('must not run')\nGENERATORS = ['tile', 'other']\ndef tile(a: int = 1):\n  pass\ndef _private():\n  pass\n"
                  "def other(**kw):\n  pass\n")
     assert generator_names(f) == ["tile", "other"]
     line = f"apply {f}[gen="

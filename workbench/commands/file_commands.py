@@ -6,6 +6,8 @@ from typing import Any
 
 from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry
 from workbench.commands.step_results import fail
+from workbench.common import trust_store
+from workbench.paths import in_shipped_sessions
 from workbench.result import Result
 from workbench.session import SessionError, read_session_file, replay_into
 from workbench.steps import spec as S
@@ -24,8 +26,10 @@ def cmd_save(ctx: CommandContext, a: Args) -> Result:
 
 
 def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None,
-                allow_unregistered: bool = False) -> Result:
-    """Load a session file's payload (or `payload`) and apply its steps: shared by `replay` and `resume`."""
+                allow_unregistered: bool = False, own: bool = False) -> Result:
+    """Load a session file's payload (or `payload`) and apply its steps: shared by `replay` and `resume`.
+    A session file this user did not save (and not `own`, e.g. this user's journal) is "from
+    elsewhere": running its payload then needs consent (see `run_consent`)."""
     s = ctx.session
     try:
         loaded = read_session_file(path)
@@ -39,6 +43,10 @@ def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None,
     except SessionError as e:
         return fail(e)
     s.input_ranges = {int(i): tuple(r) for i, r in (loaded.meta.get("input_ranges") or {}).items()}
+    if not own and not in_shipped_sessions(path) and not trust_store.is_trusted(path, trust_store.SESSION):
+        s.foreign_source = Path(path).resolve()
+    elif own and loaded.meta.get("from_elsewhere"):   # a journal of a session replayed from elsewhere
+        s.foreign_source = Path(str(loaded.meta["from_elsewhere"]))
     expected_payload = (loaded.meta.get("payload") or {}).get("sha256")
     warnings = []
     if expected_payload and expected_payload != s.payload_file_sha:
@@ -62,6 +70,8 @@ def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None,
     if not ok:
         bad = next(r for r in reports if not r.ok)
         return Result(False, bad.error or "replay failed", error=bad.error, detail=bad.detail, data=data)
+    if not own:
+        s.mark_saved()   # the steps are those of the file: nothing to journal until they change
     summary = f"replayed {len(reports)} steps from {path}"
     if warnings:
         summary += " (warning: " + "; ".join(warnings) + ")"
@@ -79,7 +89,10 @@ def cmd_resume(ctx: CommandContext, a: Args) -> Result:
     journal = s.journal_for(s.payload_path)
     if journal is None:
         return Result.failure(f"no autosaved session for {s.payload_path}")
-    return replay_file(ctx, journal, payload=s.payload_path, allow_unregistered=s.allow_unregistered)
+    res = replay_file(ctx, journal, payload=s.payload_path, allow_unregistered=s.allow_unregistered, own=True)
+    if res.ok:
+        s.adopt_journal(journal)
+    return res
 
 
 def cmd_trust(ctx: CommandContext, a: Args) -> Result:
@@ -87,7 +100,8 @@ def cmd_trust(ctx: CommandContext, a: Args) -> Result:
     if not p.is_file():
         return Result.failure(f"{a['file']}: no such file")
     ctx.session.build_ctx.trusted.add(str(p))
-    return Result(True, f"trusted {p} for this session")
+    kept = p.suffix == ".py" and trust_store.record(p, trust_store.PYTHON)
+    return Result(True, f"trusted {p}" + (" (this content, also for later sessions)" if kept else " for this session"))
 
 
 def register(reg: Registry) -> None:

@@ -124,8 +124,25 @@ class Registry:
             result = cmd.handler(ctx, args)
         except UsageError as e:
             return Result.failure(f"{e}; usage: {cmd.usage}")
+        except (OSError, ValueError) as e:   # bad input the handler did not expect: one line, never a traceback
+            return Result.failure(f"{cmd.name}: {one_line_error(e)}", command=cmd.name)
+        except Exception as e:
+            import traceback
+
+            return Result.failure(f"{cmd.name}: internal error: {type(e).__name__}: {one_line_error(e)}",
+                                  command=cmd.name, traceback=traceback.format_exc())
         result.data.setdefault("command", cmd.name)
         return result
+
+
+def one_line_error(e: BaseException) -> str:
+    """An exception as one readable line (OS errors with their file name, decode errors with the byte)."""
+    if isinstance(e, OSError) and e.strerror:
+        return f"{e.filename}: {e.strerror}" if e.filename else e.strerror
+    if isinstance(e, UnicodeDecodeError):
+        return f"not UTF-8 text (byte {e.start}: {e.object[e.start:e.start + 1]!r})"
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
 
 
 def _convert(value: str, typ: str, name: str) -> Any:

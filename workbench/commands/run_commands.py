@@ -47,8 +47,27 @@ def _fmt_s(t: float) -> str:
     return f"{t * 1e3:.3f} ms" if t < 1 else f"{t:.3f} s"
 
 
+def run_consent(ctx) -> Result | None:
+    """None when the session's code may run here; else the failure to return. A session replayed
+    from a file this user did not save is native code from elsewhere: ask (interactive) or
+    require `--allow-run` (headless), as Python schedules need consent."""
+    s = ctx.session
+    if s.foreign_source is None or s.run_allowed:
+        return None
+    question = (f"the steps come from {s.foreign_source}, a session from elsewhere: running compiles its "
+                f"payload to native code and runs it on this machine. Run it?")
+    if ctx.interactive and ctx.confirm(question):
+        s.run_allowed = True
+        return None
+    return Result.failure(f"refusing to run the payload of {s.foreign_source} (a session from elsewhere) "
+                          "without consent: pass --allow-run (headless) or answer yes when asked")
+
+
 def cmd_run(ctx, a):
     s = ctx.session
+    refused = run_consent(ctx)
+    if refused is not None:
+        return refused
     if a.get("target"):
         try:
             s.select_target(a["target"])

@@ -35,8 +35,13 @@ def script_lines(text: str) -> list[tuple[int, str]]:
 
 def run_script(path: Path, ctx: CommandContext, keep_going: bool = False,
                on_result: Callable[[int, str, Result], None] | None = None) -> ScriptOutcome:
+    return run_script_text(Path(path).read_text(), ctx, keep_going, on_result)
+
+
+def run_script_text(text: str, ctx: CommandContext, keep_going: bool = False,
+                    on_result: Callable[[int, str, Result], None] | None = None) -> ScriptOutcome:
     outcome = ScriptOutcome(ok=True)
-    for lineno, line in script_lines(Path(path).read_text()):
+    for lineno, line in script_lines(text):
         res = ctx.registry.dispatch(line, ctx)
         ctx.session.autosave()
         outcome.results.append((lineno, line, res))

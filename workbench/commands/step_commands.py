@@ -3,8 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
+
 from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry, UsageError
 from workbench.commands.step_results import apply_step, applied_result, fail
+from workbench.common import trust_store
 from workbench.result import Result
 from workbench.session import SessionError, StepReport
 from workbench.steps import spec as S
@@ -24,8 +27,11 @@ def cmd_apply(ctx: CommandContext, a: Args) -> Result:
     except (StepError, S.SpecError, TargetError) as e:
         return fail(e)
     if step.kind == "schedule" and ctx.interactive:
-        # typing the file name is consent to run it; a script file read from elsewhere is not
+        # typing the file name is consent to run it (remembered by content for this user's replay
+        # and resume); a script file read from elsewhere is not
         s.build_ctx.trusted.add(str(step.resolve()))
+        if step.resolve().is_file():
+            trust_store.record(step.resolve(), trust_store.PYTHON)
     return apply_step(ctx, step)
 
 
@@ -49,7 +55,10 @@ def cmd_params(ctx: CommandContext, a: Args) -> Result:
         s.require_loaded()
     except SessionError as e:
         return fail(e)
-    index = a.get("step") or s.cursor
+    index = a["step"] if a.get("step") is not None else s.cursor
+    if index == 0 and s.cursor > 0:
+        return Result.failure("step 0 is the payload as loaded: it has no parameters "
+                              f"(active steps: 1..{s.cursor})")
     if not 1 <= index <= s.cursor:
         return Result.failure(f"no active step {index} (active steps: 1..{s.cursor})")
     step = s.steps[index - 1].step
@@ -59,8 +68,9 @@ def cmd_params(ctx: CommandContext, a: Args) -> Result:
     if a.get("import"):
         try:
             updates = _read_params_file(Path(a["import"]))
-        except (OSError, ValueError) as e:
-            return Result.failure(f"cannot import parameters from {a['import']}: {e}")
+        except (OSError, ValueError, yaml.YAMLError) as e:
+            why = e.strerror if isinstance(e, OSError) and e.strerror else str(e).splitlines()[0]
+            return Result.failure(f"cannot import parameters from {a['import']}: {why}")
         selected_by = f"file:{Path(a['import']).name}"
     elif not a["values"]:
         try:
@@ -108,9 +118,9 @@ def _export_params(step, index: int, path: Path) -> Result:
 
 def _read_params_file(path: Path) -> dict:
     """A parameter dict from JSON/YAML: a mapping, or {"params": mapping} (what a cost model writes)."""
-    import yaml
+    from workbench.common import safe_yaml
 
-    doc = yaml.safe_load(path.read_text())  # JSON is YAML
+    doc = safe_yaml.load_file(path)  # JSON is YAML
     if isinstance(doc, dict) and isinstance(doc.get("params"), dict) and set(doc) <= {"params", "spec", "step",
                                                                                       "selected_by"}:
         doc = doc["params"]

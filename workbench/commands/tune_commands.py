@@ -141,9 +141,13 @@ def trial_progress_line(ev: dict) -> str:
 
 
 def cmd_tune(ctx, a):
+    from workbench.commands.run_commands import run_consent
     from workbench.tune import SAMPLERS, TuneError, TuneOptions, tune_step
 
     s = ctx.session
+    refused = run_consent(ctx)
+    if refused is not None:
+        return refused
     try:
         s.require_loaded()
     except SessionError as e:

@@ -40,6 +40,36 @@ def find_mpiexec() -> str | None:
     return shutil.which("mpiexec")
 
 
+def mpi_implementation(mpiexec: str) -> str:
+    """"MPICH", "Open MPI" or "unknown", from `mpiexec --version` (cached per path)."""
+    cached = _IMPLEMENTATIONS.get(mpiexec)
+    if cached is None:
+        try:
+            out = subprocess.run([mpiexec, "--version"], capture_output=True, text=True, timeout=20,
+                                 stdin=subprocess.DEVNULL)
+            text = out.stdout + out.stderr
+        except (OSError, subprocess.TimeoutExpired):
+            text = ""
+        cached = ("Open MPI" if "Open MPI" in text or "OpenRTE" in text or "open-mpi" in text.lower()
+                  else "MPICH" if "HYDRA" in text or "MPICH" in text.upper() else "unknown")
+        _IMPLEMENTATIONS[mpiexec] = cached
+    return cached
+
+
+_IMPLEMENTATIONS: dict[str, str] = {}
+
+
+def launcher_options(mpiexec: str) -> list[str]:
+    """Options the launcher needs here: Open MPI refuses to start as root without
+    --allow-run-as-root, and refuses more ranks than cores without --oversubscribe."""
+    if mpi_implementation(mpiexec) != "Open MPI":
+        return []
+    opts = ["--oversubscribe"]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        opts.append("--allow-run-as-root")
+    return opts
+
+
 def find_libmpi() -> str | None:
     """The MPI library the generated code links against: the one mpi4py uses (`libmpi.so.12` of mpich)."""
     candidates = []
@@ -63,7 +93,7 @@ def availability() -> tuple[bool, str]:
         return False, "mpi4py is not installed (pip install 'lh-workbench[mpi]')"
     if not find_libmpi():
         return False, "libmpi not found next to mpiexec"
-    return True, f"{mpiexec}"
+    return True, f"{mpiexec} ({mpi_implementation(mpiexec)})"
 
 
 def _key_line(lines: list[str]) -> str | None:
@@ -97,7 +127,8 @@ def run_ranks(req: dict, rank_inputs: list[list], *, timeout: float, env: dict |
         for r, arrays in enumerate(rank_inputs):
             with open(wd / f"inputs{r}.pkl", "wb") as f:
                 pickle.dump(list(arrays), f, protocol=pickle.HIGHEST_PROTOCOL)
-        cmd = [mpiexec, "-n", str(ranks), *module_command("workbench.worker.mpi.rank", str(wd))]
+        cmd = [mpiexec, *launcher_options(mpiexec), "-n", str(ranks),
+               *module_command("workbench.worker.mpi.rank", str(wd))]
         try:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     env=full_env, cwd=str(wd), start_new_session=True)
@@ -148,8 +179,9 @@ def run_ranks(req: dict, rank_inputs: list[list], *, timeout: float, env: dict |
                 "diagnostics": (a.get("diagnostics") or "") + "\n" + diagnostics}
     if missing or proc.returncode != 0:
         how = describe_exit(proc.returncode)
-        bad = _reported_ranks(lines, pids)
-        exit_string = _exit_string(lines)
+        crashed = _crashed_ranks(wd, ranks)   # the root cause: ranks that crashed by themselves
+        bad = sorted(crashed) or _reported_ranks(lines, pids)
+        exit_string = crashed[bad[0]] if crashed else _exit_string(lines)
         if bad:
             who = f"rank{'s' if len(bad) != 1 else ''} {', '.join(map(str, bad))} died"
         elif missing:
@@ -163,6 +195,29 @@ def run_ranks(req: dict, rank_inputs: list[list], *, timeout: float, env: dict |
             msg += f": {key}"
         return {"ok": False, "error": msg, "diagnostics": diagnostics, "crashed": True}
     return {"ok": True, "ranks": [answers[r] for r in range(ranks)], "diagnostics": diagnostics}
+
+
+_FATAL_SIGNALS = {"Aborted": signal.SIGABRT, "Segmentation fault": signal.SIGSEGV,
+                  "Floating point exception": signal.SIGFPE, "Bus error": signal.SIGBUS,
+                  "Illegal instruction": signal.SIGILL}
+
+
+def _crashed_ranks(wd: Path, ranks: int) -> dict[int, str]:
+    """Ranks whose faulthandler wrote "Fatal Python error: <signal>" (see worker/mpi/rank.py), with
+    mpiexec's way of naming it ("Aborted (signal 6)"); ranks killed by the cleanup write nothing."""
+    out: dict[int, str] = {}
+    for r in range(ranks):
+        try:
+            text = (wd / f"fault{r}").read_text(errors="replace")
+        except OSError:
+            continue
+        m = re.search(r"Fatal Python error:\s*([A-Za-z ]+)", text)
+        if not m:
+            continue
+        name = m.group(1).strip()
+        sig = _FATAL_SIGNALS.get(name)
+        out[r] = f"{name} (signal {int(sig)})" if sig is not None else name
+    return out
 
 
 def _reported_ranks(lines: list[str], pids: dict[int, int]) -> list[int]:

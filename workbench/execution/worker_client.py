@@ -20,6 +20,16 @@ from workbench.common.spawn import PACKAGE_ROOT, child_env, module_command  # no
 DEFAULT_TIMEOUT_S = 600.0
 
 
+def compile_timeout_s() -> float:
+    """How long one compile-worker request may take: `--compile-timeout` / $LH_WORKBENCH_COMPILE_TIMEOUT
+    (a Python schedule that never returns is stopped then; Esc / Ctrl-C stop it sooner)."""
+    try:
+        value = float(os.environ.get("LH_WORKBENCH_COMPILE_TIMEOUT", "") or DEFAULT_TIMEOUT_S)
+    except ValueError:
+        return DEFAULT_TIMEOUT_S
+    return value if value > 0 else DEFAULT_TIMEOUT_S
+
+
 def describe_exit(returncode: int) -> str:
     if returncode < 0:
         try:
@@ -46,12 +56,17 @@ class WorkerProcess:
         self._reader: threading.Thread | None = None
         self.lock = threading.Lock()
         self.restarts = 0
+        self.timeout_s: float | None = None   # default time limit of a request (None: compile_timeout_s())
 
     # -- lifecycle ------------------------------------------------------------
     def start(self) -> None:
         parent, child = Pipe(duplex=True)
         env = child_env()
         env.setdefault("PYTHONUNBUFFERED", "1")
+        # the worker dies with us (see workbench/worker/protocol.py): the parent-death signal follows
+        # the thread that forks, so it is asked for only when that is our main thread
+        env["LH_WORKBENCH_PARENT_PID"] = str(os.getpid())
+        env["LH_WORKBENCH_PDEATHSIG"] = "1" if threading.current_thread() is threading.main_thread() else "0"
         if self.env:
             env.update(self.env)
         self.output_tail.clear()
@@ -95,14 +110,14 @@ class WorkerProcess:
     # -- requests -------------------------------------------------------------------
     def request(self, req: dict, timeout: float | None = None) -> dict:
         """Send one request; on crash/timeout return a failure answer (never raise)."""
-        timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
+        timeout = (self.timeout_s or compile_timeout_s()) if timeout is None else timeout
         with self.lock:
             if not self.alive():
                 if self.proc is not None:
                     self.restarts += 1
                 self.start()
             try:
-                self.conn.send(req)
+                self.conn.send(dict(req, time_limit_s=timeout))
                 deadline = time.monotonic() + timeout
                 while True:
                     remaining = deadline - time.monotonic()

@@ -15,6 +15,7 @@ from typing import Callable, Any, ClassVar
 
 import yaml
 
+from workbench.common import safe_yaml, trust_store
 from workbench.common.bench_defaults import DEFAULT_PARAMS as BENCH_DEFAULTS
 from workbench.paths import LIBRARY_DIR, in_library
 from workbench.steps import spec as S
@@ -44,7 +45,11 @@ class BuildContext:
     knob_reader: Callable[[str, str], dict] | None = None
 
     def check_trust(self, path: Path) -> None:
+        """Library files, files trusted in this session, and files whose exact content this user
+        applied interactively before (the trust store) may run; anything else needs consent."""
         if self.allow_python or in_library(path) or str(path.resolve()) in self.trusted:
+            return
+        if trust_store.is_trusted(path, trust_store.PYTHON):
             return
         raise TrustError(path)
 
@@ -292,7 +297,7 @@ class BenchKind(StepKind):
 def load_pipeline_yaml(path: Path) -> tuple[list[dict], dict[str, Any]]:
     """(stage entries, declared variable defaults) of a Lighthouse pipeline YAML file."""
     try:
-        doc = yaml.safe_load(path.read_text())
+        doc = safe_yaml.load_file(path)
     except OSError as e:
         raise StepError(f"cannot read pipeline {path}: {e.strerror}")
     except yaml.YAMLError as e:
@@ -332,6 +337,9 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
                     opts, base_dir)
     path, opts, ptext = S.split_ref(value)
     params = S.parse_params(ptext, variables, where)
+    if entry.get("params") is not None and not isinstance(entry.get("params"), dict):
+        raise StepError(f"{where}: `params:` must be a mapping of names to values, got "
+                        f"{type(entry['params']).__name__} {_short(entry['params'])}")
     if isinstance(entry.get("params"), dict):
         params.update({k: _subst_value(v, variables, where) for k, v in entry["params"].items()})
     kind = {"include": "include", "schedule": "schedule", "edit": "edit"}.get(key)
@@ -342,6 +350,11 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
     selected_by = entry.get("selected_by")
     return Step(kind, path, params, opts, base_dir,
                 selected_by=str(selected_by) if selected_by else None)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _subst_value(v: Any, variables: dict[str, Any], where: str) -> Any:

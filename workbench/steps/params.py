@@ -13,6 +13,10 @@ its literal default the default. Optional module-level literals add constraints:
     CONSTRAINTS = ["reg_m <= block_m", "block_m % reg_m == 0"]   # relations between parameters
     PAYLOAD_OP = "linalg.matmul"               # whose dims (M, N, K ...) the constraints may name
 
+Only the functions a file declares in its module-level `GENERATORS = ["tile_matmul", ...]` (a
+literal list of names) can be called as generators: helpers, selectors and anything else in the
+file are not reachable from a session, whatever `[gen=...]` it names.
+
 `Schema.validate` checks types, choices and ranges of the given keys; `Schema.check` checks a
 complete dict: relations, and (given payload dims) divisibility. Errors name the constraint.
 """
@@ -279,6 +283,22 @@ def _infer_type(default: Any) -> str:
     return "any"
 
 
+def declared_generators(tree: ast.Module) -> list[str] | None:
+    """The names in a schedule file's `GENERATORS = [...]` literal (None when there is none)."""
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AnnAssign) and node.value is not None else [])
+        if any(isinstance(t, ast.Name) and t.id == "GENERATORS" for t in targets):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                return None
+            if isinstance(value, (list, tuple, set, frozenset)) and all(isinstance(v, str) for v in value):
+                return list(value)
+            return None
+    return None
+
+
 def generator_schema(path: Path, gen: str) -> tuple[Schema, bool]:
     """(schema, wants_payload) of generator `gen` in `path`, read without executing it.
 
@@ -319,9 +339,15 @@ def _generator_schema(path_text: str, mtime_ns: int, size: int, gen: str) -> tup
                 constraints = [str(c) for c in value]
             if "PAYLOAD_OP" in names and isinstance(value, str):
                 payload_op = value
+    declared = declared_generators(tree)
+    if declared is None:
+        raise ParamError(f"{path.name} declares no generators: list the functions a session may call in a "
+                         f"module-level `GENERATORS = [...]`")
+    if gen not in declared:
+        raise ParamError(f"{path.name} has no generator {gen!r} (declared generators: "
+                         f"{', '.join(declared) or 'none'})")
     if fn is None:
-        names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")]
-        raise ParamError(f"{path.name} has no generator {gen!r} (functions: {', '.join(names) or 'none'})")
+        raise ParamError(f"{path.name} declares generator {gen!r} but defines no function of that name")
     schema = Schema(open=fn.args.kwarg is not None, constraints=constraints, payload_op=payload_op)
     for c in constraints:
         _parse_relation(c)  # a malformed constraint is an error in the schedule file

@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from workbench.common import safe_yaml
+
 
 class SpecError(ValueError):
     pass
@@ -83,7 +85,7 @@ def substitute(text: str, variables: dict[str, Any], where: str = "") -> str:
 
 def parse_value(text: str) -> Any:
     try:
-        value = yaml.safe_load(text)
+        value = safe_yaml.load(text)
     except yaml.YAMLError:
         return text
     return text if value is None else value

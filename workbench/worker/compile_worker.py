@@ -410,6 +410,9 @@ class CompileWorker:
             finally:
                 sys.path.pop(0)
             self.generators[key] = mod
+        declared = getattr(mod, "GENERATORS", None)
+        if not isinstance(declared, (list, tuple, set, frozenset)) or gen not in declared:
+            raise StageError(f"{os.path.basename(path)}: {gen!r} is not a declared generator (GENERATORS)")
         fn = getattr(mod, gen, None)
         if not callable(fn):
             raise StageError(f"{path} has no generator function {gen!r}")

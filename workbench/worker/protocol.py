@@ -1,16 +1,74 @@
-"""The worker side of the request/answer protocol shared by the compile and run workers."""
+"""The worker side of the request/answer protocol shared by the compile and run workers.
+
+A worker never outlives the front end that started it, and never runs a request much past the
+time limit the client gave it, even when the client is gone (SIGKILL) and cannot kill it:
+- on Linux, PR_SET_PDEATHSIG makes the kernel send SIGKILL when the parent dies (set only when
+  the client started us from its main thread: the signal follows the *thread* that forked);
+- a watchdog thread checks every 0.25 s that the parent is still ours and that the request in
+  flight is within its limit (+ a grace period), and ends the process otherwise. Generated code
+  runs through ctypes, which releases the GIL, so the watchdog runs while a kernel spins.
+"""
 from __future__ import annotations
 
+import os
+import sys
+import threading
+import time
 import traceback
 from multiprocessing.connection import Connection
 from typing import Callable
+
+#: how long past its time limit a request may go before the worker ends itself (the client
+#: normally kills the worker at the limit; this is for when the client is gone)
+GRACE_S = 5.0
+PDEATHSIG_ENV, PARENT_PID_ENV = "LH_WORKBENCH_PDEATHSIG", "LH_WORKBENCH_PARENT_PID"
+
+_deadline: list[float | None] = [None]
+
+
+def _set_parent_death_signal() -> None:
+    if not sys.platform.startswith("linux") or os.environ.get(PDEATHSIG_ENV) != "1":
+        return
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG = 1
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _watchdog(parent_pid: int) -> None:
+    while True:
+        time.sleep(0.25)
+        if os.getppid() != parent_pid:
+            os._exit(70)
+        deadline = _deadline[0]
+        if deadline is not None and time.monotonic() > deadline:
+            sys.stderr.write("error: worker request exceeded its time limit; the worker ends itself\n")
+            sys.stderr.flush()
+            os._exit(71)
+
+
+def guard_worker() -> None:
+    """Tie this process's life to its parent (see the module docstring)."""
+    expected = os.environ.get(PARENT_PID_ENV)
+    parent = os.getppid()
+    _set_parent_death_signal()
+    if expected and expected.isdigit() and int(expected) != os.getppid():
+        os._exit(70)  # the parent died before we were set up
+    threading.Thread(target=_watchdog, args=(parent,), name="lh-worker-watchdog", daemon=True).start()
 
 
 def serve_requests(fd: int, handle: Callable[[dict], dict]) -> None:
     """Answer request dicts from the connection on `fd` until EOF or {"op": "exit"}.
 
     A Python exception in `handle` becomes a failure answer; only a real crash ends the process.
+    A request may carry `time_limit_s`: past it (+ GRACE_S) the watchdog ends the process.
     """
+    guard_worker()
     conn = Connection(fd)
     while True:
         try:
@@ -22,9 +80,13 @@ def serve_requests(fd: int, handle: Callable[[dict], dict]) -> None:
         if req.get("op") == "ping":
             conn.send({"ok": True})
             continue
+        limit = req.pop("time_limit_s", None)
+        _deadline[0] = time.monotonic() + float(limit) + GRACE_S if limit else None
         try:
             answer = handle(req)
         except Exception as e:
             answer = {"ok": False, "error": f"{type(e).__name__}: {e}".splitlines()[0],
                       "diagnostics": traceback.format_exc()}
+        finally:
+            _deadline[0] = None
         conn.send(answer)

@@ -76,6 +76,12 @@ def main(workdir: str) -> int:
     rank, size = comm.Get_rank(), comm.Get_size()
     wd = Path(workdir)
     (wd / f"pid{rank}").write_text(str(os.getpid()))  # lets the host name the rank mpiexec reports as failed
+    # a rank that crashes (abort, segfault) says so itself: mpiexec then kills the others with SIGTERM,
+    # and on a loaded machine may report one of *those* first; the host blames the rank that wrote here
+    import faulthandler
+
+    fault_file = open(wd / f"fault{rank}", "w")
+    faulthandler.enable(file=fault_file, all_threads=False)
     with open(wd / "request.pkl", "rb") as f:
         req = pickle.load(f)
     with open(wd / f"inputs{rank}.pkl", "rb") as f:

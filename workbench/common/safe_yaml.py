@@ -1,0 +1,95 @@
+"""YAML reading that a hostile file cannot turn into a denial of service.
+
+`yaml.safe_load` refuses tags that run code, but not a "billion laughs" alias bomb: nine
+anchors of nine aliases each construct a tiny shared graph that any walk over it (parameter
+substitution, JSON output) expands to 10^9 nodes. `load` composes the document, counts how
+many nodes it has *with aliases expanded* (memoized, so counting is linear in the file), and
+refuses it above a limit before anything is constructed. Files are capped in size too.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+MAX_BYTES = 16 << 20          # a session or pipeline file is a few KiB; 16 MiB is generous
+MAX_EXPANDED_NODES = 200_000  # nodes after expanding aliases (a long session has a few thousand)
+
+
+class YAMLTooLarge(yaml.YAMLError):
+    pass
+
+
+class BoundedSafeLoader(yaml.SafeLoader):
+    """SafeLoader that refuses documents whose alias-expanded node count exceeds MAX_EXPANDED_NODES."""
+
+    def get_single_node(self):
+        node = super().get_single_node()
+        if node is not None:
+            expanded = _expanded_size(node)
+            if expanded > MAX_EXPANDED_NODES:
+                raise YAMLTooLarge(f"document expands to more than {MAX_EXPANDED_NODES} nodes through "
+                                   f"aliases (an alias bomb?)")
+        return node
+
+
+def _expanded_size(root: yaml.Node) -> int:
+    sizes: dict[int, int] = {}
+    # iterative post-order walk; a cycle (a recursive alias) counts as over the limit
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    active: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            active.discard(key)
+            total = 1
+            for child in _children(node):
+                total += sizes[id(child)]
+                if total > MAX_EXPANDED_NODES:
+                    break
+            sizes[key] = min(total, MAX_EXPANDED_NODES + 1)
+            continue
+        if key in sizes:
+            continue
+        if key in active:
+            return MAX_EXPANDED_NODES + 1
+        active.add(key)
+        stack.append((node, True))
+        for child in _children(node):
+            if id(child) not in sizes:
+                stack.append((child, False))
+    return sizes[id(root)]
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
+def load(text: str) -> Any:
+    """`yaml.safe_load` with the size limits above (raises yaml.YAMLError)."""
+    if len(text) > MAX_BYTES:
+        raise YAMLTooLarge(f"document larger than {MAX_BYTES >> 20} MiB")
+    return yaml.load(text, Loader=BoundedSafeLoader)
+
+
+def read_text(path: Path) -> str:
+    """A YAML file's text, refusing huge files and non-UTF-8 bytes with OSError/ValueError-free
+    one-line errors (raises YAMLTooLarge or UnicodeDecodeError's message as yaml.YAMLError)."""
+    path = Path(path)
+    if path.stat().st_size > MAX_BYTES:
+        raise YAMLTooLarge(f"{path}: larger than {MAX_BYTES >> 20} MiB")
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise yaml.YAMLError(f"not UTF-8 text (byte {e.start}: {data[e.start:e.start + 1]!r})")
+
+
+def load_file(path: Path) -> Any:
+    return load(read_text(path))

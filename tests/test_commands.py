@@ -71,7 +71,7 @@ def test_help_for_every_command(ctx, reg):
     assert not reg.dispatch("help nope", ctx).ok
 
 
-FREE_TEXT_FLAGS = {"--entry", "--study", "--params", "--ranges", ("import", "--inputs")}
+FREE_TEXT_FLAGS = {"--entry", "--study", "--params", "--ranges", ("import", "--inputs"), ("import", "--name")}
 
 
 def test_completion_hints_present_for_every_argument():

@@ -35,7 +35,7 @@ def timed_run(payload: Path, n: int, run_line: str, reference: str | None = None
             ctx.session.target.__class__.reference_lowering = reference
         run_lines(ctx, (f"load {payload}",), str(n))
         info = ctx.session.inspect()
-        spec, chosen = next(iter(get_target("cpu").select_params(info).items()))
+        spec, chosen = get_target("cpu").select_params(info)[0]
         kv = " ".join(f"{k}={v}" for k, v in chosen.items())
         run_lines(ctx, ("bench warmup=1 iterations=3", f"apply {spec}{{{kv}}}", "apply cpu-matmul-lower"), str(n))
         t0 = time.perf_counter()

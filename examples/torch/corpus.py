@@ -25,6 +25,11 @@ class Entry:
     bench_shapes: tuple[str, ...]
     dtype: str = "f32"
     category: str = ""
+    #: the module at bench sizes where its parameters depend on the input's feature dimensions
+    bench_factory: Callable[[], nn.Module] | None = None
+
+    def module(self, shapes: str = "test") -> nn.Module:
+        return (self.bench_factory or self.factory)() if shapes == "bench" else self.factory()
 
 
 class Fn(nn.Module):
@@ -214,7 +219,8 @@ CORPUS: dict[str, Entry] = {
                     category="layout"),
     "permute_4d": _e(_fn(lambda x: x.permute(0, 2, 3, 1).contiguous()), ["2x3x4x5xf32"], ["16x64x56x56xf32"],
                      category="layout"),
-    "reshape_transpose": _e(_fn(lambda x: x.reshape(4, 2, 16).transpose(1, 2).reshape(4, 32)), ["8x16xf32"],
+    "reshape_transpose": _e(_fn(lambda x: x.reshape(x.shape[0] // 2, 2, x.shape[1]).transpose(1, 2)
+                                                .reshape(x.shape[0] // 2, 2 * x.shape[1])), ["8x16xf32"],
                             ["2048x8192xf32"], category="layout"),
     "concat_slice": _e(_fn(lambda a, b: torch.cat([a, b], dim=1)[:, 3:20]), ["4x8xf32", "4x16xf32"],
                        ["2048x2048xf32", "2048x2048xf32"], category="layout"),
@@ -286,6 +292,31 @@ CORPUS: dict[str, Entry] = {
     "add_relu_bf16": _e(_fn(lambda a, b: torch.relu(a + b)), ["8x32xf32", "32xf32"], ["4096x4096xf32", "4096xf32"],
                         "bf16", category="elementwise"),
 }
+
+# modules whose parameters fix the feature dimensions: their bench-size twins
+_BENCH_FACTORIES: dict[str, Callable[[], nn.Module]] = {
+    "linear": lambda: nn.Linear(4096, 4096), "linear_no_bias": lambda: nn.Linear(4096, 4096, bias=False),
+    "linear_3d": lambda: nn.Linear(1024, 1024), "mlp": lambda: Mlp(1024, 4096),
+    "conv1d": lambda: nn.Conv1d(64, 64, 3), "conv2d_3x3": lambda: nn.Conv2d(64, 64, 3, padding=1),
+    "conv2d_1x1": lambda: nn.Conv2d(256, 256, 1), "conv2d_strided": lambda: nn.Conv2d(64, 64, 3, stride=2, padding=1),
+    "conv2d_depthwise": lambda: nn.Conv2d(128, 128, 3, padding=1, groups=128),
+    "conv2d_no_bias_rect": lambda: nn.Conv2d(32, 32, (3, 5), bias=False),
+    "conv_transpose2d": lambda: nn.ConvTranspose2d(64, 64, 3, stride=2, padding=1, output_padding=1),
+    "conv_transpose1d": lambda: nn.ConvTranspose1d(64, 64, 4, stride=2), "conv_block": lambda: ConvBlock(64, 64),
+    "layer_norm": lambda: nn.LayerNorm(1024), "rms_norm": lambda: RMSNorm(1024),
+    "batch_norm2d": _bn(nn.BatchNorm2d, 64), "batch_norm1d": _bn(nn.BatchNorm1d, 4096),
+    "group_norm": lambda: nn.GroupNorm(8, 64),
+    "transformer_layer": lambda: nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True),
+    "embedding": lambda: nn.Embedding(32000, 512), "conv2d_grouped_dilated": lambda: nn.Conv2d(64, 64, 3, groups=2,
+                                                                                               dilation=2),
+    "conv3d": lambda: nn.Conv3d(16, 16, 3), "instance_norm": lambda: nn.InstanceNorm2d(64),
+    "lstm": lambda: nn.LSTM(256, 256, batch_first=True), "gru": lambda: nn.GRU(256, 256, batch_first=True),
+    "multihead_attention": lambda: nn.MultiheadAttention(256, 4, batch_first=True),
+    "linear_bf16": lambda: nn.Linear(4096, 4096), "conv2d_bf16": lambda: nn.Conv2d(64, 64, 3, padding=1),
+    "layer_norm_bf16": lambda: nn.LayerNorm(4096),
+}
+CORPUS = {name: (Entry(e.factory, e.test_shapes, e.bench_shapes, e.dtype, e.category, _BENCH_FACTORIES[name])
+                 if name in _BENCH_FACTORIES else e) for name, e in CORPUS.items()}
 
 
 if __name__ == "__main__":

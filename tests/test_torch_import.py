@@ -148,8 +148,7 @@ import torch
 
 class Scans(torch.nn.Module):
     def forward(self, x):
-        # one result: several results need bool buffers in the deallocation helper (issue 12 item 3)
-        return torch.cumsum(x, dim=1) * torch.cumprod(1.0 + 0.1 * x, dim=0)
+        return torch.cumsum(x, dim=1), torch.cumprod(1.0 + 0.1 * x, dim=0)
 
 class Sorts(torch.nn.Module):
     def forward(self, x):
@@ -182,10 +181,12 @@ def test_import_writes_payload_inputs_expected_and_next_command(tmp_path):
     text = (tmp_path / "out" / "scans.mlir").read_text()
     assert "tm_tensor" not in text and "func.func @main(%arg0: tensor<6x9xf32>)" in text
     side = json.loads((tmp_path / "out" / "scans.expected.json").read_text())
-    assert side["expected_types"] == ["6x9xf32"] and side["unsupported_ops"] == []
+    assert side["expected_types"] == ["6x9xf32", "6x9xf32"] and side["unsupported_ops"] == []
     x = np.load(tmp_path / "out" / "scans.input0.npy").astype(np.float64)
-    np.testing.assert_allclose(np.load(tmp_path / "out" / "scans.expected0.npy"),
-                               np.cumsum(x, 1) * np.cumprod(1.0 + 0.1 * x, 0), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.load(tmp_path / "out" / "scans.expected0.npy"), np.cumsum(x, 1), rtol=1e-4,
+                               atol=1e-5)
+    np.testing.assert_allclose(np.load(tmp_path / "out" / "scans.expected1.npy"), np.cumprod(1.0 + 0.1 * x, 0),
+                               rtol=1e-4, atol=1e-5)
     # the payload loads and runs, and equals torch (the sidecar is picked up by `load`)
     script = tmp_path / "s.lhw"
     script.write_text("bench\napply cpu-lower\nrun --check\n")

@@ -248,3 +248,16 @@ print("ok")
     answer = json.loads(p.stdout.strip().splitlines()[-1])
     assert answer["ok"] and answer["unsupported_ops"] == []
     assert "tm_tensor" not in (tmp_path / "o" / "sorts.mlir").read_text()
+
+
+@needs_torch
+def test_import_command_in_a_session_loads_the_payload_and_its_sidecar(ctx, tmp_path):
+    (tmp_path / "model.py").write_text(MODEL)
+    res = _dispatch(ctx, f"import {tmp_path / 'model.py'}:Sorts --inputs 2x5xf32 --out {tmp_path / 'o'} "
+                         f"--torch-python {TORCH_PYTHON}")
+    assert res.ok, res.error
+    assert ctx.session.payload_path == (tmp_path / "o" / "sorts.mlir").resolve()
+    assert ctx.session.expected is not None and len(ctx.session.expected.expected) == 4
+    res = _dispatch(ctx, "run --check")
+    assert res.ok, res.error
+    assert ctx.session.last_run["expected_check"]["passed"]  # sorted values and indices equal torch's

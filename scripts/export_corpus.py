@@ -25,12 +25,35 @@ def _load(path: Path, name: str):
     return module
 
 
+def extra_timing(module, inputs, sidecar: Path, calls: int) -> None:
+    import json
+    import statistics
+    import time
+
+    import torch
+
+    torch.set_num_threads(1)
+    with torch.no_grad():
+        module(*inputs)
+        times = []
+        for _ in range(calls):
+            t0 = time.perf_counter()
+            module(*inputs)
+            times.append(time.perf_counter() - t0)
+    doc = json.loads(sidecar.read_text())
+    doc.update(torch_eager_median_s=statistics.median(times), torch_eager_threads=1)
+    sidecar.write_text(json.dumps(doc, indent=2) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--out", default=str(ROOT / "tests" / "fixtures" / "torch"))
     p.add_argument("--shapes", choices=["test", "bench"], default="test")
     p.add_argument("--only", help="comma-separated entry names")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--time", type=int, default=0, metavar="N",
+                   help="also time torch eager on one thread (median of N calls) into the sidecar "
+                        "(`torch_eager_median_s`), the baseline of bench/torch_corpus.py")
     args = p.parse_args(argv)
     import torch
 
@@ -48,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         torch.manual_seed(args.seed)
         generator = torch.Generator().manual_seed(args.seed)
         try:
-            module = entry.factory().eval()
+            module = entry.module(args.shapes).eval()
             shapes = entry.test_shapes if args.shapes == "test" else entry.bench_shapes
             inputs = [exporter.make_input(exporter.parse_input_spec(s), generator) for s in shapes]
             if entry.dtype != "f32":
@@ -60,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
             failed += 1
             print(f"FAIL {name}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"[:300])
             continue
+        if args.time:
+            extra_timing(module, inputs, out / f"{name}.expected.json", args.time)
         extra = f"  (left: {', '.join(side['unsupported_ops'])})" if side["unsupported_ops"] else ""
         print(f"ok   {name}: {', '.join(side['input_types'])} -> {', '.join(side['expected_types'])}{extra}")
     print(f"{len(names) - failed} exported, {failed} failed")

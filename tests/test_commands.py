@@ -71,7 +71,8 @@ def test_help_for_every_command(ctx, reg):
     assert not reg.dispatch("help nope", ctx).ok
 
 
-FREE_TEXT_FLAGS = {"--entry", "--study", "--params", "--ranges", ("import", "--inputs"), ("import", "--name")}
+FREE_TEXT_FLAGS = {"--entry", "--study", "--params", "--ranges",
+                   ("import", "--inputs"), ("import", "--name")}  # shape specs, a file stem
 
 
 def test_completion_hints_present_for_every_argument():
@@ -83,8 +84,8 @@ def test_completion_hints_present_for_every_argument():
             assert a.complete and a.complete.split(":")[0] in known, (name, a.name, a.complete)
         for f in cmd.flags:
             # numbers and free text (a function name, a study name, a parameter list) have nothing to complete
-            if (f.takes_value and f.type not in ("int", "float") and f.name not in FREE_TEXT_FLAGS
-                    and (name, f.name) not in FREE_TEXT_FLAGS):
+            if f.takes_value and f.type not in ("int", "float") and f.name not in FREE_TEXT_FLAGS \
+                    and (name, f.name) not in FREE_TEXT_FLAGS:
                 assert f.complete, (name, f.name)
 
 

@@ -25,6 +25,11 @@ class Entry:
     bench_shapes: tuple[str, ...]
     dtype: str = "f32"
     category: str = ""
+    #: the module at bench sizes where its parameters depend on the input's feature dimensions
+    bench_factory: Callable[[], nn.Module] | None = None
+
+    def module(self, shapes: str = "test") -> nn.Module:
+        return (self.bench_factory or self.factory)() if shapes == "bench" else self.factory()
 
 
 class Fn(nn.Module):
@@ -214,7 +219,8 @@ CORPUS: dict[str, Entry] = {
                     category="layout"),
     "permute_4d": _e(_fn(lambda x: x.permute(0, 2, 3, 1).contiguous()), ["2x3x4x5xf32"], ["16x64x56x56xf32"],
                      category="layout"),
-    "reshape_transpose": _e(_fn(lambda x: x.reshape(4, 2, 16).transpose(1, 2).reshape(4, 32)), ["8x16xf32"],
+    "reshape_transpose": _e(_fn(lambda x: x.reshape(x.shape[0] // 2, 2, x.shape[1]).transpose(1, 2)
+                                                .reshape(x.shape[0] // 2, 2 * x.shape[1])), ["8x16xf32"],
                             ["2048x8192xf32"], category="layout"),
     "concat_slice": _e(_fn(lambda a, b: torch.cat([a, b], dim=1)[:, 3:20]), ["4x8xf32", "4x16xf32"],
                        ["2048x2048xf32", "2048x2048xf32"], category="layout"),
@@ -234,17 +240,46 @@ CORPUS: dict[str, Entry] = {
     "cumsum_dim0": _e(_fn(lambda x: torch.cumsum(x, dim=0)), ["13x4xf32"], ["4096x1024xf32"], category="scan"),
     "cumprod": _e(_fn(lambda x: torch.cumprod(1.0 + 0.1 * x, dim=-1)), ["4x10xf32"], ["1024x1024xf32"],
                   category="scan"),
-    "sort": _e(_fn(lambda x: torch.sort(x, dim=-1)), ["4x16xf32"], ["1024x1024xf32"], category="sort"),
-    "sort_descending_values": _e(_fn(lambda x: torch.sort(x, dim=0, descending=True).values), ["12x3xf32"],
+    "sort": _e(_fn(lambda x: torch.sort(x, dim=-1)), ["3x8xf32"], ["1024x1024xf32"], category="sort"),
+    "sort_descending_values": _e(_fn(lambda x: torch.sort(x, dim=0, descending=True).values), ["6x3xf32"],
                                  ["1024x1024xf32"], category="sort"),
-    "argsort": _e(_fn(lambda x: torch.argsort(x, dim=-1)), ["4x10xf32"], ["1024x1024xf32"], category="sort"),
-    "topk": _e(_fn(lambda x: torch.topk(x, 4, dim=-1)), ["4x16xf32"], ["1024x1024xf32"], category="sort"),
+    "argsort": _e(_fn(lambda x: torch.argsort(x, dim=-1)), ["3x6xf32"], ["1024x1024xf32"], category="sort"),
+    "topk": _e(_fn(lambda x: torch.topk(x, 3, dim=-1)), ["3x8xf32"], ["1024x1024xf32"], category="sort"),
     "where_mask": _e(_fn(lambda x: torch.where(x > 0, x, 0.1 * x)), ["8x32xf32"], ["4096x4096xf32"],
                      category="mask"),
     "masked_fill": _e(_fn(lambda x, y: x.masked_fill(y > 0.5, 0.0)), ["8x32xf32", "8x32xf32"],
                       ["4096x4096xf32"] * 2, category="mask"),
     "compare_to_float": _e(_fn(lambda x, y: (x > y).float() + (x == x).float()), ["8x32xf32", "8x32xf32"],
                            ["4096x4096xf32"] * 2, category="mask"),
+    # -- more of what real models use
+    "interpolate_bilinear": _e(_fn(lambda x: F.interpolate(x, scale_factor=2, mode="bilinear")), ["1x2x4x4xf32"],
+                               ["8x64x56x56xf32"], category="layout"),
+    "interpolate_nearest": _e(_fn(lambda x: F.interpolate(x, scale_factor=2, mode="nearest")), ["1x2x4x4xf32"],
+                              ["8x64x56x56xf32"], category="layout"),
+    "pixel_shuffle": _e(lambda: nn.PixelShuffle(2), ["1x8x3x3xf32"], ["8x256x28x28xf32"], category="layout"),
+    "pad_reflect": _e(_fn(lambda x: F.pad(x, (1, 2, 1, 0), mode="reflect")), ["1x2x5x5xf32"], ["8x64x56x56xf32"],
+                      category="layout"),
+    "flip_roll": _e(_fn(lambda x: torch.flip(x, [1]) + torch.roll(x, 2, 1)), ["3x6xf32"], ["4096x4096xf32"],
+                    category="layout"),
+    "index_select": _e(_fn(lambda x, i: torch.index_select(x, 0, i)), ["8x4xf32", "3xi64[0:8]"],
+                       ["32000x1024xf32", "512xi64[0:32000]"], category="index"),
+    "einsum_bij_bjk": _e(_fn(lambda a, b: torch.einsum("bij,bjk->bik", a, b)), ["2x3x4xf32", "2x4x5xf32"],
+                         ["32x256x256xf32", "32x256x256xf32"], category="matmul"),
+    "matmul_i64": _e(_fn(torch.matmul), ["4x5xi64[-3:3]", "5x6xi64[-3:3]"], ["512x512xi64[-3:3]"] * 2,
+                     category="matmul"),
+    "tanh_f64": _e(_fn(lambda x: torch.tanh(x) * 2), ["4x8xf64"], ["4096x4096xf64"], category="activation"),
+    "conv2d_grouped_dilated": _e(lambda: nn.Conv2d(4, 8, 3, groups=2, dilation=2), ["1x4x9x9xf32"],
+                                 ["8x64x56x56xf32"], category="conv"),
+    "conv3d": _e(lambda: nn.Conv3d(2, 3, 3), ["1x2x5x5x5xf32"], ["4x16x32x32x32xf32"], category="conv"),
+    "unfold": _e(_fn(lambda x: F.unfold(x, 2)), ["1x2x4x4xf32"], ["8x64x56x56xf32"], category="conv"),
+    "instance_norm": _e(lambda: nn.InstanceNorm2d(3), ["2x3x5x5xf32"], ["16x64x56x56xf32"], category="norm"),
+    "mish": _e(lambda: nn.Mish(), ["4x8xf32"], ["4096x4096xf32"], category="activation"),
+    "tril": _e(_fn(torch.tril), ["5x5xf32"], ["4096x4096xf32"], category="mask"),
+    "one_hot": _e(_fn(lambda i: F.one_hot(i, 6).float()), ["3xi64[0:6]"], ["4096xi64[0:1000]"], category="index"),
+    "lstm": _e(lambda: nn.LSTM(4, 8, batch_first=True), ["2x5x4xf32"], ["16x128x256xf32"], category="rnn"),
+    "gru": _e(lambda: nn.GRU(4, 8, batch_first=True), ["2x5x4xf32"], ["16x128x256xf32"], category="rnn"),
+    "multihead_attention": _e(lambda: nn.MultiheadAttention(16, 2, batch_first=True), ["2x5x16xf32"] * 3,
+                              ["8x128x256xf32"] * 3, category="attention"),
     # -- bf16
     "matmul_bf16": _e(_fn(torch.matmul), ["16x32xf32", "32x24xf32"], ["1024x1024xf32", "1024x1024xf32"], "bf16",
                       category="matmul"),
@@ -257,6 +292,31 @@ CORPUS: dict[str, Entry] = {
     "add_relu_bf16": _e(_fn(lambda a, b: torch.relu(a + b)), ["8x32xf32", "32xf32"], ["4096x4096xf32", "4096xf32"],
                         "bf16", category="elementwise"),
 }
+
+# modules whose parameters fix the feature dimensions: their bench-size twins
+_BENCH_FACTORIES: dict[str, Callable[[], nn.Module]] = {
+    "linear": lambda: nn.Linear(4096, 4096), "linear_no_bias": lambda: nn.Linear(4096, 4096, bias=False),
+    "linear_3d": lambda: nn.Linear(1024, 1024), "mlp": lambda: Mlp(1024, 4096),
+    "conv1d": lambda: nn.Conv1d(64, 64, 3), "conv2d_3x3": lambda: nn.Conv2d(64, 64, 3, padding=1),
+    "conv2d_1x1": lambda: nn.Conv2d(256, 256, 1), "conv2d_strided": lambda: nn.Conv2d(64, 64, 3, stride=2, padding=1),
+    "conv2d_depthwise": lambda: nn.Conv2d(128, 128, 3, padding=1, groups=128),
+    "conv2d_no_bias_rect": lambda: nn.Conv2d(32, 32, (3, 5), bias=False),
+    "conv_transpose2d": lambda: nn.ConvTranspose2d(64, 64, 3, stride=2, padding=1, output_padding=1),
+    "conv_transpose1d": lambda: nn.ConvTranspose1d(64, 64, 4, stride=2), "conv_block": lambda: ConvBlock(64, 64),
+    "layer_norm": lambda: nn.LayerNorm(1024), "rms_norm": lambda: RMSNorm(1024),
+    "batch_norm2d": _bn(nn.BatchNorm2d, 64), "batch_norm1d": _bn(nn.BatchNorm1d, 4096),
+    "group_norm": lambda: nn.GroupNorm(8, 64),
+    "transformer_layer": lambda: nn.TransformerEncoderLayer(256, 4, 1024, dropout=0.0, batch_first=True),
+    "embedding": lambda: nn.Embedding(32000, 512), "conv2d_grouped_dilated": lambda: nn.Conv2d(64, 64, 3, groups=2,
+                                                                                               dilation=2),
+    "conv3d": lambda: nn.Conv3d(16, 16, 3), "instance_norm": lambda: nn.InstanceNorm2d(64),
+    "lstm": lambda: nn.LSTM(256, 256, batch_first=True), "gru": lambda: nn.GRU(256, 256, batch_first=True),
+    "multihead_attention": lambda: nn.MultiheadAttention(256, 4, batch_first=True),
+    "linear_bf16": lambda: nn.Linear(4096, 4096), "conv2d_bf16": lambda: nn.Conv2d(64, 64, 3, padding=1),
+    "layer_norm_bf16": lambda: nn.LayerNorm(4096),
+}
+CORPUS = {name: (Entry(e.factory, e.test_shapes, e.bench_shapes, e.dtype, e.category, _BENCH_FACTORIES[name])
+                 if name in _BENCH_FACTORIES else e) for name, e in CORPUS.items()}
 
 
 if __name__ == "__main__":

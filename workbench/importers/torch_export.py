@@ -15,8 +15,8 @@ the upstream `mlir` package), so any interpreter with the extra installed can ru
 
 and prints one JSON line (`{"ok": ..., "mlir": ..., ...}`) as its last line of stdout.
 
-NAME in MODEL.py:NAME is an nn.Module subclass (built with `get_init_inputs()` from the file when it
-has one, KernelBench style), a function returning a module, or a module instance. Without :NAME, the
+NAME in MODEL.py:NAME is an nn.Module subclass (`Model` is built with the file's `get_init_inputs()`
+when it has one, KernelBench style), a function returning a module, or a module instance. Without :NAME, the
 file's `Model` (KernelBench) is used. Without --inputs, the file's `get_inputs()` gives the inputs.
 
 torch-mlir turns a few aten ops into its own `tm_tensor` dialect (cumsum -> tm_tensor.scan, sort /
@@ -247,7 +247,8 @@ def load_module(target: str):
         raise ImportFailure(f"{path}: no {name!r} (nn.Module classes here: {', '.join(found) or 'none'}; "
                             f"name one as {path}:NAME)")
     obj = getattr(source, name)
-    init_args = list(source.get_init_inputs()) if hasattr(source, "get_init_inputs") else []
+    # KernelBench's convention: get_init_inputs() builds its `Model`
+    init_args = list(source.get_init_inputs()) if name == "Model" and hasattr(source, "get_init_inputs") else []
     try:
         module = obj(*init_args) if callable(obj) and not isinstance(obj, torch.nn.Module) else obj
     except Exception as e:
@@ -368,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
         generator = torch.Generator().manual_seed(args.seed)
         if args.inputs:
             inputs = [make_input(parse_input_spec(s), generator) for s in split_specs(args.inputs)]
-        elif hasattr(source, "get_inputs"):
+        elif hasattr(source, "get_inputs") and args.model.partition(":")[2] in ("", "Model"):
             inputs = list(source.get_inputs())
         else:
             raise ImportFailure(f"{args.model}: no --inputs and the file has no get_inputs()")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 from mlir import ir
+from mlir.dialects import linalg as linalg_d
 
 from workbench.worker.op_ids import assign_ids, is_payload_linalg_op
 
@@ -50,13 +51,35 @@ def _sym(op, name="sym_name") -> str:
         return ""
 
 
-def _iteration_domain(op) -> list[int] | None:
-    """Loop ranges from indexing maps and operand shapes (generic and named ops with maps)."""
+def _indexing_maps(op) -> list | None:
+    """The op's indexing maps: its attribute (generic, matmul with maps), else the structured-op
+    interface's (named ops whose maps are implicit: convolutions, pooling, ...)."""
     try:
-        maps = ir.ArrayAttr(op.attributes["indexing_maps"])
+        return [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    except Exception:
+        pass
+    try:
+        return [ir.AffineMapAttr(m).value for m in linalg_d.get_indexing_maps(op)]
     except Exception:
         return None
-    amaps = [ir.AffineMapAttr(m).value for m in maps]
+
+
+def _iterators_from_maps(amaps) -> list[str]:
+    """Dimensions the output map uses are parallel, the others reductions (DPS ops: last map = init)."""
+    used = {ir.AffineDimExpr(e).position for e in amaps[-1].results if isinstance(e, ir.AffineDimExpr)}
+    return ["parallel" if d in used else "reduction" for d in range(amaps[-1].n_dims)]
+
+
+def _is_convolution(op) -> bool:
+    try:
+        return bool(linalg_d.isa_convolution_op(op))
+    except Exception:
+        return False
+
+
+def _iteration_domain(op) -> list[int] | None:
+    """Loop ranges from indexing maps and operand shapes (generic and named ops)."""
+    amaps = _indexing_maps(op)
     if not amaps:
         return None
     ndims = amaps[0].n_dims
@@ -165,7 +188,8 @@ def describe_linalg_op(op) -> dict:
         # "#linalg.iterator_type<reduction>" -> "reduction" (str.strip with a char set eats letters)
         iterators = [str(a).rsplit("<", 1)[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])]
     except Exception:
-        pass
+        amaps = _indexing_maps(op) if domain is not None else None
+        iterators = _iterators_from_maps(amaps) if amaps else []
     if name == "linalg.reduce":
         info["kind"] = "reduction"
         shape = _shape(ins[0].type) or []
@@ -188,7 +212,8 @@ def describe_linalg_op(op) -> dict:
             info["body"] = [o.operation.name for o in op.regions[0].blocks[0].operations][:32]
         except Exception:
             pass
-        info["kind"] = "reduction" if any("reduction" in it for it in iterators) else "elementwise"
+        info["kind"] = ("convolution" if _is_convolution(op) else
+                        "reduction" if any("reduction" in it for it in iterators) else "elementwise")
         if domain and all(d >= 0 for d in domain):
             info["flops"] = math.prod(domain) * _body_ops(op)
         return info

@@ -1,0 +1,263 @@
+"""`import` (torch -> payload + inputs + torch's outputs) and the expected-outputs sidecar of `run`.
+
+The sidecar tests use committed fixtures (no torch). The tests of the exporter itself run only where
+the torch Python ($LH_WORKBENCH_TORCH_PYTHON, else this interpreter) imports torch and torch_mlir.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import REPO, run_cli
+
+FIXTURES = REPO / "tests" / "fixtures" / "torch"
+EXPORTER = REPO / "workbench" / "importers" / "torch_export.py"
+
+
+def _copy_fixture(name: str, dest: Path) -> Path:
+    for f in FIXTURES.glob(f"{name}.*"):
+        shutil.copy(f, dest / f.name)
+    return dest / f"{name}.mlir"
+
+
+def _dispatch(ctx, line: str):
+    return ctx.registry.dispatch(line, ctx)
+
+
+# -- the comparison -----------------------------------------------------------------------------
+
+def test_compare_expected_is_elementwise_allclose(tmp_path):
+    from workbench.execution.expected import ExpectedOutputs, compare_expected
+
+    want = np.array([1.0, 100.0, -3.0, np.nan], np.float32)
+    np.save(tmp_path / "w.npy", want)
+    exp = ExpectedOutputs(expected=[tmp_path / "w.npy"], source="t")
+    # within rtol 1e-3 of each element (100 +- 0.05 is fine, 1 +- 0.05 is not)
+    ok = compare_expected([np.array([1.0, 100.05, -3.0, np.nan], np.float32)], exp)
+    assert ok["passed"] and ok["outputs"][0]["mismatched"] == 0
+    bad = compare_expected([np.array([1.05, 100.0, -3.0, np.nan], np.float32)], exp)
+    assert not bad["passed"] and bad["outputs"][0]["mismatched"] == 1
+    nan = compare_expected([np.array([1.0, 100.0, -3.0, 0.0], np.float32)], exp)
+    assert not nan["passed"]
+    np.save(tmp_path / "i.npy", np.array([3, 4], np.int64))
+    ints = ExpectedOutputs(expected=[tmp_path / "i.npy"], source="t")
+    assert compare_expected([np.array([3, 4], np.int64)], ints)["passed"]
+    assert not compare_expected([np.array([3, 5], np.int64)], ints)["passed"]
+    shape = compare_expected([np.zeros((2, 1), np.int64)], ints)
+    assert not shape["passed"] and "shape" in shape["error"]
+    count = compare_expected([], ints)
+    assert not count["passed"] and "0 outputs" in count["error"]
+
+
+# -- the sidecar in `load` and `run` ---------------------------------------------------------------
+
+def test_run_uses_the_sidecar_inputs_and_checks_torch_outputs(ctx, tmp_path):
+    payload = _copy_fixture("linear", tmp_path)
+    res = _dispatch(ctx, f"load {payload}")
+    assert res.ok and "expected outputs from" in res.summary
+    out = tmp_path / "saved"
+    res = _dispatch(ctx, f"run --check --save-outputs {out}")
+    assert res.ok, res.error
+    np.testing.assert_array_equal(np.load(out / "input0.npy"), np.load(tmp_path / "linear.input0.npy"))
+    run = ctx.session.last_run
+    assert run["check"]["passed"] and run["expected_check"]["passed"]
+    assert "vs expected outputs" in res.summary
+
+
+def test_check_fails_when_the_outputs_differ_from_torch(ctx, tmp_path):
+    payload = _copy_fixture("linear", tmp_path)
+    want = np.load(tmp_path / "linear.expected0.npy")
+    want[0, 0] += 0.5
+    np.save(tmp_path / "linear.expected0.npy", want)
+    assert _dispatch(ctx, f"load {payload}").ok
+    res = _dispatch(ctx, "run --check")
+    assert not res.ok and "differ from expected outputs" in res.error
+    run = ctx.session.last_run
+    assert run["check"]["passed"]  # the payload agrees with itself: only torch's outputs disagree
+    assert run["expected_check"]["outputs"][0]["mismatched"] == 1
+
+
+def test_other_inputs_are_not_compared_with_the_sidecar(ctx, tmp_path):
+    payload = _copy_fixture("linear", tmp_path)
+    assert _dispatch(ctx, f"load {payload}").ok
+    res = _dispatch(ctx, "run --check --inputs ones")
+    assert res.ok and "expected_check" not in ctx.session.last_run
+
+
+def test_expect_flag_compares_with_given_files(ctx, tmp_path):
+    payload = _copy_fixture("matmul", tmp_path)
+    (tmp_path / "matmul.expected.json").unlink()  # no sidecar: inputs and expected outputs by hand
+    assert _dispatch(ctx, f"load {payload}").ok and ctx.session.expected is None
+    npy = f"{tmp_path / 'matmul.input0.npy'},{tmp_path / 'matmul.input1.npy'}"
+    res = _dispatch(ctx, f"run --check --npy {npy} --expect {tmp_path / 'matmul.expected0.npy'}")
+    assert res.ok, res.error
+    assert ctx.session.last_run["expected_check"]["source"] == "--expect"
+    res = _dispatch(ctx, f"run --inputs ones --expect {tmp_path / 'matmul.expected0.npy'}")
+    assert not res.ok and "differ from expected outputs" in res.error
+
+
+def test_a_broken_sidecar_is_reported_and_the_payload_still_loads(ctx, tmp_path):
+    payload = _copy_fixture("relu", tmp_path)
+    (tmp_path / "relu.expected0.npy").unlink()
+    res = _dispatch(ctx, f"load {payload}")
+    assert res.ok and "missing files" in res.summary and ctx.session.expected is None
+
+
+def test_convolutions_are_counted_through_the_structured_op_interface(ctx):
+    assert _dispatch(ctx, f"load {FIXTURES / 'conv_block.mlir'}").ok
+    ops = ctx.session.inspect(0)["ops"]
+    conv = next(o for o in ops if o["op"] == "linalg.conv_2d_nchw_fchw")
+    # 1x8x16x16 outputs, 3 input channels x 3x3 window, one mul + one add per point
+    assert conv["kind"] == "convolution" and conv["flops"] == 2 * 8 * 16 * 16 * 3 * 9
+    assert conv["iterators"].count("reduction") == 3
+
+
+def test_no_torch_python_is_one_clear_line(tmp_path):
+    p = run_cli(["import", "model.py:M", "--inputs", "2x2xf32", "--torch-python", str(tmp_path / "nope"),
+                 "--out", str(tmp_path)])
+    assert p.returncode == 1 and "torch python" in p.stderr and "not found" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+# -- the exporter (needs torch + torch-mlir in the torch Python) -----------------------------------
+
+TORCH_PYTHON = os.environ.get("LH_WORKBENCH_TORCH_PYTHON") or sys.executable
+
+
+def _torch_available() -> bool:
+    try:
+        p = subprocess.run([TORCH_PYTHON, "-c", "import torch, torch_mlir"], capture_output=True, timeout=300)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return p.returncode == 0
+
+
+needs_torch = pytest.mark.skipif(not _torch_available(),
+                                 reason=f"torch + torch-mlir not importable by {TORCH_PYTHON} "
+                                        "(pip install 'lh-workbench[torch]'; LH_WORKBENCH_TORCH_PYTHON)")
+
+MODEL = '''
+import torch
+
+class Scans(torch.nn.Module):
+    def forward(self, x):
+        return torch.cumsum(x, dim=1), torch.cumprod(1.0 + 0.1 * x, dim=0)
+
+class Sorts(torch.nn.Module):
+    def forward(self, x):
+        v, i = torch.sort(x, dim=-1, descending=True)
+        return v, i, torch.topk(x, 3).indices, torch.argsort(x, dim=0)
+
+class Model(torch.nn.Module):          # KernelBench style: Model, get_init_inputs, get_inputs
+    def __init__(self, n):
+        super().__init__()
+        self.emb = torch.nn.Embedding(n, 4)
+    def forward(self, idx):
+        return self.emb(idx).sum(dim=1)
+
+def get_init_inputs():
+    return [40]
+
+def get_inputs():
+    return [torch.randint(0, 40, (3, 5))]
+'''
+
+
+@needs_torch
+def test_import_writes_payload_inputs_expected_and_next_command(tmp_path):
+    (tmp_path / "model.py").write_text(MODEL)
+    env = {"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}
+    p = run_cli(["import", "model.py:Scans", "--inputs", "6x9xf32", "--out", "out"], cwd=tmp_path, env_extra=env,
+                timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "lh-workbench out/scans.mlir" in p.stdout and "run --check --npy out/scans.input0.npy" in p.stdout
+    text = (tmp_path / "out" / "scans.mlir").read_text()
+    assert "tm_tensor" not in text and "func.func @main(%arg0: tensor<6x9xf32>)" in text
+    side = json.loads((tmp_path / "out" / "scans.expected.json").read_text())
+    assert side["expected_types"] == ["6x9xf32", "6x9xf32"] and side["unsupported_ops"] == []
+    x = np.load(tmp_path / "out" / "scans.input0.npy").astype(np.float64)
+    np.testing.assert_allclose(np.load(tmp_path / "out" / "scans.expected0.npy"), np.cumsum(x, 1), rtol=1e-4,
+                               atol=1e-5)
+    np.testing.assert_allclose(np.load(tmp_path / "out" / "scans.expected1.npy"), np.cumprod(1.0 + 0.1 * x, 0),
+                               rtol=1e-4, atol=1e-5)
+    # the payload loads and runs, and equals torch (the sidecar is picked up by `load`)
+    script = tmp_path / "s.lhw"
+    script.write_text("bench\napply cpu-lower\nrun --check\n")
+    p = run_cli([tmp_path / "out" / "scans.mlir", "--script", script, "--json", tmp_path / "r.json"], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    run = json.loads((tmp_path / "r.json").read_text())["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"]
+
+
+@needs_torch
+def test_kernelbench_file_and_integer_ranges(tmp_path):
+    (tmp_path / "model.py").write_text(MODEL)
+    p = run_cli(["import", "model.py", "--out", "kb", "--json", "-"], cwd=tmp_path,
+                env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    answer = json.loads(p.stdout[p.stdout.index("{"):])["import"]
+    assert answer["input_types"] == ["3x5xi64"] and answer["expected_types"] == ["3x4xf32"]
+    p = run_cli(["import", "model.py:Model", "--inputs", "2x7xi64[0:40]", "--out", "kb2"], cwd=tmp_path,
+                env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    idx = np.load(tmp_path / "kb2" / "model.input0.npy")
+    assert idx.shape == (2, 7) and idx.dtype == np.int64 and idx.min() >= 0 and idx.max() < 40
+    bad = run_cli(["import", "model.py:Model", "--inputs", "2x7xq9", "--out", "kb3"], cwd=tmp_path,
+                  env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert bad.returncode == 1 and "bad input spec '2x7xq9'" in bad.stderr
+    missing = run_cli(["import", "model.py:Nope", "--inputs", "2xf32", "--out", "kb3"], cwd=tmp_path,
+                      env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert missing.returncode == 1 and "no 'Nope'" in missing.stderr and "Scans" in missing.stderr
+
+
+@needs_torch
+def test_sort_and_scan_decompositions_equal_torch_and_leave_no_tm_tensor(tmp_path):
+    code = f'''
+import importlib.util, sys, torch
+spec = importlib.util.spec_from_file_location("te", {str(EXPORTER)!r})
+te = importlib.util.module_from_spec(spec); spec.loader.exec_module(te)
+g = torch.Generator().manual_seed(1)
+for shape, dim, desc in [((3, 37), 1, False), ((16, 5), 0, True), ((1, 1), 1, False), ((2, 3, 8), 1, True)]:
+    x = torch.randn(shape, generator=g)
+    v, i = te.bitonic_sort(x, dim, desc)
+    w, j = torch.sort(x, dim=dim, descending=desc, stable=True)
+    assert torch.equal(v, w) and torch.equal(i, j), (shape, dim, desc)
+x = torch.randint(0, 3, (4, 11), generator=g)  # ties: stable, like torch's stable sort
+v, i = te.bitonic_sort(x, 1, False)
+w, j = torch.sort(x, dim=1, stable=True)
+assert torch.equal(v, w) and torch.equal(i, j)
+x = torch.randn(5, 13, generator=g)
+assert torch.allclose(te.cumsum_decomposition(x, 1), torch.cumsum(x, 1), atol=1e-5)
+assert torch.equal(te.cumsum_decomposition(x.to(torch.int32), 0), torch.cumsum(x.to(torch.int32), 0))
+assert torch.allclose(te.cumprod_decomposition(x, -1), torch.cumprod(x, -1), rtol=1e-4, atol=1e-6)
+print("ok")
+'''
+    p = subprocess.run([TORCH_PYTHON, "-c", code], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-2000:]
+    (tmp_path / "model.py").write_text(MODEL)
+    p = subprocess.run([TORCH_PYTHON, str(EXPORTER), "model.py:Sorts", "--inputs", "4x6xf32", "--out", "o"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr[-2000:]
+    answer = json.loads(p.stdout.strip().splitlines()[-1])
+    assert answer["ok"] and answer["unsupported_ops"] == []
+    assert "tm_tensor" not in (tmp_path / "o" / "sorts.mlir").read_text()
+
+
+@needs_torch
+def test_import_command_in_a_session_loads_the_payload_and_its_sidecar(ctx, tmp_path):
+    (tmp_path / "model.py").write_text(MODEL)
+    res = _dispatch(ctx, f"import {tmp_path / 'model.py'}:Sorts --inputs 2x5xf32 --out {tmp_path / 'o'} "
+                         f"--torch-python {TORCH_PYTHON}")
+    assert res.ok, res.error
+    assert ctx.session.payload_path == (tmp_path / "o" / "sorts.mlir").resolve()
+    assert ctx.session.expected is not None and len(ctx.session.expected.expected) == 4
+    res = _dispatch(ctx, "run --check")
+    assert res.ok, res.error
+    assert ctx.session.last_run["expected_check"]["passed"]  # sorted values and indices equal torch's

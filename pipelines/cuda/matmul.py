@@ -73,7 +73,7 @@ capability with `sms` multiprocessors (the cuda target's selector; wgmma needs s
 """
 
 #: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
-GENERATORS = ["matmul_simt", "matmul_mma", "matmul_mma_smem", "matmul_simt_smem", "matmul_wgmma"]
+GENERATORS = ["matmul_simt", "matmul_mma", "matmul_mma_smem", "matmul_simt_smem", "matmul_wgmma", "matmul_tf32"]
 
 PAYLOAD_OP = "linalg.matmul"
 PARAMS = {

@@ -9,6 +9,7 @@ stay linalg (on memrefs) and become loops in the lowering.
 from __future__ import annotations
 
 import matmul
+from workbench.common.transform_text import transform_module
 
 
 #: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
@@ -18,11 +19,6 @@ GENERATORS = ["bufferize_and_lower_vectors"]
 def bufferize_and_lower_vectors() -> str:
     """The transform module (MLIR text)."""
     any_op = "!transform.any_op"
-    return f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: {any_op} {{transform.readonly}}) {{
-    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({any_op}) -> {any_op}
+    return transform_module(f"""    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({any_op}) -> {any_op}
     transform.bufferization.eliminate_empty_tensors %fe : {any_op}
-{matmul.bufferize_and_lower_vectors()}    transform.yield
-  }}
-}}
-"""
+{matmul.bufferize_and_lower_vectors()}""")

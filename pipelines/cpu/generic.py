@@ -19,6 +19,8 @@ tensors (pipelines/cpu/finish.py bufferizes the module once, after all per-op st
 """
 from __future__ import annotations
 
+from workbench.common.transform_text import transform_module
+
 #: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
 GENERATORS = ["tile_vectorize"]
 
@@ -97,9 +99,4 @@ def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int 
             raise ValueError("vector=1 needs a tile size for every loop (they are the vector sizes)")
         text += f"    transform.structured.vectorize {handle} vector_sizes {tile} : {a}\n"
         text += VECTOR_CLEANUP.replace("%scope", scope) if scope else ""
-    return f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: {a} {{transform.readonly}}) {{
-{text}    transform.yield
-  }}
-}}
-"""
+    return transform_module(f"""{text}""")

@@ -44,6 +44,8 @@ Parameters / constraints (shapes must be static):
 After the schedule, `apply cpu-matmul-lower` (pipelines/cpu/matmul-lower.yaml) reaches the LLVM
 dialect for ExecutionEngine.
 """
+from workbench.common.transform_text import transform_module
+
 
 # Parameter schema (read with `ast` by the workbench; see workbench/steps/params.py).
 #: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
@@ -131,9 +133,7 @@ def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
         if outer % inner:
             raise ValueError(f"{a}={inner} must divide {b}={outer}")
     any_op = "!transform.any_op"
-    return f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: {any_op} {{transform.readonly}}) {{
-    %mm = {match_op("linalg.matmul", op)}
+    return transform_module(f"""    %mm = {match_op("linalg.matmul", op)}
 {expect_one("%mm", op)}
     // 1. Cache blocking, loop order n_c, k_c, m_c.
     %t1, %l1:3 = transform.structured.tile_using_for %mm tile_sizes [{block_m}, {block_n}, {block_k}] interchange = [1, 2, 0]
@@ -175,10 +175,7 @@ def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
       transform.apply_patterns.canonicalization
     }} : {any_op}
     transform.bufferization.eliminate_empty_tensors %fe : {any_op}
-{bufferize_and_lower_vectors() if bufferize else ""}    transform.yield
-  }}
-}}
-"""
+{bufferize_and_lower_vectors() if bufferize else ""}""")
 
 
 def bufferize_and_lower_vectors() -> str:
@@ -208,26 +205,16 @@ def _ukernel_schedule(op: str = "", bufferize: bool = True) -> str:
     then mark the (now memref) matmuls with lh.ukernel = "sgemm" for the later rewrite."""
     any_op = "!transform.any_op"
     if not bufferize:  # mark the op on tensors (the mark survives the later bufferization)
-        return f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: {any_op} {{transform.readonly}}) {{
-    %mm = {match_op("linalg.matmul", op)}
+        return transform_module(f"""    %mm = {match_op("linalg.matmul", op)}
 {expect_one("%mm", op)}    %kind = transform.param.constant "sgemm" -> !transform.any_param
     transform.annotate %mm "lh.ukernel" = %kind : {any_op}, !transform.any_param
-    transform.yield
-  }}
-}}
-"""
-    return f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: {any_op} {{transform.readonly}}) {{
-    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({any_op}) -> {any_op}
+""")
+    return transform_module(f"""    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({any_op}) -> {any_op}
     transform.bufferization.eliminate_empty_tensors %fe : {any_op}
 {_BUFFERIZE}    %mm = {match_op("linalg.matmul", op, "%b")}
     %kind = transform.param.constant "sgemm" -> !transform.any_param
     transform.annotate %mm "lh.ukernel" = %kind : {any_op}, !transform.any_param
-    transform.yield
-  }}
-}}
-"""
+""")
 
 
 def _largest_divisor(n: int, cap: int, multiple_of: int = 1) -> int:

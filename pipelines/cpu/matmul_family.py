@@ -19,6 +19,7 @@ Lower with `apply cpu-matmul-lower`.
 from __future__ import annotations
 
 import matmul
+from workbench.common.transform_text import transform_module
 
 # no PAYLOAD_OP: the constraints name the dims of the payload's contractions (M, N, K)
 #: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
@@ -120,11 +121,7 @@ def _module(body: str, bufferize: bool = True) -> str:
     it the ops stay on tensors, for a payload of several ops scheduled one step each (pipelines/cpu/finish.py
     finishes)."""
     tail = matmul.bufferize_and_lower_vectors() if bufferize else ""
-    return f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: {_ANY} {{transform.readonly}}) {{{body}{tail}    transform.yield
-  }}
-}}
-"""
+    return transform_module(body.lstrip("\n") + tail)
 
 
 def batch_matmul_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4,

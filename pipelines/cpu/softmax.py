@@ -23,6 +23,8 @@ Constraints (no remainder handling): rows | M, vector | N.
 """
 from __future__ import annotations
 
+from workbench.common.transform_text import transform_module
+
 #: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
 GENERATORS = ["softmax_rows"]
 
@@ -51,9 +53,7 @@ def softmax_rows(rows: int = 1, vector: int = 64, parallel: int = 1, op: str = "
         f'    %foralls = transform.structured.match ops{{["scf.forall"]}} in {"%b" if bufferize else "%root"} : ({a}) -> {a}\n'
         f'    transform.foreach %foralls : {a} {{\n    ^bb0(%fa: {a}):\n'
         f'      %seq = transform.loop.forall_to_for %fa : ({a}) -> {a}\n    }}\n')
-    return f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: {a} {{transform.readonly}}) {{
-    %all = transform.structured.match ops{{["linalg.softmax"]}}{match_attrs} in %root : ({a}) -> {a}
+    return transform_module(f"""    %all = transform.structured.match ops{{["linalg.softmax"]}}{match_attrs} in %root : ({a}) -> {a}
 {_EXPECT_ONE if op else ""}    transform.foreach %all : {a} {{
     ^bb0(%sm: {a}):
       // 1. max, exp(x - max), sum, div (+ two fills); %div is the op that replaces the softmax
@@ -102,10 +102,7 @@ def softmax_rows(rows: int = 1, vector: int = 64, parallel: int = 1, op: str = "
         transform.apply_patterns.canonicalization
       }} : {a}
     }}
-{_BUFFERIZE if bufferize else ""}{sequential}    transform.yield
-  }}
-}}
-"""
+{_BUFFERIZE if bufferize else ""}{sequential}""")
 
 
 _EXPECT_ONE = """    %count = transform.num_associations %all : (!transform.any_op) -> !transform.param<i64>

@@ -72,6 +72,8 @@ capability with `sms` multiprocessors (the cuda target's selector; wgmma needs s
 ``select_batch(b, m, n, k, ...)`` the same for linalg.batch_matmul (wgmma only, else None).
 """
 
+from workbench.common.transform_text import transform_module
+
 #: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
 GENERATORS = ["matmul_simt", "matmul_mma", "matmul_mma_smem", "matmul_simt_smem", "matmul_wgmma", "matmul_tf32"]
 
@@ -98,16 +100,15 @@ CONSTRAINTS = [
     "(block_m / thread_m) * (block_n / thread_n) <= 1024",
 ]
 
-_HEADER = """module attributes {transform.with_named_sequence} {
-  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.consumed}) {
-    %b = transform.bufferization.one_shot_bufferize %root {bufferize_function_boundaries = true,
+# every schedule here starts by bufferizing the whole module (consuming %root): %b is the result
+_BUFFERIZE_ROOT = """    %b = transform.bufferization.one_shot_bufferize %root {bufferize_function_boundaries = true,
         function_boundary_type_conversion = 1 : i32} : (!transform.any_op) -> !transform.any_op
 """
 
-_FOOTER = """    transform.yield
-  }
-}
-"""
+
+def _module(body: str) -> str:
+    """The transform module: bufferize %root, then `body` (which works on %b)."""
+    return transform_module(_BUFFERIZE_ROOT + body, consumed=True)
 
 
 def _check(cond: bool, msg: str) -> None:
@@ -163,8 +164,7 @@ def matmul_simt(block_m: int = 64, block_n: int = 64, block_k: int = 16, thread_
     }} : !transform.any_op
     %f4 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
 {_contractions_to_fmas('f4')}"""
-    return _HEADER + f"""
-    %mm = transform.structured.match ops{{["linalg.matmul"]}}{only} in %b : (!transform.any_op) -> !transform.any_op
+    return _module(f"""    %mm = transform.structured.match ops{{["linalg.matmul"]}}{only} in %b : (!transform.any_op) -> !transform.any_op
     %blk, %fb = transform.structured.tile_using_forall %mm tile_sizes [{block_m}, {block_n}]
         (mapping = [#gpu.block<y>, #gpu.block<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     %thr, %ft = transform.structured.tile_using_forall %blk tile_sizes [{thread_m}, {thread_n}]
@@ -175,7 +175,7 @@ def matmul_simt(block_m: int = 64, block_n: int = 64, block_k: int = 16, thread_
     %gl = transform.gpu.map_forall_to_blocks %f generate_gpu_launch : (!transform.any_op) -> !transform.any_op
     %m2 = transform.gpu.map_nested_forall_to_threads %gl block_dims = [{tx}, {ty}, 1]
         : (!transform.any_op) -> !transform.any_op
-{vec}""" + _FOOTER
+{vec}""")
 
 
 def matmul_mma(block_m: int = 128, block_n: int = 128, warp_m: int = 64, warp_n: int = 32, unroll_k: int = 1) -> str:
@@ -184,8 +184,7 @@ def matmul_mma(block_m: int = 128, block_n: int = 128, warp_m: int = 64, warp_n:
     _check(unroll_k >= 1, "unroll_k must be >= 1")
     wx, wy = block_n // warp_n, block_m // warp_m
     _check(32 * wx * wy <= 1024, f"{wx * wy} warps per block (max 32)")
-    return _HEADER + f"""
-    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
+    return _module(f"""    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
     %blk, %fb = transform.structured.tile_using_forall %mm tile_sizes [{block_m}, {block_n}]
         (mapping = [#gpu.block<y>, #gpu.block<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     %wrp, %fw = transform.structured.tile_using_forall %blk tile_sizes [{warp_m}, {warp_n}]
@@ -212,7 +211,7 @@ def matmul_mma(block_m: int = 128, block_n: int = 128, warp_m: int = 64, warp_n:
     %kf = transform.get_parent_op %launches {{op_name = "func.func", deduplicate}} : (!transform.any_op) -> !transform.any_op
     %f4 = transform.apply_registered_pass "convert-vector-to-gpu" with options = {{"use-nvgpu" = true}} to %kf
         : (!transform.any_op) -> !transform.any_op
-""" + _FOOTER
+""")
 
 
 # Pieces of transform text shared by matmul_mma_smem and its pipelined form (_mma_smem_pipelined).
@@ -308,8 +307,7 @@ def matmul_mma_smem(block_m: int = 128, block_n: int = 128, block_k: int = 32, w
         _check(smem <= 48 * 1024, f"{stages} stages of {block_m}x{block_k} + {block_k}x{block_n} f16 tiles: {smem} bytes "
                                   f"of shared memory (static limit 48 KiB)")
         return _mma_smem_pipelined(block_m, block_n, block_k, warp_m, warp_n, ra, ca, rb, cb, stages)
-    return _HEADER + f"""
-    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
+    return _module(f"""    %mm = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
     %blk, %fb = transform.structured.tile_using_forall %mm tile_sizes [{block_m}, {block_n}]
         (mapping = [#gpu.block<y>, #gpu.block<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     %kt, %kl = transform.structured.tile_using_for %blk tile_sizes [0, 0, {block_k}]
@@ -329,7 +327,7 @@ def matmul_mma_smem(block_m: int = 128, block_n: int = 128, block_k: int = 32, w
       transform.apply_patterns.canonicalization
     }} : !transform.any_op
 {_VECTORIZE_TO_MMA}    %f3 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
-{_KERNEL_TO_NVGPU}{_shared_allocas_to_globals("f5")}""" + _FOOTER
+{_KERNEL_TO_NVGPU}{_shared_allocas_to_globals("f5")}""")
 
 
 def _staged_tiles(block_m: int, block_n: int, block_k: int, elem: str) -> str:
@@ -389,9 +387,7 @@ def _annotate_waits(stages: int) -> str:
 def _mma_smem_pipelined(block_m, block_n, block_k, warp_m, warp_n, ra, ca, rb, cb, stages) -> str:
     """matmul_mma_smem with `stages` shared-memory buffers and a cp.async software pipeline."""
     wx, wy = block_n // warp_n, block_m // warp_m
-    return f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.consumed}}) {{
-{_staged_tiles(block_m, block_n, block_k, 'f16')}{_warp_tiles_and_thread_copies(warp_m, warp_n, ra, ca, rb, cb)}{_launch_and_multibuffer(32 * wx, wy, stages)}{_VECTORIZE_TO_MMA}    transform.apply_patterns to %f2 {{
+    return transform_module(f"""{_staged_tiles(block_m, block_n, block_k, 'f16')}{_warp_tiles_and_thread_copies(warp_m, warp_n, ra, ca, rb, cb)}{_launch_and_multibuffer(32 * wx, wy, stages)}{_VECTORIZE_TO_MMA}    transform.apply_patterns to %f2 {{
       transform.apply_patterns.canonicalization
     }} : !transform.any_op
     %f3 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
@@ -404,7 +400,7 @@ def _mma_smem_pipelined(block_m, block_n, block_k, warp_m, warp_n, ra, ca, rb, c
     %f5s = transform.apply_registered_pass "nvgpu-optimize-shared-memory" to %f5 : (!transform.any_op) -> !transform.any_op
     %f6 = transform.apply_registered_pass "promote-buffers-to-stack" with options = {{"max-alloc-size-in-bytes" = 1000000 : i64}}
         to %f5s : (!transform.any_op) -> !transform.any_op
-{_shared_allocas_to_globals("f6")}""" + _FOOTER
+{_shared_allocas_to_globals("f6")}""", consumed=True)
 
 
 def matmul_tf32(block_m: int = 64, block_n: int = 64, block_k: int = 32, warp_m: int = 32, warp_n: int = 32,
@@ -424,9 +420,7 @@ def matmul_tf32(block_m: int = 64, block_n: int = 64, block_k: int = 32, warp_m:
     _check(smem <= 48 * 1024, f"{stages} stages of {block_m}x{block_k} + {block_k}x{block_n} f32 tiles: {smem} bytes "
                               f"of shared memory (static limit 48 KiB)")
     (ra, ca), (rb, cb) = _thread_copies(block_m, block_n, block_k, threads, 4, "16-byte")
-    return f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.consumed}}) {{
-{_staged_tiles(block_m, block_n, block_k, 'f32')}{_warp_tiles_and_thread_copies(warp_m, warp_n, ra, ca, rb, cb)}{_launch_and_multibuffer(32 * wx, wy, stages)}{_VECTORIZE_TO_MMA.replace("[16, 8, 16]", "[16, 8, 8]")}    transform.apply_patterns to %f2 {{
+    return transform_module(f"""{_staged_tiles(block_m, block_n, block_k, 'f32')}{_warp_tiles_and_thread_copies(warp_m, warp_n, ra, ca, rb, cb)}{_launch_and_multibuffer(32 * wx, wy, stages)}{_VECTORIZE_TO_MMA.replace("[16, 8, 16]", "[16, 8, 8]")}    transform.apply_patterns to %f2 {{
       transform.apply_patterns.canonicalization
     }} : !transform.any_op
     %f3 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
@@ -441,7 +435,7 @@ def matmul_tf32(block_m: int = 64, block_n: int = 64, block_k: int = 32, warp_m:
         : (!transform.op<"scf.for">) -> !transform.any_op
     %f6 = transform.apply_registered_pass "promote-buffers-to-stack" with options = {{"max-alloc-size-in-bytes" = 1000000 : i64}}
         to %f5 : (!transform.any_op) -> !transform.any_op
-{_shared_allocas_to_globals("f6")}""" + _FOOTER
+{_shared_allocas_to_globals("f6")}""", consumed=True)
 
 
 def matmul_simt_smem(block_m: int = 128, block_n: int = 128, block_k: int = 8, thread_m: int = 8, thread_n: int = 8,
@@ -472,9 +466,7 @@ def matmul_simt_smem(block_m: int = 128, block_n: int = 128, block_k: int = 8, t
     %ikl2 = transform.get_parent_op %ctr {{op_name = "scf.for", deduplicate}} : (!transform.any_op) -> !transform.op<"scf.for">
     transform.loop.unroll %ikl2 {{factor = {block_k // thread_k}}} : !transform.op<"scf.for">
 """
-    return f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.consumed}}) {{
-{_staged_tiles(block_m, block_n, block_k, 'f32')}    %mm2 = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
+    return transform_module(f"""{_staged_tiles(block_m, block_n, block_k, 'f32')}    %mm2 = transform.structured.match ops{{["linalg.matmul"]}} in %b : (!transform.any_op) -> !transform.any_op
     %thr, %ft = transform.structured.tile_using_forall %mm2 tile_sizes [{thread_m}, {thread_n}]
         (mapping = [#gpu.thread<y>, #gpu.thread<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
 {inner_tile}    %cps = transform.structured.match ops{{["linalg.copy"]}} in %b : (!transform.any_op) -> !transform.any_op
@@ -513,7 +505,7 @@ def matmul_simt_smem(block_m: int = 128, block_n: int = 128, block_k: int = 8, t
         : (!transform.op<"scf.for">) -> !transform.any_op
     %f6 = transform.apply_registered_pass "promote-buffers-to-stack" with options = {{"max-alloc-size-in-bytes" = 1000000 : i64}}
         to %f5 : (!transform.any_op) -> !transform.any_op
-{_shared_allocas_to_globals("f6")}""" + _FOOTER
+{_shared_allocas_to_globals("f6")}""", consumed=True)
 
 
 def matmul_wgmma(block_m: int = 128, block_n: int = 128, stages: int = 4, consumers: int = 1,
@@ -527,12 +519,10 @@ def matmul_wgmma(block_m: int = 128, block_n: int = 128, stages: int = 4, consum
     only = _only_op(op)
     config = (f"{{block_m = {block_m} : i64, block_n = {block_n} : i64, stages = {stages} : i64, "
               f"consumers = {consumers} : i64, specialize = {specialize} : i64}}")
-    return f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.readonly}}) {{
-    %mm = transform.structured.match ops{{["linalg.matmul", "linalg.batch_matmul"]}}{only} in %root : (!transform.any_op) -> !transform.any_op
+    return transform_module(f"""    %mm = transform.structured.match ops{{["linalg.matmul", "linalg.batch_matmul"]}}{only} in %root : (!transform.any_op) -> !transform.any_op
     %config = transform.param.constant {config} -> !transform.any_param
     transform.annotate %mm "{MARK}" = %config : !transform.any_op, !transform.any_param
-""" + _FOOTER
+""")
 
 
 def _largest_divisor(n: int, candidates) -> int:

@@ -6,6 +6,8 @@ divide), bufferizes, and gives each of the resulting ops (fills included) its ow
 block handles ``rows_per_block`` rows, one thread per row walks the row. Simple and correct;
 the row reductions are sequential per thread (the cuda target's first softmax schedule).
 """
+from workbench.common.transform_text import transform_module
+
 
 #: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
 GENERATORS = ["softmax_rows"]
@@ -20,9 +22,7 @@ def softmax_rows(rows_per_block: int = 32) -> str:
     if rows_per_block < 1 or rows_per_block > 1024:
         raise ValueError("rows_per_block must be in [1, 1024]")
     r = rows_per_block
-    return f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.consumed}}) {{
-    %sm = transform.structured.match ops{{["linalg.softmax"]}} in %root : (!transform.any_op) -> !transform.any_op
+    return transform_module(f"""    %sm = transform.structured.match ops{{["linalg.softmax"]}} in %root : (!transform.any_op) -> !transform.any_op
     %d = transform.structured.decompose_interface %sm : (!transform.any_op) -> !transform.any_op
     %b = transform.bufferization.one_shot_bufferize %root {{bufferize_function_boundaries = true,
         function_boundary_type_conversion = 1 : i32}} : (!transform.any_op) -> !transform.any_op
@@ -38,7 +38,4 @@ def softmax_rows(rows_per_block: int = 32) -> str:
       %m = transform.gpu.map_nested_forall_to_threads %gl block_dims = [{r}, 1, 1]
           : (!transform.any_op) -> !transform.any_op
     }}
-    transform.yield
-  }}
-}}
-"""
+""", consumed=True)

@@ -6,6 +6,8 @@ tiles; then tile the matmul's reduction and optionally vectorize.
 """
 from __future__ import annotations
 
+from workbench.common.transform_text import transform_module
+
 #: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
 GENERATORS = ["tile_and_fuse"]
 
@@ -64,14 +66,9 @@ def tile_and_fuse(tile_m: int = 32, tile_n: int = 64, tile_k: int = 16, epilogue
     }} : {_T}
     transform.apply_cse to %v : {_T}"""
     nl = "\n"
-    return f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: {_T} {{transform.readonly}}) {{
-    %mms = transform.structured.match ops{{["linalg.matmul"]}} in %root : ({_T}) -> {_T}
+    return transform_module(f"""    %mms = transform.structured.match ops{{["linalg.matmul"]}} in %root : ({_T}) -> {_T}
     transform.foreach %mms : {_T} {{
     ^bb0(%mm: {_T}):
 {nl.join(body)}
     }}{vec}
-    transform.yield
-  }}
-}}
-"""
+""")

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import math
+from workbench.common.transform_text import transform_module
 
 #: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
 GENERATORS = ["tile_matmul", "tile_op", "tile_auto"]
@@ -19,9 +20,6 @@ PARAMS = {
     "target": {"min": 1, "help": "largest tile size to pick"},
 }
 
-_HEADER = "module attributes {transform.with_named_sequence} {\n" \
-          "  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n"
-_FOOTER = "    transform.yield\n  }\n}\n"
 
 
 def _tile(handle: str, sizes: list[int], loop: str, name: str = "t") -> str:
@@ -45,12 +43,12 @@ def _match(op: str, var: str = "ops") -> str:
 def tile_matmul(tile_m: int = 32, tile_n: int = 32, tile_k: int = 32, loop: str = "for") -> str:
     """Tile every linalg.matmul by (tile_m, tile_n, tile_k); forall tiles only m and n."""
     sizes = [tile_m, tile_n] if loop == "forall" else [tile_m, tile_n, tile_k]
-    return _HEADER + _match("linalg.matmul", "mm") + _tile("%mm", sizes, loop) + _FOOTER
+    return transform_module(_match("linalg.matmul", "mm") + _tile("%mm", sizes, loop))
 
 
 def tile_op(op: str = "linalg.matmul", tile_sizes: list[int] = [32, 32, 32], loop: str = "for") -> str:
     """Tile every op named `op` with the given per-loop tile sizes."""
-    return _HEADER + _match(op) + _tile("%ops", list(tile_sizes), loop) + _FOOTER
+    return transform_module(_match(op) + _tile("%ops", list(tile_sizes), loop))
 
 
 def _pick(dims: list[int], target: int) -> int:

@@ -4,6 +4,8 @@
 """
 from __future__ import annotations
 
+from workbench.common.transform_text import transform_module
+
 #: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
 GENERATORS = ["vectorize"]
 
@@ -26,14 +28,9 @@ def vectorize(lowering: str = "outerproduct", transfer_rank: int = 0, cse: bool 
     patterns.append("transform.apply_patterns.canonicalization")
     pats = "\n".join("      " + p for p in patterns)
     cse_text = "    transform.apply_cse to %v : !transform.any_op\n" if cse else ""
-    return f"""module attributes {{transform.with_named_sequence}} {{
-  transform.named_sequence @__transform_main(%root: !transform.any_op {{transform.readonly}}) {{
-    %f = transform.structured.match ops{{["func.func"]}} in %root : (!transform.any_op) -> !transform.any_op
+    return transform_module(f"""    %f = transform.structured.match ops{{["func.func"]}} in %root : (!transform.any_op) -> !transform.any_op
     %v = transform.structured.vectorize_children_and_apply_patterns %f : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %v {{
 {pats}
     }} : !transform.any_op
-{cse_text}    transform.yield
-  }}
-}}
-"""
+{cse_text}""")

@@ -49,6 +49,11 @@ def _numpy_matmul_gflops_child(n: int, threads: int | None, repeats: int) -> flo
     return float(out.stdout.split()[-1])
 
 
+#: the f32 matmul schedule's tuning space (pipelines/cpu/matmul.py) of the tune benchmarks
+MATMUL_TUNE_SPACE = ("block_m=[32,64,128] block_n=[256,512,1024] block_k=[128,256] reg_m=[4,8] reg_n=[16,32,64] "
+                     "reg_k=[1,2,4,8] pack_tile_a=[16,32] pack_tile_b=[4,8]")
+
+
 def usable_cores() -> int:
     """The cores this process may run on (its affinity mask where the OS has one)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()

@@ -25,12 +25,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from _common import run_lines, usable_cores, write_matmul_payload  # noqa: E402  (bench/_common.py)
+from _common import MATMUL_TUNE_SPACE, run_lines, usable_cores, write_matmul_payload  # noqa: E402  (bench/_common.py)
 from workbench.commands import CommandContext, default_registry  # noqa: E402
 from workbench.session import Session  # noqa: E402
 
-SPACE = ("block_m=[32,64,128] block_n=[256,512,1024] block_k=[128,256] reg_m=[4,8] reg_n=[16,32,64] "
-         "reg_k=[1,2,4,8] pack_tile_a=[16,32] pack_tile_b=[4,8]")
+SPACE = MATMUL_TUNE_SPACE
 
 
 def main() -> None:

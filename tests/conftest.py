@@ -101,6 +101,21 @@ def matmul_payload(path: Path, m: int, n: int, k: int, name: str = "matmul", dty
     return path
 
 
+@pytest.fixture
+def tune_ctx(compile_client):
+    """A CommandContext over a fresh Session (Python schedules allowed, no journal) whose progress
+    events (e.g. tune's per-trial lines) are recorded in `ctx.events`."""
+    from workbench.commands import CommandContext, default_registry
+    from workbench.session import Session
+
+    s = Session(client=compile_client, allow_python=True)
+    s.journal_enabled = False
+    events: list = []
+    c = CommandContext(s, default_registry(), progress=events.append)
+    c.events = events
+    return c
+
+
 def load_npys(d: Path, prefix: str) -> list:
     """prefix0.npy, prefix1.npy, ... as written by `run --save-outputs`."""
     import numpy as np

@@ -7,30 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ok
+from conftest import matmul_payload, ok
 
-from workbench.commands import CommandContext, default_registry
-from workbench.session import Session
 
 REPO = Path(__file__).resolve().parents[1]
 FIX = REPO / "tests" / "fixtures" / "params"
 
 
 def mm_payload(path: Path, n: int) -> Path:
-    t = f"tensor<{n}x{n}xf32>"
-    path.write_text(f"func.func @matmul(%A: {t}, %B: {t}, %C: {t}) -> {t} {{\n"
-                    f"  %0 = linalg.matmul ins(%A, %B : {t}, {t}) outs(%C : {t}) -> {t}\n  return %0 : {t}\n}}\n")
-    return path
+    return matmul_payload(path, n, n, n)
 
 
 @pytest.fixture
-def ctx(compile_client):
-    s = Session(client=compile_client, allow_python=True)
-    s.journal_enabled = False
-    events = []
-    c = CommandContext(s, default_registry(), progress=events.append)
-    c.events = events
-    return c
+def ctx(tune_ctx):
+    return tune_ctx
 
 
 

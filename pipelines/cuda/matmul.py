@@ -384,6 +384,18 @@ def _annotate_waits(stages: int) -> str:
 """
 
 
+def _pipelined_copies_tail(stages: int) -> str:
+    """The end of the cp.async-pipelined schedules (on %f5): wait annotations, the K loop's shared-memory
+    copies software-pipelined `stages` deep, small allocations to the stack, shared buffers to globals."""
+    return f"""{_annotate_waits(stages)}    %acp = transform.structured.match ops{{["nvgpu.device_async_copy"]}} in %f5 : (!transform.any_op) -> !transform.any_op
+    %kloop = transform.get_parent_op %acp {{op_name = "scf.for", deduplicate}} : (!transform.any_op) -> !transform.op<"scf.for">
+    %pl = transform.nvgpu.pipeline_shared_memory_copies failures(propagate) %kloop {{depth = {stages - 1}}}
+        : (!transform.op<"scf.for">) -> !transform.any_op
+    %f6 = transform.apply_registered_pass "promote-buffers-to-stack" with options = {{"max-alloc-size-in-bytes" = 1000000 : i64}}
+        to %f5 : (!transform.any_op) -> !transform.any_op
+{_shared_allocas_to_globals("f6")}"""
+
+
 def _mma_smem_pipelined(block_m, block_n, block_k, warp_m, warp_n, ra, ca, rb, cb, stages) -> str:
     """matmul_mma_smem with `stages` shared-memory buffers and a cp.async software pipeline."""
     wx, wy = block_n // warp_n, block_m // warp_m
@@ -429,13 +441,7 @@ def matmul_tf32(block_m: int = 64, block_n: int = 64, block_k: int = 32, warp_m:
     %cio = transform.structured.match ops{{["vector.load", "vector.store"]}} in %f5 : (!transform.any_op) -> !transform.any_op
     %cal = transform.param.constant 8 : i64 -> !transform.any_param
     transform.annotate %cio "alignment" = %cal : !transform.any_op, !transform.any_param
-{_annotate_waits(stages)}    %acp = transform.structured.match ops{{["nvgpu.device_async_copy"]}} in %f5 : (!transform.any_op) -> !transform.any_op
-    %kloop = transform.get_parent_op %acp {{op_name = "scf.for", deduplicate}} : (!transform.any_op) -> !transform.op<"scf.for">
-    %pl = transform.nvgpu.pipeline_shared_memory_copies failures(propagate) %kloop {{depth = {stages - 1}}}
-        : (!transform.op<"scf.for">) -> !transform.any_op
-    %f6 = transform.apply_registered_pass "promote-buffers-to-stack" with options = {{"max-alloc-size-in-bytes" = 1000000 : i64}}
-        to %f5 : (!transform.any_op) -> !transform.any_op
-{_shared_allocas_to_globals("f6")}""", consumed=True)
+{_pipelined_copies_tail(stages)}""", consumed=True)
 
 
 def matmul_simt_smem(block_m: int = 128, block_n: int = 128, block_k: int = 8, thread_m: int = 8, thread_n: int = 8,
@@ -499,13 +505,7 @@ def matmul_simt_smem(block_m: int = 128, block_n: int = 128, block_k: int = 8, t
     %vio = transform.structured.match ops{{["vector.load", "vector.store"]}} in %f5 : (!transform.any_op) -> !transform.any_op
     %v16 = transform.param.constant 16 : i64 -> !transform.any_param
     transform.annotate %vio "alignment" = %v16 : !transform.any_op, !transform.any_param
-{_annotate_waits(stages)}    %acp = transform.structured.match ops{{["nvgpu.device_async_copy"]}} in %f5 : (!transform.any_op) -> !transform.any_op
-    %kloop = transform.get_parent_op %acp {{op_name = "scf.for", deduplicate}} : (!transform.any_op) -> !transform.op<"scf.for">
-    %pl = transform.nvgpu.pipeline_shared_memory_copies failures(propagate) %kloop {{depth = {stages - 1}}}
-        : (!transform.op<"scf.for">) -> !transform.any_op
-    %f6 = transform.apply_registered_pass "promote-buffers-to-stack" with options = {{"max-alloc-size-in-bytes" = 1000000 : i64}}
-        to %f5 : (!transform.any_op) -> !transform.any_op
-{_shared_allocas_to_globals("f6")}""", consumed=True)
+{_pipelined_copies_tail(stages)}""", consumed=True)
 
 
 def matmul_wgmma(block_m: int = 128, block_n: int = 128, stages: int = 4, consumers: int = 1,

@@ -18,7 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from workbench.commands.registry import Arg, Command, CommandContext, Registry
+from workbench.commands.registry import Args, Arg, Command, CommandContext, Registry
 from workbench.paths import state_dir
 from workbench.result import Result
 from workbench.session import SessionError, atomic_write
@@ -74,11 +74,11 @@ def default_editor_command() -> list[str]:
     return shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
 
 
-def cmd_edit_apply(ctx, a):
+def cmd_edit_apply(ctx: CommandContext, a: Args) -> Result:
     return record_edit(ctx, Path(a["file"]))
 
 
-def cmd_edit(ctx, a):
+def cmd_edit(ctx: CommandContext, a: Args) -> Result:
     """Interactive: write the current IR, let the front end open an editor, record the result."""
     s = ctx.session
     if not s.loaded:

@@ -14,7 +14,7 @@ import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from workbench.commands.registry import Arg, Command, CommandContext, Registry, UsageError
+from workbench.commands.registry import Args, Arg, Command, CommandContext, Registry, UsageError
 from workbench.paths import state_dir
 from workbench.result import Result
 from workbench.session import atomic_write
@@ -155,7 +155,7 @@ def export_cmdline(ctx: CommandContext, file: str | None) -> Result:
                   data={"cmdline": cmd, "clipboard": cmd, "start_step": plan.start, "path": file})
 
 
-def cmd_export(ctx, a):
+def cmd_export(ctx: CommandContext, a: Args) -> Result:
     what = a["what"]
     if what not in WHAT:
         raise UsageError(f"export what? one of: {', '.join(WHAT)}")

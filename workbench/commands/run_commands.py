@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.commands.registry import Command, Flag, Registry, UsageError
+from workbench.commands.registry import Args, CommandContext, Command, Flag, Registry, UsageError
 from workbench.result import Result
 from workbench.run_session import RunOptions, run_current
 from workbench.session import SessionError
@@ -63,7 +63,7 @@ def run_consent(ctx) -> Result | None:
                           "without consent: pass --allow-run (headless) or answer yes when asked")
 
 
-def cmd_run(ctx, a):
+def cmd_run(ctx: CommandContext, a: Args) -> Result:
     s = ctx.session
     refused = run_consent(ctx)
     if refused is not None:

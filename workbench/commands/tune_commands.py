@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.commands.registry import Arg, Command, Flag, Registry, UsageError
+from workbench.commands.registry import Args, CommandContext, Arg, Command, Flag, Registry, UsageError
 from workbench.result import Result
 from workbench.run_session import RunOptions
 from workbench.session import SessionError, StepReport
@@ -42,7 +42,7 @@ def _report(s, applied) -> dict:
                       applied.seconds, applied.output_sha, noop=applied.noop).to_json()
 
 
-def cmd_select(ctx, a):
+def cmd_select(ctx: CommandContext, a: Args) -> Result:
     s = ctx.session
     try:
         s.require_loaded()
@@ -140,7 +140,7 @@ def trial_progress_line(ev: dict) -> str:
     return line
 
 
-def cmd_tune(ctx, a):
+def cmd_tune(ctx: CommandContext, a: Args) -> Result:
     from workbench.commands.run_commands import run_consent
     from workbench.tune import SAMPLERS, TuneError, TuneOptions, tune_step
 

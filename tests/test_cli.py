@@ -154,3 +154,18 @@ def test_shipped_scripts_reproduce_shipped_sessions(tmp_path, name, payload):
     assert p.returncode == 0, p.stderr
     assert a.read_bytes() == b.read_bytes()
     assert json.loads(out.read_text())["reproduced"] is True
+
+
+@pytest.mark.parametrize("name,message", [
+    ("nope.mlir", "no such file"),
+    ("verify_error.mlir", "verify_error.mlir:2:3"),
+])
+def test_interactive_bad_payload_exits_1_before_the_ui_starts(tmp_path, name, message):
+    # interactive (no --script): the UI would start; a payload that is missing or fails to
+    # verify stops before it, with the error and exit status 1
+    p = run_cli([PAYLOADS / name], env_extra={"LH_WORKBENCH_STATE_DIR": str(tmp_path)})
+    assert p.returncode == 1, (p.returncode, p.stdout, p.stderr)
+    assert message in p.stderr.splitlines()[0]
+    assert "REPL" not in p.stdout + p.stderr and "no payload loaded" not in p.stdout + p.stderr
+    if name.startswith("verify"):
+        assert "parsed, but the verifier rejected it" in p.stderr

@@ -54,8 +54,18 @@ def test_transform_module_that_does_not_verify(tiled, tmp_path):
     # consumes a readonly argument: rejected by the transform dialect's verifier
     bad.write_text((REPO / "pipelines" / "lib" / "bufferize.mlir").read_text()
                    .replace("{transform.consumed}", "{transform.readonly}"))
-    _fails(tiled, step(str(bad)), "transform module does not parse", "bad.mlir:",
-           "consumed in the body but is not marked as such")
+    e = _fails(tiled, step(str(bad)), "transform module fails to verify", "bad.mlir:4:3",
+               "consumed in the body but is not marked as such")
+    # labelled by what failed (the verifier, not the parser); the error line is not repeated
+    assert "parsed, but the verifier rejected it" in e.detail and "Unable to parse" not in e.detail
+    assert "consumed in the body" not in e.detail and "transform.readonly" in e.detail  # the source line
+
+
+def test_transform_module_that_does_not_parse(tiled, tmp_path):
+    bad = tmp_path / "bad.mlir"
+    bad.write_text((REPO / "pipelines" / "lib" / "bufferize.mlir").read_text().replace("transform.yield", "transform.yield("))
+    e = _fails(tiled, step(str(bad)), "transform module does not parse", "bad.mlir:")
+    assert "verifier" not in str(e) + e.detail
 
 
 def test_pass_pipeline_that_fails_on_the_ir(tiled):

@@ -323,9 +323,14 @@ def main(argv: list[str] | None = None) -> int:
             flag = "--allow-unregistered " if args.allow_unregistered_dialects else ""
             res = ctx.registry.dispatch(f"load {flag}{_quote(args.payload)}", ctx)
             if not res.ok:
-                printer.result(res)
                 if not interactive:
+                    printer.result(res)
                     return _finish(session, args, False, {"error": res.error})
+                # no empty app over a payload that failed: the error, exit 1, before the UI starts
+                print(f"lh-workbench: {res.error}", file=sys.stderr)
+                if res.detail:
+                    print(res.detail.rstrip(), file=sys.stderr)
+                return EXIT_FAILED
             elif args.resume and (use_tui or not interactive):   # the REPL resumes itself
                 res = ctx.registry.dispatch("resume", ctx)
                 printer.result(res)

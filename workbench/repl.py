@@ -38,9 +38,23 @@ def history_path() -> Path:
     return state_dir() / "repl_history"
 
 
+#: IR / diffs longer than this are not highlighted (rich's highlighter is slow on 100k's of
+#: lines) and, on a terminal, go through the pager ($PAGER, e.g. `less -R`: search with /)
+BIG_BODY_LINES = 3000
+
+
 def render(res: Result, console) -> None:
-    """Print a result: IR with MLIR highlighting, run timings as a terminal plot."""
-    if res.ok and res.kind == "ir" and res.body:
+    """Print a result: IR with MLIR highlighting, run timings as a terminal plot; big IR or diffs
+    plain, through the pager on a terminal."""
+    if res.ok and res.kind in ("ir", "diff") and res.body and res.body.count("\n") > BIG_BODY_LINES:
+        if res.summary:
+            console.print(res.summary, style="bold green", highlight=False)
+        if console.is_terminal:
+            with console.pager(styles=False):
+                console.out(res.body, highlight=False)
+        else:
+            console.out(res.body.rstrip("\n"), highlight=False)
+    elif res.ok and res.kind == "ir" and res.body:
         from rich.syntax import Syntax
 
         from workbench.highlight import mlir_lexer

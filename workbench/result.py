@@ -37,6 +37,10 @@ class Result:
         out.update(self.data)
         return out
 
+    def extra_warnings(self) -> list[str]:
+        """`data["warnings"]` that the summary does not already say."""
+        return [w for w in self.data.get("warnings") or [] if w not in (self.summary or "")]
+
     # ---- rendering -------------------------------------------------------
     def rich(self):
         """A rich renderable (imported lazily so headless paths stay light)."""
@@ -53,6 +57,8 @@ class Result:
             return Group(*parts)
         if self.summary:
             parts.append(Text(self.summary, style="bold green" if self.kind != "text" else ""))
+        for warning in self.extra_warnings():
+            parts.append(Text("warning: " + warning, style="bold yellow"))
         table = self.data.get("table")
         if self.kind == "table" and table:
             t = Table(*table["columns"], show_lines=False, header_style="bold cyan")
@@ -80,6 +86,7 @@ class Result:
             return "\n".join(lines)
         if self.summary:
             lines.append(self.summary)
+        lines += ["warning: " + w for w in self.extra_warnings()]
         table = self.data.get("table")
         if self.kind == "table" and table:
             cols = table["columns"]

@@ -23,6 +23,7 @@ from workbench.common.textdiff import unified_diff
 from workbench.common import safe_yaml, trust_store
 from workbench.common.files import atomic_write  # noqa: F401  (re-exported)
 from workbench.common.mlir_libs import mlir_version
+from workbench import diagnostics
 from workbench.execution.worker_client import CompileClient
 from workbench.execution.expected import ExpectedError, ExpectedOutputs, find_sidecar
 from workbench.paths import state_dir
@@ -50,28 +51,33 @@ def sha256_file(path: Path) -> str:
 
 
 class LRUCache:
-    """A small least-recently-used mapping (get / put)."""
+    """A small least-recently-used mapping (get / put), safe to share between threads."""
 
     def __init__(self, size: int):
+        import threading
         from collections import OrderedDict
 
         self.size = size
         self._items: "OrderedDict[Any, Any]" = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, key):
-        if key in self._items:
-            self._items.move_to_end(key)
-            return self._items[key]
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
         return None
 
     def put(self, key, value) -> None:
-        self._items[key] = value
-        self._items.move_to_end(key)
-        while len(self._items) > self.size:
-            self._items.popitem(last=False)
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
 
     def clear(self) -> None:
-        self._items.clear()
+        with self._lock:
+            self._items.clear()
 
 
 @dataclass
@@ -239,7 +245,9 @@ class Session:
         if not ans["ok"]:
             hint = ("; to accept such ops: load --allow-unregistered FILE (--allow-unregistered-dialects on the "
                     "command line)") if "unregistered dialect" in ans["error"] else ""
-            raise SessionError(ans["error"] + hint, ans.get("diagnostics", ""))
+            error, detail = self._tidy_failure(ans, lambda: path.read_text(),
+                                               {"allow_unregistered": allow_unregistered})
+            raise SessionError(error + hint, detail)
         self.store[ans["sha"]] = ans["ir"]
         self.parse_options["allow_unregistered"] = allow_unregistered
         self.input_ranges = {}
@@ -258,6 +266,25 @@ class Session:
         except ExpectedError as e:  # the payload itself is fine: say why the sidecar is not used
             self.expected, self.expected_warning = None, str(e)
         return ans["sha"]
+
+    def _tidy_failure(self, ans: dict, read_text: Callable[[], str] | None,
+                      parse_options: dict | None = None) -> tuple[str, str]:
+        """The worker's error made readable (workbench.diagnostics): a verifier failure labelled as
+        such (found by a probe parse of the failing text, when there is one), no repeated lines."""
+        error, detail = ans["error"], ans.get("diagnostics", "")
+        verifier = None
+        excerpt = ""
+        if read_text is not None and diagnostics.needs_probe(error, detail):
+            try:
+                text = read_text()
+            except (OSError, UnicodeDecodeError):
+                text = None
+            if text is not None:
+                probe = self.client.request({"op": "parse", "text": text + diagnostics.PROBE_SUFFIX,
+                                             "filename": None, **(parse_options or {})})
+                verifier = diagnostics.probe_parsed_whole_text(probe.get("error", ""), text, error)
+                excerpt = diagnostics.source_excerpt(error, text)
+        return diagnostics.tidy_mlir_failure(error, detail, verifier, excerpt)
 
     # -- applying ---------------------------------------------------------------------------
     def _run_stages(self, input_sha: str, stages: list[dict], label: str) -> dict:
@@ -303,8 +330,9 @@ class Session:
             si = ans.get("stage_index")
             if si is not None and len(stages) > 1:
                 where = f" (stage {si + 1} of {len(stages)}: {_stage_label(stages[si])})"
-            raise SessionError(f"step {index} ({step.label()}) failed{where}: {ans['error']}",
-                               ans.get("diagnostics", ""), step_index=index)
+            text = stages[si].get("text") if si is not None and si < len(stages) else None
+            error, detail = self._tidy_failure(ans, (lambda: text) if text else None)
+            raise SessionError(f"step {index} ({step.label()}) failed{where}: {error}", detail, step_index=index)
         self.store[ans["sha"]] = ans["ir"]
         return AppliedStep(step, input_sha, ans["sha"], ans.get("seconds", wall), ans.get("stage_seconds", []))
 
@@ -382,6 +410,13 @@ class Session:
             cached = unified_diff(self.store[sa], self.store[sb], f"step {a}", f"step {b}", context)
             self.diff_cache.put(key, cached)
         return cached
+
+    def unsaved_steps(self) -> int:
+        """How many active steps would be lost (load, quit): 0 when there are none, or when they
+        are as `save` wrote them (or as a replayed file has them)."""
+        if not self.loaded or not self.active_steps or self._state_key() == self._saved_state:
+            return 0
+        return len(self.active_steps)
 
     def history(self) -> list[dict]:
         rows = [{"index": 0, "kind": "payload", "spec": str(self.payload_path), "active": True,

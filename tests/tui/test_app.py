@@ -271,17 +271,169 @@ def test_escape_cancels_a_running_step(wb_ctx, tmp_path):
     run(go())
 
 
-def test_run_result_is_plotted(wb_ctx):
+def test_run_result_goes_to_the_results_panel(wb_ctx):
     from workbench.result import Result
 
     async def go():
         app = WorkbenchApp(wb_ctx, hide_volatile=True)
         async with app.run_test(size=SIZE) as pilot:
             await settle(app, pilot)
-            plot = app.query_one("#plot")
-            assert not plot.display
-            app.show_plot(Result(True, "ran", data={"run": {"times_s": [0.01, 0.02, 0.015], "median_s": 0.015}}))
+            panel = app.query_one("#results")
+            assert not panel.display
+            app.show_results(Result(True, "ran", data={"run": {"times_s": [0.01, 0.02, 0.015], "median_s": 0.015}}))
             await pilot.pause()
-            assert plot.display
+            assert panel.display and app.query_one("#plot").display
+
+    run(go())
+
+
+def test_tab_lists_then_inserts_each_candidate(wb_ctx):
+    async def go():
+        app = WorkbenchApp(wb_ctx, hide_volatile=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            inp = app.query_one("#cmd", CommandInput)
+            await pilot.press(*"re", "tab")
+            await pilot.pause()
+            assert inp.value == "re" and app.query_one("#completions").display   # listed
+            await pilot.press("tab")
+            first = inp.value
+            await pilot.press("tab")
+            second = inp.value
+            assert {first, second} <= {"redo", "replay", "resume"} and first != second
+            # what Tab inserted is really there: Enter runs it (no grey suggestion to lose)
+            inp.value = ""
+            await pilot.press(*"undo", "tab")
+            assert inp.value == "undo "
+
+    run(go())
+
+
+def test_keyboard_reaches_the_parameter_form_and_enter_returns_to_the_input(wb_ctx):
+    ctx = wb_ctx
+
+    async def go():
+        app = WorkbenchApp(ctx, hide_volatile=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            await type_command(app, pilot, "apply " + TILE)
+            await pilot.press("f4")
+            await settle(app, pilot)
+            field = app.query_one("#param-tile_m")
+            assert field.has_focus
+            await pilot.press("down")
+            assert app.query_one("#param-tile_n").has_focus
+            await pilot.press("up", "ctrl+a", "ctrl+k", *"16", "enter")
+            await settle(app, pilot)
+            assert ctx.session.steps[0].step.params["tile_m"] == 16
+            assert app.query_one("#cmd").has_focus          # typed commands land in the input
+            # F6 visits every pane and comes back
+            seen = []
+            for _ in range(5):
+                await pilot.press("f6")
+                seen.append(app.focused.id)
+            assert seen == ["ir", "steps", "param-tile_m", "log", "cmd"]
+
+    run(go())
+
+
+def test_f5_runs_with_check_and_the_results_panel_shows_the_verdict(wb_ctx):
+    async def go():
+        app = WorkbenchApp(wb_ctx, hide_volatile=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            await pilot.press("f5")
+            for _ in range(600):
+                await settle(app, pilot)
+                if app.busy is None and app.results:
+                    break
+            res = app.results[-1]
+            assert res.ok, res.error
+            assert res.data["run"]["check"]["passed"] is True
+            panel = app.query_one("#results")
+            assert panel.display
+            verdict = panel.verdict_text()
+            assert "CHECK PASSED" in verdict and "median" in verdict
+            log_text = "\n".join(app.query_one("#log").plain_lines())
+            assert "wb> run --check" in log_text
+
+    run(go())
+
+
+def test_noisy_timings_get_a_warning(wb_ctx):
+    from workbench.commands.run_commands import spread_warning
+    from workbench.result import Result
+
+    quiet = {"median_s": 0.010, "stddev_s": 0.0005}
+    noisy = {"median_s": 0.010, "stddev_s": 0.0025, "times_s": [0.01, 0.02, 0.008], "iterations": 3}
+    assert spread_warning(quiet) is None
+    assert "25% of the median" in spread_warning(noisy)
+
+    async def go():
+        app = WorkbenchApp(wb_ctx, hide_volatile=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            app.show_results(Result(True, "ran", data={"run": noisy, "warnings": [spread_warning(noisy)]}))
+            await pilot.pause()
+            assert "noisy: stddev 25% of the median" in app.query_one("#results").verdict_text()
+
+    run(go())
+
+
+def test_load_and_quit_ask_before_dropping_unsaved_steps(wb_ctx, tmp_path):
+    from workbench.tui.screens import ConfirmScreen
+
+    ctx = wb_ctx
+
+    async def go():
+        app = WorkbenchApp(ctx, hide_volatile=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            await type_command(app, pilot, "apply pipelines/lib/tile.mlir")
+            inp = app.query_one("#cmd", CommandInput)
+            inp.value = "load examples/mlp.mlir"
+            await pilot.press("enter")
+            for _ in range(100):
+                await pilot.pause(0.05)
+                if isinstance(app.screen, ConfirmScreen):
+                    break
+            assert isinstance(app.screen, ConfirmScreen) and "not saved" in app.screen.question
+            await pilot.press("n")
+            await settle(app, pilot)
+            assert not app.results[-1].ok and "load cancelled" in app.results[-1].error
+            assert ctx.session.cursor == 1 and ctx.session.payload_path.name == "matmul.mlir"
+            # Ctrl+Q asks too; n stays
+            await pilot.press("ctrl+q")
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("n")
+            await pilot.pause()
+            assert app.is_running and not isinstance(app.screen, ConfirmScreen)
+            # saved: no question
+            await type_command(app, pilot, f"save {tmp_path / 's.yaml'}")
+            assert ctx.session.unsaved_steps() == 0
+            await pilot.press("ctrl+q")
+            await pilot.pause()
+            assert not isinstance(app.screen, ConfirmScreen)
+        assert app.return_code == 0
+
+    run(go())
+
+
+def test_mlir_error_is_printed_once_and_a_verifier_failure_says_so(wb_ctx, tmp_path):
+    bad = tmp_path / "bad.mlir"
+    bad.write_text(open("pipelines/lib/bufferize.mlir").read().replace("{transform.consumed}", "{transform.readonly}"))
+
+    async def go():
+        app = WorkbenchApp(wb_ctx, hide_volatile=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            await type_command(app, pilot, f"apply {bad}")
+            res = app.results[-1]
+            assert not res.ok and "transform module fails to verify" in res.error
+            log_text = "\n".join(app.query_one("#log").plain_lines())
+            assert log_text.count("is consumed in the body but is not marked as such") == 1
+            assert "Unable to parse" not in log_text
+            assert "consumed" not in str(app.query_one("#status").render())
 
     run(go())

@@ -24,8 +24,9 @@ def drive(ctx, text: str, history_file=None):
 
 
 def test_repl_applies_undoes_and_quits(wb_ctx, wb_state):
-    failures, out = drive(wb_ctx, "apply pipelines/lib/tile.mlir\nundo\nredo\nhistory\nquit\n")
-    assert failures == 0
+    # quit with an unsaved step asks first: `n` stays, `y` quits
+    failures, out = drive(wb_ctx, "apply pipelines/lib/tile.mlir\nundo\nredo\nhistory\nquit\nn\nquit\ny\n")
+    assert failures == 1 and "quit cancelled" in out
     s = wb_ctx.session
     assert s.cursor == 1 and len(s.steps) == 1
     assert "step 1: pipelines/lib/tile.mlir" in out
@@ -67,7 +68,7 @@ def test_repl_offers_resume(wb_ctx, wb_state):
     try:
         ctx2 = CommandContext(s2, default_registry())
         assert ctx2.registry.dispatch("load examples/matmul.mlir", ctx2).ok
-        failures, out = drive(ctx2, "y\nquit\n")
+        failures, out = drive(ctx2, "y\nquit\ny\n")
         assert failures == 0
         assert "resume it?" in out or "replayed 1 steps" in out
         assert s2.cursor == 1 and s2.current_sha == sha
@@ -100,3 +101,19 @@ def test_run_results_are_plotted():
     text = plot_text(res, width=60, height=12)
     assert text and "median 11.5 ms" in text and "3.2 GFLOP/s" in text
     assert plot_text(Result(True, "no run")) is None
+
+
+def test_big_ir_is_printed_plain_and_fast():
+    import time
+
+    from workbench.repl import BIG_BODY_LINES, render
+
+    body = "".join(f"  %{i} = arith.addf %a, %b : f32\n" for i in range(200_000))
+    assert body.count("\n") > BIG_BODY_LINES
+    out = io.StringIO()
+    console = Console(file=out, width=120, force_terminal=False, color_system=None)
+    t = time.perf_counter()
+    render(Result(True, "IR after step 3 (200000 lines)", kind="ir", body=body), console)
+    assert time.perf_counter() - t < 5.0      # rich's highlighter takes minutes on this
+    text = out.getvalue()
+    assert text.startswith("IR after step 3") and text.count("arith.addf") == 200_000

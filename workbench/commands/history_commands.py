@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 from workbench.commands.registry import Arg, Args, Command, CommandContext, Registry
-from workbench.commands.step_results import diffstat, fail
+from workbench.commands.step_results import diffstat, fail, line_count
 from workbench.result import Result
 from workbench.session import SessionError
 
@@ -31,7 +31,7 @@ def cmd_show(ctx: CommandContext, a: Args) -> Result:
         text = s.ir_at(index)
     except SessionError as e:
         return fail(e)
-    return Result(True, f"IR after step {index} ({len(text.splitlines())} lines)", kind="ir", body=text,
+    return Result(True, f"IR after step {index} ({line_count(text)} lines)", kind="ir", body=text,
                   data={"step": index, "ir_sha256": s.sha_at(index)})
 
 

@@ -4,18 +4,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry
-from workbench.commands.step_results import fail
+from workbench.commands.step_results import confirm_losing_steps, fail, line_count
 from workbench.result import Result
 from workbench.session import SessionError
 
 
 def cmd_load(ctx: CommandContext, a: Args) -> Result:
     s = ctx.session
+    if not confirm_losing_steps(ctx, f"load {a['file']}"):
+        return Result.failure("load cancelled: the session is unchanged (save it first with `save FILE.yaml`)")
     try:
         s.load(a["file"], allow_unregistered=bool(a.get("allow_unregistered")))
     except SessionError as e:
         return fail(e)
-    msg = f"loaded {a['file']} ({len(s.current_ir.splitlines())} lines)"
+    msg = f"loaded {a['file']} ({line_count(s.current_ir)} lines)"
     journal = s.journal_for(Path(a["file"]))
     data = {"payload": str(s.payload_path), "ir_sha256": s.current_sha}
     if journal is not None:

@@ -41,6 +41,28 @@ def _parse_ranges(text: str | None) -> dict[int, tuple[float, float]]:
             raise UsageError(f"--ranges expects INDEX=LO:HI with LO < HI, got {part!r}")
         ranges[i] = (int(lo_v) if lo_v.is_integer() else lo_v, int(hi_v) if hi_v.is_integer() else hi_v)
     return ranges
+#: stddev / median above this: the timings are too noisy to compare (another load, too few calls)
+NOISY_SPREAD = 0.10
+
+
+def spread_warning(report: dict) -> str | None:
+    """A warning when the spread of the timings is large compared with the median."""
+    median, stddev = report.get("median_s"), report.get("stddev_s")
+    if not median or stddev is None or stddev / median <= NOISY_SPREAD:
+        return None
+    return (f"noisy timings: stddev is {stddev / median:.0%} of the median (> {NOISY_SPREAD:.0%}); "
+            "other load on the machine? more --iterations?")
+
+
+def check_possible(session) -> tuple[bool, str]:
+    """Whether `run --check` can run its reference here: the reference target must be runnable."""
+    from workbench.targets import TargetError, get_target
+
+    try:
+        ok, why = get_target(session.target.reference_target).can_run()
+    except TargetError as e:
+        return False, str(e)
+    return ok, why
 
 
 def _fmt_s(t: float) -> str:
@@ -111,6 +133,9 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
         rows.append(["GFLOP/s", f"{report['gflops']:.2f}"])
     res = Result(True, summary, kind="table", data={"run": s.last_run,
                                                     "table": {"columns": ["statistic", "value"], "rows": rows}})
+    noisy = spread_warning(report)
+    if noisy:
+        res.data["warnings"] = [noisy]
     if chk is not None and not chk["passed"]:
         res.ok = False
         res.error = "check failed: " + summary.split("; check ")[-1]

@@ -12,10 +12,24 @@ def fail(e: Exception) -> Result:
     return Result.failure(str(e), getattr(e, "detail", None) or None)
 
 
+def line_count(text: str) -> int:
+    """Lines of `text` (as splitlines counts them, without building the list: 640k-line IR)."""
+    return text.count("\n") + (0 if not text or text.endswith("\n") else 1)
+
+
 def diffstat(diff: str) -> tuple[int, int]:
-    plus = sum(1 for ln in diff.splitlines() if ln.startswith("+") and not ln.startswith("+++"))
-    minus = sum(1 for ln in diff.splitlines() if ln.startswith("-") and not ln.startswith("---"))
-    return plus, minus
+    """(+lines, -lines) of a unified diff, counted in C (the diff of big IR has 100k's of lines)."""
+    if not diff:
+        return 0, 0
+    body = "\n" + diff
+    headers = 1 if diff.startswith("--- ") else 0   # the "--- a" / "+++ b" lines
+    return body.count("\n+") - headers, body.count("\n-") - headers
+
+
+def confirm_losing_steps(ctx: CommandContext, what: str) -> bool:
+    """Interactive only: True when there are no unsaved steps, or the user agrees to lose them."""
+    unsaved = ctx.session.unsaved_steps() if ctx.interactive else 0
+    return not unsaved or ctx.confirm(f"{unsaved} step(s) not saved (`save FILE.yaml` keeps them): {what} anyway?")
 
 
 def applied_result(ctx: CommandContext, applied, index: int) -> Result:

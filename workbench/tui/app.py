@@ -1,44 +1,47 @@
 """The Textual front end. Every action goes through `ctx.registry.dispatch` in a worker thread;
-the app only reads session state to display it (steps, IR, diffs, parameter schemas)."""
+the app only reads session state to display it (steps, IR, diffs, parameter schemas). Costly
+views (diffs of big IR, indexing, search) are computed in thread workers and cached, so the
+UI thread only ever renders the lines on screen."""
 from __future__ import annotations
 
 import dataclasses
 import re
+import sys
 import threading
 import time
+from collections import OrderedDict
 from functools import partial
 from pathlib import Path
 from typing import Any, Callable
 
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import Horizontal, Vertical
-from textual.screen import ModalScreen
-from textual.widgets import Button, DataTable, Footer, Label, ProgressBar, RichLog, Static
+from textual.css.query import NoMatches
+from textual.widgets import Footer, Label, ProgressBar, Static
 
+from workbench.common import textdiff
 from workbench.commands.registry import CommandContext
 from workbench.completion import Completer
 from workbench.result import Result
-from workbench.tui.widgets import CommandInput, IRView, ParamForm, side_by_side
+from workbench.tui.keymap import keymap_path, load_keymap
+from workbench.tui.screens import ConfirmScreen, HelpScreen, OutlineScreen
+from workbench.tui.widgets import (CommandInput, IRView, LogView, ParamForm, ResultsPanel, SearchBar, StepsTable,
+                                   short_spec)
 
 VIEWS = ("ir", "diff", "side")
 _TIME_RE = re.compile(r"\b\d+(?:\.\d+)?\s?(?:ms|us|µs|s)\b")
 _PATH_RE = re.compile(r"(?<![\w.~])/(?:[^\s/'\"]+/)+([^\s/'\"]+)")
 
+__all__ = ["WorkbenchApp", "run_app", "scrub", "short_spec"]
+
 
 def scrub(text: str) -> str:
     """Hide what changes between runs (timings, absolute paths): for snapshots and demos."""
     return _PATH_RE.sub(r"…/\1", _TIME_RE.sub("-- ms", text))
-
-
-def short_spec(spec: str, width: int = 30) -> str:
-    head = re.split(r"[\[{ ]", spec, maxsplit=1)[0]
-    if "/" in head:
-        spec = spec.replace(head, Path(head).name, 1)
-    return spec if len(spec) <= width else spec[: width - 1] + "…"
 
 
 class RegistryCommands(Provider):
@@ -61,42 +64,53 @@ class RegistryCommands(Provider):
                           help=cmd.summary)
 
 
-class ConfirmScreen(ModalScreen[bool]):
-    BINDINGS = [Binding("y", "answer(True)", "Yes"), Binding("n,escape", "answer(False)", "No")]
+class DiffCache:
+    """The last few diffs / side-by-side alignments, keyed by (kind, sha before, sha after)."""
 
-    def __init__(self, question: str) -> None:
-        super().__init__()
-        self.question = question
+    def __init__(self, size: int = 6) -> None:
+        self.size = size
+        self.items: OrderedDict = OrderedDict()
+        self.lock = threading.Lock()
 
-    def compose(self) -> ComposeResult:
-        with Vertical(id="confirm"):
-            yield Label(self.question)
-            with Horizontal():
-                yield Button("Yes (y)", id="yes", variant="primary")
-                yield Button("No (n)", id="no")
+    def get(self, key):
+        with self.lock:
+            if key in self.items:
+                self.items.move_to_end(key)
+                return self.items[key]
+        return None
 
-    def action_answer(self, value: bool) -> None:
-        self.dismiss(value)
-
-    @on(Button.Pressed)
-    def _pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "yes")
+    def put(self, key, value) -> None:
+        with self.lock:
+            self.items[key] = value
+            self.items.move_to_end(key)
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
 
 
 class WorkbenchApp(App):
     TITLE = "lh-workbench"
     CSS_PATH = "app.tcss"
     COMMANDS = App.COMMANDS | {RegistryCommands}
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
     BINDINGS = [
-        Binding("ctrl+z", "undo", "Undo", priority=True),
-        Binding("ctrl+y", "redo", "Redo", priority=True),
-        Binding("f2", "apply", "Apply"),
-        Binding("f5", "run", "Run"),
-        Binding("ctrl+s", "save", "Save", priority=True),
-        Binding("ctrl+d", "toggle_view", "IR/diff/side", priority=True),
-        Binding("ctrl+e", "edit", "Edit IR", priority=True),
-        Binding("escape", "cancel", "Cancel"),
-        Binding("ctrl+q", "quit", "Quit", priority=True),
+        Binding("f1", "help", "Help", id="app.help"),
+        Binding("question_mark", "help", "Help", show=False, id="app.help_question_mark"),
+        Binding("f5", "run", "Run", id="app.run"),
+        Binding("ctrl+z", "undo", "Undo", priority=True, id="app.undo"),
+        Binding("ctrl+y", "redo", "Redo", priority=True, show=False, id="app.redo"),
+        Binding("ctrl+d", "toggle_view", "View", priority=True, id="app.toggle_view"),
+        Binding("ctrl+f", "find", "Find", priority=True, show=False, id="app.find"),
+        Binding("ctrl+o", "go_to_symbol", "Symbol", priority=True, id="app.go_to_symbol"),
+        Binding("f6", "focus_pane(1)", "Pane", id="app.next_pane"),
+        Binding("shift+f6", "focus_pane(-1)", "Previous pane", show=False, id="app.previous_pane"),
+        Binding("f4", "edit_params", "Parameters", show=False, id="app.parameters"),
+        Binding("ctrl+b", "toggle_steps", "Steps panel", show=False, priority=True, id="app.toggle_steps"),
+        Binding("f2", "apply", "Apply", show=False, id="app.apply"),
+        Binding("ctrl+s", "save", "Save", priority=True, show=False, id="app.save"),
+        Binding("ctrl+e", "edit", "Edit IR", priority=True, show=False, id="app.edit"),
+        Binding("escape", "cancel", "Cancel / back", show=False, id="app.cancel"),
+        Binding("ctrl+q", "quit", "Quit", priority=True, id="app.quit"),
     ]
 
     def __init__(self, ctx: CommandContext, hide_volatile: bool = False,
@@ -113,11 +127,14 @@ class WorkbenchApp(App):
         self.cancelled = False
         self.last_result: Result | None = None
         self.results: list[Result] = []
+        self.diffs = DiffCache()
         self._started = time.perf_counter()
         self.first_screen_s: float | None = None
         self._keep_selection: int | None = None
         self._form_want: tuple | None = None
         self._form_running = False
+        self._diff_pending: set = set()
+        self.keymap_warnings: list[str] = []
         ctx.interactive = True
         ctx.progress = self._progress_from_thread
         ctx.confirm = self._confirm_from_thread
@@ -129,38 +146,46 @@ class WorkbenchApp(App):
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 yield Label("Steps", classes="pane-title")
-                yield DataTable(id="steps", cursor_type="row", zebra_stripes=False)
-                yield Label("Parameters (Enter re-applies)", classes="pane-title")
+                yield StepsTable(id="steps")
+                yield Label("Parameters (F4)", classes="pane-title", id="params-title")
                 yield ParamForm(id="params")
             with Vertical(id="center"):
-                yield Label("", id="view-title", classes="pane-title")
+                with Horizontal(id="view-header", classes="pane-title"):
+                    yield Label("", id="view-title")
+                    yield Label("", id="view-status")
                 yield IRView(id="ir")
                 with Horizontal(id="side"):
                     yield IRView(id="side-left", mode="side")
                     yield IRView(id="side-right", mode="side")
         with Horizontal(id="bottom"):
-            yield RichLog(id="log", wrap=True, markup=False, highlight=False, max_lines=2000)
-            yield _plot_widget()
+            yield LogView(id="log")
+            yield ResultsPanel(scrub=self._t, id="results")
+        yield SearchBar(id="search")
         with Horizontal(id="statusbar"):
             yield Static("", id="status")
             yield ProgressBar(id="progress", total=None, show_eta=False, show_percentage=False)
         yield CommandInput(self.completer, id="cmd",
-                           placeholder="command (Tab completes, Ctrl+P palette, `help`)")
+                           placeholder="command (Tab completes, Ctrl+P palette, F1 keys, `help`)")
         yield Static("", id="completions")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        table = self.query_one("#steps", DataTable)
-        table.add_columns("#", "kind", "step", "state", "time")
+        self.query_one("#steps", StepsTable).hide_times = self.hide_volatile
         self.query_one("#side").display = False
-        self.query_one("#progress").display = False
-        self.query_one("#plot").display = False
+        self.query_one("#progress").visible = False
+        self.query_one("#results").display = False
+        self.query_one("#search").display = False
         self.query_one("#completions").display = False
+        left, right = self.query_one("#side-left", IRView), self.query_one("#side-right", IRView)
+        left.partner, right.partner = right, left
+        for view in self.query(IRView).results(IRView):
+            self.watch(view, "status", partial(self._view_status, view), init=False)
         self.query_one("#cmd").focus()
+        self._apply_keymap()
         s = self.ctx.session
         if s.loaded:
-            self.log_line(f"payload {self._path(s.payload_path)} ({len(s.current_ir.splitlines())} lines); "
-                          "type a command, Tab completes, Ctrl+P lists every command")
+            self.log_line(f"payload {self._path(s.payload_path)} ({s.current_ir.count(chr(10))} lines); "
+                          "type a command, Tab completes, Ctrl+P lists every command, F1 the keys")
             journal = s.journal_for(s.payload_path) if self.offer_resume else None
             if journal is not None and not s.steps:
                 msg = "an autosaved session of this payload exists: type `resume` to restore it"
@@ -174,6 +199,46 @@ class WorkbenchApp(App):
     def _first_paint(self) -> None:
         self.first_screen_s = time.perf_counter() - self._started
 
+    # -- keymap and help ----------------------------------------------------------------------------
+    @classmethod
+    def binding_sections(cls) -> list[tuple[str, list]]:
+        from workbench.tui.screens.confirm import ConfirmScreen as _Confirm
+
+        return [("Everywhere", cls.BINDINGS), ("IR view", IRView.BINDINGS), ("Log", LogView.BINDINGS),
+                ("Command input", CommandInput.BINDINGS), ("Steps", StepsTable.BINDINGS),
+                ("Parameters", ParamForm.BINDINGS), ("Search bar", SearchBar.BINDINGS),
+                ("Go to symbol", OutlineScreen.BINDINGS), ("Questions", _Confirm.BINDINGS)]
+
+    @classmethod
+    def binding_ids(cls) -> set[str]:
+        return {b.id for _, bindings in cls.binding_sections() for b in bindings if isinstance(b, Binding) and b.id}
+
+    def _apply_keymap(self) -> None:
+        keymap, self.keymap_warnings = load_keymap(self.binding_ids())
+        for warning in self.keymap_warnings:
+            self.log_line(warning, style="yellow")
+            self.notify(warning, severity="warning", timeout=8)
+        if keymap:
+            self.set_keymap(keymap)
+
+    def action_help(self) -> None:
+        if isinstance(self.screen, HelpScreen):
+            return
+        self.push_screen(HelpScreen(self.binding_sections(),
+                                    footer=f"Remap keys in {keymap_path()} (TOML or YAML: \"binding id\" = "
+                                           f"\"keys\"; $LH_WORKBENCH_KEYMAP overrides the path). "
+                                           "Commands: `help`, or Ctrl+P."))
+
+    def get_system_commands(self, screen):
+        yield SystemCommand("Go to symbol", "jump to a function, global or op of the IR shown (Ctrl+O)",
+                            self.action_go_to_symbol)
+        yield SystemCommand("Find in the IR", "regex search in the IR view (Ctrl+F, then n/N)", self.action_find)
+        yield SystemCommand("Keys", "every key binding and its id (F1)", self.action_help)
+        yield SystemCommand("Toggle the steps panel", "more columns for the IR (Ctrl+B)", self.action_toggle_steps)
+        yield SystemCommand("Run with check", "run --check: timings and the check against the reference (F5)",
+                            self.action_run)
+        yield from super().get_system_commands(screen)
+
     # -- helpers --------------------------------------------------------------------------------
     def _path(self, p) -> str:
         text = str(p)
@@ -183,10 +248,10 @@ class WorkbenchApp(App):
         return scrub(text) if self.hide_volatile else text
 
     def log_line(self, text: str, style: str = "") -> None:
-        self.query_one("#log", RichLog).write(Text(self._t(text), style=style))
+        self.query_one("#log", LogView).write(Text(self._t(text), style=style))
 
     def log_result(self, line: str, res: Result) -> None:
-        log = self.query_one("#log", RichLog)
+        log = self.query_one("#log", LogView)
         log.write(Text("wb> " + self._t(line), style="bold"))
         shown = res
         if self.hide_volatile:
@@ -198,31 +263,30 @@ class WorkbenchApp(App):
                 t = res.data["table"]
                 shown.data = dict(res.data, table={"columns": t["columns"],
                                                    "rows": [[scrub(str(c)) for c in r] for r in t["rows"]]})
+            if res.data.get("warnings"):
+                shown.data = dict(shown.data, warnings=[scrub(w) for w in res.data["warnings"]])
         if res.ok and res.kind in ("ir", "diff") and res.body:
             # big bodies go to the IR view, not the log
             log.write(Text(shown.summary, style="green"))
+            return
+        if res.ok and isinstance(res.data.get("run"), dict):
+            # the statistics are in the results panel: the log keeps the one-line summary
+            log.write(Text(shown.summary, style="green"))
+            for w in shown.extra_warnings():
+                log.write(Text("warning: " + w, style="yellow"))
             return
         log.write(shown.rich())
 
     # -- state -> screen --------------------------------------------------------------------------
     def refresh_all(self, select: int | None = None) -> None:
         s = self.ctx.session
-        table = self.query_one("#steps", DataTable)
-        table.clear()
+        table = self.query_one("#steps", StepsTable)
+        history = s.history() if s.loaded else []
         if s.loaded:
-            for h in s.history():
-                i = h["index"]
-                if i == 0:
-                    state = "▶ cur" if h["current"] else ""
-                    table.add_row("0", "payload", short_spec(Path(h["spec"]).name), state, "", key=str(i))
-                    continue
-                state = "▶ cur" if h["current"] else ("ok" if h["active"] else "undone")
-                if h["noop"]:
-                    state += " ∅no-op"
-                secs = "--" if self.hide_volatile else f"{h['seconds'] * 1000:.1f}ms"
-                table.add_row(str(i), h["kind"], short_spec(h["spec"]), state, secs, key=str(i))
             self.selected = s.cursor if select is None else max(0, min(select, len(s.steps)))
-            table.move_cursor(row=self.selected, animate=False)
+            table.selected = self.selected
+        if history != table.history:
+            table.history = history
         self.refresh_view()
         self.refresh_form()
         self.sub_title = self._subtitle()
@@ -233,33 +297,83 @@ class WorkbenchApp(App):
             return "no payload"
         return f"{s.payload_path.name} · step {s.cursor}/{len(s.steps)} · target {s.target_name}"
 
+    def _view_status(self, view: IRView, status: str) -> None:
+        if view.display and (view.id == "ir" or view.has_focus or view.id == "side-right"):
+            self.query_one("#view-status", Label).update(status)
+        bar = self.query_one("#search", SearchBar)
+        result = view.search_result
+        if bar.target is view and result is not None and result.count and view.current_match >= 0:
+            bar.result_text = f"{view.current_match + 1}/{result.count} matches"
+
+    def _set_title(self, text: str) -> None:
+        self.query_one("#view-title", Label).update(text)
+
     def refresh_view(self) -> None:
         s = self.ctx.session
-        title = self.query_one("#view-title", Label)
         ir = self.query_one("#ir", IRView)
         side = self.query_one("#side")
         if not s.loaded:
-            title.update("IR")
-            ir.show("")
+            self._set_title("IR")
+            ir.show("", key=None)
             return
         i = self.selected
         if self.view == "ir" or i == 0:
             side.display, ir.display = False, True
             suffix = "" if self.view == "ir" else " (payload: nothing to diff)"
-            title.update(f"IR after step {i}" + (" (payload)" if i == 0 else "") + suffix + "   [Ctrl+D: diff]")
-            ir.show(s.ir_at(i), "mlir")
-        elif self.view == "diff":
+            self._set_title(f"IR after step {i}" + (" (payload)" if i == 0 else "") + suffix + "  [^D diff]")
+            ir.show(s.ir_at(i), "mlir", key=("ir", s.sha_at(i)))
+            return
+        key = (self.view, s.sha_at(i - 1), s.sha_at(i))
+        cached = self.diffs.get(key)
+        if cached is None:
+            self._set_title(f"{'diff' if self.view == 'diff' else 'side by side'} step {i - 1} → step {i}: "
+                            "computing…")
+            if key not in self._diff_pending:
+                self._diff_pending.add(key)
+                self._diff_worker(key, s.ir_at(i - 1), s.ir_at(i), i)
+            return
+        if self.view == "diff":
             side.display, ir.display = False, True
-            diff = s.diff(i - 1, i)
-            title.update(f"diff step {i - 1} → step {i}" + (" (no-op: identical IR)" if not diff else "")
-                         + "   [Ctrl+D: side by side]")
-            ir.show(diff or "(identical IR)", "diff")
+            self._set_title(f"diff step {i - 1} → step {i}" + (" (no-op: identical IR)" if not cached else "")
+                            + "  [^D side by side]")
+            ir.show(cached or "(identical IR)", "diff", key=key)
         else:
             ir.display, side.display = False, True
-            left, right, lm, rm = side_by_side(s.ir_at(i - 1), s.ir_at(i))
-            title.update(f"step {i - 1} | step {i}   [Ctrl+D: IR]")
-            self.query_one("#side-left", IRView).show(left, "side", lm)
-            self.query_one("#side-right", IRView).show(right, "side", rm)
+            left, right, lm, rm = cached
+            self._set_title(f"step {i - 1} | step {i}  [^D IR]")
+            self.query_one("#side-left", IRView).show(left, "side", lm, key=key + ("left",))
+            self.query_one("#side-right", IRView).show(right, "side", rm, key=key + ("right",))
+
+    @work(thread=True, group="diff", exit_on_error=False)
+    def _diff_worker(self, key: tuple, before: str, after: str, step: int) -> None:
+        """A diff of two steps' IR, off the UI thread (difflib on 40k lines takes seconds)."""
+        value: Any
+        try:
+            if key[0] == "diff":
+                # `apply` computed this diff already (its +/- line counts): the session caches it
+                session_key = (key[1], key[2], step - 1, step, 3)
+                value = self.ctx.session.diff_cache.get(session_key)
+                if value is None:
+                    value = textdiff.unified_diff(before, after, f"step {step - 1}", f"step {step}")
+                    self.ctx.session.diff_cache.put(session_key, value)
+            else:
+                value = textdiff.side_by_side(before, after)
+        except Exception as e:  # never retry forever
+            why = f"(cannot diff: {type(e).__name__}: {e})"
+            value = why if key[0] == "diff" else (why, why, {}, {})
+        self.diffs.put(key, value)
+        try:
+            self.call_from_thread(self._diff_done, key)
+        except RuntimeError:  # the app has gone
+            pass
+
+    def _diff_done(self, key: tuple) -> None:
+        self._diff_pending.discard(key)
+        try:
+            with self.batch_update():
+                self.refresh_view()
+        except NoMatches:  # the app is closing
+            pass
 
     def refresh_form(self) -> None:
         s = self.ctx.session
@@ -281,15 +395,21 @@ class WorkbenchApp(App):
         finally:
             self._form_running = False
 
-    @on(DataTable.RowHighlighted, "#steps")
-    def _row(self, event: DataTable.RowHighlighted) -> None:
+    @on(StepsTable.RowHighlighted, "#steps")
+    def _row(self, event: StepsTable.RowHighlighted) -> None:
         if event.row_key is None or event.row_key.value is None:
             return
         index = int(event.row_key.value)
         if index != self.selected:
             self.selected = index
+            event.data_table.selected = index
             self.refresh_view()
             self.refresh_form()
+
+    @on(StepsTable.RowSelected, "#steps")
+    def _row_selected(self, event: StepsTable.RowSelected) -> None:
+        """Enter on a step: its parameters (if it has any), else its IR."""
+        self.action_edit_params()
 
     # -- running commands ----------------------------------------------------------------------------
     @on(CommandInput.Submitted, "#cmd")
@@ -310,14 +430,19 @@ class WorkbenchApp(App):
             return
         self._keep_selection = event.step
         self.submit(event.command)
+        # the next thing typed is a command: focus where commands are typed
+        self.query_one("#cmd", CommandInput).focus()
 
     @on(CommandInput.Candidates)
     def _candidates(self, event: CommandInput.Candidates) -> None:
         box = self.query_one("#completions", Static)
         box.display = bool(event.items)
         if event.items:
+            shown = []
+            for k, item in enumerate(event.items[:16]):
+                shown.append(f"[reverse]{_escape(item)}[/reverse]" if k == event.current else _escape(item))
             more = f"  … {len(event.items) - 16} more" if len(event.items) > 16 else ""
-            box.update("  ".join(event.items[:16]) + more)
+            box.update("  ".join(shown) + more + "   [dim](Tab: next)[/dim]")
 
     def submit(self, line: str) -> None:
         """Run one command line (what Enter in the input does)."""
@@ -331,7 +456,7 @@ class WorkbenchApp(App):
         self.busy = line
         self.cancelled = False
         self._set_status(f"running: {line}   (Escape cancels)")
-        self.query_one("#progress").display = True
+        self.query_one("#progress").visible = True
         self._dispatch_worker(line)
 
     @work(thread=True, group="command", exit_on_error=False)
@@ -347,11 +472,16 @@ class WorkbenchApp(App):
         self.call_from_thread(self._finished, line, res)
 
     def _finished(self, line: str, res: Result) -> None:
+        with self.batch_update():   # one repaint for the log, the steps, the view
+            self._show_finished(line, res)
+
+    def _show_finished(self, line: str, res: Result) -> None:
         self.busy = None
-        self.query_one("#progress").display = False
+        self.query_one("#progress").visible = False
         if self.cancelled and not res.ok:
             res = Result.failure(f"cancelled: {line} (session unchanged)", res.error)
-        self._set_status("cancelled" if self.cancelled else ("ok" if res.ok else "error: " + (res.error or "")))
+        # the error itself is in the log (once); the status line only says where to look
+        self._set_status("cancelled" if self.cancelled else ("ok" if res.ok else "✘ failed: the error is in the log"))
         self.cancelled = False
         self.last_result = res
         self.results.append(res)
@@ -359,7 +489,7 @@ class WorkbenchApp(App):
         clip = res.data.get("clipboard") if res.ok else None
         if clip:
             self.copy_text(clip)
-        self.show_plot(res)
+        self.show_results(res)
         select, self._keep_selection = self._keep_selection, None
         if res.ok and res.kind == "ir" and isinstance(res.data.get("step"), int):
             select = res.data["step"]
@@ -405,33 +535,14 @@ class WorkbenchApp(App):
         except OSError:
             self.log_line("copied to the clipboard", style="dim")
 
-    def show_plot(self, res: Result) -> None:
-        run = res.data.get("run") if res.ok else None
-        series = None
-        title = ""
-        if isinstance(run, dict) and run.get("times_s"):
-            series = [t * 1e3 for t in run["times_s"]]
-            title = "per-iteration time (ms)"
-            if run.get("median_s") is not None:
-                title += f"  median {run['median_s'] * 1e3:.3g} ms"
-            if run.get("gflops"):
-                title += f"  {run['gflops']:.3g} GFLOP/s"
-        plot_data = res.data.get("plot") if res.ok else None
-        if series is None and isinstance(plot_data, dict) and plot_data.get("y"):
-            series = list(plot_data["y"])
-            title = plot_data.get("title", "")
-        if series is None:
-            return
-        plot = self.query_one("#plot")
-        plot.display = True
-        plt = getattr(plot, "plt", None)
-        if plt is None:
-            return
-        plt.clear_data()
-        plt.clear_figure()
-        plt.plot(list(range(1, len(series) + 1)), series, marker="braille")
-        plt.title(self._t(title))
-        plot.refresh()
+    def show_results(self, res: Result) -> None:
+        """A run (or a plot, e.g. tune's) goes to the results panel: verdict, statistics, plot."""
+        has_run = isinstance(res.data.get("run"), dict)
+        has_plot = isinstance(res.data.get("plot"), dict) and res.data["plot"].get("y")
+        if has_run or has_plot:
+            self.query_one("#results", ResultsPanel).result = res
+
+    show_plot = show_results
 
     # -- actions ----------------------------------------------------------------------------------------
     def palette_pick(self, name: str) -> None:
@@ -455,7 +566,12 @@ class WorkbenchApp(App):
         if self.ctx.registry.get("run") is None:
             self.log_line("no `run` command in this build", style="red")
             return
-        self.submit("run")
+        from workbench.commands.run_commands import check_possible
+
+        ok, why = check_possible(self.ctx.session)
+        if not ok:
+            self.log_line(f"no reference run possible here ({why}): running without --check", style="yellow")
+        self.submit("run --check" if ok else "run")
 
     def _prefill(self, text: str) -> None:
         inp = self.query_one("#cmd", CommandInput)
@@ -468,6 +584,9 @@ class WorkbenchApp(App):
 
     def action_save(self) -> None:
         s = self.ctx.session
+        if s.saved_path is not None:
+            self._prefill(f"save {_relative(s.saved_path)}")
+            return
         stem = s.payload_path.stem if s.payload_path else "session"
         self._prefill(f"save {stem}-session.yaml")
 
@@ -475,11 +594,120 @@ class WorkbenchApp(App):
         self.view = VIEWS[(VIEWS.index(self.view) + 1) % len(VIEWS)]
         self.refresh_view()
 
+    def action_toggle_steps(self) -> None:
+        left = self.query_one("#left")
+        left.display = not left.display
+
+    def _visible_view(self) -> IRView:
+        focused = self.focused
+        if isinstance(focused, IRView) and focused.display and focused.parent.display:
+            return focused
+        if self.query_one("#side").display:
+            return self.query_one("#side-right", IRView)
+        return self.query_one("#ir", IRView)
+
+    def action_find(self) -> None:
+        view = self._visible_view()
+        view.focus()
+        self.query_one("#search", SearchBar).open(view)
+
+    @on(IRView.SearchRequested)
+    @on(LogView.SearchRequested)
+    def _search_requested(self, event) -> None:
+        self.query_one("#search", SearchBar).open(event.view)
+
+    @on(SearchBar.Search)
+    def _search(self, event: SearchBar.Search) -> None:
+        bar = self.query_one("#search", SearchBar)
+        target = bar.target or self._visible_view()
+        bar.result_text = "searching…"
+        target.run_search(event.query)
+
+    @on(IRView.SearchDone)
+    @on(LogView.SearchDone)
+    def _search_done(self, event) -> None:
+        bar = self.query_one("#search", SearchBar)
+        if bar.target is not event.view:
+            return
+        if event.error:
+            bar.result_text = event.error
+        elif not event.query:
+            bar.result_text = ""
+        else:
+            current = getattr(event.view, "current_match", -1)
+            bar.result_text = f"{current + 1}/{event.count} matches" if event.count else "no match"
+            if event.count:  # n / N now work in the view
+                event.view.focus()
+
+    @on(SearchBar.Closed)
+    def _search_closed(self) -> None:
+        target = self.query_one("#search", SearchBar).target
+        if target is not None:
+            target.focus()
+
+    def action_go_to_symbol(self) -> None:
+        view = self._visible_view()
+        symbols = view.symbols()
+        if not symbols:
+            self.notify("no symbols in the IR shown", severity="warning", timeout=3)
+            return
+
+        def jump(line: int | None) -> None:
+            if line is not None:
+                view.go_to_line(line)
+                view.focus()
+
+        self.push_screen(OutlineScreen(symbols), callback=jump)
+
+    def _panes(self) -> list:
+        panes: list = [self.query_one("#cmd")]
+        if self.query_one("#side").display:
+            panes += [self.query_one("#side-left"), self.query_one("#side-right")]
+        else:
+            panes.append(self.query_one("#ir"))
+        if self.query_one("#left").display:
+            panes += [self.query_one("#steps"), self.query_one("#params")]
+        panes.append(self.query_one("#log"))
+        return panes
+
+    def action_focus_pane(self, delta: int) -> None:
+        panes = self._panes()
+        current = 0
+        node = self.focused
+        while node is not None:
+            if node in panes:
+                current = panes.index(node)
+                break
+            node = node.parent
+        target = panes[(current + delta) % len(panes)]
+        if isinstance(target, ParamForm):
+            if not target.focus_first():
+                target = panes[(panes.index(target) + delta) % len(panes)]
+            else:
+                return
+        target.focus()
+
+    def action_edit_params(self) -> None:
+        if not self.query_one("#left").display:
+            self.query_one("#left").display = True
+        if not self.query_one("#params", ParamForm).focus_first():
+            self.notify(f"step {self.selected} has no parameters to edit", timeout=3)
+
     def action_cancel(self) -> None:
+        """Escape: close what is open (completions, keys panel, search), cancel the running step,
+        else go back to the command input."""
         if self.query_one("#completions").display:
             self.query_one("#completions").display = False
             return
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+            return
+        bar = self.query_one("#search", SearchBar)
+        if bar.display:
+            bar.action_close()
+            return
         if not self.busy:
+            self.query_one("#cmd").focus()
             return
         self.cancelled = True
         self._set_status(f"cancelling: {self.busy}")
@@ -491,6 +719,19 @@ class WorkbenchApp(App):
                     cancel()
                 except Exception:
                     pass
+
+    async def action_quit(self) -> None:
+        unsaved = _unsaved_steps(self.ctx.session)
+        if not unsaved:
+            self.exit()
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.exit()
+
+        self.push_screen(ConfirmScreen(f"{unsaved} step(s) not saved (`save FILE.yaml` keeps them). Quit anyway?"),
+                         callback=answered)
 
     def action_edit(self) -> None:
         s = self.ctx.session
@@ -523,13 +764,22 @@ class WorkbenchApp(App):
         self.submit(f'edit-apply "{path}"')
 
 
-def _plot_widget():
-    try:
-        from textual_plotext import PlotextPlot
+def _unsaved_steps(session) -> int:
+    fn = getattr(session, "unsaved_steps", None)
+    return fn() if callable(fn) else 0
 
-        return PlotextPlot(id="plot")
-    except ImportError:  # plots are optional
-        return Static("", id="plot")
+
+def _relative(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
 
 
 def run_app(ctx: CommandContext, **kw: Any) -> None:
@@ -537,4 +787,6 @@ def run_app(ctx: CommandContext, **kw: Any) -> None:
 
     edit_commands.register(ctx.registry)
     export_commands.register(ctx.registry)
+    # the UI thread gets the GIL back sooner while a worker thread computes (diffs, indexing)
+    sys.setswitchinterval(0.002)
     WorkbenchApp(ctx, **kw).run()

@@ -1,0 +1,93 @@
+"""MLIR failure messages made readable: one line that says what failed, detail without repeats.
+
+The Python bindings verify while parsing and report both failures as "Unable to parse module
+assembly". Which one it was is decided by a probe (`PROBE_SUFFIX`): the text with a bad line
+appended is parsed again; a parser that reports the appended line had read the whole text, so
+the first failure was the verifier's. Without a probe, the verifier's own phrasing
+(`'dialect.op' op ...`, "see current operation" notes) decides. Lines of the detail that repeat the
+one-line error are dropped (front ends print the error and then the detail).
+"""
+from __future__ import annotations
+
+import re
+
+_OP_ERROR = re.compile(r"(?:^|: )'[\w.$-]+' op ")
+_PARSE_HEADER = "Unable to parse module assembly"
+
+
+#: appended to a text that failed to parse: the parser reaches it only if the text itself parsed
+PROBE_SUFFIX = "\n@@@\n"
+_LOCATION = re.compile(r":(\d+):\d+: ")
+
+
+def needs_probe(error: str, detail: str | None) -> bool:
+    return "does not parse" in error or _PARSE_HEADER in (detail or "")
+
+
+#: parser errors that MLIR reports only once the enclosing region (or the module) is complete
+_DEFERRED_PARSE_ERRORS = ("use of undeclared SSA value", "reference to an undefined block",
+                          "undefined symbol alias", "operation location alias was never defined")
+
+
+def probe_parsed_whole_text(probe_error: str, text: str, error: str = "") -> bool | None:
+    """From the error of parsing `text + PROBE_SUFFIX`: True when the parser got past `text`
+    (so `text` itself parses, and its failure `error` came from the verifier); None when unknown."""
+    m = _LOCATION.search(probe_error or "")
+    if not m or any(phrase in error for phrase in _DEFERRED_PARSE_ERRORS):
+        return None
+    return int(m.group(1)) > text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def is_verifier_failure(error: str, detail: str = "") -> bool:
+    """The verifier's phrasing (when no probe could be made)."""
+    return bool(_OP_ERROR.search(error)) or "see current operation" in (detail or "")
+
+
+def _norm(line: str) -> str:
+    line = line.strip()
+    if line.startswith("error: "):
+        line = line[len("error: "):]
+    return line.replace('"', "")
+
+
+def tidy_mlir_failure(error: str, detail: str | None, verifier: bool | None = None,
+                      excerpt: str = "") -> tuple[str, str]:
+    """(error, detail): "does not parse" becomes "fails to verify" for a verifier failure, MLIR's
+    parse header is relabelled, detail lines that only repeat the error are dropped, and the
+    `excerpt` (the source line pointed at) comes first.
+    `verifier`: what a probe found (None: judge from the phrasing)."""
+    detail = detail or ""
+    if verifier is None:
+        verifier = is_verifier_failure(error, detail)
+    if verifier:
+        error = error.replace("does not parse", "fails to verify")
+    wanted = _norm(error)
+    header = []
+    lines = []
+    for line in detail.splitlines():
+        if line.strip().startswith(_PARSE_HEADER):
+            if verifier:
+                header = ["parsed, but the verifier rejected it:"]
+            continue
+        norm = _norm(line)
+        if norm and norm in wanted:
+            continue  # the one-line error says it already
+        lines.append(line)
+    if not lines and not excerpt:
+        header = []
+    return error, "\n".join(header + ([excerpt] if excerpt else []) + lines)
+
+
+def source_excerpt(error: str, text: str) -> str:
+    """The line an error points at (`file:LINE:COL: ...`) with a caret under the column, or ''."""
+    m = _LOCATION.search(error or "")
+    if not m:
+        return ""
+    line_no = int(m.group(1))
+    col = int(m.group(0).split(":")[2])
+    lines = text.splitlines()
+    if not 1 <= line_no <= len(lines):
+        return ""
+    src = lines[line_no - 1].expandtabs(4)
+    width = len(str(line_no))
+    return f"{line_no:>{width}} | {src}\n{' ' * width} | {' ' * max(0, col - 1)}^"

@@ -1,0 +1,108 @@
+"""The log: every command with its result. Searchable (`/`, n/N) like the IR view."""
+from __future__ import annotations
+
+from typing import Any
+
+from rich.style import Style
+from textual.binding import Binding
+from textual.message import Message
+from textual.strip import Strip
+from textual.widgets import RichLog
+
+from workbench.tui import text_model as tm
+
+MATCH_LINE_STYLE = Style(bgcolor="#6b5a00")
+CURRENT_LINE_STYLE = Style(bgcolor="#d7875f", color="#000000")
+
+
+class LogView(RichLog):
+    BINDINGS = [
+        Binding("slash", "search", "Search", id="log.search"),
+        Binding("n", "next_match(1)", "Next match", show=False, id="log.next_match"),
+        Binding("N", "next_match(-1)", "Previous match", show=False, id="log.previous_match"),
+        Binding("home,g", "scroll_home", "Top", show=False, id="log.top"),
+        Binding("end,G", "scroll_end", "Bottom", show=False, id="log.bottom"),
+    ]
+
+    class SearchRequested(Message):
+        def __init__(self, view: "LogView") -> None:
+            super().__init__()
+            self.view = view
+
+    class SearchDone(Message):
+        def __init__(self, view: "LogView", query: str, count: int, error: str | None) -> None:
+            super().__init__()
+            self.view = view
+            self.query = query
+            self.count = count
+            self.error = error
+
+    def __init__(self, **kw: Any) -> None:
+        super().__init__(wrap=True, markup=False, highlight=False, max_lines=5000, **kw)
+        self.search_query = ""
+        self.matches: list[int] = []       # indexes into self.lines
+        self.current_match = -1
+
+    def plain_lines(self) -> list[str]:
+        return [strip.text for strip in self.lines]
+
+    def action_search(self) -> None:
+        self.post_message(self.SearchRequested(self))
+
+    def run_search(self, query: str, move: bool = True) -> None:
+        self.search_query = query
+        self.matches, self.current_match = [], -1
+        error = None
+        if query:
+            try:
+                pattern = tm.compile_pattern(query)
+            except tm.SearchError as e:
+                error = str(e)
+            else:
+                self.matches = [i for i, text in enumerate(self.plain_lines()) if pattern.search(text)]
+        if self.matches and move:
+            # the newest match first: what was just printed is what one looks for
+            self.current_match = len(self.matches) - 1
+            self._show_current()
+        self._line_cache.clear()
+        self.refresh()
+        self.post_message(self.SearchDone(self, query, len(self.matches), error))
+
+    def clear_search(self) -> None:
+        self.run_search("", move=False)
+
+    def action_next_match(self, direction: int) -> None:
+        if not self.matches:
+            if not self.search_query:
+                self.post_message(self.SearchRequested(self))
+            return
+        self.current_match = (self.current_match + direction) % len(self.matches)
+        self._show_current()
+
+    def _show_current(self) -> None:
+        y = self.matches[self.current_match]
+        height = self.scrollable_content_region.height
+        self.auto_scroll = False
+        self.scroll_to(y=max(0, y - height // 2), animate=False, immediate=True)
+        self._line_cache.clear()
+        self.refresh()
+
+    def action_scroll_end(self) -> None:
+        self.auto_scroll = True
+        super().action_scroll_end()
+
+    def render_line(self, y: int) -> Strip:
+        strip = super().render_line(y)
+        if self.matches:
+            index = int(self.scroll_offset.y) + y
+            if self.current_match >= 0 and index == self.matches[self.current_match]:
+                return strip.apply_style(CURRENT_LINE_STYLE)
+            if index in self._match_set():
+                return strip.apply_style(MATCH_LINE_STYLE)
+        return strip
+
+    def _match_set(self) -> set[int]:
+        if getattr(self, "_set_for", None) is not self.matches:
+            self._set_for = self.matches
+            self._set = set(self.matches)
+        return self._set

@@ -409,6 +409,16 @@ def test_load_and_quit_ask_before_dropping_unsaved_steps(wb_ctx, tmp_path):
             await pilot.press("n")
             await pilot.pause()
             assert app.is_running and not isinstance(app.screen, ConfirmScreen)
+            # so does the `quit` command
+            await type_command(app, pilot, "quit")
+            for _ in range(50):
+                await pilot.pause(0.05)
+                if isinstance(app.screen, ConfirmScreen):
+                    break
+            assert isinstance(app.screen, ConfirmScreen)
+            await pilot.press("n")
+            await pilot.pause()
+            assert app.is_running
             # saved: no question
             await type_command(app, pilot, f"save {tmp_path / 's.yaml'}")
             assert ctx.session.unsaved_steps() == 0

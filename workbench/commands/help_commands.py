@@ -3,7 +3,6 @@ from __future__ import annotations
 
 
 from workbench.commands.registry import Arg, Args, Command, CommandContext, Registry
-from workbench.commands.step_results import confirm_losing_steps
 from workbench.result import Result
 from workbench.steps.kinds import kind_help
 
@@ -24,8 +23,7 @@ def cmd_help(ctx: CommandContext, a: Args) -> Result:
 
 
 def cmd_quit(ctx: CommandContext, a: Args) -> Result:
-    if not confirm_losing_steps(ctx, "quit"):
-        return Result.failure("quit cancelled (`save FILE.yaml` keeps the steps)")
+    # (the TUI asks before it exits with unsaved steps; the REPL's journal keeps them for `resume`)
     ctx.quit_requested = True
     return Result(True, "bye")
 

@@ -497,8 +497,9 @@ class WorkbenchApp(App):
             select = res.data["to"]
             self.view = "diff"
         self.refresh_all(select=select)
-        if self.ctx.quit_requested:
-            self.exit()
+        if self.ctx.quit_requested:   # `quit` typed: the same question as Ctrl+Q
+            self.ctx.quit_requested = False
+            self.run_worker(self.action_quit(), group="quit")
 
     def _set_status(self, text: str) -> None:
         self.query_one("#status", Static).update(self._t(text))

@@ -151,7 +151,7 @@ def test_side_by_side_keeps_both_texts_and_aligns(monkeypatch):
     # big inputs go to the helper process: same answer
     monkeypatch.setattr(textdiff, "IN_PROCESS_CHARS", 0)
     assert textdiff.side_by_side(a, b) == (left, right, lm, rm)
-    assert textdiff.unified_diff(a, b) == textdiff._unified(a, b, "a", "b", 3)
+    assert textdiff.unified_diff(a, b, "a", "b") == textdiff._unified(a, b, "a", "b", 3)
 
 
 def test_mlir_failure_labels_and_no_repeats():

@@ -176,6 +176,16 @@ class _Helper:
 
 
 _FUNCTIONS = {"unified": _unified, "aligned": _aligned}
+
+
+def start_helper() -> None:
+    """Start the helper process now (a front end calls this at startup, while its memory is small:
+    forking a process that holds 640k-line modules takes long, with the GIL held)."""
+    with _helper._lock:
+        try:
+            _helper._ensure()
+        except OSError:
+            pass
 _helper = _Helper()
 atexit.register(_helper.close)
 

@@ -195,6 +195,8 @@ class WorkbenchApp(App):
             self.log_line("no payload loaded: `load FILE.mlir`")
         self.refresh_all()
         self.call_after_refresh(self._first_paint)
+        # the diff helper process, forked while this process is still small
+        self.run_worker(textdiff.start_helper, thread=True, group="diff-helper", exit_on_error=False)
 
     def _first_paint(self) -> None:
         self.first_screen_s = time.perf_counter() - self._started
@@ -330,7 +332,10 @@ class WorkbenchApp(App):
                             "computing…")
             if key not in self._diff_pending:
                 self._diff_pending.add(key)
-                self._diff_worker(key, s.ir_at(i - 1), s.ir_at(i), i)
+                # (not @work: it describes a worker by the repr of its arguments, megabytes of IR here)
+                self.run_worker(partial(self._diff_worker, key, s.ir_at(i - 1), s.ir_at(i), i), thread=True,
+                                group="diff", description=f"{self.view} of steps {i - 1} and {i}",
+                                exit_on_error=False)
             return
         if self.view == "diff":
             side.display, ir.display = False, True
@@ -344,7 +349,6 @@ class WorkbenchApp(App):
             self.query_one("#side-left", IRView).show(left, "side", lm, key=key + ("left",))
             self.query_one("#side-right", IRView).show(right, "side", rm, key=key + ("right",))
 
-    @work(thread=True, group="diff", exit_on_error=False)
     def _diff_worker(self, key: tuple, before: str, after: str, step: int) -> None:
         """A diff of two steps' IR, off the UI thread (difflib on 40k lines takes seconds)."""
         value: Any

@@ -9,6 +9,7 @@ z fold/unfold the region at the cursor, Z fold every function / unfold all.
 from __future__ import annotations
 
 import time
+from functools import partial
 from typing import Any
 
 from rich.segment import Segment
@@ -132,9 +133,10 @@ class IRView(ScrollView, can_focus=True):
         # big: the first screen from the head now, the whole index in a thread
         self.indexing = True
         self._install(tm.LineIndex.head(text, 500), generation, partial=True)
-        self._index_worker(text, generation)
+        # (not @work: it describes a worker by the repr of its arguments, 30 MB of IR here)
+        self.run_worker(partial(self._index_worker, text, generation), thread=True, group="ir-index",
+                        description=f"index {len(text)} characters", exit_on_error=False)
 
-    @work(thread=True, group="ir-index", exit_on_error=False)
     def _index_worker(self, text: str, generation: int) -> None:
         index = tm.LineIndex(text)
         self.app.call_from_thread(self._install, index, generation)

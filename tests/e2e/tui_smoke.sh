@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Smoke test of the real TUI in tmux: start it, apply a step, toggle the diff, undo, quit.
+# Smoke test of the real TUI in tmux: start it, apply a step, toggle the diff, undo, search, help, quit.
 # Usage: tests/e2e/tui_smoke.sh   (exit 0 = pass; prints the failing pane otherwise)
 set -euo pipefail
 REPO="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -35,6 +35,18 @@ $T send-keys -t wb "frobnicate" Enter
 wait_for "unknown command 'frobnicate'" 20
 $T send-keys -t wb C-z
 wait_for "undone: now at step 0" 20
+$T send-keys -t wb C-f
+sleep 0.5
+$T send-keys -t wb 'linalg\.matmul' Enter
+wait_for "1/1 matches" 20
+$T send-keys -t wb F1
+wait_for "Keys (Esc closes)" 20
+wait_for "app.go_to_symbol" 5
+$T send-keys -t wb Escape
+sleep 0.5
+if $T capture-pane -t wb -p | grep -q "Keys (Esc closes)"; then
+  echo "FAIL: Escape did not close the help screen" >&2; $T capture-pane -t wb -p >&2; exit 1
+fi
 $T send-keys -t wb C-q
 sleep 1
 if $T capture-pane -t wb -p | grep -q "Tab completes"; then

@@ -23,7 +23,7 @@ from workbench.common.textdiff import unified_diff
 from workbench.common import safe_yaml, trust_store
 from workbench.common.files import atomic_write  # noqa: F401  (re-exported)
 from workbench.common.mlir_libs import mlir_version
-from workbench import diagnostics
+from workbench.common import diagnostics
 from workbench.execution.worker_client import CompileClient
 from workbench.execution.expected import ExpectedError, ExpectedOutputs, find_sidecar
 from workbench.paths import state_dir
@@ -269,7 +269,7 @@ class Session:
 
     def _tidy_failure(self, ans: dict, read_text: Callable[[], str] | None,
                       parse_options: dict | None = None) -> tuple[str, str]:
-        """The worker's error made readable (workbench.diagnostics): a verifier failure labelled as
+        """The worker's error made readable (workbench/common/diagnostics.py): a verifier failure labelled as
         such (found by a probe parse of the failing text, when there is one), no repeated lines."""
         error, detail = ans["error"], ans.get("diagnostics", "")
         verifier = None

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from workbench import diagnostics
+from workbench.common import diagnostics
 from workbench.common import textdiff
 from workbench.tui import text_model as tm
 from workbench.tui.keymap import KeymapError, load_keymap, parse_keymap

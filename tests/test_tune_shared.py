@@ -122,24 +122,29 @@ def test_a_killed_tune_leaves_no_running_trial_after_resume(ctx, postgres, tmp_p
     payload = mm_payload(tmp_path / "mm.mlir", 64)
     tune = (f"tune 1 --sampler grid --trials 9 --iterations 2 --no-baseline --storage {postgres.url} "
             f"--study killed-mm {SPACE}")
-    proc = _cli([payload, "--script", _script(tmp_path, "k", tune)], tmp_path)
     import optuna
 
-    deadline = time.monotonic() + 300
-    running = []
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            study = _load(postgres.url, "killed-mm")
-            running = [t for t in study.trials if t.state.name == "RUNNING"]
-            if running and any(t.state.name == "COMPLETE" for t in study.trials):
-                break
-        except (KeyError, optuna.exceptions.StorageInternalError):
-            pass
-        time.sleep(0.3)
-    assert running, "the tune never had a RUNNING trial"
-    os.killpg(proc.pid, signal.SIGKILL)  # no chance to clean up: the trial stays RUNNING in the server
-    proc.wait()
-    assert any(t.state.name == "RUNNING" for t in _load(postgres.url, "killed-mm").trials)
+    def kill_during_a_trial(attempt: int) -> bool:
+        """Start the tune, SIGKILL its process group while a trial is RUNNING; whether one stayed
+        RUNNING in the server (a fast trial may finish between the last look and the kill)."""
+        proc = _cli([payload, "--script", _script(tmp_path, f"k{attempt}", tune)], tmp_path)
+        deadline = time.monotonic() + 300
+        running = []
+        while time.monotonic() < deadline and proc.poll() is None:
+            try:
+                study = _load(postgres.url, "killed-mm")
+                running = [t for t in study.trials if t.state.name == "RUNNING"]
+                if running and any(t.state.name == "COMPLETE" for t in study.trials):
+                    break
+            except (KeyError, optuna.exceptions.StorageInternalError):
+                pass
+            time.sleep(0.1)
+        assert running, "the tune never had a RUNNING trial"
+        os.killpg(proc.pid, signal.SIGKILL)  # no chance to clean up: the trial stays RUNNING in the server
+        proc.wait()
+        return any(t.state.name == "RUNNING" for t in _load(postgres.url, "killed-mm").trials)
+
+    assert any(kill_during_a_trial(attempt) for attempt in range(4)), "no kill landed inside a trial"
     _prepare(ctx, tmp_path)
     rep = ok(ctx, f"tune 1 --sampler grid --trials 1 --iterations 2 --no-baseline --confirm 0 "
                   f"--storage {postgres.url} --study killed-mm {SPACE}").data["tune"]

@@ -139,10 +139,6 @@ def run_repl(ctx: CommandContext, input=None, output=None, console=None, history
     doing it is killed; the session stays as it was), like Esc in the TUI."""
     from rich.console import Console
 
-    from workbench.commands import edit_commands, export_commands
-
-    edit_commands.register(ctx.registry)
-    export_commands.register(ctx.registry)
     console = console or Console()
     ctx.interactive = True
 

@@ -788,10 +788,6 @@ def _escape(text: str) -> str:
 
 
 def run_app(ctx: CommandContext, **kw: Any) -> None:
-    from workbench.commands import edit_commands, export_commands
-
-    edit_commands.register(ctx.registry)
-    export_commands.register(ctx.registry)
     # the UI thread gets the GIL back sooner while a worker thread computes (diffs, indexing)
     sys.setswitchinterval(0.002)
     WorkbenchApp(ctx, **kw).run()

@@ -101,6 +101,9 @@ def _main_parser() -> argparse.ArgumentParser:
     p.add_argument("payload", nargs="?", help="payload .mlir file")
     p.add_argument("--script", metavar="FILE.lhw", help="run a command file headless")
     p.add_argument("--repl", action="store_true", help="use the prompt-toolkit REPL instead of the TUI")
+    p.add_argument("--chunk", type=int, metavar="K",
+                   help="load only chunk K (1-based) of a payload split by `// -----` lines (upstream test files, "
+                        "as mlir-opt --split-input-file reads them)")
     resume = p.add_mutually_exclusive_group()
     resume.add_argument("--resume", action="store_true", help="restore the autosaved session of this payload")
     resume.add_argument("--no-resume", action="store_true",
@@ -321,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.payload:
             flag = "--allow-unregistered " if args.allow_unregistered_dialects else ""
+            if args.chunk is not None:
+                flag += f"--chunk {args.chunk} "
             res = ctx.registry.dispatch(f"load {flag}{_quote(args.payload)}", ctx)
             if not res.ok:
                 if not interactive:
@@ -331,7 +336,11 @@ def main(argv: list[str] | None = None) -> int:
                 if res.detail:
                     print(res.detail.rstrip(), file=sys.stderr)
                 return EXIT_FAILED
-            elif args.resume and (use_tui or not interactive):   # the REPL resumes itself
+            if res.data.get("chunks") and not args.quiet:   # an upstream test file: say how to take one chunk
+                print(f"lh-workbench: note: {args.payload} has {res.data['chunks']} chunks separated by `// -----` "
+                      f"lines, loaded as one module; --chunk K takes one (as mlir-opt --split-input-file)",
+                      file=sys.stderr)
+            if args.resume and (use_tui or not interactive):   # the REPL resumes itself
                 res = ctx.registry.dispatch("resume", ctx)
                 printer.result(res)
                 if not res.ok:

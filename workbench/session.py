@@ -23,7 +23,7 @@ from workbench.common.textdiff import unified_diff
 from workbench.common import safe_yaml, trust_store
 from workbench.common.files import atomic_write  # noqa: F401  (re-exported)
 from workbench.common.mlir_libs import mlir_version
-from workbench.common import diagnostics
+from workbench.common import diagnostics, split_input
 from workbench.execution.worker_client import CompileClient
 from workbench.execution.expected import ExpectedError, ExpectedOutputs, find_sidecar
 from workbench.paths import state_dir
@@ -135,6 +135,7 @@ class Session:
         self.client = _SessionClient(client or CompileClient(), self.parse_options)
         self.store: dict[str, str] = {}
         self.payload_path: Path | None = None
+        self.payload_chunk: int | None = None     # `load --chunk K`: chunk K of a `// -----` split file
         self.payload_file_sha: str | None = None
         self.initial_sha: str | None = None
         self.steps: list[AppliedStep] = []
@@ -233,25 +234,40 @@ class Session:
     def allow_unregistered(self) -> bool:
         return bool(self.parse_options.get("allow_unregistered"))
 
-    def load(self, path: str | Path, allow_unregistered: bool = False) -> str:
+    def load(self, path: str | Path, allow_unregistered: bool = False, chunk: int | None = None) -> str:
         """Parse and verify a payload file; on error the session keeps its previous state.
         `allow_unregistered`: ops of dialects MLIR does not know are accepted (as generic ops), for this
-        payload's whole session (recorded in the saved session)."""
+        payload's whole session (recorded in the saved session). `chunk`: only that chunk (1-based) of a
+        file split by `// -----` lines (mlir-opt --split-input-file), with the file's line numbers."""
         path = Path(path)
         if not path.is_file():
             raise SessionError(f"{path}: no such file")
-        ans = self.client.request({"op": "parse", "filename": str(path), "text": None,
+        text = None
+        if chunk is not None:
+            try:
+                text = split_input.chunk_text(path.read_text(), chunk, label=path.name)
+            except (OSError, UnicodeDecodeError) as e:
+                raise SessionError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}")
+            except split_input.ChunkError as e:
+                raise SessionError(str(e))
+        ans = self.client.request({"op": "parse", "filename": str(path), "text": text,
                                    "allow_unregistered": allow_unregistered})
         if not ans["ok"]:
             hint = ("; to accept such ops: load --allow-unregistered FILE (--allow-unregistered-dialects on the "
                     "command line)") if "unregistered dialect" in ans["error"] else ""
-            error, detail = self._tidy_failure(ans, lambda: path.read_text(),
+            if chunk is None:
+                count = split_input.chunk_count(path)
+                if count > 1:
+                    hint += (f"; {path.name} has {count} chunks separated by `{split_input.SPLIT_MARKER}` lines "
+                             f"(mlir-opt --split-input-file): load one with `load --chunk K {path.name}`")
+            error, detail = self._tidy_failure(ans, (lambda: text) if text is not None else (lambda: path.read_text()),
                                                {"allow_unregistered": allow_unregistered})
             raise SessionError(error + hint, detail)
         self.store[ans["sha"]] = ans["ir"]
         self.parse_options["allow_unregistered"] = allow_unregistered
         self.input_ranges = {}
         self.payload_path = path.resolve()
+        self.payload_chunk = chunk
         self.payload_file_sha = sha256_file(path)
         self.initial_sha = ans["sha"]
         self.saved_path = None
@@ -441,7 +457,8 @@ class Session:
         payload: dict[str, Any] = {}
         if self.payload_path is not None:
             payload = {"path": os.path.relpath(self.payload_path, rel_to) if rel_to else str(self.payload_path),
-                       "sha256": self.payload_file_sha}
+                       "sha256": self.payload_file_sha,
+                       **({"chunk": self.payload_chunk} if self.payload_chunk is not None else {})}
         doc["Workbench"] = {
             "version": workbench.__version__,
             "mlir_version": mlir_version(),
@@ -480,15 +497,16 @@ class Session:
         self._drop_own_journal()
 
     @staticmethod
-    def _journal_prefix(payload: Path) -> str:
-        key = hashlib.sha256(str(payload.resolve()).encode()).hexdigest()[:16]
+    def _journal_prefix(payload: Path, chunk: int | None = None) -> str:
+        name = str(payload.resolve()) + (f"#chunk{chunk}" if chunk is not None else "")
+        key = hashlib.sha256(name.encode()).hexdigest()[:16]
         return f"{payload.stem}-{key}"
 
     @property
     def journal_path(self) -> Path | None:
         if self.payload_path is None:
             return None
-        return state_dir() / "journal" / f"{self._journal_prefix(self.payload_path)}.{self.session_id}.yaml"
+        return state_dir() / "journal" / f"{self._journal_prefix(self.payload_path, self.payload_chunk)}.{self.session_id}.yaml"
 
     def _take_journal_lock(self, jp: Path) -> None:
         if self._journal_lock is not None:
@@ -541,14 +559,14 @@ class Session:
             return False
         return True
 
-    def journal_for(self, payload: Path) -> Path | None:
+    def journal_for(self, payload: Path, chunk: int | None = None) -> Path | None:
         """The newest journal of `payload` left by a session that is no longer running (killed, or
         quit with unsaved steps); never this session's own, never a live session's."""
         import fcntl
 
         folder = state_dir() / "journal"
         found = []
-        for jp in folder.glob(f"{self._journal_prefix(payload)}*.yaml"):
+        for jp in folder.glob(f"{self._journal_prefix(payload, chunk)}*.yaml"):
             if jp == self.journal_path:
                 continue
             lock = jp.with_suffix(".lock")
@@ -598,10 +616,28 @@ class LoadedSession:
     steps: list[Step]
     meta: dict
 
+    def _payload_meta(self) -> dict:
+        payload = self.meta.get("payload") or {}
+        if not isinstance(payload, dict):
+            raise SessionError(f"{self.path}: Workbench.payload must be a mapping (path:, sha256:, chunk:)")
+        return payload
+
     @property
     def payload(self) -> Path | None:
-        p = (self.meta.get("payload") or {}).get("path")
+        p = self._payload_meta().get("path")
+        if p is not None and not isinstance(p, str):
+            raise SessionError(f"{self.path}: Workbench.payload.path must be a string")
         return (self.path.parent / p).resolve() if p else None
+
+    @property
+    def payload_chunk(self) -> int | None:
+        """`chunk:` of the payload (a `// -----` split file), None for the whole file."""
+        chunk = self._payload_meta().get("chunk")
+        if chunk is None:
+            return None
+        if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1:
+            raise SessionError(f"{self.path}: Workbench.payload.chunk must be a positive integer, not {chunk!r}")
+        return chunk
 
 
 def read_session_file(path: str | Path) -> LoadedSession:

@@ -35,11 +35,16 @@ def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None,
         loaded = read_session_file(path)
     except (SessionError, StepError, S.SpecError) as e:
         return fail(e)
-    payload = payload or loaded.payload
+    try:
+        payload = payload or loaded.payload
+        chunk = loaded.payload_chunk
+    except SessionError as e:
+        return fail(e)
     if payload is None:
         return Result.failure(f"{path} names no payload: pass --payload FILE.mlir")
     try:
-        s.load(payload, allow_unregistered=allow_unregistered or bool(loaded.meta.get("allow_unregistered_dialects")))
+        s.load(payload, allow_unregistered=allow_unregistered or bool(loaded.meta.get("allow_unregistered_dialects")),
+               chunk=chunk)
     except SessionError as e:
         return fail(e)
     s.input_ranges = {int(i): tuple(r) for i, r in (loaded.meta.get("input_ranges") or {}).items()}
@@ -86,7 +91,7 @@ def cmd_resume(ctx: CommandContext, a: Args) -> Result:
     s = ctx.session
     if s.payload_path is None:
         return Result.failure("no payload loaded: `load` it first, then `resume`")
-    journal = s.journal_for(s.payload_path)
+    journal = s.journal_for(s.payload_path, s.payload_chunk)
     if journal is None:
         return Result.failure(f"no autosaved session for {s.payload_path}")
     res = replay_file(ctx, journal, payload=s.payload_path, allow_unregistered=s.allow_unregistered, own=True)

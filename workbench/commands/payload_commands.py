@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from workbench.common import split_input
 from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry
 from workbench.commands.step_results import confirm_losing_steps, fail, line_count
 from workbench.result import Result
@@ -14,12 +15,18 @@ def cmd_load(ctx: CommandContext, a: Args) -> Result:
     if not confirm_losing_steps(ctx, f"load {a['file']}"):
         return Result.failure("load cancelled: the session is unchanged (save it first with `save FILE.yaml`)")
     try:
-        s.load(a["file"], allow_unregistered=bool(a.get("allow_unregistered")))
+        s.load(a["file"], allow_unregistered=bool(a.get("allow_unregistered")), chunk=a.get("chunk"))
     except SessionError as e:
         return fail(e)
-    msg = f"loaded {a['file']} ({line_count(s.current_ir)} lines)"
-    journal = s.journal_for(Path(a["file"]))
-    data = {"payload": str(s.payload_path), "ir_sha256": s.current_sha}
+    chunk = a.get("chunk")
+    msg = f"loaded {a['file']}" + (f" chunk {chunk}" if chunk is not None else "") + f" ({line_count(s.current_ir)} lines)"
+    count = split_input.chunk_count(s.payload_path) if chunk is None else 0
+    if count > 1:
+        msg += (f"; it has {count} chunks separated by `{split_input.SPLIT_MARKER}` lines, loaded as one module "
+                f"(`load --chunk K {a['file']}` takes one, as mlir-opt --split-input-file does)")
+    journal = s.journal_for(Path(a["file"]), s.payload_chunk)
+    data = {"payload": str(s.payload_path), "ir_sha256": s.current_sha,
+            **({"chunk": chunk} if chunk is not None else {"chunks": count} if count > 1 else {})}
     if journal is not None:
         msg += f"; an autosaved session exists ({journal}): `resume` to restore it"
         data["journal"] = str(journal)
@@ -67,7 +74,10 @@ def register(reg: Registry) -> None:
     add(Command("load", "load a payload .mlir file (parse + verify)", cmd_load,
                 [Arg("file", "payload file", complete="path:.mlir")],
                 [Flag("--allow-unregistered", "accept ops of dialects MLIR does not know (kept as generic ops; "
-                      "recorded in the session)")], category="1-session"))
+                      "recorded in the session)"),
+                 Flag("--chunk", "only chunk K (1-based) of a file split by `// -----` lines, as mlir-opt "
+                      "--split-input-file reads it (recorded in the session)", takes_value=True, type="int")],
+                category="1-session"))
     add(Command("inspect", "functions, linalg ops with shapes, FLOP count", cmd_inspect,
                 [Arg("step", "step index (default: current)", type="int", optional=True, complete="step")],
                 category="1-session"))

@@ -7,7 +7,7 @@ import yaml
 
 from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry, UsageError
 from workbench.commands.step_results import apply_step, applied_result, fail
-from workbench.common import trust_store
+from workbench.common import split_input, trust_store
 from workbench.result import Result
 from workbench.session import SessionError, StepReport
 from workbench.steps import spec as S
@@ -39,6 +39,46 @@ def cmd_pass(ctx: CommandContext, a: Args) -> Result:
     if not a["pipeline"]:
         raise UsageError("pass needs a pass pipeline")
     return apply_step(ctx, Step("pass", a["pipeline"], {}, {}, Path.cwd()))
+
+
+def cmd_run_line(ctx: CommandContext, a: Args) -> Result:
+    """The payload file's `// RUN: mlir-opt ...` line N as pass steps (one per mlir-opt of its `|` chain)."""
+    s = ctx.session
+    try:
+        s.require_loaded()
+        text = s.payload_path.read_text()
+    except SessionError as e:
+        return fail(e)
+    except (OSError, UnicodeDecodeError) as e:
+        return Result.failure(f"cannot read {s.payload_path}: {getattr(e, 'strerror', None) or e}")
+    runs = split_input.find_run_lines(text)
+    if not runs:
+        return Result.failure(f"{s.payload_path.name} has no `// RUN:` line")
+    number = a["n"] if a.get("n") is not None else 1
+    listing = "; ".join(f"{i}: line {r.number}" for i, r in enumerate(runs, start=1))
+    if not 1 <= number <= len(runs):
+        return Result.failure(f"{s.payload_path.name} has {len(runs)} RUN line{'s' if len(runs) != 1 else ''} "
+                              f"({listing}), no RUN line {number}")
+    run = runs[number - 1]
+    try:
+        pipelines = run.mlir_opt_pipelines()
+    except split_input.ChunkError as e:
+        return fail(e)
+    if not pipelines:
+        return Result.failure(f"RUN line {run.number} runs no mlir-opt: {run.command[:80]}")
+    results = []
+    for pipeline in pipelines:
+        res = apply_step(ctx, Step("pass", pipeline, {}, {}, Path.cwd()))
+        if not res.ok:   # all or nothing: the RUN line's earlier steps are undone (redo brings them back)
+            for _ in results:
+                s.undo()
+            if results:
+                res.error = f"{res.error} (the RUN line's first {len(results)} step(s) were undone)"
+            return res
+        results.append(res)
+    if len(results) == 1:
+        return results[0]
+    return Result(True, "; ".join(r.summary for r in results), data={"steps": [r.data for r in results]})
 
 
 def cmd_bench(ctx: CommandContext, a: Args) -> Result:
@@ -139,6 +179,14 @@ def register(reg: Registry) -> None:
     add(Command("pass", "apply an MLIR pass pipeline as a step", cmd_pass,
                 [Arg("pipeline", "e.g. canonicalize,cse or func.func(convert-linalg-to-loops)", type="rest",
                      complete="pass")], category="2-steps"))
+    add(Command("run-line", "apply the passes of the payload file's `// RUN: mlir-opt ...` line N (default 1) "
+                "as pass steps", cmd_run_line,
+                [Arg("n", "which RUN line (1-based)", type="int", optional=True, complete="choice:1,2,3")],
+                details="Upstream test files say how mlir-opt runs them: `run-line` turns each mlir-opt of the "
+                        "RUN line's `|` chain into a pass step (--pass-pipeline=... or --pass-name{options} "
+                        "flags; output options such as --split-input-file are left out: `load --chunk K` "
+                        "picks a chunk). FileCheck and other tools after the chain are ignored.",
+                category="2-steps"))
     add(Command("bench", "insert the benchmark wrapper around the entry function as it is now", cmd_bench,
                 [Arg("params", "warmup=N iterations=N entry=NAME", type="kv", optional=True, complete="param")],
                 category="2-steps"))

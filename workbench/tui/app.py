@@ -186,7 +186,7 @@ class WorkbenchApp(App):
         if s.loaded:
             self.log_line(f"payload {self._path(s.payload_path)} ({s.current_ir.count(chr(10))} lines); "
                           "type a command, Tab completes, Ctrl+P lists every command, F1 the keys")
-            journal = s.journal_for(s.payload_path) if self.offer_resume else None
+            journal = s.journal_for(s.payload_path, s.payload_chunk) if self.offer_resume else None
             if journal is not None and not s.steps:
                 msg = "an autosaved session of this payload exists: type `resume` to restore it"
                 self.log_line(msg, style="yellow")

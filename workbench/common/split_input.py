@@ -1,0 +1,152 @@
+"""Files split into chunks by `// -----` lines, as `mlir-opt --split-input-file` reads them (upstream's
+test files), and their `// RUN:` lines. Text only: no MLIR here, both sides may import it.
+
+A chunk is loaded as the whole file's text with every line outside the chunk blanked, so that line
+numbers in MLIR's messages are the file's own (`file.mlir:57:3`, as in an editor), not the chunk's.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+#: upstream's split marker (mlir/lib/Support/ToolUtilities.cpp): a line that starts with it
+SPLIT_MARKER = "// -----"
+_SYMBOL = re.compile(r"^\s*(?:func\.func|func|gpu\.func|llvm\.func)\s+(?:(?:private|public|nested)\s+)?@([\w$.-]+)",
+                     re.M)
+
+
+class ChunkError(ValueError):
+    """A chunk that does not exist; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class Chunk:
+    index: int          # 1-based, as the user names it
+    first_line: int     # 1-based, inclusive
+    last_line: int      # inclusive
+    symbols: tuple[str, ...]
+
+    def describe(self) -> str:
+        names = ", ".join("@" + s for s in self.symbols[:3]) + (", ..." if len(self.symbols) > 3 else "")
+        return f"{self.index}: lines {self.first_line}-{self.last_line}" + (f" ({names})" if names else "")
+
+
+def find_chunks(text: str) -> list[Chunk]:
+    """The chunks of `text` (one chunk when there is no marker line)."""
+    lines = text.splitlines()
+    chunks: list[Chunk] = []
+    start = 1
+    for number, line in enumerate(lines + [SPLIT_MARKER], start=1):
+        if line.startswith(SPLIT_MARKER):
+            body = "\n".join(lines[start - 1: number - 1])
+            chunks.append(Chunk(len(chunks) + 1, start, max(start, number - 1), tuple(_SYMBOL.findall(body))))
+            start = number + 1
+    return chunks
+
+
+def chunk_text(text: str, index: int, label: str = "the file") -> str:
+    """Chunk `index` (1-based) of `text`, every other line blanked (line numbers kept)."""
+    chunks = find_chunks(text)
+    if not 1 <= index <= len(chunks):
+        listing = "; ".join(c.describe() for c in chunks)
+        raise ChunkError(f"{label} has {len(chunks)} chunk{'s' if len(chunks) != 1 else ''} separated by "
+                         f"`{SPLIT_MARKER}` lines, no chunk {index} ({listing})")
+    chunk = chunks[index - 1]
+    lines = text.splitlines()
+    kept = [line if chunk.first_line <= n <= chunk.last_line else "" for n, line in enumerate(lines, start=1)]
+    return "\n".join(kept) + "\n"
+
+
+# -- RUN lines --------------------------------------------------------------------------------
+#: mlir-opt options that are not passes: what they mean for the workbench (None: nothing to do)
+_NOT_PASSES = {
+    "split-input-file": None, "verify-diagnostics": None, "allow-unregistered-dialect": None,
+    "mlir-print-local-scope": None, "mlir-print-debuginfo": None, "mlir-print-ir-after-all": None,
+    "mlir-print-ir-before-all": None, "mlir-print-ir-after-failure": None, "mlir-disable-threading": None,
+    "mlir-print-op-generic": None, "mlir-print-value-users": None, "mlir-elide-elementsattrs-if-larger": None,
+    "mlir-elide-resource-strings-if-larger": None, "mlir-pretty-debuginfo": None, "mlir-timing": None,
+    "debug-only": None, "debug": None, "o": None, "mlir-print-stacktrace-on-diagnostic": None,
+    "verify-each": None, "emit-bytecode": None, "no-implicit-module": None, "dump-pass-pipeline": None,
+    "mlir-print-assume-verified": None, "show-dialects": None, "verify-roundtrip": None,
+}
+
+
+@dataclass(frozen=True)
+class RunLine:
+    number: int          # 1-based line of the file where the RUN command starts
+    command: str         # the whole command (continuation lines joined)
+
+    def mlir_opt_pipelines(self) -> list[str]:
+        """One pass pipeline (textual, `a,b{opt=1}` or `builtin.module(...)`) per `mlir-opt` in the
+        command's `|` chain, up to the first tool that is not mlir-opt (FileCheck)."""
+        out = []
+        for part in self.command.split("|"):
+            try:
+                words = shlex.split(part)
+            except ValueError as e:
+                raise ChunkError(f"RUN line {self.number}: cannot split it into words: {e}")
+            if not words or not words[0].endswith("mlir-opt"):
+                break
+            out.append(_pipeline_of(words[1:], self.number))
+        return out
+
+
+def find_run_lines(text: str) -> list[RunLine]:
+    """The `// RUN:` commands of a file (a trailing backslash continues on the next RUN line)."""
+    runs: list[RunLine] = []
+    pending: tuple[int, str] | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        m = re.match(r"\s*//\s*RUN:\s?(.*)$", line)
+        if not m:
+            continue
+        body = m.group(1).rstrip()
+        cont = body.endswith("\\")
+        body = body[:-1].rstrip() if cont else body
+        start, before = pending if pending else (number, "")
+        joined = f"{before} {body}".strip()
+        if cont:
+            pending = (start, joined)
+        else:
+            pending = None
+            runs.append(RunLine(start, joined))
+    if pending:
+        runs.append(RunLine(pending[0], pending[1]))
+    return runs
+
+
+def _pipeline_of(args: list[str], line: int) -> str:
+    passes: list[str] = []
+    i = 0
+    while i < len(args):
+        word = args[i]
+        i += 1
+        if word in ("%s", "-") or not word.startswith("-"):
+            continue
+        name, _, value = word.lstrip("-").partition("=")
+        if name == "pass-pipeline":
+            if not value and i < len(args):
+                value, i = args[i], i + 1
+            value = value.strip("'\"").strip()
+            if value.startswith("builtin.module(") and value.endswith(")"):
+                value = value[len("builtin.module("):-1]   # the session's pass steps run on the module
+            passes.append(value)
+            continue
+        if name in _NOT_PASSES or name.startswith("mlir-"):
+            if name == "o" and not value:
+                i += 1
+            continue
+        value = value.strip("'\"")
+        passes.append(f"{name}{{{value}}}" if value else name)
+    if not passes:
+        raise ChunkError(f"RUN line {line}: its mlir-opt runs no pass")
+    return ",".join(passes)
+
+
+def chunk_count(path) -> int:
+    """How many chunks the file at `path` has (1 without marker lines; 0 when it cannot be read)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return 1 + sum(1 for line in f if line.startswith(SPLIT_MARKER))
+    except OSError:
+        return 0

@@ -15,9 +15,9 @@ def cmd_help(ctx: CommandContext, a: Args) -> Result:
         if cmd is None:
             return Result.failure(f"no command {name!r} (type `help` for the list)")
         return Result(True, "", kind="help", body=cmd.help_text(), data={"help": cmd.name})
-    rows = [[c.usage, c.summary] for c in sorted(reg.commands.values(), key=lambda c: (c.category, c.name))]
+    rows = [[c.brief_usage, c.summary] for c in sorted(reg.commands.values(), key=lambda c: (c.category, c.name))]
     kinds = "\n".join(f"  {k:<10} {v}" for k, v in kind_help().items())
-    return Result(True, "commands (help COMMAND for details):", kind="table",
+    return Result(True, "commands (help COMMAND for its options and details):", kind="table",
                   body="step kinds (for apply and pipeline files):\n" + kinds,
                   data={"table": {"columns": ["usage", "what it does"], "rows": rows}})
 

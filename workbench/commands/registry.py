@@ -52,9 +52,20 @@ class Command:
 
     @property
     def usage(self) -> str:
+        return self._usage(brief=False)
+
+    @property
+    def brief_usage(self) -> str:
+        """The usage line for the command list: up to two options spelled out, more as [OPTIONS]."""
+        return self._usage(brief=True)
+
+    def _usage(self, brief: bool) -> str:
         parts = [self.name]
-        for f in self.flags:
-            parts.append(f"[{f.name}{' ' + f.name.strip('-').upper() if f.takes_value else ''}]")
+        if brief and len(self.flags) > 2:
+            parts.append("[OPTIONS]")
+        else:
+            for f in self.flags:
+                parts.append(f"[{f.name}{' ' + f.name.strip('-').upper() if f.takes_value else ''}]")
         for a in self.args:
             label = a.name.upper() + ("..." if a.type in ("rest", "kv") else "")
             parts.append(f"[{label}]" if a.optional else label)

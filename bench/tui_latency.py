@@ -8,7 +8,8 @@ that `canonicalize` folds, so every function changes in a diff). Headless app at
 
 Last line: RESULT first_screen_40k_s=... max_input_stall_ms=... search_640k_ms=... (and more keys)
 - first_screen_40k_s: the app constructed -> its first paint, showing the 40k-line payload
-  (goal < 1.0 s). startup_40k_s: the same from process start, with the imports, the compile
+  (goal < 1.0 s). first_screen_process_40k_s: what a user waits for: `lh-workbench PAYLOAD` started
+  in a pseudo-terminal -> the first IR line on the terminal (min of 3 starts). startup_40k_s: the same from process start, with the imports, the compile
   worker's start and the payload's parse + verify + print (MLIR's part, not the UI's).
 - echo_p99_load640k_ms / echo_p99_step640k_ms / echo_p99_side43k_ms: a keystroke posted to the app
   -> the character in the command input and painted, p99 over keystrokes every 25 ms, while `load`
@@ -101,6 +102,44 @@ async def echo_latencies(app, busy, period: float = 0.025, timeout: float = 600.
         await asyncio.sleep(period)
     inp.value = ""
     return out
+
+
+def first_screen_from_process_start(payload: Path, runs: int = 3, marker: bytes = b"memref.load") -> float:
+    """What a user waits for: `lh-workbench PAYLOAD` started in a pseudo-terminal (200x55) -> the first
+    IR line on the terminal (the escape sequences stripped). The console script's entry point
+    (workbench.launch), min over `runs` starts, each process killed once the IR shows."""
+    import fcntl
+    import pty
+    import re
+    import select
+    import signal
+    import struct
+    import termios
+
+    strip = re.compile(rb"\x1b\[[0-9;?$>]*[A-Za-z]")
+    env = dict(os.environ, TERM="xterm-256color", PYTHONPATH=str(REPO))
+    best = float("inf")
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execve(sys.executable, [sys.executable, "-m", "workbench.launch", str(payload), "--no-resume"], env)
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 55, 200, 0, 0))
+        seen, took = b"", None
+        try:
+            while time.perf_counter() - t0 < 60:
+                if select.select([fd], [], [], 0.005)[0]:
+                    seen += os.read(fd, 1 << 16)
+                    if marker in strip.sub(b"", seen):
+                        took = time.perf_counter() - t0
+                        break
+        finally:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(fd)
+        assert took is not None, "the IR never showed"
+        best = min(best, took)
+    return best
 
 
 async def wait_idle(app, pilot) -> None:
@@ -232,10 +271,15 @@ async def main(small: bool) -> dict[str, float]:
 if __name__ == "__main__":
     small = "--small" in sys.argv
     r = asyncio.run(main(small))
+    big = Path(tempfile.mkdtemp(prefix="lhwb-tui-")) / "first40k.mlir"
+    big.write_text(synthetic_module(40_000 // (10 if small else 1)))
+    r["first_screen_process_40k_s"] = first_screen_from_process_start(big)
     size = "4k/4.3k/64k (--small)" if small else "40k/43k/640k"
     print(f"sizes: {size} lines")
     print(f"first screen of the 40k-line payload: {r['first_screen_40k_s']:.3f} s (app), "
           f"{r['startup_40k_s']:.3f} s from process start incl. compile worker + parse/verify/print (goal < 1.0 s)")
+    print(f"first screen from process start, as a user sees it (`lh-workbench` in a 200x55 pty, min of 3): "
+          f"{r['first_screen_process_40k_s']:.3f} s (goal < 1.0 s)")
     print(f"paint 40k lines: IR view {r['irview_paint_40k_s']:.3f} s, TextArea {r['textarea_paint_40k_s']:.3f} s "
           f"({r['first_paint_40k_ratio']:.1f}x)")
     print(f"load 640k lines: {r['load_640k_s']:.1f} s; keystroke echo p99 {r['echo_p99_load640k_ms']:.1f} ms, "
@@ -245,7 +289,7 @@ if __name__ == "__main__":
     print(f"side by side 43k lines: {r['side_43k_s']:.2f} s; keystroke echo p99 {r['echo_p99_side43k_ms']:.1f} ms, "
           f"max {r['echo_max_side43k_ms']:.1f} ms over {r['echo_n_side43k']:.0f} keys (goal p99 < 50 ms)")
     print(f"search 640k lines: {r['search_640k_ms']:.1f} ms (goal < 200 ms)")
-    keys = ["first_screen_40k_s", "max_input_stall_ms", "search_640k_ms", "startup_40k_s", "echo_p99_load640k_ms",
+    keys = ["first_screen_40k_s", "max_input_stall_ms", "search_640k_ms", "first_screen_process_40k_s", "startup_40k_s", "echo_p99_load640k_ms",
             "echo_p99_step640k_ms", "echo_p99_side43k_ms", "first_paint_40k_ratio"]
     print("RESULT " + " ".join(f"{k}={r[k]:.3f}" if k.endswith("_s") or k.endswith("ratio") else f"{k}={r[k]:.1f}"
                                for k in keys))

@@ -322,25 +322,20 @@ def main(argv: list[str] | None = None) -> int:
     _apply_settings(session, args)
     ctx = _make_context(session, printer, interactive=interactive)
     try:
+        if args.payload and use_tui:
+            return _tui_loading_in_background(ctx, args)
         if args.payload:
-            flag = "--allow-unregistered " if args.allow_unregistered_dialects else ""
-            if args.chunk is not None:
-                flag += f"--chunk {args.chunk} "
-            res = ctx.registry.dispatch(f"load {flag}{_quote(args.payload)}", ctx)
+            res = ctx.registry.dispatch(_load_line(args), ctx)
             if not res.ok:
                 if not interactive:
                     printer.result(res)
                     return _finish(session, args, False, {"error": res.error})
-                # no empty app over a payload that failed: the error, exit 1, before the UI starts
-                print(f"lh-workbench: {res.error}", file=sys.stderr)
-                if res.detail:
-                    print(res.detail.rstrip(), file=sys.stderr)
-                return EXIT_FAILED
+                return _report_failed_load(res)
             if res.data.get("chunks") and not args.quiet:   # an upstream test file: say how to take one chunk
                 print(f"lh-workbench: note: {args.payload} has {res.data['chunks']} chunks separated by `// -----` "
                       f"lines, loaded as one module; --chunk K takes one (as mlir-opt --split-input-file)",
                       file=sys.stderr)
-            if args.resume and (use_tui or not interactive):   # the REPL resumes itself
+            if args.resume and not interactive:   # the REPL resumes itself
                 res = ctx.registry.dispatch("resume", ctx)
                 printer.result(res)
                 if not res.ok:
@@ -376,6 +371,56 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK if failures == 0 else EXIT_FAILED
     finally:
         session.close()
+
+
+def _load_line(args: argparse.Namespace) -> str:
+    flag = "--allow-unregistered " if args.allow_unregistered_dialects else ""
+    if args.chunk is not None:
+        flag += f"--chunk {args.chunk} "
+    return f"load {flag}{_quote(args.payload)}"
+
+
+def _tui_loading_in_background(ctx: CommandContext, args: argparse.Namespace) -> int:
+    """`lh-workbench PAYLOAD` on a terminal: the payload loads in a background thread (the compile worker
+    parses it) while this thread imports the TUI and starts it, so the first screen comes sooner. A payload
+    that fails before the TUI is up is reported without it; one that fails later ends it. Exit 1 either way."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if args.target or args.cpu:   # settings first: they do not need the payload
+        res = ctx.registry.dispatch(f"target {args.target or ''}" + (f" --cpu {_quote(args.cpu)}" if args.cpu else ""), ctx)
+        if not res.ok:
+            Printer().result(res)
+            return EXIT_USAGE
+
+    def load() -> Result:
+        res = ctx.registry.dispatch(_load_line(args), ctx)
+        if res.ok and args.resume:
+            resumed = ctx.registry.dispatch("resume", ctx)
+            if not resumed.ok:
+                return resumed
+        return res
+
+    pool = ThreadPoolExecutor(1, thread_name_prefix="load")
+    try:
+        pending = pool.submit(load)
+        from workbench.tui.app import run_app   # ~0.5 s of imports, while the worker parses
+
+        if pending.done() and not pending.result().ok:
+            return _report_failed_load(pending.result())
+        app = run_app(ctx, pending_load=pending)
+    finally:   # quit while loading: the caller's session.close() stops the worker, the thread ends
+        pool.shutdown(wait=False)
+    if app.load_error is not None:
+        return _report_failed_load(app.load_error)
+    return EXIT_OK
+
+
+def _report_failed_load(res: Result) -> int:
+    # no empty app over a payload that failed: the error, exit 1
+    print(f"lh-workbench: {res.error}", file=sys.stderr)
+    if res.detail:
+        print(res.detail.rstrip(), file=sys.stderr)
+    return EXIT_FAILED
 
 
 def _quote(s: str) -> str:

@@ -24,7 +24,7 @@ from workbench.common import safe_yaml, trust_store
 from workbench.common.files import atomic_write  # noqa: F401  (re-exported)
 from workbench.common.mlir_libs import mlir_version
 from workbench.common import diagnostics, split_input
-from workbench.execution.worker_client import CompileClient
+from workbench.execution.worker_client import CompileClient, take_prestarted_compile_worker
 from workbench.execution.expected import ExpectedError, ExpectedOutputs, find_sidecar
 from workbench.paths import state_dir
 from workbench.steps.kinds import BuildContext, Step, StepError, load_pipeline_yaml, step_from_entry
@@ -132,7 +132,8 @@ class Session:
     def __init__(self, client: CompileClient | None = None, allow_python: bool = False):
         #: worker options of this session's payload (`allow_unregistered`: `load --allow-unregistered`)
         self.parse_options: dict[str, bool] = {}
-        self.client = _SessionClient(client or CompileClient(), self.parse_options)
+        self.client = _SessionClient(client or take_prestarted_compile_worker() or CompileClient(),
+                                     self.parse_options)
         self.store: dict[str, str] = {}
         self.payload_path: Path | None = None
         self.payload_chunk: int | None = None     # `load --chunk K`: chunk K of a `// -----` split file

@@ -23,7 +23,7 @@ wait_for() {  # wait_for PATTERN [SECONDS]
 }
 
 $T new-session -d -s wb -x 130 -y 40 \
-  "cd '$REPO' && LH_WORKBENCH_STATE_DIR='$STATE' TERM=xterm-256color '$PY' -m workbench.cli examples/matmul.mlir; sleep 30"
+  "cd '$REPO' && LH_WORKBENCH_STATE_DIR='$STATE' TERM=xterm-256color '$PY' -m workbench.launch examples/matmul.mlir; sleep 30"
 wait_for "Tab completes" 60
 wait_for "IR after step 0" 10
 $T send-keys -t wb "apply pipelines/lib/tile.mlir" Enter
@@ -52,4 +52,11 @@ sleep 1
 if $T capture-pane -t wb -p | grep -q "Tab completes"; then
   echo "FAIL: the app did not quit on Ctrl+Q" >&2; $T capture-pane -t wb -p >&2; exit 1
 fi
+# a payload that does not parse: the error on the terminal (file:line:col), exit status 1, no app left
+printf 'func.func @f() {\n  %%0 = arith.addi %%x, %%x : i32\n  return\n}\n' > "$STATE/bad.mlir"
+$T kill-session -t wb
+$T new-session -d -s wb -x 130 -y 40 \
+  "cd '$REPO' && LH_WORKBENCH_STATE_DIR='$STATE' TERM=xterm-256color '$PY' -m workbench.launch '$STATE/bad.mlir'; echo EXIT=\$?; sleep 30"
+wait_for "EXIT=1" 60
+wait_for "bad.mlir:2:" 5
 echo "tui smoke: ok"

@@ -447,3 +447,59 @@ def test_mlir_error_is_printed_once_and_a_verifier_failure_says_so(wb_ctx, tmp_p
             assert "consumed" not in str(app.query_one("#status").render())
 
     run(go())
+
+
+def test_payload_loading_in_the_background_then_shown(wb_empty_ctx, tmp_path):
+    """`lh-workbench PAYLOAD`: the app starts while the payload still loads (busy meanwhile), then shows it;
+    a payload that fails ends the app with the error kept for the front end (exit status 1)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    ctx = wb_empty_ctx
+    gate = threading.Event()
+
+    def load():
+        gate.wait(10)
+        return ctx.registry.dispatch("load examples/matmul.mlir", ctx)
+
+    async def go():
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(load)
+            app = WorkbenchApp(ctx, hide_volatile=True, pending_load=pending)
+            async with app.run_test(size=SIZE) as pilot:
+                await pilot.pause()
+                assert app.busy == "load" and not ctx.session.loaded
+                await type_command_while_busy(app, pilot, "history")
+                assert "busy with `load`" in "\n".join(app.query_one("#log").plain_lines())
+                gate.set()
+                await settle(app, pilot)
+                assert ctx.session.loaded and app.load_error is None
+                assert "linalg.matmul" in app.query_one("#ir", IRView).text
+                await type_command(app, pilot, "apply pipelines/lib/tile.mlir")
+                assert ctx.session.cursor == 1
+
+    run(go())
+    assert ctx.registry.dispatch("undo", ctx).ok   # no unsaved step: the next `load` asks nothing
+
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @f() {\n  %0 = arith.addi %x, %x : i32\n  return\n}\n")
+
+    async def failing():
+        with ThreadPoolExecutor(1) as pool:
+            pending = pool.submit(ctx.registry.dispatch, f"load {bad}", ctx)
+            app = WorkbenchApp(ctx, hide_volatile=True, pending_load=pending)
+            async with app.run_test(size=SIZE) as pilot:
+                for _ in range(200):
+                    if app.load_error is not None:
+                        break
+                    await pilot.pause(0.05)
+            assert app.load_error is not None and "bad.mlir:2:" in app.load_error.error
+            assert app.return_code == 1
+
+    run(failing())
+
+
+async def type_command_while_busy(app, pilot, line: str):
+    await pilot.press(*[("space" if ch == " " else ch) for ch in line])
+    await pilot.press("enter")
+    await pilot.pause()

@@ -160,3 +160,30 @@ class WorkerProcess:
 class CompileClient(WorkerProcess):
     def __init__(self) -> None:
         super().__init__("workbench.worker.compile_worker", name="compile worker")
+
+
+_prestarted: CompileClient | None = None
+
+
+def prestart_compile_worker() -> None:
+    """Start a compile worker now (`lh-workbench` does, before importing its front end); the next
+    `take_prestarted_compile_worker()` hands it over. One that nobody takes is closed at exit."""
+    global _prestarted
+    if _prestarted is None:
+        import atexit
+
+        _prestarted = CompileClient()
+        _prestarted.start()
+        atexit.register(_close_prestarted)
+
+
+def take_prestarted_compile_worker() -> CompileClient | None:
+    global _prestarted
+    client, _prestarted = _prestarted, None
+    return client
+
+
+def _close_prestarted() -> None:
+    client = take_prestarted_compile_worker()
+    if client is not None:
+        client.close()

@@ -12,6 +12,7 @@ import time
 from collections import OrderedDict
 from functools import partial
 from pathlib import Path
+from concurrent.futures import Future
 from typing import Any, Callable
 
 from rich.text import Text
@@ -114,9 +115,14 @@ class WorkbenchApp(App):
     ]
 
     def __init__(self, ctx: CommandContext, hide_volatile: bool = False,
-                 editor: Callable[[Path], None] | None = None, offer_resume: bool = True) -> None:
+                 editor: Callable[[Path], None] | None = None, offer_resume: bool = True,
+                 pending_load: "Future[Result] | None" = None) -> None:
         super().__init__()
         self.ctx = ctx
+        #: the payload's `load`, still running in the front end's background thread when the app starts
+        #: (`lh-workbench PAYLOAD`); a failure ends the app with `load_error` set and exit status 1
+        self.pending_load = pending_load
+        self.load_error: Result | None = None
         self.hide_volatile = hide_volatile
         self.editor = editor
         self.offer_resume = offer_resume
@@ -182,6 +188,19 @@ class WorkbenchApp(App):
             self.watch(view, "status", partial(self._view_status, view), init=False)
         self.query_one("#cmd").focus()
         self._apply_keymap()
+        if self.pending_load is not None:
+            self.busy = "load"
+            self._set_status("loading the payload…   (Escape cancels)")
+            self.query_one("#progress").visible = True
+            self.run_worker(self._await_initial_load, thread=True, group="command", exit_on_error=False)
+        else:
+            self._greet()
+        self.refresh_all()
+        self.call_after_refresh(self._first_paint)
+        # the diff helper process, forked while this process is still small
+        self.run_worker(textdiff.start_helper, thread=True, group="diff-helper", exit_on_error=False)
+
+    def _greet(self) -> None:
         s = self.ctx.session
         if s.loaded:
             self.log_line(f"payload {self._path(s.payload_path)} ({s.current_ir.count(chr(10))} lines); "
@@ -193,10 +212,28 @@ class WorkbenchApp(App):
                 self.notify(msg, title="resume?", timeout=8)
         else:
             self.log_line("no payload loaded: `load FILE.mlir`")
-        self.refresh_all()
-        self.call_after_refresh(self._first_paint)
-        # the diff helper process, forked while this process is still small
-        self.run_worker(textdiff.start_helper, thread=True, group="diff-helper", exit_on_error=False)
+
+    def _await_initial_load(self) -> None:
+        res = self.pending_load.result()
+        self.call_from_thread(self._initial_load_done, res)
+
+    def _initial_load_done(self, res: Result) -> None:
+        self.pending_load = None
+        self.busy = None
+        self.query_one("#progress").visible = False
+        if not res.ok:   # nothing to work on: the front end prints the error and exits 1
+            self.load_error = res
+            self.exit(return_code=1)
+            return
+        self._set_status("ok")
+        with self.batch_update():
+            self._greet()
+            for warning in res.extra_warnings():
+                self.log_line("warning: " + warning, style="yellow")
+            if res.data.get("chunks"):
+                self.log_line(f"the payload has {res.data['chunks']} chunks separated by `// -----` lines, loaded "
+                              "as one module: `load --chunk K FILE` takes one", style="yellow")
+            self.refresh_all()
 
     def _first_paint(self) -> None:
         self.first_screen_s = time.perf_counter() - self._started
@@ -787,7 +824,9 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
-def run_app(ctx: CommandContext, **kw: Any) -> None:
+def run_app(ctx: CommandContext, **kw: Any) -> "WorkbenchApp":
     # the UI thread gets the GIL back sooner while a worker thread computes (diffs, indexing)
     sys.setswitchinterval(0.002)
-    WorkbenchApp(ctx, **kw).run()
+    app = WorkbenchApp(ctx, **kw)
+    app.run()
+    return app

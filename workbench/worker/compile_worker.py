@@ -34,12 +34,12 @@ from mlir.dialects.transform import interpreter
 
 from workbench.worker import bench_wrapper, knobs, payload_inspect, py_passes, rewrites
 from workbench.worker.mpi import sharding
-from workbench.worker.sycl import spirv_kernels
 from workbench.worker.protocol import serve_requests
 
 CACHE_SIZE = 24
-#: prepare_run's "artifact" -> how to produce it (the default "llvm" is an LLVM-dialect module, below)
-ARTIFACT_PREPARERS = {spirv_kernels.ARTIFACT: spirv_kernels.prepare}
+#: prepare_run's "artifact" -> the module and function that produce it, imported when first asked for
+#: (the default "llvm" is an LLVM-dialect module, below)
+ARTIFACT_PREPARERS = {"spirv-kernels": ("workbench.worker.sycl.spirv_kernels", "prepare")}
 
 
 def sha256(text: str) -> str:
@@ -210,8 +210,9 @@ class CompileWorker:
         if meta is None:
             return {"ok": False, "error": "the benchmark wrapper was lowered past recognition: apply `bench` "
                                           "before the final lowering, or let `run` insert it"}
-        preparer = ARTIFACT_PREPARERS.get(req.get("artifact") or "llvm")
-        if preparer is not None:  # a target whose run artifact is not an LLVM-dialect module
+        where = ARTIFACT_PREPARERS.get(req.get("artifact") or "llvm")
+        if where is not None:
+            preparer = getattr(importlib.import_module(where[0]), where[1])  # a target whose run artifact is not an LLVM-dialect module
             return preparer(work, lambda: self._lower_for_run(work, req.get("lowering") or [], label), meta, inserted)
         lowered = bench_wrapper.is_lowered(work)
         if not lowered:
@@ -482,7 +483,20 @@ def _find_named_sequence(sched: ir.Module, name: str):
 
 
 def serve(fd: int) -> None:
-    serve_requests(fd, CompileWorker().handle)
+    worker = CompileWorker()
+    warmed = []
+
+    def handle(req: dict) -> dict:
+        try:
+            return worker.handle(req)
+        finally:
+            if not warmed:   # after the first answer (the payload's parse): what later requests need
+                warmed.append(True)
+                import threading
+
+                threading.Thread(target=payload_inspect.warm_up, daemon=True).start()
+
+    serve_requests(fd, handle)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 
 from mlir import ir
-from mlir.dialects import linalg as linalg_d
 
 from workbench.worker.op_ids import assign_ids, is_payload_linalg_op
 
@@ -51,6 +50,20 @@ def _sym(op, name="sym_name") -> str:
         return ""
 
 
+def _linalg():
+    """The linalg dialect's Python module, imported on first use: it loads linalg's Python op DSL
+    (~0.17 s), which a worker that only parses and applies steps never needs (see `warm_up`)."""
+    from mlir.dialects import linalg
+
+    return linalg
+
+
+def warm_up() -> None:
+    """Import what inspection needs ahead of the first `inspect` (the compile worker calls this in a
+    background thread once it has answered its first request)."""
+    _linalg()
+
+
 def _indexing_maps(op) -> list | None:
     """The op's indexing maps: its attribute (generic, matmul with maps), else the structured-op
     interface's (named ops whose maps are implicit: convolutions, pooling, ...)."""
@@ -59,7 +72,7 @@ def _indexing_maps(op) -> list | None:
     except Exception:
         pass
     try:
-        return [ir.AffineMapAttr(m).value for m in linalg_d.get_indexing_maps(op)]
+        return [ir.AffineMapAttr(m).value for m in _linalg().get_indexing_maps(op)]
     except Exception:
         return None
 
@@ -72,7 +85,7 @@ def _iterators_from_maps(amaps) -> list[str]:
 
 def _is_convolution(op) -> bool:
     try:
-        return bool(linalg_d.isa_convolution_op(op))
+        return bool(_linalg().isa_convolution_op(op))
     except Exception:
         return False
 

@@ -1,0 +1,28 @@
+"""The `lh-workbench` command (front-end process): starts the compile worker first, then imports the
+front end.
+
+The worker's own start (a Python process importing the MLIR bindings, ~0.4 s) then runs on another core
+while this process imports the CLI, the commands and the TUI, instead of after them: the first screen
+of a payload comes that much sooner. `workbench.cli.main` does everything else.
+"""
+from __future__ import annotations
+
+import sys
+
+#: first arguments that never need a compile worker
+_NO_WORKER = {"import", "targets", "-h", "--help"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] not in _NO_WORKER and "-h" not in argv and "--help" not in argv:
+        from workbench.execution.worker_client import prestart_compile_worker
+
+        prestart_compile_worker()
+    from workbench.cli import main as cli_main
+
+    return cli_main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -109,6 +109,8 @@ def main() -> None:
                 results[ranks] = r
                 chk = r["check"]
                 per_rank = [f"{min(t) * 1e3:.1f}" for t in r["rank_times_s"]]
+                if r.get("rank_cpus"):
+                    print(f"  {ranks} rank(s) pinned to CPUs {r['rank_cpus']}", flush=True)
                 grid = "x".join(map(str, GRIDS.get(ranks, (ranks,))))
                 eff = results[1]["median_s"] / (ranks * r["median_s"])
                 print(f"{args.size}^3 f32 on {ranks} rank{'s' if ranks > 1 else ''} (grid {grid}): median "

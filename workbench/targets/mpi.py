@@ -200,6 +200,8 @@ class MpiTarget(Target):
         per_rank = ans["ranks"]
         out: dict[str, Any] = {"ok": True, "compile_s": max(a.get("compile_s") or 0.0 for a in per_rank),
                                "report": {"ranks": ranks}}
+        if any(a.get("cpus") for a in per_rank):   # where each rank ran (pinned to its own cores)
+            out["report"]["rank_cpus"] = [a.get("cpus") for a in per_rank]
         if call:
             out["args_after"] = [assemble([a["args_after"][i] for a in per_rank], i) for i in range(n_in)]
             out["outputs"] = [assemble([a["outputs"][j] for a in per_rank], n_in + j) for j in range(n_out)]

@@ -63,6 +63,32 @@ def _run(req: dict, inputs: list, comm) -> dict:
         return answer
 
 
+def _pin_to_own_cores(comm, MPI) -> list[int] | None:
+    """Pin this rank to CPUs no other rank of this host uses: whole physical cores, split evenly among the
+    host's ranks (`cpus_for_local_rank`). Unpinned ranks wander, and two of them on the hyper-threads of
+    one core each run at about half speed: the slowest rank sets the time of every iteration.
+    With `run --threads N` each rank keeps the first N of its CPUs. LH_WORKBENCH_MPI_PIN=0 leaves placement to
+    the OS (or to mpiexec's own binding options)."""
+    if os.environ.get("LH_WORKBENCH_MPI_PIN", "1") == "0" or not hasattr(os, "sched_setaffinity"):
+        return None
+    from workbench.common.cpu_topology import cpus_for_local_rank
+
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)   # the ranks of this host
+    try:
+        cpus = cpus_for_local_rank(node.Get_rank(), node.Get_size())
+    finally:
+        node.Free()
+    threads = int(os.environ.get("LH_WORKBENCH_THREADS", "0") or 0)   # `run --threads N`: N per rank
+    if cpus and threads > 0:
+        cpus = cpus[:threads]
+    if cpus:
+        try:
+            os.sched_setaffinity(0, cpus)
+        except OSError:
+            return None
+    return cpus
+
+
 def _land():
     from mpi4py import MPI
 
@@ -74,6 +100,7 @@ def main(workdir: str) -> int:
 
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
+    cpus = _pin_to_own_cores(comm, MPI)
     wd = Path(workdir)
     (wd / f"pid{rank}").write_text(str(os.getpid()))  # lets the host name the rank mpiexec reports as failed
     # a rank that crashes (abort, segfault) says so itself: mpiexec then kills the others with SIGTERM,
@@ -91,7 +118,7 @@ def main(workdir: str) -> int:
     except Exception as e:  # a Python-level failure of this rank: report it
         answer = {"ok": False, "error": f"{type(e).__name__}: {e}".splitlines()[0],
                   "diagnostics": traceback.format_exc()}
-    answer["rank"], answer["size"] = rank, size
+    answer["rank"], answer["size"], answer["cpus"] = rank, size, cpus
     tmp = wd / f"rank{rank}.pkl.tmp"
     with open(tmp, "wb") as f:
         pickle.dump(answer, f, protocol=pickle.HIGHEST_PROTOCOL)

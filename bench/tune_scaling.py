@@ -3,7 +3,8 @@
 One session (f32 matmul n^3, the CPU selector's dict on pipelines/cpu/matmul.py, the benchmark
 wrapper, cpu-matmul-lower) is tuned twice over the same space with the same number of trials and the
 same TPE seed, into two fresh studies: first with one worker, then with `--workers N` (compilations
-overlap, timed runs take turns on the machine-wide lock, so the timings of both are comparable).
+overlap, timed runs go on measurement slots, one core each, at most half the cores; `--measure-slots 1`
+makes them take turns on one machine-wide lock).
 Every finished trial's time and best-so-far are recorded from the progress events.
 
     python bench/tune_scaling.py [--n 1024] [--trials 32] [--workers 8]
@@ -39,6 +40,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=8)
     ap.add_argument("--iterations", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--measure-slots", type=int, default=0,
+                    help="timed runs at once in the parallel tune (default: the tune's own choice; 1: one at a time)")
     args = ap.parse_args()
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-tune-scaling-"))
     session = Session()
@@ -62,12 +65,16 @@ def main() -> None:
             for workers in (1, args.workers):
                 events.clear()
                 t0 = time.monotonic()
-                res = run_lines(ctx, [f"tune 1 --workers {workers} --trials {args.trials} --sampler tpe "
+                slots = f"--measure-slots {args.measure_slots} " if args.measure_slots and workers > 1 else ""
+                res = run_lines(ctx, [f"tune 1 --workers {workers} {slots}--trials {args.trials} --sampler tpe "
                                       f"--seed {args.seed} --iterations {args.iterations} --warmup 1 --no-baseline "
                                       f"--confirm 0 --storage {Path(d) / f'w{workers}.db'} {SPACE}"])
                 wall = time.monotonic() - t0
                 best = res.data["tune"]["best"]["median_s"]
                 runs[workers] = {"wall": wall, "best": best, "series": [(t - t0, b) for t, b in events]}
+                if workers > 1:
+                    print(f"measurement slots (one core each): {res.data['tune'].get('measure_slots') or 'none: one lock'}",
+                          flush=True)
                 print(f"workers={workers}: {wall:.1f} s, best {best * 1e3:.3f} ms "
                       f"({2 * args.n ** 3 / best / 1e9:.1f} GFLOP/s)", flush=True)
     finally:

@@ -16,9 +16,13 @@ Scale out. The study lives in any Optuna RDB storage: an SQLite file (default, n
 session) or a server URL (`postgresql://...`, `mysql://...`). `workers=N` runs N trials at once in
 this process, each worker with its own compile worker (and, as always, a fresh run worker per run);
 other processes and machines join the same study by naming the same storage and study. Timings stay
-honest by serialising measurements: every run worker of a tune takes one machine-wide lock
+honest by giving every timed run a core of its own: every run worker of a tune takes a lock
 (`flock` on MEASURE_LOCK) around its calls of the generated code, after JIT compilation, so
-compilations overlap while no two timed runs on one machine do. Identical parameters are never
+compilations overlap while no two timed runs share a core. With several workers on a machine of
+several cores there are several such locks, the measurement slots (`measurement_slots`: one physical
+core each, at most half the cores, the rest compiles), and the run pins its timing thread to its
+slot's core; with one slot (2-core machines, `--measure-slots 1`, multi-threaded runs) the timed runs
+take turns on one machine-wide lock. Identical parameters are never
 evaluated twice: a trial whose dict another trial of the study already measured (or is measuring)
 takes that trial's value. Trials record their host, pid and an Optuna heartbeat; on start, RUNNING
 trials of dead processes on this host, and trials whose heartbeat stopped elsewhere, are failed.
@@ -48,6 +52,9 @@ from workbench.steps.params import ParamError, candidate_values, payload_dims
 SAMPLERS = ("tpe", "random", "grid")
 #: every run worker started by a tune holds this lock (flock) while the generated code runs
 MEASURE_LOCK_ENV = "LH_WORKBENCH_MEASURE_LOCK"
+#: ... and with measurement slots, the CPUs of each slot ("0;2;4": a timed run holds one slot's lock and
+#: runs on that slot's CPUs only)
+MEASURE_SLOTS_ENV = "LH_WORKBENCH_MEASURE_SLOTS"
 HEARTBEAT_S = 5     # a running trial's Optuna heartbeat period ...
 GRACE_S = 60        # ... and how long without one before another process fails it as stale
 
@@ -70,6 +77,7 @@ class TuneOptions:
     csv: Path | None = None
     baseline: bool = True
     workers: int = 1                                       # trials at once in this process
+    measure_slots: int = 0                                 # timed runs at once, each on its own core (0: auto)
     confirm: int = 3                                       # best candidates re-measured against the current dict
     confirm_rounds: int = 3
     run: RunOptions = field(default_factory=lambda: RunOptions(check=True))
@@ -485,6 +493,21 @@ def _measure_lock_env() -> tuple[str, str | None]:
     return os.environ[MEASURE_LOCK_ENV], old
 
 
+def measurement_slots(opts: TuneOptions) -> list[list[int]]:
+    """The CPU sets on which timed runs may go at once: one physical core each, at most one per worker
+    and half the host's cores (the other half compiles: the transform steps and the JIT of the next
+    candidates). One slot (or none) means the timed runs take turns. Runs of multi-threaded code
+    (`--threads` > 1) always take turns: their thread pools would share the machine."""
+    from workbench.common.cpu_topology import physical_core_groups
+
+    if opts.workers <= 1 or (opts.run.threads or 1) > 1:
+        return []
+    cores = physical_core_groups()
+    want = opts.measure_slots or min(opts.workers, len(cores) // 2)
+    want = min(want, opts.workers, len(cores))
+    return [[group[0]] for group in cores[:want]] if want > 1 else []
+
+
 def tune_step(session: Session, index: int, opts: TuneOptions,
               progress: Callable[[dict], None] | None = None) -> dict[str, Any]:
     """Tune step `index`; returns the report (trials, best, confirmation, baselines, best-so-far series)."""
@@ -525,6 +548,11 @@ def tune_step(session: Session, index: int, opts: TuneOptions,
                               "stale_failed": stale, "workers": opts.workers}
     lock_path, old_lock = _measure_lock_env()
     report["measure_lock"] = lock_path
+    slots = measurement_slots(opts)
+    report["measure_slots"] = slots
+    old_slots = os.environ.pop(MEASURE_SLOTS_ENV, None)
+    if slots:
+        os.environ[MEASURE_SLOTS_ENV] = ";".join(",".join(map(str, s)) for s in slots)
     clients = []
     try:
         if opts.baseline:
@@ -547,8 +575,9 @@ def tune_step(session: Session, index: int, opts: TuneOptions,
             from workbench.execution.worker_client import CompileClient
 
             clients = [CompileClient() for _ in range(opts.workers - 1)]
-            emit({"phase": "workers", "message": f"{opts.workers} workers (own compile workers; timed runs "
-                                                 f"serialised by {lock_path})"})
+            how = (f"up to {len(slots)} timed runs at once, each pinned to a core of its own: "
+                   f"{', '.join(str(s[0]) for s in slots)}" if slots else f"timed runs serialised by {lock_path}")
+            emit({"phase": "workers", "message": f"{opts.workers} workers (own compile workers; {how})"})
             threads = [threading.Thread(target=search.worker, args=(0, session), name="tune-w0")]
             threads += [threading.Thread(target=search.worker, args=(i + 1, scratch_copy(session, c)),
                                          name=f"tune-w{i + 1}") for i, c in enumerate(clients)]
@@ -593,6 +622,9 @@ def tune_step(session: Session, index: int, opts: TuneOptions,
             c.close()
         if not old_lock:
             os.environ.pop(MEASURE_LOCK_ENV, None)
+        os.environ.pop(MEASURE_SLOTS_ENV, None)
+        if old_slots is not None:
+            os.environ[MEASURE_SLOTS_ENV] = old_slots
     if opts.csv:
         write_csv(study, Path(opts.csv), list(space))
         report["csv"] = str(opts.csv)

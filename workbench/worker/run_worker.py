@@ -92,20 +92,49 @@ def handle_run(req: dict) -> dict:
 
 @contextlib.contextmanager
 def measurement_lock():
-    """Hold the machine-wide lock named by $LH_WORKBENCH_MEASURE_LOCK (set by `tune`) while the
-    generated code runs: compilations of parallel trials overlap, their timed runs do not."""
+    """Hold the lock named by $LH_WORKBENCH_MEASURE_LOCK (set by `tune`) while the generated code runs:
+    compilations of parallel trials overlap, their timed runs do not share a core. With measurement
+    slots ($LH_WORKBENCH_MEASURE_SLOTS: "cpus;cpus;...", one lock file per slot) the first free slot is
+    taken and this thread runs on its CPUs until the run is over; else one machine-wide lock."""
     path = os.environ.get("LH_WORKBENCH_MEASURE_LOCK")
     if not path:
         yield
         return
     import fcntl
 
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)  # released when the file closes (or this process dies)
+    slots = [[int(c) for c in s.split(",") if c] for s in os.environ.get("LH_WORKBENCH_MEASURE_SLOTS", "").split(";")
+             if s] if hasattr(os, "sched_setaffinity") else []
+    if not slots:
+        with open(path, "a") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)  # released when the file closes (or this process dies)
+            try:
+                yield
+            finally:
+                fcntl.flock(f, fcntl.LOCK_UN)
+        return
+    files = [open(f"{path}.slot{i}", "a") for i in range(len(slots))]
+    try:
+        taken = None
+        while taken is None:
+            for i, f in enumerate(files):
+                try:
+                    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                taken = i
+                break
+            else:
+                time.sleep(0.002)
+        before = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, slots[taken])   # this thread: the one that calls the generated code
         try:
             yield
         finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+            os.sched_setaffinity(0, before)
+            fcntl.flock(files[taken], fcntl.LOCK_UN)
+    finally:
+        for f in files:
+            f.close()
 
 
 def _call_and_time(engine, req: dict, inputs: list, answer: dict) -> None:

@@ -3,8 +3,8 @@
 One session (f32 matmul n^3, the CPU selector's dict on pipelines/cpu/matmul.py, the benchmark
 wrapper, cpu-matmul-lower) is tuned twice over the same space with the same number of trials and the
 same TPE seed, into two fresh studies: first with one worker, then with `--workers N` (compilations
-overlap, timed runs go on measurement slots, one core each, at most half the cores; `--measure-slots 1`
-makes them take turns on one machine-wide lock).
+overlap, timed runs take turns on the machine-wide lock, so the timings of both are comparable;
+`--measure-slots K` lets K go at once, each on a core of its own).
 Every finished trial's time and best-so-far are recorded from the progress events.
 
     python bench/tune_scaling.py [--n 1024] [--trials 32] [--workers 8]
@@ -41,7 +41,7 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--measure-slots", type=int, default=0,
-                    help="timed runs at once in the parallel tune (default: the tune's own choice; 1: one at a time)")
+                    help="timed runs at once in the parallel tune, each on a core of its own (default 1: one at a time)")
     args = ap.parse_args()
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-tune-scaling-"))
     session = Session()

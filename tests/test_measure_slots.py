@@ -17,14 +17,14 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.parametrize("cores, workers, threads, asked, expect", [
-    (16, 8, None, 0, 8),     # as many as workers, at most half the cores
-    (16, 12, None, 0, 8),
-    (16, 8, None, 1, 0),     # --measure-slots 1: one lock, take turns
+    (16, 8, None, 8, 8),     # as many as asked and workers, at most half the cores
+    (16, 12, None, 12, 8),
+    (16, 8, None, 1, 0),     # the default, --measure-slots 1: one lock, take turns
     (16, 8, None, 3, 3),
-    (16, 1, None, 0, 0),     # a serial tune: nothing to share
-    (16, 8, 4, 0, 0),        # multi-threaded runs take turns
-    (2, 8, None, 0, 0),      # a 2-core machine: one slot would leave nothing to compile on
-    (4, 8, None, 0, 2),
+    (16, 1, None, 8, 0),     # a serial tune: nothing to share
+    (16, 8, 4, 8, 0),        # multi-threaded runs take turns
+    (2, 8, None, 8, 0),      # a 2-core machine: one slot would leave nothing to compile on
+    (4, 8, None, 8, 2),
 ])
 def test_slot_count(monkeypatch, cores, workers, threads, asked, expect):
     import workbench.common.cpu_topology as topo

@@ -16,13 +16,11 @@ Scale out. The study lives in any Optuna RDB storage: an SQLite file (default, n
 session) or a server URL (`postgresql://...`, `mysql://...`). `workers=N` runs N trials at once in
 this process, each worker with its own compile worker (and, as always, a fresh run worker per run);
 other processes and machines join the same study by naming the same storage and study. Timings stay
-honest by giving every timed run a core of its own: every run worker of a tune takes a lock
+honest by serialising measurements: every run worker of a tune takes one machine-wide lock
 (`flock` on MEASURE_LOCK) around its calls of the generated code, after JIT compilation, so
-compilations overlap while no two timed runs share a core. With several workers on a machine of
-several cores there are several such locks, the measurement slots (`measurement_slots`: one physical
-core each, at most half the cores, the rest compiles), and the run pins its timing thread to its
-slot's core; with one slot (2-core machines, `--measure-slots 1`, multi-threaded runs) the timed runs
-take turns on one machine-wide lock. Identical parameters are never
+compilations overlap while no two timed runs on one machine do. `--measure-slots K` (opt-in) allows K
+timed runs at once, each pinned to a physical core of its own (`measurement_slots`), at the price of
+timings taken under each other's load. Identical parameters are never
 evaluated twice: a trial whose dict another trial of the study already measured (or is measuring)
 takes that trial's value. Trials record their host, pid and an Optuna heartbeat; on start, RUNNING
 trials of dead processes on this host, and trials whose heartbeat stopped elsewhere, are failed.
@@ -77,7 +75,7 @@ class TuneOptions:
     csv: Path | None = None
     baseline: bool = True
     workers: int = 1                                       # trials at once in this process
-    measure_slots: int = 0                                 # timed runs at once, each on its own core (0: auto)
+    measure_slots: int = 1                                 # timed runs at once, each on a core of its own
     confirm: int = 3                                       # best candidates re-measured against the current dict
     confirm_rounds: int = 3
     run: RunOptions = field(default_factory=lambda: RunOptions(check=True))
@@ -494,17 +492,19 @@ def _measure_lock_env() -> tuple[str, str | None]:
 
 
 def measurement_slots(opts: TuneOptions) -> list[list[int]]:
-    """The CPU sets on which timed runs may go at once: one physical core each, at most one per worker
-    and half the host's cores (the other half compiles: the transform steps and the JIT of the next
-    candidates). One slot (or none) means the timed runs take turns. Runs of multi-threaded code
-    (`--threads` > 1) always take turns: their thread pools would share the machine."""
+    """The CPU sets on which timed runs may go at once (`--measure-slots K`, opt-in): one physical core
+    each, at most one per worker and half the host's cores (the other half compiles: the transform steps
+    and the JIT of the next candidates). One slot (the default) or none means the timed runs take turns.
+    Runs of multi-threaded code (`--threads` > 1) always take turns: their thread pools would share the
+    machine. Measured on the 16-core H100 host (bench/tune_scaling.py): 8 slots ran 1024^3 matmuls about
+    40% slower than one at a time (shared L3, memory bandwidth, turbo), which misleads the search; hence
+    opt-in."""
     from workbench.common.cpu_topology import physical_core_groups
 
-    if opts.workers <= 1 or (opts.run.threads or 1) > 1:
+    if opts.workers <= 1 or (opts.run.threads or 1) > 1 or opts.measure_slots <= 1:
         return []
     cores = physical_core_groups()
-    want = opts.measure_slots or min(opts.workers, len(cores) // 2)
-    want = min(want, opts.workers, len(cores))
+    want = min(opts.measure_slots, opts.workers, len(cores) // 2)
     return [[group[0]] for group in cores[:want]] if want > 1 else []
 
 

@@ -164,7 +164,7 @@ def cmd_tune(ctx: CommandContext, a: Args) -> Result:
                      timeout=a.get("run_timeout") or 60.0, seed=a.get("seed") or 0)
     opts = TuneOptions(trials=a.get("trials") or 20, timeout_s=a.get("timeout"), sampler=sampler,
                        seed=a.get("seed") or 0, storage=a.get("storage") or None,
-                       workers=a.get("workers") or 1, measure_slots=a.get("measure_slots") or 0,
+                       workers=a.get("workers") or 1, measure_slots=a.get("measure_slots") or 1,
                        confirm=a["confirm"] if a.get("confirm") is not None else 3,
                        confirm_rounds=a.get("confirm_rounds") or 3,
                        study_name=a.get("study"), space=space,
@@ -241,8 +241,9 @@ def register(reg: Registry) -> None:
                          "processes naming the same storage and study share the search)", True),
          Flag("--workers", "trials at once in this process, each with its own compile worker (default 1)",
               True, type="int"),
-         Flag("--measure-slots", "timed runs at once with --workers, each on a physical core of its own "
-                                 "(default: workers, at most half the cores; 1: one at a time)", True, type="int"),
+         Flag("--measure-slots", "with --workers: K timed runs at once, each on a physical core of its own, "
+                                 "on at most half the cores (default 1: one at a time; faster search, "
+                                 "timings under each other's load)", True, type="int"),
          Flag("--confirm", "best candidates re-measured against the current dict at the end (default 3, 0: off)",
               True, type="int"),
          Flag("--confirm-rounds", "interleaved rounds of that re-measurement (default 3)", True, type="int"),
@@ -258,8 +259,7 @@ def register(reg: Registry) -> None:
                 "recorded as FAIL and never chosen. Running again with the same step and space resumes the study. "
                 "The current dict is trial 0 and the best candidates are re-measured against it before one is "
                 "declared best, so a tune never hands back something slower than where it started. With "
-                "--workers N compilations overlap and timed runs go on measurement slots: up to N at once, "
-                "each on a physical core of its own, on at most half the cores (the rest compiles); one slot, "
-                "as on a 2-core machine, means they take turns. Other machines join with the same --storage URL and --study NAME. The Optuna dashboard "
+                "--workers N compilations overlap and timed runs take turns (one machine-wide lock; "
+                "--measure-slots K lets K run at once, each on a core of its own). Other machines join with the same --storage URL and --study NAME. The Optuna dashboard "
                 "(`optuna-dashboard URL`) shows the same study live.",
         category="5-run"))

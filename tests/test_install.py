@@ -61,7 +61,8 @@ def test_installed_wheel_runs_a_scripted_session_outside_the_checkout(installed,
     assert Path(module_file).is_relative_to(installed), module_file
     assert Path(library) == installed / "workbench" / "pipelines"
 
-    p = subprocess.run([sys.executable, "-m", "workbench.cli", "matmul.mlir", "--script", "cmds.lhw",
+    # through the console script's entry point (workbench.launch: the compile worker starts first)
+    p = subprocess.run([sys.executable, "-m", "workbench.launch", "matmul.mlir", "--script", "cmds.lhw",
                         "--json", "out.json"], cwd=work, env=env, capture_output=True, text=True, timeout=600,
                        stdin=subprocess.DEVNULL)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]

@@ -15,7 +15,8 @@ Last line: RESULT first_screen_40k_s=... max_input_stall_ms=... search_640k_ms=.
   -> the character in the command input and painted, p99 over keystrokes every 25 ms, while `load`
   of the 640k-line module runs (compile worker, IR to the front end, IR view indexing) / while
   `pass canonicalize` runs on it and its 640k-line result arrives (with the diff for its +/- line
-  counts) / while the side-by-side diff of two 43k-line steps is built (sampled for 1 s at least).
+  counts) / while the side-by-side diff of two 43k-line steps is built, from the moment the two panes
+  are on screen (sampled for 1 s at least; the switch itself, one layout pass, is side_switch_ms).
   max_input_stall_ms: the largest of the three (goal < 50 ms).
 - search_640k_ms: a regex search in the 640k-line IR view: run -> matches counted, the first one
   shown and painted; the slower of a frequent and a rare pattern (goal < 200 ms).
@@ -254,7 +255,10 @@ async def main(small: bool) -> dict[str, float]:
             app.query_one("#cmd").focus()
             app.view = "side"
             t = time.perf_counter()
-            app.refresh_view()
+            app.refresh_view()   # what Ctrl+D does: the two panes replace the IR view (one layout pass) ...
+            await painted(app)
+            out["side_switch_ms"] = (time.perf_counter() - t) * 1e3
+            # ... then the diff is built (a thread, the patience-diff helper), arrives, is indexed and shown
             lat = await echo_latencies(app, lambda: bool(app._diff_pending)
                                        or not app.query_one("#side").display, at_least=1.0)
             out["side_43k_s"] = time.perf_counter() - t
@@ -286,7 +290,8 @@ if __name__ == "__main__":
           f"max {r['echo_max_load640k_ms']:.1f} ms over {r['echo_n_load640k']:.0f} keys")
     print(f"step on 640k lines (pass canonicalize): {r['step_640k_s']:.1f} s; keystroke echo p99 "
           f"{r['echo_p99_step640k_ms']:.1f} ms, max {r['echo_max_step640k_ms']:.1f} ms over {r['echo_n_step640k']:.0f} keys")
-    print(f"side by side 43k lines: {r['side_43k_s']:.2f} s; keystroke echo p99 {r['echo_p99_side43k_ms']:.1f} ms, "
+    print(f"side by side 43k lines: {r['side_43k_s']:.2f} s (the switch to the two panes: {r['side_switch_ms']:.0f} ms, "
+          f"one layout pass); keystroke echo p99 {r['echo_p99_side43k_ms']:.1f} ms, "
           f"max {r['echo_max_side43k_ms']:.1f} ms over {r['echo_n_side43k']:.0f} keys (goal p99 < 50 ms)")
     print(f"search 640k lines: {r['search_640k_ms']:.1f} ms (goal < 200 ms)")
     keys = ["first_screen_40k_s", "max_input_stall_ms", "search_640k_ms", "first_screen_process_40k_s", "startup_40k_s", "echo_p99_load640k_ms",

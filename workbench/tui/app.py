@@ -338,14 +338,14 @@ class WorkbenchApp(App):
 
     def _view_status(self, view: IRView, status: str) -> None:
         if view.display and (view.id == "ir" or view.has_focus or view.id == "side-right"):
-            self.query_one("#view-status", Label).update(status)
+            self.query_one("#view-status", Label).update(status, layout=False)   # fixed size: no relayout
         bar = self.query_one("#search", SearchBar)
         result = view.search_result
         if bar.target is view and result is not None and result.count and view.current_match >= 0:
             bar.result_text = f"{view.current_match + 1}/{result.count} matches"
 
     def _set_title(self, text: str) -> None:
-        self.query_one("#view-title", Label).update(text)
+        self.query_one("#view-title", Label).update(text, layout=False)   # fixed size (app.tcss): no relayout
 
     def refresh_view(self) -> None:
         s = self.ctx.session
@@ -367,6 +367,10 @@ class WorkbenchApp(App):
         if cached is None:
             self._set_title(f"{'diff' if self.view == 'diff' else 'side by side'} step {i - 1} → step {i}: "
                             "computing…")
+            if self.view == "side":   # the panes now (one layout pass, at the key press), the diff when it comes
+                ir.display, side.display = False, True
+                for pane in ("#side-left", "#side-right"):
+                    self.query_one(pane, IRView).show("computing the side-by-side diff…", "side", key=None)
             if key not in self._diff_pending:
                 self._diff_pending.add(key)
                 # (not @work: it describes a worker by the repr of its arguments, megabytes of IR here)
@@ -543,7 +547,7 @@ class WorkbenchApp(App):
             self.run_worker(self.action_quit(), group="quit")
 
     def _set_status(self, text: str) -> None:
-        self.query_one("#status", Static).update(self._t(text))
+        self.query_one("#status", Static).update(self._t(text), layout=False)   # fixed size: no relayout
 
     def _progress_from_thread(self, message: str) -> None:
         try:

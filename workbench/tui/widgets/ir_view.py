@@ -144,9 +144,11 @@ class IRView(ScrollView, can_focus=True):
     def _install(self, index: tm.LineIndex, generation: int, partial: bool = False) -> None:
         if generation != self._generation:
             return  # a newer text arrived meanwhile
+        completes_head = self.indexing and not partial   # the same text's full index after its head's
         self.index = index
         self.indexing = partial
-        self._clear_caches()
+        if not completes_head:   # (the head's rendered lines stay right: same lines, same gutter)
+            self._clear_caches()
         self._update_virtual_size()
         self.cursor_line = min(self.cursor_line, max(0, index.count - 1))
         if not partial and self.search_query:
@@ -159,7 +161,29 @@ class IRView(ScrollView, can_focus=True):
 
     def _update_virtual_size(self) -> None:
         rows = self.folds.rows(self.index.count) if not self.indexing else self.line_count
-        self.virtual_size = Size(self._gutter_width() + self.index.max_len + 16, max(rows, 1))
+        size = Size(self._gutter_width() + self.index.max_len + 16, max(rows, 1))
+        if size == self.virtual_size:
+            return
+        if self._scrollbars_stay(size):
+            # only the scrollable extent changes (a big text's full index arriving, a fold): no layout pass,
+            # which at 200x55 costs 40-80 ms of the UI thread while keystrokes wait; the scrollbars are
+            # told directly (what a layout would tell them)
+            self.set_reactive(IRView.virtual_size, size)
+            if self._vertical_scrollbar is not None:
+                self._vertical_scrollbar.window_virtual_size = size.height
+            if self._horizontal_scrollbar is not None:
+                self._horizontal_scrollbar.window_virtual_size = size.width
+            self.refresh()
+        else:
+            self.virtual_size = size
+
+    def _scrollbars_stay(self, size: Size) -> bool:
+        """Whether this view shows the same scrollbars with `size` as its virtual size (auto overflow)."""
+        width, height = self.container_size
+        if not width or not height or not self.virtual_size.height:
+            return False
+        return (size.width > width) == self.show_horizontal_scrollbar and \
+            (size.height > height) == self.show_vertical_scrollbar
 
     @property
     def rows(self) -> int:

@@ -142,3 +142,30 @@ def test_failures_leave_nothing_behind_in_history(tiled):
         with pytest.raises(SessionError):
             tiled.apply(st)
     assert [h["kind"] for h in tiled.history()] == ["payload", "transform"]
+
+
+def test_worker_crash_loses_no_unprinted_step(matmul_session, compile_client):
+    """`apply` does not print its result: the worker keeps the module and the session its bytecode, and
+    the text is printed when asked for. A worker crash before that loses nothing: the next step and the
+    text come from the bytecode, byte-identical to printing at once."""
+    from workbench.session import Session
+
+    s = matmul_session
+    steps = [step("pipelines/lib/tile.mlir[seq=tile_parallel]"), step("pipelines/lib/tile.mlir")]
+    first = s.apply(steps[0])
+    assert s.irs.known_sha(first.output_key) is None and first.output_key in s.irs.bytecode  # not printed
+    restarts = compile_client.restarts
+    compile_client.kill()                       # the worker, and every module it held, is gone
+    second = s.apply(steps[1])                  # its input, never printed, comes back from the bytecode
+    compile_client.kill()
+    ir_text = s.current_ir                      # printed by a fresh worker from the bytecode
+    assert compile_client.restarts == restarts + 2
+    assert s.irs.known_sha(first.output_key) is None     # only what was asked for is printed
+    eager = Session(client=compile_client)      # the same steps, each result printed at once
+    eager.load(s.payload_path)
+    shas = []
+    for st in steps:
+        eager.apply(st)
+        shas.append(eager.current_sha)
+    assert [first.output_sha, second.output_sha] == shas
+    assert ir_text == eager.current_ir and ir_text.count("scf.for") == 2 + 3

@@ -1,7 +1,10 @@
 """The session: a live payload module, an ordered list of applied steps, a cursor.
 
-Every IR the session has seen lives in a content-addressed store (sha256 -> text), so
-undo, redo, `show N` and `diff N M` never recompute anything. Applying a step is
+Every IR the session has seen lives in a content-addressed store (`IRStore`), so undo, redo,
+`show N` and `diff N M` never recompute anything. A step's result is not printed when it is
+applied (printing costs about half as much as the transform interpreter): the compile worker
+keeps the module and sends its bytecode, which the store keeps so that a worker crash loses
+nothing; the text and its sha256 are printed the first time someone asks for them. Applying a step is
 transactional: the compile worker applies it to a copy; the session changes only when
 the worker answers with a verified module. Failures raise `SessionError` carrying a
 one-line message and the MLIR diagnostics; the session is then exactly as before.
@@ -80,17 +83,61 @@ class LRUCache:
             self._items.clear()
 
 
+class IRStore:
+    """Every IR a session has seen, by key. Printed IR: its text under its sha256. IR that a lazy
+    apply left unprinted: its bytecode under the key the compile worker gave it (the worker holds the
+    module under that key; the bytecode survives a worker crash), until its text is asked for."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, str] = {}          # sha256 of the text -> text
+        self.bytecode: dict[str, bytes] = {}     # key of an unprinted IR -> its MLIR bytecode
+        self.printed: dict[str, str] = {}        # key of an IR printed after the fact -> its sha256
+
+    def copy(self) -> "IRStore":
+        other = IRStore()
+        other.texts, other.bytecode, other.printed = dict(self.texts), dict(self.bytecode), dict(self.printed)
+        return other
+
+    def known_sha(self, key: str) -> str | None:
+        """The text sha256 of `key` when it is printed already, else None."""
+        return key if key in self.texts else self.printed.get(key)
+
+    def content(self, key: str) -> dict:
+        """What a worker that does not hold `key` needs to rebuild it."""
+        sha = self.known_sha(key)
+        if sha is not None:
+            return {"text": self.texts[sha]}
+        return {"bytecode": self.bytecode[key]}
+
+    def add_printed(self, key: str, sha: str, text: str) -> None:
+        self.texts[sha] = text
+        if key != sha:
+            self.printed[key] = sha
+            self.bytecode.pop(key, None)
+
+
 @dataclass
 class AppliedStep:
+    """One applied step: its input and output IR by store key (see `IRStore`); `input_sha` and
+    `output_sha` are the text sha256s, printed on first use through `resolve`."""
     step: Step
-    input_sha: str
-    output_sha: str
+    input_key: str
+    output_key: str
     seconds: float
     stage_seconds: list[float] = field(default_factory=list)
+    resolve: Callable[[str], str] = field(default=lambda key: key, repr=False, compare=False)
+
+    @property
+    def input_sha(self) -> str:
+        return self.resolve(self.input_key)
+
+    @property
+    def output_sha(self) -> str:
+        return self.resolve(self.output_key)
 
     @property
     def noop(self) -> bool:
-        return self.input_sha == self.output_sha
+        return self.input_key == self.output_key or self.input_sha == self.output_sha
 
 
 @dataclass
@@ -134,7 +181,7 @@ class Session:
         self.parse_options: dict[str, bool] = {}
         self.client = _SessionClient(client or take_prestarted_compile_worker() or CompileClient(),
                                      self.parse_options)
-        self.store: dict[str, str] = {}
+        self.irs = IRStore()
         self.payload_path: Path | None = None
         self.payload_chunk: int | None = None     # `load --chunk K`: chunk K of a `// -----` split file
         self.payload_file_sha: str | None = None
@@ -182,14 +229,27 @@ class Session:
     def active_steps(self) -> list[AppliedStep]:
         return self.steps[: self.cursor]
 
-    def sha_at(self, index: int) -> str:
-        """IR sha after step `index` (0 = the payload as loaded)."""
+    @property
+    def store(self) -> dict[str, str]:
+        """The printed IR: sha256 -> text."""
+        return self.irs.texts
+
+    def key_at(self, index: int) -> str:
+        """The store key of the IR after step `index` (0 = the payload as loaded); nothing is printed."""
         self.require_loaded()
         if index == 0:
             return self.initial_sha
         if not 1 <= index <= len(self.steps):
             raise SessionError(f"no step {index} (steps: 0..{len(self.steps)}; 0 is the payload)")
-        return self.steps[index - 1].output_sha
+        return self.steps[index - 1].output_key
+
+    def sha_at(self, index: int) -> str:
+        """IR sha after step `index` (0 = the payload as loaded)."""
+        return self.sha_of(self.key_at(index))
+
+    @property
+    def current_key(self) -> str:
+        return self.key_at(self.cursor)
 
     @property
     def current_sha(self) -> str:
@@ -197,6 +257,25 @@ class Session:
 
     def ir_at(self, index: int) -> str:
         return self.store[self.sha_at(index)]
+
+    def sha_of(self, key: str) -> str:
+        """The text sha256 of the IR stored under `key`, printed by the compile worker the first time."""
+        sha = self.irs.known_sha(key)
+        if sha is not None:
+            return sha
+        ans = self.request_on_ir(key, {"op": "print"})
+        if not ans["ok"]:
+            raise SessionError(f"cannot print the IR: {ans['error']}", ans.get("diagnostics", ""))
+        self.irs.add_printed(key, ans["sha"], ans["ir"])
+        return ans["sha"]
+
+    def request_on_ir(self, key: str, req: dict, timeout: float | None = None) -> dict:
+        """A compile-worker request about the IR stored under `key`: sent by key alone, and again with
+        the IR's text or bytecode when the worker does not hold it (restarted, evicted, another worker)."""
+        ans = self.client.request({**req, "key": key}, timeout=timeout)
+        if not ans["ok"] and ans.get("missing"):
+            ans = self.client.request({**req, "key": key, **self.irs.content(key)}, timeout=timeout)
+        return ans
 
     @property
     def current_ir(self) -> str:
@@ -264,7 +343,7 @@ class Session:
             error, detail = self._tidy_failure(ans, (lambda: text) if text is not None else (lambda: path.read_text()),
                                                {"allow_unregistered": allow_unregistered})
             raise SessionError(error + hint, detail)
-        self.store[ans["sha"]] = ans["ir"]
+        self.irs.texts[ans["sha"]] = ans["ir"]
         self.parse_options["allow_unregistered"] = allow_unregistered
         self.input_ranges = {}
         self.payload_path = path.resolve()
@@ -304,12 +383,13 @@ class Session:
         return diagnostics.tidy_mlir_failure(error, detail, verifier, excerpt)
 
     # -- applying ---------------------------------------------------------------------------
-    def _run_stages(self, input_sha: str, stages: list[dict], label: str) -> dict:
-        ans = self.client.request({"op": "apply", "text": self.store[input_sha], "sha": input_sha,
-                                   "stages": stages, "label": label})
-        return ans
+    def _run_stages(self, input_key: str, stages: list[dict], label: str) -> dict:
+        req = {"op": "apply", "stages": stages, "label": label, "lazy": True}
+        if any(stage.get("base_sha256") for stage in stages):  # a hand edit checks its input's sha256
+            req["input_sha"] = self.sha_of(input_key)
+        return self.request_on_ir(input_key, req)
 
-    def check_constraints(self, step: Step, input_sha: str, index: int | None = None) -> None:
+    def check_constraints(self, step: Step, input_key: str, index: int | None = None) -> None:
         """Check the step's complete parameter dict against its schema's relations and, when they
         name payload dimensions, against the dims of the step's input. Raises SessionError."""
         try:
@@ -323,7 +403,7 @@ class Session:
         values.update(step.params)
         dims_list: list = [None]
         if schema.needs_payload:
-            ans = self.client.request({"op": "inspect", "text": self.store[input_sha], "sha": input_sha})
+            ans = self.request_on_ir(input_key, {"op": "inspect"})
             if ans["ok"]:
                 dims_list = payload_dims(ans["info"], schema.payload_op, values.get("op") or None) or [None]
         try:
@@ -333,14 +413,14 @@ class Session:
             where = f"step {index} ({step.label()}): " if index else ""
             raise SessionError(f"{where}{e}", step_index=index)
 
-    def _apply_on(self, input_sha: str, step: Step, index: int) -> AppliedStep:
-        self.check_constraints(step, input_sha, index)
+    def _apply_on(self, input_key: str, step: Step, index: int) -> AppliedStep:
+        self.check_constraints(step, input_key, index)
         try:
             stages = step.stages(self.build_ctx)
         except (StepError, ParamError, SpecError) as e:
             raise SessionError(str(e), step_index=index)
         t0 = time.perf_counter()
-        ans = self._run_stages(input_sha, stages, f"<step {index} input>")
+        ans = self._run_stages(input_key, stages, f"<step {index} input>")
         wall = time.perf_counter() - t0
         if not ans["ok"]:
             where = ""
@@ -350,8 +430,15 @@ class Session:
             text = stages[si].get("text") if si is not None and si < len(stages) else None
             error, detail = self._tidy_failure(ans, (lambda: text) if text else None)
             raise SessionError(f"step {index} ({step.label()}) failed{where}: {error}", detail, step_index=index)
-        self.store[ans["sha"]] = ans["ir"]
-        return AppliedStep(step, input_sha, ans["sha"], ans.get("seconds", wall), ans.get("stage_seconds", []))
+        if "key" in ans:    # a lazy apply: printed when asked for (sha_of)
+            output_key = ans["key"]
+            if self.irs.known_sha(output_key) is None:
+                self.irs.bytecode[output_key] = ans["bytecode"]
+        else:
+            output_key = ans["sha"]
+            self.irs.texts[output_key] = ans["ir"]
+        return AppliedStep(step, input_key, output_key, ans.get("seconds", wall), ans.get("stage_seconds", []),
+                           resolve=self.sha_of)
 
     def complete_params(self, step: Step) -> Step:
         """Fill in schema defaults so the recorded parameter dict is concrete."""
@@ -366,7 +453,7 @@ class Session:
     def apply(self, step: Step) -> AppliedStep:
         self.require_loaded()
         step = self.complete_params(step)
-        applied = self._apply_on(self.current_sha, step, self.cursor + 1)
+        applied = self._apply_on(self.current_key, step, self.cursor + 1)
         del self.steps[self.cursor:]
         self.steps.append(applied)
         self.cursor += 1
@@ -401,7 +488,7 @@ class Session:
         new_params = dict(old.step.params)
         new_params.update(validated)
         replaced: list[AppliedStep] = []
-        sha = old.input_sha
+        key = old.input_key
         for i in range(index, self.cursor + 1):
             if i == index:
                 step = old.step.with_params(new_params)
@@ -410,9 +497,9 @@ class Session:
                 step = self.steps[i - 1].step
             if self.progress:
                 self.progress(f"re-applying step {i}/{self.cursor}: {step.label()}")
-            applied = self._apply_on(sha, step, i)
+            applied = self._apply_on(key, step, i)
             replaced.append(applied)
-            sha = applied.output_sha
+            key = applied.output_key
         self.steps[index - 1: self.cursor] = replaced
         del self.steps[self.cursor:]
         return replaced
@@ -445,8 +532,8 @@ class Session:
         return rows
 
     def inspect(self, index: int | None = None) -> dict:
-        sha = self.sha_at(self.cursor if index is None else index)
-        ans = self.client.request({"op": "inspect", "text": self.store[sha], "sha": sha})
+        key = self.key_at(self.cursor if index is None else index)
+        ans = self.request_on_ir(key, {"op": "inspect"})
         if not ans["ok"]:
             raise SessionError(ans["error"], ans.get("diagnostics", ""))
         return ans["info"]

@@ -383,8 +383,8 @@ class Session:
         return diagnostics.tidy_mlir_failure(error, detail, verifier, excerpt)
 
     # -- applying ---------------------------------------------------------------------------
-    def _run_stages(self, input_key: str, stages: list[dict], label: str) -> dict:
-        req = {"op": "apply", "stages": stages, "label": label, "lazy": True}
+    def _run_stages(self, input_key: str, stages: list[dict], label: str, printed: bool = False) -> dict:
+        req = {"op": "apply", "stages": stages, "label": label, "lazy": not printed}
         if any(stage.get("base_sha256") for stage in stages):  # a hand edit checks its input's sha256
             req["input_sha"] = self.sha_of(input_key)
         return self.request_on_ir(input_key, req)
@@ -413,14 +413,14 @@ class Session:
             where = f"step {index} ({step.label()}): " if index else ""
             raise SessionError(f"{where}{e}", step_index=index)
 
-    def _apply_on(self, input_key: str, step: Step, index: int) -> AppliedStep:
+    def _apply_on(self, input_key: str, step: Step, index: int, printed: bool = False) -> AppliedStep:
         self.check_constraints(step, input_key, index)
         try:
             stages = step.stages(self.build_ctx)
         except (StepError, ParamError, SpecError) as e:
             raise SessionError(str(e), step_index=index)
         t0 = time.perf_counter()
-        ans = self._run_stages(input_key, stages, f"<step {index} input>")
+        ans = self._run_stages(input_key, stages, f"<step {index} input>", printed)
         wall = time.perf_counter() - t0
         if not ans["ok"]:
             where = ""
@@ -450,10 +450,12 @@ class Session:
             raise SessionError(str(e))
         return step.with_params(params)
 
-    def apply(self, step: Step) -> AppliedStep:
+    def apply(self, step: Step, printed: bool = False) -> AppliedStep:
+        """Apply `step` after the current step. The result is printed when first asked for, unless
+        `printed` (the caller shows it at once: one worker request instead of two)."""
         self.require_loaded()
         step = self.complete_params(step)
-        applied = self._apply_on(self.current_key, step, self.cursor + 1)
+        applied = self._apply_on(self.current_key, step, self.cursor + 1, printed)
         del self.steps[self.cursor:]
         self.steps.append(applied)
         self.cursor += 1

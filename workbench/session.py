@@ -86,17 +86,35 @@ class LRUCache:
 class IRStore:
     """Every IR a session has seen, by key. Printed IR: its text under its sha256. IR that a lazy
     apply left unprinted: its bytecode under the key the compile worker gave it (the worker holds the
-    module under that key; the bytecode survives a worker crash), until its text is asked for."""
+    module under that key; the bytecode, which arrives just after the answer, survives a worker
+    crash), until its text is asked for; and until its bytecode is here, how to make it again
+    (`recipes`: the input's key and the stages, for the rare worker death in between)."""
 
     def __init__(self) -> None:
         self.texts: dict[str, str] = {}          # sha256 of the text -> text
         self.bytecode: dict[str, bytes] = {}     # key of an unprinted IR -> its MLIR bytecode
         self.printed: dict[str, str] = {}        # key of an IR printed after the fact -> its sha256
+        self.recipes: dict[str, tuple[str, list[dict], str]] = {}   # key -> (input key, stages, label)
 
     def copy(self) -> "IRStore":
         other = IRStore()
         other.texts, other.bytecode, other.printed = dict(self.texts), dict(self.bytecode), dict(self.printed)
+        other.recipes = dict(self.recipes)
         return other
+
+    def backup_arrived(self, message: dict) -> None:
+        """The follow-up of a lazy apply (see the compile worker): the result's bytecode, or its text."""
+        key = message.get("key")
+        if not message.get("ok") or key is None:
+            return              # the worker died first: the recipe stays
+        if "bytecode" in message:
+            self.bytecode[key] = message["bytecode"]
+        elif "ir" in message:
+            self.add_printed(key, message["sha"], message["ir"])
+        self.recipes.pop(key, None)
+
+    def has_content(self, key: str) -> bool:
+        return self.known_sha(key) is not None or key in self.bytecode
 
     def known_sha(self, key: str) -> str | None:
         """The text sha256 of `key` when it is printed already, else None."""
@@ -114,6 +132,7 @@ class IRStore:
         if key != sha:
             self.printed[key] = sha
             self.bytecode.pop(key, None)
+            self.recipes.pop(key, None)
 
 
 @dataclass
@@ -168,8 +187,9 @@ class _SessionClient:
     def __init__(self, client: CompileClient, options: dict) -> None:
         self._client, self._options = client, options
 
-    def request(self, req: dict, timeout: float | None = None) -> dict:
-        return self._client.request({**self._options, **req}, timeout=timeout)
+    def request(self, req: dict, timeout: float | None = None,
+                on_follow_up: Callable[[dict], None] | None = None) -> dict:
+        return self._client.request({**self._options, **req}, timeout=timeout, on_follow_up=on_follow_up)
 
     def __getattr__(self, name: str):
         return getattr(self._client, name)
@@ -269,13 +289,28 @@ class Session:
         self.irs.add_printed(key, ans["sha"], ans["ir"])
         return ans["sha"]
 
-    def request_on_ir(self, key: str, req: dict, timeout: float | None = None) -> dict:
+    def request_on_ir(self, key: str, req: dict, timeout: float | None = None,
+                      on_follow_up: Callable[[dict], None] | None = None) -> dict:
         """A compile-worker request about the IR stored under `key`: sent by key alone, and again with
         the IR's text or bytecode when the worker does not hold it (restarted, evicted, another worker)."""
-        ans = self.client.request({**req, "key": key}, timeout=timeout)
+        ans = self.client.request({**req, "key": key}, timeout=timeout, on_follow_up=on_follow_up)
         if not ans["ok"] and ans.get("missing"):
-            ans = self.client.request({**req, "key": key, **self.irs.content(key)}, timeout=timeout)
+            self.client.settle()           # its bytecode may be on its way
+            if not self.irs.has_content(key):
+                self._rebuild(key)
+            ans = self.client.request({**req, "key": key, **self.irs.content(key)}, timeout=timeout,
+                                      on_follow_up=on_follow_up)
         return ans
+
+    def _rebuild(self, key: str) -> None:
+        """An unprinted IR whose worker died before its bytecode came: apply its stages again (steps
+        are deterministic: replay reproduces IR byte for byte), printed this time."""
+        input_key, stages, label = self.irs.recipes[key]
+        ans = self._run_stages(input_key, stages, label, printed=True)
+        if not ans["ok"]:
+            raise SessionError(f"the compile worker stopped before it sent this IR, and making it again "
+                               f"failed: {ans['error']}", ans.get("diagnostics", ""))
+        self.irs.add_printed(key, ans["sha"], ans["ir"])
 
     @property
     def current_ir(self) -> str:
@@ -387,7 +422,7 @@ class Session:
         req = {"op": "apply", "stages": stages, "label": label, "lazy": not printed}
         if any(stage.get("base_sha256") for stage in stages):  # a hand edit checks its input's sha256
             req["input_sha"] = self.sha_of(input_key)
-        return self.request_on_ir(input_key, req)
+        return self.request_on_ir(input_key, req, on_follow_up=self.irs.backup_arrived)
 
     def check_constraints(self, step: Step, input_key: str, index: int | None = None) -> None:
         """Check the step's complete parameter dict against its schema's relations and, when they
@@ -430,10 +465,10 @@ class Session:
             text = stages[si].get("text") if si is not None and si < len(stages) else None
             error, detail = self._tidy_failure(ans, (lambda: text) if text else None)
             raise SessionError(f"step {index} ({step.label()}) failed{where}: {error}", detail, step_index=index)
-        if "key" in ans:    # a lazy apply: printed when asked for (sha_of)
+        if "key" in ans:    # a lazy apply: printed when asked for (sha_of); its bytecode follows
             output_key = ans["key"]
-            if self.irs.known_sha(output_key) is None:
-                self.irs.bytecode[output_key] = ans["bytecode"]
+            if not self.irs.has_content(output_key):
+                self.irs.recipes[output_key] = (input_key, stages, f"<step {index} input>")
         else:
             output_key = ans["sha"]
             self.irs.texts[output_key] = ans["ir"]

@@ -83,6 +83,7 @@ class TuneOptions:
 
 def scratch_copy(session: Session, client=None) -> Session:
     """A session object with its own step list / store / cursor (and compile worker, if given)."""
+    session.client.settle()      # the bytecode of the last lazy apply, for workers that do not hold it
     s = copy.copy(session)
     s.steps = list(session.steps)
     s.irs = session.irs.copy()

@@ -9,7 +9,8 @@ the step as failed with the tail of our stderr.
 Requests (all answers carry "ok" and, on failure, "error" and "diagnostics"):
   {"op": "parse", "text", "filename"}            -> {"ir", "sha"}
   {"op": "apply", IR, "stages": [..]}             -> {"ir", "sha", "seconds", "stage_seconds"}
-  {"op": "apply", IR, "stages", "lazy": True}     -> {"key", "bytecode", "seconds", "stage_seconds"}
+  {"op": "apply", IR, "stages", "lazy": True}     -> {"key", "seconds", "stage_seconds", "follow_up"},
+                                                    then {"key", "bytecode"} (or {"key", "ir", "sha"})
   {"op": "print", IR}                             -> {"ir", "sha"}
   {"op": "inspect", IR}                           -> {"info"}
   {"op": "knobs", "text", "path"}                 -> {"knobs": [{"name", "options", "selected", ...}]}
@@ -19,8 +20,10 @@ IR names a module: "key" (the sha256 of its text, or the key a lazy apply answer
 request naming a module we do not hold and carrying neither is answered {"ok": False, "missing": key},
 and the client sends it again with the content. ("sha" is the old name of "key".)
 A lazy apply does not print its result (printing costs about half as much as the transform
-interpreter): the module stays in our cache, and its bytecode goes back to the session, which keeps
-it so that a worker crash loses nothing; the text is printed when the session asks ("print").
+interpreter): the module stays in our cache under a new key, and the answer goes out at once; its
+bytecode follows in a second message (protocol.FOLLOW_UP: written while the front end goes on), which
+the session keeps so that a worker crash loses nothing; the text is printed when the session asks
+("print").
 Stage dicts: {"kind": "pass", "pipeline"} | {"kind": "transform", "text", "path", "entry"}
   | {"kind": "schedule", "path", "gen", "params", "entry", "wants_payload"}
   | {"kind": "rewrite", "name", "params"} | {"kind": "bench", "params"} | {"kind": "strip_sharding"}.
@@ -44,7 +47,7 @@ from mlir.dialects.transform import interpreter
 
 from workbench.worker import bench_wrapper, knobs, payload_inspect, py_passes, rewrites
 from workbench.worker.mpi import sharding
-from workbench.worker.protocol import serve_requests
+from workbench.worker.protocol import FOLLOW_UP, serve_requests
 
 CACHE_SIZE = 24
 #: prepare_run's "artifact" -> the module and function that produce it, imported when first asked for
@@ -105,6 +108,8 @@ class CompileWorker:
         self.generators: dict[tuple[str, float], object] = {}
         self._input_sha = ""
         self._aliases: dict[str, str] = {}  # temp file of a generated schedule -> its label
+        self._worker_id = f"{os.getpid()}-{os.urandom(4).hex()}"   # keys of lazy results: unique per worker
+        self._lazy_results = 0
 
     # -- module cache --------------------------------------------------------
     def _remember(self, sha: str, module: ir.Module) -> None:
@@ -191,6 +196,15 @@ class CompileWorker:
         self._remember(sha, mod)
         return {"ok": True, "ir": text, "sha": sha}
 
+    def _backup(self, key: str, module: ir.Module) -> dict:
+        """What the session keeps of a lazy result: its bytecode (its text when bytecode cannot be written)."""
+        with self.ctx, ir.Location.unknown():
+            bytecode = _bytecode(module)
+            if bytecode is not None:
+                return {"ok": True, "key": key, "bytecode": bytecode}
+            text = _print(module)
+            return {"ok": True, "key": key, "ir": text, "sha": sha256(text)}
+
     def apply(self, req: dict) -> dict:
         label = req.get("label", "<step input>")
         src = self._module_for(req, label)
@@ -211,12 +225,11 @@ class CompileWorker:
                         "diagnostics": detail, "stage_index": i}
             stage_seconds.append(time.perf_counter() - t0)
         if req.get("lazy"):
-            bytecode = _bytecode(work)
-            if bytecode is not None:
-                key = "bc-" + hashlib.sha256(bytecode).hexdigest()
-                self._remember(key, work)
-                return {"ok": True, "key": key, "bytecode": bytecode, "seconds": time.perf_counter() - t_all,
-                        "stage_seconds": stage_seconds}
+            self._lazy_results += 1
+            key = f"ir-{self._worker_id}-{self._lazy_results}"
+            self._remember(key, work)
+            return {"ok": True, "key": key, "seconds": time.perf_counter() - t_all, "stage_seconds": stage_seconds,
+                    FOLLOW_UP: lambda: self._backup(key, work)}
         text = _print(work)
         sha = sha256(text)
         self._remember(sha, work)

@@ -797,7 +797,7 @@ def replay_into(session: Session, loaded: LoadedSession,
         index = session.cursor + 1
         t0 = time.perf_counter()
         try:
-            applied = session.apply(step)
+            applied = session.apply(step, printed=True)   # the report carries its sha256 at once
             rep = StepReport(index, step.kind, applied.step.label(), applied.step.params, True, applied.seconds,
                              applied.output_sha, noop=applied.noop)
         except SessionError as e:

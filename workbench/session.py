@@ -3,8 +3,9 @@
 Every IR the session has seen lives in a content-addressed store (`IRStore`), so undo, redo,
 `show N` and `diff N M` never recompute anything. A step's result is not printed when it is
 applied (printing costs about half as much as the transform interpreter): the compile worker
-keeps the module and sends its bytecode, which the store keeps so that a worker crash loses
-nothing; the text and its sha256 are printed the first time someone asks for them. Applying a step is
+keeps the module and sends its bytecode right after its answer, which the store keeps so that a
+worker crash loses nothing; the text and its sha256 are printed the first time someone asks for
+them (callers that show the result at once ask for it printed). Applying a step is
 transactional: the compile worker applies it to a copy; the session changes only when
 the worker answers with a verified module. Failures raise `SessionError` carrying a
 one-line message and the MLIR diagnostics; the session is then exactly as before.

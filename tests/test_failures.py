@@ -173,3 +173,19 @@ def test_worker_crash_loses_no_unprinted_step(matmul_session, compile_client):
         shas.append(eager.current_sha)
     assert [first.output_sha, second.output_sha] == shas
     assert ir_text == eager.current_ir and ir_text.count("scf.for") == 2 + 3
+
+
+def test_unprinted_ir_the_worker_lost_prints_as_it_was(session, compile_client):
+    """An unprinted result the worker no longer holds (evicted from its cache) is printed from its
+    bytecode with the text it had: `dense_resource` blob names are not renamed because the payload
+    in the worker's context has taken them already."""
+    from conftest import FIXTURES
+
+    s = session
+    s.load(FIXTURES / "torch" / "batch_norm1d.mlir")
+    applied = s.apply(Step("pass", "canonicalize", base_dir=REPO))
+    compile_client.settle()
+    bytecode = s.irs.bytecode[applied.output_key]
+    lost = compile_client.request({"op": "print", "key": "evicted-" + applied.output_key, "bytecode": bytecode})
+    assert lost["ok"] and "dense_resource<torch_tensor_16_torch.float32_3>" in lost["ir"]
+    assert lost["ir"] == s.current_ir and lost["sha"] == applied.output_sha

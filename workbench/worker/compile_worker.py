@@ -118,8 +118,9 @@ class CompileWorker:
         while len(self.cache) > CACHE_SIZE:
             self.cache.popitem(last=False)
 
-    def _module_for(self, req: dict, label: str) -> ir.Module:
-        """The module a request names (see the module docstring: "key", "text", "bytecode")."""
+    def _module_for(self, req: dict, label: str, remember: bool = True) -> ir.Module:
+        """The module a request names (see the module docstring: "key", "text", "bytecode"), parsed in
+        the current context when we do not hold it (and kept, if `remember`)."""
         text, bytecode = req.get("text"), req.get("bytecode")
         key = req.get("key") or req.get("sha") or (sha256(text) if text is not None else None)
         mod = self.cache.get(key) if key else None
@@ -132,7 +133,8 @@ class CompileWorker:
             mod = ir.Module.parse(bytecode if bytecode is not None else text)
         except ir.MLIRError as e:
             raise StageError(*_split_mlir_error(e, label))
-        self._remember(key, mod)
+        if remember:
+            self._remember(key, mod)
         return mod
 
     # -- requests --------------------------------------------------------------
@@ -189,7 +191,16 @@ class CompileWorker:
         return {"ok": True, "ir": text, "sha": sha}
 
     def print_module(self, req: dict) -> dict:
-        """The text of a module we hold (a lazy apply's result), also cached under its sha256."""
+        """The text of a module we hold (a lazy apply's result), also cached under its sha256.
+        One we do not hold is parsed from the content sent with the request in a context of its own:
+        in ours, `dense_resource` blobs whose names are taken already (by the payload, say) would be
+        renamed (`..._1`), and the text would not be the one the module had."""
+        key = req.get("key") or req.get("sha")
+        if key not in self.cache and (req.get("text") is not None or req.get("bytecode") is not None):
+            with ir.Context() as own, ir.Location.unknown():
+                own.allow_unregistered_dialects = self.ctx.allow_unregistered_dialects
+                text = _print(self._module_for(req, req.get("label", "<ir>"), remember=False))
+            return {"ok": True, "ir": text, "sha": sha256(text)}
         mod = self._module_for(req, req.get("label", "<ir>"))
         text = _print(mod)
         sha = sha256(text)

@@ -142,3 +142,50 @@ def test_failures_leave_nothing_behind_in_history(tiled):
         with pytest.raises(SessionError):
             tiled.apply(st)
     assert [h["kind"] for h in tiled.history()] == ["payload", "transform"]
+
+
+def test_worker_crash_loses_no_unprinted_step(matmul_session, compile_client):
+    """`apply` does not print its result: the worker keeps the module and sends its bytecode after the
+    answer; the session keeps the bytecode, and until it is there, the input and stages that made it. A
+    worker crash before anyone asked for the text loses nothing, and the text is byte-identical to
+    printing at once."""
+    from workbench.session import Session
+
+    s = matmul_session
+    steps = [step("pipelines/lib/tile.mlir[seq=tile_parallel]"), step("pipelines/lib/tile.mlir")]
+    first = s.apply(steps[0])
+    assert s.irs.known_sha(first.output_key) is None                    # not printed
+    assert first.output_key not in s.irs.bytecode and first.output_key in s.irs.recipes  # bytecode not read yet
+    restarts = compile_client.restarts
+    compile_client.kill()           # the worker, the module and its bytecode in the pipe are gone
+    second = s.apply(steps[1])      # its input is made again from the recipe (printed), then step 2 runs
+    assert s.irs.known_sha(first.output_key) is not None
+    compile_client.settle()         # step 2's bytecode arrives
+    assert second.output_key in s.irs.bytecode and second.output_key not in s.irs.recipes
+    compile_client.kill()
+    ir_text = s.current_ir          # printed by a fresh worker from the bytecode
+    assert compile_client.restarts == restarts + 2
+    eager = Session(client=compile_client)      # the same steps, each result printed at once
+    eager.load(s.payload_path)
+    shas = []
+    for st in steps:
+        eager.apply(st, printed=True)
+        shas.append(eager.current_sha)
+    assert [first.output_sha, second.output_sha] == shas
+    assert ir_text == eager.current_ir and ir_text.count("scf.for") == 2 + 3
+
+
+def test_unprinted_ir_the_worker_lost_prints_as_it_was(session, compile_client):
+    """An unprinted result the worker no longer holds (evicted from its cache) is printed from its
+    bytecode with the text it had: `dense_resource` blob names are not renamed because the payload
+    in the worker's context has taken them already."""
+    from conftest import FIXTURES
+
+    s = session
+    s.load(FIXTURES / "torch" / "batch_norm1d.mlir")
+    applied = s.apply(Step("pass", "canonicalize", base_dir=REPO))
+    compile_client.settle()
+    bytecode = s.irs.bytecode[applied.output_key]
+    lost = compile_client.request({"op": "print", "key": "evicted-" + applied.output_key, "bytecode": bytecode})
+    assert lost["ok"] and "dense_resource<torch_tensor_16_torch.float32_3>" in lost["ir"]
+    assert lost["ir"] == s.current_ir and lost["sha"] == applied.output_sha

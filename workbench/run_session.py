@@ -69,11 +69,10 @@ def _lowering_stages(session: Session, pipeline_name: str) -> list[dict]:
         raise SessionError(str(e))
 
 
-def _prepare(session: Session, sha: str, pipeline_name: str, bench_params: dict,
+def _prepare(session: Session, key: str, pipeline_name: str, bench_params: dict,
              prelude: list[dict] | None = None, artifact: str = "llvm") -> dict:
-    ans = session.client.request({"op": "prepare_run", "text": session.store[sha], "sha": sha, "artifact": artifact,
-                                  "bench_params": bench_params, "prelude": prelude or [],
-                                  "lowering": _lowering_stages(session, pipeline_name)})
+    ans = session.request_on_ir(key, {"op": "prepare_run", "artifact": artifact, "bench_params": bench_params,
+                                      "prelude": prelude or [], "lowering": _lowering_stages(session, pipeline_name)})
     if not ans["ok"]:
         raise SessionError(ans["error"], ans.get("diagnostics", ""))
     return ans
@@ -96,7 +95,7 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         if not ok:  # before lowering: the one clear line is "cannot run here", not a lowering detail
             report["error"] = f"target {target.name} cannot run here: {why}"
             return report
-        prepared = _prepare(session, session.current_sha, target.default_lowering, bench_params,
+        prepared = _prepare(session, session.current_key, target.default_lowering, bench_params,
                             artifact=target.run_artifact)
     except SessionError as e:
         report["error"] = str(e)

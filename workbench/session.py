@@ -1,7 +1,11 @@
 """The session: a live payload module, an ordered list of applied steps, a cursor.
 
-Every IR the session has seen lives in a content-addressed store (sha256 -> text), so
-undo, redo, `show N` and `diff N M` never recompute anything. Applying a step is
+Every IR the session has seen lives in a content-addressed store (`IRStore`), so undo, redo,
+`show N` and `diff N M` never recompute anything. A step's result is not printed when it is
+applied (printing costs about half as much as the transform interpreter): the compile worker
+keeps the module and sends its bytecode right after its answer, which the store keeps so that a
+worker crash loses nothing; the text and its sha256 are printed the first time someone asks for
+them (callers that show the result at once ask for it printed). Applying a step is
 transactional: the compile worker applies it to a copy; the session changes only when
 the worker answers with a verified module. Failures raise `SessionError` carrying a
 one-line message and the MLIR diagnostics; the session is then exactly as before.
@@ -80,17 +84,80 @@ class LRUCache:
             self._items.clear()
 
 
+class IRStore:
+    """Every IR a session has seen, by key. Printed IR: its text under its sha256. IR that a lazy
+    apply left unprinted: its bytecode under the key the compile worker gave it (the worker holds the
+    module under that key; the bytecode, which arrives just after the answer, survives a worker
+    crash), until its text is asked for; and until its bytecode is here, how to make it again
+    (`recipes`: the input's key and the stages, for the rare worker death in between)."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, str] = {}          # sha256 of the text -> text
+        self.bytecode: dict[str, bytes] = {}     # key of an unprinted IR -> its MLIR bytecode
+        self.printed: dict[str, str] = {}        # key of an IR printed after the fact -> its sha256
+        self.recipes: dict[str, tuple[str, list[dict], str]] = {}   # key -> (input key, stages, label)
+
+    def copy(self) -> "IRStore":
+        other = IRStore()
+        other.texts, other.bytecode, other.printed = dict(self.texts), dict(self.bytecode), dict(self.printed)
+        other.recipes = dict(self.recipes)
+        return other
+
+    def backup_arrived(self, message: dict) -> None:
+        """The follow-up of a lazy apply (see the compile worker): the result's bytecode, or its text."""
+        key = message.get("key")
+        if not message.get("ok") or key is None:
+            return              # the worker died first: the recipe stays
+        if "bytecode" in message:
+            self.bytecode[key] = message["bytecode"]
+        elif "ir" in message:
+            self.add_printed(key, message["sha"], message["ir"])
+        self.recipes.pop(key, None)
+
+    def has_content(self, key: str) -> bool:
+        return self.known_sha(key) is not None or key in self.bytecode
+
+    def known_sha(self, key: str) -> str | None:
+        """The text sha256 of `key` when it is printed already, else None."""
+        return key if key in self.texts else self.printed.get(key)
+
+    def content(self, key: str) -> dict:
+        """What a worker that does not hold `key` needs to rebuild it."""
+        sha = self.known_sha(key)
+        if sha is not None:
+            return {"text": self.texts[sha]}
+        return {"bytecode": self.bytecode[key]}
+
+    def add_printed(self, key: str, sha: str, text: str) -> None:
+        self.texts[sha] = text
+        if key != sha:
+            self.printed[key] = sha
+            self.bytecode.pop(key, None)
+            self.recipes.pop(key, None)
+
+
 @dataclass
 class AppliedStep:
+    """One applied step: its input and output IR by store key (see `IRStore`); `input_sha` and
+    `output_sha` are the text sha256s, printed on first use through `resolve`."""
     step: Step
-    input_sha: str
-    output_sha: str
+    input_key: str
+    output_key: str
     seconds: float
     stage_seconds: list[float] = field(default_factory=list)
+    resolve: Callable[[str], str] = field(default=lambda key: key, repr=False, compare=False)
+
+    @property
+    def input_sha(self) -> str:
+        return self.resolve(self.input_key)
+
+    @property
+    def output_sha(self) -> str:
+        return self.resolve(self.output_key)
 
     @property
     def noop(self) -> bool:
-        return self.input_sha == self.output_sha
+        return self.input_key == self.output_key or self.input_sha == self.output_sha
 
 
 @dataclass
@@ -121,8 +188,9 @@ class _SessionClient:
     def __init__(self, client: CompileClient, options: dict) -> None:
         self._client, self._options = client, options
 
-    def request(self, req: dict, timeout: float | None = None) -> dict:
-        return self._client.request({**self._options, **req}, timeout=timeout)
+    def request(self, req: dict, timeout: float | None = None,
+                on_follow_up: Callable[[dict], None] | None = None) -> dict:
+        return self._client.request({**self._options, **req}, timeout=timeout, on_follow_up=on_follow_up)
 
     def __getattr__(self, name: str):
         return getattr(self._client, name)
@@ -134,7 +202,7 @@ class Session:
         self.parse_options: dict[str, bool] = {}
         self.client = _SessionClient(client or take_prestarted_compile_worker() or CompileClient(),
                                      self.parse_options)
-        self.store: dict[str, str] = {}
+        self.irs = IRStore()
         self.payload_path: Path | None = None
         self.payload_chunk: int | None = None     # `load --chunk K`: chunk K of a `// -----` split file
         self.payload_file_sha: str | None = None
@@ -182,14 +250,27 @@ class Session:
     def active_steps(self) -> list[AppliedStep]:
         return self.steps[: self.cursor]
 
-    def sha_at(self, index: int) -> str:
-        """IR sha after step `index` (0 = the payload as loaded)."""
+    @property
+    def store(self) -> dict[str, str]:
+        """The printed IR: sha256 -> text."""
+        return self.irs.texts
+
+    def key_at(self, index: int) -> str:
+        """The store key of the IR after step `index` (0 = the payload as loaded); nothing is printed."""
         self.require_loaded()
         if index == 0:
             return self.initial_sha
         if not 1 <= index <= len(self.steps):
             raise SessionError(f"no step {index} (steps: 0..{len(self.steps)}; 0 is the payload)")
-        return self.steps[index - 1].output_sha
+        return self.steps[index - 1].output_key
+
+    def sha_at(self, index: int) -> str:
+        """IR sha after step `index` (0 = the payload as loaded)."""
+        return self.sha_of(self.key_at(index))
+
+    @property
+    def current_key(self) -> str:
+        return self.key_at(self.cursor)
 
     @property
     def current_sha(self) -> str:
@@ -197,6 +278,40 @@ class Session:
 
     def ir_at(self, index: int) -> str:
         return self.store[self.sha_at(index)]
+
+    def sha_of(self, key: str) -> str:
+        """The text sha256 of the IR stored under `key`, printed by the compile worker the first time."""
+        sha = self.irs.known_sha(key)
+        if sha is not None:
+            return sha
+        ans = self.request_on_ir(key, {"op": "print"})
+        if not ans["ok"]:
+            raise SessionError(f"cannot print the IR: {ans['error']}", ans.get("diagnostics", ""))
+        self.irs.add_printed(key, ans["sha"], ans["ir"])
+        return ans["sha"]
+
+    def request_on_ir(self, key: str, req: dict, timeout: float | None = None,
+                      on_follow_up: Callable[[dict], None] | None = None) -> dict:
+        """A compile-worker request about the IR stored under `key`: sent by key alone, and again with
+        the IR's text or bytecode when the worker does not hold it (restarted, evicted, another worker)."""
+        ans = self.client.request({**req, "key": key}, timeout=timeout, on_follow_up=on_follow_up)
+        if not ans["ok"] and ans.get("missing"):
+            self.client.settle()           # its bytecode may be on its way
+            if not self.irs.has_content(key):
+                self._rebuild(key)
+            ans = self.client.request({**req, "key": key, **self.irs.content(key)}, timeout=timeout,
+                                      on_follow_up=on_follow_up)
+        return ans
+
+    def _rebuild(self, key: str) -> None:
+        """An unprinted IR whose worker died before its bytecode came: apply its stages again (steps
+        are deterministic: replay reproduces IR byte for byte), printed this time."""
+        input_key, stages, label = self.irs.recipes[key]
+        ans = self._run_stages(input_key, stages, label, printed=True)
+        if not ans["ok"]:
+            raise SessionError(f"the compile worker stopped before it sent this IR, and making it again "
+                               f"failed: {ans['error']}", ans.get("diagnostics", ""))
+        self.irs.add_printed(key, ans["sha"], ans["ir"])
 
     @property
     def current_ir(self) -> str:
@@ -264,7 +379,7 @@ class Session:
             error, detail = self._tidy_failure(ans, (lambda: text) if text is not None else (lambda: path.read_text()),
                                                {"allow_unregistered": allow_unregistered})
             raise SessionError(error + hint, detail)
-        self.store[ans["sha"]] = ans["ir"]
+        self.irs.texts[ans["sha"]] = ans["ir"]
         self.parse_options["allow_unregistered"] = allow_unregistered
         self.input_ranges = {}
         self.payload_path = path.resolve()
@@ -304,12 +419,13 @@ class Session:
         return diagnostics.tidy_mlir_failure(error, detail, verifier, excerpt)
 
     # -- applying ---------------------------------------------------------------------------
-    def _run_stages(self, input_sha: str, stages: list[dict], label: str) -> dict:
-        ans = self.client.request({"op": "apply", "text": self.store[input_sha], "sha": input_sha,
-                                   "stages": stages, "label": label})
-        return ans
+    def _run_stages(self, input_key: str, stages: list[dict], label: str, printed: bool = False) -> dict:
+        req = {"op": "apply", "stages": stages, "label": label, "lazy": not printed}
+        if any(stage.get("base_sha256") for stage in stages):  # a hand edit checks its input's sha256
+            req["input_sha"] = self.sha_of(input_key)
+        return self.request_on_ir(input_key, req, on_follow_up=self.irs.backup_arrived)
 
-    def check_constraints(self, step: Step, input_sha: str, index: int | None = None) -> None:
+    def check_constraints(self, step: Step, input_key: str, index: int | None = None) -> None:
         """Check the step's complete parameter dict against its schema's relations and, when they
         name payload dimensions, against the dims of the step's input. Raises SessionError."""
         try:
@@ -323,7 +439,7 @@ class Session:
         values.update(step.params)
         dims_list: list = [None]
         if schema.needs_payload:
-            ans = self.client.request({"op": "inspect", "text": self.store[input_sha], "sha": input_sha})
+            ans = self.request_on_ir(input_key, {"op": "inspect"})
             if ans["ok"]:
                 dims_list = payload_dims(ans["info"], schema.payload_op, values.get("op") or None) or [None]
         try:
@@ -333,14 +449,14 @@ class Session:
             where = f"step {index} ({step.label()}): " if index else ""
             raise SessionError(f"{where}{e}", step_index=index)
 
-    def _apply_on(self, input_sha: str, step: Step, index: int) -> AppliedStep:
-        self.check_constraints(step, input_sha, index)
+    def _apply_on(self, input_key: str, step: Step, index: int, printed: bool = False) -> AppliedStep:
+        self.check_constraints(step, input_key, index)
         try:
             stages = step.stages(self.build_ctx)
         except (StepError, ParamError, SpecError) as e:
             raise SessionError(str(e), step_index=index)
         t0 = time.perf_counter()
-        ans = self._run_stages(input_sha, stages, f"<step {index} input>")
+        ans = self._run_stages(input_key, stages, f"<step {index} input>", printed)
         wall = time.perf_counter() - t0
         if not ans["ok"]:
             where = ""
@@ -350,8 +466,15 @@ class Session:
             text = stages[si].get("text") if si is not None and si < len(stages) else None
             error, detail = self._tidy_failure(ans, (lambda: text) if text else None)
             raise SessionError(f"step {index} ({step.label()}) failed{where}: {error}", detail, step_index=index)
-        self.store[ans["sha"]] = ans["ir"]
-        return AppliedStep(step, input_sha, ans["sha"], ans.get("seconds", wall), ans.get("stage_seconds", []))
+        if "key" in ans:    # a lazy apply: printed when asked for (sha_of); its bytecode follows
+            output_key = ans["key"]
+            if not self.irs.has_content(output_key):
+                self.irs.recipes[output_key] = (input_key, stages, f"<step {index} input>")
+        else:
+            output_key = ans["sha"]
+            self.irs.texts[output_key] = ans["ir"]
+        return AppliedStep(step, input_key, output_key, ans.get("seconds", wall), ans.get("stage_seconds", []),
+                           resolve=self.sha_of)
 
     def complete_params(self, step: Step) -> Step:
         """Fill in schema defaults so the recorded parameter dict is concrete."""
@@ -363,10 +486,12 @@ class Session:
             raise SessionError(str(e))
         return step.with_params(params)
 
-    def apply(self, step: Step) -> AppliedStep:
+    def apply(self, step: Step, printed: bool = False) -> AppliedStep:
+        """Apply `step` after the current step. The result is printed when first asked for, unless
+        `printed` (the caller shows it at once: one worker request instead of two)."""
         self.require_loaded()
         step = self.complete_params(step)
-        applied = self._apply_on(self.current_sha, step, self.cursor + 1)
+        applied = self._apply_on(self.current_key, step, self.cursor + 1, printed)
         del self.steps[self.cursor:]
         self.steps.append(applied)
         self.cursor += 1
@@ -401,7 +526,7 @@ class Session:
         new_params = dict(old.step.params)
         new_params.update(validated)
         replaced: list[AppliedStep] = []
-        sha = old.input_sha
+        key = old.input_key
         for i in range(index, self.cursor + 1):
             if i == index:
                 step = old.step.with_params(new_params)
@@ -410,9 +535,9 @@ class Session:
                 step = self.steps[i - 1].step
             if self.progress:
                 self.progress(f"re-applying step {i}/{self.cursor}: {step.label()}")
-            applied = self._apply_on(sha, step, i)
+            applied = self._apply_on(key, step, i)
             replaced.append(applied)
-            sha = applied.output_sha
+            key = applied.output_key
         self.steps[index - 1: self.cursor] = replaced
         del self.steps[self.cursor:]
         return replaced
@@ -445,8 +570,8 @@ class Session:
         return rows
 
     def inspect(self, index: int | None = None) -> dict:
-        sha = self.sha_at(self.cursor if index is None else index)
-        ans = self.client.request({"op": "inspect", "text": self.store[sha], "sha": sha})
+        key = self.key_at(self.cursor if index is None else index)
+        ans = self.request_on_ir(key, {"op": "inspect"})
         if not ans["ok"]:
             raise SessionError(ans["error"], ans.get("diagnostics", ""))
         return ans["info"]
@@ -673,7 +798,7 @@ def replay_into(session: Session, loaded: LoadedSession,
         index = session.cursor + 1
         t0 = time.perf_counter()
         try:
-            applied = session.apply(step)
+            applied = session.apply(step, printed=True)   # the report carries its sha256 at once
             rep = StepReport(index, step.kind, applied.step.label(), applied.step.params, True, applied.seconds,
                              applied.output_sha, noop=applied.noop)
         except SessionError as e:

@@ -83,9 +83,10 @@ class TuneOptions:
 
 def scratch_copy(session: Session, client=None) -> Session:
     """A session object with its own step list / store / cursor (and compile worker, if given)."""
+    session.client.settle()      # the bytecode of the last lazy apply, for workers that do not hold it
     s = copy.copy(session)
     s.steps = list(session.steps)
-    s.store = dict(session.store)
+    s.irs = session.irs.copy()
     s.journal_enabled = False
     s.progress = None
     s.last_run = None
@@ -151,8 +152,7 @@ def search_space(session: Session, index: int, opts: TuneOptions) -> tuple[dict[
         raise TuneError(str(e))
     dims = {}
     if schema.needs_payload:
-        info = session.client.request({"op": "inspect", "text": session.store[applied.input_sha],
-                                       "sha": applied.input_sha})
+        info = session.request_on_ir(applied.input_key, {"op": "inspect"})
         if info["ok"]:
             found = payload_dims(info["info"], schema.payload_op)
             dims = found[0] if found else {}

@@ -255,13 +255,14 @@ def test_escape_cancels_a_running_step(wb_ctx, tmp_path):
             inp.value = f"apply {slow}[gen=gen]"
             await pilot.press("enter")
             await pilot.pause(1.0)
-            assert app.busy
+            assert app.busy and app.query_one("#progress").visible   # the bar follows `busy`
             await pilot.press(*"his")          # typing while the step runs
             assert inp.value == "his"
             await pilot.press("escape")
             await settle(app, pilot)
             res = app.results[-1]
             assert not res.ok and res.error.startswith("cancelled")
+            assert app.busy is None and not app.query_one("#progress").visible
             assert ctx.session.current_sha == before and ctx.session.cursor == 0
             # the session still works afterwards (a fresh compile worker)
             inp.value = ""

@@ -63,7 +63,7 @@ def record_edit(ctx: CommandContext, path: Path) -> Result:
     if not saved.exists():
         atomic_write(saved, ans["ir"])
     try:
-        applied = s.apply(Step("edit", str(saved), {}, {"base": s.current_sha[:16]}, Path.cwd()))
+        applied = s.apply(Step("edit", str(saved), {}, {"base": s.current_sha[:16]}, Path.cwd()), printed=True)
     except SessionError as e:
         return Result.failure(str(e), e.detail or None)
     applied.seconds += seconds

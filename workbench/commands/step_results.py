@@ -46,7 +46,7 @@ def applied_result(ctx: CommandContext, applied, index: int) -> Result:
 def apply_step(ctx: CommandContext, step: Step) -> Result:
     s = ctx.session
     try:
-        applied = s.apply(step)
+        applied = s.apply(step, printed=True)   # its diffstat is shown at once
     except SessionError as e:
         res = fail(e)
         # the failed step's record (headless --json lists it with ok=false)

@@ -103,7 +103,7 @@ def cmd_select(ctx: CommandContext, a: Args) -> Result:
     reports = []
     for step in steps:
         try:
-            applied = s.apply(step)
+            applied = s.apply(step, printed=True)   # its report carries the sha256 at once
         except SessionError as e:
             s.steps[:], s.cursor = saved_steps, saved_cursor
             return Result.failure(f"select --apply: {e} (no step added)", e.detail or None)

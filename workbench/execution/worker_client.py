@@ -14,6 +14,7 @@ import subprocess
 import threading
 import time
 from multiprocessing import Pipe
+from typing import Callable
 
 from workbench.common.spawn import PACKAGE_ROOT, child_env, module_command  # noqa: F401  (PACKAGE_ROOT re-exported)
 
@@ -57,6 +58,8 @@ class WorkerProcess:
         self.lock = threading.Lock()
         self.restarts = 0
         self.timeout_s: float | None = None   # default time limit of a request (None: compile_timeout_s())
+        #: follow-up messages still due: (handler, deadline), oldest first
+        self._follow_ups: collections.deque[tuple[Callable[[dict], None], float]] = collections.deque()
 
     # -- lifecycle ------------------------------------------------------------
     def start(self) -> None:
@@ -108,33 +111,60 @@ class WorkerProcess:
         self.kill()
 
     # -- requests -------------------------------------------------------------------
-    def request(self, req: dict, timeout: float | None = None) -> dict:
-        """Send one request; on crash/timeout return a failure answer (never raise)."""
+    def request(self, req: dict, timeout: float | None = None,
+                on_follow_up: Callable[[dict], None] | None = None) -> dict:
+        """Send one request; on crash/timeout return a failure answer (never raise). An answer marked
+        `follow_up` is followed by a second message (workbench/worker/protocol.py), handed to
+        `on_follow_up` before the next request goes out (or by `settle()`); a failure dict when the
+        worker died first."""
         timeout = (self.timeout_s or compile_timeout_s()) if timeout is None else timeout
         with self.lock:
+            self._settle()
             if not self.alive():
                 if self.proc is not None:
                     self.restarts += 1
                 self.start()
             try:
                 self.conn.send(dict(req, time_limit_s=timeout))
-                deadline = time.monotonic() + timeout
-                while True:
-                    remaining = deadline - time.monotonic()
-                    if remaining <= 0:
-                        self.kill()
-                        return self._failure(f"{self.name} timed out after {timeout:g} s and was killed")
-                    conn, proc = self.conn, self.proc
-                    if conn is None or proc is None:  # cancel() killed the worker from another thread
-                        return self._failure(f"{self.name} request cancelled")
-                    if conn.poll(min(remaining, 0.2)):
-                        return conn.recv()
-                    if proc.poll() is not None and not conn.poll(0):
-                        return self._crashed()
-            except (EOFError, BrokenPipeError, ConnectionResetError, OSError, AttributeError):
-                if self.conn is None:
+            except (BrokenPipeError, ConnectionResetError, OSError, AttributeError):
+                return self._failure(f"{self.name} request cancelled") if self.conn is None else self._crashed()
+            answer = self._receive(timeout)
+            if answer.get("follow_up"):
+                self._follow_ups.append((on_follow_up or (lambda message: None), time.monotonic() + timeout))
+            return answer
+
+    def settle(self) -> None:
+        """Wait for the follow-up messages still due (see `request`)."""
+        with self.lock:
+            self._settle()
+
+    def _settle(self) -> None:
+        while self._follow_ups:
+            handler, deadline = self._follow_ups.popleft()
+            message = self._receive(max(deadline - time.monotonic(), 0.001)) if self.alive() else \
+                self._failure(f"{self.name} stopped before it sent the rest of its answer")
+            handler(message)
+
+    def _receive(self, timeout: float) -> dict:
+        """The next message from the worker, or a failure answer (timed out: killed; crashed; cancelled)."""
+        try:
+            deadline = time.monotonic() + timeout
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    self.kill()
+                    return self._failure(f"{self.name} timed out after {timeout:g} s and was killed")
+                conn, proc = self.conn, self.proc
+                if conn is None or proc is None:  # cancel() killed the worker from another thread
                     return self._failure(f"{self.name} request cancelled")
-                return self._crashed()
+                if conn.poll(min(remaining, 0.2)):
+                    return conn.recv()
+                if proc.poll() is not None and not conn.poll(0):
+                    return self._crashed()
+        except (EOFError, BrokenPipeError, ConnectionResetError, OSError, AttributeError):
+            if self.conn is None:
+                return self._failure(f"{self.name} request cancelled")
+            return self._crashed()
 
     def _crashed(self) -> dict:
         proc = self.proc

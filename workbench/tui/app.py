@@ -22,6 +22,7 @@ from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import Horizontal, Vertical
 from textual.css.query import NoMatches
+from textual.reactive import reactive
 from textual.widgets import Footer, Label, ProgressBar, Static
 
 from workbench.common import textdiff
@@ -94,6 +95,11 @@ class WorkbenchApp(App):
     COMMANDS = App.COMMANDS | {RegistryCommands}
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
+    #: the command line running (None: idle); the progress bar shows while there is one
+    busy: reactive[str | None] = reactive(None, init=False)
+    #: what the IR pane shows for the selected step: its IR, the diff against the step before, side by side
+    view: reactive[str] = reactive("ir", init=False)
+
     BINDINGS = [
         Binding("f1", "help", "Help", id="app.help"),
         Binding("question_mark", "help", "Help", show=False, id="app.help_question_mark"),
@@ -127,9 +133,7 @@ class WorkbenchApp(App):
         self.editor = editor
         self.offer_resume = offer_resume
         self.completer = Completer(ctx.registry, ctx.session)
-        self.view = "ir"
         self.selected = 0
-        self.busy: str | None = None
         self.cancelled = False
         self.last_result: Result | None = None
         self.results: list[Result] = []
@@ -191,7 +195,6 @@ class WorkbenchApp(App):
         if self.pending_load is not None:
             self.busy = "load"
             self._set_status("loading the payload…   (Escape cancels)")
-            self.query_one("#progress").visible = True
             self.run_worker(self._await_initial_load, thread=True, group="command", exit_on_error=False)
         else:
             self._greet()
@@ -220,7 +223,6 @@ class WorkbenchApp(App):
     def _initial_load_done(self, res: Result) -> None:
         self.pending_load = None
         self.busy = None
-        self.query_one("#progress").visible = False
         if not res.ok:   # nothing to work on: the front end prints the error and exits 1
             self.load_error = res
             self.exit(return_code=1)
@@ -501,7 +503,6 @@ class WorkbenchApp(App):
         self.busy = line
         self.cancelled = False
         self._set_status(f"running: {line}   (Escape cancels)")
-        self.query_one("#progress").visible = True
         self._dispatch_worker(line)
 
     @work(thread=True, group="command", exit_on_error=False)
@@ -522,7 +523,6 @@ class WorkbenchApp(App):
 
     def _show_finished(self, line: str, res: Result) -> None:
         self.busy = None
-        self.query_one("#progress").visible = False
         if self.cancelled and not res.ok:
             res = Result.failure(f"cancelled: {line} (session unchanged)", res.error)
         # the error itself is in the log (once); the status line only says where to look
@@ -540,7 +540,7 @@ class WorkbenchApp(App):
             select = res.data["step"]
         if res.ok and res.kind == "diff" and isinstance(res.data.get("to"), int):
             select = res.data["to"]
-            self.view = "diff"
+            self.set_reactive(WorkbenchApp.view, "diff")   # refresh_all shows it, at the new selection
         self.refresh_all(select=select)
         if self.ctx.quit_requested:   # `quit` typed: the same question as Ctrl+Q
             self.ctx.quit_requested = False
@@ -638,6 +638,11 @@ class WorkbenchApp(App):
 
     def action_toggle_view(self) -> None:
         self.view = VIEWS[(VIEWS.index(self.view) + 1) % len(VIEWS)]
+
+    def watch_busy(self, busy: str | None) -> None:
+        self.query_one("#progress").visible = busy is not None
+
+    def watch_view(self, view: str) -> None:
         self.refresh_view()
 
     def action_toggle_steps(self) -> None:

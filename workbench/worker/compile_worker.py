@@ -8,10 +8,22 @@ the step as failed with the tail of our stderr.
 
 Requests (all answers carry "ok" and, on failure, "error" and "diagnostics"):
   {"op": "parse", "text", "filename"}            -> {"ir", "sha"}
-  {"op": "apply", "text", "sha", "stages": [..]}  -> {"ir", "sha", "seconds", "stage_seconds"}
-  {"op": "inspect", "text", "sha"}                -> {"info"}
+  {"op": "apply", IR, "stages": [..]}             -> {"ir", "sha", "seconds", "stage_seconds"}
+  {"op": "apply", IR, "stages", "lazy": True}     -> {"key", "seconds", "stage_seconds", "follow_up"},
+                                                    then {"key", "bytecode"} (or {"key", "ir", "sha"})
+  {"op": "print", IR}                             -> {"ir", "sha"}
+  {"op": "inspect", IR}                           -> {"info"}
   {"op": "knobs", "text", "path"}                 -> {"knobs": [{"name", "options", "selected", ...}]}
   {"op": "ping"}
+IR names a module: "key" (the sha256 of its text, or the key a lazy apply answered), plus its
+"text" or "bytecode" when this worker may not hold it (a fresh worker, an evicted entry); a
+request naming a module we do not hold and carrying neither is answered {"ok": False, "missing": key},
+and the client sends it again with the content. ("sha" is the old name of "key".)
+A lazy apply does not print its result (printing costs about half as much as the transform
+interpreter): the module stays in our cache under a new key, and the answer goes out at once; its
+bytecode follows in a second message (protocol.FOLLOW_UP: written while the front end goes on), which
+the session keeps so that a worker crash loses nothing; the text is printed when the session asks
+("print").
 Stage dicts: {"kind": "pass", "pipeline"} | {"kind": "transform", "text", "path", "entry"}
   | {"kind": "schedule", "path", "gen", "params", "entry", "wants_payload"}
   | {"kind": "rewrite", "name", "params"} | {"kind": "bench", "params"} | {"kind": "strip_sharding"}.
@@ -21,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import io
 import os
 import re
 import sys
@@ -34,7 +47,7 @@ from mlir.dialects.transform import interpreter
 
 from workbench.worker import bench_wrapper, knobs, payload_inspect, py_passes, rewrites
 from workbench.worker.mpi import sharding
-from workbench.worker.protocol import serve_requests
+from workbench.worker.protocol import FOLLOW_UP, serve_requests
 
 CACHE_SIZE = 24
 #: prepare_run's "artifact" -> the module and function that produce it, imported when first asked for
@@ -83,6 +96,10 @@ def _format_location(loc: str, label: str) -> str:
     return "" if s == "unknown" else s
 
 
+class MissingIR(Exception):
+    """A request named a module this worker does not hold and did not send its content."""
+
+
 class CompileWorker:
     def __init__(self) -> None:
         self.ctx = ir.Context()
@@ -91,6 +108,8 @@ class CompileWorker:
         self.generators: dict[tuple[str, float], object] = {}
         self._input_sha = ""
         self._aliases: dict[str, str] = {}  # temp file of a generated schedule -> its label
+        self._worker_id = f"{os.getpid()}-{os.urandom(4).hex()}"   # keys of lazy results: unique per worker
+        self._lazy_results = 0
 
     # -- module cache --------------------------------------------------------
     def _remember(self, sha: str, module: ir.Module) -> None:
@@ -99,17 +118,23 @@ class CompileWorker:
         while len(self.cache) > CACHE_SIZE:
             self.cache.popitem(last=False)
 
-    def _module_for(self, text: str, sha: str | None, label: str) -> ir.Module:
-        sha = sha or sha256(text)
-        mod = self.cache.get(sha)
+    def _module_for(self, req: dict, label: str, remember: bool = True) -> ir.Module:
+        """The module a request names (see the module docstring: "key", "text", "bytecode"), parsed in
+        the current context when we do not hold it (and kept, if `remember`)."""
+        text, bytecode = req.get("text"), req.get("bytecode")
+        key = req.get("key") or req.get("sha") or (sha256(text) if text is not None else None)
+        mod = self.cache.get(key) if key else None
         if mod is not None:
-            self.cache.move_to_end(sha)
+            self.cache.move_to_end(key)
             return mod
+        if text is None and bytecode is None:
+            raise MissingIR(key)
         try:
-            mod = ir.Module.parse(text)
+            mod = ir.Module.parse(bytecode if bytecode is not None else text)
         except ir.MLIRError as e:
             raise StageError(*_split_mlir_error(e, label))
-        self._remember(sha, mod)
+        if remember:
+            self._remember(key, mod)
         return mod
 
     # -- requests --------------------------------------------------------------
@@ -130,10 +155,14 @@ class CompileWorker:
                     return self.prepare_run(req)
                 if op == "knobs":
                     return self.knobs(req)
+                if op == "print":
+                    return self.print_module(req)
                 if op == "inspect":
-                    mod = self._module_for(req["text"], req.get("sha"), req.get("label", "<ir>"))
+                    mod = self._module_for(req, req.get("label", "<ir>"))
                     return {"ok": True, "info": payload_inspect.inspect_module(mod)}
                 return {"ok": False, "error": f"unknown worker request {op!r}"}
+            except MissingIR as e:
+                return {"ok": False, "missing": e.args[0], "error": "the compile worker does not hold this IR"}
             except StageError as e:
                 return {"ok": False, "error": str(e), "diagnostics": e.diagnostics}
             except Exception as e:  # a bug or an unexpected binding error: report, stay alive
@@ -161,10 +190,37 @@ class CompileWorker:
         self._remember(sha, mod)
         return {"ok": True, "ir": text, "sha": sha}
 
+    def print_module(self, req: dict) -> dict:
+        """The text of a module we hold (a lazy apply's result), also cached under its sha256.
+        One we do not hold is parsed from the content sent with the request in a context of its own:
+        in ours, `dense_resource` blobs whose names are taken already (by the payload, say) would be
+        renamed (`..._1`), and the text would not be the one the module had."""
+        key = req.get("key") or req.get("sha")
+        if key not in self.cache and (req.get("text") is not None or req.get("bytecode") is not None):
+            with ir.Context() as own, ir.Location.unknown():
+                own.allow_unregistered_dialects = self.ctx.allow_unregistered_dialects
+                text = _print(self._module_for(req, req.get("label", "<ir>"), remember=False))
+            return {"ok": True, "ir": text, "sha": sha256(text)}
+        mod = self._module_for(req, req.get("label", "<ir>"))
+        text = _print(mod)
+        sha = sha256(text)
+        self._remember(sha, mod)
+        return {"ok": True, "ir": text, "sha": sha}
+
+    def _backup(self, key: str, module: ir.Module) -> dict:
+        """What the session keeps of a lazy result: its bytecode (its text when bytecode cannot be written)."""
+        with self.ctx, ir.Location.unknown():
+            bytecode = _bytecode(module)
+            if bytecode is not None:
+                return {"ok": True, "key": key, "bytecode": bytecode}
+            text = _print(module)
+            return {"ok": True, "key": key, "ir": text, "sha": sha256(text)}
+
     def apply(self, req: dict) -> dict:
         label = req.get("label", "<step input>")
-        src = self._module_for(req["text"], req.get("sha"), label)
-        self._input_sha = req.get("sha") or sha256(req["text"])
+        src = self._module_for(req, label)
+        # the input's text sha256 (a hand edit checks it): sent when the session knows it
+        self._input_sha = req.get("input_sha") or req.get("sha") or (sha256(req["text"]) if req.get("text") else "")
         work = _clone_module(src)
         stage_seconds = []
         t_all = time.perf_counter()
@@ -179,6 +235,12 @@ class CompileWorker:
                 return {"ok": False, "error": f"verifier failed after the step: {msg}",
                         "diagnostics": detail, "stage_index": i}
             stage_seconds.append(time.perf_counter() - t0)
+        if req.get("lazy"):
+            self._lazy_results += 1
+            key = f"ir-{self._worker_id}-{self._lazy_results}"
+            self._remember(key, work)
+            return {"ok": True, "key": key, "seconds": time.perf_counter() - t_all, "stage_seconds": stage_seconds,
+                    FOLLOW_UP: lambda: self._backup(key, work)}
         text = _print(work)
         sha = sha256(text)
         self._remember(sha, work)
@@ -188,7 +250,7 @@ class CompileWorker:
     def prepare_run(self, req: dict) -> dict:
         """Wrapper (if missing) + lowering (if not lowered yet) -> LLVM-dialect text and wrapper metadata."""
         label = req.get("label", "<current IR>")
-        src = self._module_for(req["text"], req.get("sha"), label)
+        src = self._module_for(req, label)
         work = _clone_module(src)
         # stages a target needs before the wrapper goes in (e.g. mpi: strip sharding for the reference)
         for stage in req.get("prelude") or []:
@@ -436,6 +498,17 @@ def _print(module) -> str:
     """The module's text, byte-identical to str(); the caller has just verified it, so the
     printer's own verification is skipped, and bytes avoid a UTF-8 round trip (~30% faster)."""
     return module.operation.get_asm(binary=True, assume_verified=True).decode()
+
+
+def _bytecode(module) -> bytes | None:
+    """The module as MLIR bytecode (a few ms where printing takes tens), None if it cannot be written.
+    Parsing it back prints the same text as the module."""
+    buffer = io.BytesIO()
+    try:
+        module.operation.write_bytecode(buffer)
+    except Exception:
+        return None
+    return buffer.getvalue()
 
 
 def _read(path: str) -> str | None:

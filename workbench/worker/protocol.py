@@ -24,6 +24,8 @@ GRACE_S = 5.0
 PDEATHSIG_ENV, PARENT_PID_ENV = "LH_WORKBENCH_PDEATHSIG", "LH_WORKBENCH_PARENT_PID"
 
 _deadline: list[float | None] = [None]
+#: the answer key of a function whose result is sent after the answer (see serve_requests)
+FOLLOW_UP = "_follow_up"
 
 
 def _set_parent_death_signal() -> None:
@@ -67,6 +69,9 @@ def serve_requests(fd: int, handle: Callable[[dict], dict]) -> None:
 
     A Python exception in `handle` becomes a failure answer; only a real crash ends the process.
     A request may carry `time_limit_s`: past it (+ GRACE_S) the watchdog ends the process.
+    An answer may carry `FOLLOW_UP`, a function: the answer goes out marked `"follow_up": True`, then
+    the function runs (within the same time limit) and what it returns goes out as a second message,
+    which the client reads before its next request (work the caller need not wait for).
     """
     guard_worker()
     conn = Connection(fd)
@@ -83,10 +88,23 @@ def serve_requests(fd: int, handle: Callable[[dict], dict]) -> None:
         limit = req.pop("time_limit_s", None)
         _deadline[0] = time.monotonic() + float(limit) + GRACE_S if limit else None
         try:
-            answer = handle(req)
-        except Exception as e:
-            answer = {"ok": False, "error": f"{type(e).__name__}: {e}".splitlines()[0],
-                      "diagnostics": traceback.format_exc()}
+            try:
+                answer = handle(req)
+            except Exception as e:
+                answer = _failure(e)
+            follow_up = answer.pop(FOLLOW_UP, None)
+            if follow_up is not None:
+                answer["follow_up"] = True
+            conn.send(answer)
+            if follow_up is not None:
+                try:
+                    message = follow_up()
+                except Exception as e:
+                    message = _failure(e)
+                conn.send(message)
         finally:
             _deadline[0] = None
-        conn.send(answer)
+
+
+def _failure(e: Exception) -> dict:
+    return {"ok": False, "error": f"{type(e).__name__}: {e}".splitlines()[0], "diagnostics": traceback.format_exc()}

@@ -190,6 +190,11 @@ def test_log_search(wb_ctx):
             assert "needle" in log.lines[log.matches[log.current_match]].text
             await pilot.press("n")
             assert log.current_match == 0
+            # the match is highlighted, not the whole line
+            from workbench.tui.widgets.log_view import CURRENT_MATCH_STYLE
+            strip = log._mark_matches(log.lines[log.matches[0]], log.matches[0], CURRENT_MATCH_STYLE)
+            styled = "".join(seg.text for seg in strip if seg.style and seg.style.bgcolor == CURRENT_MATCH_STYLE.bgcolor)
+            assert styled == "needle"
 
     run(go())
 

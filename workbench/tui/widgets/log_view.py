@@ -11,8 +11,8 @@ from textual.widgets import RichLog
 
 from workbench.tui import text_model as tm
 
-MATCH_LINE_STYLE = Style(bgcolor="#6b5a00")
-CURRENT_LINE_STYLE = Style(bgcolor="#d7875f", color="#000000")
+MATCH_STYLE = Style(bgcolor="#6b5a00")                        # a match (the IR view's colours)
+CURRENT_MATCH_STYLE = Style(bgcolor="#d7875f", color="#000000")  # the matches of the current line
 
 
 class LogView(RichLog):
@@ -42,6 +42,7 @@ class LogView(RichLog):
         self.search_query = ""
         self.matches: list[int] = []       # indexes into self.lines
         self.current_match = -1
+        self._pattern = None
 
     def plain_lines(self) -> list[str]:
         return [strip.text for strip in self.lines]
@@ -52,6 +53,7 @@ class LogView(RichLog):
     def run_search(self, query: str, move: bool = True) -> None:
         self.search_query = query
         self.matches, self.current_match = [], -1
+        self._pattern = None
         error = None
         if query:
             try:
@@ -59,6 +61,7 @@ class LogView(RichLog):
             except tm.SearchError as e:
                 error = str(e)
             else:
+                self._pattern = pattern
                 self.matches = [i for i, text in enumerate(self.plain_lines()) if pattern.search(text)]
         if self.matches and move:
             # the newest match first: what was just printed is what one looks for
@@ -93,13 +96,29 @@ class LogView(RichLog):
 
     def render_line(self, y: int) -> Strip:
         strip = super().render_line(y)
-        if self.matches:
+        if self.matches and self._pattern is not None:
             index = int(self.scroll_offset.y) + y
-            if self.current_match >= 0 and index == self.matches[self.current_match]:
-                return strip.apply_style(CURRENT_LINE_STYLE)
             if index in self._match_set():
-                return strip.apply_style(MATCH_LINE_STYLE)
+                current = self.current_match >= 0 and index == self.matches[self.current_match]
+                return self._mark_matches(strip, index, CURRENT_MATCH_STYLE if current else MATCH_STYLE)
         return strip
+
+    def _mark_matches(self, strip: Strip, index: int, style: Style) -> Strip:
+        """The strip of log line `index` with the cells of each match styled (the line scrolled by scroll_x)."""
+        x0 = int(self.scroll_offset.x)
+        spans = [(max(0, a - x0), min(strip.cell_length, b - x0))
+                 for a, b in tm.match_spans(self._pattern, self.lines[index].text)]
+        spans = [(a, b) for a, b in spans if a < b]
+        if not spans:
+            return strip
+        # (Strip.divide takes the end of every part, the last one included)
+        cuts = sorted({c for a, b in spans for c in (a, b) if 0 < c < strip.cell_length}) + [strip.cell_length]
+        parts, out, pos = strip.divide(cuts), [], 0
+        for part in parts:
+            inside = any(a <= pos < b for a, b in spans)
+            out.append(part.apply_style(style) if inside else part)
+            pos += part.cell_length
+        return Strip.join(out)
 
     def _match_set(self) -> set[int]:
         if getattr(self, "_set_for", None) is not self.matches:

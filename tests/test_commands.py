@@ -26,7 +26,7 @@ def test_dispatch_usage_errors_are_results(ctx, reg):
     r = reg.dispatch("show notanumber", ctx)
     assert not r.ok and "step must be an integer" in r.error
     r = reg.dispatch("load", ctx)
-    assert not r.ok and "missing FILE" in r.error and "usage: load [--allow-unregistered] [--chunk CHUNK] FILE" in r.error
+    assert not r.ok and "missing FILE" in r.error and "usage: load [--allow-unregistered] [--chunk K] FILE" in r.error
     r = reg.dispatch("replay --bogus x.yaml", ctx)
     assert not r.ok and "unknown option --bogus" in r.error
 

@@ -76,7 +76,8 @@ def register(reg: Registry) -> None:
                 [Flag("--allow-unregistered", "accept ops of dialects MLIR does not know (kept as generic ops; "
                       "recorded in the session)"),
                  Flag("--chunk", "only chunk K (1-based) of a file split by `// -----` lines, as mlir-opt "
-                      "--split-input-file reads it (recorded in the session)", takes_value=True, type="int")],
+                      "--split-input-file reads it (recorded in the session)", takes_value=True, type="int",
+                      metavar="K")],
                 category="1-session"))
     add(Command("inspect", "functions, linalg ops with shapes, FLOP count", cmd_inspect,
                 [Arg("step", "step index (default: current)", type="int", optional=True, complete="step")],

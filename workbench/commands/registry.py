@@ -37,6 +37,7 @@ class Flag:
     takes_value: bool = False
     type: str = "str"
     complete: str = ""
+    metavar: str = ""        # the value's name in usage lines (default: the flag's name in capitals)
 
 
 @dataclass
@@ -65,7 +66,7 @@ class Command:
             parts.append("[OPTIONS]")
         else:
             for f in self.flags:
-                parts.append(f"[{f.name}{' ' + f.name.strip('-').upper() if f.takes_value else ''}]")
+                parts.append(f"[{f.name}{' ' + (f.metavar or f.name.strip('-').upper()) if f.takes_value else ''}]")
         for a in self.args:
             label = a.name.upper() + ("..." if a.type in ("rest", "kv") else "")
             parts.append(f"[{label}]" if a.optional else label)

@@ -55,6 +55,9 @@ def test_chunks_found_with_their_lines_and_symbols():
     with pytest.raises(split_input.ChunkError, match=r"has 3 chunks .*no chunk 4 .*1: lines 1-10 \(@f\)"):
         split_input.chunk_text(TWO_CHUNKS, 4)
     assert len(split_input.find_chunks("func.func @h() {\n  return\n}\n")) == 1
+    # counted from the bytes (every load does it) as find_chunks splits the text
+    for text in (TWO_CHUNKS, "// -----\nfunc.func @h() {\n  return\n}\n", "func.func @h()  // ----- no\n"):
+        assert split_input.count_chunks(text.encode()) == len(split_input.find_chunks(text))
 
 
 def test_whole_file_fails_with_the_way_out_and_a_chunk_loads(ctx, upstream_file):

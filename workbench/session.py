@@ -50,10 +50,6 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def sha256_file(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 class LRUCache:
     """A small least-recently-used mapping (get / put), safe to share between threads."""
 
@@ -205,6 +201,7 @@ class Session:
         self.irs = IRStore()
         self.payload_path: Path | None = None
         self.payload_chunk: int | None = None     # `load --chunk K`: chunk K of a `// -----` split file
+        self.payload_chunks = 0                   # how many such chunks the payload file has
         self.payload_file_sha: str | None = None
         self.initial_sha: str | None = None
         self.steps: list[AppliedStep] = []
@@ -358,25 +355,23 @@ class Session:
         path = Path(path)
         if not path.is_file():
             raise SessionError(f"{path}: no such file")
-        text = None
-        if chunk is not None:
-            try:
-                text = split_input.chunk_text(path.read_text(), chunk, label=path.name)
-            except (OSError, UnicodeDecodeError) as e:
-                raise SessionError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}")
-            except split_input.ChunkError as e:
-                raise SessionError(str(e))
+        try:   # read once: its sha256, its `// -----` chunks, the chunk asked for
+            data = path.read_bytes()
+            text = None if chunk is None else split_input.chunk_text(data.decode(), chunk, label=path.name)
+        except (OSError, UnicodeDecodeError) as e:
+            raise SessionError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}")
+        except split_input.ChunkError as e:
+            raise SessionError(str(e))
+        chunks = split_input.count_chunks(data)
         ans = self.client.request({"op": "parse", "filename": str(path), "text": text,
                                    "allow_unregistered": allow_unregistered})
         if not ans["ok"]:
             hint = ("; to accept such ops: load --allow-unregistered FILE (--allow-unregistered-dialects on the "
                     "command line)") if "unregistered dialect" in ans["error"] else ""
-            if chunk is None:
-                count = split_input.chunk_count(path)
-                if count > 1:
-                    hint += (f"; {path.name} has {count} chunks separated by `{split_input.SPLIT_MARKER}` lines "
-                             f"(mlir-opt --split-input-file): load one with `load --chunk K {path.name}`")
-            error, detail = self._tidy_failure(ans, (lambda: text) if text is not None else (lambda: path.read_text()),
+            if chunk is None and chunks > 1:
+                hint += (f"; {path.name} has {chunks} chunks separated by `{split_input.SPLIT_MARKER}` lines "
+                         f"(mlir-opt --split-input-file): load one with `load --chunk K {path.name}`")
+            error, detail = self._tidy_failure(ans, (lambda: text) if text is not None else data.decode,
                                                {"allow_unregistered": allow_unregistered})
             raise SessionError(error + hint, detail)
         self.irs.texts[ans["sha"]] = ans["ir"]
@@ -384,7 +379,8 @@ class Session:
         self.input_ranges = {}
         self.payload_path = path.resolve()
         self.payload_chunk = chunk
-        self.payload_file_sha = sha256_file(path)
+        self.payload_chunks = chunks
+        self.payload_file_sha = hashlib.sha256(data).hexdigest()
         self.initial_sha = ans["sha"]
         self.saved_path = None
         self.steps = []

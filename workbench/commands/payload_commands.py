@@ -20,7 +20,7 @@ def cmd_load(ctx: CommandContext, a: Args) -> Result:
         return fail(e)
     chunk = a.get("chunk")
     msg = f"loaded {a['file']}" + (f" chunk {chunk}" if chunk is not None else "") + f" ({line_count(s.current_ir)} lines)"
-    count = split_input.chunk_count(s.payload_path) if chunk is None else 0
+    count = s.payload_chunks if chunk is None else 0
     if count > 1:
         msg += (f"; it has {count} chunks separated by `{split_input.SPLIT_MARKER}` lines, loaded as one module "
                 f"(`load --chunk K {a['file']}` takes one, as mlir-opt --split-input-file does)")

@@ -143,10 +143,7 @@ def _pipeline_of(args: list[str], line: int) -> str:
     return ",".join(passes)
 
 
-def chunk_count(path) -> int:
-    """How many chunks the file at `path` has (1 without marker lines; 0 when it cannot be read)."""
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return 1 + sum(1 for line in f if line.startswith(SPLIT_MARKER))
-    except OSError:
-        return 0
+def count_chunks(data: bytes) -> int:
+    """How many chunks a file's bytes hold (1 without marker lines), counted without decoding them."""
+    marker = SPLIT_MARKER.encode()
+    return 1 + data.count(b"\n" + marker) + data.startswith(marker)

@@ -213,7 +213,7 @@ def cmd_replay(argv: list[str]) -> int:
         printer.result(res)
         ok = res.ok
         if ok and (args.target or args.cpu):
-            r = ctx.registry.dispatch(f"target {args.target or ''}" + (f" --cpu {_quote(args.cpu)}" if args.cpu else ""), ctx)
+            r = ctx.registry.dispatch(_target_line(args), ctx)
             ok = r.ok
             if not r.ok:
                 printer.result(r)
@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
                 if not res.ok:
                     return _finish(session, args, False, {"error": res.error})
         if args.target or args.cpu:
-            res = ctx.registry.dispatch(f"target {args.target or ''}" + (f" --cpu {_quote(args.cpu)}" if args.cpu else ""), ctx)
+            res = ctx.registry.dispatch(_target_line(args), ctx)
             if not res.ok:
                 printer.result(res)
                 return EXIT_USAGE
@@ -373,6 +373,11 @@ def main(argv: list[str] | None = None) -> int:
         session.close()
 
 
+def _target_line(args: argparse.Namespace) -> str:
+    """`--target` / `--cpu` as the `target` command."""
+    return f"target {args.target or ''}" + (f" --cpu {_quote(args.cpu)}" if args.cpu else "")
+
+
 def _load_line(args: argparse.Namespace) -> str:
     flag = "--allow-unregistered " if args.allow_unregistered_dialects else ""
     if args.chunk is not None:
@@ -387,7 +392,7 @@ def _tui_loading_in_background(ctx: CommandContext, args: argparse.Namespace) ->
     from concurrent.futures import ThreadPoolExecutor
 
     if args.target or args.cpu:   # settings first: they do not need the payload
-        res = ctx.registry.dispatch(f"target {args.target or ''}" + (f" --cpu {_quote(args.cpu)}" if args.cpu else ""), ctx)
+        res = ctx.registry.dispatch(_target_line(args), ctx)
         if not res.ok:
             Printer().result(res)
             return EXIT_USAGE

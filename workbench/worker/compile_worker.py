@@ -185,9 +185,13 @@ class CompileWorker:
         except ir.MLIRError as e:
             msg, detail = _split_mlir_error(e, label)
             return {"ok": False, "error": msg, "diagnostics": detail}
-        text = _print(mod)
+        return self._printed(mod)
+
+    def _printed(self, module: ir.Module) -> dict:
+        """The answer carrying a module's text and sha256; the module stays cached under that sha256."""
+        text = _print(module)
         sha = sha256(text)
-        self._remember(sha, mod)
+        self._remember(sha, module)
         return {"ok": True, "ir": text, "sha": sha}
 
     def print_module(self, req: dict) -> dict:
@@ -201,11 +205,7 @@ class CompileWorker:
                 own.allow_unregistered_dialects = self.ctx.allow_unregistered_dialects
                 text = _print(self._module_for(req, req.get("label", "<ir>"), remember=False))
             return {"ok": True, "ir": text, "sha": sha256(text)}
-        mod = self._module_for(req, req.get("label", "<ir>"))
-        text = _print(mod)
-        sha = sha256(text)
-        self._remember(sha, mod)
-        return {"ok": True, "ir": text, "sha": sha}
+        return self._printed(self._module_for(req, req.get("label", "<ir>")))
 
     def _backup(self, key: str, module: ir.Module) -> dict:
         """What the session keeps of a lazy result: its bytecode (its text when bytecode cannot be written)."""
@@ -241,11 +241,7 @@ class CompileWorker:
             self._remember(key, work)
             return {"ok": True, "key": key, "seconds": time.perf_counter() - t_all, "stage_seconds": stage_seconds,
                     FOLLOW_UP: lambda: self._backup(key, work)}
-        text = _print(work)
-        sha = sha256(text)
-        self._remember(sha, work)
-        return {"ok": True, "ir": text, "sha": sha, "seconds": time.perf_counter() - t_all,
-                "stage_seconds": stage_seconds}
+        return {**self._printed(work), "seconds": time.perf_counter() - t_all, "stage_seconds": stage_seconds}
 
     def prepare_run(self, req: dict) -> dict:
         """Wrapper (if missing) + lowering (if not lowered yet) -> LLVM-dialect text and wrapper metadata."""

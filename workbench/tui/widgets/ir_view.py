@@ -178,12 +178,17 @@ class IRView(ScrollView, can_focus=True):
             self.virtual_size = size
 
     def _scrollbars_stay(self, size: Size) -> bool:
-        """Whether this view shows the same scrollbars with `size` as its virtual size (auto overflow)."""
+        """Whether this view shows the same scrollbars with `size` as its virtual size (Textual's rule:
+        `scroll` always, `hidden` never, `auto` when the content is larger than the view)."""
         width, height = self.container_size
         if not width or not height or not self.virtual_size.height:
             return False
-        return (size.width > width) == self.show_horizontal_scrollbar and \
-            (size.height > height) == self.show_vertical_scrollbar
+
+        def shown(overflow: str, larger: bool) -> bool:
+            return overflow == "scroll" or (overflow == "auto" and larger)
+
+        return shown(self.styles.overflow_x, size.width > width) == self.show_horizontal_scrollbar and \
+            shown(self.styles.overflow_y, size.height > height) == self.show_vertical_scrollbar
 
     @property
     def rows(self) -> int:

@@ -101,6 +101,9 @@ class MissingIR(Exception):
 
 
 class CompileWorker:
+    #: requests that name a module (see the module docstring)
+    IR_REQUESTS = frozenset({"apply", "prepare_run", "print", "inspect"})
+
     def __init__(self) -> None:
         self.ctx = ir.Context()
         self.ctx.allow_unregistered_dialects = False
@@ -118,11 +121,11 @@ class CompileWorker:
         while len(self.cache) > CACHE_SIZE:
             self.cache.popitem(last=False)
 
-    def _module_for(self, req: dict, label: str, remember: bool = True) -> ir.Module:
+    def _module_for(self, req: dict, label: str) -> ir.Module:
         """The module a request names (see the module docstring: "key", "text", "bytecode"), parsed in
-        the current context when we do not hold it (and kept, if `remember`)."""
+        the current context when we do not hold it (a fresh one: see `_context_for`), and kept."""
         text, bytecode = req.get("text"), req.get("bytecode")
-        key = req.get("key") or req.get("sha") or (sha256(text) if text is not None else None)
+        key = self._key(req)
         mod = self.cache.get(key) if key else None
         if mod is not None:
             self.cache.move_to_end(key)
@@ -133,17 +136,39 @@ class CompileWorker:
             mod = ir.Module.parse(bytecode if bytecode is not None else text)
         except ir.MLIRError as e:
             raise StageError(*_split_mlir_error(e, label))
-        if remember:
-            self._remember(key, mod)
+        self._remember(key, mod)
         return mod
 
     # -- requests --------------------------------------------------------------
+    def _context_for(self, req: dict) -> ir.Context:
+        """The context a request works in: the one of the module it names when we hold it, a fresh one
+        for a module we parse (a payload, IR sent again). One context per parsed module, because a
+        context keeps every `dense_resource` blob it ever parsed: a second parse of the same text into
+        it would rename the blobs (`w` -> `w_1`), and the module would print as other text."""
+        op = req.get("op")
+        if op == "parse":
+            return ir.Context()
+        if op in self.IR_REQUESTS:
+            key = self._key(req)
+            held = self.cache.get(key) if key else None
+            if held is not None:
+                return held.context
+            if req.get("text") is not None or req.get("bytecode") is not None:
+                return ir.Context()
+        return self.ctx
+
+    @staticmethod
+    def _key(req: dict) -> str | None:
+        text = req.get("text")
+        return req.get("key") or req.get("sha") or (sha256(text) if text is not None else None)
+
     def handle(self, req: dict) -> dict:
         op = req.get("op")
+        ctx = self._context_for(req)
         # a session option (`load --allow-unregistered`): ops of dialects MLIR does not know parse as
         # generic ops (upstream's test-dialect payloads); sent with every request of that session
-        self.ctx.allow_unregistered_dialects = bool(req.get("allow_unregistered"))
-        with self.ctx, ir.Location.unknown():
+        ctx.allow_unregistered_dialects = bool(req.get("allow_unregistered"))
+        with ctx, ir.Location.unknown():
             try:
                 if op == "ping":
                     return {"ok": True, "pid": os.getpid()}
@@ -156,7 +181,7 @@ class CompileWorker:
                 if op == "knobs":
                     return self.knobs(req)
                 if op == "print":
-                    return self.print_module(req)
+                    return self._printed(self._module_for(req, req.get("label", "<ir>")))
                 if op == "inspect":
                     mod = self._module_for(req, req.get("label", "<ir>"))
                     return {"ok": True, "info": payload_inspect.inspect_module(mod)}
@@ -194,22 +219,9 @@ class CompileWorker:
         self._remember(sha, module)
         return {"ok": True, "ir": text, "sha": sha}
 
-    def print_module(self, req: dict) -> dict:
-        """The text of a module we hold (a lazy apply's result), also cached under its sha256.
-        One we do not hold is parsed from the content sent with the request in a context of its own:
-        in ours, `dense_resource` blobs whose names are taken already (by the payload, say) would be
-        renamed (`..._1`), and the text would not be the one the module had."""
-        key = req.get("key") or req.get("sha")
-        if key not in self.cache and (req.get("text") is not None or req.get("bytecode") is not None):
-            with ir.Context() as own, ir.Location.unknown():
-                own.allow_unregistered_dialects = self.ctx.allow_unregistered_dialects
-                text = _print(self._module_for(req, req.get("label", "<ir>"), remember=False))
-            return {"ok": True, "ir": text, "sha": sha256(text)}
-        return self._printed(self._module_for(req, req.get("label", "<ir>")))
-
     def _backup(self, key: str, module: ir.Module) -> dict:
         """What the session keeps of a lazy result: its bytecode (its text when bytecode cannot be written)."""
-        with self.ctx, ir.Location.unknown():
+        with module.context, ir.Location.unknown():
             bytecode = _bytecode(module)
             if bytecode is not None:
                 return {"ok": True, "key": key, "bytecode": bytecode}
@@ -227,7 +239,7 @@ class CompileWorker:
         for i, stage in enumerate(req["stages"]):
             t0 = time.perf_counter()
             try:
-                self._apply_verified(work, stage, label)
+                work = self._apply_verified(work, stage, label)
             except StageError as e:
                 return {"ok": False, "error": str(e), "diagnostics": e.diagnostics, "stage_index": i}
             except ir.MLIRError as e:
@@ -251,7 +263,7 @@ class CompileWorker:
         # stages a target needs before the wrapper goes in (e.g. mpi: strip sharding for the reference)
         for stage in req.get("prelude") or []:
             try:
-                self._apply_verified(work, stage, label)
+                work = self._apply_verified(work, stage, label)
             except StageError as e:
                 return {"ok": False, "error": str(e), "diagnostics": e.diagnostics}
         inserted = False
@@ -288,7 +300,8 @@ class CompileWorker:
         """Apply a run lowering in place; None on success, else the failure answer."""
         for stage in stages:
             try:
-                self._apply_verified(work, stage, label)
+                if self._apply_verified(work, stage, label) is not work:
+                    return {"ok": False, "error": f"lowering failed: a {stage['kind']} stage cannot be part of a run lowering"}
             except StageError as e:
                 return {"ok": False, "error": f"lowering failed: {e}", "diagnostics": e.diagnostics}
             except ir.MLIRError as e:
@@ -297,18 +310,19 @@ class CompileWorker:
         return None
 
     # -- stage kinds -------------------------------------------------------------
-    def _apply_verified(self, module: ir.Module, stage: dict, label: str) -> None:
-        """Apply one stage in place and make sure the result verifies (ir.MLIRError if not)."""
-        if not self._apply_stage(module, stage, label):
-            module.operation.verify()
-
-    def _apply_stage(self, module: ir.Module, stage: dict, label: str) -> bool:
-        """Apply one stage in place; True when the result is verified already (an MLIR pass
-        pipeline: the pass manager verifies after every pass), else the caller verifies."""
+    def _apply_verified(self, module: ir.Module, stage: dict, label: str) -> ir.Module:
+        """Apply one stage and make sure the result verifies (ir.MLIRError if not); the result is
+        `module`, changed in place, or the module a stage put in its place (a hand edit)."""
         handler = self.STAGE_KINDS.get(stage["kind"])
         if handler is None:
             raise StageError(f"unknown stage kind {stage['kind']!r} (known: {', '.join(sorted(self.STAGE_KINDS))})")
-        return bool(handler(self, module, stage, label))
+        with module.context, ir.Location.unknown():   # a module replaced by an earlier stage has its own
+            outcome = handler(self, module, stage, label)
+            if isinstance(outcome, ir.Module):
+                return outcome   # verified by the stage
+            if outcome is not True:   # True: verified already (the pass manager verifies after every pass)
+                module.operation.verify()
+        return module
 
     def _stage_pass(self, module: ir.Module, stage: dict, label: str) -> bool:
         return self._run_passes(module, stage["pipeline"], label)
@@ -346,25 +360,22 @@ class CompileWorker:
         sched = self._parse_schedule(req["text"], req.get("path") or "<transform>")
         return {"ok": True, "knobs": knobs.read(sched)}
 
-    def _replace_module(self, module: ir.Module, stage: dict, label: str) -> None:
-        """A hand edit: only valid on the IR it was made on (same sha256), then the module is replaced."""
+    def _replace_module(self, module: ir.Module, stage: dict, label: str) -> ir.Module:
+        """A hand edit: only valid on the IR it was made on (same sha256); the edited text, parsed in a
+        context of its own (so that its `dense_resource` names stay its own), takes the module's place."""
         base = stage.get("base_sha256") or ""
         if base and self._input_sha and not self._input_sha.startswith(base):
             raise StageError(f"the hand edit {os.path.basename(stage['path'])} was made on different IR "
                              f"(sha256 {base[:12]}..., this input is {self._input_sha[:12]}...): redo the edit")
-        try:
-            edited = ir.Module.parse(stage["text"])
-            edited.operation.verify()
-        except ir.MLIRError as e:
-            raise StageError(*_split_mlir_error(e, stage["path"]))
-        body = module.body
-        for op in list(body.operations):
-            op.operation.erase()
-        for op in list(edited.body.operations):
-            body.append(op.operation.clone())
-        attrs = edited.operation.attributes
-        for i in range(len(attrs)):
-            module.operation.attributes[attrs[i].name] = attrs[i].attr
+        own = ir.Context()
+        own.allow_unregistered_dialects = module.context.allow_unregistered_dialects
+        with own, ir.Location.unknown():
+            try:
+                edited = ir.Module.parse(stage["text"])
+                edited.operation.verify()
+            except ir.MLIRError as e:
+                raise StageError(*_split_mlir_error(e, stage["path"]))
+        return edited
 
     def _run_passes(self, module: ir.Module, pipeline: str, label: str) -> None:
         try:

@@ -309,9 +309,10 @@ def _generalized_structures(module, count: int) -> list[dict | None]:
     from mlir.passmanager import PassManager
 
     try:
-        copy = ir.Module.parse(str(module), context=module.context)
-        PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))", context=module.context).run(
-            copy.operation)
+        # a clone, not a re-parse: parsing again into the module's context would copy its
+        # `dense_resource` blobs under new names, and printing a large model costs seconds
+        copy = module.operation.clone()
+        PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))", context=module.context).run(copy)
     except Exception:
         return [None] * count
     found = []

@@ -164,3 +164,26 @@ def test_selector_handles_the_generic_transposed_matmul(ctx, tmp_path):
     assert steps[0].spec == "tag-ops" and "matmul_transpose_b_tiling" in steps[-1].label()
     assert steps[-1].params["generic"] is True and steps[-1].params["op"] == "generic_0"
     _checked_run(ctx)
+
+
+SHORT_K_BMM = BMM.replace("3x64x128xf32", "3x64x4xf32").replace("3x128x96xf32", "3x4x96xf32")
+SHORT_K_MM = """func.func @mm(%A: tensor<64x8xf32>, %B: tensor<8x96xf32>, %C: tensor<64x96xf32>) -> tensor<64x96xf32> {
+  %0 = linalg.matmul ins(%A, %B : tensor<64x8xf32>, tensor<8x96xf32>) outs(%C : tensor<64x96xf32>) -> tensor<64x96xf32>
+  return %0 : tensor<64x96xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("text,k", [(SHORT_K_BMM, 4), (SHORT_K_MM, 8)], ids=["batch_matmul_k4", "matmul_k8"])
+def test_a_k_of_one_register_step_has_no_k_loop(ctx, tmp_path, text, k):
+    """reg_k = block_k = K (a GRU's K of 4): the micro-kernel has one K step, no loop to hoist the
+    C tile out of (canonicalization folds a one-trip loop under the handle the hoisting needs)."""
+    payload = tmp_path / "p.mlir"
+    payload.write_text(text)
+    ok(ctx, f"load {payload}")
+    spec, params = _selected(ctx)
+    extra = " ".join(f"{key}={value}" for key, value in params.items()
+                     if key not in ("block_m", "block_n", "block_k", "reg_m", "reg_n", "reg_k", "pack_tile_a", "pack_tile_b"))
+    ok(ctx, f"apply {spec}{{block_m=16 block_n=32 block_k={k} reg_m=2 reg_n=16 reg_k={k} "
+            f"pack_tile_a={k} pack_tile_b={k} {extra}}}")
+    _checked_run(ctx)

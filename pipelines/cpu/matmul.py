@@ -159,15 +159,7 @@ def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
     transform.structured.vectorize %cA vector_sizes [{reg_m}, {pack_tile_a}] : {any_op}
 
     // 4. Micro-kernel: K loop of reg_k steps, vector.contract -> outer products.
-    %t3, %l3 = transform.structured.tile_using_for %padded tile_sizes [0, 0, {reg_k}]
-        : ({any_op}) -> ({any_op}, {any_op})
-    transform.structured.vectorize %t3 {{create_named_contraction}} : {any_op}
-    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({any_op}) -> {any_op}
-    transform.apply_patterns to %fe {{
-      transform.apply_patterns.canonicalization
-    }} : {any_op}
-    transform.apply_cse to %fe : {any_op}
-    transform.loop.hoist_loop_invariant_subsets %l3 : {any_op}
+{micro_kernel_k_loop(f"0, 0, {reg_k}", reg_k < block_k)}
     transform.apply_patterns to %fe {{
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
       transform.apply_patterns.vector.transfer_permutation_patterns
@@ -176,6 +168,29 @@ def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
     }} : {any_op}
     transform.bufferization.eliminate_empty_tensors %fe : {any_op}
 {bufferize_and_lower_vectors() if bufferize else ""}""")
+
+
+def micro_kernel_k_loop(tile_sizes: str, several_steps: bool) -> str:
+    """Step 4's K loop over the padded micro-kernel contraction `%padded` (tiled by `tile_sizes`),
+    vectorized, with the C tile hoisted into registers across the loop; binds %fe (the functions).
+    One step (reg_k = block_k) has no loop: canonicalization would fold a one-trip loop away under
+    the handle that the hoisting needs, so the contraction is vectorized as it is."""
+    any_op = "!transform.any_op"
+    tiled = "%padded"
+    text = ""
+    if several_steps:
+        text = (f"    %t3, %l3 = transform.structured.tile_using_for %padded tile_sizes [{tile_sizes}]\n"
+                f"        : ({any_op}) -> ({any_op}, {any_op})\n")
+        tiled = "%t3"
+    text += f"""    transform.structured.vectorize {tiled} {{create_named_contraction}} : {any_op}
+    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({any_op}) -> {any_op}
+    transform.apply_patterns to %fe {{
+      transform.apply_patterns.canonicalization
+    }} : {any_op}
+    transform.apply_cse to %fe : {any_op}"""
+    if several_steps:
+        text += f"\n    transform.loop.hoist_loop_invariant_subsets %l3 : {any_op}"
+    return text
 
 
 def bufferize_and_lower_vectors() -> str:

@@ -96,15 +96,7 @@ def _packed_contraction(handle: str, lead: int, block_m: int, block_n: int, bloc
     %cA, %lcA = transform.structured.tile_using_for %hA tile_sizes [{lst(zeros + [0, pack_tile_a])}] : ({_ANY}) -> ({_ANY}, {_ANY})
     transform.structured.vectorize %cB vector_sizes [{lst(ones + ([reg_n, pack_tile_b] if transpose_b else [pack_tile_b, reg_n]))}] : {_ANY}
     transform.structured.vectorize %cA vector_sizes [{lst(ones + [reg_m, pack_tile_a])}] : {_ANY}
-    %t3, %l3 = transform.structured.tile_using_for %padded tile_sizes [{lst(zeros + [0, 0, reg_k])}]
-        : ({_ANY}) -> ({_ANY}, {_ANY})
-    transform.structured.vectorize %t3 {{create_named_contraction}} : {_ANY}
-    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({_ANY}) -> {_ANY}
-    transform.apply_patterns to %fe {{
-      transform.apply_patterns.canonicalization
-    }} : {_ANY}
-    transform.apply_cse to %fe : {_ANY}
-    transform.loop.hoist_loop_invariant_subsets %l3 : {_ANY}
+{matmul.micro_kernel_k_loop(lst(zeros + [0, 0, reg_k]), reg_k < block_k)}
     transform.apply_patterns to %fe {{
       transform.apply_patterns.vector.cast_away_vector_leading_one_dim
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"

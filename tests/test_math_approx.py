@@ -150,3 +150,99 @@ def test_pass_is_registered():
 
     assert "lh-math-exp-approx" in py_passes.PASSES
     assert py_passes.parse("builtin.module(lh-math-exp-approx)") == ("lh-math-exp-approx", {})
+
+
+# -- tanh, erf, log, log1p (`lh-math-approx`) -------------------------------------------------------------
+
+FUNCTIONS = ("tanh", "erf", "log", "log1p")
+
+
+def _functions_payload(path):
+    """One vectorizable generic computing tanh, erf, log and log1p of every point (four results)."""
+    t = f"tensor<{N}xf32>"
+    path.write_text(
+        "#id = affine_map<(d0) -> (d0)>\n"
+        f"func.func @points(%x: {t}) -> ({t}, {t}, {t}, {t}) {{\n"
+        f"  %e = tensor.empty() : {t}\n"
+        f"  %0:4 = linalg.generic {{indexing_maps = [#id, #id, #id, #id, #id], iterator_types = [\"parallel\"]}}\n"
+        f"      ins(%x : {t}) outs(%e, %e, %e, %e : {t}, {t}, {t}, {t}) {{\n"
+        "  ^bb0(%a: f32, %b: f32, %c: f32, %d: f32, %f: f32):\n"
+        + "".join(f"    %{name} = math.{name} %a : f32\n" for name in FUNCTIONS) +
+        f"    linalg.yield {', '.join('%' + n for n in FUNCTIONS)} : f32, f32, f32, f32\n"
+        f"  }} -> ({t}, {t}, {t}, {t})\n"
+        f"  return %0#0, %0#1, %0#2, %0#3 : {t}, {t}, {t}, {t}\n}}\n")
+    return path
+
+
+def _function_points() -> np.ndarray:
+    rng = np.random.default_rng(2)
+    edges = np.array([0.0, -0.0, 1.0, -1.0, 1e-7, -1e-7, 3e-4, -3e-4, 5e-4, 7.99, 8.0, -8.0, 20.0, -20.0,
+                      1e-40, 1.17e-38, 3.4e38, -0.9999999, -1.0, -2.0, np.inf, -np.inf, np.nan], np.float32)
+    rest = N - len(edges)
+    x = np.concatenate([edges, np.linspace(-10.0, 10.0, rest // 4, dtype=np.float32),
+                        rng.uniform(-1.0, 1.0, rest // 4).astype(np.float32),
+                        np.float32(10.0) ** rng.uniform(-30, 30, rest // 4).astype(np.float32),
+                        -(np.float32(10.0) ** rng.uniform(-20, 0, rest - 3 * (rest // 4)).astype(np.float32))])
+    return x.astype(np.float32)
+
+
+def test_tanh_erf_log_log1p_vector_accuracy(ctx, tmp_path):
+    import math
+
+    x = _function_points()
+    np.save(tmp_path / "x.npy", x)
+    ok(ctx, f"load {_functions_payload(tmp_path / 'fns.mlir')}")
+    ok(ctx, "apply pipelines/lib/tile.py[gen=tile_op]{op=linalg.generic tile_sizes=[16]}")
+    ok(ctx, "apply pipelines/lib/vectorize.py[gen=vectorize]")
+    assert "math.erf %" in ctx.session.current_ir and "vector<16xf32>" in ctx.session.current_ir
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-bufferize")
+    ok(ctx, "pass lh-math-approx")
+    assert not any(f"math.{name} " in ctx.session.current_ir for name in FUNCTIONS)
+    ok(ctx, "pass func.func(convert-linalg-to-loops)")
+    ok(ctx, "apply llvm-lowering")
+    lowered = ctx.session.current_ir
+    assert not any(call in lowered for call in ("tanhf", "erff", "logf", "log1pf", "llvm.intr.log"))
+    out = tmp_path / "out"
+    ok(ctx, f"run --npy 0={tmp_path / 'x.npy'} --iterations 1 --warmup 0 --save-outputs {out}")
+    results = dict(zip(FUNCTIONS, load_npys(out, "output")))
+    x64 = x.astype(np.float64)
+    with np.errstate(all="ignore"):
+        refs = {"tanh": np.tanh(x64), "erf": np.array([math.erf(v) if np.isfinite(v) else np.sign(v) if not np.isnan(v) else v for v in x64]),
+                "log": np.log(x64), "log1p": np.log1p(x64)}
+    for name in FUNCTIONS:
+        y, ref = results[name].astype(np.float64), refs[name]
+        assert y.shape == x.shape
+        finite = np.isfinite(ref)
+        # relative error where the result is a normal f32, absolute near zero
+        big = finite & (np.abs(ref) > 1e-30)
+        rel = np.abs(y[big] - ref[big]) / np.abs(ref[big])
+        assert rel.max() <= 5e-7, f"{name}: max rel err {rel.max():.3g} at x={x[big][rel.argmax()]!r}"
+        assert np.array_equal(np.isnan(y), np.isnan(ref)), f"{name}: NaNs where the reference has none (or not)"
+        inf = np.isinf(ref)
+        assert np.array_equal(y[inf], ref[inf]), f"{name}: infinities differ at x={x[inf][y[inf] != ref[inf]]!r}"
+    assert results["log"][x == 0.0].tolist() == [-np.inf, -np.inf] and np.isnan(results["log"][x == -1.0]).all()
+    assert results["log1p"][x == -1.0][0] == -np.inf and results["tanh"][x == 20.0][0] == 1.0
+
+
+def test_math_approx_options_pick_the_functions():
+    from mlir import ir
+
+    from workbench.worker import py_passes
+
+    with ir.Context(), ir.Location.unknown():
+        m = ir.Module.parse("""
+func.func @f(%x: vector<8xf32>) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>) {
+  %a = math.tanh %x : vector<8xf32>
+  %b = math.erf %x : vector<8xf32>
+  %c = math.sin %x : vector<8xf32>
+  return %a, %b, %c : vector<8xf32>, vector<8xf32>, vector<8xf32>
+}""")
+        py_passes.lookup("lh-math-approx{ops=tanh}")(m)
+        text = str(m)
+        assert "math.tanh" not in text and "math.erf" in text and "math.sin" in text
+        py_passes.lookup("lh-math-approx")(m)
+        text = str(m)
+        assert "math.erf" not in text and "math.sin" in text and m.operation.verify()
+        with pytest.raises(ValueError, match="no approximation for math.sin"):
+            py_passes.lookup("lh-math-approx{ops=sin}")(m)

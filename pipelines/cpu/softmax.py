@@ -16,7 +16,7 @@
 ``parallel=1`` keeps the forall: ``cpu-softmax-lower`` turns it into ``scf.parallel`` and runs it on
 MLIR's async runtime (``async-parallel-for`` cuts the rows into tasks); ``parallel=0`` makes it a
 plain ``scf.for`` (one core). Lower with ``pipeline: cpu-softmax-lower``
-(pipelines/cpu/softmax-lower.yaml), which runs ``lh-math-exp-approx`` so that exp stays in vector
+(pipelines/cpu/softmax-lower.yaml), which runs ``lh-math-approx`` so that exp stays in vector
 registers (LLVM would call libm ``expf`` per element).
 
 Constraints (no remainder handling): rows | M, vector | N.

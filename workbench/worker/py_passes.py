@@ -35,6 +35,14 @@ def _exp_approx(module, options: dict) -> None:
     math_approx.approximate_exp(module)
 
 
+def _math_approx(module, options: dict) -> None:
+    from workbench.worker.cpu import math_approx
+
+    ops = options.get("ops")
+    math_approx.approximate(module, tuple(f"math.{name}" for name in ops.split(",")) if ops else
+                            tuple(math_approx.APPROXIMATED))
+
+
 def _widen_i1(module, options: dict) -> None:
     from workbench.worker import widen_i1
 
@@ -174,6 +182,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-gpu-device-wrapper": (_device_wrapper, "benchmark wrapper -> GPU form (device buffers, copies outside the timed region)"),
     "lh-gpu-device-memory": (_device_memory, "host-side memref.alloc/dealloc/copy of the payload -> gpu.alloc/dealloc/memcpy"),
     "lh-barrier-after-async-wait": (_barrier_after_async_wait, "gpu.barrier after each nvgpu.device_async_wait marked lh.barrier_after (pipelined cp.async schedules)"),
+    "lh-math-approx": (_math_approx, "math.exp/tanh/erf/log/log1p on f32 / vector<..xf32> -> arith + math.fma polynomials {ops=exp,tanh,...: only those} (no libm calls per element; workbench/worker/cpu/math_approx.py)"),
     "lh-math-exp-approx": (_exp_approx, "math.exp on f32 / vector<..xf32> -> arith + math.fma polynomial (no libm expf; workbench/worker/cpu/math_approx.py)"),
     "lh-widen-i1-memrefs": (_widen_i1, "memref<..xi1> -> memref<..xi8> (one byte per bool, as numpy stores them; MemRefToLLVM refuses sub-byte memrefs), loads/stores keep i1 values"),
     "lh-blas-matmuls": (_blas_matmuls, "every plain f32 linalg.matmul on contiguous memrefs -> cblas_sgemm (the check's reference; no-op without a BLAS)"),

@@ -1,1 +1,1 @@
-"""CPU-only worker code: the `ukernel-calls` rewrite (cblas sgemm) and `lh-math-exp-approx`."""
+"""CPU-only worker code: the `ukernel-calls` rewrite (cblas sgemm) and `lh-math-approx`."""

@@ -14,6 +14,16 @@ over threads, and vectorize the tiles with masks (remainders of shapes that are 
      ``vector=0`` leaves scalar loops (for ops the vectorizer does not take: non-projected
      indexing maps such as convolutions and pooling windows, reductions with several results).
 
+Window ops (convolutions, pooling: an input indexed by sums such as ``oh * stride + kh``) take
+``fold_unit_dims=1``: the tiles of their window loops and of all but two (or one) output loops are 1,
+``interchange`` puts the window loops outside the spatial ones (the filter tile of one window
+position is read once for all output positions), and the unit loops are folded away
+(``fold_unit_extent_dims_via_slices``), which leaves a plain contraction (``contraction=1``: a
+convolution's tile is a matmul ``out[f, w] += W[f, c] in[c, w]``, specialized to ``linalg.matmul``
+and lowered to outer-product FMAs) or an elementwise op (depthwise convolution, pooling), vectorized
+at its static size: the tile sizes must divide the loops (and the thread chunks), else the step
+fails (a partial tile has a dynamic size).
+
 Correct for any op with static or dynamic shapes (tiles at the boundary are partial); it stays on
 tensors (pipelines/cpu/finish.py bufferizes the module once, after all per-op steps).
 """
@@ -30,6 +40,9 @@ PARAMS = {
     "vector": {"choices": [0, 1], "help": "1: vectorize the tiles (masked at the boundaries); 0: scalar loops"},
     "threads": {"min": 1, "max": 256, "help": "chunks of loop `split` run as parallel tasks (1: one thread)"},
     "split": {"min": 0, "help": "the (parallel) loop split over threads"},
+    "interchange": {"help": "the order of the tiled loops (loop dims, outermost first; empty: the op's order)"},
+    "fold_unit_dims": {"choices": [0, 1], "help": "1: fold the unit loops of the tile away before vectorizing (window ops)"},
+    "contraction": {"choices": [0, 1], "help": "1: the folded tile is a contraction: specialize it (linalg.matmul) and lower it to outer products"},
 }
 
 
@@ -64,16 +77,24 @@ VECTOR_CLEANUP = """    transform.apply_patterns to %scope {
 """
 
 
-def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int = 1, split: int = 0) -> str:
+def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int = 1, split: int = 0,
+                   interchange: list = [], fold_unit_dims: int = 0, contraction: int = 0) -> str:
     """The transform module (MLIR text) scheduling op `op`."""
     _check_id(op)
     tile = [int(t) for t in tile]
+    interchange = [int(i) for i in interchange]
     if any(t < 0 for t in tile):
         raise ValueError(f"tile sizes must be >= 0, got {tile}")
     if vector not in (0, 1):
         raise ValueError(f"vector must be 0 or 1, got {vector!r}")
     if not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be a positive int, got {threads!r}")
+    if interchange and sorted(interchange) != list(range(len(tile))):
+        raise ValueError(f"interchange must be a permutation of the {len(tile)} loops, got {interchange}")
+    if fold_unit_dims not in (0, 1) or contraction not in (0, 1):
+        raise ValueError("fold_unit_dims and contraction are 0 or 1")
+    if fold_unit_dims and not any(tile):
+        raise ValueError("fold_unit_dims=1 needs tile sizes (the unit tiles are what is folded)")
     a = "!transform.any_op"
     text = match_one(op)
     handle = "%target"
@@ -88,15 +109,47 @@ def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int 
     loops = sum(1 for t in tile if t)
     if loops:
         results = ", ".join([a] * (loops + 1))
-        text += (f"    %tiled, %loops:{loops} = transform.structured.tile_using_for {handle} tile_sizes {tile}"
+        order = f" interchange = {interchange}" if interchange else ""
+        text += (f"    %tiled, %loops:{loops} = transform.structured.tile_using_for {handle} tile_sizes {tile}{order}"
                  f" : ({a}) -> ({results})\n") if loops > 1 else (
-                 f"    %tiled, %loop = transform.structured.tile_using_for {handle} tile_sizes {tile}"
+                 f"    %tiled, %loop = transform.structured.tile_using_for {handle} tile_sizes {tile}{order}"
                  f" : ({a}) -> ({results})\n")
         handle = "%tiled"
         scope = scope or ("%loops#0" if loops > 1 else "%loop")
+    if fold_unit_dims:
+        return transform_module(text + _fold_and_vectorize(handle, vector, contraction))
     if vector:
         if not tile or 0 in tile:
             raise ValueError("vector=1 needs a tile size for every loop (they are the vector sizes)")
         text += f"    transform.structured.vectorize {handle} vector_sizes {tile} : {a}\n"
         text += VECTOR_CLEANUP.replace("%scope", scope) if scope else ""
     return transform_module(f"""{text}""")
+
+
+def _fold_and_vectorize(handle: str, vector: int, contraction: int) -> str:
+    """Generalize the tile, fold its unit loops inside its innermost loop (patterns applied there only,
+    so the loop stays and the folded op can be found in it again), vectorize; then, over the function,
+    hoist what does not depend on the inner loops (the filter tile) and lower the vectors."""
+    a = "!transform.any_op"
+    text = (f"    %general = transform.structured.generalize {handle} : ({a}) -> {a}\n"
+            f"    %inner = transform.get_parent_op %general {{op_name = \"scf.for\"}} : ({a}) -> {a}\n"
+            f"    transform.apply_patterns to %inner {{\n"
+            f"      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices\n"
+            f"      transform.apply_patterns.canonicalization\n"
+            f"    }} : {a}\n"
+            f"    %folded = transform.structured.match ops{{[\"linalg.generic\"]}} in %inner : ({a}) -> {a}\n"
+            f"    %func = transform.get_parent_op %inner {{op_name = \"func.func\"}} : ({a}) -> {a}\n")
+    if not vector:
+        return text
+    if contraction:
+        text += (f"    %contraction = transform.structured.specialize %folded : ({a}) -> {a}\n"
+                 f"    transform.structured.vectorize %contraction {{create_named_contraction}} : {a}\n")
+    else:
+        text += f"    transform.structured.vectorize %folded : {a}\n"
+    return text + f"""    transform.apply_patterns to %func {{
+      transform.apply_patterns.vector.reduction_to_contract
+      transform.apply_patterns.canonicalization
+    }} : {a}
+    %all_loops = transform.structured.match ops{{["scf.for"]}} in %func : ({a}) -> {a}
+    transform.apply_licm to %all_loops : {a}
+""" + VECTOR_CLEANUP.replace("%scope", "%func")

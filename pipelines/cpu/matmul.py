@@ -202,8 +202,17 @@ def bufferize_and_lower_vectors() -> str:
       transform.apply_patterns.canonicalization
     }} : {any_op}
     transform.bufferization.buffer_loop_hoisting %f2 : {any_op}
+    // the packing copies (in loops; a copy outside every loop, e.g. of a padded input, can be a whole
+    // tensor: vectorized without sizes it would be one vector of its size)
     %cps = transform.structured.match ops{{["linalg.copy"]}} in %b : ({any_op}) -> {any_op}
-    transform.structured.vectorize %cps : {any_op}
+    transform.foreach %cps : {any_op} {{
+    ^bb0(%cp: {any_op}):
+      %in_loop = transform.get_parent_op %cp {{op_name = "scf.for", allow_empty_results}} : ({any_op}) -> {any_op}
+      transform.foreach %in_loop : {any_op} {{
+      ^bb1(%unused: {any_op}):
+        transform.structured.vectorize %cp : {any_op}
+      }}
+    }}
     %h = transform.structured.hoist_redundant_vector_transfers %f2 : ({any_op}) -> {any_op}
     transform.apply_patterns to %h {{
       transform.apply_patterns.vector.lower_outerproduct

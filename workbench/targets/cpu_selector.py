@@ -7,9 +7,15 @@ Classes (by structure, not by op name):
   reduction    reduction loops, one result whose body combines with a recognised combiner
                (add, mul, max, min, and, or, xor): inner (the output lacks the innermost loop) or
                outer (the output keeps it: vectors along the output, a loop over the reduced dims)
-  scalar       anything else the vectorizer does not take (non-projected maps: convolutions, pooling
-               windows; reductions with several results such as argmax with its index; bodies with
-               asserts or gathers; i1 operands): loops, split over threads
+  window       convolutions and pooling (an input indexed by sums of loops, `oh * stride + kh`; every
+               map linear, the output's a projected permutation): the window loops and all but the
+               output's innermost loop and one channel loop tiled by 1 and folded away, which leaves a
+               matmul tile (`out[f, w] += W[f, c] in[c, w]`: outer-product FMAs, vectors along w) or an
+               elementwise one (depthwise, pooling); with a stride along w, vectors go along the
+               channels instead (w tiled by 1)
+  scalar       anything else the vectorizer does not take (maps with floordiv/mod; reductions with
+               several results such as argmax with its index; bodies with asserts or gathers; i1
+               operands): loops, split over threads
 """
 from __future__ import annotations
 
@@ -39,8 +45,108 @@ def _element_type(type_text: str) -> str:
     return type_text.rsplit("x", 1)[-1].rstrip(">") if "<" in type_text else type_text
 
 
+#: reduction-channel extent above which the window schedule tiles the channels (the vector contraction
+#: over the whole tile is unrolled: code size) and the tile it takes
+MAX_CHANNEL_TILE = 64
+
+
+def _window_roles(loops: dict) -> dict | None:
+    """The loops of a window op by role, None when the op is no window op: `window` (reduction loops
+    added to an output loop in an input index), `spatial` (output loops such indices add to), `channels`
+    (the other reductions: a convolution's input channels), `w` (the output's innermost loop) and its
+    `stride` (its coefficient in the input indices)."""
+    terms, iterators = loops.get("operand_terms"), loops["iterators"]
+    n_inputs = loops.get("num_inputs")
+    if not terms or n_inputs is None or len(terms) != n_inputs + 1 or n_inputs < 1:
+        return None
+    if any(t is None for operand in terms for t in operand):
+        return None
+    out_dims = loops["operand_dims"][-1]
+    if not out_dims or -1 in out_dims or len(set(out_dims)) != len(out_dims):
+        return None
+    window, spatial, stride = set(), set(), {}
+    for operand in terms[:-1]:
+        for expr in operand:
+            if len(expr) < 2:
+                continue
+            for dim, coefficient in expr:
+                if iterators[dim] == "reduction":
+                    window.add(dim)
+                else:
+                    spatial.add(dim)
+                    stride[dim] = max(stride.get(dim, 1), abs(coefficient))
+    if not window or not spatial <= set(out_dims):
+        return None
+    w = out_dims[-1]
+    if iterators[w] != "parallel":
+        return None
+    channels = [d for d, it in enumerate(iterators) if it == "reduction" and d not in window]
+    return {"window": sorted(window), "spatial": sorted(spatial), "channels": channels, "w": w,
+            "stride": stride.get(w, 1)}
+
+
+def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset(), split: int | None = None,
+                  threads: int = 1) -> dict | None:
+    """pipelines/cpu/generic.py parameters (tile, interchange, fold_unit_dims, contraction) for a window
+    op, each tile a divisor of its loop (of the thread chunk for loop `split`): the folded tile is
+    vectorized at its static size. None when the op is no window op or its body no multiply-add or
+    combiner."""
+    roles = _window_roles(loops)
+    if roles is None or SCALAR_BODY_OPS & set(loops["body"]) or SCALAR_ELEMENT_TYPES & element_types:
+        return None
+    body = set(loops["body"])
+    contraction = bool(roles["channels"])
+    if contraction and not ({"arith.mulf", "arith.addf"} <= body or {"arith.muli", "arith.addi"} <= body):
+        return None
+    if not contraction and not (COMBINERS | {"arith.mulf", "arith.muli"}) & body:
+        return None
+    domain, iterators = loops["domain"], loops["iterators"]
+    if any(d is None or d < 1 for d in domain):
+        return None   # dynamic sizes: the vector sizes must be static
+    out_dims = loops["operand_dims"][-1]
+    w = roles["w"]
+    # the channel loop blocked: an output loop that is neither spatial nor w, the one the first input
+    # does not use (a convolution's output channels) first, then the largest
+    first_input = {d for expr in loops["operand_terms"][0] for d, _ in expr}
+    candidates = [d for d in out_dims[:-1] if d not in roles["spatial"] and domain[d] > 1]
+    block = max(candidates, key=lambda d: (d not in first_input, domain[d]), default=None)
+    extent = [d // threads if i == split else d for i, d in enumerate(domain)]
+    tile = [1] * len(domain)
+    if roles["stride"] == 1:
+        # vectors along w, `block` blocked (register tile block x w)
+        tile[w] = _divisor_at_most(extent[w], lanes)
+        if block is not None:
+            tile[block] = _divisor_at_most(extent[block], lanes if contraction else 4)
+    elif block is not None:
+        # a stride along w: vectors along the blocked channels, w one by one
+        tile[block] = _divisor_at_most(extent[block], 2 * lanes)
+    else:
+        return None
+    for d in roles["channels"]:
+        tile[d] = 0 if domain[d] <= MAX_CHANNEL_TILE else _divisor_at_most(domain[d], MAX_CHANNEL_TILE)
+    if all(tile[d] == 1 for d in range(len(domain)) if d not in roles["channels"]) and not any(
+            tile[d] == 0 and domain[d] > 1 for d in roles["channels"]):
+        return None   # nothing left to vectorize
+    # loop order: the other output loops, the window, the channels, then the spatial loops (the filter
+    # tile of one window position is read once for all the output positions)
+    spatial = [d for d in out_dims if d in roles["spatial"] or d == w]
+    others = [d for d in range(len(domain)) if d not in spatial and d not in roles["window"] and d not in roles["channels"]]
+    interchange = others + roles["window"] + roles["channels"] + spatial
+    # the folded tile of a convolution is a matmul (specialized, outer products) with vectors along w;
+    # with w one by one it is a matrix-vector product that no named op matches: vectorized as it is
+    # (dot products along the channels)
+    specialize = contraction and roles["stride"] == 1 and tile[w] > 1
+    return {"tile": tile, "interchange": interchange, "fold_unit_dims": 1, "contraction": int(specialize)}
+
+
+def _divisor_at_most(n: int, limit: int) -> int:
+    return max(d for d in range(1, limit + 1) if n % d == 0)
+
+
 def classify(loops: dict, element_types: set[str] = frozenset()) -> str:
     iterators = loops["iterators"]
+    if not loops["projected"] and window_params(loops, 8, element_types) is not None:
+        return "window"
     if not loops["projected"] or SCALAR_BODY_OPS & set(loops["body"]) or SCALAR_ELEMENT_TYPES & element_types:
         return "scalar"
     if all(it == "parallel" for it in iterators):
@@ -78,10 +184,16 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
     outer = next((i for i, it in enumerate(iterators) if it == "parallel" and i < len(domain) and domain[i] > 1), None)
     if cores > 1 and outer is not None and work >= MIN_PARALLEL_WORK:
         threads, split = min(cores, domain[outer]), outer
+        if kind == "window":   # equal chunks: the window schedule's tiles must divide them
+            threads = _divisor_at_most(domain[outer], threads)
     params: dict[str, Any] = {"op": op["id"], "threads": threads, "split": split}
     if kind == "scalar":
         return {**params, "tile": [], "vector": 0, "class": kind}
     lanes = max(vector_bits // 32, 4)
+    if kind == "window":
+        window = window_params(loops, lanes, {_element_type(t) for t in op.get("operand_types", [])},
+                               split if threads > 1 else None, threads)
+        return {**params, **window, "vector": 1, "class": kind}
     vdim = vector_loop(loops)
     extent = domain[vdim] if vdim < len(domain) else -1
     width = 2 * lanes

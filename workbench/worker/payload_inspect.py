@@ -279,10 +279,34 @@ def index_ranges(func_op) -> dict[int, list[int]]:
     return ranges
 
 
+def _linear_terms(expr) -> dict[int, int] | None:
+    """An affine expression as {loop dim: coefficient} (constant terms dropped), None when it is not a
+    linear combination of dims (floordiv, mod, products of dims)."""
+    if isinstance(expr, ir.AffineDimExpr):
+        return {expr.position: 1}
+    if isinstance(expr, ir.AffineConstantExpr):
+        return {}
+    if isinstance(expr, ir.AffineAddExpr):
+        lhs, rhs = _linear_terms(expr.lhs), _linear_terms(expr.rhs)
+        if lhs is None or rhs is None:
+            return None
+        for dim, coefficient in rhs.items():
+            lhs[dim] = lhs.get(dim, 0) + coefficient
+        return lhs
+    if isinstance(expr, ir.AffineMulExpr):
+        for terms, factor in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
+            if isinstance(factor, ir.AffineConstantExpr):
+                inner = _linear_terms(terms)
+                return None if inner is None else {d: c * factor.value for d, c in inner.items()}
+    return None
+
+
 def _loop_structure(op) -> dict | None:
     """The op as loops (a generic or a generalized named op): iteration domain, iterator types,
     whether every indexing map is a projected permutation (vectorizable per dimension; convs and
-    pooling are not), which loop dims each operand uses, and the body's op names."""
+    pooling are not), which loop dims each operand uses (`operand_dims`: -1 for an expression; its
+    dims and coefficients in `operand_terms`, e.g. [[2, 2], [5, 1]] for `d2 * 2 + d5`, None where
+    it is not linear), and the body's op names."""
     try:
         maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
         iterators = [str(a).rsplit("<", 1)[-1].rstrip(">").strip('"')
@@ -294,13 +318,15 @@ def _loop_structure(op) -> dict | None:
         body = [inner.operation.name for inner in op.regions[0].blocks[0].operations]
     except Exception:
         body = []
-    operand_dims = []
+    operand_dims, operand_terms = [], []
     for amap in maps:
         operand_dims.append([ir.AffineDimExpr(e).position if isinstance(e, ir.AffineDimExpr) else -1
                              for e in amap.results])
+        terms = [_linear_terms(e) for e in amap.results]
+        operand_terms.append([None if t is None else sorted([d, c] for d, c in t.items() if c) for t in terms])
     return {"domain": domain, "iterators": iterators, "projected": all(m.is_projected_permutation for m in maps),
-            "operand_dims": operand_dims, "num_inputs": len(maps) - len(op.results) if op.results else None,
-            "body": body}
+            "operand_dims": operand_dims, "operand_terms": operand_terms,
+            "num_inputs": len(maps) - len(op.results) if op.results else None, "body": body}
 
 
 def _generalized_structures(module, count: int) -> list[dict | None]:

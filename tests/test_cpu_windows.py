@@ -1,0 +1,107 @@
+"""Window ops (convolutions, pooling) on the CPU selector path (issue 13): classified by their loop
+structure (an input indexed by sums of loops), tiled so that every loop but the vector ones is a unit
+loop, folded to a matmul or elementwise tile and vectorized; each runs and matches the unscheduled
+payload and torch's outputs (the fixtures' sidecars)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, do, ok
+
+TORCH = FIXTURES / "torch"
+WINDOW_FIXTURES = ["conv1d", "conv2d_3x3", "conv2d_1x1", "conv2d_strided", "conv2d_depthwise",
+                   "conv2d_grouped_dilated", "conv3d", "conv_transpose2d", "max_pool2d_3x3_s2", "avg_pool2d",
+                   "max_pool1d"]
+VECTOR_MATH = ("vector.fma", "vector.outerproduct", "vector.reduction", "arith.maximumf", "arith.addf")
+
+
+def _windows(info: dict) -> list[dict]:
+    return [o for o in info["ops"] if o.get("loops") and not o["loops"]["projected"]]
+
+
+@pytest.mark.parametrize("name", WINDOW_FIXTURES)
+def test_window_op_is_vectorized_and_matches_torch(ctx, name):
+    ok(ctx, f"load {TORCH / (name + '.mlir')}")
+    info = ctx.session.inspect()
+    windows = _windows(info)
+    assert windows, "the fixture has a convolution or pooling op"
+    selections = ok(ctx, "select --apply").data["selections"]
+    chosen = {e["params"].get("op"): e["params"] for e in selections}
+    for op in windows:
+        p = chosen[op["id"]]
+        assert p["vector"] == 1 and p["fold_unit_dims"] == 1, (op["id"], p)
+        domain = op["loops"]["domain"]
+        chunk = [d // p["threads"] if i == p["split"] and p["threads"] > 1 else d for i, d in enumerate(domain)]
+        # every tile divides its loop (its thread chunk): the folded tile has a static size
+        assert all(t == 0 or c % t == 0 for t, c in zip(p["tile"], chunk)), (p["tile"], chunk)
+        # the window loops (reductions that index the input in sums) run outside the spatial ones
+        assert sorted(p["interchange"]) == list(range(len(domain)))
+        assert any(t > 1 for t in p["tile"]), p["tile"]
+    ir = ctx.session.current_ir
+    assert "vector<" in ir and any(v in ir for v in VECTOR_MATH)
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    run = ok(ctx, "run --check").data["run"]
+    assert run["check"]["passed"], run["check"]
+
+
+def test_roles_of_a_strided_convolution():
+    """The classification from the maps alone: window loops, spatial loops, the stride along w."""
+    from workbench.targets.cpu_selector import _window_roles, classify, window_params
+
+    # conv_2d_nchw_fchw, stride 2: (n, f, oh, ow, c, kh, kw)
+    loops = {"domain": [2, 16, 7, 7, 8, 3, 3], "projected": False, "num_inputs": 2,
+             "iterators": ["parallel"] * 4 + ["reduction"] * 3,
+             "operand_dims": [[0, 4, -1, -1], [1, 4, 5, 6], [0, 1, 2, 3]],
+             "operand_terms": [[[[0, 1]], [[4, 1]], [[2, 2], [5, 1]], [[3, 2], [6, 1]]],
+                               [[[1, 1]], [[4, 1]], [[5, 1]], [[6, 1]]],
+                               [[[0, 1]], [[1, 1]], [[2, 1]], [[3, 1]]]],
+             "body": ["arith.mulf", "arith.addf", "linalg.yield"]}
+    roles = _window_roles(loops)
+    assert roles == {"window": [5, 6], "spatial": [2, 3], "channels": [4], "w": 3, "stride": 2}
+    assert classify(loops) == "window"
+    p = window_params(loops, 8)
+    # a stride along w: w one by one, vectors along the output channels (f: 16 = 2 x 8 lanes)
+    assert p["tile"] == [1, 16, 1, 1, 0, 1, 1] and p["contraction"] == 0
+    assert p["interchange"] == [0, 1, 5, 6, 4, 2, 3]
+    # stride 1: vectors along w (7: the largest divisor of 7 up to 8 lanes), f blocked by 8
+    loops["operand_terms"][0][2:] = [[[2, 1], [5, 1]], [[3, 1], [6, 1]]]
+    p = window_params(loops, 8)
+    assert p["tile"] == [1, 8, 1, 7, 0, 1, 1] and p["contraction"] == 1
+    # a map with floordiv (not linear) is no window op
+    loops["operand_terms"][0][3] = None
+    assert _window_roles(loops) is None and classify(loops) == "scalar"
+
+
+def test_a_tile_that_does_not_divide_fails_and_changes_nothing(ctx):
+    """An edited tile that leaves partial tiles (dynamic sizes) fails in one line; the session is as it was."""
+    ok(ctx, f"load {TORCH / 'conv2d_3x3.mlir'}")
+    ok(ctx, "apply rewrite:tag-ops")
+    before = (ctx.session.cursor, ctx.session.current_sha)
+    res = do(ctx, "apply pipelines/cpu/generic.py[gen=tile_vectorize]{op=conv_2d_nchw_fchw_0 "
+                  "tile=[1,3,1,5,0,1,1] interchange=[0,1,5,6,4,2,3] fold_unit_dims=1 contraction=1}")
+    assert not res.ok and "\n" not in res.error and "vectorize" in res.error
+    assert (ctx.session.cursor, ctx.session.current_sha) == before
+
+
+def test_finish_leaves_a_whole_tensor_copy_to_the_loops(ctx, tmp_path):
+    """The finishing step vectorizes the packing copies (inside loops) only: a padded input's copy at the
+    top of the function, vectorized without sizes, would be one vector of the whole tensor."""
+    payload = tmp_path / "pad.mlir"
+    payload.write_text("""func.func @pad(%x: tensor<64x64xf32>) -> tensor<66x66xf32> {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[1, 1] high[1, 1] {
+  ^bb0(%i: index, %j: index):
+    tensor.yield %zero : f32
+  } : tensor<64x64xf32> to tensor<66x66xf32>
+  return %p : tensor<66x66xf32>
+}
+""")
+    ok(ctx, f"load {payload}")
+    ok(ctx, "apply pipelines/cpu/finish.py[gen=bufferize_and_lower_vectors]")
+    assert "vector<64x64xf32>" not in ctx.session.current_ir and "linalg.copy" in ctx.session.current_ir
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]

@@ -105,3 +105,23 @@ def test_finish_leaves_a_whole_tensor_copy_to_the_loops(ctx, tmp_path):
     ok(ctx, "bench warmup=0 iterations=1")
     ok(ctx, "apply cpu-lower")
     assert ok(ctx, "run --check").data["run"]["check"]["passed"]
+
+
+def test_depthwise_tile_is_reordered_to_vectorize_along_w():
+    """depthwise_conv_2d_nchw_chw iterates (n, oh, ow, c, kh, kw): its folded tile (ow, c) is reordered
+    to (c, ow), the output's order, so that the vectors run along w without transposed reads."""
+    from workbench.targets.cpu_selector import classify, window_params
+
+    loops = {"domain": [8, 56, 56, 128, 3, 3], "projected": False, "num_inputs": 2,
+             "iterators": ["parallel"] * 4 + ["reduction"] * 2,
+             "operand_dims": [[0, 3, -1, -1], [3, 4, 5], [0, 3, 1, 2]],
+             "operand_terms": [[[[0, 1]], [[3, 1]], [[1, 1], [4, 1]], [[2, 1], [5, 1]]],
+                               [[[3, 1]], [[4, 1]], [[5, 1]]],
+                               [[[0, 1]], [[3, 1]], [[1, 1]], [[2, 1]]]],
+             "body": ["arith.mulf", "arith.addf", "linalg.yield"]}
+    assert classify(loops) == "window"
+    p = window_params(loops, 8)
+    assert p["tile"] == [1, 1, 8, 4, 1, 1] and p["contraction"] == 0
+    assert p["folded_order"] == [1, 0]
+    # elementwise tile: the window loops innermost (the output tile stays in registers across them)
+    assert p["interchange"][-2:] == [4, 5]

@@ -43,6 +43,7 @@ PARAMS = {
     "interchange": {"help": "the order of the tiled loops (loop dims, outermost first; empty: the op's order)"},
     "fold_unit_dims": {"choices": [0, 1], "help": "1: fold the unit loops of the tile away before vectorizing (window ops)"},
     "contraction": {"choices": [0, 1], "help": "1: the folded tile is a contraction: specialize it (linalg.matmul) and lower it to outer products"},
+    "folded_order": {"help": "with fold_unit_dims=1: the order of the folded tile's loops (empty: as they are), so that the output's innermost loop is the vector loop"},
 }
 
 
@@ -78,7 +79,8 @@ VECTOR_CLEANUP = """    transform.apply_patterns to %scope {
 
 
 def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int = 1, split: int = 0,
-                   interchange: list = [], fold_unit_dims: int = 0, contraction: int = 0) -> str:
+                   interchange: list = [], fold_unit_dims: int = 0, contraction: int = 0,
+                   folded_order: list = []) -> str:
     """The transform module (MLIR text) scheduling op `op`."""
     _check_id(op)
     tile = [int(t) for t in tile]
@@ -117,7 +119,10 @@ def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int 
         handle = "%tiled"
         scope = scope or ("%loops#0" if loops > 1 else "%loop")
     if fold_unit_dims:
-        return transform_module(text + _fold_and_vectorize(handle, vector, contraction))
+        folded_order = [int(i) for i in folded_order]
+        if folded_order and sorted(folded_order) != list(range(len(folded_order))):
+            raise ValueError(f"folded_order must be a permutation, got {folded_order}")
+        return transform_module(text + _fold_and_vectorize(handle, vector, contraction, folded_order))
     if vector:
         if not tile or 0 in tile:
             raise ValueError("vector=1 needs a tile size for every loop (they are the vector sizes)")
@@ -126,7 +131,7 @@ def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int 
     return transform_module(f"""{text}""")
 
 
-def _fold_and_vectorize(handle: str, vector: int, contraction: int) -> str:
+def _fold_and_vectorize(handle: str, vector: int, contraction: int, folded_order: list) -> str:
     """Generalize the tile, fold its unit loops inside its innermost loop (patterns applied there only,
     so the loop stays and the folded op can be found in it again), vectorize; then, over the function,
     hoist what does not depend on the inner loops (the filter tile) and lower the vectors."""
@@ -139,17 +144,26 @@ def _fold_and_vectorize(handle: str, vector: int, contraction: int) -> str:
             f"    }} : {a}\n"
             f"    %folded = transform.structured.match ops{{[\"linalg.generic\"]}} in %inner : ({a}) -> {a}\n"
             f"    %func = transform.get_parent_op %inner {{op_name = \"func.func\"}} : ({a}) -> {a}\n")
+    if folded_order:   # the output's innermost loop last: the vector loop, no transposed reads
+        text += (f"    %reordered = transform.structured.interchange %folded iterator_interchange = {folded_order}"
+                 f" : ({a}) -> {a}\n")
+    folded = "%reordered" if folded_order else "%folded"
     if not vector:
         return text
     if contraction:
-        text += (f"    %contraction = transform.structured.specialize %folded : ({a}) -> {a}\n"
+        text += (f"    %contraction = transform.structured.specialize {folded} : ({a}) -> {a}\n"
                  f"    transform.structured.vectorize %contraction {{create_named_contraction}} : {a}\n")
     else:
-        text += f"    transform.structured.vectorize %folded : {a}\n"
-    return text + f"""    transform.apply_patterns to %func {{
+        text += f"    transform.structured.vectorize {folded} : {a}\n"
+    # an elementwise tile (depthwise, pooling) keeps its elementwise vector ops: the reduction-to-contract
+    # patterns would fold its broadcast filter into a vector.contract without reduction, lowered element
+    # by element
+    cleanup = VECTOR_CLEANUP if contraction else "\n".join(
+        line for line in VECTOR_CLEANUP.splitlines() if "contract" not in line) + "\n"
+    return text + (f"""    transform.apply_patterns to %func {{
       transform.apply_patterns.vector.reduction_to_contract
       transform.apply_patterns.canonicalization
     }} : {a}
-    %all_loops = transform.structured.match ops{{["scf.for"]}} in %func : ({a}) -> {a}
+""" if contraction else "") + f"""    %all_loops = transform.structured.match ops{{["scf.for"]}} in %func : ({a}) -> {a}
     transform.apply_licm to %all_loops : {a}
-""" + VECTOR_CLEANUP.replace("%scope", "%func")
+""" + cleanup.replace("%scope", "%func")

@@ -127,16 +127,28 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
     if all(tile[d] == 1 for d in range(len(domain)) if d not in roles["channels"]) and not any(
             tile[d] == 0 and domain[d] > 1 for d in roles["channels"]):
         return None   # nothing left to vectorize
-    # loop order: the other output loops, the window, the channels, then the spatial loops (the filter
-    # tile of one window position is read once for all the output positions)
+    # loop order: for a convolution the other output loops, the window, the channels, then the spatial
+    # loops (the filter tile of one window position is read once for all the output positions); for an
+    # elementwise tile (depthwise, pooling: the filter tile is a vector at most) the window loops go
+    # innermost, so that the output tile stays in registers across them
     spatial = [d for d in out_dims if d in roles["spatial"] or d == w]
     others = [d for d in range(len(domain)) if d not in spatial and d not in roles["window"] and d not in roles["channels"]]
-    interchange = others + roles["window"] + roles["channels"] + spatial
+    interchange = (others + roles["window"] + roles["channels"] + spatial if contraction
+                   else others + spatial + roles["window"])
     # the folded tile of a convolution is a matmul (specialized, outer products) with vectors along w;
     # with w one by one it is a matrix-vector product that no named op matches: vectorized as it is
     # (dot products along the channels)
     specialize = contraction and roles["stride"] == 1 and tile[w] > 1
-    return {"tile": tile, "interchange": interchange, "fold_unit_dims": 1, "contraction": int(specialize)}
+    # the loops the folding leaves (in the op's order), reordered: the output's loops in its order (its
+    # innermost last among them, the vector loop), then the channels (a named op such as depthwise's
+    # nchw form iterates (n, oh, ow, c, ...): its folded tile would vectorize with transposed reads)
+    left = [d for d in range(len(domain)) if tile[d] > 1 or (tile[d] == 0 and domain[d] > 1)]
+    wanted = sorted(left, key=lambda d: (out_dims.index(d) if d in out_dims else len(out_dims), d))
+    folded_order = [left.index(d) for d in wanted]
+    params = {"tile": tile, "interchange": interchange, "fold_unit_dims": 1, "contraction": int(specialize)}
+    if folded_order != sorted(folded_order):
+        params["folded_order"] = folded_order
+    return params
 
 
 def _divisor_at_most(n: int, limit: int) -> int:

@@ -31,7 +31,7 @@ def test_window_op_is_vectorized_and_matches_torch(ctx, name):
     chosen = {e["params"].get("op"): e["params"] for e in selections}
     for op in windows:
         p = chosen[op["id"]]
-        assert p["vector"] == 1 and p["fold_unit_dims"] == 1, (op["id"], p)
+        assert p["vector"] == 1 and (p.get("fold_unit_dims") or p.get("decompose")), (op["id"], p)
         domain = op["loops"]["domain"]
         chunk = [d // p["threads"] if i == p["split"] and p["threads"] > 1 else d for i, d in enumerate(domain)]
         # every tile divides its loop (its thread chunk): the folded tile has a static size
@@ -39,6 +39,8 @@ def test_window_op_is_vectorized_and_matches_torch(ctx, name):
         # the window loops (reductions that index the input in sums) run outside the spatial ones
         assert sorted(p["interchange"]) == list(range(len(domain)))
         assert any(t > 1 for t in p["tile"]), p["tile"]
+        if p.get("decompose"):   # a named 2-D op with a stride along w, made 1-D: one window loop left
+            assert op["op"] in ("linalg.conv_2d_nchw_fchw", "linalg.pooling_nchw_max", "linalg.pooling_nchw_sum")
     ir = ctx.session.current_ir
     assert "vector<" in ir and any(v in ir for v in VECTOR_MATH)
     ok(ctx, "bench warmup=1 iterations=2")
@@ -70,6 +72,10 @@ def test_roles_of_a_strided_convolution():
     loops["operand_terms"][0][2:] = [[[2, 1], [5, 1]], [[3, 1], [6, 1]]]
     p = window_params(loops, 8)
     assert p["tile"] == [1, 8, 1, 7, 0, 1, 1] and p["contraction"] == 1
+    # the named op with a stride along w: tiled to a 1-D convolution (kw untiled), vectors along f
+    p = window_params(dict(loops, operand_terms=[[[[0, 1]], [[4, 1]], [[2, 2], [5, 1]], [[3, 2], [6, 1]]]] +
+                                                 loops["operand_terms"][1:]), 8, name="linalg.conv_2d_nchw_fchw")
+    assert p == {"tile": [1, 16, 1, 1, 0, 1, 0], "interchange": [0, 1, 5, 2, 3, 4, 6], "decompose": 1}
     # a map with floordiv (not linear) is no window op
     loops["operand_terms"][0][3] = None
     assert _window_roles(loops) is None and classify(loops) == "scalar"

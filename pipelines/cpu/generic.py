@@ -43,6 +43,7 @@ PARAMS = {
     "interchange": {"help": "the order of the tiled loops (loop dims, outermost first; empty: the op's order)"},
     "fold_unit_dims": {"choices": [0, 1], "help": "1: fold the unit loops of the tile away before vectorizing (window ops)"},
     "contraction": {"choices": [0, 1], "help": "1: the folded tile is a contraction: specialize it (linalg.matmul) and lower it to outer products"},
+    "decompose": {"choices": [0, 1], "help": "1: the tile (kh and oh tiled by 1) becomes a 1-D convolution or pooling (transform.structured.decompose; named 2-D nchw/nhwc ops) vectorized by the convolution vectorizer (strides along w)"},
     "folded_order": {"help": "with fold_unit_dims=1: the order of the folded tile's loops (empty: as they are), so that the output's innermost loop is the vector loop"},
 }
 
@@ -80,7 +81,7 @@ VECTOR_CLEANUP = """    transform.apply_patterns to %scope {
 
 def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int = 1, split: int = 0,
                    interchange: list = [], fold_unit_dims: int = 0, contraction: int = 0,
-                   folded_order: list = []) -> str:
+                   folded_order: list = [], decompose: int = 0) -> str:
     """The transform module (MLIR text) scheduling op `op`."""
     _check_id(op)
     tile = [int(t) for t in tile]
@@ -95,6 +96,8 @@ def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int 
         raise ValueError(f"interchange must be a permutation of the {len(tile)} loops, got {interchange}")
     if fold_unit_dims not in (0, 1) or contraction not in (0, 1):
         raise ValueError("fold_unit_dims and contraction are 0 or 1")
+    if decompose not in (0, 1) or (decompose and fold_unit_dims):
+        raise ValueError("decompose is 0 or 1, and not with fold_unit_dims=1")
     if fold_unit_dims and not any(tile):
         raise ValueError("fold_unit_dims=1 needs tile sizes (the unit tiles are what is folded)")
     a = "!transform.any_op"
@@ -118,6 +121,8 @@ def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int 
                  f" : ({a}) -> ({results})\n")
         handle = "%tiled"
         scope = scope or ("%loops#0" if loops > 1 else "%loop")
+    if decompose:
+        return transform_module(text + _decompose_and_vectorize(handle, vector))
     if fold_unit_dims:
         folded_order = [int(i) for i in folded_order]
         if folded_order and sorted(folded_order) != list(range(len(folded_order))):
@@ -129,6 +134,23 @@ def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int 
         text += f"    transform.structured.vectorize {handle} vector_sizes {tile} : {a}\n"
         text += VECTOR_CLEANUP.replace("%scope", scope) if scope else ""
     return transform_module(f"""{text}""")
+
+
+def _decompose_and_vectorize(handle: str, vector: int) -> str:
+    """The tile as a 1-D convolution or pooling, vectorized by the convolution vectorizer (strided reads
+    of a contiguous input vector), the filter tile hoisted out of the spatial loops."""
+    a = "!transform.any_op"
+    text = (f"    %decomposed = transform.structured.decompose {handle} : ({a}) -> {a}\n"
+            f"    %func = transform.get_parent_op %decomposed {{op_name = \"func.func\"}} : ({a}) -> {a}\n")
+    if not vector:
+        return text
+    return text + f"""    transform.structured.vectorize %decomposed : {a}
+    transform.apply_patterns to %func {{
+      transform.apply_patterns.canonicalization
+    }} : {a}
+    %all_loops = transform.structured.match ops{{["scf.for"]}} in %func : ({a}) -> {a}
+    transform.apply_licm to %all_loops : {a}
+""" + VECTOR_CLEANUP.replace("%scope", "%func")
 
 
 def _fold_and_vectorize(handle: str, vector: int, contraction: int, folded_order: list) -> str:

@@ -45,6 +45,10 @@ def _element_type(type_text: str) -> str:
     return type_text.rsplit("x", 1)[-1].rstrip(">") if "<" in type_text else type_text
 
 
+#: named ops that transform.structured.decompose turns into 1-D ones once their height loops are tiled by
+#: 1 (the convolution vectorizer then takes strides along w, which the folded tiles cannot vectorize)
+DECOMPOSABLE = {"linalg.conv_2d_nchw_fchw", "linalg.pooling_nchw_max", "linalg.pooling_nchw_sum"}
+
 #: reduction-channel extent above which the window schedule tiles the channels (the vector contraction
 #: over the whole tile is unrolled: code size) and the tile it takes
 MAX_CHANNEL_TILE = 64
@@ -86,7 +90,7 @@ def _window_roles(loops: dict) -> dict | None:
 
 
 def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset(), split: int | None = None,
-                  threads: int = 1) -> dict | None:
+                  threads: int = 1, name: str = "") -> dict | None:
     """pipelines/cpu/generic.py parameters (tile, interchange, fold_unit_dims, contraction) for a window
     op, each tile a divisor of its loop (of the thread chunk for loop `split`): the folded tile is
     vectorized at its static size. None when the op is no window op or its body no multiply-add or
@@ -111,6 +115,8 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
     candidates = [d for d in out_dims[:-1] if d not in roles["spatial"] and domain[d] > 1]
     block = max(candidates, key=lambda d: (d not in first_input, domain[d]), default=None)
     extent = [d // threads if i == split else d for i, d in enumerate(domain)]
+    if roles["stride"] > 1 and name in DECOMPOSABLE:
+        return _decomposed_params(loops, roles, block, extent, lanes, contraction)
     tile = [1] * len(domain)
     if roles["stride"] == 1:
         # vectors along w, `block` blocked (register tile block x w)
@@ -149,6 +155,33 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
     if folded_order != sorted(folded_order):
         params["folded_order"] = folded_order
     return params
+
+
+def _decomposed_params(loops: dict, roles: dict, block: int | None, extent: list, lanes: int,
+                       contraction: bool) -> dict | None:
+    """A window op with a stride along w, as a 1-D convolution / pooling: the window loop paired with w
+    untiled (the 1-D op's), the other window and spatial loops by 1; a convolution blocks its output
+    channels (vectors along them, measured best with w one by one), a pooling takes a run of w."""
+    w = roles["w"]
+    paired = [d for expr in loops["operand_terms"][0] if len(expr) > 1 and w in (dd for dd, _ in expr)
+              for d, _ in expr if d in roles["window"]]
+    if len(paired) != 1 or block is None:
+        return None
+    tile = [1] * len(extent)
+    tile[paired[0]] = 0
+    for d in roles["channels"]:
+        tile[d] = 0
+    if contraction:
+        tile[block] = _divisor_at_most(extent[block], 4 * lanes)
+    else:
+        tile[block] = _divisor_at_most(extent[block], 4)
+        tile[w] = _divisor_at_most(extent[w], 4 * lanes)
+    out_dims = loops["operand_dims"][-1]
+    spatial = [d for d in out_dims if d in roles["spatial"] or d == w]
+    window = [d for d in roles["window"] if d != paired[0]]
+    others = [d for d in range(len(extent)) if d not in spatial and d not in roles["window"] and d not in roles["channels"]]
+    interchange = others + window + spatial + roles["channels"] + paired
+    return {"tile": tile, "interchange": interchange, "decompose": 1}
 
 
 def _divisor_at_most(n: int, limit: int) -> int:
@@ -204,7 +237,7 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
     lanes = max(vector_bits // 32, 4)
     if kind == "window":
         window = window_params(loops, lanes, {_element_type(t) for t in op.get("operand_types", [])},
-                               split if threads > 1 else None, threads)
+                               split if threads > 1 else None, threads, op.get("op", ""))
         return {**params, **window, "vector": 1, "class": kind}
     vdim = vector_loop(loops)
     extent = domain[vdim] if vdim < len(domain) else -1

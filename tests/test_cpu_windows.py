@@ -34,7 +34,12 @@ def test_window_op_is_vectorized_and_matches_torch(ctx, name):
         assert p["vector"] == 1 and (p.get("fold_unit_dims") or p.get("decompose")), (op["id"], p)
         domain = op["loops"]["domain"]
         chunk = [d // p["threads"] if i == p["split"] and p["threads"] > 1 else d for i, d in enumerate(domain)]
-        # every tile divides its loop (its thread chunk): the folded tile has a static size
+        # every tile divides its loop (its thread chunk), or the loop is split into whole tiles and one
+        # tile of the rest: the folded tiles have static sizes
+        if p.get("remainder"):
+            dim, at, size = p["remainder"]
+            assert at % p["tile"][dim] == 0 and at + size == chunk[dim] and 0 < size < p["tile"][dim]
+            chunk[dim] = at
         assert all(t == 0 or c % t == 0 for t, c in zip(p["tile"], chunk)), (p["tile"], chunk)
         # the window loops (reductions that index the input in sums) run outside the spatial ones
         assert sorted(p["interchange"]) == list(range(len(domain)))

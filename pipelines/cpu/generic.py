@@ -44,6 +44,7 @@ PARAMS = {
     "fold_unit_dims": {"choices": [0, 1], "help": "1: fold the unit loops of the tile away before vectorizing (window ops)"},
     "contraction": {"choices": [0, 1], "help": "1: the folded tile is a contraction: specialize it (linalg.matmul) and lower it to outer products"},
     "decompose": {"choices": [0, 1], "help": "1: the tile (kh and oh tiled by 1) becomes a 1-D convolution or pooling (transform.structured.decompose; named 2-D nchw/nhwc ops) vectorized by the convolution vectorizer (strides along w)"},
+    "remainder": {"help": "with fold_unit_dims=1: [loop, at, size]: the op is split along `loop` at `at` (transform.structured.split) and the part after it, `size` long, tiled by `size` along it: both parts have static tiles where the tile does not divide the loop (empty: no split)"},
     "folded_order": {"help": "with fold_unit_dims=1: the order of the folded tile's loops (empty: as they are), so that the output's innermost loop is the vector loop"},
 }
 
@@ -81,7 +82,7 @@ VECTOR_CLEANUP = """    transform.apply_patterns to %scope {
 
 def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int = 1, split: int = 0,
                    interchange: list = [], fold_unit_dims: int = 0, contraction: int = 0,
-                   folded_order: list = [], decompose: int = 0) -> str:
+                   folded_order: list = [], decompose: int = 0, remainder: list = []) -> str:
     """The transform module (MLIR text) scheduling op `op`."""
     _check_id(op)
     tile = [int(t) for t in tile]
@@ -111,29 +112,51 @@ def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int 
                  f" : ({a}) -> ({a}, {a})\n")
         handle = "%chunk"
         scope = "%forall"
-    loops = sum(1 for t in tile if t)
-    if loops:
-        results = ", ".join([a] * (loops + 1))
-        order = f" interchange = {interchange}" if interchange else ""
-        text += (f"    %tiled, %loops:{loops} = transform.structured.tile_using_for {handle} tile_sizes {tile}{order}"
-                 f" : ({a}) -> ({results})\n") if loops > 1 else (
-                 f"    %tiled, %loop = transform.structured.tile_using_for {handle} tile_sizes {tile}{order}"
-                 f" : ({a}) -> ({results})\n")
-        handle = "%tiled"
-        scope = scope or ("%loops#0" if loops > 1 else "%loop")
     if decompose:
-        return transform_module(text + _decompose_and_vectorize(handle, vector))
+        return transform_module(text + _tile(handle, tile, interchange)[0] + _decompose_and_vectorize("%tiled", vector))
     if fold_unit_dims:
         folded_order = [int(i) for i in folded_order]
         if folded_order and sorted(folded_order) != list(range(len(folded_order))):
             raise ValueError(f"folded_order must be a permutation, got {folded_order}")
-        return transform_module(text + _fold_and_vectorize(handle, vector, contraction, folded_order))
+        if not remainder:
+            tiling, _ = _tile(handle, tile, interchange)
+            return transform_module(text + tiling + _fold_and_vectorize("%tiled", vector, contraction, folded_order))
+        dim, at, size = (int(v) for v in remainder)
+        if not 0 <= dim < len(tile) or at < 1 or size < 1:
+            raise ValueError(f"remainder must be [loop, at, size] with a loop of the {len(tile)} and at, size >= 1")
+        text += (f"    %parts = transform.structured.split {handle} after {at} {{dimension = {dim}}} : {a}\n"
+                 f"    %main, %rest = transform.split_handle %parts : ({a}) -> ({a}, {a})\n")
+        rest_tile = list(tile)
+        rest_tile[dim] = size
+        for part, part_tile in (("main", tile), ("rest", rest_tile)):
+            tiling, _ = _tile(f"%{part}", part_tile, interchange, f"_{part}")
+            text += tiling + _fold_and_vectorize(f"%tiled_{part}", vector, contraction, folded_order, f"_{part}",
+                                                 cleanup=False)
+        return transform_module(text + (_window_cleanup("%func_rest", contraction) if vector else ""))
+    tiling, loops = _tile(handle, tile, interchange)
+    if loops:
+        text += tiling
+        handle = "%tiled"
+        scope = scope or ("%loops#0" if loops > 1 else "%loop")
     if vector:
         if not tile or 0 in tile:
             raise ValueError("vector=1 needs a tile size for every loop (they are the vector sizes)")
         text += f"    transform.structured.vectorize {handle} vector_sizes {tile} : {a}\n"
         text += VECTOR_CLEANUP.replace("%scope", scope) if scope else ""
     return transform_module(f"""{text}""")
+
+
+def _tile(handle: str, tile: list, interchange: list, suffix: str = "") -> tuple[str, int]:
+    """tile_using_for of `handle` (results %tiled{suffix}, %loops{suffix} or %loop{suffix}); the number of loops."""
+    a = "!transform.any_op"
+    loops = sum(1 for t in tile if t)
+    if not loops:
+        return f"    %tiled{suffix} = transform.merge_handles {handle} : {a}\n", 0
+    results = ", ".join([a] * (loops + 1))
+    order = f" interchange = {interchange}" if interchange else ""
+    names = f"%loops{suffix}:{loops}" if loops > 1 else f"%loop{suffix}"
+    return (f"    %tiled{suffix}, {names} = transform.structured.tile_using_for {handle} tile_sizes {tile}{order}"
+            f" : ({a}) -> ({results})\n"), loops
 
 
 def _decompose_and_vectorize(handle: str, vector: int) -> str:
@@ -153,39 +176,50 @@ def _decompose_and_vectorize(handle: str, vector: int) -> str:
 """ + VECTOR_CLEANUP.replace("%scope", "%func")
 
 
-def _fold_and_vectorize(handle: str, vector: int, contraction: int, folded_order: list) -> str:
+def _fold_and_vectorize(handle: str, vector: int, contraction: int, folded_order: list, suffix: str = "",
+                        cleanup: bool = True) -> str:
     """Generalize the tile, fold its unit loops inside its innermost loop (patterns applied there only,
     so the loop stays and the folded op can be found in it again), vectorize; then, over the function,
-    hoist what does not depend on the inner loops (the filter tile) and lower the vectors."""
+    hoist what does not depend on the inner loops (the filter tile) and lower the vectors (`cleanup`;
+    `_window_cleanup`). `suffix` makes the handle names unique (a peeled loop's two tiles)."""
     a = "!transform.any_op"
-    text = (f"    %general = transform.structured.generalize {handle} : ({a}) -> {a}\n"
-            f"    %inner = transform.get_parent_op %general {{op_name = \"scf.for\"}} : ({a}) -> {a}\n"
-            f"    transform.apply_patterns to %inner {{\n"
+    inner, func, folded = f"%inner{suffix}", f"%func{suffix}", f"%folded{suffix}"
+    text = (f"    %general{suffix} = transform.structured.generalize {handle} : ({a}) -> {a}\n"
+            f"    {inner} = transform.get_parent_op %general{suffix} {{op_name = \"scf.for\"}} : ({a}) -> {a}\n"
+            f"    transform.apply_patterns to {inner} {{\n"
             f"      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices\n"
             f"      transform.apply_patterns.canonicalization\n"
             f"    }} : {a}\n"
-            f"    %folded = transform.structured.match ops{{[\"linalg.generic\"]}} in %inner : ({a}) -> {a}\n"
-            f"    %func = transform.get_parent_op %inner {{op_name = \"func.func\"}} : ({a}) -> {a}\n")
+            f"    {folded} = transform.structured.match ops{{[\"linalg.generic\"]}} in {inner} : ({a}) -> {a}\n"
+            f"    {func} = transform.get_parent_op {inner} {{op_name = \"func.func\"}} : ({a}) -> {a}\n")
     if folded_order:   # the output's innermost loop last: the vector loop, no transposed reads
-        text += (f"    %reordered = transform.structured.interchange %folded iterator_interchange = {folded_order}"
+        text += (f"    %reordered{suffix} = transform.structured.interchange {folded} iterator_interchange = {folded_order}"
                  f" : ({a}) -> {a}\n")
-    folded = "%reordered" if folded_order else "%folded"
+        folded = f"%reordered{suffix}"
     if not vector:
         return text
     if contraction:
-        text += (f"    %contraction = transform.structured.specialize {folded} : ({a}) -> {a}\n"
-                 f"    transform.structured.vectorize %contraction {{create_named_contraction}} : {a}\n")
+        text += (f"    %contraction{suffix} = transform.structured.specialize {folded} : ({a}) -> {a}\n"
+                 f"    transform.structured.vectorize %contraction{suffix} {{create_named_contraction}} : {a}\n")
     else:
         text += f"    transform.structured.vectorize {folded} : {a}\n"
+    return text + (_window_cleanup(func, contraction) if cleanup else "")
+
+
+def _window_cleanup(func: str, contraction: int) -> str:
+    """Over the function `func`: contraction patterns (a convolution's tile), loop-invariant code motion
+    (the filter tile out of the spatial loops), vector lowering. Function-wide canonicalization: it
+    comes after every other transform of the step, whose handles it could leave dangling."""
+    a = "!transform.any_op"
     # an elementwise tile (depthwise, pooling) keeps its elementwise vector ops: the reduction-to-contract
     # patterns would fold its broadcast filter into a vector.contract without reduction, lowered element
     # by element
     cleanup = VECTOR_CLEANUP if contraction else "\n".join(
         line for line in VECTOR_CLEANUP.splitlines() if "contract" not in line) + "\n"
-    return text + (f"""    transform.apply_patterns to %func {{
+    return (f"""    transform.apply_patterns to {func} {{
       transform.apply_patterns.vector.reduction_to_contract
       transform.apply_patterns.canonicalization
     }} : {a}
-""" if contraction else "") + f"""    %all_loops = transform.structured.match ops{{["scf.for"]}} in %func : ({a}) -> {a}
+""" if contraction else "") + f"""    %all_loops = transform.structured.match ops{{["scf.for"]}} in {func} : ({a}) -> {a}
     transform.apply_licm to %all_loops : {a}
-""" + cleanup.replace("%scope", "%func")
+""" + cleanup.replace("%scope", func)

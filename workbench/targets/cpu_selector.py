@@ -118,9 +118,13 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
     if roles["stride"] > 1 and name in DECOMPOSABLE:
         return _decomposed_params(loops, roles, block, extent, lanes, contraction)
     tile = [1] * len(domain)
+    remainder = []
     if roles["stride"] == 1:
-        # vectors along w, `block` blocked (register tile block x w)
-        tile[w] = _divisor_at_most(extent[w], lanes)
+        # vectors along w, `block` blocked (register tile block x w); a w that is no multiple of the
+        # vector width is split: whole vectors, then one tile of the rest (both static)
+        tile[w] = min(extent[w], lanes)
+        if extent[w] > lanes and extent[w] % lanes:
+            remainder = [w, extent[w] - extent[w] % lanes, extent[w] % lanes]
         if block is not None:
             tile[block] = _divisor_at_most(extent[block], lanes if contraction else 4)
     elif block is not None:
@@ -154,6 +158,8 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
     params = {"tile": tile, "interchange": interchange, "fold_unit_dims": 1, "contraction": int(specialize)}
     if folded_order != sorted(folded_order):
         params["folded_order"] = folded_order
+    if remainder:
+        params["remainder"] = remainder
     return params
 
 

@@ -24,8 +24,15 @@ def test_classification_by_structure():
     assert classify(loops(["parallel", "parallel"], [[0, 1], [1], [0, 1]], ["arith.addf"], n_in=2)) == "elementwise"
     assert classify(loops(["parallel", "reduction"], [[0, 1], [0]], ["arith.maximumf"])) == "reduction-inner"
     assert classify(loops(["reduction", "parallel"], [[0, 1], [1]], ["arith.addf"])) == "reduction-outer"
-    # argmax: two results (value, index)
-    assert classify(loops(["parallel", "reduction"], [[0, 1], [0], [0]], ["arith.cmpf", "arith.select"])) == "scalar"
+    # argmax: two results (value, index): the reduction loop taken step by step (tiled by 1, folded), the
+    # vectors along the outputs' innermost loop, the reduction innermost
+    argmax = loops(["parallel", "reduction"], [[0, 1], [0], [0]], ["arith.cmpf", "arith.select"])
+    assert classify(argmax) == "reduction-by-steps"
+    p = generic_params({"id": "generic_0", "loops": argmax}, 256, 1)
+    assert p["tile"] == [8, 1] and p["interchange"] == [0, 1] and p["fold_unit_dims"] == 1
+    assert p["remainder"] == [0, 64, 6]   # 70 = 8 x 8 + 6
+    # outputs with different maps: no single vector loop
+    assert classify(loops(["parallel", "reduction"], [[0, 1], [0], [1]], ["arith.select"])) == "scalar"
     assert classify(loops(["parallel"] * 4 + ["reduction"] * 3, [[0, 4, 2, 3], [1, 4, 5, 6], [0, 1, 2, 3]],
                           ["arith.mulf", "arith.addf"], projected=False)) == "scalar"
     # the vector loop is the output's innermost dim (outer reduction), the remainder is masked

@@ -194,6 +194,35 @@ def _divisor_at_most(n: int, limit: int) -> int:
     return max(d for d in range(1, limit + 1) if n % d == 0)
 
 
+def reduction_by_steps_params(loops: dict, lanes: int, split: int | None = None, threads: int = 1) -> dict | None:
+    """pipelines/cpu/generic.py parameters for a reduction the vectorizer does not take as one (several
+    results, such as a min or max with its index; a body without a plain combiner): its reduction loops
+    tiled by 1 and folded away, which leaves an elementwise step along the outputs' innermost loop,
+    vectorized (the loops innermost: the partial results stay in registers across them). None when the
+    outputs do not share one projected map with a parallel innermost loop."""
+    n_inputs = loops.get("num_inputs")
+    outputs = loops["operand_dims"][n_inputs:] if n_inputs is not None else []
+    domain, iterators = loops["domain"], loops["iterators"]
+    if not outputs or any(o != outputs[0] for o in outputs) or not outputs[0] or -1 in outputs[0]:
+        return None
+    if any(d is None or d < 1 for d in domain):
+        return None
+    v = outputs[0][-1]
+    if iterators[v] != "parallel":
+        return None
+    extent = domain[v] // threads if v == split else domain[v]
+    tile = [1] * len(domain)
+    tile[v] = min(extent, lanes)
+    if tile[v] < 2:
+        return None
+    reductions = [d for d, it in enumerate(iterators) if it == "reduction"]
+    interchange = [d for d in range(len(domain)) if d not in reductions and d != v] + [v] + reductions
+    params = {"tile": tile, "interchange": interchange, "fold_unit_dims": 1, "contraction": 0}
+    if extent > lanes and extent % lanes:
+        params["remainder"] = [v, extent - extent % lanes, extent % lanes]
+    return params
+
+
 def classify(loops: dict, element_types: set[str] = frozenset()) -> str:
     iterators = loops["iterators"]
     if not loops["projected"] and window_params(loops, 8, element_types) is not None:
@@ -204,7 +233,7 @@ def classify(loops: dict, element_types: set[str] = frozenset()) -> str:
         return "elementwise"
     n_out = len(loops["operand_dims"]) - (loops.get("num_inputs") or 0)
     if n_out != 1 or not COMBINERS & set(loops["body"]):
-        return "scalar"
+        return "reduction-by-steps" if reduction_by_steps_params(loops, 8) is not None else "scalar"
     out_dims = loops["operand_dims"][-1]
     innermost = len(iterators) - 1
     return "reduction-outer" if out_dims and out_dims[-1] == innermost else "reduction-inner"
@@ -235,12 +264,15 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
     outer = next((i for i, it in enumerate(iterators) if it == "parallel" and i < len(domain) and domain[i] > 1), None)
     if cores > 1 and outer is not None and work >= MIN_PARALLEL_WORK:
         threads, split = min(cores, domain[outer]), outer
-        if kind == "window":   # equal chunks: the window schedule's tiles must divide them
+        if kind in ("window", "reduction-by-steps"):   # equal chunks: the folded tiles must divide them
             threads = _divisor_at_most(domain[outer], threads)
     params: dict[str, Any] = {"op": op["id"], "threads": threads, "split": split}
     if kind == "scalar":
         return {**params, "tile": [], "vector": 0, "class": kind}
     lanes = max(vector_bits // 32, 4)
+    if kind == "reduction-by-steps":
+        return {**params, **reduction_by_steps_params(loops, lanes, split if threads > 1 else None, threads),
+                "vector": 1, "class": kind}
     if kind == "window":
         window = window_params(loops, lanes, {_element_type(t) for t in op.get("operand_types", [])},
                                split if threads > 1 else None, threads, op.get("op", ""))

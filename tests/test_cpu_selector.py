@@ -56,9 +56,15 @@ def test_selector_path_runs_checked(ctx, monkeypatch, name, threads):
     monkeypatch.setattr(cpu, "host_machine", lambda: machine)
     monkeypatch.setattr(cpu_selector, "MIN_PARALLEL_WORK", 0)   # small payloads: split them anyway
     ok(ctx, f"load {TORCHLIKE / name}")
-    info = ctx.session.inspect()
+    generics_before = sum(1 for o in ctx.session.inspect()["ops"] if o["op"] == "linalg.generic")
     res = ok(ctx, "select --apply")
     selections = res.data["selections"]
+    # the preparation (elementwise fusion) comes first when there are generics to chain; the selection is
+    # for the IR it leaves
+    prepared = res.data["prepared"]
+    assert prepared == (["pass func.func(linalg-fuse-elementwise-ops,linalg-fold-unit-extent-dims,canonicalize)"]
+                        if generics_before >= 2 else []) or (prepared == [] and generics_before >= 2)
+    info = ctx.session.inspect(len(prepared))
     assert selections[-1]["schedule"].startswith("pipelines/cpu/finish.py")
     # one configured step per linalg op (fills go with their consumer), each naming its own op
     assert sorted(e["params"]["op"] for e in selections[:-1]) == sorted(
@@ -78,3 +84,17 @@ def test_selector_path_runs_checked(ctx, monkeypatch, name, threads):
         assert "mlirAsyncRuntime" in ctx.session.current_ir
     run = ok(ctx, "run --check").data["run"]
     assert run["check"]["passed"]
+
+
+def test_select_without_apply_shows_the_preparation_and_changes_nothing(ctx):
+    """`select` lists the preparation step (elementwise fusion) and the selection for the IR it leaves,
+    and takes the preparation back: the session is as it was."""
+    ok(ctx, f"load {TORCHLIKE / 'gelu_bias.mlir'}")
+    before = (ctx.session.cursor, len(ctx.session.steps), ctx.session.current_sha)
+    unfused = [o["id"] for o in ctx.session.inspect()["ops"] if o["op"] == "linalg.generic"]
+    res = ok(ctx, "select")
+    assert res.data["prepared"] and "linalg-fuse-elementwise-ops" in res.data["prepared"][0]
+    assert res.data["table"]["rows"][0][1] == "(applied first)"
+    selected = [e["params"]["op"] for e in res.data["selections"] if e["params"].get("op")]
+    assert len(selected) < len(unfused)   # fewer ops once fused
+    assert (ctx.session.cursor, len(ctx.session.steps), ctx.session.current_sha) == before

@@ -30,11 +30,13 @@ def test_mlp_select_configures_each_matmul_for_its_own_shape_and_runs_checked(ct
     dims = {o["id"]: o["dims"] for o in info["ops"] if o["op"] == "linalg.matmul"}
     res = ok(ctx, "select --apply")
     steps = [a.step for a in ctx.session.active_steps]
-    assert steps[0].kind == "rewrite" and steps[0].spec == "tag-ops"
+    # first the preparation: bias add and relu fused into one elementwise op per layer
+    assert steps[0].kind == "pass" and "linalg-fuse-elementwise-ops" in steps[0].spec
+    assert steps[1].kind == "rewrite" and steps[1].spec == "tag-ops"
     # each matmul with its bias + relu epilogue (pipelines/cpu/matmul_family.py[gen=matmul_epilogue])
     matmul_steps = [s for s in steps if "matmul.py" in s.label() or "matmul_epilogue" in s.label()]
     assert [s.params["op"] for s in matmul_steps] == ["matmul_0", "matmul_1", "matmul_2"]
-    assert all(s.params.get("epilogue") == 2 for s in matmul_steps)
+    assert all(s.params.get("epilogue") == 1 for s in matmul_steps)
     for s in matmul_steps:
         d = dims[s.params["op"]]
         p = s.params
@@ -43,7 +45,7 @@ def test_mlp_select_configures_each_matmul_for_its_own_shape_and_runs_checked(ct
     # matmul_2 is 128x128: its block_n is not the 512 of the others (one dict for all would not divide N)
     assert matmul_steps[2].params["block_n"] <= 128 < matmul_steps[0].params["block_n"]
     assert steps[-1].label().startswith("pipelines/cpu/finish.py")
-    assert len(res.data["steps"]) == len(steps) == 5
+    assert len(res.data["steps"]) == len(steps) == 6
     ir = ctx.session.current_ir
     assert "linalg.matmul" not in ir and "linalg.generic" not in ir and "vector.fma" in ir
     ok(ctx, "bench warmup=1 iterations=2")

@@ -45,6 +45,7 @@ PARAMS = {
     "contraction": {"choices": [0, 1], "help": "1: the folded tile is a contraction: specialize it (linalg.matmul) and lower it to outer products"},
     "decompose": {"choices": [0, 1], "help": "1: the tile (kh and oh tiled by 1) becomes a 1-D convolution or pooling (transform.structured.decompose; named 2-D nchw/nhwc ops) vectorized by the convolution vectorizer (strides along w)"},
     "remainder": {"help": "with fold_unit_dims=1: [loop, at, size]: the op is split along `loop` at `at` (transform.structured.split) and the part after it, `size` long, tiled by `size` along it: both parts have static tiles where the tile does not divide the loop (empty: no split)"},
+    "partial_reduction": {"min": -1, "help": "an inner reduction's loop (its index; -1: none) taken tile by tile into a vector of partial results (tile_reduction_using_for), reduced once per output at the end instead of once per tile"},
     "folded_order": {"help": "with fold_unit_dims=1: the order of the folded tile's loops (empty: as they are), so that the output's innermost loop is the vector loop"},
 }
 
@@ -82,7 +83,8 @@ VECTOR_CLEANUP = """    transform.apply_patterns to %scope {
 
 def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int = 1, split: int = 0,
                    interchange: list = [], fold_unit_dims: int = 0, contraction: int = 0,
-                   folded_order: list = [], decompose: int = 0, remainder: list = []) -> str:
+                   folded_order: list = [], decompose: int = 0, remainder: list = [],
+                   partial_reduction: int = -1) -> str:
     """The transform module (MLIR text) scheduling op `op`."""
     _check_id(op)
     tile = [int(t) for t in tile]
@@ -133,6 +135,8 @@ def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int 
             text += tiling + _fold_and_vectorize(f"%tiled_{part}", vector, contraction, folded_order, f"_{part}",
                                                  cleanup=False)
         return transform_module(text + (_window_cleanup("%func_rest", contraction) if vector else ""))
+    if partial_reduction >= 0:
+        return transform_module(text + _partial_reduction(handle, tile, partial_reduction, vector))
     tiling, loops = _tile(handle, tile, interchange)
     if loops:
         text += tiling
@@ -144,6 +148,31 @@ def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int 
         text += f"    transform.structured.vectorize {handle} vector_sizes {tile} : {a}\n"
         text += VECTOR_CLEANUP.replace("%scope", scope) if scope else ""
     return transform_module(f"""{text}""")
+
+
+def _partial_reduction(handle: str, tile: list, loop: int, vector: int) -> str:
+    """An inner reduction: every loop but `loop` tiled as `tile` says (1: one output at a time), then
+    `loop` by tile[loop] into a vector of partial results (transform.structured.tile_reduction_using_for:
+    a fill, the partial op, the combining op), each vectorized: one horizontal reduction per output."""
+    a = "!transform.any_op"
+    if not 0 <= loop < len(tile) or tile[loop] < 2:
+        raise ValueError(f"partial_reduction={loop}: needs the index of a loop whose tile size is the vector width")
+    outer = list(tile)
+    outer[loop] = 0
+    text, loops = _tile(handle, outer, [], "_rows")
+    rows = "%tiled_rows" if loops else handle
+    sizes = [0] * len(tile)
+    sizes[loop] = tile[loop]
+    vector_sizes = [t if i == loop else (t or 1) for i, t in enumerate(tile)]
+    text += (f"    %partial_fill, %partial, %combine, %k_loop = transform.structured.tile_reduction_using_for {rows}"
+             f" by tile_sizes = {sizes} : ({a}) -> ({a}, {a}, {a}, {a})\n")
+    if not vector:
+        return text
+    scope = "%loops_rows#0" if loops > 1 else ("%loop_rows" if loops else "%k_loop")
+    text += (f"    transform.structured.vectorize %partial vector_sizes {vector_sizes} : {a}\n"
+             f"    transform.structured.vectorize %partial_fill vector_sizes {[v for i, v in enumerate(vector_sizes)]} : {a}\n"
+             f"    transform.structured.vectorize %combine vector_sizes {vector_sizes} : {a}\n")
+    return text + VECTOR_CLEANUP.replace("%scope", scope)
 
 
 def _tile(handle: str, tile: list, interchange: list, suffix: str = "") -> tuple[str, int]:

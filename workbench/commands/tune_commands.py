@@ -37,6 +37,23 @@ def _entry_for_step(step, chosen: list[tuple[str, dict]]):
     return next(((sp, p) for sp, p in chosen if _same_schedule(step, sp) and p.get("op", "") == op), None)
 
 
+def _prepare(ctx) -> list[tuple[str, dict]]:
+    """Apply the target's preparation steps (`select` selects for the IR they leave); one that changes
+    nothing is taken back. [(command text, step report)] of those kept."""
+    s = ctx.session
+    kept = []
+    for line in s.target.preparation_steps(s.inspect()):
+        before_steps, before_cursor = list(s.steps), s.cursor
+        step = step_from_command(line, Path.cwd())
+        step.selected_by = s.target.selector_name or f"{s.target.name}-selector"
+        applied = s.apply(step, printed=True)
+        if applied.noop:
+            s.steps[:], s.cursor = before_steps, before_cursor
+        else:
+            kept.append((line, _report(s, applied)))
+    return kept
+
+
 def _report(s, applied) -> dict:
     return StepReport(s.cursor, applied.step.kind, applied.step.label(), applied.step.params, True,
                       applied.seconds, applied.output_sha, noop=applied.noop).to_json()
@@ -51,15 +68,22 @@ def cmd_select(ctx: CommandContext, a: Args) -> Result:
     index = a.get("step")
     if index is not None and not 1 <= index <= s.cursor:
         return Result.failure(f"no active step {index} (active steps: 1..{s.cursor})")
+    saved_steps, saved_cursor = list(s.steps), s.cursor
     try:
+        prepared = _prepare(ctx) if index is None else []
         name, chosen, info = _selection_for(ctx, index)
-    except SessionError as e:
-        return Result.failure(str(e), e.detail or None)
+    except (SessionError, StepError, S.SpecError) as e:
+        s.steps[:], s.cursor = saved_steps, saved_cursor
+        return Result.failure(f"select: {e}" if isinstance(e, SessionError) else str(e),
+                              getattr(e, "detail", None) or None)
+    if prepared and (not a["apply"] or not chosen):   # only looked: the IR stays as it was
+        s.steps[:], s.cursor = saved_steps, saved_cursor
     if not chosen:
         where = f"step {index}'s input" if index else "the current IR"
         return Result.failure(f"{name}: nothing to select for {where} (no op its schedules handle)")
-    rows = [[spec, S.format_params(params)] for spec, params in chosen]
+    rows = [[line, "(applied first)"] for line, _ in prepared] + [[spec, S.format_params(params)] for spec, params in chosen]
     data = {"selected_by": name, "selections": [{"schedule": spec, "params": params} for spec, params in chosen],
+            "prepared": [line for line, _ in prepared],
             "table": {"columns": ["schedule", "parameters"], "rows": rows}}
     if index is not None:
         step = s.steps[index - 1].step
@@ -99,8 +123,7 @@ def cmd_select(ctx: CommandContext, a: Args) -> Result:
             steps.append(step)
     except (StepError, S.SpecError) as e:
         return Result.failure(str(e))
-    saved_steps, saved_cursor = list(s.steps), s.cursor
-    reports = []
+    reports = [report for _, report in prepared]
     for step in steps:
         try:
             applied = s.apply(step, printed=True)   # its report carries the sha256 at once

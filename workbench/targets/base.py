@@ -69,6 +69,12 @@ class Target:
         whole-module entries (no `op`); `select --apply` adds one step per entry, in order."""
         return []
 
+    def preparation_steps(self, info: dict[str, Any]) -> list[str]:
+        """Steps (command text: `pass ...`, `apply rewrite:...`) that `select` applies before it selects,
+        to make the IR what the schedules expect (e.g. chains of elementwise ops fused into one op);
+        one that changes nothing is dropped. Default: none."""
+        return []
+
     def extra_libraries(self, llvm: str) -> list[str]:
         """Shared libraries a lowered module needs beyond the runtime (e.g. a microkernel library
         for the external functions it calls); found at run time."""

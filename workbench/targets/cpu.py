@@ -126,6 +126,17 @@ class CpuTarget(Target):
     finish_schedule = "cpu/finish.py"
     finish_generator = "bufferize_and_lower_vectors"
 
+    #: elementwise producers fused into their consumers (one pass over memory instead of one per op), then
+    #: unit dims folded away (torch-mlir's keepdim `(d0, 0)` maps: plain rows for the reduction schedules)
+    FUSE_ELEMENTWISE = "pass func.func(linalg-fuse-elementwise-ops,linalg-fold-unit-extent-dims,canonicalize)"
+
+    def preparation_steps(self, info: dict[str, Any]) -> list[str]:
+        """Upstream's elementwise fusion when the payload has linalg.generic ops that could chain (two or
+        more): torch-mlir writes every pointwise op (and each step of a decomposed softmax, norm or
+        activation) as its own generic, each a pass over memory into a fresh buffer."""
+        generics = sum(1 for op in info.get("ops", []) if op.get("op") == "linalg.generic")
+        return [self.FUSE_ELEMENTWISE] if generics >= 2 else []
+
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """One entry per op the shipped schedules handle, each with its own shape's parameters (given
         the machine model, `self.machine`: vector width and registers, caches, cores): f32 matmuls with

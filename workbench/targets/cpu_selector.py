@@ -240,10 +240,12 @@ def classify(loops: dict, element_types: set[str] = frozenset()) -> str:
 
 
 def vector_loop(loops: dict) -> int:
-    """The loop vectorized: the output's innermost dim when it is parallel (contiguous stores), else
-    the innermost loop (an inner reduction)."""
+    """The loop vectorized: the output's innermost dim when it is parallel (contiguous stores) and not a
+    unit dim, else the innermost loop (an inner reduction)."""
     out_dims = loops["operand_dims"][-1]
-    if out_dims and out_dims[-1] >= 0 and loops["iterators"][out_dims[-1]] == "parallel":
+    domain = loops.get("domain") or []
+    if out_dims and out_dims[-1] >= 0 and loops["iterators"][out_dims[-1]] == "parallel" and not (
+            out_dims[-1] < len(domain) and domain[out_dims[-1]] == 1):   # a kept unit dim is no vector loop
         return out_dims[-1]
     return len(loops["iterators"]) - 1
 
@@ -277,11 +279,19 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
         window = window_params(loops, lanes, {_element_type(t) for t in op.get("operand_types", [])},
                                split if threads > 1 else None, threads, op.get("op", ""))
         return {**params, **window, "vector": 1, "class": kind}
-    vdim = vector_loop(loops)
+    # an inner reduction reads along its reduction loop: that is the vector loop (contiguous loads)
+    vdim = len(iterators) - 1 if kind == "reduction-inner" else vector_loop(loops)
     extent = domain[vdim] if vdim < len(domain) else -1
     width = 2 * lanes
     if 0 < extent < width:
         width = extent
     tile = [1] * len(iterators)
     tile[vdim] = width
-    return {**params, "tile": tile, "vector": 1, "class": kind}
+    params = {**params, "tile": tile, "vector": 1, "class": kind}
+    outputs = loops["operand_dims"][loops.get("num_inputs") or 0:]
+    if (kind == "reduction-inner" and iterators.count("reduction") == 1 and vdim == len(iterators) - 1
+            and iterators[vdim] == "reduction" and extent >= 2 * width
+            and all(-1 not in o for o in outputs)):   # (tile_reduction_using_for asserts on `(d0, 0)` outputs)
+        # a vector of partial results along the row, reduced once per output (not once per tile)
+        params["partial_reduction"] = vdim
+    return params

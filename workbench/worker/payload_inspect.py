@@ -301,6 +301,21 @@ def _linear_terms(expr) -> dict[int, int] | None:
     return None
 
 
+def _projected(amap) -> bool:
+    """A projected permutation, constant 0 results allowed (a kept unit dim, `(d0, d1) -> (d0, 0)`:
+    torch-mlir's keepdim reductions and broadcasts; the vectorizer takes them)."""
+    if amap.is_projected_permutation:
+        return True
+    dims = []
+    for e in amap.results:
+        if isinstance(e, ir.AffineConstantExpr) and e.value == 0:
+            continue
+        if not isinstance(e, ir.AffineDimExpr):
+            return False
+        dims.append(e.position)
+    return len(dims) == len(set(dims))
+
+
 def _loop_structure(op) -> dict | None:
     """The op as loops (a generic or a generalized named op): iteration domain, iterator types,
     whether every indexing map is a projected permutation (vectorizable per dimension; convs and
@@ -324,7 +339,7 @@ def _loop_structure(op) -> dict | None:
                              for e in amap.results])
         terms = [_linear_terms(e) for e in amap.results]
         operand_terms.append([None if t is None else sorted([d, c] for d, c in t.items() if c) for t in terms])
-    return {"domain": domain, "iterators": iterators, "projected": all(m.is_projected_permutation for m in maps),
+    return {"domain": domain, "iterators": iterators, "projected": all(_projected(m) for m in maps),
             "operand_dims": operand_dims, "operand_terms": operand_terms,
             "num_inputs": len(maps) - len(op.results) if op.results else None, "body": body}
 

@@ -31,6 +31,17 @@ def test_classification_by_structure():
     p = generic_params({"id": "generic_0", "loops": argmax}, 256, 1)
     assert p["tile"] == [8, 1] and p["interchange"] == [0, 1] and p["fold_unit_dims"] == 1
     assert p["remainder"] == [0, 64, 6]   # 70 = 8 x 8 + 6
+    # a contraction of any element type (a bf16 matmul: no matmul schedule): its output's innermost loop
+    # is contiguous in B (B[k, n]), so the reduction goes step by step with a 4 x 8 output tile
+    mm = loops(["parallel", "parallel", "reduction"], [[0, 2], [2, 1], [0, 1]], ["arith.extf", "arith.mulf", "arith.addf"],
+               n_in=2, domain=[64, 96, 32])
+    assert classify(mm) == "reduction-inner"
+    p = generic_params({"id": "generic_0", "loops": mm}, 256, 1)
+    assert p["tile"] == [4, 8, 1] and p["fold_unit_dims"] == 1 and p["interchange"] == [0, 1, 2]
+    # a row sum reads x[r, k]: r is not contiguous there, the row stays the vector loop (partial sums)
+    rowsum = loops(["parallel", "reduction"], [[0, 1], [0]], ["arith.addf"], domain=[64, 4096])
+    p = generic_params({"id": "generic_0", "loops": rowsum}, 256, 1)
+    assert p["tile"] == [1, 16] and p["partial_reduction"] == 1
     # outputs with different maps: no single vector loop
     assert classify(loops(["parallel", "reduction"], [[0, 1], [0], [1]], ["arith.select"])) == "scalar"
     assert classify(loops(["parallel"] * 4 + ["reduction"] * 3, [[0, 4, 2, 3], [1, 4, 5, 6], [0, 1, 2, 3]],

@@ -194,6 +194,21 @@ def _divisor_at_most(n: int, limit: int) -> int:
     return max(d for d in range(1, limit + 1) if n % d == 0)
 
 
+def contiguous_output_loop(loops: dict, lanes: int) -> bool:
+    """Whether an inner reduction is better taken step by step with vectors along the output's innermost
+    loop: it is parallel, at least a vector long, and the innermost index of every input that uses it
+    (a matmul's B[k, n]: contiguous loads; a row sum's x[r, k] is not)."""
+    out_dims = loops["operand_dims"][-1]
+    if not out_dims or out_dims[-1] < 0:
+        return False
+    v = out_dims[-1]
+    domain = loops.get("domain") or []
+    if loops["iterators"][v] != "parallel" or v >= len(domain) or domain[v] < lanes:
+        return False
+    inputs = loops["operand_dims"][:loops.get("num_inputs") or 0]
+    return any(v in dims for dims in inputs) and all(dims[-1] == v for dims in inputs if v in dims)
+
+
 def reduction_by_steps_params(loops: dict, lanes: int, split: int | None = None, threads: int = 1) -> dict | None:
     """pipelines/cpu/generic.py parameters for a reduction the vectorizer does not take as one (several
     results, such as a min or max with its index; a body without a plain combiner): its reduction loops
@@ -215,6 +230,11 @@ def reduction_by_steps_params(loops: dict, lanes: int, split: int | None = None,
     tile[v] = min(extent, lanes)
     if tile[v] < 2:
         return None
+    # a block of the output's next loop too (a register tile of rows x vector: a contraction's A element
+    # is broadcast once per row)
+    if len(outputs[0]) > 1 and outputs[0][-2] >= 0 and iterators[outputs[0][-2]] == "parallel":
+        row = outputs[0][-2]
+        tile[row] = _divisor_at_most(domain[row] // threads if row == split else domain[row], 4)
     reductions = [d for d, it in enumerate(iterators) if it == "reduction"]
     interchange = [d for d in range(len(domain)) if d not in reductions and d != v] + [v] + reductions
     params = {"tile": tile, "interchange": interchange, "fold_unit_dims": 1, "contraction": 0}
@@ -266,7 +286,7 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
     outer = next((i for i, it in enumerate(iterators) if it == "parallel" and i < len(domain) and domain[i] > 1), None)
     if cores > 1 and outer is not None and work >= MIN_PARALLEL_WORK:
         threads, split = min(cores, domain[outer]), outer
-        if kind in ("window", "reduction-by-steps"):   # equal chunks: the folded tiles must divide them
+        if kind in ("window", "reduction-by-steps", "reduction-inner"):   # equal chunks: folded tiles divide them
             threads = _divisor_at_most(domain[outer], threads)
     params: dict[str, Any] = {"op": op["id"], "threads": threads, "split": split}
     if kind == "scalar":
@@ -279,6 +299,12 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
         window = window_params(loops, lanes, {_element_type(t) for t in op.get("operand_types", [])},
                                split if threads > 1 else None, threads, op.get("op", ""))
         return {**params, **window, "vector": 1, "class": kind}
+    if kind == "reduction-inner" and contiguous_output_loop(loops, lanes):
+        # a contraction (matmul-like, any element type): the reduction step by step, an output tile of
+        # rows x vectors in registers across it
+        steps = reduction_by_steps_params(loops, lanes, split if threads > 1 else None, threads)
+        if steps is not None:
+            return {**params, **steps, "vector": 1, "class": "contraction-by-steps"}
     # an inner reduction reads along its reduction loop: that is the vector loop (contiguous loads)
     vdim = len(iterators) - 1 if kind == "reduction-inner" else vector_loop(loops)
     extent = domain[vdim] if vdim < len(domain) else -1

@@ -73,7 +73,7 @@ def test_selector_path_runs_checked(ctx, monkeypatch, name, threads):
     # the preparation (elementwise fusion) comes first when there are generics to chain; the selection is
     # for the IR it leaves
     prepared = res.data["prepared"]
-    assert prepared == (["pass func.func(linalg-fuse-elementwise-ops,linalg-fold-unit-extent-dims,canonicalize)"]
+    assert prepared == (["pass func.func(math-expand-ops{ops=fpowi},linalg-fuse-elementwise-ops,linalg-fold-unit-extent-dims,canonicalize)"]
                         if generics_before >= 2 else []) or (prepared == [] and generics_before >= 2)
     info = ctx.session.inspect(len(prepared))
     assert selections[-1]["schedule"].startswith("pipelines/cpu/finish.py")
@@ -109,3 +109,28 @@ def test_select_without_apply_shows_the_preparation_and_changes_nothing(ctx):
     selected = [e["params"]["op"] for e in res.data["selections"] if e["params"].get("op")]
     assert len(selected) < len(unfused)   # fewer ops once fused
     assert (ctx.session.cursor, len(ctx.session.steps), ctx.session.current_sha) == before
+
+
+def test_a_large_matmul_is_split_over_the_cores(ctx, monkeypatch, tmp_path):
+    """On a machine model with several cores, a plain f32 matmul of 2^24 multiply-adds or more gets the
+    parallel schedule (an M x N forall of the single-core schedule); it runs and matches."""
+    import dataclasses
+
+    import workbench.targets.cpu as cpu
+    from conftest import matmul_payload
+
+    machine = dataclasses.replace(cpu.host_machine(), usable_cpus=2)
+    monkeypatch.setattr(cpu, "host_machine", lambda: machine)
+    ok(ctx, f"load {matmul_payload(tmp_path / 'mm.mlir', 256, 256, 256)}")
+    (spec, params), = ctx.session.target.select_params(ctx.session.inspect())
+    assert spec.endswith("matmul_parallel.py[gen=matmul_parallel]")
+    assert params["threads"] * params["threads_m"] == 2
+    ok(ctx, "select --apply")
+    assert "scf.forall" in ctx.session.current_ir or "async" in ctx.session.current_ir
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]
+    # a small one stays on one core
+    ok(ctx, f"load {matmul_payload(tmp_path / 'small.mlir', 64, 64, 64)}")
+    (spec, _), = ctx.session.target.select_params(ctx.session.inspect())
+    assert spec.endswith("matmul.py[gen=matmul_tiling]")

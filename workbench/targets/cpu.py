@@ -55,6 +55,10 @@ def epilogue_chain(ops: list[dict[str, Any]], index: int) -> list[int]:
         current = consumers[0]
 
 
+#: multiply-adds above which a plain f32 matmul is split over the cores (matmul_parallel.py)
+MIN_PARALLEL_MATMUL = 1 << 24
+
+
 def matmul_machine_args(machine: CpuMachine) -> dict[str, int]:
     """The machine model's numbers the matmul family's `default_params` take."""
     return {"vector_bits": machine.vector_bits, "vector_registers": machine.vector_registers,
@@ -92,6 +96,7 @@ class CpuTarget(Target):
     #: the shipped matmul schedule and its parameter selector (pipelines/cpu/matmul.py)
     matmul_schedule = "cpu/matmul.py"
     matmul_generator = "matmul_tiling"
+    matmul_parallel_schedule = "cpu/matmul_parallel.py"
 
     #: the shipped softmax schedule (pipelines/cpu/softmax.py; lowered by cpu-softmax-lower)
     softmax_schedule = "cpu/softmax.py"
@@ -128,7 +133,8 @@ class CpuTarget(Target):
 
     #: elementwise producers fused into their consumers (one pass over memory instead of one per op), then
     #: unit dims folded away (torch-mlir's keepdim `(d0, 0)` maps: plain rows for the reduction schedules)
-    FUSE_ELEMENTWISE = "pass func.func(linalg-fuse-elementwise-ops,linalg-fold-unit-extent-dims,canonicalize)"
+    #: (integer powers first become multiplications: `math.fpowi` would keep a fused op scalar)
+    FUSE_ELEMENTWISE = "pass func.func(math-expand-ops{ops=fpowi},linalg-fuse-elementwise-ops,linalg-fold-unit-extent-dims,canonicalize)"
 
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
         """Upstream's elementwise fusion when the payload has linalg.generic ops that could chain (two or
@@ -171,7 +177,8 @@ class CpuTarget(Target):
         """Schedules with a `bufferize` parameter (matmul, softmax, the matmul family): whole-module
         when alone, `bufferize=false` next to other per-op steps."""
         return any(spec.startswith(self.pipeline_path_for(s)) for s in
-                   (self.matmul_schedule, self.softmax_schedule, self.matmul_family_schedule))
+                   (self.matmul_schedule, self.matmul_parallel_schedule, self.softmax_schedule,
+                    self.matmul_family_schedule))
 
     def _select_op(self, op: dict[str, Any], ops: list[dict[str, Any]] = ()) -> list[tuple[str, dict[str, Any]]]:
         """The (spec, params) entries for one inspected op (none: no shipped schedule handles it);
@@ -191,6 +198,14 @@ class CpuTarget(Target):
                 # N is no multiple of a vector: codegen without remainder handling runs at scalar-ish
                 # speed, so the configuration picks the microkernel (lowered by cpu-matmul-lower)
                 params["impl"] = "ukernel"
+            elif machine.usable_cpus > 1 and dims["m"] * dims["n"] * dims["k"] >= MIN_PARALLEL_MATMUL:
+                # every core: the same schedule in each chunk of an M x N forall (async runtime tasks)
+                parallel = _load_library_module(self.matmul_parallel_schedule)
+                threads_m, threads_n = parallel.thread_grid(dims["m"], dims["n"], machine.usable_cpus)
+                if threads_m * threads_n > 1:
+                    spec = f"{self.pipeline_path_for(self.matmul_parallel_schedule)}[gen=matmul_parallel]"
+                    params = parallel.default_params(dims["m"], dims["n"], dims["k"], threads=machine.usable_cpus,
+                                                     **matmul_machine_args(machine))
             return [(spec, {**params, "op": op["id"]})]
         shape = op.get("shape") or []
         if (op["op"] == "linalg.softmax" and op.get("dtype") == "f32" and len(shape) == 2

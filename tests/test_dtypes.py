@@ -142,3 +142,16 @@ def test_bool_memrefs_are_bytes_at_the_abi(ctx):
     assert "xi1>" not in ir_text and "memref<8x33xi8>" in ir_text
     assert "arith.extui" in ir_text  # the comparison's i1 is stored as a byte
     ok(ctx, "apply cpu-lower")  # the rest of the lowering accepts it
+
+
+@pytest.mark.parametrize("payload", ["mask_where.mlir", "mask_input.mlir"])
+def test_bool_operands_vectorized_by_the_selector(ctx, tmp_path, payload):
+    """The CPU selector vectorizes ops with bool operands too: the widening then meets vector transfers
+    of 2-D bool buffers (their padding value is widened with them) and the result still equals the
+    unscheduled payload."""
+    ok(ctx, f"load {PAYLOADS / payload}")
+    ok(ctx, "select --apply")
+    assert "vector<" in ctx.session.current_ir and "xi1>" in ctx.session.current_ir
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]

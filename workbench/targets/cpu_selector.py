@@ -14,8 +14,7 @@ Classes (by structure, not by op name):
                elementwise one (depthwise, pooling); with a stride along w, vectors go along the
                channels instead (w tiled by 1)
   scalar       anything else the vectorizer does not take (maps with floordiv/mod; reductions with
-               several results such as argmax with its index; bodies with asserts or gathers; i1
-               operands): loops, split over threads
+               several results such as argmax with its index; bodies with asserts or gathers): loops, split over threads
 """
 from __future__ import annotations
 
@@ -34,9 +33,9 @@ GROUPED_WITH_CONSUMER = {"linalg.fill"}
 #: body ops that keep an op scalar: asserts (the vectorizer refuses them), gathers (`tensor.extract`
 #: with computed indices), integer powers (`math.fpowi` on vectors has no LLVM lowering here)
 SCALAR_BODY_OPS = {"cf.assert", "tensor.extract", "math.fpowi", "math.ipowi"}
-#: element types that keep an op scalar when an operand has them: i1 (vector transfers of bool
-#: buffers do not survive lh-widen-i1-memrefs)
-SCALAR_ELEMENT_TYPES = {"i1"}
+#: element types that keep an op scalar when an operand has them (none now: bool buffers, widened to
+#: bytes by lh-widen-i1-memrefs, take vector transfers too)
+SCALAR_ELEMENT_TYPES: set[str] = set()
 #: work (iterations) below which a thread split costs more than it saves
 MIN_PARALLEL_WORK = 1 << 15
 

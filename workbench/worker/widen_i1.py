@@ -135,8 +135,8 @@ def widen_i1_memrefs(module) -> None:
             wide = _value_widened(narrow)
             if wide is None or not _is_i8_memref(memref.type):
                 continue
-            if op.name == "vector.transfer_read":  # the padding value has the element type
-                _extend_operand(op, 1)
+            if op.name == "vector.transfer_read":  # the padding value (after one index per source dim)
+                _extend_operand(op, 1 + ir.MemRefType(memref.type).rank)
             if op.name in ("vector.maskedload", "vector.gather", "vector.expandload"):
                 _extend_operand(op, len(op.operands) - 1)  # the pass-through vector
             result.set_type(wide)

@@ -13,8 +13,10 @@ Classes (by structure, not by op name):
                matmul tile (`out[f, w] += W[f, c] in[c, w]`: outer-product FMAs, vectors along w) or an
                elementwise one (depthwise, pooling); with a stride along w, vectors go along the
                channels instead (w tiled by 1)
-  scalar       anything else the vectorizer does not take (maps with floordiv/mod; reductions with
-               several results such as argmax with its index; bodies with asserts or gathers): loops, split over threads
+  reduction-by-steps  reductions the vectorizer does not take as one (several results: a max with
+               its index): the reduction loops tiled by 1 and folded, vectors along the outputs
+  scalar       anything else the vectorizer does not take (maps with floordiv/mod; bodies with asserts
+               or gathers): loops, split over threads
 """
 from __future__ import annotations
 

@@ -46,22 +46,25 @@ def cuda_matmul_module():
     return mm
 
 
-def as_float64(x: np.ndarray) -> np.ndarray:
-    """A saved array in float64; np.save writes bf16 (ml_dtypes) as raw 2-byte items (`|V2`)."""
-    if x.dtype.kind == "V" and x.dtype.itemsize == 2:
+def as_float64(x: np.ndarray, one_byte: str = "float8_e4m3fn") -> np.ndarray:
+    """A saved array in float64; np.save writes bf16 and fp8 (ml_dtypes) as raw items (`|V2`, `|V1`):
+    2-byte items are bf16, 1-byte items the ml_dtypes type `one_byte`."""
+    if x.dtype.kind == "V" and x.dtype.itemsize in (1, 2):
         import ml_dtypes
 
-        x = x.view(ml_dtypes.bfloat16)
+        x = x.view(ml_dtypes.bfloat16 if x.dtype.itemsize == 2 else getattr(ml_dtypes, one_byte))
     return x.astype(np.float64)
 
 
-def check_matmul_run(ctx, tmp_path: Path, rel_tol: float) -> dict:
+def check_matmul_run(ctx, tmp_path: Path, rel_tol: float, transpose_b: bool = False,
+                     one_byte: str = "float8_e4m3fn") -> dict:
     """Run the loaded matmul on the GPU with --check; then its output against numpy in float64
-    (C + A x B) within `rel_tol` of the largest magnitude. Returns the run's data."""
+    (C + A x B, or C + A x B^T with transpose_b) within `rel_tol` of the largest magnitude. Returns
+    the run's data."""
     res = ok(ctx, f"run --target cuda --check --iterations 3 --save-outputs {tmp_path / 'o'}")
     assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
-    a, b, c = (as_float64(x) for x in load_npys(tmp_path / "o", "input"))
-    got = as_float64(load_npys(tmp_path / "o", "output")[0])
-    want = c + a @ b
+    a, b, c = (as_float64(x, one_byte) for x in load_npys(tmp_path / "o", "input"))
+    got = as_float64(load_npys(tmp_path / "o", "output")[0], one_byte)
+    want = c + a @ (b.T if transpose_b else b)
     assert np.abs(got - want).max() / np.abs(want).max() < rel_tol
     return res.data["run"]

@@ -286,6 +286,64 @@ def test_matmul_wgmma_bf16_lowers(ctx, tmp_path):
     assert ".f16.f16" not in ptx
 
 
+def transposed_b_payload(tmp_path: Path, m: int, n: int, k: int, ab: str, c_type: str) -> Path:
+    """C + A x B^T (B stored N x K, the x @ w^T of a linear layer): linalg.matmul with a transposed B map."""
+    a, b, c = f"tensor<{m}x{k}x{ab}>", f"tensor<{n}x{k}x{ab}>", f"tensor<{m}x{n}x{c_type}>"
+    maps = ("affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, "
+            "affine_map<(d0, d1, d2) -> (d0, d1)>")
+    p = tmp_path / f"mm_bt_{m}x{n}x{k}_{ab}_{c_type}.mlir"
+    p.write_text(f"func.func @mm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
+                 f"  %0 = linalg.matmul indexing_maps = [{maps}] ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n"
+                 f"  return %0 : {c}\n}}\n")
+    return p
+
+
+@pytest.mark.parametrize("ab, c_type, params, wgmma", [
+    ("f8E4M3FN", "f32", "block_m=128 block_n=128 consumers=2", "m64n128k32.f32.e4m3.e4m3"),
+    ("f8E5M2", "bf16", "block_m=64 block_n=256 stages=4", "m64n256k32.f32.e5m2.e5m2"),
+    ("f32", "f32", "block_m=128 block_n=256 consumers=2 stages=3 tf32=1", "m64n256k8.f32.tf32.tf32"),
+    ("f16", "f16", "block_m=128 block_n=128 consumers=2", "m64n128k16.f32.f16.f16"),
+])
+def test_matmul_wgmma_kmajor_b_lowers(ctx, tmp_path, ab, c_type, params, wgmma):
+    """x @ w^T (B K-major): fp8 (e4m3, e5m2) and tf32 wgmma, which read B only K-major; one TMA box of
+    block_n x 128 bytes per K step and 4 wgmma of 32 bytes of K each, the descriptors advanced inside
+    the swizzled rows; fp8 TMA descriptors made for ui8 (the lowering knows no fp8 tensor-map type)."""
+    ok(ctx, f"load {transposed_b_payload(tmp_path, 256, 256, 512, ab, c_type)}")
+    ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{{{params}}}")
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    ir = ctx.session.current_ir
+    ptx = ptx_of(ir)
+    assert ptx.count(f"wgmma.mma_async.sync.aligned.{wgmma}") == 4
+    assert "transpose" not in ptx and "ld.local" not in ptx
+    # prologue + loop: one A and one B box per K step
+    assert ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes") == 4
+    assert lowered_host_calls(ir).get("mgpuTensorMapEncodeTiledMemref") == 2
+    assert "unrealized_conversion_cast" not in ir
+
+
+@pytest.mark.parametrize("ab, c_type, params, message", [
+    ("f8E4M3FN", "f32", "block_m=128 block_n=128", "needs 64 rows per consumer warpgroup"),
+    ("f32", "f32", "block_m=128 block_n=128 consumers=2", "tf32=1"),
+])
+def test_matmul_wgmma_kmajor_b_refusals(ctx, tmp_path, ab, c_type, params, message):
+    ok(ctx, f"load {transposed_b_payload(tmp_path, 256, 256, 512, ab, c_type)}")
+    ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{{{params}}}")
+    res = ctx.registry.dispatch("apply cuda-lower{chip=sm_90a}", ctx)
+    assert not res.ok and message in res.error
+
+
+def test_matmul_wgmma_fp8_needs_kmajor_b(ctx, tmp_path):
+    """fp8 with B stored K x N: wgmma cannot read it (no transposed fp8 B): a clear error."""
+    p = tmp_path / "mm_f8.mlir"
+    a, b, c = "tensor<128x256xf8E4M3FN>", "tensor<256x128xf8E4M3FN>", "tensor<128x128xf32>"
+    p.write_text(f"func.func @mm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
+                 f"  %0 = linalg.matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
+    ok(ctx, f"load {p}")
+    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=128 consumers=2}")
+    res = ctx.registry.dispatch("apply cuda-lower{chip=sm_90a}", ctx)
+    assert not res.ok and "K-major" in res.error
+
+
 def test_batch_matmul_wgmma_lowers(ctx, tmp_path):
     """linalg.batch_matmul 4 x (192x256x128) f16: the selector picks the wgmma kernel, the batch is the
     grid's z, the operands are collapsed to 2-D views for the TMA descriptors."""
@@ -519,6 +577,20 @@ def test_gpu_matmul_wgmma_edges_checked(ctx, tmp_path, shape, params):
     ok(ctx, f"load {f16_payload(tmp_path, *shape)}")
     ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{{{params}}}")
     check_matmul_run(ctx, tmp_path, 1e-2)
+
+
+@needs_gpu
+@pytest.mark.parametrize("shape, ab, c_type, params, tol, one_byte", [
+    ((256, 512, 1024), "f8E4M3FN", "f32", "block_m=128 block_n=256 consumers=2", 1e-2, "float8_e4m3fn"),
+    ((200, 264, 528), "f8E5M2", "bf16", "block_m=64 block_n=128 stages=5", 3e-2, "float8_e5m2"),
+    ((256, 512, 1024), "f32", "f32", "block_m=128 block_n=256 consumers=2 stages=3 tf32=1", 5e-3, ""),
+    ((300, 200, 136), "f16", "f16", "block_m=128 block_n=128 consumers=2", 1e-2, ""),
+])
+def test_gpu_matmul_wgmma_kmajor_b_checked(ctx, tmp_path, shape, ab, c_type, params, tol, one_byte):
+    """x @ w^T through the K-major wgmma kernel: fp8, tf32, f16, edges included, against numpy."""
+    ok(ctx, f"load {transposed_b_payload(tmp_path, *shape, ab, c_type)}")
+    ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{{{params}}}")
+    check_matmul_run(ctx, tmp_path, tol, transpose_b=True, one_byte=one_byte or "float8_e4m3fn")
 
 
 @needs_gpu

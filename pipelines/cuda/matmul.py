@@ -94,6 +94,7 @@ PARAMS = {
     "stages": {"min": 1, "max": 8, "help": "mma_smem: shared-memory buffers per operand; > 1 = cp.async software pipeline (stages-1 K steps in flight)"},
     "consumers": {"choices": [1, 2], "help": "wgmma: warpgroups computing the block (each takes block_m / consumers rows)"},
     "specialize": {"choices": [0, 1], "help": "wgmma: 1 = an extra producer warpgroup issues the TMA loads (warp specialization)"},
+    "tf32": {"choices": [0, 1], "help": "wgmma: 1 = f32 operands read as tf32 by the tensor cores (B must be K-major: x @ w^T)"},
     "op": {"help": "matmul_wgmma, matmul_simt: schedule only the linalg op tagged lh.op = op (empty: every matmul)"},
 }
 CONSTRAINTS = [
@@ -509,7 +510,7 @@ def matmul_simt_smem(block_m: int = 128, block_n: int = 128, block_k: int = 8, t
 
 
 def matmul_wgmma(block_m: int = 128, block_n: int = 128, stages: int = 4, consumers: int = 1,
-                 specialize: int = 0, op: str = "") -> str:
+                 specialize: int = 0, tf32: int = 0, op: str = "") -> str:
     from workbench.worker.cuda.wgmma_matmul import MARK, KernelConfigError, check_config
 
     try:  # the tile checks that do not need the payload's shape (that is checked by the rewrite)
@@ -518,7 +519,7 @@ def matmul_wgmma(block_m: int = 128, block_n: int = 128, stages: int = 4, consum
         raise ValueError(str(e))
     only = _only_op(op)
     config = (f"{{block_m = {block_m} : i64, block_n = {block_n} : i64, stages = {stages} : i64, "
-              f"consumers = {consumers} : i64, specialize = {specialize} : i64}}")
+              f"consumers = {consumers} : i64, specialize = {specialize} : i64, tf32 = {tf32} : i64}}")
     return transform_module(f"""    %mm = transform.structured.match ops{{["linalg.matmul", "linalg.batch_matmul"]}}{only} in %root : (!transform.any_op) -> !transform.any_op
     %config = transform.param.constant {config} -> !transform.any_param
     transform.annotate %mm "{MARK}" = %config : !transform.any_op, !transform.any_param

@@ -44,9 +44,29 @@ WARPGROUP = 128
 MAX_SHARED = 227 * 1024  # sm_90 opt-in shared memory per block
 GROUP_M = 16  # tile rows per rasterization group (see the block-id mapping in kernel_text)
 ACC_PAD = 8  # floats of padding per accumulator row in the epilogue's shared-memory tile
-DEFAULTS = {"block_m": 128, "block_n": 128, "stages": 4, "consumers": 1, "specialize": 0}
+DEFAULTS = {"block_m": 128, "block_n": 128, "stages": 4, "consumers": 1, "specialize": 0, "tf32": 0}
 EDGE_MULTIPLE = 8  # K and N: multiples of 8 elements (16-byte TMA strides, 8-column epilogue steps)
-AB_TYPES = ("f16", "bf16")  # wgmma m64nNk16 operand types with f32 accumulation
+AB_TYPES = ("f16", "bf16")  # wgmma m64nNk16 operand types with f32 accumulation (B K x N, N-major)
+# K-major B (B stored N x K, the payload's x @ w^T): wgmma reads fp8 and tf32 only K-major. Per K step
+# each row of an A or B tile is one 128-byte swizzle row (128 fp8, 64 f16/bf16, 32 tf32 elements);
+# each wgmma takes 32 bytes of it (k32 fp8, k16 f16, k8 tf32): 4 wgmma per step, descriptors
+# advanced by 32 bytes inside the swizzled rows.
+KMAJOR_TYPES = ("f16", "bf16", "f8E4M3FN", "f8E5M2", "tf32")
+ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f8E4M3FN": 1, "f8E5M2": 1, "tf32": 4}
+SWIZZLE_ROW = 128  # bytes per swizzled row: one K step of an operand row
+WGMMA_K_BYTES = 32  # bytes of K per wgmma instruction (m64nNk16 f16, k32 fp8, k8 tf32)
+
+
+def memory_type(ab_type: str) -> str:
+    """The operands' memref element type: tf32 operands are f32 buffers read as tf32 by wgmma."""
+    return "f32" if ab_type == "tf32" else ab_type
+
+
+def tma_type(ab_type: str) -> str:
+    """The element type the TMA descriptors are made for: the MLIR 22 lowering of
+    nvgpu.tma.create.descriptor knows no fp8 types (its CUDA driver enum stops at bf16/f32), so
+    fp8 tiles travel as ui8 (the same bytes)."""
+    return "ui8" if ELEMENT_BYTES[ab_type] == 1 else memory_type(ab_type)
 
 
 class KernelConfigError(ValueError):
@@ -54,8 +74,9 @@ class KernelConfigError(ValueError):
 
 
 def check_config(m: int, n: int, k: int, block_m: int, block_n: int, stages: int, consumers: int,
-                 specialize: int) -> dict:
+                 specialize: int, elem_bytes: int = 2, b_kmajor: int = 0) -> dict:
     """The derived sizes of a configuration, or KernelConfigError saying what is wrong."""
+    block_k = SWIZZLE_ROW // elem_bytes
     if consumers not in (1, 2):
         raise KernelConfigError(f"consumers={consumers}: 1 or 2 warpgroups")
     rows = block_m // consumers
@@ -69,6 +90,9 @@ def check_config(m: int, n: int, k: int, block_m: int, block_n: int, stages: int
     if consumers == 2 and rows != 64:
         raise KernelConfigError(f"block_m={block_m} with consumers=2: each consumer warpgroup takes 64 rows "
                                 "(block_m = 128); nvgpu.warpgroup.mma.store places warps by thread id")
+    if b_kmajor and rows != 64:
+        raise KernelConfigError(f"block_m={block_m} with consumers={consumers}: K-major B (fp8, tf32 or x @ w^T) "
+                                "needs 64 rows per consumer warpgroup (block_m=64, or block_m=128 consumers=2)")
     acc_regs = rows * block_n // WARPGROUP
     if acc_regs > 128:
         raise KernelConfigError(f"{rows}x{block_n} accumulator rows per warpgroup need {acc_regs} registers per "
@@ -77,15 +101,16 @@ def check_config(m: int, n: int, k: int, block_m: int, block_n: int, stages: int
     # fills the parts of a box outside the operand with zeros (they add nothing), the epilogue clamps
     # its C loads into the matrix and predicates its stores. What TMA itself needs: row strides that
     # are multiples of 16 bytes (K and N multiples of 8 halves); the epilogue moves 8 columns at once.
-    for dim, size in (("K", k), ("N", n)):
-        if size % EDGE_MULTIPLE:
-            raise KernelConfigError(f"{dim}={size} is not a multiple of {EDGE_MULTIPLE} (TMA row strides are "
+    for dim, size, multiple in (("K", k, max(16 // elem_bytes, 1) if b_kmajor else EDGE_MULTIPLE),
+                                ("N", n, EDGE_MULTIPLE)):
+        if size % multiple:
+            raise KernelConfigError(f"{dim}={size} is not a multiple of {multiple} (TMA row strides are "
                                     "multiples of 16 bytes; the epilogue writes 8 columns at once)")
     if min(m, n, k) < 1:
         raise KernelConfigError(f"empty matmul {m}x{n}x{k}")
     if stages < 2:
         raise KernelConfigError("stages must be at least 2")
-    a_bytes, b_bytes = block_m * BLOCK_K * 2, BLOCK_K * block_n * 2
+    a_bytes, b_bytes = block_m * SWIZZLE_ROW, block_n * SWIZZLE_ROW
     pipeline = stages * (a_bytes + b_bytes)
     epilogue = block_m * (block_n + ACC_PAD) * 4
     shared = max(pipeline, epilogue) + SWIZZLE_BYTES
@@ -94,7 +119,7 @@ def check_config(m: int, n: int, k: int, block_m: int, block_n: int, stages: int
                                 f"memory (at most {MAX_SHARED // 1024})")
     threads = WARPGROUP * (consumers + (1 if specialize else 0))
     return {"rows": rows, "a_bytes": a_bytes, "b_bytes": b_bytes, "shared": shared, "threads": threads,
-            "k_steps": -(-k // BLOCK_K), "grid_m": -(-m // block_m), "grid_n": -(-n // block_n),
+            "block_k": block_k, "k_steps": -(-k // block_k), "grid_m": -(-m // block_m), "grid_n": -(-n // block_n),
             "edge_m": m % block_m != 0, "edge_n": n % block_n != 0}
 
 
@@ -156,35 +181,50 @@ MARKABLE = ("linalg.matmul", "linalg.batch_matmul")
 
 def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: int = 128, stages: int = 4,
                 consumers: int = 1, specialize: int = 0, c_type: str = "f16", ab_type: str = "f16",
-                batch: int = 0) -> str:
+                batch: int = 0, b_kmajor: int = 0) -> str:
     """`func.func private @name(%A: memref<MxKx{ab_type}>, %B: memref<KxNx{ab_type}>, %C: memref<MxNx{c_type}>,
     %D: memref<MxNx{c_type}>)`: D = C + A x B (D may be C itself), f32 accumulation.
 
     batch > 0: the operands are memref<batch x ...> (linalg.batch_matmul); the kernel works on their
     row-collapsed 2-D views ((batch M) x K, (batch K) x N, (batch M) x N) with the batch as the grid's
     z: A boxes past row M of a batch read the next batch's rows, which reach only C rows past M (not
-    stored); B boxes past row K would read the next batch's rows, so K must be a multiple of 64."""
+    stored); B boxes past row K would read the next batch's rows, so K must be a multiple of 64.
+
+    b_kmajor=1: %B is memref<N x K> (the payload's x @ w^T), read K-major: the only B layout wgmma
+    takes for fp8 (f8E4M3FN, f8E5M2) and tf32 (ab_type "tf32": f32 buffers); f16/bf16 work either way."""
     if c_type not in C_TYPES:
         raise KernelConfigError(f"C of {c_type}: the wgmma kernel writes {' or '.join(C_TYPES)}")
-    if ab_type not in AB_TYPES:
-        raise KernelConfigError(f"A and B of {ab_type}: the wgmma kernel reads {' or '.join(AB_TYPES)}")
-    d = check_config(m, n, k, block_m, block_n, stages, consumers, specialize)
+    allowed = KMAJOR_TYPES if b_kmajor else AB_TYPES
+    if ab_type not in allowed:
+        extra = " (fp8 and tf32 need B transposed, K-major: the payload's x @ w^T)" if ab_type in KMAJOR_TYPES else ""
+        raise KernelConfigError(f"A and B of {ab_type}: the wgmma kernel reads {' or '.join(allowed)}{extra}")
+    eb = ELEMENT_BYTES[ab_type]
+    d = check_config(m, n, k, block_m, block_n, stages, consumers, specialize, eb, b_kmajor)
     rows, a_bytes, b_bytes, k_steps = d["rows"], d["a_bytes"], d["b_bytes"], d["k_steps"]
+    bk = d["block_k"]
     smem = "#gpu.address_space<workgroup>"
-    ab = ab_type
-    if batch and k % BLOCK_K:
+    mem = memory_type(ab_type)  # the operands' element type
+    ab = tma_type(ab_type)  # the TMA descriptors' and shared tiles' element type
+    wk = WGMMA_K_BYTES // eb  # K elements per wgmma instruction
+    if batch and not b_kmajor and k % BLOCK_K:
         raise KernelConfigError(f"batched K={k} is not a multiple of {BLOCK_K} (a B box past K would read the "
                                 "next batch's rows)")
-    rows_a, rows_b = max(batch, 1) * m, max(batch, 1) * k
-    ta, tb, tc = f"memref<{rows_a}x{k}x{ab}>", f"memref<{rows_b}x{n}x{ab}>", f"memref<{rows_a}x{n}x{c_type}>"
+    rows_a, rows_b = max(batch, 1) * m, max(batch, 1) * (n if b_kmajor else k)
+    b_cols = k if b_kmajor else n
+    ta, tb, tc = f"memref<{rows_a}x{k}x{mem}>", f"memref<{rows_b}x{b_cols}x{mem}>", f"memref<{rows_a}x{n}x{c_type}>"
     bar_t = f"!nvgpu.mbarrier.group<memorySpace = {smem}, num_barriers = {stages}>"
-    map_a = (f"!nvgpu.tensormap.descriptor<tensor = memref<{block_m}x{BLOCK_K}x{ab}, 3>, swizzle = swizzle_128b, "
+    b_box = f"{block_n}x{bk}" if b_kmajor else f"{BLOCK_K}x64"
+    map_a = (f"!nvgpu.tensormap.descriptor<tensor = memref<{block_m}x{bk}x{ab}, 3>, swizzle = swizzle_128b, "
              "l2promo = none, oob = zero, interleave = none>")
-    map_b = (f"!nvgpu.tensormap.descriptor<tensor = memref<{BLOCK_K}x64x{ab}, 3>, swizzle = swizzle_128b, "
+    map_b = (f"!nvgpu.tensormap.descriptor<tensor = memref<{b_box}x{ab}, 3>, swizzle = swizzle_128b, "
              "l2promo = none, oob = zero, interleave = none>")
     acc_t = f"!nvgpu.warpgroup.accumulator<fragmented = vector<{rows}x{block_n}xf32>>"
-    wa_t = f"!nvgpu.warpgroup.descriptor<tensor = memref<{rows}x{BLOCK_K}x{ab}, {smem}>>"
-    wb_t = f"!nvgpu.warpgroup.descriptor<tensor = memref<{BLOCK_K}x{block_n}x{ab}, {smem}>>"
+    if b_kmajor:  # one wgmma instruction's operands: the K extent is wk, the descriptors are advanced by hand
+        wa_t = f"!nvgpu.warpgroup.descriptor<tensor = memref<{rows}x{wk}x{ab_type}, {smem}>>"
+        wb_t = f"!nvgpu.warpgroup.descriptor<tensor = memref<{wk}x{block_n}x{ab_type}, {smem}>>"
+    else:
+        wa_t = f"!nvgpu.warpgroup.descriptor<tensor = memref<{rows}x{BLOCK_K}x{ab}, {smem}>>"
+        wb_t = f"!nvgpu.warpgroup.descriptor<tensor = memref<{BLOCK_K}x{block_n}x{ab}, {smem}>>"
     dyn_t = f"memref<?xi8, {smem}>"
     b_base = stages * a_bytes  # byte offset of the B slots after the A slots
     stride = block_n + ACC_PAD  # floats per row of the accumulator tile in shared memory
@@ -195,7 +235,8 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
     out = [f'memref.global "private" @{cache} : memref<4xi64> = dense<0>',
            f"func.func private @{name}(%A: {ta}, %B: {tb}, %C: {tc}, %D: {tc}) {{"]
     if batch:  # the 3-D operands, collapsed to the 2-D views the kernel works on
-        ta3, tb3 = f"memref<{batch}x{m}x{k}x{ab}>", f"memref<{batch}x{k}x{n}x{ab}>"
+        ta3 = f"memref<{batch}x{m}x{k}x{mem}>"
+        tb3 = f"memref<{batch}x{n}x{k}x{mem}>" if b_kmajor else f"memref<{batch}x{k}x{n}x{mem}>"
         tc3 = f"memref<{batch}x{m}x{n}x{c_type}>"
         out[-1] = f"func.func private @{name}(%A3: {ta3}, %B3: {tb3}, %C3: {tc3}, %D3: {tc3}) {{"
         for v, t3, t2 in (("A", ta3, ta), ("B", tb3, tb), ("C", tc3, tc), ("D", tc3, tc)):
@@ -205,6 +246,10 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
     cache_ref = t.val(f"memref.get_global @{cache} : memref<4xi64>", "cache")
 
     def descriptor(operand: str, ty: str, box: str, map_t: str, slot: int, hint: str) -> str:
+        if ab != mem:  # fp8 buffers: the same bytes as ui8 (see tma_type); folded away by the LLVM lowering
+            as_bytes = ty.replace(f"x{mem}>", f"x{ab}>")
+            operand = t.val(f"builtin.unrealized_conversion_cast {operand} : {ty} to {as_bytes}", "bytes")
+            ty = as_bytes
         ptr = t.val(f"memref.extract_aligned_pointer_as_index {operand} : {ty} -> index", "ptr")
         ptr64 = t.val(f"arith.index_cast {ptr} : index to i64", "ptr64")
         old = t.val(f"memref.load {cache_ref}[{t.const(slot)}] : memref<4xi64>", "cached")
@@ -224,8 +269,9 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
         return t.val(f"builtin.unrealized_conversion_cast {back} : !llvm.ptr to {map_t}", hint)
 
     c64 = t.const(64)
-    desc_a = descriptor("%A", ta, f"{t.const(block_m)}, {c64}", map_a, 0, "descA")
-    desc_b = descriptor("%B", tb, f"{c64}, {c64}", map_b, 2, "descB")
+    cbk = t.const(bk)
+    desc_a = descriptor("%A", ta, f"{t.const(block_m)}, {cbk}", map_a, 0, "descA")
+    desc_b = descriptor("%B", tb, f"{t.const(block_n)}, {cbk}" if b_kmajor else f"{c64}, {c64}", map_b, 2, "descB")
     shm = t.const(d["shared"], "i32")
     tiles = d["grid_m"] * d["grid_n"]
     gx, gy, one, nthreads = t.const(tiles), t.const(1), t.const(1), t.const(d["threads"])
@@ -253,7 +299,7 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
         m0 = t.val(f"arith.muli {tile_m}, {t.const(block_m)} : index", "m0")
         # the batch's first rows of A / C and of B in the collapsed views
         a_row0 = t.val(f"arith.muli %bz, {t.const(m)} : index", "arow0") if batch else None
-        b_row0 = t.val(f"arith.muli %bz, {t.const(k)} : index", "brow0") if batch else None
+        b_row0 = t.val(f"arith.muli %bz, {t.const(n if b_kmajor else k)} : index", "brow0") if batch else None
         am0 = t.val(f"arith.addi {m0}, {a_row0} : index", "am0") if batch else m0
         n0 = t.val(f"arith.muli {tile_n}, {t.const(block_n)} : index", "n0")
         dyn = t.val(f"gpu.dynamic_shared_memory : {dyn_t}", "dyn")
@@ -307,38 +353,61 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                     prev = t.val(f"arith.subi {rnd}, {t.const(1)} : index", "prev")
                     t.emit(f"nvgpu.mbarrier.try_wait.parity {empty}[{s}], {parity(prev)}, {ticks} : {bar_t}")
             t.emit(f"nvgpu.mbarrier.arrive.expect_tx {full}[{s}], {t.const(tx)} : {bar_t}")
-            kc = t.val(f"arith.muli {j}, {t.const(BLOCK_K)} : index", "kc")
-            a_dst = slot_view(a_slot(s), f"{block_m}x{BLOCK_K}", "adst")
+            kc = t.val(f"arith.muli {j}, {t.const(bk)} : index", "kc")
+            a_dst = slot_view(a_slot(s), f"{block_m}x{bk}", "adst")
             t.emit(f"nvgpu.tma.async.load {desc_a}[{kc}, {am0}], {full}[{s}] to {a_dst} : {map_a}, {bar_t} -> "
-                   f"memref<{block_m}x{BLOCK_K}x{ab}, {smem}>")
+                   f"memref<{block_m}x{bk}x{ab}, {smem}>")
             b_off = b_slot(s)
-            bk = t.val(f"arith.addi {kc}, {b_row0} : index", "bk") if batch else kc
+            if b_kmajor:  # one box of block_n rows (N) x one swizzle row of K
+                dst = slot_view(b_off, b_box, "bdst")
+                brow = t.val(f"arith.addi {n0}, {b_row0} : index", "bn0") if batch else n0
+                t.emit(f"nvgpu.tma.async.load {desc_b}[{kc}, {brow}], {full}[{s}] to {dst} : {map_b}, {bar_t} -> "
+                       f"memref<{b_box}x{ab}, {smem}>")
+                return
+            b_k0 = t.val(f"arith.addi {kc}, {b_row0} : index", "bk") if batch else kc
             for piece in range(block_n // 64):
                 off = t.val(f"arith.addi {b_off}, {t.const(piece * BLOCK_K * 64 * 2)} : index", "bpoff")
                 dst = slot_view(off, f"{BLOCK_K}x64", "bdst")
                 col = t.val(f"arith.addi {n0}, {t.const(piece * 64)} : index", "ncol")
-                t.emit(f"nvgpu.tma.async.load {desc_b}[{col}, {bk}], {full}[{s}] to {dst} : {map_b}, {bar_t} -> "
+                t.emit(f"nvgpu.tma.async.load {desc_b}[{col}, {b_k0}], {full}[{s}] to {dst} : {map_b}, {bar_t} -> "
                        f"memref<{BLOCK_K}x64x{ab}, {smem}>")
 
         def consume(ksteps: str) -> None:
             """A consumer warpgroup's main loop, then its accumulators into shared memory."""
             acc0 = t.val(f"nvgpu.warpgroup.mma.init.accumulator -> {acc_t}", "acc")
             wg_first = t.val(f"arith.cmpi eq, {lane}, {t.const(0)} : index", "wgfirst")
-            a_rows_off = t.val(f"arith.muli {wg}, {t.const(rows * BLOCK_K * 2)} : index", "arows")
+            a_rows_off = t.val(f"arith.muli {wg}, {t.const(rows * SWIZZLE_ROW)} : index", "arows")
             with t.region(f"%accf = scf.for %k = {t.const(0)} to {ksteps} step {t.const(1)} "
                           f"iter_args(%acc_in = {acc0}) -> ({acc_t})"):
                 s = t.val(f"arith.remui %k, {t.const(stages)} : index", "s")
                 rnd = t.val(f"arith.divui %k, {t.const(stages)} : index", "round")
                 t.emit(f"nvgpu.mbarrier.try_wait.parity {full}[{s}], {parity(rnd)}, {ticks} : {bar_t}")
                 a_off = t.val(f"arith.addi {a_slot(s)}, {a_rows_off} : index", "aoff")
-                a_tile = slot_view(a_off, f"{rows}x{BLOCK_K}", "atile")
-                b_tile = slot_view(b_slot(s), f"{BLOCK_K}x{block_n}", "btile")
-                da = t.val(f"nvgpu.warpgroup.generate.descriptor {a_tile}, {desc_a} : "
-                           f"memref<{rows}x{BLOCK_K}x{ab}, {smem}>, {map_a} -> {wa_t}", "da")
-                db = t.val(f"nvgpu.warpgroup.generate.descriptor {b_tile}, {desc_b} : "
-                           f"memref<{BLOCK_K}x{block_n}x{ab}, {smem}>, {map_b} -> {wb_t}", "db")
-                acc = t.val(f"nvgpu.warpgroup.mma {da}, {db}, %acc_in {{transposeB, waitGroup = 1 : i64}} : "
-                            f"{wa_t}, {wb_t}, {acc_t} -> {acc_t}", "accn")
+                if b_kmajor:
+                    # 4 wgmma per step, each on the next 32 bytes of the swizzled rows of A and B (the
+                    # upstream lowering advances a K-major B descriptor by whole rows: not usable here)
+                    acc, b_off = "%acc_in", b_slot(s)
+                    for part in range(SWIZZLE_ROW // WGMMA_K_BYTES):
+                        shift = t.const(part * WGMMA_K_BYTES)
+                        a_part = t.val(f"arith.addi {a_off}, {shift} : index", "apart") if part else a_off
+                        b_part = t.val(f"arith.addi {b_off}, {shift} : index", "bpart") if part else b_off
+                        a_tile = slot_view(a_part, f"{rows}x{bk}", "atile")
+                        b_tile = slot_view(b_part, b_box, "btile")
+                        da = t.val(f"nvgpu.warpgroup.generate.descriptor {a_tile}, {desc_a} : "
+                                   f"memref<{rows}x{bk}x{ab}, {smem}>, {map_a} -> {wa_t}", "da")
+                        db = t.val(f"nvgpu.warpgroup.generate.descriptor {b_tile}, {desc_b} : "
+                                   f"memref<{b_box}x{ab}, {smem}>, {map_b} -> {wb_t}", "db")
+                        acc = t.val(f"nvgpu.warpgroup.mma {da}, {db}, {acc} {{waitGroup = 1 : i64}} : "
+                                    f"{wa_t}, {wb_t}, {acc_t} -> {acc_t}", "accn")
+                else:
+                    a_tile = slot_view(a_off, f"{rows}x{BLOCK_K}", "atile")
+                    b_tile = slot_view(b_slot(s), f"{BLOCK_K}x{block_n}", "btile")
+                    da = t.val(f"nvgpu.warpgroup.generate.descriptor {a_tile}, {desc_a} : "
+                               f"memref<{rows}x{BLOCK_K}x{ab}, {smem}>, {map_a} -> {wa_t}", "da")
+                    db = t.val(f"nvgpu.warpgroup.generate.descriptor {b_tile}, {desc_b} : "
+                               f"memref<{BLOCK_K}x{block_n}x{ab}, {smem}>, {map_b} -> {wb_t}", "db")
+                    acc = t.val(f"nvgpu.warpgroup.mma {da}, {db}, %acc_in {{transposeB, waitGroup = 1 : i64}} : "
+                                f"{wa_t}, {wb_t}, {acc_t} -> {acc_t}", "accn")
                 # step k-1's wgmma is complete (at most one group in flight): release its slot
                 has_prev = t.val(f"arith.cmpi uge, %k, {t.const(1)} : index", "hasprev")
                 rel = t.val(f"arith.andi {has_prev}, {wg_first} : i1", "release")
@@ -469,13 +538,17 @@ def rewrite_marked(module) -> int:
     for op in marked:
         if len(op.results):
             raise KernelConfigError("the marked matmul has tensor results: the rewrite runs after bufferization")
-        if has_custom_indexing_maps(op):
-            raise KernelConfigError("the marked matmul has custom indexing maps (transposed operands)")
-        types = [v.type for v in op.operands]
         rank = 3 if op.name == "linalg.batch_matmul" else 2
+        b_kmajor = 0
+        if has_custom_indexing_maps(op):
+            if _indexing_maps(op) != TRANSPOSED_B_MAPS[rank]:
+                raise KernelConfigError("the marked matmul has custom indexing maps other than a transposed B "
+                                        f"(x @ w^T): {_indexing_maps(op)}")
+            b_kmajor = 1
+        types = [v.type for v in op.operands]
         shapes = []
         for what, ty in zip("ABC", types):
-            allowed = C_TYPES if what == "C" else AB_TYPES
+            allowed = C_TYPES if what == "C" else (AB_TYPES + ("f32",) + KMAJOR_TYPES[2:4])
             if not isinstance(ty, ir.MemRefType) or str(ty.element_type) not in allowed or ty.rank != rank:
                 raise KernelConfigError(f"operand {what} is {ty}: the wgmma kernel takes rank-{rank} memrefs of "
                                         f"{' or '.join(allowed)}")
@@ -490,6 +563,8 @@ def rewrite_marked(module) -> int:
                 raise KernelConfigError(f"operand batch sizes {sorted(batches)} differ")
             batch = batches.pop()
         (m, k), (k2, n), (m2, n2) = shapes
+        if b_kmajor:
+            k2, n = n, k2
         if (k, m, n) != (k2, m2, n2):
             raise KernelConfigError(f"operand shapes {shapes} do not form a matmul")
         cfg = _config(op.attributes[MARK])
@@ -497,7 +572,14 @@ def rewrite_marked(module) -> int:
             cfg["batch"] = batch
         cfg["c_type"] = str(types[2].element_type)
         cfg["ab_type"] = str(types[0].element_type)
-        if str(types[1].element_type) != cfg["ab_type"]:
+        if cfg["ab_type"] == "f32":
+            if not cfg["tf32"]:
+                raise KernelConfigError("f32 operands: the wgmma kernel reads them as tf32 only when asked "
+                                        "(matmul_wgmma tf32=1)")
+            cfg["ab_type"] = "tf32"
+        del cfg["tf32"]
+        cfg["b_kmajor"] = b_kmajor
+        if str(types[1].element_type) != str(types[0].element_type):
             raise KernelConfigError(f"A is {types[0]} but B is {types[1]}: the wgmma kernel takes one operand type")
         name = kernel_name(m, n, k, cfg)
         if name not in existing:
@@ -514,6 +596,20 @@ def rewrite_marked(module) -> int:
             copy.erase()
         op.erase()
     return len(marked)
+
+
+TRANSPOSED_B_MAPS = {
+    2: ["affine_map<(d0, d1, d2) -> (d0, d2)>", "affine_map<(d0, d1, d2) -> (d1, d2)>",
+        "affine_map<(d0, d1, d2) -> (d0, d1)>"],
+    3: ["affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>", "affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>",
+        "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>"],
+}
+
+
+def _indexing_maps(op) -> list[str]:
+    from mlir import ir
+
+    return [str(m) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
 
 
 def _copy_of_result(matmul, c):

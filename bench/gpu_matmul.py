@@ -7,6 +7,10 @@
 Cases: f16 and bf16 (operands and result) 4096^3, 8192^3, 1000^3, 2048x4096x1024, 4096x4096x512,
 batch 16 x 1024^3; f32 2048^3 through the opt-in TF32 schedule (matmul_tf32, against torch with TF32
 allowed, tolerance 5e-3); the f32 MLP of examples/mlp.mlir (against eager torch, TF32 off).
+K-major cases (the payload is C + A B^T, B stored N x K as in x @ w^T, read by the wgmma kernel with
+K-major B): fp8 e4m3 / e5m2 operands with a bf16 C (f32 accumulation) against `torch._scaled_mm`
+(scales 1.0, bf16 out, B column-major: the same bytes; it adds no C, the workbench kernel reads C
+too), and f32 operands read as tf32 (`matmul_wgmma tf32=1`) against `torch.addmm` with TF32 allowed.
 Each workbench run: seeded uniform(-1, 1) inputs, device buffers filled before the timed loop,
 `iterations` timed calls (stream synchronized before the second rtclock), median. Every case is
 checked: its saved inputs go through torch on the GPU (float32, TF32 off) and the workbench's output
@@ -36,7 +40,16 @@ SHAPES = [("4096", 0, 4096, 4096, 4096), ("8192", 0, 8192, 8192, 8192), ("1000",
           ("2048x4096x1024", 0, 2048, 4096, 1024), ("4096x4096x512", 0, 4096, 4096, 512),
           ("b16x1024", 16, 1024, 1024, 1024)]
 DTYPES = ("f16", "bf16")
-TOLERANCE = {"f16": 2e-2, "bf16": 3e-2, "f32": 1e-4, "tf32": 5e-3}
+TOLERANCE = {"f16": 2e-2, "bf16": 3e-2, "f32": 1e-4, "tf32": 5e-3, "f8E4M3FN": 3e-2, "f8E5M2": 3e-2,
+             "tf32wg": 5e-3}
+# K-major cases: (name, operand type, (batch, m, n, k)) with the payload C + A B^T
+KMAJOR_CASES = [("e4m3_4096", "f8E4M3FN", (0, 4096, 4096, 4096)), ("e4m3_8192", "f8E4M3FN", (0, 8192, 8192, 8192)),
+                ("e4m3_2048x4096x1024", "f8E4M3FN", (0, 2048, 4096, 1024)),
+                ("e5m2_4096", "f8E5M2", (0, 4096, 4096, 4096)),
+                ("tf32wg_4096", "tf32wg", (0, 4096, 4096, 4096)), ("tf32wg_2048", "tf32wg", (0, 2048, 2048, 2048))]
+KMAJOR_SCHEDULES = ["pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=256 consumers=2 stages=4%s}",
+                    "pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=256 consumers=2 stages=4 specialize=1%s}",
+                    "pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=128 consumers=2 stages=6%s}"]
 # the opt-in TF32 schedule (f32 payload, tensor cores) against torch with TF32 allowed
 TF32_SCHEDULES = ["pipelines/cuda/matmul.py[gen=matmul_tf32]{block_m=64 block_n=64 block_k=32 warp_m=32 warp_n=32 stages=3}",
                   "pipelines/cuda/matmul.py[gen=matmul_tf32]{block_m=128 block_n=64 block_k=16 warp_m=64 warp_n=32 stages=4}"]
@@ -48,6 +61,56 @@ def payload(batch: int, m: int, n: int, k: int, dtype: str) -> str:
     a, b, c = (f"tensor<{pre}{m}x{k}x{dtype}>", f"tensor<{pre}{k}x{n}x{dtype}>", f"tensor<{pre}{m}x{n}x{dtype}>")
     return (f"func.func @mm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
             f"  %0 = {op} ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
+
+
+def kmajor_payload(m: int, n: int, k: int, ab: str, c_type: str) -> str:
+    """C + A B^T with B stored N x K (linalg.matmul with a transposed B indexing map)."""
+    a, b, c = f"tensor<{m}x{k}x{ab}>", f"tensor<{n}x{k}x{ab}>", f"tensor<{m}x{n}x{c_type}>"
+    maps = ("affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, "
+            "affine_map<(d0, d1, d2) -> (d0, d1)>")
+    return (f"func.func @mm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
+            f"  %0 = linalg.matmul indexing_maps = [{maps}] ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n"
+            f"  return %0 : {c}\n}}\n")
+
+
+def torch_kmajor(m: int, n: int, k: int, dtype: str) -> float:
+    """cuBLAS on A B^T: fp8 through torch._scaled_mm (scales 1.0, bf16 out), tf32 through addmm."""
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.rand(m, k, device="cuda", generator=g) * 2 - 1
+    w = torch.rand(n, k, device="cuda", generator=g) * 2 - 1
+    calls = 50 if m * n * k <= 2 ** 36 else 20
+    if dtype == "tf32wg":
+        c = torch.rand(m, n, device="cuda", generator=g) * 2 - 1
+        torch.backends.cuda.matmul.allow_tf32 = True
+        try:
+            return timed(lambda: torch.addmm(c, a, w.t()), calls)
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = False
+    f8 = {"f8E4M3FN": torch.float8_e4m3fn, "f8E5M2": torch.float8_e5m2}[dtype]
+    a8, w8 = a.to(f8), w.to(f8)
+    one = torch.ones((), device="cuda")
+    if dtype == "f8E5M2":  # cuBLAS takes e5m2 x e5m2 not at all: e5m2 A with e4m3 B (the fastest it has)
+        w8 = w.to(torch.float8_e4m3fn)
+    return timed(lambda: torch._scaled_mm(a8, w8.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16), calls)
+
+
+def check_kmajor(out: Path, dtype: str) -> float:
+    import ml_dtypes
+    import torch
+
+    one_byte = {"f8E4M3FN": ml_dtypes.float8_e4m3fn, "f8E5M2": ml_dtypes.float8_e5m2}.get(dtype)
+
+    def load(x):
+        if x.dtype.kind == "V" and x.dtype.itemsize == 1:
+            x = x.view(one_byte)
+        return _torch_tensor(x, torch)
+
+    a, b, c = (load(x) for x in _load(out, "input"))
+    want = c + torch.matmul(a, b.t())
+    got = load(_load(out, "output")[0])
+    return float((got - want).abs().max() / want.abs().max())
 
 
 def workbench_run(src: Path, schedule: str, iterations: int, out: Path, timeout: int) -> dict:
@@ -176,13 +239,23 @@ def main() -> int:
             schedules.append(f"pipelines/cuda/matmul.py[{first}]{{{params}}}")
     rows, ratios, failed = [], {}, []
     cases = [(f"{dtype}_{key}", dtype, shape) for dtype in DTYPES for key, *shape in SHAPES] + [
-        ("tf32_2048", "tf32", (0, 2048, 2048, 2048)), ("mlp_f32", "f32", None)]
+        ("tf32_2048", "tf32", (0, 2048, 2048, 2048)), ("mlp_f32", "f32", None)] + KMAJOR_CASES
     for name, dtype, shape in cases:
         if wanted and not any(w in name for w in wanted):
             continue
-        if shape is None:  # the MLP example
+        kmajor = (name, dtype, shape) in KMAJOR_CASES
+        if kmajor:
+            batch, m, n, k = shape
+            src = work / f"{name}.mlir"
+            src.write_text(kmajor_payload(m, n, k, "f32" if dtype == "tf32wg" else dtype,
+                                          "f32" if dtype == "tf32wg" else "bf16"))
+            flops = 2.0 * m * n * k
+            runs = ([sch % (" tf32=1" if dtype == "tf32wg" else "") for sch in KMAJOR_SCHEDULES]
+                    if not args.configs else schedules)
+            ref, ref_s = None, torch_kmajor(m, n, k, dtype)
+        elif shape is None:  # the MLP example
             src, flops = ROOT / "examples/mlp.mlir", 2.0 * 128 * (256 * 512 + 512 * 512 + 512 * 128)
-            runs = [""]
+            runs, ref = [""], None
         else:
             batch, m, n, k = shape
             src = work / f"{name}.mlir"
@@ -198,7 +271,9 @@ def main() -> int:
                 print(f"FAILED {name} {schedule or 'select'}: {r['error'][-1500:]}", flush=True)
                 failed.append(name)
                 continue
-            if shape is None:
+            if kmajor:
+                err = check_kmajor(out, dtype)
+            elif shape is None:
                 ref_s, err = mlp_reference(out)
             else:
                 err = check_matmul(out)
@@ -209,7 +284,7 @@ def main() -> int:
             print(f"{name}: {r['selected']}: {t * 1e3:.3f} ms ({flops / t / 1e12:.1f} TFLOP/s), torch "
                   f"{ref_s * 1e3:.3f} ms ({flops / ref_s / 1e12:.1f}), ratio {ratio:.3f}, max rel err {err:.2e} "
                   f"{'ok' if good else 'WRONG'}"
-                  + (f" (torch matmul without C: {ref['matmul'] * 1e3:.3f} ms)" if shape else ""), flush=True)
+                  + (f" (torch matmul without C: {ref['matmul'] * 1e3:.3f} ms)" if ref else ""), flush=True)
             if good:
                 ratios[name] = max(ratios.get(name, 0.0), ratio)
             elif name not in failed:

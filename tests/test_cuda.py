@@ -321,6 +321,20 @@ def test_matmul_wgmma_kmajor_b_lowers(ctx, tmp_path, ab, c_type, params, wgmma):
     assert "unrealized_conversion_cast" not in ir
 
 
+def test_selector_picks_kmajor_wgmma_for_fp8(ctx, tmp_path):
+    """fp8 x @ w^T: `select` picks the K-major wgmma kernel (64 rows per consumer warpgroup)."""
+    mm = cuda_matmul_module()
+    gen, params = mm.select(4096, 4096, 4096, "bf16", "sm_90a", "f8E4M3FN")
+    assert gen == "matmul_wgmma" and params["block_m"] // params["consumers"] == 64, params
+    assert mm.select(4096, 4096, 4096, "bf16", "sm_80", "f8E4M3FN")[0] != "matmul_wgmma"
+    ok(ctx, f"load {transposed_b_payload(tmp_path, 512, 384, 256, 'f8E5M2', 'f32')}")
+    ok(ctx, "target cuda")
+    res = ok(ctx, "select --apply")
+    assert any("gen=matmul_wgmma" in spec for spec in _selected_specs(res)), res.data
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    assert "wgmma.mma_async.sync.aligned.m64n" in ptx_of(ctx.session.current_ir)
+
+
 @pytest.mark.parametrize("ab, c_type, params, message", [
     ("f8E4M3FN", "f32", "block_m=128 block_n=128", "needs 64 rows per consumer warpgroup"),
     ("f32", "f32", "block_m=128 block_n=128 consumers=2", "tf32=1"),

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from conftest import load_npys as _load, matmul_payload, ok
-from cuda_helpers import check_matmul_run, cuda_matmul_module, lowered_host_calls, needs_gpu, ptx_of
+from cuda_helpers import as_float64, check_matmul_run, cuda_matmul_module, lowered_host_calls, needs_gpu, ptx_of
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -335,6 +335,40 @@ def test_selector_picks_kmajor_wgmma_for_fp8(ctx, tmp_path):
     assert "wgmma.mma_async.sync.aligned.m64n" in ptx_of(ctx.session.current_ir)
 
 
+def epilogue_payload(tmp_path: Path, m: int, n: int, k: int, ty: str, kind: str) -> Path:
+    """C + A x B followed by an elementwise generic: `bias_relu` (row-vector bias, then max with 0) or
+    `residual` (+ an M x N matrix, times 0.5)."""
+    a, b, c, row = f"tensor<{m}x{k}x{ty}>", f"tensor<{k}x{n}x{ty}>", f"tensor<{m}x{n}x{ty}>", f"tensor<{n}x{ty}>"
+    ident, bcast = "affine_map<(d0, d1) -> (d0, d1)>", "affine_map<(d0, d1) -> (d1)>"
+    extra, extra_t, second_map = (row, row, bcast) if kind == "bias_relu" else (c, c, ident)
+    body = ("%s = arith.addf %x, %y : T\n    %z = arith.constant 0.0 : T\n    %r = arith.maximumf %s, %z : T"
+            if kind == "bias_relu" else
+            "%s = arith.addf %x, %y : T\n    %h = arith.constant 0.5 : T\n    %r = arith.mulf %s, %h : T").replace("T", ty)
+    p = tmp_path / f"mm_{kind}_{m}x{n}x{k}_{ty}.mlir"
+    p.write_text(f"func.func @lin(%A: {a}, %B: {b}, %C: {c}, %E: {extra_t}) -> {c} {{\n"
+                 f"  %0 = linalg.matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n"
+                 f"  %e = tensor.empty() : {c}\n"
+                 f"  %1 = linalg.generic {{indexing_maps = [{ident}, {second_map}, {ident}], iterator_types = "
+                 f"[\"parallel\", \"parallel\"]}} ins(%0, %E : {c}, {extra}) outs(%e : {c}) {{\n"
+                 f"  ^bb0(%x: {ty}, %y: {ty}, %o: {ty}):\n    {body}\n    linalg.yield %r : {ty}\n  }} -> {c}\n"
+                 f"  return %1 : {c}\n}}\n")
+    return p
+
+
+@pytest.mark.parametrize("kind, ty, fused_op", [("bias_relu", "f16", "max.NaN.f32"), ("residual", "bf16", "mul.rn.f32")])
+def test_wgmma_fuses_elementwise_epilogue(ctx, tmp_path, kind, ty, fused_op):
+    """matmul + bias + relu (or + residual, * 0.5): the elementwise generic runs in the wgmma kernel's
+    epilogue (one kernel, no second pass over the result), in f32 on the rounded matmul result."""
+    ok(ctx, f"load {epilogue_payload(tmp_path, 256, 256, 512, ty, kind)}")
+    ok(ctx, "target cuda")
+    ok(ctx, "select --apply")
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    ptx = ptx_of(ctx.session.current_ir)
+    entries = re.findall(r"\.entry (\w+)", ptx)
+    assert len(entries) == 1 and entries[0].startswith("lh_wgmma_matmul_256x256x512_"), entries
+    assert fused_op in ptx
+
+
 @pytest.mark.parametrize("ab, c_type, params, message", [
     ("f8E4M3FN", "f32", "block_m=128 block_n=128", "needs 64 rows per consumer warpgroup"),
     ("f32", "f32", "block_m=128 block_n=128 consumers=2", "tf32=1"),
@@ -607,6 +641,22 @@ def test_gpu_matmul_wgmma_kmajor_b_checked(ctx, tmp_path, shape, ab, c_type, par
     ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{{{params}}}")
     check_matmul_run(ctx, tmp_path, tol, transpose_b=True, one_byte=one_byte or "float8_e4m3fn",
                      cpu_check=not one_byte)
+
+
+@needs_gpu
+@pytest.mark.parametrize("shape, ty, kind", [((200, 264, 136), "f16", "bias_relu"), ((256, 512, 1024), "bf16", "residual")])
+def test_gpu_wgmma_fused_epilogue_checked(ctx, tmp_path, shape, ty, kind):
+    """The fused epilogue against the CPU reference (--check) and numpy."""
+    ok(ctx, f"load {epilogue_payload(tmp_path, *shape, ty, kind)}")
+    ok(ctx, "target cuda")
+    ok(ctx, "select --apply")
+    res = ok(ctx, f"run --target cuda --check --iterations 3 --save-outputs {tmp_path / 'o'}")
+    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+    a, b, c, e = (as_float64(x) for x in _load(tmp_path / "o", "input"))
+    got = as_float64(_load(tmp_path / "o", "output")[0])
+    mm = c + a @ b
+    want = np.maximum(mm + e, 0) if kind == "bias_relu" else (mm + e) * 0.5
+    assert np.abs(got - want).max() / np.abs(want).max() < 3e-2
 
 
 @needs_gpu

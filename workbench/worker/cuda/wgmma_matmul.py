@@ -181,7 +181,7 @@ MARKABLE = ("linalg.matmul", "linalg.batch_matmul")
 
 def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: int = 128, stages: int = 4,
                 consumers: int = 1, specialize: int = 0, c_type: str = "f16", ab_type: str = "f16",
-                batch: int = 0, b_kmajor: int = 0) -> str:
+                batch: int = 0, b_kmajor: int = 0, epilogue: dict | None = None) -> str:
     """`func.func private @name(%A: memref<MxKx{ab_type}>, %B: memref<KxNx{ab_type}>, %C: memref<MxNx{c_type}>,
     %D: memref<MxNx{c_type}>)`: D = C + A x B (D may be C itself), f32 accumulation.
 
@@ -189,6 +189,12 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
     row-collapsed 2-D views ((batch M) x K, (batch K) x N, (batch M) x N) with the batch as the grid's
     z: A boxes past row M of a batch read the next batch's rows, which reach only C rows past M (not
     stored); B boxes past row K would read the next batch's rows, so K must be a multiple of 64.
+
+    epilogue: the elementwise op that followed the matmul, fused (see EPILOGUE_OPS and
+    `_epilogue_of`): {"args": [("row" | "full", element type), ...], "ops": [(op name, [operand refs])],
+    "result": ref}; refs are "acc" (the matmul's result, rounded to C's type), "arg<i>" (extra operand
+    i: a row vector memref<N> or a memref<MxN>), "op<j>" (op j's result) and "const:<float>". The
+    function then takes those operands after %D, and writes the op's result into %D.
 
     b_kmajor=1: %B is memref<N x K> (the payload's x @ w^T), read K-major: the only B layout wgmma
     takes for fp8 (f8E4M3FN, f8E5M2) and tf32 (ab_type "tf32": f32 buffers); f16/bf16 work either way."""
@@ -206,6 +212,8 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
     mem = memory_type(ab_type)  # the operands' element type
     ab = tma_type(ab_type)  # the TMA descriptors' and shared tiles' element type
     wk = WGMMA_K_BYTES // eb  # K elements per wgmma instruction
+    if epilogue and batch:
+        raise KernelConfigError("a fused epilogue on a batched matmul is not supported")
     if batch and not b_kmajor and k % BLOCK_K:
         raise KernelConfigError(f"batched K={k} is not a multiple of {BLOCK_K} (a B box past K would read the "
                                 "next batch's rows)")
@@ -232,8 +240,11 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
 
     t = _Text()
     cache = f"{name}_tma_cache"
+    epi_args = [(f"%E{i}", f"memref<{n}x{ety}>" if kind == "row" else f"memref<{m}x{n}x{ety}>", kind, ety)
+                for i, (kind, ety) in enumerate((epilogue or {}).get("args", []))]
+    extra = "".join(f", {v}: {ty}" for v, ty, _, _ in epi_args)
     out = [f'memref.global "private" @{cache} : memref<4xi64> = dense<0>',
-           f"func.func private @{name}(%A: {ta}, %B: {tb}, %C: {tc}, %D: {tc}) {{"]
+           f"func.func private @{name}(%A: {ta}, %B: {tb}, %C: {tc}, %D: {tc}{extra}) {{"]
     if batch:  # the 3-D operands, collapsed to the 2-D views the kernel works on
         ta3 = f"memref<{batch}x{m}x{k}x{mem}>"
         tb3 = f"memref<{batch}x{n}x{k}x{mem}>" if b_kmajor else f"memref<{batch}x{k}x{n}x{mem}>"
@@ -436,7 +447,32 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                              f"memref<{rows}x{stride}xf32, {smem}> to {acc_t_mem}", "accsmem")
             t.emit(f"nvgpu.warpgroup.mma.store %accf, {acc_smem} : {acc_t} to {acc_t_mem}")
 
-        def epilogue() -> None:
+        def fused(cv: str, av: str, gr: str, gc: str) -> str:
+            """C + acc rounded to C's type (the matmul's result), then the fused elementwise op in f32."""
+            v8 = "vector<8xf32>"
+
+            def widen(x: str, ety: str) -> str:
+                return x if ety == "f32" else t.val(f"arith.extf {x} : vector<8x{ety}> to {v8}", "w")
+
+            vals = {"acc": t.val(f"arith.addf {widen(cv, c_type)}, {av} : {v8}", "sum")}
+            if c_type != "f32":  # the matmul's result as stored (rounded once), then widened again
+                rounded = t.val(f"arith.truncf {vals['acc']} : {v8} to vector<8x{c_type}>", "rnd")
+                vals["acc"] = widen(rounded, c_type)
+            for i, (v, ty, kind, ety) in enumerate(epi_args):
+                where = f"{gc}" if kind == "row" else f"{gr}, {gc}"
+                vals[f"arg{i}"] = widen(t.val(f"vector.load {v}[{where}] : {ty}, vector<8x{ety}>", "ev"), ety)
+            for j, (opname, refs) in enumerate(epilogue["ops"]):
+                args = []
+                for ref in refs:
+                    if ref.startswith("const:"):
+                        args.append(t.val(f"arith.constant dense<{float(ref[6:])!r}> : {v8}", "k"))
+                    else:
+                        args.append(vals[ref])
+                vals[f"op{j}"] = t.val(f"{opname} {', '.join(args)} : {v8}", "ep")
+            res = vals[epilogue["result"]]
+            return res if c_type == "f32" else t.val(f"arith.truncf {res} : {v8} to vector<8x{c_type}>", "o")
+
+        def write_back() -> None:
             """The consumer threads: C[m0 + r, n0 + c .. c+7] += acc[r, c .. c+7], 8 halves (16 bytes) per
             thread and step; `unroll` steps issue their C loads before any store, so the global-memory
             latency is paid once per group rather than once per step."""
@@ -476,7 +512,9 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                     guard = t.region(f"scf.if {inside[0]}") if inside else contextlib.nullcontext()
                     guard.__enter__()
                     av = t.val(f"vector.load {whole}[{r}, {c}] : {whole_t}, vector<8xf32>", "av")
-                    if c_type == "f32":
+                    if epilogue:
+                        o = fused(cv, av, gr, gc)
+                    elif c_type == "f32":
                         o = t.val(f"arith.addf {cv}, {av} : vector<8xf32>", "sum")
                     else:
                         cw = t.val(f"arith.extf {cv} : vector<8x{c_type}> to vector<8xf32>", "cw")
@@ -506,7 +544,7 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                 t.emit("nvvm.setmaxregister increase 232")
             consume(ksteps)
         t.emit("gpu.barrier")
-        epilogue()
+        write_back()
         t.emit("gpu.terminator")
     t.emit("return")
     return "\n".join(out + t.lines + ["}"])
@@ -581,6 +619,10 @@ def rewrite_marked(module) -> int:
         cfg["b_kmajor"] = b_kmajor
         if str(types[1].element_type) != str(types[0].element_type):
             raise KernelConfigError(f"A is {types[0]} but B is {types[1]}: the wgmma kernel takes one operand type")
+        a, b, c = list(op.operands)
+        fusion = None if batch else _epilogue_of(op, c, m, n, cfg["c_type"])
+        if fusion is not None:
+            cfg["epilogue"] = fusion[1]
         name = kernel_name(m, n, k, cfg)
         if name not in existing:
             try:
@@ -588,7 +630,13 @@ def rewrite_marked(module) -> int:
             except ir.MLIRError as e:
                 raise KernelConfigError(f"generated kernel does not parse: {e}")
             existing.add(name)
-        a, b, c = list(op.operands)
+        if fusion is not None:
+            generic, _, extra, dest = fusion
+            with ir.InsertionPoint(generic), generic.location:
+                func.CallOp([], ir.FlatSymbolRefAttr.get(name), [a, b, c, dest] + extra)
+            generic.erase()
+            op.erase()
+            continue
         copy = _copy_of_result(op, c)
         with ir.InsertionPoint(op), op.location:
             func.CallOp([], ir.FlatSymbolRefAttr.get(name), [a, b, c, copy.operands[1] if copy else c])
@@ -610,6 +658,104 @@ def _indexing_maps(op) -> list[str]:
     from mlir import ir
 
     return [str(m) for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+#: elementwise body ops a fused epilogue may hold (their vector<8xf32> forms are emitted as they are)
+EPILOGUE_OPS = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf", "arith.minimumf",
+                "arith.negf")
+_IDENTITY = "affine_map<(d0, d1) -> (d0, d1)>"
+_ROW = "affine_map<(d0, d1) -> (d1)>"
+
+
+def _epilogue_of(matmul, c, m: int, n: int, c_type: str):
+    """The elementwise linalg.generic right after the matmul that reads its result (C) and is C's
+    last reader: (generic, epilogue spec for kernel_text, its other operands, its output buffer), or
+    None when there is none that fits (bias row vectors, residual matrices and the EPILOGUE_OPS,
+    e.g. bias add + relu as maximumf with 0)."""
+    from mlir import ir
+
+    ops = list(matmul.block.operations)
+    i = next(j for j, o in enumerate(ops) if o == matmul)
+    if i + 1 >= len(ops) or ops[i + 1].name != "linalg.generic":
+        return None
+    generic = ops[i + 1]
+    if any(u.owner not in (matmul, generic) and _after(u.owner, generic, ops) for u in c.uses):
+        return None
+    if len(generic.results) or "reduction" in str(generic.attributes["iterator_types"]):
+        return None
+    maps = [str(a) for a in ir.ArrayAttr(generic.attributes["indexing_maps"])]
+    operands = list(generic.operands)
+    n_in = len(operands) - 1
+    dest = operands[-1]
+    if maps[-1] != _IDENTITY or str(dest.type) != str(c.type):
+        return None
+    body = generic.regions[0].blocks[0]
+    refs, args, extra = {}, [], []
+    for idx in range(n_in):
+        v, mp, ty = operands[idx], maps[idx], operands[idx].type
+        ety = str(ir.MemRefType(ty).element_type) if isinstance(ty, ir.MemRefType) else ""
+        if ety not in ("f16", "bf16", "f32") or "strided" in str(ty) or not ir.MemRefType(ty).has_static_shape:
+            return None
+        if v == c and mp == _IDENTITY:
+            refs[idx] = "acc"
+            continue
+        if mp == _ROW and list(ir.MemRefType(ty).shape) == [n]:
+            kind = "row"
+        elif mp == _IDENTITY and list(ir.MemRefType(ty).shape) == [m, n]:
+            kind = "full"
+        else:
+            return None
+        refs[idx] = f"arg{len(args)}"
+        args.append((kind, ety))
+        extra.append(v)
+    if "acc" not in refs.values():
+        return None
+    names = {}
+    for idx, barg in enumerate(body.arguments):
+        if idx < n_in:
+            names[barg.get_name()] = refs[idx]
+    spec_ops, result = [], None
+    for bop in body.operations:
+        if bop.name == "arith.constant":
+            try:
+                value = ir.FloatAttr(bop.attributes["value"]).value
+            except (ValueError, TypeError):
+                return None
+            names[bop.results[0].get_name()] = f"const:{value}"
+        elif bop.name in EPILOGUE_OPS:
+            opnd = [names.get(x.get_name()) or _outer_constant(x) for x in bop.operands]
+            if None in opnd or "fastmath" in str(bop).split(":")[0]:
+                return None
+            names[bop.results[0].get_name()] = f"op{len(spec_ops)}"
+            spec_ops.append((bop.name, opnd))
+        elif bop.name == "linalg.yield":
+            result = names.get(bop.operands[0].get_name())
+        else:
+            return None
+    if result is None or result.startswith("const:"):
+        return None
+    return generic, {"args": args, "ops": spec_ops, "result": result}, extra, dest
+
+
+def _outer_constant(value) -> str | None:
+    """"const:<float>" for a value an arith.constant outside the body defines (canonicalize hoists them)."""
+    from mlir import ir
+
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.name != "arith.constant":
+        return None
+    try:
+        return f"const:{ir.FloatAttr(owner.attributes['value']).value}"
+    except (ValueError, TypeError):
+        return None
+
+
+def _after(op, anchor, ops) -> bool:
+    """Whether `op` (in the same block) comes after `anchor`; ops elsewhere count as after."""
+    try:
+        return ops.index(op) > ops.index(anchor)
+    except ValueError:
+        return True
 
 
 def _copy_of_result(matmul, c):

@@ -30,6 +30,19 @@ marked op by a call to a generated kernel function built from upstream nvgpu ops
 A and B f16 or bf16, C f16, bf16 or f32 (f32 accumulation either way); shapes static, any M, N and
 K that are multiples of 8 (N and K: TMA row strides of 16 bytes): edge tiles read zeros past the
 operands (TMA out-of-bounds fill), clamp their C loads and predicate their stores; sm_90a (wgmma).
+K-major B (a matmul whose B indexing map is transposed: x @ w^T, B stored N x K): fp8 (f8E4M3FN,
+f8E5M2) and tf32 (f32 buffers, `tf32 = 1` in the mark) besides f16/bf16; wgmma reads fp8 and tf32 only
+this way. One TMA box of block_n x 128 bytes of B per K step; each consumer issues 4 wgmma of 32 bytes
+of K, the descriptors advanced by 32 bytes inside the 128-byte swizzled rows (the upstream lowering
+would advance a K-major B by whole rows); 64 rows per consumer warpgroup. fp8 TMA descriptors are
+made for ui8 (the MLIR 22 lowering of nvgpu.tma.create.descriptor has no fp8 element type).
+
+Fused epilogue: the elementwise linalg.generic right after the marked matmul that reads its result
+last (row-vector bias, M x N residual, add/sub/mul/div/max/min/neg and constants: bias + relu is
+addf + maximumf with 0) is computed in the write-back in f32 on the matmul's result rounded to C's
+type, and the kernel writes the generic's output buffer; anything else (gelu's tanh, ...) stays a
+separate kernel.
+
 This module only builds text; `rewrite_marked` (MLIR import) does the replacement.
 """
 from __future__ import annotations

@@ -11,6 +11,9 @@ K-major cases (the payload is C + A B^T, B stored N x K as in x @ w^T, read by t
 K-major B): fp8 e4m3 / e5m2 operands with a bf16 C (f32 accumulation) against `torch._scaled_mm`
 (scales 1.0, bf16 out, B column-major: the same bytes; it adds no C, the workbench kernel reads C
 too), and f32 operands read as tf32 (`matmul_wgmma tf32=1`) against `torch.addmm` with TF32 allowed.
+Fused-epilogue cases (f16 C + A B, then + bias row vector and relu / gelu (tanh form) in one generic,
+fused into the wgmma kernel's write-back by the selector's schedule) against eager torch
+(`relu(addmm(C, A, B) + bias)`, `gelu(..., approximate="tanh")`).
 Each workbench run: seeded uniform(-1, 1) inputs, device buffers filled before the timed loop,
 `iterations` timed calls (stream synchronized before the second rtclock), median. Every case is
 checked: its saved inputs go through torch on the GPU (float32, TF32 off) and the workbench's output
@@ -61,6 +64,50 @@ def payload(batch: int, m: int, n: int, k: int, dtype: str) -> str:
     a, b, c = (f"tensor<{pre}{m}x{k}x{dtype}>", f"tensor<{pre}{k}x{n}x{dtype}>", f"tensor<{pre}{m}x{n}x{dtype}>")
     return (f"func.func @mm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
             f"  %0 = {op} ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
+
+
+EPILOGUE_CASES = [("f16_4096_bias_relu", "relu", (4096, 4096, 4096)), ("f16_4096_bias_gelu", "gelu", (4096, 4096, 4096))]
+
+
+def epilogue_payload(m: int, n: int, k: int, act: str) -> str:
+    a, b, c, row = f"tensor<{m}x{k}xf16>", f"tensor<{k}x{n}xf16>", f"tensor<{m}x{n}xf16>", f"tensor<{n}xf16>"
+    if act == "relu":
+        body = ["%z = arith.constant 0.0 : f16", "%r = arith.maximumf %s, %z : f16"]
+    else:
+        body = ["%k0 = arith.constant 0.044715 : f16", "%k1 = arith.constant 0.7978845608 : f16",
+                "%h = arith.constant 0.5 : f16", "%one = arith.constant 1.0 : f16", "%s2 = arith.mulf %s, %s : f16",
+                "%s3 = arith.mulf %s2, %s : f16", "%t0 = arith.mulf %s3, %k0 : f16", "%t1 = arith.addf %s, %t0 : f16",
+                "%t2 = arith.mulf %t1, %k1 : f16", "%t3 = math.tanh %t2 : f16", "%t4 = arith.addf %t3, %one : f16",
+                "%t5 = arith.mulf %s, %t4 : f16", "%r = arith.mulf %t5, %h : f16"]
+    ident, bcast = "affine_map<(d0, d1) -> (d0, d1)>", "affine_map<(d0, d1) -> (d1)>"
+    lines = "\n    ".join(["%s = arith.addf %x, %y : f16"] + body)
+    return (f"func.func @lin(%A: {a}, %B: {b}, %C: {c}, %E: {row}) -> {c} {{\n"
+            f"  %0 = linalg.matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  %e = tensor.empty() : {c}\n"
+            f"  %1 = linalg.generic {{indexing_maps = [{ident}, {bcast}, {ident}], iterator_types = "
+            f"[\"parallel\", \"parallel\"]}} ins(%0, %E : {c}, {row}) outs(%e : {c}) {{\n"
+            f"  ^bb0(%x: f16, %y: f16, %o: f16):\n    {lines}\n    linalg.yield %r : f16\n  }} -> {c}\n"
+            f"  return %1 : {c}\n}}\n")
+
+
+def torch_epilogue(m: int, n: int, k: int, act: str) -> float:
+    import torch
+
+    g = torch.Generator(device="cuda").manual_seed(0)
+    a, b, c = (torch.rand(*s, device="cuda", dtype=torch.float16, generator=g) * 2 - 1 for s in ((m, k), (k, n), (m, n)))
+    bias = torch.rand(n, device="cuda", dtype=torch.float16, generator=g) * 2 - 1
+    if act == "relu":
+        return timed(lambda: torch.relu(torch.addmm(c, a, b) + bias), 20)
+    return timed(lambda: torch.nn.functional.gelu(torch.addmm(c, a, b) + bias, approximate="tanh"), 20)
+
+
+def check_epilogue(out: Path, act: str) -> float:
+    import torch
+
+    a, b, c, bias = (_torch_tensor(x, torch) for x in _load(out, "input"))
+    x = (c + a @ b).half().float() + bias
+    want = torch.relu(x) if act == "relu" else torch.nn.functional.gelu(x, approximate="tanh")
+    got = _torch_tensor(_load(out, "output")[0], torch)
+    return float((got - want).abs().max() / want.abs().max())
 
 
 def kmajor_payload(m: int, n: int, k: int, ab: str, c_type: str) -> str:
@@ -239,12 +286,20 @@ def main() -> int:
             schedules.append(f"pipelines/cuda/matmul.py[{first}]{{{params}}}")
     rows, ratios, failed = [], {}, []
     cases = [(f"{dtype}_{key}", dtype, shape) for dtype in DTYPES for key, *shape in SHAPES] + [
-        ("tf32_2048", "tf32", (0, 2048, 2048, 2048)), ("mlp_f32", "f32", None)] + KMAJOR_CASES
+        ("tf32_2048", "tf32", (0, 2048, 2048, 2048)), ("mlp_f32", "f32", None)] + KMAJOR_CASES + [
+        (name, "f16", ("epilogue", act, shape)) for name, act, shape in EPILOGUE_CASES]
     for name, dtype, shape in cases:
         if wanted and not any(w in name for w in wanted):
             continue
         kmajor = (name, dtype, shape) in KMAJOR_CASES
-        if kmajor:
+        act = shape[1] if shape and shape[0] == "epilogue" else ""
+        if act:
+            m, n, k = shape[2]
+            src = work / f"{name}.mlir"
+            src.write_text(epilogue_payload(m, n, k, act))
+            flops = 2.0 * m * n * k
+            runs, ref, ref_s = schedules, None, torch_epilogue(m, n, k, act)
+        elif kmajor:
             batch, m, n, k = shape
             src = work / f"{name}.mlir"
             src.write_text(kmajor_payload(m, n, k, "f32" if dtype == "tf32wg" else dtype,
@@ -271,7 +326,9 @@ def main() -> int:
                 print(f"FAILED {name} {schedule or 'select'}: {r['error'][-1500:]}", flush=True)
                 failed.append(name)
                 continue
-            if kmajor:
+            if act:
+                err = check_epilogue(out, act)
+            elif kmajor:
                 err = check_kmajor(out, dtype)
             elif shape is None:
                 ref_s, err = mlp_reference(out)

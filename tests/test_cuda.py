@@ -336,14 +336,19 @@ def test_selector_picks_kmajor_wgmma_for_fp8(ctx, tmp_path):
 
 
 def epilogue_payload(tmp_path: Path, m: int, n: int, k: int, ty: str, kind: str) -> Path:
-    """C + A x B followed by an elementwise generic: `bias_relu` (row-vector bias, then max with 0) or
-    `residual` (+ an M x N matrix, times 0.5)."""
+    """C + A x B followed by an elementwise generic: `bias_relu` (row-vector bias, then max with 0),
+    `bias_gelu` (bias, then gelu in torch's tanh form) or `residual` (+ an M x N matrix, times 0.5)."""
     a, b, c, row = f"tensor<{m}x{k}x{ty}>", f"tensor<{k}x{n}x{ty}>", f"tensor<{m}x{n}x{ty}>", f"tensor<{n}x{ty}>"
     ident, bcast = "affine_map<(d0, d1) -> (d0, d1)>", "affine_map<(d0, d1) -> (d1)>"
-    extra, extra_t, second_map = (row, row, bcast) if kind == "bias_relu" else (c, c, ident)
-    body = ("%s = arith.addf %x, %y : T\n    %z = arith.constant 0.0 : T\n    %r = arith.maximumf %s, %z : T"
-            if kind == "bias_relu" else
-            "%s = arith.addf %x, %y : T\n    %h = arith.constant 0.5 : T\n    %r = arith.mulf %s, %h : T").replace("T", ty)
+    extra, extra_t, second_map = (c, c, ident) if kind == "residual" else (row, row, bcast)
+    body = {"bias_relu": "%s = arith.addf %x, %y : T\n    %z = arith.constant 0.0 : T\n    %r = arith.maximumf %s, %z : T",
+            "residual": "%s = arith.addf %x, %y : T\n    %h = arith.constant 0.5 : T\n    %r = arith.mulf %s, %h : T",
+            "bias_gelu": "\n    ".join([
+                "%s = arith.addf %x, %y : T", "%k0 = arith.constant 0.044715 : T", "%k1 = arith.constant 0.7978845608 : T",
+                "%h = arith.constant 0.5 : T", "%one = arith.constant 1.0 : T", "%s2 = arith.mulf %s, %s : T",
+                "%s3 = arith.mulf %s2, %s : T", "%t0 = arith.mulf %s3, %k0 : T", "%t1 = arith.addf %s, %t0 : T",
+                "%t2 = arith.mulf %t1, %k1 : T", "%t3 = math.tanh %t2 : T", "%t4 = arith.addf %t3, %one : T",
+                "%t5 = arith.mulf %s, %t4 : T", "%r = arith.mulf %t5, %h : T"])}[kind].replace("T", ty)
     p = tmp_path / f"mm_{kind}_{m}x{n}x{k}_{ty}.mlir"
     p.write_text(f"func.func @lin(%A: {a}, %B: {b}, %C: {c}, %E: {extra_t}) -> {c} {{\n"
                  f"  %0 = linalg.matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n"
@@ -355,7 +360,8 @@ def epilogue_payload(tmp_path: Path, m: int, n: int, k: int, ty: str, kind: str)
     return p
 
 
-@pytest.mark.parametrize("kind, ty, fused_op", [("bias_relu", "f16", "max.NaN.f32"), ("residual", "bf16", "mul.rn.f32")])
+@pytest.mark.parametrize("kind, ty, fused_op", [("bias_relu", "f16", "max.NaN.f32"), ("residual", "bf16", "mul.rn.f32"),
+                                               ("bias_gelu", "f16", "ex2.approx")])
 def test_wgmma_fuses_elementwise_epilogue(ctx, tmp_path, kind, ty, fused_op):
     """matmul + bias + relu (or + residual, * 0.5): the elementwise generic runs in the wgmma kernel's
     epilogue (one kernel, no second pass over the result), in f32 on the rounded matmul result."""
@@ -645,7 +651,8 @@ def test_gpu_matmul_wgmma_kmajor_b_checked(ctx, tmp_path, shape, ab, c_type, par
 
 
 @needs_gpu
-@pytest.mark.parametrize("shape, ty, kind", [((200, 264, 136), "f16", "bias_relu"), ((256, 320, 128), "f16", "residual")])
+@pytest.mark.parametrize("shape, ty, kind", [((200, 264, 136), "f16", "bias_relu"), ((256, 320, 128), "f16", "residual"),
+                                             ((192, 256, 128), "f16", "bias_gelu")])
 def test_gpu_wgmma_fused_epilogue_checked(ctx, tmp_path, shape, ty, kind):
     """The fused epilogue against the CPU reference (--check) and numpy (small K: the CPU reference
     accumulates in the operands' 16-bit type)."""
@@ -657,7 +664,9 @@ def test_gpu_wgmma_fused_epilogue_checked(ctx, tmp_path, shape, ty, kind):
     a, b, c, e = (as_float64(x) for x in _load(tmp_path / "o", "input"))
     got = as_float64(_load(tmp_path / "o", "output")[0])
     mm = c + a @ b
-    want = np.maximum(mm + e, 0) if kind == "bias_relu" else (mm + e) * 0.5
+    x = mm + e
+    want = {"bias_relu": np.maximum(x, 0), "residual": x * 0.5,
+            "bias_gelu": 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x ** 3)))}[kind]
     assert np.abs(got - want).max() / np.abs(want).max() < 3e-2
 
 

@@ -675,7 +675,7 @@ def _indexing_maps(op) -> list[str]:
 
 #: elementwise body ops a fused epilogue may hold (their vector<8xf32> forms are emitted as they are)
 EPILOGUE_OPS = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf", "arith.minimumf",
-                "arith.negf")
+                "arith.negf", "math.tanh", "math.erf", "math.exp")
 _IDENTITY = "affine_map<(d0, d1) -> (d0, d1)>"
 _ROW = "affine_map<(d0, d1) -> (d1)>"
 

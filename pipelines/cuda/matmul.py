@@ -519,7 +519,8 @@ def matmul_wgmma(block_m: int = 128, block_n: int = 128, stages: int = 4, consum
         raise ValueError(str(e))
     only = _only_op(op)
     config = (f"{{block_m = {block_m} : i64, block_n = {block_n} : i64, stages = {stages} : i64, "
-              f"consumers = {consumers} : i64, specialize = {specialize} : i64, tf32 = {tf32} : i64}}")
+              f"consumers = {consumers} : i64, specialize = {specialize} : i64"
+              + (f", tf32 = {tf32} : i64" if tf32 else "") + "}")
     return transform_module(f"""    %mm = transform.structured.match ops{{["linalg.matmul", "linalg.batch_matmul"]}}{only} in %root : (!transform.any_op) -> !transform.any_op
     %config = transform.param.constant {config} -> !transform.any_param
     transform.annotate %mm "{MARK}" = %config : !transform.any_op, !transform.any_param

@@ -629,7 +629,8 @@ def rewrite_marked(module) -> int:
                                         "(matmul_wgmma tf32=1)")
             cfg["ab_type"] = "tf32"
         del cfg["tf32"]
-        cfg["b_kmajor"] = b_kmajor
+        if b_kmajor:  # (absent otherwise: the kernel names of earlier sessions stay the same)
+            cfg["b_kmajor"] = b_kmajor
         if str(types[1].element_type) != str(types[0].element_type):
             raise KernelConfigError(f"A is {types[0]} but B is {types[1]}: the wgmma kernel takes one operand type")
         a, b, c = list(op.operands)

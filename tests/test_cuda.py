@@ -274,8 +274,7 @@ def test_matmul_wgmma_bf16_lowers(ctx, tmp_path):
     """bf16 x bf16 -> f32: the same kernel with bf16 TMA boxes and m64nNk16 bf16 wgmma."""
     p = tmp_path / "mm_bf16.mlir"
     a, b, c = "tensor<256x512xbf16>", "tensor<512x256xbf16>", "tensor<256x256xf32>"
-    p.write_text(f"func.func @mm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
-                 f"  %0 = linalg.matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
+    _typed_matmul(p, a, b, c)
     ok(ctx, f"load {p}")
     ok(ctx, "target cuda")
     res = ok(ctx, "select --apply")
@@ -292,9 +291,7 @@ def transposed_b_payload(tmp_path: Path, m: int, n: int, k: int, ab: str, c_type
     maps = ("affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, "
             "affine_map<(d0, d1, d2) -> (d0, d1)>")
     p = tmp_path / f"mm_bt_{m}x{n}x{k}_{ab}_{c_type}.mlir"
-    p.write_text(f"func.func @mm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
-                 f"  %0 = linalg.matmul indexing_maps = [{maps}] ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n"
-                 f"  return %0 : {c}\n}}\n")
+    _typed_matmul(p, a, b, c, maps)
     return p
 
 
@@ -390,8 +387,7 @@ def test_matmul_wgmma_fp8_needs_kmajor_b(ctx, tmp_path):
     """fp8 with B stored K x N: wgmma cannot read it (no transposed fp8 B): a clear error."""
     p = tmp_path / "mm_f8.mlir"
     a, b, c = "tensor<128x256xf8E4M3FN>", "tensor<256x128xf8E4M3FN>", "tensor<128x128xf32>"
-    p.write_text(f"func.func @mm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
-                 f"  %0 = linalg.matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
+    _typed_matmul(p, a, b, c)
     ok(ctx, f"load {p}")
     ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=128 consumers=2}")
     res = ctx.registry.dispatch("apply cuda-lower{chip=sm_90a}", ctx)
@@ -460,6 +456,15 @@ def test_two_f16_matmuls_get_their_own_wgmma_tiles(ctx, tmp_path):
     ok(ctx, "apply cuda-lower{chip=sm_90a}")
     ptx = ptx_of(ctx.session.current_ir)
     assert "wgmma.mma_async.sync.aligned.m64n256k16" in ptx and "wgmma.mma_async.sync.aligned.m64n128k16" in ptx
+
+
+def _typed_matmul(path: Path, a: str, b: str, c: str, maps: str = "") -> None:
+    """A payload `@mm` of one linalg.matmul with operand types a, b, c (tensor types; `maps`: its
+    indexing_maps, e.g. a transposed B)."""
+    with_maps = f" indexing_maps = [{maps}]" if maps else ""
+    path.write_text(f"func.func @mm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
+                    f"  %0 = linalg.matmul{with_maps} ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n"
+                    f"  return %0 : {c}\n}}\n")
 
 
 def _selected_specs(res) -> list[str]:
@@ -700,8 +705,7 @@ def test_gpu_matmul_bf16_wgmma_checked(ctx, tmp_path, out):
     # (linalg.matmul's semantics; the kernel accumulates in f32), so its own error grows with K
     k = 200 if out == "f32" else 72
     a, b, c = f"tensor<256x{k}xbf16>", f"tensor<{k}x264xbf16>", f"tensor<256x264x{out}>"
-    p.write_text(f"func.func @mm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
-                 f"  %0 = linalg.matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
+    _typed_matmul(p, a, b, c)
     ok(ctx, f"load {p}")
     ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=128 stages=3}")
     check_matmul_run(ctx, tmp_path, 1e-4 if out == "f32" else 3e-2)

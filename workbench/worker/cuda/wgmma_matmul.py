@@ -407,6 +407,18 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                 rnd = t.val(f"arith.divui %k, {t.const(stages)} : index", "round")
                 t.emit(f"nvgpu.mbarrier.try_wait.parity {full}[{s}], {parity(rnd)}, {ticks} : {bar_t}")
                 a_off = t.val(f"arith.addi {a_slot(s)}, {a_rows_off} : index", "aoff")
+                def wgmma(a_at: str, b_at, b_shape: str, a_k: int, acc_in: str, transpose: str) -> str:
+                    """Descriptors of the A tile at `a_at` and the B tile at `b_at` (an offset, or a function
+                    emitting it after the A view), then their wgmma."""
+                    a_tile = slot_view(a_at, f"{rows}x{a_k}", "atile")
+                    b_tile = slot_view(b_at() if callable(b_at) else b_at, b_shape, "btile")
+                    da = t.val(f"nvgpu.warpgroup.generate.descriptor {a_tile}, {desc_a} : "
+                               f"memref<{rows}x{a_k}x{ab}, {smem}>, {map_a} -> {wa_t}", "da")
+                    db = t.val(f"nvgpu.warpgroup.generate.descriptor {b_tile}, {desc_b} : "
+                               f"memref<{b_shape}x{ab}, {smem}>, {map_b} -> {wb_t}", "db")
+                    return t.val(f"nvgpu.warpgroup.mma {da}, {db}, {acc_in} {{{transpose}waitGroup = 1 : i64}} : "
+                                 f"{wa_t}, {wb_t}, {acc_t} -> {acc_t}", "accn")
+
                 if b_kmajor:
                     # 4 wgmma per step, each on the next 32 bytes of the swizzled rows of A and B (the
                     # upstream lowering advances a K-major B descriptor by whole rows: not usable here)
@@ -415,23 +427,9 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                         shift = t.const(part * WGMMA_K_BYTES)
                         a_part = t.val(f"arith.addi {a_off}, {shift} : index", "apart") if part else a_off
                         b_part = t.val(f"arith.addi {b_off}, {shift} : index", "bpart") if part else b_off
-                        a_tile = slot_view(a_part, f"{rows}x{bk}", "atile")
-                        b_tile = slot_view(b_part, b_box, "btile")
-                        da = t.val(f"nvgpu.warpgroup.generate.descriptor {a_tile}, {desc_a} : "
-                                   f"memref<{rows}x{bk}x{ab}, {smem}>, {map_a} -> {wa_t}", "da")
-                        db = t.val(f"nvgpu.warpgroup.generate.descriptor {b_tile}, {desc_b} : "
-                                   f"memref<{b_box}x{ab}, {smem}>, {map_b} -> {wb_t}", "db")
-                        acc = t.val(f"nvgpu.warpgroup.mma {da}, {db}, {acc} {{waitGroup = 1 : i64}} : "
-                                    f"{wa_t}, {wb_t}, {acc_t} -> {acc_t}", "accn")
+                        acc = wgmma(a_part, b_part, b_box, bk, acc, "")
                 else:
-                    a_tile = slot_view(a_off, f"{rows}x{BLOCK_K}", "atile")
-                    b_tile = slot_view(b_slot(s), f"{BLOCK_K}x{block_n}", "btile")
-                    da = t.val(f"nvgpu.warpgroup.generate.descriptor {a_tile}, {desc_a} : "
-                               f"memref<{rows}x{BLOCK_K}x{ab}, {smem}>, {map_a} -> {wa_t}", "da")
-                    db = t.val(f"nvgpu.warpgroup.generate.descriptor {b_tile}, {desc_b} : "
-                               f"memref<{BLOCK_K}x{block_n}x{ab}, {smem}>, {map_b} -> {wb_t}", "db")
-                    acc = t.val(f"nvgpu.warpgroup.mma {da}, {db}, %acc_in {{transposeB, waitGroup = 1 : i64}} : "
-                                f"{wa_t}, {wb_t}, {acc_t} -> {acc_t}", "accn")
+                    acc = wgmma(a_off, lambda: b_slot(s), f"{BLOCK_K}x{block_n}", BLOCK_K, "%acc_in", "transposeB, ")
                 # step k-1's wgmma is complete (at most one group in flight): release its slot
                 has_prev = t.val(f"arith.cmpi uge, %k, {t.const(1)} : index", "hasprev")
                 rel = t.val(f"arith.andi {has_prev}, {wg_first} : i1", "release")

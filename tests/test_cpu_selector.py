@@ -42,6 +42,14 @@ def test_classification_by_structure():
     rowsum = loops(["parallel", "reduction"], [[0, 1], [0]], ["arith.addf"], domain=[64, 4096])
     p = generic_params({"id": "generic_0", "loops": rowsum}, 256, 1)
     assert p["tile"] == [1, 16] and p["partial_reduction"] == 1
+    # a reduction over bools stays scalar loops (vector.multi_reduction on i1 is not lowered); an elementwise
+    # op on bools is vectorized (bool buffers are bytes: lh-widen-i1-memrefs)
+    all_true = {"id": "generic_0", "operand_types": ["tensor<64x4096xf32>", "tensor<64xi1>"],
+                "loops": loops(["parallel", "reduction"], [[0, 1], [0]], ["arith.cmpf", "arith.andi"], domain=[64, 4096])}
+    assert generic_params(all_true, 256, 1)["vector"] == 0
+    mask = {"id": "generic_1", "operand_types": ["tensor<64x4096xi1>", "tensor<64x4096xf32>"],
+            "loops": loops(["parallel", "parallel"], [[0, 1], [0, 1]], ["arith.select"], domain=[64, 4096])}
+    assert generic_params(mask, 256, 1)["vector"] == 1
     # outputs with different maps: no single vector loop
     assert classify(loops(["parallel", "reduction"], [[0, 1], [0], [1]], ["arith.select"])) == "scalar"
     assert classify(loops(["parallel"] * 4 + ["reduction"] * 3, [[0, 4, 2, 3], [1, 4, 5, 6], [0, 1, 2, 3]],

@@ -38,6 +38,8 @@ SCALAR_BODY_OPS = {"cf.assert", "tensor.extract", "math.fpowi", "math.ipowi"}
 #: element types that keep an op scalar when an operand has them (none now: bool buffers, widened to
 #: bytes by lh-widen-i1-memrefs, take vector transfers too)
 SCALAR_ELEMENT_TYPES: set[str] = set()
+#: element types whose reductions stay scalar loops (the vector lowering leaves their multi_reduction)
+BOOL_TYPES = {"i1"}
 #: work (iterations) below which a thread split costs more than it saves
 MIN_PARALLEL_WORK = 1 << 15
 
@@ -290,6 +292,10 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
         if kind in ("window", "reduction-by-steps", "reduction-inner"):   # equal chunks: folded tiles divide them
             threads = _divisor_at_most(domain[outer], threads)
     params: dict[str, Any] = {"op": op["id"], "threads": threads, "split": split}
+    element_types = {_element_type(t) for t in op.get("operand_types", [])}
+    if (kind.startswith("reduction") and BOOL_TYPES & element_types
+            and not (kind == "reduction-inner" and contiguous_output_loop(loops, max(vector_bits // 32, 4)))):
+        kind = "scalar"   # a reduction over bools (vector.multi_reduction on i1 is not lowered here)
     if kind == "scalar":
         return {**params, "tile": [], "vector": 0, "class": kind}
     lanes = max(vector_bits // 32, 4)

@@ -42,6 +42,9 @@ SCALAR_ELEMENT_TYPES: set[str] = set()
 BOOL_TYPES = {"i1"}
 #: work (iterations) below which a thread split costs more than it saves
 MIN_PARALLEL_WORK = 1 << 15
+#: inner reductions longer than twice this are summed chunk by chunk into fresh partial vectors (a
+#: two-level sum: f32 rounding error ~ chunk/lanes + extent/chunk instead of extent/lanes)
+REDUCTION_CHUNK = 4096
 
 
 def _element_type(type_text: str) -> str:
@@ -322,9 +325,12 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
     tile[vdim] = width
     params = {**params, "tile": tile, "vector": 1, "class": kind}
     outputs = loops["operand_dims"][loops.get("num_inputs") or 0:]
-    if (kind == "reduction-inner" and iterators.count("reduction") == 1 and vdim == len(iterators) - 1
+    if (kind == "reduction-inner" and vdim == len(iterators) - 1
             and iterators[vdim] == "reduction" and extent >= 2 * width
             and all(-1 not in o for o in outputs)):   # (tile_reduction_using_for asserts on `(d0, 0)` outputs)
-        # a vector of partial results along the row, reduced once per output (not once per tile)
+        # a vector of partial results along the row, reduced once per output (not once per tile); outer
+        # reduction loops (a whole-tensor sum) run around it, each row summed into fresh partials
         params["partial_reduction"] = vdim
+        if extent >= 2 * REDUCTION_CHUNK:   # long rows: summed chunk by chunk (f32 rounding, as torch's)
+            params["partial_chunk"] = REDUCTION_CHUNK
     return params

@@ -86,12 +86,15 @@ def test_selector_path_runs_checked(ctx, monkeypatch, name, threads):
     info = ctx.session.inspect(len(prepared))
     assert selections[-1]["schedule"].startswith("pipelines/cpu/finish.py")
     # one configured step per linalg op (fills go with their consumer), each naming its own op
-    assert sorted(e["params"]["op"] for e in selections[:-1]) == sorted(
+    def ids(op):
+        return op if isinstance(op, list) else [op]
+
+    assert sorted(i for e in selections[:-1] for i in ids(e["params"]["op"])) == sorted(
         o["id"] for o in info["ops"] if o["op"] != "linalg.fill")
     generic = [e["params"] for e in selections if "generic.py" in e["schedule"]]
     if threads > 1:
         assert any(p["threads"] == 2 for p in generic)
-    for p, op in ((e["params"], next(o for o in info["ops"] if o["id"] == e["params"]["op"]))
+    for p, op in ((e["params"], next(o for o in info["ops"] if o["id"] in ids(e["params"]["op"])))
                   for e in selections[:-1]):
         if op["loops"]["projected"] and len(op["loops"]["operand_dims"]) - op["loops"]["num_inputs"] == 1:
             assert p["vector"] == 1, op["id"]   # every single-result op with projected maps is vectorized
@@ -188,3 +191,29 @@ func.func @main(%a: {t}, %b: {t}) -> tensor<f32> {{
     got = float(np.load(tmp_path / "out" / "output0.npy"))
     exact = float(((a.astype(np.float64) - b) ** 2).sum())
     assert abs(got - exact) / exact < 1e-5, (got, exact)
+
+
+def test_ops_with_the_same_parameters_share_one_step(ctx):
+    """An unrolled LSTM (torch export, 5 time steps): the generic ops of each time step that take the same
+    parameters are one step naming them all (a handful of steps, not one per op), and the path still
+    matches torch."""
+    from workbench.targets.cpu_selector import group_same_params
+
+    g = "pipelines/cpu/generic.py[gen=tile_vectorize]"
+    m = "pipelines/cpu/matmul.py[gen=matmul_tiling]"
+    entries = [(g, {"op": "a", "tile": [1, 8]}), (m, {"op": "mm"}), (g, {"op": "b", "tile": [1, 8]}),
+               (g, {"op": "c", "tile": [1, 16]}), (m, {"op": "mm2"})]
+    assert group_same_params(entries) == [(g, {"op": ["a", "b"], "tile": [1, 8]}), (m, {"op": "mm"}),
+                                          (g, {"op": "c", "tile": [1, 16]}), (m, {"op": "mm2"})]
+    fixture = Path(__file__).parent / "fixtures" / "torch" / "lstm"
+    ok(ctx, f"load {fixture}.mlir")
+    generics = sum(1 for o in ctx.session.inspect()["ops"] if o["op"] == "linalg.generic")
+    selections = ok(ctx, "select --apply").data["selections"]
+    grouped = [e["params"]["op"] for e in selections if isinstance(e["params"].get("op"), list)]
+    assert grouped and max(len(ops) for ops in grouped) >= 5           # one op per time step at least
+    assert len(selections) < generics / 2
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-lower")
+    run = ok(ctx, f"run --check --npy {fixture}.input0.npy --expect {fixture}.expected0.npy,"
+                  f"{fixture}.expected1.npy,{fixture}.expected2.npy").data["run"]
+    assert run["check"]["passed"]

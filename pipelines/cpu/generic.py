@@ -35,7 +35,7 @@ from workbench.common.transform_text import transform_module
 GENERATORS = ["tile_vectorize"]
 
 PARAMS = {
-    "op": {"help": "the id of the op to schedule (`inspect`; lh.op set by `rewrite tag-ops`)"},
+    "op": {"type": "any", "help": "the id of the op to schedule (`inspect`; lh.op set by `rewrite tag-ops`), or a list of ids that all take these parameters"},
     "tile": {"help": "tile size per loop of the op (0: untiled)"},
     "vector": {"choices": [0, 1], "help": "1: vectorize the tiles (masked at the boundaries); 0: scalar loops"},
     "threads": {"min": 1, "max": 256, "help": "chunks of loop `split` run as parallel tasks (1: one thread)"},
@@ -82,12 +82,33 @@ VECTOR_CLEANUP = """    transform.apply_patterns to %scope {
 """
 
 
-def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int = 1, split: int = 0,
+def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, threads: int = 1, split: int = 0,
                    interchange: list = [], fold_unit_dims: int = 0, contraction: int = 0,
                    folded_order: list = [], decompose: int = 0, remainder: list = [],
                    partial_reduction: int = -1, partial_chunk: int = 0) -> str:
-    """The transform module (MLIR text) scheduling op `op`."""
-    _check_id(op)
+    """The transform module (MLIR text) scheduling op `op`: one id, or a list of ids (ops of the same
+    shape and kind, e.g. the same layer at every time step of an unrolled RNN) that all take these
+    parameters: one step instead of one per op."""
+    ids = [str(i) for i in op] if isinstance(op, (list, tuple)) else [op]
+    if not ids:
+        raise ValueError("op must name at least one op")
+    for i in ids:
+        _check_id(i)
+    body = _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, contraction, folded_order,
+                          decompose, remainder, partial_reduction, partial_chunk)
+    if len(ids) == 1:
+        return transform_module(match_one(ids[0]) + body)
+    # the schedule once, as a sequence applied to each op in turn
+    one = (f"  transform.named_sequence @schedule_one(%target: !transform.any_op {{transform.consumed}}) {{\n"
+           f"{body.rstrip(chr(10))}\n    transform.yield\n  }}\n")
+    main = "".join(match_one(i, f"%op{n}") + f"    transform.include @schedule_one failures(propagate) (%op{n})"
+                   f" : (!transform.any_op) -> ()\n" for n, i in enumerate(ids))
+    return transform_module(main, extra_sequences=one)
+
+
+def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, contraction, folded_order,
+                   decompose, remainder, partial_reduction, partial_chunk) -> str:
+    """The schedule of the op bound to %target (transform ops, one per line)."""
     tile = [int(t) for t in tile]
     interchange = [int(i) for i in interchange]
     if any(t < 0 for t in tile):
@@ -105,7 +126,7 @@ def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int 
     if fold_unit_dims and not any(tile):
         raise ValueError("fold_unit_dims=1 needs tile sizes (the unit tiles are what is folded)")
     a = "!transform.any_op"
-    text = match_one(op)
+    text = ""
     handle = "%target"
     scope = None
     if threads > 1:
@@ -116,14 +137,14 @@ def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int 
         handle = "%chunk"
         scope = "%forall"
     if decompose:
-        return transform_module(text + _tile(handle, tile, interchange)[0] + _decompose_and_vectorize("%tiled", vector))
+        return text + _tile(handle, tile, interchange)[0] + _decompose_and_vectorize("%tiled", vector)
     if fold_unit_dims:
         folded_order = [int(i) for i in folded_order]
         if folded_order and sorted(folded_order) != list(range(len(folded_order))):
             raise ValueError(f"folded_order must be a permutation, got {folded_order}")
         if not remainder:
             tiling, _ = _tile(handle, tile, interchange)
-            return transform_module(text + tiling + _fold_and_vectorize("%tiled", vector, contraction, folded_order))
+            return text + tiling + _fold_and_vectorize("%tiled", vector, contraction, folded_order)
         dim, at, size = (int(v) for v in remainder)
         if not 0 <= dim < len(tile) or at < 1 or size < 1:
             raise ValueError(f"remainder must be [loop, at, size] with a loop of the {len(tile)} and at, size >= 1")
@@ -135,9 +156,9 @@ def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int 
             tiling, _ = _tile(f"%{part}", part_tile, interchange, f"_{part}")
             text += tiling + _fold_and_vectorize(f"%tiled_{part}", vector, contraction, folded_order, f"_{part}",
                                                  cleanup=False)
-        return transform_module(text + (_window_cleanup("%func_rest", contraction) if vector else ""))
+        return text + (_window_cleanup("%func_rest", contraction) if vector else "")
     if partial_reduction >= 0:
-        return transform_module(text + _partial_reduction(handle, tile, partial_reduction, vector, int(partial_chunk)))
+        return text + _partial_reduction(handle, tile, partial_reduction, vector, int(partial_chunk))
     if partial_chunk:
         raise ValueError("partial_chunk needs partial_reduction")
     tiling, loops = _tile(handle, tile, interchange)
@@ -150,7 +171,7 @@ def tile_vectorize(op: str = "", tile: list = [], vector: int = 1, threads: int 
             raise ValueError("vector=1 needs a tile size for every loop (they are the vector sizes)")
         text += f"    transform.structured.vectorize {handle} vector_sizes {tile} : {a}\n"
         text += VECTOR_CLEANUP.replace("%scope", scope) if scope else ""
-    return transform_module(f"""{text}""")
+    return text
 
 
 def _partial_reduction(handle: str, tile: list, loop: int, vector: int, chunk: int = 0) -> str:

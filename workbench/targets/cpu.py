@@ -169,7 +169,7 @@ class CpuTarget(Target):
             return [(spec, {k: v for k, v in params.items() if k != "op" or params.get("generic")})
                     for spec, params in per_op]
         entries = [(spec, dict(params, bufferize=False) if self._bufferizes_itself(spec) else params)
-                   for spec, params in per_op]
+                   for spec, params in cpu_selector.group_same_params(per_op)]
         entries.append((f"{self.pipeline_path_for(self.finish_schedule)}[gen={self.finish_generator}]", {}))
         return entries
 

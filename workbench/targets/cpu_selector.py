@@ -334,3 +334,24 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
         if extent >= 2 * REDUCTION_CHUNK:   # long rows: summed chunk by chunk (f32 rounding, as torch's)
             params["partial_chunk"] = REDUCTION_CHUNK
     return params
+
+
+def group_same_params(entries: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """Generic-schedule entries whose parameters differ only in `op` become one entry naming all their
+    ops (`op=[generic_3, generic_7, ...]`), at the place of the first: an unrolled RNN's 128 time steps
+    give a dozen steps, not 500 (each step walks the whole module). Other entries stay as they are."""
+    grouped: list[tuple[str, dict[str, Any]]] = []
+    first: dict[tuple[str, str], int] = {}
+    for spec, params in entries:
+        if GENERIC_SCHEDULE not in spec or not isinstance(params.get("op"), str):
+            grouped.append((spec, params))
+            continue
+        key = (spec, repr(sorted((k, v) for k, v in params.items() if k != "op")))
+        if key not in first:
+            first[key] = len(grouped)
+            grouped.append((spec, dict(params)))
+            continue
+        at = first[key]
+        ops = grouped[at][1]["op"]
+        grouped[at][1]["op"] = (ops if isinstance(ops, list) else [ops]) + [params["op"]]
+    return grouped

@@ -43,6 +43,12 @@ def _math_approx(module, options: dict) -> None:
                             tuple(math_approx.APPROXIMATED))
 
 
+def _outline_loops(module, options: dict) -> None:
+    from workbench.worker.cpu import outline_loops
+
+    outline_loops.outline_loops(module, int(options.get("min-loops", outline_loops.DEFAULT_MIN_LOOPS)))
+
+
 def _widen_i1(module, options: dict) -> None:
     from workbench.worker import widen_i1
 
@@ -184,6 +190,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-barrier-after-async-wait": (_barrier_after_async_wait, "gpu.barrier after each nvgpu.device_async_wait marked lh.barrier_after (pipelined cp.async schedules)"),
     "lh-math-approx": (_math_approx, "math.exp/tanh/erf/log/log1p on f32 / vector<..xf32> -> arith + math.fma polynomials {ops=exp,tanh,...: only those} (no libm calls per element; workbench/worker/cpu/math_approx.py)"),
     "lh-math-exp-approx": (_exp_approx, "math.exp on f32 / vector<..xf32> -> arith + math.fma polynomial (no libm expf; workbench/worker/cpu/math_approx.py)"),
+    "lh-outline-loops": (_outline_loops, "functions with many top-level loop nests (an unrolled model) -> each nest in a noinline function of its own {min-loops=64}: LLVM compiles many small functions in linear time, one giant function in superlinear time"),
     "lh-widen-i1-memrefs": (_widen_i1, "memref<..xi1> -> memref<..xi8> (one byte per bool, as numpy stores them; MemRefToLLVM refuses sub-byte memrefs), loads/stores keep i1 values"),
     "lh-blas-matmuls": (_blas_matmuls, "every plain f32 linalg.matmul on contiguous memrefs -> cblas_sgemm (the check's reference; no-op without a BLAS)"),
     "lh-xegpu-spirv-binary": (_xegpu_spirv_binary, "gpu.module of XeVM kernels -> gpu.binary of SPIR-V via llvm-as + the llvm-spirv translator {spirv-ext=+SPV_INTEL_...} (no SPIR-V backend in the wheels)"),

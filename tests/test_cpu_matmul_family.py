@@ -187,3 +187,49 @@ def test_a_k_of_one_register_step_has_no_k_loop(ctx, tmp_path, text, k):
     ok(ctx, f"apply {spec}{{block_m=16 block_n=32 block_k={k} reg_m=2 reg_n=16 reg_k={k} "
             f"pack_tile_a={k} pack_tile_b={k} {extra}}}")
     _checked_run(ctx)
+
+
+@pytest.mark.parametrize("payload,generator,chunk_keys", [
+    ("bmm", "batch_matmul_tiling", {"threads_b"}),
+    ("linear", "matmul_transpose_b_tiling", {"threads", "threads_m"}),
+    ("epilogue", "matmul_epilogue", {"threads", "threads_m"}),
+])
+def test_a_large_family_op_is_split_over_the_cores(ctx, tmp_path, monkeypatch, payload, generator, chunk_keys):
+    """On a machine model with 2 cores, a family op of 2^24 multiply-adds or more is split into 2 chunks
+    (over the batch where it divides, else M x N; an epilogue chain in the same chunks), each a task on
+    the async runtime; it runs through cpu-lower and matches. Small ones stay on one core."""
+    import dataclasses
+
+    import workbench.targets.cpu as cpu
+
+    machine = dataclasses.replace(cpu.host_machine(), usable_cpus=2)
+    monkeypatch.setattr(cpu, "host_machine", lambda: machine)
+    text = {"bmm": BMM.replace("3x", "4x").replace("64x128", "128x256").replace("128x96", "256x128")
+                      .replace("64x96", "128x128"),
+            "linear": LINEAR_NAMED.replace("64x", "256x"),
+            "epilogue": (ROOT / "tests" / "payloads" / "linear_bias_relu.mlir").read_text()}[payload]
+    path = tmp_path / "p.mlir"
+    path.write_text(text)
+    ok(ctx, f"load {path}")
+    if payload == "epilogue":
+        dims = next(o["dims"] for o in ctx.session.inspect()["ops"] if o["op"] == "linalg.matmul")
+        monkeypatch.setattr(cpu, "MIN_PARALLEL_MATMUL", dims["m"] * dims["n"] * dims["k"])
+    else:
+        monkeypatch.setattr(cpu, "MIN_PARALLEL_MATMUL", 1 << 22)
+    spec, params = _selected(ctx)
+    assert spec == f"pipelines/cpu/matmul_family.py[gen={generator}]"
+    chunks = {k: v for k, v in params.items() if k.startswith("threads")}
+    assert set(chunks) & chunk_keys and all(v > 1 for v in chunks.values())
+    product = 1
+    for v in chunks.values():
+        product *= v
+    assert product == 2
+    ok(ctx, "select --apply")
+    assert "scf.forall" in ctx.session.current_ir
+    ok(ctx, "bench warmup=0 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert "mlirAsyncRuntime" in ctx.session.current_ir
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]
+    monkeypatch.setattr(cpu, "MIN_PARALLEL_MATMUL", 1 << 40)
+    ok(ctx, f"load {path}")
+    assert not any(k.startswith("threads") for k in _selected(ctx)[1])

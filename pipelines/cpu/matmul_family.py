@@ -19,6 +19,7 @@ Lower with `apply cpu-matmul-lower`.
 from __future__ import annotations
 
 import matmul
+from matmul_parallel import thread_grid
 from workbench.common.transform_text import transform_module
 
 # no PAYLOAD_OP: the constraints name the dims of the payload's contractions (M, N, K)
@@ -36,6 +37,9 @@ PARAMS = {
     "pack_tile_b": {"divides": "block_k", "min": 1, "space": [4, 8, 16], "help": "B pack copy chunk along K"},
     "op": {"help": "the id (`inspect`, set by `rewrite tag-ops` as lh.op) of the one op to schedule; "
                    "empty: every op of the kind"},
+    "threads": {"min": 1, "max": 256, "help": "parallel chunks along N (tasks on the async runtime)"},
+    "threads_m": {"min": 1, "max": 256, "help": "parallel chunks along M"},
+    "threads_b": {"min": 1, "max": 256, "help": "parallel chunks along the batch (batch_matmul)"},
     "bufferize": {"help": "end with bufferization and vector lowering (false: stay on tensors, for a "
                           "payload of several ops scheduled one step each; pipelines/cpu/finish.py finishes)"},
 }
@@ -60,11 +64,20 @@ def _check(**values: int) -> None:
 
 
 def _packed_contraction(handle: str, lead: int, block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int,
-                        reg_k: int, pack_tile_a: int, pack_tile_b: int, transpose_b: bool = False) -> str:
+                        reg_k: int, pack_tile_a: int, pack_tile_b: int, transpose_b: bool = False,
+                        chunks: list[int] | None = None) -> str:
     """The matmul.py schedule (steps 1-4, on tensors) of the contraction ops in `handle`, whose
-    iteration space is `lead` unit-tiled batch dims, then (m, n, k)."""
+    iteration space is `lead` unit-tiled batch dims, then (m, n, k). `chunks` (one count per batch
+    dim, then m and n): the op is first split into that many chunks per dim (tile_using_forall: tasks
+    on the async runtime after lowering), each scheduled the same way with pack buffers of its own;
+    the block sizes apply to a chunk."""
     _check(block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n, reg_k=reg_k,
            pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b)
+    split = ""
+    if chunks and any(c > 1 for c in chunks):
+        split = (f"    %chunk, %chunks = transform.structured.tile_using_forall {handle} num_threads "
+                 f"[{', '.join(str(int(c)) for c in list(chunks) + [0])}] : ({_ANY}) -> ({_ANY}, {_ANY})\n")
+        handle = "%chunk"
     for inner, outer, a, b in ((reg_m, block_m, "reg_m", "block_m"), (reg_n, block_n, "reg_n", "block_n"),
                                (reg_k, block_k, "reg_k", "block_k"), (pack_tile_a, block_k, "pack_tile_a", "block_k"),
                                (pack_tile_b, block_k, "pack_tile_b", "block_k")):
@@ -77,7 +90,7 @@ def _packed_contraction(handle: str, lead: int, block_m: int, block_n: int, bloc
     outer_loops = lead + 3
     dims = list(range(lead + 3))
     lst = lambda xs: ", ".join(str(x) for x in xs)  # noqa: E731
-    return f"""
+    return split + f"""
     %t1, %l1:{outer_loops} = transform.structured.tile_using_for {handle} tile_sizes [{lst(sizes1)}] interchange = [{lst(interchange)}]
         : ({_ANY}) -> ({_ANY}{f", {_ANY}" * outer_loops})
     %t2, %l2:2 = transform.structured.tile_using_for %t1 tile_sizes [{lst(sizes2)}]
@@ -118,22 +131,41 @@ def _module(body: str, bufferize: bool = True) -> str:
 
 def batch_matmul_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4,
                         reg_n: int = 16, reg_k: int = 8, pack_tile_a: int = 32, pack_tile_b: int = 8,
-                        op: str = "", bufferize: bool = True) -> str:
-    """Every linalg.batch_matmul (or the one with id `op`): batch loop, then the packed matmul schedule."""
+                        op: str = "", bufferize: bool = True, threads_b: int = 1, threads_m: int = 1,
+                        threads: int = 1) -> str:
+    """Every linalg.batch_matmul (or the one with id `op`): batch loop, then the packed matmul schedule
+    (threads_b x threads_m x threads chunks of batch, M, N run as parallel tasks)."""
+    _check(threads_b=threads_b, threads_m=threads_m, threads=threads)
     return _module(f"\n    %mm = {_match('linalg.batch_matmul', op)}\n{matmul.expect_one('%mm', op)}" + _packed_contraction(
-        "%mm", 1, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b), bufferize)
+        "%mm", 1, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b,
+        chunks=[threads_b, threads_m, threads]), bufferize)
 
 
-def default_params(b: int, m: int, n: int, k: int, **machine) -> dict:
-    """batch_matmul_tiling parameters for a BxMxNxK f32 batch_matmul (matmul.default_params per batch)."""
-    params = matmul.default_params(m, n, k, **machine)
+def default_params(b: int, m: int, n: int, k: int, threads: int = 1, **machine) -> dict:
+    """batch_matmul_tiling parameters for a BxMxNxK f32 batch_matmul (matmul.default_params per chunk).
+    `threads` > 1: chunks run in parallel (`thread_chunks`); the block sizes are a chunk's."""
+    threads_b, threads_m, threads_n = thread_chunks(b, m, n, threads)
+    params = matmul.default_params(m // threads_m, n // threads_n, k, **machine)
     params.pop("impl", None)
-    return params
+    chunks = {"threads_b": threads_b, "threads_m": threads_m, "threads": threads_n}
+    return dict(params, **{key: v for key, v in chunks.items() if v > 1})
+
+
+def thread_chunks(b: int, m: int, n: int, threads: int) -> tuple[int, int, int]:
+    """(batch, M, N) chunk counts for `threads` tasks that divide the dims: over the batch where as many
+    batches divide it (each task packs its own operands, no redundant packing), else an M x N grid
+    (matmul_parallel.thread_grid), whichever has more tasks."""
+    if threads <= 1:
+        return 1, 1, 1
+    by_batch = max(t for t in range(1, threads + 1) if b % t == 0)
+    tm, tn = thread_grid(m, n, threads)
+    return (by_batch, 1, 1) if by_batch >= tm * tn else (1, tm, tn)
 
 
 def matmul_transpose_b_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4,
                               reg_n: int = 16, reg_k: int = 8, pack_tile_a: int = 32, pack_tile_b: int = 8,
-                              op: str = "", generic: bool = False, bufferize: bool = True) -> str:
+                              op: str = "", generic: bool = False, bufferize: bool = True, threads_m: int = 1,
+                              threads: int = 1) -> str:
     """`x @ w.T`: a linalg.matmul whose B is indexed (n, k) (or the one with id `op`); B is packed
     transposed into [k][reg_n] panels, so the micro-kernel is matmul.py's. `generic`: the op is the
     linalg.generic torch-mlir emits for it (`op` names it), made a linalg.matmul first (specialize)."""
@@ -144,26 +176,33 @@ def matmul_transpose_b_tiling(block_m: int = 64, block_n: int = 256, block_k: in
                  f"    %mm = transform.structured.specialize %g : ({_ANY}) -> {_ANY}\n")
     else:
         match = f"\n    %mm = {_match('linalg.matmul', op)}\n{matmul.expect_one('%mm', op)}"
+    _check(threads_m=threads_m, threads=threads)
     return _module(match + _packed_contraction(
-        "%mm", 0, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b, transpose_b=True), bufferize)
+        "%mm", 0, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b, transpose_b=True,
+        chunks=[threads_m, threads]), bufferize)
 
 
 def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4, reg_n: int = 16,
                     reg_k: int = 8, pack_tile_a: int = 32, pack_tile_b: int = 8, epilogue: int = 1,
-                    epi_m: int = 4, epi_n: int = 64, op: str = "", bufferize: bool = True) -> str:
+                    epi_m: int = 4, epi_n: int = 64, op: str = "", bufferize: bool = True, threads_m: int = 1,
+                    threads: int = 1) -> str:
     """A linalg.matmul (or the one with id `op`) followed by a chain of `epilogue` elementwise ops
     (bias add, relu, gelu, ...: each the only consumer of the previous result): the packed matmul
     schedule, then the chain tiled by epi_m x epi_n with the earlier links fused into the last one's
     loops, and vectorized (one pass over the matmul's result instead of one per op)."""
-    _check(epilogue=epilogue, epi_m=epi_m, epi_n=epi_n)
+    _check(epilogue=epilogue, epi_m=epi_m, epi_n=epi_n, threads_m=threads_m, threads=threads)
     chain = [f"\n    %mm = {_match('linalg.matmul', op)}\n{matmul.expect_one('%mm', op)}"]
     previous = "%mm"
     for i in range(epilogue):
         chain.append(f"    %e{i} = transform.get_consumers_of_result {previous}[0] : ({_ANY}) -> {_ANY}\n")
         previous = f"%e{i}"
     body = "".join(chain) + _packed_contraction("%mm", 0, block_m, block_n, block_k, reg_m, reg_n, reg_k,
-                                                pack_tile_a, pack_tile_b)
+                                                pack_tile_a, pack_tile_b, chunks=[threads_m, threads])
     last = f"%e{epilogue - 1}"
+    if threads_m * threads > 1:   # the chain in the same chunks, each a parallel task
+        body += (f"    %echunk, %eforall = transform.structured.tile_using_forall {last} num_threads [{threads_m}, {threads}]"
+                 f" : ({_ANY}) -> ({_ANY}, {_ANY})\n")
+        last = "%echunk"
     body += (f"    %et, %el:2 = transform.structured.tile_using_for {last} tile_sizes [{epi_m}, {epi_n}]"
              f" : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY})\n")
     fused = []
@@ -179,13 +218,14 @@ def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, r
     return _module(body, bufferize)
 
 
-def epilogue_params(m: int, n: int, k: int, epilogue: int, **machine) -> dict:
-    """matmul_epilogue parameters: the matmul's (matmul.default_params) and an epilogue tile of rows x
-    4 vectors (divisors of M and N)."""
-    params = default_params(1, m, n, k, **machine)
+def epilogue_params(m: int, n: int, k: int, epilogue: int, threads: int = 1, **machine) -> dict:
+    """matmul_epilogue parameters: the matmul's (matmul.default_params, per chunk with `threads`) and an
+    epilogue tile of rows x 4 vectors (divisors of a chunk's M and N)."""
+    params = default_params(1, m, n, k, threads=threads, **machine)
     lanes = max(machine.get("vector_bits", 512) // 32, 1)
-    epi_n = next(t for t in (4 * lanes, 2 * lanes, lanes, 8, 4, 2, 1) if n % t == 0)
-    epi_m = next(t for t in (4, 2, 1) if m % t == 0)
+    cm, cn = m // params.get("threads_m", 1), n // params.get("threads", 1)
+    epi_n = next(t for t in (4 * lanes, 2 * lanes, lanes, 8, 4, 2, 1) if cn % t == 0)
+    epi_m = next(t for t in (4, 2, 1) if cm % t == 0)
     return dict(params, epilogue=epilogue, epi_m=epi_m, epi_n=epi_n)
 
 

@@ -238,20 +238,25 @@ class CpuTarget(Target):
         family = _load_library_module(self.matmul_family_schedule)
         path = self.pipeline_path_for(self.matmul_family_schedule)
         machine = matmul_machine_args(self.machine)
+        macs = 1
+        for v in dims.values():
+            macs *= v
+        # every core for a large one: its chunks are tasks on the async runtime
+        threads = self.machine.usable_cpus if macs >= MIN_PARALLEL_MATMUL else 1
         if op["op"] == "linalg.matvec":
             params = family.matvec_params(dims["m"], dims["k"], **machine)
             return f"{path}[gen=matvec_tiling]", params
         if op["op"] == "linalg.batch_matmul":
             return (f"{path}[gen=batch_matmul_tiling]",
-                    family.default_params(dims["b"], dims["m"], dims["n"], dims["k"], **machine))
+                    family.default_params(dims["b"], dims["m"], dims["n"], dims["k"], threads=threads, **machine))
         if op.get("layout") == "transpose_b" and (op["op"] == "linalg.matmul" or op.get("id")):
-            params = family.default_params(1, dims["m"], dims["n"], dims["k"], **machine)
+            params = family.default_params(1, dims["m"], dims["n"], dims["k"], threads=threads, **machine)
             if op["op"] == "linalg.generic":
                 params.update(generic=True, op=op["id"])
             return f"{path}[gen=matmul_transpose_b_tiling]", params
         chain = epilogue_chain(list(ops), list(ops).index(op)) if op in ops else []
         if op["op"] == "linalg.matmul" and op.get("layout", "normal") == "normal" and chain:
-            params = family.epilogue_params(dims["m"], dims["n"], dims["k"], len(chain), **machine)
+            params = family.epilogue_params(dims["m"], dims["n"], dims["k"], len(chain), threads=threads, **machine)
             if op.get("id"):
                 params["op"] = op["id"]
             return f"{path}[gen=matmul_epilogue]", params

@@ -163,7 +163,8 @@ def device_memory(module) -> int:
     """memref.alloc/dealloc/copy in host code of the payload -> gpu.alloc/dealloc/memcpy.
 
     Host-facing wrapper functions (`lh.host_wrapper`) are left alone. Returns the number of
-    ops rewritten. A copy between non-contiguous buffers cannot be one gpu.memcpy: error.
+    ops rewritten. A copy of a non-contiguous (strided) buffer becomes a `linalg.copy` that the naive
+    mapping after it runs as a kernel (one gpu.memcpy cannot copy it).
     """
     todo: list = []
     for f in _funcs(module):
@@ -203,11 +204,14 @@ def device_memory(module) -> int:
                 from mlir.dialects import gpu
 
                 src, dst = op.operands[0], op.operands[1]
-                for v in (src, dst):
-                    if not _contiguous(v.type):
-                        raise GpuWrapperError(f"memref.copy of a non-contiguous buffer ({v.type}) on the device: "
-                                              "map the copy to GPU threads in the schedule")
-                gpu.MemcpyOp(None, [], dst, src)
+                if all(_contiguous(v.type) for v in (src, dst)):
+                    gpu.MemcpyOp(None, [], dst, src)
+                else:
+                    # a strided view (a slice, a pad's interior, ...): no single memcpy; a linalg.copy in
+                    # host code, which cuda-lower's naive mapping turns into a kernel of its own
+                    from mlir.dialects import linalg
+
+                    linalg.copy(src, outs=[dst])
         op.erase()
         count += 1
     return count

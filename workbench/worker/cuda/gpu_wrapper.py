@@ -160,7 +160,8 @@ def _inside_device_code(op) -> bool:
 
 
 def device_memory(module) -> int:
-    """memref.alloc/dealloc/copy in host code of the payload -> gpu.alloc/dealloc/memcpy.
+    """memref.alloc/dealloc/copy in host code of the payload -> gpu.alloc/dealloc/memcpy; constants
+    (memref.get_global) -> device copies.
 
     Host-facing wrapper functions (`lh.host_wrapper`) are left alone. Returns the number of
     ops rewritten. A copy of a non-contiguous (strided) buffer becomes a `linalg.copy` that the naive
@@ -174,7 +175,7 @@ def device_memory(module) -> int:
         def visit(op):
             if op.name in ("gpu.launch", "gpu.module"):
                 return ir.WalkResult.SKIP
-            if op.name in ("memref.alloc", "memref.dealloc", "memref.copy"):
+            if op.name in ("memref.alloc", "memref.dealloc", "memref.copy", "memref.get_global"):
                 todo.append(op)
             return ir.WalkResult.ADVANCE
 
@@ -182,6 +183,10 @@ def device_memory(module) -> int:
     count = 0
     for op in todo:
         if _inside_device_code(op):
+            continue
+        if op.name == "memref.get_global":
+            if _global_to_device(op):
+                count += 1
             continue
         with ir.InsertionPoint(op), op.location:
             if op.name == "memref.alloc":
@@ -217,6 +222,27 @@ def device_memory(module) -> int:
     return count
 
 
+def _global_to_device(op) -> bool:
+    """A constant (memref.get_global of a host global: weights, dense constants) read by device code:
+    a device copy made where it is taken (gpu.alloc + gpu.memcpy), freed at the end of the block.
+    Kernels cannot read host memory (CUDA_ERROR_ILLEGAL_ADDRESS)."""
+    from mlir.dialects import gpu
+
+    g = op.results[0]
+    t = ir.MemRefType(g.type)
+    if t.memory_space is not None or not _contiguous(g.type) or not list(g.uses):
+        return False
+    after = op.operation.block.operations
+    ops = list(after)
+    nxt = ops[ops.index(op.operation) + 1]
+    with ir.InsertionPoint(nxt), op.location:
+        dev = gpu.AllocOp(g.type, None, [], [], []).results[0]
+        copy = gpu.MemcpyOp(None, [], dev, g)
+    g.replace_all_uses_except(dev, copy.operation)
+    _free_at_end_of_block(dev)
+    return True
+
+
 _ESCAPES = ("func.return", "scf.yield", "memref.dealloc", "gpu.dealloc", "func.call", "cf.br")
 
 
@@ -235,6 +261,8 @@ def _free_at_end_of_block(value) -> None:
 
 def _contiguous(t) -> bool:
     mt = ir.MemRefType(t)
+    if mt.rank == 0:
+        return True
     layout = str(mt.layout)
     if layout.startswith("affine_map<(d0") and layout.count("d") and "->" in layout:
         # identity maps print as affine_map<(d0, d1) -> (d0, d1)>

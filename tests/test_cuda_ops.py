@@ -248,3 +248,47 @@ def test_gpu_torch_fixture_selected_matches_torch(ctx, name):
     run = res.data["run"]
     assert run["check"]["passed"], run["check"]
     assert run["expected_check"]["passed"], run["expected_check"]
+
+
+EXP3D = """func.func @exp3(%a: tensor<4x8x100xf32>) -> tensor<4x8x100xf32> {
+  %e = tensor.empty() : tensor<4x8x100xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, j, k)>, affine_map<(i, j, k) -> (i, j, k)>],
+      iterator_types = ["parallel", "parallel", "parallel"]} ins(%a : tensor<4x8x100xf32>) outs(%e : tensor<4x8x100xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %y = math.exp %x : f32
+    linalg.yield %y : f32
+  } -> tensor<4x8x100xf32>
+  return %r : tensor<4x8x100xf32>
+}
+"""
+
+
+def _launch_dims(host: str) -> list[tuple[int, ...]]:
+    """(blocks x, y, z, threads x, y, z) of each gpu.launch_func, from the host code's index constants."""
+    consts = dict(re.findall(r"(%\d+) = llvm\.mlir\.constant\((\d+) : (?:index|i64)\)", host))
+    out = []
+    for m in re.finditer(r"blocks in \((%\d+), (%\d+), (%\d+)\) threads in \((%\d+), (%\d+), (%\d+)\)", host):
+        out.append(tuple(int(consts[v]) for v in m.groups()))
+    return out
+
+
+def test_elementwise_ops_are_linearized_and_coalesced(ctx, tmp_path):
+    """An unscheduled elementwise op: one kernel over its 3200 iterations, 256 threads per block
+    (13 blocks), the innermost dimension on consecutive threads (upstream's mapping: 32 x 32 threads
+    over the two outer dims, the innermost tiled by 1 on the blocks)."""
+    ir = _lower(ctx, tmp_path, "exp3", EXP3D)
+    assert _launch_dims(_host_code(ir, "exp3")) == [(13, 1, 1, 256, 1, 1)]
+    ptx = ptx_of(ir)
+    # one linear index (blockIdx.x * 256 + threadIdx.x), split into the three loop indices
+    assert "%tid.x" in ptx and "%ctaid.x" in ptx and "%tid.y" not in ptx and "%ctaid.y" not in ptx
+
+
+@needs_gpu
+def test_gpu_linearized_elementwise_checked(ctx, tmp_path):
+    p = tmp_path / "exp3.mlir"
+    p.write_text(EXP3D)
+    ok(ctx, f"load {p}")
+    res = ok(ctx, f"run --target cuda --check --iterations 2 --save-outputs {tmp_path / 'o'}")
+    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+    (a,), (got,) = load_npys(tmp_path / "o", "input"), load_npys(tmp_path / "o", "output")
+    np.testing.assert_allclose(got, np.exp(a), rtol=1e-6)

@@ -292,3 +292,18 @@ def test_gpu_linearized_elementwise_checked(ctx, tmp_path):
     assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
     (a,), (got,) = load_npys(tmp_path / "o", "input"), load_npys(tmp_path / "o", "output")
     np.testing.assert_allclose(got, np.exp(a), rtol=1e-6)
+
+
+def test_torch_softmax_selected_fuses_and_reduces_in_kernels(ctx):
+    """torch-mlir's softmax (a max that also yields its index, sub, exp, a sum, a divide: 5 generics
+    and 3 fills): the selector's preparation fuses the elementwise ops and drops the unread index, both
+    reductions take the kernel, their fills fold into it: 4 kernel launches instead of 8."""
+    ok(ctx, f"load {TORCH / 'softmax.mlir'}")
+    ok(ctx, "target cuda")
+    res = ok(ctx, "select --apply")
+    assert sum("reduce.py" in e["schedule"] for e in res.data["selections"]) == 2, res.data["selections"]
+    ok(ctx, "bench iterations=2")
+    ok(ctx, "apply cuda-lower{chip=sm_90}")
+    ir = ctx.session.current_ir
+    assert len(re.findall(r"\.shared .align 16 .b8 __lh_reduce_smem_\d+", ptx_of(ir))) == 2
+    assert _host_code(ir, "main").count("gpu.launch_func") <= 4

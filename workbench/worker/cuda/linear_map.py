@@ -9,7 +9,8 @@ one gpu.launch over its linearized iteration space: `threads` threads per block,
 grid takes iteration i in row-major order (the innermost loop fastest: consecutive threads touch
 consecutive elements of identity-mapped operands), a bounds check for the last block. Whatever the
 body holds (scf.for loops of an unmarked reduction, ...) runs per thread as before. Loops with
-dynamic bounds or results keep the upstream mapping that runs after this pass.
+dynamic bounds or results, and loops around other parallel loops (a reduction loop between parallel
+ones), keep the upstream mapping that runs after this pass.
 """
 from __future__ import annotations
 
@@ -49,6 +50,18 @@ def _top_level_parallels(module) -> list:
     return found
 
 
+def _has_nested_parallel(op) -> bool:
+    found = []
+
+    def visit(o):
+        if o.name == "scf.parallel":
+            found.append(o)
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    return len(found) > 1  # the walk visits `op` itself too
+
+
 def linear_map(module, threads: int = 256) -> int:
     """Map each static top-level scf.parallel of host code to a linearized gpu.launch; how many."""
     from mlir.dialects import arith, gpu, scf
@@ -59,7 +72,7 @@ def linear_map(module, threads: int = 256) -> int:
     with module.context:
         for par in _top_level_parallels(module):
             op = par.operation if hasattr(par, "operation") else par
-            if len(op.results):
+            if len(op.results) or _has_nested_parallel(op):
                 continue
             view = op.opview
             lbs = [_const_index(v) for v in view.lowerBound]

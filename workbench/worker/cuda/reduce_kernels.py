@@ -12,7 +12,8 @@ reduction; each keeps partial results in registers (the combiner's identity to s
 the op's body (the inputs loaded through its indexing maps, `linalg.index` included) for each
 iteration. The partials meet in shared memory (a B x T buffer per result, a tree of log2(T)
 steps with a barrier each), and thread 0 of the row combines the total with the output's old value
-and stores it. Ops the kernel cannot take (several results combined with one another as argmax
+and stores it (the output's fill value instead where a linalg.fill just before initializes the output
+for this op alone: the fill is then dropped, one kernel launch less). Ops the kernel cannot take (several results combined with one another as argmax
 does, a body that reads `out` elsewhere, dynamic shapes) keep the naive mapping; their mark is
 dropped.
 """
@@ -182,6 +183,25 @@ def _shared_buffer(module, rows: int, threads: int, elem: ir.Type) -> str:
     return name, t
 
 
+def _init_fill(op, out):
+    """The linalg.fill that initializes `out` just for `op` (same block, before it, the buffer unused
+    in between): the kernel starts from its value instead of reading the buffer, and the fill goes."""
+    block_ops = list(op.operation.block.operations)
+    at = block_ops.index(op.operation)
+    for k in range(at - 1, -1, -1):
+        o = block_ops[k]
+        uses = any(v == out for v in o.operands)
+        if o.name == "linalg.fill" and uses:
+            fill_out = list(o.opview.outputs)[0]
+            scalar = list(o.opview.inputs)[0]
+            if fill_out == out and not isinstance(scalar.type, ir.ShapedType):
+                return o, scalar
+            return None
+        if uses or o.name in ("func.call", "memref.copy", "gpu.memcpy") or len(o.regions):
+            return None
+    return None
+
+
 def build(module, op, threads: int, rows: int) -> None:
     """Replace the marked generic `op` by its reduction kernel (see the module docstring)."""
     from mlir.dialects import arith, gpu, memref, scf
@@ -200,6 +220,7 @@ def build(module, op, threads: int, rows: int) -> None:
     args = list(p["block"].arguments)
     elems = [ir.MemRefType(v.type).element_type for v in p["outs"]]
     buffers = [_shared_buffer(module, rows, threads, e) for e in elems]
+    fills = [_init_fill(op, out) for out in p["outs"]]
     loc = op.location
     with ir.InsertionPoint(op), loc:
         grid = _index(max(1, (n_rows + rows - 1) // rows))
@@ -260,14 +281,17 @@ def build(module, op, threads: int, rows: int) -> None:
             if_op = scf.IfOp(arith.AndIOp(first, valid).result)
             with ir.InsertionPoint(if_op.then_block):
                 pdims = [v if v is not None else zero for v in dims_for_outputs(its, par, pidx)]
-                for (c, pos), sh, out, m in zip(p["combiners"], shared, p["outs"], p["maps"][n_in:]):
+                for (c, pos), sh, out, m, fill in zip(p["combiners"], shared, p["outs"], p["maps"][n_in:], fills):
                     total = memref.LoadOp(sh, [ty, zero]).result
                     idx = _apply(m, pdims)
-                    old = memref.LoadOp(out, idx).result
+                    old = fill[1] if fill else memref.LoadOp(out, idx).result
                     memref.StoreOp(_combine(c, pos, old, total), out, idx)
                 scf.YieldOp([])
             gpu.TerminatorOp()
     op.erase()
+    for fill in fills:
+        if fill is not None:
+            fill[0].erase()
 
 
 def dims_for_outputs(its: list[str], par: list[int], pidx: list) -> list:

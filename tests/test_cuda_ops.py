@@ -307,3 +307,41 @@ def test_torch_softmax_selected_fuses_and_reduces_in_kernels(ctx):
     ir = ctx.session.current_ir
     assert len(re.findall(r"\.shared .align 16 .b8 __lh_reduce_smem_\d+", ptx_of(ir))) == 2
     assert _host_code(ir, "main").count("gpu.launch_func") <= 4
+
+
+def _generic(body: str, outs: int = 1) -> str:
+    out_ty = ", ".join(["memref<4xf32>"] * outs)
+    out_args = ", ".join(f"%o{i}" for i in range(outs))
+    maps = ", ".join(["affine_map<(i, j) -> (i, j)>"] + ["affine_map<(i, j) -> (i)>"] * outs)
+    return (f"func.func @f(%a: memref<4x64xf32>, {', '.join(f'%o{i}: memref<4xf32>' for i in range(outs))}) {{\n"
+            f"  linalg.generic {{indexing_maps = [{maps}], iterator_types = [\"parallel\", \"reduction\"]}}\n"
+            f"      ins(%a : memref<4x64xf32>) outs({out_args} : {out_ty}) {{\n{body}\n  }}\n  return\n}}\n")
+
+
+@pytest.mark.parametrize("body,outs,why", [
+    # var-style: a sum and a sum of squares, each combined with its own output
+    ("  ^bb0(%x: f32, %s: f32, %q: f32):\n    %xx = arith.mulf %x, %x : f32\n    %s2 = arith.addf %x, %s : f32\n"
+     "    %q2 = arith.addf %xx, %q : f32\n    linalg.yield %s2, %q2 : f32, f32", 2, ""),
+    ("  ^bb0(%x: f32, %m: f32):\n    %m2 = arith.maximumf %m, %x : f32\n    linalg.yield %m2 : f32", 1, ""),
+    # the output read again after its combiner: partial results would change the value
+    ("  ^bb0(%x: f32, %s: f32):\n    %t = arith.addf %x, %s : f32\n    %u = arith.mulf %t, %s : f32\n"
+     "    linalg.yield %u : f32", 1, "read outside its combiner"),
+    ("  ^bb0(%x: f32, %s: f32):\n    %t = arith.subf %s, %x : f32\n    linalg.yield %t : f32", 1,
+     "not combined by an associative op"),
+    ("  ^bb0(%x: f32, %s: f32):\n    %y = arith.mulf %x, %s : f32\n    %t = arith.addf %y, %s : f32\n"
+     "    linalg.yield %t : f32", 1, "read outside its combiner"),
+])
+def test_reduction_kernel_takes_only_combinable_bodies(body, outs, why):
+    from mlir import ir
+
+    from workbench.worker.cuda.reduce_kernels import ReduceKernelError, plan
+
+    with ir.Context(), ir.Location.unknown():
+        m = ir.Module.parse(_generic(body, outs))
+        op = [o for o in m.body.operations[0].regions[0].blocks[0].operations if o.name == "linalg.generic"][0]
+        if not why:
+            p = plan(op.operation)
+            assert len(p["combiners"]) == outs and p["ranges"] == [4, 64]
+        else:
+            with pytest.raises(ReduceKernelError, match=why):
+                plan(op.operation)

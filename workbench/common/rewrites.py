@@ -28,6 +28,12 @@ REWRITES = {
                                "help": "auto: numpy's OpenBLAS (ILP64), else a system CBLAS"}},
         "impl": "workbench.worker.cpu.ukernel_rewrite:ukernel_calls",
     },
+    "gpu-reductions": {
+        "help": "replace linalg.generic reductions marked lh.gpu_reduce (on memrefs) by row-reduction kernels: "
+                "threads striding each row, partials in registers, a shared-memory tree",
+        "params": {},
+        "impl": "workbench.worker.cuda.reduce_kernels:rewrite_marked",
+    },
     "wgmma-kernels": {
         "help": "replace f16 linalg.matmuls marked lh.wgmma (on memrefs) by generated sm_90 TMA + wgmma kernels",
         "params": {},

@@ -8,6 +8,7 @@ stream synchronize before rtclock is read (see workbench/worker/cuda/gpu_wrapper
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from workbench.targets.base import Target, register
@@ -32,6 +33,7 @@ class CudaTarget(Target):
     #: the shipped schedules the selector fills in (pipelines/cuda/*.py)
     matmul_schedule = "cuda/matmul.py"
     softmax_schedule = "cuda/softmax.py"
+    reduce_schedule = "cuda/reduce.py"
 
     def probe(self) -> dict:
         from workbench.common.cuda_probe import probe
@@ -59,6 +61,17 @@ class CudaTarget(Target):
         info = self.probe()
         return int(info.get("multiprocessors") or 132) if info.get("ok") else 132
 
+    def preparation_steps(self, info: dict[str, Any]) -> list[str]:
+        """The cpu target's preparation (upstream elementwise fusion, unit dims folded, integer powers
+        expanded) when the payload has two or more linalg.generic ops: on a GPU each torch-mlir generic
+        is a kernel launch and a pass over device memory; fused, an elementwise chain is one kernel, a
+        reduction computes its producers (exp(x - max)) as it reads, and results nobody reads (the
+        index of torch's max) are dropped, which leaves the max to the reduction kernel."""
+        from workbench.targets.cpu import CpuTarget
+
+        generics = sum(1 for op in info.get("ops", []) if op.get("op") == "linalg.generic")
+        return [CpuTarget.FUSE_ELEMENTWISE] if generics >= 2 else []
+
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """Static-shape matmuls and batch matmuls -> the matmul schedule, softmax -> the softmax schedule.
 
@@ -85,7 +98,27 @@ class CudaTarget(Target):
                            {**params, "op": op["id"]} if several and op.get("id") else params))
         if any(op["op"] == "linalg.softmax" for op in info.get("ops", [])):
             chosen.append((f"pipelines/{self.softmax_schedule}[gen=softmax_rows]", {}))
+        chosen += self._reductions(info)
         return chosen
+
+    def _reductions(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """Each linalg.generic reduction of static shape (torch's sums, means, norms, softmax pieces;
+        not contractions or convolutions) -> the row-reduction kernel (reduce.py[gen=gpu_reduce]) with
+        threads for its reduced length and rows per block for short rows, targeted by its id. Rows of
+        fewer than 8 elements stay with the naive mapping (one thread per row)."""
+        red = _load_library_module(self.reduce_schedule)
+        out = []
+        for op in info.get("ops", []):
+            domain, its = op.get("domain") or [], op.get("iterators") or []
+            if (op["op"] != "linalg.generic" or op.get("kind") != "reduction" or not op.get("id")
+                    or len(domain) != len(its) or not domain or any(d <= 0 for d in domain)):
+                continue
+            rows = math.prod(d for d, it in zip(domain, its) if it == "parallel")
+            length = math.prod(d for d, it in zip(domain, its) if it == "reduction")
+            params = red.select(rows, length)
+            if params is not None:
+                out.append((f"pipelines/{self.reduce_schedule}[gen=gpu_reduce]", {**params, "op": op["id"]}))
+        return out
 
     def extra_run_request(self) -> dict:
         # the GPU module is loaded by a global constructor: ExecutionEngine.initialize() must run

@@ -29,6 +29,18 @@ def _device_memory(module, options: dict) -> None:
     gpu_wrapper.device_memory(module)
 
 
+def _serial_kernels(module, options: dict) -> None:
+    from workbench.worker.cuda import gpu_wrapper
+
+    gpu_wrapper.serial_kernels(module)
+
+
+def _linear_map(module, options: dict) -> None:
+    from workbench.worker.cuda import linear_map
+
+    linear_map.linear_map(module, int(options.get("threads", 256)))
+
+
 def _exp_approx(module, options: dict) -> None:
     from workbench.worker.cpu import math_approx
 
@@ -187,6 +199,8 @@ llvm.func @{STREAM_GETTER}() -> !llvm.ptr {{
 PASSES: dict[str, tuple[Callable, str]] = {
     "lh-gpu-device-wrapper": (_device_wrapper, "benchmark wrapper -> GPU form (device buffers, copies outside the timed region)"),
     "lh-gpu-device-memory": (_device_memory, "host-side memref.alloc/dealloc/copy of the payload -> gpu.alloc/dealloc/memcpy"),
+    "lh-gpu-serial-kernels": (_serial_kernels, "host-code linalg ops with no parallel loop (rank-0 fills and elementwise ops, whole-tensor reductions) -> one-thread gpu.launch kernels (the naive mapping makes none of them)"),
+    "lh-gpu-linear-map": (_linear_map, "static top-level scf.parallel loops of host code -> one gpu.launch each over the linearized iteration space {threads=256}: innermost loop on consecutive threads (coalesced), bounds-checked last block"),
     "lh-barrier-after-async-wait": (_barrier_after_async_wait, "gpu.barrier after each nvgpu.device_async_wait marked lh.barrier_after (pipelined cp.async schedules)"),
     "lh-math-approx": (_math_approx, "math.exp/tanh/erf/log/log1p on f32 / vector<..xf32> -> arith + math.fma polynomials {ops=exp,tanh,...: only those} (no libm calls per element; workbench/worker/cpu/math_approx.py)"),
     "lh-math-exp-approx": (_exp_approx, "math.exp on f32 / vector<..xf32> -> arith + math.fma polynomial (no libm expf; workbench/worker/cpu/math_approx.py)"),

@@ -160,10 +160,12 @@ def _inside_device_code(op) -> bool:
 
 
 def device_memory(module) -> int:
-    """memref.alloc/dealloc/copy in host code of the payload -> gpu.alloc/dealloc/memcpy.
+    """memref.alloc/dealloc/copy in host code of the payload -> gpu.alloc/dealloc/memcpy; constants
+    (memref.get_global) -> device copies.
 
     Host-facing wrapper functions (`lh.host_wrapper`) are left alone. Returns the number of
-    ops rewritten. A copy between non-contiguous buffers cannot be one gpu.memcpy: error.
+    ops rewritten. A copy of a non-contiguous (strided) buffer becomes a `linalg.copy` that the naive
+    mapping after it runs as a kernel (one gpu.memcpy cannot copy it).
     """
     todo: list = []
     for f in _funcs(module):
@@ -173,7 +175,7 @@ def device_memory(module) -> int:
         def visit(op):
             if op.name in ("gpu.launch", "gpu.module"):
                 return ir.WalkResult.SKIP
-            if op.name in ("memref.alloc", "memref.dealloc", "memref.copy"):
+            if op.name in ("memref.alloc", "memref.dealloc", "memref.copy", "memref.get_global"):
                 todo.append(op)
             return ir.WalkResult.ADVANCE
 
@@ -181,6 +183,10 @@ def device_memory(module) -> int:
     count = 0
     for op in todo:
         if _inside_device_code(op):
+            continue
+        if op.name == "memref.get_global":
+            if _global_to_device(op):
+                count += 1
             continue
         with ir.InsertionPoint(op), op.location:
             if op.name == "memref.alloc":
@@ -203,14 +209,92 @@ def device_memory(module) -> int:
                 from mlir.dialects import gpu
 
                 src, dst = op.operands[0], op.operands[1]
-                for v in (src, dst):
-                    if not _contiguous(v.type):
-                        raise GpuWrapperError(f"memref.copy of a non-contiguous buffer ({v.type}) on the device: "
-                                              "map the copy to GPU threads in the schedule")
-                gpu.MemcpyOp(None, [], dst, src)
+                if all(_contiguous(v.type) and "offset" not in str(ir.MemRefType(v.type).layout) for v in (src, dst)):
+                    gpu.MemcpyOp(None, [], dst, src)
+                else:
+                    # a strided view (a slice, a pad's interior, ...) or one at an offset (gpu-to-llvm
+                    # lowers memcpys of identity layouts only): a linalg.copy in host code, which
+                    # cuda-lower's naive mapping turns into a kernel of its own
+                    from mlir.dialects import linalg
+
+                    linalg.copy(src, outs=[dst])
         op.erase()
         count += 1
     return count
+
+
+def _is_constant_global(get_global) -> bool:
+    name = ir.FlatSymbolRefAttr(get_global.attributes["name"]).value
+    p = get_global.operation
+    while p.parent is not None and p.name != "builtin.module":
+        p = p.parent
+    for o in p.regions[0].blocks[0].operations:
+        if o.name == "memref.global" and ir.StringAttr(o.attributes["sym_name"]).value == name:
+            return "constant" in o.attributes
+    return False
+
+
+def _global_to_device(op) -> bool:
+    """A constant (memref.get_global of a host global: weights, dense constants) read by device code:
+    a device copy made where it is taken (gpu.alloc + gpu.memcpy), freed at the end of the block.
+    Kernels cannot read host memory (CUDA_ERROR_ILLEGAL_ADDRESS)."""
+    from mlir.dialects import gpu
+
+    g = op.results[0]
+    t = ir.MemRefType(g.type)
+    if t.memory_space is not None or not _contiguous(g.type) or not list(g.uses):
+        return False
+    if not _is_constant_global(op):
+        return False  # mutable host state (e.g. the wgmma kernels' TMA descriptor cache) stays on the host
+    after = op.operation.block.operations
+    ops = list(after)
+    nxt = ops[ops.index(op.operation) + 1]
+    with ir.InsertionPoint(nxt), op.location:
+        dev = gpu.AllocOp(g.type, None, [], [], []).results[0]
+        copy = gpu.MemcpyOp(None, [], dev, g)
+    g.replace_all_uses_except(dev, copy.operation)
+    _free_at_end_of_block(dev)
+    return True
+
+
+def serial_kernels(module) -> int:
+    """Linalg ops in host code with no parallel loop (rank-0 fills and elementwise ops, reductions of a
+    whole tensor to a scalar) -> a kernel of one thread each (`gpu.launch` of 1 x 1): the naive mapping
+    makes no kernel of them, and their loops would read and write device buffers from the host.
+    Returns how many it wrapped."""
+    from mlir.dialects import arith, gpu
+
+    todo = []
+    for f in _funcs(module):
+        if HOST_ATTR in f.attributes or len(f.regions[0].blocks) == 0:
+            continue
+
+        def visit(op):
+            if op.name in ("gpu.launch", "gpu.module"):
+                return ir.WalkResult.SKIP
+            if op.name.startswith("linalg.") and op.name not in ("linalg.yield", "linalg.index"):
+                if "iterator_types" in op.attributes:  # generics
+                    its = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+                    serial = not any("parallel" in it for it in its)
+                else:  # named ops: rank-0 operands only (a fill of a scalar buffer, ...)
+                    serial = all(ir.ShapedType(v.type).rank == 0 for v in op.operands
+                                 if isinstance(v.type, ir.ShapedType))
+                if serial and all(
+                        isinstance(v.type, ir.MemRefType) or not isinstance(v.type, ir.ShapedType)
+                        for v in op.operands):
+                    todo.append(op)
+                return ir.WalkResult.SKIP
+            return ir.WalkResult.ADVANCE
+
+        f.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    for op in todo:
+        with ir.InsertionPoint(op), op.location:
+            one = arith.ConstantOp(ir.IndexType.get(), 1).result
+            launch = gpu.LaunchOp((one, one, one), (one, one, one))
+            with ir.InsertionPoint(launch.regions[0].blocks[0]):
+                term = gpu.TerminatorOp()
+        op.move_before(term)
+    return len(todo)
 
 
 _ESCAPES = ("func.return", "scf.yield", "memref.dealloc", "gpu.dealloc", "func.call", "cf.br")
@@ -231,6 +315,8 @@ def _free_at_end_of_block(value) -> None:
 
 def _contiguous(t) -> bool:
     mt = ir.MemRefType(t)
+    if mt.rank == 0:
+        return True
     layout = str(mt.layout)
     if layout.startswith("affine_map<(d0") and layout.count("d") and "->" in layout:
         # identity maps print as affine_map<(d0, d1) -> (d0, d1)>

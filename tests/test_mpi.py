@@ -206,3 +206,44 @@ def test_nd_blocks_cut_and_reassemble_in_grid_order():
     np.testing.assert_array_equal(_block_nd(a, [[0], [1]], grid, 5), a[4:8, 4:8])
     # both axes on the rows: rank r gets row block r
     np.testing.assert_array_equal(_block_nd(a, [[0, 1]], grid, 5), a[5:6])
+
+
+def _func_body(ir: str, name: str) -> str:
+    body = ir.split(f"func.func @{name}(")[1]
+    return body.split("\n  func.func ")[0]
+
+
+def test_per_rank_heap_buffers_are_freed_and_the_bench_loop_does_not_grow(ctx, tmp_path):
+    """Buffers over promote-buffers-to-stack's 1 MiB (the all-reduce's copies, the zero-filled partial
+    sums of the ranks other than 0) are freed after their last use (before: 8-10 MiB kept per call)."""
+    import re
+
+    ok(ctx, f"load {PAYLOADS / 'mpi_allreduce_2mib.mlir'}")
+    ok(ctx, "apply mpi-partition")
+    ok(ctx, "bench warmup=0 iterations=100")
+    ok(ctx, "pass convert-shard-to-mpi")
+    ok(ctx, "apply mpi-bufferize")
+    ir = ctx.session.current_ir
+    assert "mpi.allreduce" in ir and "__lh_hidden" not in ir and "lh.mpi_op" not in ir  # the MPI ops are back
+    body = _func_body(ir, "mm_relu")
+    allocs = re.findall(r"(%alloc\w*) = memref\.alloc\(\)[^\n]*: memref<1024x512xf32>", body)
+    (returned,) = re.findall(r"return (%\w+)", body)
+    freed = set(re.findall(r"memref\.dealloc (%\w+)", body))
+    # an alloc yielded by scf.if through a cast is freed through the base buffer of the scf.if's result
+    for r, src in re.findall(r"(%\w+) = scf\.if [^\n]*\{\n(.*?)\n    \}\n", body, re.S):
+        base = re.search(rf"(%base_buffer\w*), [^\n]*= memref\.extract_strided_metadata {r} ", body)
+        if base and base.group(1) in freed:
+            freed |= {a for a in allocs if f"memref.cast {a} " in src and f"= memref.cast {a} " in src}
+    assert len(allocs) >= 4 and returned in allocs
+    assert set(allocs) - {returned} <= freed, (allocs, returned, freed)
+    assert returned not in freed
+    ok(ctx, "undo")
+    ok(ctx, "undo")
+    ok(ctx, "apply mpi-lower")
+    assert "@free" in ctx.session.current_ir
+    res = ok(ctx, "run --target mpi --ranks 2 --check")
+    run = res.data["run"]
+    assert run["check"]["passed"], run["check"]
+    # 100 calls kept (almost) nothing: a leak of even one 2 MiB buffer per call would be 200 MiB
+    growth = run["rank_bench_rss_growth_mb"]
+    assert len(growth) == 2 and max(growth) < 60, growth

@@ -209,6 +209,9 @@ class MpiTarget(Target):
             rank_times = [a["times"] for a in per_rank]
             out["times"] = [max(ts) for ts in zip(*rank_times)]
             out["report"]["rank_times_s"] = rank_times
+            growth = [a.get("bench_rss_growth_bytes") for a in per_rank]
+            if all(g is not None for g in growth):   # a leak shows as memory kept by the timed loop
+                out["report"]["rank_bench_rss_growth_mb"] = [round(g / 2**20, 1) for g in growth]
         return out
 
 

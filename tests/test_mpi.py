@@ -247,3 +247,30 @@ def test_per_rank_heap_buffers_are_freed_and_the_bench_loop_does_not_grow(ctx, t
     # 100 calls kept (almost) nothing: a leak of even one 2 MiB buffer per call would be 200 MiB
     growth = run["rank_bench_rss_growth_mb"]
     assert len(growth) == 2 and max(growth) < 60, growth
+
+
+def test_collective_communicators_are_made_once_per_process(ctx, tmp_path):
+    """convert-shard-to-mpi splits a communicator for every collective on every call; after mpi-lower each
+    split site makes it on its first call only (300 timed calls + the checked call: one split per rank)."""
+    import re
+
+    ok(ctx, f"load {EXAMPLES / 'sharded_matmul_k.mlir'}")
+    ok(ctx, "apply mpi-partition")
+    ok(ctx, "bench warmup=2 iterations=300")
+    ok(ctx, "pass convert-shard-to-mpi")
+    assert ctx.session.current_ir.count("mpi.comm_split") == 1    # one collective, one split site
+    ok(ctx, "undo")
+    ok(ctx, "apply mpi-lower")
+    ir = ctx.session.current_ir
+    # the payload calls the site's helper; MPI_Comm_split is called from the helper alone
+    payload = ir.split("llvm.func @matmul(")[1].split("\n  }\n")[0]
+    assert "llvm.call @lh_mpi_comm_split_once_0(" in payload and "@MPI_Comm_split" not in payload
+    assert len(re.findall(r"llvm\.call @MPI_Comm_split\(", ir)) == 1
+    helper = ir.split("llvm.func internal @lh_mpi_comm_split_once_0(")[1].split("\n  }\n")[0]
+    assert "llvm.call @MPI_Comm_split(" in helper and "llvm.cond_br" in helper
+    res = ok(ctx, f"run --target mpi --ranks 2 --check --save-outputs {tmp_path}")
+    run = res.data["run"]
+    assert run["check"]["passed"], run["check"]
+    assert run["rank_comm_splits"] == [1, 1], run.get("rank_comm_splits")
+    a, b, c = load(tmp_path, "input")
+    np.testing.assert_allclose(load(tmp_path, "output")[0], c + a @ b, rtol=1e-4, atol=1e-3)

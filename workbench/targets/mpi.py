@@ -202,6 +202,8 @@ class MpiTarget(Target):
                                "report": {"ranks": ranks}}
         if any(a.get("cpus") for a in per_rank):   # where each rank ran (pinned to its own cores)
             out["report"]["rank_cpus"] = [a.get("cpus") for a in per_rank]
+        if all(a.get("comm_splits") is not None for a in per_rank):   # communicators made (lh-mpi-reuse-comm)
+            out["report"]["rank_comm_splits"] = [a["comm_splits"] for a in per_rank]
         if call:
             out["args_after"] = [assemble([a["args_after"][i] for a in per_rank], i) for i in range(n_in)]
             out["outputs"] = [assemble([a["outputs"][j] for a in per_rank], n_in + j) for j in range(n_out)]

@@ -64,7 +64,23 @@ def _run(req: dict, inputs: list, comm) -> dict:
                 # memory the timed loop kept: buffers it allocated and never freed
                 answer["bench_rss_growth_bytes"] = rss1 - rss0
             answer["times"] = times.tolist()
+        splits = _comm_splits(engine)
+        if splits is not None:
+            answer["comm_splits"] = splits
         return answer
+
+
+def _comm_splits(engine) -> int | None:
+    """MPI_Comm_split calls the module made (lh-mpi-reuse-comm's counter), None without the counter."""
+    import ctypes
+
+    from workbench.worker.mpi.comm_reuse import COUNTER
+
+    try:
+        address = engine.raw_lookup(COUNTER[len("_mlir_"):])
+    except Exception:
+        return None
+    return int(ctypes.c_int64.from_address(address).value) if address else None
 
 
 def _resident_bytes() -> int | None:

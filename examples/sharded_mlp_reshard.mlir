@@ -6,7 +6,7 @@
 //   H2 rows -> replicated:     shard.all_gather;
 //   layer 3, column-parallel:  Y = H2 W3, W3 split by columns -> Y split by columns (returned so).
 // MLIR 22's convert-shard-to-mpi lowers neither all_to_all nor all_gather: mpi-lower rewrites them
-// first (lh-shard-collectives: zero-filled blocks summed by an all-reduce, then the rank's slice).
+// first (lh-shard-collectives: pairwise MPI send/recv of the blocks each rank needs).
 // `apply mpi-partition` makes W1 128x128, W3 128x32 and Y 64x32 per rank: put `bench` after it.
 #map_2d = affine_map<(d0, d1) -> (d0, d1)>
 module attributes {mpi.dlti = #dlti.map<"MPI:Implementation" = "MPICH", "MPI:comm_world_size" = 2>} {

@@ -281,11 +281,12 @@ def _reshard_mlp_want(x, w1, w2, w3):
     return np.maximum(np.maximum(x @ w1, 0) @ w2, 0) @ w3
 
 
-@pytest.mark.parametrize("ranks", [2, 4])
-def test_resharding_mlp_chain(ctx, tmp_path, ranks):
+@pytest.mark.parametrize("ranks,method", [(2, "p2p"), (4, "p2p"), (2, "allreduce")])
+def test_resharding_mlp_chain(ctx, tmp_path, ranks, method):
     """Layers alternating column and row splits: the partition inserts all_to_all (columns -> rows) and
     all_gather (rows -> replicated), which MLIR 22's convert-shard-to-mpi does not lower; mpi-lower
-    rewrites them (lh-shard-collectives) and the chain runs on 2 ranks and, oversubscribed, on 4."""
+    rewrites them (lh-shard-collectives: pairwise send/recv by default, or through all-reduces) and the
+    chain runs on 2 ranks and, oversubscribed, on 4."""
     src = (EXAMPLES / "sharded_mlp_reshard.mlir").read_text()
     if ranks != 2:
         src = src.replace("shape = 2)", f"shape = {ranks})").replace('"MPI:comm_world_size" = 2', f'"MPI:comm_world_size" = {ranks}')
@@ -299,13 +300,21 @@ def test_resharding_mlp_chain(ctx, tmp_path, ranks):
     assert f"tensor<128x{256 // ranks}xf32>" in sig and f"tensor<128x{64 // ranks}xf32>" in sig
     assert f"-> tensor<64x{64 // ranks}xf32>" in cur
     ok(ctx, "bench warmup=1 iterations=3")
-    ok(ctx, "pass lh-shard-collectives")
+    ok(ctx, f"pass lh-shard-collectives{{method={method}}}")
     cur = ctx.session.current_ir
-    assert "shard.all_to_all" not in cur and "shard.all_gather" not in cur and cur.count("shard.all_reduce") == 2
-    ok(ctx, "undo")
+    assert "shard.all_to_all" not in cur and "shard.all_gather" not in cur
+    if method == "p2p":
+        assert "shard.all_reduce" not in cur and cur.count("mpi.send(") == 4 and cur.count("mpi.recv(") == 4
+    else:
+        assert cur.count("shard.all_reduce") == 2 and "mpi.send(" not in cur
+    if method == "p2p":
+        ok(ctx, "undo")     # mpi-lower runs lh-shard-collectives itself (p2p by default)
     ok(ctx, "apply mpi-lower")
     lowered = ctx.session.current_ir
-    assert "shard." not in lowered and "MPI_Allreduce" in lowered
+    import re
+
+    assert not re.search(r"\bshard\.[a-z]", lowered)
+    assert ("llvm.call @MPI_Send(" in lowered) == (method == "p2p") and ("MPI_Allreduce" in lowered) == (method != "p2p")
     out_dir = tmp_path / "out"
     res = ok(ctx, f"run --target mpi --check --save-outputs {out_dir}")
     run = res.data["run"]
@@ -352,3 +361,28 @@ def test_reduce_scatter_sum_and_max_then_all_gather(ctx, tmp_path):
     summed, maxed = load(tmp_path, "output")
     np.testing.assert_array_equal(summed, 2 * x)     # each rank's row block of x + x, gathered
     np.testing.assert_array_equal(maxed, x)          # max(x, x), by column blocks
+
+
+def test_gather_on_a_group_of_3_goes_through_an_all_reduce(ctx, tmp_path):
+    """The pairwise exchange needs a power-of-two group: on 3 ranks a gather is summed zero-filled blocks."""
+    payload = tmp_path / "gather3.mlir"
+    payload.write_text("""module attributes {mpi.dlti = #dlti.map<"MPI:Implementation" = "MPICH", "MPI:comm_world_size" = 3>} {
+  shard.grid @grid(shape = 3) {sym_visibility = "private"}
+  func.func @f(%x: tensor<2x4xf32>) -> tensor<2x12xf32> {
+    %g = shard.all_gather %x on @grid grid_axes = [0] gather_axis = 1 : tensor<2x4xf32> -> tensor<2x12xf32>
+    return %g : tensor<2x12xf32>
+  }
+}
+""")
+    ok(ctx, f"load {payload}")
+    ok(ctx, "pass lh-shard-collectives")
+    cur = ctx.session.current_ir
+    assert "shard.all_gather" not in cur and "shard.all_reduce" in cur and "mpi.send(" not in cur
+    ok(ctx, "undo")
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply mpi-lower")
+    res = ok(ctx, f"run --target mpi --ranks 3 --save-outputs {tmp_path / 'out'}")
+    assert res.data["run"]["ranks"] == 3
+    (x,) = load(tmp_path / "out", "input")
+    (out,) = load(tmp_path / "out", "output")
+    np.testing.assert_array_equal(out, np.concatenate([x, x, x], axis=1))   # every block arrived (a lost one stays zero)

@@ -386,3 +386,20 @@ def test_gather_on_a_group_of_3_goes_through_an_all_reduce(ctx, tmp_path):
     (x,) = load(tmp_path / "out", "input")
     (out,) = load(tmp_path / "out", "output")
     np.testing.assert_array_equal(out, np.concatenate([x, x, x], axis=1))   # every block arrived (a lost one stays zero)
+
+
+def test_code_that_frees_its_own_buffers_is_left_alone(ctx, tmp_path):
+    ok(ctx, f"load {PAYLOADS / 'mpi_frees_itself.mlir'}")
+    before = ctx.session.current_ir
+    assert not do(ctx, "pass buffer-deallocation-pipeline").ok   # refuses the MPI op (and the free)
+    ok(ctx, "pass lh-mpi-buffer-deallocation")
+    assert ctx.session.current_ir == before
+    ok(ctx, "undo")
+    # the whole lowering runs: x summed over both ranks lands in y
+    ok(ctx, "bench warmup=0 iterations=2")
+    ok(ctx, "apply mpi-lower")
+    res = ok(ctx, f"run --target mpi --ranks 2 --save-outputs {tmp_path}")
+    assert res.data["run"]["ranks"] == 2
+    x, _y = load(tmp_path, "input")
+    (y,) = load(tmp_path, "output")
+    np.testing.assert_array_equal(y, 2 * x)

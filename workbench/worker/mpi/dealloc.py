@@ -71,11 +71,20 @@ def restore_mpi_ops(module) -> int:
     return len(calls)
 
 
-def deallocate(module) -> None:
-    """`buffer-deallocation-pipeline` on a module whose MPI ops take buffers."""
+FREES = ("memref.dealloc", "bufferization.dealloc")
+
+
+def deallocate(module) -> bool:
+    """`buffer-deallocation-pipeline` on a module whose MPI ops take buffers; False (nothing done) where
+    the module frees buffers itself already (convert-shard-to-mpi's halo exchange does, a schedule may),
+    which the ownership-based deallocation refuses ("memory free side-effect on MemRef value not
+    supported"): such code keeps its own frees and nothing more, as before this pass existed."""
+    if ops_where(module, lambda op: op.name in FREES):
+        return False
     hide_mpi_ops(module)
     try:
         with module.context:
             passmanager.PassManager.parse("builtin.module(buffer-deallocation-pipeline)").run(module.operation)
     finally:
         restore_mpi_ops(module)
+    return True

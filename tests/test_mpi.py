@@ -161,6 +161,15 @@ def test_shipped_mpi_script_and_session(tmp_path):
     assert doc["reproduced"] is True and doc["run"]["target"] == "mpi" and doc["run"]["check"]["passed"]
 
 
+def test_shipped_reshard_script(tmp_path):
+    out = tmp_path / "script.json"
+    p = run_cli(["examples/sharded_mlp_reshard.mlir", "--script", "commands/sharded-mlp-reshard-mpi.lhw",
+                 "--json", str(out)], timeout=300)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["run"]["ranks"] == 2 and doc["run"]["check"]["passed"] and doc["run"]["rank_comm_splits"] == [2, 2]
+
+
 def test_2d_grid_matmul_on_4_ranks(ctx, tmp_path):
     """M and N split over a 2x2 grid (4 ranks, oversubscribed on 2 cores: correctness only)."""
     ok(ctx, f"load {EXAMPLES / 'sharded_matmul_2d.mlir'}")

@@ -454,3 +454,17 @@ def test_all_reduces_the_rewrite_cannot_take_are_left_to_convert_shard_to_mpi(ct
     # dynamic shape and f32 -> f64: untouched; the static min: one MPI_Allreduce with MPI_MIN
     assert cur.count("shard.all_reduce") == 2 and "tensor<?x4xf32> -> tensor<?x4xf32>" in cur
     assert "-> tensor<4xf64>" in cur and cur.count("mpi.allreduce(") == 1 and "MPI_MIN" in cur
+
+
+def test_ranks_keep_freed_memory_with_the_allocator(monkeypatch):
+    """Freed multi-MiB buffers are reused warm by the next timed call instead of faulted in anew."""
+    from workbench.targets import get_target
+
+    mpi = get_target("mpi")
+    for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_"):
+        monkeypatch.delenv(name, raising=False)
+    env = mpi.run_env(None)
+    assert int(env["MALLOC_TRIM_THRESHOLD_"]) >= 1 << 30 and int(env["MALLOC_MMAP_THRESHOLD_"]) >= 1 << 30
+    assert env["OMP_NUM_THREADS"] == "1"
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "131072")      # the user's own setting wins
+    assert "MALLOC_TRIM_THRESHOLD_" not in mpi.run_env(2) and mpi.run_env(2)["OMP_NUM_THREADS"] == "2"

@@ -30,12 +30,6 @@ shard.process_multi_index, tensor ops and shard.all_reduce:
 - all_to_all: all_gather along `concat_axis`, then all_slice along `split_axis` (the gathered tensor
   is N times what an MPI_Alltoall would move);
 - reduce_scatter: all_reduce with the op's reduction, then all_slice along `scatter_axis`.
-
-shard.all_reduce itself (the payload's, and those of the helpers above) becomes a buffer-level helper
-of one mpi.allreduce from the input buffer into the fresh result buffer; convert-shard-to-mpi's own
-lowering first copies the input into a new buffer twice (bufferization's copy for its writable
-to_buffer, then its explicit alloc + linalg.copy) and reduces in place. Dynamic shapes, element
-types that change and reductions MPI has no op for stay with convert-shard-to-mpi.
 """
 from __future__ import annotations
 
@@ -46,7 +40,6 @@ from mlir import ir
 from workbench.worker.ir_walk import ops_where
 
 REWRITTEN = ("shard.all_gather", "shard.all_slice", "shard.all_to_all", "shard.reduce_scatter")
-BUFFER_LEVEL = ("shard.all_reduce",)     # rewritten when possible, else left to convert-shard-to-mpi
 HELPER = "lh_shard_"
 
 
@@ -218,56 +211,6 @@ def _is_power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
-def _group_comm(b: _Body, grid: str, gshape: list[int], axes: list[int]) -> tuple[str, str]:
-    """(this process's index in its group of grid `axes`, the group's communicator: MPI_Comm_split of
-    the world, colored by the position along the other axes, ranked by the group index)."""
-    me, _ = _group_index(b, grid, gshape, axes)
-    color, _ = _group_index(b, grid, gshape, [a for a in range(len(gshape)) if a not in axes])
-    world = b.add("mpi.comm_world : !mpi.comm")
-    comm = b.add(f"mpi.comm_split({world}, {b.add(f'arith.index_cast {color} : index to i32')}, "
-                 f"{b.add(f'arith.index_cast {me} : index to i32')}) : !mpi.comm")
-    return me, comm
-
-
-def _flat(b: _Body, buf: str, shape: list[int], elt: str) -> tuple[str, str]:
-    """`buf` (contiguous) as a 1-D buffer and its type: MLIR 22's MPI lowering takes the element count
-    of a buffer from its first dimension only."""
-    flat = _mtype([_numel(shape)], elt)
-    if len(shape) == 1:
-        return buf, flat
-    reassoc = f"[[{', '.join(map(str, range(len(shape))))}]]"
-    return b.add(f"memref.collapse_shape {buf} {reassoc} : {_mtype(shape, elt)} into {flat}"), flat
-
-
-_MPI_OPS = {"sum": "MPI_SUM", "max": "MPI_MAX", "min": "MPI_MIN", "product": "MPI_PROD",
-            "bitwise_and": "MPI_BAND", "bitwise_or": "MPI_BOR", "bitwise_xor": "MPI_BXOR"}
-
-
-def _allreduce_helper_text(op, name: str, grids: dict[str, list[int]]) -> str | None:
-    """An all_reduce as one MPI_Allreduce from the input buffer into the result buffer (None: leave it
-    to convert-shard-to-mpi, which copies the input twice first: element types that change, 0-D
-    tensors, reductions MPI has no op for)."""
-    grid = ir.FlatSymbolRefAttr(op.attributes["grid"]).value
-    if grid not in grids:
-        return None
-    kind = re.search(r"(\w+)>$", str(op.attributes["reduction"])) if "reduction" in op.attributes else None
-    mpi_op = _MPI_OPS.get(kind.group(1) if kind else "sum")
-    for v in (op.operands[0], op.results[0]):
-        if not isinstance(v.type, ir.RankedTensorType) or not ir.RankedTensorType(v.type).has_static_shape:
-            return None
-    in_shape, elt = _shape(op.operands[0].type)
-    out_shape, out_elt = _shape(op.results[0].type)
-    if mpi_op is None or out_elt != elt or out_shape != in_shape or not in_shape:
-        return None
-    b = _Body()
-    _me, comm = _group_comm(b, grid, grids[grid], _grid_axes(op))
-    src, flat = _flat(b, "%x", in_shape, elt)
-    dst, _ = _flat(b, "%out", in_shape, elt)
-    b.lines.append(f"    mpi.allreduce({src}, {dst}, {mpi_op}, {comm}) : {flat}, {flat}")
-    return (f"func.func private @{name}(%x: {_mtype(in_shape, elt)}, %out: {_mtype(in_shape, elt)}) {{\n"
-            + "\n".join(b.lines) + "\n    return\n}")
-
-
 def _p2p_helper_text(op, name: str, grids: dict[str, list[int]]) -> str | None:
     """The buffer-level helper of an all_gather / all_to_all (None: use the all-reduce form)."""
     if op.name not in ("shard.all_gather", "shard.all_to_all"):
@@ -285,48 +228,53 @@ def _p2p_helper_text(op, name: str, grids: dict[str, list[int]]) -> str | None:
     if group < 2 or not _is_power_of_two(group):
         return None
     b = _Body()
-    me, comm = _group_comm(b, grid, gshape, axes)
+    me, _ = _group_index(b, grid, gshape, axes)
+    others = [a for a in range(len(gshape)) if a not in axes]
+    color, _ = _group_index(b, grid, gshape, others)
+    world = b.add("mpi.comm_world : !mpi.comm")
+    comm = b.add(f"mpi.comm_split({world}, {b.add(f'arith.index_cast {color} : index to i32')}, "
+                 f"{b.add(f'arith.index_cast {me} : index to i32')}) : !mpi.comm")
     tag = b.add("arith.constant 1717 : i32")
-    # the input buffer is contiguous (bufferization copies a view into a fresh buffer first)
+    any_layout = ["?"] * len(in_shape)       # the input buffer may be a view (of a slice, say)
     if op.name == "shard.all_gather":
-        out_axis = _int_attr(op, "gather_axis")
+        axis = _int_attr(op, "gather_axis")
         chunk = list(in_shape)
+        packed = b.add(f"memref.alloc() : {_mtype(chunk, elt)}")   # MPI needs it contiguous
+        b.lines.append(f"    memref.copy %x, {packed} : {_mtype(in_shape, elt, any_layout)} to {_mtype(chunk, elt)}")
 
         def send_view(_peer):          # every peer gets the whole input
-            return "%x"
+            return packed
+        out_axis = axis
     else:
-        split, out_axis = _int_attr(op, "split_axis"), _int_attr(op, "concat_axis")
+        split, concat = _int_attr(op, "split_axis"), _int_attr(op, "concat_axis")
         chunk = list(in_shape)
         chunk[split] //= group
 
         def send_view(peer):           # chunk `peer` along split_axis, packed
-            view = _block_view(b, "%x", in_shape, elt, split, chunk, peer)
+            view = _block_view(b, "%x", in_shape, elt, split, chunk, peer, strided=True)
             packed = b.add(f"memref.alloc() : {_mtype(chunk, elt)}")
-            b.lines.append(f"    memref.copy {view}, {packed} : {_mtype(chunk, elt, _row_major(in_shape))} to "
-                           f"{_mtype(chunk, elt)}")
+            b.lines.append(f"    memref.copy {view}, {packed} : {_mtype(chunk, elt, any_layout)} to {_mtype(chunk, elt)}")
             return packed
+        out_axis = concat
     out_view_type = _mtype(chunk, elt, _row_major(out_shape))
     # this process's own block
-    if op.name == "shard.all_gather":
-        mine, mine_type = "%x", _mtype(in_shape, elt)
-    else:
-        mine = _block_view(b, "%x", in_shape, elt, split, chunk, me)
-        mine_type = _mtype(chunk, elt, _row_major(in_shape))
+    mine = send_view(me)
     mine_out = _block_view(b, "%out", out_shape, elt, out_axis, chunk, me)
-    b.lines.append(f"    memref.copy {mine}, {mine_out} : {mine_type} to {out_view_type}")
+    b.lines.append(f"    memref.copy {mine}, {mine_out} : {_mtype(chunk, elt)} to {out_view_type}")
     recv = b.add(f"memref.alloc() : {_mtype(chunk, elt)}")
-    recv1, flat = _flat(b, recv, chunk, elt)
-    sent_whole = None
-    if op.name == "shard.all_gather":
-        sent_whole, _ = _flat(b, "%x", chunk, elt)
     lo, hi = b.const(1), b.const(group)
     step = b.fresh()
     outer = b.lines
     b.lines = []
     peer = b.add(f"arith.xori {me}, {step} : index")
     peer32 = b.add(f"arith.index_cast {peer} : index to i32")
-    sent1 = sent_whole if sent_whole is not None else _flat(b, send_view(peer), chunk, elt)[0]
+    sent = send_view(peer)
     first = b.add(f"arith.cmpi ult, {me}, {peer} : index")
+    # MLIR 22's MPI lowering counts the elements of the first dimension only: 1-D buffers
+    flat = _mtype([_numel(chunk)], elt)
+    reassoc = f"[[{', '.join(map(str, range(len(chunk))))}]]"
+    sent1 = b.add(f"memref.collapse_shape {sent} {reassoc} : {_mtype(chunk, elt)} into {flat}")
+    recv1 = b.add(f"memref.collapse_shape {recv} {reassoc} : {_mtype(chunk, elt)} into {flat}")
     send = f"mpi.send({sent1}, {tag}, {peer32}, {comm}) : {flat}, i32, i32"
     receive = f"mpi.recv({recv1}, {tag}, {peer32}, {comm}) : {flat}, i32, i32"
     b.lines.append(f"    scf.if {first} {{\n      {send}\n      {receive}\n    }} else {{\n      {receive}\n      {send}\n    }}")
@@ -334,7 +282,7 @@ def _p2p_helper_text(op, name: str, grids: dict[str, list[int]]) -> str | None:
     b.lines.append(f"    memref.copy {recv}, {theirs} : {_mtype(chunk, elt)} to {out_view_type}")
     body = ["  " + line for line in b.lines]
     b.lines = outer + [f"    scf.for {step} = {lo} to {hi} step {lo} {{"] + body + ["    }"]
-    return (f"func.func private @{name}(%x: {_mtype(in_shape, elt)}, %out: {_mtype(out_shape, elt)}) {{\n"
+    return (f"func.func private @{name}(%x: {_mtype(in_shape, elt, any_layout)}, %out: {_mtype(out_shape, elt)}) {{\n"
             + "\n".join(b.lines) + "\n    return\n}")
 
 
@@ -352,7 +300,7 @@ def _call_on_buffers(op, name: str) -> None:
     in_t, out_t = op.operands[0].type, op.results[0].type
     in_shape, elt = _shape(in_t)
     out_shape, _ = _shape(out_t)
-    in_m = ir.Type.parse(_mtype(in_shape, elt))
+    in_m = ir.Type.parse(_mtype(in_shape, elt, ["?"] * len(in_shape)))
     out_m = ir.Type.parse(_mtype(out_shape, elt))
     with ir.InsertionPoint(op), op.location:
         buf = ir.Operation.create("bufferization.to_buffer", results=[in_m], operands=[op.operands[0]],
@@ -370,47 +318,24 @@ def _call_on_buffers(op, name: str) -> None:
 METHODS = ("p2p", "allreduce")
 
 
-def lower_collectives(module, method: str = "p2p", all_reduce: str = "mpi") -> int:
+def lower_collectives(module, method: str = "p2p") -> int:
     """Every all_gather / all_slice / all_to_all / reduce_scatter -> a call of a helper (see the module
-    docstring; `method` picks how gathers and all-to-alls move data), then, with all_reduce="mpi",
-    every shard.all_reduce (the payload's and the helpers') -> one MPI_Allreduce from its input buffer
-    into its result buffer; the number of ops rewritten."""
+    docstring; `method` picks how gathers and all-to-alls move data); the number rewritten."""
     if method not in METHODS:
         raise CollectiveError(f"method={method!r}: expected one of {', '.join(METHODS)}")
-    if all_reduce not in ("mpi", "upstream"):
-        raise CollectiveError(f"all-reduce={all_reduce!r}: expected mpi (one MPI_Allreduce from the input into the "
-                              "result buffer) or upstream (left to convert-shard-to-mpi)")
-    done = _rewrite(module, REWRITTEN, method)
-    if all_reduce == "mpi":
-        done += _rewrite(module, BUFFER_LEVEL, method)
-    return done
-
-
-def _rewrite(module, kinds: tuple[str, ...], method: str) -> int:
-    ops = ops_where(module, lambda op: op.name in kinds)
+    ops = ops_where(module, lambda op: op.name in REWRITTEN)
     if not ops:
         return 0
     grids = _grids(module)
     taken = {ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations
              if "sym_name" in op.attributes}
-    n = done = 0
+    n = 0
     for op in ops:
         while f"{HELPER}{n}" in taken:
             n += 1
         name = f"{HELPER}{n}"
-        grid = ir.FlatSymbolRefAttr(op.attributes["grid"]).value
-        if op.name in BUFFER_LEVEL:
-            text = _allreduce_helper_text(op, name, grids)
-            if text is None:
-                continue
-            taken.add(name)
-            _parse_helper(module, grid, grids[grid], text)
-            with module.context:
-                _call_on_buffers(op, name)
-            done += 1
-            continue
         taken.add(name)
-        done += 1
+        grid = ir.FlatSymbolRefAttr(op.attributes["grid"]).value
         p2p = _p2p_helper_text(op, name, grids) if method == "p2p" else None
         if p2p is not None:
             _parse_helper(module, grid, grids[grid], p2p)
@@ -423,4 +348,4 @@ def _rewrite(module, kinds: tuple[str, ...], method: str) -> int:
                                        attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
         op.results[0].replace_all_uses_with(call.results[0])
         op.erase()
-    return done
+    return len(ops)

@@ -15,6 +15,7 @@ gets a copy; the result of rank 0 is reported). Timings: per iteration, the slow
 """
 from __future__ import annotations
 
+import os
 import re
 from typing import Any
 
@@ -24,6 +25,8 @@ from workbench.targets.base import Target, TargetError, register
 
 _SHAPED = re.compile(r"^(?:tensor|memref)<((?:\d+x)*)([a-z0-9]+)(?:,.*)?>$")
 DEFAULT_RANKS = 2
+#: glibc malloc settings of the ranks: freed memory stays with the allocator (no trimming, no mmap per block)
+MALLOC_KEEP = {"MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_MMAP_THRESHOLD_": str(1 << 30)}
 
 
 def _global_spec(type_str: str) -> dict | None:
@@ -83,7 +86,15 @@ class MpiTarget(Target):
 
     def run_env(self, threads: int | None) -> dict[str, str]:
         # one thread per rank unless asked otherwise: the ranks are the parallelism
-        return {"OMP_NUM_THREADS": str(threads or 1)}
+        env = {"OMP_NUM_THREADS": str(threads or 1)}
+        # glibc gives freed blocks over 128 KiB back to the system (munmap, heap trimming): each timed call
+        # of a partitioned function then faults its (freed, reallocated) multi-MiB buffers in anew. Kept
+        # by the allocator, they are reused warm: a 2 MiB all-reduce call took 12-16 ms with the
+        # defaults, 4-5 ms so (2-vCPU machine). Either variable set by the user wins.
+        for name in MALLOC_KEEP:
+            if name not in os.environ:
+                env[name] = MALLOC_KEEP[name]
+        return env
 
     # -- host view: global shapes <-> per-rank shards ------------------------------------
     def host_meta(self, meta: dict, payload: dict, ranks: int | None) -> dict:
@@ -202,6 +213,8 @@ class MpiTarget(Target):
                                "report": {"ranks": ranks}}
         if any(a.get("cpus") for a in per_rank):   # where each rank ran (pinned to its own cores)
             out["report"]["rank_cpus"] = [a.get("cpus") for a in per_rank]
+        if all(a.get("comm_splits") is not None for a in per_rank):   # communicators made (lh-mpi-reuse-comm)
+            out["report"]["rank_comm_splits"] = [a["comm_splits"] for a in per_rank]
         if call:
             out["args_after"] = [assemble([a["args_after"][i] for a in per_rank], i) for i in range(n_in)]
             out["outputs"] = [assemble([a["outputs"][j] for a in per_rank], n_in + j) for j in range(n_out)]
@@ -209,6 +222,9 @@ class MpiTarget(Target):
             rank_times = [a["times"] for a in per_rank]
             out["times"] = [max(ts) for ts in zip(*rank_times)]
             out["report"]["rank_times_s"] = rank_times
+            growth = [a.get("bench_rss_growth_bytes") for a in per_rank]
+            if all(g is not None for g in growth):   # a leak shows as memory kept by the timed loop
+                out["report"]["rank_bench_rss_growth_mb"] = [round(g / 2**20, 1) for g in growth]
         return out
 
 

@@ -67,6 +67,27 @@ def _widen_i1(module, options: dict) -> None:
     widen_i1.widen_i1_memrefs(module)
 
 
+def _mpi_buffer_deallocation(module, options: dict) -> None:
+    from workbench.worker.mpi import dealloc
+
+    dealloc.deallocate(module)
+
+
+def _mpi_reuse_comm(module, options: dict) -> None:
+    from workbench.worker.mpi import comm_reuse
+
+    comm_reuse.reuse_communicators(module)
+
+
+def _shard_collectives(module, options: dict) -> None:
+    from workbench.worker.mpi import collectives
+
+    try:
+        collectives.lower_collectives(module, options.get("method", "p2p"))
+    except collectives.CollectiveError as e:
+        raise PyPassError(str(e))
+
+
 def _blas_matmuls(module, options: dict) -> None:
     from workbench.worker.cpu import ukernel_rewrite
 
@@ -206,6 +227,9 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-math-exp-approx": (_exp_approx, "math.exp on f32 / vector<..xf32> -> arith + math.fma polynomial (no libm expf; workbench/worker/cpu/math_approx.py)"),
     "lh-outline-loops": (_outline_loops, "functions with many top-level loop nests (an unrolled model) -> each nest in a noinline function of its own {min-loops=64}: LLVM compiles many small functions in linear time, one giant function in superlinear time"),
     "lh-widen-i1-memrefs": (_widen_i1, "memref<..xi1> -> memref<..xi8> (one byte per bool, as numpy stores them; MemRefToLLVM refuses sub-byte memrefs), loads/stores keep i1 values"),
+    "lh-mpi-buffer-deallocation": (_mpi_buffer_deallocation, "buffer-deallocation-pipeline on code with MPI ops (they take buffers but declare no memory effects: hidden behind calls while it runs; workbench/worker/mpi/dealloc.py)"),
+    "lh-mpi-reuse-comm": (_mpi_reuse_comm, "after the LLVM lowering: each MPI_Comm_split call site makes its communicator once per process and hands it out on later calls (convert-shard-to-mpi splits one per collective per call; workbench/worker/mpi/comm_reuse.py)"),
+    "lh-shard-collectives": (_shard_collectives, "before convert-shard-to-mpi: shard.all_gather / all_slice / all_to_all / reduce_scatter (not lowered by MLIR 22's convert-shard-to-mpi) -> helpers: {method=p2p} pairwise mpi.send/recv for gathers and all-to-alls (power-of-two groups), {method=allreduce} zero-filled blocks summed by shard.all_reduce (workbench/worker/mpi/collectives.py)"),
     "lh-blas-matmuls": (_blas_matmuls, "every plain f32 linalg.matmul on contiguous memrefs -> cblas_sgemm (the check's reference; no-op without a BLAS)"),
     "lh-xegpu-spirv-binary": (_xegpu_spirv_binary, "gpu.module of XeVM kernels -> gpu.binary of SPIR-V via llvm-as + the llvm-spirv translator {spirv-ext=+SPV_INTEL_...} (no SPIR-V backend in the wheels)"),
     "lh-reuse-gpu-stream": (_reuse_gpu_stream, "after the NVVM lowering: one CUDA stream per process (created once, kept in a global) instead of a stream created and destroyed in every host call"),

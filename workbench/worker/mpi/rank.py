@@ -56,11 +56,39 @@ def _run(req: dict, inputs: list, comm) -> dict:
             outs = output_buffers(out_specs)
             times = np.zeros(int(req["times_len"]), dtype=np.float64)
             comm.Barrier()  # the ranks start their timed iterations together
+            rss0 = _resident_bytes()
             t1 = time.perf_counter()
             _invoke(engine, req["bench"], args + outs + [times])
             answer["bench_wall_s"] = time.perf_counter() - t1
+            if rss0 is not None and (rss1 := _resident_bytes()) is not None:
+                # memory the timed loop kept: buffers it allocated and never freed
+                answer["bench_rss_growth_bytes"] = rss1 - rss0
             answer["times"] = times.tolist()
+        splits = _comm_splits(engine)
+        if splits is not None:
+            answer["comm_splits"] = splits
         return answer
+
+
+def _comm_splits(engine) -> int | None:
+    """MPI_Comm_split calls the module made (lh-mpi-reuse-comm's counter), None without the counter."""
+    import ctypes
+
+    from workbench.worker.mpi.comm_reuse import COUNTER
+
+    try:
+        address = engine.raw_lookup(COUNTER[len("_mlir_"):])
+    except Exception:
+        return None
+    return int(ctypes.c_int64.from_address(address).value) if address else None
+
+
+def _resident_bytes() -> int | None:
+    """This process's resident memory (Linux), else None."""
+    try:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _pin_to_own_cores(comm, MPI) -> list[int] | None:

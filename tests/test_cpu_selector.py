@@ -151,7 +151,7 @@ def test_a_large_matmul_is_split_over_the_cores(ctx, monkeypatch, tmp_path):
 def test_a_long_f32_sum_is_summed_in_two_levels(ctx, tmp_path, shape):
     """A whole-tensor f32 sum (an MSE loss: 4M squared differences) goes chunk by chunk into fresh partial
     vectors: within 1e-5 of the exact sum, where one running accumulator drifts by 1e-3 and more (torch
-    sums pairwise; its losses were 2-3% off at 16M elements)."""
+    sums pairwise; its losses were 2-3% off at 16M elements), and so does the check's reference."""
     import numpy as np
 
     rank = len(shape)
@@ -187,10 +187,14 @@ func.func @main(%a: {t}, %b: {t}) -> tensor<f32> {{
         assert params["partial_chunk"] >= 2 * params["tile"][-1]
     ok(ctx, "bench warmup=0 iterations=1")
     ok(ctx, "apply cpu-lower")
-    ok(ctx, f"run --npy {tmp_path / 'a.npy'},{tmp_path / 'b.npy'} --save-outputs {tmp_path / 'out'}")
+    run = ok(ctx, f"run --check --npy {tmp_path / 'a.npy'},{tmp_path / 'b.npy'} --save-outputs {tmp_path / 'out'}")
+    assert run.data["run"]["check"]["passed"]
     got = float(np.load(tmp_path / "out" / "output0.npy"))
     exact = float(((a.astype(np.float64) - b) ** 2).sum())
     assert abs(got - exact) / exact < 1e-5, (got, exact)
+    # the check's reference (the unscheduled payload as loops) sums in two levels too (lh-split-long-reductions)
+    reference = float(np.load(tmp_path / "out" / "reference0.npy"))
+    assert abs(reference - exact) / exact < 1e-5, (reference, exact)
 
 
 def test_ops_with_the_same_parameters_share_one_step(ctx):

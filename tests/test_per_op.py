@@ -31,7 +31,7 @@ def test_mlp_select_configures_each_matmul_for_its_own_shape_and_runs_checked(ct
     res = ok(ctx, "select --apply")
     steps = [a.step for a in ctx.session.active_steps]
     # first the preparation: bias add and relu fused into one elementwise op per layer
-    assert steps[0].kind == "pass" and "linalg-fuse-elementwise-ops" in steps[0].spec
+    assert steps[0].kind == "pass" and "lh-fuse-elementwise" in steps[0].spec
     assert steps[1].kind == "rewrite" and steps[1].spec == "tag-ops"
     # each matmul with its bias + relu epilogue (pipelines/cpu/matmul_family.py[gen=matmul_epilogue])
     matmul_steps = [s for s in steps if "matmul.py" in s.label() or "matmul_epilogue" in s.label()]
@@ -68,6 +68,7 @@ def test_select_apply_is_all_or_nothing(ctx, monkeypatch):
     from workbench.targets.cpu import CpuTarget
 
     ok(ctx, f"load {EXAMPLES / 'mlp.mlir'}")
+    ok(ctx, CpuTarget.FUSE_ELEMENTWISE)   # the preparation select would apply (then a no-op: left out)
     good = [e for e in CpuTarget.select_params(ctx.session.target, ctx.session.inspect())
             if e[1].get("op", "").startswith("matmul_")]
     errors = []
@@ -75,6 +76,6 @@ def test_select_apply_is_all_or_nothing(ctx, monkeypatch):
                 [good[0], (good[2][0], dict(good[0][1], op="matmul_2"))]):   # block_n=512 > N=128
         monkeypatch.setattr(CpuTarget, "select_params", lambda self, info: bad)
         res = ctx.registry.dispatch("select --apply", ctx)
-        assert not res.ok and ctx.session.cursor == 0 and not ctx.session.steps
+        assert not res.ok and ctx.session.cursor == 1 and len(ctx.session.steps) == 1
         errors.append(res.error + str(res.detail))
     assert "expected parameter to be equal to 1, got 0" in errors[0] and "block_n divides N" in errors[1]

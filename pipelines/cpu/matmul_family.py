@@ -132,11 +132,20 @@ def _module(body: str, bufferize: bool = True) -> str:
 def batch_matmul_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4,
                         reg_n: int = 16, reg_k: int = 8, pack_tile_a: int = 32, pack_tile_b: int = 8,
                         op: str = "", bufferize: bool = True, threads_b: int = 1, threads_m: int = 1,
-                        threads: int = 1) -> str:
+                        threads: int = 1, generic: bool = False) -> str:
     """Every linalg.batch_matmul (or the one with id `op`): batch loop, then the packed matmul schedule
-    (threads_b x threads_m x threads chunks of batch, M, N run as parallel tasks)."""
+    (threads_b x threads_m x threads chunks of batch, M, N run as parallel tasks). `generic`: the op is
+    a linalg.generic with a batch matmul's maps and body (torch-mlir's bmm; `op` names it), made a
+    linalg.batch_matmul first (specialize)."""
     _check(threads_b=threads_b, threads_m=threads_m, threads=threads)
-    return _module(f"\n    %mm = {_match('linalg.batch_matmul', op)}\n{matmul.expect_one('%mm', op)}" + _packed_contraction(
+    if generic:
+        if not op:
+            raise ValueError("generic=true needs op= (the id of the linalg.generic to schedule)")
+        match = (f"\n    %g = {_match('linalg.generic', op)}\n{matmul.expect_one('%g', op)}"
+                 f"    %mm = transform.structured.specialize %g : ({_ANY}) -> {_ANY}\n")
+    else:
+        match = f"\n    %mm = {_match('linalg.batch_matmul', op)}\n{matmul.expect_one('%mm', op)}"
+    return _module(match + _packed_contraction(
         "%mm", 1, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b,
         chunks=[threads_b, threads_m, threads]), bufferize)
 

@@ -133,15 +133,22 @@ class CpuTarget(Target):
 
     #: elementwise producers fused into their consumers (one pass over memory instead of one per op), then
     #: unit dims folded away (torch-mlir's keepdim `(d0, 0)` maps: plain rows for the reduction schedules)
-    #: (integer powers first become multiplications: `math.fpowi` would keep a fused op scalar)
-    FUSE_ELEMENTWISE = "pass func.func(math-expand-ops{ops=fpowi},linalg-fuse-elementwise-ops,linalg-fold-unit-extent-dims,canonicalize)"
+    #: (integer powers first become multiplications: `math.fpowi` would keep a fused op scalar); never
+    #: into a consumer that reads the producer broadcast (it would recompute it per use: a scale fused
+    #: into q @ k^T, a batch norm's rsqrt per element): workbench/worker/cpu/fusion.py
+    FUSE_ELEMENTWISE = "pass lh-fuse-elementwise"
+
+    #: torch-mlir's per-element runtime checks (`cf.assert` in a linalg body: a reciprocal's "tensor with
+    #: zero element") keep an op scalar, and fusion spreads them into every consumer (a whole batch norm)
+    DROP_BODY_ASSERTS = "pass lh-drop-body-asserts"
 
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
         """Upstream's elementwise fusion when the payload has linalg.generic ops that could chain (two or
         more): torch-mlir writes every pointwise op (and each step of a decomposed softmax, norm or
-        activation) as its own generic, each a pass over memory into a fresh buffer."""
+        activation) as its own generic, each a pass over memory into a fresh buffer. Before it, the
+        runtime checks in linalg bodies are dropped (a no-op step, then left out, where there are none)."""
         generics = sum(1 for op in info.get("ops", []) if op.get("op") == "linalg.generic")
-        return [self.FUSE_ELEMENTWISE] if generics >= 2 else []
+        return [self.DROP_BODY_ASSERTS, self.FUSE_ELEMENTWISE] if generics >= 2 else [self.DROP_BODY_ASSERTS]
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """One entry per op the shipped schedules handle, each with its own shape's parameters (given
@@ -246,9 +253,12 @@ class CpuTarget(Target):
         if op["op"] == "linalg.matvec":
             params = family.matvec_params(dims["m"], dims["k"], **machine)
             return f"{path}[gen=matvec_tiling]", params
-        if op["op"] == "linalg.batch_matmul":
-            return (f"{path}[gen=batch_matmul_tiling]",
-                    family.default_params(dims["b"], dims["m"], dims["n"], dims["k"], threads=threads, **machine))
+        if op["op"] == "linalg.batch_matmul" or (op["op"] == "linalg.generic" and op.get("layout") == "batch"
+                                                 and op.get("id")):
+            params = family.default_params(dims["b"], dims["m"], dims["n"], dims["k"], threads=threads, **machine)
+            if op["op"] == "linalg.generic":
+                params.update(generic=True, op=op["id"])
+            return f"{path}[gen=batch_matmul_tiling]", params
         if op.get("layout") == "transpose_b" and (op["op"] == "linalg.matmul" or op.get("id")):
             params = family.default_params(1, dims["m"], dims["n"], dims["k"], threads=threads, **machine)
             if op["op"] == "linalg.generic":

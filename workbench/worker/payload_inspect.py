@@ -120,6 +120,8 @@ _MATMUL_LAYOUTS = {  # (A map results, B map results, C map results) over (d0, d
     ((0, 2), (2, 1), (0, 1)): "normal",
     ((0, 2), (1, 2), (0, 1)): "transpose_b",
     ((2, 0), (2, 1), (0, 1)): "transpose_a",
+    # over (d0, d1, d2, d3) = (b, m, n, k): a batch matmul written as a generic (torch-mlir's bmm, q @ k^T)
+    ((0, 1, 3), (0, 3, 2), (0, 1, 2)): "batch",
 }
 
 
@@ -210,11 +212,11 @@ def describe_linalg_op(op) -> dict:
         if all(d >= 0 for d in shape):
             info["flops"] = math.prod(shape) * _body_ops(op)
         return info
-    if name == "linalg.generic" and domain is not None and len(domain) == 3:
+    if name == "linalg.generic" and domain is not None and len(domain) in (3, 4):
         layout = _matmul_layout(op)
-        if layout and iterators == ["parallel", "parallel", "reduction"] and _is_mul_add(op):
-            # a matmul written as a generic (torch-mlir's `x @ w.T`): its layout and m, n, k
-            info.update(kind="contraction", layout=layout, dims=dict(zip("mnk", domain)))
+        if layout and iterators == ["parallel"] * (len(domain) - 1) + ["reduction"] and _is_mul_add(op):
+            # a matmul written as a generic (torch-mlir's `x @ w.T`, a bmm): its layout and (b,) m, n, k
+            info.update(kind="contraction", layout=layout, dims=dict(zip("bmnk" if len(domain) == 4 else "mnk", domain)))
             if all(d >= 0 for d in domain):
                 info["flops"] = 2 * math.prod(domain)
             return info

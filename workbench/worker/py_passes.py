@@ -67,6 +67,22 @@ def _split_long_reductions(module, options: dict) -> None:
     reference_sums.split_long_reductions(module)
 
 
+def _drop_body_asserts(module, options: dict) -> None:
+    """cf.assert ops inside linalg op bodies are erased (torch-mlir's per-element checks, such as a
+    reciprocal of zero: torch itself returns inf there). A body with an assert is not vectorized."""
+    from workbench.worker.ir_walk import ops_where
+
+    for op in ops_where(module, lambda o: o.name == "cf.assert" and o.parent is not None
+                        and o.parent.name.startswith("linalg.")):
+        op.erase()
+
+
+def _fuse_elementwise(module, options: dict) -> None:
+    from workbench.worker.cpu import fusion
+
+    fusion.fuse_elementwise(module)
+
+
 def _widen_i1(module, options: dict) -> None:
     from workbench.worker import widen_i1
 
@@ -233,6 +249,8 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-math-exp-approx": (_exp_approx, "math.exp on f32 / vector<..xf32> -> arith + math.fma polynomial (no libm expf; workbench/worker/cpu/math_approx.py)"),
     "lh-outline-loops": (_outline_loops, "functions with many top-level loop nests (an unrolled model) -> each nest in a noinline function of its own {min-loops=64}: LLVM compiles many small functions in linear time, one giant function in superlinear time"),
     "lh-split-long-reductions": (_split_long_reductions, "on tensors: floating-point reductions of 32k+ elements per output summed into 4096 interleaved partials, then combined (the check's reference: one running sum drifts by percents at 16M elements)"),
+    "lh-drop-body-asserts": (_drop_body_asserts, "cf.assert in linalg op bodies erased (torch-mlir's per-element runtime checks, e.g. a reciprocal of zero, where torch gives inf; they keep an op scalar)"),
+    "lh-fuse-elementwise": (_fuse_elementwise, "upstream's elementwise fusion (fpowi expanded, producers fused, unit dims folded, canonicalized) except into consumers that read a producer broadcast or through a window, where the fused body would recompute it per use (workbench/worker/cpu/fusion.py)"),
     "lh-widen-i1-memrefs": (_widen_i1, "memref<..xi1> -> memref<..xi8> (one byte per bool, as numpy stores them; MemRefToLLVM refuses sub-byte memrefs), loads/stores keep i1 values"),
     "lh-mpi-buffer-deallocation": (_mpi_buffer_deallocation, "buffer-deallocation-pipeline on code with MPI ops (they take buffers but declare no memory effects: hidden behind calls while it runs; workbench/worker/mpi/dealloc.py)"),
     "lh-mpi-reuse-comm": (_mpi_reuse_comm, "after the LLVM lowering: each MPI_Comm_split call site makes its communicator once per process and hands it out on later calls (convert-shard-to-mpi splits one per collective per call; workbench/worker/mpi/comm_reuse.py)"),

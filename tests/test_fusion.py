@@ -1,0 +1,44 @@
+"""The preparation's elementwise fusion (`lh-fuse-elementwise`): producers go into the consumers that read
+each of their elements once (an MSE's difference and square into its sum: one pass), never into one that
+reads them broadcast (a scale into q @ k^T: recomputed per multiply-add, and the contraction is no longer
+a batch matmul; a batch norm's 1/sqrt(var) per element instead of per channel)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import ok
+
+FIXTURES = Path(__file__).parent / "fixtures" / "torch"
+
+
+def _ops(ctx):
+    return ctx.session.inspect()["ops"]
+
+
+def test_a_scale_is_not_fused_into_attention_matmuls(ctx):
+    ok(ctx, f"load {FIXTURES / 'sdpa.mlir'}")
+    ok(ctx, "pass lh-fuse-elementwise")
+    batch = [o for o in _ops(ctx) if o.get("layout") == "batch"]
+    assert len(batch) == 2 and all(o["kind"] == "contraction" for o in batch)   # q @ k^T and p @ v, pure
+    # upstream's fusion (what the preparation was) puts the scaling into the first contraction's body
+    ok(ctx, "undo")
+    ok(ctx, "pass func.func(linalg-fuse-elementwise-ops)")
+    assert len([o for o in _ops(ctx) if o.get("layout") == "batch"]) < 2
+    ok(ctx, "undo")
+    res = ok(ctx, "select --apply")
+    family = [e["params"] for e in res.data["selections"] if "batch_matmul_tiling" in e["schedule"]]
+    assert len(family) == 2 and all(p["generic"] for p in family)
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-lower")
+    run = ok(ctx, f"run --check --npy {FIXTURES / 'sdpa.input0.npy'},{FIXTURES / 'sdpa.input1.npy'},"
+                  f"{FIXTURES / 'sdpa.input2.npy'} --expect {FIXTURES / 'sdpa.expected0.npy'}").data["run"]
+    assert run["check"]["passed"]
+
+
+def test_producers_read_once_are_still_fused(ctx):
+    ok(ctx, f"load {FIXTURES / 'mse_loss.mlir'}")
+    before = sum(1 for o in _ops(ctx) if o["op"] == "linalg.generic")
+    ok(ctx, "pass lh-fuse-elementwise")
+    generics = [o for o in _ops(ctx) if o["op"] == "linalg.generic"]
+    assert before >= 3 and len(generics) <= 2      # sub, square and sum in one op
+    assert "lh_fusion_guard" not in ctx.session.current_ir

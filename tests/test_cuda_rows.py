@@ -122,6 +122,11 @@ def test_any_row_chain_is_one_kernel(ctx, tmp_path):
     ptx = ptx_of(ir)
     assert ptx.count("ld.global.v4") == 4 and ptx.count("st.global.v4") == 4  # 4096 / 256 / 4 slots
     assert ptx.count("bar.sync") == 2 and "__lh_reduce_smem" in ptx
+    # a unit row dim: the preparation folds it, views (collapse / expand_shape) sit between the ops
+    p.write_text(CHAIN.format(r1=5, r2=1, n=1000))
+    sel, ir = _select_and_lower(ctx, p)
+    assert _host_code(ir, "chain").count("gpu.launch_func") == 1
+    assert "shfl.sync.bfly" in ptx_of(ir)
 
 
 def test_row_selection_parameters():

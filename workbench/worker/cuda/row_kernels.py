@@ -33,6 +33,9 @@ from workbench.worker.cuda.reduce_kernels import (COMBINERS, ReduceKernelError, 
 MARK = "lh.gpu_rows"
 #: ops allowed between a group's ops (no side effect on the group's buffers)
 BETWEEN = {"memref.alloc", "arith.constant", "memref.get_global", "linalg.fill"}
+#: views (unit dims folded by the preparation): allowed between, unless a group op reads a view of a
+#: buffer the group writes (an alias the kernel would not see)
+VIEWS = {"memref.collapse_shape", "memref.expand_shape"}
 
 
 class RowKernelError(ValueError):
@@ -80,11 +83,11 @@ def plan_group(ops: list) -> dict:
     pos = sorted(all_ops.index(o) for o in ops)
     members = set(ops)
     start = pos[0]
-    while start > 0 and all_ops[start - 1].name in BETWEEN:  # the fills that initialize the group's outputs
+    while start > 0 and (all_ops[start - 1].name in BETWEEN or all_ops[start - 1].name in VIEWS):  # the fills that initialize the group's outputs
         start -= 1
     span = all_ops[start:pos[-1] + 1]
     for o in span:
-        if o not in members and o.name not in BETWEEN:
+        if o not in members and o.name not in BETWEEN and o.name not in VIEWS:
             raise RowKernelError(f"{o.name} between the group's ops")
     generics = [o for o in span if o in members]
     if any(o.name != "linalg.generic" for o in generics):
@@ -167,14 +170,19 @@ def plan_group(ops: list) -> dict:
         for v, m in zip(list(o.operands), _maps(o)):
             if v in kinds and kind_of(v, m) != kinds[v]:
                 raise RowKernelError("a buffer the group writes is read at other rows")
-    # buffers stored at the end: all written ones but allocs that only the span uses (and deallocs)
-    span_set = set(span)
+    for o in span:
+        if o.name in VIEWS and o.operands[0] in kinds and any(
+                u.owner.operation in members for u in o.results[0].uses):
+            raise RowKernelError("a group op reads a view of a buffer the group writes")
+    # buffers stored at the end: all written ones but allocs that only the group's ops (and fills,
+    # deallocs) use
+    fills = {o for o in span if o.name == "linalg.fill"}
     stored = []
     private = []
     for v in kinds:
         is_alloc = getattr(v.owner, "name", None) == "memref.alloc"
         users = [u.owner.operation for u in v.uses]
-        if is_alloc and all(u in span_set or u.name == "memref.dealloc" for u in users):
+        if is_alloc and all(u in members or u in fills or u.name == "memref.dealloc" for u in users):
             private.append(v)
         else:
             stored.append(v)

@@ -38,6 +38,20 @@ BETWEEN = {"memref.alloc", "arith.constant", "memref.get_global", "linalg.fill"}
 VIEWS = {"memref.collapse_shape", "memref.expand_shape"}
 
 
+#: constants up to this size that the kernel reads are initialized device globals (see device_constant)
+MAX_CONSTANT_BYTES = 64 * 1024
+
+
+def elem_of(v):
+    return ir.ShapedType(v.type).element_type
+
+
+def _is_constant_global(get_global) -> bool:
+    from workbench.worker.cuda.gpu_wrapper import _is_constant_global as is_constant
+
+    return is_constant(get_global.operation if hasattr(get_global, "operation") else get_global)
+
+
 class RowKernelError(ValueError):
     pass
 
@@ -269,10 +283,32 @@ def build(module, ops: list, threads: int, rows: int, vector: int) -> None:
             state: dict = {}
             cache: dict = {}
 
+            globals_in_kernel: dict = {}
+
+            def device_constant(buf):
+                """A small constant global (a norm's weights) read in the kernel: the kernel takes it
+                with its own memref.get_global, which outlining clones into the gpu.module (initialized
+                device memory), instead of the host's value that lh-gpu-device-memory would copy to a
+                fresh device buffer (gpu.alloc + memcpy + dealloc) in every call."""
+                if buf in globals_in_kernel:
+                    return globals_in_kernel[buf]
+                new = buf
+                owner = buf.owner.operation if hasattr(buf.owner, "operation") else None
+                if (owner is not None and owner.name == "memref.get_global" and _is_constant_global(owner)
+                        and ir.MemRefType(buf.type).memory_space is None and _identity_layout(buf.type)
+                        and math.prod(ir.ShapedType(buf.type).shape) * max(1, _bits(elem_of(buf)) // 8)
+                        <= MAX_CONSTANT_BYTES):
+                    with ir.InsertionPoint.at_block_begin(kb):
+                        new = memref.GetGlobalOp(buf.type, ir.FlatSymbolRefAttr(owner.attributes["name"]).value).result
+                globals_in_kernel[buf] = new
+                return new
+
             def read(buf, m, s, w):
                 """The value of operand `buf` (map m) at element (s, w) of this thread's row."""
                 if not isinstance(buf.type, ir.ShapedType):
                     return buf
+                if buf not in g["kinds"]:
+                    buf = device_constant(buf)
                 if buf in state:
                     kind, val = state[buf]
                     return val if kind == "row" else val[s][w]

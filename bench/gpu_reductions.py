@@ -40,6 +40,8 @@ CASES = {
     "var_mean": {8: 4096, 16: 4096},
     "gelu": {8: 4096, 32: 4096},
     "mean_dim": {4: 64, 8: 256, 16: 1024},
+    "layer_norm": {4: 16, 8: 512, 32: 1024},
+    "rms_norm": {4: 16, 8: 512, 32: 1024},
 }
 
 TORCH_WORKER = r'''
@@ -77,7 +79,17 @@ for name in names:
 
 def resized(text: str, sizes: dict[int, int]) -> str:
     """The fixture's text with the dimensions of its tensor types (and expand_shape output shapes)
-    mapped through `sizes`; other numbers untouched."""
+    mapped through `sizes`; other numbers untouched. 1-D f32 weights (`dense_resource` blobs of the
+    test size: layer_norm's, rms_norm's) become dense constants of the new size, values 0.5 .. 1.5 (not
+    a splat: elementwise fusion would fold a splat into the body and drop its loads)."""
+    def weights(m: re.Match) -> str:
+        n = sizes.get(int(m.group(1)), int(m.group(1)))
+        values = ", ".join(f"{0.5 + (i % 101) / 100:.2f}" for i in range(n))
+        return f"dense<[{values}]> : tensor<{m.group(1)}xf32>"
+
+    text = re.sub(r"dense_resource<[\w.]+> : tensor<(\d+)xf32>",
+                  lambda m: weights(m) if int(m.group(1)) in sizes else m.group(0), text)
+
     def dims(m: re.Match) -> str:
         parts = m.group(1).split("x")
         return "tensor<" + "x".join(str(sizes.get(int(p), int(p))) for p in parts) + "x"

@@ -34,6 +34,7 @@ class CudaTarget(Target):
     matmul_schedule = "cuda/matmul.py"
     softmax_schedule = "cuda/softmax.py"
     reduce_schedule = "cuda/reduce.py"
+    rows_schedule = "cuda/rows.py"
 
     def probe(self) -> dict:
         from workbench.common.cuda_probe import probe
@@ -98,8 +99,70 @@ class CudaTarget(Target):
                            {**params, "op": op["id"]} if several and op.get("id") else params))
         if any(op["op"] == "linalg.softmax" for op in info.get("ops", [])):
             chosen.append((f"pipelines/{self.softmax_schedule}[gen=softmax_rows]", {}))
+        chosen += self._row_chains(info)
         chosen += self._reductions(info)
         return chosen
+
+    def _row_chains(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """Chains of ops on the same rows -> one fused row kernel each (rows.py[gen=gpu_rows]).
+
+        Static linalg.generic ops of one iteration domain [rows..., cols...]: reductions of the
+        innermost dims (parallel dims first), elementwise ops over the whole domain. Two of them are
+        linked where one reads the other's result along the same rows: a reduction's result through the
+        row map (d0..d_p-1: broadcast along the row), an elementwise result through the identity map.
+        A linked set with a reduction and two ops or more is one chain (softmax: max, exp, sum,
+        divide; layer_norm: extf, mean, variance, normalize). Its reductions stay marked for the
+        single-reduction kernel too: a chain the rewrite cannot take falls back to them."""
+        rows_mod = _load_library_module(self.rows_schedule)
+        ops = info.get("ops", [])
+
+        def shape_of(op):
+            domain, its = op.get("domain") or [], op.get("iterators") or []
+            if (op.get("op") != "linalg.generic" or not op.get("id") or not domain or len(domain) != len(its)
+                    or any(d <= 0 for d in domain) or op.get("kind") not in ("reduction", "elementwise")
+                    or not op.get("loops")):
+                return None
+            p = its.index("reduction") if "reduction" in its else None
+            if p is not None and (p == 0 or its != ["parallel"] * p + ["reduction"] * (len(its) - p)):
+                return None
+            return tuple(domain), p
+
+        shapes = [shape_of(op) for op in ops]
+        parent = list(range(len(ops)))
+
+        def find(i):
+            while parent[i] != i:
+                parent[i] = parent[parent[i]]
+                i = parent[i]
+            return i
+
+        for j, op in enumerate(ops):
+            if shapes[j] is None:
+                continue
+            dims = op["loops"].get("operand_dims") or []
+            for k, i in enumerate(op.get("producers") or []):
+                if i < 0 or shapes[i] is None or shapes[i][0] != shapes[j][0] or k >= len(dims):
+                    continue
+                n, p = len(shapes[i][0]), shapes[i][1]
+                if dims[k] == list(range(n if p is None else p)):
+                    parent[find(j)] = find(i)
+        groups: dict[int, list[int]] = {}
+        for i in range(len(ops)):
+            if shapes[i] is not None:
+                groups.setdefault(find(i), []).append(i)
+        out = []
+        for members in groups.values():
+            ps = {shapes[i][1] for i in members if shapes[i][1] is not None}
+            if len(members) < 2 or len(ps) != 1:
+                continue
+            p = ps.pop()
+            domain = shapes[members[0]][0]
+            params = rows_mod.select(math.prod(domain[:p]), math.prod(domain[p:]), domain[-1])
+            if params is None:
+                continue
+            out.append((f"pipelines/{self.rows_schedule}[gen=gpu_rows]",
+                        {**params, "group": len(out), "op": ",".join(ops[i]["id"] for i in members)}))
+        return out
 
     def _reductions(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """Each linalg.generic reduction of static shape (torch's sums, means, norms, softmax pieces;

@@ -433,3 +433,11 @@ def _add_consumers(linalg: list, ops: list[dict]) -> None:
                 if j is not None and j not in users:
                     users.append(j)
         ops[i]["consumers"] = users
+    for i, h in enumerate(linalg):
+        # which linalg op (index into `ops`) produced each operand, -1 for none (a fused row kernel's
+        # chain: reductions whose results the next ops of the same rows read)
+        producers = []
+        for v in h.operands:
+            owner = v.owner
+            producers.append(index.get(owner, -1) if hasattr(owner, "name") else -1)
+        ops[i]["producers"] = producers

@@ -1,0 +1,241 @@
+"""cuda target, fused row kernels (issue 14 item 1 of the row chains): a chain of row reductions and
+elementwise ops over the same rows (softmax, log_softmax, layer_norm, rms_norm, any such chain) is one
+kernel: the row in registers, vector loads / stores, warp-shuffle reductions. Lowering is checked
+everywhere (PTX, no GPU needed); runs on a GPU are checked against numpy, the CPU reference and
+torch's outputs (skipped without one)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import load_npys, ok
+from cuda_helpers import needs_gpu, ptx_of
+
+ROOT = Path(__file__).resolve().parents[1]
+TORCH = ROOT / "tests" / "fixtures" / "torch"
+
+# a chain no torch op makes: sum of squares, scale by rsqrt(mean + eps), max of |y|, divide by it; the
+# sum of squares is returned too (a row value stored by the kernel). R1 x R2 rows of N elements.
+CHAIN = """#full = affine_map<(i, j, k) -> (i, j, k)>
+#row = affine_map<(i, j, k) -> (i, j)>
+func.func @chain(%a: tensor<{r1}x{r2}x{n}xf32>) -> (tensor<{r1}x{r2}x{n}xf32>, tensor<{r1}x{r2}xf32>) {{
+  %zero = arith.constant 0.0 : f32
+  %eps = arith.constant 1.0e-3 : f32
+  %n = arith.constant {n}.0 : f32
+  %e1 = tensor.empty() : tensor<{r1}x{r2}xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<{r1}x{r2}xf32>) -> tensor<{r1}x{r2}xf32>
+  %s = linalg.generic {{indexing_maps = [#full, #row], iterator_types = ["parallel", "parallel", "reduction"]}}
+      ins(%a : tensor<{r1}x{r2}x{n}xf32>) outs(%f1 : tensor<{r1}x{r2}xf32>) {{
+  ^bb0(%x: f32, %acc: f32):
+    %x2 = arith.mulf %x, %x : f32
+    %t = arith.addf %x2, %acc : f32
+    linalg.yield %t : f32
+  }} -> tensor<{r1}x{r2}xf32>
+  %e2 = tensor.empty() : tensor<{r1}x{r2}x{n}xf32>
+  %y = linalg.generic {{indexing_maps = [#full, #row, #full], iterator_types = ["parallel", "parallel", "parallel"]}}
+      ins(%a, %s : tensor<{r1}x{r2}x{n}xf32>, tensor<{r1}x{r2}xf32>) outs(%e2 : tensor<{r1}x{r2}x{n}xf32>) {{
+  ^bb0(%x: f32, %ss: f32, %o: f32):
+    %m = arith.divf %ss, %n : f32
+    %me = arith.addf %m, %eps : f32
+    %r = math.rsqrt %me : f32
+    %v = arith.mulf %x, %r : f32
+    linalg.yield %v : f32
+  }} -> tensor<{r1}x{r2}x{n}xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<{r1}x{r2}xf32>) -> tensor<{r1}x{r2}xf32>
+  %mx = linalg.generic {{indexing_maps = [#full, #row], iterator_types = ["parallel", "parallel", "reduction"]}}
+      ins(%y : tensor<{r1}x{r2}x{n}xf32>) outs(%f2 : tensor<{r1}x{r2}xf32>) {{
+  ^bb0(%x: f32, %acc: f32):
+    %ab = math.absf %x : f32
+    %t = arith.maximumf %ab, %acc : f32
+    linalg.yield %t : f32
+  }} -> tensor<{r1}x{r2}xf32>
+  %z = linalg.generic {{indexing_maps = [#full, #row, #full], iterator_types = ["parallel", "parallel", "parallel"]}}
+      ins(%y, %mx : tensor<{r1}x{r2}x{n}xf32>, tensor<{r1}x{r2}xf32>) outs(%e2 : tensor<{r1}x{r2}x{n}xf32>) {{
+  ^bb0(%x: f32, %m: f32, %o: f32):
+    %v = arith.divf %x, %m : f32
+    linalg.yield %v : f32
+  }} -> tensor<{r1}x{r2}x{n}xf32>
+  return %z, %s : tensor<{r1}x{r2}x{n}xf32>, tensor<{r1}x{r2}xf32>
+}}
+"""
+
+
+def _chain_numpy(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    a = a.astype(np.float64)
+    s = (a * a).sum(axis=-1)
+    y = a / np.sqrt(s / a.shape[-1] + 1e-3)[..., None]
+    return y / np.abs(y).max(axis=-1)[..., None], s
+
+
+def _host_code(ir: str, func: str) -> str:
+    return ir.split(f"llvm.func @{func}(")[1].split("llvm.func ")[0]
+
+
+def _select_and_lower(ctx, path: Path) -> tuple[list[dict], str]:
+    ok(ctx, f"load {path}")
+    ok(ctx, "target cuda")
+    res = ok(ctx, "select --apply")
+    ok(ctx, "bench iterations=2")
+    ok(ctx, "apply cuda-lower{chip=sm_90}")
+    return res.data["selections"], ctx.session.current_ir
+
+
+@pytest.mark.parametrize("name,ops", [("softmax", 4), ("log_softmax", 4), ("layer_norm", 5), ("rms_norm", 2),
+                                      ("softmax_bf16", 5), ("layer_norm_bf16", 6)])
+def test_torch_row_chains_are_one_kernel(ctx, name, ops):
+    """torch-mlir's decompositions, after the preparation's fusion, are chains of generics on the same
+    rows; the selector finds each as one chain (every generic of it) and cuda-lower emits ONE kernel
+    (before: one per reduction and per elementwise op), warp shuffles, no shared-memory tree for rows of
+    32 (a warp per row or less), 16-byte loads and stores (the rows' 32 elements are 8 x 4)."""
+    sel, ir = _select_and_lower(ctx, TORCH / f"{name}.mlir")
+    rows = [e for e in sel if e["schedule"].endswith("rows.py[gen=gpu_rows]")]
+    assert len(rows) == 1, sel
+    assert len(rows[0]["params"]["op"].split(",")) == ops and rows[0]["params"]["vector"] == 4, rows
+    assert _host_code(ir, "main").count("gpu.launch_func") == 1
+    ptx = ptx_of(ir)
+    assert "shfl.sync.bfly" in ptx and "__lh_reduce_smem" not in ptx
+    if "bf16" not in name:
+        assert "ld.global.v4" in ptx and "st.global.v4" in ptx
+
+
+def test_any_row_chain_is_one_kernel(ctx, tmp_path):
+    """Not a pattern match on torch ops: a hand-written chain (sum of squares, scale, max |y|, divide)
+    over 2-D rows is one kernel that also stores the sum it returns; rows of 37 (odd) take scalar loads
+    and a guarded last slot, rows of 4096 take 256 threads, 16-byte loads and the warps' partials through
+    shared memory (a barrier per reduction)."""
+    p = tmp_path / "chain.mlir"
+    p.write_text(CHAIN.format(r1=3, r2=5, n=37))
+    sel, ir = _select_and_lower(ctx, p)
+    rows = [e["params"] for e in sel if "rows.py" in e["schedule"]]
+    assert rows and rows[0]["vector"] == 1 and rows[0]["threads"] == 32, rows
+    assert _host_code(ir, "chain").count("gpu.launch_func") == 1
+    ptx = ptx_of(ir)
+    assert "ld.global.v" not in ptx and ptx.count("shfl.sync.bfly") == 10  # 2 reductions x 5 steps
+    p.write_text(CHAIN.format(r1=2, r2=3, n=4096))
+    sel, ir = _select_and_lower(ctx, p)
+    rows = [e["params"] for e in sel if "rows.py" in e["schedule"]]
+    assert rows == [{"threads": 256, "rows": 1, "vector": 4, "group": 0, "op": rows[0]["op"]}], rows
+    assert _host_code(ir, "chain").count("gpu.launch_func") == 1
+    ptx = ptx_of(ir)
+    assert ptx.count("ld.global.v4") == 4 and ptx.count("st.global.v4") == 4  # 4096 / 256 / 4 slots
+    assert ptx.count("bar.sync") == 2 and "__lh_reduce_smem" in ptx
+    # a unit row dim: the preparation folds it, views (collapse / expand_shape) sit between the ops
+    p.write_text(CHAIN.format(r1=5, r2=1, n=1000))
+    sel, ir = _select_and_lower(ctx, p)
+    assert _host_code(ir, "chain").count("gpu.launch_func") == 1
+    assert "shfl.sync.bfly" in ptx_of(ir)
+
+
+def test_row_selection_parameters():
+    from workbench.targets.cpu import _load_library_module
+
+    rows = _load_library_module("cuda/rows.py")
+    assert rows.select(4096, 4096, 4096) == {"threads": 256, "rows": 1, "vector": 4}
+    assert rows.select(8, 32, 32) == {"threads": 8, "rows": 8, "vector": 4}
+    assert rows.select(100, 768, 768) == {"threads": 64, "rows": 4, "vector": 4}
+    assert rows.select(15, 37, 37) == {"threads": 32, "rows": 8, "vector": 1}
+    assert rows.select(4, 50, 50)["vector"] == 2
+    assert rows.select(4, 1 << 17, 1 << 17) is None  # 128 elements a thread: left to the reduction kernels
+
+
+BAD_ROWS = """#full = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+#other = affine_map<(i, j) -> (j)>
+func.func @f(%a: memref<64x64xf32>, %o: memref<64x64xf32>) {{
+  %zero = arith.constant 0.0 : f32
+  %s = memref.alloc() : memref<64xf32>
+  linalg.fill ins(%zero : f32) outs(%s : memref<64xf32>)
+  linalg.generic {{indexing_maps = [#full, #row], iterator_types = ["parallel", "reduction"]}}
+      ins(%a : memref<64x64xf32>) outs(%s : memref<64xf32>) attrs = {{lh.gpu_rows = {{group = 0 : i64, threads = 32 : i64, rows = 1 : i64, vector = 4 : i64}}}} {{
+  ^bb0(%x: f32, %acc: f32):
+    %t = arith.addf %x, %acc : f32
+    linalg.yield %t : f32
+  }}
+  linalg.generic {{indexing_maps = [#full, {m}, #full], iterator_types = ["parallel", "parallel"]}}
+      ins(%a, %s : memref<64x64xf32>, memref<64xf32>) outs(%o : memref<64x64xf32>) attrs = {{lh.gpu_rows = {{group = 0 : i64, threads = 32 : i64, rows = 1 : i64, vector = 4 : i64}}}} {{
+  ^bb0(%x: f32, %t: f32, %y: f32):
+    %v = arith.divf %x, %t : f32
+    linalg.yield %v : f32
+  }}
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("m,why", [("#row", ""), ("#other", "read at other rows")])
+def test_row_kernel_refuses_reads_across_rows(m, why):
+    """A chain whose op reads the reduction's result at another row (x[i, j] / s[j]: needs every row's
+    sum) is no row kernel: the rewrite drops its marks (the reductions keep their own kernels); the same
+    chain through the row map (x[i, j] / s[i]) becomes one gpu.launch and its private buffer goes."""
+    from mlir import ir
+
+    from workbench.worker.cuda import row_kernels
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(BAD_ROWS.format(m=m))
+        built = row_kernels.rewrite_marked(module)
+        text = str(module)
+        if why:
+            assert built == 0 and "lh.gpu_rows" not in text and text.count("linalg.generic") == 2
+            ops = [o.operation for o in module.body.operations[0].regions[0].blocks[0].operations
+                   if o.name == "linalg.generic"]
+            with pytest.raises(row_kernels.RowKernelError, match=why):
+                row_kernels.plan_group(ops)
+        else:
+            assert built == 1 and text.count("gpu.launch") == 1 and "linalg" not in text
+            assert "memref.alloc" not in text and "gpu.shuffle  xor" in text
+
+
+# -- on a GPU ---------------------------------------------------------------------------------------
+
+@needs_gpu
+@pytest.mark.parametrize("r1,r2,n", [(3, 5, 37), (7, 3, 8), (5, 1, 1000), (2, 3, 4096), (3, 1, 6000)])
+def test_gpu_row_chain_matches_numpy(ctx, tmp_path, r1, r2, n):
+    p = tmp_path / "chain.mlir"
+    p.write_text(CHAIN.format(r1=r1, r2=r2, n=n))
+    ok(ctx, f"load {p}")
+    ok(ctx, "target cuda")
+    res = ok(ctx, "select --apply")
+    assert any("rows.py" in e["schedule"] for e in res.data["selections"])
+    res = ok(ctx, f"run --target cuda --check --iterations 2 --save-outputs {tmp_path / 'o'}")
+    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+    (a,), (z, s) = load_npys(tmp_path / "o", "input"), load_npys(tmp_path / "o", "output")
+    z_ref, s_ref = _chain_numpy(a)
+    np.testing.assert_allclose(s, s_ref, rtol=1e-4)
+    np.testing.assert_allclose(z, z_ref, rtol=1e-4, atol=1e-6)
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "layer_norm", "rms_norm", "softmax_bf16",
+                                  "layer_norm_bf16", "instance_norm", "var_mean", "group_norm", "batch_norm2d"])
+def test_gpu_torch_row_chains_match_torch(ctx, name):
+    ok(ctx, f"load {TORCH / (name + '.mlir')}")
+    ok(ctx, "target cuda")
+    res = ctx.registry.dispatch("select --apply", ctx)
+    assert res.ok or "nothing to select" in res.error, res.error
+    res = ok(ctx, "run --target cuda --check --iterations 2")
+    run = res.data["run"]
+    assert run["check"]["passed"], run["check"]
+    assert run["expected_check"]["passed"], run["expected_check"]
+
+
+def test_small_constants_are_device_globals(ctx):
+    """rms_norm's weights (a 32-float dense_resource): the row kernel reads them from an initialized
+    device global (its own memref.get_global, cloned into the gpu.module by outlining) instead of a
+    device copy made in every call (gpu.alloc + memcpy + dealloc in the timed function: ~100 us a call
+    at the bench shape); the PTX holds the fixture's bytes."""
+    import struct
+
+    text = (TORCH / "rms_norm.mlir").read_text()
+    blob = re.search(r'torch_tensor_32_torch\.float32: "0x([0-9A-F]+)"', text).group(1)
+    weights = bytes.fromhex(blob)[4:]  # after the blob's 4-byte alignment header
+    sel, ir = _select_and_lower(ctx, TORCH / "rms_norm.mlir")
+    host = _host_code(ir, "main")
+    assert "mgpuMemcpy" not in host and "mgpuMemAlloc" not in host
+    m = re.search(r"\.global \.align \d+ \.b8 (\w+)\[128\] = \{([\d, ]+)\}", ptx_of(ir))
+    assert m, ptx_of(ir)[:2000]
+    assert bytes(int(b) for b in m.group(2).split(", ")) == weights
+    assert struct.unpack("<f", weights[:4])[0] == 0.5

@@ -42,3 +42,21 @@ def test_producers_read_once_are_still_fused(ctx):
     generics = [o for o in _ops(ctx) if o["op"] == "linalg.generic"]
     assert before >= 3 and len(generics) <= 2      # sub, square and sum in one op
     assert "lh_fusion_guard" not in ctx.session.current_ir
+
+
+def test_a_cast_read_by_several_consumers_is_fused_into_each(ctx):
+    """torch-mlir's layer norm widens its input to f64 once for the mean and once more for the variance:
+    the cast is copied into each reduction instead of writing a full-size f64 tensor (twice the input)."""
+    ok(ctx, f"load {FIXTURES / 'layer_norm.mlir'}")
+    shape = next(o for o in _ops(ctx) if o["op"] == "linalg.generic")["operand_types"][0]   # the f32 input
+    wide = shape.replace("xf32>", "xf64>")
+    assert f"-> {wide}" in ctx.session.current_ir
+    ok(ctx, "pass lh-fuse-elementwise")
+    assert f"-> {wide}" not in ctx.session.current_ir
+    res = ok(ctx, "select --apply")
+    assert all(e["params"]["vector"] == 1 for e in res.data["selections"] if "generic.py" in e["schedule"])
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-lower")
+    run = ok(ctx, f"run --check --npy {FIXTURES / 'layer_norm.input0.npy'} "
+                  f"--expect {FIXTURES / 'layer_norm.expected0.npy'}").data["run"]
+    assert run["check"]["passed"]

@@ -62,16 +62,19 @@ class CudaTarget(Target):
         info = self.probe()
         return int(info.get("multiprocessors") or 132) if info.get("ok") else 132
 
-    def preparation_steps(self, info: dict[str, Any]) -> list[str]:
-        """The cpu target's preparation (upstream elementwise fusion, unit dims folded, integer powers
-        expanded) when the payload has two or more linalg.generic ops: on a GPU each torch-mlir generic
-        is a kernel launch and a pass over device memory; fused, an elementwise chain is one kernel, a
-        reduction computes its producers (exp(x - max)) as it reads, and results nobody reads (the
-        index of torch's max) are dropped, which leaves the max to the reduction kernel."""
-        from workbench.targets.cpu import CpuTarget
+    #: upstream's elementwise fusion, unguarded: the row kernels keep a broadcast operand in registers,
+    #: so fusing it into its consumer costs nothing here (the cpu target guards it: lh-fuse-elementwise)
+    FUSE_ELEMENTWISE = ("pass func.func(math-expand-ops{ops=fpowi},linalg-fuse-elementwise-ops,"
+                        "linalg-fold-unit-extent-dims,canonicalize)")
 
+    def preparation_steps(self, info: dict[str, Any]) -> list[str]:
+        """Elementwise fusion (unit dims folded, integer powers expanded) when the payload has two or more
+        linalg.generic ops: on a GPU each torch-mlir generic is a kernel launch and a pass over device
+        memory; fused, an elementwise chain is one kernel, a reduction computes its producers
+        (exp(x - max)) as it reads, and results nobody reads (the index of torch's max) are dropped,
+        which leaves the max to the reduction kernel."""
         generics = sum(1 for op in info.get("ops", []) if op.get("op") == "linalg.generic")
-        return [CpuTarget.FUSE_ELEMENTWISE] if generics >= 2 else []
+        return [self.FUSE_ELEMENTWISE] if generics >= 2 else []
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """Static-shape matmuls and batch matmuls -> the matmul schedule, softmax -> the softmax schedule.

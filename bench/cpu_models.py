@@ -91,7 +91,14 @@ for name in names:
                 for _ in range(iterations):
                     t0 = time.perf_counter(); module(*xs); samples.append(time.perf_counter() - t0)
                 times[str(threads)] = statistics.median(samples)
-        print(json.dumps({"name": name, "times": times}), flush=True)
+        # the integer ranges random inputs take (class indices < num_classes), for our side's `run --ranges`
+        ranges = []
+        for i, t in enumerate(side["input_types"]):
+            for spec in tuple(entry.test_shapes) + tuple(entry.bench_shapes):
+                if spec.startswith(t + "["):
+                    ranges.append(f"{i}={spec[len(t) + 1:-1]}")
+                    break
+        print(json.dumps({"name": name, "times": times, "ranges": ",".join(ranges)}), flush=True)
     except Exception as e:
         print(json.dumps({"name": name, "error": f"{type(e).__name__}: {e}".splitlines()[0]}), flush=True)
 '''
@@ -124,7 +131,8 @@ def torch_times(python: str, fixtures: Path, names: list[str], threads: list[int
 
 
 # -- the workbench side ------------------------------------------------------------------------------
-def ours(name: str, fixtures: Path, threads: int, iterations: int, timeout: float, random_inputs: bool) -> dict:
+def ours(name: str, fixtures: Path, threads: int, iterations: int, timeout: float, random_inputs: bool,
+         ranges: str = "") -> dict:
     """{"ok", "t1", "tall", "error", "steps"} for one fixture through the selector path."""
     sys.path.insert(0, str(ROOT))
     from workbench.commands import CommandContext, default_registry
@@ -134,10 +142,11 @@ def ours(name: str, fixtures: Path, threads: int, iterations: int, timeout: floa
     s.journal_enabled = False
     ctx = CommandContext(s, default_registry())
     rec: dict = {"name": name, "ok": False}
+    extra_ranges = f" --ranges {ranges}" if ranges else ""
     try:
         for line in (f"load {fixtures / (name + '.mlir')}", "select --apply", f"bench warmup=1 iterations={iterations}",
                      "apply cpu-lower",
-                     f"run --inputs random --threads 1 --timeout {timeout}" if random_inputs
+                     f"run --inputs random{extra_ranges} --threads 1 --timeout {timeout}" if random_inputs
                      else f"run --check --threads 1 --timeout {timeout}"):
             res = ctx.registry.dispatch(line, ctx)
             if not res.ok:
@@ -145,7 +154,7 @@ def ours(name: str, fixtures: Path, threads: int, iterations: int, timeout: floa
                 return rec
         rec["steps"] = len(s.active_steps)
         rec["t1"] = res.data["run"]["median_s"]
-        extra = " --inputs random" if random_inputs else ""
+        extra = f" --inputs random{extra_ranges}" if random_inputs else ""
         res = ctx.registry.dispatch(f"run{extra} --threads {threads} --timeout {timeout}", ctx)
         if not res.ok:
             rec["error"] = f"`run --threads {threads}`: {res.error}"
@@ -172,7 +181,8 @@ def main() -> None:
     ap.add_argument("--no-matmul", action="store_true")
     ap.add_argument("--json", default="", help="write every record here")
     ap.add_argument("--random-inputs", action="store_true",
-                    help="seeded random inputs of the fixtures' shapes, no check (bench-shape exports without .npy)")
+                    help="seeded random inputs of the fixtures' shapes (integers in the corpus entry's ranges), no check "
+                         "(bench-shape exports without .npy)")
     args = ap.parse_args()
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-bench-state-"))
     sys.path.insert(0, str(ROOT / "bench"))
@@ -191,7 +201,8 @@ def main() -> None:
     records, r1, rall = [], [], []
     t_start = time.perf_counter()
     for name in names:
-        rec = ours(name, fixtures, threads, args.iterations, args.timeout, args.random_inputs)
+        rec = ours(name, fixtures, threads, args.iterations, args.timeout, args.random_inputs,
+                   (base.get(name) or {}).get("ranges", ""))
         tb = (base.get(name) or {}).get("times") or {}
         rec["torch_1t"], rec["torch_all"] = tb.get("1"), tb.get(str(threads))
         records.append(rec)

@@ -67,7 +67,7 @@ def run(ctx: CommandContext, n: int, ranks: int, iterations: int, check: bool, w
 
     do(f"load {path}")
     do("apply mpi-partition")
-    params = get_target("cpu").select_params(ctx.session.inspect())  # per-rank shape
+    params = get_target("mpi").select_params(ctx.session.inspect())  # per-rank shape, one core per rank
     (spec, chosen), = params  # one matmul: one whole-module step
     kv = " ".join(f"{k}={v}" for k, v in chosen.items())
     # the schedule bufferizes (and vectorizes every copy): the wrapper goes after it

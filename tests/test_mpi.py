@@ -426,3 +426,23 @@ def test_ranks_keep_freed_memory_with_the_allocator(monkeypatch):
     assert env["OMP_NUM_THREADS"] == "1"
     monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "131072")      # the user's own setting wins
     assert "MALLOC_TRIM_THRESHOLD_" not in mpi.run_env(2) and mpi.run_env(2)["OMP_NUM_THREADS"] == "2"
+
+
+def test_the_mpi_selector_sizes_schedules_for_one_core_per_rank(ctx, tmp_path, monkeypatch):
+    """The ranks are the parallelism: a per-rank matmul large enough for the cpu target's multi-core
+    schedule (2^24+ multiply-adds on a 4-core model) gets the single-core one under the mpi target
+    (16 threads in each of 8 ranks crashed the 4096^3 bench on the 16-core host)."""
+    import dataclasses
+
+    import workbench.targets.cpu as cpu
+    from conftest import matmul_payload
+    from workbench.targets import get_target
+
+    machine = dataclasses.replace(cpu.host_machine(), usable_cpus=4)
+    monkeypatch.setattr(cpu, "host_machine", lambda: machine)
+    ok(ctx, f"load {matmul_payload(tmp_path / 'mm.mlir', 256, 512, 256)}")
+    info = ctx.session.inspect()
+    (cpu_spec, _), = get_target("cpu").select_params(info)
+    assert "matmul_parallel" in cpu_spec
+    (spec, params), = get_target("mpi").select_params(info)
+    assert "matmul_parallel" not in spec and not any(k.startswith("threads") for k in params)

@@ -81,6 +81,18 @@ class MpiTarget(Target):
         mpi = find_libmpi()
         return ([mpi] if mpi else []) + libs
 
+    def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        """The cpu target's schedules for the per-rank ops (select after `mpi-partition`), each sized for one
+        core: the ranks are the parallelism (each pins itself to cores of its own and runs one thread
+        unless `run --threads N`), so no schedule of a rank splits its op over the host's cores."""
+        import dataclasses
+
+        from workbench.targets.cpu import CpuTarget
+
+        cpu = CpuTarget()
+        cpu._machine = dataclasses.replace(cpu.machine, usable_cpus=1)
+        return cpu.select_params(info)
+
     def reference_prelude(self) -> list[dict]:
         return [{"kind": "strip_sharding"}]
 

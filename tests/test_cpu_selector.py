@@ -50,6 +50,13 @@ def test_classification_by_structure():
     mask = {"id": "generic_1", "operand_types": ["tensor<64x4096xi1>", "tensor<64x4096xf32>"],
             "loops": loops(["parallel", "parallel"], [[0, 1], [0, 1]], ["arith.select"], domain=[64, 4096])}
     assert generic_params(mask, 256, 1)["vector"] == 1
+    # a masked scan block (out[r, k, i] = sum_j select(j <= i, x[r, k, j], 0)): an i1 mask input, an f32
+    # accumulator: vectorized along i (only a reduction *into* bools stays scalar)
+    scan = {"id": "generic_2", "operand_types": ["tensor<16x16xi1>", "tensor<64x256x16xf32>", "tensor<64x256x16xf32>"],
+            "loops": loops(["parallel", "parallel", "reduction", "parallel"], [[2, 3], [0, 1, 2], [0, 1, 3]],
+                           ["arith.select", "arith.addf"], n_in=2, domain=[64, 256, 16, 16])}
+    p = generic_params(scan, 256, 1)
+    assert p["vector"] == 1 and p["tile"] == [1, 1, 1, 16]
     # outputs with different maps: no single vector loop
     assert classify(loops(["parallel", "reduction"], [[0, 1], [0], [1]], ["arith.select"])) == "scalar"
     assert classify(loops(["parallel"] * 4 + ["reduction"] * 3, [[0, 4, 2, 3], [1, 4, 5, 6], [0, 1, 2, 3]],
@@ -239,3 +246,16 @@ def test_runtime_checks_in_bodies_do_not_keep_a_model_scalar(ctx):
     ok(ctx, "apply cpu-lower")
     run = ok(ctx, f"run --check --npy {fixture}.input0.npy --expect {fixture}.expected0.npy").data["run"]
     assert run["check"]["passed"]
+
+
+def test_the_run_keeps_freed_memory_with_the_allocator(monkeypatch):
+    """Timed calls reuse their freed temporaries warm (glibc keeps them: no trimming, no mmap per
+    block) unless the user set the variables."""
+    from workbench.targets.cpu import CpuTarget
+
+    for name in ("MALLOC_TRIM_THRESHOLD_", "MALLOC_MMAP_THRESHOLD_"):
+        monkeypatch.delenv(name, raising=False)
+    env = CpuTarget().run_env(1)
+    assert int(env["MALLOC_TRIM_THRESHOLD_"]) >= 1 << 30 and int(env["MALLOC_MMAP_THRESHOLD_"]) >= 1 << 30
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "131072")
+    assert "MALLOC_MMAP_THRESHOLD_" not in CpuTarget().run_env(1)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from typing import Any
 
 from workbench.paths import LIBRARY_DIR
@@ -283,6 +284,15 @@ class CpuTarget(Target):
         env = super().run_env(threads)
         # library calls (microkernels) run on as many threads as the generated code: 1 unless asked
         env["OPENBLAS_NUM_THREADS"] = str(threads or 1)
+        # glibc gives freed blocks over 128 KiB back to the system (munmap, heap trimming): every timed
+        # call then faults its multi-MiB temporaries and result in anew (page clearing was 3/4 of a
+        # blocked cumsum's 1024x4096 call). Kept by the allocator (as the mpi ranks' are), they are reused
+        # warm. Either variable set by the user wins.
+        from workbench.targets.mpi import MALLOC_KEEP
+
+        for name, value in MALLOC_KEEP.items():
+            if name not in os.environ:
+                env[name] = value
         return env
 
     @staticmethod

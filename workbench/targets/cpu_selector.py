@@ -39,7 +39,7 @@ SCALAR_BODY_OPS = {"cf.assert", "tensor.extract", "math.fpowi", "math.ipowi"}
 #: bytes by lh-widen-i1-memrefs, take vector transfers too)
 SCALAR_ELEMENT_TYPES: set[str] = set()
 #: element types whose reductions stay scalar loops (the vector lowering leaves their multi_reduction)
-BOOL_TYPES = {"i1"}
+BOOL_TYPES = {"i1"}   # (of the outputs: a reduction over bools; an i1 mask input is no obstacle)
 #: work (iterations) below which a thread split costs more than it saves
 MIN_PARALLEL_WORK = 1 << 15
 #: inner reductions longer than twice this are summed chunk by chunk into fresh partial vectors (a
@@ -296,7 +296,11 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
             threads = _divisor_at_most(domain[outer], threads)
     params: dict[str, Any] = {"op": op["id"], "threads": threads, "split": split}
     element_types = {_element_type(t) for t in op.get("operand_types", [])}
-    if (kind.startswith("reduction") and BOOL_TYPES & element_types
+    # the accumulators' types (an i1 mask input of an f32 sum, as in a scan, vectorizes: a select)
+    n_inputs = loops.get("num_inputs")
+    result_types = ({_element_type(t) for t in op.get("operand_types", [])[n_inputs:]} if n_inputs is not None
+                    else element_types)
+    if (kind.startswith("reduction") and BOOL_TYPES & result_types
             and not (kind == "reduction-inner" and contiguous_output_loop(loops, max(vector_bits // 32, 4)))):
         kind = "scalar"   # a reduction over bools (vector.multi_reduction on i1 is not lowered here)
     if kind == "scalar":

@@ -22,7 +22,7 @@ file's `Model` (KernelBench) is used. Without --inputs, the file's `get_inputs()
 torch-mlir turns a few aten ops into its own `tm_tensor` dialect (cumsum -> tm_tensor.scan, sort /
 argsort / topk -> tm_tensor.sort), which upstream MLIR cannot load. They are decomposed *in torch,
 before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
-an inclusive scan as a log-step (Hillis-Steele) sum of shifted copies, a sort as a bitonic network of
+an inclusive scan as blocked masked reductions (`_scan`), a sort as a bitonic network of
 compare-exchanges on reshaped tensors. Doing it in torch keeps the rewrite independent of
 torch-mlir's textual form and of its dialect's semantics, and the result is ordinary linalg that
 every workbench schedule and target handles.
@@ -90,21 +90,58 @@ def make_input(spec: dict, generator):
 # ---------------------------------------------------------------------------------------------
 # decompositions into ops that torch-mlir lowers to upstream dialects
 
-def _scan(x, dim: int, combine, identity):
-    """Inclusive scan along `dim` in ceil(log2 n) steps: y_i <- y_i (+) y_{i-s}, s = 1, 2, 4, ..."""
+#: scans at most this long are one masked reduction (cost: n per element); longer ones are blocked
+SCAN_SINGLE = 32
+#: the block length of a blocked scan (cost per element: about SCAN_BLOCK, plus the scan of the totals)
+SCAN_BLOCK = 16
+
+
+def _masked_scan(x, dim: int, reduce, identity, strict: bool = False):
+    """Scan along `dim` as one reduction: y_i = (+)_{j <= i} x_j (j < i: `strict`, exclusive), x_j
+    replaced by the identity where j > i. The loop j comes before i, so the generic torch-mlir writes
+    is a reduction whose output keeps the innermost loops (vectors along i or the dims after `dim`),
+    with the mask and the select fused into it (no n x n intermediate)."""
     import torch
 
     n = x.shape[dim]
-    y = x
-    step = 1
-    while step < n:
-        pad_shape = list(y.shape)
-        pad_shape[dim] = step
-        head = torch.full(pad_shape, identity, dtype=y.dtype, device=y.device)
-        shifted = torch.cat([head, y.narrow(dim, 0, n - step)], dim=dim)
-        y = combine(y, shifted)
-        step *= 2
-    return y
+    j = torch.arange(n, device=x.device).reshape([n, 1] + [1] * (x.dim() - dim - 1))
+    i = torch.arange(n, device=x.device).reshape([1, n] + [1] * (x.dim() - dim - 1))
+    keep = (j < i) if strict else (j <= i)                      # [j, i, 1...]
+    wide = x.unsqueeze(dim + 1)                                  # [..., j, 1 (i), ...]
+    selected = torch.where(keep, wide, torch.full((), identity, dtype=x.dtype, device=x.device))
+    return reduce(selected, dim)
+
+
+def _scan(x, dim: int, reduce, combine, identity):
+    """Inclusive scan along `dim`, blocked: blocks of SCAN_BLOCK are scanned by a masked reduction
+    (`_masked_scan`), the blocks' totals scanned the same way (recursively when there are many), and
+    the exclusive prefix of the totals combined into every element of its block. Sequential order
+    within each sum (in-block prefix, then the sum of the earlier blocks): as accurate as a loop."""
+    import torch
+
+    n = x.shape[dim]
+    if n <= SCAN_SINGLE:
+        return _masked_scan(x, dim, reduce, identity)
+    block = SCAN_BLOCK
+    nb = -(-n // block)
+    if nb * block != n:   # pad with the identity to whole blocks
+        pad_shape = list(x.shape)
+        pad_shape[dim] = nb * block - n
+        x = torch.cat([x, torch.full(pad_shape, identity, dtype=x.dtype, device=x.device)], dim=dim)
+    shape = list(x.shape)
+    blocks = x.reshape(shape[:dim] + [nb, block] + shape[dim + 1:])
+    inner = _masked_scan(blocks, dim + 1, reduce, identity)          # prefix within each block
+    totals = inner.narrow(dim + 1, block - 1, 1).squeeze(dim + 1)     # [..., nb, ...]
+    if nb <= SCAN_SINGLE:
+        offsets = _masked_scan(totals, dim, reduce, identity, strict=True)
+    else:
+        scanned = _scan(totals, dim, reduce, combine, identity)
+        head_shape = list(totals.shape)
+        head_shape[dim] = 1
+        offsets = torch.cat([torch.full(head_shape, identity, dtype=x.dtype, device=x.device),
+                             scanned.narrow(dim, 0, nb - 1)], dim=dim)
+    out = combine(inner, offsets.unsqueeze(dim + 1)).reshape(shape)
+    return out.narrow(dim, 0, n) if nb * block != n else out
 
 
 def _scan_dtype(x, dtype):
@@ -119,12 +156,16 @@ def _scan_dtype(x, dtype):
 
 def cumsum_decomposition(x, dim, *, dtype=None):
     x = _scan_dtype(x, dtype)
-    return _scan(x, dim % max(x.dim(), 1), lambda a, b: a + b, 0)
+    if x.dim() == 0:
+        return x.clone()
+    return _scan(x, dim % x.dim(), lambda t, d: t.sum(d), lambda a, b: a + b, 0)
 
 
 def cumprod_decomposition(x, dim, *, dtype=None):
     x = _scan_dtype(x, dtype)
-    return _scan(x, dim % max(x.dim(), 1), lambda a, b: a * b, 1)
+    if x.dim() == 0:
+        return x.clone()
+    return _scan(x, dim % x.dim(), lambda t, d: t.prod(d), lambda a, b: a * b, 1)
 
 
 def _extreme(dtype, largest: bool):

@@ -1,0 +1,122 @@
+"""`lh-bf16-compute-f32` (workbench/worker/cpu/bf16_compute.py): pointwise bf16 arithmetic and math
+computed in f32 and rounded once per chain (torch's opmath), so that a bf16 GELU's erf gets
+lh-math-approx's f32 polynomial instead of a libm call per element.
+
+The payload is a GELU as torch-mlir writes it for bf16 (every op on bf16), vectorized by the CPU
+selector, plus a bf16 row sum whose accumulator crosses loop iterations (it keeps its per-step
+rounding). Results are compared with numpy: the GELU in float64 rounded once to bf16, and the
+per-op-rounded form the payload spells out."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import load_npys, ok
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+BF16 = ml_dtypes.bfloat16
+ROWS, COLS = 64, 256
+
+GELU = f"""#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @main(%x: tensor<{ROWS}x{COLS}xbf16>) -> (tensor<{ROWS}x{COLS}xbf16>, tensor<{ROWS}xbf16>) {{
+  %two = arith.constant 2.0 : bf16
+  %one = arith.constant 1.0 : bf16
+  %half = arith.constant 0.5 : bf16
+  %zero = arith.constant 0.0 : bf16
+  %e = tensor.empty() : tensor<{ROWS}x{COLS}xbf16>
+  %g = linalg.generic {{indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}}
+      ins(%x : tensor<{ROWS}x{COLS}xbf16>) outs(%e : tensor<{ROWS}x{COLS}xbf16>) {{
+  ^bb0(%in: bf16, %out: bf16):
+    %s = math.sqrt %two : bf16
+    %d = arith.divf %in, %s : bf16
+    %f = math.erf %d : bf16
+    %a = arith.addf %f, %one : bf16
+    %m = arith.mulf %a, %half : bf16
+    %y = arith.mulf %in, %m : bf16
+    linalg.yield %y : bf16
+  }} -> tensor<{ROWS}x{COLS}xbf16>
+  %re = tensor.empty() : tensor<{ROWS}xbf16>
+  %r0 = linalg.fill ins(%zero : bf16) outs(%re : tensor<{ROWS}xbf16>) -> tensor<{ROWS}xbf16>
+  %r = linalg.generic {{indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}}
+      ins(%x : tensor<{ROWS}x{COLS}xbf16>) outs(%r0 : tensor<{ROWS}xbf16>) {{
+  ^bb0(%in: bf16, %acc: bf16):
+    %t = arith.addf %in, %acc : bf16
+    linalg.yield %t : bf16
+  }} -> tensor<{ROWS}xbf16>
+  return %g, %r : tensor<{ROWS}x{COLS}xbf16>, tensor<{ROWS}xbf16>
+}}
+"""
+
+
+def _bf16(v) -> np.ndarray:
+    return np.asarray(v, np.float32).astype(BF16).astype(np.float64)
+
+
+def _erf(v: np.ndarray) -> np.ndarray:
+    from math import erf
+
+    return np.vectorize(erf)(v)
+
+
+def test_bf16_gelu_is_computed_in_f32_rounded_once_and_vectorized(ctx, tmp_path):
+    (tmp_path / "gelu.mlir").write_text(GELU)
+    rng = np.random.default_rng(3)
+    x = rng.normal(0.0, 2.0, (ROWS, COLS)).astype(np.float32).astype(BF16)
+    np.save(tmp_path / "x.npy", x)
+    ok(ctx, f"load {tmp_path / 'gelu.mlir'}")
+    ok(ctx, "select --apply")
+    assert "vector<" in ctx.session.current_ir and "xbf16>" in ctx.session.current_ir
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "pass lh-bf16-compute-f32")
+    ir = ctx.session.current_ir
+    # no arithmetic or math on bf16 is left: the erf is on f32 vectors, the chain rounded once
+    for line in ir.splitlines():
+        if any(f"{name} " in line for name in ("arith.addf", "arith.mulf", "arith.divf", "math.erf", "math.sqrt")):
+            assert "bf16" not in line, line
+    assert "math.erf %" in ir and "xf32>" in ir and "arith.truncf" in ir
+    ok(ctx, "apply cpu-lower")
+    lowered = ctx.session.current_ir
+    assert "erff" not in lowered and "llvm.intr.fma" in lowered   # lh-math-approx took the f32 erf
+    out = tmp_path / "out"
+    res = ok(ctx, f"run --check --npy 0={tmp_path / 'x.npy'} --iterations 1 --warmup 0 --save-outputs {out}")
+    assert res.data["run"]["check"]["passed"]   # against the unscheduled payload (per-op rounding, libm)
+    gelu, rowsum = (a.view(BF16) for a in load_npys(out, "output"))   # (np.save writes bf16 as |V2)
+    got = gelu.astype(np.float64)
+    xd = x.astype(np.float64)
+    once = _bf16(xd * 0.5 * (1.0 + _erf(xd / np.sqrt(2.0))))          # exact GELU, one rounding
+    s = _bf16(np.sqrt(2.0))                                            # the payload's per-op rounding
+    per_op = _bf16(xd * _bf16(_bf16(_bf16(_erf(_bf16(xd / s))) + 1.0) * 0.5))
+    # within a bf16 ulp (plus f32's cancellation in 1 + erf(x) for x < -3: ~1e-7 absolute)
+    bound = np.abs(once) * 2.0 ** -7 + 1e-6
+    assert np.all(np.abs(got - once) <= bound), np.max(np.abs(got - once) / bound)
+    # rounded once (but where f32's own error straddles a bf16 rounding boundary), not once per op
+    # (|x| <= 2: away from the cancellation in 1 + erf)
+    central = np.abs(xd) <= 2.0
+    off_once = np.count_nonzero(got[central] != once[central])
+    off_per_op = np.count_nonzero(got[central] != per_op[central])
+    assert off_once <= np.count_nonzero(central) // 200 and off_per_op > 10 * max(off_once, 1), (off_once, off_per_op)
+    # the row sum's accumulator (bf16, across loop iterations and vector partials) keeps its rounding
+    # at every step, as written: most rows differ from the exact sum rounded once, each by a few ulps
+    exact = xd.sum(axis=1)
+    sums = rowsum.astype(np.float64)
+    assert np.count_nonzero(sums != _bf16(exact)) > ROWS // 2
+    assert np.all(np.abs(sums - exact) <= COLS * 2.0 ** -8 * np.abs(xd).max())
+
+
+def test_the_pass_leaves_f32_alone_and_is_idempotent(ctx, tmp_path):
+    from workbench.targets.cpu import CpuTarget  # noqa: F401  (the cpu target is registered)
+
+    (tmp_path / "gelu.mlir").write_text(GELU.replace("bf16", "f32"))
+    ok(ctx, f"load {tmp_path / 'gelu.mlir'}")
+    ok(ctx, "apply cpu-bufferize")
+    before = ctx.session.current_ir
+    ok(ctx, "pass lh-bf16-compute-f32")
+    assert ctx.session.current_ir == before or "arith.extf" not in ctx.session.current_ir
+    (tmp_path / "b.mlir").write_text(GELU)
+    ok(ctx, f"load {tmp_path / 'b.mlir'}")
+    ok(ctx, "apply cpu-bufferize")
+    ok(ctx, "pass lh-bf16-compute-f32")
+    once = ctx.session.current_ir
+    ok(ctx, "pass lh-bf16-compute-f32")
+    assert ctx.session.current_ir == once

@@ -74,7 +74,7 @@ def test_bf16_gelu_is_computed_in_f32_rounded_once_and_vectorized(ctx, tmp_path)
     for line in ir.splitlines():
         if any(f"{name} " in line for name in ("arith.addf", "arith.mulf", "arith.divf", "math.erf", "math.sqrt")):
             assert "bf16" not in line, line
-    assert "math.erf %" in ir and "xf32>" in ir and "arith.truncf" in ir
+    assert "math.erf %" in ir and "xf32>" in ir and "arith.shrui" in ir   # (conversions: integer ops)
     ok(ctx, "apply cpu-lower")
     lowered = ctx.session.current_ir
     assert "erff" not in lowered and "llvm.intr.fma" in lowered   # lh-math-approx took the f32 erf
@@ -120,3 +120,62 @@ def test_the_pass_leaves_f32_alone_and_is_idempotent(ctx, tmp_path):
     once = ctx.session.current_ir
     ok(ctx, "pass lh-bf16-compute-f32")
     assert ctx.session.current_ir == once
+
+
+CONVERT = """#id = affine_map<(d0) -> (d0)>
+func.func @main(%x: tensor<4096xf32>, %b: tensor<4096xbf16>) -> (tensor<4096xbf16>, tensor<4096xf32>) {
+  %e = tensor.empty() : tensor<4096xbf16>
+  %t = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : tensor<4096xf32>) outs(%e : tensor<4096xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %r = arith.truncf %in : f32 to bf16
+    linalg.yield %r : bf16
+  } -> tensor<4096xbf16>
+  %f = tensor.empty() : tensor<4096xf32>
+  %w = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%b : tensor<4096xbf16>) outs(%f : tensor<4096xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %r = arith.extf %in : bf16 to f32
+    linalg.yield %r : f32
+  } -> tensor<4096xf32>
+  return %t, %w : tensor<4096xbf16>, tensor<4096xf32>
+}
+"""
+
+
+def test_conversions_are_integer_vector_ops_rounding_to_nearest_even(ctx, tmp_path):
+    """f32 -> bf16 and back as shifts and adds on vectors (no __truncsfbf2 per element on AVX2):
+    bit-exact with ml_dtypes (round to nearest even; ties, the largest finite values, infinities,
+    subnormals, NaN)."""
+    rng = np.random.default_rng(5)
+    bits = rng.integers(0, 1 << 32, 4096, dtype=np.uint64).astype(np.uint32)
+    # ties (low half exactly 0x8000) with both parities, just below and above them
+    bits[:64] = (bits[:64] & 0xFFFF0000) | 0x8000
+    bits[64:128] = (bits[64:128] & 0xFFFF0000) | 0x7FFF
+    bits[128:192] = (bits[128:192] & 0xFFFF0000) | 0x8001
+    x = bits.view(np.float32).copy()
+    x[192:200] = [np.inf, -np.inf, 0.0, -0.0, 3.4028235e38, -3.4028235e38, 1e-45, -1e-40]
+    x[200:204] = np.nan
+    b = rng.normal(0, 100, 4096).astype(np.float32).astype(BF16)
+    b[:3] = np.array([np.inf, -np.inf, np.nan], np.float32).astype(BF16)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "b.npy", b)
+    (tmp_path / "c.mlir").write_text(CONVERT)
+    ok(ctx, f"load {tmp_path / 'c.mlir'}")
+    ok(ctx, "select --apply")
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "pass lh-bf16-compute-f32")
+    ir = ctx.session.current_ir
+    assert "arith.truncf" not in ir and "arith.extf" not in ir and "arith.shrui" in ir and "xi32>" in ir
+    ok(ctx, "apply cpu-lower")
+    out = tmp_path / "out"
+    ok(ctx, f"run --npy 0={tmp_path / 'x.npy'},1={tmp_path / 'b.npy'} --iterations 1 --warmup 0 --save-outputs {out}")
+    narrow, wide = load_npys(out, "output")
+    with np.errstate(invalid="ignore"):
+        want = x.astype(BF16)
+    got = narrow.view(np.uint16)
+    finite = ~np.isnan(x)
+    np.testing.assert_array_equal(got[finite], want.view(np.uint16)[finite])
+    assert np.isnan(narrow.view(BF16)[200:204].astype(np.float32)).all()
+    np.testing.assert_array_equal(wide.view(np.uint32)[3:], b.astype(np.float32).view(np.uint32)[3:])
+    assert wide[0] == np.inf and wide[1] == -np.inf and np.isnan(wide[2])

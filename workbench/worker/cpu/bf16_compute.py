@@ -33,6 +33,17 @@ WIDENED = {
 }
 
 
+#: linalg ops whose body may be rewritten (named ops, such as a bf16 matmul with its extf/mulf/addf
+#: body on memrefs, must keep the body their name promises: the verifier checks it)
+FREE_BODIES = {"linalg.generic", "linalg.map", "linalg.reduce"}
+
+
+def _in_named_op(op) -> bool:
+    parent = op.operation.parent
+    name = parent.name if parent is not None else ""
+    return name.startswith("linalg.") and name not in FREE_BODIES
+
+
 def _element(t):
     from mlir import ir
 
@@ -69,7 +80,7 @@ def widen(module) -> int:
     from workbench.worker.ir_walk import ops_where
 
     def takes_bf16(op) -> bool:
-        if op.name not in WIDENED:
+        if op.name not in WIDENED or _in_named_op(op):
             return False
         if op.name in ("arith.select", "vector.broadcast"):   # only the values decide (not an i1 condition)
             return _is_bf16(op.results[0].type)
@@ -126,6 +137,8 @@ def expand_conversions(module) -> int:
     from workbench.worker.ir_walk import ops_where
 
     def conversion(op) -> bool:
+        if op.name not in ("arith.extf", "arith.truncf") or _in_named_op(op):
+            return False
         if op.name == "arith.extf":
             return _is_bf16(op.operands[0].type) and _is_f32(op.results[0].type)
         if op.name == "arith.truncf":

@@ -112,11 +112,32 @@ def _masked_scan(x, dim: int, reduce, identity, strict: bool = False):
     return reduce(selected, dim)
 
 
+def _unrolled_scan(x, dim: int, combine, identity, start=None):
+    """Scan along `dim` (short) as one elementwise chain: y = start (+) x_0 (+) x_1 (+) ... with x_j
+    broadcast along `dim` and replaced by the identity where i < j: torch-mlir writes n small pointwise
+    ops that elementwise fusion makes one op, its partial results in registers (no accumulator in
+    memory, one pass over x). `start` (broadcast along `dim`): what each scan starts from."""
+    import torch
+
+    n = x.shape[dim]
+    i = torch.arange(n, device=x.device).reshape([n] + [1] * (x.dim() - dim - 1))
+    fill = torch.full((), identity, dtype=x.dtype, device=x.device)
+    acc = start
+    for j in range(n):   # (j = 0 too: a select like the others, fused with them; a bare broadcast is not)
+        term = torch.where(i >= j, x.narrow(dim, j, 1), fill)
+        acc = term if acc is None else combine(acc, term)
+    return acc
+
+
 def _scan(x, dim: int, reduce, combine, identity):
-    """Inclusive scan along `dim`, blocked: blocks of SCAN_BLOCK are scanned by a masked reduction
-    (`_masked_scan`), the blocks' totals scanned the same way (recursively when there are many), and
-    the exclusive prefix of the totals combined into every element of its block. Sequential order
-    within each sum (in-block prefix, then the sum of the earlier blocks): as accurate as a loop."""
+    """Inclusive scan along `dim`, blocked (blocks of SCAN_BLOCK, padded with the identity): the
+    exclusive prefix of the block totals (a masked reduction, `_masked_scan`, or this scan again when
+    there are many blocks) combined with the scan within each block. Along the innermost dim each
+    block is scanned from its prefix by one fused elementwise chain (`_unrolled_scan`: prefix (+) x_0
+    (+) x_1 ..., one pass over x); along an outer dim by a masked reduction (vectors along the dims
+    after it), the prefix combined afterwards. Each output combines in sequential order (earlier
+    blocks' totals, then its block's elements): as accurate as a loop. Scans of up to SCAN_SINGLE
+    elements are one masked reduction."""
     import torch
 
     n = x.shape[dim]
@@ -130,8 +151,16 @@ def _scan(x, dim: int, reduce, combine, identity):
         x = torch.cat([x, torch.full(pad_shape, identity, dtype=x.dtype, device=x.device)], dim=dim)
     shape = list(x.shape)
     blocks = x.reshape(shape[:dim] + [nb, block] + shape[dim + 1:])
-    inner = _masked_scan(blocks, dim + 1, reduce, identity)          # prefix within each block
-    totals = inner.narrow(dim + 1, block - 1, 1).squeeze(dim + 1)     # [..., nb, ...]
+    innermost = math.prod(shape[dim + 1:]) == 1
+    if innermost:
+        # along the innermost dim: the block totals first, each block then scanned from its prefix by
+        # the fused chain (vectors along the block: its mask is a constant per step), one pass over x
+        totals = reduce(blocks, dim + 1)                                  # [..., nb, ...]
+    else:
+        # along an outer dim (vectors along the dims after it): the prefix within each block by a
+        # masked reduction, its last element the block's total, the earlier blocks' added after
+        inner = _masked_scan(blocks, dim + 1, reduce, identity)
+        totals = inner.narrow(dim + 1, block - 1, 1).squeeze(dim + 1)
     if nb <= SCAN_SINGLE:
         offsets = _masked_scan(totals, dim, reduce, identity, strict=True)
     else:
@@ -140,7 +169,11 @@ def _scan(x, dim: int, reduce, combine, identity):
         head_shape[dim] = 1
         offsets = torch.cat([torch.full(head_shape, identity, dtype=x.dtype, device=x.device),
                              scanned.narrow(dim, 0, nb - 1)], dim=dim)
-    out = combine(inner, offsets.unsqueeze(dim + 1)).reshape(shape)
+    if innermost:
+        out = _unrolled_scan(blocks, dim + 1, combine, identity, start=offsets.unsqueeze(dim + 1))
+    else:
+        out = combine(inner, offsets.unsqueeze(dim + 1))
+    out = out.reshape(shape)
     return out.narrow(dim, 0, n) if nb * block != n else out
 
 

@@ -179,3 +179,32 @@ def test_conversions_are_integer_vector_ops_rounding_to_nearest_even(ctx, tmp_pa
     assert np.isnan(narrow.view(BF16)[200:204].astype(np.float32)).all()
     np.testing.assert_array_equal(wide.view(np.uint32)[3:], b.astype(np.float32).view(np.uint32)[3:])
     assert wide[0] == np.inf and wide[1] == -np.inf and np.isnan(wide[2])
+
+
+def test_f16_chains_are_computed_in_f32_too(ctx, tmp_path):
+    """f16 (no f16 arithmetic on x86 without AVX512-FP16 either): the GELU chain on f32, its erf the
+    f32 polynomial, rounded once to f16 (f16's conversions stay LLVM's: F16C)."""
+    (tmp_path / "g16.mlir").write_text(GELU.replace("bf16", "f16"))
+    rng = np.random.default_rng(4)
+    x = rng.normal(0.0, 2.0, (ROWS, COLS)).astype(np.float16)
+    np.save(tmp_path / "x.npy", x)
+    ok(ctx, f"load {tmp_path / 'g16.mlir'}")
+    ok(ctx, "select --apply")
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "pass lh-bf16-compute-f32")
+    ir = ctx.session.current_ir
+    erf = [line for line in ir.splitlines() if "math.erf" in line]
+    assert erf and all("f16" not in line and "f32" in line for line in erf), erf
+    assert "arith.truncf" in ir   # f16 conversions are left to LLVM
+    ok(ctx, "apply cpu-lower")
+    assert "erff" not in ctx.session.current_ir
+    out = tmp_path / "out"
+    res = ok(ctx, f"run --check --npy 0={tmp_path / 'x.npy'} --iterations 1 --warmup 0 --save-outputs {out}")
+    assert res.data["run"]["check"]["passed"]
+    gelu, _ = load_npys(out, "output")
+    xd = x.astype(np.float64)
+    once = (xd * 0.5 * (1.0 + _erf(xd / np.sqrt(2.0)))).astype(np.float16).astype(np.float64)
+    got = gelu.astype(np.float64)
+    assert np.all(np.abs(got - once) <= np.abs(once) * 2.0 ** -10 + 1e-6)
+    central = np.abs(xd) <= 2.0
+    assert np.count_nonzero(got[central] != once[central]) <= np.count_nonzero(central) // 100

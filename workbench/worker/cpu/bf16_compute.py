@@ -1,4 +1,4 @@
-"""`lh-bf16-compute-f32`: arithmetic and math ops on bf16 (scalars and vectors) computed in f32.
+"""`lh-bf16-compute-f32`: arithmetic and math ops on bf16 and f16 (scalars and vectors) computed in f32.
 
 Why: x86 has no bf16 arithmetic (AVX512-BF16 only converts and takes dot products), so LLVM
 promotes every bf16 op to f32 on its own and rounds its result back to bf16 (a convert pair per op),
@@ -61,6 +61,13 @@ def _is_bf16(t) -> bool:
     return isinstance(_element(t), ir.BF16Type)
 
 
+def _is_narrow(t) -> bool:
+    """bf16 or f16 (x86 without AVX512-FP16 has no f16 arithmetic either: LLVM promotes per op too)."""
+    from mlir import ir
+
+    return isinstance(_element(t), (ir.BF16Type, ir.F16Type))
+
+
 def _as_f32(t):
     """The f32 type of the shape of `t` (bf16 or vector<..xbf16>)."""
     from mlir import ir
@@ -73,7 +80,9 @@ def _as_f32(t):
 
 
 def widen(module) -> int:
-    """Rebuild every WIDENED op on bf16 in `module` on f32 (see the module doc); the number rebuilt."""
+    """Rebuild every WIDENED op on bf16 or f16 in `module` on f32 (see the module doc); the number
+    rebuilt. Then the bf16 conversions as integer ops (`expand_conversions`; f16's are F16C
+    instructions on every AVX2 host)."""
     from mlir import ir
     from mlir.dialects import arith
 
@@ -83,8 +92,8 @@ def widen(module) -> int:
         if op.name not in WIDENED or _in_named_op(op):
             return False
         if op.name in ("arith.select", "vector.broadcast"):   # only the values decide (not an i1 condition)
-            return _is_bf16(op.results[0].type)
-        return any(_is_bf16(v.type) for v in list(op.operands) + list(op.results))
+            return _is_narrow(op.results[0].type)
+        return any(_is_narrow(v.type) for v in list(op.operands) + list(op.results))
 
     found = ops_where(module, takes_bf16)
     # the f32 value each rounded result stands for (a truncf made here: its operand)
@@ -94,21 +103,21 @@ def widen(module) -> int:
         with ir.InsertionPoint(op), op.location:
             operands = []
             for v in op.operands:
-                if not _is_bf16(v.type):
+                if not _is_narrow(v.type):
                     operands.append(v)
                     continue
                 wide = wide_of.get(v)
                 if wide is None:
                     wide = arith.ExtFOp(_as_f32(v.type), v).result
                 operands.append(wide)
-            results = [_as_f32(r.type) if _is_bf16(r.type) else r.type for r in op.results]
+            results = [_as_f32(r.type) if _is_narrow(r.type) else r.type for r in op.results]
             attributes = {}
             for i in range(len(op.attributes)):
                 named = op.attributes[i]   # (by index: a NamedAttribute)
                 attributes[named.name] = named.attr
             new = ir.Operation.create(op.name, results=results, operands=operands, attributes=attributes)
             for old, res in zip(op.results, new.results):
-                if _is_bf16(old.type):
+                if _is_narrow(old.type):
                     narrow = arith.TruncFOp(old.type, res).result
                     wide_of[narrow] = res
                     rounded.append(narrow.owner)

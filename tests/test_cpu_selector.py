@@ -259,3 +259,31 @@ def test_the_run_keeps_freed_memory_with_the_allocator(monkeypatch):
     assert int(env["MALLOC_TRIM_THRESHOLD_"]) >= 1 << 30 and int(env["MALLOC_MMAP_THRESHOLD_"]) >= 1 << 30
     monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "131072")
     assert "MALLOC_MMAP_THRESHOLD_" not in CpuTarget().run_env(1)
+
+
+def test_a_long_count_of_bools_lowers_and_runs(ctx, tmp_path):
+    """nll_loss counts its valid targets (i1 -> i64 sum over 4096): that reduction is vectorized but takes
+    no vector of partial results (its multi_reduction over widened bools was left unlowered)."""
+    payload = tmp_path / "count.mlir"
+    payload.write_text("""#id = affine_map<(d0) -> (d0)>
+#all = affine_map<(d0) -> ()>
+func.func @main(%m: tensor<8192xi1>) -> tensor<i64> {
+  %c0 = arith.constant 0 : i64
+  %z = tensor.empty() : tensor<i64>
+  %f = linalg.fill ins(%c0 : i64) outs(%z : tensor<i64>) -> tensor<i64>
+  %n = linalg.generic {indexing_maps = [#id, #all], iterator_types = ["reduction"]} ins(%m : tensor<8192xi1>) outs(%f : tensor<i64>) {
+  ^bb0(%b: i1, %acc: i64):
+    %w = arith.extui %b : i1 to i64
+    %s = arith.addi %w, %acc : i64
+    linalg.yield %s : i64
+  } -> tensor<i64>
+  return %n : tensor<i64>
+}
+""")
+    ok(ctx, f"load {payload}")
+    res = ok(ctx, "select --apply")
+    assert not any(e["params"].get("partial_reduction", -1) >= 0 for e in res.data["selections"]
+                   if "generic.py" in e["schedule"])
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]

@@ -329,7 +329,7 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
     tile[vdim] = width
     params = {**params, "tile": tile, "vector": 1, "class": kind}
     outputs = loops["operand_dims"][loops.get("num_inputs") or 0:]
-    if (kind == "reduction-inner" and vdim == len(iterators) - 1
+    if (kind == "reduction-inner" and vdim == len(iterators) - 1 and not BOOL_TYPES & element_types
             and iterators[vdim] == "reduction" and extent >= 2 * width
             and all(-1 not in o for o in outputs)):   # (tile_reduction_using_for asserts on `(d0, 0)` outputs)
         # a vector of partial results along the row, reduced once per output (not once per tile); outer

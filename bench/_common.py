@@ -77,3 +77,61 @@ def write_matmul_payload(path: Path, n: int) -> Path:
                     f"  %0 = linalg.matmul ins(%A, %B : {t}, {t}) outs(%C : {t}) -> {t}\n"
                     f"  return %0 : {t}\n}}\n")
     return path
+
+# -- the torch side of the corpus benches (run under the torch Python: torch never shares a process with
+# the MLIR wheels). TORCH_PRELUDE loads examples/torch/corpus.py (argv[1] = the repository root) and
+# defines tensor(path, dtype): a fixture's .npy as a torch tensor (bf16 stored as raw 16-bit words).
+TORCH_PRELUDE = r'''
+import importlib.util, json, statistics, sys, time
+import numpy as np
+import torch
+
+spec = importlib.util.spec_from_file_location("lh_corpus", f"{sys.argv[1]}/examples/torch/corpus.py")
+corpus = importlib.util.module_from_spec(spec); sys.modules["lh_corpus"] = corpus; spec.loader.exec_module(corpus)
+
+def tensor(path, dtype):
+    a = np.load(path)
+    if a.dtype.kind == "V" and a.dtype.itemsize == 2:
+        return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16)
+    t = torch.from_numpy(np.ascontiguousarray(a))
+    return t.to(torch.bfloat16) if dtype == "bf16" and t.is_floating_point() else t
+'''
+
+
+def torch_python(explicit: str | None, check: str = "import torch") -> str | None:
+    """A Python that runs `check` (imports torch; a GPU bench also asks for CUDA): --torch-python,
+    $LH_WORKBENCH_TORCH_PYTHON, or this one."""
+    import subprocess
+    import sys
+
+    for candidate in (explicit, os.environ.get("LH_WORKBENCH_TORCH_PYTHON"), sys.executable):
+        if not candidate:
+            continue
+        ok = subprocess.run([candidate, "-c", check], capture_output=True, timeout=300)
+        if ok.returncode == 0:
+            return candidate
+    return None
+
+
+def run_torch_worker(python: str, script: str, args: list[str], timeout: float = 3600) -> dict:
+    """Run `script` (TORCH_PRELUDE + a loop printing one JSON record per fixture) under `python`:
+    {name: record}."""
+    import json
+    import subprocess
+
+    p = subprocess.run([python, "-c", script, str(Path(__file__).resolve().parents[1]), *args],
+                       capture_output=True, text=True, timeout=timeout)
+    out = {}
+    for line in p.stdout.splitlines():
+        if line.startswith("{"):
+            rec = json.loads(line)
+            out[rec["name"]] = rec
+    if p.returncode != 0 and not out:
+        print(f"torch baseline failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
+    return out
+
+
+def geomean(values: list[float]) -> float:
+    import math
+
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")

@@ -32,16 +32,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from _common import TORCH_PRELUDE, geomean, run_torch_worker, torch_python  # noqa: E402  (bench/_common.py)
 
 # -- the torch side (runs under the torch Python: only torch, numpy and json) -------------------------
-TORCH_WORKER = r'''
-import importlib.util, json, statistics, sys, time
-import numpy as np
-import torch
-
-root, names, threads_list, iterations, fixtures, random_inputs = sys.argv[1], sys.argv[2].split(","), [int(t) for t in sys.argv[3].split(",")], int(sys.argv[4]), sys.argv[5], sys.argv[6] == "1"
-spec = importlib.util.spec_from_file_location("lh_corpus", f"{root}/examples/torch/corpus.py")
-corpus = importlib.util.module_from_spec(spec); sys.modules["lh_corpus"] = corpus; spec.loader.exec_module(corpus)
+TORCH_WORKER = TORCH_PRELUDE + r'''
+names, threads_list, iterations, fixtures, random_inputs = sys.argv[2].split(","), [int(t) for t in sys.argv[3].split(",")], int(sys.argv[4]), sys.argv[5], sys.argv[6] == "1"
 
 TORCH_DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
                 "i64": torch.int64, "i32": torch.int32, "i1": torch.bool}
@@ -60,13 +56,6 @@ def random_tensor(spec, entry):
     if dtype == torch.bool:
         return torch.rand(shape) > 0.5
     return torch.randint(lo, hi, shape, dtype=dtype)
-
-def tensor(path, dtype):
-    a = np.load(path)
-    if a.dtype.kind == "V" and a.dtype.itemsize == 2:
-        return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16)
-    t = torch.from_numpy(np.ascontiguousarray(a))
-    return t.to(torch.bfloat16) if dtype == "bf16" and t.is_floating_point() else t
 
 for name in names:
     entry = corpus.CORPUS.get(name)
@@ -104,30 +93,10 @@ for name in names:
 '''
 
 
-def torch_python(explicit: str | None) -> str | None:
-    """A Python that imports torch: --torch-python, $LH_WORKBENCH_TORCH_PYTHON, or this one."""
-    for candidate in (explicit, os.environ.get("LH_WORKBENCH_TORCH_PYTHON"), sys.executable):
-        if not candidate:
-            continue
-        ok = subprocess.run([candidate, "-c", "import torch"], capture_output=True, timeout=120)
-        if ok.returncode == 0:
-            return candidate
-    return None
-
-
 def torch_times(python: str, fixtures: Path, names: list[str], threads: list[int], iterations: int,
                 random_inputs: bool) -> dict:
-    p = subprocess.run([python, "-c", TORCH_WORKER, str(ROOT), ",".join(names), ",".join(map(str, threads)),
-                        str(iterations), str(fixtures), "1" if random_inputs else "0"],
-                       capture_output=True, text=True, timeout=3600)
-    out = {}
-    for line in p.stdout.splitlines():
-        if line.startswith("{"):
-            rec = json.loads(line)
-            out[rec["name"]] = rec
-    if p.returncode != 0 and not out:
-        print(f"torch baseline failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
-    return out
+    return run_torch_worker(python, TORCH_WORKER, [",".join(names), ",".join(map(str, threads)), str(iterations),
+                                                   str(fixtures), "1" if random_inputs else "0"])
 
 
 # -- the workbench side ------------------------------------------------------------------------------
@@ -164,10 +133,6 @@ def ours(name: str, fixtures: Path, threads: int, iterations: int, timeout: floa
         return rec
     finally:
         s.close()
-
-
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
 def main() -> None:

@@ -37,26 +37,15 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from _common import TORCH_PRELUDE, geomean, run_torch_worker, torch_python  # noqa: E402  (bench/_common.py)
 
 # -- the torch side (runs under the torch Python, on the GPU: only torch, numpy and json) ------------
-TORCH_WORKER = r'''
-import importlib.util, json, statistics, sys
-import numpy as np
-import torch
-
-root, names, fixtures = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
-spec = importlib.util.spec_from_file_location("lh_corpus", f"{root}/examples/torch/corpus.py")
-corpus = importlib.util.module_from_spec(spec); sys.modules["lh_corpus"] = corpus; spec.loader.exec_module(corpus)
+TORCH_WORKER = TORCH_PRELUDE + r'''
+names, fixtures = sys.argv[2].split(","), sys.argv[3]
 dev = torch.device("cuda")
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
-
-def tensor(path, dtype):
-    a = np.load(path)
-    if a.dtype.kind == "V" and a.dtype.itemsize == 2:
-        return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16)
-    t = torch.from_numpy(np.ascontiguousarray(a))
-    return t.to(torch.bfloat16) if dtype == "bf16" and t.is_floating_point() else t
 
 for name in names:
     entry = corpus.CORPUS.get(name)
@@ -87,29 +76,8 @@ for name in names:
 '''
 
 
-def torch_python(explicit: str | None) -> str | None:
-    """A Python that imports torch and sees a GPU: --torch-python, $LH_WORKBENCH_TORCH_PYTHON, or this one."""
-    for candidate in (explicit, os.environ.get("LH_WORKBENCH_TORCH_PYTHON"), sys.executable):
-        if not candidate:
-            continue
-        ok = subprocess.run([candidate, "-c", "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)"],
-                            capture_output=True, timeout=300)
-        if ok.returncode == 0:
-            return candidate
-    return None
-
-
 def torch_times(python: str, fixtures: Path, names: list[str]) -> dict:
-    p = subprocess.run([python, "-c", TORCH_WORKER, str(ROOT), ",".join(names), str(fixtures)],
-                       capture_output=True, text=True, timeout=1800)
-    out = {}
-    for line in p.stdout.splitlines():
-        if line.startswith("{"):
-            rec = json.loads(line)
-            out[rec["name"]] = rec
-    if p.returncode != 0 and not out:
-        print(f"torch baseline failed: {(p.stderr.strip().splitlines() or ['?'])[-1]}")
-    return out
+    return run_torch_worker(python, TORCH_WORKER, [",".join(names), str(fixtures)], timeout=1800)
 
 
 # -- the workbench side ------------------------------------------------------------------------------
@@ -177,10 +145,6 @@ def ours(job: tuple) -> dict:
         s.close()
 
 
-def geomean(values: list[float]) -> float:
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
-
-
 def cause(error: str) -> str:
     """The first error line without its numbers, names and SSA values: failures grouped by cause."""
     error = re.sub(r"step \d+ \(pipeline [^)]*\) failed \((stage \d+ of \d+: )?", "", error)
@@ -210,7 +174,7 @@ def main() -> None:
         names = [n for n in names if n in set(args.only.split(","))]
     jobs = args.jobs or max(1, usable_cores() - 2)
     t_start = time.perf_counter()
-    python = None if (args.no_torch or args.compile_only) else torch_python(args.torch_python)
+    python = None if (args.no_torch or args.compile_only) else torch_python(args.torch_python, "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)")
     base = torch_times(python, fixtures, names) if python else {}
     print(f"{len(names)} fixtures, {jobs} jobs; torch on the GPU: {python or 'not available'} "
           f"({time.perf_counter() - t_start:.0f} s)", flush=True)

@@ -57,6 +57,18 @@ def _match(name: str, op: str = "", root: str = "%root") -> str:
     return matmul.match_op(name, op, root)
 
 
+def _match_contraction(name: str, op: str, generic: bool) -> str:
+    """%mm bound to the one `name` op (with id `op` when set), or (`generic`) to the linalg.generic with
+    id `op` made a `name` op first (transform.structured.specialize: torch-mlir writes bmm and x @ w.T
+    as generics)."""
+    if not generic:
+        return f"\n    %mm = {_match(name, op)}\n{matmul.expect_one('%mm', op)}"
+    if not op:
+        raise ValueError("generic=true needs op= (the id of the linalg.generic to schedule)")
+    return (f"\n    %g = {_match('linalg.generic', op)}\n{matmul.expect_one('%g', op)}"
+            f"    %mm = transform.structured.specialize %g : ({_ANY}) -> {_ANY}\n")
+
+
 def _check(**values: int) -> None:
     for name, v in values.items():
         if not isinstance(v, int) or v <= 0:
@@ -138,14 +150,7 @@ def batch_matmul_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 25
     a linalg.generic with a batch matmul's maps and body (torch-mlir's bmm; `op` names it), made a
     linalg.batch_matmul first (specialize)."""
     _check(threads_b=threads_b, threads_m=threads_m, threads=threads)
-    if generic:
-        if not op:
-            raise ValueError("generic=true needs op= (the id of the linalg.generic to schedule)")
-        match = (f"\n    %g = {_match('linalg.generic', op)}\n{matmul.expect_one('%g', op)}"
-                 f"    %mm = transform.structured.specialize %g : ({_ANY}) -> {_ANY}\n")
-    else:
-        match = f"\n    %mm = {_match('linalg.batch_matmul', op)}\n{matmul.expect_one('%mm', op)}"
-    return _module(match + _packed_contraction(
+    return _module(_match_contraction("linalg.batch_matmul", op, generic) + _packed_contraction(
         "%mm", 1, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b,
         chunks=[threads_b, threads_m, threads]), bufferize)
 
@@ -178,13 +183,7 @@ def matmul_transpose_b_tiling(block_m: int = 64, block_n: int = 256, block_k: in
     """`x @ w.T`: a linalg.matmul whose B is indexed (n, k) (or the one with id `op`); B is packed
     transposed into [k][reg_n] panels, so the micro-kernel is matmul.py's. `generic`: the op is the
     linalg.generic torch-mlir emits for it (`op` names it), made a linalg.matmul first (specialize)."""
-    if generic:
-        if not op:
-            raise ValueError("generic=true needs op= (the id of the linalg.generic to schedule)")
-        match = (f"\n    %g = {_match('linalg.generic', op)}\n{matmul.expect_one('%g', op)}"
-                 f"    %mm = transform.structured.specialize %g : ({_ANY}) -> {_ANY}\n")
-    else:
-        match = f"\n    %mm = {_match('linalg.matmul', op)}\n{matmul.expect_one('%mm', op)}"
+    match = _match_contraction("linalg.matmul", op, generic)
     _check(threads_m=threads_m, threads=threads)
     return _module(match + _packed_contraction(
         "%mm", 0, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b, transpose_b=True,

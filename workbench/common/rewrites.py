@@ -32,7 +32,7 @@ REWRITES = {
         "help": "replace linalg.generic reductions marked lh.gpu_reduce (on memrefs) by row-reduction kernels: "
                 "threads striding each row, partials in registers, a shared-memory tree",
         "params": {},
-        "impl": "workbench.worker.cuda.reduce_kernels:rewrite_marked",
+        "impl": "workbench.worker.cuda.reductions:rewrite_marked",
     },
     "wgmma-kernels": {
         "help": "replace f16 linalg.matmuls marked lh.wgmma (on memrefs) by generated sm_90 TMA + wgmma kernels",

@@ -9,7 +9,7 @@ from workbench.paths import LIBRARY_DIR
 from workbench.targets import cpu_selector
 import copy
 
-from workbench.targets.base import Target, register
+from workbench.targets.base import Target, keep_freed_memory, register
 from workbench.targets.cpu_host import CpuMachine, host_machine, machine_for
 
 
@@ -284,15 +284,7 @@ class CpuTarget(Target):
         env = super().run_env(threads)
         # library calls (microkernels) run on as many threads as the generated code: 1 unless asked
         env["OPENBLAS_NUM_THREADS"] = str(threads or 1)
-        # glibc gives freed blocks over 128 KiB back to the system (munmap, heap trimming): every timed
-        # call then faults its multi-MiB temporaries and result in anew (page clearing was 3/4 of a
-        # blocked cumsum's 1024x4096 call). Kept by the allocator (as the mpi ranks' are), they are reused
-        # warm. Either variable set by the user wins.
-        from workbench.targets.mpi import MALLOC_KEEP
-
-        for name, value in MALLOC_KEEP.items():
-            if name not in os.environ:
-                env[name] = value
+        keep_freed_memory(env)   # multi-MiB temporaries reused warm, not faulted in anew per call
         return env
 
     @staticmethod

@@ -21,12 +21,10 @@ from typing import Any
 
 import numpy as np
 
-from workbench.targets.base import Target, TargetError, register
+from workbench.targets.base import Target, TargetError, keep_freed_memory, register
 
 _SHAPED = re.compile(r"^(?:tensor|memref)<((?:\d+x)*)([a-z0-9]+)(?:,.*)?>$")
 DEFAULT_RANKS = 2
-#: glibc malloc settings of the ranks: freed memory stays with the allocator (no trimming, no mmap per block)
-MALLOC_KEEP = {"MALLOC_TRIM_THRESHOLD_": str(1 << 30), "MALLOC_MMAP_THRESHOLD_": str(1 << 30)}
 
 
 def _global_spec(type_str: str) -> dict | None:
@@ -98,15 +96,7 @@ class MpiTarget(Target):
 
     def run_env(self, threads: int | None) -> dict[str, str]:
         # one thread per rank unless asked otherwise: the ranks are the parallelism
-        env = {"OMP_NUM_THREADS": str(threads or 1)}
-        # glibc gives freed blocks over 128 KiB back to the system (munmap, heap trimming): each timed call
-        # of a partitioned function then faults its (freed, reallocated) multi-MiB buffers in anew. Kept
-        # by the allocator, they are reused warm: a 2 MiB all-reduce call took 12-16 ms with the
-        # defaults, 4-5 ms so (2-vCPU machine). Either variable set by the user wins.
-        for name in MALLOC_KEEP:
-            if name not in os.environ:
-                env[name] = MALLOC_KEEP[name]
-        return env
+        return keep_freed_memory({"OMP_NUM_THREADS": str(threads or 1)})
 
     # -- host view: global shapes <-> per-rank shards ------------------------------------
     def host_meta(self, meta: dict, payload: dict, ranks: int | None) -> dict:

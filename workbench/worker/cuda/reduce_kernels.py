@@ -302,12 +302,12 @@ def dims_for_outputs(its: list[str], par: list[int], pidx: list) -> list:
 
 
 def rewrite_marked(module) -> int:
-    """The `gpu-reductions` rewrite: every linalg.generic marked lh.gpu_reduce -> its kernel; marks of
-    ops the kernel cannot take are dropped (they keep the naive mapping). Returns how many it built."""
-    from workbench.worker.cuda import row_kernels
+    """Every linalg.generic marked lh.gpu_reduce -> its kernel; marks of ops the kernel cannot take are
+    dropped (they keep the naive mapping). Returns how many it built. (The `gpu-reductions` rewrite,
+    workbench/worker/cuda/reductions.py, runs the fused row chains first.)"""
     from workbench.worker.ir_walk import ops_where
 
-    built = row_kernels.rewrite_marked(module)  # fused chains first (their reductions go with them)
+    built = 0
     with module.context:
         for op in ops_where(module, lambda o: MARK in o.attributes):
             op = op.operation

@@ -314,6 +314,8 @@ _BENCH_FACTORIES: dict[str, Callable[[], nn.Module]] = {
     "multihead_attention": lambda: nn.MultiheadAttention(256, 4, batch_first=True),
     "linear_bf16": lambda: nn.Linear(4096, 4096), "conv2d_bf16": lambda: nn.Conv2d(64, 64, 3, padding=1),
     "layer_norm_bf16": lambda: nn.LayerNorm(4096),
+    # the bench's class indices go up to 1000: as many classes
+    "one_hot": _fn(lambda i: F.one_hot(i, 1000).float()),
 }
 CORPUS = {name: (Entry(e.factory, e.test_shapes, e.bench_shapes, e.dtype, e.category, _BENCH_FACTORIES[name])
                  if name in _BENCH_FACTORIES else e) for name, e in CORPUS.items()}

@@ -2,6 +2,8 @@
 a private state directory per test (journals never touch the user's home)."""
 from __future__ import annotations
 
+import json
+
 import os
 import subprocess
 import sys
@@ -122,3 +124,10 @@ def load_npys(d: Path, prefix: str) -> list:
 
     return [np.load(f) for f in sorted(d.glob(f"{prefix}*.npy"), key=lambda f: int(f.stem[len(prefix):]))]
 
+
+def fixture_io_flags(fixture: Path) -> str:
+    """`--npy ... --expect ...` for an exported fixture (FIXTURE.mlir + FIXTURE.expected.json: its input
+    and expected-output .npy files, torch's), for `run --check`."""
+    side = json.loads(fixture.with_suffix(".expected.json").read_text())
+    files = lambda names: ",".join(str(fixture.parent / n) for n in names)  # noqa: E731
+    return f"--npy {files(side['inputs'])} --expect {files(side['expected'])}"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ok
+from conftest import fixture_io_flags, ok
 
 TORCHLIKE = Path(__file__).parent / "payloads" / "torchlike"
 PAYLOADS = sorted(p.name for p in TORCHLIKE.glob("*.mlir"))
@@ -225,8 +225,7 @@ def test_ops_with_the_same_parameters_share_one_step(ctx):
     assert len(selections) < generics / 2
     ok(ctx, "bench warmup=0 iterations=1")
     ok(ctx, "apply cpu-lower")
-    run = ok(ctx, f"run --check --npy {fixture}.input0.npy --expect {fixture}.expected0.npy,"
-                  f"{fixture}.expected1.npy,{fixture}.expected2.npy").data["run"]
+    run = ok(ctx, f"run --check {fixture_io_flags(Path(f'{fixture}.mlir'))}").data["run"]
     assert run["check"]["passed"]
 
 
@@ -244,7 +243,7 @@ def test_runtime_checks_in_bodies_do_not_keep_a_model_scalar(ctx):
     assert "cf.assert" not in ctx.session.current_ir
     ok(ctx, "bench warmup=0 iterations=1")
     ok(ctx, "apply cpu-lower")
-    run = ok(ctx, f"run --check --npy {fixture}.input0.npy --expect {fixture}.expected0.npy").data["run"]
+    run = ok(ctx, f"run --check {fixture_io_flags(Path(f'{fixture}.mlir'))}").data["run"]
     assert run["check"]["passed"]
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import ok
+from conftest import fixture_io_flags, ok
 
 FIXTURES = Path(__file__).parent / "fixtures" / "torch"
 
@@ -30,8 +30,7 @@ def test_a_scale_is_not_fused_into_attention_matmuls(ctx):
     assert len(family) == 2 and all(p["generic"] for p in family)
     ok(ctx, "bench warmup=0 iterations=1")
     ok(ctx, "apply cpu-lower")
-    run = ok(ctx, f"run --check --npy {FIXTURES / 'sdpa.input0.npy'},{FIXTURES / 'sdpa.input1.npy'},"
-                  f"{FIXTURES / 'sdpa.input2.npy'} --expect {FIXTURES / 'sdpa.expected0.npy'}").data["run"]
+    run = ok(ctx, f"run --check {fixture_io_flags(FIXTURES / 'sdpa.mlir')}").data["run"]
     assert run["check"]["passed"]
 
 
@@ -57,6 +56,5 @@ def test_a_cast_read_by_several_consumers_is_fused_into_each(ctx):
     assert all(e["params"]["vector"] == 1 for e in res.data["selections"] if "generic.py" in e["schedule"])
     ok(ctx, "bench warmup=0 iterations=1")
     ok(ctx, "apply cpu-lower")
-    run = ok(ctx, f"run --check --npy {FIXTURES / 'layer_norm.input0.npy'} "
-                  f"--expect {FIXTURES / 'layer_norm.expected0.npy'}").data["run"]
+    run = ok(ctx, f"run --check {fixture_io_flags(FIXTURES / 'layer_norm.mlir')}").data["run"]
     assert run["check"]["passed"]

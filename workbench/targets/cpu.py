@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 from typing import Any
 
@@ -246,11 +247,8 @@ class CpuTarget(Target):
         family = _load_library_module(self.matmul_family_schedule)
         path = self.pipeline_path_for(self.matmul_family_schedule)
         machine = matmul_machine_args(self.machine)
-        macs = 1
-        for v in dims.values():
-            macs *= v
         # every core for a large one: its chunks are tasks on the async runtime
-        threads = self.machine.usable_cpus if macs >= MIN_PARALLEL_MATMUL else 1
+        threads = self.machine.usable_cpus if math.prod(dims.values()) >= MIN_PARALLEL_MATMUL else 1
         if op["op"] == "linalg.matvec":
             params = family.matvec_params(dims["m"], dims["k"], **machine)
             return f"{path}[gen=matvec_tiling]", params

@@ -41,3 +41,16 @@ def append_parsed(module, text: str) -> None:
 def has_custom_indexing_maps(op) -> bool:
     """A named linalg op printed with explicit `indexing_maps` (e.g. a matmul with a transposed operand)."""
     return "indexing_maps" in str(op).split("ins(")[0]
+
+
+def apply_transform(module, body: str) -> None:
+    """Apply a transform sequence to `module`: `body` is its ops over %root (transform_text.transform_module
+    wraps it), parsed in the module's context."""
+    from mlir.dialects.transform import interpreter
+
+    from workbench.common.transform_text import ENTRY, transform_module
+
+    schedule = ir.Module.parse(transform_module(body), module.context)
+    entry = next(op for op in schedule.body.operations if op.operation.name == "transform.named_sequence"
+                 and ir.StringAttr(op.attributes["sym_name"]).value == ENTRY)
+    interpreter.apply_named_sequence(module.operation, entry, schedule.operation)

@@ -77,6 +77,12 @@ def _indexing_maps(op) -> list | None:
         return None
 
 
+def iterator_types(op) -> list[str]:
+    """A generic's iterator types as words ("parallel", "reduction"); KeyError/ValueError without them."""
+    # "#linalg.iterator_type<reduction>" -> "reduction" (str.strip with a char set eats letters)
+    return [str(a).rsplit("<", 1)[-1].rstrip(">").strip('"') for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+
+
 def _iterators_from_maps(amaps) -> list[str]:
     """Dimensions the output map uses are parallel, the others reductions (DPS ops: last map = init)."""
     used = {ir.AffineDimExpr(e).position for e in amaps[-1].results if isinstance(e, ir.AffineDimExpr)}
@@ -200,8 +206,7 @@ def describe_linalg_op(op) -> dict:
     domain = _iteration_domain(op)
     iterators = []
     try:
-        # "#linalg.iterator_type<reduction>" -> "reduction" (str.strip with a char set eats letters)
-        iterators = [str(a).rsplit("<", 1)[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+        iterators = iterator_types(op)
     except Exception:
         amaps = _indexing_maps(op) if domain is not None else None
         iterators = _iterators_from_maps(amaps) if amaps else []
@@ -326,8 +331,7 @@ def _loop_structure(op) -> dict | None:
     it is not linear), and the body's op names."""
     try:
         maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
-        iterators = [str(a).rsplit("<", 1)[-1].rstrip(">").strip('"')
-                     for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+        iterators = iterator_types(op)
     except Exception:
         return None
     domain = _iteration_domain(op)

@@ -26,13 +26,13 @@ def _broadcast_operands(op) -> list:
     their map) or through a window (a map result that is no plain loop dimension)."""
     from mlir import ir
 
-    from workbench.worker.payload_inspect import _indexing_maps, _iterators_from_maps
+    from workbench.worker.payload_inspect import _indexing_maps, _iterators_from_maps, iterator_types
 
     maps = _indexing_maps(op)     # a generic's, or a named op's (the pass generalizes named ops)
     if not maps:
         return []
     try:
-        iterators = [str(a).rsplit("<", 1)[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+        iterators = iterator_types(op)
     except (KeyError, ValueError):
         iterators = _iterators_from_maps(maps)
     parallel = {d for d, it in enumerate(iterators) if it == "parallel"}
@@ -71,11 +71,12 @@ def _duplicate_casts(module) -> int:
     from mlir import ir
 
     from workbench.worker.ir_walk import ops_where
+    from workbench.worker.payload_inspect import iterator_types
 
     copies = 0
     for op in ops_where(module, lambda o: o.name == "linalg.generic"):
         try:
-            iterators = [str(a).rsplit("<", 1)[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+            iterators = iterator_types(op)
             body = [o.operation.name for o in op.regions[0].blocks[0].operations]
         except (KeyError, ValueError, IndexError):
             continue
@@ -110,13 +111,11 @@ def fuse_elementwise(module) -> int:
             if isinstance(value.owner, (ir.Operation, ir.OpView)) and value.owner.name in RESHAPES:
                 values.append(value.owner.operands[0])   # fusion by expansion looks through the reshape
             guards += [(v, op) for v in values if _is_linalg_result(v)]
-    if not guards:
-        PassManager.parse(PIPELINE).run(module.operation)
-        return 0
     declared: dict[str, str] = {}
     for value, _ in guards:
         declared.setdefault(str(value.type), f"{GUARD}_{len(declared)}")
-    append_parsed(module, "\n".join(f"func.func private @{name}({t})" for t, name in declared.items()))
+    if declared:
+        append_parsed(module, "\n".join(f"func.func private @{name}({t})" for t, name in declared.items()))
     for value, consumer in guards:
         ops = list(consumer.operation.block.operations)
         index = next(i for i, o in enumerate(ops) if o.operation == consumer.operation)

@@ -17,28 +17,25 @@ LOOP_OPS = ("scf.for", "scf.forall", "scf.parallel", "affine.for")
 DEFAULT_MIN_LOOPS = 64
 
 
-
 def _schedule(names: list[str]) -> str:
-    """A transform script outlining the loop marked `lh.outline = "<i>"` into function names[i]
+    """Transform ops outlining the loop marked `lh.outline = "<i>"` into function names[i]
     (transform.loop.outline does not make names unique: one op per loop, each with its own name)."""
     a = "!transform.any_op"
-    body = [f'    %noinline = transform.param.constant ["noinline"] -> !transform.any_param']
+    body = ['    %noinline = transform.param.constant ["noinline"] -> !transform.any_param']
     for i, name in enumerate(names):
         body += [f'    %l{i} = transform.structured.match attributes{{{MARK} = "{i}"}} in %root : ({a}) -> {a}',
                  f'    %f{i}, %c{i} = transform.loop.outline %l{i} {{func_name = "{name}"}} : ({a}) -> ({a}, {a})',
                  f'    transform.annotate %f{i} "passthrough" = %noinline : {a}, !transform.any_param']
-    return ("module attributes {transform.with_named_sequence} {\n"
-            f"  transform.named_sequence @__transform_main(%root: {a} {{transform.readonly}}) {{\n"
-            + "\n".join(body) + "\n    transform.yield\n  }\n}\n")
+    return "\n".join(body) + "\n"
 
 
 def outline_loops(module, min_loops: int = DEFAULT_MIN_LOOPS) -> int:
     """Outline the top-level loops of every function with at least `min_loops` of them; how many."""
     from mlir import ir
-    from mlir.dialects.transform import interpreter
 
-    taken = {str(ir.StringAttr(op.attributes["sym_name"]).value) for op in module.body.operations
-             if "sym_name" in op.attributes}
+    from workbench.worker.ir_walk import apply_transform, symbol_names
+
+    taken = symbol_names(module)
     names: list[str] = []
     for func in list(module.body.operations):
         if func.operation.name != "func.func" or not func.regions[0].blocks:
@@ -57,9 +54,7 @@ def outline_loops(module, min_loops: int = DEFAULT_MIN_LOOPS) -> int:
             names.append(name)
     if not names:
         return 0
-    schedule = ir.Module.parse(_schedule(names))
-    entry = next(op for op in schedule.body.operations if op.operation.name == "transform.named_sequence")
-    interpreter.apply_named_sequence(module.operation, entry, schedule.operation)
+    apply_transform(module, _schedule(names))
     for func in module.body.operations:   # each marked loop now opens a function of its own
         for block in (func.regions[0].blocks if func.operation.regions else ()):
             for op in block.operations:

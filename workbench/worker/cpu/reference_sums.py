@@ -62,9 +62,8 @@ def _plan(op) -> list[int] | None:
 def split_long_reductions(module) -> int:
     """Split the long reductions of `module` (on tensors) as the module docstring says; how many."""
     from mlir import ir
-    from mlir.dialects.transform import interpreter
 
-    from workbench.worker.ir_walk import ops_where
+    from workbench.worker.ir_walk import apply_transform, ops_where
 
     plans = [(op, sizes) for op in ops_where(module, lambda o: o.name == "linalg.generic")
              for sizes in [_plan(op)] if sizes]
@@ -80,11 +79,7 @@ def split_long_reductions(module) -> int:
       %fill, %partial, %combine, %loop = transform.structured.tile_reduction_using_for %op by tile_sizes = {sizes}
           : ({a}) -> ({a}, {a}, {a}, {a})
     }}""")
-    schedule = ir.Module.parse("module attributes {transform.with_named_sequence} {\n"
-                               f"  transform.named_sequence @__transform_main(%root: {a} {{transform.readonly}}) {{\n"
-                               + "\n".join(body) + "\n    transform.yield\n  }\n}\n")
-    entry = next(o for o in schedule.body.operations if o.operation.name == "transform.named_sequence")
-    interpreter.apply_named_sequence(module.operation, entry, schedule.operation)
+    apply_transform(module, "\n".join(body) + "\n")
     for op in ops_where(module, lambda o: MARK in o.attributes):
         del op.attributes[MARK]
     return len(plans)

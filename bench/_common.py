@@ -135,3 +135,10 @@ def geomean(values: list[float]) -> float:
     import math
 
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def fixture_names(fixtures: Path, only: str = "") -> list[str]:
+    """The exported fixtures under `fixtures` (NAME.expected.json sidecars), sorted; only those named in
+    the comma-separated `only` when it is set."""
+    names = sorted(p.name.removesuffix(".expected.json") for p in Path(fixtures).glob("*.expected.json"))
+    return [n for n in names if n in set(only.split(","))] if only else names

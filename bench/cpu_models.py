@@ -33,7 +33,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from _common import TORCH_PRELUDE, geomean, run_torch_worker, torch_python  # noqa: E402  (bench/_common.py)
+from _common import (TORCH_PRELUDE, fixture_names, geomean, run_torch_worker, torch_python,  # noqa: E402
+                     usable_cores)
 
 # -- the torch side (runs under the torch Python: only torch, numpy and json) -------------------------
 TORCH_WORKER = TORCH_PRELUDE + r'''
@@ -150,13 +151,8 @@ def main() -> None:
                          "(bench-shape exports without .npy)")
     args = ap.parse_args()
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-bench-state-"))
-    sys.path.insert(0, str(ROOT / "bench"))
-    from _common import usable_cores
-
     fixtures = Path(args.fixtures)
-    names = sorted(p.name.removesuffix(".expected.json") for p in fixtures.glob("*.expected.json"))
-    if args.only:
-        names = [n for n in names if n in set(args.only.split(","))]
+    names = fixture_names(fixtures, args.only)
     threads = args.threads or usable_cores()
     python = torch_python(args.torch_python)
     base = (torch_times(python, fixtures, names, sorted({1, threads}), args.iterations, args.random_inputs)

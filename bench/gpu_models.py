@@ -38,7 +38,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from _common import TORCH_PRELUDE, geomean, run_torch_worker, torch_python  # noqa: E402  (bench/_common.py)
+from _common import (TORCH_PRELUDE, fixture_names, geomean, run_torch_worker, torch_python,  # noqa: E402
+                     usable_cores)
 
 # -- the torch side (runs under the torch Python, on the GPU: only torch, numpy and json) ------------
 TORCH_WORKER = TORCH_PRELUDE + r'''
@@ -165,13 +166,8 @@ def main() -> None:
     ap.add_argument("--json", default="", help="write every record here")
     args = ap.parse_args()
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-bench-state-"))
-    sys.path.insert(0, str(ROOT / "bench"))
-    from _common import usable_cores
-
     fixtures = Path(args.fixtures)
-    names = sorted(p.name.removesuffix(".expected.json") for p in fixtures.glob("*.expected.json"))
-    if args.only:
-        names = [n for n in names if n in set(args.only.split(","))]
+    names = fixture_names(fixtures, args.only)
     jobs = args.jobs or max(1, usable_cores() - 2)
     t_start = time.perf_counter()
     python = None if (args.no_torch or args.compile_only) else torch_python(args.torch_python, "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)")

@@ -167,19 +167,8 @@ def device_memory(module) -> int:
     ops rewritten. A copy of a non-contiguous (strided) buffer becomes a `linalg.copy` that the naive
     mapping after it runs as a kernel (one gpu.memcpy cannot copy it).
     """
-    todo: list = []
-    for f in _funcs(module):
-        if HOST_ATTR in f.attributes or len(f.regions[0].blocks) == 0:
-            continue
-
-        def visit(op):
-            if op.name in ("gpu.launch", "gpu.module"):
-                return ir.WalkResult.SKIP
-            if op.name in ("memref.alloc", "memref.dealloc", "memref.copy", "memref.get_global"):
-                todo.append(op)
-            return ir.WalkResult.ADVANCE
-
-        f.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    todo = _host_side_ops(module, lambda op: op.name in ("memref.alloc", "memref.dealloc", "memref.copy",
+                                                         "memref.get_global"))
     count = 0
     for op in todo:
         if _inside_device_code(op):
@@ -264,29 +253,19 @@ def serial_kernels(module) -> int:
     Returns how many it wrapped."""
     from mlir.dialects import arith, gpu
 
-    todo = []
-    for f in _funcs(module):
-        if HOST_ATTR in f.attributes or len(f.regions[0].blocks) == 0:
-            continue
+    def serial_on_buffers(op) -> bool:
+        if not op.name.startswith("linalg.") or op.name in ("linalg.yield", "linalg.index"):
+            return False
+        if "iterator_types" in op.attributes:  # generics
+            its = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+            serial = not any("parallel" in it for it in its)
+        else:  # named ops: rank-0 operands only (a fill of a scalar buffer, ...)
+            serial = all(ir.ShapedType(v.type).rank == 0 for v in op.operands
+                         if isinstance(v.type, ir.ShapedType))
+        return serial and all(isinstance(v.type, ir.MemRefType) or not isinstance(v.type, ir.ShapedType)
+                              for v in op.operands)
 
-        def visit(op):
-            if op.name in ("gpu.launch", "gpu.module"):
-                return ir.WalkResult.SKIP
-            if op.name.startswith("linalg.") and op.name not in ("linalg.yield", "linalg.index"):
-                if "iterator_types" in op.attributes:  # generics
-                    its = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
-                    serial = not any("parallel" in it for it in its)
-                else:  # named ops: rank-0 operands only (a fill of a scalar buffer, ...)
-                    serial = all(ir.ShapedType(v.type).rank == 0 for v in op.operands
-                                 if isinstance(v.type, ir.ShapedType))
-                if serial and all(
-                        isinstance(v.type, ir.MemRefType) or not isinstance(v.type, ir.ShapedType)
-                        for v in op.operands):
-                    todo.append(op)
-                return ir.WalkResult.SKIP
-            return ir.WalkResult.ADVANCE
-
-        f.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    todo = _host_side_ops(module, serial_on_buffers)
     for op in todo:
         with ir.InsertionPoint(op), op.location:
             one = arith.ConstantOp(ir.IndexType.get(), 1).result
@@ -295,6 +274,25 @@ def serial_kernels(module) -> int:
                 term = gpu.TerminatorOp()
         op.move_before(term)
     return len(todo)
+
+
+def _host_side_ops(module, keep) -> list:
+    """The ops for which `keep(op)` holds in the payload's host code: every function but the host-facing
+    wrappers (`lh.host_wrapper`), outside kernels (gpu.launch, gpu.module) and linalg op bodies."""
+    found: list = []
+    for f in _funcs(module):
+        if HOST_ATTR in f.attributes or len(f.regions[0].blocks) == 0:
+            continue
+
+        def visit(op):
+            if op.name in ("gpu.launch", "gpu.module"):
+                return ir.WalkResult.SKIP
+            if keep(op):
+                found.append(op)
+            return ir.WalkResult.SKIP if op.name.startswith("linalg.") else ir.WalkResult.ADVANCE
+
+        f.operation.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found
 
 
 _ESCAPES = ("func.return", "scf.yield", "memref.dealloc", "gpu.dealloc", "func.call", "cf.br")

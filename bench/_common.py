@@ -95,6 +95,23 @@ def tensor(path, dtype):
         return torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16)
     t = torch.from_numpy(np.ascontiguousarray(a))
     return t.to(torch.bfloat16) if dtype == "bf16" and t.is_floating_point() else t
+
+def cuda_median_s(module, xs, calls=20, rounds=5):
+    """Median seconds per call of module(*xs) on the GPU: CUDA events around `calls` calls, `rounds`
+    times, after 3 warm-up calls."""
+    with torch.inference_mode():
+        for _ in range(3):
+            module(*xs)
+        torch.cuda.synchronize()
+        samples = []
+        for _ in range(rounds):
+            e0 = torch.cuda.Event(enable_timing=True); e1 = torch.cuda.Event(enable_timing=True)
+            e0.record()
+            for _ in range(calls):
+                module(*xs)
+            e1.record(); torch.cuda.synchronize()
+            samples.append(e0.elapsed_time(e1) / calls / 1e3)
+    return statistics.median(samples)
 '''
 
 

@@ -59,19 +59,7 @@ for name in names:
             module = module.to(torch.bfloat16)
         module = module.to(dev)
         xs = [tensor(f"{fixtures}/{p}", entry.dtype).to(dev) for p in side["inputs"]]
-        with torch.inference_mode():
-            for _ in range(3):
-                module(*xs)
-            torch.cuda.synchronize()
-            samples = []
-            for _ in range(5):
-                e0 = torch.cuda.Event(enable_timing=True); e1 = torch.cuda.Event(enable_timing=True)
-                e0.record()
-                for _ in range(20):
-                    module(*xs)
-                e1.record(); torch.cuda.synchronize()
-                samples.append(e0.elapsed_time(e1) / 20 / 1e3)
-        print(json.dumps({"name": name, "time": statistics.median(samples)}), flush=True)
+        print(json.dumps({"name": name, "time": cuda_median_s(module, xs)}), flush=True)
     except Exception as e:
         print(json.dumps({"name": name, "error": f"{type(e).__name__}: {e}".splitlines()[0]}), flush=True)
 '''

@@ -20,15 +20,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+from _common import TORCH_PRELUDE, geomean, run_torch_worker  # noqa: E402  (bench/_common.py)
 FIXTURES = ROOT / "tests" / "fixtures" / "torch"
 
 # name -> {test dim: bench dim} (positional sizes of the fixture's tensor types)
@@ -44,12 +44,8 @@ CASES = {
     "rms_norm": {4: 16, 8: 512, 32: 1024},
 }
 
-TORCH_WORKER = r'''
-import importlib.util, json, statistics, sys
-import torch
-root, names = sys.argv[1], sys.argv[2].split(",")
-spec = importlib.util.spec_from_file_location("lh_corpus", f"{root}/examples/torch/corpus.py")
-corpus = importlib.util.module_from_spec(spec); sys.modules["lh_corpus"] = corpus; spec.loader.exec_module(corpus)
+TORCH_WORKER = TORCH_PRELUDE + r'''
+names = sys.argv[2].split(",")
 torch.backends.cuda.matmul.allow_tf32 = False
 for name in names:
     try:
@@ -59,19 +55,7 @@ for name in names:
         for s in entry.bench_shapes:
             dims = [int(d) for d in s.split("[")[0].split("x")[:-1]]
             xs.append(torch.rand(dims, device="cuda") * 2 - 1)
-        with torch.inference_mode():
-            for _ in range(3):
-                module(*xs)
-            torch.cuda.synchronize()
-            samples = []
-            for _ in range(5):
-                e0 = torch.cuda.Event(enable_timing=True); e1 = torch.cuda.Event(enable_timing=True)
-                e0.record()
-                for _ in range(20):
-                    module(*xs)
-                e1.record(); torch.cuda.synchronize()
-                samples.append(e0.elapsed_time(e1) / 20 / 1e3)
-        print(json.dumps({"name": name, "time": statistics.median(samples)}), flush=True)
+        print(json.dumps({"name": name, "time": cuda_median_s(module, xs)}), flush=True)
     except Exception as e:
         print(json.dumps({"name": name, "error": f"{type(e).__name__}: {e}".splitlines()[0]}), flush=True)
 '''
@@ -134,11 +118,7 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-bench-state-"))
     names = [n for n in CASES if not args.only or n in args.only.split(",")]
-    p = subprocess.run([sys.executable, "-c", TORCH_WORKER, str(ROOT), ",".join(names)], capture_output=True,
-                       text=True, timeout=900)
-    base = {r["name"]: r for r in (json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{"))}
-    if not base:
-        print(f"torch: {(p.stderr.strip().splitlines() or ['not available'])[-1]}")
+    base = run_torch_worker(sys.executable, TORCH_WORKER, [",".join(names)], timeout=900)
     tmp = Path(tempfile.mkdtemp(prefix="lh-gpu-red-"))
     print(f"{'case (ms)':14s} {'shape':>12s} {'naive':>9s} {'selected':>9s} {'torch':>9s} {'torch/sel':>9s}")
     ratios, fields, records = [], [], []
@@ -170,8 +150,7 @@ def main() -> None:
                 print(f"    {k}: {rec[k]['error'][:200]}")
     if args.json:
         Path(args.json).write_text(json.dumps(records, indent=1))
-    g = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
-    print("RESULT " + " ".join(fields + [f"geomean_ratio={g:.3f}"]))
+    print("RESULT " + " ".join(fields + [f"geomean_ratio={geomean(ratios):.3f}"]))
 
 
 if __name__ == "__main__":

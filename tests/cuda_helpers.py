@@ -70,3 +70,15 @@ def check_matmul_run(ctx, tmp_path: Path, rel_tol: float, transpose_b: bool = Fa
     want = c + a @ (b.T if transpose_b else b)
     assert np.abs(got - want).max() / np.abs(want).max() < rel_tol
     return res.data["run"]
+
+
+def selected_fixture_matches_torch(ctx, fixture: Path) -> None:
+    """An exported torch fixture through `target cuda`, `select --apply` (or nothing to select) and a
+    checked GPU run: it matches both the CPU reference and torch's outputs."""
+    ok(ctx, f"load {fixture}")
+    ok(ctx, "target cuda")
+    res = ctx.registry.dispatch("select --apply", ctx)
+    assert res.ok or "nothing to select" in res.error, res.error
+    run = ok(ctx, "run --target cuda --check --iterations 2").data["run"]
+    assert run["check"]["passed"], run["check"]
+    assert run["expected_check"]["passed"], run["expected_check"]

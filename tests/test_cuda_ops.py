@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from conftest import load_npys, ok
-from cuda_helpers import needs_gpu, ptx_of
+from cuda_helpers import needs_gpu, ptx_of, selected_fixture_matches_torch
 
 ROOT = Path(__file__).resolve().parents[1]
 TORCH = ROOT / "tests" / "fixtures" / "torch"
@@ -240,14 +240,7 @@ GPU_FIXTURES = ["softmax", "softmax_dim0", "log_softmax", "layer_norm", "layer_n
 @needs_gpu
 @pytest.mark.parametrize("name", GPU_FIXTURES)
 def test_gpu_torch_fixture_selected_matches_torch(ctx, name):
-    ok(ctx, f"load {TORCH / (name + '.mlir')}")
-    ok(ctx, "target cuda")
-    res = ctx.registry.dispatch("select --apply", ctx)
-    assert res.ok or "nothing to select" in res.error, res.error
-    res = ok(ctx, "run --target cuda --check --iterations 2")
-    run = res.data["run"]
-    assert run["check"]["passed"], run["check"]
-    assert run["expected_check"]["passed"], run["expected_check"]
+    selected_fixture_matches_torch(ctx, TORCH / (name + ".mlir"))
 
 
 EXP3D = """func.func @exp3(%a: tensor<4x8x100xf32>) -> tensor<4x8x100xf32> {

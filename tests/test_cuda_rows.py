@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import load_npys, ok
-from cuda_helpers import needs_gpu, ptx_of
+from cuda_helpers import needs_gpu, ptx_of, selected_fixture_matches_torch
 
 ROOT = Path(__file__).resolve().parents[1]
 TORCH = ROOT / "tests" / "fixtures" / "torch"
@@ -212,14 +212,7 @@ def test_gpu_row_chain_matches_numpy(ctx, tmp_path, r1, r2, n):
 @pytest.mark.parametrize("name", ["softmax", "log_softmax", "layer_norm", "rms_norm", "softmax_bf16",
                                   "layer_norm_bf16", "instance_norm", "var_mean", "group_norm", "batch_norm2d"])
 def test_gpu_torch_row_chains_match_torch(ctx, name):
-    ok(ctx, f"load {TORCH / (name + '.mlir')}")
-    ok(ctx, "target cuda")
-    res = ctx.registry.dispatch("select --apply", ctx)
-    assert res.ok or "nothing to select" in res.error, res.error
-    res = ok(ctx, "run --target cuda --check --iterations 2")
-    run = res.data["run"]
-    assert run["check"]["passed"], run["check"]
-    assert run["expected_check"]["passed"], run["expected_check"]
+    selected_fixture_matches_torch(ctx, TORCH / (name + ".mlir"))
 
 
 def test_small_constants_are_device_globals(ctx):

@@ -141,14 +141,19 @@ def _gather(b: _Body, src: str, part: list[int], axis: int, n: int, index: str, 
     return summed, full
 
 
-def _helper_text(op, name: str, grids: dict[str, list[int]]) -> str:
+def _geometry(op, grids: dict[str, list[int]]) -> tuple:
+    """(grid name, grid shape, the op's grid axes, input shape, element type, output shape) of a
+    collective on a static grid."""
     grid = ir.FlatSymbolRefAttr(op.attributes["grid"]).value
     if grid not in grids:
         raise CollectiveError(f"{op.name}: grid @{grid} not found (or not a static shard.grid)")
-    gshape = grids[grid]
-    axes = _grid_axes(op)
     in_shape, elt = _shape(op.operands[0].type)
     out_shape, _ = _shape(op.results[0].type)
+    return grid, grids[grid], _grid_axes(op), in_shape, elt, out_shape
+
+
+def _helper_text(op, name: str, grids: dict[str, list[int]]) -> str:
+    grid, gshape, axes, in_shape, elt, out_shape = _geometry(op, grids)
     b = _Body()
     index, n = _group_index(b, grid, gshape, axes)
     src = "%x"
@@ -215,13 +220,7 @@ def _p2p_helper_text(op, name: str, grids: dict[str, list[int]]) -> str | None:
     """The buffer-level helper of an all_gather / all_to_all (None: use the all-reduce form)."""
     if op.name not in ("shard.all_gather", "shard.all_to_all"):
         return None
-    grid = ir.FlatSymbolRefAttr(op.attributes["grid"]).value
-    if grid not in grids:
-        raise CollectiveError(f"{op.name}: grid @{grid} not found (or not a static shard.grid)")
-    gshape = grids[grid]
-    axes = _grid_axes(op)
-    in_shape, elt = _shape(op.operands[0].type)
-    out_shape, _ = _shape(op.results[0].type)
+    grid, gshape, axes, in_shape, elt, out_shape = _geometry(op, grids)
     group = 1
     for a in axes:
         group *= gshape[a]

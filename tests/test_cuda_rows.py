@@ -283,7 +283,8 @@ def test_run_does_its_compile_side_work_in_one_worker(fake_h100_driver, tmp_path
             for line in (f"load {p}", "target cuda", "select --apply"):
                 ok(ctx, line)
             res = ctx.registry.dispatch("run --target cuda --check --iterations 2", ctx)
-            # (on a machine with a real GPU the runtime finds the real driver and the run succeeds)
-            assert res.ok or "gpu run worker" in res.error, (n, res.error, res.detail)
+            # the failure comes from running (`run failed: ...`: the run worker dies, or on a machine with
+            # a GPU the runtime's calls reach the stand-in), never from preparing the run
+            assert res.ok or res.error.startswith("run failed: "), (n, res.error, res.detail)
     finally:
         session.close()

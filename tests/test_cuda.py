@@ -428,12 +428,18 @@ def test_mlp_select_configures_each_matmul(ctx):
     entries = res.data["selections"]
     assert [e["params"]["op"] for e in entries] == ["matmul_0", "matmul_1", "matmul_2"], entries
     assert all(e["schedule"].endswith("[gen=matmul_simt]") for e in entries)
+    # each layer's zeroing fill and bias + relu epilogue (fused by the preparation) go into its kernel
+    assert [(e["params"]["fill"], e["params"]["epilogue"]) for e in entries] == [
+        ("fill_0", "generic_0"), ("fill_1", "generic_1"), ("fill_2", "generic_2")], entries
     ir = ctx.session.current_ir
     assert ir.count("gpu.launch ") == 3 and "linalg.matmul" not in ir
+    assert ir.count("linalg.fill") == 3 and ir.count("linalg.generic") == 3   # tiles, inside the launches
+    body = ir[ir.index("gpu.launch "):]
+    assert body.index("linalg.fill") < body.index("scf.for") < body.index("linalg.generic")
     ok(ctx, "apply cuda-lower{chip=sm_90a}")
     ptx = ptx_of(ctx.session.current_ir)
-    # three scheduled kernels, each with its register tile and K step unrolled into FMAs (+ the naive
-    # kernels of the bias adds and relus)
+    # three kernels, each with its register tile and K step unrolled into FMAs, and no other kernel
+    assert ctx.session.current_ir.count("gpu.launch_func") == 3
     unrolled = sum(e["params"]["thread_m"] * e["params"]["thread_n"] * e["params"]["block_k"] for e in entries)
     assert ptx.count("fma.rn.f32") >= unrolled >= 3 * 2 * 2 * 16
 
@@ -771,3 +777,32 @@ def test_gpu_runtime_error_is_detected(ctx, tmp_path):
     res = ctx.registry.dispatch("run --target cuda --iterations 1", ctx)
     assert not res.ok and "CUDA error" in res.error and "cuLaunchKernel" in res.error, res.error
     ok(ctx, "history")
+
+
+def _matmul_with(consumer: dict, fill_consumers=(1,), matmul_consumers=(2,)) -> list[dict]:
+    """Inspection records: a fill (0) -> matmul (1) -> `consumer` (2), 64 x 32 x 16."""
+    fill = {"id": "fill_0", "op": "linalg.fill", "consumers": list(fill_consumers), "producers": [-1, -1]}
+    mm = {"id": "matmul_0", "op": "linalg.matmul", "dims": {"m": 64, "n": 32, "k": 16},
+          "producers": [-1, -1, 0], "consumers": list(matmul_consumers)}
+    return [fill, mm, consumer]
+
+
+def _elementwise(domain, reads, iterators=("parallel", "parallel")) -> dict:
+    return {"id": "generic_0", "op": "linalg.generic", "kind": "elementwise", "producers": [1, -1, -1],
+            "consumers": [], "loops": {"domain": list(domain), "iterators": list(iterators), "num_inputs": 2,
+                                       "operand_dims": [list(reads), [1], [0, 1]]}}
+
+
+@pytest.mark.parametrize("records, expected", [
+    (_matmul_with(_elementwise((64, 32), (0, 1))), {"fill": "fill_0", "epilogue": "generic_0"}),
+    # the matmul's result read transposed, or an op over another domain: no epilogue
+    (_matmul_with(_elementwise((64, 32), (1, 0))), {"fill": "fill_0"}),
+    (_matmul_with(_elementwise((32, 64), (0, 1))), {"fill": "fill_0"}),
+    # a second reader of the result (it must stay in memory), a second reader of the fill
+    (_matmul_with(_elementwise((64, 32), (0, 1)), matmul_consumers=(2, 3)), {"fill": "fill_0"}),
+    (_matmul_with(_elementwise((64, 32), (0, 1)), fill_consumers=(1, 2)), {"epilogue": "generic_0"}),
+])
+def test_simt_neighbours_are_only_ops_of_the_matmuls_own_tiles(records, expected):
+    from workbench.targets.cuda import simt_neighbours
+
+    assert simt_neighbours(records[1], records) == expected

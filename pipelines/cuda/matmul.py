@@ -96,6 +96,8 @@ PARAMS = {
     "specialize": {"choices": [0, 1], "help": "wgmma: 1 = an extra producer warpgroup issues the TMA loads (warp specialization)"},
     "tf32": {"choices": [0, 1], "help": "wgmma: 1 = f32 operands read as tf32 by the tensor cores (B must be K-major: x @ w^T)"},
     "op": {"help": "matmul_wgmma, matmul_simt: schedule only the linalg op tagged lh.op = op (empty: every matmul)"},
+    "fill": {"help": "matmul_simt: the id of the linalg.fill that zeroes the matmul's output: done in the same kernel, tile by tile (empty: none)"},
+    "epilogue": {"help": "matmul_simt: the id of the elementwise op over the matmul's M x N result (bias, relu, ...): done in the same kernel, tile by tile (empty: none)"},
 }
 CONSTRAINTS = [
     "(block_m / thread_m) * (block_n / thread_n) <= 1024",
@@ -145,8 +147,52 @@ def _contractions_to_fmas(handle: str) -> str:
         ""])
 
 
+def _simt_foralls(block_m: int, block_n: int, block_k: int, thread_m: int, thread_n: int, only: str,
+                  fill: str, epilogue: str) -> str:
+    """matmul_simt's tiling: block and thread foralls and the K loop of each thread's tile; `%fb` is the
+    block forall. `fill` / `epilogue` (op ids): the linalg.fill that zeroes the matmul's output and the
+    elementwise op that reads it (a bias add + relu) are tiled the same way and their foralls fused
+    with the matmul's (transform.loop.fuse_sibling: same bounds, same mapping), so one kernel zeroes,
+    accumulates and applies the epilogue tile by tile where three kernels ran one after the other (the
+    three ops' tiles are the same M x N block: each thread depends on its own tile only)."""
+    blocks = "(mapping = [#gpu.block<y>, #gpu.block<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)"
+    threads = "(mapping = [#gpu.thread<y>, #gpu.thread<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)"
+    fused = "(!transform.any_op, !transform.any_op) -> !transform.any_op"
+    ops = [("mm", "linalg.matmul", only)]
+    if fill:
+        ops.insert(0, ("fill", "linalg.fill", _only_op(fill)))
+    if epilogue:
+        ops.append(("epi", "linalg.generic", _only_op(epilogue)))
+
+    def match(name: str, kind: str, attrs: str, within: str) -> str:
+        return f'    %{name} = transform.structured.match ops{{["{kind}"]}}{attrs} in %{within} : (!transform.any_op) -> !transform.any_op'
+
+    def fuse_in_order(level: str) -> list[str]:
+        """Fuse the foralls %<op>_<level> in `ops` order (fuse_sibling puts `target` first) into %<level>."""
+        out, last = [], f"{ops[0][0]}_{level}"
+        for name, _, _ in ops[1:]:
+            out.append(f"    %{name}_{level}_fused = transform.loop.fuse_sibling %{last} into %{name}_{level} : {fused}")
+            last = f"{name}_{level}_fused"
+        out.append(f"    %{level} = transform.cast %{last} : !transform.any_op to !transform.any_op")
+        return out
+
+    lines = []
+    for name, kind, attrs in ops:
+        lines += [(match(name, kind, attrs, "b") if name != "mm" else ""),   # (%mm: matched by the caller)
+                  f"    %{name}_blk, %{name}_fb = transform.structured.tile_using_forall %{name} tile_sizes [{block_m}, {block_n}] {blocks}"]
+    lines += fuse_in_order("fb")
+    # handles inside the fused foralls were consumed with them: match the ops again inside
+    for name, kind, attrs in ops:
+        lines += [match(f"{name}_in", kind, attrs, "fb"),
+                  f"    %{name}_thr, %{name}_ft = transform.structured.tile_using_forall %{name}_in tile_sizes [{thread_m}, {thread_n}] {threads}"]
+    lines += [f"    %kt, %kl = transform.structured.tile_using_for %mm_thr tile_sizes [0, 0, {block_k}]",
+              "        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)"]
+    lines += fuse_in_order("ft")
+    return "\n".join(line for line in lines if line)
+
+
 def matmul_simt(block_m: int = 64, block_n: int = 64, block_k: int = 16, thread_m: int = 4, thread_n: int = 4,
-                vectorize: bool = True, op: str = "") -> str:
+                vectorize: bool = True, op: str = "", fill: str = "", epilogue: str = "") -> str:
     for name, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k), ("thread_m", thread_m),
                     ("thread_n", thread_n)):
         _check(v >= 1, f"{name} must be >= 1")
@@ -166,12 +212,7 @@ def matmul_simt(block_m: int = 64, block_n: int = 64, block_k: int = 16, thread_
     %f4 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
 {_contractions_to_fmas('f4')}"""
     return _module(f"""    %mm = transform.structured.match ops{{["linalg.matmul"]}}{only} in %b : (!transform.any_op) -> !transform.any_op
-    %blk, %fb = transform.structured.tile_using_forall %mm tile_sizes [{block_m}, {block_n}]
-        (mapping = [#gpu.block<y>, #gpu.block<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %thr, %ft = transform.structured.tile_using_forall %blk tile_sizes [{thread_m}, {thread_n}]
-        (mapping = [#gpu.thread<y>, #gpu.thread<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
-    %kt, %kl = transform.structured.tile_using_for %thr tile_sizes [0, 0, {block_k}]
-        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+{_simt_foralls(block_m, block_n, block_k, thread_m, thread_n, only, fill, epilogue)}
     %f = transform.get_parent_op %fb {{op_name = "func.func", deduplicate}} : (!transform.any_op) -> !transform.any_op
     %gl = transform.gpu.map_forall_to_blocks %f generate_gpu_launch : (!transform.any_op) -> !transform.any_op
     %m2 = transform.gpu.map_nested_forall_to_threads %gl block_dims = [{tx}, {ty}, 1]

@@ -15,6 +15,31 @@ from workbench.targets.base import Target, register
 from workbench.targets.cpu import _load_library_module
 
 
+def simt_neighbours(matmul: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, str]:
+    """The ops matmul_simt can do in the matmul's own kernel, by id (inspection's producers and
+    consumers): `fill`, the linalg.fill of its output that nothing else reads, and `epilogue`, its one
+    consumer when that is an elementwise op over the same M x N that reads the matmul's result
+    element for element (a bias add, a relu, ...)."""
+    out: dict[str, str] = {}
+    dims = matmul.get("dims") or {}
+    producers, consumers = matmul.get("producers") or [], matmul.get("consumers") or []
+    init = producers[2] if len(producers) > 2 else -1
+    if 0 <= init < len(ops) and ops[init].get("op") == "linalg.fill" and ops[init].get("consumers") == [ops.index(matmul)]:
+        out["fill"] = ops[init]["id"]
+    if len(consumers) == 1 and 0 <= consumers[0] < len(ops):
+        epi = ops[consumers[0]]
+        loops = epi.get("loops") or {}
+        reads = [i for i, prod in enumerate(epi.get("producers") or []) if prod == ops.index(matmul)]
+        outputs = loops.get("operand_dims", [])[loops.get("num_inputs", 0):]
+        if (epi.get("op") == "linalg.generic" and epi.get("kind") == "elementwise"
+                and loops.get("domain") == [dims.get("m"), dims.get("n")]
+                and loops.get("iterators") == ["parallel", "parallel"]
+                and len(reads) == 1 and reads[0] < loops.get("num_inputs", 0)
+                and loops["operand_dims"][reads[0]] == [0, 1] and outputs == [[0, 1]]):
+            out["epilogue"] = epi["id"]
+    return out
+
+
 @register
 class CudaTarget(Target):
     name = "cuda"
@@ -98,8 +123,13 @@ class CudaTarget(Target):
                 pick = mm.select_one_of_many if several else mm.select
                 picked = pick(dims["m"], dims["n"], dims["k"], dtype, self.chip(), in_dtype, self.multiprocessors())
             gen, params = picked
-            chosen.append((f"pipelines/{self.matmul_schedule}[gen={gen}]",
-                           {**params, "op": op["id"]} if several and op.get("id") else params))
+            if several and op.get("id"):
+                params = {**params, "op": op["id"]}
+            if gen == "matmul_simt":
+                fused = simt_neighbours(op, info.get("ops", []))
+                if fused and op.get("id"):
+                    params = {**params, **fused, "op": op["id"]}
+            chosen.append((f"pipelines/{self.matmul_schedule}[gen={gen}]", params))
         if any(op["op"] == "linalg.softmax" for op in info.get("ops", [])):
             chosen.append((f"pipelines/{self.softmax_schedule}[gen=softmax_rows]", {}))
         chosen += self._row_chains(info)

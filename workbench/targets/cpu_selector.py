@@ -64,6 +64,9 @@ MAX_CHANNEL_TILE = 64
 #: broadcasts spilled to the stack, ran at 2.5x the time of 8 x 8 on a 3x3 conv, 64 channels)
 CONV_OUTPUT_CHANNEL_BLOCK = 8
 CONV_INPUT_CHANNEL_BLOCK = 8
+#: a strided convolution (the 1-D convolution vectorizer's vectors along the output channels): output
+#: positions per register tile
+STRIDED_CONV_OUTPUT_RUN = 4
 
 
 def _window_roles(loops: dict) -> dict | None:
@@ -190,16 +193,23 @@ def _decomposed_params(loops: dict, roles: dict, block: int | None, extent: list
     tile[paired[0]] = 0
     for d in roles["channels"]:
         tile[d] = 0
-    if contraction:
-        tile[block] = _divisor_at_most(extent[block], 4 * lanes)
-    else:
-        tile[block] = _divisor_at_most(extent[block], 4)
-        tile[w] = _divisor_at_most(extent[w], 4 * lanes)
     out_dims = loops["operand_dims"][-1]
     spatial = [d for d in out_dims if d in roles["spatial"] or d == w]
     window = [d for d in roles["window"] if d != paired[0]]
     others = [d for d in range(len(extent)) if d not in spatial and d not in roles["window"] and d not in roles["channels"]]
-    interchange = others + window + spatial + roles["channels"] + paired
+    if contraction:
+        # a register tile of one vector of output channels x a few output positions over a block of
+        # input channels, the channel blocks outside the spatial loops (the hoisted filter block stays
+        # in registers: 64 x 64 channels, 4 vectors of outputs over all inputs, took 1.6x the time)
+        tile[block] = _divisor_at_most(extent[block], lanes)
+        tile[w] = _divisor_at_most(extent[w], STRIDED_CONV_OUTPUT_RUN)
+        for d in roles["channels"]:
+            tile[d] = 0 if extent[d] <= CONV_INPUT_CHANNEL_BLOCK else _divisor_at_most(extent[d], CONV_INPUT_CHANNEL_BLOCK)
+        interchange = others + window + roles["channels"] + spatial + paired
+    else:
+        tile[block] = _divisor_at_most(extent[block], 4)
+        tile[w] = _divisor_at_most(extent[w], 4 * lanes)
+        interchange = others + window + spatial + roles["channels"] + paired
     return {"tile": tile, "interchange": interchange, "decompose": 1}
 
 

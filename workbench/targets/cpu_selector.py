@@ -138,7 +138,11 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
         # vectors along w, `block` blocked (register tile block x w); a w that is no multiple of the
         # vector width is split: whole vectors, then one tile of the rest (both static)
         tile[w] = min(extent[w], lanes)
-        if extent[w] > lanes and extent[w] % lanes:
+        if contraction and extent[w] > lanes and extent[w] % lanes and extent[w] % (lanes // 2) == 0:
+            # half vectors that divide w: one tile shape, no remainder part (a 3x3 conv, w = 56 with
+            # 16 lanes: 20 ms against 25 for 3 x 16 + 8)
+            tile[w] = lanes // 2
+        elif extent[w] > lanes and extent[w] % lanes:
             remainder = [w, extent[w] - extent[w] % lanes, extent[w] % lanes]
         if block is not None:
             tile[block] = _divisor_at_most(extent[block], CONV_OUTPUT_CHANNEL_BLOCK if contraction else 4)

@@ -77,10 +77,11 @@ def test_roles_of_a_strided_convolution():
     loops["operand_terms"][0][2:] = [[[2, 1], [5, 1]], [[3, 1], [6, 1]]]
     p = window_params(loops, 8)
     assert p["tile"] == [1, 8, 1, 7, 0, 1, 1] and p["contraction"] == 1
-    # the named op with a stride along w: tiled to a 1-D convolution (kw untiled), vectors along f
+    # the named op with a stride along w: tiled to a 1-D convolution (kw untiled), one vector of f
+    # (8 lanes) by a run of w (7: no divisor from 2 to 4), the 8 input channels whole (one block)
     p = window_params(dict(loops, operand_terms=[[[[0, 1]], [[4, 1]], [[2, 2], [5, 1]], [[3, 2], [6, 1]]]] +
                                                  loops["operand_terms"][1:]), 8, name="linalg.conv_2d_nchw_fchw")
-    assert p == {"tile": [1, 16, 1, 1, 0, 1, 0], "interchange": [0, 1, 5, 2, 3, 4, 6], "decompose": 1}
+    assert p == {"tile": [1, 8, 1, 1, 0, 1, 0], "interchange": [0, 1, 5, 4, 2, 3, 6], "decompose": 1}
     # a map with floordiv (not linear) is no window op
     loops["operand_terms"][0][3] = None
     assert _window_roles(loops) is None and classify(loops) == "scalar"
@@ -136,3 +137,89 @@ def test_depthwise_tile_is_reordered_to_vectorize_along_w():
     assert p["folded_order"] == [1, 0]
     # elementwise tile: the window loops innermost (the output tile stays in registers across them)
     assert p["interchange"][-2:] == [4, 5]
+
+
+def _conv2d_loops(n, f, oh, ow, c, kh, kw, stride=1):
+    """The loop structure `inspect` reports for a conv_2d_nchw_fchw (n, f, oh, ow, c, kh, kw)."""
+    return {"domain": [n, f, oh, ow, c, kh, kw], "projected": False, "num_inputs": 2,
+            "iterators": ["parallel"] * 4 + ["reduction"] * 3,
+            "operand_dims": [[0, 4, -1, -1], [1, 4, 5, 6], [0, 1, 2, 3]],
+            "operand_terms": [[[[0, 1]], [[4, 1]], [[2, stride], [5, 1]], [[3, stride], [6, 1]]],
+                              [[[1, 1]], [[4, 1]], [[5, 1]], [[6, 1]]],
+                              [[[0, 1]], [[1, 1]], [[2, 1]], [[3, 1]]]],
+            "body": ["arith.mulf", "arith.addf", "linalg.yield"]}
+
+
+@pytest.mark.parametrize("channels", [64, 256])
+def test_a_convolution_register_tile_keeps_its_filter_block_in_registers(channels):
+    """Many channels: the folded matmul tile is (output channels x input channels) of filter scalars,
+    hoisted out of the spatial loops; its block stays within the vector registers (a 16 x 64 block spilled
+    1024 broadcasts and ran at 2.5x the time), the input channels in blocks of a loop of their own outside
+    the spatial loops."""
+    from workbench.targets.cpu_selector import (CONV_INPUT_CHANNEL_BLOCK, CONV_OUTPUT_CHANNEL_BLOCK,
+                                                window_params)
+
+    p = window_params(_conv2d_loops(8, channels, 56, 60, channels, 3, 3), 16)
+    f_block, c_block = p["tile"][1], p["tile"][4]
+    # vectors along w: 60 = 3 x 16, then one tile of the remaining 12
+    assert p["contraction"] == 1 and p["tile"][3] == 16 and p["remainder"] == [3, 48, 12]
+    assert 1 < f_block <= CONV_OUTPUT_CHANNEL_BLOCK and channels % f_block == 0
+    assert 1 < c_block <= CONV_INPUT_CHANNEL_BLOCK and channels % c_block == 0
+    assert f_block * c_block <= 64
+    # the channel-block loop (4) runs outside the spatial loops (2, 3)
+    order = p["interchange"]
+    assert order.index(4) < order.index(2) and order.index(4) < order.index(3)
+
+
+def test_a_w_of_half_vectors_takes_no_remainder_tile():
+    """w = 56 with 16 lanes: half vectors (8) divide it, one tile shape instead of 3 x 16 and a remainder
+    of 8 (20 against 25 ms on a 3x3 conv, 64 channels); w = 60 (no multiple of 8) keeps the remainder."""
+    from workbench.targets.cpu_selector import window_params
+
+    p = window_params(_conv2d_loops(8, 64, 56, 56, 64, 3, 3), 16)
+    assert p["tile"][3] == 8 and "remainder" not in p
+    p = window_params(_conv2d_loops(8, 64, 56, 60, 64, 3, 3), 16)
+    assert p["tile"][3] == 16 and p["remainder"] == [3, 48, 12]
+
+
+def test_a_strided_convolution_tile_blocks_its_input_channels():
+    """A stride along w (1-D convolution vectorizer, vectors along the output channels): one vector of
+    output channels by a run of output positions, the input channels in blocks outside the spatial loops
+    (the whole 64 x 64 filter of a window row, hoisted, took 1.6x the time)."""
+    from workbench.targets.cpu_selector import CONV_INPUT_CHANNEL_BLOCK, STRIDED_CONV_OUTPUT_RUN, window_params
+
+    p = window_params(_conv2d_loops(8, 64, 56, 56, 64, 3, 3, stride=2), 16, name="linalg.conv_2d_nchw_fchw")
+    assert p["decompose"] == 1
+    assert p["tile"][1] == 16 and 1 < p["tile"][3] <= STRIDED_CONV_OUTPUT_RUN and 56 % p["tile"][3] == 0
+    assert p["tile"][4] == CONV_INPUT_CHANNEL_BLOCK and p["tile"][6] == 0   # kw: the 1-D op's window
+    order = p["interchange"]
+    assert order.index(4) < order.index(2) and order[-1] == 6
+
+
+CONV_PAYLOAD = """func.func @conv(%x: tensor<{x}xf32>, %w: tensor<{w}xf32>, %init: tensor<{out}xf32>) -> tensor<{out}xf32> {{
+  %0 = linalg.conv_2d_nchw_fchw {{dilations = dense<1> : tensor<2xi64>, strides = dense<{stride}> : tensor<2xi64>}}
+    ins(%x, %w : tensor<{x}xf32>, tensor<{w}xf32>) outs(%init : tensor<{out}xf32>) -> tensor<{out}xf32>
+  return %0 : tensor<{out}xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize("stride, x, out", [(1, "1x24x12x22", "1x16x10x20"), (2, "1x24x13x19", "1x16x6x9")])
+def test_a_convolution_with_input_channel_blocks_runs_and_matches(ctx, tmp_path, stride, x, out):
+    """More input channels than one block (24: three blocks of 8), a w that is no vector multiple (20) or
+    a stride along w: the selected schedule tiles the input channels, lowers, runs and matches the
+    unscheduled payload."""
+    from workbench.targets.cpu_selector import CONV_INPUT_CHANNEL_BLOCK
+
+    payload = tmp_path / "conv.mlir"
+    payload.write_text(CONV_PAYLOAD.format(x=x, w="16x24x3x3", out=out, stride=stride))
+    ok(ctx, f"load {payload}")
+    ok(ctx, "target cpu")
+    selections = ok(ctx, "select --apply").data["selections"]
+    conv = next(e["params"] for e in selections if str(e["params"].get("op", "")).startswith("conv_2d"))
+    assert conv["tile"][4] == CONV_INPUT_CHANNEL_BLOCK, conv   # 24 channels in blocks
+    assert conv.get("decompose", 0) == (stride > 1), conv
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-lower")
+    run = ok(ctx, "run --check").data["run"]
+    assert run["check"]["passed"], run["check"]

@@ -59,6 +59,8 @@ def epilogue_chain(ops: list[dict[str, Any]], index: int) -> list[int]:
 
 #: multiply-adds above which a plain f32 matmul is split over the cores (matmul_parallel.py)
 MIN_PARALLEL_MATMUL = 1 << 24
+#: input element types of contractions widened to f32 before selection (lh-widen-contraction-inputs)
+NARROW_FLOATS = ("bf16", "f16")
 
 
 def matmul_machine_args(machine: CpuMachine) -> dict[str, int]:
@@ -144,13 +146,21 @@ class CpuTarget(Target):
     #: zero element") keep an op scalar, and fusion spreads them into every consumer (a whole batch norm)
     DROP_BODY_ASSERTS = "pass lh-drop-body-asserts"
 
+    #: named contractions reading bf16/f16 into f32 get f32 inputs (extended once each), so that the packed
+    #: f32 schedules take them: workbench/worker/cpu/widen_contractions.py
+    WIDEN_CONTRACTION_INPUTS = "pass lh-widen-contraction-inputs"
+
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
         """Upstream's elementwise fusion when the payload has linalg.generic ops that could chain (two or
         more): torch-mlir writes every pointwise op (and each step of a decomposed softmax, norm or
         activation) as its own generic, each a pass over memory into a fresh buffer. Before it, the
         runtime checks in linalg bodies are dropped (a no-op step, then left out, where there are none)."""
         generics = sum(1 for op in info.get("ops", []) if op.get("op") == "linalg.generic")
-        return [self.DROP_BODY_ASSERTS, self.FUSE_ELEMENTWISE] if generics >= 2 else [self.DROP_BODY_ASSERTS]
+        steps = [self.DROP_BODY_ASSERTS, self.FUSE_ELEMENTWISE] if generics >= 2 else [self.DROP_BODY_ASSERTS]
+        if any(op.get("kind") == "contraction" and op.get("op") != "linalg.generic" and op.get("dtype") == "f32"
+               and op.get("in_dtype") in NARROW_FLOATS for op in info.get("ops", [])):
+            steps.append(self.WIDEN_CONTRACTION_INPUTS)
+        return steps
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """One entry per op the shipped schedules handle, each with its own shape's parameters (given

@@ -264,9 +264,12 @@ class CpuTarget(Target):
             return f"{path}[gen=matvec_tiling]", params
         if op["op"] == "linalg.batch_matmul" or (op["op"] == "linalg.generic" and op.get("layout") == "batch"
                                                  and op.get("id")):
-            params = family.default_params(dims["b"], dims["m"], dims["n"], dims["k"], threads=threads, **machine)
+            batch = op.get("batch_dims") or [dims["b"]]   # (several: threads split the first)
+            params = family.default_params(batch[0], dims["m"], dims["n"], dims["k"], threads=threads, **machine)
             if op["op"] == "linalg.generic":
                 params.update(generic=True, op=op["id"])
+            if len(batch) > 1:
+                params["batch_dims"] = len(batch)
             return f"{path}[gen=batch_matmul_tiling]", params
         if op.get("layout") == "transpose_b" and (op["op"] == "linalg.matmul" or op.get("id")):
             params = family.default_params(1, dims["m"], dims["n"], dims["k"], threads=threads, **machine)

@@ -150,6 +150,10 @@ class CpuTarget(Target):
     #: f32 schedules take them: workbench/worker/cpu/widen_contractions.py
     WIDEN_CONTRACTION_INPUTS = "pass lh-widen-contraction-inputs"
 
+    #: a linear layer on a 3-D input (a batch_matmul of a broadcast weight, or a generic with two row
+    #: loops) as one linalg.matmul over the collapsed rows: workbench/worker/cpu/shared_rhs.py
+    SHARED_RHS_MATMULS = "pass lh-shared-rhs-matmuls"
+
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
         """Upstream's elementwise fusion when the payload has linalg.generic ops that could chain (two or
         more): torch-mlir writes every pointwise op (and each step of a decomposed softmax, norm or
@@ -157,9 +161,13 @@ class CpuTarget(Target):
         runtime checks in linalg bodies are dropped (a no-op step, then left out, where there are none)."""
         generics = sum(1 for op in info.get("ops", []) if op.get("op") == "linalg.generic")
         steps = [self.DROP_BODY_ASSERTS, self.FUSE_ELEMENTWISE] if generics >= 2 else [self.DROP_BODY_ASSERTS]
+        ops = info.get("ops", [])
         if any(op.get("kind") == "contraction" and op.get("op") != "linalg.generic" and op.get("dtype") == "f32"
-               and op.get("in_dtype") in NARROW_FLOATS for op in info.get("ops", [])):
+               and op.get("in_dtype") in NARROW_FLOATS for op in ops):
             steps.append(self.WIDEN_CONTRACTION_INPUTS)
+        if any(op.get("op") == "linalg.batch_matmul" or (op.get("op") == "linalg.generic" and op.get("kind") in
+                                                         ("contraction", "reduction")) for op in ops):
+            steps.append(self.SHARED_RHS_MATMULS)   # (after the fusion, which folds the reshapes around them)
         return steps
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

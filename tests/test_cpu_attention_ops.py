@@ -178,3 +178,41 @@ def test_a_shared_weight_becomes_one_matmul_over_the_rows(ctx, tmp_path, text):
     assert any("cpu/matmul" in spec and "generic.py" not in spec for spec, _ in selections), selections
     ok(ctx, "select --apply")
     _lowered_run_matches(ctx)
+
+
+LINEAR_T = """#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (n, k)>
+#c = affine_map<(m, n, k) -> (m, n)>
+func.func @linear(%x: tensor<64x96xf32>, %w: tensor<48x96xf32>, %c: tensor<64x48xf32>) -> tensor<64x48xf32> {
+  %r = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<64x96xf32>, tensor<48x96xf32>) outs(%c : tensor<64x48xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<64x48xf32>
+  return %r : tensor<64x48xf32>
+}
+"""
+TRANSPOSED_BOTH = """#a = affine_map<(m, n, k) -> (k, m)>
+#b = affine_map<(m, n, k) -> (n, k)>
+#c = affine_map<(m, n, k) -> (m, n)>
+func.func @tt(%x: tensor<96x64xf32>, %w: tensor<48x96xf32>, %c: tensor<64x48xf32>) -> tensor<64x48xf32> {
+  %r = linalg.matmul indexing_maps = [#a, #b, #c] ins(%x, %w : tensor<96x64xf32>, tensor<48x96xf32>) outs(%c : tensor<64x48xf32>) -> tensor<64x48xf32>
+  return %r : tensor<64x48xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("text,transposes", [(LINEAR_T, 1), (TRANSPOSED_BOTH, 2)], ids=["x_wT_generic", "aT_bT_named"])
+def test_a_transposed_operand_is_transposed_once_for_a_plain_matmul(ctx, tmp_path, text, transposes):
+    _load(ctx, tmp_path, text)
+    ok(ctx, "apply pass lh-plain-matmul-layout")
+    ir = ctx.session.current_ir
+    assert ir.count("linalg.transpose") == transposes and "indexing_maps" not in ir and "linalg.generic" not in ir
+    ok(ctx, f"load {tmp_path / 'p.mlir'}")
+    prepared, selections = _selection(ctx)
+    assert "pass lh-plain-matmul-layout" in prepared
+    assert any("cpu/matmul" in spec and "generic.py" not in spec for spec, _ in selections), selections
+    ok(ctx, "select --apply")
+    _lowered_run_matches(ctx)

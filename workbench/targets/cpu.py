@@ -154,6 +154,10 @@ class CpuTarget(Target):
     #: loops) as one linalg.matmul over the collapsed rows: workbench/worker/cpu/shared_rhs.py
     SHARED_RHS_MATMULS = "pass lh-shared-rhs-matmuls"
 
+    #: x @ w.T (and a.T @ b) as a transpose of the operand and a plain matmul, whose packed schedule is
+    #: the fast one: workbench/worker/cpu/matmul_layout.py
+    PLAIN_MATMUL_LAYOUT = "pass lh-plain-matmul-layout"
+
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
         """Upstream's elementwise fusion when the payload has linalg.generic ops that could chain (two or
         more): torch-mlir writes every pointwise op (and each step of a decomposed softmax, norm or
@@ -165,6 +169,8 @@ class CpuTarget(Target):
         if any(op.get("kind") == "contraction" and op.get("op") != "linalg.generic" and op.get("dtype") == "f32"
                and op.get("in_dtype") in NARROW_FLOATS for op in ops):
             steps.append(self.WIDEN_CONTRACTION_INPUTS)
+        if any(op.get("kind") == "contraction" and op.get("layout") in ("transpose_a", "transpose_b", "transpose_both") for op in ops):
+            steps.append(self.PLAIN_MATMUL_LAYOUT)
         if any(op.get("op") == "linalg.batch_matmul" or (op.get("op") == "linalg.generic" and op.get("kind") in
                                                          ("contraction", "reduction")) for op in ops):
             steps.append(self.SHARED_RHS_MATMULS)   # (after the fusion, which folds the reshapes around them)

@@ -126,6 +126,7 @@ _MATMUL_LAYOUTS = {  # (A map results, B map results, C map results) over (d0, d
     ((0, 2), (2, 1), (0, 1)): "normal",
     ((0, 2), (1, 2), (0, 1)): "transpose_b",
     ((2, 0), (2, 1), (0, 1)): "transpose_a",
+    ((2, 0), (1, 2), (0, 1)): "transpose_both",
     # over (d0, d1, d2, d3) = (b, m, n, k): a batch matmul written as a generic (torch-mlir's bmm, q @ k^T)
     ((0, 1, 3), (0, 3, 2), (0, 1, 2)): "batch",
 }
@@ -183,6 +184,8 @@ def describe_linalg_op(op) -> dict:
                 (m, k), (n, _) = shapes[0][-2:], shapes[1][-2:]
             elif layout == "transpose_a":    # A is K x M
                 (k, m), (_, n) = shapes[0][-2:], shapes[1][-2:]
+            elif layout == "transpose_both":  # A is K x M, B is N x K
+                (k, m), (n, _) = shapes[0][-2:], shapes[1][-2:]
             else:
                 (m, k), (_, n) = shapes[0][-2:], shapes[1][-2:]
             info["layout"] = layout

@@ -146,6 +146,8 @@ def test_a_batch_matmul_with_two_batch_dims_takes_the_packed_schedule(ctx, tmp_p
     ir = ctx.session.current_ir
     assert "vector.fma" in ir or "vector.outerproduct" in ir
     assert "vector.multi_reduction" not in ir and "vector.reduction" not in ir   # no dot products per element
+    fill = next(line for line in ir.splitlines() if "linalg.fill" in line)
+    assert "memref<1x1x64x48xf32" in fill, fill   # the init zeroed one batch at a time, in the batch loops
     _lowered_run_matches(ctx)
 
 
@@ -153,8 +155,12 @@ def test_two_batch_dims_split_over_threads(ctx, tmp_path):
     _load(ctx, tmp_path, TWO_BATCH_DIMS)
     ok(ctx, "apply rewrite tag-ops")
     ok(ctx, "apply pipelines/cpu/matmul_family.py[gen=batch_matmul_tiling]{block_m=32 block_n=48 block_k=32 "
-            "reg_m=4 reg_n=16 reg_k=4 pack_tile_a=32 pack_tile_b=8 threads_b=2 generic=true batch_dims=2 op=generic_0}")
-    assert "scf.forall" in ctx.session.current_ir
+            "reg_m=4 reg_n=16 reg_k=4 pack_tile_a=32 pack_tile_b=8 threads_b=2 generic=true batch_dims=2 "
+            "fill_init=true op=generic_0}")
+    ir = ctx.session.current_ir
+    assert "scf.forall" in ir
+    fill = next(line for line in ir.splitlines() if "linalg.fill" in line)
+    assert "memref<1x1x64x48xf32" in fill, fill
     _lowered_run_matches(ctx)
 
 
@@ -215,4 +221,24 @@ def test_a_transposed_operand_is_transposed_once_for_a_plain_matmul(ctx, tmp_pat
     assert "pass lh-plain-matmul-layout" in prepared
     assert any("cpu/matmul" in spec and "generic.py" not in spec for spec, _ in selections), selections
     ok(ctx, "select --apply")
+    _lowered_run_matches(ctx)
+
+
+def test_the_selector_fuses_the_fill_into_the_batch_chunks(ctx, tmp_path, monkeypatch):
+    """On 2 cores the first batch dim is split into 2 parallel chunks; the init's fill (inspect's
+    producers) is fused into them and then into the batch loops."""
+    import dataclasses
+
+    import workbench.targets.cpu as cpu
+
+    machine = dataclasses.replace(cpu.host_machine(), usable_cpus=2)
+    monkeypatch.setattr(cpu, "host_machine", lambda: machine)
+    monkeypatch.setattr(cpu, "MIN_PARALLEL_MATMUL", 1 << 10)
+    _load(ctx, tmp_path, TWO_BATCH_DIMS)
+    _, selections = _selection(ctx)
+    spec, params = selections[0]
+    assert params["threads_b"] == 2 and params["fill_init"] is True, params
+    ok(ctx, "select --apply")
+    fill = next(line for line in ctx.session.current_ir.splitlines() if "linalg.fill" in line)
+    assert "memref<1x1x64x48xf32" in fill, fill
     _lowered_run_matches(ctx)

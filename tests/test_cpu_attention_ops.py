@@ -242,3 +242,25 @@ def test_the_selector_fuses_the_fill_into_the_batch_chunks(ctx, tmp_path, monkey
     fill = next(line for line in ctx.session.current_ir.splitlines() if "linalg.fill" in line)
     assert "memref<1x1x64x48xf32" in fill, fill
     _lowered_run_matches(ctx)
+
+
+NAMED_BMM = """func.func @scores(%q: tensor<4x64x32xf32>, %k: tensor<4x32x64xf32>) -> tensor<4x64x64xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x64x64xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<4x64x64xf32>) -> tensor<4x64x64xf32>
+  %r = linalg.batch_matmul ins(%q, %k : tensor<4x64x32xf32>, tensor<4x32x64xf32>) outs(%c : tensor<4x64x64xf32>) -> tensor<4x64x64xf32>
+  return %r : tensor<4x64x64xf32>
+}
+"""
+
+
+def test_a_named_batch_matmul_zeroes_one_batch_at_a_time(ctx, tmp_path):
+    _load(ctx, tmp_path, NAMED_BMM)
+    _, selections = _selection(ctx)
+    assert selections[0][0].endswith("[gen=batch_matmul_tiling]")
+    ok(ctx, "select --apply")
+    ir = ctx.session.current_ir
+    fill = next(line for line in ir.splitlines() if "linalg.fill" in line)
+    assert "memref<1x64x64xf32" in fill, fill
+    assert "vector.fma" in ir or "vector.outerproduct" in ir
+    _lowered_run_matches(ctx)

@@ -148,36 +148,35 @@ def batch_matmul_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 25
                         reg_n: int = 16, reg_k: int = 8, pack_tile_a: int = 32, pack_tile_b: int = 8,
                         op: str = "", bufferize: bool = True, threads_b: int = 1, threads_m: int = 1,
                         threads: int = 1, generic: bool = False, batch_dims: int = 1, fill_init: bool = False) -> str:
-    """Every linalg.batch_matmul (or the one with id `op`): batch loop, then the packed matmul schedule
-    (threads_b x threads_m x threads chunks of batch, M, N run as parallel tasks). `generic`: the op is
-    a linalg.generic with a batch matmul's maps and body (torch-mlir's bmm; `op` names it), made a
-    linalg.batch_matmul first (specialize). With `batch_dims` > 1 leading batch loops (b0, b1, m, n, k:
-    no named op has them) the batch loops are tiled by 1 first (threads_b chunks of the first), the
-    unit dims folded away and the (m, n, k) tile made a linalg.matmul, scheduled as matmul.py's; the
-    producer of the output's init (a fill) is fused into the batch loops (one batch's output is zeroed
-    while it is in cache, not the whole tensor before: attention's scores are K=64 products, where the
-    separate fill was a third of the output traffic); `fill_init`: it is fused into the threads_b
-    chunks first (the init must have a producer, such as a linalg.fill)."""
+    """Every linalg.batch_matmul (or the one with id `op`): the batch loops tiled by 1, each batch's
+    (m, n, k) tile the packed matmul schedule (threads_b x threads_m x threads chunks of batch, M, N
+    run as parallel tasks). `generic`: the op is a linalg.generic with a batch matmul's maps and body
+    (torch-mlir's bmm; `op` names it), with `batch_dims` leading batch loops (b0, b1, m, n, k: 2; no
+    named op has more than one). The producer of the output's init (a fill) is fused into the batch
+    loops: one batch's output is zeroed while it is in cache, not the whole tensor before (attention's
+    scores are K=64 products, where the separate fill was a third of the output traffic); `fill_init`:
+    it is fused into the threads_b chunks first (the init must have a producer, such as a linalg.fill)."""
     _check(threads_b=threads_b, threads_m=threads_m, threads=threads, batch_dims=batch_dims)
-    if batch_dims > 1:
-        if not generic:
-            raise ValueError("batch_dims > 1 needs generic=true (a named batch_matmul has one batch dim)")
-        return _module(_batch_loops_to_matmul(op, batch_dims, threads_b, fill_init) + _packed_contraction(
-            "%mm", 0, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b,
-            chunks=[threads_m, threads]), bufferize)
-    return _module(_match_contraction("linalg.batch_matmul", op, generic) + _packed_contraction(
-        "%mm", 1, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b,
-        chunks=[threads_b, threads_m, threads]), bufferize)
+    if batch_dims > 1 and not generic:
+        raise ValueError("batch_dims > 1 needs generic=true (a named batch_matmul has one batch dim)")
+    if generic:
+        _check_generic_id(op)
+        match = f"\n    %g = {_match('linalg.generic', op)}\n{matmul.expect_one('%g', op)}"
+    else:
+        match = (f"\n    %named = {_match('linalg.batch_matmul', op)}\n{matmul.expect_one('%named', op)}"
+                 f"    %g = transform.structured.generalize %named : ({_ANY}) -> {_ANY}\n")
+    return _module(_batch_loops_to_matmul(match, batch_dims, threads_b, fill_init) + _packed_contraction(
+        "%mm", 0, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b,
+        chunks=[threads_m, threads]), bufferize)
 
 
-def _batch_loops_to_matmul(op: str, batch_dims: int, threads_b: int, fill_init: bool = False) -> str:
-    """%mm bound to the linalg.matmul left in the innermost batch loop of the generic with id `op`
-    (b0, .., m, n, k): the batch loops tiled by 1 with the producers of its operands fused in
-    (transform.structured.fuse: the init's fill; the first loop split into `threads_b` parallel chunks
-    before, the init's producer fused into them with `fill_init`), the tile's unit dims folded
+def _batch_loops_to_matmul(match: str, batch_dims: int, threads_b: int, fill_init: bool = False) -> str:
+    """%mm bound to the linalg.matmul left in the innermost batch loop of the batch matmul generic that
+    `match` binds to %g (b0, .., m, n, k): the batch loops tiled by 1 with the producers of its operands
+    fused in (transform.structured.fuse: the init's fill; the first loop split into `threads_b` parallel
+    chunks before, the init's producer fused into them with `fill_init`), the tile's unit dims folded
     (fold_unit_extent_dims_via_slices) and the (m, n, k) generic left specialized."""
-    _check_generic_id(op)
-    handle, text = "%g", f"\n    %g = {_match('linalg.generic', op)}\n{matmul.expect_one('%g', op)}"
+    handle, text = "%g", match
     rest = ", ".join(["0"] * (batch_dims + 2))
     if threads_b > 1:
         if fill_init:

@@ -284,9 +284,9 @@ class CpuTarget(Target):
                 params.update(generic=True, op=op["id"])
             if len(batch) > 1:
                 params["batch_dims"] = len(batch)
-                init = (op.get("producers") or [-1])[-1]
-                if params.get("threads_b", 1) > 1 and 0 <= init < len(ops) and ops[init].get("op") == "linalg.fill":
-                    params["fill_init"] = True   # zeroed per chunk and batch, in cache
+            init = (op.get("producers") or [-1])[-1]
+            if params.get("threads_b", 1) > 1 and 0 <= init < len(ops) and ops[init].get("op") == "linalg.fill":
+                params["fill_init"] = True   # zeroed per chunk and batch, in cache
             return f"{path}[gen=batch_matmul_tiling]", params
         if op.get("layout") == "transpose_b" and (op["op"] == "linalg.matmul" or op.get("id")):
             params = family.default_params(1, dims["m"], dims["n"], dims["k"], threads=threads, **machine)

@@ -155,14 +155,16 @@ def test_matvec(ctx, tmp_path):
 
 
 def test_selector_handles_the_generic_transposed_matmul(ctx, tmp_path):
-    """torch-mlir's generic `x @ w.T`, untagged: select tags the ops and schedules the generic by its id."""
+    """torch-mlir's generic `x @ w.T`, untagged: select's preparation makes it a transpose of w and a
+    plain matmul (lh-plain-matmul-layout), each scheduled by its id (the plain matmul's packed schedule)."""
     payload = tmp_path / "p.mlir"
     payload.write_text(LINEAR_GENERIC.replace(', lh.op = "generic_0"', ""))
     ok(ctx, f"load {payload}")
     ok(ctx, "select --apply")
-    steps = [a.step for a in ctx.session.active_steps]
-    assert steps[0].spec == "tag-ops" and "matmul_transpose_b_tiling" in steps[-1].label()
-    assert steps[-1].params["generic"] is True and steps[-1].params["op"] == "generic_0"
+    labels = [a.step.label() for a in ctx.session.active_steps]
+    assert "lh-plain-matmul-layout" in labels[0] and any("tag-ops" in label for label in labels)
+    assert any("op=transpose_0" in label for label in labels)
+    assert any("cpu/matmul" in label and "op=matmul_0" in label for label in labels), labels
     _checked_run(ctx)
 
 

@@ -40,6 +40,10 @@ PARAMS = {
     "threads": {"min": 1, "max": 256, "help": "parallel chunks along N (tasks on the async runtime)"},
     "threads_m": {"min": 1, "max": 256, "help": "parallel chunks along M"},
     "threads_b": {"min": 1, "max": 256, "help": "parallel chunks along the batch (batch_matmul)"},
+    "batch_dims": {"min": 1, "max": 8, "help": "leading batch loops of a generic batch matmul (generic=true; "
+                                              "b0, b1, m, n, k: 2)"},
+    "fill_init": {"help": "with batch_dims > 1 and threads_b > 1: the producer of the output's init (a fill) is "
+                          "fused into the parallel chunks, then into the batch loops"},
     "bufferize": {"help": "end with bufferization and vector lowering (false: stay on tensors, for a "
                           "payload of several ops scheduled one step each; pipelines/cpu/finish.py finishes)"},
 }
@@ -63,8 +67,7 @@ def _match_contraction(name: str, op: str, generic: bool) -> str:
     as generics)."""
     if not generic:
         return f"\n    %mm = {_match(name, op)}\n{matmul.expect_one('%mm', op)}"
-    if not op:
-        raise ValueError("generic=true needs op= (the id of the linalg.generic to schedule)")
+    _check_generic_id(op)
     return (f"\n    %g = {_match('linalg.generic', op)}\n{matmul.expect_one('%g', op)}"
             f"    %mm = transform.structured.specialize %g : ({_ANY}) -> {_ANY}\n")
 
@@ -144,15 +147,61 @@ def _module(body: str, bufferize: bool = True) -> str:
 def batch_matmul_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4,
                         reg_n: int = 16, reg_k: int = 8, pack_tile_a: int = 32, pack_tile_b: int = 8,
                         op: str = "", bufferize: bool = True, threads_b: int = 1, threads_m: int = 1,
-                        threads: int = 1, generic: bool = False) -> str:
-    """Every linalg.batch_matmul (or the one with id `op`): batch loop, then the packed matmul schedule
-    (threads_b x threads_m x threads chunks of batch, M, N run as parallel tasks). `generic`: the op is
-    a linalg.generic with a batch matmul's maps and body (torch-mlir's bmm; `op` names it), made a
-    linalg.batch_matmul first (specialize)."""
-    _check(threads_b=threads_b, threads_m=threads_m, threads=threads)
-    return _module(_match_contraction("linalg.batch_matmul", op, generic) + _packed_contraction(
-        "%mm", 1, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b,
-        chunks=[threads_b, threads_m, threads]), bufferize)
+                        threads: int = 1, generic: bool = False, batch_dims: int = 1, fill_init: bool = False) -> str:
+    """Every linalg.batch_matmul (or the one with id `op`): the batch loops tiled by 1, each batch's
+    (m, n, k) tile the packed matmul schedule (threads_b x threads_m x threads chunks of batch, M, N
+    run as parallel tasks). `generic`: the op is a linalg.generic with a batch matmul's maps and body
+    (torch-mlir's bmm; `op` names it), with `batch_dims` leading batch loops (b0, b1, m, n, k: 2; no
+    named op has more than one). The producer of the output's init (a fill) is fused into the batch
+    loops: one batch's output is zeroed while it is in cache, not the whole tensor before (attention's
+    scores are K=64 products, where the separate fill was a third of the output traffic); `fill_init`:
+    it is fused into the threads_b chunks first (the init must have a producer, such as a linalg.fill)."""
+    _check(threads_b=threads_b, threads_m=threads_m, threads=threads, batch_dims=batch_dims)
+    if batch_dims > 1 and not generic:
+        raise ValueError("batch_dims > 1 needs generic=true (a named batch_matmul has one batch dim)")
+    if generic:
+        _check_generic_id(op)
+        match = f"\n    %g = {_match('linalg.generic', op)}\n{matmul.expect_one('%g', op)}"
+    else:
+        match = (f"\n    %named = {_match('linalg.batch_matmul', op)}\n{matmul.expect_one('%named', op)}"
+                 f"    %g = transform.structured.generalize %named : ({_ANY}) -> {_ANY}\n")
+    return _module(_batch_loops_to_matmul(match, batch_dims, threads_b, fill_init) + _packed_contraction(
+        "%mm", 0, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b,
+        chunks=[threads_m, threads]), bufferize)
+
+
+def _batch_loops_to_matmul(match: str, batch_dims: int, threads_b: int, fill_init: bool = False) -> str:
+    """%mm bound to the linalg.matmul left in the innermost batch loop of the batch matmul generic that
+    `match` binds to %g (b0, .., m, n, k): the batch loops tiled by 1 with the producers of its operands
+    fused in (transform.structured.fuse: the init's fill; the first loop split into `threads_b` parallel
+    chunks before, the init's producer fused into them with `fill_init`), the tile's unit dims folded
+    (fold_unit_extent_dims_via_slices) and the (m, n, k) generic left specialized."""
+    handle, text = "%g", match
+    rest = ", ".join(["0"] * (batch_dims + 2))
+    if threads_b > 1:
+        if fill_init:
+            text += f"    %ginit = transform.get_producer_of_operand %g[2] : ({_ANY}) -> {_ANY}\n"
+        text += (f"    %gchunk, %gforall = transform.structured.tile_using_forall %g num_threads [{threads_b}, {rest}]"
+                 f" : ({_ANY}) -> ({_ANY}, {_ANY})\n")
+        if fill_init:
+            text += (f"    %gfill, %gfilled = transform.structured.fuse_into_containing_op %ginit into %gforall"
+                     f" : ({_ANY}, {_ANY}) -> ({_ANY}, {_ANY})\n")
+        handle = "%gchunk"
+    sizes = ", ".join(["1"] * batch_dims + ["0", "0", "0"])
+    return text + f"""    %gb, %gl:{batch_dims} = transform.structured.fuse {handle} tile_sizes [{sizes}]
+        : ({_ANY}) -> ({_ANY}{f", {_ANY}" * batch_dims})
+    transform.apply_patterns to %gl#{batch_dims - 1} {{
+      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
+      transform.apply_patterns.canonicalization
+    }} : {_ANY}
+    %gf = transform.structured.match ops{{["linalg.generic"]}} in %gl#{batch_dims - 1} : ({_ANY}) -> {_ANY}
+    %mm = transform.structured.specialize %gf : ({_ANY}) -> {_ANY}
+"""
+
+
+def _check_generic_id(op: str) -> None:
+    if not op:
+        raise ValueError("generic=true needs op= (the id of the linalg.generic to schedule)")
 
 
 def default_params(b: int, m: int, n: int, k: int, threads: int = 1, **machine) -> dict:

@@ -59,6 +59,8 @@ def epilogue_chain(ops: list[dict[str, Any]], index: int) -> list[int]:
 
 #: multiply-adds above which a plain f32 matmul is split over the cores (matmul_parallel.py)
 MIN_PARALLEL_MATMUL = 1 << 24
+#: input element types of contractions widened to f32 before selection (lh-widen-contraction-inputs)
+NARROW_FLOATS = ("bf16", "f16")
 
 
 def matmul_machine_args(machine: CpuMachine) -> dict[str, int]:
@@ -144,6 +146,18 @@ class CpuTarget(Target):
     #: zero element") keep an op scalar, and fusion spreads them into every consumer (a whole batch norm)
     DROP_BODY_ASSERTS = "pass lh-drop-body-asserts"
 
+    #: named contractions reading bf16/f16 into f32 get f32 inputs (extended once each), so that the packed
+    #: f32 schedules take them: workbench/worker/cpu/widen_contractions.py
+    WIDEN_CONTRACTION_INPUTS = "pass lh-widen-contraction-inputs"
+
+    #: a linear layer on a 3-D input (a batch_matmul of a broadcast weight, or a generic with two row
+    #: loops) as one linalg.matmul over the collapsed rows: workbench/worker/cpu/shared_rhs.py
+    SHARED_RHS_MATMULS = "pass lh-shared-rhs-matmuls"
+
+    #: x @ w.T (and a.T @ b) as a transpose of the operand and a plain matmul, whose packed schedule is
+    #: the fast one: workbench/worker/cpu/matmul_layout.py
+    PLAIN_MATMUL_LAYOUT = "pass lh-plain-matmul-layout"
+
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
         """Upstream's elementwise fusion when the payload has linalg.generic ops that could chain (two or
         more): torch-mlir writes every pointwise op (and each step of a decomposed softmax, norm or
@@ -154,7 +168,16 @@ class CpuTarget(Target):
         ops = info.get("ops", [])
         generics = sum(1 for op in ops if op.get("op") == "linalg.generic")
         powers = any("math.fpowi" in (op.get("loops") or {}).get("body", []) for op in ops)
-        return [self.DROP_BODY_ASSERTS, self.FUSE_ELEMENTWISE] if generics >= 2 or powers else [self.DROP_BODY_ASSERTS]
+        steps = [self.DROP_BODY_ASSERTS, self.FUSE_ELEMENTWISE] if generics >= 2 or powers else [self.DROP_BODY_ASSERTS]
+        if any(op.get("kind") == "contraction" and op.get("op") != "linalg.generic" and op.get("dtype") == "f32"
+               and op.get("in_dtype") in NARROW_FLOATS for op in ops):
+            steps.append(self.WIDEN_CONTRACTION_INPUTS)
+        if any(op.get("kind") == "contraction" and op.get("layout") in ("transpose_a", "transpose_b", "transpose_both") for op in ops):
+            steps.append(self.PLAIN_MATMUL_LAYOUT)
+        if any(op.get("op") == "linalg.batch_matmul" or (op.get("op") == "linalg.generic" and op.get("kind") in
+                                                         ("contraction", "reduction")) for op in ops):
+            steps.append(self.SHARED_RHS_MATMULS)   # (after the fusion, which folds the reshapes around them)
+        return steps
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """One entry per op the shipped schedules handle, each with its own shape's parameters (given
@@ -258,9 +281,15 @@ class CpuTarget(Target):
             return f"{path}[gen=matvec_tiling]", params
         if op["op"] == "linalg.batch_matmul" or (op["op"] == "linalg.generic" and op.get("layout") == "batch"
                                                  and op.get("id")):
-            params = family.default_params(dims["b"], dims["m"], dims["n"], dims["k"], threads=threads, **machine)
+            batch = op.get("batch_dims") or [dims["b"]]   # (several: threads split the first)
+            params = family.default_params(batch[0], dims["m"], dims["n"], dims["k"], threads=threads, **machine)
             if op["op"] == "linalg.generic":
                 params.update(generic=True, op=op["id"])
+            if len(batch) > 1:
+                params["batch_dims"] = len(batch)
+            init = (op.get("producers") or [-1])[-1]
+            if params.get("threads_b", 1) > 1 and 0 <= init < len(ops) and ops[init].get("op") == "linalg.fill":
+                params["fill_init"] = True   # zeroed per chunk and batch, in cache
             return f"{path}[gen=batch_matmul_tiling]", params
         if op.get("layout") == "transpose_b" and (op["op"] == "linalg.matmul" or op.get("id")):
             params = family.default_params(1, dims["m"], dims["n"], dims["k"], threads=threads, **machine)

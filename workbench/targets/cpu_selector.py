@@ -297,6 +297,21 @@ def vector_loop(loops: dict) -> int:
     return len(loops["iterators"]) - 1
 
 
+def transposed_read_loop(loops: dict, vdim: int) -> int | None:
+    """The innermost loop of an input that also uses the vector loop `vdim` but not innermost (a
+    transpose: `out[i, j] = in[j, i]`): tiled by `vdim`'s width too, so that the input is read in
+    contiguous vectors instead of one strided element per lane. None when every input that uses `vdim`
+    has it innermost (or the other loop is a unit or reduction loop)."""
+    domain = loops.get("domain") or []
+    inputs = loops["operand_dims"][:loops.get("num_inputs") or 0]
+    for dims in inputs:
+        if vdim in dims and dims and dims[-1] >= 0 and dims[-1] != vdim:
+            inner = dims[-1]
+            if loops["iterators"][inner] == "parallel" and inner < len(domain) and domain[inner] > 1:
+                return inner
+    return None
+
+
 def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str, Any] | None:
     """pipelines/cpu/generic.py parameters for one op (None: no loop structure known)."""
     loops = op.get("loops")
@@ -348,6 +363,12 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
         width = extent
     tile = [1] * len(iterators)
     tile[vdim] = width
+    across = transposed_read_loop(loops, vdim) if kind == "elementwise" else None
+    if across is not None:
+        # a transpose: square blocks, read along the input's innermost loop, transposed in registers and
+        # written along the output's (both contiguous; one vector per block row and column)
+        tile[vdim] = min(lanes, extent) if extent > 0 else lanes
+        tile[across] = min(lanes, domain[across])
     params = {**params, "tile": tile, "vector": 1, "class": kind}
     outputs = loops["operand_dims"][loops.get("num_inputs") or 0:]
     if (kind == "reduction-inner" and vdim == len(iterators) - 1 and not BOOL_TYPES & element_types

@@ -126,6 +126,7 @@ _MATMUL_LAYOUTS = {  # (A map results, B map results, C map results) over (d0, d
     ((0, 2), (2, 1), (0, 1)): "normal",
     ((0, 2), (1, 2), (0, 1)): "transpose_b",
     ((2, 0), (2, 1), (0, 1)): "transpose_a",
+    ((2, 0), (1, 2), (0, 1)): "transpose_both",
     # over (d0, d1, d2, d3) = (b, m, n, k): a batch matmul written as a generic (torch-mlir's bmm, q @ k^T)
     ((0, 1, 3), (0, 3, 2), (0, 1, 2)): "batch",
 }
@@ -143,6 +144,22 @@ def _matmul_layout(op) -> str:
     except (ValueError, TypeError):
         return ""
     return _MATMUL_LAYOUTS.get(key, "")
+
+
+def _batch_dims(op) -> int:
+    """How many leading batch loops a generic with a batch matmul's maps over (b0, .., bL-1, m, n, k) has
+    (A[b.., m, k], B[b.., k, n], C[b.., m, n]); 0 for other maps."""
+    try:
+        maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        key = [tuple(ir.AffineDimExpr(r).position for r in m.results) for m in maps]
+    except (KeyError, ValueError, TypeError):
+        return 0
+    if len(key) != 3:
+        return 0
+    lead = maps[0].n_dims - 3
+    batch = tuple(range(lead))
+    m, n, k = lead, lead + 1, lead + 2
+    return lead if key == [batch + (m, k), batch + (k, n), batch + (m, n)] else 0
 
 
 def _is_mul_add(op) -> bool:
@@ -167,6 +184,8 @@ def describe_linalg_op(op) -> dict:
                 (m, k), (n, _) = shapes[0][-2:], shapes[1][-2:]
             elif layout == "transpose_a":    # A is K x M
                 (k, m), (_, n) = shapes[0][-2:], shapes[1][-2:]
+            elif layout == "transpose_both":  # A is K x M, B is N x K
+                (k, m), (n, _) = shapes[0][-2:], shapes[1][-2:]
             else:
                 (m, k), (_, n) = shapes[0][-2:], shapes[1][-2:]
             info["layout"] = layout
@@ -216,6 +235,17 @@ def describe_linalg_op(op) -> dict:
         info["shape"] = shape
         if all(d >= 0 for d in shape):
             info["flops"] = math.prod(shape) * _body_ops(op)
+        return info
+    lead = _batch_dims(op) if name == "linalg.generic" and domain is not None and len(domain) > 4 else 0
+    if lead and iterators == ["parallel"] * (len(domain) - 1) + ["reduction"] and _is_mul_add(op):
+        # a batch matmul with several batch dims (b0, b1, m, n, k: attention's per-head products once
+        # the reshapes around them are folded): b is their product, batch_dims each one's extent
+        batch = domain[:lead]
+        info.update(kind="contraction", layout="batch", batch_dims=batch,
+                    dims={"b": math.prod(batch) if all(d >= 0 for d in batch) else -1,
+                          **dict(zip("mnk", domain[lead:]))})
+        if all(d >= 0 for d in domain):
+            info["flops"] = 2 * math.prod(domain)
         return info
     if name == "linalg.generic" and domain is not None and len(domain) in (3, 4):
         layout = _matmul_layout(op)

@@ -89,6 +89,24 @@ def _fuse_elementwise(module, options: dict) -> None:
     fusion.fuse_elementwise(module)
 
 
+def _widen_contraction_inputs(module, options: dict) -> None:
+    from workbench.worker.cpu import widen_contractions
+
+    widen_contractions.widen_contraction_inputs(module)
+
+
+def _shared_rhs_matmuls(module, options: dict) -> None:
+    from workbench.worker.cpu import shared_rhs
+
+    shared_rhs.collapse_shared_rhs(module)
+
+
+def _plain_matmul_layout(module, options: dict) -> None:
+    from workbench.worker.cpu import matmul_layout
+
+    matmul_layout.plain_matmul_layout(module)
+
+
 def _widen_i1(module, options: dict) -> None:
     from workbench.worker import widen_i1
 
@@ -264,6 +282,9 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-split-long-reductions": (_split_long_reductions, "on tensors: floating-point reductions of 32k+ elements per output summed into 4096 interleaved partials, then combined (the check's reference: one running sum drifts by percents at 16M elements)"),
     "lh-drop-body-asserts": (_drop_body_asserts, "cf.assert in linalg op bodies erased (torch-mlir's per-element runtime checks, e.g. a reciprocal of zero, where torch gives inf; they keep an op scalar)"),
     "lh-fuse-elementwise": (_fuse_elementwise, "upstream's elementwise fusion (fpowi expanded, producers fused, unit dims folded, canonicalized) except into consumers that read a producer broadcast or through a window, where the fused body would recompute it per use (workbench/worker/cpu/fusion.py)"),
+    "lh-widen-contraction-inputs": (_widen_contraction_inputs, "on tensors: named linalg contractions (matmul, batch_matmul, ...) reading bf16/f16 inputs into f32 -> the same op on f32 inputs, each extended once by an elementwise extf generic (the packed f32 schedules take it; workbench/worker/cpu/widen_contractions.py)"),
+    "lh-shared-rhs-matmuls": (_shared_rhs_matmuls, "on tensors: a batch_matmul of a matrix broadcast over the batch, or a generic A[m0, m1, k] W[k, n] (a linear layer on a 3-D input) -> one linalg.matmul over the collapsed rows (no broadcast copies; the packed matmul schedules take it; workbench/worker/cpu/shared_rhs.py)"),
+    "lh-plain-matmul-layout": (_plain_matmul_layout, "on tensors: a matmul with a transposed operand (x @ w.T: named with transposed maps, or a multiply-add generic) -> linalg.transpose of that operand + a plain linalg.matmul (the packed schedule's micro-kernel reads B as [k][n]; workbench/worker/cpu/matmul_layout.py)"),
     "lh-widen-i1-memrefs": (_widen_i1, "memref<..xi1> -> memref<..xi8> (one byte per bool, as numpy stores them; MemRefToLLVM refuses sub-byte memrefs), loads/stores keep i1 values"),
     "lh-mpi-buffer-deallocation": (_mpi_buffer_deallocation, "buffer-deallocation-pipeline on code with MPI ops (they take buffers but declare no memory effects: hidden behind calls while it runs; workbench/worker/mpi/dealloc.py)"),
     "lh-mpi-reuse-comm": (_mpi_reuse_comm, "after the LLVM lowering: each MPI_Comm_split call site makes its communicator once per process and hands it out on later calls (convert-shard-to-mpi splits one per collective per call; workbench/worker/mpi/comm_reuse.py)"),

@@ -1,0 +1,266 @@
+"""The CPU selector on the ops of attention layers and bf16 matmuls (issue 13): transposes in square
+blocks, bf16 contractions on widened f32 inputs, batch matmuls with several batch dims, and linear
+layers on 3-D inputs as one matmul over the collapsed rows. Each schedule applies, lowers, runs and
+matches the unscheduled reference."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import ok
+
+TRANSPOSE = """func.func @t(%x: tensor<48x80xf32>) -> tensor<80x48xf32> {
+  %e = tensor.empty() : tensor<80x48xf32>
+  %t = linalg.transpose ins(%x : tensor<48x80xf32>) outs(%e : tensor<80x48xf32>) permutation = [1, 0]
+  return %t : tensor<80x48xf32>
+}
+"""
+
+BF16_MATMUL = """func.func @mm(%a: tensor<64x96xbf16>, %b: tensor<96x128xbf16>) -> tensor<64x128xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x128xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<64x128xf32>) -> tensor<64x128xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<64x96xbf16>, tensor<96x128xbf16>) outs(%c : tensor<64x128xf32>) -> tensor<64x128xf32>
+  return %r : tensor<64x128xf32>
+}
+"""
+
+# attention's per-head product: batch dims (2, 3), then m, n, k
+TWO_BATCH_DIMS = """#a = affine_map<(b0, b1, m, n, k) -> (b0, b1, m, k)>
+#b = affine_map<(b0, b1, m, n, k) -> (b0, b1, k, n)>
+#c = affine_map<(b0, b1, m, n, k) -> (b0, b1, m, n)>
+func.func @heads(%q: tensor<2x3x64x32xf32>, %k: tensor<2x3x32x48xf32>) -> tensor<2x3x64x48xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x3x64x48xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<2x3x64x48xf32>) -> tensor<2x3x64x48xf32>
+  %r = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<2x3x64x32xf32>, tensor<2x3x32x48xf32>) outs(%c : tensor<2x3x64x48xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<2x3x64x48xf32>
+  return %r : tensor<2x3x64x48xf32>
+}
+"""
+
+# nn.MultiheadAttention's input projection as torch-mlir writes it: the weight broadcast over the batch
+BROADCAST_BMM = """#w = affine_map<(b, k, n) -> (k, n)>
+#id = affine_map<(b, k, n) -> (b, k, n)>
+func.func @proj(%x: tensor<6x8x64xf32>, %w: tensor<64x32xf32>) -> tensor<6x8x32xf32> {
+  %z = arith.constant 0.0 : f32
+  %eb = tensor.empty() : tensor<6x64x32xf32>
+  %wb = linalg.generic {indexing_maps = [#w, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%eb : tensor<6x64x32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<6x64x32xf32>
+  %e = tensor.empty() : tensor<6x8x32xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<6x8x32xf32>) -> tensor<6x8x32xf32>
+  %r = linalg.batch_matmul ins(%x, %wb : tensor<6x8x64xf32>, tensor<6x64x32xf32>) outs(%c : tensor<6x8x32xf32>) -> tensor<6x8x32xf32>
+  return %r : tensor<6x8x32xf32>
+}
+"""
+
+# its output projection: two row loops, the weight shared
+ROWS_GENERIC = """#a = affine_map<(m0, m1, n, k) -> (m0, m1, k)>
+#b = affine_map<(m0, m1, n, k) -> (k, n)>
+#c = affine_map<(m0, m1, n, k) -> (m0, m1, n)>
+func.func @proj(%x: tensor<6x8x64xf32>, %w: tensor<64x32xf32>) -> tensor<6x8x32xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<6x8x32xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<6x8x32xf32>) -> tensor<6x8x32xf32>
+  %r = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<6x8x64xf32>, tensor<64x32xf32>) outs(%c : tensor<6x8x32xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<6x8x32xf32>
+  return %r : tensor<6x8x32xf32>
+}
+"""
+
+
+def _load(ctx, tmp_path, text: str) -> None:
+    path = tmp_path / "p.mlir"
+    path.write_text(text)
+    ok(ctx, f"load {path}")
+
+
+def _lowered_run_matches(ctx) -> None:
+    ok(ctx, "bench warmup=0 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    run = ok(ctx, "run --check").data["run"]
+    assert run["check"]["passed"], run["check"]
+
+
+def _selection(ctx) -> tuple[list[str], list[tuple[str, dict]]]:
+    data = ok(ctx, "select").data
+    return data["prepared"], [(s["schedule"], s["params"]) for s in data["selections"]]
+
+
+def test_a_transpose_is_tiled_in_square_blocks(ctx, tmp_path):
+    """Both the output's and the input's innermost loops are tiled by the vector width (contiguous
+    reads and writes, transposed in registers), not one strided element per lane."""
+    _load(ctx, tmp_path, TRANSPOSE)
+    lanes = ctx.session.target.machine.vector_bits // 32
+    _, selections = _selection(ctx)
+    spec, params = selections[0]
+    assert "generic.py" in spec and params["tile"] == [lanes, lanes], params
+    ok(ctx, "select --apply")
+    assert f"vector<{lanes}x{lanes}xf32>" in ctx.session.current_ir   # one block read at once
+    _lowered_run_matches(ctx)
+
+
+def test_a_bf16_matmul_takes_the_f32_matmul_schedule_on_widened_inputs(ctx, tmp_path):
+    _load(ctx, tmp_path, BF16_MATMUL)
+    prepared, selections = _selection(ctx)
+    assert prepared == ["pass lh-widen-contraction-inputs"]
+    assert any("cpu/matmul" in spec and "generic.py" not in spec for spec, _ in selections), selections
+    ok(ctx, "select --apply")
+    ir = ctx.session.current_ir
+    assert "linalg.matmul" not in ir
+    assert "vector.fma" in ir or "vector.outerproduct" in ir
+    _lowered_run_matches(ctx)
+
+
+def test_the_widening_pass_extends_each_narrow_input_once(ctx, tmp_path):
+    _load(ctx, tmp_path, BF16_MATMUL)
+    ok(ctx, "apply pass lh-widen-contraction-inputs")
+    ir = ctx.session.current_ir
+    matmul = next(line for line in ir.splitlines() if "linalg.matmul" in line)
+    assert "bf16" not in matmul, matmul
+    assert ir.count("arith.extf") == 2
+    _lowered_run_matches(ctx)
+
+
+def test_a_batch_matmul_with_two_batch_dims_takes_the_packed_schedule(ctx, tmp_path):
+    _load(ctx, tmp_path, TWO_BATCH_DIMS)
+    op = next(o for o in ctx.session.inspect()["ops"] if o["op"] == "linalg.generic")
+    assert (op["kind"], op["layout"], op["batch_dims"]) == ("contraction", "batch", [2, 3])
+    assert op["dims"] == {"b": 6, "m": 64, "n": 48, "k": 32}
+    _, selections = _selection(ctx)
+    spec, params = selections[0]
+    assert spec.endswith("[gen=batch_matmul_tiling]") and params["batch_dims"] == 2 and params["generic"] is True
+    ok(ctx, "select --apply")
+    ir = ctx.session.current_ir
+    assert "vector.fma" in ir or "vector.outerproduct" in ir
+    assert "vector.multi_reduction" not in ir and "vector.reduction" not in ir   # no dot products per element
+    fill = next(line for line in ir.splitlines() if "linalg.fill" in line)
+    assert "memref<1x1x64x48xf32" in fill, fill   # the init zeroed one batch at a time, in the batch loops
+    _lowered_run_matches(ctx)
+
+
+def test_two_batch_dims_split_over_threads(ctx, tmp_path):
+    _load(ctx, tmp_path, TWO_BATCH_DIMS)
+    ok(ctx, "apply rewrite tag-ops")
+    ok(ctx, "apply pipelines/cpu/matmul_family.py[gen=batch_matmul_tiling]{block_m=32 block_n=48 block_k=32 "
+            "reg_m=4 reg_n=16 reg_k=4 pack_tile_a=32 pack_tile_b=8 threads_b=2 generic=true batch_dims=2 "
+            "fill_init=true op=generic_0}")
+    ir = ctx.session.current_ir
+    assert "scf.forall" in ir
+    fill = next(line for line in ir.splitlines() if "linalg.fill" in line)
+    assert "memref<1x1x64x48xf32" in fill, fill
+    _lowered_run_matches(ctx)
+
+
+def test_batch_dims_need_the_generic_form(ctx, tmp_path):
+    _load(ctx, tmp_path, TWO_BATCH_DIMS)
+    res = ctx.registry.dispatch("apply pipelines/cpu/matmul_family.py[gen=batch_matmul_tiling]{block_m=32 block_n=48 "
+                                "block_k=32 reg_m=4 reg_n=16 reg_k=4 pack_tile_a=32 pack_tile_b=8 batch_dims=2}", ctx)
+    assert not res.ok and "batch_dims > 1 needs generic=true" in res.error
+
+
+@pytest.mark.parametrize("text", [BROADCAST_BMM, ROWS_GENERIC], ids=["broadcast_batch_matmul", "two_row_loops"])
+def test_a_shared_weight_becomes_one_matmul_over_the_rows(ctx, tmp_path, text):
+    _load(ctx, tmp_path, text)
+    ok(ctx, "apply pass lh-shared-rhs-matmuls")
+    ir = ctx.session.current_ir
+    assert "linalg.matmul ins(%collapsed" in ir and "tensor<48x64xf32>, tensor<64x32xf32>" in ir
+    assert "linalg.batch_matmul" not in ir and "linalg.generic" not in ir   # (the broadcast is gone too)
+    ok(ctx, f"load {tmp_path / 'p.mlir'}")
+    prepared, selections = _selection(ctx)
+    assert "pass lh-shared-rhs-matmuls" in prepared
+    assert any("cpu/matmul" in spec and "generic.py" not in spec for spec, _ in selections), selections
+    ok(ctx, "select --apply")
+    _lowered_run_matches(ctx)
+
+
+LINEAR_T = """#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (n, k)>
+#c = affine_map<(m, n, k) -> (m, n)>
+func.func @linear(%x: tensor<64x96xf32>, %w: tensor<48x96xf32>, %c: tensor<64x48xf32>) -> tensor<64x48xf32> {
+  %r = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<64x96xf32>, tensor<48x96xf32>) outs(%c : tensor<64x48xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<64x48xf32>
+  return %r : tensor<64x48xf32>
+}
+"""
+TRANSPOSED_BOTH = """#a = affine_map<(m, n, k) -> (k, m)>
+#b = affine_map<(m, n, k) -> (n, k)>
+#c = affine_map<(m, n, k) -> (m, n)>
+func.func @tt(%x: tensor<96x64xf32>, %w: tensor<48x96xf32>, %c: tensor<64x48xf32>) -> tensor<64x48xf32> {
+  %r = linalg.matmul indexing_maps = [#a, #b, #c] ins(%x, %w : tensor<96x64xf32>, tensor<48x96xf32>) outs(%c : tensor<64x48xf32>) -> tensor<64x48xf32>
+  return %r : tensor<64x48xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("text,transposes", [(LINEAR_T, 1), (TRANSPOSED_BOTH, 2)], ids=["x_wT_generic", "aT_bT_named"])
+def test_a_transposed_operand_is_transposed_once_for_a_plain_matmul(ctx, tmp_path, text, transposes):
+    _load(ctx, tmp_path, text)
+    ok(ctx, "apply pass lh-plain-matmul-layout")
+    ir = ctx.session.current_ir
+    assert ir.count("linalg.transpose") == transposes and "indexing_maps" not in ir and "linalg.generic" not in ir
+    ok(ctx, f"load {tmp_path / 'p.mlir'}")
+    prepared, selections = _selection(ctx)
+    assert "pass lh-plain-matmul-layout" in prepared
+    assert any("cpu/matmul" in spec and "generic.py" not in spec for spec, _ in selections), selections
+    ok(ctx, "select --apply")
+    _lowered_run_matches(ctx)
+
+
+def test_the_selector_fuses_the_fill_into_the_batch_chunks(ctx, tmp_path, monkeypatch):
+    """On 2 cores the first batch dim is split into 2 parallel chunks; the init's fill (inspect's
+    producers) is fused into them and then into the batch loops."""
+    import dataclasses
+
+    import workbench.targets.cpu as cpu
+
+    machine = dataclasses.replace(cpu.host_machine(), usable_cpus=2)
+    monkeypatch.setattr(cpu, "host_machine", lambda: machine)
+    monkeypatch.setattr(cpu, "MIN_PARALLEL_MATMUL", 1 << 10)
+    _load(ctx, tmp_path, TWO_BATCH_DIMS)
+    _, selections = _selection(ctx)
+    spec, params = selections[0]
+    assert params["threads_b"] == 2 and params["fill_init"] is True, params
+    ok(ctx, "select --apply")
+    fill = next(line for line in ctx.session.current_ir.splitlines() if "linalg.fill" in line)
+    assert "memref<1x1x64x48xf32" in fill, fill
+    _lowered_run_matches(ctx)
+
+
+NAMED_BMM = """func.func @scores(%q: tensor<4x64x32xf32>, %k: tensor<4x32x64xf32>) -> tensor<4x64x64xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x64x64xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<4x64x64xf32>) -> tensor<4x64x64xf32>
+  %r = linalg.batch_matmul ins(%q, %k : tensor<4x64x32xf32>, tensor<4x32x64xf32>) outs(%c : tensor<4x64x64xf32>) -> tensor<4x64x64xf32>
+  return %r : tensor<4x64x64xf32>
+}
+"""
+
+
+def test_a_named_batch_matmul_zeroes_one_batch_at_a_time(ctx, tmp_path):
+    _load(ctx, tmp_path, NAMED_BMM)
+    _, selections = _selection(ctx)
+    assert selections[0][0].endswith("[gen=batch_matmul_tiling]")
+    ok(ctx, "select --apply")
+    ir = ctx.session.current_ir
+    fill = next(line for line in ir.splitlines() if "linalg.fill" in line)
+    assert "memref<1x64x64xf32" in fill, fill
+    assert "vector.fma" in ir or "vector.outerproduct" in ir
+    _lowered_run_matches(ctx)

@@ -48,6 +48,9 @@ PARAMS = {
     "partial_reduction": {"min": -1, "help": "an inner reduction's loop (its index; -1: none) taken tile by tile into a vector of partial results (tile_reduction_using_for), reduced once per output at the end instead of once per tile"},
     "partial_chunk": {"min": 0, "help": "with partial_reduction: the reduction loop cut into chunks of this many iterations first, each summed into fresh partials (a two-level sum: rounding error ~ chunk/vector + extent/chunk, not extent/vector); 0: one running vector"},
     "folded_order": {"help": "with fold_unit_dims=1: the order of the folded tile's loops (empty: as they are), so that the output's innermost loop is the vector loop"},
+    "split_reduction": {"choices": [0, 1], "help": "1: loop `split` is a reduction loop, split over the `threads` chunks with partial results per chunk (tile_reduction_using_forall: a fill, the chunks' op, a combining op over the chunks' results): a reduction without a parallel loop (a whole-tensor sum) on every thread"},
+    "cache_tile": {"help": "block sizes per loop (0: unblocked) of a first tiling, before `tile`: loops over cache-sized blocks (a reduction over rows read a block of rows at a time; a transpose by square blocks); empty: none"},
+    "gather": {"choices": [0, 1], "help": "1: `tensor.extract` in the body is vectorized too (vectorize_nd_extract): a contiguous load where the index is affine in the vector loop, else a vector.gather (lowered to 1-D gathers)"},
 }
 
 
@@ -85,7 +88,8 @@ VECTOR_CLEANUP = """    transform.apply_patterns to %scope {
 def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, threads: int = 1, split: int = 0,
                    interchange: list = [], fold_unit_dims: int = 0, contraction: int = 0,
                    folded_order: list = [], decompose: int = 0, remainder: list = [],
-                   partial_reduction: int = -1, partial_chunk: int = 0) -> str:
+                   partial_reduction: int = -1, partial_chunk: int = 0, gather: int = 0,
+                   cache_tile: list = [], split_reduction: int = 0) -> str:
     """The transform module (MLIR text) scheduling op `op`: one id, or a list of ids (ops of the same
     shape and kind, e.g. the same layer at every time step of an unrolled RNN) that all take these
     parameters: one step instead of one per op."""
@@ -95,7 +99,8 @@ def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, thread
     for i in ids:
         _check_id(i)
     body = _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, contraction, folded_order,
-                          decompose, remainder, partial_reduction, partial_chunk)
+                          decompose, remainder, partial_reduction, partial_chunk, gather, cache_tile,
+                          split_reduction)
     if len(ids) == 1:
         return transform_module(match_one(ids[0]) + body)
     # the schedule once, as a sequence applied to each op in turn
@@ -107,7 +112,8 @@ def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, thread
 
 
 def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, contraction, folded_order,
-                   decompose, remainder, partial_reduction, partial_chunk) -> str:
+                   decompose, remainder, partial_reduction, partial_chunk, gather=0, cache_tile=(),
+                   split_reduction=0) -> str:
     """The schedule of the op bound to %target (transform ops, one per line)."""
     tile = [int(t) for t in tile]
     interchange = [int(i) for i in interchange]
@@ -129,13 +135,27 @@ def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, co
     text = ""
     handle = "%target"
     scope = None
+    if split_reduction not in (0, 1) or (split_reduction and threads < 2):
+        raise ValueError("split_reduction is 0 or 1, and needs threads > 1")
     if threads > 1:
         counts = [0] * (split + 1)
         counts[split] = threads
-        text += (f"    %chunk, %forall = transform.structured.tile_using_forall %target num_threads {counts}"
-                 f" : ({a}) -> ({a}, {a})\n")
+        if split_reduction:
+            text += (f"    %chunks_fill, %chunk, %chunks_combine, %forall = transform.structured.tile_reduction_using_forall"
+                     f"" f" %target by num_threads = {counts} : ({a}) -> ({a}, {a}, {a}, {a})\n")
+        else:
+            text += (f"    %chunk, %forall = transform.structured.tile_using_forall %target num_threads {counts}"
+                     f" : ({a}) -> ({a}, {a})\n")
         handle = "%chunk"
         scope = "%forall"
+    cache_tile = [int(t) for t in cache_tile]
+    if cache_tile:
+        if len(cache_tile) != len(tile) or any(t < 0 for t in cache_tile):
+            raise ValueError(f"cache_tile needs one size >= 0 per loop ({len(tile)}), got {cache_tile}")
+        blocking, blocks = _tile(handle, cache_tile, [], "_block")
+        text += blocking
+        handle = "%tiled_block"
+        scope = scope or ("%loops_block#0" if blocks > 1 else "%loop_block" if blocks else None)
     if decompose:
         return text + _tile(handle, tile, interchange)[0] + _decompose_and_vectorize("%tiled", vector)
     if fold_unit_dims:
@@ -166,11 +186,17 @@ def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, co
         text += tiling
         handle = "%tiled"
         scope = scope or ("%loops#0" if loops > 1 else "%loop")
+    if gather not in (0, 1) or (gather and not vector):
+        raise ValueError("gather is 0 or 1, and needs vector=1")
     if vector:
         if not tile or 0 in tile:
             raise ValueError("vector=1 needs a tile size for every loop (they are the vector sizes)")
-        text += f"    transform.structured.vectorize {handle} vector_sizes {tile} : {a}\n"
-        text += VECTOR_CLEANUP.replace("%scope", scope) if scope else ""
+        extract = " {vectorize_nd_extract}" if gather else ""
+        text += f"    transform.structured.vectorize {handle} vector_sizes {tile}{extract} : {a}\n"
+        cleanup = VECTOR_CLEANUP.replace("transform.apply_patterns.vector.lower_masks\n",
+                                         "transform.apply_patterns.vector.lower_masks\n"
+                                         "      transform.apply_patterns.vector.lower_gather\n") if gather else VECTOR_CLEANUP
+        text += cleanup.replace("%scope", scope) if scope else ""
     return text
 
 

@@ -45,6 +45,10 @@ MIN_PARALLEL_WORK = 1 << 15
 #: inner reductions longer than twice this are summed chunk by chunk into fresh partial vectors (a
 #: two-level sum: f32 rounding error ~ chunk/lanes + extent/chunk instead of extent/lanes)
 REDUCTION_CHUNK = 4096
+#: a reduction taken step by step with vectors along its outputs walks blocks of this many reduced rows ...
+REDUCTION_BLOCK = 128
+#: ... by this many outputs (a block of rows stays in L2, the walk down them within a few pages)
+OUTPUT_BLOCK = 512
 
 
 def _element_type(type_text: str) -> str:
@@ -246,6 +250,13 @@ def reduction_by_steps_params(loops: dict, lanes: int, split: int | None = None,
     params = {"tile": tile, "interchange": interchange, "fold_unit_dims": 1, "contraction": 0}
     if extent > lanes and extent % lanes:
         params["remainder"] = [v, extent - extent % lanes, extent % lanes]
+    # long reductions over long rows: blocks of REDUCTION_BLOCK reduced rows x OUTPUT_BLOCK outputs, so
+    # that a vector strip's walk down the rows stays within a few pages and the block's rows in cache
+    # (else every step of the walk is a new page: an amin over 4096 rows of 4096, 3x slower)
+    outer = next((d for d in reductions if domain[d] >= 2 * REDUCTION_BLOCK), None)
+    if outer is not None and extent > OUTPUT_BLOCK and extent % OUTPUT_BLOCK == 0 and OUTPUT_BLOCK % tile[v] == 0:
+        params["cache_tile"] = [REDUCTION_BLOCK if d == outer else OUTPUT_BLOCK if d == v else 0
+                                for d in range(len(domain))]
     return params
 
 
@@ -276,6 +287,39 @@ def vector_loop(loops: dict) -> int:
     return len(loops["iterators"]) - 1
 
 
+#: classes whose chunks may split a reduction loop (tile_reduction_using_forall: one result, one combiner)
+SPLIT_REDUCTION_CLASSES = ("reduction-inner", "reduction-outer")
+
+
+def thread_split(loops: dict, kind: str, cores: int) -> tuple[int, int, int]:
+    """(threads, split, split_reduction): the loop split over the cores. The outermost parallel loop with
+    at least one iteration per core (batch dims are often 1 or 2: a smaller outer loop would leave cores
+    idle); without one, a reduction splits its outermost reduction loop with that many iterations into
+    partial results per chunk combined afterwards (a whole-tensor sum: no parallel loop at all), else the
+    outermost parallel loop with more than one iteration. Classes whose folded tiles must divide the
+    chunks get equal chunks."""
+    domain, iterators = loops.get("domain") or [], loops["iterators"]
+    if cores < 2 or len(domain) != len(iterators) or any(d is None for d in domain):
+        return 1, 0, 0
+    equal = kind in ("window", "reduction-by-steps", "reduction-inner")
+
+    def chunks(loop: int) -> int:
+        return _divisor_at_most(domain[loop], cores) if equal else min(cores, domain[loop])
+
+    parallel = [i for i, it in enumerate(iterators) if it == "parallel" and domain[i] > 1]
+    wide = next((i for i in parallel if domain[i] >= cores), None)
+    if wide is not None and chunks(wide) > 1:
+        return chunks(wide), wide, 0
+    reduction = next((i for i, it in enumerate(iterators) if it == "reduction" and domain[i] >= cores), None)
+    if kind in SPLIT_REDUCTION_CLASSES and reduction is not None:
+        n = _divisor_at_most(domain[reduction], cores)
+        if n > 1:
+            return n, reduction, 1
+    if parallel and chunks(parallel[0]) > 1:
+        return chunks(parallel[0]), parallel[0], 0
+    return 1, 0, 0
+
+
 def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str, Any] | None:
     """pipelines/cpu/generic.py parameters for one op (None: no loop structure known)."""
     loops = op.get("loops")
@@ -287,14 +331,6 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
     work = 1
     for d in domain:
         work *= d if d > 0 else 1024
-    threads, split = 1, 0
-    # split the outermost parallel loop with more than one iteration (batch dims are often 1)
-    outer = next((i for i, it in enumerate(iterators) if it == "parallel" and i < len(domain) and domain[i] > 1), None)
-    if cores > 1 and outer is not None and work >= MIN_PARALLEL_WORK:
-        threads, split = min(cores, domain[outer]), outer
-        if kind in ("window", "reduction-by-steps", "reduction-inner"):   # equal chunks: folded tiles divide them
-            threads = _divisor_at_most(domain[outer], threads)
-    params: dict[str, Any] = {"op": op["id"], "threads": threads, "split": split}
     element_types = {_element_type(t) for t in op.get("operand_types", [])}
     # the accumulators' types (an i1 mask input of an f32 sum, as in a scan, vectorizes: a select)
     n_inputs = loops.get("num_inputs")
@@ -303,9 +339,16 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
     if (kind.startswith("reduction") and BOOL_TYPES & result_types
             and not (kind == "reduction-inner" and contiguous_output_loop(loops, max(vector_bits // 32, 4)))):
         kind = "scalar"   # a reduction over bools (vector.multi_reduction on i1 is not lowered here)
+    lanes = max(vector_bits // 32, 4)
+    # a contraction (below: step by step, folded tiles) splits a parallel loop only
+    contraction = kind == "reduction-inner" and contiguous_output_loop(loops, lanes)
+    threads, split, split_reduction = thread_split(loops, "reduction-by-steps" if contraction else kind,
+                                                   cores if work >= MIN_PARALLEL_WORK else 1)
+    params: dict[str, Any] = {"op": op["id"], "threads": threads, "split": split}
+    if split_reduction:
+        params["split_reduction"] = 1
     if kind == "scalar":
         return {**params, "tile": [], "vector": 0, "class": kind}
-    lanes = max(vector_bits // 32, 4)
     if kind == "reduction-by-steps":
         return {**params, **reduction_by_steps_params(loops, lanes, split if threads > 1 else None, threads),
                 "vector": 1, "class": kind}
@@ -313,7 +356,7 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
         window = window_params(loops, lanes, {_element_type(t) for t in op.get("operand_types", [])},
                                split if threads > 1 else None, threads, op.get("op", ""))
         return {**params, **window, "vector": 1, "class": kind}
-    if kind == "reduction-inner" and contiguous_output_loop(loops, lanes):
+    if contraction:
         # a contraction (matmul-like, any element type): the reduction step by step, an output tile of
         # rows x vectors in registers across it
         steps = reduction_by_steps_params(loops, lanes, split if threads > 1 else None, threads)

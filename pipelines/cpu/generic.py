@@ -71,14 +71,16 @@ def match_one(op: str, handle: str = "%target") -> str:
             f"    transform.match.param.cmpi eq %{n}_count, %{n}_one : !transform.param<i64>\n")
 
 
-# applied to the op's own loop nest only (other ops' vector code, e.g. a matmul's, is left alone)
+# applied to the op's own loop nest only (other ops' vector code, e.g. a matmul's, is left alone); a
+# 16x16 f32 transpose (a transposing copy tiled by 16x16 blocks) becomes two-source shuffles (others:
+# element by element)
 VECTOR_CLEANUP = """    transform.apply_patterns to %scope {
       transform.apply_patterns.vector.lower_masked_transfers
       transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.vector.reduction_to_contract
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
       transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
-      transform.apply_patterns.vector.lower_transpose
+      transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_16x16"
       transform.apply_patterns.vector.lower_masks
       transform.apply_patterns.canonicalization
     } : !transform.any_op

@@ -15,8 +15,11 @@ Classes (by structure, not by op name):
                channels instead (w tiled by 1)
   reduction-by-steps  reductions the vectorizer does not take as one (several results: a max with
                its index): the reduction loops tiled by 1 and folded, vectors along the outputs
-  scalar       anything else the vectorizer does not take (maps with floordiv/mod; bodies with asserts
-               or gathers): loops, split over threads
+  gather       all loops parallel, loads at computed indices (`tensor.extract`: embeddings, index_select,
+               gather, reflect pads, interpolation): vectorized like an elementwise op, the loads as
+               vector.gather (contiguous loads where the vectorizer sees the index affine in the vector loop)
+  scalar       anything else the vectorizer does not take (maps with floordiv/mod; bodies with asserts):
+               loops, split over threads
 """
 from __future__ import annotations
 
@@ -260,10 +263,18 @@ def reduction_by_steps_params(loops: dict, lanes: int, split: int | None = None,
     return params
 
 
+#: body ops a gather may have on top of its loads (`tensor.extract`); any other op of SCALAR_BODY_OPS keeps it scalar
+GATHER_LOADS = {"tensor.extract"}
+
+
 def classify(loops: dict, element_types: set[str] = frozenset()) -> str:
     iterators = loops["iterators"]
     if not loops["projected"] and window_params(loops, 8, element_types) is not None:
         return "window"
+    if (loops["projected"] and SCALAR_BODY_OPS & set(loops["body"]) <= GATHER_LOADS
+            and GATHER_LOADS & set(loops["body"]) and all(it == "parallel" for it in iterators)
+            and not SCALAR_ELEMENT_TYPES & element_types):
+        return "gather"   # loads at computed indices: vector.gather, or contiguous loads where affine
     if not loops["projected"] or SCALAR_BODY_OPS & set(loops["body"]) or SCALAR_ELEMENT_TYPES & element_types:
         return "scalar"
     if all(it == "parallel" for it in iterators):
@@ -320,6 +331,23 @@ def thread_split(loops: dict, kind: str, cores: int) -> tuple[int, int, int]:
     return 1, 0, 0
 
 
+#: a transposing copy walks square blocks of this many elements a side (both arrays' lines stay in cache)
+TRANSPOSE_BLOCK = 128
+
+
+def transposed_input_loop(loops: dict, vdim: int) -> int | None:
+    """The innermost loop of an input read transposed by an all-parallel op (it uses the vector loop
+    `vdim`, but another loop is its innermost, contiguous dim), None without one: such an op is tiled
+    by 2-D blocks (contiguous loads along that loop, a vector.transpose, contiguous stores along `vdim`)."""
+    domain = loops.get("domain") or []
+    for dims in loops["operand_dims"][:loops.get("num_inputs") or 0]:
+        if dims and vdim in dims and dims[-1] not in (vdim, -1) and loops["iterators"][dims[-1]] == "parallel":
+            u = dims[-1]
+            if u < len(domain) and domain[u] > 1:
+                return u
+    return None
+
+
 def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str, Any] | None:
     """pipelines/cpu/generic.py parameters for one op (None: no loop structure known)."""
     loops = op.get("loops")
@@ -371,6 +399,18 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
     tile = [1] * len(iterators)
     tile[vdim] = width
     params = {**params, "tile": tile, "vector": 1, "class": kind}
+    if kind == "gather":
+        params["gather"] = 1
+    across = transposed_input_loop(loops, vdim) if kind == "elementwise" and extent > 1 else None
+    if across is not None:
+        # a transpose: lanes x lanes blocks (a transposed tile read by rows, shuffled, written by rows)
+        # inside TRANSPOSE_BLOCK-square blocks
+        tile[vdim] = min(lanes, extent)
+        tile[across] = min(lanes, domain[across])
+        blocks = [TRANSPOSE_BLOCK if d in (vdim, across) and domain[d] > TRANSPOSE_BLOCK else 0
+                  for d in range(len(domain))]
+        if any(blocks):
+            params["cache_tile"] = blocks
     outputs = loops["operand_dims"][loops.get("num_inputs") or 0:]
     if (kind == "reduction-inner" and vdim == len(iterators) - 1 and not BOOL_TYPES & element_types
             and iterators[vdim] == "reduction" and extent >= 2 * width

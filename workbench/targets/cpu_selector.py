@@ -15,9 +15,10 @@ Classes (by structure, not by op name):
                channels instead (w tiled by 1)
   reduction-by-steps  reductions the vectorizer does not take as one (several results: a max with
                its index): the reduction loops tiled by 1 and folded, vectors along the outputs
-  gather       all loops parallel, loads at computed indices (`tensor.extract`: embeddings, index_select,
-               gather, reflect pads, interpolation): vectorized like an elementwise op, the loads as
-               vector.gather (contiguous loads where the vectorizer sees the index affine in the vector loop)
+  gather       all loops parallel, loads at computed indices (`tensor.extract`) with index arithmetic
+               around them (reflect pads, unfold, interpolation): vectorized like an elementwise op, the
+               loads as vector.gather (contiguous loads where the vectorizer sees the index affine in the
+               vector loop); plain gathers (embeddings, index_select, flips) stay scalar loops
   scalar       anything else the vectorizer does not take (maps with floordiv/mod; bodies with asserts):
                loops, split over threads
 """
@@ -265,6 +266,18 @@ def reduction_by_steps_params(loops: dict, lanes: int, split: int | None = None,
 
 #: body ops a gather may have on top of its loads (`tensor.extract`); any other op of SCALAR_BODY_OPS keeps it scalar
 GATHER_LOADS = {"tensor.extract"}
+#: body ops that are no work of their own around a load (index plumbing)
+LOAD_PLUMBING = {"tensor.extract", "linalg.index", "arith.index_cast", "linalg.yield"}
+#: a vector.gather costs more than as many scalar loads on some hosts (microcoded on AMD Zen: a flip as
+#: gathers ran 5x slower than its scalar loop); vectorizing pays when the work around each load (index
+#: clamps and wraps, interpolation weights) is at least this many ops
+GATHER_MIN_WORK_PER_LOAD = 4
+
+
+def _work_per_load(body: list[str]) -> float:
+    """The body's ops other than index plumbing, per `tensor.extract`."""
+    loads = sum(1 for o in body if o in GATHER_LOADS)
+    return sum(1 for o in body if o not in LOAD_PLUMBING) / max(loads, 1)
 
 
 def classify(loops: dict, element_types: set[str] = frozenset()) -> str:
@@ -273,7 +286,7 @@ def classify(loops: dict, element_types: set[str] = frozenset()) -> str:
         return "window"
     if (loops["projected"] and SCALAR_BODY_OPS & set(loops["body"]) <= GATHER_LOADS
             and GATHER_LOADS & set(loops["body"]) and all(it == "parallel" for it in iterators)
-            and not SCALAR_ELEMENT_TYPES & element_types):
+            and not SCALAR_ELEMENT_TYPES & element_types and _work_per_load(loops["body"]) >= GATHER_MIN_WORK_PER_LOAD):
         return "gather"   # loads at computed indices: vector.gather, or contiguous loads where affine
     if not loops["projected"] or SCALAR_BODY_OPS & set(loops["body"]) or SCALAR_ELEMENT_TYPES & element_types:
         return "scalar"

@@ -258,7 +258,7 @@ def reduction_by_steps_params(loops: dict, lanes: int, split: int | None = None,
     # that a vector strip's walk down the rows stays within a few pages and the block's rows in cache
     # (else every step of the walk is a new page: an amin over 4096 rows of 4096, 3x slower)
     outer = next((d for d in reductions if domain[d] >= 2 * REDUCTION_BLOCK), None)
-    if outer is not None and extent > OUTPUT_BLOCK and extent % OUTPUT_BLOCK == 0 and OUTPUT_BLOCK % tile[v] == 0:
+    if outer is not None and extent >= OUTPUT_BLOCK and extent % OUTPUT_BLOCK == 0 and OUTPUT_BLOCK % tile[v] == 0:
         params["cache_tile"] = [REDUCTION_BLOCK if d == outer else OUTPUT_BLOCK if d == v else 0
                                 for d in range(len(domain))]
     return params

@@ -48,6 +48,7 @@ PARAMS = {
     "partial_reduction": {"min": -1, "help": "an inner reduction's loop (its index; -1: none) taken tile by tile into a vector of partial results (tile_reduction_using_for), reduced once per output at the end instead of once per tile"},
     "partial_chunk": {"min": 0, "help": "with partial_reduction: the reduction loop cut into chunks of this many iterations first, each summed into fresh partials (a two-level sum: rounding error ~ chunk/vector + extent/chunk, not extent/vector); 0: one running vector"},
     "folded_order": {"help": "with fold_unit_dims=1: the order of the folded tile's loops (empty: as they are), so that the output's innermost loop is the vector loop"},
+    "partial_steps": {"help": "with partial_reduction: other reduction loops (outer rows of the same sum: an instance norm's H of H x W) walked one step at a time inside the accumulation into the partial vector, reduced once per output instead of once per row (empty: each row summed into fresh partials)"},
     "split_reduction": {"choices": [0, 1], "help": "1: loop `split` is a reduction loop, split over the `threads` chunks with partial results per chunk (tile_reduction_using_forall: a fill, the chunks' op, a combining op over the chunks' results): a reduction without a parallel loop (a whole-tensor sum) on every thread"},
     "cache_tile": {"help": "block sizes per loop (0: unblocked) of a first tiling, before `tile`: loops over cache-sized blocks (a reduction over rows read a block of rows at a time; a transpose by square blocks); empty: none"},
     "gather": {"choices": [0, 1], "help": "1: `tensor.extract` in the body is vectorized too (vectorize_nd_extract): a contiguous load where the index is affine in the vector loop, else a vector.gather (lowered to 1-D gathers)"},
@@ -91,7 +92,7 @@ def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, thread
                    interchange: list = [], fold_unit_dims: int = 0, contraction: int = 0,
                    folded_order: list = [], decompose: int = 0, remainder: list = [],
                    partial_reduction: int = -1, partial_chunk: int = 0, gather: int = 0,
-                   cache_tile: list = [], split_reduction: int = 0) -> str:
+                   cache_tile: list = [], split_reduction: int = 0, partial_steps: list = []) -> str:
     """The transform module (MLIR text) scheduling op `op`: one id, or a list of ids (ops of the same
     shape and kind, e.g. the same layer at every time step of an unrolled RNN) that all take these
     parameters: one step instead of one per op."""
@@ -102,7 +103,7 @@ def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, thread
         _check_id(i)
     body = _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, contraction, folded_order,
                           decompose, remainder, partial_reduction, partial_chunk, gather, cache_tile,
-                          split_reduction)
+                          split_reduction, partial_steps)
     if len(ids) == 1:
         return transform_module(match_one(ids[0]) + body)
     # the schedule once, as a sequence applied to each op in turn
@@ -115,7 +116,7 @@ def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, thread
 
 def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, contraction, folded_order,
                    decompose, remainder, partial_reduction, partial_chunk, gather=0, cache_tile=(),
-                   split_reduction=0) -> str:
+                   split_reduction=0, partial_steps=()) -> str:
     """The schedule of the op bound to %target (transform ops, one per line)."""
     tile = [int(t) for t in tile]
     interchange = [int(i) for i in interchange]
@@ -180,9 +181,10 @@ def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, co
                                                  cleanup=False)
         return text + (_window_cleanup("%func_rest", contraction) if vector else "")
     if partial_reduction >= 0:
-        return text + _partial_reduction(handle, tile, partial_reduction, vector, int(partial_chunk))
-    if partial_chunk:
-        raise ValueError("partial_chunk needs partial_reduction")
+        return text + _partial_reduction(handle, tile, partial_reduction, vector, int(partial_chunk),
+                                         [int(d) for d in partial_steps])
+    if partial_chunk or partial_steps:
+        raise ValueError("partial_chunk and partial_steps need partial_reduction")
     tiling, loops = _tile(handle, tile, interchange)
     if loops:
         text += tiling
@@ -202,7 +204,8 @@ def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, co
     return text
 
 
-def _partial_reduction(handle: str, tile: list, loop: int, vector: int, chunk: int = 0) -> str:
+def _partial_reduction(handle: str, tile: list, loop: int, vector: int, chunk: int = 0,
+                       steps: list = ()) -> str:
     """An inner reduction: every loop but `loop` tiled as `tile` says (1: one output at a time), then
     `loop` by tile[loop] into a vector of partial results (transform.structured.tile_reduction_using_for:
     a fill, the partial op, the combining op), each vectorized: one horizontal reduction per output.
@@ -216,19 +219,34 @@ def _partial_reduction(handle: str, tile: list, loop: int, vector: int, chunk: i
         raise ValueError(f"partial_reduction={loop}: needs the index of a loop whose tile size is the vector width")
     if chunk and (chunk < 2 * tile[loop] or chunk % tile[loop]):
         raise ValueError(f"partial_chunk={chunk}: must be a multiple of the vector tile {tile[loop]}, at least twice it")
+    if loop in steps or any(not 0 <= d < len(tile) for d in steps):
+        raise ValueError(f"partial_steps={list(steps)}: loops of the op other than partial_reduction={loop}")
     outer = list(tile)
     outer[loop] = chunk
+    for d in steps:
+        outer[d] = 0   # walked inside the accumulation (below), not around it
     text, loops = _tile(handle, outer, [], "_rows")
     rows = "%tiled_rows" if loops else handle
     sizes = [0] * len(tile)
     sizes[loop] = tile[loop]
     vector_sizes = [t if i == loop else (t or 1) for i, t in enumerate(tile)]
-    text += (f"    %partial_fill, %partial, %combine, %k_loop = transform.structured.tile_reduction_using_for {rows}"
+    text += (f"    %partial_fill, %partial_op, %combine, %k_loop = transform.structured.tile_reduction_using_for {rows}"
              f" by tile_sizes = {sizes} : ({a}) -> ({a}, {a}, {a}, {a})\n")
+    partial = "%partial_op"
+    if steps:
+        # the other reduction loops one step at a time around each vector step of the partial op
+        step_tile = [1 if d in steps else 0 for d in range(len(tile))]
+        step_loops = len(steps)
+        names = f"%steps:{step_loops}" if step_loops > 1 else "%step"
+        text += (f"    %partial_step, {names} = transform.structured.tile_using_for %partial_op tile_sizes {step_tile}"
+                 f" : ({a}) -> ({', '.join([a] * (step_loops + 1))})\n")
+        partial = "%partial_step"
+        for d in steps:
+            vector_sizes[d] = 1
     if not vector:
         return text
     scope = "%loops_rows#0" if loops > 1 else ("%loop_rows" if loops else "%k_loop")
-    text += (f"    transform.structured.vectorize %partial vector_sizes {vector_sizes} : {a}\n"
+    text += (f"    transform.structured.vectorize {partial} vector_sizes {vector_sizes} : {a}\n"
              # the fill and the combining op have static shapes (every other loop tiled by 1): no sizes
              f"    transform.structured.vectorize %partial_fill : {a}\n"
              f"    transform.structured.vectorize %combine : {a}\n")

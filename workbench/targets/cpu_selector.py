@@ -425,9 +425,22 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
         if any(blocks):
             params["cache_tile"] = blocks
     outputs = loops["operand_dims"][loops.get("num_inputs") or 0:]
-    if (kind == "reduction-inner" and vdim == len(iterators) - 1 and not BOOL_TYPES & element_types
-            and iterators[vdim] == "reduction" and extent >= 2 * width
-            and all(-1 not in o for o in outputs)):   # (tile_reduction_using_for asserts on `(d0, 0)` outputs)
+    partial = (kind == "reduction-inner" and vdim == len(iterators) - 1 and not BOOL_TYPES & element_types
+               and iterators[vdim] == "reduction"
+               and all(-1 not in o for o in outputs))   # (tile_reduction_using_for asserts on `(d0, 0)` outputs)
+    steps = [d for d, it in enumerate(iterators) if it == "reduction" and d != vdim and domain[d] > 1]
+    rows = 1
+    for d in steps:
+        rows *= domain[d]
+    if partial and steps and extent > 1 and extent * rows <= 2 * REDUCTION_CHUNK:
+        # a sum over several loops (an instance norm's H x W, rows shorter than two vectors): one vector of
+        # partial results accumulated across all of them (the other loops one step at a time), reduced once
+        # per output instead of once per row; a short row is one vector of its own length
+        if extent < 2 * width:
+            tile[vdim] = extent
+        params["partial_reduction"] = vdim
+        params["partial_steps"] = steps
+    elif partial and extent >= 2 * width:
         # a vector of partial results along the row, reduced once per output (not once per tile); outer
         # reduction loops (a whole-tensor sum) run around it, each row summed into fresh partials
         params["partial_reduction"] = vdim

@@ -341,6 +341,9 @@ def test_gathers_transposes_and_long_outer_reductions_are_tiled_for_them():
     copy = loops(["parallel", "parallel"], [[0, 1], [0, 1]], ["linalg.yield"], [4096, 1000])
     p = generic_params({"id": "generic_0", "loops": copy}, 512, 1)
     assert p["tile"] == [1, 32] and "cache_tile" not in p
+    # a row vector broadcast over the rows (a batch norm's scale): blocks of rows share its loads
+    scale = loops(["parallel", "parallel"], [[0, 1], [1], [0, 1]], ["arith.mulf"], [1024, 4096])
+    assert generic_params({"id": "generic_0", "loops": scale}, 512, 1)["tile"] == [4, 32]
     amin = loops(["reduction", "parallel"], [[0, 1], [1], [1]], ["linalg.index", "arith.cmpf", "arith.minimumf",
                  "arith.select"], [4096, 4096], n_in=1)
     p = generic_params({"id": "generic_0", "loops": amin}, 512, 2)

@@ -361,6 +361,24 @@ def transposed_input_loop(loops: dict, vdim: int) -> int | None:
     return None
 
 
+#: rows per tile of an elementwise op with a vector broadcast along its rows
+ROW_BLOCK = 4
+
+
+def broadcast_row_loop(loops: dict, vdim: int) -> int | None:
+    """The output's next-to-innermost loop when an input reads along the vector loop `vdim` but not along
+    it (a row vector broadcast over the rows) and it has at least ROW_BLOCK iterations; else None."""
+    out_dims = loops["operand_dims"][-1]
+    domain = loops.get("domain") or []
+    if len(out_dims) < 2 or out_dims[-1] != vdim or out_dims[-2] < 0:
+        return None
+    row = out_dims[-2]
+    if loops["iterators"][row] != "parallel" or not row < len(domain) or domain[row] < ROW_BLOCK:
+        return None
+    inputs = loops["operand_dims"][:loops.get("num_inputs") or 0]
+    return row if any(vdim in dims and row not in dims for dims in inputs) else None
+
+
 def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str, Any] | None:
     """pipelines/cpu/generic.py parameters for one op (None: no loop structure known)."""
     loops = op.get("loops")
@@ -424,6 +442,12 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
                   for d in range(len(domain))]
         if any(blocks):
             params["cache_tile"] = blocks
+    row = broadcast_row_loop(loops, vdim) if kind == "elementwise" and across is None and extent > 1 else None
+    if row is not None:
+        # rows of a vector broadcast along them (a batch norm's scale and shift): ROW_BLOCK rows per tile,
+        # each broadcast vector loaded once per block instead of once per row (batch_norm1d 1024x4096
+        # 1t: 2.8 -> 1.6 ms)
+        tile[row] = ROW_BLOCK
     outputs = loops["operand_dims"][loops.get("num_inputs") or 0:]
     partial = (kind == "reduction-inner" and vdim == len(iterators) - 1 and not BOOL_TYPES & element_types
                and iterators[vdim] == "reduction"

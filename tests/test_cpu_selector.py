@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fixture_io_flags, ok
+from conftest import do, fixture_io_flags, ok
 
 TORCHLIKE = Path(__file__).parent / "payloads" / "torchlike"
 PAYLOADS = sorted(p.name for p in TORCHLIKE.glob("*.mlir"))
@@ -389,3 +389,22 @@ def test_data_movement_schedules_apply_lower_and_match(ctx, monkeypatch, name, p
     ok(ctx, "apply cpu-lower")
     for threads in (1, 2):
         assert ok(ctx, f"run --check --threads {threads}").data["run"]["check"]["passed"]
+
+
+def test_new_generic_parameters_are_checked_in_one_line(ctx):
+    """split_reduction without threads, partial_steps without partial_reduction (or naming it), a
+    cache_tile of the wrong rank, gather on scalar loops: one-line errors, the session as it was."""
+    ok(ctx, f"load {TORCHLIKE / 'sum_all.mlir'}")
+    ok(ctx, "apply rewrite:tag-ops")
+    before = (ctx.session.cursor, ctx.session.current_sha)
+    spec = "pipelines/cpu/generic.py[gen=tile_vectorize]{op=generic_0 "
+    for params, words in (("split_reduction=1 tile=[1,32]", "threads"),
+                          ("tile=[1,32] partial_steps=[0]", "partial_reduction"),
+                          ("tile=[1,32] partial_reduction=1 partial_steps=[1]", "partial_steps"),
+                          ("tile=[1,32] cache_tile=[128]", "cache_tile"),
+                          ("tile=[] vector=0 gather=1", "gather")):
+        res = do(ctx, f"apply {spec}{params}}}")
+        assert not res.ok and "\n" not in res.error and words in res.error, (params, res.error)
+        assert (ctx.session.cursor, ctx.session.current_sha) == before
+    # the same op with valid ones applies
+    ok(ctx, f"apply {spec}tile=[1,32] threads=2 split=0 split_reduction=1 partial_reduction=1 cache_tile=[100,0]}}")

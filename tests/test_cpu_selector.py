@@ -335,9 +335,12 @@ def test_gathers_transposes_and_long_outer_reductions_are_tiled_for_them():
     flip = loops(["parallel", "parallel"], [[0, 1]], ["linalg.index", "linalg.index", "arith.subi", "tensor.extract",
                  "linalg.yield"], [4096, 4096], n_in=0)
     assert classify(flip) == "scalar" and generic_params({"id": "generic_0", "loops": flip}, 512, 1)["vector"] == 0
-    transpose = loops(["parallel", "parallel"], [[1, 0], [0, 1]], ["linalg.yield"], [4096, 1000])
+    transpose = loops(["parallel", "parallel"], [[1, 0], [0, 1]], ["linalg.yield"], [4096, 1024])
     p = generic_params({"id": "transpose_0", "loops": transpose}, 512, 1)
     assert p["tile"] == [16, 16] and p["cache_tile"] == [128, 128]
+    # 1000 = 125 x 8: half-width tiles along it rather than a masked tail
+    transpose["domain"] = [4096, 1000]
+    assert generic_params({"id": "transpose_0", "loops": transpose}, 512, 1)["tile"] == [16, 8]
     copy = loops(["parallel", "parallel"], [[0, 1], [0, 1]], ["linalg.yield"], [4096, 1000])
     p = generic_params({"id": "generic_0", "loops": copy}, 512, 1)
     assert p["tile"] == [1, 32] and "cache_tile" not in p

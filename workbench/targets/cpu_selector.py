@@ -204,6 +204,13 @@ def _decomposed_params(loops: dict, roles: dict, block: int | None, extent: list
     return {"tile": tile, "interchange": interchange, "decompose": 1}
 
 
+def _whole_tile(extent: int, lanes: int) -> int:
+    """`lanes`, or half of it where that divides `extent` and `lanes` does not; the extent if smaller."""
+    if extent <= lanes:
+        return extent
+    return lanes // 2 if extent % lanes and extent % (lanes // 2) == 0 else lanes
+
+
 def _divisor_at_most(n: int, limit: int) -> int:
     return max(d for d in range(1, limit + 1) if n % d == 0)
 
@@ -436,8 +443,10 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
     if across is not None:
         # a transpose: lanes x lanes blocks (a transposed tile read by rows, shuffled, written by rows)
         # inside TRANSPOSE_BLOCK-square blocks
-        tile[vdim] = min(lanes, extent)
-        tile[across] = min(lanes, domain[across])
+        # (a tile that divides its loop where one of at least half the lanes does: a masked 2-D tail costs
+        # more than the smaller transposes, as permute_4d's 56-wide rows showed)
+        tile[vdim] = _whole_tile(extent, lanes)
+        tile[across] = _whole_tile(domain[across], lanes)
         blocks = [TRANSPOSE_BLOCK if d in (vdim, across) and domain[d] > TRANSPOSE_BLOCK else 0
                   for d in range(len(domain))]
         if any(blocks):

@@ -411,3 +411,17 @@ def test_new_generic_parameters_are_checked_in_one_line(ctx):
         assert (ctx.session.cursor, ctx.session.current_sha) == before
     # the same op with valid ones applies
     ok(ctx, f"apply {spec}tile=[1,32] threads=2 split=0 split_reduction=1 partial_reduction=1 cache_tile=[100,0]}}")
+
+
+def test_a_slice_of_a_concatenation_reads_the_operand_it_lies_in(ctx):
+    """`select` prepares with lh-fold-slices-of-concat: a slice within one operand reads that operand
+    (offset shifted), one across operands keeps the concatenation; both match the reference."""
+    ok(ctx, f"load {TORCHLIKE.parent / 'concat_slice.mlir'}")
+    res = ok(ctx, "select --apply")
+    assert "pass lh-fold-slices-of-concat" in res.data["prepared"]
+    ir_text = ctx.session.ir_at(1)
+    assert "tensor.extract_slice %arg1[0, 5] [8, 10] [1, 1]" in ir_text
+    assert ir_text.count("tensor.concat") == 1 and ir_text.count("tensor.extract_slice") == 2
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]

@@ -144,13 +144,18 @@ class CpuTarget(Target):
     #: zero element") keep an op scalar, and fusion spreads them into every consumer (a whole batch norm)
     DROP_BODY_ASSERTS = "pass lh-drop-body-asserts"
 
+    #: a slice of a concatenation that lies within one operand reads that operand (bufferized, the
+    #: concatenation is a copy of every operand): workbench/worker/cpu/slices.py
+    FOLD_SLICES_OF_CONCAT = "pass lh-fold-slices-of-concat"
+
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
         """Upstream's elementwise fusion when the payload has linalg.generic ops that could chain (two or
         more): torch-mlir writes every pointwise op (and each step of a decomposed softmax, norm or
         activation) as its own generic, each a pass over memory into a fresh buffer. Before it, the
         runtime checks in linalg bodies are dropped (a no-op step, then left out, where there are none)."""
         generics = sum(1 for op in info.get("ops", []) if op.get("op") == "linalg.generic")
-        return [self.DROP_BODY_ASSERTS, self.FUSE_ELEMENTWISE] if generics >= 2 else [self.DROP_BODY_ASSERTS]
+        first = [self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS]
+        return first + [self.FUSE_ELEMENTWISE] if generics >= 2 else first
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """One entry per op the shipped schedules handle, each with its own shape's parameters (given

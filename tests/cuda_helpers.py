@@ -31,9 +31,11 @@ def ptx_of(ir: str) -> str:
 
 
 def lowered_host_calls(ir: str) -> dict[str, int]:
-    """How often the lowered host code calls each MLIR GPU runtime function (mgpu*)."""
+    """How often the lowered host code calls each MLIR GPU runtime function (mgpu*) and the kept-buffer
+    helpers of lh-cache-gpu-temporaries (lh_cached_gpu_alloc / _free; their own bodies not counted)."""
     calls: dict[str, int] = {}
-    for name in re.findall(r"llvm\.call @(mgpu\w+)", ir):
+    ir = re.sub(r"llvm\.func @lh_cached_gpu_\w+\(.*?\n  \}", "", ir, flags=re.S)
+    for name in re.findall(r"llvm\.call @(mgpu\w+|lh_cached_gpu_\w+)", ir):
         calls[name] = calls.get(name, 0) + 1
     return calls
 

@@ -82,14 +82,16 @@ def test_selector_path_runs_checked(ctx, monkeypatch, name, threads):
     monkeypatch.setattr(cpu, "host_machine", lambda: machine)
     monkeypatch.setattr(cpu_selector, "MIN_PARALLEL_WORK", 0)   # small payloads: split them anyway
     ok(ctx, f"load {TORCHLIKE / name}")
-    generics_before = sum(1 for o in ctx.session.inspect()["ops"] if o["op"] == "linalg.generic")
+    ops_before = ctx.session.inspect()["ops"]
+    generics_before = sum(1 for o in ops_before if o["op"] == "linalg.generic")
+    fuses = generics_before >= 2 or any("math.fpowi" in o["loops"]["body"] for o in ops_before)
     res = ok(ctx, "select --apply")
     selections = res.data["selections"]
-    # the preparation (elementwise fusion) comes first when there are generics to chain; the selection is
-    # for the IR it leaves
+    # the preparation (elementwise fusion, integer powers expanded) comes first when there are generics to
+    # chain or powers to expand; the selection is for the IR it leaves
     prepared = res.data["prepared"]
     assert [p for p in prepared if p != "pass lh-drop-body-asserts"] == (["pass lh-fuse-elementwise"]
-                        if generics_before >= 2 else []) or (prepared == [] and generics_before >= 2)
+                        if fuses else []) or (prepared == [] and fuses)
     info = ctx.session.inspect(len(prepared))
     assert selections[-1]["schedule"].startswith("pipelines/cpu/finish.py")
     # one configured step per linalg op (fills go with their consumer), each naming its own op
@@ -113,6 +115,34 @@ def test_selector_path_runs_checked(ctx, monkeypatch, name, threads):
         assert "mlirAsyncRuntime" in ctx.session.current_ir
     run = ok(ctx, "run --check").data["run"]
     assert run["check"]["passed"]
+
+
+def test_an_integer_power_in_a_lone_op_is_expanded_and_vectorized(ctx, tmp_path):
+    """torch's gelu (tanh form) is ONE generic with x ** 3 (`math.fpowi`), which keeps an op scalar: the
+    preparation expands it into multiplications (no fusion needed) and the op is vectorized."""
+    p = tmp_path / "cube.mlir"
+    p.write_text("""#map = affine_map<(d0, d1) -> (d0, d1)>
+func.func @cube(%x: tensor<256x512xf32>) -> tensor<256x512xf32> {
+  %c3 = arith.constant 3 : i64
+  %e = tensor.empty() : tensor<256x512xf32>
+  %y = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<256x512xf32>) outs(%e : tensor<256x512xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %p = math.fpowi %in, %c3 : f32, i64
+    %t = math.tanh %p : f32
+    linalg.yield %t : f32
+  } -> tensor<256x512xf32>
+  return %y : tensor<256x512xf32>
+}""")
+    ok(ctx, f"load {p}")
+    res = ok(ctx, "select --apply")
+    assert "pass lh-fuse-elementwise" in res.data["prepared"]
+    generic = next(e["params"] for e in res.data["selections"] if "generic.py" in e["schedule"])
+    assert generic["vector"] == 1, generic
+    assert "math.fpowi" not in ctx.session.current_ir and "vector." in ctx.session.current_ir
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]
 
 
 def test_select_without_apply_shows_the_preparation_and_changes_nothing(ctx):

@@ -432,9 +432,10 @@ def test_mlp_select_configures_each_matmul(ctx):
     assert ir.count("gpu.launch ") == 3 and "linalg.matmul" not in ir
     ok(ctx, "apply cuda-lower{chip=sm_90a}")
     ptx = ptx_of(ctx.session.current_ir)
-    # three scheduled kernels with 4x4 register tiles and a K step of 32 (unrolled FMAs) + the naive
-    # kernels of the bias adds and relus
-    assert ptx.count("fma.rn.f32") >= 3 * 4 * 4 * 32
+    # three scheduled kernels, each with its register tile and K step unrolled into FMAs (+ the naive
+    # kernels of the bias adds and relus)
+    unrolled = sum(e["params"]["thread_m"] * e["params"]["thread_n"] * e["params"]["block_k"] for e in entries)
+    assert ptx.count("fma.rn.f32") >= unrolled >= 3 * 2 * 2 * 16
 
 
 def test_two_f16_matmuls_get_their_own_wgmma_tiles(ctx, tmp_path):
@@ -480,9 +481,11 @@ def test_softmax_lowers_to_gpu_binary(ctx):
     assert ir.count("gpu.binary @") >= 4  # fills, max, exp, sum, divide: one kernel each
     ptx = ptx_of(ir)
     assert "ex2.approx" in ptx and "__nv_" not in ptx  # exp without libdevice
-    # the temporaries (row max, row sum) live on the device and are freed again
+    # the temporaries (the row statistics) live on the device, allocated once per process and kept
+    # (lh-cache-gpu-temporaries); the wrapper's device copies of the arguments are allocated and freed
     calls = lowered_host_calls(ir)
-    assert calls["mgpuMemAlloc"] == calls["mgpuMemFree"] >= 2 + 2, calls
+    assert calls["lh_cached_gpu_alloc"] == calls["lh_cached_gpu_free"] >= 1, calls
+    assert calls["mgpuMemAlloc"] == calls["mgpuMemFree"] >= 2, calls
 
 
 def test_unscheduled_payload_is_mapped_naively(ctx):

@@ -182,3 +182,21 @@ def test_gpu_tf32_matches_numpy_within_tf32_rounding(ctx, tmp_path, params):
     want = c + a @ b
     err = np.abs(as_float64(load_npys(tmp_path / "o", "output")[0]) - want).max() / np.abs(want).max()
     assert 1e-7 < err < 5e-3, err  # not exact f32 (TF32 was used), within TF32's rounding
+
+
+@pytest.mark.parametrize("m,n,k", [(128, 512, 256), (128, 128, 512), (4096, 64, 64), (2048, 2048, 2048)])
+def test_simt_tiles_fill_the_multiprocessors(m, n, k):
+    """matmul_simt's tile: the largest that still gives each of the 132 SMs a block, else the one with
+    the most blocks; a 64 x 64 tile where it already fills them; every tile divides M and N and has
+    at least 32 threads."""
+    mm = cuda_matmul_module()
+    gen, params = mm.select_one_of_many(m, n, k, "f32", "sm_90a", sms=132)
+    assert gen == "matmul_simt"
+    bm, bn = params["block_m"], params["block_n"]
+    blocks = (m // bm) * (n // bn)
+    assert m % bm == 0 and n % bn == 0 and (bm // params["thread_m"]) * (bn // params["thread_n"]) >= 32
+    if (m // 64) * (n // 64) >= 132:
+        assert (bm, bn) == (64, 64)
+    else:
+        assert blocks >= 132 or (bm, bn) == (16, 16), (bm, bn, blocks)
+    mm.matmul_simt(**params)  # a valid configuration

@@ -232,3 +232,59 @@ def test_small_constants_are_device_globals(ctx):
     assert m, ptx_of(ir)[:2000]
     assert bytes(int(b) for b in m.group(2).split(", ")) == weights
     assert struct.unpack("<f", weights[:4])[0] == 0.5
+
+
+def test_results_are_written_straight_into_the_outputs(ctx, tmp_path):
+    """The row chain has two results; the GPU wrapper hands both output buffers to the entry (no
+    device allocation or copy in the timed call), for several payloads in one compile worker."""
+    for r1, r2, n in ((3, 5, 37), (7, 3, 8), (5, 1, 1000), (3, 1, 6000)):
+        p = tmp_path / f"chain_{r1}_{r2}_{n}.mlir"
+        p.write_text(CHAIN.format(r1=r1, r2=r2, n=n))
+        ok(ctx, f"load {p}")
+        ok(ctx, "target cuda")
+        ok(ctx, "select --apply")
+        ok(ctx, "bench")
+        ok(ctx, "apply cuda-lower{chip=sm_90a}")
+        timed = _host_code(ctx.session.current_ir, "_lh_device_call")
+        assert "llvm.call @chain(" in timed
+        assert "mgpuMemAlloc" not in timed and "mgpuMemcpy" not in timed, timed
+
+
+@pytest.fixture(scope="module")
+def fake_h100_driver(tmp_path_factory):
+    """tests/fake_libcuda.c built into a shared library (skips without a C compiler)."""
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler for the stand-in CUDA driver")
+    lib = tmp_path_factory.mktemp("fake_driver") / "libcuda_fake.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(ROOT / "tests" / "fake_libcuda.c")], check=True)
+    return lib
+
+
+def test_run_does_its_compile_side_work_in_one_worker(fake_h100_driver, tmp_path, monkeypatch):
+    """`run --target cuda --check` on a machine whose (stand-in) driver reports an H100: the wrapper,
+    cuda-lower and the check's reference are built for payload after payload in one compile worker,
+    and only the run worker (no real driver to load) fails. The GPU wrapper once erased ops it still
+    held handles to, so the compile worker crashed (SIGSEGV) on the third payload of this loop."""
+    from workbench.commands import CommandContext, default_registry
+    from workbench.session import Session
+
+    monkeypatch.setenv("LH_WORKBENCH_LIBCUDA", str(fake_h100_driver))
+    monkeypatch.setenv("LH_WORKBENCH_STATE_DIR", str(tmp_path / "state"))
+    session = Session()
+    try:
+        ctx = CommandContext(session, default_registry())
+        for r1, r2, n in ((3, 5, 37), (7, 3, 8), (5, 1, 1000), (2, 3, 4096), (3, 1, 6000)):
+            p = tmp_path / f"chain_{r1}_{r2}_{n}.mlir"
+            p.write_text(CHAIN.format(r1=r1, r2=r2, n=n))
+            for line in (f"load {p}", "target cuda", "select --apply"):
+                ok(ctx, line)
+            res = ctx.registry.dispatch("run --target cuda --check --iterations 2", ctx)
+            # the failure comes from running (`run failed: ...`: the run worker dies, or on a machine with
+            # a GPU the runtime's calls reach the stand-in), never from preparing the run
+            assert res.ok or res.error.startswith("run failed: "), (n, res.error, res.detail)
+    finally:
+        session.close()

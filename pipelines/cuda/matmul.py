@@ -612,16 +612,32 @@ def select_one_of_many(m: int, n: int, k: int, dtype: str = "f32", chip: str = "
     """`select` for one matmul of a payload with several: a generator of PER_OP (matmul_simt where
     `select` would pick a whole-module schedule)."""
     gen, params = select(m, n, k, dtype, chip, in_dtype, sms)
-    return (gen, params) if gen in PER_OP else ("matmul_simt", _simt_params(m, n, k))
+    return (gen, params) if gen in PER_OP else ("matmul_simt", _simt_params(m, n, k, sms))
 
 
-def _simt_params(m: int, n: int, k: int) -> dict:
+#: matmul_simt's block tiles, largest first (each capped by what divides M and N)
+SIMT_TILES = ((64, 64), (32, 64), (64, 32), (32, 32), (16, 32), (32, 16), (16, 16))
+
+
+def _simt_params(m: int, n: int, k: int, sms: int = 132) -> dict:
+    """The largest block tile that still gives every multiprocessor a block, else the one that gives
+    the most blocks: a small matmul (the 128 x 512 layers of examples/mlp.mlir) in 64 x 64 tiles is 16
+    blocks on 132 SMs, each walking all of K alone."""
     # measured on the H100 (2048^3 f32): block_k=32 with 4x4 thread tiles 10.6 TFLOP/s, block_k=16 5.2
-    bm = _largest_divisor(m, (64, 32, 16, 8, 4, 2))
-    bn = _largest_divisor(n, (64, 32, 16, 8, 4, 2))
     bk = _largest_divisor(k, (32, 16, 8, 4, 2))
-    tm = _largest_divisor(bm, (4, 2))
-    tn = _largest_divisor(bn, (4, 2))
+    best = None
+    for cap_m, cap_n in SIMT_TILES:
+        bm = _largest_divisor(m, tuple(c for c in (64, 32, 16, 8, 4, 2) if c <= cap_m))
+        bn = _largest_divisor(n, tuple(c for c in (64, 32, 16, 8, 4, 2) if c <= cap_n))
+        blocks = -(-m // bm) * -(-n // bn)
+        if best is None or blocks > best[2]:
+            best = (bm, bn, blocks)
+        if blocks >= sms:
+            break
+    bm, bn, _ = best
+    # 4 x 4 outputs a thread in tiles of 32 and more, 2 x 2 below (a 16 x 16 tile is still 64 threads)
+    tm = _largest_divisor(bm, (4, 2) if bm >= 32 else (2,))
+    tn = _largest_divisor(bn, (4, 2) if bn >= 32 else (2,))
     return {"block_m": bm, "block_n": bn, "block_k": bk, "thread_m": tm, "thread_n": tn, "vectorize": True}
 
 
@@ -675,4 +691,4 @@ def select(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_d
                                         "thread_k": 4, "stages": 2}
         return "matmul_simt_smem", {"block_m": 64, "block_n": 64, "block_k": 16, "thread_m": 4, "thread_n": 4,
                                     "thread_k": 4, "stages": 3}
-    return "matmul_simt", _simt_params(m, n, k)
+    return "matmul_simt", _simt_params(m, n, k, sms)

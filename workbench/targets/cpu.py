@@ -152,10 +152,15 @@ class CpuTarget(Target):
         """Upstream's elementwise fusion when the payload has linalg.generic ops that could chain (two or
         more): torch-mlir writes every pointwise op (and each step of a decomposed softmax, norm or
         activation) as its own generic, each a pass over memory into a fresh buffer. Before it, the
-        runtime checks in linalg bodies are dropped (a no-op step, then left out, where there are none)."""
-        generics = sum(1 for op in info.get("ops", []) if op.get("op") == "linalg.generic")
+        runtime checks in linalg bodies are dropped and slices of concatenations read the operand they lie
+        in (no-op steps, then left out, where there is nothing to do). The fusion step also expands integer
+        powers (torch's x ** 3) into multiplications, which a lone op needs too: `math.fpowi` keeps its op
+        scalar."""
+        ops = info.get("ops", [])
+        generics = sum(1 for op in ops if op.get("op") == "linalg.generic")
+        powers = any("math.fpowi" in (op.get("loops") or {}).get("body", []) for op in ops)
         first = [self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS]
-        return first + [self.FUSE_ELEMENTWISE] if generics >= 2 else first
+        return first + [self.FUSE_ELEMENTWISE] if generics >= 2 or powers else first
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """One entry per op the shipped schedules handle, each with its own shape's parameters (given

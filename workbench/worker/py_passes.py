@@ -250,6 +250,12 @@ llvm.func @{STREAM_GETTER}() -> !llvm.ptr {{
         op.erase()
 
 
+def _cache_gpu_temporaries(module, options: dict) -> None:
+    from workbench.worker.cuda.cached_allocs import DEFAULT_MAX_MIB, cache_temporaries
+
+    cache_temporaries(module, int(options.get("max-mib", DEFAULT_MAX_MIB)))
+
+
 #: name -> (function(module, options), help)
 PASSES: dict[str, tuple[Callable, str]] = {
     "lh-gpu-device-wrapper": (_device_wrapper, "benchmark wrapper -> GPU form (device buffers, copies outside the timed region)"),
@@ -272,6 +278,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-blas-matmuls": (_blas_matmuls, "every plain f32 linalg.matmul on contiguous memrefs -> cblas_sgemm (the check's reference; no-op without a BLAS)"),
     "lh-xegpu-spirv-binary": (_xegpu_spirv_binary, "gpu.module of XeVM kernels -> gpu.binary of SPIR-V via llvm-as + the llvm-spirv translator {spirv-ext=+SPV_INTEL_...} (no SPIR-V backend in the wheels)"),
     "lh-reuse-gpu-stream": (_reuse_gpu_stream, "after the NVVM lowering: one CUDA stream per process (created once, kept in a global) instead of a stream created and destroyed in every host call"),
+    "lh-cache-gpu-temporaries": (_cache_gpu_temporaries, "after the NVVM lowering: device buffers a host block allocates and frees (mgpuMemAlloc/mgpuMemFree) are allocated once per alloc site and kept {max-mib=4096: kept bytes, all sites}: no cuMemAlloc, and no cuMemFree that waits for the device, in each call (workbench/worker/cuda/cached_allocs.py)"),
     "lh-nvvm-lower": (_nvvm_lower, "gpu-lower-to-nvvm-pipeline for {chip=auto|sm_NN features=+ptx80 format=isa opt-level=3}"),
 }
 

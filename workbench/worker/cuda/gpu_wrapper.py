@@ -125,9 +125,10 @@ def forward_result_buffers(call_wrapper) -> int:
     block = call_wrapper.regions[0].blocks[0]
     args = list(block.arguments)
     forwarded = 0
-    for op in list(block.operations):
-        if op.name != "memref.alloc" or len(op.operands):
-            continue
+    # the allocs are listed before anything is erased: a handle to an op erased later (a copy, a
+    # dealloc) dangles, and reading it crashes the process (the bindings keep no live-op map)
+    allocs = [op for op in block.operations if op.name == "memref.alloc" and not len(op.operands)]
+    for op in allocs:
         buf = op.results[0]
         uses = [u.owner for u in buf.uses]
         calls = [u for u in uses if u.name == "func.call"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import fixture_io_flags, ok
+from conftest import do, fixture_io_flags, ok
 
 TORCHLIKE = Path(__file__).parent / "payloads" / "torchlike"
 PAYLOADS = sorted(p.name for p in TORCHLIKE.glob("*.mlir"))
@@ -314,5 +314,144 @@ func.func @main(%m: tensor<8192xi1>) -> tensor<i64> {
     assert not any(e["params"].get("partial_reduction", -1) >= 0 for e in res.data["selections"]
                    if "generic.py" in e["schedule"])
     ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]
+
+
+def test_thread_split_gives_every_core_a_chunk():
+    """The loop split over threads: the outermost parallel loop with a chunk per core (not a batch dim of
+    2 on 16 cores), else a reduction loop split into partial results (a whole-tensor sum has no parallel
+    loop), else the outermost parallel loop with more than one iteration; a contraction never splits its
+    reduction."""
+    from workbench.targets.cpu_selector import generic_params, thread_split
+
+    def loops(iterators, operand_dims, body, domain):
+        return {"iterators": iterators, "operand_dims": operand_dims, "body": body, "projected": True,
+                "num_inputs": len(operand_dims) - 1, "domain": domain}
+
+    small_batch = loops(["parallel", "parallel"], [[0, 1], [0, 1]], ["arith.addf"], [2, 4096])
+    assert thread_split(small_batch, "elementwise", 16) == (16, 1, 0)
+    assert thread_split(small_batch, "elementwise", 2) == (2, 0, 0)
+    total = loops(["reduction", "reduction"], [[0, 1], []], ["arith.addf"], [300, 520])
+    assert thread_split(total, "reduction-inner", 4) == (4, 0, 1)
+    assert thread_split(total, "reduction-inner", 1) == (1, 0, 0)
+    p = generic_params({"id": "generic_0", "loops": total}, 512, 4)
+    assert p["split_reduction"] == 1 and p["threads"] == 4 and p["partial_reduction"] == 1
+    # two results (a min with its index): no combiner to merge partial results: no reduction split
+    argmin = loops(["reduction"], [[0], [], []], ["arith.cmpf", "arith.select"], [100000])
+    assert thread_split(argmin, "reduction-by-steps", 4) == (1, 0, 0)
+    # a matmul-like contraction with tiny M, N: folded tiles, the reduction stays whole
+    skinny = loops(["parallel", "parallel", "reduction"], [[0, 2], [2, 1], [0, 1]], ["arith.mulf", "arith.addf"],
+                   [1, 16, 8192])
+    assert "split_reduction" not in generic_params({"id": "generic_0", "loops": skinny}, 512, 4)
+
+
+def test_gathers_transposes_and_long_outer_reductions_are_tiled_for_them():
+    """A gather with index arithmetic is vectorized (vectorize_nd_extract), a plain one (a flip) stays
+    scalar loops; a transposing copy takes lanes x lanes blocks inside cache blocks; a step-by-step
+    reduction over many long rows walks cache blocks."""
+    from workbench.targets.cpu_selector import classify, generic_params
+
+    def loops(iterators, operand_dims, body, domain, n_in=None):
+        return {"iterators": iterators, "operand_dims": operand_dims, "body": body, "projected": True,
+                "num_inputs": len(operand_dims) - 1 if n_in is None else n_in, "domain": domain}
+
+    pad = loops(["parallel", "parallel"], [[0, 1]], ["linalg.index", "linalg.index", "arith.index_cast", "arith.subi",
+                "math.absi", "arith.cmpi", "arith.subi", "arith.select", "arith.index_cast", "tensor.extract",
+                "linalg.yield"], [64, 102], n_in=0)
+    assert classify(pad) == "gather"
+    p = generic_params({"id": "generic_0", "loops": pad}, 512, 1)
+    assert p["gather"] == 1 and p["vector"] == 1 and p["tile"] == [1, 32]
+    flip = loops(["parallel", "parallel"], [[0, 1]], ["linalg.index", "linalg.index", "arith.subi", "tensor.extract",
+                 "linalg.yield"], [4096, 4096], n_in=0)
+    assert classify(flip) == "scalar" and generic_params({"id": "generic_0", "loops": flip}, 512, 1)["vector"] == 0
+    transpose = loops(["parallel", "parallel"], [[1, 0], [0, 1]], ["linalg.yield"], [4096, 1024])
+    p = generic_params({"id": "transpose_0", "loops": transpose}, 512, 1)
+    assert p["tile"] == [16, 16] and p["cache_tile"] == [128, 128]
+    # 1000 = 125 x 8: half-width tiles along it rather than a masked tail
+    transpose["domain"] = [4096, 1000]
+    assert generic_params({"id": "transpose_0", "loops": transpose}, 512, 1)["tile"] == [16, 8]
+    copy = loops(["parallel", "parallel"], [[0, 1], [0, 1]], ["linalg.yield"], [4096, 1000])
+    p = generic_params({"id": "generic_0", "loops": copy}, 512, 1)
+    assert p["tile"] == [1, 32] and "cache_tile" not in p
+    # a row vector broadcast over the rows (a batch norm's scale): blocks of rows share its loads
+    scale = loops(["parallel", "parallel"], [[0, 1], [1], [0, 1]], ["arith.mulf"], [1024, 4096])
+    assert generic_params({"id": "generic_0", "loops": scale}, 512, 1)["tile"] == [4, 32]
+    amin = loops(["reduction", "parallel"], [[0, 1], [1], [1]], ["linalg.index", "arith.cmpf", "arith.minimumf",
+                 "arith.select"], [4096, 4096], n_in=1)
+    p = generic_params({"id": "generic_0", "loops": amin}, 512, 2)
+    assert p["split"] == 1 and p["cache_tile"] == [128, 512] and p["interchange"] == [1, 0]
+    short = loops(["reduction", "parallel"], [[0, 1], [1], [1]], ["linalg.index", "arith.cmpf", "arith.minimumf",
+                  "arith.select"], [100, 4096], n_in=1)
+    assert "cache_tile" not in generic_params({"id": "generic_0", "loops": short}, 512, 1)
+    # a sum over H x W with short rows: one partial vector across both loops (H one step at a time)
+    hw = loops(["parallel", "reduction", "reduction"], [[0, 1, 2], [0]], ["arith.addf"], [1024, 56, 56])
+    p = generic_params({"id": "generic_0", "loops": hw}, 512, 1)
+    assert p["tile"] == [1, 1, 56] and p["partial_reduction"] == 2 and p["partial_steps"] == [1]
+    # too many elements per output for one running vector (f32 rounding): rows summed one by one
+    long_hw = loops(["parallel", "reduction", "reduction"], [[0, 1, 2], [0]], ["arith.addf"], [16, 8, 3136])
+    p = generic_params({"id": "generic_0", "loops": long_hw}, 512, 1)
+    assert p["partial_reduction"] == 2 and "partial_steps" not in p
+
+
+@pytest.mark.parametrize("name, params, marker", [
+    ("sum_all.mlir", {"split_reduction": 1, "threads": 2}, "memref<2xf32>"),      # partial sums, one per thread
+    ("amin_rows.mlir", {"cache_tile": [128, 512], "threads": 2}, "scf.forall"),
+    ("transpose_2d.mlir", {"cache_tile": [128, 128]}, "x{lanes}xf32>"),   # lanes x lanes blocks
+    ("reflect_pad.mlir", {"gather": 1, "vector": 1}, "vector.gather"),
+    ("mean_hw.mlir", {"partial_reduction": 3, "partial_steps": [2]}, "vector<24xf32>"),   # rows of 24: one vector
+])
+def test_data_movement_schedules_apply_lower_and_match(ctx, monkeypatch, name, params, marker):
+    """Each new mechanism through the whole path on 2 threads: selected with its parameters, visible in
+    the scheduled IR, lowered, run and checked against the unscheduled reference."""
+    import dataclasses
+
+    import workbench.targets.cpu as cpu
+    from workbench.targets import cpu_selector
+
+    machine = dataclasses.replace(cpu.host_machine(), usable_cpus=2)
+    monkeypatch.setattr(cpu, "host_machine", lambda: machine)
+    monkeypatch.setattr(cpu_selector, "MIN_PARALLEL_WORK", 0)
+    lanes = max(machine.vector_bits // 32, 4)
+    ok(ctx, f"load {TORCHLIKE / name}")
+    selections = ok(ctx, "select --apply").data["selections"]
+    generic = [e["params"] for e in selections if "generic.py" in e["schedule"]]
+    assert any(all(g.get(k) == v for k, v in params.items()) for g in generic), generic
+    assert marker.format(lanes=lanes) in ctx.session.current_ir
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    for threads in (1, 2):
+        assert ok(ctx, f"run --check --threads {threads}").data["run"]["check"]["passed"]
+
+
+def test_new_generic_parameters_are_checked_in_one_line(ctx):
+    """split_reduction without threads, partial_steps without partial_reduction (or naming it), a
+    cache_tile of the wrong rank, gather on scalar loops: one-line errors, the session as it was."""
+    ok(ctx, f"load {TORCHLIKE / 'sum_all.mlir'}")
+    ok(ctx, "apply rewrite:tag-ops")
+    before = (ctx.session.cursor, ctx.session.current_sha)
+    spec = "pipelines/cpu/generic.py[gen=tile_vectorize]{op=generic_0 "
+    for params, words in (("split_reduction=1 tile=[1,32]", "threads"),
+                          ("tile=[1,32] partial_steps=[0]", "partial_reduction"),
+                          ("tile=[1,32] partial_reduction=1 partial_steps=[1]", "partial_steps"),
+                          ("tile=[1,32] cache_tile=[128]", "cache_tile"),
+                          ("tile=[] vector=0 gather=1", "gather")):
+        res = do(ctx, f"apply {spec}{params}}}")
+        assert not res.ok and "\n" not in res.error and words in res.error, (params, res.error)
+        assert (ctx.session.cursor, ctx.session.current_sha) == before
+    # the same op with valid ones applies
+    ok(ctx, f"apply {spec}tile=[1,32] threads=2 split=0 split_reduction=1 partial_reduction=1 cache_tile=[100,0]}}")
+
+
+def test_a_slice_of_a_concatenation_reads_the_operand_it_lies_in(ctx):
+    """`select` prepares with lh-fold-slices-of-concat: a slice within one operand reads that operand
+    (offset shifted), one across operands keeps the concatenation; both match the reference."""
+    ok(ctx, f"load {TORCHLIKE.parent / 'concat_slice.mlir'}")
+    res = ok(ctx, "select --apply")
+    assert "pass lh-fold-slices-of-concat" in res.data["prepared"]
+    ir_text = ctx.session.ir_at(1)
+    assert "tensor.extract_slice %arg1[0, 5] [8, 10] [1, 1]" in ir_text
+    assert ir_text.count("tensor.concat") == 1 and ir_text.count("tensor.extract_slice") == 2
+    ok(ctx, "bench warmup=1 iterations=2")
     ok(ctx, "apply cpu-lower")
     assert ok(ctx, "run --check").data["run"]["check"]["passed"]

@@ -48,6 +48,10 @@ PARAMS = {
     "partial_reduction": {"min": -1, "help": "an inner reduction's loop (its index; -1: none) taken tile by tile into a vector of partial results (tile_reduction_using_for), reduced once per output at the end instead of once per tile"},
     "partial_chunk": {"min": 0, "help": "with partial_reduction: the reduction loop cut into chunks of this many iterations first, each summed into fresh partials (a two-level sum: rounding error ~ chunk/vector + extent/chunk, not extent/vector); 0: one running vector"},
     "folded_order": {"help": "with fold_unit_dims=1: the order of the folded tile's loops (empty: as they are), so that the output's innermost loop is the vector loop"},
+    "partial_steps": {"help": "with partial_reduction: other reduction loops (outer rows of the same sum: an instance norm's H of H x W) walked one step at a time inside the accumulation into the partial vector, reduced once per output instead of once per row (empty: each row summed into fresh partials)"},
+    "split_reduction": {"choices": [0, 1], "help": "1: loop `split` is a reduction loop, split over the `threads` chunks with partial results per chunk (tile_reduction_using_forall: a fill, the chunks' op, a combining op over the chunks' results): a reduction without a parallel loop (a whole-tensor sum) on every thread"},
+    "cache_tile": {"help": "block sizes per loop (0: unblocked) of a first tiling, before `tile`: loops over cache-sized blocks (a reduction over rows read a block of rows at a time; a transpose by square blocks); empty: none"},
+    "gather": {"choices": [0, 1], "help": "1: `tensor.extract` in the body is vectorized too (vectorize_nd_extract): a contiguous load where the index is affine in the vector loop, else a vector.gather (lowered to 1-D gathers)"},
 }
 
 
@@ -68,14 +72,16 @@ def match_one(op: str, handle: str = "%target") -> str:
             f"    transform.match.param.cmpi eq %{n}_count, %{n}_one : !transform.param<i64>\n")
 
 
-# applied to the op's own loop nest only (other ops' vector code, e.g. a matmul's, is left alone)
+# applied to the op's own loop nest only (other ops' vector code, e.g. a matmul's, is left alone); a
+# 16x16 f32 transpose (a transposing copy tiled by 16x16 blocks) becomes two-source shuffles (others:
+# element by element)
 VECTOR_CLEANUP = """    transform.apply_patterns to %scope {
       transform.apply_patterns.vector.lower_masked_transfers
       transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.vector.reduction_to_contract
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
       transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
-      transform.apply_patterns.vector.lower_transpose
+      transform.apply_patterns.vector.lower_transpose lowering_strategy = "shuffle_16x16"
       transform.apply_patterns.vector.lower_masks
       transform.apply_patterns.canonicalization
     } : !transform.any_op
@@ -85,7 +91,8 @@ VECTOR_CLEANUP = """    transform.apply_patterns to %scope {
 def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, threads: int = 1, split: int = 0,
                    interchange: list = [], fold_unit_dims: int = 0, contraction: int = 0,
                    folded_order: list = [], decompose: int = 0, remainder: list = [],
-                   partial_reduction: int = -1, partial_chunk: int = 0) -> str:
+                   partial_reduction: int = -1, partial_chunk: int = 0, gather: int = 0,
+                   cache_tile: list = [], split_reduction: int = 0, partial_steps: list = []) -> str:
     """The transform module (MLIR text) scheduling op `op`: one id, or a list of ids (ops of the same
     shape and kind, e.g. the same layer at every time step of an unrolled RNN) that all take these
     parameters: one step instead of one per op."""
@@ -95,7 +102,8 @@ def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, thread
     for i in ids:
         _check_id(i)
     body = _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, contraction, folded_order,
-                          decompose, remainder, partial_reduction, partial_chunk)
+                          decompose, remainder, partial_reduction, partial_chunk, gather, cache_tile,
+                          split_reduction, partial_steps)
     if len(ids) == 1:
         return transform_module(match_one(ids[0]) + body)
     # the schedule once, as a sequence applied to each op in turn
@@ -107,7 +115,8 @@ def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, thread
 
 
 def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, contraction, folded_order,
-                   decompose, remainder, partial_reduction, partial_chunk) -> str:
+                   decompose, remainder, partial_reduction, partial_chunk, gather=0, cache_tile=(),
+                   split_reduction=0, partial_steps=()) -> str:
     """The schedule of the op bound to %target (transform ops, one per line)."""
     tile = [int(t) for t in tile]
     interchange = [int(i) for i in interchange]
@@ -129,13 +138,27 @@ def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, co
     text = ""
     handle = "%target"
     scope = None
+    if split_reduction not in (0, 1) or (split_reduction and threads < 2):
+        raise ValueError("split_reduction is 0 or 1, and needs threads > 1")
     if threads > 1:
         counts = [0] * (split + 1)
         counts[split] = threads
-        text += (f"    %chunk, %forall = transform.structured.tile_using_forall %target num_threads {counts}"
-                 f" : ({a}) -> ({a}, {a})\n")
+        if split_reduction:
+            text += (f"    %chunks_fill, %chunk, %chunks_combine, %forall = transform.structured.tile_reduction_using_forall"
+                     f"" f" %target by num_threads = {counts} : ({a}) -> ({a}, {a}, {a}, {a})\n")
+        else:
+            text += (f"    %chunk, %forall = transform.structured.tile_using_forall %target num_threads {counts}"
+                     f" : ({a}) -> ({a}, {a})\n")
         handle = "%chunk"
         scope = "%forall"
+    cache_tile = [int(t) for t in cache_tile]
+    if cache_tile:
+        if len(cache_tile) != len(tile) or any(t < 0 for t in cache_tile):
+            raise ValueError(f"cache_tile needs one size >= 0 per loop ({len(tile)}), got {cache_tile}")
+        blocking, blocks = _tile(handle, cache_tile, [], "_block")
+        text += blocking
+        handle = "%tiled_block"
+        scope = scope or ("%loops_block#0" if blocks > 1 else "%loop_block" if blocks else None)
     if decompose:
         return text + _tile(handle, tile, interchange)[0] + _decompose_and_vectorize("%tiled", vector)
     if fold_unit_dims:
@@ -158,23 +181,31 @@ def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, co
                                                  cleanup=False)
         return text + (_window_cleanup("%func_rest", contraction) if vector else "")
     if partial_reduction >= 0:
-        return text + _partial_reduction(handle, tile, partial_reduction, vector, int(partial_chunk))
-    if partial_chunk:
-        raise ValueError("partial_chunk needs partial_reduction")
+        return text + _partial_reduction(handle, tile, partial_reduction, vector, int(partial_chunk),
+                                         [int(d) for d in partial_steps])
+    if partial_chunk or partial_steps:
+        raise ValueError("partial_chunk and partial_steps need partial_reduction")
     tiling, loops = _tile(handle, tile, interchange)
     if loops:
         text += tiling
         handle = "%tiled"
         scope = scope or ("%loops#0" if loops > 1 else "%loop")
+    if gather not in (0, 1) or (gather and not vector):
+        raise ValueError("gather is 0 or 1, and needs vector=1")
     if vector:
         if not tile or 0 in tile:
             raise ValueError("vector=1 needs a tile size for every loop (they are the vector sizes)")
-        text += f"    transform.structured.vectorize {handle} vector_sizes {tile} : {a}\n"
-        text += VECTOR_CLEANUP.replace("%scope", scope) if scope else ""
+        extract = " {vectorize_nd_extract}" if gather else ""
+        text += f"    transform.structured.vectorize {handle} vector_sizes {tile}{extract} : {a}\n"
+        cleanup = VECTOR_CLEANUP.replace("transform.apply_patterns.vector.lower_masks\n",
+                                         "transform.apply_patterns.vector.lower_masks\n"
+                                         "      transform.apply_patterns.vector.lower_gather\n") if gather else VECTOR_CLEANUP
+        text += cleanup.replace("%scope", scope) if scope else ""
     return text
 
 
-def _partial_reduction(handle: str, tile: list, loop: int, vector: int, chunk: int = 0) -> str:
+def _partial_reduction(handle: str, tile: list, loop: int, vector: int, chunk: int = 0,
+                       steps: list = ()) -> str:
     """An inner reduction: every loop but `loop` tiled as `tile` says (1: one output at a time), then
     `loop` by tile[loop] into a vector of partial results (transform.structured.tile_reduction_using_for:
     a fill, the partial op, the combining op), each vectorized: one horizontal reduction per output.
@@ -188,19 +219,34 @@ def _partial_reduction(handle: str, tile: list, loop: int, vector: int, chunk: i
         raise ValueError(f"partial_reduction={loop}: needs the index of a loop whose tile size is the vector width")
     if chunk and (chunk < 2 * tile[loop] or chunk % tile[loop]):
         raise ValueError(f"partial_chunk={chunk}: must be a multiple of the vector tile {tile[loop]}, at least twice it")
+    if loop in steps or any(not 0 <= d < len(tile) for d in steps):
+        raise ValueError(f"partial_steps={list(steps)}: loops of the op other than partial_reduction={loop}")
     outer = list(tile)
     outer[loop] = chunk
+    for d in steps:
+        outer[d] = 0   # walked inside the accumulation (below), not around it
     text, loops = _tile(handle, outer, [], "_rows")
     rows = "%tiled_rows" if loops else handle
     sizes = [0] * len(tile)
     sizes[loop] = tile[loop]
     vector_sizes = [t if i == loop else (t or 1) for i, t in enumerate(tile)]
-    text += (f"    %partial_fill, %partial, %combine, %k_loop = transform.structured.tile_reduction_using_for {rows}"
+    text += (f"    %partial_fill, %partial_op, %combine, %k_loop = transform.structured.tile_reduction_using_for {rows}"
              f" by tile_sizes = {sizes} : ({a}) -> ({a}, {a}, {a}, {a})\n")
+    partial = "%partial_op"
+    if steps:
+        # the other reduction loops one step at a time around each vector step of the partial op
+        step_tile = [1 if d in steps else 0 for d in range(len(tile))]
+        step_loops = len(steps)
+        names = f"%steps:{step_loops}" if step_loops > 1 else "%step"
+        text += (f"    %partial_step, {names} = transform.structured.tile_using_for %partial_op tile_sizes {step_tile}"
+                 f" : ({a}) -> ({', '.join([a] * (step_loops + 1))})\n")
+        partial = "%partial_step"
+        for d in steps:
+            vector_sizes[d] = 1
     if not vector:
         return text
     scope = "%loops_rows#0" if loops > 1 else ("%loop_rows" if loops else "%k_loop")
-    text += (f"    transform.structured.vectorize %partial vector_sizes {vector_sizes} : {a}\n"
+    text += (f"    transform.structured.vectorize {partial} vector_sizes {vector_sizes} : {a}\n"
              # the fill and the combining op have static shapes (every other loop tiled by 1): no sizes
              f"    transform.structured.vectorize %partial_fill : {a}\n"
              f"    transform.structured.vectorize %combine : {a}\n")

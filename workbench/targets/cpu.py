@@ -158,17 +158,23 @@ class CpuTarget(Target):
     #: the fast one: workbench/worker/cpu/matmul_layout.py
     PLAIN_MATMUL_LAYOUT = "pass lh-plain-matmul-layout"
 
+    #: a slice of a concatenation that lies within one operand reads that operand (bufferized, the
+    #: concatenation is a copy of every operand): workbench/worker/cpu/slices.py
+    FOLD_SLICES_OF_CONCAT = "pass lh-fold-slices-of-concat"
+
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
         """Upstream's elementwise fusion when the payload has linalg.generic ops that could chain (two or
         more): torch-mlir writes every pointwise op (and each step of a decomposed softmax, norm or
         activation) as its own generic, each a pass over memory into a fresh buffer. Before it, the
-        runtime checks in linalg bodies are dropped (a no-op step, then left out, where there are none).
-        The fusion step also expands integer powers (torch's x ** 3) into multiplications, which a lone op
-        needs too: `math.fpowi` keeps its op scalar."""
+        runtime checks in linalg bodies are dropped and slices of concatenations read the operand they lie
+        in (no-op steps, then left out, where there is nothing to do). The fusion step also expands integer
+        powers (torch's x ** 3) into multiplications, which a lone op needs too: `math.fpowi` keeps its op
+        scalar."""
         ops = info.get("ops", [])
         generics = sum(1 for op in ops if op.get("op") == "linalg.generic")
         powers = any("math.fpowi" in (op.get("loops") or {}).get("body", []) for op in ops)
-        steps = [self.DROP_BODY_ASSERTS, self.FUSE_ELEMENTWISE] if generics >= 2 or powers else [self.DROP_BODY_ASSERTS]
+        first = [self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS]
+        steps = first + [self.FUSE_ELEMENTWISE] if generics >= 2 or powers else first
         if any(op.get("kind") == "contraction" and op.get("op") != "linalg.generic" and op.get("dtype") == "f32"
                and op.get("in_dtype") in NARROW_FLOATS for op in ops):
             steps.append(self.WIDEN_CONTRACTION_INPUTS)

@@ -15,8 +15,12 @@ Classes (by structure, not by op name):
                channels instead (w tiled by 1)
   reduction-by-steps  reductions the vectorizer does not take as one (several results: a max with
                its index): the reduction loops tiled by 1 and folded, vectors along the outputs
-  scalar       anything else the vectorizer does not take (maps with floordiv/mod; bodies with asserts
-               or gathers): loops, split over threads
+  gather       all loops parallel, loads at computed indices (`tensor.extract`) with index arithmetic
+               around them (reflect pads, unfold, interpolation): vectorized like an elementwise op, the
+               loads as vector.gather (contiguous loads where the vectorizer sees the index affine in the
+               vector loop); plain gathers (embeddings, index_select, flips) stay scalar loops
+  scalar       anything else the vectorizer does not take (maps with floordiv/mod; bodies with asserts):
+               loops, split over threads
 """
 from __future__ import annotations
 
@@ -45,6 +49,10 @@ MIN_PARALLEL_WORK = 1 << 15
 #: inner reductions longer than twice this are summed chunk by chunk into fresh partial vectors (a
 #: two-level sum: f32 rounding error ~ chunk/lanes + extent/chunk instead of extent/lanes)
 REDUCTION_CHUNK = 4096
+#: a reduction taken step by step with vectors along its outputs walks blocks of this many reduced rows ...
+REDUCTION_BLOCK = 128
+#: ... by this many outputs (a block of rows stays in L2, the walk down them within a few pages)
+OUTPUT_BLOCK = 512
 
 
 def _element_type(type_text: str) -> str:
@@ -217,6 +225,13 @@ def _decomposed_params(loops: dict, roles: dict, block: int | None, extent: list
     return {"tile": tile, "interchange": interchange, "decompose": 1}
 
 
+def _whole_tile(extent: int, lanes: int) -> int:
+    """`lanes`, or half of it where that divides `extent` and `lanes` does not; the extent if smaller."""
+    if extent <= lanes:
+        return extent
+    return lanes // 2 if extent % lanes and extent % (lanes // 2) == 0 else lanes
+
+
 def _divisor_at_most(n: int, limit: int) -> int:
     return max(d for d in range(1, limit + 1) if n % d == 0)
 
@@ -267,13 +282,40 @@ def reduction_by_steps_params(loops: dict, lanes: int, split: int | None = None,
     params = {"tile": tile, "interchange": interchange, "fold_unit_dims": 1, "contraction": 0}
     if extent > lanes and extent % lanes:
         params["remainder"] = [v, extent - extent % lanes, extent % lanes]
+    # long reductions over long rows: blocks of REDUCTION_BLOCK reduced rows x OUTPUT_BLOCK outputs, so
+    # that a vector strip's walk down the rows stays within a few pages and the block's rows in cache
+    # (else every step of the walk is a new page: an amin over 4096 rows of 4096, 3x slower)
+    outer = next((d for d in reductions if domain[d] >= 2 * REDUCTION_BLOCK), None)
+    if outer is not None and extent >= OUTPUT_BLOCK and extent % OUTPUT_BLOCK == 0 and OUTPUT_BLOCK % tile[v] == 0:
+        params["cache_tile"] = [REDUCTION_BLOCK if d == outer else OUTPUT_BLOCK if d == v else 0
+                                for d in range(len(domain))]
     return params
+
+
+#: body ops a gather may have on top of its loads (`tensor.extract`); any other op of SCALAR_BODY_OPS keeps it scalar
+GATHER_LOADS = {"tensor.extract"}
+#: body ops that are no work of their own around a load (index plumbing)
+LOAD_PLUMBING = {"tensor.extract", "linalg.index", "arith.index_cast", "linalg.yield"}
+#: a vector.gather costs more than as many scalar loads on some hosts (microcoded on AMD Zen: a flip as
+#: gathers ran 5x slower than its scalar loop); vectorizing pays when the work around each load (index
+#: clamps and wraps, interpolation weights) is at least this many ops
+GATHER_MIN_WORK_PER_LOAD = 4
+
+
+def _work_per_load(body: list[str]) -> float:
+    """The body's ops other than index plumbing, per `tensor.extract`."""
+    loads = sum(1 for o in body if o in GATHER_LOADS)
+    return sum(1 for o in body if o not in LOAD_PLUMBING) / max(loads, 1)
 
 
 def classify(loops: dict, element_types: set[str] = frozenset()) -> str:
     iterators = loops["iterators"]
     if not loops["projected"] and window_params(loops, 8, element_types) is not None:
         return "window"
+    if (loops["projected"] and SCALAR_BODY_OPS & set(loops["body"]) <= GATHER_LOADS
+            and GATHER_LOADS & set(loops["body"]) and all(it == "parallel" for it in iterators)
+            and not SCALAR_ELEMENT_TYPES & element_types and _work_per_load(loops["body"]) >= GATHER_MIN_WORK_PER_LOAD):
+        return "gather"   # loads at computed indices: vector.gather, or contiguous loads where affine
     if not loops["projected"] or SCALAR_BODY_OPS & set(loops["body"]) or SCALAR_ELEMENT_TYPES & element_types:
         return "scalar"
     if all(it == "parallel" for it in iterators):
@@ -297,19 +339,72 @@ def vector_loop(loops: dict) -> int:
     return len(loops["iterators"]) - 1
 
 
-def transposed_read_loop(loops: dict, vdim: int) -> int | None:
-    """The innermost loop of an input that also uses the vector loop `vdim` but not innermost (a
-    transpose: `out[i, j] = in[j, i]`): tiled by `vdim`'s width too, so that the input is read in
-    contiguous vectors instead of one strided element per lane. None when every input that uses `vdim`
-    has it innermost (or the other loop is a unit or reduction loop)."""
+#: classes whose chunks may split a reduction loop (tile_reduction_using_forall: one result, one combiner)
+SPLIT_REDUCTION_CLASSES = ("reduction-inner", "reduction-outer")
+
+
+def thread_split(loops: dict, kind: str, cores: int) -> tuple[int, int, int]:
+    """(threads, split, split_reduction): the loop split over the cores. The outermost parallel loop with
+    at least one iteration per core (batch dims are often 1 or 2: a smaller outer loop would leave cores
+    idle); without one, a reduction splits its outermost reduction loop with that many iterations into
+    partial results per chunk combined afterwards (a whole-tensor sum: no parallel loop at all), else the
+    outermost parallel loop with more than one iteration. Classes whose folded tiles must divide the
+    chunks get equal chunks."""
+    domain, iterators = loops.get("domain") or [], loops["iterators"]
+    if cores < 2 or len(domain) != len(iterators) or any(d is None for d in domain):
+        return 1, 0, 0
+    equal = kind in ("window", "reduction-by-steps", "reduction-inner")
+
+    def chunks(loop: int) -> int:
+        return _divisor_at_most(domain[loop], cores) if equal else min(cores, domain[loop])
+
+    parallel = [i for i, it in enumerate(iterators) if it == "parallel" and domain[i] > 1]
+    wide = next((i for i in parallel if domain[i] >= cores), None)
+    if wide is not None and chunks(wide) > 1:
+        return chunks(wide), wide, 0
+    reduction = next((i for i, it in enumerate(iterators) if it == "reduction" and domain[i] >= cores), None)
+    if kind in SPLIT_REDUCTION_CLASSES and reduction is not None:
+        n = _divisor_at_most(domain[reduction], cores)
+        if n > 1:
+            return n, reduction, 1
+    if parallel and chunks(parallel[0]) > 1:
+        return chunks(parallel[0]), parallel[0], 0
+    return 1, 0, 0
+
+
+#: a transposing copy walks square blocks of this many elements a side (both arrays' lines stay in cache)
+TRANSPOSE_BLOCK = 128
+
+
+def transposed_input_loop(loops: dict, vdim: int) -> int | None:
+    """The innermost loop of an input read transposed by an all-parallel op (it uses the vector loop
+    `vdim`, but another loop is its innermost, contiguous dim), None without one: such an op is tiled
+    by 2-D blocks (contiguous loads along that loop, a vector.transpose, contiguous stores along `vdim`)."""
     domain = loops.get("domain") or []
-    inputs = loops["operand_dims"][:loops.get("num_inputs") or 0]
-    for dims in inputs:
-        if vdim in dims and dims and dims[-1] >= 0 and dims[-1] != vdim:
-            inner = dims[-1]
-            if loops["iterators"][inner] == "parallel" and inner < len(domain) and domain[inner] > 1:
-                return inner
+    for dims in loops["operand_dims"][:loops.get("num_inputs") or 0]:
+        if dims and vdim in dims and dims[-1] not in (vdim, -1) and loops["iterators"][dims[-1]] == "parallel":
+            u = dims[-1]
+            if u < len(domain) and domain[u] > 1:
+                return u
     return None
+
+
+#: rows per tile of an elementwise op with a vector broadcast along its rows
+ROW_BLOCK = 4
+
+
+def broadcast_row_loop(loops: dict, vdim: int) -> int | None:
+    """The output's next-to-innermost loop when an input reads along the vector loop `vdim` but not along
+    it (a row vector broadcast over the rows) and it has at least ROW_BLOCK iterations; else None."""
+    out_dims = loops["operand_dims"][-1]
+    domain = loops.get("domain") or []
+    if len(out_dims) < 2 or out_dims[-1] != vdim or out_dims[-2] < 0:
+        return None
+    row = out_dims[-2]
+    if loops["iterators"][row] != "parallel" or not row < len(domain) or domain[row] < ROW_BLOCK:
+        return None
+    inputs = loops["operand_dims"][:loops.get("num_inputs") or 0]
+    return row if any(vdim in dims and row not in dims for dims in inputs) else None
 
 
 def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str, Any] | None:
@@ -323,14 +418,6 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
     work = 1
     for d in domain:
         work *= d if d > 0 else 1024
-    threads, split = 1, 0
-    # split the outermost parallel loop with more than one iteration (batch dims are often 1)
-    outer = next((i for i, it in enumerate(iterators) if it == "parallel" and i < len(domain) and domain[i] > 1), None)
-    if cores > 1 and outer is not None and work >= MIN_PARALLEL_WORK:
-        threads, split = min(cores, domain[outer]), outer
-        if kind in ("window", "reduction-by-steps", "reduction-inner"):   # equal chunks: folded tiles divide them
-            threads = _divisor_at_most(domain[outer], threads)
-    params: dict[str, Any] = {"op": op["id"], "threads": threads, "split": split}
     element_types = {_element_type(t) for t in op.get("operand_types", [])}
     # the accumulators' types (an i1 mask input of an f32 sum, as in a scan, vectorizes: a select)
     n_inputs = loops.get("num_inputs")
@@ -339,9 +426,16 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
     if (kind.startswith("reduction") and BOOL_TYPES & result_types
             and not (kind == "reduction-inner" and contiguous_output_loop(loops, max(vector_bits // 32, 4)))):
         kind = "scalar"   # a reduction over bools (vector.multi_reduction on i1 is not lowered here)
+    lanes = max(vector_bits // 32, 4)
+    # a contraction (below: step by step, folded tiles) splits a parallel loop only
+    contraction = kind == "reduction-inner" and contiguous_output_loop(loops, lanes)
+    threads, split, split_reduction = thread_split(loops, "reduction-by-steps" if contraction else kind,
+                                                   cores if work >= MIN_PARALLEL_WORK else 1)
+    params: dict[str, Any] = {"op": op["id"], "threads": threads, "split": split}
+    if split_reduction:
+        params["split_reduction"] = 1
     if kind == "scalar":
         return {**params, "tile": [], "vector": 0, "class": kind}
-    lanes = max(vector_bits // 32, 4)
     if kind == "reduction-by-steps":
         return {**params, **reduction_by_steps_params(loops, lanes, split if threads > 1 else None, threads),
                 "vector": 1, "class": kind}
@@ -349,7 +443,7 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
         window = window_params(loops, lanes, {_element_type(t) for t in op.get("operand_types", [])},
                                split if threads > 1 else None, threads, op.get("op", ""))
         return {**params, **window, "vector": 1, "class": kind}
-    if kind == "reduction-inner" and contiguous_output_loop(loops, lanes):
+    if contraction:
         # a contraction (matmul-like, any element type): the reduction step by step, an output tile of
         # rows x vectors in registers across it
         steps = reduction_by_steps_params(loops, lanes, split if threads > 1 else None, threads)
@@ -363,17 +457,44 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
         width = extent
     tile = [1] * len(iterators)
     tile[vdim] = width
-    across = transposed_read_loop(loops, vdim) if kind == "elementwise" else None
-    if across is not None:
-        # a transpose: square blocks, read along the input's innermost loop, transposed in registers and
-        # written along the output's (both contiguous; one vector per block row and column)
-        tile[vdim] = min(lanes, extent) if extent > 0 else lanes
-        tile[across] = min(lanes, domain[across])
     params = {**params, "tile": tile, "vector": 1, "class": kind}
+    if kind == "gather":
+        params["gather"] = 1
+    across = transposed_input_loop(loops, vdim) if kind == "elementwise" and extent > 1 else None
+    if across is not None:
+        # a transpose: lanes x lanes blocks (a transposed tile read by rows, shuffled, written by rows)
+        # inside TRANSPOSE_BLOCK-square blocks
+        # (a tile that divides its loop where one of at least half the lanes does: a masked 2-D tail costs
+        # more than the smaller transposes, as permute_4d's 56-wide rows showed)
+        tile[vdim] = _whole_tile(extent, lanes)
+        tile[across] = _whole_tile(domain[across], lanes)
+        blocks = [TRANSPOSE_BLOCK if d in (vdim, across) and domain[d] > TRANSPOSE_BLOCK else 0
+                  for d in range(len(domain))]
+        if any(blocks):
+            params["cache_tile"] = blocks
+    row = broadcast_row_loop(loops, vdim) if kind == "elementwise" and across is None and extent > 1 else None
+    if row is not None:
+        # rows of a vector broadcast along them (a batch norm's scale and shift): ROW_BLOCK rows per tile,
+        # each broadcast vector loaded once per block instead of once per row (batch_norm1d 1024x4096
+        # 1t: 2.8 -> 1.6 ms)
+        tile[row] = ROW_BLOCK
     outputs = loops["operand_dims"][loops.get("num_inputs") or 0:]
-    if (kind == "reduction-inner" and vdim == len(iterators) - 1 and not BOOL_TYPES & element_types
-            and iterators[vdim] == "reduction" and extent >= 2 * width
-            and all(-1 not in o for o in outputs)):   # (tile_reduction_using_for asserts on `(d0, 0)` outputs)
+    partial = (kind == "reduction-inner" and vdim == len(iterators) - 1 and not BOOL_TYPES & element_types
+               and iterators[vdim] == "reduction"
+               and all(-1 not in o for o in outputs))   # (tile_reduction_using_for asserts on `(d0, 0)` outputs)
+    steps = [d for d, it in enumerate(iterators) if it == "reduction" and d != vdim and domain[d] > 1]
+    rows = 1
+    for d in steps:
+        rows *= domain[d]
+    if partial and steps and extent > 1 and extent * rows <= 2 * REDUCTION_CHUNK:
+        # a sum over several loops (an instance norm's H x W, rows shorter than two vectors): one vector of
+        # partial results accumulated across all of them (the other loops one step at a time), reduced once
+        # per output instead of once per row; a short row is one vector of its own length
+        if extent < 2 * width:
+            tile[vdim] = extent
+        params["partial_reduction"] = vdim
+        params["partial_steps"] = steps
+    elif partial and extent >= 2 * width:
         # a vector of partial results along the row, reduced once per output (not once per tile); outer
         # reduction loops (a whole-tensor sum) run around it, each row summed into fresh partials
         params["partial_reduction"] = vdim

@@ -259,10 +259,12 @@ def bitonic_sort(x, dim: int = -1, descending: bool = False):
     """(values, int64 indices) of a stable sort along `dim`: a bitonic network on the next power of two
     (padding sorts last). Stage (k, j) compare-exchanges element i with i + j in runs of 2j, ascending
     in blocks of k where bit k of i is 0 and descending where it is 1 (the last merge all ascending):
-    with the sorted dim viewed as [size/2k, 2 (direction), k/2j, 2 (pair), j], each stage is slices, a
-    comparison and selects of the same shape and one stack, no gathers. The comparison orders (value,
-    index) pairs, a total order, so the result is the stable one (torch's `stable=True`; its default
-    leaves ties unordered) and NaNs go where torch puts them. The indices travel as int32 when they fit
+    with the sorted dim viewed as [size/2k, 2 (direction), k/2j, 2 (pair), j], a stage reads the two
+    halves of each pair as slices broadcast along the pair dim and writes one elementwise op per output
+    (values, indices), comparison fused: no gathers, no stack, one pass per stage once elementwise fusion
+    has put the comparison and both selects into one op. The comparison orders (value, index) pairs, a
+    total order, so the result is the stable one (torch's `stable=True`; its default leaves ties
+    unordered) and NaNs go where torch puts them. The indices travel as int32 when they fit
     (less to move per stage). The other dims are flattened into rows, innermost when there are
     SORT_ROWS_INNERMOST or more (vectors along the rows), else outermost."""
     import torch
@@ -290,9 +292,9 @@ def bitonic_sort(x, dim: int = -1, descending: bool = False):
         return t.reshape(shape + [rows] if rows_inner else [rows] + shape)
 
     pair_dim = -3 if rows_inner else -2   # [..., 2, j, rows] or [rows, ..., 2, j]
-    # the direction of the runs, by the dim of size 2 in [size/2k, 2, k/2j, j] (after the pair dim's select)
+    # the direction of the runs: the dim of size 2 in [size/2k, 2, k/2j, 2 (pair), j]
     descending_runs = (torch.arange(2, device=x.device) == 1).reshape(
-        [1, 2, 1, 1, 1] if rows_inner else [1, 1, 2, 1, 1])
+        [1, 2, 1, 1, 1, 1] if rows_inner else [1, 1, 2, 1, 1, 1])
     first_of_pair = (torch.arange(2, device=x.device) == 0).reshape([2, 1, 1] if rows_inner else [2, 1])
     vv_shape = list(v.shape)
     block = 2
@@ -307,14 +309,13 @@ def bitonic_sort(x, dim: int = -1, descending: bool = False):
             ia, ib = ii.narrow(pair_dim, 0, 1), ii.narrow(pair_dim, 1, 1)
 
             def exchanged(xa, xb):
-                # element s of a pair: its partner's value where the partner belongs at s, its own
-                # otherwise: `before(partner, own)` at the first, `before(own, partner)` at the second,
-                # both `before(b, a)` (ascending runs)
+                # slot s of a pair gets b where `before(partner, own)`: at slot 0 b sorts first, at
+                # slot 1 a does (b stays last); else a (reversed in descending runs)
                 own = lambda xa_, xb_: lambda: torch.where(first_of_pair, xa_, xb_)  # noqa: E731
                 partner = lambda xa_, xb_: lambda: torch.where(first_of_pair, xb_, xa_)  # noqa: E731
                 take_b = before(partner(a, b), partner(ia, ib), own(a, b), own(ia, ib))
                 if not last_merge:
-                    take_b = take_b ^ descending_runs.unsqueeze(pair_dim)
+                    take_b = take_b ^ descending_runs
                 return torch.where(take_b, xb, xa)
 
             v, idx = exchanged(a, b), exchanged(ia, ib)

@@ -455,3 +455,31 @@ def test_a_slice_of_a_concatenation_reads_the_operand_it_lies_in(ctx):
     ok(ctx, "bench warmup=1 iterations=2")
     ok(ctx, "apply cpu-lower")
     assert ok(ctx, "run --check").data["run"]["check"]["passed"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("name", ["sort", "sort_descending_values", "argsort", "topk"])
+def test_sorts_take_vector_passes_and_match_torch(ctx, monkeypatch, name, threads):
+    """The importer's sorts (a bitonic network: slices, comparisons and selects of one shape per stage)
+    and top-k (rounds of masked reductions) have no gathers and no concatenation per stage: every op the
+    selector configures is vectorized, and the selector path matches torch's values and indices."""
+    import dataclasses
+
+    import workbench.targets.cpu as cpu
+    from workbench.targets import cpu_selector
+
+    machine = dataclasses.replace(cpu.host_machine(), usable_cpus=threads)
+    monkeypatch.setattr(cpu, "host_machine", lambda: machine)
+    monkeypatch.setattr(cpu_selector, "MIN_PARALLEL_WORK", 0)
+    fixture = Path(__file__).parent / "fixtures" / "torch" / f"{name}.mlir"
+    ok(ctx, f"load {fixture}")
+    text = ctx.session.current_ir
+    # (concatenations: the padding to a power of two, top-k's rounds into one result; none per stage)
+    assert "tensor.extract " not in text and text.count("tensor.concat") <= 2
+    selections = ok(ctx, "select --apply").data["selections"]
+    generic = [e["params"] for e in selections if "generic.py" in e["schedule"]]
+    assert generic and all(p["vector"] == 1 for p in generic), generic
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    run = ok(ctx, f"run --check {fixture_io_flags(fixture)}").data["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run

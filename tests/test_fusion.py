@@ -58,3 +58,73 @@ def test_a_cast_read_by_several_consumers_is_fused_into_each(ctx):
     ok(ctx, "apply cpu-lower")
     run = ok(ctx, f"run --check {fixture_io_flags(FIXTURES / 'layer_norm.mlir')}").data["run"]
     assert run["check"]["passed"]
+
+
+SHARED_PRODUCER = """#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+#vec = affine_map<(d0) -> (d0)>
+func.func @main(%a: tensor<8x64xf32>, %b: tensor<8x64xf32>, %ia: tensor<8x64xi32>, %ib: tensor<8x64xi32>,
+                %w: tensor<64xf32>) -> (tensor<8x64xf32>, tensor<8x64xi32>, tensor<8x64xf32>, tensor<8x64xf32>) {
+  %e1 = tensor.empty() : tensor<8x64xi1>
+  %lt = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : tensor<8x64xf32>, tensor<8x64xf32>) outs(%e1 : tensor<8x64xi1>) {
+  ^bb0(%x: f32, %y: f32, %o: i1):
+    %c = arith.cmpf olt, %y, %x : f32
+    linalg.yield %c : i1
+  } -> tensor<8x64xi1>
+  %e2 = tensor.empty() : tensor<8x64xf32>
+  %v = linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%lt, %a, %b : tensor<8x64xi1>, tensor<8x64xf32>, tensor<8x64xf32>) outs(%e2 : tensor<8x64xf32>) {
+  ^bb0(%s: i1, %x: f32, %y: f32, %o: f32):
+    %r = arith.select %s, %y, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<8x64xf32>
+  %e3 = tensor.empty() : tensor<8x64xi32>
+  %i = linalg.generic {indexing_maps = [#id, #id, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%lt, %ia, %ib : tensor<8x64xi1>, tensor<8x64xi32>, tensor<8x64xi32>) outs(%e3 : tensor<8x64xi32>) {
+  ^bb0(%s: i1, %x: i32, %y: i32, %o: i32):
+    %r = arith.select %s, %y, %x : i32
+    linalg.yield %r : i32
+  } -> tensor<8x64xi32>
+  %e4 = tensor.empty() : tensor<64xf32>
+  %sq = linalg.generic {indexing_maps = [#vec, #vec], iterator_types = ["parallel"]}
+      ins(%w : tensor<64xf32>) outs(%e4 : tensor<64xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.mulf %x, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<64xf32>
+  %p = linalg.generic {indexing_maps = [#row, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%sq, %a : tensor<64xf32>, tensor<8x64xf32>) outs(%e2 : tensor<8x64xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.addf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<8x64xf32>
+  %q = linalg.generic {indexing_maps = [#row, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%sq, %b : tensor<64xf32>, tensor<8x64xf32>) outs(%e2 : tensor<8x64xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.mulf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<8x64xf32>
+  return %v, %i, %p, %q : tensor<8x64xf32>, tensor<8x64xi32>, tensor<8x64xf32>, tensor<8x64xf32>
+}
+"""
+
+
+def test_a_producer_read_by_several_ops_element_for_element_is_fused_into_one_op_with_them(ctx, tmp_path):
+    """A comparison read by the select of the values and by that of the indices (a sort stage) becomes
+    one op with both results, the comparison computed once in its body: no i1 tensor is written. A
+    producer the others read broadcast (a row vector) stays an op of its own; the result still matches."""
+    payload = tmp_path / "shared.mlir"
+    payload.write_text(SHARED_PRODUCER)
+    ok(ctx, f"load {payload}")
+    ok(ctx, "pass lh-fuse-elementwise")
+    generics = [o for o in _ops(ctx) if o["op"] == "linalg.generic"]
+    assert "tensor<8x64xi1>" not in ctx.session.current_ir
+    both = [o for o in generics if len(o["operand_types"]) == 6]   # a, b, ia, ib -> values, indices
+    assert len(both) == 1 and both[0]["operand_types"][-2:] == ["tensor<8x64xf32>", "tensor<8x64xi32>"]
+    assert any(o["operand_types"] == ["tensor<64xf32>", "tensor<64xf32>"] for o in generics)   # the row: alone
+    res = ok(ctx, "select --apply")
+    assert all(e["params"]["vector"] == 1 for e in res.data["selections"] if "generic.py" in e["schedule"])
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]

@@ -233,6 +233,22 @@ x = torch.randint(0, 3, (4, 11), generator=g)  # ties: stable, like torch's stab
 v, i = te.bitonic_sort(x, 1, False)
 w, j = torch.sort(x, dim=1, stable=True)
 assert torch.equal(v, w) and torch.equal(i, j)
+# ties, infs and NaNs (NaN above everything, as torch orders it), with the rows outermost (few) and
+# innermost (SORT_ROWS_INNERMOST or more), along the first, a middle and the last dim
+for shape, dim in [((3, 13), 1), ((9, 20), 1), ((20, 9), 0), ((3, 4, 6), 1), ((5, 16), 0)]:
+    x = torch.randint(0, 4, shape, generator=g).float()
+    x[x == 2] = float("nan")
+    x[x == 3] = float("inf")
+    for desc in (False, True):
+        v, i = te.bitonic_sort(x, dim, desc)
+        w, j = torch.sort(x, dim=dim, descending=desc, stable=True)
+        assert torch.equal(v.nan_to_num(-7), w.nan_to_num(-7)) and torch.equal(i, j), (shape, dim, desc)
+        assert i.dtype == torch.int64
+        for k in (1, 3):   # top-k by rounds of selection: torch's values, ties the lower index first
+            tv, ti = te.topk_by_selection(x, k, dim, desc)
+            assert torch.equal(tv.nan_to_num(-7), w.narrow(dim, 0, k).nan_to_num(-7)), (shape, dim, k, desc)
+            assert torch.equal(ti, j.narrow(dim, 0, k)), (shape, dim, k, desc)
+            assert torch.equal(tv.nan_to_num(-7), torch.topk(x, k, dim, largest=desc).values.nan_to_num(-7))
 x = torch.randn(5, 13, generator=g)
 assert torch.allclose(te.cumsum_decomposition(x, 1), torch.cumsum(x, 1), atol=1e-5)
 assert torch.equal(te.cumsum_decomposition(x.to(torch.int32), 0), torch.cumsum(x.to(torch.int32), 0))
@@ -309,3 +325,34 @@ def test_import_command_in_a_session_loads_the_payload_and_its_sidecar(ctx, tmp_
     res = _dispatch(ctx, "run --check")
     assert res.ok, res.error
     assert ctx.session.last_run["expected_check"]["passed"]  # sorted values and indices equal torch's
+
+
+TIES = '''
+import torch
+
+class Ties(torch.nn.Module):
+    def forward(self, x, y):
+        x, y = x.float(), y.float()
+        return (torch.argsort(x, dim=-1, stable=True), torch.sort(y, dim=0, descending=True, stable=True).indices,
+                torch.topk(x, 4, dim=-1).values)   # (torch's top-k leaves the order of tied indices open)
+'''
+
+
+@needs_torch
+def test_sorts_of_many_ties_take_torchs_stable_order_on_the_selector_path(tmp_path):
+    """Values drawn from 4 integers (ties everywhere), rows few (outermost) and many (innermost), along the
+    last and the first dim: the selector path gives torch's stable order (the lower index first: torch's
+    `stable=True`; its default leaves the order of ties unspecified, as does its top-k) and top-k's values."""
+    (tmp_path / "model.py").write_text(TIES)
+    p = run_cli(["import", "model.py:Ties", "--inputs", "3x40xi64[0:4],40x12xi64[0:4]", "--out", "o"],
+                cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    x = np.load(tmp_path / "o" / "ties.input0.npy")
+    assert len(np.unique(x[0])) < x.shape[1] // 4            # (many ties)
+    assert np.array_equal(np.load(tmp_path / "o" / "ties.expected0.npy"), np.argsort(x, axis=-1, kind="stable"))
+    script = tmp_path / "s.lhw"
+    script.write_text("select --apply\nbench\napply cpu-lower\nrun --check\n")
+    p = run_cli([tmp_path / "o" / "ties.mlir", "--script", script, "--json", tmp_path / "r.json"], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    run = json.loads((tmp_path / "r.json").read_text())["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run

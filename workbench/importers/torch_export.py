@@ -201,6 +201,14 @@ def cumprod_decomposition(x, dim, *, dtype=None):
     return _scan(x, dim % x.dim(), lambda t, d: t.prod(d), lambda a, b: a * b, 1)
 
 
+#: a sort with at least this many independent rows (the product of the other dims) runs its network
+#: with the rows innermost: every compare-exchange stage is a vector pass along them; fewer rows keep
+#: the sorted dim innermost (vectors along the runs of each stage)
+SORT_ROWS_INNERMOST = 8
+#: a top-k with k at most this is k rounds of selection (two reductions over x each) instead of a sort
+TOPK_BY_SELECTION_MAX_K = 8
+
+
 def _extreme(dtype, largest: bool):
     import torch
 
@@ -212,56 +220,146 @@ def _extreme(dtype, largest: bool):
     return info.max if largest else info.min
 
 
+def _sort_key_before(descending: bool):
+    """before(p, ip, q, iq): whether (p, ip) sorts before (q, iq), a strict total order on (value, index)
+    pairs: by value as torch orders them (NaN above everything, so last ascending and first descending),
+    equal values by index (the lower first: stable). The arguments are functions giving a fresh tensor
+    for each use: every op of the comparison has one user, so elementwise fusion takes the whole
+    comparison into the op that selects by it (a shared operand would be written out)."""
+    import torch
+
+    def before(p, ip, q, iq):
+        if p().dtype.is_floating_point:
+            if descending:
+                strictly = (p() > q()) | (torch.isnan(p()) & ~torch.isnan(q()))
+            else:
+                strictly = (p() < q()) | (torch.isnan(q()) & ~torch.isnan(p()))
+            equal = (p() == q()) | (torch.isnan(p()) & torch.isnan(q()))
+        else:
+            strictly = (p() > q()) if descending else (p() < q())
+            equal = p() == q()
+        return strictly | (equal & (ip() < iq()))
+
+    return before
+
+
+def _sort_padding(dtype, descending: bool):
+    """A value that sorts at or after every other value (ties go by index: padding comes last)."""
+    import torch
+
+    if dtype.is_floating_point:
+        return -math.inf if descending else math.nan
+    if dtype == torch.bool:
+        return not descending
+    info = torch.iinfo(dtype)
+    return info.min if descending else info.max
+
+
 def bitonic_sort(x, dim: int = -1, descending: bool = False):
-    """(values, int64 indices) of a sort along `dim`: a bitonic network on the next power of two
-    (padding sorts last), each stage a compare-exchange of two halves of a reshaped tensor.
-    Ties keep the lower index first (stable); NaNs are not ordered like torch's (they compare false)."""
+    """(values, int64 indices) of a stable sort along `dim`: a bitonic network on the next power of two
+    (padding sorts last). Stage (k, j) compare-exchanges element i with i + j in runs of 2j, ascending
+    in blocks of k where bit k of i is 0 and descending where it is 1 (the last merge all ascending):
+    with the sorted dim viewed as [size/2k, 2 (direction), k/2j, 2 (pair), j], a stage reads the two
+    halves of each pair as slices broadcast along the pair dim and writes one elementwise op per output
+    (values, indices), comparison fused: no gathers, no stack, one pass per stage once elementwise fusion
+    has put the comparison and both selects into one op. The comparison orders (value, index) pairs, a
+    total order, so the result is the stable one (torch's `stable=True`; its default leaves ties
+    unordered) and NaNs go where torch puts them. The indices travel as int32 when they fit
+    (less to move per stage). The other dims are flattened into rows, innermost when there are
+    SORT_ROWS_INNERMOST or more (vectors along the rows), else outermost."""
     import torch
 
     if x.dim() == 0:
         return x, torch.zeros((), dtype=torch.int64, device=x.device)
     dim = dim % x.dim()
-    v = x.movedim(dim, -1)
-    n = v.shape[-1]
+    n = x.shape[dim]
+    others = [s for d, s in enumerate(x.shape) if d != dim]
+    rows = math.prod(others)
     size = 1 << max(0, (n - 1).bit_length())
-    idx = torch.arange(n, dtype=torch.int64, device=x.device).expand(v.shape)
+    index_dtype = torch.int32 if size < 2 ** 31 else torch.int64
+    rows_inner = rows >= SORT_ROWS_INNERMOST
+    sorted_at = 0 if rows_inner else 1   # [size, rows] or [rows, size]
+    moved_to = 0 if rows_inner else -1   # (of x's dims)
+    v = x.movedim(dim, moved_to).reshape([n, rows] if rows_inner else [rows, n])
     if size != n:
-        pad_shape = list(v.shape[:-1]) + [size - n]
-        v = torch.cat([v, torch.full(pad_shape, _extreme(v.dtype, not descending), dtype=v.dtype,
-                                     device=v.device)], dim=-1)
-        idx = torch.cat([idx, torch.arange(n, size, dtype=torch.int64, device=x.device).expand(pad_shape)],
-                        dim=-1)
-    lead = list(v.shape[:-1])
+        pad = [size - n, rows] if rows_inner else [rows, size - n]
+        v = torch.cat([v, torch.full(pad, _sort_padding(v.dtype, descending), dtype=v.dtype, device=v.device)],
+                      dim=sorted_at)
+    idx = torch.arange(size, dtype=index_dtype, device=x.device).unsqueeze(1 - sorted_at).expand(v.shape)
+    before = _sort_key_before(descending)
 
-    def exchange(a, b, ia, ib):
-        # a comes first: swap where b should precede a (ties: the lower index first)
-        before = (b > a) if descending else (b < a)
-        swap = before | ((b == a) & (ib < ia))
-        return (torch.where(swap, b, a), torch.where(swap, a, b), torch.where(swap, ib, ia),
-                torch.where(swap, ia, ib))
+    def view(t, shape):   # the sorted dim as `shape`, the rows where they are
+        return t.reshape(shape + [rows] if rows_inner else [rows] + shape)
 
+    pair_dim = -3 if rows_inner else -2   # [..., 2, j, rows] or [rows, ..., 2, j]
+    # the direction of the runs: the dim of size 2 in [size/2k, 2, k/2j, 2 (pair), j]
+    descending_runs = (torch.arange(2, device=x.device) == 1).reshape(
+        [1, 2, 1, 1, 1, 1] if rows_inner else [1, 1, 2, 1, 1, 1])
+    first_of_pair = (torch.arange(2, device=x.device) == 0).reshape([2, 1, 1] if rows_inner else [2, 1])
+    vv_shape = list(v.shape)
     block = 2
     while block <= size:
-        # merge step: element i of each block against its mirror image
-        vb = v.reshape(lead + [size // block, block])
-        ib_ = idx.reshape(lead + [size // block, block])
-        half = block // 2
-        a, b = vb[..., :half], vb[..., half:].flip(-1)
-        ia, ibb = ib_[..., :half], ib_[..., half:].flip(-1)
-        a, b, ia, ibb = exchange(a, b, ia, ibb)
-        v = torch.cat([a, b.flip(-1)], dim=-1).reshape(lead + [size])
-        idx = torch.cat([ia, ibb.flip(-1)], dim=-1).reshape(lead + [size])
-        span = half // 2
+        span = block // 2
         while span >= 1:
-            vb = v.reshape(lead + [size // (2 * span), 2, span])
-            ib_ = idx.reshape(lead + [size // (2 * span), 2, span])
-            a, b, ia, ibb = exchange(vb[..., 0, :], vb[..., 1, :], ib_[..., 0, :], ib_[..., 1, :])
-            v = torch.stack([a, b], dim=-2).reshape(lead + [size])
-            idx = torch.stack([ia, ibb], dim=-2).reshape(lead + [size])
+            last_merge = block == size   # (all ascending)
+            shape = ([size // (2 * span), 2, span] if last_merge
+                     else [size // (2 * block), 2, block // (2 * span), 2, span])
+            vv, ii = view(v, shape), view(idx, shape)
+            a, b = vv.narrow(pair_dim, 0, 1), vv.narrow(pair_dim, 1, 1)   # (broadcast along the pair dim)
+            ia, ib = ii.narrow(pair_dim, 0, 1), ii.narrow(pair_dim, 1, 1)
+
+            def exchanged(xa, xb):
+                # slot s of a pair gets b where `before(partner, own)`: at slot 0 b sorts first, at
+                # slot 1 a does (b stays last); else a (reversed in descending runs)
+                own = lambda xa_, xb_: lambda: torch.where(first_of_pair, xa_, xb_)  # noqa: E731
+                partner = lambda xa_, xb_: lambda: torch.where(first_of_pair, xb_, xa_)  # noqa: E731
+                take_b = before(partner(a, b), partner(ia, ib), own(a, b), own(ia, ib))
+                if not last_merge:
+                    take_b = take_b ^ descending_runs
+                return torch.where(take_b, xb, xa)
+
+            v, idx = exchanged(a, b), exchanged(ia, ib)
+            v, idx = v.reshape(vv_shape), idx.reshape(vv_shape)
             span //= 2
         block *= 2
-    v, idx = v[..., :n], idx[..., :n]
-    return v.movedim(-1, dim).contiguous(), idx.movedim(-1, dim).contiguous()
+    shape = [n] + others if rows_inner else others + [n]
+    v, idx = v.narrow(sorted_at, 0, n), idx.narrow(sorted_at, 0, n).to(torch.int64)
+    return v.reshape(shape).movedim(moved_to, dim).contiguous(), idx.reshape(shape).movedim(moved_to, dim).contiguous()
+
+
+def topk_by_selection(x, k: int, dim: int, largest: bool):
+    """(values, int64 indices) of the k largest (smallest) along `dim`, in order: k rounds, each a max
+    (min) over the elements earlier rounds did not take, then the lowest index holding it (two
+    reductions over x, the mask of taken indices recomputed in their bodies from the indices taken:
+    nothing the size of x is written). Ties: the lower index first. NaN is above every value, as in
+    torch: taken first when largest, last when smallest (the index reduction ranks the NaNs left
+    before or after the elements equal to the round's max or min of the others)."""
+    import torch
+
+    n = x.shape[dim]
+    position = torch.arange(n, device=x.device).reshape([n] + [1] * (x.dim() - dim - 1))
+    skipped = _extreme(x.dtype, not largest)
+    nan = torch.isnan(x) if x.dtype.is_floating_point else None
+    values, indices = [], []
+    for _ in range(k):
+        taken = None
+        for earlier in indices:
+            taken = (position == earlier) if taken is None else taken | (position == earlier)
+        skip = taken if nan is None else (nan if taken is None else nan | taken)
+        kept = x if skip is None else torch.where(skip, skipped, x)
+        value = kept.amax(dim, keepdim=True) if largest else kept.amin(dim, keepdim=True)
+        hit = x == value if skip is None else (x == value) & ~skip
+        if nan is None:
+            index = torch.where(hit, position, n).amin(dim, keepdim=True)
+        else:
+            nan_left = nan if taken is None else nan & ~taken
+            first, second = (nan_left, hit) if largest else (hit, nan_left)
+            rank = torch.where(first, position, torch.where(second, position + n, 2 * n)).amin(dim, keepdim=True)
+            index = torch.where(rank >= n, rank - n, rank)
+            value = torch.where((rank < n) if largest else (rank >= n), math.nan, value)   # (a NaN's rank)
+        values.append(value)
+        indices.append(index)
+    return torch.cat(values, dim=dim), torch.cat(indices, dim=dim)
 
 
 def sort_decomposition(x, dim=-1, descending=False):
@@ -273,6 +371,8 @@ def sort_stable_decomposition(x, *, stable=None, dim=-1, descending=False):
 
 
 def topk_decomposition(x, k, dim=-1, largest=True, sorted=True):
+    if x.dim() > 0 and k <= TOPK_BY_SELECTION_MAX_K:
+        return topk_by_selection(x, k, dim % x.dim(), largest)
     values, indices = bitonic_sort(x, dim, descending=largest)
     dim = dim % max(x.dim(), 1)
     return values.narrow(dim, 0, k).contiguous(), indices.narrow(dim, 0, k).contiguous()

@@ -11,7 +11,10 @@ multiply-add, and the contraction is no longer a matmul the packed schedules tak
 `fuse_elementwise(module)`: such operands get a temporary second use (a call of a private
 declaration: upstream fuses single-use producers only), then upstream's pipeline runs (integer
 powers expanded, elementwise fusion, unit dims folded, canonicalization), then the calls and
-declarations go.
+declarations go. Last, a producer that several elementwise ops read element for element (upstream
+leaves it: not single-use) is fused with all of them into one op with their results
+(`fuse_shared_producers`): a sort stage's comparison and its selects of the values and of the indices
+are one pass over memory instead of three, no bool tensor written in between.
 """
 from __future__ import annotations
 
@@ -130,4 +133,161 @@ def fuse_elementwise(module) -> int:
     for op in list(module.body.operations):
         if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value in names:
             op.operation.erase()
+    fuse_shared_producers(module)
     return len(guards)
+
+
+def _parallel_generic(op) -> bool:
+    """A linalg.generic on tensors with only parallel loops and a body without nested regions."""
+    from workbench.worker.payload_inspect import iterator_types
+
+    if op.name != "linalg.generic" or not op.results:
+        return False
+    try:
+        if any(it != "parallel" for it in iterator_types(op)):
+            return False
+    except (KeyError, ValueError):
+        return False
+    return all(len(o.regions) == 0 for o in op.regions[0].blocks[0].operations)
+
+
+def _merge_into_users(producer) -> bool:
+    """Fuse an elementwise producer that several elementwise ops read (each with the map it writes
+    with: no broadcast) into one op with all their results, the producer computed once in its body:
+    upstream fuses single-use producers only, which leaves a shared one written out and read back (a
+    sort stage's comparison, read by the select of the values and by that of the indices). The users
+    must take every other operand from before the first of them (the fused op goes there)."""
+    from mlir import ir
+    from mlir.dialects import linalg
+
+    if not _parallel_generic(producer) or len(producer.results) != 1:
+        return False
+    result = producer.results[0]
+    body = producer.regions[0].blocks[0]
+    n_in = len(producer.operands) - 1
+    if len(list(body.arguments[n_in].uses)):
+        return False   # (the producer reads its init)
+    out_map = producer.attributes["indexing_maps"][n_in]
+    users = []
+    for use in result.uses:
+        owner = use.owner
+        if not _parallel_generic(owner) or use.operand_number >= len(owner.operands) - len(owner.results):
+            return False
+        if owner.attributes["indexing_maps"][use.operand_number] != out_map:
+            return False
+        if not any(owner.operation == u.operation for u in users):
+            users.append(owner)
+    if len(users) < 2 or any(u.operation.block != producer.operation.block for u in users):
+        return False
+    ops = list(producer.operation.block.operations)
+
+    def at(o):
+        return next(i for i, b in enumerate(ops) if b.operation == o.operation)
+
+    users.sort(key=at)   # (the fused op's results in the users' order)
+    first = at(users[0])
+    movable = []   # operand-free definitions after the first user (another user's tensor.empty init)
+    for u in users:
+        for value in u.operands:
+            if value == result:
+                continue
+            owner = value.owner
+            if isinstance(owner, (ir.Operation, ir.OpView)) and owner.operation.block == u.operation.block \
+                    and at(owner) >= first:
+                if len(owner.operands) or len(owner.regions):
+                    return False
+                movable.append(owner)
+    for owner in movable:
+        owner.operation.move_before(ops[first].operation)
+    # the fused op's inputs (deduplicated by value and map) and maps; the users' outputs in their order
+    inputs, maps = [], []
+
+    def add_input(value, amap):
+        for i, (v, m) in enumerate(zip(inputs, maps)):
+            if v == value and m == amap:
+                return i
+        inputs.append(value)
+        maps.append(amap)
+        return len(inputs) - 1
+    producer_args = [add_input(v, producer.attributes["indexing_maps"][j])
+                     for j, v in enumerate(list(producer.operands)[:n_in])]
+    user_args = []
+    for u in users:
+        k_in = len(u.operands) - len(u.results)
+        user_args.append([None if v == result else add_input(v, u.attributes["indexing_maps"][j])
+                          for j, v in enumerate(list(u.operands)[:k_in])])
+    outputs, out_maps, result_types = [], [], []
+    for u in users:
+        k_in = len(u.operands) - len(u.results)
+        for j, v in enumerate(list(u.operands)[k_in:]):
+            outputs.append(v)
+            out_maps.append(u.attributes["indexing_maps"][k_in + j])
+        result_types += [r.type for r in u.results]
+
+    def element(t):
+        try:
+            return ir.ShapedType(t).element_type
+        except ValueError:   # (a scalar operand)
+            return t
+
+    with ir.InsertionPoint(ops[first]), ops[first].location:
+        fused = linalg.GenericOp(result_types, inputs, outputs, ir.ArrayAttr.get(maps + out_maps),
+                                 producer.attributes["iterator_types"])
+    block = fused.regions[0].blocks.append(*[element(v.type) for v in inputs + outputs])
+    args = list(block.arguments)
+    yielded = []
+    with ir.InsertionPoint(block):
+        mapping = {}
+
+        def clone_body(op, operand_args, out_base):
+            # op's body into the fused one: its input arguments -> the fused inputs (None: the
+            # producer's value), its output arguments -> the fused outputs from out_base; its yield's values
+            old = op.regions[0].blocks[0]
+            n = len(operand_args)
+            for j, arg in enumerate(old.arguments):
+                if j < n:
+                    mapping[arg] = args[operand_args[j]] if operand_args[j] is not None else produced
+                else:
+                    mapping[arg] = args[len(inputs) + out_base + j - n]
+            body_ops = list(old.operations)
+            for o in body_ops[:-1]:
+                new = o.operation.clone()
+                for i, v in enumerate(new.operands):
+                    if v in mapping:
+                        new.operands[i] = mapping[v]
+                for r_old, r_new in zip(o.results, new.results):
+                    mapping[r_old] = r_new
+            return [mapping.get(v, v) for v in body_ops[-1].operands]
+
+        produced = clone_body(producer, producer_args, 0)[0]
+        base = 0
+        for u, u_args in zip(users, user_args):
+            yielded += clone_body(u, u_args, base)
+            base += len(u.results)
+        linalg.YieldOp(yielded)
+    k = 0
+    for u in users:
+        for r in u.results:
+            r.replace_all_uses_with(fused.results[k])
+            k += 1
+    for u in users:
+        u.operation.erase()
+    init = producer.operands[n_in].owner
+    producer.operation.erase()
+    if isinstance(init, (ir.Operation, ir.OpView)) and init.name == "tensor.empty" and not list(init.results[0].uses):
+        init.operation.erase()
+    return True
+
+
+def fuse_shared_producers(module) -> int:
+    """`_merge_into_users` wherever it applies, until nothing changes; how many producers it fused."""
+    from workbench.worker.ir_walk import ops_where
+
+    fused = 0
+    while True:
+        for op in ops_where(module, lambda o: o.name == "linalg.generic"):
+            if _merge_into_users(op):
+                fused += 1
+                break
+        else:
+            return fused

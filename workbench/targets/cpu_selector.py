@@ -343,13 +343,14 @@ def vector_loop(loops: dict) -> int:
 SPLIT_REDUCTION_CLASSES = ("reduction-inner", "reduction-outer")
 
 
-def thread_split(loops: dict, kind: str, cores: int) -> tuple[int, int, int]:
+def thread_split(loops: dict, kind: str, cores: int, reduction_splits: bool = True) -> tuple[int, int, int]:
     """(threads, split, split_reduction): the loop split over the cores. The outermost parallel loop with
     at least one iteration per core (batch dims are often 1 or 2: a smaller outer loop would leave cores
     idle); without one, a reduction splits its outermost reduction loop with that many iterations into
     partial results per chunk combined afterwards (a whole-tensor sum: no parallel loop at all), else the
     outermost parallel loop with more than one iteration. Classes whose folded tiles must divide the
-    chunks get equal chunks."""
+    chunks get equal chunks. `reduction_splits=False`: never a reduction loop (an op of several results,
+    such as a max with its index, or one that selects, has no single combiner for the partial results)."""
     domain, iterators = loops.get("domain") or [], loops["iterators"]
     if cores < 2 or len(domain) != len(iterators) or any(d is None for d in domain):
         return 1, 0, 0
@@ -363,7 +364,7 @@ def thread_split(loops: dict, kind: str, cores: int) -> tuple[int, int, int]:
     if wide is not None and chunks(wide) > 1:
         return chunks(wide), wide, 0
     reduction = next((i for i, it in enumerate(iterators) if it == "reduction" and domain[i] >= cores), None)
-    if kind in SPLIT_REDUCTION_CLASSES and reduction is not None:
+    if kind in SPLIT_REDUCTION_CLASSES and reduction is not None and reduction_splits:
         n = _divisor_at_most(domain[reduction], cores)
         if n > 1:
             return n, reduction, 1
@@ -429,8 +430,11 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
     lanes = max(vector_bits // 32, 4)
     # a contraction (below: step by step, folded tiles) splits a parallel loop only
     contraction = kind == "reduction-inner" and contiguous_output_loop(loops, lanes)
+    # partial results per chunk combine correctly for one result folded by its combiner alone; a body that
+    # selects (top-k's masked first index of the max, an argmax) is left whole
+    plain_fold = len(loops["operand_dims"]) - (n_inputs or 0) == 1 and "arith.select" not in loops.get("body", [])
     threads, split, split_reduction = thread_split(loops, "reduction-by-steps" if contraction else kind,
-                                                   cores if work >= MIN_PARALLEL_WORK else 1)
+                                                   cores if work >= MIN_PARALLEL_WORK else 1, plain_fold)
     params: dict[str, Any] = {"op": op["id"], "threads": threads, "split": split}
     if split_reduction:
         params["split_reduction"] = 1

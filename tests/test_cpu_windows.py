@@ -223,3 +223,25 @@ def test_a_convolution_with_input_channel_blocks_runs_and_matches(ctx, tmp_path,
     ok(ctx, "apply cpu-lower")
     run = ok(ctx, "run --check").data["run"]
     assert run["check"]["passed"], run["check"]
+
+
+@pytest.mark.parametrize("name,cores", [("conv3d", 3), ("conv2d_3x3", 8), ("conv1d", 8)])
+def test_convolutions_split_one_output_channel_per_core(ctx, monkeypatch, name, cores):
+    """As many cores as output channels (conv3d's 16 channels on the 16-core host): each thread's chunk
+    is one channel, so the folded tile is no matmul; it is vectorized as it is instead of failing the
+    specialization, and runs and matches."""
+    import dataclasses
+
+    import workbench.targets.cpu as cpu
+    from workbench.targets import cpu_selector
+
+    machine = dataclasses.replace(cpu.host_machine(), usable_cpus=cores)
+    monkeypatch.setattr(cpu, "host_machine", lambda: machine)
+    monkeypatch.setattr(cpu_selector, "MIN_PARALLEL_WORK", 0)
+    ok(ctx, f"load {TORCH / (name + '.mlir')}")
+    res = ok(ctx, "select --apply")
+    conv = next(e["params"] for e in res.data["selections"] if "conv" in str(e["params"].get("op")))
+    assert conv["threads"] == cores, conv
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]

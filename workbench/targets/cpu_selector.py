@@ -176,7 +176,9 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
     # the folded tile of a convolution is a matmul (specialized, outer products) with vectors along w;
     # with w one by one it is a matrix-vector product that no named op matches: vectorized as it is
     # (dot products along the channels)
-    specialize = contraction and roles["stride"] == 1 and tile[w] > 1
+    # (so is one with a single output channel per tile: a thread chunk of one channel, conv3d's 16 channels
+    # on 16 cores)
+    specialize = contraction and roles["stride"] == 1 and tile[w] > 1 and (block is None or tile[block] > 1)
     # the loops the folding leaves (in the op's order), reordered: the output's loops in its order (its
     # innermost last among them, the vector loop), then the channels (a named op such as depthwise's
     # nchw form iterates (n, oh, ow, c, ...): its folded tile would vectorize with transposed reads)

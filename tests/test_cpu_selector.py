@@ -483,3 +483,25 @@ def test_sorts_take_vector_passes_and_match_torch(ctx, monkeypatch, name, thread
     ok(ctx, "apply cpu-lower")
     run = ok(ctx, f"run --check {fixture_io_flags(fixture)}").data["run"]
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
+
+
+def test_a_one_row_matmul_reads_the_matrix_in_place(ctx, tmp_path):
+    """x @ W with x one row (torch's vecmat): no packed schedule (it would copy all of W into panels in
+    every call for one multiply-add per element); the generic contraction walks W's rows in place with
+    vectors along N, and matches."""
+    p = tmp_path / "vecmat.mlir"
+    p.write_text("""func.func @vecmat(%x: tensor<1x256xf32>, %w: tensor<256x512xf32>) -> tensor<1x512xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x512xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<1x512xf32>) -> tensor<1x512xf32>
+  %r = linalg.matmul ins(%x, %w : tensor<1x256xf32>, tensor<256x512xf32>) outs(%c : tensor<1x512xf32>) -> tensor<1x512xf32>
+  return %r : tensor<1x512xf32>
+}""")
+    ok(ctx, f"load {p}")
+    res = ok(ctx, "select --apply")
+    specs = [e["schedule"] for e in res.data["selections"]]
+    assert any("generic.py" in s for s in specs) and not any("matmul" in s.split("/")[-1] for s in specs), specs
+    assert "vector." in ctx.session.current_ir
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]

@@ -232,7 +232,8 @@ class CpuTarget(Target):
             return [(spec, {**params, "op": op["id"]})]
         dims = op.get("dims") or {}
         if (op["op"] == "linalg.matmul" and op.get("layout", "normal") == "normal" and op.get("dtype") == "f32"
-                and op.get("in_dtype", "f32") == "f32" and dims and all(v > 0 for v in dims.values())):
+                and op.get("in_dtype", "f32") == "f32" and dims and all(v > 0 for v in dims.values())
+                and dims["m"] > 1):   # (one row, x @ W: the generic contraction below, no packing of W)
             library = _load_library_module(self.matmul_schedule)
             spec = f"{self.pipeline_path_for(self.matmul_schedule)}[gen={self.matmul_generator}]"
             params = library.default_params(dims["m"], dims["n"], dims["k"], **matmul_machine_args(machine))

@@ -178,8 +178,9 @@ def _simt_foralls(block_m: int, block_n: int, block_k: int, thread_m: int, threa
 
     lines = []
     for name, kind, attrs in ops:
-        lines += [(match(name, kind, attrs, "b") if name != "mm" else ""),   # (%mm: matched by the caller)
-                  f"    %{name}_blk, %{name}_fb = transform.structured.tile_using_forall %{name} tile_sizes [{block_m}, {block_n}] {blocks}"]
+        if name != "mm":   # (%mm: matched by the caller)
+            lines.append(match(name, kind, attrs, "b"))
+        lines.append(f"    %{name}_blk, %{name}_fb = transform.structured.tile_using_forall %{name} tile_sizes [{block_m}, {block_n}] {blocks}")
     lines += fuse_in_order("fb")
     # handles inside the fused foralls were consumed with them: match the ops again inside
     for name, kind, attrs in ops:
@@ -188,7 +189,7 @@ def _simt_foralls(block_m: int, block_n: int, block_k: int, thread_m: int, threa
     lines += [f"    %kt, %kl = transform.structured.tile_using_for %mm_thr tile_sizes [0, 0, {block_k}]",
               "        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)"]
     lines += fuse_in_order("ft")
-    return "\n".join(line for line in lines if line)
+    return "\n".join(lines)
 
 
 def matmul_simt(block_m: int = 64, block_n: int = 64, block_k: int = 16, thread_m: int = 4, thread_n: int = 4,

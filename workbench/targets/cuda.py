@@ -22,14 +22,15 @@ def simt_neighbours(matmul: dict[str, Any], ops: list[dict[str, Any]]) -> dict[s
     element for element (a bias add, a relu, ...)."""
     out: dict[str, str] = {}
     dims = matmul.get("dims") or {}
+    me = ops.index(matmul)
     producers, consumers = matmul.get("producers") or [], matmul.get("consumers") or []
     init = producers[2] if len(producers) > 2 else -1
-    if 0 <= init < len(ops) and ops[init].get("op") == "linalg.fill" and ops[init].get("consumers") == [ops.index(matmul)]:
+    if 0 <= init < len(ops) and ops[init].get("op") == "linalg.fill" and ops[init].get("consumers") == [me]:
         out["fill"] = ops[init]["id"]
     if len(consumers) == 1 and 0 <= consumers[0] < len(ops):
         epi = ops[consumers[0]]
         loops = epi.get("loops") or {}
-        reads = [i for i, prod in enumerate(epi.get("producers") or []) if prod == ops.index(matmul)]
+        reads = [i for i, prod in enumerate(epi.get("producers") or []) if prod == me]
         outputs = loops.get("operand_dims", [])[loops.get("num_inputs", 0):]
         if (epi.get("op") == "linalg.generic" and epi.get("kind") == "elementwise"
                 and loops.get("domain") == [dims.get("m"), dims.get("n")]

@@ -20,6 +20,19 @@ def ops_where(root, keep: Callable[[object], bool]) -> list:
     return found
 
 
+def callee_name(op) -> str:
+    """The symbol a call op names (`callee`), or "" (an indirect call, an op that calls nothing)."""
+    try:
+        return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+    except (KeyError, ValueError):
+        return ""
+
+
+def llvm_calls(root, callee: str) -> list:
+    """The `llvm.call` ops nested in `root` that call `callee`, in walk order (lowered code's runtime calls)."""
+    return ops_where(root, lambda op: op.name == "llvm.call" and callee_name(op) == callee)
+
+
 def symbol_names(module) -> set[str]:
     """The symbol names of the module's top-level ops."""
     return {ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations

@@ -229,15 +229,9 @@ def _reuse_gpu_stream(module, options: dict) -> None:
     synchronous wrapper already does)."""
     from mlir import ir
 
-    from workbench.worker.ir_walk import ops_where, symbol_names
+    from workbench.worker.ir_walk import llvm_calls, symbol_names
 
-    def callee(op) -> str:
-        try:
-            return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-        except (KeyError, ValueError):
-            return ""
-
-    creates = ops_where(module, lambda op: op.name == "llvm.call" and callee(op) == "mgpuStreamCreate")
+    creates = llvm_calls(module, "mgpuStreamCreate")
     if not creates:
         return
     if STREAM_GETTER not in symbol_names(module):
@@ -264,7 +258,7 @@ llvm.func @{STREAM_GETTER}() -> !llvm.ptr {{
             module.body.append(op.clone())
     for op in creates:
         op.attributes["callee"] = ir.FlatSymbolRefAttr.get(STREAM_GETTER)
-    for op in ops_where(module, lambda op: op.name == "llvm.call" and callee(op) == "mgpuStreamDestroy"):
+    for op in llvm_calls(module, "mgpuStreamDestroy"):
         op.erase()
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from mlir import ir
 
 from workbench.common.bench_defaults import WRAPPER_BENCH, WRAPPER_CALL
-from workbench.worker.ir_walk import append_parsed, ops_where
+from workbench.worker.ir_walk import append_parsed, callee_name, llvm_calls, symbol_names
 
 ALLOC, FREE = "mgpuMemAlloc", "mgpuMemFree"
 CACHED_ALLOC, CACHED_FREE = "lh_cached_gpu_alloc", "lh_cached_gpu_free"
@@ -74,13 +74,6 @@ llvm.func @{CACHED_FREE}(%slot: !llvm.ptr, %buffer: !llvm.ptr, %stream: !llvm.pt
 """
 
 
-def _callee(op) -> str:
-    try:
-        return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-    except (KeyError, ValueError):
-        return ""
-
-
 def _function_name(op) -> str:
     parent = op.parent
     while parent is not None and parent.name != "llvm.func":
@@ -91,10 +84,10 @@ def _function_name(op) -> str:
 def _same_block_pairs(module) -> list[tuple[object, object]]:
     """(alloc call, free call) pairs: the free takes the alloc's result and sits in the alloc's block."""
     pairs = []
-    for alloc in ops_where(module, lambda op: op.name == "llvm.call" and _callee(op) == ALLOC):
+    for alloc in llvm_calls(module, ALLOC):
         if _function_name(alloc) in (WRAPPER_BENCH, WRAPPER_CALL):
             continue
-        frees = [u.owner for u in alloc.results[0].uses if u.owner.name == "llvm.call" and _callee(u.owner) == FREE]
+        frees = [u.owner for u in alloc.results[0].uses if u.owner.name == "llvm.call" and callee_name(u.owner) == FREE]
         if len(frees) == 1 and frees[0].operation.block == alloc.operation.block:
             pairs.append((alloc, frees[0]))
     return pairs
@@ -107,7 +100,12 @@ def cache_temporaries(module, max_mib: int = DEFAULT_MAX_MIB) -> int:
         return 0
     append_parsed(module, _helpers(max_mib << 20))
     ptr = ir.Type.parse("!llvm.ptr")
-    for index, (alloc, free) in enumerate(pairs):
+    taken = symbol_names(module)
+    index = -1
+    for alloc, free in pairs:
+        index += 1
+        while f"{SLOT}{index}" in taken:   # (slots of an earlier run of the pass keep their sites)
+            index += 1
         append_parsed(module, f"""llvm.mlir.global internal @{SLOT}{index}() {{addr_space = 0 : i32}} : !llvm.ptr {{
   %0 = llvm.mlir.zero : !llvm.ptr
   llvm.return %0 : !llvm.ptr

@@ -18,18 +18,11 @@ from __future__ import annotations
 
 from mlir import ir
 
-from workbench.worker.ir_walk import append_parsed, ops_where
+from workbench.worker.ir_walk import append_parsed, llvm_calls, symbol_names
 
 SPLIT = "MPI_Comm_split"
 COUNTER = "_mlir_lh_mpi_comm_splits"   # ExecutionEngine.raw_lookup(name) looks up "_mlir_" + name
 HELPER = "lh_mpi_comm_split_once"
-
-
-def _callee(op) -> str:
-    try:
-        return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-    except (KeyError, ValueError):
-        return ""
 
 
 def _helper(n: int, comm: str) -> str:
@@ -96,9 +89,8 @@ llvm.func internal @{g}(%parent: {comm}, %color: i32, %key: i32, %out: !llvm.ptr
 
 def reuse_communicators(module) -> int:
     """Every `llvm.call @MPI_Comm_split` -> a call of its site's caching helper; the number of sites."""
-    sites = ops_where(module, lambda op: op.name == "llvm.call" and _callee(op) == SPLIT)
-    taken = {ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations
-             if "sym_name" in op.attributes}
+    sites = llvm_calls(module, SPLIT)
+    taken = symbol_names(module)
     n = 0
     for call in sites:
         while f"{HELPER}_{n}" in taken:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from workbench.execution.runner import compare, make_inputs, RunInputError
-from conftest import do, load_npys as load_outputs, matmul_payload, ok
+from conftest import REPO, do, load_npys as load_outputs, matmul_payload, ok
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -281,3 +281,25 @@ def test_reference_run_is_reused_for_the_same_inputs(ctx, monkeypatch):
     assert calls == [True, False, True]     # same payload and inputs: the reference outputs are reused
     ok(ctx, "run --check --iterations 1 --seed 7")
     assert calls == [True, False, True, True, False]  # other inputs: a new reference run
+
+
+def test_an_unscheduled_integer_power_runs(tmp_path):
+    """A conv + batch norm + gelu (tanh form) + pool + linear + log_softmax + topk block exported from torch
+    (tests/payloads/conv_bn_gelu/model.py, `lh-workbench import`): its x ** 3 (`math.fpowi` with an i64
+    exponent) left scalar in unscheduled code had LLVM widen llvm.powi, which x86 instruction selection
+    refuses ("POWI exponent does not match sizeof(int)"), so neither the plain run nor a check's reference
+    ran. The power becomes a call of a generated function (convert-math-to-funcs): the run matches
+    torch's outputs."""
+    import json
+
+    from conftest import run_cli
+
+    d = REPO / "tests" / "payloads" / "conv_bn_gelu"
+    script = tmp_path / "run.lhw"
+    script.write_text(f"bench warmup=1 iterations=2\napply cpu-lower\nrun --npy {d / 'block.input0.npy'} "
+                      f"--expect {d / 'block.expected0.npy'},{d / 'block.expected1.npy'}\n")
+    out = tmp_path / "out.json"
+    proc = run_cli([str(d / "block.mlir"), "--script", str(script), "--json", str(out)], timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    run = json.loads(out.read_text())["run"]
+    assert run["error"] is None and run["expected_check"]["passed"], run

@@ -167,6 +167,47 @@ def test_wgmma_writes_f32_results_of_f16_operands(ctx):
     assert "cvt.rn.f16.f32" not in ptx and "cvt.f32.f16" not in ptx
 
 
+def zero_init_matmul_payload(path: Path, batch: int, m: int, n: int, k: int, zero: str = "0.0") -> Path:
+    """torch's `A @ B` as torch-mlir writes it: f16 operands, a linalg.fill of `zero` into an empty f32
+    result, the (batch) matmul accumulating into it, the result rounded to f16."""
+    pre, op = (f"{batch}x", "linalg.batch_matmul") if batch else ("", "linalg.matmul")
+    a, b = f"tensor<{pre}{m}x{k}xf16>", f"tensor<{pre}{k}x{n}xf16>"
+    acc, out = f"tensor<{pre}{m}x{n}xf32>", f"tensor<{pre}{m}x{n}xf16>"
+    ident = "affine_map<(" + ", ".join(f"d{i}" for i in range(3 if batch else 2)) + ") -> (" + \
+        ", ".join(f"d{i}" for i in range(3 if batch else 2)) + ")>"
+    par = ", ".join(['"parallel"'] * (3 if batch else 2))
+    path.write_text(
+        f"func.func @mm(%A: {a}, %B: {b}) -> {out} {{\n  %z = arith.constant {zero} : f32\n"
+        f"  %e = tensor.empty() : {acc}\n  %f = linalg.fill ins(%z : f32) outs(%e : {acc}) -> {acc}\n"
+        f"  %0 = {op} ins(%A, %B : {a}, {b}) outs(%f : {acc}) -> {acc}\n  %e2 = tensor.empty() : {out}\n"
+        f"  %1 = linalg.generic {{indexing_maps = [{ident}, {ident}], iterator_types = [{par}]}} ins(%0 : {acc}) "
+        f"outs(%e2 : {out}) {{\n  ^bb0(%x: f32, %o: f16):\n    %t = arith.truncf %x : f32 to f16\n"
+        f"    linalg.yield %t : f16\n  }} -> {out}\n  return %1 : {out}\n}}\n")
+    return path
+
+
+@pytest.mark.parametrize("batch", [0, 4])
+def test_torch_matmul_is_one_wgmma_kernel(ctx, tmp_path, batch):
+    """torch's f16 `A @ B` (a fill of 0, a matmul accumulating in f32, a rounding to f16) is one
+    kernel: the rewrite drops the zero fill (the kernel never loads C) and fuses the rounding into the
+    write-back, which stores f16 (batched too). A fill of another value stays a kernel of its own and
+    the wgmma kernel then reads C."""
+    loads = {}
+    for zero in ("0.0", "1.0"):
+        ok(ctx, f"load {zero_init_matmul_payload(tmp_path / f'mm{zero}.mlir', batch, 256, 256, 128, zero)}")
+        ok(ctx, "target cuda")
+        ok(ctx, "select --apply")
+        ok(ctx, "apply cuda-lower{chip=sm_90a}")
+        ptx = ptx_of(ctx.session.current_ir)
+        entries = re.findall(r"\.entry (\w+)", ptx)
+        wgmma = [e for e in entries if e.startswith("lh_wgmma_matmul")]
+        assert len(wgmma) == 1 and len(entries) == (1 if zero == "0.0" else 2), entries
+        kernel = ptx[ptx.index(".entry lh_wgmma_matmul"):].split(".entry ")[1]
+        loads[zero] = kernel.count("ld.global")
+        assert "cvt.rn.f16x2.f32" in kernel  # the f16 result is written by the matmul's kernel
+    assert loads["0.0"] == 0 and loads["1.0"] > 0, loads
+
+
 def test_wgmma_rewrite_as_its_own_step_shows_the_kernel_and_replays(ctx, tmp_path):
     """The configuration (matmul_wgmma) and the late lowering (rewrite wgmma-kernels) are separate
     steps a user can look at one by one; the saved session replays to the same IR."""
@@ -228,6 +269,7 @@ def test_timed_device_call_allocates_nothing(ctx, tmp_path):
     ("block_m=256 block_n=256 stages=2", "need 512 registers per thread"),
     ("block_m=128 block_n=256 stages=6 consumers=2", "KiB of shared memory"),
     ("block_m=64 block_n=96", "block_n=96"),
+    ("block_m=128 block_n=64", "64 computes wrong results"),
     ("block_m=64 block_n=64 consumers=2", "multiple of 64 rows"),
     ("block_m=256 block_n=128 consumers=2", "each consumer warpgroup takes 64 rows"),
 ])
@@ -357,11 +399,12 @@ def epilogue_payload(tmp_path: Path, m: int, n: int, k: int, ty: str, kind: str)
     return p
 
 
-@pytest.mark.parametrize("kind, ty, fused_op", [("bias_relu", "f16", "max.NaN.f32"), ("residual", "bf16", "mul.rn.f32"),
+@pytest.mark.parametrize("kind, ty, fused_op", [("bias_relu", "f16", "max.NaN.f32"), ("residual", "bf16", "mul.rn.bf16x2"),
                                                ("bias_gelu", "f16", "ex2.approx")])
 def test_wgmma_fuses_elementwise_epilogue(ctx, tmp_path, kind, ty, fused_op):
     """matmul + bias + relu (or + residual, * 0.5): the elementwise generic runs in the wgmma kernel's
-    epilogue (one kernel, no second pass over the result), in f32 on the rounded matmul result."""
+    epilogue (one kernel, no second pass over the result), each op rounded to its type (bf16 ops
+    become bf16x2 instructions)."""
     ok(ctx, f"load {epilogue_payload(tmp_path, 256, 256, 512, ty, kind)}")
     ok(ctx, "target cuda")
     ok(ctx, "select --apply")
@@ -523,11 +566,11 @@ def test_selector_picks_tensor_cores_for_f16(ctx, tmp_path):
     (spec, params), = get_target("cuda").select_params(ctx.session.inspect())
     assert spec.endswith("cuda/matmul.py[gen=matmul_simt_smem]") and 256 % params["block_m"] == 0
     mm = cuda_matmul_module()
-    # large squares: 128x256 blocks, two consumer warpgroups, a warp-specialized producer, 4 stages
+    # large squares: 128x256 blocks, two consumer warpgroups, 4 stages, a warp-specialized producer past K = 4096
     for shape in ((4096, 4096, 4096), (8192, 8192, 8192), (2048, 4096, 1024), (4096, 4096, 512)):
         gen, params = mm.select(*shape, "f16", "sm_90a", "f16", 132)
         assert gen == "matmul_wgmma" and params == {"block_m": 128, "block_n": 256, "stages": 4, "consumers": 2,
-                                                    "specialize": int(shape[2] > 2048)}, (shape, params)
+                                                    "specialize": int(shape[2] > 4096)}, (shape, params)
     # not a tile multiple, few tiles: smaller tiles fill the 132 SMs (1000^3: 16 x 8 tiles of 64x128)
     gen, params = mm.select(1000, 1000, 1000, "f16", "sm_90a", "f16", 132)
     assert gen == "matmul_wgmma" and (params["block_m"], params["block_n"]) == (64, 128)

@@ -39,9 +39,10 @@ made for ui8 (the MLIR 22 lowering of nvgpu.tma.create.descriptor has no fp8 ele
 
 Fused epilogue: the elementwise linalg.generic right after the marked matmul that reads its result
 last (row-vector bias, M x N residual, add/sub/mul/div/max/min/neg and constants: bias + relu is
-addf + maximumf with 0) is computed in the write-back in f32 on the matmul's result rounded to C's
-type, and the kernel writes the generic's output buffer; anything else (gelu's tanh, ...) stays a
-separate kernel.
+addf + maximumf with 0; float conversions) is computed in the write-back in f32 on the matmul's result
+rounded to C's type, each op's result rounded to its own type (an f16 op's to f16), and the kernel
+writes the generic's output buffer, whose element type may differ from C's (torch's f16 matmul:
+an f32 accumulation rounded to f16); batched too; anything else stays a separate kernel.
 
 This module only builds text; `rewrite_marked` (MLIR import) does the replacement.
 """
@@ -96,8 +97,11 @@ def check_config(m: int, n: int, k: int, block_m: int, block_n: int, stages: int
     if block_m % consumers or rows % 64:
         raise KernelConfigError(f"block_m={block_m}: each of the {consumers} consumer warpgroup(s) needs a "
                                 "multiple of 64 rows (wgmma m64)")
-    if block_n % 64 or not 64 <= block_n <= 256:
-        raise KernelConfigError(f"block_n={block_n}: 64, 128, 192 or 256 (wgmma n <= 256, 64-column B boxes)")
+    if block_n % 64 or not 128 <= block_n <= 256:
+        # block_n=64 lowers but computes wrong results (measured on the H100: a 2x128x64x64 f16 batch
+        # matmul off by 1.4 relative); 128-column tiles cover N = 64 with TMA zero fill
+        raise KernelConfigError(f"block_n={block_n}: 128, 192 or 256 (wgmma n <= 256, 64-column B boxes; "
+                                "64 computes wrong results)")
     if block_m > 256:
         raise KernelConfigError(f"block_m={block_m}: at most 256 (TMA box)")
     if consumers == 2 and rows != 64:
@@ -194,7 +198,8 @@ MARKABLE = ("linalg.matmul", "linalg.batch_matmul")
 
 def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: int = 128, stages: int = 4,
                 consumers: int = 1, specialize: int = 0, c_type: str = "f16", ab_type: str = "f16",
-                batch: int = 0, b_kmajor: int = 0, epilogue: dict | None = None) -> str:
+                batch: int = 0, b_kmajor: int = 0, epilogue: dict | None = None, zero_c: int = 0,
+                d_type: str = "") -> str:
     """`func.func private @name(%A: memref<MxKx{ab_type}>, %B: memref<KxNx{ab_type}>, %C: memref<MxNx{c_type}>,
     %D: memref<MxNx{c_type}>)`: D = C + A x B (D may be C itself), f32 accumulation.
 
@@ -206,11 +211,17 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
     epilogue: the elementwise op that followed the matmul, fused (see EPILOGUE_OPS and
     `_epilogue_of`): {"args": [("row" | "full", element type), ...], "ops": [(op name, [operand refs])],
     "result": ref}; refs are "acc" (the matmul's result, rounded to C's type), "arg<i>" (extra operand
-    i: a row vector memref<N> or a memref<MxN>), "op<j>" (op j's result) and "const:<float>". The
-    function then takes those operands after %D, and writes the op's result into %D.
+    i: a row vector memref<N> or a memref<MxN>, memref<batch x M x N> when batched), "op<j>" (op j's
+    result) and "const:<float>"; the ops are computed in f32, a "round:<type>" op rounds to <type>. The
+    function then takes those operands after %D, and writes the op's result into %D, whose element
+    type is d_type (default C's: torch's f16 matmul accumulates into f32 and rounds in an epilogue).
 
     b_kmajor=1: %B is memref<N x K> (the payload's x @ w^T), read K-major: the only B layout wgmma
-    takes for fp8 (f8E4M3FN, f8E5M2) and tf32 (ab_type "tf32": f32 buffers); f16/bf16 work either way."""
+    takes for fp8 (f8E4M3FN, f8E5M2) and tf32 (ab_type "tf32": f32 buffers); f16/bf16 work either way.
+
+    zero_c=1: C holds zeros (the payload filled it with 0 right before: torch's `A @ B` is a fill and
+    a matmul), so the kernel never reads it: D = A x B, one pass over D instead of a fill kernel, a
+    read of C and a write of D."""
     if c_type not in C_TYPES:
         raise KernelConfigError(f"C of {c_type}: the wgmma kernel writes {' or '.join(C_TYPES)}")
     allowed = KMAJOR_TYPES if b_kmajor else AB_TYPES
@@ -225,14 +236,18 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
     mem = memory_type(ab_type)  # the operands' element type
     ab = tma_type(ab_type)  # the TMA descriptors' and shared tiles' element type
     wk = WGMMA_K_BYTES // eb  # K elements per wgmma instruction
-    if epilogue and batch:
-        raise KernelConfigError("a fused epilogue on a batched matmul is not supported")
+    d_type = d_type or c_type
+    if d_type not in C_TYPES:
+        raise KernelConfigError(f"D of {d_type}: the wgmma kernel writes {' or '.join(C_TYPES)}")
+    if d_type != c_type and not epilogue:
+        raise KernelConfigError("D's element type differs from C's: only a fused epilogue converts")
     if batch and not b_kmajor and k % BLOCK_K:
         raise KernelConfigError(f"batched K={k} is not a multiple of {BLOCK_K} (a B box past K would read the "
                                 "next batch's rows)")
     rows_a, rows_b = max(batch, 1) * m, max(batch, 1) * (n if b_kmajor else k)
     b_cols = k if b_kmajor else n
     ta, tb, tc = f"memref<{rows_a}x{k}x{mem}>", f"memref<{rows_b}x{b_cols}x{mem}>", f"memref<{rows_a}x{n}x{c_type}>"
+    td = f"memref<{rows_a}x{n}x{d_type}>"
     bar_t = f"!nvgpu.mbarrier.group<memorySpace = {smem}, num_barriers = {stages}>"
     b_box = f"{block_n}x{bk}" if b_kmajor else f"{BLOCK_K}x64"
     map_a = (f"!nvgpu.tensormap.descriptor<tensor = memref<{block_m}x{bk}x{ab}, 3>, swizzle = swizzle_128b, "
@@ -253,17 +268,25 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
 
     t = _Text()
     cache = f"{name}_tma_cache"
-    epi_args = [(f"%E{i}", f"memref<{n}x{ety}>" if kind == "row" else f"memref<{m}x{n}x{ety}>", kind, ety)
+    epi_args = [(f"%E{i}", f"memref<{n}x{ety}>" if kind == "row" else f"memref<{rows_a}x{n}x{ety}>", kind, ety)
                 for i, (kind, ety) in enumerate((epilogue or {}).get("args", []))]
     extra = "".join(f", {v}: {ty}" for v, ty, _, _ in epi_args)
     out = [f'memref.global "private" @{cache} : memref<4xi64> = dense<0>',
-           f"func.func private @{name}(%A: {ta}, %B: {tb}, %C: {tc}, %D: {tc}{extra}) {{"]
+           f"func.func private @{name}(%A: {ta}, %B: {tb}, %C: {tc}, %D: {td}{extra}) {{"]
     if batch:  # the 3-D operands, collapsed to the 2-D views the kernel works on
         ta3 = f"memref<{batch}x{m}x{k}x{mem}>"
         tb3 = f"memref<{batch}x{n}x{k}x{mem}>" if b_kmajor else f"memref<{batch}x{k}x{n}x{mem}>"
-        tc3 = f"memref<{batch}x{m}x{n}x{c_type}>"
-        out[-1] = f"func.func private @{name}(%A3: {ta3}, %B3: {tb3}, %C3: {tc3}, %D3: {tc3}) {{"
-        for v, t3, t2 in (("A", ta3, ta), ("B", tb3, tb), ("C", tc3, tc), ("D", tc3, tc)):
+        tc3, td3 = f"memref<{batch}x{m}x{n}x{c_type}>", f"memref<{batch}x{m}x{n}x{d_type}>"
+        full, extra3 = [], ""  # the epilogue's M x N operands are batched too: collapsed like C
+        for v, ty, kind, ety in epi_args:
+            if kind == "full":
+                t3 = f"memref<{batch}x{m}x{n}x{ety}>"
+                full.append((v[1:], t3, ty))
+                extra3 += f", {v}3: {t3}"
+            else:
+                extra3 += f", {v}: {ty}"
+        out[-1] = f"func.func private @{name}(%A3: {ta3}, %B3: {tb3}, %C3: {tc3}, %D3: {td3}{extra3}) {{"
+        for v, t3, t2 in [("A", ta3, ta), ("B", tb3, tb), ("C", tc3, tc), ("D", td3, td)] + full:
             out.append(f"  %{v} = memref.collapse_shape %{v}3 [[0, 1], [2]] : {t3} into {t2}")
     # host: TMA descriptors, cached per buffer address (creating one is a driver call, a device
     # allocation and a synchronous copy: tens of microseconds per call otherwise)
@@ -304,7 +327,7 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                   f"threads(%tx, %ty, %tz) in (%sx = {nthreads}, %sy = {one}, %sz = {one}) "
                   f"dynamic_shared_memory_size {shm}"):
         t.emit(f"memref.assume_alignment %C, 16 : {tc}")
-        t.emit(f"memref.assume_alignment %D, 16 : {tc}")
+        t.emit(f"memref.assume_alignment %D, 16 : {td}")
         tid = "%tx"
         # Grouped rasterization: block ids walk GROUP_M tile rows down one tile column, then the next
         # column, so the blocks resident together share A rows and B columns in L2 (in row order, at
@@ -458,21 +481,25 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                              f"memref<{rows}x{stride}xf32, {smem}> to {acc_t_mem}", "accsmem")
             t.emit(f"nvgpu.warpgroup.mma.store %accf, {acc_smem} : {acc_t} to {acc_t_mem}")
 
-        def fused(cv: str, av: str, gr: str, gc: str) -> str:
+        def fused(cv: str, av: str, sr: str, gc: str) -> str:
             """C + acc rounded to C's type (the matmul's result), then the fused elementwise op in f32."""
             v8 = "vector<8xf32>"
 
             def widen(x: str, ety: str) -> str:
                 return x if ety == "f32" else t.val(f"arith.extf {x} : vector<8x{ety}> to {v8}", "w")
 
-            vals = {"acc": t.val(f"arith.addf {widen(cv, c_type)}, {av} : {v8}", "sum")}
+            vals = {"acc": av if zero_c else t.val(f"arith.addf {widen(cv, c_type)}, {av} : {v8}", "sum")}
             if c_type != "f32":  # the matmul's result as stored (rounded once), then widened again
                 rounded = t.val(f"arith.truncf {vals['acc']} : {v8} to vector<8x{c_type}>", "rnd")
                 vals["acc"] = widen(rounded, c_type)
             for i, (v, ty, kind, ety) in enumerate(epi_args):
-                where = f"{gc}" if kind == "row" else f"{gr}, {gc}"
+                where = f"{gc}" if kind == "row" else f"{sr}, {gc}"
                 vals[f"arg{i}"] = widen(t.val(f"vector.load {v}[{where}] : {ty}, vector<8x{ety}>", "ev"), ety)
             for j, (opname, refs) in enumerate(epilogue["ops"]):
+                if opname.startswith("round:"):  # a conversion in the body: the value rounded to its type
+                    narrow = t.val(f"arith.truncf {vals[refs[0]]} : {v8} to vector<8x{opname[6:]}>", "nr")
+                    vals[f"op{j}"] = widen(narrow, opname[6:])
+                    continue
                 args = []
                 for ref in refs:
                     if ref.startswith("const:"):
@@ -481,7 +508,7 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                         args.append(vals[ref])
                 vals[f"op{j}"] = t.val(f"{opname} {', '.join(args)} : {v8}", "ep")
             res = vals[epilogue["result"]]
-            return res if c_type == "f32" else t.val(f"arith.truncf {res} : {v8} to vector<8x{c_type}>", "o")
+            return res if d_type == "f32" else t.val(f"arith.truncf {res} : {v8} to vector<8x{d_type}>", "o")
 
         def write_back() -> None:
             """The consumer threads: C[m0 + r, n0 + c .. c+7] += acc[r, c .. c+7], 8 halves (16 bytes) per
@@ -506,11 +533,12 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                     gr = t.val(f"arith.addi {m0}, {r} : index", "gr")
                     gc = t.val(f"arith.addi {n0}, {c} : index", "gc")
                     # at an edge tile, loads are clamped into C (always valid) and stores predicated
-                    lr = t.val(f"arith.minui {gr}, {t.const(m - 1)} : index", "lr") if d["edge_m"] else gr
-                    lc = t.val(f"arith.minui {gc}, {t.const(n - 8)} : index", "lc") if d["edge_n"] else gc
-                    if batch:
+                    lr = t.val(f"arith.minui {gr}, {t.const(m - 1)} : index", "lr") if d["edge_m"] and not zero_c else gr
+                    lc = t.val(f"arith.minui {gc}, {t.const(n - 8)} : index", "lc") if d["edge_n"] and not zero_c else gc
+                    if batch and not zero_c:
                         lr = t.val(f"arith.addi {lr}, {a_row0} : index", "lr")
-                    cv = t.val(f"vector.load %C[{lr}, {lc}] {{alignment = 16 : i64}} : {tc}, vector<8x{c_type}>", "cv")
+                    cv = "" if zero_c else t.val(
+                        f"vector.load %C[{lr}, {lc}] {{alignment = 16 : i64}} : {tc}, vector<8x{c_type}>", "cv")
                     steps.append((r, c, gr, gc, cv))
                 for r, c, gr, gc, cv in steps:
                     inside = []
@@ -523,16 +551,19 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                     guard = t.region(f"scf.if {inside[0]}") if inside else contextlib.nullcontext()
                     guard.__enter__()
                     av = t.val(f"vector.load {whole}[{r}, {c}] : {whole_t}, vector<8xf32>", "av")
+                    sr = t.val(f"arith.addi {gr}, {a_row0} : index", "sr") if batch else gr
                     if epilogue:
-                        o = fused(cv, av, gr, gc)
+                        o = fused(cv, av, sr, gc)
+                    elif zero_c:
+                        o = av if c_type == "f32" else t.val(
+                            f"arith.truncf {av} : vector<8xf32> to vector<8x{c_type}>", "o")
                     elif c_type == "f32":
                         o = t.val(f"arith.addf {cv}, {av} : vector<8xf32>", "sum")
                     else:
                         cw = t.val(f"arith.extf {cv} : vector<8x{c_type}> to vector<8xf32>", "cw")
                         sm = t.val(f"arith.addf {cw}, {av} : vector<8xf32>", "sum")
                         o = t.val(f"arith.truncf {sm} : vector<8xf32> to vector<8x{c_type}>", "o")
-                    sr = t.val(f"arith.addi {gr}, {a_row0} : index", "sr") if batch else gr
-                    t.emit(f"vector.store {o}, %D[{sr}, {gc}] {{alignment = 16 : i64}} : {tc}, vector<8x{c_type}>")
+                    t.emit(f"vector.store {o}, %D[{sr}, {gc}] {{alignment = 16 : i64}} : {td}, vector<8x{d_type}>")
                     guard.__exit__(None, None, None)
 
         ksteps = t.const(k_steps)
@@ -632,10 +663,18 @@ def rewrite_marked(module) -> int:
         if str(types[1].element_type) != str(types[0].element_type):
             raise KernelConfigError(f"A is {types[0]} but B is {types[1]}: the wgmma kernel takes one operand type")
         a, b, c = list(op.operands)
-        fusion = None if batch else _epilogue_of(op, c, m, n, cfg["c_type"])
+        zero_fill = _zero_fill_of(op, c)
+        if zero_fill is not None:
+            cfg["zero_c"] = 1
+        fusion = _epilogue_of(op, c, m, n, cfg["c_type"], batch)
         if fusion is not None:
             cfg["epilogue"] = fusion[1]
+            d_type = str(fusion[3].type.element_type)
+            if d_type != cfg["c_type"]:
+                cfg["d_type"] = d_type
         name = kernel_name(m, n, k, cfg)
+        if zero_fill is not None:
+            zero_fill.erase()
         if name not in existing:
             try:
                 append_parsed(module, kernel_text(name, m, n, k, **cfg))
@@ -675,22 +714,34 @@ def _indexing_maps(op) -> list[str]:
 #: elementwise body ops a fused epilogue may hold (their vector<8xf32> forms are emitted as they are)
 EPILOGUE_OPS = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf", "arith.minimumf",
                 "arith.negf", "math.tanh", "math.erf", "math.exp")
-_IDENTITY = "affine_map<(d0, d1) -> (d0, d1)>"
-_ROW = "affine_map<(d0, d1) -> (d1)>"
+def _identity_map(rank: int) -> str:
+    dims = ", ".join(f"d{i}" for i in range(rank))
+    return f"affine_map<({dims}) -> ({dims})>"
 
 
-def _epilogue_of(matmul, c, m: int, n: int, c_type: str):
+def _row_map(rank: int) -> str:
+    return f"affine_map<({', '.join(f'd{i}' for i in range(rank))}) -> (d{rank - 1})>"
+
+
+def _epilogue_of(matmul, c, m: int, n: int, c_type: str, batch: int = 0):
     """The elementwise linalg.generic right after the matmul that reads its result (C) and is C's
     last reader: (generic, epilogue spec for kernel_text, its other operands, its output buffer), or
     None when there is none that fits (bias row vectors, residual matrices and the EPILOGUE_OPS,
-    e.g. bias add + relu as maximumf with 0)."""
+    e.g. bias add + relu as maximumf with 0; float conversions, e.g. torch's rounding of an f32
+    accumulation to f16, whose output buffer then has another element type than C)."""
     from mlir import ir
 
+    rank = 3 if batch else 2
+    ident, row_map = _identity_map(rank), _row_map(rank)
+    full_shape = ([batch] if batch else []) + [m, n]
+
     ops = list(matmul.block.operations)
-    i = next(j for j, o in enumerate(ops) if o == matmul)
-    if i + 1 >= len(ops) or ops[i + 1].name != "linalg.generic":
+    i = next(j for j, o in enumerate(ops) if o == matmul) + 1
+    while i < len(ops) and ops[i].name in _NO_MEMORY_EFFECT:  # the buffer the generic writes, say
+        i += 1
+    if i >= len(ops) or ops[i].name != "linalg.generic":
         return None
-    generic = ops[i + 1]
+    generic = ops[i]
     if any(u.owner not in (matmul, generic) and _after(u.owner, generic, ops) for u in c.uses):
         return None
     if len(generic.results) or "reduction" in str(generic.attributes["iterator_types"]):
@@ -699,7 +750,9 @@ def _epilogue_of(matmul, c, m: int, n: int, c_type: str):
     operands = list(generic.operands)
     n_in = len(operands) - 1
     dest = operands[-1]
-    if maps[-1] != _IDENTITY or str(dest.type) != str(c.type):
+    if (maps[-1] != ident or not isinstance(dest.type, ir.MemRefType) or list(dest.type.shape) != full_shape
+            or str(dest.type.element_type) not in C_TYPES or "strided" in str(dest.type)
+            or "affine_map" in str(dest.type)):
         return None
     body = generic.regions[0].blocks[0]
     refs, args, extra = {}, [], []
@@ -708,12 +761,12 @@ def _epilogue_of(matmul, c, m: int, n: int, c_type: str):
         ety = str(ir.MemRefType(ty).element_type) if isinstance(ty, ir.MemRefType) else ""
         if ety not in ("f16", "bf16", "f32") or "strided" in str(ty) or not ir.MemRefType(ty).has_static_shape:
             return None
-        if v == c and mp == _IDENTITY:
+        if v == c and mp == ident:
             refs[idx] = "acc"
             continue
-        if mp == _ROW and list(ir.MemRefType(ty).shape) == [n]:
+        if mp == row_map and list(ir.MemRefType(ty).shape) == [n]:
             kind = "row"
-        elif mp == _IDENTITY and list(ir.MemRefType(ty).shape) == [m, n]:
+        elif mp == ident and list(ir.MemRefType(ty).shape) == full_shape:
             kind = "full"
         else:
             return None
@@ -740,6 +793,20 @@ def _epilogue_of(matmul, c, m: int, n: int, c_type: str):
                 return None
             names[bop.results[0].get_name()] = f"op{len(spec_ops)}"
             spec_ops.append((bop.name, opnd))
+            narrow = str(bop.results[0].type)
+            if narrow in ("f16", "bf16"):  # computed in f32, rounded to its type as the body says
+                spec_ops.append((f"round:{narrow}", [names[bop.results[0].get_name()]]))
+                names[bop.results[0].get_name()] = f"op{len(spec_ops) - 1}"
+        elif bop.name in ("arith.extf", "arith.truncf"):  # computed in f32: widening is exact
+            src = names.get(bop.operands[0].get_name())
+            to = str(bop.results[0].type)
+            if src is None or to not in ("f16", "bf16", "f32") or "fastmath" in str(bop).split(":")[0]:
+                return None
+            if bop.name == "arith.extf" or to == "f32":
+                names[bop.results[0].get_name()] = src
+            else:
+                names[bop.results[0].get_name()] = f"op{len(spec_ops)}"
+                spec_ops.append((f"round:{to}", [src]))
         elif bop.name == "linalg.yield":
             result = names.get(bop.operands[0].get_name())
         else:
@@ -768,6 +835,41 @@ def _after(op, anchor, ops) -> bool:
         return ops.index(op) > ops.index(anchor)
     except ValueError:
         return True
+
+
+#: ops that may stand between a fill of C and the matmul: they touch no buffer they do not take
+_NO_MEMORY_EFFECT = ("arith.constant", "memref.alloc", "memref.alloca", "memref.get_global")
+
+
+def _zero_fill_of(matmul, c):
+    """The `linalg.fill` of zero into C that the matmul's result builds on (torch's A @ B: a fill of 0
+    and a matmul), or None. It is the nearest earlier op of the block that writes C, nothing in between
+    reads C or a view of it, and C is a whole buffer of its own (an alloc, or a function argument with
+    only allocs and constants in between, since another argument may alias it)."""
+    from mlir import ir
+
+    ops = list(matmul.block.operations)
+    i = next(j for j, o in enumerate(ops) if o == matmul)
+    users = [u.owner for u in c.uses]
+    if any(u.name.startswith("memref.") and u.name not in ("memref.copy", "memref.dealloc") for u in users):
+        return None  # a view of C: its readers are not C's users
+    own_buffer = not isinstance(c.owner, ir.Block) and c.owner.name in ("memref.alloc", "memref.alloca")
+    for o in reversed(ops[:i]):
+        if any(o == u for u in users):
+            if o.name != "linalg.fill" or len(o.operands) != 2 or o.operands[1] != c:
+                return None
+            value = o.operands[0]
+            if isinstance(value.owner, ir.Block) or value.owner.name != "arith.constant":
+                return None
+            attr = value.owner.attributes["value"]
+            try:
+                zero = (ir.FloatAttr(attr).value if isinstance(attr, ir.FloatAttr) else ir.IntegerAttr(attr).value) == 0
+            except (ValueError, TypeError):
+                return None
+            return o if zero else None
+        if not own_buffer and o.name not in _NO_MEMORY_EFFECT:
+            return None
+    return None
 
 
 def _copy_of_result(matmul, c):

@@ -6,11 +6,13 @@
 
 Cases: f16 and bf16 (operands and result) 4096^3, 8192^3, 1000^3, 2048x4096x1024, 4096x4096x512,
 batch 16 x 1024^3; f32 2048^3 through the opt-in TF32 schedule (matmul_tf32, against torch with TF32
-allowed, tolerance 5e-3); the f32 MLP of examples/mlp.mlir (against eager torch, TF32 off).
-K-major cases (the payload is C + A B^T, B stored N x K as in x @ w^T, read by the wgmma kernel with
-K-major B): fp8 e4m3 / e5m2 operands with a bf16 C (f32 accumulation) against `torch._scaled_mm`
-(scales 1.0, bf16 out, B column-major: the same bytes; it adds no C, the workbench kernel reads C
-too), and f32 operands read as tf32 (`matmul_wgmma tf32=1`) against `torch.addmm` with TF32 allowed.
+allowed, tolerance 5e-3); the f32 MLP of examples/mlp.mlir (against eager torch, TF32 off); the
+attention-like chain softmax(Q K^T / 8) V in f16 as torch-mlir exports it (bench/payloads/, 16 heads of
+1024 x 64; against the same chain in eager torch, flash attention's time printed beside it).
+K-major cases (B stored N x K as in x @ w^T, read by the wgmma kernel with K-major B): fp8 e4m3 / e5m2
+operands, A B^T into a zero-filled bf16 result (f32 accumulation; the kernel reads no C) against
+`torch._scaled_mm` (scales 1.0, bf16 out, B column-major: the same bytes), and f32 operands read as
+tf32 (`matmul_wgmma tf32=1`), C + A B^T, against `torch.addmm` with TF32 allowed.
 Fused-epilogue cases (f16 C + A B, then + bias row vector and relu / gelu (tanh form) in one generic,
 fused into the wgmma kernel's write-back by the selector's schedule) against eager torch
 (`relu(addmm(C, A, B) + bias)`, `gelu(..., approximate="tanh")`).
@@ -48,6 +50,7 @@ TOLERANCE = {"f16": 2e-2, "bf16": 3e-2, "f32": 1e-4, "tf32": 5e-3, "f8E4M3FN": 3
 # K-major cases: (name, operand type, (batch, m, n, k)) with the payload C + A B^T
 KMAJOR_CASES = [("e4m3_4096", "f8E4M3FN", (0, 4096, 4096, 4096)), ("e4m3_8192", "f8E4M3FN", (0, 8192, 8192, 8192)),
                 ("e4m3_2048x4096x1024", "f8E4M3FN", (0, 2048, 4096, 1024)),
+                ("e4m3_4096x4096x512", "f8E4M3FN", (0, 4096, 4096, 512)),
                 ("e5m2_4096", "f8E5M2", (0, 4096, 4096, 4096)),
                 ("tf32wg_4096", "tf32wg", (0, 4096, 4096, 4096)), ("tf32wg_2048", "tf32wg", (0, 2048, 2048, 2048))]
 KMAJOR_SCHEDULES = ["pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=256 consumers=2 stages=4%s}",
@@ -110,13 +113,19 @@ def check_epilogue(out: Path, act: str) -> float:
     return float((got - want).abs().max() / want.abs().max())
 
 
-def kmajor_payload(m: int, n: int, k: int, ab: str, c_type: str) -> str:
-    """C + A B^T with B stored N x K (linalg.matmul with a transposed B indexing map)."""
+def kmajor_payload(m: int, n: int, k: int, ab: str, c_type: str, zero_init: bool = False) -> str:
+    """C + A B^T with B stored N x K (linalg.matmul with a transposed B indexing map); zero_init: A B^T
+    into a result filled with 0 (what torch-mlir writes for x @ w.t()), no C argument."""
     a, b, c = f"tensor<{m}x{k}x{ab}>", f"tensor<{n}x{k}x{ab}>", f"tensor<{m}x{n}x{c_type}>"
     maps = ("affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, "
             "affine_map<(d0, d1, d2) -> (d0, d1)>")
-    return (f"func.func @mm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
-            f"  %0 = linalg.matmul indexing_maps = [{maps}] ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n"
+    args, init = f"%A: {a}, %B: {b}, %C: {c}", "%C"
+    if zero_init:
+        args, init = f"%A: {a}, %B: {b}", "%F"
+    head = (f"  %z = arith.constant 0.0 : {c_type}\n  %E = tensor.empty() : {c}\n"
+            f"  %F = linalg.fill ins(%z : {c_type}) outs(%E : {c}) -> {c}\n") if zero_init else ""
+    return (f"func.func @mm({args}) -> {c} {{\n{head}"
+            f"  %0 = linalg.matmul indexing_maps = [{maps}] ins(%A, %B : {a}, {b}) outs({init} : {c}) -> {c}\n"
             f"  return %0 : {c}\n}}\n")
 
 
@@ -154,8 +163,8 @@ def check_kmajor(out: Path, dtype: str) -> float:
             x = x.view(one_byte)
         return _torch_tensor(x, torch)
 
-    a, b, c = (load(x) for x in _load(out, "input"))
-    want = c + torch.matmul(a, b.t())
+    a, b, *c = (load(x) for x in _load(out, "input"))
+    want = torch.matmul(a, b.t()) + (c[0] if c else 0)
     got = load(_load(out, "output")[0])
     return float((got - want).abs().max() / want.abs().max())
 
@@ -263,6 +272,26 @@ def mlp_reference(out: Path):
     return timed(mlp, 50), float((got - want).abs().max() / want.abs().max())
 
 
+#: the attention-like chain: softmax(Q K^T / 8) V on 16 heads of 1024 x 64 in f16, as torch-mlir exports
+#: bench/payloads/attention.py (f32 accumulation and softmax, f16 tensors between the ops)
+ATTENTION = ROOT / "bench/payloads/attention_f16.mlir"
+ATTENTION_SHAPE = (16, 1024, 64)
+
+
+def attention_reference(out: Path):
+    """The chain in eager torch (f16, as the model runs): its time and the check of the saved output
+    against torch in f32; flash attention's time (F.scaled_dot_product_attention) for information."""
+    import torch
+
+    q, k, v = (_torch_tensor(t, torch) for t in _load(out, "input"))
+    want = torch.softmax(q @ k.transpose(-1, -2) * 0.125, dim=-1) @ v
+    got = _torch_tensor(_load(out, "output")[0], torch)
+    q16, k16, v16 = (t.half() for t in (q, k, v))
+    eager = timed(lambda: torch.softmax(q16 @ k16.transpose(-1, -2) * 0.125, dim=-1) @ v16, 50)
+    flash = timed(lambda: torch.nn.functional.scaled_dot_product_attention(q16[None], k16[None], v16[None]), 50)
+    return eager, float((got - want).abs().max() / want.abs().max()), flash
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--cases", default="", help="comma-separated substrings: run only the cases whose name has one")
@@ -286,14 +315,20 @@ def main() -> int:
             schedules.append(f"pipelines/cuda/matmul.py[{first}]{{{params}}}")
     rows, ratios, failed = [], {}, []
     cases = [(f"{dtype}_{key}", dtype, shape) for dtype in DTYPES for key, *shape in SHAPES] + [
-        ("tf32_2048", "tf32", (0, 2048, 2048, 2048)), ("mlp_f32", "f32", None)] + KMAJOR_CASES + [
+        ("tf32_2048", "tf32", (0, 2048, 2048, 2048)), ("mlp_f32", "f32", None),
+        ("attention_f16", "f16", ("attention",))] + KMAJOR_CASES + [
         (name, "f16", ("epilogue", act, shape)) for name, act, shape in EPILOGUE_CASES]
     for name, dtype, shape in cases:
         if wanted and not any(w in name for w in wanted):
             continue
         kmajor = (name, dtype, shape) in KMAJOR_CASES
         act = shape[1] if shape and shape[0] == "epilogue" else ""
-        if act:
+        attention = bool(shape) and shape[0] == "attention"
+        if attention:
+            b, sq, hd = ATTENTION_SHAPE
+            src, flops = ATTENTION, 2 * 2.0 * b * sq * sq * hd
+            runs, ref = [""], None
+        elif act:
             m, n, k = shape[2]
             src = work / f"{name}.mlir"
             src.write_text(epilogue_payload(m, n, k, act))
@@ -302,8 +337,9 @@ def main() -> int:
         elif kmajor:
             batch, m, n, k = shape
             src = work / f"{name}.mlir"
+            # fp8 as torch._scaled_mm computes it (A B^T, nothing added), tf32 as addmm (C + A B^T)
             src.write_text(kmajor_payload(m, n, k, "f32" if dtype == "tf32wg" else dtype,
-                                          "f32" if dtype == "tf32wg" else "bf16"))
+                                          "f32" if dtype == "tf32wg" else "bf16", zero_init=dtype != "tf32wg"))
             flops = 2.0 * m * n * k
             runs = ([sch % (" tf32=1" if dtype == "tf32wg" else "") for sch in KMAJOR_SCHEDULES]
                     if not args.configs else schedules)
@@ -332,6 +368,10 @@ def main() -> int:
                 err = check_kmajor(out, dtype)
             elif shape is None:
                 ref_s, err = mlp_reference(out)
+            elif attention:
+                ref_s, err, flash = attention_reference(out)
+                print(f"{name}: torch flash attention (F.scaled_dot_product_attention) {flash * 1e3:.3f} ms",
+                      flush=True)
             else:
                 err = check_matmul(out)
             t = r["run"]["median_s"]

@@ -208,6 +208,52 @@ def test_torch_matmul_is_one_wgmma_kernel(ctx, tmp_path, batch):
     assert loads["0.0"] == 0 and loads["1.0"] > 0, loads
 
 
+ATTENTION_F16 = ROOT / "tests/payloads/attention_f16/attention.mlir"
+
+
+def test_attention_reads_k_in_place(ctx):
+    """torch's softmax(Q K^T / 8) V in f16: the transpose of K folds into the first batch matmul's maps
+    (lh-transposed-b-matmuls), whose wgmma kernel reads K K-major; with the zero fills dropped and the
+    roundings fused into the write-backs, the chain is three kernels: two matmuls and one row kernel."""
+    ok(ctx, f"load {ATTENTION_F16}")
+    ok(ctx, "target cuda")
+    res = ok(ctx, "select --apply")
+    assert "pass lh-transposed-b-matmuls" in res.data["prepared"]
+    first = next(e["params"] for e in res.data["selections"] if e["params"].get("op") == "batch_matmul_0")
+    assert (first["block_m"], first["consumers"]) in ((128, 2), (64, 1)), first  # 64 rows per consumer
+    assert "linalg.transpose" not in ctx.session.current_ir
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    entries = re.findall(r"\.entry (\w+)", ptx_of(ctx.session.current_ir))
+    assert len(entries) == 3 and sum(e.startswith("lh_wgmma_matmul") for e in entries) == 2, entries
+
+
+@pytest.mark.parametrize("dtype, folded", [("f16", True), ("f32", False)])
+def test_transposed_b_folds_only_for_wgmma_operands(ctx, tmp_path, dtype, folded):
+    """q @ k.transpose(-1, -2) as torch-mlir writes it: in f16 the transpose folds into the batch
+    matmul's maps (the wgmma kernel reads B K-major); in f32 it stays: matmul_simt reads B [k][n]."""
+    q, kt, s_ = f"tensor<2x128x64x{dtype}>", f"tensor<2x64x128x{dtype}>", "tensor<2x128x128xf32>"
+    path = tmp_path / f"qk_{dtype}.mlir"
+    path.write_text(
+        f"func.func @qk(%q: {q}, %k: {q}) -> {s_} {{\n  %z = arith.constant 0.0 : f32\n"
+        f"  %e0 = tensor.empty() : {kt}\n"
+        f"  %t = linalg.transpose ins(%k : {q}) outs(%e0 : {kt}) permutation = [0, 2, 1]\n"
+        f"  %e1 = tensor.empty() : {s_}\n  %f = linalg.fill ins(%z : f32) outs(%e1 : {s_}) -> {s_}\n"
+        f"  %s = linalg.batch_matmul ins(%q, %t : {q}, {kt}) outs(%f : {s_}) -> {s_}\n  return %s : {s_}\n}}\n")
+    ok(ctx, f"load {path}")
+    ok(ctx, "target cuda")
+    from workbench.targets import get_target
+
+    steps = get_target("cuda").preparation_steps(ctx.session.inspect())
+    assert ("pass lh-transposed-b-matmuls" in steps) == folded
+    if folded:
+        res = ok(ctx, "select --apply")
+        assert "pass lh-transposed-b-matmuls" in res.data["prepared"]
+        assert "linalg.transpose" not in ctx.session.current_ir
+        ok(ctx, "apply cuda-lower{chip=sm_90a}")
+        entries = re.findall(r"\.entry (\w+)", ptx_of(ctx.session.current_ir))
+        assert len(entries) == 1 and entries[0].startswith("lh_wgmma_matmul"), entries
+
+
 def test_wgmma_rewrite_as_its_own_step_shows_the_kernel_and_replays(ctx, tmp_path):
     """The configuration (matmul_wgmma) and the late lowering (rewrite wgmma-kernels) are separate
     steps a user can look at one by one; the saved session replays to the same IR."""
@@ -780,6 +826,17 @@ def test_gpu_softmax_checked(ctx, tmp_path):
     (x,) = _load(tmp_path, "input")
     e = np.exp(x - x.max(axis=1, keepdims=True))
     np.testing.assert_allclose(_load(tmp_path, "output")[0], e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+@needs_gpu
+def test_gpu_attention_chain_checked(ctx):
+    """The f16 attention chain through the selector (K read in place, fused roundings) matches the CPU
+    reference."""
+    ok(ctx, f"load {ATTENTION_F16}")
+    ok(ctx, "target cuda")
+    ok(ctx, "select --apply")
+    res = ok(ctx, "run --target cuda --check --iterations 3")
+    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
 
 
 @needs_gpu

@@ -635,13 +635,17 @@ def wgmma_config(m: int, n: int, k: int, sms: int = 132, batch: int = 1, tiles=W
 
 
 def select_batch(b: int, m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_dtype: str = "",
-                 sms: int = 132) -> tuple[str, dict] | None:
+                 sms: int = 132, layout: str = "normal") -> tuple[str, dict] | None:
     """A schedule for a b x (m x n x k) linalg.batch_matmul, or None (left to the naive mapping): the
-    wgmma kernel with the batch as the grid's z (K a multiple of 64: see wgmma_matmul.kernel_text)."""
+    wgmma kernel with the batch as the grid's z (K a multiple of 64: see wgmma_matmul.kernel_text;
+    with B transposed, `layout="transpose_b"`, read K-major: 64 rows per consumer warpgroup)."""
     in_dtype = in_dtype or dtype
+    kmajor = layout == "transpose_b"
+    if layout not in ("normal", "transpose_b", ""):
+        return None
     if (in_dtype in WGMMA_OPERANDS and dtype in WGMMA_RESULTS and chip.startswith("sm_90")
-            and n % 8 == 0 and k % 64 == 0):
-        return "matmul_wgmma", wgmma_config(m, n, k, sms, batch=b)
+            and n % 8 == 0 and (k % 8 == 0 if kmajor else k % 64 == 0)):
+        return "matmul_wgmma", wgmma_config(m, n, k, sms, batch=b, tiles=KMAJOR_TILES if kmajor else WGMMA_TILES)
     return None
 
 
@@ -651,10 +655,10 @@ PER_OP = ("matmul_wgmma", "matmul_simt")
 
 
 def select_one_of_many(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_dtype: str = "",
-                       sms: int = 132) -> tuple[str, dict]:
+                       sms: int = 132, layout: str = "normal") -> tuple[str, dict]:
     """`select` for one matmul of a payload with several: a generator of PER_OP (matmul_simt where
     `select` would pick a whole-module schedule)."""
-    gen, params = select(m, n, k, dtype, chip, in_dtype, sms)
+    gen, params = select(m, n, k, dtype, chip, in_dtype, sms, layout)
     return (gen, params) if gen in PER_OP else ("matmul_simt", _simt_params(m, n, k, sms))
 
 
@@ -685,10 +689,14 @@ def _simt_params(m: int, n: int, k: int, sms: int = 132) -> dict:
 
 
 def select(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_dtype: str = "",
-           sms: int = 132) -> tuple[str, dict]:
+           sms: int = 132, layout: str = "normal") -> tuple[str, dict]:
     """A schedule and its parameters for an m x n x k matmul with a `dtype` result (`in_dtype`
-    operands, default the same) on compute capability `chip` with `sms` multiprocessors."""
+    operands, default the same) on compute capability `chip` with `sms` multiprocessors; `layout`
+    "transpose_b" (B stored N x K) takes the K-major wgmma kernel for 16-bit operands too."""
     in_dtype = in_dtype or dtype
+    if (layout == "transpose_b" and in_dtype in WGMMA_OPERANDS and dtype in WGMMA_RESULTS
+            and chip.startswith("sm_90") and n % 8 == 0 and k % 8 == 0):
+        return "matmul_wgmma", wgmma_config(m, n, k, sms, tiles=KMAJOR_TILES)
     if in_dtype in FP8_OPERANDS and dtype in WGMMA_RESULTS and chip.startswith("sm_90") and n % 8 == 0 and k % 16 == 0:
         # the K-major wgmma kernel (the rewrite refuses, saying so, a B that is not transposed)
         return "matmul_wgmma", wgmma_config(m, n, k, sms, tiles=KMAJOR_TILES)

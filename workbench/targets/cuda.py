@@ -93,14 +93,26 @@ class CudaTarget(Target):
     FUSE_ELEMENTWISE = ("pass func.func(math-expand-ops{ops=fpowi},linalg-fuse-elementwise-ops,"
                         "linalg-fold-unit-extent-dims,canonicalize)")
 
+    #: a transpose feeding a matmul's B folded into its maps (the wgmma kernel reads B K-major, which
+    #: saves the transpose's kernel and pass over memory): workbench/worker/cuda/kmajor_operands.py.
+    #: Only for operand types the wgmma kernel reads (f32 matmuls take matmul_simt, which wants B [k][n])
+    TRANSPOSED_B_MATMULS = "pass lh-transposed-b-matmuls"
+    KMAJOR_OPERANDS = ("f16", "bf16")
+
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
         """Elementwise fusion (unit dims folded, integer powers expanded) when the payload has two or more
         linalg.generic ops: on a GPU each torch-mlir generic is a kernel launch and a pass over device
         memory; fused, an elementwise chain is one kernel, a reduction computes its producers
         (exp(x - max)) as it reads, and results nobody reads (the index of torch's max) are dropped,
         which leaves the max to the reduction kernel."""
-        generics = sum(1 for op in info.get("ops", []) if op.get("op") == "linalg.generic")
-        return [self.FUSE_ELEMENTWISE] if generics >= 2 else []
+        ops = info.get("ops", [])
+        generics = sum(1 for op in ops if op.get("op") == "linalg.generic")
+        steps = [self.FUSE_ELEMENTWISE] if generics >= 2 else []
+        if any(op.get("op") in ("linalg.matmul", "linalg.batch_matmul") and len(op.get("producers") or []) > 1
+               and 0 <= op["producers"][1] < len(ops) and ops[op["producers"][1]].get("op") == "linalg.transpose"
+               and op.get("in_dtype") in self.KMAJOR_OPERANDS for op in ops):
+            steps.append(self.TRANSPOSED_B_MATMULS)
+        return steps
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         """Static-shape matmuls and batch matmuls -> the matmul schedule, softmax -> the softmax schedule.
@@ -115,14 +127,16 @@ class CudaTarget(Target):
         chosen: list[tuple[str, dict[str, Any]]] = []
         for op in contractions:
             dims, dtype, in_dtype = op["dims"], op.get("dtype", "f32"), op.get("in_dtype", "")
+            layout = op.get("layout", "normal")
             if op["op"] == "linalg.batch_matmul":
                 picked = mm.select_batch(dims["b"], dims["m"], dims["n"], dims["k"], dtype, self.chip(), in_dtype,
-                                         self.multiprocessors())
+                                         self.multiprocessors(), layout)
                 if picked is None:
                     continue  # left to the naive mapping
             else:
                 pick = mm.select_one_of_many if several else mm.select
-                picked = pick(dims["m"], dims["n"], dims["k"], dtype, self.chip(), in_dtype, self.multiprocessors())
+                picked = pick(dims["m"], dims["n"], dims["k"], dtype, self.chip(), in_dtype, self.multiprocessors(),
+                              layout)
             gen, params = picked
             if several and op.get("id"):
                 params = {**params, "op": op["id"]}

@@ -146,6 +146,17 @@ def _matmul_layout(op) -> str:
     return _MATMUL_LAYOUTS.get(key, "")
 
 
+def _batch_matmul_layout(op) -> str:
+    """"transpose_b" for a linalg.batch_matmul whose maps read B as b x N x K, else "normal" ("" for
+    other maps)."""
+    try:
+        maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        key = tuple(tuple(ir.AffineDimExpr(r).position for r in m.results) for m in maps)
+    except (KeyError, ValueError, TypeError):
+        return "normal"
+    return {((0, 1, 3), (0, 3, 2), (0, 1, 2)): "normal", ((0, 1, 3), (0, 2, 3), (0, 1, 2)): "transpose_b"}.get(key, "")
+
+
 def _batch_dims(op) -> int:
     """How many leading batch loops a generic with a batch matmul's maps over (b0, .., bL-1, m, n, k) has
     (A[b.., m, k], B[b.., k, n], C[b.., m, n]); 0 for other maps."""
@@ -199,6 +210,9 @@ def describe_linalg_op(op) -> dict:
         elif name in ("linalg.batch_matmul", "linalg.batch_reduce_matmul"):
             b, m, k = shapes[0]
             n = shapes[1][-1]
+            if name == "linalg.batch_matmul" and _batch_matmul_layout(op) == "transpose_b":  # B is b x N x K
+                n = shapes[1][1]
+                info["layout"] = "transpose_b"
             dims = {"b": b, "m": m, "n": n, "k": k}
         elif name == "linalg.matvec":
             m, k = shapes[0]

@@ -222,9 +222,17 @@ def test_attention_reads_k_in_place(ctx):
     first = next(e["params"] for e in res.data["selections"] if e["params"].get("op") == "batch_matmul_0")
     assert (first["block_m"], first["consumers"]) in ((128, 2), (64, 1)), first  # 64 rows per consumer
     assert "linalg.transpose" not in ctx.session.current_ir
+    # the scale after Q K^T is the first matmul's epilogue (written in f16: lh-narrow-widened-results),
+    # not the first op of the softmax's row kernel
+    chain = next(e["params"]["op"] for e in res.data["selections"] if e["schedule"].endswith("[gen=gpu_rows]"))
+    assert "lh-narrow-widened-results" in " ".join(res.data["prepared"])
+    assert "generic_0" not in chain.split(","), chain
     ok(ctx, "apply cuda-lower{chip=sm_90a}")
-    entries = re.findall(r"\.entry (\w+)", ptx_of(ctx.session.current_ir))
+    ptx = ptx_of(ctx.session.current_ir)
+    entries = re.findall(r"\.entry (\w+)", ptx)
     assert len(entries) == 3 and sum(e.startswith("lh_wgmma_matmul") for e in entries) == 2, entries
+    first = ptx[ptx.index(".entry lh_wgmma_matmul_128x128x64"):].split(".entry ")[1]
+    assert "cvt.rn.f16x2.f32" in first and "mul.rn.f16x2" in first  # rounding and scale in its write-back
 
 
 @pytest.mark.parametrize("dtype, folded", [("f16", True), ("f32", False)])

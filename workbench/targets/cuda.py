@@ -41,6 +41,28 @@ def simt_neighbours(matmul: dict[str, Any], ops: list[dict[str, Any]]) -> dict[s
     return out
 
 
+def wgmma_epilogue(matmul: dict[str, Any], ops: list[dict[str, Any]]) -> str:
+    """The id of the op the wgmma kernel may compute in its write-back (wgmma_matmul._epilogue_of decides
+    on the IR; this is the selector's view, so that a row chain leaves the op to it): the matmul's one
+    consumer when that is an elementwise generic over the result's domain reading it element for
+    element (torch's rounding of an f32 accumulation, a scale, a bias), else ""."""
+    consumers = matmul.get("consumers") or []
+    if len(consumers) != 1 or not 0 <= consumers[0] < len(ops):
+        return ""
+    epi, me = ops[consumers[0]], ops.index(matmul)
+    loops = epi.get("loops") or {}
+    dims = matmul.get("dims") or {}
+    domain = ([dims["b"]] if "b" in dims else []) + [dims.get("m"), dims.get("n")]
+    ident = list(range(len(domain)))
+    reads = [i for i, prod in enumerate(epi.get("producers") or []) if prod == me]
+    operand_dims = loops.get("operand_dims") or []
+    if (epi.get("op") == "linalg.generic" and epi.get("kind") == "elementwise" and epi.get("id")
+            and loops.get("domain") == domain and len(reads) == 1 and reads[0] < loops.get("num_inputs", 0)
+            and operand_dims[reads[0]] == ident and operand_dims[loops["num_inputs"]:] == [ident]):
+        return epi["id"]
+    return ""
+
+
 @register
 class CudaTarget(Target):
     name = "cuda"
@@ -97,6 +119,9 @@ class CudaTarget(Target):
     #: saves the transpose's kernel and pass over memory): workbench/worker/cuda/kmajor_operands.py.
     #: Only for operand types the wgmma kernel reads (f32 matmuls take matmul_simt, which wants B [k][n])
     TRANSPOSED_B_MATMULS = "pass lh-transposed-b-matmuls"
+    #: an f32 upcast several ops read (what the fusion above leaves) kept narrow in memory, widened by
+    #: each reader: workbench/worker/cuda/narrow_results.py
+    NARROW_WIDENED_RESULTS = "pass lh-narrow-widened-results"
     KMAJOR_OPERANDS = ("f16", "bf16")
 
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
@@ -108,6 +133,8 @@ class CudaTarget(Target):
         ops = info.get("ops", [])
         generics = sum(1 for op in ops if op.get("op") == "linalg.generic")
         steps = [self.FUSE_ELEMENTWISE] if generics >= 2 else []
+        if generics >= 2 and any("arith.extf" in (op.get("loops") or {}).get("body", []) for op in ops):
+            steps.append(self.NARROW_WIDENED_RESULTS)
         if any(op.get("op") in ("linalg.matmul", "linalg.batch_matmul") and len(op.get("producers") or []) > 1
                and 0 <= op["producers"][1] < len(ops) and ops[op["producers"][1]].get("op") == "linalg.transpose"
                and op.get("in_dtype") in self.KMAJOR_OPERANDS for op in ops):
@@ -147,11 +174,15 @@ class CudaTarget(Target):
             chosen.append((f"pipelines/{self.matmul_schedule}[gen={gen}]", params))
         if any(op["op"] == "linalg.softmax" for op in info.get("ops", [])):
             chosen.append((f"pipelines/{self.softmax_schedule}[gen=softmax_rows]", {}))
-        chosen += self._row_chains(info)
+        ops = info.get("ops", [])
+        wgmma = [op for op, (spec, _) in zip(contractions, chosen) if spec.endswith("[gen=matmul_wgmma]")] \
+            if len(chosen) == len(contractions) else []
+        epilogues = {e for e in (wgmma_epilogue(op, ops) for op in wgmma) if e}
+        chosen += self._row_chains(info, epilogues)
         chosen += self._reductions(info)
         return chosen
 
-    def _row_chains(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    def _row_chains(self, info: dict[str, Any], leave: set[str] = frozenset()) -> list[tuple[str, dict[str, Any]]]:
         """Chains of ops on the same rows -> one fused row kernel each (rows.py[gen=gpu_rows]).
 
         Static linalg.generic ops of one iteration domain [rows..., cols...]: reductions of the
@@ -166,7 +197,8 @@ class CudaTarget(Target):
 
         def shape_of(op):
             domain, its = op.get("domain") or [], op.get("iterators") or []
-            if (op.get("op") != "linalg.generic" or not op.get("id") or not domain or len(domain) != len(its)
+            if (op.get("op") != "linalg.generic" or not op.get("id") or op["id"] in leave or not domain
+                    or len(domain) != len(its)
                     or any(d <= 0 for d in domain) or op.get("kind") not in ("reduction", "elementwise")
                     or not op.get("loops")):
                 return None

@@ -742,8 +742,9 @@ def _epilogue_of(matmul, c, m: int, n: int, c_type: str, batch: int = 0):
     if i >= len(ops) or ops[i].name != "linalg.generic":
         return None
     generic = ops[i]
-    if any(u.owner not in (matmul, generic) and _after(u.owner, generic, ops) for u in c.uses):
-        return None
+    later = [u.owner for u in c.uses if u.owner not in (matmul, generic) and _after(u.owner, generic, ops)]
+    if later and (any(o not in ops for o in later) or not _overwrites(min(later, key=ops.index), c)):
+        return None  # the matmul's result is read after the generic (C is not written by the fused kernel)
     if len(generic.results) or "reduction" in str(generic.attributes["iterator_types"]):
         return None
     maps = [str(a) for a in ir.ArrayAttr(generic.attributes["indexing_maps"])]
@@ -814,6 +815,25 @@ def _epilogue_of(matmul, c, m: int, n: int, c_type: str, batch: int = 0):
     if result is None or result.startswith("const:"):
         return None
     return generic, {"args": args, "ops": spec_ops, "result": result}, extra, dest
+
+
+def _overwrites(op, buffer) -> bool:
+    """Whether `op` writes all of `buffer` without reading it (a fill, or an all-parallel generic whose
+    output it is through the identity map with the output's value unused): bufferization reusing a
+    buffer for a later result; what it held before does not matter then."""
+    from mlir import ir
+
+    if op.name == "linalg.fill":
+        return op.operands[-1] == buffer
+    if op.name != "linalg.generic" or len(op.results) or "reduction" in str(op.attributes["iterator_types"]):
+        return False
+    operands = list(op.operands)
+    maps = [str(a) for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    n_in = len(operands) - 1
+    if operands[-1] != buffer or any(v == buffer for v in operands[:n_in]):
+        return False
+    rank = ir.MemRefType(buffer.type).rank
+    return maps[-1] == _identity_map(rank) and not list(op.regions[0].blocks[0].arguments[n_in].uses)
 
 
 def _outer_constant(value) -> str | None:

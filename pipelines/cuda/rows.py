@@ -46,11 +46,13 @@ def gpu_rows(op: str = "", threads: int = 256, rows: int = 1, vector: int = 4, g
     return transform_module(text)
 
 
-def select(n_rows: int, length: int, innermost: int) -> dict | None:
-    """vector: 4 (16-byte f32 loads) where the innermost row dim allows, else 2 or 1; threads: the row's
-    vectors, at most 1024, at least a quarter of them (4 vectors a thread) or a warp; rows per block to
-    make 256 threads. None where a thread would hold more than MAX_PER_THREAD elements."""
-    vector = next(v for v in (4, 2, 1) if innermost % v == 0)
+def select(n_rows: int, length: int, innermost: int, elem_bytes: int = 4) -> dict | None:
+    """vector: 16-byte loads of the chain's narrowest element type (4 f32, 8 f16 / bf16) where the
+    innermost row dim allows, else fewer; threads: the row's vectors, at most 1024, at least a quarter of
+    them (4 vectors a thread) or a warp; rows per block to make 256 threads. None where a thread would
+    hold more than MAX_PER_THREAD elements."""
+    widest = max(1, min(8, 16 // max(1, elem_bytes)))
+    vector = next(v for v in (8, 4, 2, 1) if v <= widest and innermost % v == 0)
     vectors = -(-length // vector)
 
     def pow2(x):

@@ -41,6 +41,17 @@ def simt_neighbours(matmul: dict[str, Any], ops: list[dict[str, Any]]) -> dict[s
     return out
 
 
+def _element_bytes(type_text: str) -> int:
+    """Bytes of a tensor/memref type's element (4 where unknown): tensor<8x32xbf16> -> 2."""
+    from workbench.common.dtypes import numpy_dtype
+
+    ety = type_text.rsplit("x", 1)[-1].rstrip(">") if "<" in type_text else type_text
+    try:
+        return numpy_dtype(ety).itemsize
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return 4
+
+
 def wgmma_epilogue(matmul: dict[str, Any], ops: list[dict[str, Any]]) -> str:
     """The id of the op the wgmma kernel may compute in its write-back (wgmma_matmul._epilogue_of decides
     on the IR; this is the selector's view, so that a row chain leaves the op to it): the matmul's one
@@ -237,7 +248,8 @@ class CudaTarget(Target):
                 continue
             p = ps.pop()
             domain = shapes[members[0]][0]
-            params = rows_mod.select(math.prod(domain[:p]), math.prod(domain[p:]), domain[-1])
+            params = rows_mod.select(math.prod(domain[:p]), math.prod(domain[p:]), domain[-1],
+                                     min(_element_bytes(t) for i in members for t in ops[i].get("operand_types", [])))
             if params is None:
                 continue
             out.append((f"pipelines/{self.rows_schedule}[gen=gpu_rows]",

@@ -53,12 +53,12 @@ KMAJOR_CASES = [("e4m3_4096", "f8E4M3FN", (0, 4096, 4096, 4096)), ("e4m3_8192", 
                 ("e4m3_4096x4096x512", "f8E4M3FN", (0, 4096, 4096, 512)),
                 ("e5m2_4096", "f8E5M2", (0, 4096, 4096, 4096)),
                 ("tf32wg_4096", "tf32wg", (0, 4096, 4096, 4096)), ("tf32wg_2048", "tf32wg", (0, 2048, 2048, 2048))]
-KMAJOR_SCHEDULES = ["pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=256 consumers=2 stages=4%s}",
-                    "pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=256 consumers=2 stages=4 specialize=1%s}",
-                    "pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=128 consumers=2 stages=6%s}"]
+# the tf32 cases' schedule (TF32 is opt-in: the selector never picks it); fp8 takes the selector's.
+# Measured on the H100 (e4m3 4096^3 / 8192^3 / 2048x4096x1024): 128x256 two consumers 4 stages
+# 0.930 / 1.056 / 0.900, with the producer warpgroup 0.932 / 1.095 / 0.855, 128x128 6 stages 0.51-0.62
+TF32_KMAJOR_SCHEDULE = "pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=256 consumers=2 stages=4 tf32=1}"
 # the opt-in TF32 schedule (f32 payload, tensor cores) against torch with TF32 allowed
-TF32_SCHEDULES = ["pipelines/cuda/matmul.py[gen=matmul_tf32]{block_m=64 block_n=64 block_k=32 warp_m=32 warp_n=32 stages=3}",
-                  "pipelines/cuda/matmul.py[gen=matmul_tf32]{block_m=128 block_n=64 block_k=16 warp_m=64 warp_n=32 stages=4}"]
+TF32_SCHEDULES = ["pipelines/cuda/matmul.py[gen=matmul_tf32]{block_m=64 block_n=64 block_k=32 warp_m=32 warp_n=32 stages=3}"]
 
 
 def payload(batch: int, m: int, n: int, k: int, dtype: str) -> str:
@@ -341,8 +341,7 @@ def main() -> int:
             src.write_text(kmajor_payload(m, n, k, "f32" if dtype == "tf32wg" else dtype,
                                           "f32" if dtype == "tf32wg" else "bf16", zero_init=dtype != "tf32wg"))
             flops = 2.0 * m * n * k
-            runs = ([sch % (" tf32=1" if dtype == "tf32wg" else "") for sch in KMAJOR_SCHEDULES]
-                    if not args.configs else schedules)
+            runs = schedules if args.configs else [TF32_KMAJOR_SCHEDULE if dtype == "tf32wg" else ""]
             ref, ref_s = None, torch_kmajor(m, n, k, dtype)
         elif shape is None:  # the MLP example
             src, flops = ROOT / "examples/mlp.mlir", 2.0 * 128 * (256 * 512 + 512 * 512 + 512 * 128)

@@ -6,13 +6,6 @@ row-major ones (see wgmma_matmul: K-major B). The inverse of the cpu target's lh
 whose packed micro-kernel wants B as [k][n]."""
 from __future__ import annotations
 
-#: transposed-B maps of (batch) matmuls, by rank of the operands
-_MAPS = {
-    2: ("affine_map<(d0, d1, d2) -> (d0, d2)>", "affine_map<(d0, d1, d2) -> (d1, d2)>",
-        "affine_map<(d0, d1, d2) -> (d0, d1)>"),
-    3: ("affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>", "affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>",
-        "affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>"),
-}
 _OPS = {"linalg.matmul": 2, "linalg.batch_matmul": 3}
 
 
@@ -31,6 +24,7 @@ def fold_transposed_b(module) -> int:
     from mlir import ir
     from mlir.dialects import linalg
 
+    from workbench.worker.cuda.wgmma_matmul import TRANSPOSED_B_MAPS
     from workbench.worker.ir_walk import has_custom_indexing_maps, ops_where
 
     rewritten = 0
@@ -45,7 +39,7 @@ def fold_transposed_b(module) -> int:
         source = producer.operands[0]
         if not ir.RankedTensorType(source.type).has_static_shape:
             continue
-        maps = [ir.AffineMapAttr(ir.Attribute.parse(m)).value for m in _MAPS[rank]]
+        maps = [ir.AffineMapAttr(ir.Attribute.parse(m)).value for m in TRANSPOSED_B_MAPS[rank]]
         build = linalg.matmul if rank == 2 else linalg.batch_matmul
         with ir.InsertionPoint(op), op.location:
             product = build(op.operands[0], source, outs=[op.operands[2]], indexing_maps=maps)

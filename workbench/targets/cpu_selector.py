@@ -18,7 +18,8 @@ Classes (by structure, not by op name):
   gather       all loops parallel, loads at computed indices (`tensor.extract`) with index arithmetic
                around them (reflect pads, unfold, interpolation): vectorized like an elementwise op, the
                loads as vector.gather (contiguous loads where the vectorizer sees the index affine in the
-               vector loop); plain gathers (embeddings, index_select, flips) stay scalar loops
+               vector loop); plain gathers (flips) stay scalar loops unless their loads are contiguous
+               (`contiguous_loads`: index_select, embeddings, pads after lh-gather-indices)
   scalar       anything else the vectorizer does not take (maps with floordiv/mod; bodies with asserts):
                loops, split over threads
 """
@@ -316,7 +317,8 @@ def classify(loops: dict, element_types: set[str] = frozenset()) -> str:
         return "window"
     if (loops["projected"] and SCALAR_BODY_OPS & set(loops["body"]) <= GATHER_LOADS
             and GATHER_LOADS & set(loops["body"]) and all(it == "parallel" for it in iterators)
-            and not SCALAR_ELEMENT_TYPES & element_types and _work_per_load(loops["body"]) >= GATHER_MIN_WORK_PER_LOAD):
+            and not SCALAR_ELEMENT_TYPES & element_types
+            and (loops.get("contiguous_loads") or _work_per_load(loops["body"]) >= GATHER_MIN_WORK_PER_LOAD)):
         return "gather"   # loads at computed indices: vector.gather, or contiguous loads where affine
     if not loops["projected"] or SCALAR_BODY_OPS & set(loops["body"]) or SCALAR_ELEMENT_TYPES & element_types:
         return "scalar"

@@ -153,6 +153,10 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
             tile[w] = lanes // 2
         elif extent[w] > lanes and extent[w] % lanes:
             remainder = [w, extent[w] - extent[w] % lanes, extent[w] % lanes]
+            if contraction and remainder[2] == 1:
+                # a rest of one column folds to a matrix-vector tile, which no named contraction matches:
+                # the last whole vector goes with it (513 = 31 x 16 + 17)
+                remainder = [w, remainder[1] - lanes, lanes + 1]
         if block is not None:
             tile[block] = _divisor_at_most(extent[block], CONV_OUTPUT_CHANNEL_BLOCK if contraction else 4)
     elif block is not None:

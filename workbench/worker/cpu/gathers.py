@@ -605,17 +605,118 @@ def _drop_unused_inputs(op):
     return new
 
 
+def _source_through_reshape(value):
+    """(producer op, expand_shape op or None) for a tensor loaded by an extract: the generic producing it,
+    directly or through one tensor.expand_shape; (None, None) otherwise."""
+    defining = _op(value)
+    reshape = None
+    if defining is not None and defining.name == "tensor.expand_shape":
+        reshape, defining = defining, _op(defining.operands[0])
+    if defining is None or defining.name != "linalg.generic":
+        return None, None
+    return defining, reshape
+
+
+def _producer_indices(extract, reshape, ip, loc) -> list:
+    """The indices into the reshape's source (or the extract's tensor) of an extract's element: through an
+    expand_shape, each source dim the row-major linearization of its group of result dims."""
+    indices = list(extract.operands)[1:]
+    if reshape is None:
+        return indices
+    shape = ir.RankedTensorType(reshape.results[0].type).shape
+    groups = [[ir.IntegerAttr(d).value for d in ir.ArrayAttr(group)]
+              for group in ir.ArrayAttr(reshape.attributes["reassociation"])]
+    index = ir.IndexType.get()
+    source = []
+    with ip, loc:
+        for group in groups:
+            acc = indices[group[0]]
+            for d in group[1:]:
+                size = _constant_index(shape[d], ip, loc)
+                scaled = ir.Operation.create("arith.muli", results=[index], operands=[acc, size]).result
+                acc = ir.Operation.create("arith.addi", results=[index], operands=[scaled, indices[d]]).result
+            source.append(acc)
+    return source
+
+
+def _fuse_producer_gathers(op) -> bool:
+    """A load of the consumer gather `op` from the result of another gather (all-parallel, identity output
+    map, used only there; through an expand_shape too) becomes that gather's body, computed at the loaded
+    element's indices: a reflect pad along H then W is one pass over memory, not two. Whether any was."""
+    body = _body(op)
+    changed = False
+    for extract in [inner for inner in body.operations if inner.operation.name == "tensor.extract"]:
+        producer, reshape = _source_through_reshape(extract.operands[0])
+        if producer is None or producer == op or len(producer.results) != 1:
+            continue
+        uses = list(producer.results[0].uses)
+        reshape_uses = list(reshape.results[0].uses) if reshape is not None else []
+        if len(uses) != 1 or (reshape is not None and len(reshape_uses) != 1):
+            continue
+        maps = _maps(producer)
+        pbody = _body(producer)
+        n_inputs = len(producer.operands) - 1
+        if (any(it != "parallel" for it in _iterators(producer)) or maps[-1] != ir.AffineMap.get_identity(maps[-1].n_dims)
+                or list(pbody.arguments[n_inputs].uses)
+                or not any(inner.operation.name == "tensor.extract" for inner in pbody.operations)
+                or any(not all(isinstance(e, (ir.AffineDimExpr, ir.AffineConstantExpr)) for e in m.results)
+                       for m in maps[:n_inputs])
+                or any(len(inner.regions) for inner in pbody.operations)):
+            continue
+        ip = ir.InsertionPoint(extract.operation)
+        loc = extract.location
+        indices = _producer_indices(extract, reshape, ip, loc)
+        mapped: dict = {}
+        for i in range(n_inputs):
+            argument = pbody.arguments[i]
+            if not list(argument.uses):
+                continue
+            at = [indices[ir.AffineDimExpr(e).position] if isinstance(e, ir.AffineDimExpr)
+                  else _constant_index(ir.AffineConstantExpr(e).value, ip, loc) for e in maps[i].results]
+            with ip, loc:
+                mapped[argument] = ir.Operation.create("tensor.extract", results=[argument.type],
+                                                       operands=[producer.operands[i], *at]).result
+        result = None
+        for inner in pbody.operations:
+            name = inner.operation.name
+            if name == "linalg.yield":
+                result = mapped.get(inner.operands[0], inner.operands[0])
+                break
+            if name == "linalg.index":
+                mapped[inner.results[0]] = indices[_index_dim(inner.operation)]
+                continue
+            clone = inner.operation.clone(ip=ip)
+            for k, operand in enumerate(inner.operands):
+                if operand in mapped:
+                    clone.operands[k] = mapped[operand]
+            for old, new in zip(inner.results, clone.results):
+                mapped[old] = new
+        extract.results[0].replace_all_uses_with(result)
+        extract.operation.erase()
+        if reshape is not None:
+            reshape.erase()
+        producer.erase()
+        changed = True
+    return changed
+
+
 def gather_indices(module) -> int:
     """Rewrite the module's gathers (module docstring); the number of ops changed."""
     from mlir.passmanager import PassManager
 
-    changed = 0
+    changed = sum(1 for op in _gather_ops(module) if _inline_tables(op))
+    while True:   # one producer at a time (the fused one is erased; a chain of gathers collapses)
+        if not any(_fuse_producer_gathers(op) for op in reversed(_gather_ops(module))):
+            break
+        changed += 1
     for op in _gather_ops(module):
-        touched = _inline_tables(op)
+        touched = False
+        touched |= _inline_tables(op)
         touched |= _load_invariant_inputs(op)
         touched |= _fold_indices(op)
-        if touched:
-            op = _drop_unused_inputs(op)
+        fewer = _drop_unused_inputs(op)
+        touched |= fewer is not op
+        op = fewer
         pieces = _split_at_run(op)
         if pieces is not None:
             for piece in pieces:

@@ -93,7 +93,7 @@ def _phase_init(init, o_offsets, o_sizes, o_strides, phase_dims):
     """The init of one phase's convolution, dense: a broadcast along the phase's dims (a bias) broadcast
     again into the phase's shape, anything else copied out of its strided phase."""
     broadcast = _op(init)
-    if broadcast is not None and broadcast.name == "linalg.broadcast" and len(list(init.uses)) == 1:
+    if broadcast is not None and broadcast.name == "linalg.broadcast":
         dimensions = set(ir.DenseI64ArrayAttr(broadcast.attributes["dimensions"]))
         if set(phase_dims) <= dimensions:
             t = ir.RankedTensorType(init.type)

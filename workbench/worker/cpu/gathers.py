@@ -13,15 +13,18 @@ shapes:
   1. index tables: an input produced by an input-less generic of index arithmetic is computed in the
      gather's body instead (its body cloned, its `linalg.index k` the gather's index of the dim its map
      reads at k); canonicalization drops the operand and the table;
-  2. data read along other loops than the vector loop (index_select's and an embedding's ids) is loaded
-     in the body (`tensor.extract` of the operand at the loops' indices): the same for the whole vector;
+  2. a load from another gather's result (used there only; through an expand_shape too) computes that
+     gather's element in place: a reflect pad along H then W is one pass over memory;
   3. an index that is a function of one loop only is evaluated over that loop's range: where it equals
      the loop index plus a constant it becomes exactly that (an `arith.addi`), a constant becomes a
      constant;
   4. a last index that is affine with unit stride over a long run of the vector loop but not over all of
      it (a reflect or replicate pad's interior) splits the op along that loop: the run (contiguous
      loads), and the parts before and after it (a few columns of gathers), each a generic over slices,
-     inserted into the output.
+     inserted into the output;
+  5. where every load is then contiguous along the vector loop, data read along other loops (the ids
+     of index_select and of an embedding) is loaded in the body (`tensor.extract` of the operand at the
+     loops' indices), which the vectorizer sees as the same for the whole vector.
 
 `contiguous_extracts(op, vdim)` tells the selector whether an op's loads are contiguous along loop `vdim`.
 """
@@ -276,6 +279,12 @@ def _plain_index(value, op) -> tuple[int, int] | None:
     return None
 
 
+def _vector_loop(op) -> int | None:
+    """The output's innermost loop (the vector loop of the selector's schedules), None without one."""
+    results = _maps(op)[-1].results
+    return ir.AffineDimExpr(results[-1]).position if results and isinstance(results[-1], ir.AffineDimExpr) else None
+
+
 def contiguous_extracts(op, vdim: int) -> bool:
     """Whether every tensor.extract in linalg op `op`'s body loads contiguously along loop `vdim`: its
     indices but the last the same for every iteration of `vdim`, the last one too or `linalg.index
@@ -390,7 +399,7 @@ def _feeds_an_index(value, body) -> bool:
 
 
 def _load_invariant_inputs(op) -> bool:
-    """Step 2: inputs that do not use the vector loop (the output's innermost) and feed an index become
+    """Step 5: inputs that do not use the vector loop (the output's innermost) and feed an index become
     loads in the body. Whether any did."""
     body = _body(op)
     maps = _maps(op)
@@ -710,9 +719,7 @@ def gather_indices(module) -> int:
             break
         changed += 1
     for op in _gather_ops(module):
-        touched = False
-        touched |= _inline_tables(op)
-        touched |= _load_invariant_inputs(op)
+        touched = _inline_tables(op)
         touched |= _fold_indices(op)
         fewer = _drop_unused_inputs(op)
         touched |= fewer is not op
@@ -723,6 +730,12 @@ def gather_indices(module) -> int:
                 _fold_indices(piece)
             touched = True
         for part in pieces or [op]:
+            vdim = _vector_loop(part)
+            # ids loaded in the body only where that leaves every load contiguous (else the op stays a
+            # gather as it was, its loads counted as they were)
+            if vdim is not None and contiguous_extracts(part, vdim) and _load_invariant_inputs(part):
+                part = _drop_unused_inputs(part)
+                touched = True
             touched |= _expand_absi(part)
         changed += bool(touched)
     if changed:

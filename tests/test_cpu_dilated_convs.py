@@ -68,3 +68,21 @@ def test_phases_without_taps_keep_the_bias(ctx):
     ok(ctx, "bench warmup=1 iterations=2")
     ok(ctx, "apply cpu-lower")
     assert ok(ctx, "run --check").data["run"]["check"]["passed"]
+
+
+def test_a_rest_of_one_column_takes_the_last_vector_with_it():
+    """A phase of 513 output columns (1026 / 2) with 16 lanes: 32 whole vectors and a rest of one, whose
+    folded tile would be a matrix-vector product that no named contraction matches (the step failed);
+    the rest takes the last whole vector with it: 496 + 17."""
+    from workbench.targets.cpu_selector import window_params
+
+    conv1d = {"iterators": ["parallel", "parallel", "parallel", "reduction", "reduction"],
+              "operand_dims": [[0, 3, -1], [1, 3, 4], [0, 1, 2]],
+              "operand_terms": [[[[0, 1]], [[3, 1]], [[2, 1], [4, 1]]], [[[1, 1]], [[3, 1]], [[4, 1]]],
+                                [[[0, 1]], [[1, 1]], [[2, 1]]]],
+              "num_inputs": 2, "body": ["arith.mulf", "arith.addf", "linalg.yield"], "projected": False,
+              "domain": [16, 64, 513, 64, 2]}
+    p = window_params(conv1d, 16)
+    assert p["contraction"] == 1 and p["tile"][2] == 16 and p["remainder"] == [2, 496, 17]
+    conv1d["domain"][2] = 1026   # a rest of two: as it was
+    assert window_params(conv1d, 16)["remainder"] == [2, 1024, 2]

@@ -162,6 +162,14 @@ class CpuTarget(Target):
     #: concatenation is a copy of every operand): workbench/worker/cpu/slices.py
     FOLD_SLICES_OF_CONCAT = "pass lh-fold-slices-of-concat"
 
+    #: gathers (loads at computed indices: pads, index_select, embeddings) rewritten so that the vectorizer
+    #: sees their loads as contiguous where they are: workbench/worker/cpu/gathers.py
+    GATHER_INDICES = "pass lh-gather-indices"
+
+    #: convolutions over a stride-dilated input (torch-mlir's transposed convolutions) as one dense convolution
+    #: per output phase: workbench/worker/cpu/transposed_convs.py
+    DILATED_INPUT_CONVS = "pass lh-dilated-input-convs"
+
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
         """Upstream's elementwise fusion when the payload has linalg.generic ops that could chain (two or
         more): torch-mlir writes every pointwise op (and each step of a decomposed softmax, norm or
@@ -175,6 +183,10 @@ class CpuTarget(Target):
         powers = any("math.fpowi" in (op.get("loops") or {}).get("body", []) for op in ops)
         first = [self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS]
         steps = first + [self.FUSE_ELEMENTWISE] if generics >= 2 or powers else first
+        if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
+            steps.append(self.DILATED_INPUT_CONVS)   # (a no-op, left out, unless an input is stride-dilated)
+        if any("tensor.extract" in (op.get("loops") or {}).get("body", []) for op in ops):
+            steps.append(self.GATHER_INDICES)   # (after the fusion, which folds the reshapes between tables and loads)
         if any(op.get("kind") == "contraction" and op.get("op") != "linalg.generic" and op.get("dtype") == "f32"
                and op.get("in_dtype") in NARROW_FLOATS for op in ops):
             steps.append(self.WIDEN_CONTRACTION_INPUTS)

@@ -389,9 +389,15 @@ def _loop_structure(op) -> dict | None:
                              for e in amap.results])
         terms = [_linear_terms(e) for e in amap.results]
         operand_terms.append([None if t is None else sorted([d, c] for d, c in t.items() if c) for t in terms])
-    return {"domain": domain, "iterators": iterators, "projected": all(_projected(m) for m in maps),
-            "operand_dims": operand_dims, "operand_terms": operand_terms,
-            "num_inputs": len(maps) - len(op.results) if op.results else None, "body": body}
+    structure = {"domain": domain, "iterators": iterators, "projected": all(_projected(m) for m in maps),
+                 "operand_dims": operand_dims, "operand_terms": operand_terms,
+                 "num_inputs": len(maps) - len(op.results) if op.results else None, "body": body}
+    if "tensor.extract" in body and operand_dims[-1] and operand_dims[-1][-1] >= 0:
+        # loads at computed indices: whether they are contiguous along the output's innermost loop
+        from workbench.worker.cpu.gathers import contiguous_extracts
+
+        structure["contiguous_loads"] = contiguous_extracts(op, operand_dims[-1][-1])
+    return structure
 
 
 def _generalized_structures(module, count: int) -> list[dict | None]:

@@ -89,6 +89,18 @@ def _fold_slices_of_concat(module, options: dict) -> None:
     slices.fold_slices_of_concat(module)
 
 
+def _gather_indices(module, options: dict) -> None:
+    from workbench.worker.cpu import gathers
+
+    gathers.gather_indices(module)
+
+
+def _dilated_input_convs(module, options: dict) -> None:
+    from workbench.worker.cpu import transposed_convs
+
+    transposed_convs.dilated_input_convs(module)
+
+
 def _fuse_elementwise(module, options: dict) -> None:
     from workbench.worker.cpu import fusion
 
@@ -301,6 +313,8 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-drop-body-asserts": (_drop_body_asserts, "cf.assert in linalg op bodies erased (torch-mlir's per-element runtime checks, e.g. a reciprocal of zero, where torch gives inf; they keep an op scalar)"),
     "lh-fold-slices-of-concat": (_fold_slices_of_concat, "on tensors: a tensor.extract_slice of a tensor.concat that lies within one operand -> a slice of that operand (no copy of every operand into the whole concatenation; workbench/worker/cpu/slices.py)"),
     "lh-fuse-elementwise": (_fuse_elementwise, "upstream's elementwise fusion (fpowi expanded, producers fused, unit dims folded, canonicalized) except into consumers that read a producer broadcast or through a window, where the fused body would recompute it per use (workbench/worker/cpu/fusion.py)"),
+    "lh-gather-indices": (_gather_indices, "on tensors: all-parallel gathers (tensor.extract in a linalg body: pads, index_select, embeddings) with indices the vectorizer sees as contiguous: index tables computed in the body, ids read outside the vector loop loaded in it, indices of one loop evaluated and written as loop + constant, a last index of unit stride over a long run split off as an op of its own (workbench/worker/cpu/gathers.py)"),
+    "lh-dilated-input-convs": (_dilated_input_convs, "on tensors: a stride-1 named convolution of a zero tensor into which the input was inserted with strides s (torch-mlir's transposed convolutions) -> one dense convolution per output phase (s^d of them: a slice of the input, a strided slice of the filter, into a dense copy of the phase's init, inserted back with strides s): no multiply-adds of zeros (workbench/worker/cpu/transposed_convs.py)"),
     "lh-widen-contraction-inputs": (_widen_contraction_inputs, "on tensors: named linalg contractions (matmul, batch_matmul, ...) reading bf16/f16 inputs into f32 -> the same op on f32 inputs, each extended once by an elementwise extf generic (the packed f32 schedules take it; workbench/worker/cpu/widen_contractions.py)"),
     "lh-shared-rhs-matmuls": (_shared_rhs_matmuls, "on tensors: a batch_matmul of a matrix broadcast over the batch, or a generic A[m0, m1, k] W[k, n] (a linear layer on a 3-D input) -> one linalg.matmul over the collapsed rows (no broadcast copies; the packed matmul schedules take it; workbench/worker/cpu/shared_rhs.py)"),
     "lh-transposed-b-matmuls": (_transposed_b_matmuls, "on tensors: a (batch) matmul whose B is a linalg.transpose of its last two dims (q @ k.transpose(-1, -2), x @ w.t()) reads the transpose's input with transposed-B maps (the wgmma kernel reads B K-major: no transpose kernel; workbench/worker/cuda/kmajor_operands.py)"),

@@ -1,0 +1,153 @@
+"""Transform-dialect schedule for bf16 contractions in the VNNI layout (AVX512-BF16's `vdpbf16ps`).
+
+The payload op is what `lh-vnni-contractions` (workbench/worker/cpu/vnni_contractions.py) makes of a bf16
+matmul accumulating in f32: a linalg.generic tagged `lh.vnni` over loops (m, no, ni, ko, ki),
+
+    C3[m, no, ni] += ext(A3[m, ko, ki]) * ext(Bp[no, ko, ni, ki])
+
+A3 = A viewed in K pairs (M x K/2 x 2), Bp = B packed by a linalg.pack into column panels of `panel`
+(16, 8 or 4) columns, each row of a panel the column pairs (N/panel x K/2 x panel x 2), C3 = C viewed
+in panels (M x N/panel x panel).
+
+Schedule:
+  1. The pack of B: tiled over its outer dims (`pack_tile` K pairs of one panel per step) and vectorized
+     (reads of `panel` rows or 2 x panel columns, a transpose in registers, contiguous writes).
+  2. Cache blocking of the contraction, loop order n_c, k_c, m_c (block_n columns = block_n/panel panels,
+     block_k K values = block_k/2 pairs), then the register tile (reg_m rows x reg_n columns), then the
+     K loop of reg_k pairs per step.
+  3. The micro-kernel: unit tiles (one row, one panel, one K pair: a (1, 1, panel, 1, 2) contraction),
+     vectorized to vector.contract (the bf16 extensions folded into it) and unrolled; the C tile is
+     hoisted into registers across the K loop.
+  4. upstream's `x86vector.vector_contract_to_packed_type_dot_product`: each unit contraction becomes a
+     broadcast of A's pair (32 bits) and one `x86vector.avx512.dot` (vdpbf16ps) on the panel's 2 x panel
+     bf16 values; the B read is one contiguous vector of 2 x panel bf16 (flattened transfer).
+  5. Bufferization and vector lowering (pipelines/cpu/matmul.py's step 5); the LLVM lowering
+     (convert-vector-to-llvm with enable-x86vector) emits llvm.x86.avx512bf16.dpbf16ps.
+"""
+from __future__ import annotations
+
+import matmul
+from workbench.common.transform_text import transform_module
+
+#: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
+GENERATORS = ["matmul_vnni_tiling"]
+
+PAYLOAD_OP = "linalg.generic"
+PARAMS = {
+    "panel": {"choices": [16, 8, 4], "help": "columns per packed B panel (the op's; set by the selector)"},
+    "block_m": {"divides": "M", "min": 1, "max": 1024, "help": "cache block along M (A block rows)"},
+    "block_n": {"divides": "N", "min": 4, "max": 4096, "help": "cache block along N (a multiple of panel)"},
+    "block_k": {"divides": "K", "min": 2, "max": 4096, "help": "cache block along K (even)"},
+    "reg_m": {"divides": "block_m", "min": 1, "space": [1, 2, 4, 8], "help": "register tile rows"},
+    "reg_n": {"divides": "block_n", "min": 4, "space": [16, 32, 64], "help": "register tile columns (a multiple of panel)"},
+    "reg_k": {"divides": "block_k", "min": 1, "space": [1, 2, 4, 8], "help": "K pairs per K-loop step (unroll)"},
+    "pack_tile": {"min": 1, "space": [1, 2, 4, 8, 16], "help": "K pairs of one panel packed per step"},
+    "op": {"help": "the id of the one lh.vnni contraction to schedule; empty: every one"},
+    "bufferize": {"help": "end with bufferization and vector lowering (false: stay on tensors; "
+                          "pipelines/cpu/finish.py finishes)"},
+}
+CONSTRAINTS = [
+    "block_n % panel == 0", "reg_n % panel == 0", "block_k % 2 == 0",
+    "reg_m * (reg_n // panel) <= 24",   # accumulators (one vector each) leave registers for B and A
+]
+
+ANY = "!transform.any_op"
+
+
+def _tile(handle: str, sizes: list[int], name: str, interchange: list[int] | None = None) -> str:
+    """`%name, %name_l:N = tile_using_for handle` (N: the non-zero sizes)."""
+    loops = sum(1 for s in sizes if s)
+    inter = f" interchange = {interchange}" if interchange else ""
+    results = ", ".join([ANY] * (loops + 1))
+    return (f"    %{name}, %{name}_l:{loops} = transform.structured.tile_using_for {handle} tile_sizes {sizes}{inter}\n"
+            f"        : ({ANY}) -> ({results})\n") if loops > 1 else (
+            f"    %{name}, %{name}_l = transform.structured.tile_using_for {handle} tile_sizes {sizes}{inter}\n"
+            f"        : ({ANY}) -> ({results})\n")
+
+
+def _unroll(loop: str, trips: int) -> str:
+    """Fully unroll `loop` (`trips` iterations; nothing for one)."""
+    return f"    transform.loop.unroll {loop} {{factor = {trips}}} : {ANY}\n" if trips > 1 else ""
+
+
+def matmul_vnni_tiling(panel: int = 16, block_m: int = 64, block_n: int = 256, block_k: int = 256,
+                       reg_m: int = 4, reg_n: int = 64, reg_k: int = 2, pack_tile: int = 8,
+                       op: str = "", bufferize: bool = True) -> str:
+    """The transform module (MLIR text) for the lh.vnni contraction `op` (every one when empty)."""
+    for name, v in (("panel", panel), ("block_m", block_m), ("block_n", block_n), ("block_k", block_k),
+                    ("reg_m", reg_m), ("reg_n", reg_n), ("reg_k", reg_k), ("pack_tile", pack_tile)):
+        if not isinstance(v, int) or v <= 0:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if panel not in (16, 8, 4):
+        raise ValueError(f"panel must be 16, 8 or 4, got {panel}")
+    for name, v in (("block_n", block_n), ("reg_n", reg_n)):
+        if v % panel:
+            raise ValueError(f"{name}={v} must be a multiple of panel={panel}")
+    if block_k % 2:
+        raise ValueError(f"block_k={block_k} must be even (K pairs)")
+    for inner, outer, a, b in ((reg_m, block_m, "reg_m", "block_m"), (reg_n, block_n, "reg_n", "block_n"),
+                               (reg_k, block_k // 2, "reg_k", "block_k/2")):
+        if outer % inner:
+            raise ValueError(f"{a}={inner} must divide {b}={outer}")
+    attrs = f'{{lh.op = "{op}"}}' if op else "{lh.vnni}"
+    match = (f"    %g = transform.structured.match ops{{[\"linalg.generic\"]}} attributes{attrs} in %root"
+             f" : ({ANY}) -> {ANY}\n")
+    body = match + matmul.expect_one("%g", op)
+    # 1. the pack of B (outer dims: panels, K pairs), vectorized per tile
+    body += f"    %pk = transform.get_producer_of_operand %g[1] : ({ANY}) -> {ANY}\n"
+    body += _tile("%pk", [1, pack_tile], "pkt")
+    body += f"    transform.structured.vectorize %pkt : {ANY}\n"
+    # 2. cache blocks (n_c, k_c, m_c), register tile (m_r, n_r), K loop
+    body += _tile("%g", [block_m, block_n // panel, 0, block_k // 2, 0], "t1", [1, 3, 0, 2, 4])
+    body += _tile("%t1", [reg_m, reg_n // panel, 0, 0, 0], "t2")
+    body += _tile("%t2", [0, 0, 0, reg_k, 0], "t3")
+    # 3. unit contractions, vectorized, unrolled
+    body += _tile("%t3", [1, 1, 0, 1, 0], "t4")
+    body += f"    transform.structured.vectorize %t4 : {ANY}\n"
+    for i, trips in ((2, reg_k), (1, reg_n // panel), (0, reg_m)):
+        body += _unroll(f"%t4_l#{i}", trips)
+    body += f"""    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({ANY}) -> {ANY}
+    transform.apply_patterns to %fe {{
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.reduction_to_contract
+      transform.apply_patterns.vector.fold_arith_extension
+      transform.apply_patterns.canonicalization
+    }} : {ANY}
+    transform.apply_cse to %fe : {ANY}
+    transform.loop.hoist_loop_invariant_subsets %t3_l : {ANY}
+    transform.apply_patterns to %fe {{
+      transform.apply_patterns.x86vector.vector_contract_to_packed_type_dot_product
+      transform.apply_patterns.canonicalization
+    }} : {ANY}
+    transform.bufferization.eliminate_empty_tensors %fe : {ANY}
+"""
+    if bufferize:
+        body += matmul.bufferize_and_lower_vectors()
+    return transform_module(body)
+
+
+def default_params(m: int, n: int, k: int, panel: int = 16, vector_registers: int = 32,
+                   l1_bytes: int = 32 << 10, l2_bytes: int = 1 << 20, **_machine) -> dict:
+    """Parameters for an M x N x K bf16 contraction with B in panels of `panel` columns (all divisors)."""
+    def largest(total: int, cap: int, step: int) -> int:
+        best, d = step, step
+        while d <= min(total, cap):
+            if total % d == 0:
+                best = d
+            d += step
+        return best
+    # register tile: up to 4 panels x reg_m rows of accumulators, within the registers (B panel and A
+    # broadcasts need a few)
+    reg_n = largest(n, 4 * panel, panel)
+    panels = reg_n // panel
+    reg_m = next(r for r in (6, 4, 3, 2, 1) if m % r == 0 and r * panels <= max(vector_registers - 8, 1))
+    block_k = largest(k, 512, 2)
+    block_n = largest(n, 256 if n >= 256 else n, reg_n)
+    # B block (bf16) within half of L2
+    while block_n * block_k * 2 > l2_bytes // 2 and block_k % 4 == 0:
+        block_k //= 2
+    block_m = largest(m, 64, reg_m)
+    reg_k = next(r for r in (4, 2, 1) if (block_k // 2) % r == 0)
+    pack_tile = next(r for r in (8, 4, 2, 1) if (k // 2) % r == 0)
+    return dict(panel=panel, block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n,
+                reg_k=reg_k, pack_tile=pack_tile)

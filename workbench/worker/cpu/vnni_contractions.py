@@ -216,5 +216,22 @@ def vnni_contractions(module) -> int:
             result = _collapse_last(_vnni_generic(a3, bp, c3, batch))
         op.results[0].replace_all_uses_with(result)
         op.erase()
+        for value in (a, b):
+            _erase_if_dead(value)
         rewritten += 1
     return rewritten
+
+
+def _erase_if_dead(value) -> None:
+    """Erase the op defining `value` (an extension or transpose the rewrite read through) once nothing
+    uses it, and so on up its operands."""
+    owner = value.owner
+    op = owner.operation if hasattr(owner, "operation") else owner
+    if getattr(op, "name", "") not in ("linalg.generic", "linalg.transpose", "tensor.empty"):
+        return
+    if any(True for r in op.results for _ in r.uses):
+        return
+    operands = list(op.operands)
+    op.erase()
+    for v in operands:
+        _erase_if_dead(v)

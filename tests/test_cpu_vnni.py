@@ -81,6 +81,30 @@ def test_vnni_schedule_runs_and_matches_torch(ctx, name):
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
 
 
+BATCH_MATMUL_BF16 = """func.func @main(%a: tensor<3x16x32xbf16>, %b: tensor<3x32x48xbf16>) -> tensor<3x16x48xf32> {
+  %cst = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3x16x48xf32>
+  %f = linalg.fill ins(%cst : f32) outs(%e : tensor<3x16x48xf32>) -> tensor<3x16x48xf32>
+  %0 = linalg.batch_matmul ins(%a, %b : tensor<3x16x32xbf16>, tensor<3x32x48xbf16>) outs(%f : tensor<3x16x48xf32>) -> tensor<3x16x48xf32>
+  return %0 : tensor<3x16x48xf32>
+}
+"""
+
+
+def test_vnni_schedule_takes_a_batch_matmul(ctx, tmp_path):
+    if not _host_has_bf16_dot():
+        pytest.skip("this host has no AVX512-BF16")
+    payload = tmp_path / "bmm_bf16.mlir"
+    payload.write_text(BATCH_MATMUL_BF16)
+    ok(ctx, f"load {payload}")
+    ok(ctx, "select --apply")
+    assert any("batch=1" in label for label in _steps(ctx)), _steps(ctx)
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert DPBF16 in ctx.session.current_ir
+    assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+
+
 def test_avx2_override_keeps_the_widening_path(ctx):
     fixture = TORCH / "matmul_bf16.mlir"
     ok(ctx, f"load {fixture}")

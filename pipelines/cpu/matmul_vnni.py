@@ -1,7 +1,8 @@
 """Transform-dialect schedule for bf16 contractions in the VNNI layout (AVX512-BF16's `vdpbf16ps`).
 
 The payload op is what `lh-vnni-contractions` (workbench/worker/cpu/vnni_contractions.py) makes of a bf16
-matmul accumulating in f32: a linalg.generic tagged `lh.vnni` over loops (m, no, ni, ko, ki),
+matmul accumulating in f32: a linalg.generic tagged `lh.vnni` over loops (m, no, ni, ko, ki) (a batch
+matmul's: (b, m, no, ni, ko, ki), `batch=1`),
 
     C3[m, no, ni] += ext(A3[m, ko, ki]) * ext(Bp[no, ko, ni, ki])
 
@@ -42,6 +43,7 @@ PARAMS = {
     "reg_n": {"divides": "block_n", "min": 4, "space": [16, 32, 64], "help": "register tile columns (a multiple of panel)"},
     "reg_k": {"divides": "block_k", "min": 1, "space": [1, 2, 4, 8], "help": "K pairs per K-loop step (unroll)"},
     "pack_tile": {"min": 1, "space": [1, 2, 4, 8, 16], "help": "K pairs of one panel packed per step"},
+    "batch": {"choices": [0, 1], "help": "1: a batch matmul's contraction (a leading batch loop, one batch per step)"},
     "op": {"help": "the id of the one lh.vnni contraction to schedule; empty: every one"},
     "bufferize": {"help": "end with bufferization and vector lowering (false: stay on tensors; "
                           "pipelines/cpu/finish.py finishes)"},
@@ -72,7 +74,7 @@ def _unroll(loop: str, trips: int) -> str:
 
 def matmul_vnni_tiling(panel: int = 16, block_m: int = 64, block_n: int = 256, block_k: int = 256,
                        reg_m: int = 4, reg_n: int = 64, reg_k: int = 2, pack_tile: int = 8,
-                       op: str = "", bufferize: bool = True) -> str:
+                       batch: int = 0, op: str = "", bufferize: bool = True) -> str:
     """The transform module (MLIR text) for the lh.vnni contraction `op` (every one when empty)."""
     for name, v in (("panel", panel), ("block_m", block_m), ("block_n", block_n), ("block_k", block_k),
                     ("reg_m", reg_m), ("reg_n", reg_n), ("reg_k", reg_k), ("pack_tile", pack_tile)):
@@ -89,20 +91,25 @@ def matmul_vnni_tiling(panel: int = 16, block_m: int = 64, block_n: int = 256, b
                                (reg_k, block_k // 2, "reg_k", "block_k/2")):
         if outer % inner:
             raise ValueError(f"{a}={inner} must divide {b}={outer}")
+    if batch not in (0, 1):
+        raise ValueError(f"batch must be 0 or 1, got {batch!r}")
+    lead = [1] * batch                  # the batch loop: one batch per step
+    keep = [0] * batch                  # (untiled: already one)
     attrs = f'{{lh.op = "{op}"}}' if op else "{lh.vnni}"
     match = (f"    %g = transform.structured.match ops{{[\"linalg.generic\"]}} attributes{attrs} in %root"
              f" : ({ANY}) -> {ANY}\n")
     body = match + matmul.expect_one("%g", op)
     # 1. the pack of B (outer dims: panels, K pairs), vectorized per tile
     body += f"    %pk = transform.get_producer_of_operand %g[1] : ({ANY}) -> {ANY}\n"
-    body += _tile("%pk", [1, pack_tile], "pkt")
+    body += _tile("%pk", lead + [1, pack_tile], "pkt")
     body += f"    transform.structured.vectorize %pkt : {ANY}\n"
     # 2. cache blocks (n_c, k_c, m_c), register tile (m_r, n_r), K loop
-    body += _tile("%g", [block_m, block_n // panel, 0, block_k // 2, 0], "t1", [1, 3, 0, 2, 4])
-    body += _tile("%t1", [reg_m, reg_n // panel, 0, 0, 0], "t2")
-    body += _tile("%t2", [0, 0, 0, reg_k, 0], "t3")
+    body += _tile("%g", lead + [block_m, block_n // panel, 0, block_k // 2, 0], "t1",
+                  list(range(batch)) + [batch + i for i in (1, 3, 0, 2, 4)])
+    body += _tile("%t1", keep + [reg_m, reg_n // panel, 0, 0, 0], "t2")
+    body += _tile("%t2", keep + [0, 0, 0, reg_k, 0], "t3")
     # 3. unit contractions, vectorized, unrolled
-    body += _tile("%t3", [1, 1, 0, 1, 0], "t4")
+    body += _tile("%t3", keep + [1, 1, 0, 1, 0], "t4")
     body += f"    transform.structured.vectorize %t4 : {ANY}\n"
     for i, trips in ((2, reg_k), (1, reg_n // panel), (0, reg_m)):
         body += _unroll(f"%t4_l#{i}", trips)

@@ -303,6 +303,8 @@ class CpuTarget(Target):
         library = _load_library_module(self.matmul_vnni_schedule)
         params = library.default_params(dims["m"], dims["n"], dims["k"], panel=op["panel"],
                                         **matmul_machine_args(self.machine))
+        if "b" in dims:
+            params["batch"] = 1
         return f"{self.pipeline_path_for(self.matmul_vnni_schedule)}[gen=matmul_vnni_tiling]", {**params, "op": op["id"]}
 
     #: the matmul family's schedules (pipelines/cpu/matmul_family.py): op kind -> generator

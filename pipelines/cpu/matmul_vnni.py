@@ -43,6 +43,8 @@ PARAMS = {
     "reg_n": {"divides": "block_n", "min": 4, "space": [16, 32, 64], "help": "register tile columns (a multiple of panel)"},
     "reg_k": {"divides": "block_k", "min": 1, "space": [1, 2, 4, 8], "help": "K pairs per K-loop step (unroll)"},
     "pack_tile": {"min": 1, "space": [1, 2, 4, 8, 16], "help": "K pairs of one panel packed per step"},
+    "threads_m": {"min": 1, "max": 256, "help": "parallel chunks along M (tasks: threads_m x threads_n)"},
+    "threads_n": {"min": 1, "max": 256, "help": "parallel chunks along N (whole panels; the pack of B too)"},
     "batch": {"choices": [0, 1], "help": "1: a batch matmul's contraction (a leading batch loop, one batch per step)"},
     "op": {"help": "the id of the one lh.vnni contraction to schedule; empty: every one"},
     "bufferize": {"help": "end with bufferization and vector lowering (false: stay on tensors; "
@@ -67,6 +69,15 @@ def _tile(handle: str, sizes: list[int], name: str, interchange: list[int] | Non
             f"        : ({ANY}) -> ({results})\n")
 
 
+def _forall(handle: str, num_threads: list[int], result: str) -> str:
+    """`result` = `handle` split into scf.forall chunks (tasks on the async runtime after cpu-lower), or
+    `handle` itself when every count is 1 or 0."""
+    if all(n <= 1 for n in num_threads):
+        return f"    {result} = transform.merge_handles {handle} : {ANY}\n"
+    return (f"    {result}, {result}_forall = transform.structured.tile_using_forall {handle} num_threads {num_threads}"
+            f" : ({ANY}) -> ({ANY}, {ANY})\n")
+
+
 def _unroll(loop: str, trips: int) -> str:
     """Fully unroll `loop` (`trips` iterations; nothing for one)."""
     return f"    transform.loop.unroll {loop} {{factor = {trips}}} : {ANY}\n" if trips > 1 else ""
@@ -74,9 +85,10 @@ def _unroll(loop: str, trips: int) -> str:
 
 def matmul_vnni_tiling(panel: int = 16, block_m: int = 64, block_n: int = 256, block_k: int = 256,
                        reg_m: int = 4, reg_n: int = 64, reg_k: int = 2, pack_tile: int = 8,
-                       batch: int = 0, op: str = "", bufferize: bool = True) -> str:
+                       batch: int = 0, threads_m: int = 1, threads_n: int = 1, op: str = "",
+                       bufferize: bool = True) -> str:
     """The transform module (MLIR text) for the lh.vnni contraction `op` (every one when empty)."""
-    for name, v in (("panel", panel), ("block_m", block_m), ("block_n", block_n), ("block_k", block_k),
+    for name, v in (("threads_m", threads_m), ("threads_n", threads_n), ("panel", panel), ("block_m", block_m), ("block_n", block_n), ("block_k", block_k),
                     ("reg_m", reg_m), ("reg_n", reg_n), ("reg_k", reg_k), ("pack_tile", pack_tile)):
         if not isinstance(v, int) or v <= 0:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
@@ -96,12 +108,15 @@ def matmul_vnni_tiling(panel: int = 16, block_m: int = 64, block_n: int = 256, b
     lead = [1] * batch                  # the batch loop: one batch per step
     keep = [0] * batch                  # (untiled: already one)
     attrs = f'{{lh.op = "{op}"}}' if op else "{lh.vnni}"
-    match = (f"    %g = transform.structured.match ops{{[\"linalg.generic\"]}} attributes{attrs} in %root"
+    match = (f"    %g_all = transform.structured.match ops{{[\"linalg.generic\"]}} attributes{attrs} in %root"
              f" : ({ANY}) -> {ANY}\n")
-    body = match + matmul.expect_one("%g", op)
-    # 1. the pack of B (outer dims: panels, K pairs), vectorized per tile
-    body += f"    %pk = transform.get_producer_of_operand %g[1] : ({ANY}) -> {ANY}\n"
+    body = match + matmul.expect_one("%g_all", op)
+    # 1. the pack of B (outer dims: panels, K pairs), vectorized per tile (panels split over threads_n)
+    body += f"    %pk_all = transform.get_producer_of_operand %g_all[1] : ({ANY}) -> {ANY}\n"
+    body += _forall("%pk_all", keep + [threads_n, 0], "%pk")
     body += _tile("%pk", lead + [1, pack_tile], "pkt")
+    # tasks: threads_m x threads_n chunks of the contraction (rows x panels)
+    body += _forall("%g_all", keep + [threads_m, threads_n, 0, 0, 0], "%g")
     body += f"    transform.structured.vectorize %pkt : {ANY}\n"
     # 2. cache blocks (n_c, k_c, m_c), register tile (m_r, n_r), K loop
     body += _tile("%g", lead + [block_m, block_n // panel, 0, block_k // 2, 0], "t1",
@@ -121,7 +136,11 @@ def matmul_vnni_tiling(panel: int = 16, block_m: int = 64, block_n: int = 256, b
       transform.apply_patterns.canonicalization
     }} : {ANY}
     transform.apply_cse to %fe : {ANY}
-    transform.loop.hoist_loop_invariant_subsets %t3_l : {ANY}
+    %k_loops = transform.structured.match ops{{["scf.for"]}} in %fe : ({ANY}) -> {ANY}
+    transform.foreach %k_loops : {ANY} {{
+    ^bb0(%k_loop: {ANY}):
+      transform.loop.hoist_loop_invariant_subsets %k_loop : {ANY}
+    }}
     transform.apply_patterns to %fe {{
       transform.apply_patterns.x86vector.vector_contract_to_packed_type_dot_product
       transform.apply_patterns.canonicalization
@@ -133,9 +152,23 @@ def matmul_vnni_tiling(panel: int = 16, block_m: int = 64, block_n: int = 256, b
     return transform_module(body)
 
 
-def default_params(m: int, n: int, k: int, panel: int = 16, vector_registers: int = 32,
+def thread_grid(m: int, panels: int, threads: int) -> tuple[int, int]:
+    """(threads_m, threads_n): `threads` tasks (fewer where nothing divides), whole panels per task where
+    the panels divide (B and its pack split, A read by every task), else rows."""
+    for t in range(threads, 1, -1):
+        if panels % t == 0:
+            return 1, t
+        if m % t == 0:
+            return t, 1
+    return 1, 1
+
+
+def default_params(m: int, n: int, k: int, panel: int = 16, threads: int = 1, vector_registers: int = 32,
                    l1_bytes: int = 32 << 10, l2_bytes: int = 1 << 20, **_machine) -> dict:
-    """Parameters for an M x N x K bf16 contraction with B in panels of `panel` columns (all divisors)."""
+    """Parameters for an M x N x K bf16 contraction with B in panels of `panel` columns (all divisors),
+    split into up to `threads` tasks (`thread_grid`; the blocks are a task's)."""
+    threads_m, threads_n = thread_grid(m, n // panel, threads)
+    m, n = m // threads_m, n // threads_n
     def largest(total: int, cap: int, step: int) -> int:
         best, d = step, step
         while d <= min(total, cap):
@@ -157,4 +190,4 @@ def default_params(m: int, n: int, k: int, panel: int = 16, vector_registers: in
     reg_k = next(r for r in (4, 2, 1) if (block_k // 2) % r == 0)
     pack_tile = next(r for r in (8, 4, 2, 1) if (k // 2) % r == 0)
     return dict(panel=panel, block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n,
-                reg_k=reg_k, pack_tile=pack_tile)
+                reg_k=reg_k, pack_tile=pack_tile, threads_m=threads_m, threads_n=threads_n)

@@ -301,7 +301,9 @@ class CpuTarget(Target):
         """(spec, params) of the VNNI schedule for an inspected lh.vnni contraction."""
         dims = op["dims"]
         library = _load_library_module(self.matmul_vnni_schedule)
-        params = library.default_params(dims["m"], dims["n"], dims["k"], panel=op["panel"],
+        # every core for a large one (panels or rows per task)
+        threads = self.machine.usable_cpus if math.prod(dims.values()) >= MIN_PARALLEL_MATMUL else 1
+        params = library.default_params(dims["m"], dims["n"], dims["k"], panel=op["panel"], threads=threads,
                                         **matmul_machine_args(self.machine))
         if "b" in dims:
             params["batch"] = 1

@@ -12,7 +12,8 @@ in panels (M x N/panel x panel).
 
 Schedule:
   1. The pack of B: tiled over its outer dims (`pack_tile` K pairs of one panel per step) and vectorized
-     (reads of `panel` rows or 2 x panel columns, a transpose in registers, contiguous writes).
+     (reads of 2 rows of B (or `panel` rows of W for x @ W.T), the transpose lowered to shuffles, one
+     contiguous write: lh-flatten-contiguous-transfers flattens it).
   2. Cache blocking of the contraction, loop order n_c, k_c, m_c (block_n columns = block_n/panel panels,
      block_k K values = block_k/2 pairs), then the register tile (reg_m rows x reg_n columns), then the
      K loop of reg_k pairs per step.
@@ -118,6 +119,10 @@ def matmul_vnni_tiling(panel: int = 16, block_m: int = 64, block_n: int = 256, b
     # tasks: threads_m x threads_n chunks of the contraction (rows x panels)
     body += _forall("%g_all", keep + [threads_m, threads_n, 0, 0, 0], "%g")
     body += f"    transform.structured.vectorize %pkt : {ANY}\n"
+    # its transposes (B's column pairs interleaved) as shuffles, not element by element
+    body += (f"    transform.apply_patterns to %pkt_l#0 {{\n"
+             f"      transform.apply_patterns.vector.lower_transpose lowering_strategy = \"shuffle_1d\"\n"
+             f"    }} : {ANY}\n")
     # 2. cache blocks (n_c, k_c, m_c), register tile (m_r, n_r), K loop
     body += _tile("%g", lead + [block_m, block_n // panel, 0, block_k // 2, 0], "t1",
                   list(range(batch)) + [batch + i for i in (1, 3, 0, 2, 4)])
@@ -188,6 +193,6 @@ def default_params(m: int, n: int, k: int, panel: int = 16, threads: int = 1, ve
         block_k //= 2
     block_m = largest(m, 64, reg_m)
     reg_k = next(r for r in (4, 2, 1) if (block_k // 2) % r == 0)
-    pack_tile = next(r for r in (8, 4, 2, 1) if (k // 2) % r == 0)
+    pack_tile = 1   # (one panel row per step: a 2-D transpose of B's two rows, or none for W; one 64-byte write)
     return dict(panel=panel, block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n,
                 reg_k=reg_k, pack_tile=pack_tile, threads_m=threads_m, threads_n=threads_n)

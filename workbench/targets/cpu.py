@@ -252,7 +252,7 @@ class CpuTarget(Target):
         machine = self.machine
         if op.get("layout") == "vnni":
             # (then its B panel rows read flat, before the vector lowering breaks the flattening casts)
-            return [self.vnni_entry(op), (self.pipeline_path_for(self.flatten_reads_pipeline), {})]
+            return [self.vnni_entry(op), (self.pipeline_path_for(self.flatten_transfers_pipeline), {})]
         family = self.matmul_family_entry(op, ops)
         if family is not None:
             spec, params = family
@@ -295,7 +295,7 @@ class CpuTarget(Target):
 
     #: the schedule of bf16 contractions in the VNNI layout (lh-vnni-contractions' lh.vnni generics)
     matmul_vnni_schedule = "cpu/matmul_vnni.py"
-    flatten_reads_pipeline = "cpu/flatten-reads.yaml"
+    flatten_transfers_pipeline = "cpu/flatten-transfers.yaml"
 
     def vnni_entry(self, op: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """(spec, params) of the VNNI schedule for an inspected lh.vnni contraction."""

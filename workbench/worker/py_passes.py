@@ -101,10 +101,11 @@ def _widen_contraction_inputs(module, options: dict) -> None:
     widen_contractions.widen_contraction_inputs(module)
 
 
-def _flatten_contiguous_reads(module, options: dict) -> None:
-    from workbench.worker.cpu import flatten_reads
+def _flatten_contiguous_transfers(module, options: dict) -> None:
+    from workbench.worker.cpu import flatten_transfers
 
-    flatten_reads.flatten_contiguous_reads(module)
+    flatten_transfers.flatten_contiguous_reads(module)
+    flatten_transfers.flatten_contiguous_writes(module)
 
 
 def _vnni_contractions(module, options: dict) -> None:
@@ -297,7 +298,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-fuse-elementwise": (_fuse_elementwise, "upstream's elementwise fusion (fpowi expanded, producers fused, unit dims folded, canonicalized) except into consumers that read a producer broadcast or through a window, where the fused body would recompute it per use (workbench/worker/cpu/fusion.py)"),
     "lh-widen-contraction-inputs": (_widen_contraction_inputs, "on tensors: named linalg contractions (matmul, batch_matmul, ...) reading bf16/f16 inputs into f32 -> the same op on f32 inputs, each extended once by an elementwise extf generic (the packed f32 schedules take it; workbench/worker/cpu/widen_contractions.py)"),
     "lh-vnni-contractions": (_vnni_contractions, "on tensors: bf16 matmuls / batch matmuls into f32 (bf16 inputs, or f32 extensions of bf16 tensors) -> a contraction over B packed in K pairs (linalg.pack, N/16 x K/2 x 16 x 2; from W for x @ W.T), A and C viewed in pairs / panels without copies, tagged lh.vnni (pipelines/cpu/matmul_vnni.py lowers it to vdpbf16ps; workbench/worker/cpu/vnni_contractions.py)"),
-    "lh-flatten-contiguous-reads": (_flatten_contiguous_reads, "on memrefs: an n-D vector.transfer_read used only flattened (shape_casts to 1-D) that reads whole contiguous rows of an identity-layout memref -> one 1-D vector.load of a collapse_shape view (the VNNI micro-kernel's B panel rows: one 64-byte load instead of 16 of 4 bytes; workbench/worker/cpu/flatten_reads.py)"),
+    "lh-flatten-contiguous-transfers": (_flatten_contiguous_transfers, "on tensors or identity-layout memrefs: n-D vector transfers over whole contiguous trailing rows whose value is flat on the other side (a read used only through shape_casts to 1-D, a write of a shape_cast of a 1-D vector) -> one 1-D transfer of a collapse_shape view (the VNNI micro-kernel's B panel rows and its pack's writes: one 64-byte access instead of 16 of 4 bytes; workbench/worker/cpu/flatten_transfers.py)"),
     "lh-shared-rhs-matmuls": (_shared_rhs_matmuls, "on tensors: a batch_matmul of a matrix broadcast over the batch, or a generic A[m0, m1, k] W[k, n] (a linear layer on a 3-D input) -> one linalg.matmul over the collapsed rows (no broadcast copies; the packed matmul schedules take it; workbench/worker/cpu/shared_rhs.py)"),
     "lh-plain-matmul-layout": (_plain_matmul_layout, "on tensors: a matmul with a transposed operand (x @ w.T: named with transposed maps, or a multiply-add generic) -> linalg.transpose of that operand + a plain linalg.matmul (the packed schedule's micro-kernel reads B as [k][n]; workbench/worker/cpu/matmul_layout.py)"),
     "lh-widen-i1-memrefs": (_widen_i1, "memref<..xi1> -> memref<..xi8> (one byte per bool, as numpy stores them; MemRefToLLVM refuses sub-byte memrefs), loads/stores keep i1 values"),

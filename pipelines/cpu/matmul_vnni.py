@@ -119,10 +119,6 @@ def matmul_vnni_tiling(panel: int = 16, block_m: int = 64, block_n: int = 256, b
     # tasks: threads_m x threads_n chunks of the contraction (rows x panels)
     body += _forall("%g_all", keep + [threads_m, threads_n, 0, 0, 0], "%g")
     body += f"    transform.structured.vectorize %pkt : {ANY}\n"
-    # its transposes (B's column pairs interleaved) as shuffles, not element by element
-    body += (f"    transform.apply_patterns to %pkt_l#0 {{\n"
-             f"      transform.apply_patterns.vector.lower_transpose lowering_strategy = \"shuffle_1d\"\n"
-             f"    }} : {ANY}\n")
     # 2. cache blocks (n_c, k_c, m_c), register tile (m_r, n_r), K loop
     body += _tile("%g", lead + [block_m, block_n // panel, 0, block_k // 2, 0], "t1",
                   list(range(batch)) + [batch + i for i in (1, 3, 0, 2, 4)])
@@ -193,6 +189,7 @@ def default_params(m: int, n: int, k: int, panel: int = 16, threads: int = 1, ve
         block_k //= 2
     block_m = largest(m, 64, reg_m)
     reg_k = next(r for r in (4, 2, 1) if (block_k // 2) % r == 0)
-    pack_tile = 1   # (one panel row per step: a 2-D transpose of B's two rows, or none for W; one 64-byte write)
+    # (8 panel rows per step: 16 rows of 32 bytes of W, or 16 of B, read whole and transposed by one shuffle)
+    pack_tile = next(r for r in (8, 4, 2, 1) if (k // 2) % r == 0)
     return dict(panel=panel, block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n,
                 reg_k=reg_k, pack_tile=pack_tile, threads_m=threads_m, threads_n=threads_n)

@@ -105,6 +105,7 @@ def _flatten_contiguous_transfers(module, options: dict) -> None:
     from workbench.worker.cpu import flatten_transfers
 
     flatten_transfers.flatten_contiguous_reads(module)
+    flatten_transfers.shuffle_transposes(module)
     flatten_transfers.flatten_contiguous_writes(module)
 
 

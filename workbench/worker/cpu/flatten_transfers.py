@@ -205,3 +205,88 @@ def flatten_contiguous_writes(module) -> int:
         op.erase()
         rewritten += 1
     return rewritten
+
+
+def _through_shape_cast(value, forward: bool):
+    """The op at the other end of `value` past at most one vector.shape_cast: its producer (backward) or
+    its only user (forward)."""
+    if forward:
+        users = [u.owner for u in value.uses]
+        if len(users) != 1:
+            return None
+        op = users[0]
+        if op.name == "vector.shape_cast":
+            users = [u.owner for u in op.results[0].uses]
+            return users[0] if len(users) == 1 else None
+        return op
+    op = value.owner
+    if getattr(op, "name", "") == "vector.shape_cast":
+        op = op.operands[0].owner
+    return op if hasattr(op, "name") else None
+
+
+def _shuffle_transposable(op) -> bool:
+    """A vector.transpose that only moves data from a read to a write (register transposes of packing
+    copies), static, at most 256 elements."""
+    from mlir import ir
+
+    if op.name != "vector.transpose":
+        return False
+    vtype = ir.VectorType(op.operands[0].type)
+    elements = 1
+    for d in vtype.shape:
+        elements *= d
+    if elements > 256:
+        return False
+    source = _through_shape_cast(op.operands[0], forward=False)
+    sink = _through_shape_cast(op.results[0], forward=True)
+    return (getattr(source, "name", "") == "vector.transfer_read"
+            and getattr(sink, "name", "") == "vector.transfer_write")
+
+
+def shuffle_transposes(module) -> int:
+    """Each `_shuffle_transposable` transpose as one 1-D vector.shuffle; where the transpose keeps the
+    innermost dim whole and that dim is 32 or 64 bits (the pairs of bf16 of a VNNI pack), on those wider
+    elements (a bitcast each side): a shuffle of 32-bit lanes instead of 16-bit ones. How many."""
+    import itertools
+
+    from mlir import ir
+    from mlir.dialects import vector as vector_d
+
+    from workbench.worker.ir_walk import ops_where
+
+    rewritten = 0
+    for op in ops_where(module, _shuffle_transposable):
+        source = op.operands[0]
+        vtype = ir.VectorType(source.type)
+        shape = list(vtype.shape)
+        perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+        element = vtype.element_type
+        bits = ir.IntegerType(element).width if isinstance(element, ir.IntegerType) else \
+            {"bf16": 16, "f16": 16, "f32": 32, "f64": 64}.get(str(element), 0)
+        wide = perm[-1] == len(shape) - 1 and shape[-1] > 1 and shape[-1] * bits in (32, 64)
+        out_shape = [shape[p] for p in perm]
+        total = 1
+        for d in shape:
+            total *= d
+        if wide:   # the innermost dim as one wider integer lane
+            lane = ir.IntegerType.get_signless(shape[-1] * bits)
+            shape, perm = shape[:-1], perm[:-1]
+        moved = [shape[p] for p in perm]
+        strides = [1] * len(shape)
+        for i in range(len(shape) - 2, -1, -1):
+            strides[i] = strides[i + 1] * shape[i + 1]
+        mask = [sum(out[d] * strides[perm[d]] for d in range(len(perm)))
+                for out in itertools.product(*[range(d) for d in moved])]
+        with ir.InsertionPoint(op), op.location:
+            flat = vector_d.ShapeCastOp(ir.VectorType.get([total], element), source).result
+            if wide:
+                flat = vector_d.BitCastOp(ir.VectorType.get([len(mask)], lane), flat).result
+            shuffled = vector_d.ShuffleOp(flat, flat, mask).result
+            if wide:
+                shuffled = vector_d.BitCastOp(ir.VectorType.get([total], element), shuffled).result
+            result = vector_d.ShapeCastOp(ir.VectorType.get(out_shape, element), shuffled).result
+        op.results[0].replace_all_uses_with(result)
+        op.erase()
+        rewritten += 1
+    return rewritten

@@ -3,6 +3,7 @@
 the widening path kept for machines without the bf16 dot product (`--cpu avx2`)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -74,6 +75,13 @@ def test_vnni_schedule_runs_and_matches_torch(ctx, name):
     labels = " ".join(_steps(ctx))
     assert "lh-vnni-contractions" in labels and "matmul_vnni.py[gen=matmul_vnni_tiling]" in labels
     assert "x86vector.avx512.dot" in ctx.session.current_ir
+    # after lh-flatten-contiguous-transfers: the micro-kernel reads B panel rows as one flat vector, the
+    # pack transposes by one shuffle and writes flat rows
+    after = 1 + next(i for i, label in enumerate(_steps(ctx)) if "flatten-transfers.yaml" in label)
+    flat = ctx.session.ir_at(after)
+    assert "vector<1x1x16x2xbf16>" not in flat and "vector<1x1x8x2xbf16>" not in flat
+    assert re.search(r"vector\.transfer_read .*, vector<(32|16)xbf16>", flat)
+    assert "vector.shuffle" in flat and "vector.transpose" not in flat
     ok(ctx, "bench warmup=1 iterations=2")
     ok(ctx, "apply cpu-lower")
     assert DPBF16 in ctx.session.current_ir

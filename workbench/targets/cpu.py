@@ -63,6 +63,22 @@ MIN_PARALLEL_MATMUL = 1 << 24
 NARROW_FLOATS = ("bf16", "f16")
 
 
+def _bf16_extension(op: dict[str, Any]) -> bool:
+    """An inspected elementwise op that extends a bf16 tensor to f32 (torch-mlir's bf16 linear inputs)."""
+    return (op.get("kind") == "elementwise" and op.get("dtype") == "f32" and op.get("in_dtype") == "bf16"
+            and (op.get("body") or [])[:1] == ["arith.extf"])
+
+
+def _bf16_contraction(op: dict[str, Any], ops: list[dict[str, Any]]) -> bool:
+    """A named matmul / batch matmul into f32 whose inputs are bf16, or f32 extensions of bf16 tensors."""
+    if op.get("op") not in ("linalg.matmul", "linalg.batch_matmul") or op.get("dtype") != "f32":
+        return False
+    if op.get("in_dtype") == "bf16":
+        return True
+    inputs = (op.get("producers") or [])[:2]
+    return len(inputs) == 2 and all(0 <= i < len(ops) and _bf16_extension(ops[i]) for i in inputs)
+
+
 def matmul_machine_args(machine: CpuMachine) -> dict[str, int]:
     """The machine model's numbers the matmul family's `default_params` take."""
     return {"vector_bits": machine.vector_bits, "vector_registers": machine.vector_registers,
@@ -150,6 +166,12 @@ class CpuTarget(Target):
     #: f32 schedules take them: workbench/worker/cpu/widen_contractions.py
     WIDEN_CONTRACTION_INPUTS = "pass lh-widen-contraction-inputs"
 
+    #: bf16 matmuls / batch matmuls into f32 (bf16 inputs, or f32 extensions of bf16 tensors: what the
+    #: widening above and torch-mlir's linear layers leave) become contractions over B packed in K pairs,
+    #: which the VNNI schedule lowers to vdpbf16ps, where the machine model has the bf16 dot product:
+    #: workbench/worker/cpu/vnni_contractions.py
+    VNNI_CONTRACTIONS = "pass lh-vnni-contractions"
+
     #: a linear layer on a 3-D input (a batch_matmul of a broadcast weight, or a generic with two row
     #: loops) as one linalg.matmul over the collapsed rows: workbench/worker/cpu/shared_rhs.py
     SHARED_RHS_MATMULS = "pass lh-shared-rhs-matmuls"
@@ -195,6 +217,8 @@ class CpuTarget(Target):
         if any(op.get("op") == "linalg.batch_matmul" or (op.get("op") == "linalg.generic" and op.get("kind") in
                                                          ("contraction", "reduction")) for op in ops):
             steps.append(self.SHARED_RHS_MATMULS)   # (after the fusion, which folds the reshapes around them)
+        if self.machine.bf16_dot_product and any(_bf16_contraction(op, ops) for op in ops):
+            steps.append(self.VNNI_CONTRACTIONS)    # (last: it takes the plain matmuls the steps above leave)
         return steps
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -232,12 +256,15 @@ class CpuTarget(Target):
         when alone, `bufferize=false` next to other per-op steps."""
         return any(spec.startswith(self.pipeline_path_for(s)) for s in
                    (self.matmul_schedule, self.matmul_parallel_schedule, self.softmax_schedule,
-                    self.matmul_family_schedule))
+                    self.matmul_family_schedule, self.matmul_vnni_schedule))
 
     def _select_op(self, op: dict[str, Any], ops: list[dict[str, Any]] = ()) -> list[tuple[str, dict[str, Any]]]:
         """The (spec, params) entries for one inspected op (none: no shipped schedule handles it);
         `ops`: all inspected ops (a matmul's epilogue chain)."""
         machine = self.machine
+        if op.get("layout") == "vnni":
+            # (then its B panel rows read flat, before the vector lowering breaks the flattening casts)
+            return [self.vnni_entry(op), (self.pipeline_path_for(self.flatten_transfers_pipeline), {})]
         family = self.matmul_family_entry(op, ops)
         if family is not None:
             spec, params = family
@@ -277,6 +304,22 @@ class CpuTarget(Target):
         generic.pop("class")
         return [(f"{self.pipeline_path_for(cpu_selector.GENERIC_SCHEDULE)}[gen={cpu_selector.GENERIC_GENERATOR}]",
                  generic)]
+
+    #: the schedule of bf16 contractions in the VNNI layout (lh-vnni-contractions' lh.vnni generics)
+    matmul_vnni_schedule = "cpu/matmul_vnni.py"
+    flatten_transfers_pipeline = "cpu/flatten-transfers.yaml"
+
+    def vnni_entry(self, op: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """(spec, params) of the VNNI schedule for an inspected lh.vnni contraction."""
+        dims = op["dims"]
+        library = _load_library_module(self.matmul_vnni_schedule)
+        # every core for a large one (panels or rows per task)
+        threads = self.machine.usable_cpus if math.prod(dims.values()) >= MIN_PARALLEL_MATMUL else 1
+        params = library.default_params(dims["m"], dims["n"], dims["k"], panel=op["panel"], threads=threads,
+                                        **matmul_machine_args(self.machine))
+        if "b" in dims:
+            params["batch"] = 1
+        return f"{self.pipeline_path_for(self.matmul_vnni_schedule)}[gen=matmul_vnni_tiling]", {**params, "op": op["id"]}
 
     #: the matmul family's schedules (pipelines/cpu/matmul_family.py): op kind -> generator
     matmul_family_schedule = "cpu/matmul_family.py"

@@ -89,6 +89,12 @@ class CpuMachine:
         return "fma" in self.features
 
     @property
+    def bf16_dot_product(self) -> bool:
+        """vdpbf16ps on 512-, 256- and 128-bit vectors (AVX512-BF16 with AVX512VL): bf16 pair products
+        accumulated in f32 (pipelines/cpu/matmul_vnni.py)."""
+        return {"avx512_bf16", "avx512vl"} <= self.features
+
+    @property
     def amx(self) -> bool:
         return "amx_tile" in self.features
 

@@ -250,6 +250,14 @@ def describe_linalg_op(op) -> dict:
         if all(d >= 0 for d in shape):
             info["flops"] = math.prod(shape) * _body_ops(op)
         return info
+    if name == "linalg.generic" and "lh.vnni" in op.attributes and domain is not None and len(domain) >= 5:
+        # a bf16 contraction with B in K pairs (lh-vnni-contractions): loops (b.., m, no, ni, ko, ki)
+        *batch, m, no, ni, ko, ki = domain
+        info.update(kind="contraction", layout="vnni", panel=ni,
+                    dims={**({"b": math.prod(batch)} if batch else {}), "m": m, "n": no * ni, "k": ko * ki})
+        if all(d >= 0 for d in domain):
+            info["flops"] = 2 * math.prod(domain)
+        return info
     lead = _batch_dims(op) if name == "linalg.generic" and domain is not None and len(domain) > 4 else 0
     if lead and iterators == ["parallel"] * (len(domain) - 1) + ["reduction"] and _is_mul_add(op):
         # a batch matmul with several batch dims (b0, b1, m, n, k: attention's per-head products once

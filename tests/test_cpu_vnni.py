@@ -1,0 +1,147 @@
+"""bf16 matmuls on machines with AVX512-BF16: lh-vnni-contractions (B packed in K pairs), the VNNI schedule
+(pipelines/cpu/matmul_vnni.py: x86vector.avx512.dot, i.e. vdpbf16ps) chosen from the machine model, and
+the widening path kept for machines without the bf16 dot product (`--cpu avx2`)."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import FIXTURES, fixture_io_flags, ok
+
+TORCH = FIXTURES / "torch"
+#: the bf16 dot product's LLVM intrinsic (512-, 256- and 128-bit forms)
+DPBF16 = "llvm.x86.avx512bf16.dpbf16ps"
+
+
+def _host_has_bf16_dot() -> bool:
+    from workbench.targets.cpu_host import host_machine
+
+    return host_machine().bf16_dot_product
+
+
+def _rewrite(path: Path) -> str:
+    from mlir import ir
+
+    from workbench.worker.cpu.vnni_contractions import vnni_contractions
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(path.read_text())
+        assert vnni_contractions(module) == 1
+        assert module.operation.verify()
+        return str(module)
+
+
+def test_vnni_rewrite_packs_b_in_k_pairs():
+    text = _rewrite(TORCH / "matmul_bf16.mlir")   # 16x32 @ 32x24: panels of 8 columns (24 = 3 x 8)
+    assert "linalg.matmul" not in text and "lh.vnni" in text
+    assert "linalg.pack %arg1 outer_dims_perm = [1, 0] inner_dims_pos = [1, 0] inner_tiles = [8, 2]" in text
+    assert "tensor<3x16x8x2xbf16>" in text                      # N/8 x K/2 x 8 x 2
+    assert "tensor<16x32xbf16> into tensor<16x16x2xbf16>" in text  # A viewed in pairs, not copied
+    # torch's linear: extf(x) @ extf(transpose(W)) -> W packed directly, the bf16 tensors read as they are
+    text = _rewrite(TORCH / "linear_bf16.mlir")
+    assert "linalg.transpose" not in text and "inner_dims_pos = [0, 1] inner_tiles = [16, 2]" in text
+    assert text.count("arith.extf") == 3   # the bias's extension and the contraction body's two
+
+
+def test_vnni_rewrite_leaves_what_it_cannot_pack():
+    from mlir import ir
+
+    from workbench.worker.cpu.vnni_contractions import vnni_contractions
+
+    odd_k = """func.func @f(%a: tensor<8x7xbf16>, %b: tensor<7x16xbf16>, %c: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %0 = linalg.matmul ins(%a, %b : tensor<8x7xbf16>, tensor<7x16xbf16>) outs(%c : tensor<8x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}"""
+    f32 = odd_k.replace("7xbf16", "8xf32").replace("8x7", "8x8").replace("7x16", "8x16").replace("bf16", "f32")
+    for text in (odd_k, f32):
+        with ir.Context(), ir.Location.unknown():
+            module = ir.Module.parse(text)
+            assert vnni_contractions(module) == 0 and "linalg.matmul" in str(module)
+
+
+def _steps(ctx) -> list[str]:
+    return [a.step.label() for a in ctx.session.active_steps]
+
+
+@pytest.mark.parametrize("name", ["matmul_bf16", "linear_bf16"])
+def test_vnni_schedule_runs_and_matches_torch(ctx, name):
+    if not _host_has_bf16_dot():
+        pytest.skip("this host has no AVX512-BF16")
+    fixture = TORCH / f"{name}.mlir"
+    ok(ctx, f"load {fixture}")
+    ok(ctx, "select --apply")
+    labels = " ".join(_steps(ctx))
+    assert "lh-vnni-contractions" in labels and "matmul_vnni.py[gen=matmul_vnni_tiling]" in labels
+    assert "x86vector.avx512.dot" in ctx.session.current_ir
+    # after lh-flatten-contiguous-transfers: the micro-kernel reads B panel rows as one flat vector, the
+    # pack transposes by one shuffle and writes flat rows
+    after = 1 + next(i for i, label in enumerate(_steps(ctx)) if "flatten-transfers.yaml" in label)
+    flat = ctx.session.ir_at(after)
+    assert "vector<1x1x16x2xbf16>" not in flat and "vector<1x1x8x2xbf16>" not in flat
+    assert re.search(r"vector\.transfer_read .*, vector<(32|16)xbf16>", flat)
+    assert "vector.shuffle" in flat and "vector.transpose" not in flat
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert DPBF16 in ctx.session.current_ir
+    run = ok(ctx, f"run --check --iterations 1 --warmup 0 {fixture_io_flags(fixture)}").data["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run
+
+
+BATCH_MATMUL_BF16 = """func.func @main(%a: tensor<3x16x32xbf16>, %b: tensor<3x32x48xbf16>) -> tensor<3x16x48xf32> {
+  %cst = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3x16x48xf32>
+  %f = linalg.fill ins(%cst : f32) outs(%e : tensor<3x16x48xf32>) -> tensor<3x16x48xf32>
+  %0 = linalg.batch_matmul ins(%a, %b : tensor<3x16x32xbf16>, tensor<3x32x48xbf16>) outs(%f : tensor<3x16x48xf32>) -> tensor<3x16x48xf32>
+  return %0 : tensor<3x16x48xf32>
+}
+"""
+
+
+def test_vnni_schedule_takes_a_batch_matmul(ctx, tmp_path):
+    if not _host_has_bf16_dot():
+        pytest.skip("this host has no AVX512-BF16")
+    payload = tmp_path / "bmm_bf16.mlir"
+    payload.write_text(BATCH_MATMUL_BF16)
+    ok(ctx, f"load {payload}")
+    ok(ctx, "select --apply")
+    assert any("batch=1" in label for label in _steps(ctx)), _steps(ctx)
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert DPBF16 in ctx.session.current_ir
+    assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+
+
+def test_avx2_override_keeps_the_widening_path(ctx):
+    fixture = TORCH / "matmul_bf16.mlir"
+    ok(ctx, f"load {fixture}")
+    try:
+        ok(ctx, "target cpu --cpu avx2")
+        assert not ctx.session.target.machine.bf16_dot_product
+        ok(ctx, "select --apply")
+        labels = " ".join(_steps(ctx))
+        assert "lh-widen-contraction-inputs" in labels and "lh-vnni-contractions" not in labels
+        assert "x86vector" not in ctx.session.current_ir
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert DPBF16 not in ctx.session.current_ir
+    finally:
+        ok(ctx, "target cpu --cpu host")
+
+
+def test_named_machine_with_bf16_gets_the_vnni_path(ctx):
+    from workbench.targets.cpu_host import MachineError, machine_for
+
+    try:
+        machine = machine_for("sapphirerapids")
+    except MachineError:
+        pytest.skip("archspec does not know sapphirerapids here")
+    assert machine.bf16_dot_product and "+avx512bf16" in machine.llvm_target_features()
+    ok(ctx, f"load {TORCH / 'matmul_bf16.mlir'}")
+    try:
+        ok(ctx, "target cpu --cpu sapphirerapids")
+        steps = ctx.session.target.preparation_steps(ctx.session.inspect())
+        assert "pass lh-vnni-contractions" in steps
+    finally:
+        ok(ctx, "target cpu --cpu host")

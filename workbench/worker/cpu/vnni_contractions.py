@@ -1,0 +1,237 @@
+"""`lh-vnni-contractions`: bf16 matmuls and batch matmuls accumulating in f32 (named ops reading bf16, or
+reading f32 extensions of bf16 tensors, as torch-mlir writes a bf16 linear layer) become a contraction
+over B packed in pairs along K (the VNNI layout `vdpbf16ps` reads), for machines with AVX512-BF16.
+
+    C[m, n] += A[m, k] * B[k, n]          (A: M x K bf16, B: K x N bf16, C: M x N f32)
+ -> C3[m, no, ni] += A3[m, ko, ki] * Bp[no, ko, ni, ki]
+       A3 = A viewed as M x K/2 x 2 (tensor.expand_shape: no copy)
+       Bp = linalg.pack of B: N/16 x K/2 x 16 x 2 (one panel of 16 columns after the other, each row of a
+            panel the 16 column pairs; 8 or 4 columns where 16 do not divide N (B[2ko, n], B[2ko + 1, n]): the micro-kernel reads 64 contiguous bytes
+            per K pair); a B that is a transpose (x @ W.T) is packed from W directly
+       C3 = C viewed as M x N/16 x 16 (no copy)
+
+The body extends both bf16 operands and accumulates in f32, as torch does; the schedule
+(pipelines/cpu/matmul_vnni.py) vectorizes its (1, 1, 16, 1, 2) tiles into vector.contract ops that
+upstream's x86vector patterns turn into `x86vector.avx512.dot` (vdpbf16ps: 16 f32 lanes, each adding two
+bf16 products). The rewritten op carries VNNI_ATTR (the selector picks the schedule by it).
+
+Eligible: static shapes, K even, N a multiple of 4 (the panel is 16 columns where N allows, else 8 or 4),
+default indexing maps.
+"""
+from __future__ import annotations
+
+#: packed panel widths, widest first: f32 accumulators of one 512-, 256- or 128-bit vector (vdpbf16ps on
+#: zmm, or ymm / xmm with AVX512VL); the widest that divides N
+PANELS = (16, 8, 4)
+#: bf16 values per 32-bit pair (vdpbf16ps multiplies pairs)
+PAIR = 2
+#: the attribute the rewritten contraction carries (unit): workbench/targets/cpu.py selects by it
+VNNI_ATTR = "lh.vnni"
+
+
+def _tensor_type(value):
+    from mlir import ir
+
+    t = value.type
+    t = t.maybe_downcast() if hasattr(t, "maybe_downcast") else t
+    return t if isinstance(t, ir.RankedTensorType) else None
+
+
+def _element(value) -> str:
+    t = _tensor_type(value)
+    return str(t.element_type) if t is not None else ""
+
+
+def _extension_source(value):
+    """The bf16 tensor `value` is the exact f32 extension of (an elementwise linalg.generic whose body is one
+    arith.extf from bf16, identity maps), else None."""
+    from mlir import ir
+
+    owner = value.owner
+    if not isinstance(owner, ir.OpView) and not isinstance(owner, ir.Operation):
+        return None
+    op = owner.operation if hasattr(owner, "operation") else owner
+    if op.name != "linalg.generic" or len(op.operands) != 2 or len(op.results) != 1:
+        return None
+    body = [o.operation.name for o in op.regions[0].blocks[0].operations]
+    if body != ["arith.extf", "linalg.yield"]:
+        return None
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    if any(not m.is_permutation or any(ir.AffineDimExpr(r).position != i for i, r in enumerate(m.results))
+           for m in maps):
+        return None
+    source = op.operands[0]
+    return source if _element(source) == "bf16" else None
+
+
+def _bf16_input(value):
+    """`value` itself when bf16, the bf16 tensor it extends when an f32 extension of one, else None."""
+    if _element(value) == "bf16":
+        return value
+    return _extension_source(value) if _element(value) == "f32" else None
+
+
+def _transposed_source(value, rank: int):
+    """The tensor `value` is the transpose of in its last two dims (linalg.transpose), else None."""
+    owner = value.owner
+    op = owner.operation if hasattr(owner, "operation") else owner
+    if getattr(op, "name", "") != "linalg.transpose":
+        return None
+    from mlir import ir
+
+    perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+    expected = list(range(rank - 2)) + [rank - 1, rank - 2]
+    return op.operands[0] if perm == expected else None
+
+
+def _default_maps(op) -> bool:
+    """The op's indexing maps are a plain (batch) matmul's: A[b.., m, k], B[b.., k, n], C[b.., m, n]."""
+    from mlir import ir
+
+    try:
+        maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        key = [[ir.AffineDimExpr(r).position for r in m.results] for m in maps]
+    except (KeyError, ValueError, TypeError):
+        return True   # (no maps: the named op's defaults)
+    lead = list(range(len(key[0]) - 2)) if key else []
+    m, n, k = len(lead), len(lead) + 1, len(lead) + 2
+    return key == [lead + [m, k], lead + [k, n], lead + [m, n]]
+
+
+def _eligible(op) -> bool:
+    from mlir import ir
+
+    if op.name not in ("linalg.matmul", "linalg.batch_matmul") or len(op.results) != 1:
+        return False
+    if not _default_maps(op):
+        return False   # (a transposed form: lh-plain-matmul-layout makes it plain first)
+    a, b, c = op.operands
+    if _element(c) != "f32" or _bf16_input(a) is None or _bf16_input(b) is None:
+        return False
+    types = [_tensor_type(v) for v in (a, b, c)]
+    if any(t is None or not t.has_static_shape for t in types):
+        return False
+    k, n = types[1].shape[-2:]
+    return k % PAIR == 0 and k > 0 and panel_width(n) > 0
+
+
+def panel_width(n: int) -> int:
+    """The widest of PANELS that divides `n` (0: none)."""
+    return next((p for p in PANELS if n % p == 0), 0)
+
+
+def _pack_b(b, batch: int):
+    """B (batch.. x K x N, bf16) packed as batch.. x N/16 x K/2 x 16 x 2 (from W when B = transpose(W))."""
+    from mlir import ir
+    from mlir.dialects import linalg, tensor
+
+    rank = batch + 2
+    t = _tensor_type(b)
+    k, n = t.shape[-2:]
+    lead = list(t.shape[:batch])
+    panel = panel_width(n)
+    packed_shape = lead + [n // panel, k // PAIR, panel, PAIR]
+    dest = tensor.EmptyOp(packed_shape, t.element_type).result
+    w = _transposed_source(b, rank)
+    if w is not None:   # W: batch.. x N x K, tiles over (n, k) in order: no outer permutation
+        source, inner, perm = w, [batch, batch + 1], None
+    else:               # B: batch.. x K x N, tiles (n, k); outer dims (n/16, k/2)
+        source, inner, perm = b, [batch + 1, batch], list(range(batch)) + [batch + 1, batch]
+    pack = linalg.PackOp(source, dest, inner, [], [panel, PAIR], outer_dims_perm=perm)
+    return pack.result
+
+
+def _expand_last(value, factor: int):
+    """`value` (.. x D) viewed as .. x D/factor x factor."""
+    from mlir import ir
+    from mlir.dialects import tensor
+
+    t = _tensor_type(value)
+    shape = list(t.shape)
+    new = shape[:-1] + [shape[-1] // factor, factor]
+    groups = [[i] for i in range(len(shape) - 1)] + [[len(shape) - 1, len(shape)]]
+    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
+                                                        for i in g]) for g in groups])
+    result = ir.RankedTensorType.get(new, t.element_type)
+    return tensor.ExpandShapeOp(result, value, reassociation, [], new).result
+
+
+def _collapse_last(value):
+    """`value` (.. x A x B) viewed as .. x A*B."""
+    from mlir import ir
+    from mlir.dialects import tensor
+
+    t = _tensor_type(value)
+    shape = list(t.shape)
+    rank = len(shape)
+    groups = [[i] for i in range(rank - 2)] + [[rank - 2, rank - 1]]
+    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
+                                                        for i in g]) for g in groups])
+    result = ir.RankedTensorType.get(shape[:-2] + [shape[-2] * shape[-1]], t.element_type)
+    return tensor.CollapseShapeOp(result, value, reassociation).result
+
+
+def _vnni_generic(a3, bp, c3, batch: int):
+    """C3[b.., m, no, ni] += ext(A3[b.., m, ko, ki]) * ext(Bp[b.., no, ko, ni, ki]) over loops
+    (b.., m, no, ni, ko, ki), tagged VNNI_ATTR."""
+    from mlir import ir
+    from mlir.dialects import arith, linalg
+
+    bs = list(range(batch))
+    m, no, ni, ko, ki = range(batch, batch + 5)
+    n_loops = batch + 5
+
+    def amap(dims):
+        return ir.AffineMapAttr.get(ir.AffineMap.get(n_loops, 0, [ir.AffineDimExpr.get(d) for d in dims]))
+
+    maps = ir.ArrayAttr.get([amap(bs + [m, ko, ki]), amap(bs + [no, ko, ni, ki]), amap(bs + [m, no, ni])])
+    par, red = (ir.Attribute.parse(f"#linalg.iterator_type<{k}>") for k in ("parallel", "reduction"))
+    iterators = ir.ArrayAttr.get([par] * (batch + 3) + [red, red])
+    f32 = ir.F32Type.get()
+    generic = linalg.GenericOp([c3.type], [a3, bp], [c3], maps, iterators)
+    bf16 = _tensor_type(a3).element_type
+    block = generic.regions[0].blocks.append(bf16, bf16, f32)
+    with ir.InsertionPoint(block):
+        x, y, acc = block.arguments
+        product = arith.MulFOp(arith.ExtFOp(f32, x).result, arith.ExtFOp(f32, y).result).result
+        linalg.YieldOp([arith.AddFOp(acc, product).result])
+    generic.operation.attributes[VNNI_ATTR] = ir.UnitAttr.get()
+    return generic.results[0]
+
+
+def vnni_contractions(module) -> int:
+    """Rewrite every eligible contraction (module docstring); how many were rewritten."""
+    from mlir import ir
+
+    from workbench.worker.ir_walk import ops_where
+
+    rewritten = 0
+    for op in ops_where(module, _eligible):
+        batch = 1 if op.name == "linalg.batch_matmul" else 0
+        a, b, c = op.operands
+        with ir.InsertionPoint(op), op.location:
+            a3 = _expand_last(_bf16_input(a), PAIR)
+            bp = _pack_b(_bf16_input(b), batch)
+            c3 = _expand_last(c, panel_width(_tensor_type(c).shape[-1]))
+            result = _collapse_last(_vnni_generic(a3, bp, c3, batch))
+        op.results[0].replace_all_uses_with(result)
+        op.erase()
+        for value in (a, b):
+            _erase_if_dead(value)
+        rewritten += 1
+    return rewritten
+
+
+def _erase_if_dead(value) -> None:
+    """Erase the op defining `value` (an extension or transpose the rewrite read through) once nothing
+    uses it, and so on up its operands."""
+    owner = value.owner
+    op = owner.operation if hasattr(owner, "operation") else owner
+    if getattr(op, "name", "") not in ("linalg.generic", "linalg.transpose", "tensor.empty"):
+        return
+    if any(True for r in op.results for _ in r.uses):
+        return
+    operands = list(op.operands)
+    op.erase()
+    for v in operands:
+        _erase_if_dead(v)

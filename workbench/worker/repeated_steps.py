@@ -205,6 +205,47 @@ def _top_level(op, func):
         op = _operation(parent)
 
 
+#: the argument attribute one-shot bufferization takes as the argument's buffer layout
+BUFFER_LAYOUT = "bufferization.buffer_layout"
+
+
+def _argument_layout(t) -> dict:
+    """{BUFFER_LAYOUT: row-major strides, any offset} for a tensor of static shape: a call passes a
+    contiguous slice (this step's rows of a sequence) as it is, where an identity layout would copy it
+    into a fresh buffer at every call. {} for other types."""
+    if not isinstance(t, ir.RankedTensorType) or not t.has_static_shape:
+        return {}
+    strides, step = [], 1
+    for d in reversed(t.shape):
+        strides.insert(0, step)
+        step *= d
+    return {BUFFER_LAYOUT: ir.Attribute.parse(f"strided<[{', '.join(map(str, strides))}], offset: ?>")}
+
+
+#: ops whose result is a view of their first operand's buffer once bufferized
+VIEW_OPS = {"tensor.extract_slice", "tensor.collapse_shape", "tensor.expand_shape", "tensor.cast"}
+
+
+def _contiguous(value) -> bool:
+    """Whether `value`'s buffer will be row-major contiguous: a fresh buffer, or views of one that keep
+    it so (a slice of whole inner rows, reshapes). A call casts such a buffer to the argument layout
+    of `_argument_layout`; any other (a column slice) would be copied into a buffer of that layout,
+    which one-shot bufferization does not allocate (a dynamic offset without a value)."""
+    producer = _producer(value)
+    if producer is None or producer.name not in VIEW_OPS:
+        return True
+    if producer.name == "tensor.extract_slice":
+        source = ir.RankedTensorType(producer.operands[0].type)
+        sizes = list(ir.DenseI64ArrayAttr(producer.attributes["static_sizes"]))
+        strides = list(ir.DenseI64ArrayAttr(producer.attributes["static_strides"]))
+        if len(producer.operands) > 1 or any(s != 1 for s in strides) or not source.has_static_shape:
+            return False
+        outer = next((i for i, size in enumerate(sizes) if size != 1), len(sizes))
+        if sizes[outer + 1:] != list(source.shape)[outer + 1:]:
+            return False   # a block of partial rows
+    return _contiguous(producer.operands[0])
+
+
 def _outline(body: _Body, start: int, period: int, repeats: int, sources: list, name: str) -> None:
     func = body.func
     steps = [body.work[start + k * period:start + (k + 1) * period] for k in range(repeats)]
@@ -257,6 +298,8 @@ def _outline(body: _Body, start: int, period: int, repeats: int, sources: list, 
         new = ir.Operation.create("func.func", regions=1, attributes={
             "sym_name": ir.StringAttr.get(name), "sym_visibility": ir.StringAttr.get("private"),
             "function_type": ir.TypeAttr.get(ir.FunctionType.get(arg_types, result_types))})
+    new.attributes["arg_attrs"] = ir.ArrayAttr.get([
+        ir.DictAttr.get(_argument_layout(vs[0].type) if all(_contiguous(v) for v in vs) else {}) for vs in arg_values])
     block = new.regions[0].blocks.append(*arg_types, arg_locs=[loc] * len(arg_types))
     with loc, ir.InsertionPoint(block):
         ret = ir.Operation.create("func.return", operands=[first[i].results[r] for i, r in results])

@@ -33,9 +33,10 @@ from mlir import ir
 DEFAULT_MIN_REPEATS = 4
 #: ... and so are runs of fewer ops than this, all steps together
 DEFAULT_MIN_OPS = 64
+#: ops whose result is a view of their first operand's buffer once bufferized
+VIEW_OPS = {"tensor.extract_slice", "tensor.collapse_shape", "tensor.expand_shape", "tensor.cast"}
 #: ops that recreate a value from nothing but their attributes and other such values
 REMATERIALIZABLE_OPS = {"arith.constant", "tensor.empty", "linalg.fill"}
-
 
 
 def _is_rematerializable(op, remat: dict) -> bool:
@@ -115,9 +116,15 @@ class _Body:
         ops = [op.operation for op in block.operations][:-1]   # (the terminator stays)
         self.remat: dict = {}   # operation -> its recipe (text, operand recipes)
         self.work: list = []
+        # views of the function's arguments (each time step's slice of the input sequence): no part of
+        # a step, whose ops get them as arguments (their offsets differ from step to step)
+        self.leading: list = []
+        arguments = set(block.arguments)
         for op in ops:
             if _is_rematerializable(op, self.remat):
                 self.remat[op] = (_shape_text(op), tuple(self.remat[_producer(v)] for v in op.operands))
+            elif op.name in VIEW_OPS and all(v in arguments for v in op.operands):
+                self.leading.append(op)
             else:
                 self.work.append(op)
         self.index = {op: i for i, op in enumerate(self.work)}
@@ -222,10 +229,6 @@ def _argument_layout(t) -> dict:
     return {BUFFER_LAYOUT: ir.Attribute.parse(f"strided<[{', '.join(map(str, strides))}], offset: ?>")}
 
 
-#: ops whose result is a view of their first operand's buffer once bufferized
-VIEW_OPS = {"tensor.extract_slice", "tensor.collapse_shape", "tensor.expand_shape", "tensor.cast"}
-
-
 def _contiguous(value) -> bool:
     """Whether `value`'s buffer will be row-major contiguous: a fresh buffer, or views of one that keep
     it so (a slice of whole inner rows, reshapes). A call casts such a buffer to the argument layout
@@ -275,9 +278,9 @@ def _outline(body: _Body, start: int, period: int, repeats: int, sources: list, 
     arg_types = [vs[0].type for vs in arg_values]
     result_types = [first[i].results[r].type for i, r in results]
     loc = func.location
-    # rematerializable ops first (they use nothing else): a value passed to a call is then defined
-    # before it, wherever the export put it
-    for op in body.remat:
+    # rematerializable ops and views of the arguments first (they use nothing else): a value passed
+    # to a call is then defined before it, wherever the export put it
+    for op in list(body.remat) + body.leading:
         op.move_before(body.work[0])
     # the calls, each before its step's first op
     calls = []

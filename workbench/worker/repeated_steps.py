@@ -159,6 +159,27 @@ class _Body:
                     found.append((int(begin), period, int(repeats)))
         return sorted(found, key=lambda c: (-(c[2] - 1) * c[1], c[1], c[0]))
 
+    def best_rotation(self, start: int, period: int, repeats: int) -> tuple[int, int]:
+        """(start, repeats) of the run's steps starting at the op (of the first period) that leaves the
+        fewest values to pass that would be copied at each call (non-contiguous slices), then the
+        fewest values to pass: a step boundary where the state is a few whole tensors. A step later
+        than `start` leaves one step fewer in the run."""
+        probe = min(repeats - 1, 3)
+
+        def cost(at: int):
+            alike, sources = self.steps_alike(at, period, probe)
+            if alike < probe:
+                return None
+            passed = {v for i in range(period) for j, (_, _, v) in enumerate(self.slots[at + i])
+                      if sources[i][j][0] == "pass"}
+            return sum(not _contiguous(v) for v in passed), len(passed)
+
+        costs = [(c, shift) for shift in range(period) if (c := cost(start + shift)) is not None]
+        if not costs:
+            return start, repeats
+        shift = min(costs)[1]
+        return start + shift, repeats - (1 if shift else 0)
+
     def steps_alike(self, start: int, period: int, repeats: int) -> tuple[int, list]:
         """How many steps from `start` have the first step's data flow (see the module doc), and the
         sources per slot of the first step (a slot whose source differs between steps is passed)."""
@@ -351,6 +372,8 @@ def outline_repeated_steps(module, min_repeats: int = DEFAULT_MIN_REPEATS, min_o
             for start, period, repeats in body.candidates(min_repeats, min_ops):
                 if not any(_computes(op) for op in body.work[start:start + period]):
                     continue   # views and reshapes only (a run of collapse_shapes): nothing to compile
+                if repeats > min_repeats:
+                    start, repeats = body.best_rotation(start, period, repeats)
                 alike, sources = body.steps_alike(start, period, repeats)
                 if alike >= min_repeats and alike * period >= min_ops:
                     break

@@ -237,8 +237,9 @@ func.func @main(%a: {t}, %b: {t}) -> tensor<f32> {{
 
 
 def test_ops_with_the_same_parameters_share_one_step(ctx):
-    """An unrolled LSTM (torch export, 5 time steps): the generic ops of each time step that take the same
-    parameters are one step naming them all (a handful of steps, not one per op), and the path still
+    """Generic ops that take the same parameters are one step naming them all (a handful of steps, not
+    one per op): in an unrolled LSTM (torch export, 5 time steps) the cell's ops outlined into one
+    function (lh-outline-repeated-steps) and those of the step left inline, and the path still
     matches torch."""
     from workbench.targets.cpu_selector import group_same_params
 
@@ -253,7 +254,7 @@ def test_ops_with_the_same_parameters_share_one_step(ctx):
     generics = sum(1 for o in ctx.session.inspect()["ops"] if o["op"] == "linalg.generic")
     selections = ok(ctx, "select --apply").data["selections"]
     grouped = [e["params"]["op"] for e in selections if isinstance(e["params"].get("op"), list)]
-    assert grouped and max(len(ops) for ops in grouped) >= 5           # one op per time step at least
+    assert grouped and max(len(ops) for ops in grouped) >= 2           # the cell's op and the inline step's
     assert len(selections) < generics / 2
     ok(ctx, "bench warmup=0 iterations=1")
     ok(ctx, "apply cpu-lower")

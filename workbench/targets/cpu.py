@@ -192,8 +192,14 @@ class CpuTarget(Target):
     #: per output phase: workbench/worker/cpu/transposed_convs.py
     DILATED_INPUT_CONVS = "pass lh-dilated-input-convs"
 
+    #: repeated runs of ops (an unrolled RNN's time steps) as calls of one function:
+    #: workbench/worker/repeated_steps.py
+    OUTLINE_REPEATED_STEPS = "pass lh-outline-repeated-steps"
+
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
-        """Upstream's elementwise fusion when the payload has linalg.generic ops that could chain (two or
+        """Repeated runs of ops (an unrolled RNN's time steps) become calls of one function first, so that
+        every later step schedules and compiles one of them (a no-op, then left out, without repeats).
+        Then upstream's elementwise fusion when the payload has linalg.generic ops that could chain (two or
         more): torch-mlir writes every pointwise op (and each step of a decomposed softmax, norm or
         activation) as its own generic, each a pass over memory into a fresh buffer. Before it, the
         runtime checks in linalg bodies are dropped and slices of concatenations read the operand they lie
@@ -203,7 +209,7 @@ class CpuTarget(Target):
         ops = info.get("ops", [])
         generics = sum(1 for op in ops if op.get("op") == "linalg.generic")
         powers = any("math.fpowi" in (op.get("loops") or {}).get("body", []) for op in ops)
-        first = [self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS]
+        first = [self.OUTLINE_REPEATED_STEPS, self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS]
         steps = first + [self.FUSE_ELEMENTWISE] if generics >= 2 or powers else first
         if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
             steps.append(self.DILATED_INPUT_CONVS)   # (a no-op, left out, unless an input is stride-dilated)

@@ -67,6 +67,20 @@ def _outline_loops(module, options: dict) -> None:
     outline_loops.outline_loops(module, int(options.get("min-loops", outline_loops.DEFAULT_MIN_LOOPS)))
 
 
+def _outline_repeated_steps(module, options: dict) -> None:
+    from workbench.worker import repeated_steps
+
+    repeated_steps.outline_repeated_steps(
+        module, int(options.get("min-repeats", repeated_steps.DEFAULT_MIN_REPEATS)),
+        int(options.get("min-ops", repeated_steps.DEFAULT_MIN_OPS)))
+
+
+def _contiguous_copies(module, options: dict) -> None:
+    from workbench.worker.cpu import contiguous_copies
+
+    contiguous_copies.contiguous_copies_as_memcpy(module)
+
+
 def _split_long_reductions(module, options: dict) -> None:
     from workbench.worker.cpu import reference_sums
 
@@ -323,6 +337,8 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-math-approx": (_math_approx, "math.exp/tanh/erf/log/log1p on f32 / vector<..xf32> -> arith + math.fma polynomials {ops=exp,tanh,...: only those} (no libm calls per element; workbench/worker/cpu/math_approx.py)"),
     "lh-math-exp-approx": (_exp_approx, "math.exp on f32 / vector<..xf32> -> arith + math.fma polynomial (no libm expf; workbench/worker/cpu/math_approx.py)"),
     "lh-outline-loops": (_outline_loops, "functions with many top-level loop nests (an unrolled model) -> each nest in a noinline function of its own {min-loops=64}: LLVM compiles many small functions in linear time, one giant function in superlinear time"),
+    "lh-outline-repeated-steps": (_outline_repeated_steps, "on tensors: a run of ops that repeats (an unrolled RNN's time steps, a stack of identical layers) -> one private function called once per repeat {min-repeats=4 min-ops=64}: every later stage compiles one step, not one per repeat (workbench/worker/repeated_steps.py)"),
+    "lh-contiguous-copies-as-memcpy": (_contiguous_copies, "linalg.copy between row-major contiguous buffers of one static shape -> memref.copy (one llvm.memcpy, no loop nest to compile: an unrolled RNN's copies into its output; workbench/worker/cpu/contiguous_copies.py)"),
     "lh-split-long-reductions": (_split_long_reductions, "on tensors: floating-point reductions of 32k+ elements per output summed into 4096 interleaved partials, then combined (the check's reference: one running sum drifts by percents at 16M elements)"),
     "lh-drop-body-asserts": (_drop_body_asserts, "cf.assert in linalg op bodies erased (torch-mlir's per-element runtime checks, e.g. a reciprocal of zero, where torch gives inf; they keep an op scalar)"),
     "lh-fold-slices-of-concat": (_fold_slices_of_concat, "on tensors: a tensor.extract_slice of a tensor.concat that lies within one operand -> a slice of that operand (no copy of every operand into the whole concatenation; workbench/worker/cpu/slices.py)"),

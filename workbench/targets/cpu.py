@@ -162,6 +162,10 @@ class CpuTarget(Target):
     #: concatenation is a copy of every operand): workbench/worker/cpu/slices.py
     FOLD_SLICES_OF_CONCAT = "pass lh-fold-slices-of-concat"
 
+    #: results nothing reads (the index of an amin or of a log-softmax's row max) dropped with the body ops
+    #: that compute only them: a plain reduction for the vectorizer (workbench/worker/cpu/dead_results.py)
+    DROP_DEAD_RESULTS = "pass lh-drop-dead-results"
+
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
         """Upstream's elementwise fusion when the payload has linalg.generic ops that could chain (two or
         more): torch-mlir writes every pointwise op (and each step of a decomposed softmax, norm or
@@ -173,7 +177,7 @@ class CpuTarget(Target):
         ops = info.get("ops", [])
         generics = sum(1 for op in ops if op.get("op") == "linalg.generic")
         powers = any("math.fpowi" in (op.get("loops") or {}).get("body", []) for op in ops)
-        first = [self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS]
+        first = [self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS, self.DROP_DEAD_RESULTS]
         steps = first + [self.FUSE_ELEMENTWISE] if generics >= 2 or powers else first
         if any(op.get("kind") == "contraction" and op.get("op") != "linalg.generic" and op.get("dtype") == "f32"
                and op.get("in_dtype") in NARROW_FLOATS for op in ops):

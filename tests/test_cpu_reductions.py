@@ -3,6 +3,7 @@ torch-mlir's amin / max(dim) / log-softmax row max carry an unread index), so wh
 reduction the vectorizer takes with its combiner."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from conftest import fixture_io_flags, ok
@@ -59,3 +60,59 @@ def test_log_softmax_row_max_without_index_then_gather(ctx):
                if "arith.maximumf" in o["loops"]["body"])
     ok(ctx, "undo")
     _select_run_check(ctx, fixture)
+
+
+def test_the_log_softmax_is_computed_at_the_gathered_elements_only(ctx):
+    """nll_loss picks one element per row of the log-softmax: those elements are computed in the gather
+    (`lh-fuse-into-gathers`); no 2-D tensor is written, only the row max and the exp-sum are reduced."""
+    fixture = FIXTURES / "nll_loss.mlir"
+    ok(ctx, f"load {fixture}")
+    rows_by_classes = re.search(r"%arg0: (tensor<[^>]*>)", ctx.session.current_ir).group(1)   # the logits
+    assert ctx.session.current_ir.count(f"-> {rows_by_classes}") >= 2          # sub, exp, log-softmax ...
+    ok(ctx, "pass lh-drop-dead-results")
+    ok(ctx, "pass lh-fuse-into-gathers")
+    ok(ctx, "pass lh-fuse-elementwise")
+    assert f"-> {rows_by_classes}" not in ctx.session.current_ir
+    gathers = [o for o in _generics(ctx) if "tensor.extract" in o["loops"]["body"]]
+    assert len(gathers) == 1 and "arith.subf" in gathers[0]["loops"]["body"]
+    ok(ctx, "undo")
+    ok(ctx, "undo")
+    ok(ctx, "undo")
+    _select_run_check(ctx, fixture)
+    assert "lh-fuse-into-gathers" in " ".join(str(s.step) for s in ctx.session.active_steps)
+
+
+FULL_GATHER = """
+#id = affine_map<(d0, d1) -> (d0, d1)>
+module {
+  func.func @main(%x: tensor<16x16xf32>) -> tensor<16x16xf32> {
+    %c15 = arith.constant 15 : index
+    %e = tensor.empty() : tensor<16x16xf32>
+    %sq = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%x : tensor<16x16xf32>) outs(%e : tensor<16x16xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %m = arith.mulf %in, %in : f32
+      linalg.yield %m : f32
+    } -> tensor<16x16xf32>
+    %flip = linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<16x16xf32>) {
+    ^bb0(%out: f32):
+      %i = linalg.index 0 : index
+      %j = linalg.index 1 : index
+      %r = arith.subi %c15, %j : index
+      %v = tensor.extract %sq[%i, %r] : tensor<16x16xf32>
+      linalg.yield %v : f32
+    } -> tensor<16x16xf32>
+    return %flip : tensor<16x16xf32>
+  }
+}
+"""
+
+
+def test_a_gather_of_every_element_keeps_its_producer(ctx, tmp_path):
+    """A flip reads every element of its producer once: recomputing them in the gather saves no pass."""
+    path = tmp_path / "flip_of_square.mlir"
+    path.write_text(FULL_GATHER)
+    ok(ctx, f"load {path}")
+    before = ctx.session.current_ir
+    ok(ctx, "pass lh-fuse-into-gathers")
+    assert ctx.session.current_ir.count("linalg.generic") == before.count("linalg.generic") == 2

@@ -19,8 +19,9 @@ NAME in MODEL.py:NAME is an nn.Module subclass (`Model` is built with the file's
 when it has one, KernelBench style), a function returning a module, or a module instance. Without :NAME, the
 file's `Model` (KernelBench) is used. Without --inputs, the file's `get_inputs()` gives the inputs.
 
-torch-mlir turns a few aten ops into its own `tm_tensor` dialect (cumsum -> tm_tensor.scan, sort /
-argsort / topk -> tm_tensor.sort), which upstream MLIR cannot load. They are decomposed *in torch,
+torch-mlir turns a few aten ops into its own `tm_tensor` dialect (cumsum, cumprod, logcumsumexp ->
+tm_tensor.scan, sort / argsort / topk -> tm_tensor.sort), which upstream MLIR cannot load, and fails on
+cummax / cummin. They are decomposed *in torch,
 before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
 an inclusive scan as blocked masked reductions (`_scan`), a sort as a bitonic network of
 compare-exchanges on reshaped tensors. Doing it in torch keeps the rewrite independent of
@@ -199,6 +200,57 @@ def cumprod_decomposition(x, dim, *, dtype=None):
     if x.dim() == 0:
         return x.clone()
     return _scan(x, dim % x.dim(), lambda t, d: t.prod(d), lambda a, b: a * b, 1)
+
+
+def _logsumexp(t, d):
+    """log(sum(exp(t))) along `d`, an all -inf row giving -inf (not NaN: its max is taken as 0)."""
+    import torch
+
+    m = t.amax(d, keepdim=True)
+    m = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+    return (t - m).exp().sum(d).log() + m.squeeze(d)
+
+
+def _logaddexp(a, b):
+    """log(exp(a) + exp(b)), exact where either is infinite (-inf with -inf: -inf, not NaN)."""
+    import torch
+
+    m = torch.maximum(a, b)
+    return torch.where(torch.isinf(m), m, m + torch.log1p(torch.exp(-torch.abs(a - b))))
+
+
+def logcumsumexp_decomposition(x, dim):
+    if x.dim() == 0:
+        return x.clone()
+    return _scan(x, dim % x.dim(), _logsumexp, _logaddexp, float("-inf"))
+
+
+def _cumulative_extreme(x, dim, largest: bool):
+    """(values, indices) of cummax / cummin: the values a max (min) scan, the indices a max scan of the
+    positions where x equals the running extreme (or is NaN), torch's last index on ties."""
+    import torch
+
+    if x.dim() == 0:
+        return x.clone(), torch.zeros((), dtype=torch.int64, device=x.device)
+    dim = dim % x.dim()
+    if largest:
+        values = _scan(x, dim, lambda t, d: t.amax(d), torch.maximum, _extreme(x.dtype, largest=False))
+    else:
+        values = _scan(x, dim, lambda t, d: t.amin(d), torch.minimum, _extreme(x.dtype, largest=True))
+    n = x.shape[dim]
+    positions = torch.arange(n, device=x.device).reshape([n] + [1] * (x.dim() - dim - 1)).expand(x.shape[dim:])
+    hit = (x == values) | (torch.isnan(x) if x.dtype.is_floating_point else torch.zeros_like(x, dtype=torch.bool))
+    marked = torch.where(hit, positions, torch.full((), -1, dtype=torch.int64, device=x.device))
+    indices = _scan(marked, dim, lambda t, d: t.amax(d), torch.maximum, -1)
+    return values, indices
+
+
+def cummax_decomposition(x, dim):
+    return _cumulative_extreme(x, dim, largest=True)
+
+
+def cummin_decomposition(x, dim):
+    return _cumulative_extreme(x, dim, largest=False)
 
 
 #: a sort with at least this many independent rows (the product of the other dims) runs its network
@@ -384,6 +436,8 @@ def upstream_decompositions() -> dict:
 
     aten = torch.ops.aten
     return {aten.cumsum.default: cumsum_decomposition, aten.cumprod.default: cumprod_decomposition,
+            aten.logcumsumexp.default: logcumsumexp_decomposition, aten.cummax.default: cummax_decomposition,
+            aten.cummin.default: cummin_decomposition,
             aten.sort.default: sort_decomposition, aten.sort.stable: sort_stable_decomposition,
             aten.topk.default: topk_decomposition}
 

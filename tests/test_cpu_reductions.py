@@ -116,3 +116,72 @@ def test_a_gather_of_every_element_keeps_its_producer(ctx, tmp_path):
     before = ctx.session.current_ir
     ok(ctx, "pass lh-fuse-into-gathers")
     assert ctx.session.current_ir.count("linalg.generic") == before.count("linalg.generic") == 2
+
+
+ANY_ALL = """
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+module {
+  func.func @main(%x: tensor<6x100xf32>) -> (tensor<6xi1>, tensor<6xi1>) {
+    %zero = arith.constant 0.0 : f32
+    %true = arith.constant true
+    %false = arith.constant false
+    %e = tensor.empty() : tensor<6xi1>
+    %t = linalg.fill ins(%true : i1) outs(%e : tensor<6xi1>) -> tensor<6xi1>
+    %f = linalg.fill ins(%false : i1) outs(%e : tensor<6xi1>) -> tensor<6xi1>
+    %all = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+        ins(%x : tensor<6x100xf32>) outs(%t : tensor<6xi1>) {
+    ^bb0(%in: f32, %out: i1):
+      %c = arith.cmpf ogt, %in, %zero : f32
+      %a = arith.andi %c, %out : i1
+      linalg.yield %a : i1
+    } -> tensor<6xi1>
+    %any = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+        ins(%x : tensor<6x100xf32>) outs(%f : tensor<6xi1>) {
+    ^bb0(%in: f32, %out: i1):
+      %c = arith.cmpf ogt, %in, %zero : f32
+      %a = arith.ori %c, %out : i1
+      linalg.yield %a : i1
+    } -> tensor<6xi1>
+    return %all, %any : tensor<6xi1>, tensor<6xi1>
+  }
+}
+"""
+
+
+def test_bool_reductions_accumulate_in_bytes_and_vectorize(ctx, tmp_path):
+    """all / any along rows (and attention's all -inf row check): i8 accumulators, vectorized, the same
+    bools as the unscheduled payload (rows all positive, all negative and mixed)."""
+    import numpy as np
+
+    path = tmp_path / "any_all.mlir"
+    path.write_text(ANY_ALL)
+    x = np.random.default_rng(0).standard_normal((6, 100)).astype(np.float32)
+    x[0] = np.abs(x[0]) + 0.5
+    x[1] = -np.abs(x[1]) - 0.5
+    x[2, :] = 1.0
+    x[2, 99] = -1.0
+    np.save(tmp_path / "x.npy", x)
+    ok(ctx, f"load {path}")
+    ok(ctx, "pass lh-widen-bool-reductions")
+    reductions = [o for o in _generics(ctx) if "reduction" in o["loops"]["iterators"]]
+    assert len(reductions) == 2 and all("xi8>" in o["operand_types"][-1] for o in reductions)
+    ok(ctx, "undo")
+    res = ok(ctx, "select --apply")
+    generic = [e["params"] for e in res.data["selections"] if "generic.py" in e["schedule"]]
+    assert generic and all(p["vector"] == 1 for p in generic)          # (i1 accumulators: scalar loops)
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-lower")
+    out_all, out_any = tmp_path / "all.npy", tmp_path / "any.npy"
+    np.save(out_all, (x > 0).all(axis=1))
+    np.save(out_any, (x > 0).any(axis=1))
+    run = ok(ctx, f"run --check --npy {tmp_path / 'x.npy'} --expect {out_all},{out_any}").data["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"]
+
+
+def test_attention_all_inf_check_is_vectorized(ctx):
+    fixture = FIXTURES / "sdpa.mlir"
+    ok(ctx, f"load {fixture}")
+    data = _select_run_check(ctx, fixture)
+    generic = [e["params"] for e in data["selections"] if "generic.py" in e["schedule"]]
+    assert generic and all(p["vector"] == 1 for p in generic)

@@ -170,6 +170,10 @@ class CpuTarget(Target):
     #: computes those elements only: workbench/worker/cpu/gather_fusion.py
     FUSE_INTO_GATHERS = "pass lh-fuse-into-gathers"
 
+    #: reductions into bools (torch.all / any, attention's all -inf row check) accumulate in bytes: vectorized
+    #: (workbench/worker/cpu/bool_reductions.py)
+    WIDEN_BOOL_REDUCTIONS = "pass lh-widen-bool-reductions"
+
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
         """Upstream's elementwise fusion when the payload has linalg.generic ops that could chain (two or
         more): torch-mlir writes every pointwise op (and each step of a decomposed softmax, norm or
@@ -181,7 +185,8 @@ class CpuTarget(Target):
         ops = info.get("ops", [])
         generics = sum(1 for op in ops if op.get("op") == "linalg.generic")
         powers = any("math.fpowi" in (op.get("loops") or {}).get("body", []) for op in ops)
-        first = [self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS, self.DROP_DEAD_RESULTS, self.FUSE_INTO_GATHERS]
+        first = [self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS, self.DROP_DEAD_RESULTS, self.FUSE_INTO_GATHERS,
+                 self.WIDEN_BOOL_REDUCTIONS]
         steps = first + [self.FUSE_ELEMENTWISE] if generics >= 2 or powers else first
         if any(op.get("kind") == "contraction" and op.get("op") != "linalg.generic" and op.get("dtype") == "f32"
                and op.get("in_dtype") in NARROW_FLOATS for op in ops):

@@ -23,7 +23,7 @@ GATHER_RATIO = 8
 
 
 def _is_tensor(t) -> bool:
-    return isinstance(t, ir.RankedTensorType) or ir.RankedTensorType.isinstance(t)
+    return isinstance(t, ir.RankedTensorType)
 
 
 def _static_count(shape) -> int | None:

@@ -36,13 +36,10 @@ def _identity_map(rank: int):
 
 
 def _elementwise(value, result_type, cast: str):
-    """`cast` (arith.extui / arith.trunci) of every element of `value`: a linalg.generic, at the insertion point."""
+    """`cast` (arith.extui / arith.trunci) of every element of `value` (a static shape): a linalg.generic,
+    at the insertion point."""
     rank = ir.RankedTensorType(value.type).rank
-    shape = ir.RankedTensorType(result_type).shape
-    empty = ir.Operation.create("tensor.empty", results=[result_type], operands=[]).result if all(
-        d >= 0 for d in shape) else None
-    if empty is None:
-        raise ValueError("dynamic shape")
+    empty = ir.Operation.create("tensor.empty", results=[result_type], operands=[]).result
     op = ir.Operation.create(
         "linalg.generic", results=[result_type], operands=[value, empty], regions=1,
         attributes={"indexing_maps": ir.ArrayAttr.get([_identity_map(rank)] * 2),

@@ -185,3 +185,48 @@ def test_attention_all_inf_check_is_vectorized(ctx):
     data = _select_run_check(ctx, fixture)
     generic = [e["params"] for e in data["selections"] if "generic.py" in e["schedule"]]
     assert generic and all(p["vector"] == 1 for p in generic)
+
+
+MASKED_ROW_MAX = """
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+module {
+  func.func @main(%x: tensor<8x300xf32>, %m: tensor<8x300xi1>) -> tensor<8xf32> {
+    %ninf = arith.constant 0xFF800000 : f32
+    %e = tensor.empty() : tensor<8xf32>
+    %init = linalg.fill ins(%ninf : f32) outs(%e : tensor<8xf32>) -> tensor<8xf32>
+    %max = linalg.generic {indexing_maps = [#id, #id, #row], iterator_types = ["parallel", "reduction"]}
+        ins(%m, %x : tensor<8x300xi1>, tensor<8x300xf32>) outs(%init : tensor<8xf32>) {
+    ^bb0(%masked: i1, %in: f32, %out: f32):
+      %v = arith.select %masked, %ninf, %in : f32
+      %r = arith.maximumf %v, %out : f32
+      linalg.yield %r : f32
+    } -> tensor<8xf32>
+    return %max : tensor<8xf32>
+  }
+}
+"""
+
+
+def test_a_masked_row_max_keeps_a_vector_of_partial_maxima(ctx, tmp_path):
+    """top-k's rounds take the max of the elements not taken yet (an i1 mask input selecting -inf): a vector
+    of partial maxima along the row, reduced once per row, as an unmasked max (1024x1024 top-3 on one
+    core: 2.1 -> 1.2-1.4 ms); the check equals numpy's masked maxima."""
+    import numpy as np
+
+    path = tmp_path / "masked_max.mlir"
+    path.write_text(MASKED_ROW_MAX)
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((8, 300)).astype(np.float32)
+    m = rng.random((8, 300)) < 0.3
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "m.npy", m)
+    np.save(tmp_path / "want.npy", np.where(m, -np.inf, x).max(axis=1).astype(np.float32))
+    ok(ctx, f"load {path}")
+    res = ok(ctx, "select --apply")
+    generic = [e["params"] for e in res.data["selections"] if "generic.py" in e["schedule"]]
+    assert len(generic) == 1 and generic[0].get("partial_reduction") == 1
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-lower")
+    run = ok(ctx, f"run --check --npy {tmp_path / 'x.npy'},{tmp_path / 'm.npy'} --expect {tmp_path / 'want.npy'}").data["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"]

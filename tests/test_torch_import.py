@@ -282,6 +282,55 @@ print("ok")
     assert "tm_tensor" not in (tmp_path / "o" / "sorts.mlir").read_text()
 
 
+@needs_torch
+def test_max_min_and_logaddexp_scans_equal_torch(tmp_path):
+    """logcumsumexp (torch-mlir: tm_tensor.scan) and cummax / cummin (torch-mlir fails on them) through
+    the blocked scan: values as torch's, indices torch's last on ties, NaN propagated as torch does."""
+    code = f'''
+import importlib.util, torch
+spec = importlib.util.spec_from_file_location("te", {str(EXPORTER)!r})
+te = importlib.util.module_from_spec(spec); spec.loader.exec_module(te)
+g = torch.Generator().manual_seed(3)
+for shape, dim in [((3, 70, 5), 1), ((2, 600), -1), ((600, 3), 0), ((4, 20), 1)]:
+    x = torch.randn(shape, generator=g, dtype=torch.float64)
+    assert torch.allclose(te.logcumsumexp_decomposition(x, dim), torch.logcumsumexp(x, dim), rtol=1e-10, atol=0), shape
+    t = torch.randint(0, 4, shape, generator=g).float()         # ties
+    t[t == 3] = float("nan")
+    for decomposition, reference in ((te.cummax_decomposition, torch.cummax), (te.cummin_decomposition, torch.cummin)):
+        for z in (x, t, t.to(torch.int64)):
+            v, i = decomposition(z, dim)
+            w, j = reference(z, dim)
+            assert torch.equal(v.nan_to_num(-7), w.nan_to_num(-7)) and torch.equal(i, j), (shape, dim, reference)
+x = torch.full((2, 50), float("-inf"), dtype=torch.float64)
+x[0, 40] = 1.0
+assert torch.equal(te.logcumsumexp_decomposition(x, 1), torch.logcumsumexp(x, 1))   # -inf stays -inf, no NaN
+print("ok")
+'''
+    p = subprocess.run([TORCH_PYTHON, "-c", code], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-2000:]
+    (tmp_path / "model.py").write_text(OTHER_SCANS)
+    p = run_cli(["import", "model.py:OtherScans", "--inputs", "3x70xf32,40x6xf32", "--out", "o"],
+                cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "tm_tensor" not in (tmp_path / "o" / "other_scans.mlir").read_text()
+    script = tmp_path / "s.lhw"
+    script.write_text("select --apply\nbench\napply cpu-lower\nrun --check\n")
+    p = run_cli([tmp_path / "o" / "other_scans.mlir", "--script", script, "--json", tmp_path / "r.json"], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    run = json.loads((tmp_path / "r.json").read_text())["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run
+
+
+OTHER_SCANS = '''
+import torch
+
+class OtherScans(torch.nn.Module):
+    def forward(self, x, y):
+        values, indices = torch.cummax(y, dim=0)
+        return torch.logcumsumexp(x, dim=1), values, indices, torch.cummin(x, dim=-1).values
+'''
+
+
 LONG_SCANS = '''
 import torch
 

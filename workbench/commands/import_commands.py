@@ -62,6 +62,7 @@ def register(reg: Registry) -> None:
                 "(`pip install 'lh-workbench[torch]'`). It writes DIR/NAME.mlir, NAME.input<i>.npy, "
                 "NAME.expected<j>.npy and NAME.expected.json; `load` of the .mlir picks the last one up, so "
                 "`run` uses the model's inputs and `run --check` compares with torch's outputs as well. "
-                "cumsum/cumprod, sort/argsort/topk are decomposed in torch (log-step scan, bitonic network) "
+                "cumsum/cumprod/logcumsumexp/cummax/cummin, sort/argsort/topk are decomposed in torch (blocked scan, "
+                "bitonic network) "
                 "so that no torch-mlir-only op (tm_tensor) is left.",
         category="1-session"))

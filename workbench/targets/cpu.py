@@ -196,6 +196,18 @@ class CpuTarget(Target):
     #: workbench/worker/repeated_steps.py
     OUTLINE_REPEATED_STEPS = "pass lh-outline-repeated-steps"
 
+    #: results nothing reads (the index of an amin or of a log-softmax's row max) dropped with the body ops
+    #: that compute only them: a plain reduction for the vectorizer (workbench/worker/cpu/dead_results.py)
+    DROP_DEAD_RESULTS = "pass lh-drop-dead-results"
+
+    #: a gather of a few elements of an elementwise op's result (nll_loss's pick from the log-softmax)
+    #: computes those elements only: workbench/worker/cpu/gather_fusion.py
+    FUSE_INTO_GATHERS = "pass lh-fuse-into-gathers"
+
+    #: reductions into bools (torch.all / any, attention's all -inf row check) accumulate in bytes: vectorized
+    #: (workbench/worker/cpu/bool_reductions.py)
+    WIDEN_BOOL_REDUCTIONS = "pass lh-widen-bool-reductions"
+
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
         """Repeated runs of ops (an unrolled RNN's time steps) become calls of one function first, so that
         every later step schedules and compiles one of them (a no-op, then left out, without repeats).
@@ -209,7 +221,8 @@ class CpuTarget(Target):
         ops = info.get("ops", [])
         generics = sum(1 for op in ops if op.get("op") == "linalg.generic")
         powers = any("math.fpowi" in (op.get("loops") or {}).get("body", []) for op in ops)
-        first = [self.OUTLINE_REPEATED_STEPS, self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS]
+        first = [self.OUTLINE_REPEATED_STEPS, self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS,
+                 self.DROP_DEAD_RESULTS, self.FUSE_INTO_GATHERS, self.WIDEN_BOOL_REDUCTIONS]
         steps = first + [self.FUSE_ELEMENTWISE] if generics >= 2 or powers else first
         if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
             steps.append(self.DILATED_INPUT_CONVS)   # (a no-op, left out, unless an input is stride-dilated)

@@ -523,7 +523,11 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
         # 1t: 2.8 -> 1.6 ms)
         tile[row] = ROW_BLOCK
     outputs = loops["operand_dims"][loops.get("num_inputs") or 0:]
-    partial = (kind == "reduction-inner" and vdim == len(iterators) - 1 and not BOOL_TYPES & element_types
+    # (i1 inputs: a mask that selects what a float accumulator takes, as top-k's masked maxima, vectorizes;
+    # an integer count of bools left no lowerable multi_reduction)
+    mask_inputs_ok = all(t.startswith(("f", "bf")) for t in result_types)
+    partial = (kind == "reduction-inner" and vdim == len(iterators) - 1
+               and not BOOL_TYPES & (result_types if mask_inputs_ok else element_types)
                and iterators[vdim] == "reduction"
                and all(-1 not in o for o in outputs))   # (tile_reduction_using_for asserts on `(d0, 0)` outputs)
     steps = [d for d, it in enumerate(iterators) if it == "reduction" and d != vdim and domain[d] > 1]

@@ -115,6 +115,24 @@ def _dilated_input_convs(module, options: dict) -> None:
     transposed_convs.dilated_input_convs(module)
 
 
+def _drop_dead_results(module, options: dict) -> None:
+    from workbench.worker.cpu import dead_results
+
+    dead_results.drop_dead_results(module)
+
+
+def _fuse_into_gathers(module, options: dict) -> None:
+    from workbench.worker.cpu import gather_fusion
+
+    gather_fusion.fuse_into_gathers(module)
+
+
+def _widen_bool_reductions(module, options: dict) -> None:
+    from workbench.worker.cpu import bool_reductions
+
+    bool_reductions.widen_bool_reductions(module)
+
+
 def _fuse_elementwise(module, options: dict) -> None:
     from workbench.worker.cpu import fusion
 
@@ -342,6 +360,9 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-split-long-reductions": (_split_long_reductions, "on tensors: floating-point reductions of 32k+ elements per output summed into 4096 interleaved partials, then combined (the check's reference: one running sum drifts by percents at 16M elements)"),
     "lh-drop-body-asserts": (_drop_body_asserts, "cf.assert in linalg op bodies erased (torch-mlir's per-element runtime checks, e.g. a reciprocal of zero, where torch gives inf; they keep an op scalar)"),
     "lh-fold-slices-of-concat": (_fold_slices_of_concat, "on tensors: a tensor.extract_slice of a tensor.concat that lies within one operand -> a slice of that operand (no copy of every operand into the whole concatenation; workbench/worker/cpu/slices.py)"),
+    "lh-drop-dead-results": (_drop_dead_results, "on tensors: linalg.generic results nothing reads dropped with the body ops that compute only them (the unread index of an amin / max(dim): a plain reduction for the vectorizer; workbench/worker/cpu/dead_results.py)"),
+    "lh-fuse-into-gathers": (_fuse_into_gathers, "on tensors: a tensor.extract in a linalg body reading a few elements of an elementwise generic's result -> that generic's body on the extracts of its inputs (chains followed; a log-softmax written in full for nll_loss's one element per row is no longer written; workbench/worker/cpu/gather_fusion.py)"),
+    "lh-widen-bool-reductions": (_widen_bool_reductions, "on tensors: reductions into i1 combined by andi/ori/xori (torch.all / any, attention's all -inf row check) accumulate in i8, truncated after: vectorized like any integer reduction (a multi_reduction over i1 is not lowered; workbench/worker/cpu/bool_reductions.py)"),
     "lh-fuse-elementwise": (_fuse_elementwise, "upstream's elementwise fusion (fpowi expanded, producers fused, unit dims folded, canonicalized) except into consumers that read a producer broadcast or through a window, where the fused body would recompute it per use (workbench/worker/cpu/fusion.py)"),
     "lh-gather-indices": (_gather_indices, "on tensors: all-parallel gathers (tensor.extract in a linalg body: pads, index_select, embeddings) with indices the vectorizer sees as contiguous: index tables computed in the body, ids read outside the vector loop loaded in it, indices of one loop evaluated and written as loop + constant, a last index of unit stride over a long run split off as an op of its own (workbench/worker/cpu/gathers.py)"),
     "lh-dilated-input-convs": (_dilated_input_convs, "on tensors: a stride-1 named convolution of a zero tensor into which the input was inserted with strides s (torch-mlir's transposed convolutions) -> one dense convolution per output phase (s^d of them: a slice of the input, a strided slice of the filter, into a dense copy of the phase's init, inserted back with strides s): no multiply-adds of zeros (workbench/worker/cpu/transposed_convs.py)"),

@@ -67,3 +67,16 @@ def apply_transform(module, body: str) -> None:
     entry = next(op for op in schedule.body.operations if op.operation.name == "transform.named_sequence"
                  and ir.StringAttr(op.attributes["sym_name"]).value == ENTRY)
     interpreter.apply_named_sequence(module.operation, entry, schedule.operation)
+
+
+def clone_mapped(op, mapping: dict, ip=None):
+    """A clone of `op` (at `ip`, else the current insertion point) whose operands found in `mapping` are
+    replaced by what they map to; its results are recorded in `mapping` as the originals' stand-ins (a
+    linalg body copied somewhere else op by op)."""
+    clone = op.operation.clone(ip=ip) if ip is not None else op.operation.clone()
+    for k, operand in enumerate(clone.operands):
+        if operand in mapping:
+            clone.operands[k] = mapping[operand]
+    for old, new in zip(op.results, clone.results):
+        mapping[old] = new
+    return clone

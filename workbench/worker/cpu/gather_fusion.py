@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from workbench.worker.ir_walk import ops_where
+from workbench.worker.ir_walk import clone_mapped, ops_where
 
 #: the producer must have at least this many times more elements than the gathering op reads
 GATHER_RATIO = 8
@@ -119,12 +119,7 @@ def _inline_at(extract, producer) -> None:
             if inner.name == "linalg.index":
                 mapping[inner.results[0]] = indices[ir.IntegerAttr(inner.attributes["dim"]).value]
                 continue
-            copy = inner.clone()
-            for n, operand in enumerate(copy.operands):
-                if operand in mapping:
-                    copy.operands[n] = mapping[operand]
-            for old, new in zip(inner.results, copy.results):
-                mapping[old] = new
+            clone_mapped(inner, mapping)
     extract.results[0].replace_all_uses_with(result)
     extract.erase()
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from mlir import ir
 
-from workbench.worker.ir_walk import ops_where
+from workbench.worker.ir_walk import clone_mapped, ops_where
 
 #: ops of index arithmetic that can be evaluated here (on int64 numpy arrays) and cloned into a body
 INDEX_OPS = {"arith.constant", "arith.addi", "arith.subi", "arith.muli", "arith.divsi", "arith.divui",
@@ -369,12 +369,7 @@ def _inline_tables(op) -> bool:
                 value = _index_value(amap.results[position[_index_dim(inner.operation)]], ip, op.location)
                 mapped[inner.results[0]] = value
                 continue
-            clone = inner.operation.clone(ip=ip)
-            for k, operand in enumerate(inner.operands):
-                if operand in mapped:
-                    clone.operands[k] = mapped[operand]
-            for old, new in zip(inner.results, clone.results):
-                mapped[old] = new
+            clone_mapped(inner, mapped, ip)
         if result is None:
             continue
         argument.replace_all_uses_with(result)
@@ -694,12 +689,7 @@ def _fuse_producer_gathers(op) -> bool:
             if name == "linalg.index":
                 mapped[inner.results[0]] = indices[_index_dim(inner.operation)]
                 continue
-            clone = inner.operation.clone(ip=ip)
-            for k, operand in enumerate(inner.operands):
-                if operand in mapped:
-                    clone.operands[k] = mapped[operand]
-            for old, new in zip(inner.results, clone.results):
-                mapped[old] = new
+            clone_mapped(inner, mapped, ip)
         extract.results[0].replace_all_uses_with(result)
         extract.operation.erase()
         if reshape is not None:

@@ -65,10 +65,39 @@ def _flattenable(op) -> bool:
     return True
 
 
+def _collapsed_rows(stype, vector_shape: list[int]):
+    """The view a transfer of `vector_shape` (leading unit dims, then whole contiguous rows) over the
+    trailing dims of `stype` reads or writes as one 1-D vector: (the first row dim, the elements of one
+    index step along it, the collapse's reassociation, the collapsed shape)."""
+    from mlir import ir
+
+    lead = next(i for i, d in enumerate(vector_shape) if d != 1)
+    first = stype.rank - (len(vector_shape) - lead)   # the shaped value's dim of the rows' first dim
+    inner = 1
+    for d in list(stype.shape)[first + 1:]:
+        inner *= d
+    i64 = ir.IntegerType.get_signless(64)
+    groups = [[i] for i in range(first)] + [list(range(first, stype.rank))]
+    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups])
+    return first, inner, reassociation, list(stype.shape)[:first] + [stype.shape[first] * inner]
+
+
+def _collapsed_view(value, stype, collapsed_shape: list[int], reassociation):
+    """`value` (a static tensor or an identity memref of type `stype`) collapsed to `collapsed_shape`."""
+    from mlir import ir
+    from mlir.dialects import memref as memref_d, tensor
+
+    if isinstance(stype, ir.RankedTensorType):
+        return tensor.CollapseShapeOp(ir.RankedTensorType.get(collapsed_shape, stype.element_type), value,
+                                      reassociation).result
+    return memref_d.CollapseShapeOp(ir.MemRefType.get(collapsed_shape, stype.element_type,
+                                                      memory_space=stype.memory_space), value, reassociation).result
+
+
 def flatten_contiguous_reads(module) -> int:
     """Rewrite every eligible read (module docstring); how many were rewritten."""
     from mlir import ir
-    from mlir.dialects import arith, memref as memref_d, tensor, vector as vector_d
+    from mlir.dialects import arith, vector as vector_d
 
     from workbench.worker.ir_walk import ops_where
 
@@ -78,28 +107,14 @@ def flatten_contiguous_reads(module) -> int:
         stype = _shaped(source)
         vtype = ir.VectorType(op.results[0].type)
         shape = list(vtype.shape)
-        lead = next(i for i, d in enumerate(shape) if d != 1)
-        first = stype.rank - (len(shape) - lead)   # the source dim of the rows' first dim
-        inner = 1
-        for d in list(stype.shape)[first + 1:]:
-            inner *= d
-        i64 = ir.IntegerType.get_signless(64)
-        groups = [[i] for i in range(first)] + [list(range(first, stype.rank))]
-        reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups])
-        collapsed_shape = list(stype.shape)[:first] + [stype.shape[first] * inner]
+        first, inner, reassociation, collapsed_shape = _collapsed_rows(stype, shape)
         flat = 1
         for d in shape:
             flat *= d
         indices = list(op.operands)[1:1 + stype.rank]
         padding = op.operands[1 + stype.rank]
         with ir.InsertionPoint(op), op.location:
-            if isinstance(stype, ir.RankedTensorType):
-                view = tensor.CollapseShapeOp(ir.RankedTensorType.get(collapsed_shape, stype.element_type),
-                                              source, reassociation).result
-            else:
-                view = memref_d.CollapseShapeOp(ir.MemRefType.get(collapsed_shape, stype.element_type,
-                                                                  memory_space=stype.memory_space),
-                                                source, reassociation).result
+            view = _collapsed_view(source, stype, collapsed_shape, reassociation)
             index = ir.IndexType.get()
             scaled = arith.MulIOp(indices[first], arith.ConstantOp(index, inner).result).result
             minor = ir.AffineMap.get_minor_identity(len(collapsed_shape), 1)
@@ -166,7 +181,7 @@ def flatten_contiguous_writes(module) -> int:
     """Rewrite every eligible write (`_flattenable_write`) as a 1-D write of the flat value into a
     collapse_shape view (on tensors, the result expanded back); how many were rewritten."""
     from mlir import ir
-    from mlir.dialects import arith, memref as memref_d, tensor, vector as vector_d
+    from mlir.dialects import arith, tensor, vector as vector_d
 
     from workbench.worker.ir_walk import ops_where
 
@@ -176,31 +191,20 @@ def flatten_contiguous_writes(module) -> int:
         dest = op.operands[1]
         dtype = _shaped(dest)
         shape = list(ir.VectorType(op.operands[0].type).shape)
-        lead = next(i for i, d in enumerate(shape) if d != 1)
-        first = dtype.rank - (len(shape) - lead)
-        inner = 1
-        for d in list(dtype.shape)[first + 1:]:
-            inner *= d
-        i64 = ir.IntegerType.get_signless(64)
-        groups = [[i] for i in range(first)] + [list(range(first, dtype.rank))]
-        reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups])
-        collapsed_shape = list(dtype.shape)[:first] + [dtype.shape[first] * inner]
+        first, inner, reassociation, collapsed_shape = _collapsed_rows(dtype, shape)
         indices = list(op.operands)[2:2 + dtype.rank]
         minor = ir.AffineMapAttr.get(ir.AffineMap.get_minor_identity(len(collapsed_shape), 1))
         in_bounds = ir.ArrayAttr.get([ir.BoolAttr.get(True)])
         with ir.InsertionPoint(op), op.location:
             scaled = arith.MulIOp(indices[first], arith.ConstantOp(ir.IndexType.get(), inner).result).result
             if isinstance(dtype, ir.RankedTensorType):
-                collapsed_type = ir.RankedTensorType.get(collapsed_shape, dtype.element_type)
-                view = tensor.CollapseShapeOp(collapsed_type, dest, reassociation).result
-                written = vector_d.TransferWriteOp(collapsed_type, flat, view, indices[:first] + [scaled], minor,
+                view = _collapsed_view(dest, dtype, collapsed_shape, reassociation)
+                written = vector_d.TransferWriteOp(view.type, flat, view, indices[:first] + [scaled], minor,
                                                    in_bounds).result
                 result = tensor.ExpandShapeOp(dtype, written, reassociation, [], list(dtype.shape)).result
                 op.results[0].replace_all_uses_with(result)
             else:
-                view = memref_d.CollapseShapeOp(ir.MemRefType.get(collapsed_shape, dtype.element_type,
-                                                                  memory_space=dtype.memory_space),
-                                                dest, reassociation).result
+                view = _collapsed_view(dest, dtype, collapsed_shape, reassociation)
                 vector_d.TransferWriteOp(None, flat, view, indices[:first] + [scaled], minor, in_bounds)
         op.erase()
         rewritten += 1

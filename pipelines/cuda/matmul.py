@@ -694,11 +694,9 @@ def select(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_d
     operands, default the same) on compute capability `chip` with `sms` multiprocessors; `layout`
     "transpose_b" (B stored N x K) takes the K-major wgmma kernel for 16-bit operands too."""
     in_dtype = in_dtype or dtype
-    if (layout == "transpose_b" and in_dtype in WGMMA_OPERANDS and dtype in WGMMA_RESULTS
-            and chip.startswith("sm_90") and n % 8 == 0 and k % 8 == 0):
-        return "matmul_wgmma", wgmma_config(m, n, k, sms, tiles=KMAJOR_TILES)
-    if in_dtype in FP8_OPERANDS and dtype in WGMMA_RESULTS and chip.startswith("sm_90") and n % 8 == 0 and k % 16 == 0:
-        # the K-major wgmma kernel (the rewrite refuses, saying so, a B that is not transposed)
+    kmajor = ((in_dtype in FP8_OPERANDS and k % 16 == 0)   # fp8: only K-major (the rewrite refuses, saying
+              or (layout == "transpose_b" and in_dtype in WGMMA_OPERANDS and k % 8 == 0))  # so, another B)
+    if kmajor and dtype in WGMMA_RESULTS and chip.startswith("sm_90") and n % 8 == 0:
         return "matmul_wgmma", wgmma_config(m, n, k, sms, tiles=KMAJOR_TILES)
     if (in_dtype in WGMMA_OPERANDS and dtype in WGMMA_RESULTS and chip.startswith("sm_90")
             and n % 8 == 0 and k % 8 == 0):

@@ -17,46 +17,36 @@ from workbench.targets.cpu import _load_library_module
 
 def simt_neighbours(matmul: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, str]:
     """The ops matmul_simt can do in the matmul's own kernel, by id (inspection's producers and
-    consumers): `fill`, the linalg.fill of its output that nothing else reads, and `epilogue`, its one
-    consumer when that is an elementwise op over the same M x N that reads the matmul's result
-    element for element (a bias add, a relu, ...)."""
+    consumers): `fill`, the linalg.fill of its output that nothing else reads, and `epilogue`, its
+    elementwise consumer (`elementwise_consumer`: a bias add, a relu, ...)."""
     out: dict[str, str] = {}
-    dims = matmul.get("dims") or {}
     me = ops.index(matmul)
-    producers, consumers = matmul.get("producers") or [], matmul.get("consumers") or []
+    producers = matmul.get("producers") or []
     init = producers[2] if len(producers) > 2 else -1
     if 0 <= init < len(ops) and ops[init].get("op") == "linalg.fill" and ops[init].get("consumers") == [me]:
         out["fill"] = ops[init]["id"]
-    if len(consumers) == 1 and 0 <= consumers[0] < len(ops):
-        epi = ops[consumers[0]]
-        loops = epi.get("loops") or {}
-        reads = [i for i, prod in enumerate(epi.get("producers") or []) if prod == me]
-        outputs = loops.get("operand_dims", [])[loops.get("num_inputs", 0):]
-        if (epi.get("op") == "linalg.generic" and epi.get("kind") == "elementwise"
-                and loops.get("domain") == [dims.get("m"), dims.get("n")]
-                and loops.get("iterators") == ["parallel", "parallel"]
-                and len(reads) == 1 and reads[0] < loops.get("num_inputs", 0)
-                and loops["operand_dims"][reads[0]] == [0, 1] and outputs == [[0, 1]]):
-            out["epilogue"] = epi["id"]
+    epilogue = elementwise_consumer(matmul, ops)
+    if epilogue:
+        out["epilogue"] = epilogue
     return out
 
 
 def _element_bytes(type_text: str) -> int:
     """Bytes of a tensor/memref type's element (4 where unknown): tensor<8x32xbf16> -> 2."""
-    from workbench.common.dtypes import numpy_dtype
+    from workbench.common.dtypes import element_type_of, itemsize
 
-    ety = type_text.rsplit("x", 1)[-1].rstrip(">") if "<" in type_text else type_text
     try:
-        return numpy_dtype(ety).itemsize
+        return itemsize(element_type_of(type_text))
     except (KeyError, ValueError, TypeError, AttributeError):
         return 4
 
 
-def wgmma_epilogue(matmul: dict[str, Any], ops: list[dict[str, Any]]) -> str:
-    """The id of the op the wgmma kernel may compute in its write-back (wgmma_matmul._epilogue_of decides
-    on the IR; this is the selector's view, so that a row chain leaves the op to it): the matmul's one
-    consumer when that is an elementwise generic over the result's domain reading it element for
-    element (torch's rounding of an f32 accumulation, a scale, a bias), else ""."""
+def elementwise_consumer(matmul: dict[str, Any], ops: list[dict[str, Any]]) -> str:
+    """The id of the matmul's one consumer when that is an elementwise generic over the result's domain
+    ([b,] M, N; all loops parallel) reading the result element for element and writing its own output
+    the same way (torch's rounding of an f32 accumulation, a scale, a bias, a relu), else "": what a
+    matmul kernel may compute in its write-back (matmul_simt's `epilogue=`; for the wgmma kernel
+    wgmma_matmul._epilogue_of decides on the IR, and a row chain leaves the op to it)."""
     consumers = matmul.get("consumers") or []
     if len(consumers) != 1 or not 0 <= consumers[0] < len(ops):
         return ""
@@ -68,7 +58,8 @@ def wgmma_epilogue(matmul: dict[str, Any], ops: list[dict[str, Any]]) -> str:
     reads = [i for i, prod in enumerate(epi.get("producers") or []) if prod == me]
     operand_dims = loops.get("operand_dims") or []
     if (epi.get("op") == "linalg.generic" and epi.get("kind") == "elementwise" and epi.get("id")
-            and loops.get("domain") == domain and len(reads) == 1 and reads[0] < loops.get("num_inputs", 0)
+            and loops.get("domain") == domain and loops.get("iterators") == ["parallel"] * len(domain)
+            and len(reads) == 1 and reads[0] < loops.get("num_inputs", 0)
             and operand_dims[reads[0]] == ident and operand_dims[loops["num_inputs"]:] == [ident]):
         return epi["id"]
     return ""
@@ -188,7 +179,7 @@ class CudaTarget(Target):
         ops = info.get("ops", [])
         wgmma = [op for op, (spec, _) in zip(contractions, chosen) if spec.endswith("[gen=matmul_wgmma]")] \
             if len(chosen) == len(contractions) else []
-        epilogues = {e for e in (wgmma_epilogue(op, ops) for op in wgmma) if e}
+        epilogues = {e for e in (elementwise_consumer(op, ops) for op in wgmma) if e}
         chosen += self._row_chains(info, epilogues)
         chosen += self._reductions(info)
         return chosen

@@ -132,29 +132,37 @@ _MATMUL_LAYOUTS = {  # (A map results, B map results, C map results) over (d0, d
 }
 
 
+def _map_dims_key(op) -> tuple | None:
+    """The op's indexing maps as tuples of the dims each result is, or None where a result is no plain
+    dim; KeyError where the op has no `indexing_maps` attribute."""
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    try:
+        return tuple(tuple(ir.AffineDimExpr(r).position for r in m.results) for m in maps)
+    except (ValueError, TypeError):
+        return None
+
+
 def _matmul_layout(op) -> str:
     """"normal" / "transpose_b" / "transpose_a" from the op's indexing maps ("normal" when a named
     matmul has none: its default maps; "" when the maps are no 2-D matmul's)."""
     try:
-        maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        key = _map_dims_key(op)
     except (KeyError, ValueError, TypeError):
         return "normal" if op.name == "linalg.matmul" else ""
-    try:
-        key = tuple(tuple(ir.AffineDimExpr(r).position for r in m.results) for m in maps)
-    except (ValueError, TypeError):
-        return ""
     return _MATMUL_LAYOUTS.get(key, "")
+
+
+_BATCH_MATMUL_LAYOUTS = {((0, 1, 3), (0, 3, 2), (0, 1, 2)): "normal", ((0, 1, 3), (0, 2, 3), (0, 1, 2)): "transpose_b"}
 
 
 def _batch_matmul_layout(op) -> str:
     """"transpose_b" for a linalg.batch_matmul whose maps read B as b x N x K, else "normal" ("" for
     other maps)."""
     try:
-        maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
-        key = tuple(tuple(ir.AffineDimExpr(r).position for r in m.results) for m in maps)
+        key = _map_dims_key(op)
     except (KeyError, ValueError, TypeError):
         return "normal"
-    return {((0, 1, 3), (0, 3, 2), (0, 1, 2)): "normal", ((0, 1, 3), (0, 2, 3), (0, 1, 2)): "transpose_b"}.get(key, "")
+    return _BATCH_MATMUL_LAYOUTS.get(key, "")
 
 
 def _batch_dims(op) -> int:

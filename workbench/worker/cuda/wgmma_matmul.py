@@ -533,12 +533,14 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                     gr = t.val(f"arith.addi {m0}, {r} : index", "gr")
                     gc = t.val(f"arith.addi {n0}, {c} : index", "gc")
                     # at an edge tile, loads are clamped into C (always valid) and stores predicated
-                    lr = t.val(f"arith.minui {gr}, {t.const(m - 1)} : index", "lr") if d["edge_m"] and not zero_c else gr
-                    lc = t.val(f"arith.minui {gc}, {t.const(n - 8)} : index", "lc") if d["edge_n"] and not zero_c else gc
-                    if batch and not zero_c:
-                        lr = t.val(f"arith.addi {lr}, {a_row0} : index", "lr")
-                    cv = "" if zero_c else t.val(
-                        f"vector.load %C[{lr}, {lc}] {{alignment = 16 : i64}} : {tc}, vector<8x{c_type}>", "cv")
+                    cv = ""  # (zero_c: C holds zeros, never loaded)
+                    if not zero_c:
+                        lr = t.val(f"arith.minui {gr}, {t.const(m - 1)} : index", "lr") if d["edge_m"] else gr
+                        lc = t.val(f"arith.minui {gc}, {t.const(n - 8)} : index", "lc") if d["edge_n"] else gc
+                        if batch:
+                            lr = t.val(f"arith.addi {lr}, {a_row0} : index", "lr")
+                        cv = t.val(f"vector.load %C[{lr}, {lc}] {{alignment = 16 : i64}} : {tc}, vector<8x{c_type}>",
+                                   "cv")
                     steps.append((r, c, gr, gc, cv))
                 for r, c, gr, gc, cv in steps:
                     inside = []
@@ -714,6 +716,8 @@ def _indexing_maps(op) -> list[str]:
 #: elementwise body ops a fused epilogue may hold (their vector<8xf32> forms are emitted as they are)
 EPILOGUE_OPS = ("arith.addf", "arith.subf", "arith.mulf", "arith.divf", "arith.maximumf", "arith.minimumf",
                 "arith.negf", "math.tanh", "math.erf", "math.exp")
+
+
 def _identity_map(rank: int) -> str:
     dims = ", ".join(f"d{i}" for i in range(rank))
     return f"affine_map<({dims}) -> ({dims})>"
@@ -857,7 +861,8 @@ def _after(op, anchor, ops) -> bool:
         return True
 
 
-#: ops that may stand between a fill of C and the matmul: they touch no buffer they do not take
+#: ops that may stand between a fill of C and the matmul, or between the matmul and its epilogue: they
+#: touch no buffer they do not take
 _NO_MEMORY_EFFECT = ("arith.constant", "memref.alloc", "memref.alloca", "memref.get_global")
 
 

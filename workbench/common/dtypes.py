@@ -45,6 +45,17 @@ def numpy_dtype(mlir_dtype: str) -> np.dtype:
     raise RunInputError(f"element type {mlir_dtype} has no numpy equivalent for inputs")
 
 
+def element_type_of(type_text: str) -> str:
+    """The element type of a printed tensor / memref / vector type (`tensor<8x32xbf16>` -> `bf16`); a
+    scalar type as it is."""
+    return type_text.rsplit("x", 1)[-1].rstrip(">") if "<" in type_text else type_text
+
+
+def itemsize(mlir_dtype: str) -> int:
+    """Bytes per element of an MLIR element type with a numpy equivalent (RunInputError otherwise)."""
+    return np.dtype(numpy_dtype(mlir_dtype)).itemsize
+
+
 def dtype_by_name(name: str) -> np.dtype:
     """A numpy dtype from its name as `np.dtype(...).name` gives it (`float32`, `bfloat16`, ...): the
     form output buffer specs travel in, since `.str` of an ml_dtypes type is only `<V2`."""

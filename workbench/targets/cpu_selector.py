@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from workbench.common.dtypes import element_type_of as _element_type
+
 GENERIC_SCHEDULE = "cpu/generic.py"
 GENERIC_GENERATOR = "tile_vectorize"
 
@@ -54,10 +56,6 @@ REDUCTION_CHUNK = 4096
 REDUCTION_BLOCK = 128
 #: ... by this many outputs (a block of rows stays in L2, the walk down them within a few pages)
 OUTPUT_BLOCK = 512
-
-
-def _element_type(type_text: str) -> str:
-    return type_text.rsplit("x", 1)[-1].rstrip(">") if "<" in type_text else type_text
 
 
 #: named ops that transform.structured.decompose turns into 1-D ones once their height loops are tiled by

@@ -25,6 +25,7 @@ import sys
 import time
 import traceback
 
+from workbench.common.dtypes import itemsize
 from workbench.common.sycl_devices import backends
 
 
@@ -145,7 +146,7 @@ class PlanRunner:
             if kind == "const":
                 env[o["result"]] = o["value"]
             elif kind == "alloc":
-                n = int(np.prod(o["shape"], dtype=np.int64)) * _itemsize(o["dtype"])
+                n = int(np.prod(o["shape"], dtype=np.int64)) * itemsize(o["dtype"])
                 env[o["result"]] = {"mem": self.device_buffer(n), "nbytes": n}
             elif kind == "alias":
                 env[o["result"]] = env[o["operand"]]
@@ -199,14 +200,6 @@ class PlanRunner:
             device = None
         self.events = []
         return wall, device
-
-
-def _itemsize(dtype: str) -> int:
-    import numpy as np
-
-    from workbench.common.dtypes import numpy_dtype
-
-    return np.dtype(numpy_dtype(dtype)).itemsize
 
 
 def handle_run(req: dict) -> dict:

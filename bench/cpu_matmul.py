@@ -4,9 +4,9 @@ For each size: a session loads a tensor matmul payload, inserts the benchmark wr
 `pipelines/cpu/matmul.py[gen=matmul_tiling]` with the CPU selector's parameters and the CPU
 lowering, then `run` (isolated JIT run, timed with rtclock inside the wrapper), whose output is checked against
 numpy's C + A @ B on the same inputs.
-numpy is timed on 1 thread (threadpoolctl) and on all cores; the workbench runs the single-core
-schedule pinned to 1 core (`run --threads 1`) and `matmul_parallel.py` (forall over N chunks on MLIR's
-async runtime) on all cores. Ratios are workbench / numpy throughput (> 1: the workbench is faster).
+numpy is timed on 1 thread (threadpoolctl) and on all cores; the workbench runs the schedule the
+selector plans for one core (`target --threads 1`: `matmul.py`) pinned to 1 core (`run --threads 1`)
+and `matmul_parallel.py` (forall over M x N chunks on MLIR's async runtime) on all cores. Ratios are workbench / numpy throughput (> 1: the workbench is faster).
 
 The parameters come from the CPU machine model (workbench/targets/cpu_host.py): this host, or the
 machine named by `--cpu` (e.g. `--cpu avx2` on an AVX-512 host: AVX2 parameters and AVX2-only code).
@@ -39,7 +39,9 @@ def workbench_gflops(ctx: CommandContext, n: int, iterations: int, workdir: Path
     payload = write_matmul_payload(workdir / f"matmul{n}.mlir", n)
     res = ctx.registry.dispatch(f"load {payload}", ctx)
     assert res.ok, res.error
-    target = ctx.session.target  # the CPU target for the session's machine (`--cpu`)
+    # the CPU target for the session's machine (`--cpu`), planning for `threads` cores
+    run_lines(ctx, (f"target --threads {threads}",), "--threads")
+    target = ctx.session.target
     if threads == 1:
         info = ctx.session.inspect()
         (spec, chosen), = target.select_params(info)  # one matmul: one whole-module step

@@ -61,6 +61,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as d:
             payload = write_matmul_payload(Path(d) / f"matmul{n}.mlir", n)
             do(f"load {payload}")
+            do("target --threads 1")  # the single-core schedule (matmul.py), whose space SPACE is
             do("select --apply")
             default = dict(session.steps[0].step.params)
             do(f"bench warmup=2 iterations={args.iterations}")

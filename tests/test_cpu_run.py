@@ -234,17 +234,44 @@ def test_parallel_matmul_on_a_2d_thread_grid(ctx, tmp_path):
                                rtol=1e-4, atol=1e-3)
 
 
-def test_thread_grid_is_2d_on_many_cores():
+def test_thread_grid_splits_n_first_down_to_128_columns():
     import sys
 
     sys.path.insert(0, str(ROOT / "pipelines" / "cpu"))
     import matmul_parallel
 
     assert matmul_parallel.thread_grid(2048, 2048, 2) == (1, 2)      # N only on 2 cores (measured)
-    assert matmul_parallel.thread_grid(2048, 2048, 16) == (4, 4)
-    assert matmul_parallel.thread_grid(128, 2048, 8) == (2, 4)
-    p = matmul_parallel.default_params(2048, 2048, 2048, 16, vector_bits=512, vector_registers=32)
-    assert (p["threads_m"], p["threads"]) == (4, 4) and 512 % p["block_m"] == 0 and 512 % p["block_n"] == 0
+    assert matmul_parallel.thread_grid(2048, 2048, 16) == (1, 16)    # 128-column chunks
+    assert matmul_parallel.thread_grid(1024, 1024, 16) == (2, 8)     # 64 columns would be too narrow
+    assert matmul_parallel.thread_grid(128, 2048, 8) == (1, 8)
+    assert matmul_parallel.thread_grid(512, 96, 4) == (4, 1)         # nothing 128 wide: the widest chunks
+    assert matmul_parallel.thread_grid(7, 7, 4) == (1, 1)            # nothing divides
+    p = matmul_parallel.default_params(1024, 1024, 1024, 16, vector_bits=512, vector_registers=32)
+    assert (p["threads_m"], p["threads"]) == (2, 8) and 512 % p["block_m"] == 0 and 128 % p["block_n"] == 0
+
+
+def test_target_threads_plans_the_schedules_for_that_many_cores(ctx, tmp_path):
+    """`target --threads 1` makes the selector plan for one core (the single-core matmul schedule, not a
+    split that one core would run chunk after chunk, repacking per chunk); it is saved and replayed, and
+    a bad value changes nothing."""
+    from workbench.session import read_session_file
+
+    p = tmp_path / "mm.mlir"
+    t = "tensor<512x512xf32>"
+    p.write_text(f"func.func @mm(%A: {t}, %B: {t}, %C: {t}) -> {t} {{\n"
+                 f"  %0 = linalg.matmul ins(%A, %B : {t}, {t}) outs(%C : {t}) -> {t}\n  return %0 : {t}\n}}\n")
+    ok(ctx, f"load {p}")
+    res = ok(ctx, "target cpu --threads 1")
+    assert res.data["machine"]["usable_cpus"] == 1 and res.data["threads"] == 1
+    assert ok(ctx, "select").data["selections"][0]["schedule"].endswith("matmul.py[gen=matmul_tiling]")
+    res = ctx.registry.dispatch("target cpu --threads -2", ctx)
+    assert not res.ok and "threads must be an integer" in res.error and ctx.session.cpu_threads == 1
+    ok(ctx, "select --apply")
+    ok(ctx, f"save {tmp_path / 's.yaml'}")
+    loaded = read_session_file(tmp_path / "s.yaml")
+    assert loaded.meta["cpu_threads"] == 1
+    ok(ctx, "target cpu --threads 3")
+    assert ctx.session.target.machine.usable_cpus == 3
 
 
 def test_threads_pin_the_run_worker(monkeypatch):

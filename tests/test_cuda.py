@@ -516,6 +516,26 @@ def test_batch_matmul_wgmma_lowers(ctx, tmp_path):
     assert mm.select_batch(4, 192, 256, 100, "f16", "sm_90a") is None
 
 
+def test_short_k_matmuls_get_tiles_two_of_which_fit_a_multiprocessor():
+    """With one or two K steps a wgmma block is its loads and its write-back; only a second block on
+    the same multiprocessor overlaps them, so the selector takes a tile whose shared memory fits twice
+    (attention's Q K^T, K = 64), while a long K keeps the 128 x 256 tile that fills one."""
+    from workbench.worker.cuda.wgmma_matmul import check_config
+
+    mm = cuda_matmul_module()
+
+    def shared(m, n, k, p):
+        return check_config(m, n, k, p["block_m"], p["block_n"], p["stages"], p["consumers"], p["specialize"])["shared"]
+
+    for gen, p, (m, n, k) in [(*mm.select_batch(16, 1024, 1024, 64, "f16", "sm_90a", "f16", 132, "transpose_b"),
+                               (1024, 1024, 64)),
+                              (*mm.select(4096, 4096, 128, "f16", "sm_90a", "f16"), (4096, 4096, 128))]:
+        assert gen == "matmul_wgmma" and 2 * shared(m, n, k, p) <= mm.SHARED_PER_SM, p
+    gen, p = mm.select(4096, 4096, 4096, "f16", "sm_90a", "f16")
+    assert (p["block_m"], p["block_n"], p["consumers"]) == (128, 256, 2)
+    assert 2 * shared(4096, 4096, 4096, p) > mm.SHARED_PER_SM
+
+
 def test_mlp_select_configures_each_matmul(ctx):
     """examples/mlp.mlir (three f32 matmuls of different shapes): one entry per matmul, each matching
     its op by id (after `rewrite tag-ops`), so the schedule set up for one does not hit the others."""

@@ -190,6 +190,72 @@ def test_row_kernel_refuses_reads_across_rows(m, why):
             assert "memref.alloc" not in text and "gpu.shuffle  xor" in text
 
 
+REUSED_TEMPORARY = """#full = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+func.func @f(%a: memref<64x64xf32>, %o: memref<64x64xf32>, %early: memref<64x64xf32>, %late: memref<64x64xf32>) {{
+  %zero = arith.constant 0.0 : f32
+  %t = memref.alloc() : memref<64x64xf32>
+  %flat = memref.collapse_shape %t [[0, 1]] : memref<64x64xf32> into memref<4096xf32>
+  linalg.copy ins(%a : memref<64x64xf32>) outs(%t : memref<64x64xf32>)
+  linalg.copy ins(%t : memref<64x64xf32>) outs(%early : memref<64x64xf32>)
+  %s = memref.alloc() : memref<64xf32>
+  linalg.fill ins(%zero : f32) outs(%s : memref<64xf32>)
+  linalg.generic {{indexing_maps = [#full, #row], iterator_types = ["parallel", "reduction"]}}
+      ins(%a : memref<64x64xf32>) outs(%s : memref<64xf32>) attrs = {{lh.gpu_rows = {{group = 0 : i64, threads = 32 : i64, rows = 1 : i64, vector = 4 : i64}}}} {{
+  ^bb0(%x: f32, %acc: f32):
+    %r = arith.addf %x, %acc : f32
+    linalg.yield %r : f32
+  }}
+  linalg.generic {{indexing_maps = [#full, #row, #full], iterator_types = ["parallel", "parallel"]}}
+      ins(%a, %s : memref<64x64xf32>, memref<64xf32>) outs(%t : memref<64x64xf32>) attrs = {{lh.gpu_rows = {{group = 0 : i64, threads = 32 : i64, rows = 1 : i64, vector = 4 : i64}}}} {{
+  ^bb0(%x: f32, %sum: f32, %y: f32):
+    %v = arith.divf %x, %sum : f32
+    linalg.yield %v : f32
+  }}
+  linalg.generic {{indexing_maps = [#full, #full], iterator_types = ["parallel", "parallel"]}}
+      ins(%t : memref<64x64xf32>) outs(%o : memref<64x64xf32>) attrs = {{lh.gpu_rows = {{group = 0 : i64, threads = 32 : i64, rows = 1 : i64, vector = 4 : i64}}}} {{
+  ^bb0(%x: f32, %y: f32):
+    %v = arith.mulf %x, %x : f32
+    linalg.yield %v : f32
+  }}
+  {after}
+  return
+}}
+"""
+
+
+@pytest.mark.parametrize("after,stored", [
+    ("", ["%o"]),   # %t held the copy of %a before the group; the group's values in it are read by nobody
+    ("linalg.copy ins(%t : memref<64x64xf32>) outs(%late : memref<64x64xf32>)", ["%t", "%o"]),
+    ("memref.copy %flat, %flat : memref<4096xf32> to memref<4096xf32>", ["%t", "%o"]),  # a view taken before
+])
+def test_row_kernel_stores_what_is_read_after_it(after, stored):
+    """A buffer the chain writes is stored only where something may read it after the chain: a buffer
+    that bufferization reused (attention's exp(s - max) landed in Q K^T's f32 C buffer, written out as
+    64 MB nobody read) is used before the chain only, so the chain keeps its values in registers; a
+    read after it, directly or through a view taken earlier, keeps the store."""
+    from mlir import ir
+
+    from workbench.worker.cuda import row_kernels
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(REUSED_TEMPORARY.format(after=after))
+        body = module.body.operations[0].regions[0].blocks[0]
+        ops = [o.operation for o in body.operations if "lh.gpu_rows" in o.attributes]
+        allocs = [o.result for o in body.operations if o.operation.name == "memref.alloc"]
+        names = {"%o": body.arguments[1], "%t": allocs[0], "%s": allocs[1]}
+        plan = row_kernels.plan_group(ops)
+        assert len(plan["stored"]) == len(stored) and all(names[n] in plan["stored"] for n in stored)
+        assert plan["private"] == [names["%s"]]
+        assert row_kernels.rewrite_marked(module) == 1
+        text = str(module)
+        launch = text[text.index("gpu.launch"):]
+        # one 4-wide store per thread and stored buffer (64 columns, 32 threads x 4 lanes: one slot);
+        # %t stays allocated (the copies before the chain use it), %s is gone
+        assert launch.count("vector.store") == len(stored)
+        assert "memref.alloc() : memref<64x64xf32>" in text and "memref<64xf32>" not in text
+
+
 # -- on a GPU ---------------------------------------------------------------------------------------
 
 @needs_gpu

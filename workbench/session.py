@@ -37,6 +37,8 @@ from workbench.steps.spec import SpecError
 from workbench.targets import TargetError, get_target
 
 SESSION_HEADER = "# lh-workbench session: replay with `lh-workbench replay THIS_FILE`\n"
+#: the most cores `target --threads N` plans schedules for
+MAX_CPU_THREADS = 4096
 
 
 class SessionError(RuntimeError):
@@ -208,6 +210,7 @@ class Session:
         self.cursor = 0
         self.target_name = "cpu"
         self.cpu_name = ""   # `--cpu NAME`: the CPU machine model selected and compiled for ("" = this host)
+        self.cpu_threads = 0  # `target --threads N`: the cores schedules are planned for (0 = all usable)
         self.build_ctx = BuildContext(allow_python=allow_python)
         self.last_run: dict | None = None
         self.diff_cache = LRUCache(16)          # unified diffs, by (sha a, sha b, a, b, context)
@@ -317,7 +320,7 @@ class Session:
     @property
     def target(self):
         """The selected target, set up for the session's CPU machine (`--cpu`)."""
-        return get_target(self.target_name).for_cpu(self.cpu_name)
+        return get_target(self.target_name).for_cpu(self.cpu_name, self.cpu_threads)
 
     def select_cpu(self, name: str) -> None:
         """Select and compile for the CPU machine `name` (host/native/"" = this host); an unknown name
@@ -329,6 +332,14 @@ class Session:
         except MachineError as e:
             raise SessionError(str(e))
         self.cpu_name = "" if machine.is_host else name
+
+    def select_cpu_threads(self, threads) -> None:
+        """Plan schedules for `threads` cores (0 = the machine's usable CPUs); anything but an integer in
+        [0, MAX_CPU_THREADS] changes nothing."""
+        if isinstance(threads, bool) or not isinstance(threads, int) or not 0 <= threads <= MAX_CPU_THREADS:
+            raise SessionError(f"threads must be an integer from 0 (all usable CPUs) to {MAX_CPU_THREADS}, "
+                               f"got {threads!r}")
+        self.cpu_threads = threads
 
     def select_target(self, name: str) -> None:
         """Make `name` the selected target; an unknown name changes nothing."""
@@ -589,6 +600,7 @@ class Session:
             **({"allow_unregistered_dialects": True} if self.allow_unregistered else {}),
             **({"input_ranges": {i: list(r) for i, r in sorted(self.input_ranges.items())}} if self.input_ranges else {}),
             **({"cpu": self.cpu_name} if self.cpu_name else {}),
+            **({"cpu_threads": self.cpu_threads} if self.cpu_threads else {}),
             "ir_sha256": self.current_sha if self.loaded else None,
             "steps": [{"index": i, "ir_sha256": a.output_sha, "seconds": round(a.seconds, 6), "noop": a.noop}
                       for i, a in enumerate(self.active_steps, start=1)],
@@ -790,6 +802,8 @@ def replay_into(session: Session, loaded: LoadedSession,
         session.select_target(target)  # unknown target: clear error before any work
     if loaded.meta.get("cpu"):
         session.select_cpu(str(loaded.meta["cpu"]))  # the machine the session was built for
+    if loaded.meta.get("cpu_threads") is not None:
+        session.select_cpu_threads(loaded.meta["cpu_threads"])  # and the cores it planned for
     for step in loaded.steps:
         index = session.cursor + 1
         t0 = time.perf_counter()

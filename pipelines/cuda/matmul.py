@@ -613,16 +613,35 @@ def _wgmma_stages(block_m: int, block_n: int, k: int) -> int:
     return max(2, min(6, fit, -(-k // 64)))
 
 
+#: shared memory of one multiprocessor (sm_90), for the blocks that fit on one at once
+SHARED_PER_SM = 228 * 1024
+
+
+def _blocks_per_sm(block_m: int, block_n: int, stages: int, consumers: int) -> int:
+    """How many blocks of a wgmma tile fit one multiprocessor's shared memory (their pipeline slots or
+    their f32 epilogue tile, whichever is larger, as wgmma_matmul.check_config sizes them)."""
+    from workbench.worker.cuda.wgmma_matmul import check_config
+
+    shared = check_config(block_m, block_n, 64, block_m, block_n, stages, consumers, 0)["shared"]
+    return SHARED_PER_SM // shared
+
+
 def wgmma_config(m: int, n: int, k: int, sms: int = 132, batch: int = 1, tiles=WGMMA_TILES) -> dict:
     """The wgmma tile for an m x n x k matmul on `sms` multiprocessors: the best estimated rate,
     i.e. relative tile throughput x wave efficiency (tiles / (waves x SMs)) x the useful part of
-    the edge tiles (m n / covered area)."""
+    the edge tiles (m n / covered area). With one or two K steps there is hardly a main loop to
+    pipeline: a block's time is its loads and its write-back, which overlap another block's only
+    where two fit a multiprocessor, so tiles that allow two count double (attention's Q K^T, K = 64,
+    16 x 1024 x 1024 on the H200: 128x256 blocks, one per SM, 0.033 ms; 64x256, 64x128 or 128x128
+    two consumers 0.028 ms)."""
     best, best_score = None, -1.0
     for block_m, block_n, consumers, specialize, rate in tiles:
         gm, gn = -(-m // block_m), -(-n // block_n)
         tiles = gm * gn * batch
         waves = -(-tiles // sms)
         score = rate * tiles / (waves * sms) * (m * n) / (gm * block_m * gn * block_n)
+        if -(-k // 64) <= 2:
+            score *= min(2, _blocks_per_sm(block_m, block_n, _wgmma_stages(block_m, block_n, k), consumers)) / 2
         if score > best_score + 1e-9:
             best_score = score
             # the producer warpgroup pays off only over long K: measured on the H100, 128x256 two

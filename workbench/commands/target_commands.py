@@ -34,17 +34,19 @@ def machine_summary(machine: dict) -> str:
 
 def cmd_target(ctx: CommandContext, a: Args) -> Result:
     s = ctx.session
-    if a.get("name") or a.get("cpu") is not None:
-        before = (s.target_name, s.cpu_name)
+    if a.get("name") or a.get("cpu") is not None or a.get("threads") is not None:
+        before = (s.target_name, s.cpu_name, s.cpu_threads)
         try:
             if a.get("name"):
                 s.select_target(a["name"])
             if a.get("cpu") is not None:
                 s.select_cpu(a["cpu"])
+            if a.get("threads") is not None:
+                s.select_cpu_threads(a["threads"])
         except SessionError as e:
-            s.target_name, s.cpu_name = before
+            s.target_name, s.cpu_name, s.cpu_threads = before
             return fail(e)
-        data = {"target": s.target_name, "cpu": s.cpu_name or "host"}
+        data = {"target": s.target_name, "cpu": s.cpu_name or "host", "threads": s.cpu_threads or "all"}
         target = s.target
         if target.uses_cpu_model:
             data["machine"] = target.machine.to_json()
@@ -68,6 +70,9 @@ def register(reg: Registry) -> None:
                 [Flag("--cpu", "the CPU machine to select parameters and compile for: host, avx2, avx512, "
                                "an LLVM or archspec name (skylake-avx512, znver3, haswell, ...)", True,
                       complete="choice:host,avx2,avx512,haswell,skylake-avx512,icelake-server,"
-                               "sapphirerapids,znver3,znver4")],
+                               "sapphirerapids,znver3,znver4"),
+                 Flag("--threads", "the cores the CPU schedules are planned for (0: all usable; 1 for code "
+                                   "timed with `run --threads 1`); saved in the session", True, type="int",
+                      metavar="N")],
                 category="5-run",
                 aliases=("targets",)))

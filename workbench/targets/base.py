@@ -43,9 +43,10 @@ class Target:
     #: whether `--cpu NAME` applies to this target (it compiles host code whose ISA the machine model picks)
     uses_cpu_model: ClassVar[bool] = False
 
-    def for_cpu(self, name: str) -> "Target":
-        """This target set up for the CPU machine called `name` (`--cpu`; "" = this host). Targets that do
-        not compile for a host CPU ignore it."""
+    def for_cpu(self, name: str, threads: int = 0) -> "Target":
+        """This target set up for the CPU machine called `name` (`--cpu`; "" = this host) with `threads`
+        cores to plan for (`target --threads`; 0 = the machine's usable CPUs). Targets that do not
+        compile for a host CPU ignore both."""
         return self
 
     def pipeline_path(self, name: str) -> Path:

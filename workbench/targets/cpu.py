@@ -1,6 +1,8 @@
 """The CPU target: JIT through MLIR's ExecutionEngine on this host."""
 from __future__ import annotations
 
+import copy
+import dataclasses
 import importlib.util
 import math
 import os
@@ -8,7 +10,6 @@ from typing import Any
 
 from workbench.paths import LIBRARY_DIR
 from workbench.targets import cpu_selector
-import copy
 
 from workbench.targets.base import Target, keep_freed_memory, register
 from workbench.targets.cpu_host import CpuMachine, host_machine, machine_for
@@ -132,12 +133,15 @@ class CpuTarget(Target):
     def machine(self) -> CpuMachine:
         return self._machine or host_machine()
 
-    def for_cpu(self, name: str) -> "CpuTarget":
-        """A copy of this target for the machine `name` (cpu_host.machine_for: MachineError if unknown)."""
-        if not name:
+    def for_cpu(self, name: str, threads: int = 0) -> "CpuTarget":
+        """A copy of this target for the machine `name` (cpu_host.machine_for: MachineError if unknown)
+        whose schedules use `threads` cores (0: its usable CPUs), e.g. 1 for code that `run --threads 1`
+        times: a multi-core split run on one core only repacks its operands per chunk."""
+        if not name and not threads:
             return self
         configured = copy.copy(self)
-        configured._machine = machine_for(name)
+        machine = machine_for(name)
+        configured._machine = dataclasses.replace(machine, usable_cpus=threads) if threads else machine
         return configured
 
     def can_run(self) -> tuple[bool, str]:

@@ -188,8 +188,8 @@ def plan_group(ops: list) -> dict:
         if o.name in VIEWS and o.operands[0] in kinds and any(
                 u.owner.operation in members for u in o.results[0].uses):
             raise RowKernelError("a group op reads a view of a buffer the group writes")
-    # buffers stored at the end: all written ones but allocs that only the group's ops (and fills,
-    # deallocs) use
+    # buffers stored at the end: the written ones that something may read after the group; allocs
+    # that only the group's ops (and fills, deallocs) use are not even allocated
     fills = {o for o in span if o.name == "linalg.fill"}
     stored = []
     private = []
@@ -198,10 +198,39 @@ def plan_group(ops: list) -> dict:
         users = [u.owner.operation for u in v.uses]
         if is_alloc and all(u in members or u in fills or u.name == "memref.dealloc" for u in users):
             private.append(v)
-        else:
+        elif not is_alloc or _read_after(v, all_ops, pos[-1], members | fills):
             stored.append(v)
     return {"span": span, "after": all_ops[pos[-1] + 1], "members": members, "reductions": reductions, "ranges": ranges, "p": p,
             "kinds": kinds, "stored": stored, "private": private}
+
+
+#: ops that run their regions more than once: a use earlier in their body can read a later write
+LOOPS = {"scf.for", "scf.while", "scf.parallel", "scf.forall", "affine.for", "affine.parallel", "gpu.launch"}
+
+
+def _read_after(buf, block_ops: list, last: int, group: set) -> bool:
+    """Whether a use of `buf` (or of a view of it) outside `group` may read what the group writes: one
+    placed after the group's last op (`block_ops[last]`), or anywhere when the group's block is inside
+    a loop. A use before the group (a matmul whose C buffer bufferization then reuses for the group's
+    temporaries) reads only older contents."""
+    parent = block_ops[last].parent
+    while parent is not None and parent.operation.name != "func.func":
+        if parent.operation.name in LOOPS:
+            return True
+        parent = parent.operation.parent
+    for use in buf.uses:
+        op = use.owner.operation
+        if op in group or op.name == "memref.dealloc":
+            continue
+        anchor = op
+        while anchor is not None and anchor not in block_ops:
+            anchor = anchor.parent.operation if anchor.parent is not None else None
+        if anchor is None or block_ops.index(anchor) > last:
+            return True
+        # a view taken before the group aliases the buffer: its uses count too
+        if any(isinstance(r.type, ir.MemRefType) and _read_after(r, block_ops, last, group) for r in op.results):
+            return True
+    return False
 
 
 def _shuffle_xor(v, offset: int, width: int):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.common.cpu_topology import cpus_for_local_rank, physical_core_groups
+from workbench.common.cpu_topology import cpus_for_local_rank, cpus_kept, physical_core_groups
 
 
 def fake_sysfs(tmp_path, cores: int, threads: int):
@@ -45,3 +45,12 @@ def test_more_ranks_than_cores_use_hyperthreads_then_nothing(tmp_path):
 
 def test_without_topology_every_cpu_is_a_core(tmp_path):
     assert cpus_for_local_rank(1, 2, [0, 1, 2, 3], tmp_path) == [2, 3]
+
+
+def test_a_rank_keeps_the_last_cpus_of_its_share():
+    """One thread per rank by default: it runs on the last CPU of its share, the first (CPU 0 for rank 0:
+    the OS's and the launcher's) stays free; `run --threads N` keeps N; a share no larger is kept whole."""
+    assert cpus_kept([0, 1], 0) == [1]
+    assert cpus_kept(list(range(16)), 1) == [15]
+    assert cpus_kept([4, 5, 6, 7], 2) == [6, 7]
+    assert cpus_kept([8, 9], 4) == [8, 9]

@@ -95,11 +95,12 @@ def _pin_to_own_cores(comm, MPI) -> list[int] | None:
     """Pin this rank to CPUs no other rank of this host uses: whole physical cores, split evenly among the
     host's ranks (`cpus_for_local_rank`). Unpinned ranks wander, and two of them on the hyper-threads of
     one core each run at about half speed: the slowest rank sets the time of every iteration.
-    With `run --threads N` each rank keeps the first N of its CPUs. LH_WORKBENCH_MPI_PIN=0 leaves placement to
-    the OS (or to mpiexec's own binding options)."""
+    Each rank runs on the last T of its CPUs (T = `run --threads N`, else 1: the ranks' schedules are
+    single-core; cpu_topology.cpus_kept). LH_WORKBENCH_MPI_PIN=0 leaves placement to the OS (or to
+    mpiexec's own binding options)."""
     if os.environ.get("LH_WORKBENCH_MPI_PIN", "1") == "0" or not hasattr(os, "sched_setaffinity"):
         return None
-    from workbench.common.cpu_topology import cpus_for_local_rank
+    from workbench.common.cpu_topology import cpus_for_local_rank, cpus_kept
 
     node = comm.Split_type(MPI.COMM_TYPE_SHARED)   # the ranks of this host
     try:
@@ -107,8 +108,8 @@ def _pin_to_own_cores(comm, MPI) -> list[int] | None:
     finally:
         node.Free()
     threads = int(os.environ.get("LH_WORKBENCH_THREADS", "0") or 0)   # `run --threads N`: N per rank
-    if cpus and threads > 0:
-        cpus = cpus[:threads]
+    if cpus:
+        cpus = cpus_kept(cpus, threads)
     if cpus:
         try:
             os.sched_setaffinity(0, cpus)

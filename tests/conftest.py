@@ -131,3 +131,17 @@ def fixture_io_flags(fixture: Path) -> str:
     side = json.loads(fixture.with_suffix(".expected.json").read_text())
     files = lambda names: ",".join(str(fixture.parent / n) for n in names)  # noqa: E731
     return f"--npy {files(side['inputs'])} --expect {files(side['expected'])}"
+
+
+@pytest.fixture(scope="module")
+def fake_h100_driver(tmp_path_factory):
+    """tests/fake_libcuda.c built into a shared library (skips without a C compiler)."""
+    import shutil
+    import subprocess
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler for the stand-in CUDA driver")
+    lib = tmp_path_factory.mktemp("fake_driver") / "libcuda_fake.so"
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(Path(__file__).parent / "fake_libcuda.c")], check=True)
+    return lib

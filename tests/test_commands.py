@@ -71,13 +71,13 @@ def test_help_for_every_command(ctx, reg):
     assert not reg.dispatch("help nope", ctx).ok
 
 
-FREE_TEXT_FLAGS = {"--entry", "--study", "--params", "--ranges",
+FREE_TEXT_FLAGS = {"--entry", "--study", "--params", "--ranges", ("asm", "--grep"),
                    ("import", "--inputs"), ("import", "--name")}  # shape specs, a file stem
 
 
 def test_completion_hints_present_for_every_argument():
     reg = default_registry()
-    known = ("path", "step", "command", "spec", "param", "target", "pass", "choice")
+    known = ("path", "step", "command", "spec", "param", "target", "pass", "choice", "function")
     for name in reg.names():
         cmd = reg.get(name)
         for a in cmd.args:

@@ -317,20 +317,6 @@ def test_results_are_written_straight_into_the_outputs(ctx, tmp_path):
         assert "mgpuMemAlloc" not in timed and "mgpuMemcpy" not in timed, timed
 
 
-@pytest.fixture(scope="module")
-def fake_h100_driver(tmp_path_factory):
-    """tests/fake_libcuda.c built into a shared library (skips without a C compiler)."""
-    import shutil
-    import subprocess
-
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler for the stand-in CUDA driver")
-    lib = tmp_path_factory.mktemp("fake_driver") / "libcuda_fake.so"
-    subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(ROOT / "tests" / "fake_libcuda.c")], check=True)
-    return lib
-
-
 def test_run_does_its_compile_side_work_in_one_worker(fake_h100_driver, tmp_path, monkeypatch):
     """`run --target cuda --check` on a machine whose (stand-in) driver reports an H100: the wrapper,
     cuda-lower and the check's reference are built for payload after payload in one compile worker,

@@ -157,6 +157,8 @@ class Completer:
             return [Completion(c, start, c, "") for c in extra.split(",") if c and c.startswith(current)]
         if kind == "step":
             return self._steps(current, start)
+        if kind == "function":
+            return self._functions(current, start)
         if kind == "target":
             return self._targets(current, start)
         if kind == "spec":
@@ -210,6 +212,15 @@ class Completer:
             if idx.startswith(current):
                 out.append(Completion(idx, start, idx, f"{h['kind']} {h['spec']}"[:60]))
         return out
+
+    def _functions(self, current: str, start: int) -> list[Completion]:
+        """The functions of the live module (func.func / llvm.func symbols), and the benchmark wrapper's."""
+        s = self.session
+        if s is None or not getattr(s, "loaded", False):
+            return []
+        names = dict.fromkeys(re.findall(r"(?:func\.func|llvm\.func)\s+(?:\w+\s+)*@([\w$.]+)", s.current_ir))
+        names.update(dict.fromkeys(("_lh_bench", "_lh_call")))
+        return [Completion(n, start, n, "function") for n in names if n.startswith(current)]
 
     def _targets(self, current: str, start: int) -> list[Completion]:
         from workbench.targets import all_targets

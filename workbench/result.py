@@ -15,7 +15,7 @@ from typing import Any
 class Result:
     ok: bool = True
     summary: str = ""
-    kind: str = "text"  # text | ir | diff | table | run | help | inspect
+    kind: str = "text"  # text | ir | diff | table | run | help | inspect | asm
     data: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     detail: str | None = None
@@ -72,6 +72,8 @@ class Result:
                 parts.append(Syntax(self.body, mlir_lexer(), line_numbers=False, word_wrap=False))
             elif self.kind == "diff":
                 parts.append(Syntax(self.body, "diff"))
+            elif self.kind == "asm" and self.data.get("format") == "gas":
+                parts.append(Syntax(self.body, "gas", word_wrap=False))
             else:
                 parts.append(Text(self.body))
         return Group(*parts)

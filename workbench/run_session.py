@@ -78,6 +78,16 @@ def _prepare(session: Session, key: str, pipeline_name: str, bench_params: dict,
     return ans
 
 
+def assembly_of_current(session: Session, function: str = "", timeout: float = DEFAULT_TIMEOUT_S) -> dict[str, Any]:
+    """`asm`: the machine code of the live module as `run` would compile it (the benchmark wrapper
+    inserted and the target's default lowering applied where the module still needs them); the
+    target says what that is (x86 assembly of the JIT's object, PTX of the kernels)."""
+    session.require_loaded()
+    target = session.target
+    prepared = _prepare(session, session.current_key, target.default_lowering, {}, artifact=target.run_artifact)
+    return target.assembly(_artifact(prepared), function, timeout)
+
+
 def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
     """Run the live module; returns the `run` JSON object (error set on failure, never raises for code faults)."""
     session.require_loaded()

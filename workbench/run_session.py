@@ -70,9 +70,12 @@ def _lowering_stages(session: Session, pipeline_name: str) -> list[dict]:
 
 
 def _prepare(session: Session, key: str, pipeline_name: str, bench_params: dict,
-             prelude: list[dict] | None = None, artifact: str = "llvm") -> dict:
+             prelude: list[dict] | None = None, artifact: str = "llvm", wrapper: str = "required") -> dict:
+    """The compile worker's `prepare_run`: the wrapper inserted where missing (`wrapper="optional"`: a
+    module already lowered without one is taken as it is), the lowering applied where needed."""
     ans = session.request_on_ir(key, {"op": "prepare_run", "artifact": artifact, "bench_params": bench_params,
-                                      "prelude": prelude or [], "lowering": _lowering_stages(session, pipeline_name)})
+                                      "prelude": prelude or [], "lowering": _lowering_stages(session, pipeline_name),
+                                      "wrapper": wrapper})
     if not ans["ok"]:
         raise SessionError(ans["error"], ans.get("diagnostics", ""))
     return ans
@@ -84,7 +87,8 @@ def assembly_of_current(session: Session, function: str = "", timeout: float = D
     target says what that is (x86 assembly of the JIT's object, PTX of the kernels)."""
     session.require_loaded()
     target = session.target
-    prepared = _prepare(session, session.current_key, target.default_lowering, {}, artifact=target.run_artifact)
+    prepared = _prepare(session, session.current_key, target.default_lowering, {}, artifact=target.run_artifact,
+                        wrapper="optional")
     return target.assembly(_artifact(prepared), function, timeout)
 
 

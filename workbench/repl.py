@@ -46,7 +46,7 @@ BIG_BODY_LINES = 3000
 def render(res: Result, console) -> None:
     """Print a result: IR with MLIR highlighting, run timings as a terminal plot; big IR or diffs
     plain, through the pager on a terminal."""
-    if res.ok and res.kind in ("ir", "diff") and res.body and res.body.count("\n") > BIG_BODY_LINES:
+    if res.ok and res.kind in ("ir", "diff", "asm") and res.body and res.body.count("\n") > BIG_BODY_LINES:
         if res.summary:
             console.print(res.summary, style="bold green", highlight=False)
         if console.is_terminal:

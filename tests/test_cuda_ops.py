@@ -234,7 +234,21 @@ def test_gpu_row_reduction_kernel_matches_numpy(ctx, tmp_path, r, n):
 # torch fixtures whose reductions take the kernel (rows over blocks, several reduced dims, a reduction
 # over the outer dim, whole-tensor reductions) and the fixes above (weights, offsets, rank 0, powers)
 GPU_FIXTURES = ["softmax", "softmax_dim0", "log_softmax", "layer_norm", "layer_norm_bf16", "group_norm", "var_mean",
-                "sum_all", "mse_loss", "rms_norm", "gelu_tanh", "gru", "cumsum_dim0", "linear", "conv2d_3x3", "sdpa"]
+                "sum_all", "mse_loss", "rms_norm", "gelu_tanh", "gru", "cumsum_dim0", "linear", "conv2d_3x3", "sdpa",
+                "cummax_dim0"]
+
+
+def test_copies_of_buffers_typed_with_explicit_strides_lower(ctx, fake_h100_driver, monkeypatch):
+    """cummax_dim0's results are copied out of buffers typed `strided<[5, 1]>` (contiguous, offset 0, but
+    not the identity map): gpu-to-llvm lowers no memcpy of them (`ops remain outside the LLVM dialect:
+    gpu.memcpy`), so they are copy kernels; `asm` lowers as `run` does and shows each kernel."""
+    monkeypatch.setenv("LH_WORKBENCH_LIBCUDA", str(fake_h100_driver))
+    ok(ctx, f"load {TORCH / 'cummax_dim0.mlir'}")
+    ok(ctx, "target cuda")
+    ok(ctx, "select --apply")
+    res = ok(ctx, "asm --grep ^//.----.kernel")
+    assert res.data["matches"] >= 2
+    ok(ctx, "target cpu")
 
 
 @needs_gpu

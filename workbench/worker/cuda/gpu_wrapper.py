@@ -199,13 +199,14 @@ def device_memory(module) -> int:
                 from mlir.dialects import gpu
 
                 src, dst = op.operands[0], op.operands[1]
-                if all(not isinstance(ir.MemRefType(v.type).layout, ir.StridedLayoutAttr) for v in (src, dst)):
+                if (all(_contiguous(v.type) and "offset" not in str(ir.MemRefType(v.type).layout) for v in (src, dst))
+                        and not isinstance(ir.MemRefType(src.type).layout, ir.StridedLayoutAttr)):
                     gpu.MemcpyOp(None, [], dst, src)
                 else:
-                    # a strided view (a slice, a pad's interior, ...), one at an offset, or even a
-                    # contiguous one typed with explicit strides (`strided<[5, 1]>`: cummax_dim0's
-                    # results; gpu-to-llvm lowers memcpys of identity layouts only, and a memref.cast
-                    # to one folds back into the memcpy): a linalg.copy in host code, which
+                    # a strided view (a slice, a pad's interior, ...), one at an offset, or a source
+                    # typed with explicit strides even where contiguous (`strided<[5, 1]>`: cummax_dim0's
+                    # results; gpu-to-llvm lowers a memcpy only from an identity-layout source, and a
+                    # memref.cast to one folds back into it): a linalg.copy in host code, which
                     # cuda-lower's naive mapping turns into a kernel of its own
                     from mlir.dialects import linalg
 

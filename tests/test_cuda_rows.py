@@ -116,6 +116,18 @@ def test_ops_over_the_rows_alone_join_the_row_chain(ctx, name, kernels_before):
     assert "shfl.sync.bfly" in ptx_of(ir)
 
 
+@pytest.mark.parametrize("name,chain", [("sdpa", "generic_1,generic_2,generic_3"),
+                                        ("group_norm", "generic_0,generic_1,generic_2")])
+def test_row_ops_do_not_merge_chains_of_other_domains(ctx, name, chain):
+    """A reduction's result read by another reduction (sdpa: the scores' sum over the head dim, then
+    softmax's max over the keys) or by an op over other dims (group_norm's per-channel scale of the
+    group statistics) links ops of different domains: the chain is the largest set over one domain
+    and its rows, not nothing (both lost their row kernel when row ops first joined chains)."""
+    sel, _ = _select_and_lower(ctx, TORCH / f"{name}.mlir")
+    rows = [e["params"]["op"] for e in sel if e["schedule"].endswith("rows.py[gen=gpu_rows]")]
+    assert rows == [chain], sel
+
+
 def test_any_row_chain_is_one_kernel(ctx, tmp_path):
     """Not a pattern match on torch ops: a hand-written chain (sum of squares, scale, max |y|, divide)
     over 2-D rows is one kernel that also stores the sum it returns; rows of 37 (odd) take scalar loads

@@ -255,24 +255,36 @@ class CudaTarget(Target):
                 if i < 0 or shapes[i] is None or k >= len(dims):
                     continue
                 # what i writes: a reduction its rows, an elementwise op its whole domain; j reads it
-                # element for element (its domain starts with those dims: the same domain, a row
-                # op after a reduction, or the whole rows after a row op)
-                written = shapes[i][0] if shapes[i][1] is None else shapes[i][0][:shapes[i][1]]
-                if shapes[j][0][:len(written)] == written and dims[k] == list(range(len(written))):
+                # element for element: after a reduction, an op over the same domain or over its
+                # rows alone (a row op); after an elementwise op, one over its domain or, after a
+                # row op, over whole rows that start with it
+                domain_i, p_i = shapes[i]
+                written = domain_i if p_i is None else domain_i[:p_i]
+                if dims[k] != list(range(len(written))):
+                    continue
+                if p_i is not None:   # a reduction: an op over its domain, or an elementwise one over its rows
+                    linked = shapes[j][0] == domain_i or (shapes[j][0] == written and shapes[j][1] is None)
+                else:
+                    linked = shapes[j][0][:len(domain_i)] == domain_i
+                if linked:
                     parent[find(j)] = find(i)
         groups: dict[int, list[int]] = {}
         for i in range(len(ops)):
             if shapes[i] is not None:
                 groups.setdefault(find(i), []).append(i)
         out = []
-        for members in groups.values():
-            ps = {shapes[i][1] for i in members if shapes[i][1] is not None}
-            if len(members) < 2 or len(ps) != 1:
+        for linked in groups.values():
+            # one chain: the reductions of one domain and split, the ops over that domain or over its
+            # rows alone (where linked ops reduce different domains, the chain that holds most ops)
+            chains = []
+            for domain, p in dict.fromkeys(shapes[i] for i in linked if shapes[i][1] is not None):
+                chains.append(([i for i in linked if shapes[i] == (domain, p)
+                                or (shapes[i][1] is None and shapes[i][0] in (domain, domain[:p]))], domain, p))
+            if not chains:
                 continue
-            p = ps.pop()
-            domain = max((shapes[i][0] for i in members), key=len)
-            if any(shapes[i][0] not in (domain, domain[:p]) for i in members):
-                continue  # ops over the rows alone or over the whole rows, nothing else
+            members, domain, p = max(chains, key=lambda c: len(c[0]))
+            if len(members) < 2:
+                continue
             params = rows_mod.select(math.prod(domain[:p]), math.prod(domain[p:]), domain[-1],
                                      min(_element_bytes(t) for i in members for t in ops[i].get("operand_types", [])))
             if params is None:

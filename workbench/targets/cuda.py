@@ -140,10 +140,11 @@ class CudaTarget(Target):
         info = self.probe()
         return int(info.get("multiprocessors") or 132) if info.get("ok") else 132
 
-    #: upstream's elementwise fusion, unguarded: the row kernels keep a broadcast operand in registers,
-    #: so fusing it into its consumer costs nothing here (the cpu target guards it: lh-fuse-elementwise)
-    FUSE_ELEMENTWISE = ("pass func.func(math-expand-ops{ops=fpowi},linalg-fuse-elementwise-ops,"
-                        "linalg-fold-unit-extent-dims,canonicalize)")
+    #: upstream's elementwise fusion, broadcast operands unguarded (the row kernels keep a broadcast
+    #: operand in registers, so fusing it into its consumer costs nothing here; the cpu target guards
+    #: it: lh-fuse-elementwise), named matmuls kept out of fusion by expansion (they would be generics
+    #: without a matmul schedule): workbench/worker/cuda/fusion.py
+    FUSE_ELEMENTWISE = "pass lh-fuse-elementwise-keep-contractions"
 
     #: a transpose feeding a matmul's B folded into its maps (the wgmma kernel reads B K-major, which
     #: saves the transpose's kernel and pass over memory): workbench/worker/cuda/kmajor_operands.py.

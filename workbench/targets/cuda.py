@@ -153,6 +153,10 @@ class CudaTarget(Target):
     #: an f32 upcast several ops read (what the fusion above leaves) kept narrow in memory, widened by
     #: each reader: workbench/worker/cuda/narrow_results.py
     NARROW_WIDENED_RESULTS = "pass lh-narrow-widened-results"
+    #: a matmul of f32 extensions of f16 / bf16 tensors (torch-mlir's f16 linear layers) reads the narrow
+    #: tensors (the wgmma kernel takes them): workbench/worker/cuda/narrow_contractions.py. Before the
+    #: fusion, which would fuse the extensions into their producers' bodies
+    NARROW_CONTRACTION_INPUTS = "pass lh-narrow-contraction-inputs"
     KMAJOR_OPERANDS = ("f16", "bf16")
 
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
@@ -163,8 +167,14 @@ class CudaTarget(Target):
         which leaves the max to the reduction kernel."""
         ops = info.get("ops", [])
         generics = sum(1 for op in ops if op.get("op") == "linalg.generic")
-        steps = [self.FUSE_ELEMENTWISE] if generics >= 2 else []
-        if generics >= 2 and any("arith.extf" in (op.get("loops") or {}).get("body", []) for op in ops):
+        extensions = any("arith.extf" in (op.get("loops") or {}).get("body", []) for op in ops)
+        steps = []
+        if extensions and any(op.get("op") in ("linalg.matmul", "linalg.batch_matmul") and op.get("dtype") == "f32"
+                              for op in ops):
+            steps.append(self.NARROW_CONTRACTION_INPUTS)
+        if generics >= 2:
+            steps.append(self.FUSE_ELEMENTWISE)
+        if generics >= 2 and extensions:
             steps.append(self.NARROW_WIDENED_RESULTS)
         if any(op.get("op") in ("linalg.matmul", "linalg.batch_matmul") and len(op.get("producers") or []) > 1
                and 0 <= op["producers"][1] < len(ops) and ops[op["producers"][1]].get("op") == "linalg.transpose"

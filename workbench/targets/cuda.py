@@ -143,8 +143,9 @@ class CudaTarget(Target):
     #: upstream's elementwise fusion, broadcast operands unguarded (the row kernels keep a broadcast
     #: operand in registers, so fusing it into its consumer costs nothing here; the cpu target guards
     #: it: lh-fuse-elementwise), named matmuls kept out of fusion by expansion (they would be generics
-    #: without a matmul schedule): workbench/worker/cuda/fusion.py
-    FUSE_ELEMENTWISE = "pass lh-fuse-elementwise-keep-contractions"
+    #: without a matmul schedule; batch matmuls of the operand types the schedules take, {batch}:
+    #: the others are naive kernels either way): workbench/worker/cuda/fusion.py
+    FUSE_ELEMENTWISE = "pass lh-fuse-elementwise-keep-contractions{{batch-operands={batch}}}"
 
     #: a transpose feeding a matmul's B folded into its maps (the wgmma kernel reads B K-major, which
     #: saves the transpose's kernel and pass over memory): workbench/worker/cuda/kmajor_operands.py.
@@ -173,7 +174,8 @@ class CudaTarget(Target):
                               for op in ops):
             steps.append(self.NARROW_CONTRACTION_INPUTS)
         if generics >= 2:
-            steps.append(self.FUSE_ELEMENTWISE)
+            mm = _load_library_module(self.matmul_schedule)
+            steps.append(self.FUSE_ELEMENTWISE.format(batch=",".join(mm.WGMMA_OPERANDS)))
         if generics >= 2 and extensions:
             steps.append(self.NARROW_WIDENED_RESULTS)
         if any(op.get("op") in ("linalg.matmul", "linalg.batch_matmul") and len(op.get("producers") or []) > 1

@@ -21,12 +21,22 @@ PIPELINE = ("builtin.module(func.func(math-expand-ops{ops=fpowi},linalg-fuse-ele
 CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul")
 
 
-def fuse_elementwise(module) -> int:
-    """The guarded fusion (module docstring); how many values were guarded."""
+def fuse_elementwise(module, batch_operands: tuple[str, ...] | None = None) -> int:
+    """The guarded fusion (module docstring); how many values were guarded. `batch_operands`: the operand
+    element types of the batch matmuls kept (those the selector has a schedule for; None: all). The
+    others fuse as upstream fuses them: a naive kernel either way, with its producers fused in."""
+    from mlir import ir
+
     from workbench.worker.fusion_guards import run_guarded
     from workbench.worker.ir_walk import ops_where
 
-    guards = [(value, op) for op in ops_where(module, lambda o: o.name in CONTRACTIONS)
+    def kept(op) -> bool:
+        if op.name not in CONTRACTIONS:
+            return False
+        return (op.name != "linalg.batch_matmul" or batch_operands is None
+                or str(ir.ShapedType(op.operands[0].type).element_type) in batch_operands)
+
+    guards = [(value, op) for op in ops_where(module, kept)
               for value in list(op.operands)[:len(op.operands) - len(op.results)] + list(op.results)]
     run_guarded(module, PIPELINE, guards)
     return len(guards)

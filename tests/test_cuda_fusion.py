@@ -74,9 +74,10 @@ def _contraction_ids(ir: str) -> dict[str, int]:
     return {name: len(re.findall(rf"= linalg\.{name}\b", ir)) for name in ("matmul", "batch_matmul")}
 
 
-def _matmul_selections(ctx, path: Path) -> dict[str, str]:
-    """The generator the cuda selector picks for each op id of `path` (matmul.py entries), after which
-    the selected module must lower (cuda-lower for the H100's sm_90a, no GPU needed)."""
+def _matmul_selections(ctx, path: Path) -> tuple[dict[str, str], list[str]]:
+    """The generator the cuda selector picks for each op id of `path` (matmul.py entries) and the specs
+    of the steps applied (the preparation's passes too), after which the selected module must lower
+    (cuda-lower for the H100's sm_90a, no GPU needed)."""
     ok(ctx, f"load {path}")
     ok(ctx, "target cuda")
     res = ok(ctx, "select --apply")
@@ -86,7 +87,7 @@ def _matmul_selections(ctx, path: Path) -> dict[str, str]:
         m = re.search(r"matmul\.py\[gen=(\w+)\]", entry["schedule"])
         if m:
             picked[entry["params"].get("op", "")] = m.group(1)
-    return picked
+    return picked, [applied.step.spec for applied in ctx.session.active_steps]
 
 
 def test_transformer_layer_matmuls_keep_their_schedule(ctx):
@@ -94,7 +95,7 @@ def test_transformer_layer_matmuls_keep_their_schedule(ctx):
     from [batch, seq]) each get matmul_simt; before, the fusion turned them into generics and the
     selector picked no matmul schedule at all. (Its f32 batch matmuls have no f32 schedule: see
     matmul.select_batch.)"""
-    picked = _matmul_selections(ctx, TORCH / "transformer_layer.mlir")
+    picked, _ = _matmul_selections(ctx, TORCH / "transformer_layer.mlir")
     matmuls = _contraction_ids((TORCH / "transformer_layer.mlir").read_text())["matmul"]
     assert matmuls == 3
     assert sorted(op for op, gen in picked.items() if gen == "matmul_simt") == [f"matmul_{i}" for i in range(matmuls)]
@@ -102,10 +103,18 @@ def test_transformer_layer_matmuls_keep_their_schedule(ctx):
 
 def test_f16_block_contractions_take_wgmma(ctx, tmp_path):
     """An f16 linear layer on a 3-D input and a batch matmul between head reshapes: both take the wgmma
-    kernel (the linear layer's f32 extensions read narrow, the batch matmul kept named)."""
+    kernel (the linear layer's f32 extensions read narrow, the batch matmul kept named), and the
+    weight's transpose is folded into the matmul (K-major B: the wgmma kernel reads it as stored)."""
     path = tmp_path / "f16_block.mlir"
     path.write_text(F16_BLOCK)
-    assert _matmul_selections(ctx, path) == {"matmul_0": "matmul_wgmma", "batch_matmul_0": "matmul_wgmma"}
+    picked, steps = _matmul_selections(ctx, path)
+    assert picked == {"matmul_0": "matmul_wgmma", "batch_matmul_0": "matmul_wgmma"}
+    assert "lh-transposed-b-matmuls" in steps, steps
+    # an f32 matmul of the same block (no extensions) keeps B as [k][n] for matmul_simt
+    plain = tmp_path / "f32_block.mlir"
+    plain.write_text(F16_BLOCK.replace("ins(%xf, %wf :", "ins(%xf, %z :"))
+    picked, steps = _matmul_selections(ctx, plain)
+    assert picked["matmul_0"] == "matmul_simt" and "lh-transposed-b-matmuls" not in steps, steps
 
 
 def test_guarded_fusion_keeps_named_contractions_and_fuses_the_rest():

@@ -32,6 +32,24 @@ def simt_neighbours(matmul: dict[str, Any], ops: list[dict[str, Any]]) -> dict[s
     return out
 
 
+def operands_after_narrowing(matmul: dict[str, Any], ops: list[dict[str, Any]],
+                             narrow: tuple[str, ...] = ("f16", "bf16")) -> tuple[list, str]:
+    """The producers (inspect's op dicts, None for a function argument or a non-linalg op) of a
+    contraction's two operands and the element type it reads, once lh-narrow-contraction-inputs has run:
+    an f32 contraction of f32 extensions (generics of one arith.extf) of f16 / bf16 tensors reads the
+    tensors the extensions read."""
+    def producer(op, k):
+        producers = op.get("producers") or []
+        return ops[producers[k]] if k < len(producers) and 0 <= producers[k] < len(ops) else None
+
+    operands = [producer(matmul, 0), producer(matmul, 1)]
+    extended = [p for p in operands if p is not None and p.get("op") == "linalg.generic"
+                and p.get("body") == ["arith.extf", "linalg.yield"] and p.get("in_dtype") in narrow]
+    if matmul.get("dtype") == "f32" and len(extended) == 2 and extended[0]["in_dtype"] == extended[1]["in_dtype"]:
+        return [producer(p, 0) for p in extended], extended[0]["in_dtype"]
+    return operands, matmul.get("in_dtype", "")
+
+
 def _element_bytes(type_text: str) -> int:
     """Bytes of a tensor/memref type's element (4 where unknown): tensor<8x32xbf16> -> 2."""
     from workbench.common.dtypes import element_type_of, itemsize
@@ -178,10 +196,13 @@ class CudaTarget(Target):
             steps.append(self.FUSE_ELEMENTWISE.format(batch=",".join(mm.WGMMA_OPERANDS)))
         if generics >= 2 and extensions:
             steps.append(self.NARROW_WIDENED_RESULTS)
-        if any(op.get("op") in ("linalg.matmul", "linalg.batch_matmul") and len(op.get("producers") or []) > 1
-               and 0 <= op["producers"][1] < len(ops) and ops[op["producers"][1]].get("op") == "linalg.transpose"
-               and op.get("in_dtype") in self.KMAJOR_OPERANDS for op in ops):
-            steps.append(self.TRANSPOSED_B_MATMULS)
+        for op in ops:
+            if op.get("op") not in ("linalg.matmul", "linalg.batch_matmul"):
+                continue
+            (_, b), in_dtype = operands_after_narrowing(op, ops)
+            if b is not None and b.get("op") == "linalg.transpose" and in_dtype in self.KMAJOR_OPERANDS:
+                steps.append(self.TRANSPOSED_B_MATMULS)
+                break
         return steps
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

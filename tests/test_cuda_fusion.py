@@ -8,7 +8,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from conftest import ok
+from cuda_helpers import needs_gpu, selected_fixture_matches_torch
 
 ROOT = Path(__file__).resolve().parents[1]
 TORCH = ROOT / "tests" / "fixtures" / "torch"
@@ -92,13 +95,14 @@ def _matmul_selections(ctx, path: Path) -> tuple[dict[str, str], list[str]]:
 
 def test_transformer_layer_matmuls_keep_their_schedule(ctx):
     """tests/fixtures/torch/transformer_layer (f32): its three linear layers' matmuls (on rows collapsed
-    from [batch, seq]) each get matmul_simt; before, the fusion turned them into generics and the
-    selector picked no matmul schedule at all. (Its f32 batch matmuls have no f32 schedule: see
-    matmul.select_batch.)"""
+    from [batch, seq]) and its three attention batch matmuls (heads collapsed into the batch) each get
+    matmul_simt (the batch matmuls with the batch as the grid's z); before, the fusion turned them all
+    into generics and the selector picked no matmul schedule at all."""
     picked, _ = _matmul_selections(ctx, TORCH / "transformer_layer.mlir")
-    matmuls = _contraction_ids((TORCH / "transformer_layer.mlir").read_text())["matmul"]
-    assert matmuls == 3
-    assert sorted(op for op, gen in picked.items() if gen == "matmul_simt") == [f"matmul_{i}" for i in range(matmuls)]
+    counts = _contraction_ids((TORCH / "transformer_layer.mlir").read_text())
+    assert counts == {"matmul": 3, "batch_matmul": 3}
+    assert picked == {**{f"matmul_{i}": "matmul_simt" for i in range(3)},
+                      **{f"batch_matmul_{i}": "matmul_simt" for i in range(3)}}
 
 
 def test_f16_block_contractions_take_wgmma(ctx, tmp_path):
@@ -168,3 +172,62 @@ def test_narrowing_needs_every_operand_extended():
         module = ir.Module.parse(mixed)   # x @ x: one extension read twice, erased once
         assert narrow_contractions.narrow_contraction_inputs(module) == 1
         module.operation.verify()
+
+
+BATCH_F32 = """func.func @bmm(%a: tensor<3x40x20xf32>, %b: tensor<3x20x24xf32>, %c: tensor<3x40x24xf32>) -> tensor<3x40x24xf32> {
+  %r = linalg.batch_matmul ins(%a, %b : tensor<3x40x20xf32>, tensor<3x20x24xf32>) outs(%c : tensor<3x40x24xf32>) -> tensor<3x40x24xf32>
+  return %r : tensor<3x40x24xf32>
+}
+"""
+
+
+def test_f32_batch_matmul_takes_simt_with_the_batch_as_grid_z(ctx, tmp_path):
+    """An f32 batch matmul (no wgmma) takes matmul_simt over one batch per block z: three-dimensional
+    block ids in the kernel, which lowers for sm_90."""
+    path = tmp_path / "bmm.mlir"
+    path.write_text(BATCH_F32)
+    ok(ctx, f"load {path}")
+    ok(ctx, "target cuda")
+    res = ok(ctx, "select --apply")
+    (entry,) = [e for e in res.data["selections"] if "matmul.py" in e["schedule"]]
+    assert entry["schedule"].endswith("[gen=matmul_simt]") and entry["params"]["batch"] is True, entry
+    ok(ctx, "apply cuda-lower{chip=sm_90}")
+    assert "gpu.launch_func" in ctx.session.current_ir
+
+
+@needs_gpu
+def test_gpu_f32_batch_matmul_matches_numpy(ctx, tmp_path):
+    """The batch matmul_simt kernel on the GPU: C + A x B per batch, odd shapes (edge tiles)."""
+    import numpy as np
+
+    from conftest import load_npys
+
+    path = tmp_path / "bmm.mlir"
+    path.write_text(BATCH_F32)
+    ok(ctx, f"load {path}")
+    ok(ctx, "target cuda")
+    ok(ctx, "select --apply")
+    res = ok(ctx, f"run --target cuda --check --iterations 2 --save-outputs {tmp_path / 'o'}")
+    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+    a, b, c = (x.astype(np.float64) for x in load_npys(tmp_path / "o", "input"))
+    got = load_npys(tmp_path / "o", "output")[0].astype(np.float64)
+    assert np.abs(got - (c + a @ b)).max() / np.abs(c + a @ b).max() < 1e-5
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["transformer_layer", "multihead_attention", "sdpa", "linear_bf16", "gru"])
+def test_gpu_fixtures_with_kept_contractions_match_torch(ctx, name):
+    """The torch fixtures whose contractions this keeps named (and schedules) still match torch."""
+    selected_fixture_matches_torch(ctx, TORCH / f"{name}.mlir")
+
+
+@needs_gpu
+def test_gpu_f16_block_matches_the_cpu_reference(ctx, tmp_path):
+    """The f16 block with its wgmma matmul (narrowed operands, K-major B) and batch matmul."""
+    path = tmp_path / "f16_block.mlir"
+    path.write_text(F16_BLOCK)
+    ok(ctx, f"load {path}")
+    ok(ctx, "target cuda")
+    ok(ctx, "select --apply")
+    run = ok(ctx, "run --target cuda --check --iterations 2").data["run"]
+    assert run["check"]["passed"], run["check"]

@@ -193,7 +193,7 @@ class CudaTarget(Target):
             steps.append(self.NARROW_CONTRACTION_INPUTS)
         if generics >= 2:
             mm = _load_library_module(self.matmul_schedule)
-            steps.append(self.FUSE_ELEMENTWISE.format(batch=",".join(mm.WGMMA_OPERANDS)))
+            steps.append(self.FUSE_ELEMENTWISE.format(batch=",".join(mm.BATCH_OPERANDS)))
         if generics >= 2 and extensions:
             steps.append(self.NARROW_WIDENED_RESULTS)
         for op in ops:

@@ -69,7 +69,8 @@ Shapes must be static and divisible by the tiles (no remainder handling), except
 
 ``select(m, n, k, dtype, chip, in_dtype, sms)`` -> (generator, parameters) for a shape on a compute
 capability with `sms` multiprocessors (the cuda target's selector; wgmma needs sm_90);
-``select_batch(b, m, n, k, ...)`` the same for linalg.batch_matmul (wgmma only, else None).
+``select_batch(b, m, n, k, ...)`` the same for linalg.batch_matmul (wgmma, matmul_simt for f32, else
+None; BATCH_OPERANDS: the operand types it schedules).
 """
 
 from workbench.common.transform_text import transform_module
@@ -98,6 +99,7 @@ PARAMS = {
     "op": {"help": "matmul_wgmma, matmul_simt: schedule only the linalg op tagged lh.op = op (empty: every matmul)"},
     "fill": {"help": "matmul_simt: the id of the linalg.fill that zeroes the matmul's output: done in the same kernel, tile by tile (empty: none)"},
     "epilogue": {"help": "matmul_simt: the id of the elementwise op over the matmul's M x N result (bias, relu, ...): done in the same kernel, tile by tile (empty: none)"},
+    "batch": {"help": "matmul_simt: the op is a linalg.batch_matmul (one batch per block z)"},
 }
 CONSTRAINTS = [
     "(block_m / thread_m) * (block_n / thread_n) <= 1024",
@@ -148,17 +150,21 @@ def _contractions_to_fmas(handle: str) -> str:
 
 
 def _simt_foralls(block_m: int, block_n: int, block_k: int, thread_m: int, thread_n: int, only: str,
-                  fill: str, epilogue: str) -> str:
+                  fill: str, epilogue: str, batch: bool = False) -> str:
     """matmul_simt's tiling: block and thread foralls and the K loop of each thread's tile; `%fb` is the
     block forall. `fill` / `epilogue` (op ids): the linalg.fill that zeroes the matmul's output and the
     elementwise op that reads it (a bias add + relu) are tiled the same way and their foralls fused
     with the matmul's (transform.loop.fuse_sibling: same bounds, same mapping), so one kernel zeroes,
     accumulates and applies the epilogue tile by tile where three kernels ran one after the other (the
-    three ops' tiles are the same M x N block: each thread depends on its own tile only)."""
-    blocks = "(mapping = [#gpu.block<y>, #gpu.block<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)"
+    three ops' tiles are the same M x N block: each thread depends on its own tile only). `batch`: the
+    op is a linalg.batch_matmul, one batch per block z (the ops' leading dim)."""
+    z = "#gpu.block<z>, " if batch else ""
+    blocks = f"(mapping = [{z}#gpu.block<y>, #gpu.block<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)"
     threads = "(mapping = [#gpu.thread<y>, #gpu.thread<x>]) : (!transform.any_op) -> (!transform.any_op, !transform.any_op)"
     fused = "(!transform.any_op, !transform.any_op) -> !transform.any_op"
-    ops = [("mm", "linalg.matmul", only)]
+    lead = "1, " if batch else ""     # block tiles: one batch each
+    skip = "0, " if batch else ""     # thread tiles and the K loop: within the block's batch
+    ops = [("mm", "linalg.batch_matmul" if batch else "linalg.matmul", only)]
     if fill:
         ops.insert(0, ("fill", "linalg.fill", _only_op(fill)))
     if epilogue:
@@ -180,20 +186,20 @@ def _simt_foralls(block_m: int, block_n: int, block_k: int, thread_m: int, threa
     for name, kind, attrs in ops:
         if name != "mm":   # (%mm: matched by the caller)
             lines.append(match(name, kind, attrs, "b"))
-        lines.append(f"    %{name}_blk, %{name}_fb = transform.structured.tile_using_forall %{name} tile_sizes [{block_m}, {block_n}] {blocks}")
+        lines.append(f"    %{name}_blk, %{name}_fb = transform.structured.tile_using_forall %{name} tile_sizes [{lead}{block_m}, {block_n}] {blocks}")
     lines += fuse_in_order("fb")
     # handles inside the fused foralls were consumed with them: match the ops again inside
     for name, kind, attrs in ops:
         lines += [match(f"{name}_in", kind, attrs, "fb"),
-                  f"    %{name}_thr, %{name}_ft = transform.structured.tile_using_forall %{name}_in tile_sizes [{thread_m}, {thread_n}] {threads}"]
-    lines += [f"    %kt, %kl = transform.structured.tile_using_for %mm_thr tile_sizes [0, 0, {block_k}]",
+                  f"    %{name}_thr, %{name}_ft = transform.structured.tile_using_forall %{name}_in tile_sizes [{skip}{thread_m}, {thread_n}] {threads}"]
+    lines += [f"    %kt, %kl = transform.structured.tile_using_for %mm_thr tile_sizes [{skip}0, 0, {block_k}]",
               "        : (!transform.any_op) -> (!transform.any_op, !transform.any_op)"]
     lines += fuse_in_order("ft")
     return "\n".join(lines)
 
 
 def matmul_simt(block_m: int = 64, block_n: int = 64, block_k: int = 16, thread_m: int = 4, thread_n: int = 4,
-                vectorize: bool = True, op: str = "", fill: str = "", epilogue: str = "") -> str:
+                vectorize: bool = True, op: str = "", fill: str = "", epilogue: str = "", batch: bool = False) -> str:
     for name, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k), ("thread_m", thread_m),
                     ("thread_n", thread_n)):
         _check(v >= 1, f"{name} must be >= 1")
@@ -201,19 +207,20 @@ def matmul_simt(block_m: int = 64, block_n: int = 64, block_k: int = 16, thread_
     tx, ty = block_n // thread_n, block_m // thread_m
     _check(tx * ty <= 1024, f"{tx * ty} threads per block (max 1024)")
     only = _only_op(op)
+    kind = "linalg.batch_matmul" if batch else "linalg.matmul"
     vec = ""
     if vectorize:
         vec = f"""
     %f2 = transform.structured.match ops{{["func.func"]}} in %b : (!transform.any_op) -> !transform.any_op
-    %mms = transform.structured.match ops{{["linalg.matmul"]}}{only} in %b : (!transform.any_op) -> !transform.any_op
+    %mms = transform.structured.match ops{{["{kind}"]}}{only} in %b : (!transform.any_op) -> !transform.any_op
     transform.structured.vectorize %mms {{create_named_contraction}} : !transform.any_op
     transform.apply_patterns to %f2 {{
       transform.apply_patterns.canonicalization
     }} : !transform.any_op
     %f4 = transform.structured.hoist_redundant_vector_transfers %f2 : (!transform.any_op) -> !transform.any_op
 {_contractions_to_fmas('f4')}"""
-    return _module(f"""    %mm = transform.structured.match ops{{["linalg.matmul"]}}{only} in %b : (!transform.any_op) -> !transform.any_op
-{_simt_foralls(block_m, block_n, block_k, thread_m, thread_n, only, fill, epilogue)}
+    return _module(f"""    %mm = transform.structured.match ops{{["{kind}"]}}{only} in %b : (!transform.any_op) -> !transform.any_op
+{_simt_foralls(block_m, block_n, block_k, thread_m, thread_n, only, fill, epilogue, batch)}
     %f = transform.get_parent_op %fb {{op_name = "func.func", deduplicate}} : (!transform.any_op) -> !transform.any_op
     %gl = transform.gpu.map_forall_to_blocks %f generate_gpu_launch : (!transform.any_op) -> !transform.any_op
     %m2 = transform.gpu.map_nested_forall_to_threads %gl block_dims = [{tx}, {ty}, 1]
@@ -653,11 +660,16 @@ def wgmma_config(m: int, n: int, k: int, sms: int = 132, batch: int = 1, tiles=W
     return best
 
 
+#: the operand element types select_batch has a schedule for
+BATCH_OPERANDS = WGMMA_OPERANDS + ("f32",)
+
+
 def select_batch(b: int, m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_dtype: str = "",
                  sms: int = 132, layout: str = "normal") -> tuple[str, dict] | None:
     """A schedule for a b x (m x n x k) linalg.batch_matmul, or None (left to the naive mapping): the
     wgmma kernel with the batch as the grid's z (K a multiple of 64: see wgmma_matmul.kernel_text;
-    with B transposed, `layout="transpose_b"`, read K-major: 64 rows per consumer warpgroup)."""
+    with B transposed, `layout="transpose_b"`, read K-major: 64 rows per consumer warpgroup); f32:
+    matmul_simt with the batch as the grid's z."""
     in_dtype = in_dtype or dtype
     kmajor = layout == "transpose_b"
     if layout not in ("normal", "transpose_b", ""):
@@ -665,6 +677,9 @@ def select_batch(b: int, m: int, n: int, k: int, dtype: str = "f32", chip: str =
     if (in_dtype in WGMMA_OPERANDS and dtype in WGMMA_RESULTS and chip.startswith("sm_90")
             and n % 8 == 0 and (k % 8 == 0 if kmajor else k % 64 == 0)):
         return "matmul_wgmma", wgmma_config(m, n, k, sms, batch=b, tiles=KMAJOR_TILES if kmajor else WGMMA_TILES)
+    if in_dtype == "f32" and dtype == "f32" and layout in ("normal", ""):
+        # matmul_simt's tiles with the batch as the grid's z (tiles sized for the blocks of all batches)
+        return "matmul_simt", {**_simt_params(m, n, k, max(1, sms // b)), "batch": True}
     return None
 
 

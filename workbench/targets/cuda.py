@@ -32,6 +32,24 @@ def simt_neighbours(matmul: dict[str, Any], ops: list[dict[str, Any]]) -> dict[s
     return out
 
 
+def operands_after_narrowing(matmul: dict[str, Any], ops: list[dict[str, Any]],
+                             narrow: tuple[str, ...] = ("f16", "bf16")) -> tuple[list, str]:
+    """The producers (inspect's op dicts, None for a function argument or a non-linalg op) of a
+    contraction's two operands and the element type it reads, once lh-narrow-contraction-inputs has run:
+    an f32 contraction of f32 extensions (generics of one arith.extf) of f16 / bf16 tensors reads the
+    tensors the extensions read."""
+    def producer(op, k):
+        producers = op.get("producers") or []
+        return ops[producers[k]] if k < len(producers) and 0 <= producers[k] < len(ops) else None
+
+    operands = [producer(matmul, 0), producer(matmul, 1)]
+    extended = [p for p in operands if p is not None and p.get("op") == "linalg.generic"
+                and p.get("body") == ["arith.extf", "linalg.yield"] and p.get("in_dtype") in narrow]
+    if matmul.get("dtype") == "f32" and len(extended) == 2 and extended[0]["in_dtype"] == extended[1]["in_dtype"]:
+        return [producer(p, 0) for p in extended], extended[0]["in_dtype"]
+    return operands, matmul.get("in_dtype", "")
+
+
 def _element_bytes(type_text: str) -> int:
     """Bytes of a tensor/memref type's element (4 where unknown): tensor<8x32xbf16> -> 2."""
     from workbench.common.dtypes import element_type_of, itemsize
@@ -140,10 +158,12 @@ class CudaTarget(Target):
         info = self.probe()
         return int(info.get("multiprocessors") or 132) if info.get("ok") else 132
 
-    #: upstream's elementwise fusion, unguarded: the row kernels keep a broadcast operand in registers,
-    #: so fusing it into its consumer costs nothing here (the cpu target guards it: lh-fuse-elementwise)
-    FUSE_ELEMENTWISE = ("pass func.func(math-expand-ops{ops=fpowi},linalg-fuse-elementwise-ops,"
-                        "linalg-fold-unit-extent-dims,canonicalize)")
+    #: upstream's elementwise fusion, broadcast operands unguarded (the row kernels keep a broadcast
+    #: operand in registers, so fusing it into its consumer costs nothing here; the cpu target guards
+    #: it: lh-fuse-elementwise), named matmuls kept out of fusion by expansion (they would be generics
+    #: without a matmul schedule; batch matmuls of the operand types the schedules take, {batch}:
+    #: the others are naive kernels either way): workbench/worker/cuda/fusion.py
+    FUSE_ELEMENTWISE = "pass lh-fuse-elementwise-keep-contractions{{batch-operands={batch}}}"
 
     #: a transpose feeding a matmul's B folded into its maps (the wgmma kernel reads B K-major, which
     #: saves the transpose's kernel and pass over memory): workbench/worker/cuda/kmajor_operands.py.
@@ -152,6 +172,10 @@ class CudaTarget(Target):
     #: an f32 upcast several ops read (what the fusion above leaves) kept narrow in memory, widened by
     #: each reader: workbench/worker/cuda/narrow_results.py
     NARROW_WIDENED_RESULTS = "pass lh-narrow-widened-results"
+    #: a matmul of f32 extensions of f16 / bf16 tensors (torch-mlir's f16 linear layers) reads the narrow
+    #: tensors (the wgmma kernel takes them): workbench/worker/cuda/narrow_contractions.py. Before the
+    #: fusion, which would fuse the extensions into their producers' bodies
+    NARROW_CONTRACTION_INPUTS = "pass lh-narrow-contraction-inputs"
     KMAJOR_OPERANDS = ("f16", "bf16")
 
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
@@ -162,13 +186,23 @@ class CudaTarget(Target):
         which leaves the max to the reduction kernel."""
         ops = info.get("ops", [])
         generics = sum(1 for op in ops if op.get("op") == "linalg.generic")
-        steps = [self.FUSE_ELEMENTWISE] if generics >= 2 else []
-        if generics >= 2 and any("arith.extf" in (op.get("loops") or {}).get("body", []) for op in ops):
+        extensions = any("arith.extf" in (op.get("loops") or {}).get("body", []) for op in ops)
+        steps = []
+        if extensions and any(op.get("op") in ("linalg.matmul", "linalg.batch_matmul") and op.get("dtype") == "f32"
+                              for op in ops):
+            steps.append(self.NARROW_CONTRACTION_INPUTS)
+        if generics >= 2:
+            mm = _load_library_module(self.matmul_schedule)
+            steps.append(self.FUSE_ELEMENTWISE.format(batch=",".join(mm.BATCH_OPERANDS)))
+        if generics >= 2 and extensions:
             steps.append(self.NARROW_WIDENED_RESULTS)
-        if any(op.get("op") in ("linalg.matmul", "linalg.batch_matmul") and len(op.get("producers") or []) > 1
-               and 0 <= op["producers"][1] < len(ops) and ops[op["producers"][1]].get("op") == "linalg.transpose"
-               and op.get("in_dtype") in self.KMAJOR_OPERANDS for op in ops):
-            steps.append(self.TRANSPOSED_B_MATMULS)
+        for op in ops:
+            if op.get("op") not in ("linalg.matmul", "linalg.batch_matmul"):
+                continue
+            (_, b), in_dtype = operands_after_narrowing(op, ops)
+            if b is not None and b.get("op") == "linalg.transpose" and in_dtype in self.KMAJOR_OPERANDS:
+                steps.append(self.TRANSPOSED_B_MATMULS)
+                break
         return steps
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

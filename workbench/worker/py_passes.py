@@ -183,6 +183,19 @@ def _drop_redundant_stream_syncs(module, options: dict) -> None:
     stream_syncs.drop_redundant_syncs(module)
 
 
+def _fuse_elementwise_keeping_contractions(module, options: dict) -> None:
+    from workbench.worker.cuda import fusion
+
+    batch_operands = options.get("batch-operands")
+    fusion.fuse_elementwise(module, tuple(batch_operands.split(",")) if batch_operands else None)
+
+
+def _narrow_contraction_inputs(module, options: dict) -> None:
+    from workbench.worker.cuda import narrow_contractions
+
+    narrow_contractions.narrow_contraction_inputs(module)
+
+
 def _narrow_widened_results(module, options: dict) -> None:
     from workbench.worker.cuda import narrow_results
 
@@ -372,6 +385,8 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-shared-rhs-matmuls": (_shared_rhs_matmuls, "on tensors: a batch_matmul of a matrix broadcast over the batch, or a generic A[m0, m1, k] W[k, n] (a linear layer on a 3-D input) -> one linalg.matmul over the collapsed rows (no broadcast copies; the packed matmul schedules take it; workbench/worker/cpu/shared_rhs.py)"),
     "lh-transposed-b-matmuls": (_transposed_b_matmuls, "on tensors: a (batch) matmul whose B is a linalg.transpose of its last two dims (q @ k.transpose(-1, -2), x @ w.t()) reads the transpose's input with transposed-B maps (the wgmma kernel reads B K-major: no transpose kernel; workbench/worker/cuda/kmajor_operands.py)"),
     "lh-drop-redundant-stream-syncs": (_drop_redundant_stream_syncs, "after lh-reuse-gpu-stream: host synchronizations of the one stream followed only by launches and host-only work up to another synchronization are dropped (no idle GPU between the kernels of a chain; workbench/worker/cuda/stream_syncs.py)"),
+    "lh-fuse-elementwise-keep-contractions": (_fuse_elementwise_keeping_contractions, "upstream's elementwise fusion (fpowi expanded, producers fused, unit dims folded, canonicalized) with the operands and results of named matmuls / batch matmuls guarded {batch-operands=f16,bf16: only batch matmuls of these operand types}: fusion by expansion through the reshapes around them would turn them into generics, which the cuda selector schedules no matmul for (workbench/worker/cuda/fusion.py)"),
+    "lh-narrow-contraction-inputs": (_narrow_contraction_inputs, "on tensors: a named matmul / batch matmul into f32 whose operands are f32 extensions (extf generics) of f16 / bf16 tensors reads the narrow tensors (its body extends them: the same values; the wgmma kernel takes f16 / bf16 operands; workbench/worker/cuda/narrow_contractions.py)"),
     "lh-narrow-widened-results": (_narrow_widened_results, "on tensors: an elementwise op yielding the extf of an f16/bf16 value that several ops read is written narrow, each reader widens as it reads (half the bytes where it is materialized; workbench/worker/cuda/narrow_results.py)"),
     "lh-plain-matmul-layout": (_plain_matmul_layout, "on tensors: a matmul with a transposed operand (x @ w.T: named with transposed maps, or a multiply-add generic) -> linalg.transpose of that operand + a plain linalg.matmul (the packed schedule's micro-kernel reads B as [k][n]; workbench/worker/cpu/matmul_layout.py)"),
     "lh-widen-i1-memrefs": (_widen_i1, "memref<..xi1> -> memref<..xi8> (one byte per bool, as numpy stores them; MemRefToLLVM refuses sub-byte memrefs), loads/stores keep i1 values"),

@@ -1,4 +1,4 @@
-"""Elementwise fusion that never multiplies work (the CPU and cuda targets' preparation step).
+"""Elementwise fusion that never multiplies work (the CPU target's preparation step).
 
 Upstream's `linalg-fuse-elementwise-ops` fuses an elementwise producer into every consumer that is
 its only user, whatever the consumer reads it for. Where the consumer reads the producer's result
@@ -9,19 +9,18 @@ multiply-add, and the contraction is no longer a matmul the packed schedules tak
 1/sqrt(var + eps) computed for every element instead of every channel.
 
 `fuse_elementwise(module)`: such operands get a temporary second use (a call of a private
-declaration: upstream fuses single-use producers only), then upstream's pipeline runs (integer
-powers expanded, elementwise fusion, unit dims folded, canonicalization), then the calls and
-declarations go. Last, a producer that several elementwise ops read element for element (upstream
-leaves it: not single-use) is fused with all of them into one op with their results
-(`fuse_shared_producers`): a sort stage's comparison and its selects of the values and of the indices
-are one pass over memory instead of three, no bool tensor written in between.
+declaration: upstream fuses single-use producers only; workbench/worker/fusion_guards.py), then
+upstream's pipeline runs (integer powers expanded, elementwise fusion, unit dims folded,
+canonicalization), then the calls and declarations go. Last, a producer that several elementwise
+ops read element for element (upstream leaves it: not single-use) is fused with all of them into one
+op with their results (`fuse_shared_producers`): a sort stage's comparison and its selects of the
+values and of the indices are one pass over memory instead of three, no bool tensor written in
+between.
 """
 from __future__ import annotations
 
 PIPELINE = ("builtin.module(func.func(math-expand-ops{ops=fpowi},linalg-fuse-elementwise-ops,"
             "linalg-fold-unit-extent-dims,canonicalize))")
-GUARD = "lh_fusion_guard"
-RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 
 
 def _broadcast_operands(op) -> list:
@@ -58,6 +57,14 @@ def _is_linalg_result(value) -> bool:
     from mlir import ir
 
     return isinstance(value.owner, (ir.Operation, ir.OpView)) and value.owner.name.startswith("linalg.")
+
+
+def _is_reshape_result(value) -> bool:
+    from mlir import ir
+
+    from workbench.worker.fusion_guards import RESHAPES
+
+    return isinstance(value.owner, (ir.Operation, ir.OpView)) and value.owner.name in RESHAPES
 
 
 #: a producer whose body is one of these (and its yield) is cheaper to recompute in each consumer than
@@ -101,38 +108,18 @@ def _duplicate_casts(module) -> int:
 
 def fuse_elementwise(module) -> int:
     """The guarded fusion (module docstring); how many operands were kept from fusing."""
-    from mlir import ir
-    from mlir.passmanager import PassManager
-
-    from workbench.worker.ir_walk import append_parsed, ops_where
+    from workbench.worker.fusion_guards import run_guarded
+    from workbench.worker.ir_walk import ops_where
 
     _duplicate_casts(module)
     guards: list[tuple[object, object]] = []     # (value, consumer)
     for op in ops_where(module, lambda o: o.name.startswith("linalg.") and o.name not in ("linalg.yield", "linalg.index")):
         for value in _broadcast_operands(op):
             values = [value]
-            if isinstance(value.owner, (ir.Operation, ir.OpView)) and value.owner.name in RESHAPES:
+            if _is_reshape_result(value):
                 values.append(value.owner.operands[0])   # fusion by expansion looks through the reshape
             guards += [(v, op) for v in values if _is_linalg_result(v)]
-    declared: dict[str, str] = {}
-    for value, _ in guards:
-        declared.setdefault(str(value.type), f"{GUARD}_{len(declared)}")
-    if declared:
-        append_parsed(module, "\n".join(f"func.func private @{name}({t})" for t, name in declared.items()))
-    for value, consumer in guards:
-        ops = list(consumer.operation.block.operations)
-        index = next(i for i, o in enumerate(ops) if o.operation == consumer.operation)
-        with ir.InsertionPoint(ops[index + 1]), consumer.location:   # (a consumer is never a block's last op)
-            ir.Operation.create("func.call", operands=[value],
-                                attributes={"callee": ir.FlatSymbolRefAttr.get(declared[str(value.type)])})
-    PassManager.parse(PIPELINE).run(module.operation)
-    names = set(declared.values())
-    for op in ops_where(module, lambda o: o.name == "func.call"
-                        and ir.FlatSymbolRefAttr(o.attributes["callee"]).value in names):
-        op.erase()
-    for op in list(module.body.operations):
-        if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value in names:
-            op.operation.erase()
+    run_guarded(module, PIPELINE, guards)
     fuse_shared_producers(module)
     return len(guards)
 

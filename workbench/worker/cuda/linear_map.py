@@ -21,6 +21,8 @@ import math
 
 from mlir import ir
 
+from workbench.worker.cuda.reduce_kernels import _delinearize
+
 HOST_ATTR = "lh.host_wrapper"
 
 
@@ -139,14 +141,7 @@ def linear_map(module, threads: int = 256) -> int:
                     return arith.ConstantOp(idx, v).result
 
                 def ivs_of(lin):
-                    rest, digits = lin, []
-                    for k in range(len(trips) - 1, -1, -1):
-                        if k == 0:
-                            digits.append(rest)
-                        else:
-                            digits.append(arith.RemUIOp(rest, c(trips[k])).result)
-                            rest = arith.DivUIOp(rest, c(trips[k])).result
-                    digits.reverse()
+                    digits = _delinearize(lin, trips)
                     ivs = []
                     for d, l, s in zip(digits, lbs, steps):
                         v = d if s == 1 else arith.MulIOp(d, c(s)).result

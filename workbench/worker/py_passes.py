@@ -35,6 +35,12 @@ def _serial_kernels(module, options: dict) -> None:
     gpu_wrapper.serial_kernels(module)
 
 
+def _parallel_dims_first(module, options: dict) -> None:
+    from workbench.worker.cuda import parallel_first
+
+    parallel_first.parallel_dims_first(module)
+
+
 def _linear_map(module, options: dict) -> None:
     from workbench.worker.cuda import linear_map
 
@@ -362,6 +368,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-gpu-device-wrapper": (_device_wrapper, "benchmark wrapper -> GPU form (device buffers, copies outside the timed region)"),
     "lh-gpu-device-memory": (_device_memory, "host-side memref.alloc/dealloc/copy of the payload -> gpu.alloc/dealloc/memcpy"),
     "lh-gpu-serial-kernels": (_serial_kernels, "host-code linalg ops with no parallel loop (rank-0 fills and elementwise ops, whole-tensor reductions) -> one-thread gpu.launch kernels (the naive mapping makes none of them)"),
+    "lh-parallel-dims-first": (_parallel_dims_first, "host linalg.generic ops that reduce a dim outside a parallel one get their parallel dims first (interchange): one kernel with the reduction inside each thread, not a host loop of kernel launches (amin / argmin / sums over dim 0 on cuda)"),
     "lh-gpu-linear-map": (_linear_map, "static top-level scf.parallel loops of host code -> one gpu.launch each over the linearized iteration space {threads=256}: innermost loop on consecutive threads (coalesced), bounds-checked last block"),
     "lh-barrier-after-async-wait": (_barrier_after_async_wait, "gpu.barrier after each nvgpu.device_async_wait marked lh.barrier_after (pipelined cp.async schedules)"),
     "lh-bf16-compute-f32": (_bf16_compute_f32, "arith/math ops on bf16 and f16 (scalars, vectors) -> the same ops on f32, extended at the inputs and rounded once where a value leaves the chain (a chain of pointwise bf16 ops is rounded once, as torch's f32 opmath; math functions then get lh-math-approx's f32 polynomials; bf16 conversions as integer vector ops; workbench/worker/cpu/bf16_compute.py)"),

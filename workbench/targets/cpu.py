@@ -80,6 +80,13 @@ def _bf16_contraction(op: dict[str, Any], ops: list[dict[str, Any]]) -> bool:
     return len(inputs) == 2 and all(0 <= i < len(ops) and _bf16_extension(ops[i]) for i in inputs)
 
 
+def _bf16_convolution(op: dict[str, Any]) -> bool:
+    """A named 2-D convolution (NCHW, FCHW) reading bf16 into f32 (lh-vnni-convs takes it)."""
+    types = op.get("operand_types") or []
+    return (op.get("op") == "linalg.conv_2d_nchw_fchw" and op.get("dtype") == "f32" and len(types) == 3
+            and all("xbf16>" in t for t in types[:2]))
+
+
 def matmul_machine_args(machine: CpuMachine) -> dict[str, int]:
     """The machine model's numbers the matmul family's `default_params` take."""
     return {"vector_bits": machine.vector_bits, "vector_registers": machine.vector_registers,
@@ -176,6 +183,10 @@ class CpuTarget(Target):
     #: workbench/worker/cpu/vnni_contractions.py
     VNNI_CONTRACTIONS = "pass lh-vnni-contractions"
 
+    #: bf16 2-D convolutions into f32 become convolutions over input and filter packed in channel pairs, which
+    #: the VNNI convolution schedule lowers to vdpbf16ps: workbench/worker/cpu/vnni_convs.py
+    VNNI_CONVS = "pass lh-vnni-convs"
+
     #: a linear layer on a 3-D input (a batch_matmul of a broadcast weight, or a generic with two row
     #: loops) as one linalg.matmul over the collapsed rows: workbench/worker/cpu/shared_rhs.py
     SHARED_RHS_MATMULS = "pass lh-shared-rhs-matmuls"
@@ -242,6 +253,8 @@ class CpuTarget(Target):
             steps.append(self.SHARED_RHS_MATMULS)   # (after the fusion, which folds the reshapes around them)
         if self.machine.bf16_dot_product and any(_bf16_contraction(op, ops) for op in ops):
             steps.append(self.VNNI_CONTRACTIONS)    # (last: it takes the plain matmuls the steps above leave)
+        if self.machine.bf16_dot_product and any(_bf16_convolution(op) for op in ops):
+            steps.append(self.VNNI_CONVS)
         return steps
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -285,6 +298,8 @@ class CpuTarget(Target):
         """The (spec, params) entries for one inspected op (none: no shipped schedule handles it);
         `ops`: all inspected ops (a matmul's epilogue chain)."""
         machine = self.machine
+        if op.get("layout") == "vnni_conv":
+            return [self.vnni_conv_entry(op), (self.pipeline_path_for(self.flatten_transfers_pipeline), {})]
         if op.get("layout") == "vnni":
             # (then its B panel rows read flat, before the vector lowering breaks the flattening casts)
             return [self.vnni_entry(op), (self.pipeline_path_for(self.flatten_transfers_pipeline), {})]
@@ -343,6 +358,21 @@ class CpuTarget(Target):
         if "b" in dims:
             params["batch"] = 1
         return f"{self.pipeline_path_for(self.matmul_vnni_schedule)}[gen=matmul_vnni_tiling]", {**params, "op": op["id"]}
+
+    #: the schedule of bf16 convolutions over channel pairs (lh-vnni-convs' lh.vnni_conv generics)
+    conv_vnni_schedule = "cpu/conv_vnni.py"
+
+    def vnni_conv_entry(self, op: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """(spec, params) of the VNNI convolution schedule for an inspected lh.vnni_conv generic: its batch
+        (else output channels) split over the cores where it divides them."""
+        dims = op["dims"]
+        library = _load_library_module(self.conv_vnni_schedule)
+        cores = self.machine.usable_cpus if op.get("flops", 0) >= MIN_PARALLEL_MATMUL else 1
+        split = 0 if dims["n"] >= cores else 1
+        threads = max(t for t in range(1, cores + 1) if dims[("n", "f")[split]] % t == 0)
+        params = library.default_params(dims["f"], dims["ow"], dims["co"], threads=threads, split=split,
+                                        vector_registers=self.machine.vector_registers)
+        return f"{self.pipeline_path_for(self.conv_vnni_schedule)}[gen=conv_vnni_tiling]", {**params, "op": op["id"]}
 
     #: the matmul family's schedules (pipelines/cpu/matmul_family.py): op kind -> generator
     matmul_family_schedule = "cpu/matmul_family.py"

@@ -1,0 +1,106 @@
+"""`lh-vnni-convs`: 2-D convolutions (NCHW input, FCHW filter) reading bf16 and accumulating in f32 become a
+convolution over input and filter packed in pairs of input channels (the VNNI layout `vdpbf16ps` reads),
+for machines with AVX512-BF16 (the convolution counterpart of `lh-vnni-contractions`).
+
+    O[n, f, oh, ow] += I[n, c, oh * sh + kh * dh, ow * sw + kw * dw] * W[f, c, kh, kw]
+ -> O[n, f, oh, ow] += ext(Wp[f, co, kh, kw, ci]) * ext(Ip[n, co, oh * sh + kh * dh, ow * sw + kw * dw, ci])
+       Ip = linalg.pack of I along C by 2: N x C/2 x H x W x 2 (the two channels of a pair next to each other
+            at every pixel: a run of w reads 2 x w contiguous bf16); Wp likewise, F x C/2 x KH x KW x 2
+       (an odd C is padded with a zero channel by the packs)
+
+over loops (n, f, oh, ow, co, kh, kw, ci). The rewritten op carries VNNI_CONV_ATTR (the selector picks
+pipelines/cpu/conv_vnni.py by it), whose micro-kernel is one filter pair (broadcast, 32 bits) times a run of
+output positions (the input's 2 x w bf16): one vdpbf16ps per output channel, input channel pair and window
+position.
+
+Eligible: static shapes, bf16 input and filter (or f32 extensions of bf16 tensors), an f32 output.
+"""
+from __future__ import annotations
+
+from workbench.worker.cpu.vnni_contractions import PAIR, _bf16_input, _element, _erase_if_dead, _tensor_type
+
+#: the attribute the rewritten convolution carries (unit): workbench/targets/cpu.py selects by it
+VNNI_CONV_ATTR = "lh.vnni_conv"
+#: the named convolutions rewritten (their loops: n, f, oh, ow, c, kh, kw)
+CONV_OPS = ("linalg.conv_2d_nchw_fchw",)
+
+
+def _attr_pair(op, name: str) -> list[int]:
+    from mlir import ir
+
+    if name not in op.attributes:
+        return [1, 1]
+    return [int(v) for v in ir.DenseIntElementsAttr(op.attributes[name])]
+
+
+def _eligible(op) -> bool:
+    if op.name not in CONV_OPS or len(op.results) != 1:
+        return False
+    image, filt, out = op.operands
+    if _element(out) != "f32" or _bf16_input(image) is None or _bf16_input(filt) is None:
+        return False
+    types = [_tensor_type(v) for v in (image, filt, out)]
+    return all(t is not None and t.has_static_shape for t in types)
+
+
+def _pack_channel_pairs(value):
+    """`value` (d0 x C x ..., bf16) packed as d0 x ceil(C/2) x ... x 2, an odd C padded with zeros."""
+    from mlir import ir
+    from mlir.dialects import arith, linalg, tensor
+
+    t = _tensor_type(value)
+    shape = list(t.shape)
+    packed = [shape[0], (shape[1] + PAIR - 1) // PAIR] + shape[2:] + [PAIR]
+    dest = tensor.EmptyOp(packed, t.element_type).result
+    padding = arith.ConstantOp(t.element_type, 0.0).result if shape[1] % PAIR else None
+    return linalg.pack(value, dest, [1], [PAIR], padding_value=padding)
+
+
+def _vnni_conv_generic(wp, ip, out, strides: list[int], dilations: list[int]):
+    """O[n, f, oh, ow] += ext(Wp[f, co, kh, kw, ci]) * ext(Ip[n, co, oh*sh + kh*dh, ow*sw + kw*dw, ci]) over
+    loops (n, f, oh, ow, co, kh, kw, ci), tagged VNNI_CONV_ATTR."""
+    from mlir import ir
+    from mlir.dialects import arith, linalg
+
+    n, f, oh, ow, co, kh, kw, ci = (ir.AffineDimExpr.get(i) for i in range(8))
+
+    def amap(exprs):
+        return ir.AffineMapAttr.get(ir.AffineMap.get(8, 0, exprs))
+
+    h = oh * strides[0] + kh * dilations[0]
+    w = ow * strides[1] + kw * dilations[1]
+    maps = ir.ArrayAttr.get([amap([f, co, kh, kw, ci]), amap([n, co, h, w, ci]), amap([n, f, oh, ow])])
+    par, red = (ir.Attribute.parse(f"#linalg.iterator_type<{k}>") for k in ("parallel", "reduction"))
+    iterators = ir.ArrayAttr.get([par] * 4 + [red] * 4)
+    f32 = ir.F32Type.get()
+    generic = linalg.GenericOp([out.type], [wp, ip], [out], maps, iterators)
+    bf16 = _tensor_type(wp).element_type
+    block = generic.regions[0].blocks.append(bf16, bf16, f32)
+    with ir.InsertionPoint(block):
+        x, y, acc = block.arguments
+        product = arith.MulFOp(arith.ExtFOp(f32, x).result, arith.ExtFOp(f32, y).result).result
+        linalg.YieldOp([arith.AddFOp(acc, product).result])
+    generic.operation.attributes[VNNI_CONV_ATTR] = ir.UnitAttr.get()
+    return generic.results[0]
+
+
+def vnni_convs(module) -> int:
+    """Rewrite every eligible convolution (module docstring); how many were rewritten."""
+    from mlir import ir
+
+    from workbench.worker.ir_walk import ops_where
+
+    rewritten = 0
+    for op in ops_where(module, _eligible):
+        image, filt, out = op.operands
+        strides, dilations = _attr_pair(op, "strides"), _attr_pair(op, "dilations")
+        with ir.InsertionPoint(op), op.location:
+            ip = _pack_channel_pairs(_bf16_input(image))
+            wp = _pack_channel_pairs(_bf16_input(filt))
+            result = _vnni_conv_generic(wp, ip, out, strides, dilations)
+        op.results[0].replace_all_uses_with(result)
+        op.erase()
+        for value in (image, filt):
+            _erase_if_dead(value)
+        rewritten += 1
+    return rewritten

@@ -70,7 +70,8 @@ def conv_vnni_tiling(op: str = "", tile_f: int = 8, tile_w: int = 16, tile_c: in
             f"    %g_one = transform.param.constant 1 : i64 -> !transform.param<i64>\n"
             f"    // op {op} must exist (`inspect` lists the ids)\n"
             f"    transform.match.param.cmpi eq %g_count, %g_one : !transform.param<i64>\n"
-            f"    %pk_all = transform.get_producer_of_operand %g_all[1] : ({ANY}) -> {ANY}\n")
+            f"    %pk_all = transform.get_producer_of_operand %g_all[1] : ({ANY}) -> {ANY}\n"
+            f"    %fpk = transform.get_producer_of_operand %g_all[0] : ({ANY}) -> {ANY}\n")
     counts = [0] * (split + 1)
     counts[split] = threads
     if threads > 1:
@@ -89,7 +90,6 @@ def conv_vnni_tiling(op: str = "", tile_f: int = 8, tile_w: int = 16, tile_c: in
              f" : ({ANY}) -> ({ANY}, {ANY}, {ANY}, {ANY})\n"
              f"    transform.structured.vectorize %pkt : {ANY}\n"
              # the filter's pack (a constant's, once per call): all window positions of one pair per step
-             f"    %fpk = transform.get_producer_of_operand %g_all[0] : ({ANY}) -> {ANY}\n"
              f"    %fpkt, %fpkt_l:2 = transform.structured.tile_using_for %fpk tile_sizes [1, 1, 0, 0]"
              f" : ({ANY}) -> ({ANY}, {ANY}, {ANY})\n"
              f"    transform.structured.vectorize %fpkt : {ANY}\n")

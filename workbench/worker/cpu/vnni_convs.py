@@ -6,7 +6,7 @@ for machines with AVX512-BF16 (the convolution counterpart of `lh-vnni-contracti
  -> O[n, f, oh, ow] += ext(Wp[f, co, kh, kw, ci]) * ext(Ip[n, co, oh * sh + kh * dh, ow * sw + kw * dw, ci])
        Ip = linalg.pack of I along C by 2: N x C/2 x H x W x 2 (the two channels of a pair next to each other
             at every pixel: a run of w reads 2 x w contiguous bf16); Wp likewise, F x C/2 x KH x KW x 2
-       (an odd C is padded with a zero channel by the packs)
+       (an odd C is first padded with a zero channel)
 
 over loops (n, f, oh, ow, co, kh, kw, ci). The rewritten op carries VNNI_CONV_ATTR (the selector picks
 pipelines/cpu/conv_vnni.py by it), whose micro-kernel is one filter pair (broadcast, 32 bits) times a run of
@@ -44,16 +44,26 @@ def _eligible(op) -> bool:
 
 
 def _pack_channel_pairs(value):
-    """`value` (d0 x C x ..., bf16) packed as d0 x ceil(C/2) x ... x 2, an odd C padded with zeros."""
+    """`value` (d0 x C x ..., bf16) packed as d0 x ceil(C/2) x ... x 2, an odd C first padded with a zero
+    channel (a tensor.pad: the pack itself then has whole tiles only, which it vectorizes)."""
     from mlir import ir
     from mlir.dialects import arith, linalg, tensor
 
     t = _tensor_type(value)
     shape = list(t.shape)
-    packed = [shape[0], (shape[1] + PAIR - 1) // PAIR] + shape[2:] + [PAIR]
+    if shape[1] % PAIR:
+        zero = arith.ConstantOp(t.element_type, 0.0).result
+        low = [0] * len(shape)
+        high = [0, PAIR - shape[1] % PAIR] + [0] * (len(shape) - 2)
+        shape[1] += high[1]
+        pad = tensor.PadOp(ir.RankedTensorType.get(shape, t.element_type), value, [], [], low, high)
+        block = pad.region.blocks.append(*[ir.IndexType.get()] * len(shape))
+        with ir.InsertionPoint(block):
+            tensor.YieldOp(zero)
+        value = pad.result
+    packed = [shape[0], shape[1] // PAIR] + shape[2:] + [PAIR]
     dest = tensor.EmptyOp(packed, t.element_type).result
-    padding = arith.ConstantOp(t.element_type, 0.0).result if shape[1] % PAIR else None
-    return linalg.pack(value, dest, [1], [PAIR], padding_value=padding)
+    return linalg.pack(value, dest, [1], [PAIR])
 
 
 def _vnni_conv_generic(wp, ip, out, strides: list[int], dilations: list[int]):

@@ -45,6 +45,8 @@ PARAMS = {
 }
 
 ANY = "!transform.any_op"
+#: the most channel pairs per register tile step (unrolled) where no small divisor of the pairs exists
+MAX_PAIR_TILE = 16
 #: n, f, kh, kw, co, oh, ow, ci
 DEFAULT_INTERCHANGE = [0, 1, 5, 6, 4, 2, 3, 7]
 
@@ -148,10 +150,13 @@ def default_params(out_channels: int, out_width: int, pairs: int, threads: int =
                    vector_registers: int = 32) -> dict:
     """Parameters for a convolution with `out_channels` x `out_width` outputs per row over `pairs` input
     channel pairs: the widest accumulator (16, 8, 4 lanes) that divides the row, as many output channels
-    as leave registers for the input vectors, the pairs in blocks of up to 4 (unrolled)."""
+    as leave registers for the input vectors, the pairs in blocks of 2 to 4 (unrolled; all of a prime
+    number of pairs up to MAX_PAIR_TILE)."""
     tile_w = next((w for w in (16, 8, 4) if out_width % w == 0), 0)
     if not tile_w:
         raise ValueError(f"output width {out_width} is no multiple of 4: no VNNI tile")
     tile_f = next(f for f in (8, 4, 2, 1) if out_channels % f == 0 and f <= max(vector_registers // 2 - 4, 1))
-    tile_c = next(c for c in (4, 2, 1) if pairs % c == 0)
+    # (two pairs at least: one pair per tile is folded away with the other unit loops, and the contraction
+    # left is no longer in the VNNI layout: outer products instead of vdpbf16ps)
+    tile_c = next((c for c in (4, 2, 3) if pairs % c == 0), pairs if pairs <= MAX_PAIR_TILE else 1)
     return dict(tile_f=tile_f, tile_w=tile_w, tile_c=tile_c, threads=threads, split=split)

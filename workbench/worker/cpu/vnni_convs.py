@@ -13,7 +13,8 @@ pipelines/cpu/conv_vnni.py by it), whose micro-kernel is one filter pair (broadc
 output positions (the input's 2 x w bf16): one vdpbf16ps per output channel, input channel pair and window
 position.
 
-Eligible: static shapes, bf16 input and filter (or f32 extensions of bf16 tensors), an f32 output.
+Eligible: static shapes, bf16 input and filter (or f32 extensions of bf16 tensors), an f32 output whose
+rows (ow) are a multiple of 4, more than 2 input channels (others keep the f32 window schedule, which extends the bf16 values).
 """
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ from workbench.worker.cpu.vnni_contractions import PAIR, _bf16_input, _element, 
 VNNI_CONV_ATTR = "lh.vnni_conv"
 #: the named convolutions rewritten (their loops: n, f, oh, ow, c, kh, kw)
 CONV_OPS = ("linalg.conv_2d_nchw_fchw",)
+#: output rows must be a multiple of the narrowest vdpbf16ps (4 f32 lanes): the schedule's register tile
+#: runs along them without a remainder
+MIN_RUN = 4
 
 
 def _attr_pair(op, name: str) -> list[int]:
@@ -40,7 +44,10 @@ def _eligible(op) -> bool:
     if _element(out) != "f32" or _bf16_input(image) is None or _bf16_input(filt) is None:
         return False
     types = [_tensor_type(v) for v in (image, filt, out)]
-    return all(t is not None and t.has_static_shape for t in types)
+    if not all(t is not None and t.has_static_shape for t in types):
+        return False
+    # (one channel pair: the schedule's tile would fold the pair loop away, and with it the VNNI layout)
+    return types[2].shape[-1] % MIN_RUN == 0 and types[0].shape[1] > PAIR
 
 
 def _pack_channel_pairs(value):

@@ -87,6 +87,17 @@ def _bf16_convolution(op: dict[str, Any]) -> bool:
             and all("xbf16>" in t for t in types[:2]))
 
 
+def _pointwise_convolution(op: dict[str, Any]) -> bool:
+    """A named channels-first 2-D/3-D convolution whose filter's window is all ones (1x1, 1x1x1)."""
+    if op.get("op") not in ("linalg.conv_2d_nchw_fchw", "linalg.conv_3d_ncdhw_fcdhw"):
+        return False
+    types = op.get("operand_types") or []
+    if len(types) != 3 or "x" not in types[1]:
+        return False
+    window = types[1].split("<", 1)[-1].split("x")[2:-1]
+    return bool(window) and all(d == "1" for d in window)
+
+
 def matmul_machine_args(machine: CpuMachine) -> dict[str, int]:
     """The machine model's numbers the matmul family's `default_params` take."""
     return {"vector_bits": machine.vector_bits, "vector_registers": machine.vector_registers,
@@ -187,6 +198,10 @@ class CpuTarget(Target):
     #: the VNNI convolution schedule lowers to vdpbf16ps: workbench/worker/cpu/vnni_convs.py
     VNNI_CONVS = "pass lh-vnni-convs"
 
+    #: 1x1 (x1) convolutions with unit strides as 1-D convolutions over the collapsed plane (vectors along
+    #: all of it, no row remainders): workbench/worker/cpu/pointwise_convs.py
+    POINTWISE_CONVS = "pass lh-pointwise-convs"
+
     #: a linear layer on a 3-D input (a batch_matmul of a broadcast weight, or a generic with two row
     #: loops) as one linalg.matmul over the collapsed rows: workbench/worker/cpu/shared_rhs.py
     SHARED_RHS_MATMULS = "pass lh-shared-rhs-matmuls"
@@ -255,6 +270,8 @@ class CpuTarget(Target):
             steps.append(self.VNNI_CONTRACTIONS)    # (last: it takes the plain matmuls the steps above leave)
         if self.machine.bf16_dot_product and any(_bf16_convolution(op) for op in ops):
             steps.append(self.VNNI_CONVS)
+        if any(_pointwise_convolution(op) for op in ops):
+            steps.append(self.POINTWISE_CONVS)   # (after the VNNI rewrite, which takes bf16 2-D ones)
         return steps
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

@@ -129,3 +129,32 @@ def test_conv_vnni_default_params_fit_the_shape():
         conv_vnni.default_params(8, 18, 3)   # no tile of 4, 8 or 16 lanes divides 18
     with pytest.raises(ValueError):
         conv_vnni.conv_vnni_tiling(op="generic_1", tile_w=12)
+
+
+POINTWISE_BF16 = """func.func @main(%i: tensor<2x6x4x6xbf16>, %w: tensor<8x6x1x1xbf16>) -> tensor<2x8x4x6xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x8x4x6xf32>
+  %o = linalg.fill ins(%z : f32) outs(%e : tensor<2x8x4x6xf32>) -> tensor<2x8x4x6xf32>
+  %r = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+       ins(%i, %w : tensor<2x6x4x6xbf16>, tensor<8x6x1x1xbf16>) outs(%o : tensor<2x8x4x6xf32>) -> tensor<2x8x4x6xf32>
+  return %r : tensor<2x8x4x6xf32>
+}
+"""
+
+
+def test_pointwise_bf16_conv_takes_the_vnni_path_over_the_plane(ctx, tmp_path):
+    """A 1x1 bf16 convolution: rows of 6 (no 4-lane tile) but a plane of 24 once lh-pointwise-convs made it
+    1-D, which lh-vnni-convs views with a unit height."""
+    if not _host_has_bf16_dot():
+        pytest.skip("this host has no AVX512-BF16")
+    payload = tmp_path / "pointwise_bf16.mlir"
+    payload.write_text(POINTWISE_BF16)
+    ok(ctx, f"load {payload}")
+    ok(ctx, "select --apply")
+    labels = [a.step.label() for a in ctx.session.active_steps]
+    assert labels.index("lh-pointwise-convs") < labels.index("lh-vnni-convs"), labels
+    assert any("conv_vnni.py[gen=conv_vnni_tiling]" in label for label in labels), labels
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert DPBF16 in ctx.session.current_ir
+    assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]

@@ -81,9 +81,10 @@ def _bf16_contraction(op: dict[str, Any], ops: list[dict[str, Any]]) -> bool:
 
 
 def _bf16_convolution(op: dict[str, Any]) -> bool:
-    """A named 2-D convolution (NCHW, FCHW) reading bf16 into f32 (lh-vnni-convs takes it)."""
+    """A named 1-D/2-D channels-first convolution reading bf16 into f32 (lh-vnni-convs takes it)."""
     types = op.get("operand_types") or []
-    return (op.get("op") == "linalg.conv_2d_nchw_fchw" and op.get("dtype") == "f32" and len(types) == 3
+    return (op.get("op") in ("linalg.conv_2d_nchw_fchw", "linalg.conv_1d_ncw_fcw") and op.get("dtype") == "f32"
+            and len(types) == 3
             and all("xbf16>" in t for t in types[:2]))
 
 
@@ -268,10 +269,10 @@ class CpuTarget(Target):
             steps.append(self.SHARED_RHS_MATMULS)   # (after the fusion, which folds the reshapes around them)
         if self.machine.bf16_dot_product and any(_bf16_contraction(op, ops) for op in ops):
             steps.append(self.VNNI_CONTRACTIONS)    # (last: it takes the plain matmuls the steps above leave)
-        if self.machine.bf16_dot_product and any(_bf16_convolution(op) for op in ops):
-            steps.append(self.VNNI_CONVS)
         if any(_pointwise_convolution(op) for op in ops):
-            steps.append(self.POINTWISE_CONVS)   # (after the VNNI rewrite, which takes bf16 2-D ones)
+            steps.append(self.POINTWISE_CONVS)
+        if self.machine.bf16_dot_product and any(_bf16_convolution(op) for op in ops):
+            steps.append(self.VNNI_CONVS)        # (after the pointwise rewrite: a 1x1 one's rows are the plane)
         return steps
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

@@ -1,4 +1,4 @@
-"""`lh-vnni-convs`: 2-D convolutions (NCHW input, FCHW filter) reading bf16 and accumulating in f32 become a
+"""`lh-vnni-convs`: 2-D (and 1-D) convolutions (NCHW input, FCHW filter; NCW, FCW) reading bf16 and accumulating in f32 become a
 convolution over input and filter packed in pairs of input channels (the VNNI layout `vdpbf16ps` reads),
 for machines with AVX512-BF16 (the convolution counterpart of `lh-vnni-contractions`).
 
@@ -8,7 +8,8 @@ for machines with AVX512-BF16 (the convolution counterpart of `lh-vnni-contracti
             at every pixel: a run of w reads 2 x w contiguous bf16); Wp likewise, F x C/2 x KH x KW x 2
        (an odd C is first padded with a zero channel)
 
-over loops (n, f, oh, ow, co, kh, kw, ci). The rewritten op carries VNNI_CONV_ATTR (the selector picks
+over loops (n, f, oh, ow, co, kh, kw, ci) (a 1-D convolution, lh-pointwise-convs' 1x1 ones among them,
+with its operands viewed with a unit height, the result collapsed back). The rewritten op carries VNNI_CONV_ATTR (the selector picks
 pipelines/cpu/conv_vnni.py by it), whose micro-kernel is one filter pair (broadcast, 32 bits) times a run of
 output positions (the input's 2 x w bf16): one vdpbf16ps per output channel, input channel pair and window
 position.
@@ -23,18 +24,36 @@ from workbench.worker.cpu.vnni_contractions import PAIR, _bf16_input, _element, 
 #: the attribute the rewritten convolution carries (unit): workbench/targets/cpu.py selects by it
 VNNI_CONV_ATTR = "lh.vnni_conv"
 #: the named convolutions rewritten (their loops: n, f, oh, ow, c, kh, kw)
-CONV_OPS = ("linalg.conv_2d_nchw_fchw",)
+CONV_OPS = ("linalg.conv_2d_nchw_fchw", "linalg.conv_1d_ncw_fcw")   # (a 1-D one viewed with a unit height)
 #: output rows must be a multiple of the narrowest vdpbf16ps (4 f32 lanes): the schedule's register tile
 #: runs along them without a remainder
 MIN_RUN = 4
 
 
 def _attr_pair(op, name: str) -> list[int]:
+    """The op's strides or dilations as (h, w) (a 1-D convolution's with a unit height)."""
     from mlir import ir
 
     if name not in op.attributes:
         return [1, 1]
-    return [int(v) for v in ir.DenseIntElementsAttr(op.attributes[name])]
+    values = [int(v) for v in ir.DenseIntElementsAttr(op.attributes[name])]
+    return [1] * (2 - len(values)) + values
+
+
+def _with_unit_height(value):
+    """A 1-D operand (d0 x d1 x w) viewed as d0 x d1 x 1 x w (expand_shape, no copy); 2-D ones as they are."""
+    from mlir import ir
+    from mlir.dialects import tensor
+
+    t = _tensor_type(value)
+    shape = list(t.shape)
+    if len(shape) == 4:
+        return value
+    i64 = ir.IntegerType.get_signless(64)
+    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g])
+                                      for g in ([0], [1], [2, 3])])
+    new = shape[:2] + [1, shape[2]]
+    return tensor.ExpandShapeOp(ir.RankedTensorType.get(new, t.element_type), value, reassociation, [], new).result
 
 
 def _eligible(op) -> bool:
@@ -112,9 +131,16 @@ def vnni_convs(module) -> int:
         image, filt, out = op.operands
         strides, dilations = _attr_pair(op, "strides"), _attr_pair(op, "dilations")
         with ir.InsertionPoint(op), op.location:
-            ip = _pack_channel_pairs(_bf16_input(image))
-            wp = _pack_channel_pairs(_bf16_input(filt))
-            result = _vnni_conv_generic(wp, ip, out, strides, dilations)
+            ip = _pack_channel_pairs(_with_unit_height(_bf16_input(image)))
+            wp = _pack_channel_pairs(_with_unit_height(_bf16_input(filt)))
+            result = _vnni_conv_generic(wp, ip, _with_unit_height(out), strides, dilations)
+            if _tensor_type(out).rank == 3:
+                from mlir.dialects import tensor
+
+                i64 = ir.IntegerType.get_signless(64)
+                reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g])
+                                                  for g in ([0], [1], [2, 3])])
+                result = tensor.CollapseShapeOp(out.type, result, reassociation).result
         op.results[0].replace_all_uses_with(result)
         op.erase()
         for value in (image, filt):

@@ -58,18 +58,26 @@ def test_vnni_conv_rewrite_packs_channel_pairs():
     assert n == 1 and "tensor.pad" in text and "tensor<2x4x12x18xbf16> -> tensor<2x2x12x18x2xbf16>" in text
 
 
-def test_vnni_conv_rewrite_leaves_f32_convs_and_odd_rows():
+def test_vnni_conv_rewrite_pads_rows_to_whole_tiles():
+    # rows of 18 outputs (3x3, width 20): computed as 24 (the input widened to 26 with zeros), sliced back
+    n, text = _rewrite(_conv(6, width=20))
+    assert n == 1 and "tensor<2x6x12x20xbf16> to tensor<2x6x12x26xbf16>" in text
+    assert "tensor<2x8x10x18xf32> to tensor<2x8x10x24xf32>" in text
+    assert "tensor<2x8x10x24xf32> to tensor<2x8x10x18xf32>" in text   # the extra outputs sliced off
+    n, text = _rewrite(_conv(6))   # rows of 16: as they are
+    assert n == 1 and "x24xf32" not in text and "to tensor<2x6x12x" not in text
+
+
+def test_vnni_conv_rewrite_leaves_f32_and_single_pair_convs():
     f32 = _conv(6).replace("bf16", "f32")
     n, text = _rewrite(f32)
-    assert n == 0 and "linalg.conv_2d_nchw_fchw" in text
-    n, text = _rewrite(_conv(6, width=20))   # rows of 18 outputs: no 4-lane tile divides them
     assert n == 0 and "linalg.conv_2d_nchw_fchw" in text
     n, text = _rewrite(_conv(2))             # one channel pair
     assert n == 0 and "linalg.conv_2d_nchw_fchw" in text
 
 
 @pytest.mark.parametrize("case", [dict(channels=6), dict(channels=3, stride_h=2, dilation_w=2, width=20),
-                                  dict(channels=4, width=50)])
+                                  dict(channels=4, width=50), dict(channels=5, width=13)])
 def test_vnni_conv_schedule_runs_and_matches(ctx, tmp_path, case):
     if not _host_has_bf16_dot():
         pytest.skip("this host has no AVX512-BF16")

@@ -14,8 +14,10 @@ pipelines/cpu/conv_vnni.py by it), whose micro-kernel is one filter pair (broadc
 output positions (the input's 2 x w bf16): one vdpbf16ps per output channel, input channel pair and window
 position.
 
-Eligible: static shapes, bf16 input and filter (or f32 extensions of bf16 tensors), an f32 output whose
-rows (ow) are a multiple of 4, more than 2 input channels (others keep the f32 window schedule, which extends the bf16 values).
+Eligible: static shapes, bf16 input and filter (or f32 extensions of bf16 tensors), an f32 output, more
+than 2 input channels (others keep the f32 window schedule, which extends the bf16 values). Output rows
+that are no multiple of 8 are padded to one (the input widened with zeros to what the extra positions
+read), the extra outputs sliced off: whole register tiles (ResNet's 28, 14 and 7 wide rows: 32, 16, 8).
 """
 from __future__ import annotations
 
@@ -25,9 +27,9 @@ from workbench.worker.cpu.vnni_contractions import PAIR, _bf16_input, _element, 
 VNNI_CONV_ATTR = "lh.vnni_conv"
 #: the named convolutions rewritten (their loops: n, f, oh, ow, c, kh, kw)
 CONV_OPS = ("linalg.conv_2d_nchw_fchw", "linalg.conv_1d_ncw_fcw")   # (a 1-D one viewed with a unit height)
-#: output rows must be a multiple of the narrowest vdpbf16ps (4 f32 lanes): the schedule's register tile
-#: runs along them without a remainder
-MIN_RUN = 4
+#: output rows (ow) are padded to a multiple of this (the extra positions computed on zeros, sliced off):
+#: the schedule's register tile runs along them without a remainder, 8 or 16 f32 lanes per vdpbf16ps
+ROW_MULTIPLE = 8
 
 
 def _attr_pair(op, name: str) -> list[int]:
@@ -66,30 +68,53 @@ def _eligible(op) -> bool:
     if not all(t is not None and t.has_static_shape for t in types):
         return False
     # (one channel pair: the schedule's tile would fold the pair loop away, and with it the VNNI layout)
-    return types[2].shape[-1] % MIN_RUN == 0 and types[0].shape[1] > PAIR
+    return types[0].shape[1] > PAIR
+
+
+def _pad_high(value, dim: int, amount: int):
+    """`value` with `amount` zeros appended along `dim` (a tensor.pad)."""
+    from mlir import ir
+    from mlir.dialects import arith, tensor
+
+    t = _tensor_type(value)
+    shape = list(t.shape)
+    high = [0] * len(shape)
+    high[dim] = amount
+    shape[dim] += amount
+    pad = tensor.PadOp(ir.RankedTensorType.get(shape, t.element_type), value, [], [], [0] * len(shape), high)
+    block = pad.region.blocks.append(*[ir.IndexType.get()] * len(shape))
+    with ir.InsertionPoint(block):
+        tensor.YieldOp(arith.ConstantOp(t.element_type, 0.0).result)
+    return pad.result
 
 
 def _pack_channel_pairs(value):
     """`value` (d0 x C x ..., bf16) packed as d0 x ceil(C/2) x ... x 2, an odd C first padded with a zero
     channel (a tensor.pad: the pack itself then has whole tiles only, which it vectorizes)."""
-    from mlir import ir
-    from mlir.dialects import arith, linalg, tensor
+    from mlir.dialects import linalg, tensor
 
+    if _tensor_type(value).shape[1] % PAIR:
+        value = _pad_high(value, 1, PAIR - _tensor_type(value).shape[1] % PAIR)
     t = _tensor_type(value)
     shape = list(t.shape)
-    if shape[1] % PAIR:
-        zero = arith.ConstantOp(t.element_type, 0.0).result
-        low = [0] * len(shape)
-        high = [0, PAIR - shape[1] % PAIR] + [0] * (len(shape) - 2)
-        shape[1] += high[1]
-        pad = tensor.PadOp(ir.RankedTensorType.get(shape, t.element_type), value, [], [], low, high)
-        block = pad.region.blocks.append(*[ir.IndexType.get()] * len(shape))
-        with ir.InsertionPoint(block):
-            tensor.YieldOp(zero)
-        value = pad.result
     packed = [shape[0], shape[1] // PAIR] + shape[2:] + [PAIR]
     dest = tensor.EmptyOp(packed, t.element_type).result
     return linalg.pack(value, dest, [1], [PAIR])
+
+
+def _padded_rows(image, out, filter_width: int, strides: list[int], dilations: list[int]):
+    """(image, out) with the output rows (ow) padded to a multiple of ROW_MULTIPLE and the input widened
+    to what the extra positions read (zeros): whole register tiles along the rows; the extra outputs are
+    sliced off the result."""
+    ow = _tensor_type(out).shape[-1]
+    if ow % ROW_MULTIPLE == 0:
+        return image, out
+    padded = -(-ow // ROW_MULTIPLE) * ROW_MULTIPLE
+    needed = (padded - 1) * strides[1] + (filter_width - 1) * dilations[1] + 1
+    width = _tensor_type(image).shape[-1]
+    if needed > width:
+        image = _pad_high(image, 3, needed - width)
+    return image, _pad_high(out, 3, padded - ow)
 
 
 def _vnni_conv_generic(wp, ip, out, strides: list[int], dilations: list[int]):
@@ -131,9 +156,19 @@ def vnni_convs(module) -> int:
         image, filt, out = op.operands
         strides, dilations = _attr_pair(op, "strides"), _attr_pair(op, "dilations")
         with ir.InsertionPoint(op), op.location:
-            ip = _pack_channel_pairs(_with_unit_height(_bf16_input(image)))
+            image4, out4 = _padded_rows(_with_unit_height(_bf16_input(image)), _with_unit_height(out),
+                                        _tensor_type(filt).shape[-1], strides, dilations)
+            ip = _pack_channel_pairs(image4)
             wp = _pack_channel_pairs(_with_unit_height(_bf16_input(filt)))
-            result = _vnni_conv_generic(wp, ip, _with_unit_height(out), strides, dilations)
+            result = _vnni_conv_generic(wp, ip, out4, strides, dilations)
+            out_shape = list(_tensor_type(out4).shape)
+            ow = _tensor_type(out).shape[-1]
+            if out_shape[-1] != ow:
+                from mlir.dialects import tensor
+
+                sizes = out_shape[:-1] + [ow]
+                sliced = ir.RankedTensorType.get(sizes, _tensor_type(out).element_type)
+                result = tensor.ExtractSliceOp(sliced, result, [], [], [], [0] * 4, sizes, [1] * 4).result
             if _tensor_type(out).rank == 3:
                 from mlir.dialects import tensor
 

@@ -74,6 +74,10 @@ def test_vnni_conv_rewrite_leaves_f32_and_single_pair_convs():
     assert n == 0 and "linalg.conv_2d_nchw_fchw" in text
     n, text = _rewrite(_conv(2))             # one channel pair
     assert n == 0 and "linalg.conv_2d_nchw_fchw" in text
+    strided_w = _conv(6).replace("dense<[1, 1]> : vector<2xi64>}", "dense<[1, 2]> : vector<2xi64>}").replace(
+        "x16xf32>", "x8xf32>")                 # a stride along w: the input pairs of a run are not contiguous
+    n, text = _rewrite(strided_w)
+    assert n == 0 and "linalg.conv_2d_nchw_fchw" in text
 
 
 @pytest.mark.parametrize("case", [dict(channels=6), dict(channels=3, stride_h=2, dilation_w=2, width=20),

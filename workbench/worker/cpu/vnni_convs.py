@@ -15,7 +15,7 @@ output positions (the input's 2 x w bf16): one vdpbf16ps per output channel, inp
 position.
 
 Eligible: static shapes, bf16 input and filter (or f32 extensions of bf16 tensors), an f32 output, more
-than 2 input channels (others keep the f32 window schedule, which extends the bf16 values). Output rows
+than 2 input channels, a unit stride along w (others keep the f32 window schedule, which extends the bf16 values). Output rows
 that are no multiple of 8 are padded to one (the input widened with zeros to what the extra positions
 read), the extra outputs sliced off: whole register tiles (ResNet's 28, 14 and 7 wide rows: 32, 16, 8).
 """
@@ -67,8 +67,9 @@ def _eligible(op) -> bool:
     types = [_tensor_type(v) for v in (image, filt, out)]
     if not all(t is not None and t.has_static_shape for t in types):
         return False
-    # (one channel pair: the schedule's tile would fold the pair loop away, and with it the VNNI layout)
-    return types[0].shape[1] > PAIR
+    # (one channel pair: the schedule's tile would fold the pair loop away, and with it the VNNI layout; a
+    # stride along w: the input pairs of a run of outputs are not contiguous)
+    return types[0].shape[1] > PAIR and _attr_pair(op, "strides")[1] == 1
 
 
 def _pad_high(value, dim: int, amount: int):

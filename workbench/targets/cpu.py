@@ -203,6 +203,10 @@ class CpuTarget(Target):
     #: all of it, no row remainders): workbench/worker/cpu/pointwise_convs.py
     POINTWISE_CONVS = "pass lh-pointwise-convs"
 
+    #: convolutions whose output rows are a little short of a multiple of 16 (60, 30) computed over padded
+    #: rows, the extra outputs sliced off: no remainder tiles (workbench/worker/cpu/padded_conv_rows.py)
+    PAD_CONV_ROWS = "pass lh-pad-conv-rows"
+
     #: a linear layer on a 3-D input (a batch_matmul of a broadcast weight, or a generic with two row
     #: loops) as one linalg.matmul over the collapsed rows: workbench/worker/cpu/shared_rhs.py
     SHARED_RHS_MATMULS = "pass lh-shared-rhs-matmuls"
@@ -273,6 +277,8 @@ class CpuTarget(Target):
             steps.append(self.POINTWISE_CONVS)
         if self.machine.bf16_dot_product and any(_bf16_convolution(op) for op in ops):
             steps.append(self.VNNI_CONVS)        # (after the pointwise rewrite: a 1x1 one's rows are the plane)
+        if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
+            steps.append(self.PAD_CONV_ROWS)     # (a no-op, left out, unless a row is just short of whole vectors)
         return steps
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

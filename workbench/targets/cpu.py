@@ -80,6 +80,25 @@ def _bf16_contraction(op: dict[str, Any], ops: list[dict[str, Any]]) -> bool:
     return len(inputs) == 2 and all(0 <= i < len(ops) and _bf16_extension(ops[i]) for i in inputs)
 
 
+def _bf16_convolution(op: dict[str, Any]) -> bool:
+    """A named 1-D/2-D channels-first convolution reading bf16 into f32 (lh-vnni-convs takes it)."""
+    types = op.get("operand_types") or []
+    return (op.get("op") in ("linalg.conv_2d_nchw_fchw", "linalg.conv_1d_ncw_fcw") and op.get("dtype") == "f32"
+            and len(types) == 3
+            and all("xbf16>" in t for t in types[:2]))
+
+
+def _pointwise_convolution(op: dict[str, Any]) -> bool:
+    """A named channels-first 2-D/3-D convolution whose filter's window is all ones (1x1, 1x1x1)."""
+    if op.get("op") not in ("linalg.conv_2d_nchw_fchw", "linalg.conv_3d_ncdhw_fcdhw"):
+        return False
+    types = op.get("operand_types") or []
+    if len(types) != 3 or "x" not in types[1]:
+        return False
+    window = types[1].split("<", 1)[-1].split("x")[2:-1]
+    return bool(window) and all(d == "1" for d in window)
+
+
 def matmul_machine_args(machine: CpuMachine) -> dict[str, int]:
     """The machine model's numbers the matmul family's `default_params` take."""
     return {"vector_bits": machine.vector_bits, "vector_registers": machine.vector_registers,
@@ -176,6 +195,18 @@ class CpuTarget(Target):
     #: workbench/worker/cpu/vnni_contractions.py
     VNNI_CONTRACTIONS = "pass lh-vnni-contractions"
 
+    #: bf16 2-D convolutions into f32 become convolutions over input and filter packed in channel pairs, which
+    #: the VNNI convolution schedule lowers to vdpbf16ps: workbench/worker/cpu/vnni_convs.py
+    VNNI_CONVS = "pass lh-vnni-convs"
+
+    #: 1x1 (x1) convolutions with unit strides as 1-D convolutions over the collapsed plane (vectors along
+    #: all of it, no row remainders): workbench/worker/cpu/pointwise_convs.py
+    POINTWISE_CONVS = "pass lh-pointwise-convs"
+
+    #: convolutions whose output rows are a little short of a multiple of 16 (60, 30) computed over padded
+    #: rows, the extra outputs sliced off: no remainder tiles (workbench/worker/cpu/padded_conv_rows.py)
+    PAD_CONV_ROWS = "pass lh-pad-conv-rows"
+
     #: a linear layer on a 3-D input (a batch_matmul of a broadcast weight, or a generic with two row
     #: loops) as one linalg.matmul over the collapsed rows: workbench/worker/cpu/shared_rhs.py
     SHARED_RHS_MATMULS = "pass lh-shared-rhs-matmuls"
@@ -242,6 +273,12 @@ class CpuTarget(Target):
             steps.append(self.SHARED_RHS_MATMULS)   # (after the fusion, which folds the reshapes around them)
         if self.machine.bf16_dot_product and any(_bf16_contraction(op, ops) for op in ops):
             steps.append(self.VNNI_CONTRACTIONS)    # (last: it takes the plain matmuls the steps above leave)
+        if any(_pointwise_convolution(op) for op in ops):
+            steps.append(self.POINTWISE_CONVS)
+        if self.machine.bf16_dot_product and any(_bf16_convolution(op) for op in ops):
+            steps.append(self.VNNI_CONVS)        # (after the pointwise rewrite: a 1x1 one's rows are the plane)
+        if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
+            steps.append(self.PAD_CONV_ROWS)     # (a no-op, left out, unless a row is just short of whole vectors)
         return steps
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -285,6 +322,8 @@ class CpuTarget(Target):
         """The (spec, params) entries for one inspected op (none: no shipped schedule handles it);
         `ops`: all inspected ops (a matmul's epilogue chain)."""
         machine = self.machine
+        if op.get("layout") == "vnni_conv":
+            return [self.vnni_conv_entry(op), (self.pipeline_path_for(self.flatten_transfers_pipeline), {})]
         if op.get("layout") == "vnni":
             # (then its B panel rows read flat, before the vector lowering breaks the flattening casts)
             return [self.vnni_entry(op), (self.pipeline_path_for(self.flatten_transfers_pipeline), {})]
@@ -343,6 +382,21 @@ class CpuTarget(Target):
         if "b" in dims:
             params["batch"] = 1
         return f"{self.pipeline_path_for(self.matmul_vnni_schedule)}[gen=matmul_vnni_tiling]", {**params, "op": op["id"]}
+
+    #: the schedule of bf16 convolutions over channel pairs (lh-vnni-convs' lh.vnni_conv generics)
+    conv_vnni_schedule = "cpu/conv_vnni.py"
+
+    def vnni_conv_entry(self, op: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """(spec, params) of the VNNI convolution schedule for an inspected lh.vnni_conv generic: its batch
+        (else output channels) split over the cores where it divides them."""
+        dims = op["dims"]
+        library = _load_library_module(self.conv_vnni_schedule)
+        cores = self.machine.usable_cpus if op.get("flops", 0) >= MIN_PARALLEL_MATMUL else 1
+        split = 0 if dims["n"] >= cores else 1
+        threads = max(t for t in range(1, cores + 1) if dims[("n", "f")[split]] % t == 0)
+        params = library.default_params(dims["f"], dims["ow"], dims["co"], threads=threads, split=split,
+                                        vector_registers=self.machine.vector_registers)
+        return f"{self.pipeline_path_for(self.conv_vnni_schedule)}[gen=conv_vnni_tiling]", {**params, "op": op["id"]}
 
     #: the matmul family's schedules (pipelines/cpu/matmul_family.py): op kind -> generator
     matmul_family_schedule = "cpu/matmul_family.py"

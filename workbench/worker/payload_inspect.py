@@ -266,6 +266,13 @@ def describe_linalg_op(op) -> dict:
         if all(d >= 0 for d in domain):
             info["flops"] = 2 * math.prod(domain)
         return info
+    if name == "linalg.generic" and "lh.vnni_conv" in op.attributes and domain is not None and len(domain) == 8:
+        # a bf16 convolution over channel pairs (lh-vnni-convs): loops (n, f, oh, ow, co, kh, kw, ci)
+        info.update(kind="convolution", layout="vnni_conv",
+                    dims=dict(zip(("n", "f", "oh", "ow", "co", "kh", "kw", "ci"), domain)))
+        if all(d >= 0 for d in domain):
+            info["flops"] = 2 * math.prod(domain)
+        return info
     lead = _batch_dims(op) if name == "linalg.generic" and domain is not None and len(domain) > 4 else 0
     if lead and iterators == ["parallel"] * (len(domain) - 1) + ["reduction"] and _is_mul_add(op):
         # a batch matmul with several batch dims (b0, b1, m, n, k: attention's per-head products once

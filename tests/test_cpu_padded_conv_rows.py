@@ -1,0 +1,71 @@
+"""lh-pad-conv-rows: convolutions whose output rows are a little short of a multiple of 16 run over padded
+rows (input widened with zeros, init padded, result sliced); the selector path runs and matches on AVX-512
+and AVX2."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import ok
+
+CONV = """func.func @main(%i: tensor<2x4x5xINxf32>, %w: tensor<8x4x3x3xf32>, %b: tensor<2x8x3xOUTxf32>) -> tensor<2x8x3xOUTxf32> {
+  %r = linalg.conv_2d_nchw_fchw {dilations = dense<[1, D]> : vector<2xi64>, strides = dense<[1, S]> : vector<2xi64>}
+       ins(%i, %w : tensor<2x4x5xINxf32>, tensor<8x4x3x3xf32>) outs(%b : tensor<2x8x3xOUTxf32>) -> tensor<2x8x3xOUTxf32>
+  return %r : tensor<2x8x3xOUTxf32>
+}
+"""
+
+
+def _conv(width: int, stride: int = 1, dilation: int = 1) -> str:
+    out = (width - 2 * dilation - 1) // stride + 1
+    return (CONV.replace("xINx", f"x{width}x").replace("xOUTx", f"x{out}x").replace("S]", f"{stride}]")
+            .replace("D]", f"{dilation}]"))
+
+
+def _rewrite(text: str) -> tuple[int, str]:
+    from mlir import ir
+
+    from workbench.worker.cpu.padded_conv_rows import pad_conv_rows
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        n = pad_conv_rows(module)
+        assert module.operation.verify()
+        return n, str(module)
+
+
+def test_rows_just_short_of_whole_vectors_are_padded():
+    from workbench.worker.cpu.padded_conv_rows import padded_width
+
+    assert [padded_width(w) for w in (60, 30, 56, 52, 64, 12)] == [64, 32, 56, 52, 64, 12]
+    n, text = _rewrite(_conv(62))   # rows of 60 -> 64: the input widened to 66, the init to 64
+    assert n == 1
+    assert "tensor<2x4x5x62xf32> to tensor<2x4x5x66xf32>" in text
+    assert "tensor<2x8x3x60xf32> to tensor<2x8x3x64xf32>" in text
+    assert "tensor<2x8x3x64xf32> to tensor<2x8x3x60xf32>" in text   # the extra outputs sliced off
+    n, text = _rewrite(_conv(32, dilation=2))   # rows of 28 (dilated window): 32 would be 1/7 extra
+    assert n == 0
+    n, text = _rewrite(_conv(34, dilation=2))   # rows of 30 -> 32, the input widened to 36
+    assert n == 1 and "tensor<2x4x5x34xf32> to tensor<2x4x5x36xf32>" in text
+
+
+def test_whole_rows_and_strided_rows_are_left():
+    for text in (_conv(66), _conv(58), _conv(122, stride=2)):   # 64 (whole), 56 (half vectors), strided
+        n, out = _rewrite(text)
+        assert n == 0 and "tensor.pad" not in out
+
+
+@pytest.mark.parametrize("cpu", ["host", "avx2"])
+@pytest.mark.parametrize("width,dilation", [(62, 1), (34, 2)])
+def test_padded_rows_run_and_match(ctx, tmp_path, cpu, width, dilation):
+    payload = tmp_path / "conv_rows.mlir"
+    payload.write_text(_conv(width, dilation=dilation))
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, f"target cpu --cpu {cpu}")
+        ok(ctx, "select --apply")
+        assert "lh-pad-conv-rows" in " ".join(a.step.label() for a in ctx.session.active_steps)
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host")

@@ -1,0 +1,82 @@
+"""`lh-pad-conv-rows`: channels-first convolutions whose output rows (ow, unit stride) are a little short of a
+multiple of a 512-bit vector (16 f32) computed over padded rows: the input widened with zeros to what the
+extra positions read, the init padded, the extra outputs sliced off the result.
+
+    O[.., 0:ow] = conv(I, W, init)  ->  conv(pad(I), W, pad(init))[.., 0:ow]
+
+The window schedule vectorizes along the rows; a row that is no multiple of the vector width is split into
+whole vectors and one tile of the rest (60 = 48 + 12: the 12 wide tile is lowered as an 8 and a 4 wide
+one). Padded to 64 every tile is whole, at the price of ROW_WASTE at most of extra multiply-adds and a
+copy of the input and of the result.
+"""
+from __future__ import annotations
+
+from workbench.worker.cpu.vnni_convs import _pad_high, _tensor_type
+
+#: named channels-first convolutions and the rank of their spatial dims
+CONVS = {"linalg.conv_1d_ncw_fcw": 1, "linalg.conv_2d_nchw_fchw": 2, "linalg.conv_3d_ncdhw_fcdhw": 3}
+#: rows are padded to a multiple of this (f32 lanes of a 512-bit vector; two 256-bit ones)
+ROW_MULTIPLE = 16
+#: at most this fraction of extra positions (60 -> 64, 30 -> 32; not 56 -> 64, which half vectors divide)
+ROW_WASTE = 1 / 8
+
+
+def _ints(op, name: str, rank: int) -> list[int]:
+    from mlir import ir
+
+    if name not in op.attributes:
+        return [1] * rank
+    return [int(v) for v in ir.DenseIntElementsAttr(op.attributes[name])]
+
+
+def padded_width(ow: int) -> int:
+    """The padded row length for `ow` outputs, `ow` itself where no padding pays."""
+    if ow <= ROW_MULTIPLE or ow % ROW_MULTIPLE == 0:
+        return ow
+    padded = -(-ow // ROW_MULTIPLE) * ROW_MULTIPLE
+    return padded if padded - ow <= ROW_WASTE * ow else ow
+
+
+def _eligible(op) -> bool:
+    from mlir import ir
+
+    rank = CONVS.get(op.name)
+    if rank is None or len(op.operands) != 3 or len(op.results) != 1:
+        return False
+    types = [v.type for v in op.operands]
+    if not all(isinstance(t, ir.RankedTensorType) and t.has_static_shape for t in types):
+        return False
+    ow = types[2].shape[-1]
+    return _ints(op, "strides", rank)[-1] == 1 and padded_width(ow) != ow
+
+
+def pad_conv_rows(module) -> int:
+    """Rewrite every eligible convolution (module docstring); how many were rewritten."""
+    from mlir import ir
+    from mlir.dialects import tensor
+
+    from workbench.worker.ir_walk import ops_where
+
+    rewritten = 0
+    for op in ops_where(module, _eligible):
+        rank = CONVS[op.name]
+        image, filt, init = op.operands
+        out_shape = list(_tensor_type(init).shape)
+        ow = out_shape[-1]
+        padded = padded_width(ow)
+        dilation = _ints(op, "dilations", rank)[-1]
+        needed = padded + (_tensor_type(filt).shape[-1] - 1) * dilation
+        with ir.InsertionPoint(op), op.location:
+            width = _tensor_type(image).shape[-1]
+            wide = _pad_high(image, len(out_shape) - 1, needed - width) if needed > width else image
+            wide_init = _pad_high(init, len(out_shape) - 1, padded - ow)
+            piece = op.clone(ip=ir.InsertionPoint(op))
+            piece.operands[0] = wide
+            piece.operands[2] = wide_init
+            piece.results[0].set_type(wide_init.type)
+            result = tensor.ExtractSliceOp(init.type, piece.results[0], [], [], [], [0] * len(out_shape), out_shape,
+                                           [1] * len(out_shape)).result
+        op.results[0].replace_all_uses_with(result)
+        op.erase()
+        rewritten += 1
+    return rewritten

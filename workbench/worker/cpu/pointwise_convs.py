@@ -1,0 +1,85 @@
+"""`lh-pointwise-convs`: channels-first convolutions with a 1 x 1 (x 1) window and unit strides (ResNet's
+bottleneck 1x1 convolutions, a 1x1x1 conv3d) as one 1-D convolution over the spatial dims collapsed:
+
+    O[n, f, h, w] += I[n, c, h, w] * W[f, c, 0, 0]
+ -> O'[n, f, h * W + w] += I'[n, c, h * W + w] * W'[f, c, 0]     (linalg.conv_1d_ncw_fcw)
+
+with I', W', O' collapse_shape views of I, W and the init (no copies) and the result expanded back. The
+window schedule then vectorizes along the whole plane (h * w positions, 784 for 28 x 28) instead of along
+rows (28 = 16 + a remainder of 12: 43% of the tiles 12 wide, measured 25% slower for 256 -> 256
+channels at 28 x 28).
+"""
+from __future__ import annotations
+
+#: named channels-first convolutions and the rank of their spatial dims
+CONVS = {"linalg.conv_2d_nchw_fchw": 2, "linalg.conv_3d_ncdhw_fcdhw": 3}
+
+
+def _ints(op, name: str, rank: int) -> list[int]:
+    from mlir import ir
+
+    if name not in op.attributes:
+        return [1] * rank
+    return [int(v) for v in ir.DenseIntElementsAttr(op.attributes[name])]
+
+
+def _shape(value) -> list[int] | None:
+    from mlir import ir
+
+    t = value.type
+    if not isinstance(t, ir.RankedTensorType):
+        try:
+            t = ir.RankedTensorType(t)
+        except ValueError:
+            return None
+    return list(t.shape) if t.has_static_shape else None
+
+
+def _eligible(op) -> bool:
+    rank = CONVS.get(op.name)
+    if rank is None or len(op.operands) != 3 or len(op.results) != 1:
+        return False
+    shapes = [_shape(v) for v in op.operands]
+    if any(s is None for s in shapes):
+        return False
+    return shapes[1][2:] == [1] * rank and _ints(op, "strides", rank) == [1] * rank
+
+
+def _collapse_spatial(value, keep: int):
+    """`value` (d0 x d1 x spatial..) viewed as d0 x d1 x prod(spatial); `keep` leading dims kept."""
+    from mlir import ir
+    from mlir.dialects import tensor
+
+    t = ir.RankedTensorType(value.type)
+    shape = list(t.shape)
+    i64 = ir.IntegerType.get_signless(64)
+    groups = [[i] for i in range(keep)] + [list(range(keep, len(shape)))]
+    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups])
+    flat = 1
+    for d in shape[keep:]:
+        flat *= d
+    result = ir.RankedTensorType.get(shape[:keep] + [flat], t.element_type)
+    return tensor.CollapseShapeOp(result, value, reassociation).result, reassociation
+
+
+def pointwise_convs(module) -> int:
+    """Rewrite every eligible convolution (module docstring); how many were rewritten."""
+    from mlir import ir
+    from mlir.dialects import linalg, tensor
+
+    from workbench.worker.ir_walk import ops_where
+
+    rewritten = 0
+    for op in ops_where(module, _eligible):
+        image, filt, init = op.operands
+        out_type = ir.RankedTensorType(op.results[0].type)
+        with ir.InsertionPoint(op), op.location:
+            i1, _ = _collapse_spatial(image, 2)
+            w1, _ = _collapse_spatial(filt, 2)   # F x C x 1
+            o1, reassociation = _collapse_spatial(init, 2)
+            conv = linalg.conv_1d_ncw_fcw(i1, w1, outs=[o1], strides=[1], dilations=[1])
+            result = tensor.ExpandShapeOp(out_type, conv, reassociation, [], list(out_type.shape)).result
+        op.results[0].replace_all_uses_with(result)
+        op.erase()
+        rewritten += 1
+    return rewritten

@@ -227,7 +227,15 @@ class CpuTarget(Target):
         powers = any("math.fpowi" in (op.get("loops") or {}).get("body", []) for op in ops)
         first = [self.OUTLINE_REPEATED_STEPS, self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS,
                  self.DROP_DEAD_RESULTS, self.FUSE_INTO_GATHERS, self.WIDEN_BOOL_REDUCTIONS]
-        steps = first + [self.FUSE_ELEMENTWISE] if generics >= 2 or powers else first
+        if generics >= 2 or powers:
+            if any(op.get("op") == "linalg.batch_matmul" for op in ops):
+                # a batch matmul of a broadcast weight becomes one matmul before the fusion, which would
+                # fold the reshapes after it into the batch matmul (a generic over a broadcast copy of
+                # the weight: 128 copies of a 256x768 matrix in a transformer layer's input projection)
+                first = first + [self.SHARED_RHS_MATMULS]
+            steps = first + [self.FUSE_ELEMENTWISE]
+        else:
+            steps = first
         if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
             steps.append(self.DILATED_INPUT_CONVS)   # (a no-op, left out, unless an input is stride-dilated)
         if any("tensor.extract" in (op.get("loops") or {}).get("body", []) for op in ops):

@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from workbench.paths import LIBRARY_DIR
-from workbench.targets import cpu_selector
+from workbench.targets import cpu_rows, cpu_selector
 
 from workbench.targets.base import Target, keep_freed_memory, register
 from workbench.targets.cpu_host import CpuMachine, host_machine, machine_for
@@ -153,6 +153,8 @@ class CpuTarget(Target):
 
     #: the whole-module tail after per-op steps (bufferization, vector lowering): pipelines/cpu/finish.py
     finish_schedule = "cpu/finish.py"
+    #: chains of ops over the same rows, fused by rows: pipelines/cpu/rows.py (workbench/targets/cpu_rows.py)
+    rows_schedule = "cpu/rows.py"
     finish_generator = "bufferize_and_lower_vectors"
 
     #: elementwise producers fused into their consumers (one pass over memory instead of one per op), then
@@ -265,8 +267,15 @@ class CpuTarget(Target):
         ops = info.get("ops", [])
         per_op: list[tuple[str, dict[str, Any]]] = []
         in_epilogue: set[int] = set()
+        # chains of ops over the same rows (a softmax, a norm): one step fusing each by rows, at its last op
+        chains = {chain[0][0]: chain for chain in cpu_rows.row_chains(ops)}
+        in_chain = {i for chain in chains.values() for i, _ in chain}
         for index, op in enumerate(ops):
-            if index in in_epilogue:
+            if index in chains:
+                per_op.append((f"{self.pipeline_path_for(self.rows_schedule)}[gen=fuse_rows]",
+                               cpu_rows.chain_params(ops, chains[index])))
+                continue
+            if index in in_epilogue or index in in_chain:
                 continue
             entries = self._select_op(op, ops)
             if entries and entries[0][0].endswith("[gen=matmul_epilogue]"):

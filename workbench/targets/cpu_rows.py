@@ -10,8 +10,8 @@ the ops it reads through the rows, transitively:
     (d0..d_p-1: broadcast along the row);
   - elementwise ops over the rows alone (domain [rows...], a per-row flag or scale), read likewise;
   - the fills that initialize the members' reductions.
-A member every one of whose consumers is not in the chain is left out (with what only it reads), so that
-no op is computed twice. A chain with a reduction and two ops or more is worth a step of its own.
+A member read by anything outside the chain (an op, a return, a reshape) is left out (with what only it
+reads), so that no op is computed twice. A chain with a reduction and two ops or more is worth a step of its own.
 """
 from __future__ import annotations
 
@@ -88,7 +88,7 @@ def row_chain(ops: list[dict[str, Any]], sink: int) -> list[tuple[int, str]] | N
     while changed:
         changed = False
         for i in list(members):
-            if i != sink and any(c not in members for c in ops[i].get("consumers") or []):
+            if i != sink and (ops[i].get("other_uses") or any(c not in members for c in ops[i].get("consumers") or [])):
                 del members[i]
                 changed = True
         # members no longer reachable from the sink through members

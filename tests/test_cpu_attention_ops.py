@@ -269,3 +269,102 @@ def test_a_named_batch_matmul_zeroes_one_batch_at_a_time(ctx, tmp_path):
     assert "memref<1x64x64xf32" in fill, fill
     assert "vector.fma" in ir or "vector.outerproduct" in ir
     _lowered_run_matches(ctx)
+
+
+def _grouped_contraction(a: str, w: str, c: str, iterators: str, shapes: tuple[str, str, str]) -> str:
+    sa, sw, sc = shapes
+    return f"""#a = affine_map<{a}>
+#b = affine_map<{w}>
+#c = affine_map<{c}>
+func.func @proj(%x: tensor<{sa}xf32>, %w: tensor<{sw}xf32>) -> tensor<{sc}xf32> {{
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<{sc}xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<{sc}xf32>) -> tensor<{sc}xf32>
+  %r = linalg.generic {{indexing_maps = [#a, #b, #c], iterator_types = [{iterators}]}}
+      ins(%x, %w : tensor<{sa}xf32>, tensor<{sw}xf32>) outs(%c : tensor<{sc}xf32>) {{
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  }} -> tensor<{sc}xf32>
+  return %r : tensor<{sc}xf32>
+}}
+"""
+
+
+# attention's output projection summed over (heads, head dim); a QKV projection whose columns are (3, d)
+HEADS_REDUCED = _grouped_contraction("(r0, r1, n, h, d) -> (r0, r1, h, d)", "(r0, r1, n, h, d) -> (h, d, n)",
+                                     "(r0, r1, n, h, d) -> (r0, r1, n)",
+                                     '"parallel", "parallel", "parallel", "reduction", "reduction"',
+                                     ("6x8x4x16", "4x16x32", "6x8x32"))
+COLUMNS_SPLIT = _grouped_contraction("(r0, r1, g, n, k) -> (r0, r1, k)", "(r0, r1, g, n, k) -> (k, g, n)",
+                                     "(r0, r1, g, n, k) -> (r0, r1, g, n)",
+                                     '"parallel", "parallel", "parallel", "parallel", "reduction"',
+                                     ("6x8x64", "64x2x16", "6x8x2x16"))
+# a loop in both A and W is a batch loop: no weight shared by the rows
+BATCHED = _grouped_contraction("(b, m, n, k) -> (b, m, k)", "(b, m, n, k) -> (b, k, n)", "(b, m, n, k) -> (b, m, n)",
+                               '"parallel", "parallel", "parallel", "reduction"', ("6x8x64", "6x64x32", "6x8x32"))
+
+
+@pytest.mark.parametrize("text,product", [(HEADS_REDUCED, "tensor<48x64xf32>, tensor<64x32xf32>"),
+                                          (COLUMNS_SPLIT, "tensor<48x64xf32>, tensor<64x32xf32>")],
+                         ids=["reduced_loops_grouped", "column_loops_grouped"])
+def test_grouped_loops_of_a_shared_weight_become_one_matmul(ctx, tmp_path, text, product):
+    _load(ctx, tmp_path, text)
+    ok(ctx, "apply pass lh-shared-rhs-matmuls")
+    ir = ctx.session.current_ir
+    assert "linalg.matmul" in ir and product in ir and "linalg.generic" not in ir, ir
+    ok(ctx, f"load {tmp_path / 'p.mlir'}")
+    ok(ctx, "select --apply")
+    _lowered_run_matches(ctx)
+
+
+def test_a_batch_loop_keeps_the_contraction(ctx, tmp_path):
+    _load(ctx, tmp_path, BATCHED)
+    ok(ctx, "apply pass lh-shared-rhs-matmuls")
+    assert "linalg.matmul" not in ctx.session.current_ir
+
+
+# a linear layer as torch-mlir writes it on a 3-D input, its columns split after it (q, k, v)
+BROADCAST_BMM_SPLIT = """#w = affine_map<(b, k, n) -> (k, n)>
+#id = affine_map<(b, k, n) -> (b, k, n)>
+#id4 = affine_map<(b, m, g, n) -> (b, m, g, n)>
+func.func @qkv(%x: tensor<6x8x64xf32>, %w: tensor<64x32xf32>) -> tensor<6x8x2x16xf32> {
+  %z = arith.constant 0.0 : f32
+  %eb = tensor.empty() : tensor<6x64x32xf32>
+  %wb = linalg.generic {indexing_maps = [#w, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%w : tensor<64x32xf32>) outs(%eb : tensor<6x64x32xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<6x64x32xf32>
+  %e = tensor.empty() : tensor<6x8x32xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<6x8x32xf32>) -> tensor<6x8x32xf32>
+  %r = linalg.batch_matmul ins(%x, %wb : tensor<6x8x64xf32>, tensor<6x64x32xf32>) outs(%c : tensor<6x8x32xf32>) -> tensor<6x8x32xf32>
+  %s = tensor.expand_shape %r [[0], [1], [2, 3]] output_shape [6, 8, 2, 16] : tensor<6x8x32xf32> into tensor<6x8x2x16xf32>
+  %e4 = tensor.empty() : tensor<6x8x2x16xf32>
+  %t = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%s : tensor<6x8x2x16xf32>) outs(%e4 : tensor<6x8x2x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %h = arith.mulf %in, %in : f32
+    linalg.yield %h : f32
+  } -> tensor<6x8x2x16xf32>
+  %u = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%t : tensor<6x8x2x16xf32>) outs(%e4 : tensor<6x8x2x16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %h = arith.addf %in, %in : f32
+    linalg.yield %h : f32
+  } -> tensor<6x8x2x16xf32>
+  return %u : tensor<6x8x2x16xf32>
+}
+"""
+
+
+def test_a_broadcast_weight_is_shared_before_the_fusion_folds_reshapes_into_it(ctx, tmp_path):
+    """Else the fusion folds the expand_shape into the batch matmul: a generic over the broadcast copy."""
+    _load(ctx, tmp_path, BROADCAST_BMM_SPLIT)
+    prepared, selections = _selection(ctx)
+    assert prepared.index("pass lh-shared-rhs-matmuls") < prepared.index("pass lh-fuse-elementwise"), prepared
+    assert any("cpu/matmul" in spec and "generic.py" not in spec for spec, _ in selections), selections
+    ok(ctx, "select --apply")
+    assert "linalg.batch_matmul" not in ctx.session.current_ir
+    _lowered_run_matches(ctx)

@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from workbench.paths import LIBRARY_DIR
-from workbench.targets import cpu_selector
+from workbench.targets import cpu_rows, cpu_selector
 
 from workbench.targets.base import Target, keep_freed_memory, register
 from workbench.targets.cpu_host import CpuMachine, host_machine, machine_for
@@ -172,6 +172,8 @@ class CpuTarget(Target):
 
     #: the whole-module tail after per-op steps (bufferization, vector lowering): pipelines/cpu/finish.py
     finish_schedule = "cpu/finish.py"
+    #: chains of ops over the same rows, fused by rows: pipelines/cpu/rows.py (workbench/targets/cpu_rows.py)
+    rows_schedule = "cpu/rows.py"
     finish_generator = "bufferize_and_lower_vectors"
 
     #: elementwise producers fused into their consumers (one pass over memory instead of one per op), then
@@ -258,7 +260,15 @@ class CpuTarget(Target):
         powers = any("math.fpowi" in (op.get("loops") or {}).get("body", []) for op in ops)
         first = [self.OUTLINE_REPEATED_STEPS, self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS,
                  self.DROP_DEAD_RESULTS, self.FUSE_INTO_GATHERS, self.WIDEN_BOOL_REDUCTIONS]
-        steps = first + [self.FUSE_ELEMENTWISE] if generics >= 2 or powers else first
+        if generics >= 2 or powers:
+            if any(op.get("op") == "linalg.batch_matmul" for op in ops):
+                # a batch matmul of a broadcast weight becomes one matmul before the fusion, which would
+                # fold the reshapes after it into the batch matmul (a generic over a broadcast copy of
+                # the weight: 128 copies of a 256x768 matrix in a transformer layer's input projection)
+                first = first + [self.SHARED_RHS_MATMULS]
+            steps = first + [self.FUSE_ELEMENTWISE]
+        else:
+            steps = first
         if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
             steps.append(self.DILATED_INPUT_CONVS)   # (a no-op, left out, unless an input is stride-dilated)
         if any("tensor.extract" in (op.get("loops") or {}).get("body", []) for op in ops):
@@ -294,8 +304,15 @@ class CpuTarget(Target):
         ops = info.get("ops", [])
         per_op: list[tuple[str, dict[str, Any]]] = []
         in_epilogue: set[int] = set()
+        # chains of ops over the same rows (a softmax, a norm): one step fusing each by rows, at its last op
+        chains = {chain[0][0]: chain for chain in cpu_rows.row_chains(ops)}
+        in_chain = {i for chain in chains.values() for i, _ in chain}
         for index, op in enumerate(ops):
-            if index in in_epilogue:
+            if index in chains:
+                per_op.append((f"{self.pipeline_path_for(self.rows_schedule)}[gen=fuse_rows]",
+                               cpu_rows.chain_params(ops, chains[index])))
+                continue
+            if index in in_epilogue or index in in_chain:
                 continue
             entries = self._select_op(op, ops)
             if entries and entries[0][0].endswith("[gen=matmul_epilogue]"):

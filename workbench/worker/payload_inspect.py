@@ -503,13 +503,18 @@ def _add_consumers(linalg: list, ops: list[dict]) -> None:
     op i's first result (how the selector finds a matmul's epilogue chain: bias add, relu, ...)."""
     index = {h: i for i, h in enumerate(linalg)}
     for i, h in enumerate(linalg):
-        users = []
+        users, other = [], False
         if len(h.results):
             for use in h.results[0].uses:
                 j = index.get(use.owner)
                 if j is not None and j not in users:
                     users.append(j)
+                if j is None:   # (a dead reshape left by the fusion is no use)
+                    results = list(use.owner.results)
+                    other = other or not results or any(list(r.uses) for r in results)
         ops[i]["consumers"] = users
+        # (a use by anything else: a return, a reshape: the selector's row chains leave such ops out)
+        ops[i]["other_uses"] = other
     for i, h in enumerate(linalg):
         # which linalg op (index into `ops`) produced each operand, -1 for none (a fused row kernel's
         # chain: reductions whose results the next ops of the same rows read)

@@ -1,0 +1,98 @@
+"""Row chains on the CPU (workbench/targets/cpu_rows.py, pipelines/cpu/rows.py): ops over the same rows
+(a softmax written as max, exp, sum, divide) fused into one loop over the rows; each selection applies,
+lowers, runs and matches the unscheduled reference."""
+from __future__ import annotations
+
+from conftest import ok
+
+# softmax over the last dim of 4x6x64 as torch-mlir decomposes it; `extra` adds ops after it
+SOFTMAX = """#id = affine_map<(a, b, c) -> (a, b, c)>
+#row = affine_map<(a, b, c) -> (a, b)>
+func.func @softmax(%x: tensor<4x6x64xf32>) -> ({results}) {{
+  %ninf = arith.constant 0xFF800000 : f32
+  %z = arith.constant 0.0 : f32
+  %er = tensor.empty() : tensor<4x6xf32>
+  %e = tensor.empty() : tensor<4x6x64xf32>
+  %fm = linalg.fill ins(%ninf : f32) outs(%er : tensor<4x6xf32>) -> tensor<4x6xf32>
+  %m = linalg.generic {{indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "reduction"]}}
+      ins(%x : tensor<4x6x64xf32>) outs(%fm : tensor<4x6xf32>) {{
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.maximumf %in, %acc : f32
+    linalg.yield %r : f32
+  }} -> tensor<4x6xf32>
+  %ex = linalg.generic {{indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel"]}}
+      ins(%x, %m : tensor<4x6x64xf32>, tensor<4x6xf32>) outs(%e : tensor<4x6x64xf32>) {{
+  ^bb0(%in: f32, %mx: f32, %o: f32):
+    %d = arith.subf %in, %mx : f32
+    %r = math.exp %d : f32
+    linalg.yield %r : f32
+  }} -> tensor<4x6x64xf32>
+  %fs = linalg.fill ins(%z : f32) outs(%er : tensor<4x6xf32>) -> tensor<4x6xf32>
+  %s = linalg.generic {{indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "reduction"]}}
+      ins(%ex : tensor<4x6x64xf32>) outs(%fs : tensor<4x6xf32>) {{
+  ^bb0(%in: f32, %acc: f32):
+    %r = arith.addf %in, %acc : f32
+    linalg.yield %r : f32
+  }} -> tensor<4x6xf32>
+  %y = linalg.generic {{indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel"]}}
+      ins(%ex, %s : tensor<4x6x64xf32>, tensor<4x6xf32>) outs(%e : tensor<4x6x64xf32>) {{
+  ^bb0(%in: f32, %sum: f32, %o: f32):
+    %r = arith.divf %in, %sum : f32
+    linalg.yield %r : f32
+  }} -> tensor<4x6x64xf32>
+{extra}
+}}
+"""
+ALONE = SOFTMAX.format(results="tensor<4x6x64xf32>", extra="  return %y : tensor<4x6x64xf32>")
+# the exp values are read by an op outside the chain too: the exp (and the max only it reads) stay out
+EXP_READ_OUTSIDE = SOFTMAX.format(results="tensor<4x6x64xf32>, tensor<4x6x64xf32>", extra="""  %e2 = tensor.empty() : tensor<4x6x64xf32>
+  %w = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%ex, %x : tensor<4x6x64xf32>, tensor<4x6x64xf32>) outs(%e2 : tensor<4x6x64xf32>) {
+  ^bb0(%in: f32, %v: f32, %o: f32):
+    %r = arith.mulf %in, %v : f32
+    linalg.yield %r : f32
+  } -> tensor<4x6x64xf32>
+  return %y, %w : tensor<4x6x64xf32>, tensor<4x6x64xf32>""")
+
+
+def _rows_steps(ctx, tmp_path, text):
+    path = tmp_path / "p.mlir"
+    path.write_text(text)
+    ok(ctx, f"load {path}")
+    ops = {o["id"]: o for o in ctx.session.inspect()["ops"]}
+    data = ok(ctx, "select").data
+    return ops, [s["params"] for s in data["selections"] if "rows.py" in s["schedule"]]
+
+
+def _runs_checked(ctx):
+    ok(ctx, "select --apply")
+    assert "scf.forall" in ctx.session.current_ir and "vector.multi_reduction" not in ctx.session.current_ir
+    ok(ctx, "bench warmup=0 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    run = ok(ctx, "run --check").data["run"]
+    assert run["check"]["passed"], run["check"]
+
+
+def test_a_decomposed_softmax_is_one_row_loop(ctx, tmp_path):
+    ops, steps = _rows_steps(ctx, tmp_path, ALONE)
+    assert len(steps) == 1, steps
+    chain = steps[0]
+    generics = sorted(i for i, o in ops.items() if o["op"] == "linalg.generic")
+    assert sorted(i for i in chain["op"] if ops[i]["op"] == "linalg.generic") == generics
+    assert chain["roles"].count("reduction") == 2 and chain["roles"].count("fill") == 2
+    assert chain["roles"][0] == "full" and chain["tile"] == [1, 1, 0]
+    assert 64 % chain["vector"] == 0 and chain["vector"] < 64
+    _runs_checked(ctx)
+
+
+def test_an_op_read_outside_the_chain_ends_a_chain_of_its_own(ctx, tmp_path):
+    """The exp values are read outside (by a product with the input): fused into the division's loop they
+    would be computed twice. They end a chain of their own (max, exp), the division another (sum, divide)."""
+    ops, steps = _rows_steps(ctx, tmp_path, EXP_READ_OUTSIDE)
+    exp = next(i for i, o in ops.items() if "math.exp" in o["loops"]["body"])
+    divide = next(i for i, o in ops.items() if "arith.divf" in o["loops"]["body"])
+    product = next(i for i, o in ops.items() if o["loops"]["body"][:1] == ["arith.mulf"])
+    assert sorted(c["op"][0] for c in steps) == sorted([exp, divide]), steps
+    members = [i for c in steps for i in c["op"]]
+    assert len(members) == len(set(members)) and product not in members
+    _runs_checked(ctx)

@@ -512,3 +512,30 @@ def test_a_one_row_matmul_reads_the_matrix_in_place(ctx, tmp_path):
     ok(ctx, "bench warmup=1 iterations=2")
     ok(ctx, "apply cpu-lower")
     assert ok(ctx, "run --check").data["run"]["check"]["passed"]
+
+
+CONV3D_16 = """func.func @conv(%x: tensor<1x4x18x10x34xf32>, %w: tensor<16x4x3x3x3xf32>) -> tensor<1x16x16x8x32xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x16x16x8x32xf32>
+  %f = linalg.fill ins(%z : f32) outs(%e : tensor<1x16x16x8x32xf32>) -> tensor<1x16x16x8x32xf32>
+  %r = linalg.conv_3d_ncdhw_fcdhw {dilations = dense<1> : vector<3xi64>, strides = dense<1> : vector<3xi64>}
+      ins(%x, %w : tensor<1x4x18x10x34xf32>, tensor<16x4x3x3x3xf32>) outs(%f : tensor<1x16x16x8x32xf32>) -> tensor<1x16x16x8x32xf32>
+  return %r : tensor<1x16x16x8x32xf32>
+}
+"""
+
+
+def test_a_conv_split_over_many_cores_keeps_its_channel_tile(ctx, tmp_path):
+    """Planned for 16 cores, a conv with 16 output channels would give each chunk one channel, too few
+    for the register tile (the outer-product contraction): the split moves to the output depth (16
+    chunks), the channel tile stays 8; the result matches the reference."""
+    p = tmp_path / "conv3d.mlir"
+    p.write_text(CONV3D_16)
+    ok(ctx, f"load {p}")
+    ok(ctx, "target cpu --threads 16")
+    sel = ok(ctx, "select --apply").data["selections"]
+    (conv,) = [e["params"] for e in sel if e["params"].get("op", "").startswith("conv_3d")]
+    assert conv["contraction"] == 1 and conv["split"] == 2 and conv["threads"] == 16 and conv["tile"][1] == 8, conv
+    res = ok(ctx, "run --check --threads 2")
+    assert res.data["run"]["check"]["passed"]
+    ok(ctx, "target cpu --threads 0")

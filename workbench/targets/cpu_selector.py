@@ -481,8 +481,21 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int) -> dict[str
         return {**params, **reduction_by_steps_params(loops, lanes, split if threads > 1 else None, threads),
                 "vector": 1, "class": kind}
     if kind == "window":
-        window = window_params(loops, lanes, {_element_type(t) for t in op.get("operand_types", [])},
-                               split if threads > 1 else None, threads, op.get("op", ""))
+        types = {_element_type(t) for t in op.get("operand_types", [])}
+        window = window_params(loops, lanes, types, split if threads > 1 else None, threads, op.get("op", ""))
+        if threads > 1 and window is not None and not window.get("contraction"):
+            # a split that leaves a convolution's chunks too few output channels for its register tile
+            # (conv3d's 16 channels on 16 cores: one each, no outer-product tile; 63 ms on 16 cores of
+            # the H200 host, torch 1.9): split another parallel loop with about as many chunks instead
+            for loop, (size, it) in enumerate(zip(domain, iterators)):
+                chunks = _divisor_at_most(size, cores) if it == "parallel" and loop != split else 1
+                if 2 * chunks < threads:
+                    continue
+                alt = window_params(loops, lanes, types, loop, chunks, op.get("op", ""))
+                if alt is not None and alt.get("contraction"):
+                    params.update(threads=chunks, split=loop)
+                    window = alt
+                    break
         return {**params, **window, "vector": 1, "class": kind}
     if contraction:
         # a contraction (matmul-like, any element type): the reduction step by step, an output tile of

@@ -175,7 +175,6 @@ def _vnni_generic(a3, bp, c3, batch: int):
     """C3[b.., m, no, ni] += ext(A3[b.., m, ko, ki]) * ext(Bp[b.., no, ko, ni, ki]) over loops
     (b.., m, no, ni, ko, ki), tagged VNNI_ATTR."""
     from mlir import ir
-    from mlir.dialects import arith, linalg
 
     bs = list(range(batch))
     m, no, ni, ko, ki = range(batch, batch + 5)
@@ -184,18 +183,27 @@ def _vnni_generic(a3, bp, c3, batch: int):
     def amap(dims):
         return ir.AffineMapAttr.get(ir.AffineMap.get(n_loops, 0, [ir.AffineDimExpr.get(d) for d in dims]))
 
-    maps = ir.ArrayAttr.get([amap(bs + [m, ko, ki]), amap(bs + [no, ko, ni, ki]), amap(bs + [m, no, ni])])
+    maps = [amap(bs + [m, ko, ki]), amap(bs + [no, ko, ni, ki]), amap(bs + [m, no, ni])]
+    return widening_multiply_add(a3, bp, c3, maps, batch + 3, 2, VNNI_ATTR)
+
+
+def widening_multiply_add(lhs, rhs, out, maps: list, parallel: int, reductions: int, mark: str):
+    """A linalg.generic out += f32(lhs) * f32(rhs) over `parallel` then `reductions` loops (`maps`:
+    AffineMapAttrs of lhs, rhs, out), marked `mark` for its schedule; its result."""
+    from mlir import ir
+    from mlir.dialects import arith, linalg
+
     par, red = (ir.Attribute.parse(f"#linalg.iterator_type<{k}>") for k in ("parallel", "reduction"))
-    iterators = ir.ArrayAttr.get([par] * (batch + 3) + [red, red])
+    iterators = ir.ArrayAttr.get([par] * parallel + [red] * reductions)
     f32 = ir.F32Type.get()
-    generic = linalg.GenericOp([c3.type], [a3, bp], [c3], maps, iterators)
-    bf16 = _tensor_type(a3).element_type
-    block = generic.regions[0].blocks.append(bf16, bf16, f32)
+    generic = linalg.GenericOp([out.type], [lhs, rhs], [out], ir.ArrayAttr.get(maps), iterators)
+    narrow = _tensor_type(lhs).element_type
+    block = generic.regions[0].blocks.append(narrow, _tensor_type(rhs).element_type, f32)
     with ir.InsertionPoint(block):
         x, y, acc = block.arguments
         product = arith.MulFOp(arith.ExtFOp(f32, x).result, arith.ExtFOp(f32, y).result).result
         linalg.YieldOp([arith.AddFOp(acc, product).result])
-    generic.operation.attributes[VNNI_ATTR] = ir.UnitAttr.get()
+    generic.operation.attributes[mark] = ir.UnitAttr.get()
     return generic.results[0]
 
 

@@ -21,7 +21,8 @@ read), the extra outputs sliced off: whole register tiles (ResNet's 28, 14 and 7
 """
 from __future__ import annotations
 
-from workbench.worker.cpu.vnni_contractions import PAIR, _bf16_input, _element, _erase_if_dead, _tensor_type
+from workbench.worker.cpu.vnni_contractions import (PAIR, _bf16_input, _element, _erase_if_dead, _tensor_type,
+                                                    widening_multiply_add)
 
 #: the attribute the rewritten convolution carries (unit): workbench/targets/cpu.py selects by it
 VNNI_CONV_ATTR = "lh.vnni_conv"
@@ -122,7 +123,6 @@ def _vnni_conv_generic(wp, ip, out, strides: list[int], dilations: list[int]):
     """O[n, f, oh, ow] += ext(Wp[f, co, kh, kw, ci]) * ext(Ip[n, co, oh*sh + kh*dh, ow*sw + kw*dw, ci]) over
     loops (n, f, oh, ow, co, kh, kw, ci), tagged VNNI_CONV_ATTR."""
     from mlir import ir
-    from mlir.dialects import arith, linalg
 
     n, f, oh, ow, co, kh, kw, ci = (ir.AffineDimExpr.get(i) for i in range(8))
 
@@ -131,19 +131,8 @@ def _vnni_conv_generic(wp, ip, out, strides: list[int], dilations: list[int]):
 
     h = oh * strides[0] + kh * dilations[0]
     w = ow * strides[1] + kw * dilations[1]
-    maps = ir.ArrayAttr.get([amap([f, co, kh, kw, ci]), amap([n, co, h, w, ci]), amap([n, f, oh, ow])])
-    par, red = (ir.Attribute.parse(f"#linalg.iterator_type<{k}>") for k in ("parallel", "reduction"))
-    iterators = ir.ArrayAttr.get([par] * 4 + [red] * 4)
-    f32 = ir.F32Type.get()
-    generic = linalg.GenericOp([out.type], [wp, ip], [out], maps, iterators)
-    bf16 = _tensor_type(wp).element_type
-    block = generic.regions[0].blocks.append(bf16, bf16, f32)
-    with ir.InsertionPoint(block):
-        x, y, acc = block.arguments
-        product = arith.MulFOp(arith.ExtFOp(f32, x).result, arith.ExtFOp(f32, y).result).result
-        linalg.YieldOp([arith.AddFOp(acc, product).result])
-    generic.operation.attributes[VNNI_CONV_ATTR] = ir.UnitAttr.get()
-    return generic.results[0]
+    maps = [amap([f, co, kh, kw, ci]), amap([n, co, h, w, ci]), amap([n, f, oh, ow])]
+    return widening_multiply_add(wp, ip, out, maps, 4, 4, VNNI_CONV_ATTR)
 
 
 def vnni_convs(module) -> int:

@@ -16,6 +16,10 @@ and the declarations: whatever the guarded values connect stays as it was. What 
 from __future__ import annotations
 
 GUARD = "lh_fusion_guard"
+#: upstream's fusion as both preparations run it: integer powers expanded, elementwise fusion, unit
+#: dims folded, canonicalization
+PIPELINE = ("builtin.module(func.func(math-expand-ops{ops=fpowi},linalg-fuse-elementwise-ops,"
+            "linalg-fold-unit-extent-dims,canonicalize))")
 RESHAPES = ("tensor.expand_shape", "tensor.collapse_shape")
 
 

@@ -19,8 +19,8 @@ between.
 """
 from __future__ import annotations
 
-PIPELINE = ("builtin.module(func.func(math-expand-ops{ops=fpowi},linalg-fuse-elementwise-ops,"
-            "linalg-fold-unit-extent-dims,canonicalize))")
+from workbench.worker.fusion_guards import PIPELINE  # upstream's fusion, as both targets run it
+
 
 
 def _broadcast_operands(op) -> list:

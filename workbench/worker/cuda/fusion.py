@@ -15,8 +15,8 @@ nothing here, unlike on the CPU).
 """
 from __future__ import annotations
 
-PIPELINE = ("builtin.module(func.func(math-expand-ops{ops=fpowi},linalg-fuse-elementwise-ops,"
-            "linalg-fold-unit-extent-dims,canonicalize))")
+from workbench.worker.fusion_guards import PIPELINE  # upstream's fusion, as both targets run it
+
 #: the named ops the cuda selector gives a matmul schedule (workbench/targets/cuda.py)
 CONTRACTIONS = ("linalg.matmul", "linalg.batch_matmul")
 

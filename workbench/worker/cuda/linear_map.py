@@ -10,8 +10,8 @@ grid takes iteration i in row-major order (the innermost loop fastest: consecuti
 consecutive elements of identity-mapped operands), a bounds check for the last block. Large loops
 whose body is loads, arithmetic and stores give each thread UNROLL iterations a block apart, all
 their loads before their stores (memory-level parallelism: one load in flight per thread left an
-elementwise op at a fifth of the memory bandwidth). Whatever the
-body holds (scf.for loops of an unmarked reduction, ...) runs per thread as before. Loops with
+elementwise op at a fifth of the memory bandwidth). Whatever the body holds (scf.for loops of an
+unmarked reduction, ...) runs per thread as before. Loops with
 dynamic bounds or results, and loops around other parallel loops (a reduction loop between parallel
 ones), keep the upstream mapping that runs after this pass.
 """
@@ -21,7 +21,7 @@ import math
 
 from mlir import ir
 
-from workbench.worker.cuda.reduce_kernels import _delinearize
+from workbench.worker.cuda.reduce_kernels import _delinearize, _index
 
 HOST_ATTR = "lh.host_wrapper"
 
@@ -135,32 +135,27 @@ def linear_map(module, threads: int = 256) -> int:
             if total == 0 or blocks >= 2 ** 31:
                 continue
             with ir.InsertionPoint(op), op.location:
-                idx = ir.IndexType.get()
-
-                def c(v: int):
-                    return arith.ConstantOp(idx, v).result
-
                 def ivs_of(lin):
                     digits = _delinearize(lin, trips)
                     ivs = []
                     for d, l, s in zip(digits, lbs, steps):
-                        v = d if s == 1 else arith.MulIOp(d, c(s)).result
-                        ivs.append(v if l == 0 else arith.AddIOp(v, c(l)).result)
+                        v = d if s == 1 else arith.MulIOp(d, _index(s)).result
+                        ivs.append(v if l == 0 else arith.AddIOp(v, _index(l)).result)
                     return ivs
 
-                launch = gpu.LaunchOp((c(blocks), c(1), c(1)), (c(threads), c(1), c(1)))
+                launch = gpu.LaunchOp((_index(blocks), _index(1), _index(1)), (_index(threads), _index(1), _index(1)))
                 kb = launch.regions[0].blocks[0]
                 with ir.InsertionPoint(kb):
                     bx, tx = kb.arguments[0], kb.arguments[3]
-                    base = arith.AddIOp(arith.MulIOp(bx, c(threads * unroll)).result, tx).result
+                    base = arith.AddIOp(arith.MulIOp(bx, _index(threads * unroll)).result, tx).result
                     if phases is None:
-                        inside = arith.CmpIOp(arith.CmpIPredicate.ult, base, c(total)).result
+                        inside = arith.CmpIOp(arith.CmpIPredicate.ult, base, _index(total)).result
                         if_op = scf.IfOp(inside)
                         with ir.InsertionPoint(if_op.then_block):
                             ivs = ivs_of(base)
                             end = scf.YieldOp([])
                     else:
-                        _unrolled(body, phases, base, total, threads, unroll, ivs_of, c)
+                        _unrolled(body, phases, base, total, threads, unroll, ivs_of)
                     gpu.TerminatorOp()
             if phases is None:
                 for arg, iv in zip(body.arguments, ivs):
@@ -173,7 +168,7 @@ def linear_map(module, threads: int = 256) -> int:
     return mapped
 
 
-def _unrolled(body, phases, base, total: int, threads: int, unroll: int, ivs_of, c) -> None:
+def _unrolled(body, phases, base, total: int, threads: int, unroll: int, ivs_of) -> None:
     """The body `unroll` times at the insertion point (the kernel block), by phases: every clone's
     loads, then every clone's arithmetic, then every clone's stores. Clones past the last iteration load from
     iteration 0 (in bounds) and skip their stores."""
@@ -185,11 +180,11 @@ def _unrolled(body, phases, base, total: int, threads: int, unroll: int, ivs_of,
     exact = total % (threads * unroll) == 0
     clones = []
     for u in range(unroll):  # every clone's loads first: nothing (no branch of a math body) between them
-        lin = base if u == 0 else arith.AddIOp(base, c(u * threads)).result
+        lin = base if u == 0 else arith.AddIOp(base, _index(u * threads)).result
         inside = None
         if not exact:
-            inside = arith.CmpIOp(arith.CmpIPredicate.ult, lin, c(total)).result
-            lin = arith.SelectOp(inside, lin, c(0)).result
+            inside = arith.CmpIOp(arith.CmpIPredicate.ult, lin, _index(total)).result
+            lin = arith.SelectOp(inside, lin, _index(0)).result
         mapping = dict(zip(list(body.arguments), ivs_of(lin)))
         for o in loads:
             clone_mapped(o, mapping)

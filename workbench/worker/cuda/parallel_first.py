@@ -13,38 +13,37 @@ from mlir import ir
 TAG = "lh.parallel_first"
 
 
-def _in_device_code(op) -> bool:
-    parent = op.parent
-    while parent is not None:
-        if parent.operation.name in ("gpu.launch", "gpu.module", "gpu.func"):
-            return True
-        parent = parent.operation.parent
-    return False
+def _parallel_first(op) -> list[int] | None:
+    """The loop order with op's parallel loops first (stable), where op is a linalg.generic of host code
+    with a reduction loop outside a parallel one; else None."""
+    from workbench.worker.cuda.gpu_wrapper import _inside_device_code
+    from workbench.worker.cuda.reduce_kernels import _iterators
+
+    if op.name != "linalg.generic":
+        return None
+    its = _iterators(op)
+    order = ([k for k, it in enumerate(its) if it == "parallel"]
+             + [k for k, it in enumerate(its) if it != "parallel"])
+    if order == list(range(len(its))) or _inside_device_code(op):
+        return None
+    return order
 
 
 def parallel_dims_first(module) -> int:
     """Interchange every such generic (module docstring); how many."""
     from workbench.worker.ir_walk import apply_transform, ops_where
 
-    def reduction_outside(op) -> bool:
-        if op.name != "linalg.generic":
-            return False
-        its = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
-        kinds = ["reduction" in it for it in its]
-        return any(kinds[k] and not kinds[k + 1] for k in range(len(kinds) - 1))
-
-    todo = [op for op in ops_where(module, reduction_outside) if not _in_device_code(op)]
+    todo = [(op, order) for op in ops_where(module, lambda o: o.name == "linalg.generic")
+            if (order := _parallel_first(op)) is not None]
+    if not todo:
+        return 0
     body = ""
-    for n, op in enumerate(todo):
-        its = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
-        perm = [k for k, it in enumerate(its) if "reduction" not in it] + [k for k, it in enumerate(its) if "reduction" in it]
+    for n, (op, order) in enumerate(todo):
         op.attributes[TAG] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), n)
         body += (f'    %g{n} = transform.structured.match ops{{["linalg.generic"]}} attributes{{{TAG} = {n} : i64}} '
                  f'in %root : (!transform.any_op) -> !transform.any_op\n'
-                 f'    %i{n} = transform.structured.interchange %g{n} iterator_interchange = {perm} '
+                 f'    %i{n} = transform.structured.interchange %g{n} iterator_interchange = {order} '
                  f': (!transform.any_op) -> !transform.any_op\n')
-    if not todo:
-        return 0
     apply_transform(module, body)
     for op in ops_where(module, lambda o: TAG in o.attributes):
         del op.attributes[TAG]

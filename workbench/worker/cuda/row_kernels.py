@@ -8,8 +8,9 @@ bufferization) must be consecutive in their block (allocs, constants, get_global
 between them are fine) and share one iteration domain [r_1..r_p, c_1..c_q]: the reductions reduce the
 c dims (iterators p x parallel then q x reduction, output map (d0..d_p-1)), the elementwise ops are
 all-parallel, over the whole domain or over the rows [r_1..r_p] alone (row ops: a mean's division,
-logsumexp's log(sum) + max, computed once per row by every thread of it). A buffer the group writes is accessed only through the identity map (a full row value)
-or the row map (a per-row scalar), so that each row depends on its own row alone.
+logsumexp's log(sum) + max, computed once per row by every thread of it). A buffer the group writes
+is accessed only through the identity map (a full row value) or the row map (a per-row scalar), so
+that each row depends on its own row alone.
 
 The kernel: rows over blocks, B rows per block (threadIdx.y), T threads per row (threadIdx.x); thread
 t holds the elements (s*T + t)*W .. +W-1 of the row (s < S = ceil(C / (T*W)) slots), loaded with one

@@ -231,3 +231,56 @@ def test_gpu_f16_block_matches_the_cpu_reference(ctx, tmp_path):
     ok(ctx, "select --apply")
     run = ok(ctx, "run --target cuda --check --iterations 2").data["run"]
     assert run["check"]["passed"], run["check"]
+
+
+def _linalg_generics(text: str) -> int:
+    return text.count("linalg.generic")
+
+
+def test_select_fuses_a_model_with_no_op_to_schedule(ctx):
+    """mish (exp, log1p, a compare, a select, tanh, a multiply: six torch ops, no contraction): nothing
+    needs a schedule of its own, but `select --apply` still applies the preparation's fusion (one
+    generic, so cuda-lower makes one kernel where it made six) and succeeds; without --apply it only
+    reports it."""
+    ok(ctx, f"load {TORCH / 'mish.mlir'}")
+    ok(ctx, "target cuda")
+    before = ctx.session.current_ir
+    assert _linalg_generics(before) == 6
+    looked = ok(ctx, "select")
+    assert looked.data["selections"] == [] and any("lh-fuse-elementwise" in p for p in looked.data["prepared"])
+    assert ctx.session.current_ir == before and ctx.session.cursor == 0
+    res = ok(ctx, "select --apply")
+    assert res.data["selections"] == [] and "cuda-lower maps" in res.summary
+    assert ctx.session.cursor == 1 and "lh-fuse-elementwise" in ctx.session.active_steps[0].step.spec
+    assert _linalg_generics(ctx.session.current_ir) == 1
+
+
+def test_select_with_nothing_to_do_is_not_an_error_on_cuda(ctx, tmp_path):
+    """One elementwise op: no preparation, no schedule; cuda-lower maps it, so `select --apply` succeeds
+    without a step (a script running the selector path does not stop there). The cpu target, whose
+    selector has a schedule for every op, is not concerned."""
+    path = tmp_path / "relu.mlir"
+    path.write_text("""#id = affine_map<(d0) -> (d0)>
+func.func @main(%x: tensor<64xf32>) -> tensor<64xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64xf32>
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<64xf32>) outs(%e : tensor<64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %z : f32
+    linalg.yield %m : f32
+  } -> tensor<64xf32>
+  return %r : tensor<64xf32>
+}
+""")
+    ok(ctx, f"load {path}")
+    ok(ctx, "target cuda")
+    res = ok(ctx, "select --apply")
+    assert res.data["selections"] == [] and "no op" in res.summary
+    assert ctx.session.cursor == 0
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["mish", "interpolate_bilinear", "pad_reflect", "argsort", "batch_norm2d"])
+def test_gpu_models_fused_by_the_preparation_alone_match_torch(ctx, name):
+    """Models with nothing to schedule, fused by select's preparation (a kernel per fused chain)."""
+    selected_fixture_matches_torch(ctx, TORCH / f"{name}.mlir")

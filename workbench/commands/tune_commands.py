@@ -59,6 +59,31 @@ def _report(s, applied) -> dict:
                       applied.seconds, applied.output_sha, noop=applied.noop).to_json()
 
 
+def _nothing_to_schedule(ctx, name: str, index: int | None, prepared: list, apply: bool,
+                         saved_cursor: int) -> Result:
+    """`select` where no op needs a schedule of its own. A target whose default lowering maps every op
+    (cuda-lower: a kernel per op) still gains by its preparation (elementwise chains fused into one
+    op, so one kernel): --apply keeps those steps. Elsewhere "nothing to select" is an error."""
+    s, target = ctx.session, ctx.session.target
+    where = f"step {index}'s input" if index else "the current IR"
+    if not target.lowering_maps_unscheduled_ops:
+        return Result.failure(f"{name}: nothing to select for {where} (no op its schedules handle)")
+    rows = [[line, "(preparation)"] for line, _ in prepared]
+    data = {"selected_by": name, "selections": [], "prepared": [line for line, _ in prepared],
+            "table": {"columns": ["schedule", "parameters"], "rows": rows}}
+    rest = f"{target.default_lowering} maps every op of it"
+    if not prepared:
+        return Result(True, f"{name}: no op of {where} needs a schedule ({rest})", kind="table", data=data)
+    if not apply:
+        return Result(True, f"{name}: no op of {where} needs a schedule ({rest}); `select --apply` adds "
+                      f"{len(prepared)} preparation step(s) first", kind="table", data=data)
+    data["steps"] = [report for _, report in prepared]
+    data["step"] = data["steps"][-1]
+    span = f"{saved_cursor + 1}" + (f"..{s.cursor}" if s.cursor > saved_cursor + 1 else "")
+    return Result(True, f"step{'s' if len(prepared) > 1 else ''} {span}: {', '.join(data['prepared'])} "
+                  f"(selected by {name}; no op needs a schedule: {rest})", kind="table", data=data)
+
+
 def cmd_select(ctx: CommandContext, a: Args) -> Result:
     s = ctx.session
     try:
@@ -76,11 +101,10 @@ def cmd_select(ctx: CommandContext, a: Args) -> Result:
         s.steps[:], s.cursor = saved_steps, saved_cursor
         return Result.failure(f"select: {e}" if isinstance(e, SessionError) else str(e),
                               getattr(e, "detail", None) or None)
-    if prepared and (not a["apply"] or not chosen):   # only looked: the IR stays as it was
+    if prepared and not a["apply"]:   # only looked: the IR stays as it was
         s.steps[:], s.cursor = saved_steps, saved_cursor
     if not chosen:
-        where = f"step {index}'s input" if index else "the current IR"
-        return Result.failure(f"{name}: nothing to select for {where} (no op its schedules handle)")
+        return _nothing_to_schedule(ctx, name, index, prepared, a["apply"], saved_cursor)
     rows = [[line, "(applied first)"] for line, _ in prepared] + [[spec, S.format_params(params)] for spec, params in chosen]
     data = {"selected_by": name, "selections": [{"schedule": spec, "params": params} for spec, params in chosen],
             "prepared": [line for line, _ in prepared],

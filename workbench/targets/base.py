@@ -76,6 +76,10 @@ class Target:
         per-process shapes back to the payload's here, and `execute` splits/reassembles. Default: as is."""
         return meta
 
+    #: whether default_lowering maps ops no schedule took (cuda-lower: a naive kernel per op), so that
+    #: `select` with nothing to schedule is not an error (it still applies the preparation steps)
+    lowering_maps_unscheduled_ops: ClassVar[bool] = False
+
     #: the name recorded as a step's `selected_by` when this target's selector filled its parameters
     selector_name: ClassVar[str] = ""
 

@@ -106,6 +106,7 @@ class CudaTarget(Target):
         "cuda-lower": "cuda/lower.yaml",
     }
     default_lowering = "cuda-lower"
+    lowering_maps_unscheduled_ops = True   # cuda-lower's naive mapping: a kernel per op left
     reference_lowering = "cpu-reference"
     reference_target = "cpu"
     runtime_libraries = ("mlir_cuda_runtime", "mlir_runner_utils", "mlir_c_runner_utils")

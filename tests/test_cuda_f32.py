@@ -200,3 +200,43 @@ def test_simt_tiles_fill_the_multiprocessors(m, n, k):
     else:
         assert blocks >= 132 or (bm, bn) == (16, 16), (bm, bn, blocks)
     mm.matmul_simt(**params)  # a valid configuration
+
+
+@pytest.mark.parametrize("m,n,k", [(128, 512, 256), (1000, 1000, 1000), (2048, 2048, 2048), (100, 10, 1000),
+                                   (197, 768, 3072), (7, 13, 17)])
+def test_simt_k_step_keeps_the_fragments_in_registers(m, n, k):
+    """matmul_simt's K step: the deepest that divides K with the thread's A and B fragments
+    ((thread_m + thread_n) x block_k floats) within SIMT_FRAGMENT_FLOATS (a 4 x 4 tile over 64 steps
+    of K spilled: 4x slower), and no deeper than 64; the tiles divide their dims."""
+    mm = cuda_matmul_module()
+    p = mm._simt_params(m, n, k)
+    tm, tn, bk = p["thread_m"], p["thread_n"], p["block_k"]
+    assert m % p["block_m"] == 0 and n % p["block_n"] == 0 and k % bk == 0
+    assert p["block_m"] % tm == 0 and p["block_n"] % tn == 0
+    assert (tm + tn) * bk <= mm.SIMT_FRAGMENT_FLOATS and bk <= 64
+    deeper = [d for d in range(bk + 1, min(k, 64) + 1) if k % d == 0]
+    assert all((tm + tn) * d > mm.SIMT_FRAGMENT_FLOATS for d in deeper), (p, deeper)
+    mm.matmul_simt(**p)
+
+
+def test_simt_tiles_use_any_divisor():
+    """Dims that are not multiples of a power of two get tiles of their own divisors (1000^3: 50 x 40
+    blocks of 5 x 4 threads, K steps of 40; the power-of-two divisors gave 8 x 8 x 8, 2.7x slower on
+    the H200); a small matmul's threads take 2 x 1 outputs (latency bound: more, shorter threads)."""
+    mm = cuda_matmul_module()
+    p = mm._simt_params(1000, 1000, 1000)
+    assert (p["block_m"], p["block_n"], p["block_k"], p["thread_m"], p["thread_n"]) == (50, 40, 40, 5, 4)
+    p = mm._simt_params(128, 512, 256)
+    assert (p["block_m"], p["block_n"], p["block_k"], p["thread_m"], p["thread_n"]) == (16, 16, 64, 2, 1)
+
+
+@needs_gpu
+@pytest.mark.parametrize("shape", [(250, 120, 200), (128, 512, 256)])
+def test_gpu_selected_simt_with_any_divisor_tiles_checked(ctx, tmp_path, shape):
+    """Shapes matmul_simt_smem does not take (not multiples of 64, or several matmuls' per-op form):
+    matmul_simt with the divisor tiles, checked against numpy."""
+    ok(ctx, f"load {f32_payload(tmp_path, *shape)}")
+    ok(ctx, "target cuda")
+    p = cuda_matmul_module()._simt_params(*shape)
+    ok(ctx, "apply " + GEN.replace("matmul_simt_smem", "matmul_simt") + "{" + " ".join(f"{k}={v}" for k, v in p.items()) + "}")
+    check_matmul_run(ctx, tmp_path, 1e-5)

@@ -696,29 +696,46 @@ def select_one_of_many(m: int, n: int, k: int, dtype: str = "f32", chip: str = "
     return (gen, params) if gen in PER_OP else ("matmul_simt", _simt_params(m, n, k, sms))
 
 
-#: matmul_simt's block tiles, largest first (each capped by what divides M and N)
+#: matmul_simt's block tile caps, largest first (each tile the largest divisor of M and N under its cap)
 SIMT_TILES = ((64, 64), (32, 64), (64, 32), (32, 32), (16, 32), (32, 16), (16, 16))
+#: floats of A and B a thread reads per K step ((thread_m + thread_n) x block_k) before its fragments
+#: spill: measured on the H200 (1000^3 f32), 50x40 blocks of 5x4 threads: block_k 40 (360 floats)
+#: 0.229 ms; 40x40 4x4: block_k 20 / 40 / 100 / 200 0.335 / 0.279 / 0.472 / 3.55 ms
+SIMT_FRAGMENT_FLOATS = 360
+
+
+def _divisors(n: int, cap: int) -> list[int]:
+    """The divisors of n up to cap, largest first."""
+    return [d for d in range(min(n, cap), 0, -1) if n % d == 0]
 
 
 def _simt_params(m: int, n: int, k: int, sms: int = 132) -> dict:
-    """The largest block tile that still gives every multiprocessor a block, else the one that gives
-    the most blocks: a small matmul (the 128 x 512 layers of examples/mlp.mlir) in 64 x 64 tiles is 16
-    blocks on 132 SMs, each walking all of K alone."""
-    # measured on the H100 (2048^3 f32): block_k=32 with 4x4 thread tiles 10.6 TFLOP/s, block_k=16 5.2
-    bk = _largest_divisor(k, (32, 16, 8, 4, 2))
+    """matmul_simt's tiles for an m x n x k matmul: the largest block tile that still gives every
+    multiprocessor a block, else the one that gives the most blocks (any divisors of M and N, not only
+    powers of two: 1000 = 50 x 20 = 40 x 25; N's a multiple of 4 where one fits, for 4-wide thread
+    rows); thread tiles of up to 5 x 4 in blocks of 32 and more, 2 x 1 below (a small matmul is latency
+    bound: more threads, each with a shorter chain); the deepest K step whose A and B fragments stay in
+    registers. Measured on the H200: examples/mlp.mlir (128 x 512 layers, 16 x 16 blocks) 0.112 ms
+    with 2 x 2 threads and block_k 32, 0.071 with block_k 64, 0.057 with 2 x 1 threads and block_k 64
+    (4 x 4 threads and block_k 64: 0.24, spilled); 1000^3 0.607 ms with 8 x 8 x 8 blocks of 2 x 2
+    threads (the power-of-two divisors), 0.229 with 50 x 40 x 40 blocks of 5 x 4."""
     best = None
     for cap_m, cap_n in SIMT_TILES:
-        bm = _largest_divisor(m, tuple(c for c in (64, 32, 16, 8, 4, 2) if c <= cap_m))
-        bn = _largest_divisor(n, tuple(c for c in (64, 32, 16, 8, 4, 2) if c <= cap_n))
+        bm = _divisors(m, cap_m)[0]
+        bn_all = _divisors(n, cap_n)
+        bn = next((d for d in bn_all if d % 4 == 0 and 2 * d >= bn_all[0]), bn_all[0])
         blocks = -(-m // bm) * -(-n // bn)
         if best is None or blocks > best[2]:
             best = (bm, bn, blocks)
         if blocks >= sms:
             break
     bm, bn, _ = best
-    # 4 x 4 outputs a thread in tiles of 32 and more, 2 x 2 below (a 16 x 16 tile is still 64 threads)
-    tm = _largest_divisor(bm, (4, 2) if bm >= 32 else (2,))
-    tn = _largest_divisor(bn, (4, 2) if bn >= 32 else (2,))
+    if bm >= 32 and bn >= 32:
+        tm = _divisors(bm, 5)[0]
+        tn = next(d for d in (4, 2, 1) if bn % d == 0)
+    else:
+        tm, tn = _divisors(bm, 2)[0], 1
+    bk = _divisors(k, max(1, min(64, SIMT_FRAGMENT_FLOATS // (tm + tn))))[0]
     return {"block_m": bm, "block_n": bn, "block_k": bk, "thread_m": tm, "thread_n": tn, "vectorize": True}
 
 

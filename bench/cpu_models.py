@@ -1,7 +1,7 @@
 """The torch corpus through the CPU selector path, against torch on the CPU with the same threads.
 
     python bench/cpu_models.py [--fixtures tests/fixtures/torch] [--only a,b] [--threads N]
-                               [--torch-python PY] [--iterations K] [--no-matmul]
+                               [--torch-python PY] [--iterations K] [--no-matmul] [--cpu avx2]
 
 For every exported fixture (NAME.mlir + NAME.expected.json, written by scripts/export_corpus.py;
 `--shapes bench` exports the larger bench shapes of examples/torch/corpus.py): `select --apply`
@@ -16,7 +16,9 @@ A fixture counts as covered when every step works and the check passes (against 
 payload and torch's outputs); with --random-inputs (bench-shape exports, written without .npy files
 by `scripts/export_corpus.py --shapes bench`) when every step and both runs work. Ratios are torch time / our time (> 1: the workbench is faster),
 geometric means over the covered fixtures that torch timed. `matmul2048_1t_ratio` comes from
-bench/cpu_matmul.py (f32 2048^3 against numpy, 1 thread) unless --no-matmul.
+bench/cpu_matmul.py (f32 2048^3 against numpy, 1 thread) unless --no-matmul. `--cpu NAME` selects and
+compiles for another machine model (`target cpu --cpu`: `--cpu avx2` on an AVX-512 host measures the
+AVX2-only build: 16 ymm registers, AVX2 code; torch keeps its own dispatch).
 
 Last line: RESULT coverage=K/N geomean_vs_torch_1t_ratio=... geomean_vs_torch_all_ratio=... matmul2048_1t_ratio=...
 """
@@ -106,7 +108,7 @@ def torch_times(python: str, fixtures: Path, names: list[str], threads: list[int
 
 # -- the workbench side ------------------------------------------------------------------------------
 def ours(name: str, fixtures: Path, threads: int, iterations: int, timeout: float, random_inputs: bool,
-         ranges: str = "") -> dict:
+         ranges: str = "", cpu: str = "") -> dict:
     """{"ok", "t1", "tall", "error", "steps"} for one fixture through the selector path."""
     sys.path.insert(0, str(ROOT))
     from workbench.commands import CommandContext, default_registry
@@ -122,7 +124,7 @@ def ours(name: str, fixtures: Path, threads: int, iterations: int, timeout: floa
         # runs the single-core plan, not a split meant for all of them run chunk after chunk
         extra = f" --inputs random{extra_ranges}" if random_inputs else ""
         for planned, key in ((1, "t1"), (threads, "tall")):
-            for line in (f"load {fixtures / (name + '.mlir')}", f"target cpu --threads {planned}", "select --apply",
+            for line in (f"load {fixtures / (name + '.mlir')}", f"target cpu --threads {planned}" + (f" --cpu {cpu}" if cpu else ""), "select --apply",
                          f"bench warmup=1 iterations={iterations}", "apply cpu-lower",
                          f"run{extra} --threads {planned} --timeout {timeout}" if random_inputs or key == "tall"
                          else f"run --check --threads 1 --timeout {timeout}"):
@@ -144,6 +146,8 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated fixture names")
     ap.add_argument("--threads", type=int, default=0, help="the all-threads run (default: usable cores)")
     ap.add_argument("--torch-python", default=None)
+    ap.add_argument("--cpu", default="", help="the machine model to select and compile for (`target --cpu`: "
+                                              "avx2, avx512, a CPU name; default this host)")
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
     ap.add_argument("--no-matmul", action="store_true")
@@ -159,13 +163,13 @@ def main() -> None:
     python = torch_python(args.torch_python)
     base = (torch_times(python, fixtures, names, sorted({1, threads}), args.iterations, args.random_inputs)
             if python else {})
-    print(f"{len(names)} fixtures, 1 and {threads} threads; torch: {python or 'not available'}")
+    print(f"{len(names)} fixtures, 1 and {threads} threads, CPU model {args.cpu or 'host'}; torch: {python or 'not available'}")
     print(f"{'fixture (ms)':28s} {'ours 1t':>10s} {'torch 1t':>10s} {'ratio':>6s}   {'ours Nt':>10s} {'torch Nt':>10s} {'ratio':>6s}")
     records, r1, rall = [], [], []
     t_start = time.perf_counter()
     for name in names:
         rec = ours(name, fixtures, threads, args.iterations, args.timeout, args.random_inputs,
-                   (base.get(name) or {}).get("ranges", ""))
+                   (base.get(name) or {}).get("ranges", ""), args.cpu)
         tb = (base.get(name) or {}).get("times") or {}
         rec["torch_1t"], rec["torch_all"] = tb.get("1"), tb.get(str(threads))
         records.append(rec)
@@ -191,7 +195,8 @@ def main() -> None:
               f"geomean_vs_torch_1t_ratio={geomean(r1):.3f}", f"geomean_vs_torch_all_ratio={geomean(rall):.3f}",
               f"torch_timed={len(r1)}"]
     if not args.no_matmul:
-        p = subprocess.run([sys.executable, str(ROOT / "bench" / "cpu_matmul.py"), "--sizes", "2048"],
+        p = subprocess.run([sys.executable, str(ROOT / "bench" / "cpu_matmul.py"), "--sizes", "2048"]
+                           + (["--cpu", args.cpu] if args.cpu else []),
                            capture_output=True, text=True, timeout=3600)
         result = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
         ratio = dict(kv.split("=", 1) for kv in result[-1].split()[1:]).get("matmul2048_1t_ratio") if result else None

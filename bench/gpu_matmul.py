@@ -5,8 +5,8 @@
     python bench/gpu_matmul.py [--cases 4096,bf16] [--configs 'gen=matmul_wgmma block_m=128 ...;...']
 
 Cases: f16 and bf16 (operands and result) 4096^3, 8192^3, 1000^3, 2048x4096x1024, 4096x4096x512,
-batch 16 x 1024^3; f32 2048^3 through the opt-in TF32 schedule (matmul_tf32, against torch with TF32
-allowed, tolerance 5e-3); the f32 MLP of examples/mlp.mlir (against eager torch, TF32 off); the
+batch 16 x 1024^3; f32 2048^3 through the opt-in TF32 schedule (matmul_wgmma tf32=1 on B stored K x N,
+which it copies transposed first; against torch with TF32 allowed, tolerance 5e-3); the f32 MLP of examples/mlp.mlir (against eager torch, TF32 off); the
 attention-like chain softmax(Q K^T / 8) V in f16 as torch-mlir exports it (bench/payloads/, 16 heads of
 1024 x 64; against the same chain in eager torch, flash attention's time printed beside it).
 K-major cases (B stored N x K as in x @ w^T, read by the wgmma kernel with K-major B): fp8 e4m3 / e5m2
@@ -57,8 +57,10 @@ KMAJOR_CASES = [("e4m3_4096", "f8E4M3FN", (0, 4096, 4096, 4096)), ("e4m3_8192", 
 # Measured on the H100 (e4m3 4096^3 / 8192^3 / 2048x4096x1024): 128x256 two consumers 4 stages
 # 0.930 / 1.056 / 0.900, with the producer warpgroup 0.932 / 1.095 / 0.855, 128x128 6 stages 0.51-0.62
 TF32_KMAJOR_SCHEDULE = "pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=256 consumers=2 stages=4 tf32=1}"
-# the opt-in TF32 schedule (f32 payload, tensor cores) against torch with TF32 allowed
-TF32_SCHEDULES = ["pipelines/cuda/matmul.py[gen=matmul_tf32]{block_m=64 block_n=64 block_k=32 warp_m=32 warp_n=32 stages=3}"]
+# the opt-in TF32 schedule for a plain f32 payload (B stored K x N) against torch with TF32 allowed: the
+# wgmma kernel, which reads tf32 B K-major only, after a transposed copy of B (matmul_tf32's mma.sync
+# form took 0.524 ms at 2048^3 on the H200, 0.126x torch)
+TF32_SCHEDULES = ["pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=256 consumers=2 stages=4 tf32=1}"]
 
 
 def payload(batch: int, m: int, n: int, k: int, dtype: str) -> str:

@@ -480,15 +480,27 @@ def test_matmul_wgmma_kmajor_b_refusals(ctx, tmp_path, ab, c_type, params, messa
     assert not res.ok and message in res.error
 
 
-def test_matmul_wgmma_fp8_needs_kmajor_b(ctx, tmp_path):
-    """fp8 with B stored K x N: wgmma cannot read it (no transposed fp8 B): a clear error."""
-    p = tmp_path / "mm_f8.mlir"
-    a, b, c = "tensor<128x256xf8E4M3FN>", "tensor<256x128xf8E4M3FN>", "tensor<128x128xf32>"
-    _typed_matmul(p, a, b, c)
+@pytest.mark.parametrize("ab, c_type, params, wgmma", [
+    ("f8E4M3FN", "f32", "block_m=128 block_n=128 consumers=2", "m64n128k32.f32.e4m3.e4m3"),
+    ("f32", "f32", "block_m=128 block_n=128 consumers=2 tf32=1", "m64n128k8.f32.tf32.tf32"),
+])
+def test_matmul_wgmma_plain_b_of_kmajor_only_types_is_transposed_first(ctx, tmp_path, ab, c_type, params, wgmma):
+    """fp8 and tf32 with B stored K x N: wgmma reads these types K-major only, so the rewrite copies B
+    transposed into a new buffer (a linalg.transpose, mapped to a kernel of its own) and calls the
+    K-major kernel; before, the lowering refused."""
+    p = tmp_path / f"mm_{ab}.mlir"
+    _typed_matmul(p, f"tensor<128x256x{ab}>", f"tensor<256x192x{ab}>", f"tensor<128x192x{c_type}>")
     ok(ctx, f"load {p}")
-    ok(ctx, "apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=128 consumers=2}")
-    res = ctx.registry.dispatch("apply cuda-lower{chip=sm_90a}", ctx)
-    assert not res.ok and "K-major" in res.error
+    ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{{{params}}}")
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    ptx = ptx_of(ctx.session.current_ir)
+    entries = re.findall(r"\.entry (\w+)", ptx)
+    assert len(entries) == 2 and sum(e.startswith("lh_wgmma_matmul_128x192x256_") for e in entries) == 1, entries
+    assert f"wgmma.mma_async.sync.aligned.{wgmma}" in ptx
+    # the copy: 32 x 32 tiles through shared memory (4 elements a thread each way, a barrier between)
+    transpose = ptx[ptx.index(".entry lh_transpose_256x192_"):]
+    transpose = transpose[:transpose.find(".entry", 1) if ".entry" in transpose[1:] else None]
+    assert transpose.count("st.shared") == 4 and transpose.count("ld.shared") == 4 and "bar.sync" in transpose
 
 
 def test_batch_matmul_wgmma_lowers(ctx, tmp_path):
@@ -934,3 +946,18 @@ def test_simt_neighbours_are_only_ops_of_the_matmuls_own_tiles(records, expected
     from workbench.targets.cuda import simt_neighbours
 
     assert simt_neighbours(records[1], records) == expected
+
+
+@needs_gpu
+@pytest.mark.parametrize("shape, ab, c_type, params, tol, one_byte", [
+    ((256, 320, 192), "f8E4M3FN", "f32", "block_m=128 block_n=128 consumers=2", 1e-2, "float8_e4m3fn"),
+    ((200, 264, 136), "f32", "f32", "block_m=128 block_n=256 consumers=2 tf32=1", 5e-3, ""),
+])
+def test_gpu_matmul_wgmma_plain_b_transposed_first_checked(ctx, tmp_path, shape, ab, c_type, params, tol, one_byte):
+    """fp8 and tf32 with B stored K x N (transposed into a copy, then the K-major kernel) against numpy."""
+    m, n, k = shape
+    p = tmp_path / f"mm_{ab}.mlir"
+    _typed_matmul(p, f"tensor<{m}x{k}x{ab}>", f"tensor<{k}x{n}x{ab}>", f"tensor<{m}x{n}x{c_type}>")
+    ok(ctx, f"load {p}")
+    ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{{{params}}}")
+    check_matmul_run(ctx, tmp_path, tol, one_byte=one_byte or "float8_e4m3fn", cpu_check=False)

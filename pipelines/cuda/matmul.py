@@ -66,6 +66,8 @@ Shapes must be static and divisible by the tiles (no remainder handling), except
     multiples of 8 (edge tiles: TMA zero fill, clamped C loads, predicated stores); also
     linalg.batch_matmul (K a multiple of 64). Block ids are rasterized in groups of 16 tile rows.
     Threads per block = 128 * (consumers + specialize). `op`: only the op tagged lh.op = op.
+    fp8 and tf32 (`tf32=1`: f32 operands read as TF32) are read with B K-major only: the payload's
+    x @ w^T as it is, a B stored K x N copied transposed into a new buffer first (one more kernel).
 
 ``select(m, n, k, dtype, chip, in_dtype, sms)`` -> (generator, parameters) for a shape on a compute
 capability with `sms` multiprocessors (the cuda target's selector; wgmma needs sm_90);
@@ -95,7 +97,7 @@ PARAMS = {
     "stages": {"min": 1, "max": 8, "help": "mma_smem: shared-memory buffers per operand; > 1 = cp.async software pipeline (stages-1 K steps in flight)"},
     "consumers": {"choices": [1, 2], "help": "wgmma: warpgroups computing the block (each takes block_m / consumers rows)"},
     "specialize": {"choices": [0, 1], "help": "wgmma: 1 = an extra producer warpgroup issues the TMA loads (warp specialization)"},
-    "tf32": {"choices": [0, 1], "help": "wgmma: 1 = f32 operands read as tf32 by the tensor cores (B must be K-major: x @ w^T)"},
+    "tf32": {"choices": [0, 1], "help": "wgmma: 1 = f32 operands read as tf32 by the tensor cores (K-major B; a K x N B is copied transposed first)"},
     "op": {"help": "matmul_wgmma, matmul_simt: schedule only the linalg op tagged lh.op = op (empty: every matmul)"},
     "fill": {"help": "matmul_simt: the id of the linalg.fill that zeroes the matmul's output: done in the same kernel, tile by tile (empty: none)"},
     "epilogue": {"help": "matmul_simt: the id of the elementwise op over the matmul's M x N result (bias, relu, ...): done in the same kernel, tile by tile (empty: none)"},

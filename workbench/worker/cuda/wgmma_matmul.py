@@ -660,11 +660,14 @@ def rewrite_marked(module) -> int:
                                         "(matmul_wgmma tf32=1)")
             cfg["ab_type"] = "tf32"
         del cfg["tf32"]
-        if b_kmajor:  # (absent otherwise: the kernel names of earlier sessions stay the same)
-            cfg["b_kmajor"] = b_kmajor
         if str(types[1].element_type) != str(types[0].element_type):
             raise KernelConfigError(f"A is {types[0]} but B is {types[1]}: the wgmma kernel takes one operand type")
         a, b, c = list(op.operands)
+        if not b_kmajor and cfg["ab_type"] in KMAJOR_ONLY:
+            b = _transposed_copy(module, op, b, existing)   # wgmma reads these types K-major only
+            b_kmajor = 1
+        if b_kmajor:  # (absent otherwise: the kernel names of earlier sessions stay the same)
+            cfg["b_kmajor"] = b_kmajor
         zero_fill = _zero_fill_of(op, c)
         if zero_fill is not None:
             cfg["zero_c"] = 1
@@ -697,6 +700,34 @@ def rewrite_marked(module) -> int:
             copy.erase()
         op.erase()
     return len(marked)
+
+
+#: operand types wgmma reads with B K-major only: a B stored K x N is transposed into a new buffer first
+KMAJOR_ONLY = ("f8E4M3FN", "f8E5M2", "tf32")
+
+
+def _transposed_copy(module, op, b, existing: set):
+    """B (K x N, or batch x K x N) copied transposed into a new buffer before `op` by the shared-memory
+    transpose kernel (transpose_kernel.py; the buffer is freed by lh-gpu-device-memory at the end of
+    its block). The copy costs a pass over B: x @ w^T payloads (torch's linear layers) need none."""
+    from mlir import ir
+    from mlir.dialects import func, memref
+
+    from workbench.worker.cuda import transpose_kernel
+    from workbench.worker.ir_walk import append_parsed
+
+    ty = ir.MemRefType(b.type)
+    shape, elem = list(ty.shape), str(ty.element_type)
+    batch = shape[0] if len(shape) == 3 else 0
+    rows, cols = shape[-2:]
+    name = transpose_kernel.kernel_name(rows, cols, elem, batch)
+    if name not in existing:
+        append_parsed(module, transpose_kernel.kernel_text(name, rows, cols, elem, batch))
+        existing.add(name)
+    with ir.InsertionPoint(op), op.location:
+        buf = memref.AllocOp(ir.MemRefType.get(shape[:-2] + [cols, rows], ty.element_type), [], []).result
+        func.CallOp([], ir.FlatSymbolRefAttr.get(name), [b, buf])
+    return buf
 
 
 TRANSPOSED_B_MAPS = {

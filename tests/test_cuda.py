@@ -961,3 +961,42 @@ def test_gpu_matmul_wgmma_plain_b_transposed_first_checked(ctx, tmp_path, shape,
     ok(ctx, f"load {p}")
     ok(ctx, f"apply pipelines/cuda/matmul.py[gen=matmul_wgmma]{{{params}}}")
     check_matmul_run(ctx, tmp_path, tol, one_byte=one_byte or "float8_e4m3fn", cpu_check=False)
+
+
+TRANSPOSES = """func.func @t(%a: tensor<64x96xf32>, %b: tensor<2x3x40x24xf32>, %c: tensor<8x16x32xf32>, %d: tensor<50x70xf16>)
+    -> (tensor<96x64xf32>, tensor<2x3x24x40xf32>, tensor<16x8x32xf32>, tensor<70x50xf16>) {
+  %ea = tensor.empty() : tensor<96x64xf32>
+  %ta = linalg.transpose ins(%a : tensor<64x96xf32>) outs(%ea : tensor<96x64xf32>) permutation = [1, 0]
+  %eb = tensor.empty() : tensor<2x3x24x40xf32>
+  %tb = linalg.transpose ins(%b : tensor<2x3x40x24xf32>) outs(%eb : tensor<2x3x24x40xf32>) permutation = [0, 1, 3, 2]
+  %ec = tensor.empty() : tensor<16x8x32xf32>
+  %tc = linalg.transpose ins(%c : tensor<8x16x32xf32>) outs(%ec : tensor<16x8x32xf32>) permutation = [1, 0, 2]
+  %ed = tensor.empty() : tensor<70x50xf16>
+  %td = linalg.transpose ins(%d : tensor<50x70xf16>) outs(%ed : tensor<70x50xf16>) permutation = [1, 0]
+  return %ta, %tb, %tc, %td : tensor<96x64xf32>, tensor<2x3x24x40xf32>, tensor<16x8x32xf32>, tensor<70x50xf16>
+}
+"""
+
+
+def test_matrix_transposes_take_the_shared_memory_kernel(ctx, tmp_path):
+    """cuda-lower's gpu-transposes: transposes of the last two dims (a matrix, a 4-D tensor's last two:
+    leading dims collapsed into the kernel's batch; f16 too) become the tiled kernel; a transpose that
+    keeps the last dim in place ([1, 0, 2]: contiguous rows either way) keeps the naive mapping."""
+    p = tmp_path / "transposes.mlir"
+    p.write_text(TRANSPOSES)
+    ok(ctx, f"load {p}")
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    entries = set(re.findall(r"\.entry (\w+)", ptx_of(ctx.session.current_ir)))
+    tiled = {e for e in entries if e.startswith("lh_transpose_")}
+    assert tiled == {"lh_transpose_64x96_f32_kernel", "lh_transpose_6x40x24_f32_kernel",
+                     "lh_transpose_50x70_f16_kernel"}, entries
+    assert len(entries - tiled) == 1, entries   # the [1, 0, 2] one, mapped naively
+
+
+@needs_gpu
+def test_gpu_transposes_match_the_reference(ctx, tmp_path):
+    p = tmp_path / "transposes.mlir"
+    p.write_text(TRANSPOSES)
+    ok(ctx, f"load {p}")
+    run = ok(ctx, "run --target cuda --check --iterations 2").data["run"]
+    assert run["check"]["passed"], run["check"]

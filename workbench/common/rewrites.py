@@ -34,6 +34,12 @@ REWRITES = {
         "params": {},
         "impl": "workbench.worker.cuda.reductions:rewrite_marked",
     },
+    "gpu-transposes": {
+        "help": "replace linalg.transposes of the last two dims (on memrefs, in host code) by a shared-memory "
+                "transpose kernel: 32 x 32 tiles, coalesced reads and writes",
+        "params": {},
+        "impl": "workbench.worker.cuda.transpose_kernel:rewrite_transposes",
+    },
     "wgmma-kernels": {
         "help": "replace f16 linalg.matmuls marked lh.wgmma (on memrefs) by generated sm_90 TMA + wgmma kernels",
         "params": {},

@@ -69,3 +69,58 @@ def kernel_text(name: str, rows: int, cols: int, elem: str, batch: int = 0) -> s
 {body}
     return
 }}"""
+
+
+def _swaps_last_two(perm: list[int]) -> bool:
+    r = len(perm)
+    return r >= 2 and perm == list(range(r - 2)) + [r - 1, r - 2]
+
+
+def rewrite_transposes(module) -> int:
+    """The `gpu-transposes` rewrite (cuda-lower, after bufferization): each linalg.transpose in host code
+    that swaps the last two dims (a matrix transpose, the leading dims a batch: torch's weight.t(),
+    x.transpose(-1, -2)) of a static, identity-layout memref of a supported element type -> a call of
+    the shared-memory kernel (leading dims collapsed into one batch dim). Others keep the naive
+    mapping, which reads the innermost dim contiguously where the last dim stays last. Returns how many
+    it replaced."""
+    from mlir import ir
+    from mlir.dialects import func, memref
+
+    from workbench.worker.cuda.gpu_wrapper import _inside_device_code
+    from workbench.worker.ir_walk import append_parsed, ops_where, symbol_names
+
+    def eligible(op) -> bool:
+        if op.name != "linalg.transpose" or _inside_device_code(op) or len(op.results):
+            return False
+        perm = list(ir.DenseI64ArrayAttr(op.attributes["permutation"]))
+        types = [v.type for v in op.operands]
+        return (_swaps_last_two(perm) and all(isinstance(t, ir.MemRefType) and t.has_static_shape
+                                              and "strided" not in str(t) and "affine_map" not in str(t)
+                                              for t in types)
+                and str(ir.MemRefType(types[0]).element_type) in ELEMENT_BYTES)
+
+    existing = symbol_names(module)
+    found = ops_where(module, eligible)
+    for op in found:
+        src, dst = op.operands[0], op.operands[1]
+        ty = ir.MemRefType(src.type)
+        shape, elem = list(ty.shape), str(ty.element_type)
+        rows, cols = shape[-2:]
+        batch = 1
+        for d in shape[:-2]:
+            batch *= d
+        with ir.InsertionPoint(op), op.location:
+            if len(shape) > 3:   # leading dims -> one batch dim (static identity layouts collapse)
+                groups = [list(range(len(shape) - 2)), [len(shape) - 2], [len(shape) - 1]]
+                src = memref.CollapseShapeOp(ir.MemRefType.get([batch, rows, cols], ty.element_type), src,
+                                             groups).result
+                dst = memref.CollapseShapeOp(ir.MemRefType.get([batch, cols, rows], ty.element_type), dst,
+                                             groups).result
+            b = batch if len(shape) > 2 else 0
+            name = kernel_name(rows, cols, elem, b)
+            if name not in existing:
+                append_parsed(module, kernel_text(name, rows, cols, elem, b))
+                existing.add(name)
+            func.CallOp([], ir.FlatSymbolRefAttr.get(name), [src, dst])
+        op.erase()
+    return len(found)

@@ -664,7 +664,7 @@ def rewrite_marked(module) -> int:
             raise KernelConfigError(f"A is {types[0]} but B is {types[1]}: the wgmma kernel takes one operand type")
         a, b, c = list(op.operands)
         if not b_kmajor and cfg["ab_type"] in KMAJOR_ONLY:
-            b = _transposed_copy(module, op, b, existing)   # wgmma reads these types K-major only
+            b = _transposed_copy(op, b)   # wgmma reads these types K-major only
             b_kmajor = 1
         if b_kmajor:  # (absent otherwise: the kernel names of earlier sessions stay the same)
             cfg["b_kmajor"] = b_kmajor
@@ -706,27 +706,20 @@ def rewrite_marked(module) -> int:
 KMAJOR_ONLY = ("f8E4M3FN", "f8E5M2", "tf32")
 
 
-def _transposed_copy(module, op, b, existing: set):
-    """B (K x N, or batch x K x N) copied transposed into a new buffer before `op` by the shared-memory
-    transpose kernel (transpose_kernel.py; the buffer is freed by lh-gpu-device-memory at the end of
-    its block). The copy costs a pass over B: x @ w^T payloads (torch's linear layers) need none."""
+def _transposed_copy(op, b):
+    """B (K x N, or batch x K x N) copied transposed into a new buffer before `op`: a linalg.transpose,
+    which the `gpu-transposes` rewrite after this one turns into the shared-memory transpose kernel
+    (the buffer is freed by lh-gpu-device-memory at the end of its block). The copy costs a pass over
+    B: x @ w^T payloads (torch's linear layers) need none."""
     from mlir import ir
-    from mlir.dialects import func, memref
-
-    from workbench.worker.cuda import transpose_kernel
-    from workbench.worker.ir_walk import append_parsed
+    from mlir.dialects import linalg, memref
 
     ty = ir.MemRefType(b.type)
-    shape, elem = list(ty.shape), str(ty.element_type)
-    batch = shape[0] if len(shape) == 3 else 0
-    rows, cols = shape[-2:]
-    name = transpose_kernel.kernel_name(rows, cols, elem, batch)
-    if name not in existing:
-        append_parsed(module, transpose_kernel.kernel_text(name, rows, cols, elem, batch))
-        existing.add(name)
+    shape = list(ty.shape)
+    perm = list(range(len(shape) - 2)) + [len(shape) - 1, len(shape) - 2]
     with ir.InsertionPoint(op), op.location:
-        buf = memref.AllocOp(ir.MemRefType.get(shape[:-2] + [cols, rows], ty.element_type), [], []).result
-        func.CallOp([], ir.FlatSymbolRefAttr.get(name), [b, buf])
+        buf = memref.AllocOp(ir.MemRefType.get([shape[i] for i in perm], ty.element_type), [], []).result
+        linalg.transpose(b, outs=[buf], permutation=perm)
     return buf
 
 

@@ -48,21 +48,24 @@ def kernel_text(name: str, rows: int, cols: int, elem: str, batch: int = 0) -> s
             inc = t.val(f"arith.cmpi ult, {col}, {t.const(limit_col)} : index", "inc")
             return t.val(f"arith.andi {inr}, {inc} : i1", "in")
 
-        for step in range(TILE // ROWS_PER_STEP):   # src rows r0 + ty + 8 step, columns c0 + tx
-            ty = t.val(f"arith.addi %ty, {t.const(step * ROWS_PER_STEP)} : index", "ty")
-            r = t.val(f"arith.addi {r0}, {ty} : index", "r")
-            c = t.val(f"arith.addi {c0}, %tx : index", "c")
-            with t.region(f"scf.if {guarded(r, c, rows, cols)}"):
-                v = t.val(f"memref.load %src[{b}{r}, {c}] : {src_t}", "v")
-                t.emit(f"memref.store {v}, {tile}[{ty}, %tx] : {tile_t}")
-        t.emit("gpu.barrier")
-        for step in range(TILE // ROWS_PER_STEP):   # dst rows c0 + ty + 8 step, columns r0 + tx
-            ty = t.val(f"arith.addi %ty, {t.const(step * ROWS_PER_STEP)} : index", "ty")
-            c = t.val(f"arith.addi {c0}, {ty} : index", "c")
-            r = t.val(f"arith.addi {r0}, %tx : index", "r")
-            with t.region(f"scf.if {guarded(c, r, cols, rows)}"):
-                v = t.val(f"memref.load {tile}[%tx, {ty}] : {tile_t}", "v")
-                t.emit(f"memref.store {v}, %dst[{b}{c}, {r}] : {dst_t}")
+        # src rows r0 + ty + 8 step, columns c0 + tx -> tile[ty + 8 step][tx]; after a barrier,
+        # tile[tx][ty + 8 step] -> dst rows c0 + ty + 8 step, columns r0 + tx
+        global_src = lambda i, j, ty: (f"%src[{b}{i}, {j}]", src_t)     # noqa: E731
+        global_dst = lambda i, j, ty: (f"%dst[{b}{i}, {j}]", dst_t)     # noqa: E731
+        tile_row = lambda i, j, ty: (f"{tile}[{ty}, %tx]", tile_t)     # noqa: E731
+        tile_col = lambda i, j, ty: (f"{tile}[%tx, {ty}]", tile_t)     # noqa: E731
+        moves = ((r0, c0, rows, cols, global_src, tile_row), (c0, r0, cols, rows, tile_col, global_dst))
+        for phase, (row0, col0, limit_row, limit_col, source, target) in enumerate(moves):
+            if phase:
+                t.emit("gpu.barrier")
+            for step in range(TILE // ROWS_PER_STEP):
+                ty = t.val(f"arith.addi %ty, {t.const(step * ROWS_PER_STEP)} : index", "ty")
+                i = t.val(f"arith.addi {row0}, {ty} : index", "i")
+                j = t.val(f"arith.addi {col0}, %tx : index", "j")
+                (src_ref, src_ty), (dst_ref, dst_ty) = source(i, j, ty), target(i, j, ty)
+                with t.region(f"scf.if {guarded(i, j, limit_row, limit_col)}"):
+                    v = t.val(f"memref.load {src_ref} : {src_ty}", "v")
+                    t.emit(f"memref.store {v}, {dst_ref} : {dst_ty}")
         t.emit("gpu.terminator")
     body = "\n".join(t.lines)
     return f"""func.func private @{name}(%src: {src_t}, %dst: {dst_t}) {{

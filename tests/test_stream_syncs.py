@@ -15,6 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 HOST = """module {{
   llvm.func @lh_reused_gpu_stream() -> !llvm.ptr
   llvm.func @mgpuStreamSynchronize(!llvm.ptr)
+  llvm.func @lh_cached_gpu_free(!llvm.ptr, !llvm.ptr, !llvm.ptr)
   llvm.func @k(%p: !llvm.ptr) {{
     %s = llvm.call @lh_reused_gpu_stream() : () -> !llvm.ptr
     llvm.call @mgpuStreamSynchronize(%s) : (!llvm.ptr) -> ()
@@ -50,6 +51,11 @@ def _syncs_left(text: str) -> dict[str, int]:
     ("", True),  # the host reads device data (an argument's memory) right after the second call
     ("    %t = llvm.call @lh_reused_gpu_stream() : () -> !llvm.ptr\n"
      "    llvm.call @mgpuStreamSynchronize(%t) : (!llvm.ptr) -> ()", False),  # main waits before it
+    # a temporary's free (nothing for a kept one, else a cuMemFree, which waits for the device) before
+    # main's synchronization: k's synchronization goes (a transpose kernel's function before a matmul)
+    ("    %t = llvm.call @lh_reused_gpu_stream() : () -> !llvm.ptr\n"
+     "    llvm.call @lh_cached_gpu_free(%p, %p, %t) : (!llvm.ptr, !llvm.ptr, !llvm.ptr) -> ()\n"
+     "    llvm.call @mgpuStreamSynchronize(%t) : (!llvm.ptr) -> ()", False),
 ])
 def test_a_sync_stays_where_the_host_touches_device_data_next(between, kept_in_k):
     left = _syncs_left(HOST.format(between=between))

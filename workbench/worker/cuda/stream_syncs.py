@@ -24,8 +24,11 @@ from __future__ import annotations
 
 SYNC = "mgpuStreamSynchronize"
 STREAM_GETTER = "lh_reused_gpu_stream"
-#: runtime functions that neither read nor write device data on the host nor wait for the device
-SAFE_RUNTIME = (STREAM_GETTER, "lh_cached_gpu_alloc", "mgpuTensorMapEncodeTiledMemref")
+#: runtime functions that neither read nor write device data on the host nor wait for the device, or
+#: wait for all of it: lh_cached_gpu_free of a kept temporary does nothing, of another buffer it is a
+#: cuMemFree, which waits for the device before it frees (a free after a chain of kernels kept the
+#: synchronization of each host function in the chain: a transpose kernel's, a wgmma kernel's)
+SAFE_RUNTIME = (STREAM_GETTER, "lh_cached_gpu_alloc", "lh_cached_gpu_free", "mgpuTensorMapEncodeTiledMemref")
 #: LLVM ops without memory effects that host code around launches uses
 PURE = ("llvm.mlir.constant", "llvm.mlir.zero", "llvm.mlir.poison", "llvm.mlir.undef", "llvm.mlir.addressof",
         "llvm.getelementptr", "llvm.ptrtoint", "llvm.inttoptr", "llvm.insertvalue", "llvm.extractvalue",

@@ -42,15 +42,17 @@ def _prepare(ctx) -> list[tuple[str, dict]]:
     nothing is taken back. [(command text, step report)] of those kept."""
     s = ctx.session
     kept = []
-    for line in s.target.preparation_steps(s.inspect()):
-        before_steps, before_cursor = list(s.steps), s.cursor
-        step = step_from_command(line, Path.cwd())
-        step.selected_by = s.target.selector_name or f"{s.target.name}-selector"
-        applied = s.apply(step, printed=True)
-        if applied.noop:
-            s.steps[:], s.cursor = before_steps, before_cursor
-        else:
-            kept.append((line, _report(s, applied)))
+    # front-end dialects first: the target's preparation reads the linalg ops they become
+    for steps_of in (s.target.frontend_steps, s.target.preparation_steps):
+        for line in steps_of(s.inspect()):
+            before_steps, before_cursor = list(s.steps), s.cursor
+            step = step_from_command(line, Path.cwd())
+            step.selected_by = s.target.selector_name or f"{s.target.name}-selector"
+            applied = s.apply(step, printed=True)
+            if applied.noop:
+                s.steps[:], s.cursor = before_steps, before_cursor
+            else:
+                kept.append((line, _report(s, applied)))
     return kept
 
 

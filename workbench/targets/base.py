@@ -90,6 +90,14 @@ class Target:
         whole-module entries (no `op`); `select --apply` adds one step per entry, in order."""
         return []
 
+    def frontend_steps(self, info: dict[str, Any]) -> list[str]:
+        """Steps `select` applies before anything else: front-end dialects the schedules do not take
+        (TOSA) lowered to linalg (workbench/common/frontend_dialects.py; every target pipeline starts
+        with the same pass, so `run` on such a payload works without `select` too)."""
+        from workbench.common.frontend_dialects import FRONTEND_PASS, LOWERINGS
+
+        return [f"pass {FRONTEND_PASS}"] if set(info.get("dialects", [])) & set(LOWERINGS) else []
+
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
         """Steps (command text: `pass ...`, `apply rewrite:...`) that `select` applies before it selects,
         to make the IR what the schedules expect (e.g. chains of elementwise ops fused into one op);

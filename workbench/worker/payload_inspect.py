@@ -454,9 +454,11 @@ def inspect_module(module) -> dict:
     `tagged` at the top level: every linalg op carries its id (per-op schedules can match them)."""
     funcs = []
     linalg = []
+    dialects: set[str] = set()
 
     def visit(op):
         name = op.name
+        dialects.add(name.split(".", 1)[0])
         if name == "func.func":
             ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
             funcs.append({
@@ -487,7 +489,7 @@ def inspect_module(module) -> dict:
         ops.append(info)
     _add_consumers(linalg, ops)
     info = {"funcs": funcs, "ops": ops, "total_flops": sum(o["flops"] for o in ops),
-            "tagged": all(o["tagged"] for o in ops)}
+            "tagged": all(o["tagged"] for o in ops), "dialects": sorted(dialects)}
     if "shard." in str(module.operation):  # sharded payload: how the grid splits each entry tensor
         from workbench.worker.mpi.sharding import entry_shardings
 

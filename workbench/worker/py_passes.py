@@ -318,6 +318,12 @@ def _nvvm_lower(module, options: dict) -> None:
             binary.attributes["objects"] = ir.Attribute.parse(cleaned)
 
 
+def _frontend_to_linalg(module, options: dict) -> None:
+    from workbench.worker.frontend_dialects import lower_frontend_dialects
+
+    lower_frontend_dialects(module)
+
+
 def _xegpu_spirv_binary(module, options: dict) -> None:
     from workbench.worker.xegpu import spirv_binary
 
@@ -383,6 +389,7 @@ def _cache_gpu_temporaries(module, options: dict) -> None:
 
 #: name -> (function(module, options), help)
 PASSES: dict[str, tuple[Callable, str]] = {
+    "lh-frontend-to-linalg": (_frontend_to_linalg, "front-end dialects lowered to linalg by upstream's pipelines, only where the module holds their ops (TOSA: tosa-to-linalg-pipeline; workbench/worker/frontend_dialects.py)"),
     "lh-gpu-device-wrapper": (_device_wrapper, "benchmark wrapper -> GPU form (device buffers, copies outside the timed region)"),
     "lh-gpu-device-memory": (_device_memory, "host-side memref.alloc/dealloc/copy of the payload -> gpu.alloc/dealloc/memcpy"),
     "lh-gpu-serial-kernels": (_serial_kernels, "host-code linalg ops with no parallel loop (rank-0 fills and elementwise ops, whole-tensor reductions) -> one-thread gpu.launch kernels (the naive mapping makes none of them)"),

@@ -55,6 +55,21 @@ def test_parse_args_flags_and_rest():
                                                                  "export": None, "import": None}
 
 
+def test_flag_values_may_be_quoted():
+    """A quoted flag value keeps its spaces and | and loses its quotes (`asm --grep "ld.global|st.global"`
+    searched for the quote characters too); `--flag=value` and `--flag="a b"` likewise."""
+    cmd = default_registry().get("asm")
+    assert parse_args(cmd, '--grep "vfmadd|vmovups" mm')["grep"] == "vfmadd|vmovups"
+    got = parse_args(cmd, "--grep 'fma.rn f32' --out o.txt")
+    assert (got["grep"], got["out"]) == ("fma.rn f32", "o.txt")
+    assert parse_args(cmd, '--grep="a b" k')["grep"] == "a b" and parse_args(cmd, '--grep="a b" k')["function"] == "k"
+    assert parse_args(cmd, "--grep=ld.global")["grep"] == "ld.global"
+    with pytest.raises(UsageError, match="unbalanced quote"):
+        parse_args(cmd, '--grep "ld.global')
+    with pytest.raises(UsageError, match="needs a value"):
+        parse_args(cmd, "--grep= mm")
+
+
 def test_help_for_every_command(ctx, reg):
     r = reg.dispatch("help", ctx)
     assert r.ok

@@ -194,22 +194,23 @@ def parse_args(cmd: Command, rest: str) -> dict[str, Any]:
             break
         # flags
         if text.startswith("--"):
-            tok, _, remainder = text.partition(" ")
-            key, eq, inline = tok.partition("=")
+            key = re.match(r"--[^\s=]*", text).group(0)
+            after = text[len(key):]
             flag = flags.get(key)
             if flag is None:
                 raise UsageError(f"{cmd.name}: unknown option {key} (usage: {cmd.usage})")
             dest = flag.name.lstrip("-").replace("-", "_")
             if flag.takes_value:
-                if eq:
-                    value = inline
-                else:
-                    value, _, remainder = remainder.lstrip().partition(" ")
-                    if not value:
-                        raise UsageError(f"{cmd.name}: option {key} needs a value")
+                # the value: the next word, or a quoted string (spaces and | kept, quotes dropped)
+                inline = after.startswith("=")
+                value, remainder = ("", after[1:]) if inline and after[1:2] in ("", " ") else \
+                    _first_token(after[1:] if inline else after, cmd.name)
+                if not value:
+                    raise UsageError(f"{cmd.name}: option {key} needs a value")
                 out[dest] = _convert(value, flag.type, key)
             else:
                 out[dest] = True
+                remainder = after.partition(" ")[2] if after.startswith("=") else after
             text = remainder
             continue
         if not positionals:

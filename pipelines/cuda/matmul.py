@@ -69,6 +69,13 @@ Shapes must be static and divisible by the tiles (no remainder handling), except
     fp8 and tf32 (`tf32=1`: f32 operands read as TF32) are read with B K-major only: the payload's
     x @ w^T as it is, a B stored K x N copied transposed into a new buffer first (one more kernel).
 
+``matmul_simt_tiles``  (f32, CUDA cores, any M, N, K, one op of several): configuration only, like
+    matmul_wgmma: marks the op ``lh.simt_tiles = {...}``; after bufferization ``rewrite: simt-kernels``
+    replaces it by a generated kernel (workbench/worker/cuda/simt_matmul.py): tile_m x tile_n blocks of
+    thread_m x thread_n register tiles, A and B tiles of tile_k staged in shared memory with 4-wide
+    loads, edges guarded; linalg.batch_matmul with the batch as the grid's z. Threads per block =
+    (tile_m / thread_m) * (tile_n / thread_n).
+
 ``select(m, n, k, dtype, chip, in_dtype, sms)`` -> (generator, parameters) for a shape on a compute
 capability with `sms` multiprocessors (the cuda target's selector; wgmma needs sm_90);
 ``select_batch(b, m, n, k, ...)`` the same for linalg.batch_matmul (wgmma, matmul_simt for f32, else
@@ -78,7 +85,8 @@ None; BATCH_OPERANDS: the operand types it schedules).
 from workbench.common.transform_text import transform_module
 
 #: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
-GENERATORS = ["matmul_simt", "matmul_mma", "matmul_mma_smem", "matmul_simt_smem", "matmul_wgmma", "matmul_tf32"]
+GENERATORS = ["matmul_simt", "matmul_mma", "matmul_mma_smem", "matmul_simt_smem", "matmul_wgmma", "matmul_tf32",
+              "matmul_simt_tiles"]
 
 PAYLOAD_OP = "linalg.matmul"
 PARAMS = {
@@ -98,7 +106,10 @@ PARAMS = {
     "consumers": {"choices": [1, 2], "help": "wgmma: warpgroups computing the block (each takes block_m / consumers rows)"},
     "specialize": {"choices": [0, 1], "help": "wgmma: 1 = an extra producer warpgroup issues the TMA loads (warp specialization)"},
     "tf32": {"choices": [0, 1], "help": "wgmma: 1 = f32 operands read as tf32 by the tensor cores (K-major B; a K x N B is copied transposed first)"},
-    "op": {"help": "matmul_wgmma, matmul_simt: schedule only the linalg op tagged lh.op = op (empty: every matmul)"},
+    "tile_m": {"min": 4, "max": 256, "help": "matmul_simt_tiles: rows of C per block (any M: edges guarded)"},
+    "tile_n": {"min": 4, "max": 256, "help": "matmul_simt_tiles: columns of C per block (any N)"},
+    "tile_k": {"min": 4, "max": 64, "help": "matmul_simt_tiles: K step staged in shared memory (any K; multiple of 4)"},
+    "op": {"help": "matmul_wgmma, matmul_simt, matmul_simt_tiles: schedule only the linalg op tagged lh.op = op (empty: every matmul)"},
     "fill": {"help": "matmul_simt: the id of the linalg.fill that zeroes the matmul's output: done in the same kernel, tile by tile (empty: none)"},
     "epilogue": {"help": "matmul_simt: the id of the elementwise op over the matmul's M x N result (bias, relu, ...): done in the same kernel, tile by tile (empty: none)"},
     "batch": {"help": "matmul_simt: the op is a linalg.batch_matmul (one batch per block z)"},
@@ -578,6 +589,23 @@ def matmul_wgmma(block_m: int = 128, block_n: int = 128, stages: int = 4, consum
 """)
 
 
+def matmul_simt_tiles(tile_m: int = 128, tile_n: int = 128, tile_k: int = 8, thread_m: int = 8, thread_n: int = 8,
+                      op: str = "") -> str:
+    from workbench.worker.cuda.simt_matmul import MARK, KernelConfigError, check_config
+
+    block_m, block_n, block_k = tile_m, tile_n, tile_k
+    try:
+        check_config(block_m, block_n, block_k, thread_m, thread_n)
+    except KernelConfigError as e:
+        raise ValueError(str(e))
+    config = (f"{{block_m = {block_m} : i64, block_n = {block_n} : i64, block_k = {block_k} : i64, "
+              f"thread_m = {thread_m} : i64, thread_n = {thread_n} : i64}}")
+    return transform_module(f"""    %mm = transform.structured.match ops{{["linalg.matmul", "linalg.batch_matmul"]}}{_only_op(op)} in %root : (!transform.any_op) -> !transform.any_op
+    %config = transform.param.constant {config} -> !transform.any_param
+    transform.annotate %mm "{MARK}" = %config : !transform.any_op, !transform.any_param
+""")
+
+
 def _largest_divisor(n: int, candidates) -> int:
     for c in candidates:
         if n % c == 0:
@@ -680,6 +708,8 @@ def select_batch(b: int, m: int, n: int, k: int, dtype: str = "f32", chip: str =
             and n % 8 == 0 and (k % 8 == 0 if kmajor else k % 64 == 0)):
         return "matmul_wgmma", wgmma_config(m, n, k, sms, batch=b, tiles=KMAJOR_TILES if kmajor else WGMMA_TILES)
     if in_dtype == "f32" and dtype == "f32" and layout in ("normal", ""):
+        if b * m * n * k >= SIMT_TILES_MIN_WORK:   # the generated kernel, the batch as the grid's z
+            return "matmul_simt_tiles", simt_tiles_params(m, n, sms, b)
         # matmul_simt's tiles with the batch as the grid's z (tiles sized for the blocks of all batches)
         return "matmul_simt", {**_simt_params(m, n, k, max(1, sms // b)), "batch": True}
     return None
@@ -687,7 +717,31 @@ def select_batch(b: int, m: int, n: int, k: int, dtype: str = "f32", chip: str =
 
 #: generators that can schedule one op of several (`op` parameter); the others bufferize and map the
 #: whole module around the one matmul they expect
-PER_OP = ("matmul_wgmma", "matmul_simt")
+PER_OP = ("matmul_wgmma", "matmul_simt", "matmul_simt_tiles")
+
+#: multiply-adds from which an f32 matmul takes the generated shared-memory kernel (matmul_simt_tiles)
+#: where matmul_simt_smem does not apply (several matmuls, dims no multiple of 64, batches); below,
+#: matmul_simt, which also does the zeroing fill and the elementwise epilogue in its kernel. Measured
+#: on the H200: 1000^3 0.227 ms (matmul_simt, 50 x 40 tiles) -> 0.086 (64 x 64 tiles); 2048^3 1.457 ->
+#: 0.475 (128 x 128; matmul_simt_smem 0.456); examples/mlp.mlir's 128 x 512 layers (2^25) 0.056 ms with
+#: matmul_simt's fused epilogues, 0.081 with 32 x 32 tiles
+SIMT_TILES_MIN_WORK = 1 << 28
+
+
+def simt_tiles_params(m: int, n: int, sms: int = 132, batch: int = 1) -> dict:
+    """matmul_simt_tiles' configuration: 128 x 128 blocks of 8 x 8 register tiles where they give every
+    multiprocessor a block, else 64 x 64 of 4 x 4 with K steps of 16 (1000^3 on the H200: 0.138 ms in
+    64 blocks of 128 x 128, 0.086 in 256 of 64 x 64)."""
+    if -(-m // 128) * -(-n // 128) * batch >= sms:
+        return {"tile_m": 128, "tile_n": 128, "tile_k": 8, "thread_m": 8, "thread_n": 8}
+    return {"tile_m": 64, "tile_n": 64, "tile_k": 16, "thread_m": 4, "thread_n": 4}
+
+
+def _f32_fallback(m: int, n: int, k: int, sms: int, batch: int = 1) -> tuple[str, dict]:
+    """An f32 matmul no whole-module schedule takes: the generated tiled kernel when large, else matmul_simt."""
+    if batch * m * n * k >= SIMT_TILES_MIN_WORK:
+        return "matmul_simt_tiles", simt_tiles_params(m, n, sms, batch)
+    return "matmul_simt", _simt_params(m, n, k, sms)
 
 
 def select_one_of_many(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_dtype: str = "",
@@ -695,7 +749,11 @@ def select_one_of_many(m: int, n: int, k: int, dtype: str = "f32", chip: str = "
     """`select` for one matmul of a payload with several: a generator of PER_OP (matmul_simt where
     `select` would pick a whole-module schedule)."""
     gen, params = select(m, n, k, dtype, chip, in_dtype, sms, layout)
-    return (gen, params) if gen in PER_OP else ("matmul_simt", _simt_params(m, n, k, sms))
+    if gen in PER_OP:
+        return gen, params
+    if (in_dtype or dtype) == "f32" and dtype == "f32":
+        return _f32_fallback(m, n, k, sms)
+    return "matmul_simt", _simt_params(m, n, k, sms)
 
 
 #: matmul_simt's block tile caps, largest first (each tile the largest divisor of M and N under its cap)
@@ -793,4 +851,6 @@ def select(m: int, n: int, k: int, dtype: str = "f32", chip: str = "sm_90", in_d
                                         "thread_k": 4, "stages": 2}
         return "matmul_simt_smem", {"block_m": 64, "block_n": 64, "block_k": 16, "thread_m": 4, "thread_n": 4,
                                     "thread_k": 4, "stages": 3}
+    if in_dtype == "f32" and dtype == "f32":
+        return _f32_fallback(m, n, k, sms)
     return "matmul_simt", _simt_params(m, n, k, sms)

@@ -40,6 +40,12 @@ REWRITES = {
         "params": {},
         "impl": "workbench.worker.cuda.transpose_kernel:rewrite_transposes",
     },
+    "simt-kernels": {
+        "help": "replace f32 linalg.matmuls marked lh.simt_tiles (on memrefs) by generated CUDA-core kernels: "
+                "shared-memory tiles, register tiles of FMAs, guarded edges",
+        "params": {},
+        "impl": "workbench.worker.cuda.simt_matmul:rewrite_marked",
+    },
     "wgmma-kernels": {
         "help": "replace f16 linalg.matmuls marked lh.wgmma (on memrefs) by generated sm_90 TMA + wgmma kernels",
         "params": {},

@@ -1,0 +1,251 @@
+"""A generated f32 matmul kernel on the CUDA cores, tiled through shared memory, for any shape and for
+one op of many (the `simt-kernels` rewrite of cuda-lower, after bufferization).
+
+`pipelines/cuda/matmul.py[gen=matmul_simt_tiles]` only marks the op (`lh.simt_tiles = {block_m, block_n,
+block_k, thread_m, thread_n}`, `op=` picks one op of several); the rewrite replaces each marked
+`linalg.matmul` / `linalg.batch_matmul` on memrefs by a call of a kernel generated here. Unlike the
+transform-dialect schedules (matmul_simt_smem pads and bufferizes the whole module, so it takes a
+module of one matmul), it needs nothing of the rest of the module, and edges are guarded: any M, N, K.
+
+Each block computes a block_m x block_n tile of C with (block_m / thread_m) x (block_n / thread_n)
+threads, each a thread_m x thread_n register tile (vectors of thread_n accumulators, vector.fma of a
+broadcast A element and a B row). K is walked in steps of block_k: the A tile (block_m x block_k,
+stored transposed, k-major, so that a thread reads its thread_m rows with one vector load) and the B
+tile (block_k x block_n) go to shared memory as 4-wide vector loads where K (A) or N (B) is a multiple
+of 4 (else element by element), zeros past the edges; a barrier; thread_m + thread_n shared-memory
+vector loads and thread_m x thread_n FMAs per k; a barrier. The write-back is guarded per vector of 4
+(per element where N is no multiple of 4) and adds C (D = C + A B; a zero fill of C right before is
+dropped and not read, as in the wgmma kernel).
+"""
+from __future__ import annotations
+
+from workbench.worker.cuda.wgmma_matmul import KernelConfigError, _copy_of_result, _Text, _zero_fill_of
+
+MARK = "lh.simt_tiles"
+DEFAULTS = {"block_m": 128, "block_n": 128, "block_k": 8, "thread_m": 8, "thread_n": 8}
+MAX_SHARED = 48 * 1024   # static-size limit without the opt-in
+
+
+def check_config(block_m: int, block_n: int, block_k: int, thread_m: int, thread_n: int) -> dict:
+    """Threads and shared bytes of a configuration, or KernelConfigError saying what does not fit."""
+    for name, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k), ("thread_m", thread_m),
+                    ("thread_n", thread_n)):
+        if v < 1:
+            raise KernelConfigError(f"{name}={v}: at least 1")
+    if block_m % thread_m or block_n % thread_n:
+        raise KernelConfigError(f"thread tile {thread_m}x{thread_n} does not divide block {block_m}x{block_n}")
+    threads = (block_m // thread_m) * (block_n // thread_n)
+    if not 32 <= threads <= 1024:
+        raise KernelConfigError(f"{threads} threads per block (32 to 1024)")
+    if block_k % 4 or thread_n % 4 or thread_m % 4:
+        raise KernelConfigError("block_k, thread_m and thread_n must be multiples of 4 (4-wide vectors)")
+    shared = (block_m + block_n) * block_k * 4
+    if shared > MAX_SHARED:
+        raise KernelConfigError(f"{shared} bytes of shared memory (at most {MAX_SHARED})")
+    return {"threads": threads, "shared": shared}
+
+
+def kernel_name(m: int, n: int, k: int, batch: int, cfg: dict, zero_c: int) -> str:
+    tiles = "x".join(str(cfg[key]) for key in ("block_m", "block_n", "block_k", "thread_m", "thread_n"))
+    return f"lh_simt_matmul_{f'{batch}x' if batch else ''}{m}x{n}x{k}_{tiles}{'_z' if zero_c else ''}"
+
+
+def kernel_text(name: str, m: int, n: int, k: int, block_m: int, block_n: int, block_k: int, thread_m: int,
+                thread_n: int, batch: int = 0, zero_c: int = 0) -> str:
+    """`func.func private @name(%A, %B, %C, %D)`: D = C + A x B (D may be C; zero_c: C is not read),
+    f32 memrefs [batch x] MxK, KxN, MxN."""
+    d = check_config(block_m, block_n, block_k, thread_m, thread_n)
+    threads = d["threads"]
+    lead = f"{batch}x" if batch else ""
+    ta, tb, tc = (f"memref<{lead}{m}x{k}xf32>", f"memref<{lead}{k}x{n}xf32>", f"memref<{lead}{m}x{n}xf32>")
+    smem = "#gpu.address_space<workgroup>"
+    as_t, bs_t = f"memref<{block_k}x{block_m}xf32, {smem}>", f"memref<{block_k}x{block_n}xf32, {smem}>"
+    dyn_t = f"memref<?xi8, {smem}>"
+    v4, vn, vm = "vector<4xf32>", f"vector<{thread_n}xf32>", f"vector<{thread_m}xf32>"
+    t = _Text("    ")
+    b = "%bz, " if batch else ""
+    gx, gy = t.const(-(-n // block_n)), t.const(-(-m // block_m))
+    gz, one = t.const(max(batch, 1)), t.const(1)
+    with t.region(f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {gz}) "
+                  f"threads(%tx, %ty, %tz) in (%sx = {t.const(threads)}, %sy = {one}, %sz = {one}) "
+                  f"dynamic_shared_memory_size {t.const(d['shared'], 'i32')}"):
+        dyn = t.val(f"gpu.dynamic_shared_memory : {dyn_t}", "dyn")
+        a_s = t.val(f"memref.view {dyn}[{t.const(0)}][] : {dyn_t} to {as_t}", "as")
+        b_s = t.val(f"memref.view {dyn}[{t.const(block_k * block_m * 4)}][] : {dyn_t} to {bs_t}", "bs")
+        cols = block_n // thread_n
+        tcol = t.val(f"arith.remui %tx, {t.const(cols)} : index", "tcol")
+        trow = t.val(f"arith.divui %tx, {t.const(cols)} : index", "trow")
+        m0 = t.val(f"arith.muli %by, {t.const(block_m)} : index", "m0")
+        n0 = t.val(f"arith.muli %bx, {t.const(block_n)} : index", "n0")
+        zero4 = t.val(f"arith.constant dense<0.0> : {v4}", "z4")
+        zero_n = t.val(f"arith.constant dense<0.0> : {vn}", "zn")
+        f0 = t.val("arith.constant 0.0 : f32", "f0")
+
+        def fresh(hint: str) -> str:
+            t._n += 1
+            return f"%{hint}{t._n}"
+
+        def pieces(total: int):
+            """The thread's 4-wide pieces of a tile of `total` pieces: (p, index) for p = 0, 1, ... with
+            index = tid + p * threads; the last round guarded where `total` is no multiple of the threads."""
+            for p in range(-(-total // threads)):
+                idx = t.val(f"arith.addi %tx, {t.const(p * threads)} : index", "idx")
+                if (p + 1) * threads <= total:
+                    yield p, idx
+                    continue
+                ok = t.val(f"arith.cmpi ult, {idx}, {t.const(total)} : index", "some")
+                with t.region(f"scf.if {ok}"):
+                    yield p, idx
+
+        def in_bounds(i, limit_i, j, limit_j):
+            a = t.val(f"arith.cmpi ult, {i}, {t.const(limit_i)} : index", "ok")
+            c = t.val(f"arith.cmpi ult, {j}, {t.const(limit_j)} : index", "ok")
+            return t.val(f"arith.andi {a}, {c} : i1", "ok")
+
+        def guarded_vector(ref, mem_t, i, limit_i, j, limit_j, whole: bool) -> str:
+            """4 elements at ref[.., i, j..j+3]: one vector load where a row holds whole vectors (then
+            j < limit_j covers all 4), else element by element; zeros outside."""
+            if whole:
+                ok = in_bounds(i, limit_i, j, limit_j)
+                name = fresh(ref[1:] + "v")
+                with t.region(f"{name} = scf.if {ok} -> ({v4})", close=False):
+                    v = t.val(f"vector.load {ref}[{b}{i}, {j}] {{alignment = 16 : i64}} : {mem_t}, {v4}", "ld")
+                    t.emit(f"scf.yield {v} : {v4}")
+                with t.region("} else"):
+                    t.emit(f"scf.yield {zero4} : {v4}")
+                return name
+            v = zero4
+            for e in range(4):
+                je = t.val(f"arith.addi {j}, {t.const(e)} : index", "j")
+                ok = in_bounds(i, limit_i, je, limit_j)
+                name = fresh(ref[1:] + "s")
+                with t.region(f"{name} = scf.if {ok} -> (f32)", close=False):
+                    x = t.val(f"memref.load {ref}[{b}{i}, {je}] : {mem_t}", "ld")
+                    t.emit(f"scf.yield {x} : f32")
+                with t.region("} else"):
+                    t.emit(f"scf.yield {f0} : f32")
+                v = t.val(f"vector.insert {name}, {v} [{e}] : f32 into {v4}", "v")
+            return v
+
+        accs = ", ".join(f"%acc{i} = {zero_n}" for i in range(thread_m))
+        results = f"%res:{thread_m}"
+        with t.region(f"{results} = scf.for %kt = {t.const(0)} to {t.const(k)} step {t.const(block_k)} "
+                      f"iter_args({accs}) -> ({', '.join([vn] * thread_m)})"):
+            t.emit("gpu.barrier")
+            # A (block_m x block_k) -> As transposed; B (block_k x block_n) -> Bs; 4-wide pieces
+            for p, idx in pieces(block_m * block_k // 4):
+                row = t.val(f"arith.divui {idx}, {t.const(block_k // 4)} : index", "row")
+                kc = t.val(f"arith.muli {t.val(f'arith.remui {idx}, {t.const(block_k // 4)} : index', 'kq')}, "
+                           f"{t.const(4)} : index", "kc")
+                gm = t.val(f"arith.addi {m0}, {row} : index", "gm")
+                gk = t.val(f"arith.addi %kt, {kc} : index", "gk")
+                v = guarded_vector("%A", ta, gm, m, gk, k, whole=k % 4 == 0)
+                for e in range(4):
+                    x = t.val(f"vector.extract {v}[{e}] : f32 from {v4}", "x")
+                    ke = t.val(f"arith.addi {kc}, {t.const(e)} : index", "ke")
+                    t.emit(f"memref.store {x}, {a_s}[{ke}, {row}] : {as_t}")
+            for p, idx in pieces(block_k * block_n // 4):
+                krow = t.val(f"arith.divui {idx}, {t.const(block_n // 4)} : index", "krow")
+                nc = t.val(f"arith.muli {t.val(f'arith.remui {idx}, {t.const(block_n // 4)} : index', 'nq')}, "
+                           f"{t.const(4)} : index", "nc")
+                gk = t.val(f"arith.addi %kt, {krow} : index", "gk")
+                gn = t.val(f"arith.addi {n0}, {nc} : index", "gn")
+                v = guarded_vector("%B", tb, gk, k, gn, n, whole=n % 4 == 0)
+                t.emit(f"vector.store {v}, {b_s}[{krow}, {nc}] {{alignment = 16 : i64}} : {bs_t}, {v4}")
+            t.emit("gpu.barrier")
+            am = t.val(f"arith.muli {trow}, {t.const(thread_m)} : index", "am")
+            bn = t.val(f"arith.muli {tcol}, {t.const(thread_n)} : index", "bn")
+            acc = [f"%acc{i}" for i in range(thread_m)]
+            for kk in range(block_k):
+                av = t.val(f"vector.load {a_s}[{t.const(kk)}, {am}] {{alignment = 16 : i64}} : {as_t}, {vm}", "a")
+                bv = t.val(f"vector.load {b_s}[{t.const(kk)}, {bn}] {{alignment = 16 : i64}} : {bs_t}, {vn}", "b")
+                for i in range(thread_m):
+                    ai = t.val(f"vector.extract {av}[{i}] : f32 from {vm}", "ai")
+                    sp = t.val(f"vector.broadcast {ai} : f32 to {vn}", "sp")
+                    acc[i] = t.val(f"vector.fma {sp}, {bv}, {acc[i]} : {vn}", "acc")
+            t.emit(f"scf.yield {', '.join(acc)} : {', '.join([vn] * thread_m)}")
+        # write-back: D = C + acc, guarded per vector of 4 (per element where N is no multiple of 4)
+        row0 = t.val(f"arith.addi {m0}, {t.val(f'arith.muli {trow}, {t.const(thread_m)} : index', 'r')} : index", "row0")
+        col0 = t.val(f"arith.addi {n0}, {t.val(f'arith.muli {tcol}, {t.const(thread_n)} : index', 'c')} : index", "col0")
+        for i in range(thread_m):
+            row = t.val(f"arith.addi {row0}, {t.const(i)} : index", "row")
+            for j in range(0, thread_n, 4):
+                part = t.val(f"vector.shuffle %res#{i}, %res#{i} [{j}, {j + 1}, {j + 2}, {j + 3}] : {vn}, {vn}", "part")
+                col = t.val(f"arith.addi {col0}, {t.const(j)} : index", "col")
+                if n % 4 == 0:
+                    with t.region(f"scf.if {in_bounds(row, m, col, n)}"):
+                        out = part if zero_c else t.val(
+                            f"arith.addf {part}, {t.val(f'vector.load %C[{b}{row}, {col}] {{alignment = 16 : i64}} : {tc}, {v4}', 'c')} : {v4}", "o")
+                        t.emit(f"vector.store {out}, %D[{b}{row}, {col}] {{alignment = 16 : i64}} : {tc}, {v4}")
+                    continue
+                for e in range(4):
+                    ce = t.val(f"arith.addi {col}, {t.const(e)} : index", "ce")
+                    with t.region(f"scf.if {in_bounds(row, m, ce, n)}"):
+                        x = t.val(f"vector.extract {part}[{e}] : f32 from {v4}", "x")
+                        out = x if zero_c else t.val(f"arith.addf {x}, {t.val(f'memref.load %C[{b}{row}, {ce}] : {tc}', 'c')} : f32", "o")
+                        t.emit(f"memref.store {out}, %D[{b}{row}, {ce}] : {tc}")
+        t.emit("gpu.terminator")
+    body = "\n".join(t.lines)
+    return f"""func.func private @{name}(%A: {ta}, %B: {tb}, %C: {tc}, %D: {tc}) {{
+{body}
+    return
+}}"""
+
+
+def _config(attr) -> dict:
+    from mlir import ir
+
+    cfg = dict(DEFAULTS)
+    if isinstance(attr, ir.DictAttr):
+        for key in list(cfg):
+            if key in attr:
+                cfg[key] = ir.IntegerAttr(attr[key]).value
+    return cfg
+
+
+def rewrite_marked(module) -> int:
+    """Replace each f32 `linalg.matmul` / `linalg.batch_matmul` marked `lh.simt_tiles` (on memrefs, plain
+    maps) by a call of its generated kernel. Returns how many; KernelConfigError names what does not fit."""
+    from mlir import ir
+    from mlir.dialects import func
+
+    from workbench.worker.ir_walk import append_parsed, has_custom_indexing_maps, ops_where, symbol_names
+
+    marked = ops_where(module, lambda op: op.name in ("linalg.matmul", "linalg.batch_matmul") and MARK in op.attributes)
+    existing = symbol_names(module)
+    for op in marked:
+        if len(op.results):
+            raise KernelConfigError("the marked matmul has tensor results: the rewrite runs after bufferization")
+        if has_custom_indexing_maps(op):
+            raise KernelConfigError("the marked matmul has custom indexing maps: matmul_simt_tiles takes A [m][k] "
+                                    "and B [k][n] (a transposed operand: linalg.transpose first)")
+        rank = 3 if op.name == "linalg.batch_matmul" else 2
+        shapes = []
+        for what, v in zip("ABC", op.operands):
+            ty = v.type
+            if (not isinstance(ty, ir.MemRefType) or str(ty.element_type) != "f32" or ty.rank != rank
+                    or not ty.has_static_shape or "strided" in str(ty) or "affine_map" in str(ty)):
+                raise KernelConfigError(f"operand {what} is {ty}: the kernel takes static, identity-layout f32 "
+                                        f"memrefs of rank {rank}")
+            shapes.append(list(ty.shape))
+        batch = shapes[0][0] if rank == 3 else 0
+        (m, k), (k2, n), (m2, n2) = (s[-2:] for s in shapes)
+        if (k, m, n) != (k2, m2, n2) or (rank == 3 and len({s[0] for s in shapes}) != 1):
+            raise KernelConfigError(f"operand shapes {shapes} do not form a matmul")
+        cfg = _config(op.attributes[MARK])
+        check_config(**cfg)
+        a, bop, c = list(op.operands)
+        zero_fill = _zero_fill_of(op, c)
+        name = kernel_name(m, n, k, batch, cfg, int(zero_fill is not None))
+        if name not in existing:
+            append_parsed(module, kernel_text(name, m, n, k, **cfg, batch=batch, zero_c=int(zero_fill is not None)))
+            existing.add(name)
+        if zero_fill is not None:
+            zero_fill.erase()
+        copy = _copy_of_result(op, c)
+        with ir.InsertionPoint(op), op.location:
+            func.CallOp([], ir.FlatSymbolRefAttr.get(name), [a, bop, c, copy.operands[1] if copy else c])
+        if copy is not None:
+            copy.erase()
+        op.erase()
+    return len(marked)

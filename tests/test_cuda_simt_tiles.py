@@ -31,14 +31,18 @@ def _entries(ctx) -> list[str]:
 
 def test_kernel_stages_tiles_in_shared_memory_and_keeps_registers(ctx, tmp_path):
     """128 x 128 blocks of 8 x 8 register tiles, K steps of 8: per step 8 x 64 FMAs from 2 + 2 vector
-    reads of shared memory per k, one vector load of A and of B from global memory, two barriers."""
+    reads of shared memory per k, one vector load of A and of B from global memory (the next step's,
+    issued before the FMAs; the first step's before the loop), two barriers (one more after the first
+    tiles)."""
     ok(ctx, f"load {matmul_payload(tmp_path / 'mm.mlir', 512, 256, 1024, 'mm', 'f32')}")
     ok(ctx, f"apply {GEN}{{tile_m=128 tile_n=128 tile_k=8 thread_m=8 thread_n=8}}")
     ok(ctx, "apply cuda-lower{chip=sm_90a}")
     ptx = ptx_of(ctx.session.current_ir)
     assert ptx.count("fma.rn.f32") == 8 * 64 and ptx.count("ld.shared.v4") == 8 * 4
-    assert ptx.count("bar.sync") == 2 and "ld.local" not in ptx and "st.local" not in ptx
-    assert ptx.count("ld.global.v4") == 2 + 16    # the tiles' loads, C's loads in the write-back
+    assert ptx.count("bar.sync") == 3 and "ld.local" not in ptx and "st.local" not in ptx
+    assert ptx.count("ld.global.v4") == 2 + 2 + 16    # the tiles' loads (first, next), C's in the write-back
+    body = ptx[ptx.index("$L__BB0_"):]   # in the loop: the next tiles' loads come before the FMAs
+    assert body.index("ld.global.v4") < body.index("fma.rn.f32")
 
 
 @pytest.mark.parametrize("shape", [(130, 67, 45), (1000, 1000, 1000), (33, 200, 7)])

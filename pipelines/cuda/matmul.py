@@ -722,18 +722,19 @@ PER_OP = ("matmul_wgmma", "matmul_simt", "matmul_simt_tiles")
 #: multiply-adds from which an f32 matmul takes the generated shared-memory kernel (matmul_simt_tiles)
 #: where matmul_simt_smem does not apply (several matmuls, dims no multiple of 64, batches); below,
 #: matmul_simt, which also does the zeroing fill and the elementwise epilogue in its kernel. Measured
-#: on the H200: 1000^3 0.227 ms (matmul_simt, 50 x 40 tiles) -> 0.086 (64 x 64 tiles); 2048^3 1.457 ->
-#: 0.475 (128 x 128; matmul_simt_smem 0.456); examples/mlp.mlir's 128 x 512 layers (2^25) 0.056 ms with
+#: on the H200: 1000^3 0.227 ms (matmul_simt, 50 x 40 tiles) -> 0.077 (128 x 64 tiles); 2048^3 1.457 ->
+#: 0.482 (matmul_simt_smem 0.458); examples/mlp.mlir's 128 x 512 layers (2^25) 0.056 ms with
 #: matmul_simt's fused epilogues, 0.081 with 32 x 32 tiles
 SIMT_TILES_MIN_WORK = 1 << 28
 
 
 def simt_tiles_params(m: int, n: int, sms: int = 132, batch: int = 1) -> dict:
-    """matmul_simt_tiles' configuration: 128 x 128 blocks of 8 x 8 register tiles where they give every
-    multiprocessor a block, else 64 x 64 of 4 x 4 with K steps of 16 (1000^3 on the H200: 0.138 ms in
-    64 blocks of 128 x 128, 0.086 in 256 of 64 x 64)."""
-    if -(-m // 128) * -(-n // 128) * batch >= sms:
-        return {"tile_m": 128, "tile_n": 128, "tile_k": 8, "thread_m": 8, "thread_n": 8}
+    """matmul_simt_tiles' configuration: 128 x 64 blocks of 8 x 4 register tiles, K steps of 16, where
+    they give at least half the multiprocessors a block, else 64 x 64 of 4 x 4 (four times the blocks).
+    Measured on the H200 (ms, 2048^3 / 1000^3): 128x64 k16 8x4 0.482 / 0.077, k8 0.493 / 0.075; 128x128
+    8x8 k8 0.513 / 0.117, k32 0.482 / 0.133; 64x64 4x4 k16 0.590 / 0.081; 64x128 4x8 0.710 / 0.104."""
+    if -(-m // 128) * -(-n // 64) * batch >= sms // 2:
+        return {"tile_m": 128, "tile_n": 64, "tile_k": 16, "thread_m": 8, "thread_n": 4}
     return {"tile_m": 64, "tile_n": 64, "tile_k": 16, "thread_m": 4, "thread_n": 4}
 
 

@@ -12,8 +12,9 @@ threads, each a thread_m x thread_n register tile (vectors of thread_n accumulat
 broadcast A element and a B row). K is walked in steps of block_k: the A tile (block_m x block_k,
 stored transposed, k-major, so that a thread reads its thread_m rows with one vector load) and the B
 tile (block_k x block_n) go to shared memory as 4-wide vector loads where K (A) or N (B) is a multiple
-of 4 (else element by element), zeros past the edges; a barrier; thread_m + thread_n shared-memory
-vector loads and thread_m x thread_n FMAs per k; a barrier. The write-back is guarded per vector of 4
+of 4 (else element by element), zeros past the edges; per K step the next step's global loads are
+issued first, then thread_m + thread_n shared-memory vector loads and thread_m x thread_n FMAs per k,
+a barrier, the loaded pieces stored to shared memory, a barrier. The write-back is guarded per vector of 4
 (per element where N is no multiple of 4) and adds C (D = C + A B; a zero fill of C right before is
 dropped and not read, as in the wgmma kernel).
 """
@@ -85,28 +86,27 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int, block_n: int, b
             t._n += 1
             return f"%{hint}{t._n}"
 
-        def pieces(total: int):
-            """The thread's 4-wide pieces of a tile of `total` pieces: (p, index) for p = 0, 1, ... with
-            index = tid + p * threads; the last round guarded where `total` is no multiple of the threads."""
+        def pieces(total: int) -> list[tuple[str, str | None]]:
+            """The thread's 4-wide pieces of a tile of `total` pieces: (index, valid) with index = tid +
+            p * threads for p = 0, 1, ...; valid: None, or the i1 `index < total` of a last partial round."""
+            out = []
             for p in range(-(-total // threads)):
                 idx = t.val(f"arith.addi %tx, {t.const(p * threads)} : index", "idx")
-                if (p + 1) * threads <= total:
-                    yield p, idx
-                    continue
-                ok = t.val(f"arith.cmpi ult, {idx}, {t.const(total)} : index", "some")
-                with t.region(f"scf.if {ok}"):
-                    yield p, idx
+                out.append((idx, None if (p + 1) * threads <= total else
+                            t.val(f"arith.cmpi ult, {idx}, {t.const(total)} : index", "some")))
+            return out
 
-        def in_bounds(i, limit_i, j, limit_j):
+        def in_bounds(i, limit_i, j, limit_j, valid=None):
             a = t.val(f"arith.cmpi ult, {i}, {t.const(limit_i)} : index", "ok")
             c = t.val(f"arith.cmpi ult, {j}, {t.const(limit_j)} : index", "ok")
-            return t.val(f"arith.andi {a}, {c} : i1", "ok")
+            ok = t.val(f"arith.andi {a}, {c} : i1", "ok")
+            return ok if valid is None else t.val(f"arith.andi {ok}, {valid} : i1", "ok")
 
-        def guarded_vector(ref, mem_t, i, limit_i, j, limit_j, whole: bool) -> str:
+        def guarded_vector(ref, mem_t, i, limit_i, j, limit_j, whole: bool, valid) -> str:
             """4 elements at ref[.., i, j..j+3]: one vector load where a row holds whole vectors (then
-            j < limit_j covers all 4), else element by element; zeros outside."""
+            j < limit_j covers all 4), else element by element; zeros outside (or for an invalid piece)."""
             if whole:
-                ok = in_bounds(i, limit_i, j, limit_j)
+                ok = in_bounds(i, limit_i, j, limit_j, valid)
                 name = fresh(ref[1:] + "v")
                 with t.region(f"{name} = scf.if {ok} -> ({v4})", close=False):
                     v = t.val(f"vector.load {ref}[{b}{i}, {j}] {{alignment = 16 : i64}} : {mem_t}, {v4}", "ld")
@@ -117,7 +117,7 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int, block_n: int, b
             v = zero4
             for e in range(4):
                 je = t.val(f"arith.addi {j}, {t.const(e)} : index", "j")
-                ok = in_bounds(i, limit_i, je, limit_j)
+                ok = in_bounds(i, limit_i, je, limit_j, valid)
                 name = fresh(ref[1:] + "s")
                 with t.region(f"{name} = scf.if {ok} -> (f32)", close=False):
                     x = t.val(f"memref.load {ref}[{b}{i}, {je}] : {mem_t}", "ld")
@@ -127,34 +127,53 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int, block_n: int, b
                 v = t.val(f"vector.insert {name}, {v} [{e}] : f32 into {v4}", "v")
             return v
 
+        # where each piece of the A tile (block_m x block_k, stored transposed) and of the B tile
+        # (block_k x block_n) lies: loop-invariant
+        a_pieces = []
+        for idx, valid in pieces(block_m * block_k // 4):
+            row = t.val(f"arith.divui {idx}, {t.const(block_k // 4)} : index", "row")
+            kc = t.val(f"arith.muli {t.val(f'arith.remui {idx}, {t.const(block_k // 4)} : index', 'kq')}, "
+                       f"{t.const(4)} : index", "kc")
+            a_pieces.append((row, kc, t.val(f"arith.addi {m0}, {row} : index", "gm"), valid))
+        b_pieces = []
+        for idx, valid in pieces(block_k * block_n // 4):
+            krow = t.val(f"arith.divui {idx}, {t.const(block_n // 4)} : index", "krow")
+            nc = t.val(f"arith.muli {t.val(f'arith.remui {idx}, {t.const(block_n // 4)} : index', 'nq')}, "
+                       f"{t.const(4)} : index", "nc")
+            b_pieces.append((krow, nc, t.val(f"arith.addi {n0}, {nc} : index", "gn"), valid))
+
+        def load_tiles(k0: str) -> list[str]:
+            """The thread's pieces of the A and B tiles at K offset k0 (global loads, zeros past the edges)."""
+            out = []
+            for row, kc, gm, valid in a_pieces:
+                gk = t.val(f"arith.addi {k0}, {kc} : index", "gk")
+                out.append(guarded_vector("%A", ta, gm, m, gk, k, k % 4 == 0, valid))
+            for krow, nc, gn, valid in b_pieces:
+                gk = t.val(f"arith.addi {k0}, {krow} : index", "gk")
+                out.append(guarded_vector("%B", tb, gk, k, gn, n, n % 4 == 0, valid))
+            return out
+
+        def store_tiles(values: list[str]) -> None:
+            for (row, kc, _, valid), v in zip(a_pieces, values):
+                with t.region(None if valid is None else f"scf.if {valid}"):
+                    for e in range(4):
+                        x = t.val(f"vector.extract {v}[{e}] : f32 from {v4}", "x")
+                        ke = t.val(f"arith.addi {kc}, {t.const(e)} : index", "ke")
+                        t.emit(f"memref.store {x}, {a_s}[{ke}, {row}] : {as_t}")
+            for (krow, nc, _, valid), v in zip(b_pieces, values[len(a_pieces):]):
+                with t.region(None if valid is None else f"scf.if {valid}"):
+                    t.emit(f"vector.store {v}, {b_s}[{krow}, {nc}] {{alignment = 16 : i64}} : {bs_t}, {v4}")
+
+        # the first tiles; then per step the next step's global loads are issued before the FMAs of this
+        # one (their latency hidden behind them) and stored to shared memory after
+        store_tiles(load_tiles(t.const(0)))
+        t.emit("gpu.barrier")
+        am = t.val(f"arith.muli {trow}, {t.const(thread_m)} : index", "am")
+        bn = t.val(f"arith.muli {tcol}, {t.const(thread_n)} : index", "bn")
         accs = ", ".join(f"%acc{i} = {zero_n}" for i in range(thread_m))
-        results = f"%res:{thread_m}"
-        with t.region(f"{results} = scf.for %kt = {t.const(0)} to {t.const(k)} step {t.const(block_k)} "
+        with t.region(f"%res:{thread_m} = scf.for %kt = {t.const(0)} to {t.const(k)} step {t.const(block_k)} "
                       f"iter_args({accs}) -> ({', '.join([vn] * thread_m)})"):
-            t.emit("gpu.barrier")
-            # A (block_m x block_k) -> As transposed; B (block_k x block_n) -> Bs; 4-wide pieces
-            for p, idx in pieces(block_m * block_k // 4):
-                row = t.val(f"arith.divui {idx}, {t.const(block_k // 4)} : index", "row")
-                kc = t.val(f"arith.muli {t.val(f'arith.remui {idx}, {t.const(block_k // 4)} : index', 'kq')}, "
-                           f"{t.const(4)} : index", "kc")
-                gm = t.val(f"arith.addi {m0}, {row} : index", "gm")
-                gk = t.val(f"arith.addi %kt, {kc} : index", "gk")
-                v = guarded_vector("%A", ta, gm, m, gk, k, whole=k % 4 == 0)
-                for e in range(4):
-                    x = t.val(f"vector.extract {v}[{e}] : f32 from {v4}", "x")
-                    ke = t.val(f"arith.addi {kc}, {t.const(e)} : index", "ke")
-                    t.emit(f"memref.store {x}, {a_s}[{ke}, {row}] : {as_t}")
-            for p, idx in pieces(block_k * block_n // 4):
-                krow = t.val(f"arith.divui {idx}, {t.const(block_n // 4)} : index", "krow")
-                nc = t.val(f"arith.muli {t.val(f'arith.remui {idx}, {t.const(block_n // 4)} : index', 'nq')}, "
-                           f"{t.const(4)} : index", "nc")
-                gk = t.val(f"arith.addi %kt, {krow} : index", "gk")
-                gn = t.val(f"arith.addi {n0}, {nc} : index", "gn")
-                v = guarded_vector("%B", tb, gk, k, gn, n, whole=n % 4 == 0)
-                t.emit(f"vector.store {v}, {b_s}[{krow}, {nc}] {{alignment = 16 : i64}} : {bs_t}, {v4}")
-            t.emit("gpu.barrier")
-            am = t.val(f"arith.muli {trow}, {t.const(thread_m)} : index", "am")
-            bn = t.val(f"arith.muli {tcol}, {t.const(thread_n)} : index", "bn")
+            following = load_tiles(t.val(f"arith.addi %kt, {t.const(block_k)} : index", "knext"))
             acc = [f"%acc{i}" for i in range(thread_m)]
             for kk in range(block_k):
                 av = t.val(f"vector.load {a_s}[{t.const(kk)}, {am}] {{alignment = 16 : i64}} : {as_t}, {vm}", "a")
@@ -163,6 +182,9 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int, block_n: int, b
                     ai = t.val(f"vector.extract {av}[{i}] : f32 from {vm}", "ai")
                     sp = t.val(f"vector.broadcast {ai} : f32 to {vn}", "sp")
                     acc[i] = t.val(f"vector.fma {sp}, {bv}, {acc[i]} : {vn}", "acc")
+            t.emit("gpu.barrier")
+            store_tiles(following)
+            t.emit("gpu.barrier")
             t.emit(f"scf.yield {', '.join(acc)} : {', '.join([vn] * thread_m)}")
         # write-back: D = C + acc, guarded per vector of 4 (per element where N is no multiple of 4)
         row0 = t.val(f"arith.addi {m0}, {t.val(f'arith.muli {trow}, {t.const(thread_m)} : index', 'r')} : index", "row0")

@@ -90,13 +90,8 @@ def test_selector_path_runs_checked(ctx, monkeypatch, name, threads):
     # the preparation (elementwise fusion, integer powers expanded) comes first when there are generics to
     # chain or powers to expand; the selection is for the IR it leaves
     prepared = res.data["prepared"]
-    assert [p for p in prepared if p not in ("pass lh-drop-body-asserts", "pass lh-gather-indices",
-                                             "pass lh-strided-convs")] == (
+    assert [p for p in prepared if p not in ("pass lh-drop-body-asserts", "pass lh-gather-indices")] == (
         ["pass lh-fuse-elementwise"] if fuses else []) or (prepared == [] and fuses)
-    # convolutions with a stride along w become unit-stride ones, nothing else is
-    strided = any(o["op"].startswith("linalg.conv_") and (cpu_selector._window_roles(o["loops"]) or {}).get("stride", 1) > 1
-                  for o in ops_before)
-    assert ("pass lh-strided-convs" in prepared) == strided
     # gathers (tensor.extract in a body) are prepared for contiguous loads, nothing else is
     assert "pass lh-gather-indices" not in prepared or any("tensor.extract" in o["loops"]["body"] for o in ops_before)
     info = ctx.session.inspect(len(prepared))

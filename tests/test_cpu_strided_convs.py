@@ -1,6 +1,7 @@
 """lh-strided-convs: channels-first convolutions with a stride along w become unit-stride ones (the input's
-phases as channels, or one convolution per phase); the selector path runs them and matches the unscheduled
-payload."""
+phases as channels, or one convolution per phase); the selector path after it runs them and matches the
+unscheduled payload. (Not among the selector's preparation steps: on conv2d_strided it measured even with
+the decomposed path, 4/3 of the multiply-adds and a transpose against exact work at 53 GFLOP/s.)"""
 from __future__ import annotations
 
 import re
@@ -90,8 +91,9 @@ def test_strided_convs_run_and_match(ctx, tmp_path, template, width, taps, strid
     payload = tmp_path / "strided.mlir"
     payload.write_text(_payload(template, width, taps, stride))
     ok(ctx, f"load {payload}")
+    ok(ctx, "pass lh-strided-convs")
+    assert "linalg.transpose" in ctx.session.current_ir
     ok(ctx, "select --apply")
-    assert "lh-strided-convs" in " ".join(a.step.label() for a in ctx.session.active_steps)
     ok(ctx, "bench warmup=1 iterations=2")
     ok(ctx, "apply cpu-lower")
     assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]

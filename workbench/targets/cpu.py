@@ -205,10 +205,6 @@ class CpuTarget(Target):
     #: all of it, no row remainders): workbench/worker/cpu/pointwise_convs.py
     POINTWISE_CONVS = "pass lh-pointwise-convs"
 
-    #: convolutions with a stride along w as one unit-stride convolution per input phase (vectors along w,
-    #: contiguous loads): workbench/worker/cpu/strided_convs.py
-    STRIDED_CONVS = "pass lh-strided-convs"
-
     #: convolutions whose output rows are a little short of a multiple of 16 (60, 30) computed over padded
     #: rows, the extra outputs sliced off: no remainder tiles (workbench/worker/cpu/padded_conv_rows.py)
     PAD_CONV_ROWS = "pass lh-pad-conv-rows"
@@ -287,8 +283,6 @@ class CpuTarget(Target):
             steps.append(self.SHARED_RHS_MATMULS)   # (after the fusion, which folds the reshapes around them)
         if self.machine.bf16_dot_product and any(_bf16_contraction(op, ops) for op in ops):
             steps.append(self.VNNI_CONTRACTIONS)    # (last: it takes the plain matmuls the steps above leave)
-        if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
-            steps.append(self.STRIDED_CONVS)     # (a no-op, left out, unless a stride runs along w)
         if any(_pointwise_convolution(op) for op in ops):
             steps.append(self.POINTWISE_CONVS)
         if self.machine.bf16_dot_product and any(_bf16_convolution(op) for op in ops):

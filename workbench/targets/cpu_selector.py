@@ -77,10 +77,11 @@ STRIDED_CONV_OUTPUT_RUN = 4
 #: a convolution whose w tile is whole vectors accumulates its register tile (output channels x vectors
 #: along w) over the window and the input channels inside the spatial loops: the accumulators stay in
 #: registers, the filter scalars are broadcast from L1 (the output tile is not streamed through the
-#: caches once per window position and channel block: conv3d 4x16x30^3 31.6 -> 25.5 ms, conv1d 64 x 1024
-#: 6.3 -> 5.3 ms, one thread); it takes up to this fraction of the vector registers as accumulators
-#: (two vectors along w where they divide it: conv3d 25.5 -> 19.6 ms)
-CONV_ACCUMULATOR_SHARE = 2
+#: caches once per window position and channel block: JIT cycles under perf, one thread, conv3d
+#: 4x16x30^3 -36%, 3x5 no-bias -31%, grouped/dilated -35%, conv1d -18%, transposed -25%, 1x1 -12%); two
+#: vectors along w where they divide it and the tile takes at most this fraction of the vector registers
+#: (conv3d 290 -> 226 Mcycles, 25.3 -> 19.6 ms)
+CONV_ACCUMULATOR_FRACTION = 0.5
 
 
 def _window_roles(loops: dict) -> dict | None:
@@ -188,7 +189,7 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
         # spatial loops (a tile of half vectors keeps the order above: a 3x3 conv, w = 56, 20 -> 26 ms)
         interchange = others + spatial + roles["window"] + roles["channels"]
         f_block = tile[block] if block is not None else 1
-        if not remainder and extent[w] % (2 * lanes) == 0 and 2 * f_block <= vector_registers // CONV_ACCUMULATOR_SHARE:
+        if not remainder and extent[w] % (2 * lanes) == 0 and 2 * f_block <= vector_registers * CONV_ACCUMULATOR_FRACTION:
             tile[w] = 2 * lanes
     # the folded tile of a convolution is a matmul (specialized, outer products) with vectors along w;
     # with w one by one it is a matrix-vector product that no named op matches: vectorized as it is

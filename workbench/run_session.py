@@ -184,6 +184,23 @@ def input_ranges(session: Session, entry: str, opts: RunOptions) -> dict[int, tu
     return ranges
 
 
+#: passes that define the payload's interface rather than schedule it: the check's reference starts
+#: from the IR after the session's first steps when they are these (a payload with dynamic dims made
+#: static by `pass lh-specialize-shapes{...}` has no reference of its own)
+INTERFACE_PASSES = ("lh-specialize-shapes",)
+
+
+def reference_base(session: Session) -> str:
+    """The IR (store key) the check's reference lowers: the payload, or the output of the session's
+    leading INTERFACE_PASSES steps."""
+    base = session.initial_sha
+    for applied in session.active_steps:
+        if applied.step.kind != "pass" or not applied.step.spec.startswith(INTERFACE_PASSES):
+            break
+        base = applied.output_key
+    return base
+
+
 def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: RunOptions) -> dict:
     from workbench.targets import get_target
 
@@ -192,7 +209,7 @@ def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: 
     cached = session.reference_cache.get(key)
     if cached is None:
         try:
-            ref = _prepare(session, session.initial_sha, target.reference_lowering,
+            ref = _prepare(session, reference_base(session), target.reference_lowering,
                            {"warmup": 0, "iterations": 1, **({"entry": opts.entry} if opts.entry else {})},
                            prelude=target.reference_prelude(), artifact=reference_target.run_artifact)
         except SessionError as e:
@@ -245,7 +262,7 @@ def _reference_key(session: Session, target, opts: RunOptions, inputs: list) -> 
     for a in inputs:
         digest.update(str((a.shape, a.dtype.str)).encode())
         digest.update(a.tobytes())
-    return (session.initial_sha, target.reference_target, target.reference_lowering, opts.entry,
+    return (reference_base(session), target.reference_target, target.reference_lowering, opts.entry,
             repr(target.reference_prelude()), digest.hexdigest())
 
 

@@ -23,6 +23,10 @@ def make_inputs(specs: list[dict], kind: str = "random", seed: int = 0,
     for i, spec in enumerate(specs):
         dtype = numpy_dtype(spec["dtype"])
         shape = tuple(spec["shape"])
+        if any(d < 0 for d in shape):
+            raise RunInputError(f"input {i} is {spec.get('type', '')} (dynamic dims): run needs static shapes; "
+                                "give them as a step first, e.g. `pass lh-specialize-shapes{shapes="
+                                f"{i}:{'x'.join('64' if d < 0 else str(d) for d in shape)}}}`")
         if npy_files and i in npy_files:
             path = Path(npy_files[i])
             try:

@@ -72,7 +72,8 @@ def find_entry(module, name: str = "") -> "ir.Operation":
 def _memref_for_tensor(t: ir.Type) -> str:
     rt = ir.RankedTensorType(t)
     if any(ir.ShapedType.is_dynamic_size(d) for d in rt.shape):
-        raise BenchError(f"dynamic shape {t} at the entry boundary: the wrapper needs static shapes")
+        raise BenchError(f"dynamic shape {t} at the entry boundary: the wrapper needs static shapes (make the "
+                         "arguments static first: `pass lh-specialize-shapes{shapes=0:64x32,1:...}`)")
     return str(ir.MemRefType.get(rt.shape, rt.element_type))
 
 

@@ -330,6 +330,15 @@ def _frontend_to_linalg(module, options: dict) -> None:
     lower_frontend_dialects(module)
 
 
+def _specialize_shapes(module, options: dict) -> None:
+    from workbench.worker.specialize_shapes import SpecializeError, parse_shapes, specialize
+
+    try:
+        specialize(module, parse_shapes(options.get("shapes", "")), options.get("function", ""))
+    except SpecializeError as e:
+        raise PyPassError(f"lh-specialize-shapes: {e}")
+
+
 def _xegpu_spirv_binary(module, options: dict) -> None:
     from workbench.worker.xegpu import spirv_binary
 
@@ -396,6 +405,7 @@ def _cache_gpu_temporaries(module, options: dict) -> None:
 #: name -> (function(module, options), help)
 PASSES: dict[str, tuple[Callable, str]] = {
     "lh-frontend-to-linalg": (_frontend_to_linalg, "front-end dialects lowered to linalg by upstream's pipelines, only where the module holds their ops (TOSA: tosa-to-linalg-pipeline; workbench/worker/frontend_dialects.py)"),
+    "lh-specialize-shapes": (_specialize_shapes, "on tensors: dynamic dims of a function's arguments made static {shapes=0:64x32,1:32x48 function=NAME}: casts folded by canonicalization, static results returned as such (run and the selectors need static shapes; workbench/worker/specialize_shapes.py)"),
     "lh-gpu-device-wrapper": (_device_wrapper, "benchmark wrapper -> GPU form (device buffers, copies outside the timed region)"),
     "lh-gpu-device-memory": (_device_memory, "host-side memref.alloc/dealloc/copy of the payload -> gpu.alloc/dealloc/memcpy"),
     "lh-gpu-serial-kernels": (_serial_kernels, "host-code linalg ops with no parallel loop (rank-0 fills and elementwise ops, whole-tensor reductions) -> one-thread gpu.launch kernels (the naive mapping makes none of them)"),

@@ -134,7 +134,8 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
     except RunInputError as e:
         report["error"] = str(e)
         return report
-    call = opts.check or opts.save_outputs is not None or expected is not None
+    # a program (no outputs: an upstream test's @main that prints its results) is called for what it prints
+    call = opts.check or opts.save_outputs is not None or expected is not None or not meta["outputs"]
     ans = target.execute(_artifact(prepared), meta, inputs, call=call, bench=True, timeout=opts.timeout,
                          threads=opts.threads)
     if not ans["ok"]:
@@ -145,6 +146,8 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         _save(opts.save_outputs, "input", inputs)
         if "args_after" in ans:
             _save(opts.save_outputs, "output", select_outputs(meta, ans["args_after"], ans["outputs"]))
+    if ans.get("stdout"):
+        report["stdout"] = ans["stdout"]   # what the plain call printed (printMemrefF32, printf)
     times = ans["times"]
     report.update(ans.get("report") or {})  # target-specific additions (e.g. per-rank times)
     report.update(Timing(times).to_json())
@@ -233,13 +236,33 @@ def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: 
         if not rans["ok"]:
             return {"passed": False, "error": f"reference run failed: {rans['error']}"}
         cached["want"] = select_outputs(rmeta, rans["args_after"], rans["outputs"])
+        cached["stdout"] = rans.get("stdout", "")
         session.reference_cache.put(key, cached)
+    if not meta["outputs"]:   # a program: what it prints is its result
+        return compare_printed(ans.get("stdout", ""), cached.get("stdout", ""))
     got = select_outputs(meta, ans["args_after"], ans["outputs"])
     want = cached["want"]
     dtypes = _output_dtypes(rmeta)
     if opts.save_outputs is not None:
         _save(opts.save_outputs, "reference", want)
     return compare(got, want, dtypes).to_json()
+
+
+def compare_printed(got: str, want: str) -> dict:
+    """The check of a program without output buffers: what it printed against what the reference printed,
+    line by line (the memref addresses printMemrefF32 shows, `base@ = 0x...`, are not compared)."""
+    import re
+
+    def lines(text):
+        return [re.sub(r"base@ = 0x[0-9a-fA-F]+", "base@ = _", ln.rstrip()) for ln in text.splitlines()]
+
+    g, w = lines(got), lines(want)
+    report = {"passed": g == w, "compared": "stdout", "lines": len(w), "max_abs_err": 0.0, "max_rel_err": 0.0}
+    if g != w:
+        i = next((i for i, (a, b) in enumerate(zip(g, w)) if a != b), min(len(g), len(w)))
+        report["mismatch"] = (f"printed line {i + 1} differs: {g[i] if i < len(g) else '(none)'!r} vs the "
+                              f"reference's {w[i] if i < len(w) else '(none)'!r}")
+    return report
 
 
 def _output_dtypes(meta: dict) -> list[str]:

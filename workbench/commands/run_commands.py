@@ -121,7 +121,10 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
     if report["gflops"]:
         summary += f", {report['gflops']:.2f} GFLOP/s"
     chk = report["check"]
-    if chk is not None:
+    if chk is not None and chk.get("compared") == "stdout":
+        summary += (f"; check {'passed' if chk['passed'] else 'FAILED'} (printed output vs the reference's, "
+                    f"{chk['lines']} lines" + (f": {chk['mismatch']}" if chk.get("mismatch") else "") + ")")
+    elif chk is not None:
         summary += (f"; check {'passed' if chk['passed'] else 'FAILED'} (max abs err {chk['max_abs_err']:.3g}, "
                     f"max rel err {chk['max_rel_err']:.3g})")
     exp = report.get("expected_check")
@@ -133,8 +136,10 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
             ["mean", _fmt_s(report["mean_s"])], ["stddev", _fmt_s(report["stddev_s"])]]
     if report["gflops"]:
         rows.append(["GFLOP/s", f"{report['gflops']:.2f}"])
+    printed = report.get("stdout")
     res = Result(True, summary, kind="table", data={"run": s.last_run,
-                                                    "table": {"columns": ["statistic", "value"], "rows": rows}})
+                                                    "table": {"columns": ["statistic", "value"], "rows": rows}},
+                 body=f"printed by @{report['entry']}:\n{printed}" if printed else None)
     noisy = spread_warning(report)
     if noisy:
         res.data["warnings"] = [noisy]

@@ -330,6 +330,16 @@ def _frontend_to_linalg(module, options: dict) -> None:
     lower_frontend_dialects(module)
 
 
+def _buffer_deallocation(module, options: dict) -> None:
+    from mlir.passmanager import PassManager
+
+    from workbench.worker.ir_walk import ops_where
+
+    if ops_where(module, lambda op: op.name == "memref.dealloc"):
+        return   # the payload frees its own buffers (upstream's memref test programs): the pipeline refuses them
+    PassManager.parse("builtin.module(buffer-deallocation-pipeline)").run(module.operation)
+
+
 def _specialize_shapes(module, options: dict) -> None:
     from workbench.worker.specialize_shapes import SpecializeError, parse_shapes, specialize
 
@@ -405,6 +415,7 @@ def _cache_gpu_temporaries(module, options: dict) -> None:
 #: name -> (function(module, options), help)
 PASSES: dict[str, tuple[Callable, str]] = {
     "lh-frontend-to-linalg": (_frontend_to_linalg, "front-end dialects lowered to linalg by upstream's pipelines, only where the module holds their ops (TOSA: tosa-to-linalg-pipeline; workbench/worker/frontend_dialects.py)"),
+    "lh-buffer-deallocation": (_buffer_deallocation, "upstream's buffer-deallocation-pipeline, except on a module that frees its own buffers (memref.dealloc: upstream's memref test programs; the pipeline refuses existing frees)"),
     "lh-specialize-shapes": (_specialize_shapes, "on tensors: dynamic dims of a function's arguments made static {shapes=0:64x32,1:32x48 function=NAME}: casts folded by canonicalization, static results returned as such (run and the selectors need static shapes; workbench/worker/specialize_shapes.py)"),
     "lh-gpu-device-wrapper": (_device_wrapper, "benchmark wrapper -> GPU form (device buffers, copies outside the timed region)"),
     "lh-gpu-device-memory": (_device_memory, "host-side memref.alloc/dealloc/copy of the payload -> gpu.alloc/dealloc/memcpy"),

@@ -137,13 +137,46 @@ def measurement_lock():
             f.close()
 
 
+#: bytes of what the plain call prints that the answer carries (printMemrefF32 of a test program)
+STDOUT_LIMIT = 64 * 1024
+
+
+@contextlib.contextmanager
+def _stdout_to(path: str):
+    """The process's file descriptor 1 (where the generated code's printf / printMemref write) sent to
+    `path` for the duration; C stdio flushed before it is given back."""
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    sys.stdout.flush()
+    libc.fflush(None)
+    saved = os.dup(1)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.dup2(target, 1)
+        yield
+    finally:
+        libc.fflush(None)
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(target)
+
+
 def _call_and_time(engine, req: dict, inputs: list, answer: dict) -> None:
-    """The plain call (outputs for the check) and the timed wrapper, on copies of the inputs."""
+    """The plain call (outputs for the check, and what it prints: `stdout`) and the timed wrapper (its
+    prints discarded), on copies of the inputs."""
+    import tempfile
+
     out_specs = req.get("outputs") or []
     if req.get("call"):
         args = [a.copy() for a in inputs]
         outs = output_buffers(out_specs)
-        _invoke(engine, req["call"], args + outs)
+        with tempfile.NamedTemporaryFile(prefix="lh-stdout-") as captured:
+            with _stdout_to(captured.name):
+                _invoke(engine, req["call"], args + outs)
+            data = open(captured.name, "rb").read(STDOUT_LIMIT + 1)
+        answer["stdout"] = data[:STDOUT_LIMIT].decode(errors="replace") + (
+            "\n... (more than 64 KiB printed)" if len(data) > STDOUT_LIMIT else "")
         answer["args_after"] = args
         answer["outputs"] = outs
     if req.get("bench"):
@@ -151,7 +184,8 @@ def _call_and_time(engine, req: dict, inputs: list, answer: dict) -> None:
         outs = output_buffers(out_specs)
         times = np.zeros(int(req["times_len"]), dtype=np.float64)
         t1 = time.perf_counter()
-        _invoke(engine, req["bench"], args + outs + [times])
+        with _stdout_to(os.devnull):
+            _invoke(engine, req["bench"], args + outs + [times])
         answer["bench_wall_s"] = time.perf_counter() - t1
         answer["times"] = times.tolist()
 

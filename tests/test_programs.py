@@ -1,0 +1,42 @@
+"""Programs: an entry that takes and returns nothing and prints its results (upstream's integration
+tests: @main allocates, calls the kernel, printMemrefF32). `run` calls it once for what it prints (the
+timed calls' prints discarded), shows it, and `run --check` compares it with what the unscheduled
+payload prints; a payload that frees its own buffers lowers (the deallocation pipeline is skipped)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import ok
+
+PAYLOADS = Path(__file__).parent / "payloads"
+
+
+def test_memref_program_prints_its_result_and_is_checked(ctx):
+    ok(ctx, f"load {PAYLOADS / 'program_memref.mlir'}")
+    ok(ctx, "apply pipelines/lib/tile.mlir")   # a schedule on the kernel the program calls
+    res = ok(ctx, "run --check --iterations 3")
+    run = res.data["run"]
+    # row 0: 7*2 + 3*1.5*2 = 23; rows 1, 2: 4*1.5*2 = 12
+    assert "[[23,   23]," in run["stdout"] and run["stdout"].count("[12,   12]") == 2, run["stdout"]
+    assert run["stdout"].count("Unranked Memref") == 1      # the plain call's print only
+    assert run["check"]["passed"] and run["check"]["compared"] == "stdout"
+    assert "printed by @main" in res.body and "printed output" in res.summary
+
+
+def test_tensor_program_after_a_schedule_prints_the_same(ctx):
+    ok(ctx, f"load {PAYLOADS / 'program_tensor.mlir'}")
+    res = ok(ctx, "select --apply")      # the selector schedules the program's matmul
+    assert any("matmul" in e["schedule"] for e in res.data["selections"])
+    run = ok(ctx, "run --check --iterations 2").data["run"]
+    assert "[121,   124,   127]" in run["stdout"] and "[147,   154,   161]" in run["stdout"], run["stdout"]
+    assert run["check"]["passed"]
+
+
+def test_printed_outputs_compare_line_by_line_without_addresses():
+    from workbench.run_session import compare_printed
+
+    a = "Unranked Memref base@ = 0x55aa rank = 1 data =\n[1,  2]\n"
+    assert compare_printed(a, a.replace("0x55aa", "0x7f00"))["passed"]
+    bad = compare_printed(a.replace("[1,  2]", "[1,  3]"), a)
+    assert not bad["passed"] and "line 2" in bad["mismatch"] and "[1,  3]" in bad["mismatch"]
+    assert not compare_printed(a, a + "[9]\n")["passed"]

@@ -14,6 +14,7 @@ LINALG = Path(__file__).resolve().parents[1] / "examples" / "matmul.mlir"
 
 def test_select_lowers_tosa_first_and_schedules_every_op(ctx):
     ok(ctx, f"load {PAYLOAD}")
+    ok(ctx, "target cpu")
     assert "tosa" in ctx.session.inspect()["dialects"]
     res = ok(ctx, "select --apply")
     specs = [a.step.spec for a in ctx.session.active_steps]
@@ -48,3 +49,27 @@ def test_cuda_selects_and_lowers_a_tosa_payload(ctx):
     assert ctx.session.active_steps[0].step.spec == "lh-frontend-to-linalg"
     ok(ctx, "apply cuda-lower{chip=sm_90a}")
     assert ".entry" in ptx_of(ctx.session.current_ir)
+
+
+ELEMENTWISE = """func.func @f(%a: tensor<64x32xf32>, %b: tensor<64x32xf32>) -> tensor<64x32xf32> {
+  %s = arith.addf %a, %b : tensor<64x32xf32>
+  %e = math.exp %s : tensor<64x32xf32>
+  %m = arith.mulf %e, %a : tensor<64x32xf32>
+  return %m : tensor<64x32xf32>
+}
+"""
+
+
+def test_elementwise_ops_on_whole_tensors_become_linalg(ctx, tmp_path):
+    """arith / math ops on whole tensors (as upstream tests write them) are linalg.generic ops after the
+    front-end pass: selected, scheduled and checked like any elementwise chain."""
+    p = tmp_path / "ew.mlir"
+    p.write_text(ELEMENTWISE)
+    ok(ctx, f"load {p}")
+    ok(ctx, "target cpu")
+    assert ctx.session.inspect()["elementwise_on_tensors"] == 3
+    res = ok(ctx, "select --apply")
+    assert ctx.session.active_steps[0].step.spec == "lh-frontend-to-linalg"
+    assert any("generic.py" in e["schedule"] for e in res.data["selections"]), res.data["selections"]
+    run = ok(ctx, "run --check --iterations 2").data["run"]
+    assert run["check"]["passed"], run["check"]

@@ -9,6 +9,10 @@ from __future__ import annotations
 
 #: dialect prefix -> the upstream pipeline (pass-pipeline text on builtin.module) that lowers it to linalg
 LOWERINGS = {"tosa": "tosa-to-linalg-pipeline"}
+#: elementwise arith / math ops on whole tensors (`arith.addf %a, %b : tensor<3xf32>`, as upstream tests
+#: write them): linalg.generic ops by upstream's convert-elementwise-to-linalg
+ELEMENTWISE_ON_TENSORS = "func.func(convert-elementwise-to-linalg)"
+ELEMENTWISE_DIALECTS = ("arith", "math")
 #: the pass (workbench/worker/frontend_dialects.py) every target pipeline starts with, and `select` applies
 #: first where the payload holds such ops
 FRONTEND_PASS = "lh-frontend-to-linalg"

@@ -92,11 +92,13 @@ class Target:
 
     def frontend_steps(self, info: dict[str, Any]) -> list[str]:
         """Steps `select` applies before anything else: front-end dialects the schedules do not take
-        (TOSA) lowered to linalg (workbench/common/frontend_dialects.py; every target pipeline starts
-        with the same pass, so `run` on such a payload works without `select` too)."""
+        (TOSA) lowered to linalg, elementwise arith / math ops on whole tensors made linalg.generic ops
+        (workbench/common/frontend_dialects.py; every target pipeline starts with the same pass, so
+        `run` on such a payload works without `select` too)."""
         from workbench.common.frontend_dialects import FRONTEND_PASS, LOWERINGS
 
-        return [f"pass {FRONTEND_PASS}"] if set(info.get("dialects", [])) & set(LOWERINGS) else []
+        needed = set(info.get("dialects", [])) & set(LOWERINGS) or info.get("elementwise_on_tensors")
+        return [f"pass {FRONTEND_PASS}"] if needed else []
 
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
         """Steps (command text: `pass ...`, `apply rewrite:...`) that `select` applies before it selects,

@@ -1,10 +1,11 @@
 """`lh-frontend-to-linalg`: front-end dialects (workbench/common/frontend_dialects.py: TOSA) lowered to
-linalg by upstream's pipelines, only on a module that holds their ops, so every target pipeline can
-start with it: a payload without them is left exactly as it was.
+linalg by upstream's pipelines, and elementwise arith / math ops on whole tensors made linalg.generic
+ops, only on a module that holds such ops, so every target pipeline can start with it: a payload
+without them is left exactly as it was.
 """
 from __future__ import annotations
 
-from workbench.common.frontend_dialects import LOWERINGS
+from workbench.common.frontend_dialects import ELEMENTWISE_DIALECTS, ELEMENTWISE_ON_TENSORS, LOWERINGS
 
 
 def dialects_of(module) -> set[str]:
@@ -21,8 +22,20 @@ def dialects_of(module) -> set[str]:
     return seen
 
 
+def has_elementwise_on_tensors(module) -> bool:
+    """Whether an arith / math op computes a whole tensor (not a scalar inside a linalg body)."""
+    from mlir import ir
+
+    from workbench.worker.ir_walk import ops_where
+
+    return bool(ops_where(module, lambda op: op.name.split(".", 1)[0] in ELEMENTWISE_DIALECTS
+                          and any(isinstance(r.type, ir.RankedTensorType) for r in op.results)
+                          and op.name != "arith.constant"))
+
+
 def lower_frontend_dialects(module) -> list[str]:
-    """Run the LOWERINGS pipelines of the front-end dialects present; the pipelines that ran."""
+    """Run the LOWERINGS pipelines of the front-end dialects present, then turn elementwise ops on
+    tensors into linalg.generic ops; the pipelines that ran."""
     from mlir.passmanager import PassManager
 
     ran = []
@@ -31,4 +44,7 @@ def lower_frontend_dialects(module) -> list[str]:
         if dialect in present:
             PassManager.parse(f"builtin.module({pipeline})").run(module.operation)
             ran.append(pipeline)
+    if has_elementwise_on_tensors(module):
+        PassManager.parse(f"builtin.module({ELEMENTWISE_ON_TENSORS})").run(module.operation)
+        ran.append(ELEMENTWISE_ON_TENSORS)
     return ran

@@ -455,10 +455,14 @@ def inspect_module(module) -> dict:
     funcs = []
     linalg = []
     dialects: set[str] = set()
+    tensor_elementwise = []
 
     def visit(op):
         name = op.name
         dialects.add(name.split(".", 1)[0])
+        if (name.split(".", 1)[0] in ("arith", "math") and name != "arith.constant"
+                and any(isinstance(r.type, ir.RankedTensorType) for r in op.results)):
+            tensor_elementwise.append(name)
         if name == "func.func":
             ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
             funcs.append({
@@ -489,7 +493,8 @@ def inspect_module(module) -> dict:
         ops.append(info)
     _add_consumers(linalg, ops)
     info = {"funcs": funcs, "ops": ops, "total_flops": sum(o["flops"] for o in ops),
-            "tagged": all(o["tagged"] for o in ops), "dialects": sorted(dialects)}
+            "tagged": all(o["tagged"] for o in ops), "dialects": sorted(dialects),
+            "elementwise_on_tensors": len(tensor_elementwise)}
     if "shard." in str(module.operation):  # sharded payload: how the grid splits each entry tensor
         from workbench.worker.mpi.sharding import entry_shardings
 

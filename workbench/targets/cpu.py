@@ -214,7 +214,8 @@ class CpuTarget(Target):
     SHARED_RHS_MATMULS = "pass lh-shared-rhs-matmuls"
 
     #: x @ w.T (and a.T @ b) as a transpose of the operand and a plain matmul, whose packed schedule is
-    #: the fast one: workbench/worker/cpu/matmul_layout.py
+    #: the fast one, and a plain matmul written as a generic as a linalg.matmul:
+    #: workbench/worker/cpu/matmul_layout.py
     PLAIN_MATMUL_LAYOUT = "pass lh-plain-matmul-layout"
 
     #: a slice of a concatenation that lies within one operand reads that operand (bufferized, the
@@ -276,7 +277,11 @@ class CpuTarget(Target):
         if any(op.get("kind") == "contraction" and op.get("op") != "linalg.generic" and op.get("dtype") == "f32"
                and op.get("in_dtype") in NARROW_FLOATS for op in ops):
             steps.append(self.WIDEN_CONTRACTION_INPUTS)
-        if any(op.get("kind") == "contraction" and op.get("layout") in ("transpose_a", "transpose_b", "transpose_both") for op in ops):
+        if any(op.get("kind") == "contraction" and op.get("layout") in ("transpose_a", "transpose_b", "transpose_both")
+               or (op.get("layout") == "normal" and (op.get("op") == "linalg.generic" or self.FUSE_ELEMENTWISE in steps))
+               for op in ops):
+            # (a plain matmul too: the fusion generalizes a named one whose result it reshapes; a no-op, left
+            # out, where none is a generic)
             steps.append(self.PLAIN_MATMUL_LAYOUT)
         if any(op.get("op") == "linalg.batch_matmul" or (op.get("op") == "linalg.generic" and op.get("kind") in
                                                          ("contraction", "reduction")) for op in ops):

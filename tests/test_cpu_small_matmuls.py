@@ -99,3 +99,47 @@ def test_pack_b_decides_the_b_buffer(ctx, tmp_path, pack_b):
     buffers = len(re.findall(r"memref\.alloc(?:a)?\b", ctx.session.current_ir))
     assert buffers == 1 + pack_b, ctx.session.current_ir[:3000]
     _checked_run(ctx, "cpu-matmul-lower")
+
+
+# a linear layer on a 3-D input as lh-shared-rhs-matmuls leaves it: one matmul over the collapsed rows,
+# its result expanded, the bias add (and relu) and a residual input after it, 3-D
+LINEAR_3D_BIAS = """#e3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#b1 = affine_map<(d0, d1, d2) -> (d2)>
+func.func @linear(%x: tensor<32x64xf32>, %w: tensor<64x128xf32>, %bias: tensor<128xf32>, %r: tensor<2x16x128xf32>) -> tensor<2x16x128xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x128xf32>
+  %f = linalg.fill ins(%c0 : f32) outs(%e : tensor<32x128xf32>) -> tensor<32x128xf32>
+  %m = linalg.matmul ins(%x, %w : tensor<32x64xf32>, tensor<64x128xf32>) outs(%f : tensor<32x128xf32>) -> tensor<32x128xf32>
+  %m3 = tensor.expand_shape %m [[0, 1], [2]] output_shape [2, 16, 128] : tensor<32x128xf32> into tensor<2x16x128xf32>
+  %e3 = tensor.empty() : tensor<2x16x128xf32>
+  %g = linalg.generic {indexing_maps = [#e3, #b1, #e3, #e3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%m3, %bias, %r : tensor<2x16x128xf32>, tensor<128xf32>, tensor<2x16x128xf32>) outs(%e3 : tensor<2x16x128xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    %t = arith.addf %s, %c : f32
+    %p = arith.maximumf %t, %c0 : f32
+    linalg.yield %p : f32
+  } -> tensor<2x16x128xf32>
+  return %g : tensor<2x16x128xf32>
+}
+"""
+
+
+def test_an_expanded_matmul_results_bias_add_becomes_its_epilogue(ctx, tmp_path):
+    """lh-collapse-expanded-elementwise: the 3-D bias add (+ residual, relu) runs 2-D over the matmul's
+    result (the residual collapsed, the bias read along n), its result expanded; the selector then makes
+    it the matmul's epilogue, and the result matches the reference."""
+    payload = tmp_path / "linear3d.mlir"
+    payload.write_text(LINEAR_3D_BIAS)
+    ok(ctx, f"load {payload}")
+    ok(ctx, "pass lh-collapse-expanded-elementwise")
+    ir_text = ctx.session.current_ir
+    generic = ir_text[ir_text.index("linalg.generic"):]
+    assert 'iterator_types = ["parallel", "parallel"]' in generic.splitlines()[0]
+    assert "tensor.collapse_shape %arg3" in ir_text and "tensor.expand_shape" in generic
+    ok(ctx, "undo")
+    ok(ctx, "select --apply")
+    labels = [a.step.label() for a in ctx.session.active_steps]
+    assert any("lh-collapse-expanded-elementwise" in label for label in labels), labels
+    assert any("matmul_epilogue" in label for label in labels) and not any("generic.py" in label for label in labels), labels
+    _checked_run(ctx)

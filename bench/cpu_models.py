@@ -39,8 +39,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 from _common import (TORCH_PRELUDE, fixture_names, geomean, run_torch_worker, torch_python,  # noqa: E402
                      usable_cores)
 
+#: untimed calls before the timed ones, the same on both sides (with one, our first timed calls of a
+#: 0.13 ms gather still ran 0.5-1.4 ms some runs: a 5-call median of 0.4 ms against torch's two warm-ups)
+WARMUP_CALLS = 2
+
 # -- the torch side (runs under the torch Python: only torch, numpy and json) -------------------------
 TORCH_WORKER = TORCH_PRELUDE + r'''
+WARMUP_CALLS = int(sys.argv[7])
 names, threads_list, iterations, fixtures, random_inputs = sys.argv[2].split(","), [int(t) for t in sys.argv[3].split(",")], int(sys.argv[4]), sys.argv[5], sys.argv[6] == "1"
 
 TORCH_DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
@@ -81,7 +86,7 @@ for name in names:
         with torch.inference_mode():
             for threads in threads_list:
                 torch.set_num_threads(threads)
-                for _ in range(2):
+                for _ in range(WARMUP_CALLS):
                     module(*xs)
                 samples = []
                 for _ in range(iterations):
@@ -103,10 +108,11 @@ for name in names:
 def torch_times(python: str, fixtures: Path, names: list[str], threads: list[int], iterations: int,
                 random_inputs: bool) -> dict:
     return run_torch_worker(python, TORCH_WORKER, [",".join(names), ",".join(map(str, threads)), str(iterations),
-                                                   str(fixtures), "1" if random_inputs else "0"])
+                                                   str(fixtures), "1" if random_inputs else "0", str(WARMUP_CALLS)])
 
 
 # -- the workbench side ------------------------------------------------------------------------------
+
 def ours(name: str, fixtures: Path, threads: int, iterations: int, timeout: float, random_inputs: bool,
          ranges: str = "", cpu: str = "") -> dict:
     """{"ok", "t1", "tall", "error", "steps"} for one fixture through the selector path."""
@@ -125,7 +131,7 @@ def ours(name: str, fixtures: Path, threads: int, iterations: int, timeout: floa
         extra = f" --inputs random{extra_ranges}" if random_inputs else ""
         for planned, key in ((1, "t1"), (threads, "tall")):
             for line in (f"load {fixtures / (name + '.mlir')}", f"target cpu --threads {planned}" + (f" --cpu {cpu}" if cpu else ""), "select --apply",
-                         f"bench warmup=1 iterations={iterations}", "apply cpu-lower",
+                         f"bench warmup={WARMUP_CALLS} iterations={iterations}", "apply cpu-lower",
                          f"run{extra} --threads {planned} --timeout {timeout}" if random_inputs or key == "tall"
                          else f"run --check --threads 1 --timeout {timeout}"):
                 res = ctx.registry.dispatch(line, ctx)

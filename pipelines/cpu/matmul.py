@@ -61,6 +61,9 @@ PARAMS = {
     "reg_k": {"when": "impl == 'codegen'", "divides": "block_k", "min": 1, "space": [1, 2, 4, 8], "help": "outer products per K step (unroll)"},
     "pack_tile_a": {"when": "impl == 'codegen'", "divides": "block_k", "min": 1, "space": [8, 16, 32, 64], "help": "A pack copy chunk along K"},
     "pack_tile_b": {"when": "impl == 'codegen'", "divides": "block_k", "min": 1, "space": [4, 8, 16], "help": "B pack copy chunk along K"},
+    "pack_b": {"when": "impl == 'codegen'", "choices": [0, 1],
+               "help": "1: B packed into [k][reg_n] panels per cache block; 0: the micro-kernel reads B in place "
+                       "(few row tiles read each B element: the pack would cost more than it saves)"},
     "op": {"help": "the id (`inspect`, set by `rewrite tag-ops` as lh.op) of the one matmul to schedule; "
                    "empty: every linalg.matmul"},
     "bufferize": {"help": "end with bufferization and vector lowering (false: stay on tensors, for a "
@@ -114,7 +117,7 @@ def expect_one(handle: str, op: str) -> str:
 def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
                   reg_m: int = 8, reg_n: int = 32, reg_k: int = 4,
                   pack_tile_a: int = 32, pack_tile_b: int = 8, impl: str = "codegen",
-                  op: str = "", bufferize: bool = True) -> str:
+                  op: str = "", bufferize: bool = True, pack_b: int = 1) -> str:
     """Return the transform module (MLIR text) scheduling every linalg.matmul (or the one with id `op`)."""
     if impl == "ukernel":
         return _ukernel_schedule(op, bufferize)
@@ -145,17 +148,14 @@ def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
     // 3. Packing of A and B through nofold pads hoisted out of the loops.
     %padded, %pad, %copy = transform.structured.pad %t2 {{
         padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [0, 1, 2],
-        nofold_flags = [1, 1, 0], copy_back_op = "none"}}
+        nofold_flags = [1, {1 if pack_b else 0}, 0], copy_back_op = "none"}}
         : ({any_op}) -> ({any_op}, {any_op}, {any_op})
     %loops = transform.structured.match ops{{["scf.for"]}} in %root : ({any_op}) -> {any_op}
     transform.apply_licm to %loops : {any_op}
     %padA = transform.get_producer_of_operand %padded[0] : ({any_op}) -> {any_op}
     %hA = transform.structured.hoist_pad %padA by 1 loops : ({any_op}) -> {any_op}
-    %padB = transform.get_producer_of_operand %padded[1] : ({any_op}) -> {any_op}
-    %hB = transform.structured.hoist_pad %padB by 3 loops : ({any_op}) -> {any_op}
-    %cB, %lcB = transform.structured.tile_using_for %hB tile_sizes [{pack_tile_b}, 0] : ({any_op}) -> ({any_op}, {any_op})
+{_pack_b(reg_n, pack_tile_b) if pack_b else ""}\
     %cA, %lcA = transform.structured.tile_using_for %hA tile_sizes [0, {pack_tile_a}] : ({any_op}) -> ({any_op}, {any_op})
-    transform.structured.vectorize %cB vector_sizes [{pack_tile_b}, {reg_n}] : {any_op}
     transform.structured.vectorize %cA vector_sizes [{reg_m}, {pack_tile_a}] : {any_op}
 
     // 4. Micro-kernel: K loop of reg_k steps, vector.contract -> outer products.
@@ -168,6 +168,29 @@ def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
     }} : {any_op}
     transform.bufferization.eliminate_empty_tensors %fe : {any_op}
 {bufferize_and_lower_vectors() if bufferize else ""}""")
+
+
+def _pack_b(reg_n: int, pack_tile_b: int) -> str:
+    """Step 3's B pack: the nofold pad of the micro-kernel's B hoisted out of the m loops (one pack per
+    (n_c, k_c) block), copied in pack_tile_b x reg_n vectorized chunks."""
+    any_op = "!transform.any_op"
+    return f"""    %padB = transform.get_producer_of_operand %padded[1] : ({any_op}) -> {any_op}
+    %hB = transform.structured.hoist_pad %padB by 3 loops : ({any_op}) -> {any_op}
+    %cB, %lcB = transform.structured.tile_using_for %hB tile_sizes [{pack_tile_b}, 0] : ({any_op}) -> ({any_op}, {any_op})
+    transform.structured.vectorize %cB vector_sizes [{pack_tile_b}, {reg_n}] : {any_op}
+"""
+
+
+#: B is packed when more register-tile rows than this read each of its elements: with fewer, the pack
+#: (a strided read, a write and a read of all of B) costs more than the micro-kernel's strided B rows
+#: (16 x 256 x 1024 + bias on this Zen 4: 0.12 -> 0.077 ms unpacked; 64 rows 0.35 -> 0.31 ms, 128 even,
+#: 2048 11.4 -> 12.8 ms: packed)
+PACK_B_MIN_ROW_TILES = 9
+
+
+def pack_b_pays(m: int, reg_m: int) -> int:
+    """1 when a matmul (or chunk) of `m` rows in register tiles of `reg_m` should pack B, else 0."""
+    return int(m >= PACK_B_MIN_ROW_TILES * reg_m)
 
 
 def micro_kernel_k_loop(tile_sizes: str, several_steps: bool) -> str:
@@ -296,4 +319,4 @@ def default_params(m: int, n: int, k: int, vector_bits: int = 512, l2_bytes: int
     pack_tile_b = next(r for r in (8, 4, 2, 1) if block_k % r == 0)
     return dict(block_m=block_m, block_n=block_n, block_k=block_k,
                 reg_m=reg_m, reg_n=reg_n, reg_k=reg_k,
-                pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b, impl="codegen")
+                pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b, pack_b=pack_b_pays(m, reg_m), impl="codegen")

@@ -44,6 +44,9 @@ PARAMS = {
                                               "b0, b1, m, n, k: 2)"},
     "fill_init": {"help": "with batch_dims > 1 and threads_b > 1: the producer of the output's init (a fill) is "
                           "fused into the parallel chunks, then into the batch loops"},
+    "pack_b": {"choices": [0, 1], "help": "matmul_epilogue: 1 = B packed into [k][reg_n] panels per block; 0 = the "
+                                         "micro-kernel reads B in place (few row tiles read each B element: "
+                                         "matmul.pack_b_pays)"},
     "bufferize": {"help": "end with bufferization and vector lowering (false: stay on tensors, for a "
                           "payload of several ops scheduled one step each; pipelines/cpu/finish.py finishes)"},
 }
@@ -80,7 +83,7 @@ def _check(**values: int) -> None:
 
 def _packed_contraction(handle: str, lead: int, block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int,
                         reg_k: int, pack_tile_a: int, pack_tile_b: int, transpose_b: bool = False,
-                        chunks: list[int] | None = None) -> str:
+                        chunks: list[int] | None = None, pack_b: bool = True) -> str:
     """The matmul.py schedule (steps 1-4, on tensors) of the contraction ops in `handle`, whose
     iteration space is `lead` unit-tiled batch dims, then (m, n, k). `chunks` (one count per batch
     dim, then m and n): the op is first split into that many chunks per dim (tile_using_forall: tasks
@@ -112,17 +115,14 @@ def _packed_contraction(handle: str, lead: int, block_m: int, block_n: int, bloc
         : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
     %padded, %pad, %copy = transform.structured.pad %t2 {{
         padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [{lst(dims)}],
-        nofold_flags = [1, 1, 0], copy_back_op = "none"}}
+        nofold_flags = [1, {int(pack_b)}, 0], copy_back_op = "none"}}
         : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
     %loops = transform.structured.match ops{{["scf.for"]}} in %root : ({_ANY}) -> {_ANY}
     transform.apply_licm to %loops : {_ANY}
     %padA = transform.get_producer_of_operand %padded[0] : ({_ANY}) -> {_ANY}
     %hA = transform.structured.hoist_pad %padA by 1 loops : ({_ANY}) -> {_ANY}
-    %padB = transform.get_producer_of_operand %padded[1] : ({_ANY}) -> {_ANY}
-    %hB = transform.structured.hoist_pad %padB by 3 loops{", transpose by [1, 0]" if transpose_b else ""} : ({_ANY}) -> {_ANY}
-    %cB, %lcB = transform.structured.tile_using_for %hB tile_sizes [{lst(zeros + ([0, pack_tile_b] if transpose_b else [pack_tile_b, 0]))}] : ({_ANY}) -> ({_ANY}, {_ANY})
+{_packed_b(zeros, ones, reg_n, pack_tile_b, transpose_b) if pack_b else ""}\
     %cA, %lcA = transform.structured.tile_using_for %hA tile_sizes [{lst(zeros + [0, pack_tile_a])}] : ({_ANY}) -> ({_ANY}, {_ANY})
-    transform.structured.vectorize %cB vector_sizes [{lst(ones + ([reg_n, pack_tile_b] if transpose_b else [pack_tile_b, reg_n]))}] : {_ANY}
     transform.structured.vectorize %cA vector_sizes [{lst(ones + [reg_m, pack_tile_a])}] : {_ANY}
 {matmul.micro_kernel_k_loop(lst(zeros + [0, 0, reg_k]), reg_k < block_k)}
     transform.apply_patterns to %fe {{
@@ -133,6 +133,17 @@ def _packed_contraction(handle: str, lead: int, block_m: int, block_n: int, bloc
       transform.apply_patterns.canonicalization
     }} : {_ANY}
     transform.bufferization.eliminate_empty_tensors %fe : {_ANY}
+"""
+
+
+def _packed_b(zeros: list[int], ones: list[int], reg_n: int, pack_tile_b: int, transpose_b: bool) -> str:
+    """B's pack (the nofold pad of the micro-kernel's B operand) hoisted out of the m loops, copied in
+    pack_tile_b x reg_n vectorized chunks (`transpose_b`: B is read (n, k), packed transposed)."""
+    lst = lambda xs: ", ".join(str(x) for x in xs)  # noqa: E731
+    return f"""    %padB = transform.get_producer_of_operand %padded[1] : ({_ANY}) -> {_ANY}
+    %hB = transform.structured.hoist_pad %padB by 3 loops{", transpose by [1, 0]" if transpose_b else ""} : ({_ANY}) -> {_ANY}
+    %cB, %lcB = transform.structured.tile_using_for %hB tile_sizes [{lst(zeros + ([0, pack_tile_b] if transpose_b else [pack_tile_b, 0]))}] : ({_ANY}) -> ({_ANY}, {_ANY})
+    transform.structured.vectorize %cB vector_sizes [{lst(ones + ([reg_n, pack_tile_b] if transpose_b else [pack_tile_b, reg_n]))}] : {_ANY}
 """
 
 
@@ -210,6 +221,7 @@ def default_params(b: int, m: int, n: int, k: int, threads: int = 1, **machine) 
     threads_b, threads_m, threads_n = thread_chunks(b, m, n, threads)
     params = matmul.default_params(m // threads_m, n // threads_n, k, **machine)
     params.pop("impl", None)
+    params.pop("pack_b", None)   # (batch and transposed-B contractions always pack; epilogue_params decides)
     chunks = {"threads_b": threads_b, "threads_m": threads_m, "threads": threads_n}
     return dict(params, **{key: v for key, v in chunks.items() if v > 1})
 
@@ -242,7 +254,7 @@ def matmul_transpose_b_tiling(block_m: int = 64, block_n: int = 256, block_k: in
 def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4, reg_n: int = 16,
                     reg_k: int = 8, pack_tile_a: int = 32, pack_tile_b: int = 8, epilogue: int = 1,
                     epi_m: int = 4, epi_n: int = 64, op: str = "", bufferize: bool = True, threads_m: int = 1,
-                    threads: int = 1) -> str:
+                    threads: int = 1, pack_b: int = 1) -> str:
     """A linalg.matmul (or the one with id `op`) followed by a chain of `epilogue` elementwise ops
     (bias add, relu, gelu, ...: each the only consumer of the previous result): the packed matmul
     schedule, then the chain tiled by epi_m x epi_n with the earlier links fused into the last one's
@@ -254,7 +266,7 @@ def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, r
         chain.append(f"    %e{i} = transform.get_consumers_of_result {previous}[0] : ({_ANY}) -> {_ANY}\n")
         previous = f"%e{i}"
     body = "".join(chain) + _packed_contraction("%mm", 0, block_m, block_n, block_k, reg_m, reg_n, reg_k,
-                                                pack_tile_a, pack_tile_b, chunks=[threads_m, threads])
+                                                pack_tile_a, pack_tile_b, chunks=[threads_m, threads], pack_b=bool(pack_b))
     last = f"%e{epilogue - 1}"
     if threads_m * threads > 1:   # the chain in the same chunks, each a parallel task
         body += (f"    %echunk, %eforall = transform.structured.tile_using_forall {last} num_threads [{threads_m}, {threads}]"
@@ -283,7 +295,7 @@ def epilogue_params(m: int, n: int, k: int, epilogue: int, threads: int = 1, **m
     cm, cn = m // params.get("threads_m", 1), n // params.get("threads", 1)
     epi_n = next(t for t in (4 * lanes, 2 * lanes, lanes, 8, 4, 2, 1) if cn % t == 0)
     epi_m = next(t for t in (4, 2, 1) if cm % t == 0)
-    return dict(params, epilogue=epilogue, epi_m=epi_m, epi_n=epi_n)
+    return dict(params, epilogue=epilogue, epi_m=epi_m, epi_n=epi_n, pack_b=matmul.pack_b_pays(cm, params["reg_m"]))
 
 
 def matvec_tiling(rows: int = 8, vec_k: int = 64, op: str = "", bufferize: bool = True) -> str:

@@ -26,7 +26,7 @@ PARAMS = {
 def matmul_parallel(threads: int = 2, block_m: int = 64, block_n: int = 512, block_k: int = 256,
                     reg_m: int = 8, reg_n: int = 32, reg_k: int = 4,
                     pack_tile_a: int = 32, pack_tile_b: int = 8, op: str = "", bufferize: bool = True,
-                    threads_m: int = 1) -> str:
+                    threads_m: int = 1, pack_b: int = 1) -> str:
     """The transform module (MLIR text): forall over threads_m x threads (M x N) chunks, then
     matmul.matmul_tiling in each (`op`, `bufferize`: as in matmul.py)."""
     for name, value in (("threads", threads), ("threads_m", threads_m)):
@@ -34,7 +34,7 @@ def matmul_parallel(threads: int = 2, block_m: int = 64, block_n: int = 512, blo
             raise ValueError(f"{name} must be a positive int, got {value!r}")
     text = matmul.matmul_tiling(block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m,
                                 reg_n=reg_n, reg_k=reg_k, pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b,
-                                op=op, bufferize=bufferize)
+                                op=op, bufferize=bufferize, pack_b=pack_b)
     anchor = "%mm = " + matmul.match_op("linalg.matmul", op)
     if anchor not in text:
         raise ValueError("matmul.py changed: cannot find where to insert the forall tiling")

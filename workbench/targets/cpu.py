@@ -213,8 +213,13 @@ class CpuTarget(Target):
     #: loops) as one linalg.matmul over the collapsed rows: workbench/worker/cpu/shared_rhs.py
     SHARED_RHS_MATMULS = "pass lh-shared-rhs-matmuls"
 
+    #: an elementwise op reading a matmul's result through an expand_shape (the bias add after a linear layer
+    #: on a 3-D input) runs over the matmul's 2-D shape: its epilogue (workbench/worker/cpu/collapsed_elementwise.py)
+    COLLAPSE_EXPANDED_ELEMENTWISE = "pass lh-collapse-expanded-elementwise"
+
     #: x @ w.T (and a.T @ b) as a transpose of the operand and a plain matmul, whose packed schedule is
-    #: the fast one: workbench/worker/cpu/matmul_layout.py
+    #: the fast one, and a plain matmul written as a generic as a linalg.matmul:
+    #: workbench/worker/cpu/matmul_layout.py
     PLAIN_MATMUL_LAYOUT = "pass lh-plain-matmul-layout"
 
     #: a slice of a concatenation that lies within one operand reads that operand (bufferized, the
@@ -276,11 +281,17 @@ class CpuTarget(Target):
         if any(op.get("kind") == "contraction" and op.get("op") != "linalg.generic" and op.get("dtype") == "f32"
                and op.get("in_dtype") in NARROW_FLOATS for op in ops):
             steps.append(self.WIDEN_CONTRACTION_INPUTS)
-        if any(op.get("kind") == "contraction" and op.get("layout") in ("transpose_a", "transpose_b", "transpose_both") for op in ops):
+        if any(op.get("kind") == "contraction" and op.get("layout") in ("transpose_a", "transpose_b", "transpose_both")
+               or (op.get("layout") == "normal" and (op.get("op") == "linalg.generic" or self.FUSE_ELEMENTWISE in steps))
+               for op in ops):
+            # (a plain matmul too: the fusion generalizes a named one whose result it reshapes; a no-op, left
+            # out, where none is a generic)
             steps.append(self.PLAIN_MATMUL_LAYOUT)
         if any(op.get("op") == "linalg.batch_matmul" or (op.get("op") == "linalg.generic" and op.get("kind") in
                                                          ("contraction", "reduction")) for op in ops):
             steps.append(self.SHARED_RHS_MATMULS)   # (after the fusion, which folds the reshapes around them)
+        if any(op.get("kind") == "contraction" for op in ops):
+            steps.append(self.COLLAPSE_EXPANDED_ELEMENTWISE)   # (after the matmuls over collapsed rows are made)
         if self.machine.bf16_dot_product and any(_bf16_contraction(op, ops) for op in ops):
             steps.append(self.VNNI_CONTRACTIONS)    # (last: it takes the plain matmuls the steps above leave)
         if any(_pointwise_convolution(op) for op in ops):

@@ -127,6 +127,12 @@ def _drop_dead_results(module, options: dict) -> None:
     dead_results.drop_dead_results(module)
 
 
+def _collapse_expanded_elementwise(module, options: dict) -> None:
+    from workbench.worker.cpu import collapsed_elementwise
+
+    collapsed_elementwise.collapse_expanded_elementwise(module)
+
+
 def _fuse_into_gathers(module, options: dict) -> None:
     from workbench.worker.cpu import gather_fusion
 
@@ -451,7 +457,8 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-fuse-elementwise-keep-contractions": (_fuse_elementwise_keeping_contractions, "upstream's elementwise fusion (fpowi expanded, producers fused, unit dims folded, canonicalized) with the operands and results of named matmuls / batch matmuls guarded {batch-operands=f16,bf16: only batch matmuls of these operand types}: fusion by expansion through the reshapes around them would turn them into generics, which the cuda selector schedules no matmul for (workbench/worker/cuda/fusion.py)"),
     "lh-narrow-contraction-inputs": (_narrow_contraction_inputs, "on tensors: a named matmul / batch matmul into f32 whose operands are f32 extensions (extf generics) of f16 / bf16 tensors reads the narrow tensors (its body extends them: the same values; the wgmma kernel takes f16 / bf16 operands; workbench/worker/cuda/narrow_contractions.py)"),
     "lh-narrow-widened-results": (_narrow_widened_results, "on tensors: an elementwise op yielding the extf of an f16/bf16 value that several ops read is written narrow, each reader widens as it reads (half the bytes where it is materialized; workbench/worker/cuda/narrow_results.py)"),
-    "lh-plain-matmul-layout": (_plain_matmul_layout, "on tensors: a matmul with a transposed operand (x @ w.T: named with transposed maps, or a multiply-add generic) -> linalg.transpose of that operand + a plain linalg.matmul (the packed schedule's micro-kernel reads B as [k][n]; workbench/worker/cpu/matmul_layout.py)"),
+    "lh-collapse-expanded-elementwise": (_collapse_expanded_elementwise, "on tensors: an elementwise linalg.generic reading a matmul's result through a tensor.expand_shape (a linear layer on a 3-D input as one matmul over the collapsed rows, its bias add after it) runs over the collapsed shape, its result expanded: the matmul's epilogue then (workbench/worker/cpu/collapsed_elementwise.py)"),
+    "lh-plain-matmul-layout": (_plain_matmul_layout, "on tensors: a matmul with a transposed operand (x @ w.T: named with transposed maps, or a multiply-add generic) -> linalg.transpose of that operand + a plain linalg.matmul, and a plain matmul written as a multiply-add generic -> linalg.matmul (the packed schedule's micro-kernel reads B as [k][n]; workbench/worker/cpu/matmul_layout.py)"),
     "lh-widen-i1-memrefs": (_widen_i1, "memref<..xi1> -> memref<..xi8> (one byte per bool, as numpy stores them; MemRefToLLVM refuses sub-byte memrefs), loads/stores keep i1 values"),
     "lh-mpi-buffer-deallocation": (_mpi_buffer_deallocation, "buffer-deallocation-pipeline on code with MPI ops (they take buffers but declare no memory effects: hidden behind calls while it runs; workbench/worker/mpi/dealloc.py)"),
     "lh-mpi-reuse-comm": (_mpi_reuse_comm, "after the LLVM lowering: each MPI_Comm_split call site makes its communicator once per process and hands it out on later calls (convert-shard-to-mpi splits one per collective per call; workbench/worker/mpi/comm_reuse.py)"),

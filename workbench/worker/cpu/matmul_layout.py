@@ -1,6 +1,8 @@
 """`lh-plain-matmul-layout`: matmuls with a transposed operand (`x @ w.T` as a linalg.matmul with
 transposed indexing maps, or as torch-mlir's linalg.generic with a multiply-add body; `a.T @ b`) become
-a `linalg.transpose` of that operand and a plain linalg.matmul (on tensors, static shapes).
+a `linalg.transpose` of that operand and a plain linalg.matmul (on tensors, static shapes); a plain
+matmul written as a multiply-add generic (upstream's elementwise fusion generalizes a named matmul whose
+result it reshapes: an unrolled LSTM's per-step `h @ W_hh`) becomes a linalg.matmul again.
 
 Why: the packed matmul schedule's micro-kernel reads B as [k][n] panels; with B indexed (n, k) the
 packing transposes each panel back for the contraction, which the vector lowering then takes element
@@ -14,6 +16,8 @@ from __future__ import annotations
 TRANSPOSED = {((0, 2), (1, 2), (0, 1)): (False, True),
               ((2, 0), (2, 1), (0, 1)): (True, False),
               ((2, 0), (1, 2), (0, 1)): (True, True)}
+#: a plain matmul's map results: rewritten when it is a generic (the named op is what it becomes)
+PLAIN = ((0, 2), (2, 1), (0, 1))
 
 
 def _transposed_inputs(op) -> tuple[bool, bool] | None:
@@ -23,11 +27,12 @@ def _transposed_inputs(op) -> tuple[bool, bool] | None:
     if op.name not in ("linalg.matmul", "linalg.generic") or len(op.operands) != 3 or len(op.results) != 1:
         return None
     dims = _map_dims(op)
-    if dims is None or tuple(dims) not in TRANSPOSED:
+    plain_generic = op.name == "linalg.generic" and dims is not None and tuple(dims) == PLAIN
+    if dims is None or (tuple(dims) not in TRANSPOSED and not plain_generic):
         return None
     if op.name == "linalg.generic" and (not _is_mul_add(op) or iterator_types(op) != ["parallel", "parallel", "reduction"]):
         return None
-    return TRANSPOSED[tuple(dims)]
+    return (False, False) if plain_generic else TRANSPOSED[tuple(dims)]
 
 
 def _transposed(value):

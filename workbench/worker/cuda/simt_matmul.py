@@ -20,7 +20,7 @@ dropped and not read, as in the wgmma kernel).
 """
 from __future__ import annotations
 
-from workbench.worker.cuda.wgmma_matmul import KernelConfigError, _copy_of_result, _Text, _zero_fill_of
+from workbench.worker.cuda.wgmma_matmul import KernelConfigError, _copy_of_result, _Text, _zero_fill_of, mark_config
 
 MARK = "lh.simt_tiles"
 DEFAULTS = {"block_m": 128, "block_n": 128, "block_k": 8, "thread_m": 8, "thread_n": 8}
@@ -65,12 +65,7 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int, block_n: int, b
     v4, vn, vm = "vector<4xf32>", f"vector<{thread_n}xf32>", f"vector<{thread_m}xf32>"
     t = _Text("    ")
     b = "%bz, " if batch else ""
-    gx, gy = t.const(-(-n // block_n)), t.const(-(-m // block_m))
-    gz, one = t.const(max(batch, 1)), t.const(1)
-    with t.region(f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {gz}) "
-                  f"threads(%tx, %ty, %tz) in (%sx = {t.const(threads)}, %sy = {one}, %sz = {one}) "
-                  f"dynamic_shared_memory_size {t.const(d['shared'], 'i32')}"):
-        dyn = t.val(f"gpu.dynamic_shared_memory : {dyn_t}", "dyn")
+    with t.launch((-(-n // block_n), -(-m // block_m), max(batch, 1)), (threads, 1, 1), d["shared"], dyn_t) as dyn:
         a_s = t.val(f"memref.view {dyn}[{t.const(0)}][] : {dyn_t} to {as_t}", "as")
         b_s = t.val(f"memref.view {dyn}[{t.const(block_k * block_m * 4)}][] : {dyn_t} to {bs_t}", "bs")
         cols = block_n // thread_n
@@ -81,10 +76,6 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int, block_n: int, b
         zero4 = t.val(f"arith.constant dense<0.0> : {v4}", "z4")
         zero_n = t.val(f"arith.constant dense<0.0> : {vn}", "zn")
         f0 = t.val("arith.constant 0.0 : f32", "f0")
-
-        def fresh(hint: str) -> str:
-            t._n += 1
-            return f"%{hint}{t._n}"
 
         def pieces(total: int) -> list[tuple[str, str | None]]:
             """The thread's 4-wide pieces of a tile of `total` pieces: (index, valid) with index = tid +
@@ -106,25 +97,15 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int, block_n: int, b
             """4 elements at ref[.., i, j..j+3]: one vector load where a row holds whole vectors (then
             j < limit_j covers all 4), else element by element; zeros outside (or for an invalid piece)."""
             if whole:
-                ok = in_bounds(i, limit_i, j, limit_j, valid)
-                name = fresh(ref[1:] + "v")
-                with t.region(f"{name} = scf.if {ok} -> ({v4})", close=False):
-                    v = t.val(f"vector.load {ref}[{b}{i}, {j}] {{alignment = 16 : i64}} : {mem_t}, {v4}", "ld")
-                    t.emit(f"scf.yield {v} : {v4}")
-                with t.region("} else"):
-                    t.emit(f"scf.yield {zero4} : {v4}")
-                return name
+                return t.value_if(in_bounds(i, limit_i, j, limit_j, valid),
+                                  f"vector.load {ref}[{b}{i}, {j}] {{alignment = 16 : i64}} : {mem_t}, {v4}", v4,
+                                  zero4, ref[1:] + "v")
             v = zero4
             for e in range(4):
                 je = t.val(f"arith.addi {j}, {t.const(e)} : index", "j")
-                ok = in_bounds(i, limit_i, je, limit_j, valid)
-                name = fresh(ref[1:] + "s")
-                with t.region(f"{name} = scf.if {ok} -> (f32)", close=False):
-                    x = t.val(f"memref.load {ref}[{b}{i}, {je}] : {mem_t}", "ld")
-                    t.emit(f"scf.yield {x} : f32")
-                with t.region("} else"):
-                    t.emit(f"scf.yield {f0} : f32")
-                v = t.val(f"vector.insert {name}, {v} [{e}] : f32 into {v4}", "v")
+                x = t.value_if(in_bounds(i, limit_i, je, limit_j, valid), f"memref.load {ref}[{b}{i}, {je}] : {mem_t}",
+                               "f32", f0, ref[1:] + "s")
+                v = t.val(f"vector.insert {x}, {v} [{e}] : f32 into {v4}", "v")
             return v
 
         # where each piece of the A tile (block_m x block_k, stored transposed) and of the B tile
@@ -206,23 +187,11 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int, block_n: int, b
                         x = t.val(f"vector.extract {part}[{e}] : f32 from {v4}", "x")
                         out = x if zero_c else t.val(f"arith.addf {x}, {t.val(f'memref.load %C[{b}{row}, {ce}] : {tc}', 'c')} : f32", "o")
                         t.emit(f"memref.store {out}, %D[{b}{row}, {ce}] : {tc}")
-        t.emit("gpu.terminator")
     body = "\n".join(t.lines)
     return f"""func.func private @{name}(%A: {ta}, %B: {tb}, %C: {tc}, %D: {tc}) {{
 {body}
     return
 }}"""
-
-
-def _config(attr) -> dict:
-    from mlir import ir
-
-    cfg = dict(DEFAULTS)
-    if isinstance(attr, ir.DictAttr):
-        for key in list(cfg):
-            if key in attr:
-                cfg[key] = ir.IntegerAttr(attr[key]).value
-    return cfg
 
 
 def rewrite_marked(module) -> int:
@@ -254,7 +223,7 @@ def rewrite_marked(module) -> int:
         (m, k), (k2, n), (m2, n2) = (s[-2:] for s in shapes)
         if (k, m, n) != (k2, m2, n2) or (rank == 3 and len({s[0] for s in shapes}) != 1):
             raise KernelConfigError(f"operand shapes {shapes} do not form a matmul")
-        cfg = _config(op.attributes[MARK])
+        cfg = mark_config(op.attributes[MARK], DEFAULTS)
         check_config(**cfg)
         a, bop, c = list(op.operands)
         zero_fill = _zero_fill_of(op, c)

@@ -31,13 +31,8 @@ def kernel_text(name: str, rows: int, cols: int, elem: str, batch: int = 0) -> s
     tile_t = f"memref<{TILE}x{TILE + 1}x{elem}, {smem}>"
     dyn_t = f"memref<?xi8, {smem}>"
     t = _Text("    ")
-    gx, gy = t.const(-(-cols // TILE)), t.const(-(-rows // TILE))
-    gz, one = t.const(max(batch, 1)), t.const(1)
-    shm = t.const(TILE * (TILE + 1) * ELEMENT_BYTES[elem], "i32")
-    with t.region(f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {gz}) "
-                  f"threads(%tx, %ty, %tz) in (%sx = {t.const(TILE)}, %sy = {t.const(ROWS_PER_STEP)}, %sz = {one}) "
-                  f"dynamic_shared_memory_size {shm}"):
-        dyn = t.val(f"gpu.dynamic_shared_memory : {dyn_t}", "dyn")
+    with t.launch((-(-cols // TILE), -(-rows // TILE), max(batch, 1)), (TILE, ROWS_PER_STEP, 1),
+                  TILE * (TILE + 1) * ELEMENT_BYTES[elem], dyn_t) as dyn:
         tile = t.val(f"memref.view {dyn}[{t.const(0)}][] : {dyn_t} to {tile_t}", "tile")
         r0 = t.val(f"arith.muli %by, {t.const(TILE)} : index", "r0")
         c0 = t.val(f"arith.muli %bx, {t.const(TILE)} : index", "c0")
@@ -66,7 +61,6 @@ def kernel_text(name: str, rows: int, cols: int, elem: str, batch: int = 0) -> s
                 with t.region(f"scf.if {guarded(i, j, limit_row, limit_col)}"):
                     v = t.val(f"memref.load {src_ref} : {src_ty}", "v")
                     t.emit(f"memref.store {v}, {dst_ref} : {dst_ty}")
-        t.emit("gpu.terminator")
     body = "\n".join(t.lines)
     return f"""func.func private @{name}(%src: {src_t}, %dst: {dst_t}) {{
 {body}

@@ -172,6 +172,33 @@ class _Text:
             self._consts[key] = name
         return self._consts[key]
 
+    def fresh(self, hint: str) -> str:
+        """A new SSA name (for values an op's region yields)."""
+        self._n += 1
+        return f"%{hint}{self._n}"
+
+    def value_if(self, cond: str, expr: str, ty: str, otherwise: str, hint: str = "v") -> str:
+        """`scf.if cond -> (ty)`: `expr` (one op's result) when cond holds, else `otherwise`."""
+        name = self.fresh(hint)
+        with self.region(f"{name} = scf.if {cond} -> ({ty})", close=False):
+            self.emit(f"scf.yield {self.val(expr, hint)} : {ty}")
+        with self.region("} else"):
+            self.emit(f"scf.yield {otherwise} : {ty}")
+        return name
+
+    @contextlib.contextmanager
+    def launch(self, grid: tuple[int, int, int], block: tuple[int, int, int], shared_bytes: int,
+               dyn_type: str = "memref<?xi8, #gpu.address_space<workgroup>>"):
+        """A gpu.launch of `grid` blocks of `block` threads (%bx.. / %tx..) with `shared_bytes` of dynamic
+        shared memory; yields the dynamic shared memory (a memref of dyn_type)."""
+        gx, gy, gz = (self.const(g) for g in grid)
+        sx, sy, sz = (self.const(s) for s in block)
+        with self.region(f"gpu.launch blocks(%bx, %by, %bz) in (%gx = {gx}, %gy = {gy}, %gz = {gz}) "
+                         f"threads(%tx, %ty, %tz) in (%sx = {sx}, %sy = {sy}, %sz = {sz}) "
+                         f"dynamic_shared_memory_size {self.const(shared_bytes, 'i32')}"):
+            yield self.val(f"gpu.dynamic_shared_memory : {dyn_type}", "dyn")
+            self.emit("gpu.terminator")
+
     @contextlib.contextmanager
     def region(self, header: str | None, close: bool = True):
         """`header {` ... `}` (close=False: the next region continues it, e.g. `} else`); header None:
@@ -594,15 +621,20 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
     return "\n".join(out + t.lines + ["}"])
 
 
-def _config(attr) -> dict:
+def mark_config(attr, defaults: dict) -> dict:
+    """A schedule's mark (`lh.wgmma = {block_m = 128 : i64, ...}`) as a dict over `defaults`' keys."""
     from mlir import ir
 
-    cfg = dict(DEFAULTS)
+    cfg = dict(defaults)
     if isinstance(attr, ir.DictAttr):
         for key in list(cfg):
             if key in attr:
                 cfg[key] = ir.IntegerAttr(attr[key]).value
     return cfg
+
+
+def _config(attr) -> dict:
+    return mark_config(attr, DEFAULTS)
 
 
 def rewrite_marked(module) -> int:

@@ -21,12 +21,25 @@ ROW_MULTIPLE = 16
 ROW_WASTE = 1 / 8
 
 
-def _ints(op, name: str, rank: int) -> list[int]:
+def conv_ints(op, name: str, rank: int) -> list[int]:
+    """A convolution's `strides` / `dilations` (ones where the attribute is absent)."""
     from mlir import ir
 
     if name not in op.attributes:
         return [1] * rank
     return [int(v) for v in ir.DenseIntElementsAttr(op.attributes[name])]
+
+
+def static_conv_rank(op, convs: dict) -> int | None:
+    """The spatial rank of a named convolution of `convs` (name -> rank) on static tensors, else None."""
+    from mlir import ir
+
+    rank = convs.get(op.name)
+    if rank is None or len(op.operands) != 3 or len(op.results) != 1:
+        return None
+    if not all(isinstance(v.type, ir.RankedTensorType) and v.type.has_static_shape for v in op.operands):
+        return None
+    return rank
 
 
 def padded_width(ow: int) -> int:
@@ -38,16 +51,11 @@ def padded_width(ow: int) -> int:
 
 
 def _eligible(op) -> bool:
-    from mlir import ir
-
-    rank = CONVS.get(op.name)
-    if rank is None or len(op.operands) != 3 or len(op.results) != 1:
+    rank = static_conv_rank(op, CONVS)
+    if rank is None:
         return False
-    types = [v.type for v in op.operands]
-    if not all(isinstance(t, ir.RankedTensorType) and t.has_static_shape for t in types):
-        return False
-    ow = types[2].shape[-1]
-    return _ints(op, "strides", rank)[-1] == 1 and padded_width(ow) != ow
+    ow = op.operands[2].type.shape[-1]
+    return conv_ints(op, "strides", rank)[-1] == 1 and padded_width(ow) != ow
 
 
 def pad_conv_rows(module) -> int:
@@ -64,7 +72,7 @@ def pad_conv_rows(module) -> int:
         out_shape = list(_tensor_type(init).shape)
         ow = out_shape[-1]
         padded = padded_width(ow)
-        dilation = _ints(op, "dilations", rank)[-1]
+        dilation = conv_ints(op, "dilations", rank)[-1]
         needed = padded + (_tensor_type(filt).shape[-1] - 1) * dilation
         with ir.InsertionPoint(op), op.location:
             width = _tensor_type(image).shape[-1]

@@ -20,6 +20,7 @@ channels at 112 x 112, it measured even with the decomposed path (README).
 """
 from __future__ import annotations
 
+from workbench.worker.cpu.padded_conv_rows import conv_ints, static_conv_rank
 from workbench.worker.cpu.vnni_convs import _pad_high, _tensor_type
 
 #: named channels-first convolutions (the input's, filter's and output's innermost dims are w, the tap
@@ -34,24 +35,9 @@ MEMOIZED_MAPS = "linalg.memoized_indexing_maps"
 CHANNELS_FIRST = {"linalg.conv_1d_ncw_fcw", "linalg.conv_2d_nchw_fchw", "linalg.conv_3d_ncdhw_fcdhw"}
 
 
-def _ints(op, name: str, rank: int) -> list[int]:
-    from mlir import ir
-
-    if name not in op.attributes:
-        return [1] * rank
-    return [int(v) for v in ir.DenseIntElementsAttr(op.attributes[name])]
-
-
 def _eligible(op) -> bool:
-    from mlir import ir
-
-    rank = CONVS.get(op.name)
-    if rank is None or len(op.operands) != 3 or len(op.results) != 1:
-        return False
-    types = [v.type for v in op.operands]
-    if not all(isinstance(t, ir.RankedTensorType) and t.has_static_shape for t in types):
-        return False
-    return _ints(op, "strides", rank)[-1] > 1 and _ints(op, "dilations", rank)[-1] == 1
+    rank = static_conv_rank(op, CONVS)
+    return rank is not None and conv_ints(op, "strides", rank)[-1] > 1 and conv_ints(op, "dilations", rank)[-1] == 1
 
 
 def _with_unit_w_stride(op, rank: int):
@@ -132,7 +118,7 @@ def strided_convs(module) -> int:
     for op in ops_where(module, _eligible):
         rank = CONVS[op.name]
         image, filt, init = op.operands
-        s = _ints(op, "strides", rank)[-1]
+        s = conv_ints(op, "strides", rank)[-1]
         x_type = _tensor_type(image)
         x_shape = list(x_type.shape)
         f_type = _tensor_type(filt)

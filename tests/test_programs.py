@@ -40,3 +40,19 @@ def test_printed_outputs_compare_line_by_line_without_addresses():
     bad = compare_printed(a.replace("[1,  2]", "[1,  3]"), a)
     assert not bad["passed"] and "line 2" in bad["mismatch"] and "[1,  3]" in bad["mismatch"]
     assert not compare_printed(a, a + "[9]\n")["passed"]
+
+
+def test_cuda_program_prints_host_copies_of_device_buffers(ctx):
+    """On cuda, payload buffers live on the device: a host function the program calls (printMemrefF32)
+    gets a host copy (malloc, a device-to-host memcpy, free after the call), not a device pointer."""
+    import re
+
+    ok(ctx, f"load {PAYLOADS / 'program_tensor.mlir'}")
+    ok(ctx, "target cuda")
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    text = ctx.session.current_ir
+    main = re.search(r"llvm\.func @main\(.*?\n  \}", text, re.S).group(0)
+    calls = re.findall(r"llvm\.call @(\w+)", main)
+    at = calls.index("printMemrefF32")
+    assert calls[at - 1] == "mgpuStreamSynchronize" and "mgpuMemcpy" in calls[at - 3:at], calls
+    assert "malloc" in calls[:at] and calls[at + 1] == "free", calls

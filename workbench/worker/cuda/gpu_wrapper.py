@@ -213,7 +213,51 @@ def device_memory(module) -> int:
                     linalg.copy(src, outs=[dst])
         op.erase()
         count += 1
-    return count
+    return count + _host_copies_for_external_calls(module)
+
+
+def _external_callees(module) -> set[str]:
+    return {ir.StringAttr(f.attributes["sym_name"]).value for f in _funcs(module) if len(f.regions[0].blocks) == 0}
+
+
+def _host_copies_for_external_calls(module) -> int:
+    """A host function the payload calls (printMemrefF32 in an upstream test program) gets host copies
+    of the device buffers it is passed: a buffer (or its memref.cast, e.g. to memref<*xf32>) is copied
+    into a host allocation right before the call (gpu.memcpy; gpu-async-region waits for the device
+    before a call) and freed after it. Before, printMemref read device memory from the host: the run
+    worker died. Returns how many copies were made."""
+    from mlir.dialects import gpu, memref
+
+    external = _external_callees(module)
+    calls = _host_side_ops(module, lambda op: op.name == "func.call"
+                           and ir.FlatSymbolRefAttr(op.attributes["callee"]).value in external)
+    copies = 0
+    for call in calls:
+        for i, v in enumerate(list(call.operands)):
+            cast = v.owner if not isinstance(v.owner, ir.Block) and v.owner.name == "memref.cast" else None
+            ranked = cast.operands[0] if cast is not None else v
+            if not isinstance(ranked.type, ir.MemRefType) or ir.MemRefType(ranked.type).memory_space is not None:
+                continue
+            t = ir.MemRefType(ranked.type)
+            if not _contiguous(ranked.type):
+                continue
+            with ir.InsertionPoint(call), call.location:
+                dims = [memref.DimOp(ranked, _index_constant(d)).result
+                        for d, size in enumerate(t.shape) if ir.ShapedType.is_dynamic_size(size)]
+                host = memref.AllocOp(ir.MemRefType.get(t.shape, t.element_type), dims, []).result
+                gpu.MemcpyOp(None, [], host, ranked)
+                arg = memref.CastOp(v.type, host).result if cast is not None else host
+            call.operands[i] = arg
+            with ir.InsertionPoint.after(call), call.location:
+                memref.DeallocOp(host)
+            copies += 1
+    return copies
+
+
+def _index_constant(value: int):
+    from mlir.dialects import arith
+
+    return arith.ConstantOp(ir.IndexType.get(), value).result
 
 
 def _is_constant_global(get_global) -> bool:

@@ -20,7 +20,7 @@ dropped and not read, as in the wgmma kernel).
 """
 from __future__ import annotations
 
-from workbench.worker.cuda.wgmma_matmul import KernelConfigError, _copy_of_result, _Text, _zero_fill_of, mark_config
+from workbench.worker.cuda.wgmma_matmul import KernelConfigError, _Text, _zero_fill_of, mark_config, replace_by_kernel_call
 
 MARK = "lh.simt_tiles"
 DEFAULTS = {"block_m": 128, "block_n": 128, "block_k": 8, "thread_m": 8, "thread_n": 8}
@@ -198,7 +198,6 @@ def rewrite_marked(module) -> int:
     """Replace each f32 `linalg.matmul` / `linalg.batch_matmul` marked `lh.simt_tiles` (on memrefs, plain
     maps) by a call of its generated kernel. Returns how many; KernelConfigError names what does not fit."""
     from mlir import ir
-    from mlir.dialects import func
 
     from workbench.worker.ir_walk import append_parsed, has_custom_indexing_maps, ops_where, symbol_names
 
@@ -233,10 +232,5 @@ def rewrite_marked(module) -> int:
             existing.add(name)
         if zero_fill is not None:
             zero_fill.erase()
-        copy = _copy_of_result(op, c)
-        with ir.InsertionPoint(op), op.location:
-            func.CallOp([], ir.FlatSymbolRefAttr.get(name), [a, bop, c, copy.operands[1] if copy else c])
-        if copy is not None:
-            copy.erase()
-        op.erase()
+        replace_by_kernel_call(op, name, a, bop, c)
     return len(marked)

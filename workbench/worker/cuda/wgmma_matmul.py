@@ -725,13 +725,22 @@ def rewrite_marked(module) -> int:
             generic.erase()
             op.erase()
             continue
-        copy = _copy_of_result(op, c)
-        with ir.InsertionPoint(op), op.location:
-            func.CallOp([], ir.FlatSymbolRefAttr.get(name), [a, b, c, copy.operands[1] if copy else c])
-        if copy is not None:
-            copy.erase()
-        op.erase()
+        replace_by_kernel_call(op, name, a, b, c)
     return len(marked)
+
+
+def replace_by_kernel_call(op, name: str, a, b, c) -> None:
+    """The marked matmul `op` -> `func.call @name(A, B, C, D)`: D is C, or the buffer of the memref.copy
+    of C right after it (bufferization's out-parameter copy, then dropped: one pass over C fewer)."""
+    from mlir import ir
+    from mlir.dialects import func
+
+    copy = _copy_of_result(op, c)
+    with ir.InsertionPoint(op), op.location:
+        func.CallOp([], ir.FlatSymbolRefAttr.get(name), [a, b, c, copy.operands[1] if copy else c])
+    if copy is not None:
+        copy.erase()
+    op.erase()
 
 
 #: operand types wgmma reads with B K-major only: a B stored K x N is transposed into a new buffer first

@@ -39,4 +39,5 @@ def test_bad_shapes_are_one_line_errors_and_change_nothing(ctx, shapes, message)
     before = ctx.session.current_ir
     res = ctx.registry.dispatch(f"pass lh-specialize-shapes{{shapes={shapes}}}", ctx)
     assert not res.ok and message in res.error
+    assert "Traceback" not in (res.detail or "")     # a refused option is one line, not a stack trace
     assert ctx.session.current_ir == before and ctx.session.cursor == 0

@@ -388,6 +388,8 @@ class CompileWorker:
         if python_pass is not None:
             try:
                 python_pass(module)
+            except py_passes.PyPassError as e:   # the pass refused its input or options: one line says why
+                raise StageError(f"{pipeline.strip()}: {e}".splitlines()[0])
             except Exception as e:
                 raise StageError(f"{pipeline.strip()}: {e}".splitlines()[0], traceback.format_exc())
             return False

@@ -228,6 +228,8 @@ def _host_copies_for_external_calls(module) -> int:
     worker died. Returns how many copies were made."""
     from mlir.dialects import gpu, memref
 
+    from workbench.worker.cuda.reduce_kernels import _index
+
     external = _external_callees(module)
     calls = _host_side_ops(module, lambda op: op.name == "func.call"
                            and ir.FlatSymbolRefAttr(op.attributes["callee"]).value in external)
@@ -242,7 +244,7 @@ def _host_copies_for_external_calls(module) -> int:
             if not _contiguous(ranked.type):
                 continue
             with ir.InsertionPoint(call), call.location:
-                dims = [memref.DimOp(ranked, _index_constant(d)).result
+                dims = [memref.DimOp(ranked, _index(d)).result
                         for d, size in enumerate(t.shape) if ir.ShapedType.is_dynamic_size(size)]
                 host = memref.AllocOp(ir.MemRefType.get(t.shape, t.element_type), dims, []).result
                 gpu.MemcpyOp(None, [], host, ranked)
@@ -252,12 +254,6 @@ def _host_copies_for_external_calls(module) -> int:
                 memref.DeallocOp(host)
             copies += 1
     return copies
-
-
-def _index_constant(value: int):
-    from mlir.dialects import arith
-
-    return arith.ConstantOp(ir.IndexType.get(), value).result
 
 
 def _is_constant_global(get_global) -> bool:

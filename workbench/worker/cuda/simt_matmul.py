@@ -87,41 +87,37 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int, block_n: int, b
                             t.val(f"arith.cmpi ult, {idx}, {t.const(total)} : index", "some")))
             return out
 
-        def in_bounds(i, limit_i, j, limit_j, valid=None):
-            a = t.val(f"arith.cmpi ult, {i}, {t.const(limit_i)} : index", "ok")
-            c = t.val(f"arith.cmpi ult, {j}, {t.const(limit_j)} : index", "ok")
-            ok = t.val(f"arith.andi {a}, {c} : i1", "ok")
-            return ok if valid is None else t.val(f"arith.andi {ok}, {valid} : i1", "ok")
-
         def guarded_vector(ref, mem_t, i, limit_i, j, limit_j, whole: bool, valid) -> str:
             """4 elements at ref[.., i, j..j+3]: one vector load where a row holds whole vectors (then
             j < limit_j covers all 4), else element by element; zeros outside (or for an invalid piece)."""
             if whole:
-                return t.value_if(in_bounds(i, limit_i, j, limit_j, valid),
+                return t.value_if(t.in_bounds(i, limit_i, j, limit_j, valid),
                                   f"vector.load {ref}[{b}{i}, {j}] {{alignment = 16 : i64}} : {mem_t}, {v4}", v4,
                                   zero4, ref[1:] + "v")
             v = zero4
             for e in range(4):
                 je = t.val(f"arith.addi {j}, {t.const(e)} : index", "j")
-                x = t.value_if(in_bounds(i, limit_i, je, limit_j, valid), f"memref.load {ref}[{b}{i}, {je}] : {mem_t}",
+                x = t.value_if(t.in_bounds(i, limit_i, je, limit_j, valid), f"memref.load {ref}[{b}{i}, {je}] : {mem_t}",
                                "f32", f0, ref[1:] + "s")
                 v = t.val(f"vector.insert {x}, {v} [{e}] : f32 into {v4}", "v")
             return v
 
+        def placed(rows: int, cols: int) -> list[tuple[str, str, str | None]]:
+            """(row, column, valid) of each of the thread's 4-wide pieces of a rows x cols tile, row by row."""
+            out = []
+            for idx, valid in pieces(rows * cols // 4):
+                row = t.val(f"arith.divui {idx}, {t.const(cols // 4)} : index", "row")
+                col = t.val(f"arith.muli {t.val(f'arith.remui {idx}, {t.const(cols // 4)} : index', 'cq')}, "
+                            f"{t.const(4)} : index", "col")
+                out.append((row, col, valid))
+            return out
+
         # where each piece of the A tile (block_m x block_k, stored transposed) and of the B tile
-        # (block_k x block_n) lies: loop-invariant
-        a_pieces = []
-        for idx, valid in pieces(block_m * block_k // 4):
-            row = t.val(f"arith.divui {idx}, {t.const(block_k // 4)} : index", "row")
-            kc = t.val(f"arith.muli {t.val(f'arith.remui {idx}, {t.const(block_k // 4)} : index', 'kq')}, "
-                       f"{t.const(4)} : index", "kc")
-            a_pieces.append((row, kc, t.val(f"arith.addi {m0}, {row} : index", "gm"), valid))
-        b_pieces = []
-        for idx, valid in pieces(block_k * block_n // 4):
-            krow = t.val(f"arith.divui {idx}, {t.const(block_n // 4)} : index", "krow")
-            nc = t.val(f"arith.muli {t.val(f'arith.remui {idx}, {t.const(block_n // 4)} : index', 'nq')}, "
-                       f"{t.const(4)} : index", "nc")
-            b_pieces.append((krow, nc, t.val(f"arith.addi {n0}, {nc} : index", "gn"), valid))
+        # (block_k x block_n) lies, with its global row of A / column of B: loop-invariant
+        a_pieces = [(row, kc, t.val(f"arith.addi {m0}, {row} : index", "gm"), valid)
+                    for row, kc, valid in placed(block_m, block_k)]
+        b_pieces = [(krow, nc, t.val(f"arith.addi {n0}, {nc} : index", "gn"), valid)
+                    for krow, nc, valid in placed(block_k, block_n)]
 
         def load_tiles(k0: str) -> list[str]:
             """The thread's pieces of the A and B tiles at K offset k0 (global loads, zeros past the edges)."""
@@ -168,22 +164,22 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int, block_n: int, b
             t.emit("gpu.barrier")
             t.emit(f"scf.yield {', '.join(acc)} : {', '.join([vn] * thread_m)}")
         # write-back: D = C + acc, guarded per vector of 4 (per element where N is no multiple of 4)
-        row0 = t.val(f"arith.addi {m0}, {t.val(f'arith.muli {trow}, {t.const(thread_m)} : index', 'r')} : index", "row0")
-        col0 = t.val(f"arith.addi {n0}, {t.val(f'arith.muli {tcol}, {t.const(thread_n)} : index', 'c')} : index", "col0")
+        row0 = t.val(f"arith.addi {m0}, {am} : index", "row0")
+        col0 = t.val(f"arith.addi {n0}, {bn} : index", "col0")
         for i in range(thread_m):
             row = t.val(f"arith.addi {row0}, {t.const(i)} : index", "row")
             for j in range(0, thread_n, 4):
                 part = t.val(f"vector.shuffle %res#{i}, %res#{i} [{j}, {j + 1}, {j + 2}, {j + 3}] : {vn}, {vn}", "part")
                 col = t.val(f"arith.addi {col0}, {t.const(j)} : index", "col")
                 if n % 4 == 0:
-                    with t.region(f"scf.if {in_bounds(row, m, col, n)}"):
+                    with t.region(f"scf.if {t.in_bounds(row, m, col, n)}"):
                         out = part if zero_c else t.val(
                             f"arith.addf {part}, {t.val(f'vector.load %C[{b}{row}, {col}] {{alignment = 16 : i64}} : {tc}, {v4}', 'c')} : {v4}", "o")
                         t.emit(f"vector.store {out}, %D[{b}{row}, {col}] {{alignment = 16 : i64}} : {tc}, {v4}")
                     continue
                 for e in range(4):
                     ce = t.val(f"arith.addi {col}, {t.const(e)} : index", "ce")
-                    with t.region(f"scf.if {in_bounds(row, m, ce, n)}"):
+                    with t.region(f"scf.if {t.in_bounds(row, m, ce, n)}"):
                         x = t.val(f"vector.extract {part}[{e}] : f32 from {v4}", "x")
                         out = x if zero_c else t.val(f"arith.addf {x}, {t.val(f'memref.load %C[{b}{row}, {ce}] : {tc}', 'c')} : f32", "o")
                         t.emit(f"memref.store {out}, %D[{b}{row}, {ce}] : {tc}")

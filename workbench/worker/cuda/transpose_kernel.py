@@ -38,11 +38,6 @@ def kernel_text(name: str, rows: int, cols: int, elem: str, batch: int = 0) -> s
         c0 = t.val(f"arith.muli %bx, {t.const(TILE)} : index", "c0")
         b = "%bz, " if batch else ""
 
-        def guarded(row, col, limit_row, limit_col):
-            inr = t.val(f"arith.cmpi ult, {row}, {t.const(limit_row)} : index", "inr")
-            inc = t.val(f"arith.cmpi ult, {col}, {t.const(limit_col)} : index", "inc")
-            return t.val(f"arith.andi {inr}, {inc} : i1", "in")
-
         # src rows r0 + ty + 8 step, columns c0 + tx -> tile[ty + 8 step][tx]; after a barrier,
         # tile[tx][ty + 8 step] -> dst rows c0 + ty + 8 step, columns r0 + tx
         global_src = lambda i, j, ty: (f"%src[{b}{i}, {j}]", src_t)     # noqa: E731
@@ -58,7 +53,7 @@ def kernel_text(name: str, rows: int, cols: int, elem: str, batch: int = 0) -> s
                 i = t.val(f"arith.addi {row0}, {ty} : index", "i")
                 j = t.val(f"arith.addi {col0}, %tx : index", "j")
                 (src_ref, src_ty), (dst_ref, dst_ty) = source(i, j, ty), target(i, j, ty)
-                with t.region(f"scf.if {guarded(i, j, limit_row, limit_col)}"):
+                with t.region(f"scf.if {t.in_bounds(i, limit_row, j, limit_col)}"):
                     v = t.val(f"memref.load {src_ref} : {src_ty}", "v")
                     t.emit(f"memref.store {v}, {dst_ref} : {dst_ty}")
     body = "\n".join(t.lines)

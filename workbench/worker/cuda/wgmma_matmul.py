@@ -177,6 +177,13 @@ class _Text:
         self._n += 1
         return f"%{hint}{self._n}"
 
+    def in_bounds(self, i: str, limit_i: int, j: str, limit_j: int, valid: str | None = None) -> str:
+        """The i1 `i < limit_i and j < limit_j` (and `valid`, where given) of index values i, j."""
+        a = self.val(f"arith.cmpi ult, {i}, {self.const(limit_i)} : index", "ok")
+        c = self.val(f"arith.cmpi ult, {j}, {self.const(limit_j)} : index", "ok")
+        ok = self.val(f"arith.andi {a}, {c} : i1", "ok")
+        return ok if valid is None else self.val(f"arith.andi {ok}, {valid} : i1", "ok")
+
     def value_if(self, cond: str, expr: str, ty: str, otherwise: str, hint: str = "v") -> str:
         """`scf.if cond -> (ty)`: `expr` (one op's result) when cond holds, else `otherwise`."""
         name = self.fresh(hint)

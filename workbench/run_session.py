@@ -208,11 +208,12 @@ def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: 
     from workbench.targets import get_target
 
     reference_target = get_target(target.reference_target)
-    key = _reference_key(session, target, opts, inputs)
+    base = reference_base(session)
+    key = _reference_key(base, target, opts, inputs)
     cached = session.reference_cache.get(key)
     if cached is None:
         try:
-            ref = _prepare(session, reference_base(session), target.reference_lowering,
+            ref = _prepare(session, base, target.reference_lowering,
                            {"warmup": 0, "iterations": 1, **({"entry": opts.entry} if opts.entry else {})},
                            prelude=target.reference_prelude(), artifact=reference_target.run_artifact)
         except SessionError as e:
@@ -276,16 +277,16 @@ def _output_dtypes(meta: dict) -> list[str]:
     return dtypes
 
 
-def _reference_key(session: Session, target, opts: RunOptions, inputs: list) -> tuple:
-    """Reference outputs depend only on the payload, the reference pipeline and the inputs: runs that
-    share them (e.g. every candidate of `tune`) reuse one reference run."""
+def _reference_key(base: str, target, opts: RunOptions, inputs: list) -> tuple:
+    """Reference outputs depend only on the IR they start from (`base`: reference_base), the reference
+    pipeline and the inputs: runs that share them (e.g. every candidate of `tune`) reuse one reference run."""
     import hashlib
 
     digest = hashlib.sha256()
     for a in inputs:
         digest.update(str((a.shape, a.dtype.str)).encode())
         digest.update(a.tobytes())
-    return (reference_base(session), target.reference_target, target.reference_lowering, opts.entry,
+    return (base, target.reference_target, target.reference_lowering, opts.entry,
             repr(target.reference_prelude()), digest.hexdigest())
 
 

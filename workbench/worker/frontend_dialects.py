@@ -22,15 +22,19 @@ def dialects_of(module) -> set[str]:
     return seen
 
 
-def has_elementwise_on_tensors(module) -> bool:
-    """Whether an arith / math op computes a whole tensor (not a scalar inside a linalg body)."""
+def is_elementwise_on_tensor(op) -> bool:
+    """Whether `op` is an arith / math op computing a whole tensor (not a scalar in a linalg body; not a
+    constant)."""
     from mlir import ir
 
+    return (op.name.split(".", 1)[0] in ELEMENTWISE_DIALECTS and op.name != "arith.constant"
+            and any(isinstance(r.type, ir.RankedTensorType) for r in op.results))
+
+
+def has_elementwise_on_tensors(module) -> bool:
     from workbench.worker.ir_walk import ops_where
 
-    return bool(ops_where(module, lambda op: op.name.split(".", 1)[0] in ELEMENTWISE_DIALECTS
-                          and any(isinstance(r.type, ir.RankedTensorType) for r in op.results)
-                          and op.name != "arith.constant"))
+    return bool(ops_where(module, is_elementwise_on_tensor))
 
 
 def lower_frontend_dialects(module) -> list[str]:

@@ -452,6 +452,8 @@ def inspect_module(module) -> dict:
     """Functions and linalg ops (walk order). Each op has a stable `id` (workbench/worker/op_ids.py:
     its `lh.op` attribute, else `<kind>_<index>`) and `tagged` (whether the id is on the op yet);
     `tagged` at the top level: every linalg op carries its id (per-op schedules can match them)."""
+    from workbench.worker.frontend_dialects import is_elementwise_on_tensor
+
     funcs = []
     linalg = []
     dialects: set[str] = set()
@@ -460,8 +462,7 @@ def inspect_module(module) -> dict:
     def visit(op):
         name = op.name
         dialects.add(name.split(".", 1)[0])
-        if (name.split(".", 1)[0] in ("arith", "math") and name != "arith.constant"
-                and any(isinstance(r.type, ir.RankedTensorType) for r in op.results)):
+        if is_elementwise_on_tensor(op):
             tensor_elementwise.append(name)
         if name == "func.func":
             ftype = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)

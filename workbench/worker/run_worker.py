@@ -145,8 +145,6 @@ STDOUT_LIMIT = 64 * 1024
 def _stdout_to(path: str):
     """The process's file descriptor 1 (where the generated code's printf / printMemref write) sent to
     `path` for the duration; C stdio flushed before it is given back."""
-    import ctypes
-
     libc = ctypes.CDLL(None)
     sys.stdout.flush()
     libc.fflush(None)

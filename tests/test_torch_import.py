@@ -405,3 +405,20 @@ def test_sorts_of_many_ties_take_torchs_stable_order_on_the_selector_path(tmp_pa
     assert p.returncode == 0, p.stderr
     run = json.loads((tmp_path / "r.json").read_text())["run"]
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
+
+
+@needs_torch
+def test_get_inputs_serves_the_one_module_a_file_defines(tmp_path):
+    """A file with one nn.Module class and get_inputs(): `import FILE.py:Name` without --inputs takes
+    them (before: "the file has no get_inputs()", though it had one); with several classes the file's
+    get_inputs() stays its KernelBench Model's, and the error says so."""
+    (tmp_path / "one.py").write_text("import torch\n\nclass Scale(torch.nn.Module):\n"
+                                     "    def forward(self, x):\n        return x * 2.0\n\n"
+                                     "def get_inputs():\n    return [torch.randn(3, 4)]\n")
+    env = {"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}
+    p = run_cli(["import", "one.py:Scale", "--out", "out"], cwd=tmp_path, env_extra=env, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "func.func @main(%arg0: tensor<3x4xf32>)" in (tmp_path / "out" / "scale.mlir").read_text()
+    (tmp_path / "model.py").write_text(MODEL)
+    p = run_cli(["import", "model.py:Scans", "--out", "out"], cwd=tmp_path, env_extra=env, timeout=600)
+    assert p.returncode != 0 and "its Model (KernelBench) or its one nn.Module" in p.stderr + p.stdout

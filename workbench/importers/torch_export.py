@@ -17,7 +17,8 @@ and prints one JSON line (`{"ok": ..., "mlir": ..., ...}`) as its last line of s
 
 NAME in MODEL.py:NAME is an nn.Module subclass (`Model` is built with the file's `get_init_inputs()`
 when it has one, KernelBench style), a function returning a module, or a module instance. Without :NAME, the
-file's `Model` (KernelBench) is used. Without --inputs, the file's `get_inputs()` gives the inputs.
+file's `Model` (KernelBench) is used. Without --inputs, the file's `get_inputs()` gives the inputs of its
+`Model`, or of the one nn.Module class the file defines.
 
 torch-mlir turns a few aten ops into its own `tm_tensor` dialect (cumsum, cumprod, logcumsumexp ->
 tm_tensor.scan, sort / argsort / topk -> tm_tensor.sort), which upstream MLIR cannot load, and fails on
@@ -473,8 +474,7 @@ def load_module(target: str):
         raise ImportFailure(f"{path}: the model file failed to run: {type(e).__name__}: {e}")
     name = name or "Model"
     if not hasattr(source, name):
-        found = [n for n, v in vars(source).items()
-                 if isinstance(v, type) and issubclass(v, torch.nn.Module) and v.__module__ == source.__name__]
+        found = [c.__name__ for c in _module_classes(source)]
         raise ImportFailure(f"{path}: no {name!r} (nn.Module classes here: {', '.join(found) or 'none'}; "
                             f"name one as {path}:NAME)")
     obj = getattr(source, name)
@@ -569,6 +569,14 @@ def _dist_version(dist: str) -> str:
         return "unknown"
 
 
+def _module_classes(source) -> list:
+    """The nn.Module subclasses a model file defines itself (not those it imports)."""
+    import torch
+
+    return [v for v in vars(source).values() if isinstance(v, type) and issubclass(v, torch.nn.Module)
+            and v.__module__ == source.__name__]
+
+
 def snake_case(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
@@ -600,8 +608,12 @@ def main(argv: list[str] | None = None) -> int:
         generator = torch.Generator().manual_seed(args.seed)
         if args.inputs:
             inputs = [make_input(parse_input_spec(s), generator) for s in split_specs(args.inputs)]
-        elif hasattr(source, "get_inputs") and args.model.partition(":")[2] in ("", "Model"):
+        elif hasattr(source, "get_inputs") and (args.model.partition(":")[2] in ("", "Model")
+                                                or len(_module_classes(source)) == 1):
             inputs = list(source.get_inputs())
+        elif hasattr(source, "get_inputs"):
+            raise ImportFailure(f"{args.model}: no --inputs, and the file's get_inputs() is taken for its Model "
+                                f"(KernelBench) or its one nn.Module only (it defines {len(_module_classes(source))})")
         else:
             raise ImportFailure(f"{args.model}: no --inputs and the file has no get_inputs()")
         if args.dtype:

@@ -422,3 +422,21 @@ def test_get_inputs_serves_the_one_module_a_file_defines(tmp_path):
     (tmp_path / "model.py").write_text(MODEL)
     p = run_cli(["import", "model.py:Scans", "--out", "out"], cwd=tmp_path, env_extra=env, timeout=600)
     assert p.returncode != 0 and "its Model (KernelBench) or its one nn.Module" in p.stderr + p.stdout
+    assert "several models: Scans, Sorts, Model" in p.stderr + p.stdout
+
+
+@needs_torch
+def test_get_inputs_serves_a_block_built_of_helper_modules(tmp_path):
+    """A real model file defines helper modules (RMSNorm) next to its block: get_inputs() serves the one
+    class the file's other classes do not use (before: "it defines 2"), and not a helper named explicitly."""
+    (tmp_path / "block.py").write_text(
+        "import torch\n\nclass Norm(torch.nn.Module):\n    def forward(self, x):\n        return x * 0.5\n\n"
+        "class Block(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.norm = Norm()\n    def forward(self, x):\n        return self.norm(x) + 1.0\n\n"
+        "def get_inputs():\n    return [torch.randn(2, 5)]\n")
+    env = {"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}
+    p = run_cli(["import", "block.py:Block", "--out", "out"], cwd=tmp_path, env_extra=env, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "func.func @main(%arg0: tensor<2x5xf32>)" in (tmp_path / "out" / "block.mlir").read_text()
+    p = run_cli(["import", "block.py:Norm", "--out", "out"], cwd=tmp_path, env_extra=env, timeout=600)
+    assert p.returncode != 0 and "here Block, which builds the others" in p.stderr + p.stdout

@@ -18,7 +18,8 @@ and prints one JSON line (`{"ok": ..., "mlir": ..., ...}`) as its last line of s
 NAME in MODEL.py:NAME is an nn.Module subclass (`Model` is built with the file's `get_init_inputs()`
 when it has one, KernelBench style), a function returning a module, or a module instance. Without :NAME, the
 file's `Model` (KernelBench) is used. Without --inputs, the file's `get_inputs()` gives the inputs of its
-`Model`, or of the one nn.Module class the file defines.
+`Model`, or of the one nn.Module class the file defines that its other classes do not use (a block
+built of helper modules).
 
 torch-mlir turns a few aten ops into its own `tm_tensor` dialect (cumsum, cumprod, logcumsumexp ->
 tm_tensor.scan, sort / argsort / topk -> tm_tensor.sort), which upstream MLIR cannot load, and fails on
@@ -577,6 +578,25 @@ def _module_classes(source) -> list:
             and v.__module__ == source.__name__]
 
 
+def _root_module_classes(source) -> list:
+    """The file's nn.Module classes that no other class of the file names (its models, not their parts:
+    LlamaBlock, not the RMSNorm it builds), from the file's syntax tree."""
+    import ast
+
+    classes = _module_classes(source)
+    tree = ast.parse(Path(source.__file__).read_text())
+    names_in = {node.name: {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    return [c for c in classes
+            if not any(c.__name__ in names_in.get(o.__name__, ()) for o in classes if o is not c)]
+
+
+def _get_inputs_serves(source, name: str) -> bool:
+    """Whether the file's get_inputs() is meant for the class NAME: KernelBench's Model (or no NAME), or
+    the one model class of the file (the one nn.Module the others do not use)."""
+    return name in ("", "Model") or [c.__name__ for c in _root_module_classes(source)] == [name]
+
+
 def snake_case(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
@@ -608,12 +628,14 @@ def main(argv: list[str] | None = None) -> int:
         generator = torch.Generator().manual_seed(args.seed)
         if args.inputs:
             inputs = [make_input(parse_input_spec(s), generator) for s in split_specs(args.inputs)]
-        elif hasattr(source, "get_inputs") and (args.model.partition(":")[2] in ("", "Model")
-                                                or len(_module_classes(source)) == 1):
+        elif hasattr(source, "get_inputs") and _get_inputs_serves(source, args.model.partition(":")[2]):
             inputs = list(source.get_inputs())
         elif hasattr(source, "get_inputs"):
+            roots = [c.__name__ for c in _root_module_classes(source)]
+            which = (f"here {roots[0]}, which builds the others" if len(roots) == 1
+                     else f"the file has several models: {', '.join(roots)}")
             raise ImportFailure(f"{args.model}: no --inputs, and the file's get_inputs() is taken for its Model "
-                                f"(KernelBench) or its one nn.Module only (it defines {len(_module_classes(source))})")
+                                f"(KernelBench) or its one nn.Module only ({which})")
         else:
             raise ImportFailure(f"{args.model}: no --inputs and the file has no get_inputs()")
         if args.dtype:

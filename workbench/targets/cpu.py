@@ -42,7 +42,9 @@ EPILOGUE_BODY_OPS = {"arith.addf", "arith.subf", "arith.mulf", "arith.divf", "ar
 
 def epilogue_chain(ops: list[dict[str, Any]], index: int) -> list[int]:
     """Indices of the elementwise ops after ops[index] that form its epilogue: each the only consumer of
-    the previous one's result, 2-D over the matmul's (m, n), with a body of EPILOGUE_BODY_OPS."""
+    the previous one's result, 2-D over the matmul's (m, n), with a body of EPILOGUE_BODY_OPS, and
+    reading no other contraction's result (an add of two matmuls' results, a transformer block's two
+    residual branches, is the epilogue of the later matmul only: one op, one schedule)."""
     dims = ops[index].get("dims") or {}
     chain: list[int] = []
     current = index
@@ -52,10 +54,17 @@ def epilogue_chain(ops: list[dict[str, Any]], index: int) -> list[int]:
             return chain
         nxt = ops[consumers[0]]
         if (nxt.get("kind") != "elementwise" or nxt.get("domain") != [dims.get("m"), dims.get("n")]
-                or not set(nxt.get("body") or ["?"]) <= EPILOGUE_BODY_OPS or nxt.get("dtype") != "f32"):
+                or not set(nxt.get("body") or ["?"]) <= EPILOGUE_BODY_OPS or nxt.get("dtype") != "f32"
+                or _reads_another_contraction(ops, consumers[0], index)):
             return chain
         chain.append(consumers[0])
         current = consumers[0]
+
+
+def _reads_another_contraction(ops: list[dict[str, Any]], index: int, matmul: int) -> bool:
+    """Whether ops[index] reads the result of a contraction other than ops[matmul]."""
+    return any(0 <= p < len(ops) and p != matmul and ops[p].get("kind") == "contraction"
+               for p in ops[index].get("producers") or [])
 
 
 #: multiply-adds above which a plain f32 matmul is split over the cores (matmul_parallel.py)

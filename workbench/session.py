@@ -609,7 +609,7 @@ class Session:
             doc["Workbench"]["last_run"] = self.last_run
         if self.foreign_source is not None and not self.run_allowed:
             doc["Workbench"]["from_elsewhere"] = str(self.foreign_source)
-        return SESSION_HEADER + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=110)
+        return SESSION_HEADER + safe_yaml.dump(doc, sort_keys=False, default_flow_style=None, width=110)
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)

@@ -60,6 +60,21 @@ class CausalAttention(nn.Module):
         return torch.matmul(torch.softmax(scores, dim=-1), v)
 
 
+class HeadSplitAttention(nn.Module):
+    """A transformer's attention core on one fused qkv projection: split into q, k, v, each viewed as
+    heads and transposed (strided views of one tensor), causal scaled-dot-product attention."""
+
+    def __init__(self, heads: int):
+        super().__init__()
+        self.heads = heads
+
+    def forward(self, qkv):
+        q, k, v = qkv.chunk(3, dim=-1)
+        b, n, c = q.shape
+        q, k, v = (z.view(b, n, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
 class RMSNorm(nn.Module):
     def __init__(self, dim: int, eps: float = 1e-6):
         super().__init__()
@@ -230,6 +245,8 @@ CORPUS: dict[str, Entry] = {
                            category="attention"),
     "sdpa": _e(_fn(F.scaled_dot_product_attention), ["1x2x8x16xf32"] * 3, ["4x8x512x64xf32"] * 3,
                category="attention"),
+    "attention_head_split": _e(lambda: HeadSplitAttention(4), ["2x64x144xf32"], ["8x256x2304xf32"],
+                               category="attention"),
     "transformer_layer": _e(lambda: nn.TransformerEncoderLayer(32, 2, 64, dropout=0.0, batch_first=True),
                             ["2x8x32xf32"], ["8x128x256xf32"], category="attention"),
     # -- embedding, scans, sorting, masks
@@ -315,6 +332,7 @@ _BENCH_FACTORIES: dict[str, Callable[[], nn.Module]] = {
     "conv3d": lambda: nn.Conv3d(16, 16, 3), "instance_norm": lambda: nn.InstanceNorm2d(64),
     "lstm": lambda: nn.LSTM(256, 256, batch_first=True), "gru": lambda: nn.GRU(256, 256, batch_first=True),
     "multihead_attention": lambda: nn.MultiheadAttention(256, 4, batch_first=True),
+    "attention_head_split": lambda: HeadSplitAttention(12),
     "linear_bf16": lambda: nn.Linear(4096, 4096), "conv2d_bf16": lambda: nn.Conv2d(64, 64, 3, padding=1),
     "layer_norm_bf16": lambda: nn.LayerNorm(4096),
     # the bench's class indices go up to 1000: as many classes

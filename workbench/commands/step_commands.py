@@ -143,11 +143,11 @@ def _export_params(step, index: int, path: Path) -> Result:
     """The step's parameter dict as JSON (.json) or YAML (anything else): a plain mapping."""
     import json
 
-    import yaml
+    from workbench.common import safe_yaml
 
     try:
         text = (json.dumps(step.params, indent=2) + "\n" if path.suffix == ".json"
-                else yaml.safe_dump(dict(step.params), sort_keys=False))
+                else safe_yaml.dump(dict(step.params), sort_keys=False))
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     except OSError as e:

@@ -93,3 +93,16 @@ def read_text(path: Path) -> str:
 
 def load_file(path: Path) -> Any:
     return load(read_text(path))
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """SafeDumper that writes a value every time it occurs: no `&id001` anchors and `*id001` aliases
+    where two parameters happen to share one list object (files people read and edit)."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def dump(data: Any, **options: Any) -> str:
+    """yaml.safe_dump without anchors and aliases (see _PlainDumper)."""
+    return yaml.dump(data, Dumper=_PlainDumper, **options)

@@ -10,7 +10,9 @@ lists the entries.
 """
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
 import torch
@@ -123,6 +125,20 @@ def _bn(kind, c):
 
 def _fn(f):
     return lambda: Fn(f)
+
+
+_MODELS = Path(__file__).resolve().parent / "models"
+
+
+def _model(stem: str, cls: str, **kwargs):
+    """A factory of the block `cls` of examples/torch/models/STEM.py (blocks in the style of real
+    architectures), built with `kwargs` (its sizes)."""
+    def make():
+        spec = importlib.util.spec_from_file_location(f"lh_models_{stem}", _MODELS / f"{stem}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return getattr(module, cls)(**kwargs)
+    return make
 
 
 def _e(factory, test, bench, dtype="f32", category=""):
@@ -249,6 +265,12 @@ CORPUS: dict[str, Entry] = {
                                category="attention"),
     "transformer_layer": _e(lambda: nn.TransformerEncoderLayer(32, 2, 64, dropout=0.0, batch_first=True),
                             ["2x8x32xf32"], ["8x128x256xf32"], category="attention"),
+    # -- blocks of real architectures (examples/torch/models): a GPT-2 block (hand-written causal attention,
+    # GELU-tanh MLP, two residual adds of projections), a LLaMA block (RMSNorm, rotary embedding, SDPA, SwiGLU)
+    "gpt2_block": _e(_model("gpt2_block", "GPT2Block", d=16, heads=2, ctx=8), ["2x8x16xf32"], ["4x128x256xf32"],
+                     category="model"),
+    "llama_block": _e(_model("llama_block", "LlamaBlock", d=16, heads=2, hidden=32, ctx=8), ["2x8x16xf32"],
+                      ["4x128x256xf32"], category="model"),
     # -- embedding, scans, sorting, masks
     "embedding": _e(lambda: nn.Embedding(50, 16), ["4x8xi64[0:50]"], ["64x512xi64[0:32000]"], category="index"),
     "gather": _e(_fn(lambda x, i: torch.gather(x, 1, i)), ["4x16xf32", "4x5xi64[0:16]"],
@@ -335,6 +357,8 @@ _BENCH_FACTORIES: dict[str, Callable[[], nn.Module]] = {
     "attention_head_split": lambda: HeadSplitAttention(12),
     "linear_bf16": lambda: nn.Linear(4096, 4096), "conv2d_bf16": lambda: nn.Conv2d(64, 64, 3, padding=1),
     "layer_norm_bf16": lambda: nn.LayerNorm(4096),
+    "gpt2_block": _model("gpt2_block", "GPT2Block", d=256, heads=4, ctx=128),
+    "llama_block": _model("llama_block", "LlamaBlock", d=256, heads=4, hidden=688, ctx=128),
     # the bench's class indices go up to 1000: as many classes
     "one_hot": _fn(lambda i: F.one_hot(i, 1000).float()),
 }

@@ -6,7 +6,10 @@ payload and torch's outputs. Each found a bug of a general mechanism:
   projection's: both matmuls claimed it as their epilogue, and the second schedule found its op already
   tiled ("only ops implementing TilingInterface are supported").
 - llama_block: the same with its SwiGLU down projection; and `import llama_block.py:LlamaBlock` refused
-  the file's get_inputs() because the file also defines its RMSNorm helper class."""
+  the file's get_inputs() because the file also defines its RMSNorm helper class.
+- wavenet_block: n-D vector transfers made 1-D before fold-memref-alias-ops (against its expand_shape
+  bug) left a read of a ...x1 view that the fold turned into a strided 1-D read, which only
+  convert-vector-to-scf lowers ("ops remain outside the LLVM dialect: vector.transfer_read")."""
 from __future__ import annotations
 
 import pytest
@@ -14,7 +17,9 @@ import pytest
 from conftest import FIXTURES, ok
 
 TORCH = FIXTURES / "torch"
-MODEL_FIXTURES = ["gpt2_block", "llama_block"]
+MODEL_FIXTURES = ["gpt2_block", "llama_block", "wavenet_block"]
+#: the transformer blocks, whose projections (linear layers with a residual add) get matmul epilogues
+WITH_PROJECTIONS = {"gpt2_block", "llama_block"}
 
 
 @pytest.mark.parametrize("name", MODEL_FIXTURES)
@@ -23,7 +28,7 @@ def test_model_block_runs_selected_and_matches_torch(ctx, name):
     ok(ctx, "target cpu")
     selections = ok(ctx, "select --apply").data["selections"]
     epilogues = [e["params"] for e in selections if e["schedule"].endswith("[gen=matmul_epilogue]")]
-    assert epilogues, "the block's projections get the matmul-with-epilogue schedule"
+    assert bool(epilogues) == (name in WITH_PROJECTIONS), epilogues
     # every op is scheduled by one step at most
     ids = [i for e in selections for i in ([e["params"]["op"]] if isinstance(e["params"].get("op"), str)
                                            else e["params"].get("op") or [])]

@@ -9,7 +9,10 @@ payload and torch's outputs. Each found a bug of a general mechanism:
   the file's get_inputs() because the file also defines its RMSNorm helper class.
 - wavenet_block: n-D vector transfers made 1-D before fold-memref-alias-ops (against its expand_shape
   bug) left a read of a ...x1 view that the fold turned into a strided 1-D read, which only
-  convert-vector-to-scf lowers ("ops remain outside the LLVM dialect: vector.transfer_read")."""
+  convert-vector-to-scf lowers ("ops remain outside the LLVM dialect: vector.transfer_read").
+- t5_attention: the relative-position buckets' integer abs, vectorized on a 2-D tile, became
+  `math.absi : vector<4x12xi64>`, which convert-math-to-llvm lowers on 1-D vectors only
+  (lh-flat-vector-math)."""
 from __future__ import annotations
 
 import pytest
@@ -17,7 +20,7 @@ import pytest
 from conftest import FIXTURES, ok
 
 TORCH = FIXTURES / "torch"
-MODEL_FIXTURES = ["gpt2_block", "llama_block", "wavenet_block"]
+MODEL_FIXTURES = ["gpt2_block", "llama_block", "wavenet_block", "t5_attention"]
 #: the transformer blocks, whose projections (linear layers with a residual add) get matmul epilogues
 WITH_PROJECTIONS = {"gpt2_block", "llama_block"}
 
@@ -61,3 +64,33 @@ def test_an_add_of_two_matmuls_is_the_epilogue_of_one_only():
     ops[3]["producers"] = [2, 2, -1]
     ops[1]["consumers"] = []
     assert epilogue_chain(ops, 2) == [3]
+
+
+def test_flat_vector_math_lowers_nd_integer_math():
+    """lh-flat-vector-math: math.absi / ctlz on n-D vectors become 1-D ops between shape casts, which
+    convert-math-to-llvm lowers (without the pass, the 2-D ones are left)."""
+    from mlir import ir
+    from mlir.passmanager import PassManager
+
+    from workbench.worker import py_passes
+
+    text = """func.func @f(%a: vector<4x12xi64>, %b: vector<2x3x8xi32>, %c: vector<8xi64>)
+        -> (vector<4x12xi64>, vector<2x3x8xi32>, vector<8xi64>) {
+      %x = math.absi %a : vector<4x12xi64>
+      %y = math.ctlz %b : vector<2x3x8xi32>
+      %z = math.absi %c : vector<8xi64>
+      return %x, %y, %z : vector<4x12xi64>, vector<2x3x8xi32>, vector<8xi64>
+    }"""
+
+    def left_after_math_to_llvm(flatten: bool) -> str:
+        with ir.Context():
+            m = ir.Module.parse(text)
+            if flatten:
+                py_passes.lookup("lh-flat-vector-math")(m)
+                assert "vector<48xi64>" in str(m) and "vector<48xi32>" in str(m)
+            PassManager.parse("builtin.module(convert-math-to-llvm)").run(m.operation)
+            return str(m)
+
+    assert "math.absi" in left_after_math_to_llvm(False)
+    lowered = left_after_math_to_llvm(True)
+    assert "math." not in lowered and lowered.count("llvm.intr.abs") == 2 and "llvm.intr.ctlz" in lowered

@@ -273,6 +273,8 @@ CORPUS: dict[str, Entry] = {
                       ["4x128x256xf32"], category="model"),
     "wavenet_block": _e(_model("wavenet_block", "WaveNetBlock", c=8), ["2x8x32xf32"], ["8x64x4096xf32"],
                         category="model"),
+    "t5_attention": _e(_model("t5_attention", "T5Attention", d=16, heads=2), ["2x12x16xf32"], ["8x256x512xf32"],
+                       category="model"),
     # -- embedding, scans, sorting, masks
     "embedding": _e(lambda: nn.Embedding(50, 16), ["4x8xi64[0:50]"], ["64x512xi64[0:32000]"], category="index"),
     "gather": _e(_fn(lambda x, i: torch.gather(x, 1, i)), ["4x16xf32", "4x5xi64[0:16]"],
@@ -361,6 +363,7 @@ _BENCH_FACTORIES: dict[str, Callable[[], nn.Module]] = {
     "layer_norm_bf16": lambda: nn.LayerNorm(4096),
     "gpt2_block": _model("gpt2_block", "GPT2Block", d=256, heads=4, ctx=128),
     "wavenet_block": _model("wavenet_block", "WaveNetBlock", c=64),
+    "t5_attention": _model("t5_attention", "T5Attention", d=512, heads=8, max_dist=128),
     "llama_block": _model("llama_block", "LlamaBlock", d=256, heads=4, hidden=688, ctx=128),
     # the bench's class indices go up to 1000: as many classes
     "one_hot": _fn(lambda i: F.one_hot(i, 1000).float()),

@@ -440,3 +440,36 @@ def test_get_inputs_serves_a_block_built_of_helper_modules(tmp_path):
     assert "func.func @main(%arg0: tensor<2x5xf32>)" in (tmp_path / "out" / "block.mlir").read_text()
     p = run_cli(["import", "block.py:Norm", "--out", "out"], cwd=tmp_path, env_extra=env, timeout=600)
     assert p.returncode != 0 and "here Block, which builds the others" in p.stderr + p.stdout
+
+
+SCATTERS = '''
+import torch
+
+class Scatters(torch.nn.Module):
+    def forward(self, x, shift, dup, src):
+        rows = (torch.arange(3)[None, :] * 2 + shift[:3, None]) % x.shape[1]     # 3 distinct columns a row
+        cols = (torch.arange(5)[:, None] * 3 + shift[None, :4]) % x.shape[0]     # 4 distinct rows a column
+        return (x.scatter(1, rows, src),                  # index (3, 3) within x (5, 7): the leading rows
+                x.scatter(0, cols, -2.5),
+                x.scatter_add(1, dup, src))                # duplicate targets add up
+'''
+
+
+@needs_torch
+def test_scatters_import_without_tm_tensor_and_match_torch(tmp_path):
+    """scatter (src, value) and scatter_add: torch-mlir lowers them to tm_tensor.scatter (its lowering ran
+    out of memory on a top-k MoE router); decomposed in torch (one-hot compare, gather) they become linalg,
+    and match torch through the selector path, with an index smaller than x and duplicate targets."""
+    (tmp_path / "model.py").write_text(SCATTERS)
+    p = run_cli(["import", "model.py:Scatters", "--inputs", "5x7xf32,7xi64[0:7],5x6xi64[0:7],6x8xf32", "--out", "o"],
+                cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    mlir = (tmp_path / "o" / "scatters.mlir").read_text()
+    assert "tm_tensor" not in mlir and "func.func @main" in mlir
+    script = tmp_path / "s.lhw"
+    script.write_text("select --apply\nbench\napply cpu-lower\nrun --check\n")
+    p = run_cli([tmp_path / "o" / "scatters.mlir", "--script", script, "--json", tmp_path / "r.json"], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    run = json.loads((tmp_path / "r.json").read_text())["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    assert len(run["expected_check"]["outputs"]) == 3

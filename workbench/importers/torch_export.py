@@ -22,8 +22,8 @@ file's `Model` (KernelBench) is used. Without --inputs, the file's `get_inputs()
 built of helper modules).
 
 torch-mlir turns a few aten ops into its own `tm_tensor` dialect (cumsum, cumprod, logcumsumexp ->
-tm_tensor.scan, sort / argsort / topk -> tm_tensor.sort), which upstream MLIR cannot load, and fails on
-cummax / cummin. They are decomposed *in torch,
+tm_tensor.scan, sort / argsort / topk -> tm_tensor.sort, scatter / scatter_add -> tm_tensor.scatter, where
+its lowering ran out of memory), which upstream MLIR cannot load, and fails on cummax / cummin. They are decomposed *in torch,
 before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
 an inclusive scan as blocked masked reductions (`_scan`), a sort as a bitonic network of
 compare-exchanges on reshaped tensors. Doing it in torch keeps the rewrite independent of
@@ -435,6 +435,62 @@ def topk_decomposition(x, k, dim=-1, largest=True, sorted=True):
     return values.narrow(dim, 0, k).contiguous(), indices.narrow(dim, 0, k).contiguous()
 
 
+def _scatter_targets(x, dim: int, index):
+    """For scatter along `dim`: `last`, x's shape cut to the index's extents except along dim, the
+    position along index's dim of the last index entry naming each target (-1: none names it), the
+    one-hot `hit` (index's shape with x's dim extent inserted after dim), and the pads (F.pad order)
+    that grow a tensor of `last`'s shape back to x's."""
+    import torch
+
+    d = dim % x.dim()
+    n = x.shape[d]
+    targets = torch.arange(n, device=x.device).reshape([n] + [1] * (index.dim() - d - 1))
+    hit = index.unsqueeze(d + 1) == targets                  # [..., j (index's dim), k (x's dim), ...]
+    sources = torch.arange(index.shape[d], device=x.device).reshape([-1, 1] + [1] * (index.dim() - d - 1))
+    last = torch.where(hit, sources, -1).amax(d)             # index's shape, x's extent along d
+    pads = []
+    for e in reversed(range(x.dim())):
+        pads += [0, x.shape[e] - last.shape[e]]
+    return d, last, hit, pads
+
+
+def _within(t, shape):
+    """t cut to `shape` (its leading slice, scatter's rule for a src larger than the index)."""
+    for e, size in enumerate(shape):
+        t = t.narrow(e, 0, size)
+    return t
+
+
+def scatter_src_decomposition(x, dim, index, src):
+    """x.scatter(dim, index, src) without tm_tensor.scatter: each target takes the src element of the
+    last index entry naming it (torch leaves duplicates unspecified), through a one-hot compare and a
+    gather."""
+    import torch
+    import torch.nn.functional as F
+
+    d, last, _, pads = _scatter_targets(x, dim, index)
+    value = torch.gather(_within(src, index.shape), d, last.clamp(min=0))
+    return torch.where(F.pad(last, pads, value=-1) >= 0, F.pad(value, pads), x)
+
+
+def scatter_value_decomposition(x, dim, index, value):
+    import torch
+    import torch.nn.functional as F
+
+    _, last, _, pads = _scatter_targets(x, dim, index)
+    return torch.where(F.pad(last, pads, value=-1) >= 0, torch.full_like(x, value), x)
+
+
+def scatter_add_decomposition(x, dim, index, src):
+    """x.scatter_add(dim, index, src): the sum over index entries of the one-hot products."""
+    import torch
+    import torch.nn.functional as F
+
+    d, _, hit, pads = _scatter_targets(x, dim, index)
+    added = torch.where(hit, _within(src, index.shape).unsqueeze(d + 1), 0).sum(d)
+    return x + F.pad(added.to(x.dtype), pads)
+
+
 def upstream_decompositions() -> dict:
     """aten op overload -> decomposition, for ops torch-mlir would lower to its own tm_tensor dialect."""
     import torch
@@ -444,7 +500,8 @@ def upstream_decompositions() -> dict:
             aten.logcumsumexp.default: logcumsumexp_decomposition, aten.cummax.default: cummax_decomposition,
             aten.cummin.default: cummin_decomposition,
             aten.sort.default: sort_decomposition, aten.sort.stable: sort_stable_decomposition,
-            aten.topk.default: topk_decomposition}
+            aten.topk.default: topk_decomposition, aten.scatter.src: scatter_src_decomposition,
+            aten.scatter.value: scatter_value_decomposition, aten.scatter_add.default: scatter_add_decomposition}
 
 
 def decomposition_table() -> dict:

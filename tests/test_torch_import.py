@@ -473,3 +473,38 @@ def test_scatters_import_without_tm_tensor_and_match_torch(tmp_path):
     run = json.loads((tmp_path / "r.json").read_text())["run"]
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
     assert len(run["expected_check"]["outputs"]) == 3
+
+
+MASKED_ASSIGN = '''
+import torch
+
+class MaskedAssign(torch.nn.Module):
+    def forward(self, x, mask, v):
+        y = x.clone()
+        y[mask] = 0.0                  # a bool mask over the leading dims, one value
+        z = x.clone()
+        z[mask] = v                    # ... a row of values broadcast over the masked rows
+        z[:, 0] = -1.0                 # (a select_scatter)
+        return y, z
+'''
+
+
+@needs_torch
+def test_masked_assignment_imports_as_a_select_and_matches_torch(tmp_path):
+    """x[mask] = v (aten.index_put with a bool mask): torch's path goes through nonzero, a data-dependent
+    shape that torch-mlir exports as tm_tensor.scan + tm_tensor.scatter (upstream cannot load them); as a
+    torch.where it is one elementwise op, and matches torch."""
+    (tmp_path / "model.py").write_text(MASKED_ASSIGN)
+    p = run_cli(["import", "model.py:MaskedAssign", "--inputs", "2x7x5xf32,2x7xi1,5xf32", "--out", "o"],
+                cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "tm_tensor" not in (tmp_path / "o" / "masked_assign.mlir").read_text()
+    mask = np.load(tmp_path / "o" / "masked_assign.input1.npy")
+    assert mask.any() and not mask.all()
+    script = tmp_path / "s.lhw"
+    script.write_text("select --apply\nbench\napply cpu-lower\nrun --check\n")
+    p = run_cli([tmp_path / "o" / "masked_assign.mlir", "--script", script, "--json", tmp_path / "r.json"],
+                cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    run = json.loads((tmp_path / "r.json").read_text())["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run

@@ -23,7 +23,7 @@ built of helper modules).
 
 torch-mlir turns a few aten ops into its own `tm_tensor` dialect (cumsum, cumprod, logcumsumexp ->
 tm_tensor.scan, sort / argsort / topk -> tm_tensor.sort, scatter / scatter_add -> tm_tensor.scatter, where
-its lowering ran out of memory), which upstream MLIR cannot load, and fails on cummax / cummin. They are decomposed *in torch,
+its lowering ran out of memory, x[mask] = v -> nonzero, tm_tensor.scan and tm_tensor.scatter), which upstream MLIR cannot load, and fails on cummax / cummin. They are decomposed *in torch,
 before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
 an inclusive scan as blocked masked reductions (`_scan`), a sort as a bitonic network of
 compare-exchanges on reshaped tensors. Doing it in torch keeps the rewrite independent of
@@ -491,6 +491,23 @@ def scatter_add_decomposition(x, dim, index, src):
     return x + F.pad(added.to(x.dtype), pads)
 
 
+def index_put_decomposition(x, indices, values, accumulate=False):
+    """x[mask] = v (aten.index_put with one bool mask over x's leading dims, v one value or broadcastable
+    over the masked rows' trailing dims) as a torch.where: torch's own path goes through nonzero (a
+    data-dependent shape, tm_tensor.scan and tm_tensor.scatter). Other index forms are left to torch."""
+    import torch
+
+    if len(indices) != 1 or indices[0] is None or indices[0].dtype != torch.bool:
+        return NotImplemented
+    mask = indices[0]
+    tail = x.shape[mask.dim():]
+    if values.dim() > len(tail) or any(v not in (1, t) for v, t in zip(reversed(values.shape), reversed(tail))):
+        return NotImplemented                                  # (one value per masked row: data-dependent)
+    mask = mask.reshape(tuple(mask.shape) + (1,) * len(tail))
+    values = values.to(x.dtype)
+    return torch.where(mask, x + values if accumulate else values, x)
+
+
 def upstream_decompositions() -> dict:
     """aten op overload -> decomposition, for ops torch-mlir would lower to its own tm_tensor dialect."""
     import torch
@@ -501,7 +518,8 @@ def upstream_decompositions() -> dict:
             aten.cummin.default: cummin_decomposition,
             aten.sort.default: sort_decomposition, aten.sort.stable: sort_stable_decomposition,
             aten.topk.default: topk_decomposition, aten.scatter.src: scatter_src_decomposition,
-            aten.scatter.value: scatter_value_decomposition, aten.scatter_add.default: scatter_add_decomposition}
+            aten.scatter.value: scatter_value_decomposition, aten.scatter_add.default: scatter_add_decomposition,
+            aten.index_put.default: index_put_decomposition}
 
 
 def decomposition_table() -> dict:

@@ -14,7 +14,10 @@ payload and torch's outputs. Each found a bug of a general mechanism:
   `math.absi : vector<4x12xi64>`, which convert-math-to-llvm lowers on 1-D vectors only
   (lh-flat-vector-math).
 - moe_block: its router's scatter of the top-k weights crashed torch-mlir's export (tm_tensor.scatter:
-  LLVM out of memory); scatter / scatter_add are decomposed in torch now (torch_export.py)."""
+  LLVM out of memory); scatter / scatter_add are decomposed in torch now (torch_export.py).
+- fpn_block: the bilinear upsampling's vectorized gathers read a conv output computed 32 wide and
+  sliced to 30 (a strided view) with positions linearized as if it were contiguous: wrong pixels
+  (lh-contiguous-gather-sources)."""
 from __future__ import annotations
 
 import pytest
@@ -22,7 +25,7 @@ import pytest
 from conftest import FIXTURES, ok
 
 TORCH = FIXTURES / "torch"
-MODEL_FIXTURES = ["gpt2_block", "llama_block", "wavenet_block", "t5_attention", "moe_block"]
+MODEL_FIXTURES = ["gpt2_block", "llama_block", "wavenet_block", "t5_attention", "moe_block", "fpn_block"]
 #: the transformer blocks, whose projections (linear layers with a residual add) get matmul epilogues
 WITH_PROJECTIONS = {"gpt2_block", "llama_block"}
 
@@ -96,3 +99,40 @@ def test_flat_vector_math_lowers_nd_integer_math():
     assert "math.absi" in left_after_math_to_llvm(False)
     lowered = left_after_math_to_llvm(True)
     assert "math." not in lowered and lowered.count("llvm.intr.abs") == 2 and "llvm.intr.ctlz" in lowered
+
+
+def test_gathers_from_strided_views_read_a_contiguous_copy():
+    """lh-contiguous-gather-sources: the gather from a strided view reads a fresh buffer filled by a
+    linalg.copy before the loop around it (freed after); the gather from a contiguous buffer is left."""
+    from mlir import ir
+
+    from workbench.worker import py_passes
+
+    text = """func.func @f(%a: memref<2x8x32xf32>, %b: memref<4x6xf32>, %i: vector<12xindex>) -> (vector<12xf32>, vector<12xf32>) {
+      %c0 = arith.constant 0 : index
+      %c1 = arith.constant 1 : index
+      %c2 = arith.constant 2 : index
+      %m = arith.constant dense<true> : vector<12xi1>
+      %p = arith.constant dense<0.0> : vector<12xf32>
+      %s = memref.subview %a[0, 0, 0] [2, 8, 30] [1, 1, 1] : memref<2x8x32xf32> to memref<2x8x30xf32, strided<[256, 32, 1]>>
+      %v = memref.expand_shape %s [[0], [1], [2, 3]] output_shape [2, 8, 5, 6] : memref<2x8x30xf32, strided<[256, 32, 1]>> into memref<2x8x5x6xf32, strided<[256, 32, 6, 1]>>
+      %r = scf.for %k = %c0 to %c2 step %c1 iter_args(%acc = %p) -> vector<12xf32> {
+        %g = vector.gather %v[%c0, %c0, %c0, %c0] [%i], %m, %p : memref<2x8x5x6xf32, strided<[256, 32, 6, 1]>>, vector<12xindex>, vector<12xi1>, vector<12xf32> into vector<12xf32>
+        %sum = arith.addf %acc, %g : vector<12xf32>
+        scf.yield %sum : vector<12xf32>
+      }
+      %h = vector.gather %b[%c0, %c0] [%i], %m, %p : memref<4x6xf32>, vector<12xindex>, vector<12xi1>, vector<12xf32> into vector<12xf32>
+      return %r, %h : vector<12xf32>, vector<12xf32>
+    }"""
+    with ir.Context():
+        m = ir.Module.parse(text)
+        py_passes.lookup("lh-contiguous-gather-sources")(m)
+        m.operation.verify()
+        out = str(m)
+    lines = out.splitlines()
+    copy = next(i for i, line in enumerate(lines) if "linalg.copy" in line)
+    loop = next(i for i, line in enumerate(lines) if "scf.for" in line)
+    free = next(i for i, line in enumerate(lines) if "memref.dealloc" in line)
+    assert copy < loop < free and "memref<2x8x5x6xf32>" in lines[copy]
+    gathers = [line for line in lines if "vector.gather" in line]
+    assert len(gathers) == 2 and "strided" not in gathers[0] and "memref<4x6xf32>" in gathers[1]

@@ -73,6 +73,12 @@ def _flat_vector_math(module, options: dict) -> None:
     flat_vector_math.flatten_vector_math(module)
 
 
+def _contiguous_gather_sources(module, options: dict) -> None:
+    from workbench.worker.cpu import contiguous_gathers
+
+    contiguous_gathers.contiguous_gather_sources(module)
+
+
 def _outline_loops(module, options: dict) -> None:
     from workbench.worker.cpu import outline_loops
 
@@ -437,6 +443,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-barrier-after-async-wait": (_barrier_after_async_wait, "gpu.barrier after each nvgpu.device_async_wait marked lh.barrier_after (pipelined cp.async schedules)"),
     "lh-bf16-compute-f32": (_bf16_compute_f32, "arith/math ops on bf16 and f16 (scalars, vectors) -> the same ops on f32, extended at the inputs and rounded once where a value leaves the chain (a chain of pointwise bf16 ops is rounded once, as torch's f32 opmath; math functions then get lh-math-approx's f32 polynomials; bf16 conversions as integer vector ops; workbench/worker/cpu/bf16_compute.py)"),
     "lh-flat-vector-math": (_flat_vector_math, "math.absi/ctlz/cttz on n-D vectors -> the op on the flat 1-D vector between vector.shape_casts (convert-math-to-llvm lowers them on scalars and 1-D vectors only; workbench/worker/cpu/flat_vector_math.py)"),
+    "lh-contiguous-gather-sources": (_contiguous_gather_sources, "on memrefs: a vector.gather from a non-contiguous view (its linear positions assume row-major strides) reads a contiguous copy of the view, made before the outermost op around the gathers and freed after it (workbench/worker/cpu/contiguous_gathers.py)"),
     "lh-math-approx": (_math_approx, "math.exp/tanh/erf/log/log1p on f32 / vector<..xf32> -> arith + math.fma polynomials {ops=exp,tanh,...: only those} (no libm calls per element; workbench/worker/cpu/math_approx.py)"),
     "lh-math-exp-approx": (_exp_approx, "math.exp on f32 / vector<..xf32> -> arith + math.fma polynomial (no libm expf; workbench/worker/cpu/math_approx.py)"),
     "lh-outline-loops": (_outline_loops, "functions with many top-level loop nests (an unrolled model) -> each nest in a noinline function of its own {min-loops=64}: LLVM compiles many small functions in linear time, one giant function in superlinear time"),

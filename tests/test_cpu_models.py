@@ -17,7 +17,10 @@ payload and torch's outputs. Each found a bug of a general mechanism:
   LLVM out of memory); scatter / scatter_add are decomposed in torch now (torch_export.py).
 - fpn_block: the bilinear upsampling's vectorized gathers read a conv output computed 32 wide and
   sliced to 30 (a strided view) with positions linearized as if it were contiguous: wrong pixels
-  (lh-contiguous-gather-sources)."""
+  (lh-contiguous-gather-sources).
+- roberta_embeddings: the three embedding lookups, summed and fused into the LayerNorm's row chain,
+  failed to vectorize in pipelines/cpu/rows.py ("Attempted to vectorize, but failed": tensor.extract
+  needs vectorize_nd_extract)."""
 from __future__ import annotations
 
 import pytest
@@ -25,7 +28,8 @@ import pytest
 from conftest import FIXTURES, ok
 
 TORCH = FIXTURES / "torch"
-MODEL_FIXTURES = ["gpt2_block", "llama_block", "wavenet_block", "t5_attention", "moe_block", "fpn_block"]
+MODEL_FIXTURES = ["gpt2_block", "llama_block", "wavenet_block", "t5_attention", "moe_block", "fpn_block",
+                  "roberta_embeddings"]
 #: the transformer blocks, whose projections (linear layers with a residual add) get matmul epilogues
 WITH_PROJECTIONS = {"gpt2_block", "llama_block"}
 

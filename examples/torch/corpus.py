@@ -278,6 +278,8 @@ CORPUS: dict[str, Entry] = {
     "moe_block": _e(_model("moe_block", "TopKMoE", d=8, experts=4, hidden=16), ["10x8xf32"], ["2048x512xf32"],
                     category="model"),
     "fpn_block": _e(_model("fpn_block", "FPN", c=8), ["2x3x20x24xf32"], ["4x3x256x320xf32"], category="model"),
+    "roberta_embeddings": _e(_model("roberta_embeddings", "RobertaEmbeddings"), ["2x9xi64[2:40]"],
+                             ["32x512xi64[2:32000]"], category="model"),
     # -- embedding, scans, sorting, masks
     "embedding": _e(lambda: nn.Embedding(50, 16), ["4x8xi64[0:50]"], ["64x512xi64[0:32000]"], category="index"),
     "gather": _e(_fn(lambda x, i: torch.gather(x, 1, i)), ["4x16xf32", "4x5xi64[0:16]"],
@@ -369,6 +371,7 @@ _BENCH_FACTORIES: dict[str, Callable[[], nn.Module]] = {
     "t5_attention": _model("t5_attention", "T5Attention", d=512, heads=8, max_dist=128),
     "moe_block": _model("moe_block", "TopKMoE", d=512, experts=8, hidden=1024),
     "fpn_block": _model("fpn_block", "FPN", c=64),
+    "roberta_embeddings": _model("roberta_embeddings", "RobertaEmbeddings", vocab=32000, d=768, max_pos=514),
     "llama_block": _model("llama_block", "LlamaBlock", d=256, heads=4, hidden=688, ctx=128),
     # the bench's class indices go up to 1000: as many classes
     "one_hot": _fn(lambda i: F.one_hot(i, 1000).float()),

@@ -73,7 +73,11 @@ def fuse_rows(op: list = [], tile: list = [], roles: list = [], vector: int = 64
             elif role == "reduction":
                 text += (f"    %rf{n}, %r{n}, %rc{n}, %rl{n} = transform.structured.tile_reduction_using_for {handle}"
                          f" by tile_sizes = {inner} : ({a}) -> ({a}, {a}, {a}, {a})\n")
+    # (vectorize_nd_extract: a chain op that looks rows up, e.g. the embeddings summed before a LayerNorm,
+    # reads them as vectors, or gathers; without it such an op failed to vectorize)
     text += (f"    %inner = transform.structured.match interface{{LinalgOp}} in {last} : ({a}) -> {a}\n"
-             f"    transform.structured.vectorize %inner : {a}\n"
-             + VECTOR_CLEANUP.replace("%scope", last))
+             f"    transform.structured.vectorize %inner {{vectorize_nd_extract}} : {a}\n"
+             + VECTOR_CLEANUP.replace("transform.apply_patterns.vector.lower_masks\n",
+                                      "transform.apply_patterns.vector.lower_masks\n"
+                                      "      transform.apply_patterns.vector.lower_gather\n").replace("%scope", last))
     return transform_module(text)

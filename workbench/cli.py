@@ -98,7 +98,8 @@ def _main_parser() -> argparse.ArgumentParser:
         prog="lh-workbench",
         description="Interactive MLIR compiler workbench. Also: `lh-workbench replay SESSION.yaml`, "
                     "`lh-workbench targets`, `lh-workbench import MODEL.py:NAME --inputs 8x3x224x224xf32`.")
-    p.add_argument("payload", nargs="?", help="payload .mlir file")
+    p.add_argument("payload", nargs="?", help="payload .mlir file, or a torch model MODEL.py[:NAME] (exported "
+                   "first, as `lh-workbench import MODEL.py` does)")
     p.add_argument("--script", metavar="FILE.lhw", help="run a command file headless")
     p.add_argument("--repl", action="store_true", help="use the prompt-toolkit REPL instead of the TUI")
     p.add_argument("--chunk", type=int, metavar="K",
@@ -379,6 +380,10 @@ def _target_line(args: argparse.Namespace) -> str:
 
 
 def _load_line(args: argparse.Namespace) -> str:
+    """`load PAYLOAD`, or `import MODEL.py[:NAME]` for a torch model (exported in a process of its own,
+    its payload, inputs and torch's outputs written under out/, then loaded)."""
+    if args.payload.partition(":")[0].endswith(".py"):
+        return f"import {_quote(args.payload)}"
     flag = "--allow-unregistered " if args.allow_unregistered_dialects else ""
     if args.chunk is not None:
         flag += f"--chunk {args.chunk} "

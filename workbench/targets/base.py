@@ -66,6 +66,10 @@ class Target:
     #: whether the target runs one program on several processes (`run --ranks N`)
     multi_rank: ClassVar[bool] = False
 
+    #: whether `run --profile` can time the payload's ops here (its run worker reads the counters that
+    #: lh-profile-regions adds: the JIT run worker of workbench/worker/run_worker.py)
+    profiles_ops: ClassVar[bool] = False
+
     def reference_prelude(self) -> list[dict]:
         """Compile-worker stages applied to the unscheduled payload before the reference's wrapper."""
         return []

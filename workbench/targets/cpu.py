@@ -130,6 +130,7 @@ class CpuTarget(Target):
         "cpu-softmax-lower": "cpu/softmax-lower.yaml",
     }
     default_lowering = "cpu-lower"
+    profiles_ops = True
     # the async runtime runs scf.parallel loops lowered by async-parallel-for (parallel schedules)
     runtime_libraries = ("mlir_c_runner_utils", "mlir_runner_utils", "mlir_async_runtime")
 

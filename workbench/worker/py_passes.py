@@ -346,6 +346,15 @@ def _buffer_deallocation(module, options: dict) -> None:
     PassManager.parse("builtin.module(buffer-deallocation-pipeline)").run(module.operation)
 
 
+def _profile_regions(module, options: dict) -> None:
+    from workbench.worker.profile_regions import ProfileError, instrument
+
+    try:
+        instrument(module)
+    except ProfileError as e:
+        raise PyPassError(f"lh-profile-regions: {e}")
+
+
 def _specialize_shapes(module, options: dict) -> None:
     from workbench.worker.specialize_shapes import SpecializeError, parse_shapes, specialize
 
@@ -422,6 +431,7 @@ def _cache_gpu_temporaries(module, options: dict) -> None:
 PASSES: dict[str, tuple[Callable, str]] = {
     "lh-frontend-to-linalg": (_frontend_to_linalg, "front-end dialects lowered to linalg by upstream's pipelines, only where the module holds their ops (TOSA: tosa-to-linalg-pipeline; workbench/worker/frontend_dialects.py)"),
     "lh-buffer-deallocation": (_buffer_deallocation, "upstream's buffer-deallocation-pipeline, except on a module that frees its own buffers (memref.dealloc: upstream's memref test programs; the pipeline refuses existing frees)"),
+    "lh-profile-regions": (_profile_regions, "each top-level op of the public functions timed with rtclock into the global __lh_profile_seconds, its label in lh.profile_regions (`run --profile`; workbench/worker/profile_regions.py)"),
     "lh-specialize-shapes": (_specialize_shapes, "on tensors: dynamic dims of a function's arguments made static {shapes=0:64x32,1:32x48 function=NAME}: casts folded by canonicalization, static results returned as such (run and the selectors need static shapes; workbench/worker/specialize_shapes.py)"),
     "lh-gpu-device-wrapper": (_device_wrapper, "benchmark wrapper -> GPU form (device buffers, copies outside the timed region)"),
     "lh-gpu-device-memory": (_device_memory, "host-side memref.alloc/dealloc/copy of the payload -> gpu.alloc/dealloc/memcpy"),

@@ -16,6 +16,7 @@ from typing import Callable, Any, ClassVar
 import yaml
 
 from workbench.common import safe_yaml, trust_store
+from workbench.common.files import read_regular_text
 from workbench.common.bench_defaults import DEFAULT_PARAMS as BENCH_DEFAULTS
 from workbench.paths import LIBRARY_DIR, in_library
 from workbench.steps import spec as S
@@ -175,7 +176,7 @@ class TransformKind(StepKind):
 
     def _text(self, step: Step) -> str:
         try:
-            return step.resolve().read_text()
+            return read_regular_text(step.resolve())
         except OSError as e:
             raise StepError(f"cannot read transform file {step.spec}: {e.strerror}")
 
@@ -267,13 +268,18 @@ class RewriteKind(StepKind):
         return entry
 
 
+MAX_BENCH_CALLS = 10**9   # a loop bound the wrapper writes as an i64 constant; more never ends anyway
+
+
 class BenchKind(StepKind):
     name = yaml_key = "bench"
     help = "insert the benchmark wrapper around the entry function as it is at this point"
     _SCHEMA = Schema(params={
         "entry": ParamSpec("entry", "str", "", "entry function (empty: the only uncalled public function)"),
-        "warmup": ParamSpec("warmup", "int", BENCH_DEFAULTS["warmup"], "untimed calls before timing", min=0),
-        "iterations": ParamSpec("iterations", "int", BENCH_DEFAULTS["iterations"], "timed calls", min=1),
+        "warmup": ParamSpec("warmup", "int", BENCH_DEFAULTS["warmup"], "untimed calls before timing", min=0,
+                            max=MAX_BENCH_CALLS),
+        "iterations": ParamSpec("iterations", "int", BENCH_DEFAULTS["iterations"], "timed calls", min=1,
+                                max=MAX_BENCH_CALLS),
         "outputs": ParamSpec("outputs", "str", "", "output argument indices for functions without results"),
     })
 
@@ -427,7 +433,7 @@ class EditKind(StepKind):
     def stages(self, step, ctx, depth):
         path = step.resolve()
         try:
-            text = path.read_text()
+            text = read_regular_text(path)
         except OSError as e:
             raise StepError(f"cannot read edited module {step.spec}: {e.strerror}")
         return [{"kind": "replace", "text": text, "path": str(path), "base_sha256": step.options.get("base", "")}]

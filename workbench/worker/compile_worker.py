@@ -390,6 +390,9 @@ class CompileWorker:
                 python_pass(module)
             except py_passes.PyPassError as e:   # the pass refused its input or options: one line says why
                 raise StageError(f"{pipeline.strip()}: {e}".splitlines()[0])
+            except ir.MLIRError as e:            # an upstream pipeline it runs failed: MLIR's own diagnostic
+                msg, detail = _split_mlir_error(e, label)
+                raise StageError(f"{pipeline.strip()}: {msg}", detail)
             except Exception as e:
                 raise StageError(f"{pipeline.strip()}: {e}".splitlines()[0], traceback.format_exc())
             return False

@@ -1,0 +1,62 @@
+"""Upstream MLIR test files that carry their own transform script (`module attributes
+{transform.with_named_sequence}` next to the code, tests/payloads/upstream_*.mlir, from llvm-project).
+
+Before: `run`, `run --check` and `select --apply` failed on them (the script's transform ops were left
+for the LLVM lowering: "ops remain outside the LLVM dialect: transform.named_sequence, ..."; the
+selector's finish step found two modules), and `pass transform-interpreter` left the script in the
+module. Now every lowering, the check's reference and `select` erase the script first
+(lh-frontend-to-linalg), and `pass lh-apply-payload-schedule` runs it as one step and erases it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import do, ok
+
+PAYLOADS = Path(__file__).parent / "payloads"
+CONV = PAYLOADS / "upstream_conv_1d_call.mlir"
+SUBF = PAYLOADS / "upstream_tile_reduction_subf.mlir"
+EXPECTED = "[12,  28,  28,  28,  12,  12]"
+
+
+def test_program_with_its_own_script_runs_and_is_checked_unscheduled(ctx):
+    ok(ctx, f"load {CONV}")
+    run = ok(ctx, "run --check --iterations 2").data["run"]
+    assert EXPECTED in run["stdout"] and run["check"]["passed"], run["stdout"]
+
+
+def test_payload_script_applies_as_one_step_and_leaves_no_transform_ops(ctx):
+    ok(ctx, f"load {CONV}")
+    res = ok(ctx, "pass lh-apply-payload-schedule")
+    ir_text = ctx.session.current_ir
+    conv = ir_text[ir_text.index("@conv_1d("):ir_text.index("@main(")]
+    assert "scf.for" in conv and "linalg.conv_1d" in conv, conv          # tiled by 4, as the script says
+    assert "transform." not in ir_text and "with_named_sequence" not in ir_text
+    assert res.ok
+    run = ok(ctx, "run --check --iterations 2").data["run"]
+    assert EXPECTED in run["stdout"] and run["check"]["passed"]
+
+
+def test_select_on_a_payload_with_a_script_schedules_the_program(ctx):
+    ok(ctx, f"load {CONV}")
+    ok(ctx, "target cpu")
+    ok(ctx, "select --apply")
+    assert "transform.named_sequence" not in ctx.session.current_ir
+    ok(ctx, "bench")
+    ok(ctx, "apply cpu-lower")
+    run = ok(ctx, "run --check --iterations 2").data["run"]
+    assert EXPECTED in run["stdout"] and run["check"]["passed"]
+
+
+def test_failing_or_missing_script_is_one_line_and_changes_nothing(ctx):
+    ok(ctx, f"load {SUBF}")
+    s = ctx.session
+    before = (s.cursor, s.current_sha)
+    res = do(ctx, "pass lh-apply-payload-schedule")
+    assert not res.ok and "\n" not in res.error and "Traceback" not in (res.detail or ""), res.detail
+    assert "upstream_tile_reduction_subf.mlir:11:10" in res.error and "identity value" in res.error, res.error
+    assert (s.cursor, s.current_sha) == before
+    # the script is erased, not run, by the lowering: the payload itself runs and checks
+    assert ok(ctx, "run --check --iterations 2").data["run"]["check"]["passed"]
+    ok(ctx, f"load {PAYLOADS / 'program_tensor.mlir'}")
+    res = do(ctx, "pass lh-apply-payload-schedule")
+    assert not res.ok and "holds no transform script" in res.error and "\n" not in res.error

@@ -60,3 +60,10 @@ def test_failing_or_missing_script_is_one_line_and_changes_nothing(ctx):
     ok(ctx, f"load {PAYLOADS / 'program_tensor.mlir'}")
     res = do(ctx, "pass lh-apply-payload-schedule")
     assert not res.ok and "holds no transform script" in res.error and "\n" not in res.error
+
+
+def test_interpreter_without_an_entry_says_so_without_dumping_the_module(ctx):
+    ok(ctx, f"load {PAYLOADS / 'program_tensor.mlir'}")
+    res = do(ctx, "pass transform-interpreter")
+    assert not res.ok and "carries no transform script" in res.error and "\n" not in res.error, res.error
+    assert "func.func" not in (res.detail or "")    # MLIR's note printed the whole module

@@ -408,6 +408,10 @@ class CompileWorker:
             pm.run(module.operation)
         except ir.MLIRError as e:
             msg, detail = _split_mlir_error(e, label)
+            if "could not find a nested named sequence" in msg:   # transform-interpreter on a payload without one
+                msg += ("; the payload carries no transform script with that entry (`apply FILE.mlir` applies "
+                        "one from a file, `pass lh-apply-payload-schedule` runs and erases the payload's own)")
+                detail = ""    # MLIR's note prints the whole module
             raise StageError(f"pass pipeline failed: {msg}", detail)
         return True
 

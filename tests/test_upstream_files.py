@@ -67,3 +67,48 @@ def test_interpreter_without_an_entry_says_so_without_dumping_the_module(ctx):
     res = do(ctx, "pass transform-interpreter")
     assert not res.ok and "carries no transform script" in res.error and "\n" not in res.error, res.error
     assert "func.func" not in (res.detail or "")    # MLIR's note printed the whole module
+
+
+NAMED = PAYLOADS / "upstream_named_ops.mlir"
+
+
+def test_selector_schedules_a_matmul_on_memrefs(ctx):
+    """The packed matmul schedule (pads, packs) failed on a memref matmul: "failed to pad op"."""
+    ok(ctx, f"load --chunk 1 {NAMED}")
+    ok(ctx, "target cpu")
+    res = ok(ctx, "select --apply")
+    assert not any("matmul.py" in e["schedule"] for e in res.data["selections"]), res.data["selections"]
+    ok(ctx, "bench")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check --iterations 2").data["run"]["check"]["passed"]
+
+
+def test_complex_matmul_stays_scalar_and_run_says_why_it_cannot(ctx):
+    """Vectors cannot hold complex numbers: the generic schedule's vectorization failed."""
+    ok(ctx, f"load --chunk 2 {NAMED}")
+    ok(ctx, "target cpu")
+    res = ok(ctx, "select --apply")
+    per_op = [e["params"] for e in res.data["selections"] if "op" in e["params"]]
+    assert per_op and all(p.get("vector") == 0 for p in per_op), res.data["selections"]
+    res = do(ctx, "run")
+    assert not res.ok and "complex<f32> has no numpy equivalent" in res.error and "\n" not in res.error
+
+
+def test_dynamic_memref_arguments_are_specialized_as_the_run_error_says(ctx):
+    ok(ctx, f"load --chunk 3 {NAMED}")
+    res = do(ctx, "run")
+    assert not res.ok and "lh-specialize-shapes" in res.error     # the way out it names must work
+    ok(ctx, "pass lh-specialize-shapes{shapes=0:2x16x4,1:3x4x8,2:2x14x8}")
+    assert "memref<2x16x4xf32>" in ctx.session.current_ir and "memref<?x?x?xf32>" not in ctx.session.current_ir
+    assert ok(ctx, "run --check --iterations 2").data["run"]["check"]["passed"]
+    res = do(ctx, "pass lh-specialize-shapes{shapes=0:2x16}")
+    assert not res.ok and "does not fit" in res.error
+
+
+def test_element_type_of_shaped_types():
+    from workbench.common.dtypes import element_type_of
+
+    assert element_type_of("tensor<16x8xcomplex<f32>>") == "complex<f32>"      # was "<f32"
+    assert element_type_of("memref<?x4xf32, strided<[?, 1], offset: ?>>") == "f32"
+    assert element_type_of("tensor<*xbf16>") == "bf16" and element_type_of("tensor<i1>") == "i1"
+    assert element_type_of("vector<[4]x8xi8>") == "i8" and element_type_of("f16") == "f16"

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conftest import do, ok
 
 PAYLOADS = Path(__file__).parent / "payloads"
@@ -112,3 +114,19 @@ def test_element_type_of_shaped_types():
     assert element_type_of("memref<?x4xf32, strided<[?, 1], offset: ?>>") == "f32"
     assert element_type_of("tensor<*xbf16>") == "bf16" and element_type_of("tensor<i1>") == "i1"
     assert element_type_of("vector<[4]x8xi8>") == "i8" and element_type_of("f16") == "f16"
+
+
+PACKS = PAYLOADS / "upstream_pack_unpack_fuse.mlir"
+
+
+@pytest.mark.parametrize("chunk", [1, 2])
+def test_payload_packs_and_unpacks_lower_scheduled_or_not(ctx, chunk):
+    """A linalg.unpack / linalg.pack the payload holds has no bufferization ("op was not bufferized" in
+    run, run --check and select): cpu-lower, the reference and select's finish step lower them."""
+    for script in (["run --check --iterations 2"],
+                   ["pass lh-apply-payload-schedule", "run --check --iterations 2"],
+                   ["target cpu", "select --apply", "bench", "apply cpu-lower", "run --check --iterations 2"]):
+        ok(ctx, f"load --chunk {chunk} {PACKS}")
+        for line in script:
+            res = ok(ctx, line)
+        assert res.data["run"]["check"]["passed"], script

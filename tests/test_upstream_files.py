@@ -130,3 +130,59 @@ def test_payload_packs_and_unpacks_lower_scheduled_or_not(ctx, chunk):
         for line in script:
             res = ok(ctx, line)
         assert res.data["run"]["check"]["passed"], script
+
+
+VECTOR_PROGRAM = """\
+// DEFINE: %{lower} = -test-lower-to-llvm
+// RUN: mlir-opt %s %{lower} | mlir-runner -e entry -entry-point-result=void | FileCheck %s
+// RUN: mlir-opt %s -convert-vector-to-scf -convert-scf-to-cf -convert-vector-to-llvm \\
+// RUN:   -convert-func-to-llvm -reconcile-unrealized-casts | FileCheck %s
+func.func @entry() {
+  %a = arith.constant dense<[1.5, 2.0, 4.0]> : vector<3xf32>
+  %b = arith.addf %a, %a : vector<3xf32>
+  vector.print %b : vector<3xf32>
+  return
+}
+// CHECK: ( 3, 4, 8 )
+"""
+
+
+@pytest.mark.parametrize("run_line", [1, 2])
+def test_a_program_lowered_by_its_run_line_runs_and_is_checked(ctx, tmp_path, run_line):
+    """`run-line` then `run`: the RUN line lowers the program to LLVM (1: all of it, through mlir-opt's test
+    pipeline's equivalent; 2: in part, arith left), which `run` refused ("already in the LLVM dialect and
+    has no benchmark wrapper"); now a wrapper calls the lowered @entry."""
+    path = tmp_path / "vector_program.mlir"
+    path.write_text(VECTOR_PROGRAM)
+    ok(ctx, f"load {path}")
+    ok(ctx, f"run-line {run_line}")
+    assert "llvm.func @entry" in ctx.session.current_ir
+    run = ok(ctx, "run --check --iterations 2").data["run"]
+    assert "( 3, 4, 8 )" in run["stdout"] and run["check"]["passed"], run["stdout"]
+    assert run["stdout"].count("( 3, 4, 8 )") == 1         # the plain call's print only
+
+
+def test_run_line_of_a_file_with_its_own_script(ctx):
+    """RUN: -transform-interpreter -test-transform-dialect-erase-schedule ...: the test pass (not in the
+    wheels) is lh-erase-transform-schedules, a step of its own."""
+    ok(ctx, f"load {CONV}")
+    ok(ctx, "run-line")
+    assert [a.step.spec for a in ctx.session.active_steps] == [
+        "transform-interpreter", "lh-erase-transform-schedules", "convert-linalg-to-loops"]
+    run = ok(ctx, "run --check --iterations 2").data["run"]
+    assert EXPECTED in run["stdout"] and run["check"]["passed"]
+
+
+def test_defines_expand_in_run_lines_as_they_stand():
+    from workbench.common.split_input import find_run_lines
+
+    text = ("// DEFINE: %{opts} = -canonicalize \\\n// DEFINE:   -cse\n// DEFINE: %{compile} = mlir-opt %s %{opts}\n"
+            "// RUN: %{compile} | FileCheck %s\n// REDEFINE: %{opts} = -cse\n// RUN: %{compile}\n"
+            "// RUN: mlir-opt %s %{undefined}\n")
+    runs = find_run_lines(text)
+    assert [" ".join(r.command.split()) for r in runs] == ["mlir-opt %s -canonicalize -cse | FileCheck %s", "mlir-opt %s -cse",
+                                         "mlir-opt %s %{undefined}"]
+    assert [r.number for r in runs] == [4, 6, 7]
+    assert runs[0].mlir_opt_pipelines() == ["canonicalize,cse"]
+    cyclic = find_run_lines("// DEFINE: %{a} = %{a} x\n// RUN: %{a}\n")   # stops, does not hang
+    assert cyclic[0].command.endswith("x")

@@ -186,3 +186,17 @@ def test_defines_expand_in_run_lines_as_they_stand():
     assert runs[0].mlir_opt_pipelines() == ["canonicalize,cse"]
     cyclic = find_run_lines("// DEFINE: %{a} = %{a} x\n// RUN: %{a}\n")   # stops, does not hang
     assert cyclic[0].command.endswith("x")
+
+
+def test_tosa_dynamic_batch_is_specialized_through_the_tosa_ops(ctx):
+    """tensor.cast does not fold into TOSA ops: the specialized arguments reached tosa.matmul through a cast
+    back to `?`, the result stayed tensor<?x5x6xf32> and the wrapper refused it."""
+    ok(ctx, f"load {PAYLOADS / 'upstream_tosa_matmul_dyn_batch.mlir'}")
+    ok(ctx, "pass lh-specialize-shapes{shapes=0:2x5x3,1:2x3x6}")
+    assert "-> tensor<2x5x6xf32>" in ctx.session.current_ir and "tensor.cast" not in ctx.session.current_ir
+    assert ok(ctx, "run --check --iterations 2").data["run"]["check"]["passed"]
+    ok(ctx, "target cpu")
+    ok(ctx, "select --apply")
+    ok(ctx, "bench")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check --iterations 2").data["run"]["check"]["passed"]

@@ -76,8 +76,13 @@ def specialize(module, shapes: dict[int, list[int]], function: str = "") -> str:
         with ir.InsertionPoint(first) if first is not None else ir.InsertionPoint(block), f.location:
             cast = (memref.CastOp if plain_memref else tensor.CastOp)(old, arg)
         arg.replace_all_uses_except(cast.result, cast.operation)
+        for use in list(cast.result.uses):   # TOSA ops take the static type as it is (they fold no cast):
+            if use.owner.name.startswith("tosa."):   # tosa-infer-shapes below carries it through them
+                use.owner.operands[use.operand_number] = arg
     f.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, list(ftype.results)))
-    PassManager.parse("builtin.module(canonicalize)").run(module.operation)
+    # TOSA ops keep their declared (dynamic) result types through canonicalization: infer them
+    infer = "func.func(tosa-infer-shapes)," if any(op.name.startswith("tosa.") for op in _all_ops(f)) else ""
+    PassManager.parse(f"builtin.module({infer}canonicalize)").run(module.operation)
     # returned values that became static: the function returns them as such (callers inside the module
     # would need a cast; a payload's entry has none)
     ret = [op for op in f.regions[0].blocks[-1].operations][-1]
@@ -90,3 +95,9 @@ def specialize(module, shapes: dict[int, list[int]], function: str = "") -> str:
     f.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
     PassManager.parse("builtin.module(canonicalize)").run(module.operation)
     return name_of(f)
+
+
+def _all_ops(root) -> list:
+    from workbench.worker.ir_walk import ops_where
+
+    return ops_where(root, lambda op: True)

@@ -104,3 +104,38 @@ def test_read_regular_file_refuses_what_is_not_a_file(tmp_path):
     f.write_bytes(b"ok \xff")
     with pytest.raises(OSError, match="not UTF-8 text \\(byte 3"):
         read_regular_text(f)
+
+
+# -- hostile payloads -----------------------------------------------------------------------------
+
+def test_payload_nested_past_the_parsers_stack_says_so(ctx, tmp_path):
+    """MLIR's parser recurses per level: 20000 nested regions crash the compile worker (SIGSEGV); the
+    session survives, and the one line says why."""
+    deep = tmp_path / "deep.mlir"
+    n = 20000
+    deep.write_text("func.func @f() {\n" + "scf.execute_region {\n" * n + "}\n" * n + "return\n}\n")
+    ok(ctx, f"load {MATMUL}")
+    before = ctx.session.current_sha
+    res = do(ctx, f"load {deep}")
+    assert not res.ok and "nests 20001 levels deep" in res.error and "\n" not in res.error, res.error
+    assert ctx.session.current_sha == before
+    ok(ctx, "inspect")                     # a fresh worker serves the session as it was
+
+
+def test_empty_payload_and_fifo_payload(ctx, tmp_path):
+    empty = tmp_path / "empty.mlir"
+    empty.write_text("// nothing here\n")
+    ok(ctx, f"load {empty}")
+    res = do(ctx, "run")
+    assert not res.ok and "defines no function to run" in res.error
+    fifo = tmp_path / "fifo.mlir"
+    os.mkfifo(fifo)
+    res = do(ctx, f"load {fifo}")
+    assert not res.ok and "is a pipe, not a file" in res.error
+
+
+def test_nesting_depth_estimate():
+    from workbench.common.split_input import nesting_depth
+
+    assert nesting_depth(b"func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> { return %a }") == 2
+    assert nesting_depth(b"[" * 50 + b"]" * 50) == 50

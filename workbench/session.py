@@ -382,6 +382,10 @@ class Session:
         if not ans["ok"]:
             hint = ("; to accept such ops: load --allow-unregistered FILE (--allow-unregistered-dialects on the "
                     "command line)") if "unregistered dialect" in ans["error"] else ""
+            if "killed by signal" in ans["error"]:   # MLIR's parser recurses per nesting level: a deep file overflows it
+                depth = split_input.nesting_depth(data)
+                if depth > split_input.DEEP_NESTING:
+                    hint += f"; the payload nests {depth} levels deep: MLIR's recursive parser ran out of stack"
             if chunk is None and chunks > 1:
                 hint += (f"; {path.name} has {chunks} chunks separated by `{split_input.SPLIT_MARKER}` lines "
                          f"(mlir-opt --split-input-file): load one with `load --chunk K {path.name}`")

@@ -184,6 +184,25 @@ def _pipelines_of(args: list[str], line: int) -> list[str]:
     return [seg.strip(",") for seg in segments if seg.strip(",")]
 
 
+#: nesting (regions, attributes, types) past which a crash of MLIR's recursive parser is blamed on it
+DEEP_NESTING = 1000
+_BRACKETS = re.compile(rb"[{}\[\]()<>]")
+_OPENING = frozenset(b"{[(<")
+
+
+def nesting_depth(data: bytes) -> int:
+    """The deepest nesting of brackets ({[(< ... >)]}) in a file's bytes (`->` arrows aside; strings and
+    comments are not told apart: an estimate, for the message when the parser crashes)."""
+    depth = deepest = 0
+    for m in _BRACKETS.finditer(data.replace(b"->", b"  ")):
+        if m.group()[0] in _OPENING:
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth = max(depth - 1, 0)
+    return deepest
+
+
 def count_chunks(data: bytes) -> int:
     """How many chunks a file's bytes hold (1 without marker lines), counted without decoding them."""
     marker = SPLIT_MARKER.encode()

@@ -272,6 +272,12 @@ def lowered_programs(module) -> list:
     return found
 
 
+def defined_functions(module) -> list:
+    """The module's top-level functions with a body (func.func or llvm.func)."""
+    return [op for op in module.body.operations
+            if op.operation.name in ("func.func", "llvm.func") and len(op.operation.regions[0].blocks)]
+
+
 def only_lowered_programs(module) -> bool:
     """The module's code is in `llvm.func`s (no func.func with a body) and one of them is a program."""
     return not any(len(f.regions[0].blocks) for f in _funcs(module)) and bool(lowered_programs(module))

@@ -270,6 +270,8 @@ class CompileWorker:
         if req.get("wrapper") == "optional" and bench_wrapper.is_lowered(work) \
                 and bench_wrapper.find_wrapper(work) is None:   # (asm of a module lowered by hand)
             return {"ok": True, "llvm": _print(work), "bench": None, "inserted_wrapper": False, "was_lowered": True}
+        if not bench_wrapper.defined_functions(work):
+            return {"ok": False, "error": "the module defines no function to run (an empty payload?)"}
         if bench_wrapper.find_wrapper(work) is None:
             fully_lowered = bench_wrapper.is_lowered(work)
             if fully_lowered or bench_wrapper.only_lowered_programs(work):

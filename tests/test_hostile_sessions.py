@@ -47,6 +47,16 @@ CASES = {
     "transform_dir": ("Pipeline:\n- transform: /tmp\n" + WB, "is a directory"),
     "tile_10e30": ("Pipeline:\n- schedule: pipelines/lib/tile.py[gen=tile_matmul]\n  params: {tile_m: "
                    + str(10**30) + "}\n" + WB, "does not fit in 64 bits"),
+    "bench_not_a_mapping": ("Pipeline:\n- bench: 5\n" + WB, "`bench:` expects a mapping"),
+    "entry_unknown_key": ("Pipeline:\n- {pass: canonicalize, bogus: 1}\n" + WB, "unknown key 'bogus' in pipeline entry"),
+    "selected_by_list": ("Pipeline:\n- schedule: pipelines/lib/tile.py[gen=tile_matmul]\n  selected_by: [1]\n" + WB,
+                         "`selected_by:` must be a string"),
+    "range_reversed": ("Pipeline: []\nWorkbench: {payload: {path: PAYLOAD}, input_ranges: {0: [5, 1]}}\n",
+                       "(finite, lo < hi)"),
+    "range_nan": ("Pipeline: []\nWorkbench: {payload: {path: PAYLOAD}, input_ranges: {0: [.nan, 1]}}\n",
+                  "(finite, lo < hi)"),
+    "sha_not_a_string": ("Pipeline: []\nWorkbench: {payload: {path: PAYLOAD, sha256: 5}}\n",
+                         "Workbench.payload.sha256 must be a sha256 hex string"),
     "bench_10e20": ("Pipeline:\n- bench: {iterations: " + str(10**20) + "}\n" + WB, "iterations="),
 }
 
@@ -61,7 +71,8 @@ def test_hostile_session_is_one_line_and_changes_nothing(ctx, tmp_path, name):
     assert time.perf_counter() - t0 < 5
     assert not res.ok and expect in res.error, res.error
     assert "\n" not in res.error and "Traceback" not in (res.detail or "")
-    if name.startswith(("deep", "target", "unknown", "steps", "ranges", "threads", "payload")):
+    if name.startswith(("deep", "target", "unknown", "steps", "ranges", "range", "threads", "payload", "sha",
+                        "entry", "selected", "bench_not")):
         # refused before the payload loads: the session is the one it was
         assert (ctx.session.payload_path, ctx.session.current_sha, ctx.session.cursor) == before
 

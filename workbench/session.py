@@ -812,8 +812,12 @@ def _is_int(v: Any) -> bool:
 
 
 def _is_range(v: Any) -> bool:
+    """[lo, hi): two finite numbers, lo < hi."""
+    import math
+
     return (isinstance(v, list) and len(v) == 2
-            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v))
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v)
+            and v[0] < v[1])
 
 
 # what `to_yaml` writes under `Workbench:`: key -> (check, what it must be)
@@ -824,7 +828,7 @@ _META_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "target": (lambda v: v is None or isinstance(v, str), "a target name"),
     "allow_unregistered_dialects": (lambda v: isinstance(v, bool), "true or false"),
     "input_ranges": (lambda v: isinstance(v, dict) and all(_is_int(k) and _is_range(r) for k, r in v.items()),
-                     "a mapping of argument indices to [lo, hi]"),
+                     "a mapping of argument indices to [lo, hi] (finite, lo < hi)"),
     "cpu": (lambda v: isinstance(v, str), "a CPU name"),
     "cpu_threads": (lambda v: _is_int(v) and 1 <= v <= MAX_CPU_THREADS, f"an integer in [1, {MAX_CPU_THREADS}]"),
     "ir_sha256": (lambda v: v is None or isinstance(v, str), "a sha256 hex string"),
@@ -844,9 +848,11 @@ def _check_meta(meta: dict, path: Path) -> None:
         check, what = _META_FIELDS[key]
         if not check(value):
             raise SessionError(f"{path}: Workbench.{key} must be {what}, not {_short_repr(value)}")
-    for key in meta.get("payload") or {}:
+    for key, value in (meta.get("payload") or {}).items():
         if key not in _PAYLOAD_FIELDS:
             raise SessionError(f"{path}: unknown key Workbench.payload.{key} (known: {', '.join(_PAYLOAD_FIELDS)})")
+        if key == "sha256" and not isinstance(value, str):
+            raise SessionError(f"{path}: Workbench.payload.sha256 must be a sha256 hex string, not {_short_repr(value)}")
 
 
 def _short_repr(value: Any, limit: int = 60) -> str:

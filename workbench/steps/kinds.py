@@ -329,10 +329,18 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
                         f"{', '.join(ENTRY_KEYS)}")
     key = keys[0]
     value = entry[key]
+    unknown = [k for k in entry if k not in ENTRY_KEYS and k not in ENTRY_EXTRA_KEYS]
+    if unknown:
+        raise StepError(f"{where}: unknown key {unknown[0]!r} in pipeline entry (known besides `{key}:`: "
+                        f"{', '.join(ENTRY_EXTRA_KEYS)})")
+    if entry.get("selected_by") is not None and not isinstance(entry["selected_by"], str):
+        raise StepError(f"{where}: `selected_by:` must be a string, got {_short(entry['selected_by'])}")
     variables = variables or {}
     if key == "bench":
-        params = dict(value or {}) if isinstance(value, dict) else {}
-        return Step("bench", "bench", params, {}, base_dir)
+        if value is not None and not isinstance(value, dict):
+            raise StepError(f"{where}: `bench:` expects a mapping of its parameters (entry, warmup, iterations, "
+                            f"outputs), got {_short(value)}")
+        return Step("bench", "bench", dict(value or {}), {}, base_dir)
     if not isinstance(value, str):
         raise StepError(f"{where}: `{key}:` expects a string, got {value!r}")
     if key == "pass":
@@ -478,6 +486,8 @@ def _variables_used(path: Path) -> list[str]:
 KINDS: dict[str, StepKind] = {k.name: k for k in (PassKind(), TransformKind(), ScheduleKind(), IncludeKind(),
                                                    BenchKind(), NamedPipelineKind(), EditKind(), RewriteKind())}
 ENTRY_KEYS = ("pass", "transform", "schedule", "include", "bench", "pipeline", "bundle", "edit", "rewrite")
+#: what an entry may hold besides its one ENTRY_KEYS key (what `save` writes)
+ENTRY_EXTRA_KEYS = ("params", "selected_by")
 
 
 def step_from_command(text: str, base_dir: Path) -> Step:

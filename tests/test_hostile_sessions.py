@@ -150,3 +150,16 @@ def test_nesting_depth_estimate():
 
     assert nesting_depth(b"func.func @f(%a: tensor<2xf32>) -> tensor<2xf32> { return %a }") == 2
     assert nesting_depth(b"[" * 50 + b"]" * 50) == 50
+
+
+def test_script_edit_and_npy_files_that_are_devices(tmp_path):
+    """`--script /dev/zero` read forever; `edit-apply /dev/zero` too; `run --npy 0=/dev/zero` blamed a pickle."""
+    (tmp_path / "s.lhw").write_text("edit-apply /dev/zero\n")
+    (tmp_path / "n.lhw").write_text("run --npy 0=/dev/zero\n")
+    env = {"LH_WORKBENCH_STATE_DIR": str(tmp_path / "state")}
+    out = run_cli([MATMUL, "--script", "/dev/zero"], cwd=tmp_path, timeout=30, env_extra=env)
+    assert out.returncode == 2 and "is a character device, not a file" in out.stderr, out.stderr
+    out = run_cli([MATMUL, "--script", tmp_path / "s.lhw"], cwd=tmp_path, timeout=30, env_extra=env)
+    assert out.returncode == 1 and "cannot read /dev/zero: is a character device" in out.stderr, out.stderr
+    out = run_cli([MATMUL, "--script", tmp_path / "n.lhw"], cwd=tmp_path, timeout=60, env_extra=env)
+    assert out.returncode == 1 and "/dev/zero is not a regular file" in out.stderr, out.stderr

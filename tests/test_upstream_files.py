@@ -22,6 +22,7 @@ EXPECTED = "[12,  28,  28,  28,  12,  12]"
 
 def test_program_with_its_own_script_runs_and_is_checked_unscheduled(ctx):
     ok(ctx, f"load {CONV}")
+    assert "carries a transform script: `pass lh-apply-payload-schedule`" in ok(ctx, "inspect").summary
     run = ok(ctx, "run --check --iterations 2").data["run"]
     assert EXPECTED in run["stdout"] and run["check"]["passed"], run["stdout"]
 

@@ -201,3 +201,13 @@ def test_tosa_dynamic_batch_is_specialized_through_the_tosa_ops(ctx):
     ok(ctx, "bench")
     ok(ctx, "apply cpu-lower")
     assert ok(ctx, "run --check --iterations 2").data["run"]["check"]["passed"]
+
+
+def test_test_passes_and_removed_passes_in_run_lines():
+    from workbench.common.split_input import find_run_lines
+
+    run = find_run_lines("// RUN: mlir-opt %s -convert-linalg-to-loops -convert-linalg-to-llvm "
+                         "-test-transform-dialect-erase-schedule -cse | FileCheck %s\n")[0]
+    assert run.mlir_opt_pipelines() == ["convert-linalg-to-loops", "lh-erase-transform-schedules", "cse"]
+    lower = find_run_lines("// RUN: mlir-opt %s -test-lower-to-llvm\n")[0].mlir_opt_pipelines()
+    assert len(lower) == 1 and lower[0].endswith("convert-func-to-llvm,convert-cf-to-llvm,reconcile-unrealized-casts")

@@ -73,9 +73,10 @@ _NOT_PASSES = {
 
 
 SEGMENT_BREAK = "\0"
-#: passes of mlir-opt's test library (not in the MLIR wheels) that upstream RUN lines use, and what the
-#: workbench runs for them
+#: passes of mlir-opt's test library (not in the MLIR wheels) and passes MLIR has removed that upstream RUN
+#: lines use, and what the workbench runs for them ("": nothing)
 TEST_PASS_EQUIVALENTS = {
+    "convert-linalg-to-llvm": "",   # removed (linalg ops reach LLVM through loops; its RUN lines lower them first)
     "test-transform-dialect-erase-schedule": "lh-erase-transform-schedules",
     # mlir/test/lib/Dialect/LLVM/TestLowerToLLVM.cpp, pass for pass
     "test-lower-to-llvm": ("func.func(convert-vector-to-scf,convert-linalg-to-loops),lower-affine,convert-scf-to-cf,"
@@ -173,8 +174,8 @@ def _pipelines_of(args: list[str], line: int) -> list[str]:
             continue
         if name in TEST_PASS_EQUIVALENTS and not value:   # mlir-opt's test passes: not in the wheels
             equivalent = TEST_PASS_EQUIVALENTS[name]
-            passes.extend([SEGMENT_BREAK, equivalent, SEGMENT_BREAK] if equivalent.startswith("lh-")
-                          else [equivalent])
+            passes.extend([] if not equivalent else [SEGMENT_BREAK, equivalent, SEGMENT_BREAK]
+                          if equivalent.startswith("lh-") else [equivalent])
             continue
         value = value.strip("'\"")
         passes.append(f"{name}{{{value}}}" if value else name)

@@ -211,3 +211,21 @@ def test_test_passes_and_removed_passes_in_run_lines():
     assert run.mlir_opt_pipelines() == ["convert-linalg-to-loops", "lh-erase-transform-schedules", "cse"]
     lower = find_run_lines("// RUN: mlir-opt %s -test-lower-to-llvm\n")[0].mlir_opt_pipelines()
     assert len(lower) == 1 and lower[0].endswith("convert-func-to-llvm,convert-cf-to-llvm,reconcile-unrealized-casts")
+
+
+def test_bench_step_on_a_lowered_program(ctx, tmp_path):
+    path = tmp_path / "vector_program.mlir"
+    path.write_text(VECTOR_PROGRAM)
+    ok(ctx, f"load {path}")
+    ok(ctx, "run-line 2")                  # arith / cf left in the llvm.func
+    ok(ctx, "bench iterations=3")          # "cannot pick the entry function" before: it looked for func.func
+    ok(ctx, "apply cpu-lower")
+    run = ok(ctx, "run --check").data["run"]
+    assert "( 3, 4, 8 )" in run["stdout"] and run["check"]["passed"] and run["iterations"] == 3
+
+
+def test_whole_split_file_without_an_entry_names_the_chunks(ctx):
+    ok(ctx, f"load {NAMED}")
+    res = do(ctx, "run")
+    assert not res.ok and "cannot pick the entry function" in res.error
+    assert "load --chunk K upstream_named_ops.mlir" in res.error and "3 `// -----` chunks" in res.error, res.error

@@ -77,7 +77,11 @@ def _prepare(session: Session, key: str, pipeline_name: str, bench_params: dict,
                                       "prelude": prelude or [], "lowering": _lowering_stages(session, pipeline_name),
                                       "wrapper": wrapper})
     if not ans["ok"]:
-        raise SessionError(ans["error"], ans.get("diagnostics", ""))
+        error = ans["error"]
+        if "cannot pick the entry function" in error and session.payload_chunk is None and session.payload_chunks > 1:
+            error += (f"; or load one of the file's {session.payload_chunks} `// -----` chunks: "
+                      f"`load --chunk K {session.payload_path.name}`")
+        raise SessionError(error, ans.get("diagnostics", ""))
     return ans
 
 

@@ -367,7 +367,10 @@ class CompileWorker:
 
     def _stage_bench(self, module: ir.Module, stage: dict, label: str) -> None:
         try:
-            bench_wrapper.insert_wrapper(module, stage.get("params") or {})
+            if bench_wrapper.only_lowered_programs(module):   # (lowered by a RUN line: the lowering takes the wrapper)
+                bench_wrapper.insert_lowered_program_wrapper(module, stage.get("params") or {})
+            else:
+                bench_wrapper.insert_wrapper(module, stage.get("params") or {})
         except bench_wrapper.BenchError as e:
             raise StageError(f"bench: {e}")
 

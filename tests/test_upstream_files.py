@@ -209,6 +209,10 @@ def test_test_passes_and_removed_passes_in_run_lines():
     run = find_run_lines("// RUN: mlir-opt %s -convert-linalg-to-loops -convert-linalg-to-llvm "
                          "-test-transform-dialect-erase-schedule -cse | FileCheck %s\n")[0]
     assert run.mlir_opt_pipelines() == ["convert-linalg-to-loops", "lh-erase-transform-schedules", "cse"]
+    old = find_run_lines("// RUN: mlir-opt %s -linalg-bufferize -arith-bufferize -tensor-bufferize -func-bufferize "
+                         "-finalizing-bufferize -buffer-deallocation -convert-linalg-to-loops\n")[0]
+    assert old.mlir_opt_pipelines() == ["one-shot-bufferize{bufferize-function-boundaries},"
+                                        "buffer-deallocation-pipeline,convert-linalg-to-loops"]
     lower = find_run_lines("// RUN: mlir-opt %s -test-lower-to-llvm\n")[0].mlir_opt_pipelines()
     assert len(lower) == 1 and lower[0].endswith("convert-func-to-llvm,convert-cf-to-llvm,reconcile-unrealized-casts")
 

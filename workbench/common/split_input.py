@@ -73,10 +73,18 @@ _NOT_PASSES = {
 
 
 SEGMENT_BREAK = "\0"
+#: the partial bufferization passes MLIR removed (older RUN lines chain them: linalg-, tensor-, func-,
+#: finalizing-bufferize): the first becomes one-shot bufferization of the whole module, the others nothing
+PARTIAL_BUFFERIZATION_PASSES = frozenset({"linalg-bufferize", "arith-bufferize", "tensor-bufferize", "func-bufferize",
+                                          "scf-bufferize", "finalizing-bufferize", "bufferization-bufferize",
+                                          "vector-bufferize", "shape-bufferize"})
+ONE_SHOT_BUFFERIZE = "one-shot-bufferize{bufferize-function-boundaries}"
 #: passes of mlir-opt's test library (not in the MLIR wheels) and passes MLIR has removed that upstream RUN
 #: lines use, and what the workbench runs for them ("": nothing)
 TEST_PASS_EQUIVALENTS = {
     "convert-linalg-to-llvm": "",   # removed (linalg ops reach LLVM through loops; its RUN lines lower them first)
+    "buffer-deallocation": "buffer-deallocation-pipeline",   # removed: the pipeline replaced it
+    "test-cf-assert": "",   # cf.assert reports and goes on instead of aborting: without it a failing assert aborts
     "test-transform-dialect-erase-schedule": "lh-erase-transform-schedules",
     # mlir/test/lib/Dialect/LLVM/TestLowerToLLVM.cpp, pass for pass
     "test-lower-to-llvm": ("func.func(convert-vector-to-scf,convert-linalg-to-loops),lower-affine,convert-scf-to-cf,"
@@ -171,6 +179,10 @@ def _pipelines_of(args: list[str], line: int) -> list[str]:
         if name in _NOT_PASSES or name.startswith("mlir-"):
             if name == "o" and not value:
                 i += 1
+            continue
+        if name in PARTIAL_BUFFERIZATION_PASSES:   # removed: one-shot bufferization does what they did together
+            if ONE_SHOT_BUFFERIZE not in passes:
+                passes.append(ONE_SHOT_BUFFERIZE)
             continue
         if name in TEST_PASS_EQUIVALENTS and not value:   # mlir-opt's test passes: not in the wheels
             equivalent = TEST_PASS_EQUIVALENTS[name]

@@ -233,3 +233,17 @@ def test_whole_split_file_without_an_entry_names_the_chunks(ctx):
     res = do(ctx, "run")
     assert not res.ok and "cannot pick the entry function" in res.error
     assert "load --chunk K upstream_named_ops.mlir" in res.error and "3 `// -----` chunks" in res.error, res.error
+
+
+def test_function_without_results_checks_what_it_prints_after_bufferization(ctx, tmp_path):
+    """A tensor function that returns nothing (upstream's `-> ()` pooling tests): once bufferized its memref
+    argument was taken for an output and compared with a reference that has none ("max abs err inf")."""
+    path = tmp_path / "dead.mlir"
+    path.write_text("func.func @dead(%a: tensor<8x16xf32>) {\n  %e = tensor.empty() : tensor<8x16xf32>\n"
+                    "  %0 = linalg.exp ins(%a : tensor<8x16xf32>) outs(%e : tensor<8x16xf32>) -> tensor<8x16xf32>\n"
+                    "  return\n}\n")
+    ok(ctx, f"load {path}")
+    for line in ("target cpu", "select --apply", "bench", "apply cpu-lower"):
+        ok(ctx, line)
+    check = ok(ctx, "run --check --iterations 2").data["run"]["check"]
+    assert check["passed"] and check["compared"] == "stdout", check

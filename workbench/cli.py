@@ -16,9 +16,11 @@ from workbench.commands.file_commands import replay_file
 from workbench.commands.registry import one_line_error
 from workbench.commands.script import run_script_text
 from workbench.result import Result
+from workbench.common.files import read_regular_text
 from workbench.session import Session, atomic_write
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+MAX_SCRIPT_BYTES = 16 << 20   # a command file is a few lines
 
 
 class Printer:
@@ -294,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return EXIT_USAGE
         try:
-            script_text = Path(args.script).read_text()
+            script_text = read_regular_text(Path(args.script), MAX_SCRIPT_BYTES)   # /dev/zero read forever
         except IsADirectoryError:
             print(f"lh-workbench: {args.script}: is a directory, not a script file", file=sys.stderr)
             return EXIT_USAGE
@@ -302,10 +304,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"lh-workbench: {args.script}: no such script file", file=sys.stderr)
             return EXIT_USAGE
         except OSError as e:
-            print(f"lh-workbench: {args.script}: {one_line_error(e)}", file=sys.stderr)
-            return EXIT_USAGE
-        except UnicodeDecodeError:
-            print(f"lh-workbench: {args.script}: not a command file (not UTF-8 text)", file=sys.stderr)
+            print(f"lh-workbench: {args.script}: {e.strerror or one_line_error(e)}", file=sys.stderr)
             return EXIT_USAGE
     elif not args.repl and not sys.stdin.isatty():
         # piped or redirected commands are a script: no questions, no prompts, the exit status says

@@ -78,7 +78,11 @@ def _prepare(session: Session, key: str, pipeline_name: str, bench_params: dict,
                                       "prelude": prelude or [], "lowering": _lowering_stages(session, pipeline_name),
                                       "wrapper": wrapper})
     if not ans["ok"]:
-        raise SessionError(ans["error"], ans.get("diagnostics", ""))
+        error = ans["error"]
+        if "cannot pick the entry function" in error and session.payload_chunk is None and session.payload_chunks > 1:
+            error += (f"; or load one of the file's {session.payload_chunks} `// -----` chunks: "
+                      f"`load --chunk K {session.payload_path.name}`")
+        raise SessionError(error, ans.get("diagnostics", ""))
     return ans
 
 
@@ -256,8 +260,12 @@ def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: 
         cached["want"] = select_outputs(rmeta, rans["args_after"], rans["outputs"])
         cached["stdout"] = rans.get("stdout", "")
         session.reference_cache.put(key, cached)
-    if not meta["outputs"]:   # a program: what it prints is its result
+    if not rmeta["outputs"]:   # a program (the payload returns nothing): what it prints is its result; an
+        # output argument the scheduled code reports (the last memref argument, once bufferized) is no result
         return compare_printed(ans.get("stdout", ""), cached.get("stdout", ""))
+    if not meta["outputs"]:
+        return {"passed": False, "error": "cannot check: the scheduled entry reports no outputs, the payload's "
+                + ", ".join(rmeta["outputs"])}
     got = select_outputs(meta, ans["args_after"], ans["outputs"])
     want = cached["want"]
     dtypes = _output_dtypes(rmeta)

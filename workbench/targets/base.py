@@ -101,7 +101,9 @@ class Target:
         `run` on such a payload works without `select` too)."""
         from workbench.common.frontend_dialects import FRONTEND_PASS, LOWERINGS
 
-        needed = set(info.get("dialects", [])) & set(LOWERINGS) or info.get("elementwise_on_tensors")
+        dialects = set(info.get("dialects", []))
+        # a transform script the payload carries (upstream test files): the pass erases it first
+        needed = dialects & set(LOWERINGS) or info.get("elementwise_on_tensors") or "transform" in dialects
         return [f"pass {FRONTEND_PASS}"] if needed else []
 
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:

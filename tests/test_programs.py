@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from conftest import ok
+from cuda_helpers import needs_gpu
 
 PAYLOADS = Path(__file__).parent / "payloads"
 
@@ -56,3 +57,15 @@ def test_cuda_program_prints_host_copies_of_device_buffers(ctx):
     at = calls.index("printMemrefF32")
     assert calls[at - 1] == "mgpuStreamSynchronize" and "mgpuMemcpy" in calls[at - 3:at], calls
     assert "malloc" in calls[:at] and calls[at + 1] == "free", calls
+
+
+@needs_gpu
+def test_cuda_program_runs_and_prints_what_the_reference_prints(ctx):
+    """On the GPU: the program's matmul runs as kernels, its print reads the host copy, and `run --check`
+    compares the printed lines with the CPU reference's."""
+    ok(ctx, f"load {PAYLOADS / 'program_tensor.mlir'}")
+    ok(ctx, "target cuda")
+    res = ok(ctx, "run --check --iterations 2")
+    run = res.data["run"]
+    assert "[121,   124,   127]" in run["stdout"] and "[147,   154,   161]" in run["stdout"], run["stdout"]
+    assert run["check"]["passed"] and run["check"]["compared"] == "stdout"

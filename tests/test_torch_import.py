@@ -508,3 +508,29 @@ def test_masked_assignment_imports_as_a_select_and_matches_torch(tmp_path):
     assert p.returncode == 0, p.stderr
     run = json.loads((tmp_path / "r.json").read_text())["run"]
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
+
+
+def test_a_python_model_as_the_payload_is_imported_first(tmp_path):
+    """`lh-workbench model.py` runs `import model.py` (not the MLIR parser on Python source: that said
+    "custom op 'import' is unknown"); where the torch Python lacks torch, one line says how to get it."""
+    (tmp_path / "model.py").write_text("import torch\n")
+    (tmp_path / "c.lhw").write_text("inspect\n")
+    p = run_cli(["model.py", "--script", "c.lhw"], cwd=tmp_path,
+                env_extra={"LH_WORKBENCH_TORCH_PYTHON": str(tmp_path / "nope")})
+    assert p.returncode != 0 and "torch python" in p.stderr and "not found" in p.stderr, p.stderr
+    assert "custom op" not in p.stderr + p.stdout and "Traceback" not in p.stderr
+
+
+@needs_torch
+def test_the_one_module_of_a_file_is_the_default_model(tmp_path):
+    """Without :NAME, a file that has no `Model` but one nn.Module class exports that class; as the
+    payload argument it is imported and loaded."""
+    (tmp_path / "one.py").write_text("import torch\n\nclass Scale(torch.nn.Module):\n"
+                                     "    def forward(self, x):\n        return x * 2.0\n\n"
+                                     "def get_inputs():\n    return [torch.randn(3, 4)]\n")
+    (tmp_path / "c.lhw").write_text("run --check\n")
+    p = run_cli(["one.py", "--script", "c.lhw"], cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON},
+                timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "func.func @main(%arg0: tensor<3x4xf32>)" in (tmp_path / "out" / "one.mlir").read_text()
+    assert "check passed" in p.stdout

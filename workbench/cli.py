@@ -16,9 +16,11 @@ from workbench.commands.file_commands import replay_file
 from workbench.commands.registry import one_line_error
 from workbench.commands.script import run_script_text
 from workbench.result import Result
+from workbench.common.files import read_regular_text
 from workbench.session import Session, atomic_write
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+MAX_SCRIPT_BYTES = 16 << 20   # a command file is a few lines
 
 
 class Printer:
@@ -98,7 +100,8 @@ def _main_parser() -> argparse.ArgumentParser:
         prog="lh-workbench",
         description="Interactive MLIR compiler workbench. Also: `lh-workbench replay SESSION.yaml`, "
                     "`lh-workbench targets`, `lh-workbench import MODEL.py:NAME --inputs 8x3x224x224xf32`.")
-    p.add_argument("payload", nargs="?", help="payload .mlir file")
+    p.add_argument("payload", nargs="?", help="payload .mlir file, or a torch model MODEL.py[:NAME] (exported "
+                   "first, as `lh-workbench import MODEL.py` does)")
     p.add_argument("--script", metavar="FILE.lhw", help="run a command file headless")
     p.add_argument("--repl", action="store_true", help="use the prompt-toolkit REPL instead of the TUI")
     p.add_argument("--chunk", type=int, metavar="K",
@@ -293,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return EXIT_USAGE
         try:
-            script_text = Path(args.script).read_text()
+            script_text = read_regular_text(Path(args.script), MAX_SCRIPT_BYTES)   # /dev/zero read forever
         except IsADirectoryError:
             print(f"lh-workbench: {args.script}: is a directory, not a script file", file=sys.stderr)
             return EXIT_USAGE
@@ -301,10 +304,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"lh-workbench: {args.script}: no such script file", file=sys.stderr)
             return EXIT_USAGE
         except OSError as e:
-            print(f"lh-workbench: {args.script}: {one_line_error(e)}", file=sys.stderr)
-            return EXIT_USAGE
-        except UnicodeDecodeError:
-            print(f"lh-workbench: {args.script}: not a command file (not UTF-8 text)", file=sys.stderr)
+            print(f"lh-workbench: {args.script}: {e.strerror or one_line_error(e)}", file=sys.stderr)
             return EXIT_USAGE
     elif not args.repl and not sys.stdin.isatty():
         # piped or redirected commands are a script: no questions, no prompts, the exit status says
@@ -379,6 +379,10 @@ def _target_line(args: argparse.Namespace) -> str:
 
 
 def _load_line(args: argparse.Namespace) -> str:
+    """`load PAYLOAD`, or `import MODEL.py[:NAME]` for a torch model (exported in a process of its own,
+    its payload, inputs and torch's outputs written under out/, then loaded)."""
+    if args.payload.partition(":")[0].endswith(".py"):
+        return f"import {_quote(args.payload)}"
     flag = "--allow-unregistered " if args.allow_unregistered_dialects else ""
     if args.chunk is not None:
         flag += f"--chunk {args.chunk} "

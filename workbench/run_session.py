@@ -42,6 +42,7 @@ class RunOptions:
     ranges: dict[int, tuple[float, float]] = field(default_factory=dict)  # `run --ranges`: argument -> [lo, hi)
     expect: list[Path] = field(default_factory=list)   # expected outputs given by hand (`--expect`)
     inputs_given: bool = False   # --inputs / --npy given: the sidecar's inputs are not the default
+    profile: bool = False        # `run --profile`: time each top-level op of the payload (lh-profile-regions)
 
 
 def expected_for(session: Session, opts: RunOptions) -> tuple[ExpectedOutputs | None, dict[int, Path]]:
@@ -77,7 +78,11 @@ def _prepare(session: Session, key: str, pipeline_name: str, bench_params: dict,
                                       "prelude": prelude or [], "lowering": _lowering_stages(session, pipeline_name),
                                       "wrapper": wrapper})
     if not ans["ok"]:
-        raise SessionError(ans["error"], ans.get("diagnostics", ""))
+        error = ans["error"]
+        if "cannot pick the entry function" in error and session.payload_chunk is None and session.payload_chunks > 1:
+            error += (f"; or load one of the file's {session.payload_chunks} `// -----` chunks: "
+                      f"`load --chunk K {session.payload_path.name}`")
+        raise SessionError(error, ans.get("diagnostics", ""))
     return ans
 
 
@@ -109,8 +114,12 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         if not ok:  # before lowering: the one clear line is "cannot run here", not a lowering detail
             report["error"] = f"target {target.name} cannot run here: {why}"
             return report
-        prepared = _prepare(session, session.current_key, target.default_lowering, bench_params,
-                            artifact=target.run_artifact)
+        if opts.profile and not target.profiles_ops:
+            report["error"] = f"run --profile: target {target.name} does not time its ops (the cpu target does)"
+            return report
+        prepared = _prepare(session, profile_base(session) if opts.profile else session.current_key,
+                            target.default_lowering, bench_params, artifact=target.run_artifact,
+                            prelude=[{"kind": "pass", "pipeline": "lh-profile-regions"}] if opts.profile else None)
     except SessionError as e:
         report["error"] = str(e)
         report["detail"] = e.detail
@@ -146,6 +155,8 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         _save(opts.save_outputs, "input", inputs)
         if "args_after" in ans:
             _save(opts.save_outputs, "output", select_outputs(meta, ans["args_after"], ans["outputs"]))
+    if ans.get("profile"):
+        report["profile"] = ans["profile"]
     if ans.get("stdout"):
         report["stdout"] = ans["stdout"]   # what the plain call printed (printMemrefF32, printf)
     times = ans["times"]
@@ -168,6 +179,16 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         if report["check"].get("error"):
             report["error"] = report["check"]["error"]
     return report
+
+
+def profile_base(session: Session) -> str:
+    """The IR `run --profile` instruments: the live module, or where the session applied the target's
+    default lowering (`apply cpu-lower`), that step's input (after it, the ops are LLVM blocks)."""
+    lowering = session.target.default_lowering
+    for applied in session.active_steps:
+        if applied.step.kind == "pipeline" and applied.step.spec.split("{")[0].strip() == lowering:
+            return applied.input_key
+    return session.current_key
 
 
 def input_ranges(session: Session, entry: str, opts: RunOptions) -> dict[int, tuple[float, float]]:
@@ -239,8 +260,12 @@ def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: 
         cached["want"] = select_outputs(rmeta, rans["args_after"], rans["outputs"])
         cached["stdout"] = rans.get("stdout", "")
         session.reference_cache.put(key, cached)
-    if not meta["outputs"]:   # a program: what it prints is its result
+    if not rmeta["outputs"]:   # a program (the payload returns nothing): what it prints is its result; an
+        # output argument the scheduled code reports (the last memref argument, once bufferized) is no result
         return compare_printed(ans.get("stdout", ""), cached.get("stdout", ""))
+    if not meta["outputs"]:
+        return {"passed": False, "error": "cannot check: the scheduled entry reports no outputs, the payload's "
+                + ", ".join(rmeta["outputs"])}
     got = select_outputs(meta, ans["args_after"], ans["outputs"])
     want = cached["want"]
     dtypes = _output_dtypes(rmeta)

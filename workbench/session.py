@@ -25,7 +25,7 @@ import yaml
 import workbench
 from workbench.common.textdiff import unified_diff
 from workbench.common import safe_yaml, trust_store
-from workbench.common.files import atomic_write  # noqa: F401  (re-exported)
+from workbench.common.files import atomic_write, read_regular_file  # noqa: F401  (atomic_write re-exported)
 from workbench.common.mlir_libs import mlir_version
 from workbench.common import diagnostics, split_input
 from workbench.execution.worker_client import CompileClient, take_prestarted_compile_worker
@@ -39,6 +39,7 @@ from workbench.targets import TargetError, get_target
 SESSION_HEADER = "# lh-workbench session: replay with `lh-workbench replay THIS_FILE`\n"
 #: the most cores `target --threads N` plans schedules for
 MAX_CPU_THREADS = 4096
+MLIR_BYTECODE_MAGIC = b"ML\xefR"   # MLIR bytecode files hold NUL bytes; text payloads never do
 
 
 class SessionError(RuntimeError):
@@ -364,10 +365,12 @@ class Session:
         payload's whole session (recorded in the saved session). `chunk`: only that chunk (1-based) of a
         file split by `// -----` lines (mlir-opt --split-input-file), with the file's line numbers."""
         path = Path(path)
-        if not path.is_file():
+        if not path.exists():
             raise SessionError(f"{path}: no such file")
         try:   # read once: its sha256, its `// -----` chunks, the chunk asked for
-            data = path.read_bytes()
+            data = read_regular_file(path)   # a directory, /dev/zero, a FIFO: one line, no endless read
+            if b"\0" in data and not data.startswith(MLIR_BYTECODE_MAGIC):
+                raise SessionError(f"{path}: not MLIR text (a NUL byte at offset {data.index(0)}: a binary file?)")
             text = None if chunk is None else split_input.chunk_text(data.decode(), chunk, label=path.name)
         except (OSError, UnicodeDecodeError) as e:
             raise SessionError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}")
@@ -379,6 +382,10 @@ class Session:
         if not ans["ok"]:
             hint = ("; to accept such ops: load --allow-unregistered FILE (--allow-unregistered-dialects on the "
                     "command line)") if "unregistered dialect" in ans["error"] else ""
+            if "killed by signal" in ans["error"]:   # MLIR's parser recurses per nesting level: a deep file overflows it
+                depth = split_input.nesting_depth(data)
+                if depth > split_input.DEEP_NESTING:
+                    hint += f"; the payload nests {depth} levels deep: MLIR's recursive parser ran out of stack"
             if chunk is None and chunks > 1:
                 hint += (f"; {path.name} has {chunks} chunks separated by `{split_input.SPLIT_MARKER}` lines "
                          f"(mlir-opt --split-input-file): load one with `load --chunk K {path.name}`")
@@ -781,9 +788,13 @@ def read_session_file(path: str | Path) -> LoadedSession:
         doc = safe_yaml.load_file(path)
     except (OSError, yaml.YAMLError) as e:  # already reported by load_pipeline_yaml, kept for completeness
         raise SessionError(f"{path}: invalid YAML: {e}")
+    unknown = sorted(str(k) for k in doc if k not in SESSION_TOP_KEYS)
+    if unknown:
+        raise SessionError(f"{path}: unknown top-level key {unknown[0]!r} (known: {', '.join(SESSION_TOP_KEYS)})")
     meta = doc.get("Workbench") or {}
     if not isinstance(meta, dict):
         raise SessionError(f"{path}: 'Workbench' must be a mapping")
+    _check_meta(meta, path)
     steps = []
     for i, entry in enumerate(entries, start=1):
         try:
@@ -791,6 +802,62 @@ def read_session_file(path: str | Path) -> LoadedSession:
         except (StepError, SpecError) as e:
             raise SessionError(str(e))
     return LoadedSession(path, steps, meta)
+
+
+SESSION_TOP_KEYS = ("Pipeline", "Variables", "Workbench")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_range(v: Any) -> bool:
+    """[lo, hi): two finite numbers, lo < hi."""
+    import math
+
+    return (isinstance(v, list) and len(v) == 2
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v)
+            and v[0] < v[1])
+
+
+# what `to_yaml` writes under `Workbench:`: key -> (check, what it must be)
+_META_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "version": (lambda v: isinstance(v, str), "a string"),
+    "mlir_version": (lambda v: isinstance(v, str), "a string"),
+    "payload": (lambda v: isinstance(v, dict), "a mapping (path:, sha256:, chunk:)"),
+    "target": (lambda v: v is None or isinstance(v, str), "a target name"),
+    "allow_unregistered_dialects": (lambda v: isinstance(v, bool), "true or false"),
+    "input_ranges": (lambda v: isinstance(v, dict) and all(_is_int(k) and _is_range(r) for k, r in v.items()),
+                     "a mapping of argument indices to [lo, hi] (finite, lo < hi)"),
+    "cpu": (lambda v: isinstance(v, str), "a CPU name"),
+    "cpu_threads": (lambda v: _is_int(v) and 1 <= v <= MAX_CPU_THREADS, f"an integer in [1, {MAX_CPU_THREADS}]"),
+    "ir_sha256": (lambda v: v is None or isinstance(v, str), "a sha256 hex string"),
+    "steps": (lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v), "a list of mappings"),
+    "last_run": (lambda v: isinstance(v, dict), "a mapping"),
+    "from_elsewhere": (lambda v: isinstance(v, str), "a path"),
+}
+_PAYLOAD_FIELDS = ("path", "sha256", "chunk")
+
+
+def _check_meta(meta: dict, path: Path) -> None:
+    """A session's `Workbench:` metadata, checked before anything uses it: every key known and of its
+    type (a hand-written or hostile file fails here in one line, not in a traceback later)."""
+    for key, value in meta.items():
+        if key not in _META_FIELDS:
+            raise SessionError(f"{path}: unknown key Workbench.{key} (known: {', '.join(_META_FIELDS)})")
+        check, what = _META_FIELDS[key]
+        if not check(value):
+            raise SessionError(f"{path}: Workbench.{key} must be {what}, not {_short_repr(value)}")
+    for key, value in (meta.get("payload") or {}).items():
+        if key not in _PAYLOAD_FIELDS:
+            raise SessionError(f"{path}: unknown key Workbench.payload.{key} (known: {', '.join(_PAYLOAD_FIELDS)})")
+        if key == "sha256" and not isinstance(value, str):
+            raise SessionError(f"{path}: Workbench.payload.sha256 must be a sha256 hex string, not {_short_repr(value)}")
+
+
+def _short_repr(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def replay_into(session: Session, loaded: LoadedSession,

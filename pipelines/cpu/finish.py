@@ -19,6 +19,15 @@ GENERATORS = ["bufferize_and_lower_vectors"]
 def bufferize_and_lower_vectors() -> str:
     """The transform module (MLIR text)."""
     any_op = "!transform.any_op"
-    return transform_module(f"""    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({any_op}) -> {any_op}
+    # packs / unpacks no schedule vectorized (a payload's own: upstream tests) have no bufferization:
+    # pad + expand_shape + transpose, and back (as cpu-lower's decomposition step does)
+    pack, unpack = '!transform.op<"linalg.pack">', '!transform.op<"linalg.unpack">'
+    return transform_module(f"""    %packs = transform.structured.match ops{{["linalg.pack"]}} in %root : ({any_op}) -> {pack}
+    %lp:3 = transform.structured.lower_pack %packs : ({pack}) -> (!transform.op<"tensor.pad">,
+      !transform.op<"tensor.expand_shape">, !transform.op<"linalg.transpose">)
+    %unpacks = transform.structured.match ops{{["linalg.unpack"]}} in %root : ({any_op}) -> {unpack}
+    %lu:4 = transform.structured.lower_unpack %unpacks : ({unpack}) -> (!transform.op<"tensor.empty">,
+      !transform.op<"linalg.transpose">, !transform.op<"tensor.collapse_shape">, !transform.op<"tensor.extract_slice">)
+    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({any_op}) -> {any_op}
     transform.bufferization.eliminate_empty_tensors %fe : {any_op}
 {matmul.bufferize_and_lower_vectors()}""")

@@ -23,6 +23,7 @@ from workbench.paths import state_dir
 from workbench.result import Result
 from workbench.session import SessionError, atomic_write
 from workbench.steps.kinds import Step
+from workbench.common.files import read_regular_text
 
 
 def edits_dir() -> Path:
@@ -47,7 +48,7 @@ def record_edit(ctx: CommandContext, path: Path) -> Result:
     except SessionError as e:
         return Result.failure(str(e))
     try:
-        text = Path(path).read_text()
+        text = read_regular_text(Path(path))
     except OSError as e:
         return Result.failure(f"cannot read {path}: {e.strerror}")
     t0 = time.perf_counter()

@@ -57,7 +57,11 @@ def cmd_inspect(ctx: CommandContext, a: Args) -> Result:
             shape = "x".join(map(str, o.get("domain") or o.get("shape") or []))
         rows.append([o["kind"], o["op"] + (f" in @{o['func']}" if o.get("func") else ""),
                      f"{shape} {o['dtype']}".strip(), _human_flops(o["flops"]) if o["flops"] else ""])
-    return Result(True, f"{len(info['ops'])} linalg ops, {_human_flops(info['total_flops'])} per call",
+    summary = f"{len(info['ops'])} linalg ops, {_human_flops(info['total_flops'])} per call"
+    if "transform" in info.get("dialects", []):   # an upstream test file's own schedule, next to the code
+        summary += ("; the payload carries a transform script: `pass lh-apply-payload-schedule` runs it, "
+                    "the lowering and `select` erase it")
+    return Result(True, summary,
                   kind="table", data={"inspect": info,
                                       "table": {"columns": ["what", "name", "type / shape", "FLOP"], "rows": rows}})
 

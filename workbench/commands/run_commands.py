@@ -105,7 +105,7 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
                       entry=a.get("entry") or "",
                       save_outputs=Path(a["save_outputs"]) if a.get("save_outputs") else None,
                       ranks=a.get("ranks"), expect=[Path(f) for f in (a.get("expect") or "").split(",") if f],
-                      inputs_given=bool(a.get("inputs") or a.get("npy")))
+                      inputs_given=bool(a.get("inputs") or a.get("npy")), profile=bool(a.get("profile")))
     ctx.progress(f"lowering and running on {s.target_name} ...")
     try:
         report = run_current(s, opts)
@@ -137,9 +137,12 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
     if report["gflops"]:
         rows.append(["GFLOP/s", f"{report['gflops']:.2f}"])
     printed = report.get("stdout")
+    body = [f"printed by @{report['entry']}:\n{printed}"] if printed else []
+    if report.get("profile"):
+        body.append(profile_text(report["profile"]))
     res = Result(True, summary, kind="table", data={"run": s.last_run,
                                                     "table": {"columns": ["statistic", "value"], "rows": rows}},
-                 body=f"printed by @{report['entry']}:\n{printed}" if printed else None)
+                 body="\n".join(body) or None)
     noisy = spread_warning(report)
     if noisy:
         res.data["warnings"] = [noisy]
@@ -194,6 +197,28 @@ def _expected_name(exp: dict) -> str:
     return "expected outputs" if exp.get("source") == "--expect" else f"expected outputs ({exp.get('source')})"
 
 
+PROFILE_ROWS = 25
+PROFILE_BAR = 24
+
+
+def profile_text(profile: dict) -> str:
+    """`run --profile`'s table: each timed op's time per call and share of the timed total, longest
+    first, with a bar (the first PROFILE_ROWS; the rest summed)."""
+    regions = sorted(profile["regions"], key=lambda r: -r["seconds"])
+    total = sum(r["seconds"] for r in regions) or 1.0
+    lines = [f"time per call by op ({profile['calls']} calls; a loop nest is named by the ids of the ops "
+             f"scheduled into it and its payload line):"]
+    for r in regions[:PROFILE_ROWS]:
+        share = r["seconds"] / total
+        bar = "█" * max(1 if share >= 0.005 else 0, round(share * PROFILE_BAR))
+        lines.append(f"  {_fmt_s(r['seconds']):>10}  {share:6.1%}  {bar:<{PROFILE_BAR}}  {r['label']}")
+    rest = regions[PROFILE_ROWS:]
+    if rest:
+        spent = sum(r["seconds"] for r in rest)
+        lines.append(f"  {_fmt_s(spent):>10}  {spent / total:6.1%}  {'':<{PROFILE_BAR}}  ({len(rest)} more ops)")
+    return "\n".join(lines)
+
+
 def register(reg: Registry) -> None:
     reg.register(Command(
         "run", "lower the live module for the target, run it isolated: timings, GFLOP/s, --check vs reference",
@@ -215,7 +240,9 @@ def register(reg: Registry) -> None:
          Flag("--expect", "expected outputs (.npy, in result order) to compare with, e.g. torch's", True,
               complete="path:.npy"),
          Flag("--save-outputs", "write inputN.npy / outputN.npy (and referenceN.npy with --check) here", True,
-              complete="path:")],
+              complete="path:"),
+         Flag("--profile", "time each top-level op of the payload (loop nests after scheduling, linalg ops, "
+              "calls) and list them by time per call (cpu)")],
         details="Without a `bench` step, run inserts the benchmark wrapper at the end. The module is lowered "
                 "with the target's default pipeline if it is not in the LLVM dialect yet. Generated code runs in "
                 "a separate process: a crash or hang fails the run, never the session. A payload written by `import` "

@@ -35,7 +35,9 @@ def script_lines(text: str) -> list[tuple[int, str]]:
 
 def run_script(path: Path, ctx: CommandContext, keep_going: bool = False,
                on_result: Callable[[int, str, Result], None] | None = None) -> ScriptOutcome:
-    return run_script_text(Path(path).read_text(), ctx, keep_going, on_result)
+    from workbench.common.files import read_regular_text
+
+    return run_script_text(read_regular_text(Path(path)), ctx, keep_going, on_result)
 
 
 def run_script_text(text: str, ctx: CommandContext, keep_going: bool = False,

@@ -7,6 +7,8 @@ bytes of the right itemsize (`raw_view`).
 """
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 try:  # a declared dependency; without it only the numpy-native element types work
@@ -45,10 +47,26 @@ def numpy_dtype(mlir_dtype: str) -> np.dtype:
     raise RunInputError(f"element type {mlir_dtype} has no numpy equivalent for inputs")
 
 
+_SHAPED_PREFIXES = ("tensor<", "memref<", "vector<")
+_DIM = re.compile(r"(\?|\*|\d+|\[\d+\])x")
+
+
 def element_type_of(type_text: str) -> str:
-    """The element type of a printed tensor / memref / vector type (`tensor<8x32xbf16>` -> `bf16`); a
-    scalar type as it is."""
-    return type_text.rsplit("x", 1)[-1].rstrip(">") if "<" in type_text else type_text
+    """The element type of a printed tensor / memref / vector type (`tensor<8x32xbf16>` -> `bf16`,
+    `memref<?x4xf32, strided<[4, 1]>>` -> `f32`, `tensor<2xcomplex<f32>>` -> `complex<f32>`); any other
+    type as it is. (Splitting at the last `x` cut `complex<f32>` to `<f32` and kept a memref's layout.)"""
+    if not type_text.startswith(_SHAPED_PREFIXES) or not type_text.endswith(">"):
+        return type_text
+    inner = type_text[type_text.index("<") + 1:-1]
+    while (m := _DIM.match(inner)) is not None:
+        inner = inner[m.end():]
+    depth = 0
+    for i, c in enumerate(inner):   # the element type ends at a top-level comma (layout, memory space, encoding)
+        depth += c in "<([{"
+        depth -= c in ">)]}"
+        if c == "," and depth == 0:
+            return inner[:i].strip()
+    return inner.strip()
 
 
 def itemsize(mlir_dtype: str) -> int:

@@ -53,3 +53,49 @@ def fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(dfd)
+
+
+def _kind_of(mode: int) -> str:
+    import stat
+
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a pipe"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def read_regular_file(path: Path, max_bytes: int | None = None) -> bytes:
+    """A regular file's bytes, read at most once and at most `max_bytes` (+1 to notice more).
+
+    Raises OSError with a one-line `strerror` for what is not a regular file (a directory,
+    /dev/zero, a FIFO: reading one would never end or block) and for files over `max_bytes`,
+    so every caller that reports `e.strerror` says what is wrong instead of hanging."""
+    import errno
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL,
+                          f"is {_kind_of(mode)}, not a file", str(path))
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read() if max_bytes is None else f.read(max_bytes + 1)
+    finally:
+        os.close(fd)
+    if max_bytes is not None and len(data) > max_bytes:
+        raise OSError(errno.EFBIG, f"larger than {max_bytes >> 20} MiB", str(path))
+    return data
+
+
+def read_regular_text(path: Path, max_bytes: int | None = None) -> str:
+    """`read_regular_file` decoded as UTF-8; undecodable bytes raise OSError with the offset."""
+    import errno
+
+    data = read_regular_file(path, max_bytes)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise OSError(errno.EILSEQ, f"not UTF-8 text (byte {e.start}: {data[e.start:e.start + 1]!r})",
+                      str(path)) from None

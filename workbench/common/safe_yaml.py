@@ -13,8 +13,11 @@ from typing import Any
 
 import yaml
 
+from workbench.common.files import read_regular_file
+
 MAX_BYTES = 16 << 20          # a session or pipeline file is a few KiB; 16 MiB is generous
 MAX_EXPANDED_NODES = 200_000  # nodes after expanding aliases (a long session has a few thousand)
+MAX_DEPTH = 64                # nested collections (a session nests 4 deep; the composer recurses per level)
 
 
 class YAMLTooLarge(yaml.YAMLError):
@@ -22,7 +25,21 @@ class YAMLTooLarge(yaml.YAMLError):
 
 
 class BoundedSafeLoader(yaml.SafeLoader):
-    """SafeLoader that refuses documents whose alias-expanded node count exceeds MAX_EXPANDED_NODES."""
+    """SafeLoader that refuses documents whose alias-expanded node count exceeds MAX_EXPANDED_NODES
+    and collections nested deeper than MAX_DEPTH (`[[[[...` 5000 deep ran PyYAML's recursive
+    composer out of Python stack: a RecursionError traceback)."""
+
+    _depth = 0
+
+    def compose_node(self, parent, index):
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise YAMLTooLarge(f"line {mark.line + 1}: collections nested deeper than {MAX_DEPTH} levels")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def get_single_node(self):
         node = super().get_single_node()
@@ -79,12 +96,9 @@ def load(text: str) -> Any:
 
 
 def read_text(path: Path) -> str:
-    """A YAML file's text, refusing huge files and non-UTF-8 bytes with OSError/ValueError-free
-    one-line errors (raises YAMLTooLarge or UnicodeDecodeError's message as yaml.YAMLError)."""
-    path = Path(path)
-    if path.stat().st_size > MAX_BYTES:
-        raise YAMLTooLarge(f"{path}: larger than {MAX_BYTES >> 20} MiB")
-    data = path.read_bytes()
+    """A YAML file's text: OSError (one-line strerror) for what is not a regular file or is over
+    MAX_BYTES, yaml.YAMLError for bytes that are not UTF-8."""
+    data = read_regular_file(Path(path), MAX_BYTES)   # OSError for a directory, /dev/zero, a FIFO, > 16 MiB
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

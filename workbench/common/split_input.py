@@ -72,6 +72,29 @@ _NOT_PASSES = {
 }
 
 
+SEGMENT_BREAK = "\0"
+#: the partial bufferization passes MLIR removed (older RUN lines chain them: linalg-, tensor-, func-,
+#: finalizing-bufferize): the first becomes one-shot bufferization of the whole module, the others nothing
+PARTIAL_BUFFERIZATION_PASSES = frozenset({"linalg-bufferize", "arith-bufferize", "tensor-bufferize", "func-bufferize",
+                                          "scf-bufferize", "finalizing-bufferize", "bufferization-bufferize",
+                                          "vector-bufferize", "shape-bufferize"})
+ONE_SHOT_BUFFERIZE = "one-shot-bufferize{bufferize-function-boundaries}"
+#: passes of mlir-opt's test library (not in the MLIR wheels) and passes MLIR has removed that upstream RUN
+#: lines use, and what the workbench runs for them ("": nothing)
+TEST_PASS_EQUIVALENTS = {
+    "convert-linalg-to-llvm": "",   # removed (linalg ops reach LLVM through loops; its RUN lines lower them first)
+    "buffer-deallocation": "buffer-deallocation-pipeline",   # removed: the pipeline replaced it
+    "test-cf-assert": "",   # cf.assert reports and goes on instead of aborting: without it a failing assert aborts
+    "test-transform-dialect-erase-schedule": "lh-erase-transform-schedules",
+    # mlir/test/lib/Dialect/LLVM/TestLowerToLLVM.cpp, pass for pass
+    "test-lower-to-llvm": ("func.func(convert-vector-to-scf,convert-linalg-to-loops),lower-affine,convert-scf-to-cf,"
+                           "canonicalize,cse,convert-vector-to-llvm{reassociate-fp-reductions},"
+                           "func.func(convert-math-to-llvm),convert-math-to-libm,expand-strided-metadata,lower-affine,"
+                           "convert-arith-to-llvm,convert-index-to-llvm,finalize-memref-to-llvm,convert-func-to-llvm,"
+                           "convert-cf-to-llvm,reconcile-unrealized-casts"),
+}
+
+
 @dataclass(frozen=True)
 class RunLine:
     number: int          # 1-based line of the file where the RUN command starts
@@ -88,34 +111,55 @@ class RunLine:
                 raise ChunkError(f"RUN line {self.number}: cannot split it into words: {e}")
             if not words or not words[0].endswith("mlir-opt"):
                 break
-            out.append(_pipeline_of(words[1:], self.number))
+            out.extend(_pipelines_of(words[1:], self.number))
         return out
 
 
 def find_run_lines(text: str) -> list[RunLine]:
-    """The `// RUN:` commands of a file (a trailing backslash continues on the next RUN line)."""
+    """The `// RUN:` commands of a file (a trailing backslash continues on the next RUN line), with lit's
+    `// DEFINE: %{name} = value` / `// REDEFINE:` substitutions expanded as they stand at each RUN line
+    (upstream's integration tests write `RUN: %{compile} | %{run}`)."""
     runs: list[RunLine] = []
-    pending: tuple[int, str] | None = None
+    defines: dict[str, str] = {}
+    pending: tuple[str, int, str] | None = None     # (directive, first line, text so far)
     for number, line in enumerate(text.splitlines(), start=1):
-        m = re.match(r"\s*//\s*RUN:\s?(.*)$", line)
+        m = re.match(r"\s*//\s*(RUN|DEFINE|REDEFINE):\s?(.*)$", line)
         if not m:
             continue
-        body = m.group(1).rstrip()
+        body = m.group(2).rstrip()
         cont = body.endswith("\\")
         body = body[:-1].rstrip() if cont else body
-        start, before = pending if pending else (number, "")
+        kind, start, before = pending if pending and pending[0] == m.group(1) else (m.group(1), number, "")
         joined = f"{before} {body}".strip()
         if cont:
-            pending = (start, joined)
+            pending = (kind, start, joined)
+            continue
+        pending = None
+        if kind == "RUN":
+            runs.append(RunLine(start, _expand(joined, defines)))
         else:
-            pending = None
-            runs.append(RunLine(start, joined))
-    if pending:
-        runs.append(RunLine(pending[0], pending[1]))
+            d = re.match(r"(%\{[\w.:-]+\})\s*=\s*(.*)$", joined)
+            if d:
+                defines[d.group(1)] = d.group(2).strip()
+    if pending and pending[0] == "RUN":
+        runs.append(RunLine(pending[1], _expand(pending[2], defines)))
     return runs
 
 
-def _pipeline_of(args: list[str], line: int) -> str:
+def _expand(command: str, defines: dict[str, str]) -> str:
+    """`%{name}` substitutions of `defines` applied until none is left (a definition may use another;
+    a cycle stops after 16 rounds)."""
+    for _ in range(16):
+        expanded = re.sub(r"%\{[\w.:-]+\}", lambda m: defines.get(m.group(0), m.group(0)), command)
+        if expanded == command:
+            break
+        command = expanded
+    return command
+
+
+def _pipelines_of(args: list[str], line: int) -> list[str]:
+    """The pass pipeline of one mlir-opt's arguments; split where a test pass's equivalent is a Python
+    pass (a pass step of its own: those do not mix with upstream passes in one pipeline)."""
     passes: list[str] = []
     i = 0
     while i < len(args):
@@ -136,11 +180,40 @@ def _pipeline_of(args: list[str], line: int) -> str:
             if name == "o" and not value:
                 i += 1
             continue
+        if name in PARTIAL_BUFFERIZATION_PASSES:   # removed: one-shot bufferization does what they did together
+            if ONE_SHOT_BUFFERIZE not in passes:
+                passes.append(ONE_SHOT_BUFFERIZE)
+            continue
+        if name in TEST_PASS_EQUIVALENTS and not value:   # mlir-opt's test passes: not in the wheels
+            equivalent = TEST_PASS_EQUIVALENTS[name]
+            passes.extend([] if not equivalent else [SEGMENT_BREAK, equivalent, SEGMENT_BREAK]
+                          if equivalent.startswith("lh-") else [equivalent])
+            continue
         value = value.strip("'\"")
         passes.append(f"{name}{{{value}}}" if value else name)
     if not passes:
         raise ChunkError(f"RUN line {line}: its mlir-opt runs no pass")
-    return ",".join(passes)
+    segments = ",".join(passes).split(SEGMENT_BREAK)
+    return [seg.strip(",") for seg in segments if seg.strip(",")]
+
+
+#: nesting (regions, attributes, types) past which a crash of MLIR's recursive parser is blamed on it
+DEEP_NESTING = 1000
+_BRACKETS = re.compile(rb"[{}\[\]()<>]")
+_OPENING = frozenset(b"{[(<")
+
+
+def nesting_depth(data: bytes) -> int:
+    """The deepest nesting of brackets ({[(< ... >)]}) in a file's bytes (`->` arrows aside; strings and
+    comments are not told apart: an estimate, for the message when the parser crashes)."""
+    depth = deepest = 0
+    for m in _BRACKETS.finditer(data.replace(b"->", b"  ")):
+        if m.group()[0] in _OPENING:
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth = max(depth - 1, 0)
+    return deepest
 
 
 def count_chunks(data: bytes) -> int:

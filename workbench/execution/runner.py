@@ -29,6 +29,8 @@ def make_inputs(specs: list[dict], kind: str = "random", seed: int = 0,
                                 f"{i}:{'x'.join('64' if d < 0 else str(d) for d in shape)}}}`")
         if npy_files and i in npy_files:
             path = Path(npy_files[i])
+            if path.exists() and not path.is_file():   # a directory, /dev/zero (np.load read it as a pickle)
+                raise RunInputError(f"input {i}: {path} is not a regular file")
             try:
                 arr = np.load(path, allow_pickle=False)
             except (OSError, ValueError) as e:

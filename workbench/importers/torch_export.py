@@ -548,7 +548,9 @@ def load_module(target: str):
         spec.loader.exec_module(source)
     except Exception as e:
         raise ImportFailure(f"{path}: the model file failed to run: {type(e).__name__}: {e}")
-    name = name or "Model"
+    if not name:   # KernelBench's `Model`, else the one model class the file defines (helpers aside)
+        classes = _root_module_classes(source)
+        name = classes[0].__name__ if not hasattr(source, "Model") and len(classes) == 1 else "Model"
     if not hasattr(source, name):
         found = [c.__name__ for c in _module_classes(source)]
         raise ImportFailure(f"{path}: no {name!r} (nn.Module classes here: {', '.join(found) or 'none'}; "
@@ -689,7 +691,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         import torch
     except ImportError as e:
-        print(json.dumps({"ok": False, "error": f"torch is not importable by {sys.executable}: {e}"}))
+        print(json.dumps({"ok": False, "error": f"torch is not importable by {sys.executable}: {e} (pip install "
+                                                "'lh-workbench[torch]', or name a Python that has torch and torch-mlir: "
+                                                "--torch-python PY or $LH_WORKBENCH_TORCH_PYTHON)"}))
         return 1
     try:
         import torch_mlir  # noqa: F401

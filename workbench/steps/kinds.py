@@ -16,6 +16,7 @@ from typing import Callable, Any, ClassVar
 import yaml
 
 from workbench.common import safe_yaml, trust_store
+from workbench.common.files import read_regular_text
 from workbench.common.bench_defaults import DEFAULT_PARAMS as BENCH_DEFAULTS
 from workbench.paths import LIBRARY_DIR, in_library
 from workbench.steps import spec as S
@@ -175,7 +176,7 @@ class TransformKind(StepKind):
 
     def _text(self, step: Step) -> str:
         try:
-            return step.resolve().read_text()
+            return read_regular_text(step.resolve())
         except OSError as e:
             raise StepError(f"cannot read transform file {step.spec}: {e.strerror}")
 
@@ -267,13 +268,18 @@ class RewriteKind(StepKind):
         return entry
 
 
+MAX_BENCH_CALLS = 10**9   # a loop bound the wrapper writes as an i64 constant; more never ends anyway
+
+
 class BenchKind(StepKind):
     name = yaml_key = "bench"
     help = "insert the benchmark wrapper around the entry function as it is at this point"
     _SCHEMA = Schema(params={
         "entry": ParamSpec("entry", "str", "", "entry function (empty: the only uncalled public function)"),
-        "warmup": ParamSpec("warmup", "int", BENCH_DEFAULTS["warmup"], "untimed calls before timing", min=0),
-        "iterations": ParamSpec("iterations", "int", BENCH_DEFAULTS["iterations"], "timed calls", min=1),
+        "warmup": ParamSpec("warmup", "int", BENCH_DEFAULTS["warmup"], "untimed calls before timing", min=0,
+                            max=MAX_BENCH_CALLS),
+        "iterations": ParamSpec("iterations", "int", BENCH_DEFAULTS["iterations"], "timed calls", min=1,
+                                max=MAX_BENCH_CALLS),
         "outputs": ParamSpec("outputs", "str", "", "output argument indices for functions without results"),
     })
 
@@ -323,10 +329,18 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
                         f"{', '.join(ENTRY_KEYS)}")
     key = keys[0]
     value = entry[key]
+    unknown = [k for k in entry if k not in ENTRY_KEYS and k not in ENTRY_EXTRA_KEYS]
+    if unknown:
+        raise StepError(f"{where}: unknown key {unknown[0]!r} in pipeline entry (known besides `{key}:`: "
+                        f"{', '.join(ENTRY_EXTRA_KEYS)})")
+    if entry.get("selected_by") is not None and not isinstance(entry["selected_by"], str):
+        raise StepError(f"{where}: `selected_by:` must be a string, got {_short(entry['selected_by'])}")
     variables = variables or {}
     if key == "bench":
-        params = dict(value or {}) if isinstance(value, dict) else {}
-        return Step("bench", "bench", params, {}, base_dir)
+        if value is not None and not isinstance(value, dict):
+            raise StepError(f"{where}: `bench:` expects a mapping of its parameters (entry, warmup, iterations, "
+                            f"outputs), got {_short(value)}")
+        return Step("bench", "bench", dict(value or {}), {}, base_dir)
     if not isinstance(value, str):
         raise StepError(f"{where}: `{key}:` expects a string, got {value!r}")
     if key == "pass":
@@ -427,7 +441,7 @@ class EditKind(StepKind):
     def stages(self, step, ctx, depth):
         path = step.resolve()
         try:
-            text = path.read_text()
+            text = read_regular_text(path)
         except OSError as e:
             raise StepError(f"cannot read edited module {step.spec}: {e.strerror}")
         return [{"kind": "replace", "text": text, "path": str(path), "base_sha256": step.options.get("base", "")}]
@@ -472,6 +486,8 @@ def _variables_used(path: Path) -> list[str]:
 KINDS: dict[str, StepKind] = {k.name: k for k in (PassKind(), TransformKind(), ScheduleKind(), IncludeKind(),
                                                    BenchKind(), NamedPipelineKind(), EditKind(), RewriteKind())}
 ENTRY_KEYS = ("pass", "transform", "schedule", "include", "bench", "pipeline", "bundle", "edit", "rewrite")
+#: what an entry may hold besides its one ENTRY_KEYS key (what `save` writes)
+ENTRY_EXTRA_KEYS = ("params", "selected_by")
 
 
 def step_from_command(text: str, base_dir: Path) -> Step:

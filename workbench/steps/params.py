@@ -28,6 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.common.files import read_regular_text
+
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 _TYPES = {"int": int, "float": float, "bool": bool, "str": str, "list": list}
 
 
@@ -78,6 +81,9 @@ class ParamSpec:
         v = _coerce(self.name, self.type, value)
         if self.choices and v not in self.choices:
             raise ParamError(f"{self.name}={value!r}: expected one of {self.choices}")
+        if isinstance(v, int) and not isinstance(v, bool) and not INT64_MIN <= v <= INT64_MAX:
+            # generators print it into IR (an index attribute): 10**30 failed deep in the parser
+            raise ParamError(f"{self.name}={value!r}: does not fit in 64 bits")
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             if self.min is not None and v < self.min:
                 raise ParamError(f"{self.name}={value!r}: must be >= {self.min}")
@@ -315,7 +321,7 @@ def generator_schema(path: Path, gen: str) -> tuple[Schema, bool]:
 def _generator_schema(path_text: str, mtime_ns: int, size: int, gen: str) -> tuple[Schema, bool]:
     path = Path(path_text)
     try:
-        tree = ast.parse(path.read_text(), filename=str(path))
+        tree = ast.parse(read_regular_text(path), filename=str(path))
     except OSError as e:
         raise ParamError(f"cannot read schedule file {path}: {e.strerror}")
     except SyntaxError as e:

@@ -66,6 +66,10 @@ class Target:
     #: whether the target runs one program on several processes (`run --ranks N`)
     multi_rank: ClassVar[bool] = False
 
+    #: whether `run --profile` can time the payload's ops here (its run worker reads the counters that
+    #: lh-profile-regions adds: the JIT run worker of workbench/worker/run_worker.py)
+    profiles_ops: ClassVar[bool] = False
+
     def reference_prelude(self) -> list[dict]:
         """Compile-worker stages applied to the unscheduled payload before the reference's wrapper."""
         return []
@@ -97,7 +101,9 @@ class Target:
         `run` on such a payload works without `select` too)."""
         from workbench.common.frontend_dialects import FRONTEND_PASS, LOWERINGS
 
-        needed = set(info.get("dialects", [])) & set(LOWERINGS) or info.get("elementwise_on_tensors")
+        dialects = set(info.get("dialects", []))
+        # a transform script the payload carries (upstream test files): the pass erases it first
+        needed = dialects & set(LOWERINGS) or info.get("elementwise_on_tensors") or "transform" in dialects
         return [f"pass {FRONTEND_PASS}"] if needed else []
 
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:

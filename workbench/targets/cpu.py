@@ -139,6 +139,7 @@ class CpuTarget(Target):
         "cpu-softmax-lower": "cpu/softmax-lower.yaml",
     }
     default_lowering = "cpu-lower"
+    profiles_ops = True
     # the async runtime runs scf.parallel loops lowered by async-parallel-for (parallel schedules)
     runtime_libraries = ("mlir_c_runner_utils", "mlir_runner_utils", "mlir_async_runtime")
 
@@ -364,12 +365,16 @@ class CpuTarget(Target):
         if op.get("layout") == "vnni":
             # (then its B panel rows read flat, before the vector lowering breaks the flattening casts)
             return [self.vnni_entry(op), (self.pipeline_path_for(self.flatten_transfers_pipeline), {})]
-        family = self.matmul_family_entry(op, ops)
+        # the packed matmul schedules pad and pack operands: ops on tensors only (upstream's memref
+        # matmuls failed to pad; the generic schedules below take buffers)
+        on_tensors = not any(t.startswith("memref<") for t in op.get("operand_types", []))
+        family = self.matmul_family_entry(op, ops) if on_tensors else None
         if family is not None:
             spec, params = family
             return [(spec, {**params, "op": op["id"]})]
         dims = op.get("dims") or {}
-        if (op["op"] == "linalg.matmul" and op.get("layout", "normal") == "normal" and op.get("dtype") == "f32"
+        if (on_tensors and op["op"] == "linalg.matmul" and op.get("layout", "normal") == "normal"
+                and op.get("dtype") == "f32"
                 and op.get("in_dtype", "f32") == "f32" and dims and all(v > 0 for v in dims.values())
                 and dims["m"] > 1):   # (one row, x @ W: the generic contraction below, no packing of W)
             library = _load_library_module(self.matmul_schedule)

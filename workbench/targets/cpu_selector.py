@@ -42,9 +42,10 @@ GROUPED_WITH_CONSUMER = {"linalg.fill"}
 #: body ops that keep an op scalar: asserts (the vectorizer refuses them), gathers (`tensor.extract`
 #: with computed indices), integer powers (`math.fpowi` on vectors has no LLVM lowering here)
 SCALAR_BODY_OPS = {"cf.assert", "tensor.extract", "math.fpowi", "math.ipowi"}
-#: element types that keep an op scalar when an operand has them (none now: bool buffers, widened to
-#: bytes by lh-widen-i1-memrefs, take vector transfers too)
-SCALAR_ELEMENT_TYPES: set[str] = set()
+#: element types that keep an op scalar when an operand has them: complex numbers (a vector holds
+#: integers, floats and indices only: upstream's complex matmul tests failed to vectorize). Bool buffers,
+#: widened to bytes by lh-widen-i1-memrefs, take vector transfers.
+SCALAR_ELEMENT_TYPES: set[str] = {"complex<f16>", "complex<bf16>", "complex<f32>", "complex<f64>"}
 #: element types whose reductions stay scalar loops (the vector lowering leaves their multi_reduction)
 BOOL_TYPES = {"i1"}   # (of the outputs: a reduction over bools; an i1 mask input is no obstacle)
 #: work (iterations) below which a thread split costs more than it saves

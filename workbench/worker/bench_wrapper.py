@@ -246,6 +246,89 @@ func.func @{WRAPPER_BENCH}({sig}{', ' if sig else ''}%times: memref<{iterations}
     wrapper.attributes["lh.bench"] = ir.DictAttr.get(entries)
 
 
+#: lowers what `insert_lowered_program_wrapper` adds (scf loops, memref stores, func ops) next to LLVM-dialect code
+LOWERED_WRAPPER_PIPELINE = ("builtin.module(convert-scf-to-cf, convert-arith-to-llvm, finalize-memref-to-llvm, "
+                            "convert-func-to-llvm, convert-cf-to-llvm, reconcile-unrealized-casts)")
+_VOID_LLVM_FUNC = "!llvm.func<void ()>"
+
+
+def lowered_programs(module) -> list:
+    """`llvm.func`s that are programs lowered with the rest (an upstream test's @main after its RUN
+    line's passes: no arguments, no results, a body, not private, called by nothing in the module)."""
+    from workbench.worker.ir_walk import callee_name
+
+    called = {callee_name(op) for op in ops_where(module, lambda op: op.name == "llvm.call")}
+    found = []
+    for op in module.body.operations:
+        op = op.operation
+        name = _sym(op)
+        if (op.name != "llvm.func" or not len(op.regions[0].blocks) or name in called
+                or name.startswith(("_lh_", "_mlir_ciface_"))
+                or any(k in str(op.attributes["linkage"]) for k in ("internal", "private")
+                       if "linkage" in op.attributes)):
+            continue
+        if str(ir.TypeAttr(op.attributes["function_type"]).value) == _VOID_LLVM_FUNC:
+            found.append(op)
+    return found
+
+
+def defined_functions(module) -> list:
+    """The module's top-level functions with a body (func.func or llvm.func)."""
+    return [op for op in module.body.operations
+            if op.operation.name in ("func.func", "llvm.func") and len(op.operation.regions[0].blocks)]
+
+
+def only_lowered_programs(module) -> bool:
+    """The module's code is in `llvm.func`s (no func.func with a body) and one of them is a program."""
+    return not any(len(f.regions[0].blocks) for f in _funcs(module)) and bool(lowered_programs(module))
+
+
+def insert_lowered_program_wrapper(module, params: dict) -> None:
+    """The wrapper for a program already in the LLVM dialect: @_lh_call calls it (`llvm.call`), @_lh_bench
+    times it, both in the func dialect (lower them with LOWERED_WRAPPER_PIPELINE). BenchError when the
+    module has no such program, or several and no `entry`."""
+    p = dict(DEFAULT_PARAMS)
+    p.update(params or {})
+    warmup, iterations = int(p["warmup"]), int(p["iterations"])
+    programs = lowered_programs(module)
+    if p["entry"]:
+        programs = [f for f in programs if _sym(f) == p["entry"]]
+        if not programs:
+            raise BenchError(f"no lowered program @{p['entry']} (an llvm.func with no arguments and no results)")
+    if len(programs) != 1:
+        raise BenchError("no lowered program (an llvm.func with no arguments and no results) to run" if not programs
+                         else f"several lowered programs ({', '.join('@' + _sym(f) for f in programs)}): "
+                              "set the bench step's `entry` parameter")
+    name = _sym(programs[0])
+    body = module.operation.regions[0].blocks[0]
+    for op in list(body.operations):    # a program that reads the clock itself declares it: ours replaces it
+        if op.operation.name == "llvm.func" and _sym(op) == "rtclock" and not len(op.operation.regions[0].blocks):
+            op.operation.erase()
+    if any(_sym(op) in ("rtclock", WRAPPER_CALL, WRAPPER_BENCH) for op in body.operations):
+        raise BenchError("the lowered module already defines @rtclock or a wrapper function")
+    text = f"""
+llvm.func @{name}()
+func.func private @rtclock() -> f64
+func.func @{WRAPPER_CALL}() attributes {{llvm.emit_c_interface}} {{
+    llvm.call @{name}() : () -> ()
+    return
+}}
+func.func @{WRAPPER_BENCH}(%times: memref<{iterations}xf64>) attributes {{llvm.emit_c_interface, lh.bench = {{entry = "{name}", warmup = {warmup} : i64, iterations = {iterations} : i64, arg_roles = [], outputs = [], num_inputs = 0 : i64, num_outputs = 0 : i64, arg_specs = "[]"}}}} {{
+    %c0 = arith.constant 0 : index
+    %c1 = arith.constant 1 : index
+    %cw = arith.constant {warmup} : index
+    %cn = arith.constant {iterations} : index
+{timed_loops(WRAPPER_CALL, "", "", iterations)}    return
+}}
+"""
+    snippet = ir.Module.parse(text)
+    for op in list(snippet.body.operations):
+        if _sym(op) == name:
+            continue   # (declared for the parse only)
+        op.operation.detach_from_parent()
+        body.append(op.operation)
+
+
 def find_wrapper(module):
     for f in _funcs(module):
         if _sym(f) == WRAPPER_BENCH:

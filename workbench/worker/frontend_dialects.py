@@ -1,7 +1,8 @@
 """`lh-frontend-to-linalg`: front-end dialects (workbench/common/frontend_dialects.py: TOSA) lowered to
 linalg by upstream's pipelines, and elementwise arith / math ops on whole tensors made linalg.generic
 ops, only on a module that holds such ops, so every target pipeline can start with it: a payload
-without them is left exactly as it was.
+without them is left exactly as it was. A transform script the payload carries (upstream test files)
+is erased first (workbench/worker/payload_schedules.py): it is not part of the program.
 """
 from __future__ import annotations
 
@@ -42,7 +43,11 @@ def lower_frontend_dialects(module) -> list[str]:
     tensors into linalg.generic ops; the pipelines that ran."""
     from mlir.passmanager import PassManager
 
+    from workbench.worker.payload_schedules import erase_schedules
+
     ran = []
+    if erase_schedules(module):   # an upstream test file's own transform script is not part of the program
+        ran.append("lh-erase-transform-schedules")
     present = dialects_of(module)
     for dialect, pipeline in LOWERINGS.items():
         if dialect in present:

@@ -348,6 +348,21 @@ def _frontend_to_linalg(module, options: dict) -> None:
     lower_frontend_dialects(module)
 
 
+def _erase_transform_schedules(module, options: dict) -> None:
+    from workbench.worker.payload_schedules import erase_schedules
+
+    erase_schedules(module)
+
+
+def _apply_payload_schedule(module, options: dict) -> None:
+    from workbench.worker.payload_schedules import apply_payload_schedule
+
+    try:
+        apply_payload_schedule(module, str(options.get("entry") or "__transform_main"))
+    except ValueError as e:
+        raise PyPassError(str(e))
+
+
 def _buffer_deallocation(module, options: dict) -> None:
     from mlir.passmanager import PassManager
 
@@ -356,6 +371,15 @@ def _buffer_deallocation(module, options: dict) -> None:
     if ops_where(module, lambda op: op.name == "memref.dealloc"):
         return   # the payload frees its own buffers (upstream's memref test programs): the pipeline refuses them
     PassManager.parse("builtin.module(buffer-deallocation-pipeline)").run(module.operation)
+
+
+def _profile_regions(module, options: dict) -> None:
+    from workbench.worker.profile_regions import ProfileError, instrument
+
+    try:
+        instrument(module)
+    except ProfileError as e:
+        raise PyPassError(f"lh-profile-regions: {e}")
 
 
 def _specialize_shapes(module, options: dict) -> None:
@@ -432,8 +456,11 @@ def _cache_gpu_temporaries(module, options: dict) -> None:
 
 #: name -> (function(module, options), help)
 PASSES: dict[str, tuple[Callable, str]] = {
-    "lh-frontend-to-linalg": (_frontend_to_linalg, "front-end dialects lowered to linalg by upstream's pipelines, only where the module holds their ops (TOSA: tosa-to-linalg-pipeline; workbench/worker/frontend_dialects.py)"),
+    "lh-frontend-to-linalg": (_frontend_to_linalg, "front-end dialects lowered to linalg by upstream's pipelines, only where the module holds their ops (TOSA: tosa-to-linalg-pipeline; workbench/worker/frontend_dialects.py); a transform script the payload carries is erased (lh-apply-payload-schedule runs it)"),
+    "lh-apply-payload-schedule": (_apply_payload_schedule, "the payload's own transform script (upstream test files: a `module attributes {transform.with_named_sequence}` next to the code) run as one step {entry=__transform_main}, then erased (transform-interpreter + -test-transform-dialect-erase-schedule; workbench/worker/payload_schedules.py)"),
+    "lh-erase-transform-schedules": (_erase_transform_schedules, "the payload's own transform scripts erased without running them (mlir-opt's -test-transform-dialect-erase-schedule; lh-frontend-to-linalg does it first)"),
     "lh-buffer-deallocation": (_buffer_deallocation, "upstream's buffer-deallocation-pipeline, except on a module that frees its own buffers (memref.dealloc: upstream's memref test programs; the pipeline refuses existing frees)"),
+    "lh-profile-regions": (_profile_regions, "each top-level op of the public functions timed with rtclock into the global __lh_profile_seconds, its label in lh.profile_regions (`run --profile`; workbench/worker/profile_regions.py)"),
     "lh-specialize-shapes": (_specialize_shapes, "on tensors: dynamic dims of a function's arguments made static {shapes=0:64x32,1:32x48 function=NAME}: casts folded by canonicalization, static results returned as such (run and the selectors need static shapes; workbench/worker/specialize_shapes.py)"),
     "lh-gpu-device-wrapper": (_device_wrapper, "benchmark wrapper -> GPU form (device buffers, copies outside the timed region)"),
     "lh-gpu-device-memory": (_device_memory, "host-side memref.alloc/dealloc/copy of the payload -> gpu.alloc/dealloc/memcpy"),

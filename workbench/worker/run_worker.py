@@ -54,6 +54,32 @@ def _invoke(engine, name: str, arrays: list[np.ndarray]) -> None:
     engine.invoke(name, *ptrs)
 
 
+def _profile_labels(module) -> list[str]:
+    """The slot labels of a module instrumented by lh-profile-regions (`run --profile`), else []."""
+    from mlir import ir
+
+    from workbench.worker.profile_regions import LABELS_ATTR
+
+    if LABELS_ATTR not in module.operation.attributes:
+        return []
+    return [ir.StringAttr(a).value for a in ir.ArrayAttr(module.operation.attributes[LABELS_ATTR])]
+
+
+def _read_profile(engine, labels: list[str]) -> dict:
+    """Seconds per call of each profiled op (the globals lh-profile-regions accumulates into)."""
+    from workbench.worker.profile_regions import ADDRESS_OF, CALLS, SECONDS
+
+    def address(name: str) -> int:
+        result = ctypes.c_int64()
+        engine.invoke(ADDRESS_OF[name], ctypes.pointer(result))   # (packed call: the result's address last)
+        return result.value
+
+    seconds = (ctypes.c_double * len(labels)).from_address(address(SECONDS))
+    calls = ctypes.c_double.from_address(address(CALLS)).value
+    per_call = [s / calls if calls else 0.0 for s in seconds]
+    return {"calls": int(calls), "regions": [{"label": lab, "seconds": t} for lab, t in zip(labels, per_call)]}
+
+
 def handle_run(req: dict) -> dict:
     for lib in req.get("preload") or []:
         ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
@@ -69,6 +95,7 @@ def handle_run(req: dict) -> dict:
                     "diagnostics": str(e)}
         if req.get("llvm_target"):
             set_llvm_target(module, req["llvm_target"]["cpu"], req["llvm_target"]["features"])
+        profile_labels = _profile_labels(module)
         t0 = time.perf_counter()
         try:
             engine = ExecutionEngine(module, opt_level=int(req.get("opt_level", 3)), shared_libs=list(req["libs"]),
@@ -85,6 +112,8 @@ def handle_run(req: dict) -> dict:
         with measurement_lock():
             answer["lock_wait_s"] = time.perf_counter() - t_wait
             _call_and_time(engine, req, inputs, answer)
+        if profile_labels:
+            answer["profile"] = _read_profile(engine, profile_labels)
         if req.get("object_file"):
             engine.dump_to_object_file(req["object_file"])
         return answer

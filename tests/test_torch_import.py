@@ -534,3 +534,10 @@ def test_the_one_module_of_a_file_is_the_default_model(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "func.func @main(%arg0: tensor<3x4xf32>)" in (tmp_path / "out" / "one.mlir").read_text()
     assert "check passed" in p.stdout
+
+
+def test_class_names_become_file_stems_with_acronyms_whole():
+    from workbench.importers.torch_export import snake_case
+
+    assert [snake_case(n) for n in ("TinyViTBlock", "TopKMoE", "MLPMixer", "GPT2Block", "Scale", "conv_block")] == [
+        "tiny_vit_block", "topk_moe", "mlp_mixer", "gpt2_block", "scale", "conv_block"]

@@ -675,7 +675,9 @@ def _get_inputs_serves(source, name: str) -> bool:
 
 
 def snake_case(name: str) -> str:
-    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
+    """A class name as a file stem: a word starts at each capital followed by a lowercase letter, so
+    acronyms stay whole: TinyViTBlock -> tiny_vit_block, TopKMoE -> topk_moe, MLPMixer -> mlp_mixer."""
+    return re.sub(r"(?<!^)(?<!_)(?=[A-Z][a-z])", "_", name).lower()
 
 
 def main(argv: list[str] | None = None) -> int:

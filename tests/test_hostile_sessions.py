@@ -163,3 +163,20 @@ def test_script_edit_and_npy_files_that_are_devices(tmp_path):
     assert out.returncode == 1 and "cannot read /dev/zero: is a character device" in out.stderr, out.stderr
     out = run_cli([MATMUL, "--script", tmp_path / "n.lhw"], cwd=tmp_path, timeout=60, env_extra=env)
     assert out.returncode == 1 and "/dev/zero is not a regular file" in out.stderr, out.stderr
+
+
+def test_a_huge_step_label_gives_short_lines_on_the_terminal_and_the_whole_text_in_json(tmp_path):
+    """A step whose option string is 20 kB (echoed by MLIR's own message, and in `step N (label)`) made
+    error lines of tens of kB; each printed line is cut to ERROR_LINE_LIMIT and says so, --json keeps all."""
+    import json
+
+    from workbench.result import ERROR_LINE_LIMIT
+
+    p = _write(tmp_path, 'Pipeline:\n- pass: "canonicalize{' + "x" * 20000 + '}"\n', "long.yaml")
+    out = run_cli(["replay", "--payload", MATMUL, p, "--json", tmp_path / "r.json"],
+                  cwd=tmp_path, env_extra={"LH_WORKBENCH_STATE_DIR": str(tmp_path / "state")})
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    lines = (out.stdout + out.stderr).splitlines()
+    assert lines and max(len(line) for line in lines) <= ERROR_LINE_LIMIT + 80, [len(x) for x in lines]
+    assert "characters; --json has the whole message" in out.stdout + out.stderr
+    assert "x" * 20000 in json.dumps(json.loads((tmp_path / "r.json").read_text()))

@@ -11,6 +11,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+#: characters of one line of an error shown on a terminal (a step with a 100 kB option string, echoed by
+#: MLIR's own message, made one line of 200 kB); the result's JSON keeps the whole text
+ERROR_LINE_LIMIT = 1000
+
+
+def clip_lines(text: str, limit: int = ERROR_LINE_LIMIT) -> str:
+    """Each line of `text` cut to `limit` characters, saying how many more there were."""
+    return "\n".join(line if len(line) <= limit else f"{line[:limit]}... (+{len(line) - limit} characters; "
+                     f"--json has the whole message)" for line in text.split("\n"))
+
+
 @dataclass
 class Result:
     ok: bool = True
@@ -51,9 +62,9 @@ class Result:
 
         parts = []
         if not self.ok:
-            parts.append(Text(f"error: {self.error}", style="bold red"))
+            parts.append(Text(f"error: {clip_lines(self.error)}", style="bold red"))
             if self.detail:
-                parts.append(Text(self.detail.rstrip(), style="red"))
+                parts.append(Text(clip_lines(self.detail.rstrip()), style="red"))
             return Group(*parts)
         if self.summary:
             parts.append(Text(self.summary, style="bold green" if self.kind != "text" else ""))
@@ -82,9 +93,9 @@ class Result:
         """Plain text (for logs, non-TTY output)."""
         lines = []
         if not self.ok:
-            lines.append(f"error: {self.error}")
+            lines.append(f"error: {clip_lines(self.error)}")
             if self.detail:
-                lines.append(self.detail.rstrip())
+                lines.append(clip_lines(self.detail.rstrip()))
             return "\n".join(lines)
         if self.summary:
             lines.append(self.summary)

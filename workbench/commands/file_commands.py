@@ -8,7 +8,7 @@ from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag
 from workbench.commands.step_results import fail
 from workbench.common import trust_store
 from workbench.paths import in_shipped_sessions
-from workbench.result import Result
+from workbench.result import Result, clip_lines
 from workbench.session import SessionError, read_session_file, replay_into
 from workbench.steps import spec as S
 from workbench.steps.kinds import StepError
@@ -58,7 +58,7 @@ def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None,
         warnings.append(f"payload {payload} changed since the session was saved (sha256 differs)")
     try:
         reports = replay_into(s, loaded, on_step=lambda r: ctx.progress(
-            f"step {r.index}/{len(loaded.steps)} {'ok' if r.ok else 'FAILED'}: {r.spec}"))
+            clip_lines(f"step {r.index}/{len(loaded.steps)} {'ok' if r.ok else 'FAILED'}: {r.spec}", 300)))
     except SessionError as e:  # e.g. the session names an unknown target
         return fail(e)
     ok = all(r.ok for r in reports) and len(reports) == len(loaded.steps)

@@ -407,14 +407,17 @@ def test_sorts_of_many_ties_take_torchs_stable_order_on_the_selector_path(tmp_pa
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
 
 
+# a file with one nn.Module class and get_inputs()
+ONE_MODULE = ("import torch\n\nclass Scale(torch.nn.Module):\n    def forward(self, x):\n        return x * 2.0\n\n"
+              "def get_inputs():\n    return [torch.randn(3, 4)]\n")
+
+
 @needs_torch
 def test_get_inputs_serves_the_one_module_a_file_defines(tmp_path):
     """A file with one nn.Module class and get_inputs(): `import FILE.py:Name` without --inputs takes
     them (before: "the file has no get_inputs()", though it had one); with several classes the file's
     get_inputs() stays its KernelBench Model's, and the error says so."""
-    (tmp_path / "one.py").write_text("import torch\n\nclass Scale(torch.nn.Module):\n"
-                                     "    def forward(self, x):\n        return x * 2.0\n\n"
-                                     "def get_inputs():\n    return [torch.randn(3, 4)]\n")
+    (tmp_path / "one.py").write_text(ONE_MODULE)
     env = {"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}
     p = run_cli(["import", "one.py:Scale", "--out", "out"], cwd=tmp_path, env_extra=env, timeout=600)
     assert p.returncode == 0, p.stderr
@@ -525,9 +528,7 @@ def test_a_python_model_as_the_payload_is_imported_first(tmp_path):
 def test_the_one_module_of_a_file_is_the_default_model(tmp_path):
     """Without :NAME, a file that has no `Model` but one nn.Module class exports that class; as the
     payload argument it is imported and loaded."""
-    (tmp_path / "one.py").write_text("import torch\n\nclass Scale(torch.nn.Module):\n"
-                                     "    def forward(self, x):\n        return x * 2.0\n\n"
-                                     "def get_inputs():\n    return [torch.randn(3, 4)]\n")
+    (tmp_path / "one.py").write_text(ONE_MODULE)
     (tmp_path / "c.lhw").write_text("run --check\n")
     p = run_cli(["one.py", "--script", "c.lhw"], cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON},
                 timeout=600)

@@ -9,7 +9,8 @@ separate ops: max, exp(x - max), sum, divide; a norm's mean, variance and normal
      while they are in L1 (the chain's input read from memory once, its output written once, instead of
      one pass over memory per op);
   3. vectorizes the fused ops at their static tile sizes (reductions: vector.multi_reduction).
-The forall becomes tasks on MLIR's async runtime in ``cpu-lower`` (async-parallel-for blocks the rows).
+The forall becomes tasks on MLIR's async runtime in ``cpu-lower`` (async-parallel-for blocks the rows);
+with ``parallel=0`` the rows are plain loops (a small chain: dispatching tasks costs more than its rows).
 Every op of the chain except the sink must be used by ops of the chain alone (else it is computed twice).
 """
 from __future__ import annotations
@@ -30,12 +31,15 @@ PARAMS = {
     "roles": {"help": "per op of `op`: full (elementwise over the rows), reduction (of the row), rows (elementwise "
                       "over the rows alone), fill (a reduction's init)"},
     "vector": {"min": 0, "max": 1024, "help": "elements of the row per vector step (dividing it); 0: the row whole"},
+    "parallel": {"min": 0, "max": 1, "help": "1: the rows loop is a forall (tasks on the async runtime); 0: a "
+                                             "plain loop (small chains: a task dispatch costs more than the rows)"},
 }
 
 
-def fuse_rows(op: list = [], tile: list = [], roles: list = [], vector: int = 64) -> str:
+def fuse_rows(op: list = [], tile: list = [], roles: list = [], vector: int = 64, parallel: int = 1) -> str:
     """The transform module (MLIR text) fusing the chain `op` by rows of `tile`; inside an iteration, ops
-    over the whole row (`roles`: "full", "reduction") are taken `vector` elements at a time."""
+    over the whole row (`roles`: "full", "reduction") are taken `vector` elements at a time; `parallel`:
+    the rows loop a forall (else nested scf.for loops, one per tiled dim)."""
     ids = [str(i) for i in op] if isinstance(op, (list, tuple)) else [str(op)]
     if len(ids) < 2:
         raise ValueError(f"op must list a chain of two ops or more (its last op first), got {op!r}")
@@ -48,10 +52,18 @@ def fuse_rows(op: list = [], tile: list = [], roles: list = [], vector: int = 64
         raise ValueError(f"roles must give one of {', '.join(ROLES)} per op, got {roles!r}")
     if not isinstance(vector, int) or vector < 0:
         raise ValueError(f"vector must be a non-negative int, got {vector!r}")
+    if parallel not in (0, 1):
+        raise ValueError(f"parallel must be 0 or 1, got {parallel!r}")
     a = "!transform.any_op"
     text = match_one(ids[0], "%sink")
-    text += (f"    %f_sink, %forall0 = transform.structured.tile_using_forall %sink tile_sizes {list(tile)}"
-             f" : ({a}) -> ({a}, {a})\n")
+    if parallel:
+        text += (f"    %f_sink, %forall0 = transform.structured.tile_using_forall %sink tile_sizes {list(tile)}"
+                 f" : ({a}) -> ({a}, {a})\n")
+    else:   # the producers are fused into the innermost loop, where the sink's slices are
+        loops = sum(1 for t in tile if t)
+        text += (f"    %f_sink, %rows:{loops} = transform.structured.tile_using_for %sink tile_sizes {list(tile)}"
+                 f" : ({a}) -> ({a}{f', {a}' * loops})\n"
+                 f"    %forall0 = transform.merge_handles %rows#{loops - 1} : {a}\n")
     fused = ["%f_sink"]
     for n, producer in enumerate(ids[1:]):
         text += match_one(producer, f"%p{n}")

@@ -331,7 +331,8 @@ class CpuTarget(Target):
         for index, op in enumerate(ops):
             if index in chains:
                 per_op.append((f"{self.pipeline_path_for(self.rows_schedule)}[gen=fuse_rows]",
-                               cpu_rows.chain_params(ops, chains[index])))
+                               cpu_rows.chain_params(ops, chains[index], self.machine.usable_cpus,
+                                                     cpu_selector.MIN_PARALLEL_WORK)))
                 continue
             if index in in_epilogue or index in in_chain:
                 continue

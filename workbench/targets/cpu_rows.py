@@ -15,6 +15,8 @@ reads), so that no op is computed twice. A chain with a reduction and two ops or
 """
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 #: rows of at least this many elements (shorter rows: the per-row loop overhead outweighs the passes saved)
@@ -124,11 +126,15 @@ def row_chains(ops: list[dict[str, Any]]) -> list[list[tuple[int, str]]]:
     return chains
 
 
-def chain_params(ops: list[dict[str, Any]], chain: list[tuple[int, str]]) -> dict[str, Any]:
-    """pipelines/cpu/rows.py parameters: one row per forall iteration (one loop over the rows; the
-    async runtime blocks them into tasks), ROW_VECTOR elements of the row at a time (a divisor of it,
-    at least 8: else the row whole)."""
+def chain_params(ops: list[dict[str, Any]], chain: list[tuple[int, str]], cores: int = 1,
+                 min_parallel_work: int = 1 << 15) -> dict[str, Any]:
+    """pipelines/cpu/rows.py parameters: one row per iteration, ROW_VECTOR elements of the row at a time (a
+    divisor of it, at least 8: else the row whole). The rows loop is a forall (the async runtime blocks
+    the rows into tasks) where there are several cores and the chain has `min_parallel_work` iterations
+    per op or more; else plain loops (a chain of a few thousand elements took ~0.1 ms to dispatch as
+    tasks, 30x its work: `run --profile` on a GPT-2 block at test size)."""
     domain = ops[chain[0][0]]["domain"]
     vector = next((v for v in (ROW_VECTOR, 32, 16, 8) if domain[-1] % v == 0 and v < domain[-1]), 0)
+    parallel = int(cores > 1 and math.prod(domain) >= min_parallel_work)
     return {"op": [ops[i]["id"] for i, _ in chain], "roles": [role for _, role in chain],
-            "tile": [1] * (len(domain) - 1) + [0], "vector": vector}
+            "tile": [1] * (len(domain) - 1) + [0], "vector": vector, "parallel": parallel}

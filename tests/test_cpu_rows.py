@@ -101,10 +101,11 @@ def test_an_op_read_outside_the_chain_ends_a_chain_of_its_own(ctx, tmp_path):
     _runs_checked(ctx)
 
 
-@pytest.mark.parametrize("cores,min_work,parallel", [(2, 0, 1), (2, 1 << 15, 0), (1, 0, 0)])
+@pytest.mark.parametrize("cores,min_work,parallel", [(2, 0, 1), (2, 1 << 15, 0), (1, 0, 0)])   # (0: splits forced)
 def test_the_rows_loop_is_a_forall_only_where_tasks_pay(ctx, tmp_path, monkeypatch, cores, min_work, parallel):
     """A chain's rows are async-runtime tasks (a forall) only with several cores and enough work: a chain of
-    a few thousand elements took ~0.1 ms to dispatch, 30x its work (`run --profile` on a GPT-2 block).
+    a few thousand elements took ~0.1 ms to dispatch, 30x its work (`run --profile` on a GPT-2 block;
+    cpu_rows.MIN_PARALLEL_ROW_WORK).
     Both forms run and match."""
     import dataclasses
 

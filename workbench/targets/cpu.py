@@ -332,7 +332,9 @@ class CpuTarget(Target):
             if index in chains:
                 per_op.append((f"{self.pipeline_path_for(self.rows_schedule)}[gen=fuse_rows]",
                                cpu_rows.chain_params(ops, chains[index], self.machine.usable_cpus,
-                                                     cpu_selector.MIN_PARALLEL_WORK)))
+                                                     # (no threshold where splits are forced: tests of small payloads)
+                                                     cpu_rows.MIN_PARALLEL_ROW_WORK if cpu_selector.MIN_PARALLEL_WORK
+                                                     else 0)))
                 continue
             if index in in_epilogue or index in in_chain:
                 continue

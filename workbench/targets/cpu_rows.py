@@ -126,15 +126,21 @@ def row_chains(ops: list[dict[str, Any]]) -> list[list[tuple[int, str]]]:
     return chains
 
 
+#: element steps (the chain's domain times its ops) below which its rows stay plain loops: dispatching
+#: them as async-runtime tasks costs ~0.1 ms (`run --profile`, 2-core Zen 4: a GPT-2 block's LayerNorm
+#: chains of 2x16x64 took 0.1 ms each as tasks, 30x their work; a ViT's 2x4x64x64 softmax chain 0.17 ms on
+#: two threads against ~0.1 ms alone), so parallel rows pay from about 1 ms of serial work
+MIN_PARALLEL_ROW_WORK = 1 << 20
+
+
 def chain_params(ops: list[dict[str, Any]], chain: list[tuple[int, str]], cores: int = 1,
-                 min_parallel_work: int = 1 << 15) -> dict[str, Any]:
+                 min_parallel_work: int = MIN_PARALLEL_ROW_WORK) -> dict[str, Any]:
     """pipelines/cpu/rows.py parameters: one row per iteration, ROW_VECTOR elements of the row at a time (a
     divisor of it, at least 8: else the row whole). The rows loop is a forall (the async runtime blocks
-    the rows into tasks) where there are several cores and the chain has `min_parallel_work` iterations
-    per op or more; else plain loops (a chain of a few thousand elements took ~0.1 ms to dispatch as
-    tasks, 30x its work: `run --profile` on a GPT-2 block at test size)."""
+    the rows into tasks) where there are several cores and the chain's ops take `min_parallel_work`
+    element steps or more in all; else plain loops."""
     domain = ops[chain[0][0]]["domain"]
     vector = next((v for v in (ROW_VECTOR, 32, 16, 8) if domain[-1] % v == 0 and v < domain[-1]), 0)
-    parallel = int(cores > 1 and math.prod(domain) >= min_parallel_work)
+    parallel = int(cores > 1 and math.prod(domain) * len(chain) >= min_parallel_work)
     return {"op": [ops[i]["id"] for i, _ in chain], "roles": [role for _, role in chain],
             "tile": [1] * (len(domain) - 1) + [0], "vector": vector, "parallel": parallel}

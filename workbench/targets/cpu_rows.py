@@ -126,21 +126,22 @@ def row_chains(ops: list[dict[str, Any]]) -> list[list[tuple[int, str]]]:
     return chains
 
 
-#: element steps (the chain's domain times its ops) below which its rows stay plain loops: dispatching
-#: them as async-runtime tasks costs ~0.1 ms (`run --profile`, 2-core Zen 4: a GPT-2 block's LayerNorm
-#: chains of 2x16x64 took 0.1 ms each as tasks, 30x their work; a ViT's 2x4x64x64 softmax chain 0.17 ms on
-#: two threads against ~0.1 ms alone), so parallel rows pay from about 1 ms of serial work
-MIN_PARALLEL_ROW_WORK = 1 << 20
+#: element steps (the chain's domain times its ops) that dispatching the rows as async-runtime tasks
+#: costs, ~0.1 ms (`run --profile`, 2-core Zen 4: a GPT-2 block's LayerNorm chains of 2x16x64, ~20k steps in
+#: 7 us alone, took 0.1 ms each as tasks; a ViT's 2x4x64x64 softmax chain, 330k steps, 0.17 ms on two
+#: threads against 0.055 ms alone): the rows are split where the time that saves is larger
+MIN_PARALLEL_ROW_WORK = 1 << 18
 
 
 def chain_params(ops: list[dict[str, Any]], chain: list[tuple[int, str]], cores: int = 1,
                  min_parallel_work: int = MIN_PARALLEL_ROW_WORK) -> dict[str, Any]:
     """pipelines/cpu/rows.py parameters: one row per iteration, ROW_VECTOR elements of the row at a time (a
     divisor of it, at least 8: else the row whole). The rows loop is a forall (the async runtime blocks
-    the rows into tasks) where there are several cores and the chain's ops take `min_parallel_work`
-    element steps or more in all; else plain loops."""
+    the rows into tasks) where there are several cores and what splitting saves, (1 - 1/cores) of the
+    chain's element steps, is `min_parallel_work` or more; else plain loops."""
     domain = ops[chain[0][0]]["domain"]
     vector = next((v for v in (ROW_VECTOR, 32, 16, 8) if domain[-1] % v == 0 and v < domain[-1]), 0)
-    parallel = int(cores > 1 and math.prod(domain) * len(chain) >= min_parallel_work)
+    # (split over c cores a chain saves (1 - 1/c) of its time: it has to outweigh the dispatch)
+    parallel = int(cores > 1 and math.prod(domain) * len(chain) * (cores - 1) >= min_parallel_work * cores)
     return {"op": [ops[i]["id"] for i, _ in chain], "roles": [role for _, role in chain],
             "tile": [1] * (len(domain) - 1) + [0], "vector": vector, "parallel": parallel}

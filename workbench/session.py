@@ -31,7 +31,7 @@ from workbench.common import diagnostics, split_input
 from workbench.execution.worker_client import CompileClient, take_prestarted_compile_worker
 from workbench.execution.expected import ExpectedError, ExpectedOutputs, find_sidecar
 from workbench.paths import state_dir
-from workbench.steps.kinds import BuildContext, Step, StepError, load_pipeline_yaml, step_from_entry
+from workbench.steps.kinds import BuildContext, Step, StepError, load_pipeline_yaml, short_repr, step_from_entry
 from workbench.steps.params import ParamError, payload_dims
 from workbench.steps.spec import SpecError
 from workbench.targets import TargetError, get_target
@@ -847,17 +847,12 @@ def _check_meta(meta: dict, path: Path) -> None:
             raise SessionError(f"{path}: unknown key Workbench.{key} (known: {', '.join(_META_FIELDS)})")
         check, what = _META_FIELDS[key]
         if not check(value):
-            raise SessionError(f"{path}: Workbench.{key} must be {what}, not {_short_repr(value)}")
+            raise SessionError(f"{path}: Workbench.{key} must be {what}, not {short_repr(value)}")
     for key, value in (meta.get("payload") or {}).items():
         if key not in _PAYLOAD_FIELDS:
             raise SessionError(f"{path}: unknown key Workbench.payload.{key} (known: {', '.join(_PAYLOAD_FIELDS)})")
         if key == "sha256" and not isinstance(value, str):
-            raise SessionError(f"{path}: Workbench.payload.sha256 must be a sha256 hex string, not {_short_repr(value)}")
-
-
-def _short_repr(value: Any, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
+            raise SessionError(f"{path}: Workbench.payload.sha256 must be a sha256 hex string, not {short_repr(value)}")
 
 
 def replay_into(session: Session, loaded: LoadedSession,

@@ -334,12 +334,12 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
         raise StepError(f"{where}: unknown key {unknown[0]!r} in pipeline entry (known besides `{key}:`: "
                         f"{', '.join(ENTRY_EXTRA_KEYS)})")
     if entry.get("selected_by") is not None and not isinstance(entry["selected_by"], str):
-        raise StepError(f"{where}: `selected_by:` must be a string, got {_short(entry['selected_by'])}")
+        raise StepError(f"{where}: `selected_by:` must be a string, got {short_repr(entry['selected_by'])}")
     variables = variables or {}
     if key == "bench":
         if value is not None and not isinstance(value, dict):
             raise StepError(f"{where}: `bench:` expects a mapping of its parameters (entry, warmup, iterations, "
-                            f"outputs), got {_short(value)}")
+                            f"outputs), got {short_repr(value)}")
         return Step("bench", "bench", dict(value or {}), {}, base_dir)
     if not isinstance(value, str):
         raise StepError(f"{where}: `{key}:` expects a string, got {value!r}")
@@ -353,7 +353,7 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
     params = S.parse_params(ptext, variables, where)
     if entry.get("params") is not None and not isinstance(entry.get("params"), dict):
         raise StepError(f"{where}: `params:` must be a mapping of names to values, got "
-                        f"{type(entry['params']).__name__} {_short(entry['params'])}")
+                        f"{type(entry['params']).__name__} {short_repr(entry['params'])}")
     if isinstance(entry.get("params"), dict):
         params.update({k: _subst_value(v, variables, where) for k, v in entry["params"].items()})
     kind = {"include": "include", "schedule": "schedule", "edit": "edit"}.get(key)
@@ -366,7 +366,8 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
                 selected_by=str(selected_by) if selected_by else None)
 
 
-def _short(value: Any, limit: int = 60) -> str:
+def short_repr(value: Any, limit: int = 60) -> str:
+    """repr(value), cut to `limit` characters (for one-line errors)."""
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
 

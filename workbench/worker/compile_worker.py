@@ -285,13 +285,12 @@ class CompileWorker:
                     return {"ok": False, "error": "the module is already in the LLVM dialect and has no benchmark "
                                                   f"wrapper ({str(e).splitlines()[0]}): apply a `bench` step "
                                                   "before the lowering steps"}
-                inserted = True
             else:
                 try:
                     bench_wrapper.insert_wrapper(work, req.get("bench_params") or {})
                 except bench_wrapper.BenchError as e:
                     return {"ok": False, "error": f"bench: {e}"}
-                inserted = True
+            inserted = True
         meta = bench_wrapper.wrapper_metadata(work)
         if meta is None:
             return {"ok": False, "error": "the benchmark wrapper was lowered past recognition: apply `bench` "

@@ -118,10 +118,11 @@ def instrument(module) -> list[str]:
     functions = _public_bodies(module)
     if not functions:
         raise ProfileError("no public function with a body to profile")
-    targets = []
+    targets = []   # (function, timed op, the op after it: where its closing clock goes)
     for f in functions:
-        block = f.regions[0].blocks[0]
-        targets += [(f, op.operation) for op in block.operations if not UNTIMED.match(op.operation.name)]
+        ops = [op.operation for op in f.regions[0].blocks[0].operations]
+        # (a timed op is never the terminator: func.return is untimed)
+        targets += [(f, op, ops[i + 1]) for i, op in enumerate(ops) if not UNTIMED.match(op.name)]
     if not targets:
         raise ProfileError("the functions do no work to time (only constants and views)")
     f64 = ir.F64Type.get()
@@ -129,10 +130,10 @@ def instrument(module) -> list[str]:
     slots = ir.MemRefType.get([len(targets)], f64)
     calls = ir.MemRefType.get([1], f64)
     with ir.InsertionPoint.at_block_begin(module.body), ir.Location.unknown():
-        zeros = lambda t, n: ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([n], f64),  # noqa: E731
-                                                             ir.FloatAttr.get(f64, 0.0))
-        memref.GlobalOp(SECONDS, ir.TypeAttr.get(slots), initial_value=zeros(slots, len(targets)))
-        memref.GlobalOp(CALLS, ir.TypeAttr.get(calls), initial_value=zeros(calls, 1))
+        zeros = lambda n: ir.DenseElementsAttr.get_splat(ir.RankedTensorType.get([n], f64),  # noqa: E731
+                                                          ir.FloatAttr.get(f64, 0.0))
+        memref.GlobalOp(SECONDS, ir.TypeAttr.get(slots), initial_value=zeros(len(targets)))
+        memref.GlobalOp(CALLS, ir.TypeAttr.get(calls), initial_value=zeros(1))
         if not any(op.operation.name == "func.func" and _name(op.operation) == "rtclock" for op in module.body.operations):
             clock = func.FuncOp("rtclock", ir.FunctionType.get([], [f64]))
             clock.sym_visibility = ir.StringAttr.get("private")
@@ -153,11 +154,10 @@ def instrument(module) -> list[str]:
             zero = arith.ConstantOp(index, 0).result
             one = arith.ConstantOp(f64, 1.0).result
             memref.StoreOp(arith.AddFOp(memref.LoadOp(g, [zero]).result, one).result, g, [zero])
-    for slot, (f, op) in enumerate(targets):
+    for slot, (f, op, after) in enumerate(targets):
         labels.append(label(op, _name(f), several, lines_of))
         with ir.InsertionPoint(op), ir.Location.unknown():
             start = func.CallOp([f64], "rtclock", []).result
-        after = _next(op)
         with ir.InsertionPoint(after), ir.Location.unknown():
             end = func.CallOp([f64], "rtclock", []).result
             g = memref.GetGlobalOp(slots, SECONDS).result
@@ -167,11 +167,3 @@ def instrument(module) -> list[str]:
     module.operation.attributes[LABELS_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(s) for s in labels])
     return labels
 
-
-def _next(op):
-    """The op after `op` in its block (a timed op is never a terminator: func.return is untimed)."""
-    ops = list(op.block.operations)
-    for i, o in enumerate(ops):
-        if o.operation == op:
-            return ops[i + 1]
-    raise ProfileError(f"{op.name} is not in its block")

@@ -26,18 +26,12 @@ def _collapsible(op):
     (module docstring), else None."""
     from mlir import ir
 
+    from workbench.worker.cpu.fusion import _parallel_generic
     from workbench.worker.cpu.shared_rhs import _map_dims
-    from workbench.worker.payload_inspect import iterator_types
 
-    if op.name != "linalg.generic" or len(op.results) != 1:
+    if len(op.results) != 1 or not _parallel_generic(op):
         return None
-    try:
-        if any(it != "parallel" for it in iterator_types(op)):
-            return None
-    except (KeyError, ValueError):
-        return None
-    body = list(op.regions[0].blocks[0].operations)
-    if any(o.name == "linalg.index" or len(o.regions) for o in body):
+    if any(o.name == "linalg.index" for o in op.regions[0].blocks[0].operations):
         return None
     dims = _map_dims(op)
     rank = op.results[0].type.rank if isinstance(op.results[0].type, ir.RankedTensorType) else -1

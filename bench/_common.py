@@ -10,14 +10,17 @@ from pathlib import Path
 import numpy as np
 
 
-def numpy_matmul_gflops(n: int, threads: int | None, repeats: int) -> float:
+def numpy_matmul_gflops(n: int, threads: int | None, repeats: int, blas_core: str = "") -> float:
     """Median GFLOP/s of numpy `A @ B` (f32, n^3) on `threads` BLAS threads (None: all), seeded inputs.
-    Without threadpoolctl (a bare machine: numpy + the MLIR bundle), measured in a child process
-    whose BLAS thread count is set through the environment."""
+    Without threadpoolctl (a bare machine: numpy + the MLIR bundle), or with `blas_core` (OpenBLAS's
+    OPENBLAS_CORETYPE, e.g. Haswell: its AVX2 kernels on an AVX-512 host), measured in a child process
+    whose BLAS thread count and kernel set come from the environment."""
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
         return _numpy_matmul_gflops_child(n, threads, repeats)
+    if blas_core:
+        return _numpy_matmul_gflops_child(n, threads, repeats, blas_core)
     rng = np.random.default_rng(0)
     a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
     b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
@@ -31,11 +34,13 @@ def numpy_matmul_gflops(n: int, threads: int | None, repeats: int) -> float:
     return 2 * n ** 3 / statistics.median(times) / 1e9
 
 
-def _numpy_matmul_gflops_child(n: int, threads: int | None, repeats: int) -> float:
+def _numpy_matmul_gflops_child(n: int, threads: int | None, repeats: int, blas_core: str = "") -> float:
     import subprocess
     import sys
 
     env = dict(os.environ)
+    if blas_core:
+        env["OPENBLAS_CORETYPE"] = blas_core
     if threads:
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             env[var] = str(threads)

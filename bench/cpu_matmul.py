@@ -10,6 +10,9 @@ and `matmul_parallel.py` (forall over M x N chunks on MLIR's async runtime) on a
 
 The parameters come from the CPU machine model (workbench/targets/cpu_host.py): this host, or the
 machine named by `--cpu` (e.g. `--cpu avx2` on an AVX-512 host: AVX2 parameters and AVX2-only code).
+With an AVX2 machine model on a host with wider vectors, numpy runs OpenBLAS's AVX2 kernels
+(OPENBLAS_CORETYPE=Haswell), so both sides use the same instruction set; the host's own numpy is
+printed next to it.
 `--repeats R` measures each size R times (workbench and numpy alternately) and reports the median ratio.
 
     python bench/cpu_matmul.py [--sizes 1024,2048,4096] [--iterations 10] [--repeats 1] [--cpu NAME]
@@ -72,6 +75,12 @@ def matches_numpy(outdir: Path) -> bool:
     return bool(np.allclose(out, c + a @ b, rtol=1e-4, atol=1e-3))
 
 
+def _host_vector_bits() -> int:
+    from workbench.targets.cpu_host import host_machine
+
+    return host_machine().vector_bits
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="1024,2048,4096")
@@ -90,6 +99,10 @@ def main() -> None:
     print(f"machine: {machine.name} ({machine.llvm_cpu}{', host' if machine.is_host else ''}), "
           f"{machine.vector_bits}-bit x {machine.vector_registers} registers, L2 {machine.l2_bytes >> 10} KiB",
           flush=True)
+    host_bits = ctx.session.target.machine.vector_bits if machine.is_host else _host_vector_bits()
+    blas_core = "Haswell" if machine.vector_bits == 256 and host_bits > 256 else ""
+    if blas_core:
+        print(f"numpy baseline: OpenBLAS {blas_core} kernels (AVX2), as the {machine.name} code", flush=True)
     results: dict[int, list] = {}
     cores = usable_cores()
     all_ok = True
@@ -98,9 +111,9 @@ def main() -> None:
             for n in sizes:
                 for _ in range(args.repeats):
                     wb1, params1, ok1 = workbench_gflops(ctx, n, args.iterations, Path(d), 1)
-                    np1 = numpy_matmul_gflops(n, 1, max(3, args.iterations))
+                    np1 = numpy_matmul_gflops(n, 1, max(3, args.iterations), blas_core)
                     wball, paramsall, okall = workbench_gflops(ctx, n, args.iterations, Path(d), cores)
-                    npall = numpy_matmul_gflops(n, None, max(3, args.iterations))
+                    npall = numpy_matmul_gflops(n, None, max(3, args.iterations), blas_core)
                     all_ok = all_ok and ok1 and okall
                     results.setdefault(n, []).append((wb1, wball, np1, npall))
                     print(f"{n}^3 f32: 1 core: workbench {wb1:6.1f} GFLOP/s (check {'ok' if ok1 else 'FAILED'}) vs numpy "

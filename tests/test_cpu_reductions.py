@@ -230,3 +230,19 @@ def test_a_masked_row_max_keeps_a_vector_of_partial_maxima(ctx, tmp_path):
     ok(ctx, "apply cpu-lower")
     run = ok(ctx, f"run --check --npy {tmp_path / 'x.npy'},{tmp_path / 'm.npy'} --expect {tmp_path / 'want.npy'}").data["run"]
     assert run["check"]["passed"] and run["expected_check"]["passed"]
+
+
+def test_a_whole_tensor_sum_accumulates_whole_vectors(ctx):
+    """A loss summed over every element (BCE with logits: mean of 8x16) is a reduction of both loops:
+    rows are walked one at a time into a vector of partial sums (`partial_steps`), added lane-wise, and
+    reduced once at the end. The row's unit dim is folded before the vector lowering (which would take
+    the add apart lane by lane), and the final reduction outside any loop is lowered with it."""
+    fixture = FIXTURES / "bce_with_logits.mlir"
+    ok(ctx, f"load {fixture}")
+    ok(ctx, "target cpu --threads 1")
+    data = _select_run_check(ctx, fixture)
+    generic = [e["params"] for e in data["selections"] if "generic.py" in e["schedule"]]
+    assert generic and generic[0].get("partial_steps")
+    selected = ctx.session.ir_at(ctx.session.cursor - 2)   # before the bench and the lowering
+    assert "vector.from_elements" not in selected and "vector.multi_reduction" not in selected
+    assert re.search(r"arith\.addf %\w+, %\w+ : vector<\d+xf32>", selected)

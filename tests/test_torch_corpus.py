@@ -38,3 +38,21 @@ def test_fixture_runs_and_equals_torch(session, name):
     assert run["check"]["passed"], run["check"]
     assert run["expected_check"]["passed"], run["expected_check"]
     assert run["expected_check"]["source"].endswith(f"{name}.expected.json")
+
+
+@pytest.mark.parametrize("name", [_param(n) for n in NAMES])
+def test_selected_fixture_runs_and_equals_torch(session, name):
+    """The selector path a user takes (`target cpu --threads 1`, `select --apply`, `bench`, `cpu-lower`,
+    `run --check`) on every fixture: each op's schedule applies, lowers to LLVM and computes what the
+    unscheduled payload and torch compute. (The one-thread plan: the split plans are tested on the
+    torch-like payloads of test_cpu_selector.py.)"""
+    from workbench.commands import CommandContext, default_registry
+
+    ctx = CommandContext(session, default_registry())
+    for line in (f"load {FIXTURES / (name + '.mlir')}", "target cpu --threads 1", "select --apply", "bench",
+                 "apply cpu-lower", "run --check --threads 1"):
+        res = ctx.registry.dispatch(line, ctx)
+        assert res.ok, f"{name}: `{line}`: {res.error}"
+    run = session.last_run
+    assert run["check"]["passed"], run["check"]
+    assert run["expected_check"]["passed"], run["expected_check"]

@@ -245,11 +245,19 @@ def _partial_reduction(handle: str, tile: list, loop: int, vector: int, chunk: i
             vector_sizes[d] = 1
     if not vector:
         return text
-    scope = "%loops_rows#0" if loops > 1 else ("%loop_rows" if loops else "%k_loop")
+    if loops:
+        scope = "%loops_rows#0" if loops > 1 else "%loop_rows"
+    else:  # no loop around the whole: the combining op (after the K loop) and a K loop of one trip,
+        # which canonicalization folds away, are lowered in the function
+        scope = "%partial_func"
+        text += f"    %partial_func = transform.get_parent_op %partial_fill {{op_name = \"func.func\"}} : ({a}) -> {a}\n"
     text += (f"    transform.structured.vectorize {partial} vector_sizes {vector_sizes} : {a}\n"
              # the fill and the combining op have static shapes (every other loop tiled by 1): no sizes
              f"    transform.structured.vectorize %partial_fill : {a}\n"
              f"    transform.structured.vectorize %combine : {a}\n")
+    if steps:  # the step loops' unit dims reduced first (a plain vector add), before the lowering would
+        # take the unit-dim reduction apart lane by lane
+        text += f"    transform.apply_patterns to {scope} {{\n      transform.apply_patterns.canonicalization\n    }} : {a}\n"
     return text + VECTOR_CLEANUP.replace("%scope", scope)
 
 

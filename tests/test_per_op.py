@@ -26,6 +26,7 @@ def test_inspect_ids_are_what_tag_ops_writes(ctx):
 
 def test_mlp_select_configures_each_matmul_for_its_own_shape_and_runs_checked(ctx):
     ok(ctx, f"load {EXAMPLES / 'mlp.mlir'}")
+    ok(ctx, "target cpu --threads 1")   # the one-core plan (16 cores split N into narrower blocks)
     info = ctx.session.inspect()
     dims = {o["id"]: o["dims"] for o in info["ops"] if o["op"] == "linalg.matmul"}
     res = ok(ctx, "select --apply")
@@ -68,6 +69,7 @@ def test_select_apply_is_all_or_nothing(ctx, monkeypatch):
     from workbench.targets.cpu import CpuTarget
 
     ok(ctx, f"load {EXAMPLES / 'mlp.mlir'}")
+    ok(ctx, "target cpu --threads 1")   # the one-core plan: block_n=512 for matmul_0 on any host
     ok(ctx, CpuTarget.FUSE_ELEMENTWISE)   # the preparation select would apply (then a no-op: left out)
     good = [e for e in CpuTarget.select_params(ctx.session.target, ctx.session.inspect())
             if e[1].get("op", "").startswith("matmul_")]

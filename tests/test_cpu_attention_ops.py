@@ -4,6 +4,8 @@ layers on 3-D inputs as one matmul over the collapsed rows. Each schedule applie
 matches the unscheduled reference."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from conftest import ok
@@ -229,19 +231,25 @@ def test_a_transposed_operand_is_transposed_once_for_a_plain_matmul(ctx, tmp_pat
     _lowered_run_matches(ctx)
 
 
-def test_the_selector_fuses_the_fill_into_the_batch_chunks(ctx, tmp_path, monkeypatch):
-    """On 2 cores the first batch dim is split into 2 parallel chunks; the init's fill (inspect's
-    producers) is fused into them and then into the batch loops."""
+def _two_batch_dims_on(ctx, tmp_path, monkeypatch, cores: int) -> dict:
+    """TWO_BATCH_DIMS loaded on a machine of `cores` cores (small matmuls split too); the selection's
+    parameters for its batch matmul."""
     import dataclasses
 
     import workbench.targets.cpu as cpu
 
-    machine = dataclasses.replace(cpu.host_machine(), usable_cpus=2)
+    machine = dataclasses.replace(cpu.host_machine(), usable_cpus=cores)
     monkeypatch.setattr(cpu, "host_machine", lambda: machine)
     monkeypatch.setattr(cpu, "MIN_PARALLEL_MATMUL", 1 << 10)
     _load(ctx, tmp_path, TWO_BATCH_DIMS)
     _, selections = _selection(ctx)
-    spec, params = selections[0]
+    return selections[0][1]
+
+
+def test_the_selector_fuses_the_fill_into_the_batch_chunks(ctx, tmp_path, monkeypatch):
+    """On 2 cores the first batch dim is split into 2 parallel chunks; the init's fill (inspect's
+    producers) is fused into them and then into the batch loops."""
+    params = _two_batch_dims_on(ctx, tmp_path, monkeypatch, cores=2)
     assert params["threads_b"] == 2 and params["fill_init"] is True, params
     ok(ctx, "select --apply")
     fill = next(line for line in ctx.session.current_ir.splitlines() if "linalg.fill" in line)
@@ -423,3 +431,22 @@ def test_attention_on_heads_split_from_one_qkv_tensor_matches_torch(ctx, monkeyp
     ok(ctx, f"save {tmp_path / 's.yaml'}")
     text = (tmp_path / "s.yaml").read_text()
     assert "interchange: []" in text and "&id" not in text and "*id" not in text
+
+
+def test_heads_take_the_cores_the_batch_leaves(ctx, tmp_path, monkeypatch):
+    """2 x 3 heads on 6 cores: the first batch loop gives 2 chunks, the second (the heads) the other 3
+    (threads_b2): 6 tasks of whole matmuls, not an M x N grid inside a serial loop over the heads (a
+    GPT-2-size attention's batch matmuls ran on 4 of 16 cores that way)."""
+    import workbench.targets.cpu as cpu
+
+    family = cpu._load_library_module(cpu.CpuTarget.matmul_family_schedule)
+    assert family.thread_chunks(4, 512, 512, 16, b2=8) == (4, 4, 1, 1)
+    assert family.thread_chunks(2, 512, 512, 16) == (1, 1, 4, 4)   # too few batches: the M x N grid
+    params = _two_batch_dims_on(ctx, tmp_path, monkeypatch, cores=6)
+    assert (params["threads_b"], params["threads_b2"], params["fill_init"]) == (2, 3, True), params
+    assert "threads_m" not in params and "threads" not in params
+    ok(ctx, "select --apply")
+    assert re.search(r"scf\.forall \(%\w+, %\w+\) in \(2, 3\)", ctx.session.current_ir)
+    _lowered_run_matches(ctx)
+    with pytest.raises(ValueError, match="needs batch_dims >= 2"):
+        family.batch_matmul_tiling(threads_b2=2)

@@ -131,7 +131,10 @@ def test_math_epilogue_is_not_fused(ctx, tmp_path):
     epilogue = [p for s, p in entries if s.endswith("[gen=matmul_epilogue]")]
     assert len(epilogue) == 1 and epilogue[0]["epilogue"] == 1  # the bias add only
     # the tanh gets a schedule of its own (the generic tile + vectorize one), then the finishing step
-    assert any("generic.py" in s for s, _ in entries) and entries[-1][0].endswith("finish.py[gen=bufferize_and_lower_vectors]")
+    # (and, on several cores, the split of what bufferization adds)
+    tail = [s for s, p in entries if "op" not in p]
+    assert any("generic.py" in s for s, _ in entries) and tail[0].endswith("finish.py[gen=bufferize_and_lower_vectors]")
+    assert tail[1:] in ([], ["pipelines/cpu/split-leftovers.yaml"])
     ok(ctx, "select --apply")
     ok(ctx, "bench warmup=1 iterations=2")
     ok(ctx, "apply cpu-lower")

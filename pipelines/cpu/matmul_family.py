@@ -40,9 +40,11 @@ PARAMS = {
     "threads": {"min": 1, "max": 256, "help": "parallel chunks along N (tasks on the async runtime)"},
     "threads_m": {"min": 1, "max": 256, "help": "parallel chunks along M"},
     "threads_b": {"min": 1, "max": 256, "help": "parallel chunks along the batch (batch_matmul)"},
+    "threads_b2": {"min": 1, "max": 256, "help": "parallel chunks along the second batch loop (batch_dims >= 2: "
+                                               "attention's heads; threads_b x threads_b2 tasks)"},
     "batch_dims": {"min": 1, "max": 8, "help": "leading batch loops of a generic batch matmul (generic=true; "
                                               "b0, b1, m, n, k: 2)"},
-    "fill_init": {"help": "with batch_dims > 1 and threads_b > 1: the producer of the output's init (a fill) is "
+    "fill_init": {"help": "with batch_dims > 1 and threads_b (or threads_b2) > 1: the producer of the output's init (a fill) is "
                           "fused into the parallel chunks, then into the batch loops"},
     "pack_b": {"choices": [0, 1], "help": "matmul_epilogue: 1 = B packed into [k][reg_n] panels per block; 0 = the "
                                          "micro-kernel reads B in place (few row tiles read each B element: "
@@ -158,16 +160,19 @@ def _module(body: str, bufferize: bool = True) -> str:
 def batch_matmul_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4,
                         reg_n: int = 16, reg_k: int = 8, pack_tile_a: int = 32, pack_tile_b: int = 8,
                         op: str = "", bufferize: bool = True, threads_b: int = 1, threads_m: int = 1,
-                        threads: int = 1, generic: bool = False, batch_dims: int = 1, fill_init: bool = False) -> str:
+                        threads: int = 1, generic: bool = False, batch_dims: int = 1, fill_init: bool = False,
+                        threads_b2: int = 1) -> str:
     """Every linalg.batch_matmul (or the one with id `op`): the batch loops tiled by 1, each batch's
-    (m, n, k) tile the packed matmul schedule (threads_b x threads_m x threads chunks of batch, M, N
-    run as parallel tasks). `generic`: the op is a linalg.generic with a batch matmul's maps and body
+    (m, n, k) tile the packed matmul schedule (threads_b x threads_b2 x threads_m x threads chunks of
+    the first two batch loops, M, N run as parallel tasks). `generic`: the op is a linalg.generic with a batch matmul's maps and body
     (torch-mlir's bmm; `op` names it), with `batch_dims` leading batch loops (b0, b1, m, n, k: 2; no
     named op has more than one). The producer of the output's init (a fill) is fused into the batch
     loops: one batch's output is zeroed while it is in cache, not the whole tensor before (attention's
     scores are K=64 products, where the separate fill was a third of the output traffic); `fill_init`:
     it is fused into the threads_b chunks first (the init must have a producer, such as a linalg.fill)."""
-    _check(threads_b=threads_b, threads_m=threads_m, threads=threads, batch_dims=batch_dims)
+    _check(threads_b=threads_b, threads_m=threads_m, threads=threads, batch_dims=batch_dims, threads_b2=threads_b2)
+    if threads_b2 > 1 and batch_dims < 2:
+        raise ValueError(f"threads_b2={threads_b2} splits a second batch loop: needs batch_dims >= 2")
     if batch_dims > 1 and not generic:
         raise ValueError("batch_dims > 1 needs generic=true (a named batch_matmul has one batch dim)")
     if generic:
@@ -176,23 +181,25 @@ def batch_matmul_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 25
     else:
         match = (f"\n    %named = {_match('linalg.batch_matmul', op)}\n{matmul.expect_one('%named', op)}"
                  f"    %g = transform.structured.generalize %named : ({_ANY}) -> {_ANY}\n")
-    return _module(_batch_loops_to_matmul(match, batch_dims, threads_b, fill_init) + _packed_contraction(
+    return _module(_batch_loops_to_matmul(match, batch_dims, [threads_b, threads_b2], fill_init) + _packed_contraction(
         "%mm", 0, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b,
         chunks=[threads_m, threads]), bufferize)
 
 
-def _batch_loops_to_matmul(match: str, batch_dims: int, threads_b: int, fill_init: bool = False) -> str:
+def _batch_loops_to_matmul(match: str, batch_dims: int, threads_b: list, fill_init: bool = False) -> str:
     """%mm bound to the linalg.matmul left in the innermost batch loop of the batch matmul generic that
     `match` binds to %g (b0, .., m, n, k): the batch loops tiled by 1 with the producers of its operands
-    fused in (transform.structured.fuse: the init's fill; the first loop split into `threads_b` parallel
-    chunks before, the init's producer fused into them with `fill_init`), the tile's unit dims folded
+    fused in (transform.structured.fuse: the init's fill; the first loops split into `threads_b` (one
+    count per loop) parallel chunks before, the init's producer fused into them with `fill_init`), the
+    tile's unit dims folded
     (fold_unit_extent_dims_via_slices) and the (m, n, k) generic left specialized."""
     handle, text = "%g", match
-    rest = ", ".join(["0"] * (batch_dims + 2))
-    if threads_b > 1:
+    counts = (list(threads_b) + [1] * batch_dims)[:batch_dims]
+    counts = ", ".join(str(c if c > 1 else 0) for c in counts) + ", 0, 0, 0"
+    if any(c > 1 for c in threads_b):
         if fill_init:
             text += f"    %ginit = transform.get_producer_of_operand %g[2] : ({_ANY}) -> {_ANY}\n"
-        text += (f"    %gchunk, %gforall = transform.structured.tile_using_forall %g num_threads [{threads_b}, {rest}]"
+        text += (f"    %gchunk, %gforall = transform.structured.tile_using_forall %g num_threads [{counts}]"
                  f" : ({_ANY}) -> ({_ANY}, {_ANY})\n")
         if fill_init:
             text += (f"    %gfill, %gfilled = transform.structured.fuse_into_containing_op %ginit into %gforall"
@@ -215,26 +222,29 @@ def _check_generic_id(op: str) -> None:
         raise ValueError("generic=true needs op= (the id of the linalg.generic to schedule)")
 
 
-def default_params(b: int, m: int, n: int, k: int, threads: int = 1, **machine) -> dict:
-    """batch_matmul_tiling parameters for a BxMxNxK f32 batch_matmul (matmul.default_params per chunk).
+def default_params(b: int, m: int, n: int, k: int, threads: int = 1, b2: int = 1, **machine) -> dict:
+    """batch_matmul_tiling parameters for a BxMxNxK f32 batch_matmul (matmul.default_params per chunk);
+    `b2`: the second batch loop's extent (a generic with two: attention's batch x heads).
     `threads` > 1: chunks run in parallel (`thread_chunks`); the block sizes are a chunk's."""
-    threads_b, threads_m, threads_n = thread_chunks(b, m, n, threads)
+    threads_b, threads_b2, threads_m, threads_n = thread_chunks(b, m, n, threads, b2)
     params = matmul.default_params(m // threads_m, n // threads_n, k, **machine)
     params.pop("impl", None)
     params.pop("pack_b", None)   # (batch and transposed-B contractions always pack; epilogue_params decides)
-    chunks = {"threads_b": threads_b, "threads_m": threads_m, "threads": threads_n}
+    chunks = {"threads_b": threads_b, "threads_b2": threads_b2, "threads_m": threads_m, "threads": threads_n}
     return dict(params, **{key: v for key, v in chunks.items() if v > 1})
 
 
-def thread_chunks(b: int, m: int, n: int, threads: int) -> tuple[int, int, int]:
-    """(batch, M, N) chunk counts for `threads` tasks that divide the dims: over the batch where as many
-    batches divide it (each task packs its own operands, no redundant packing), else an M x N grid
-    (matmul_parallel.thread_grid), whichever has more tasks."""
+def thread_chunks(b: int, m: int, n: int, threads: int, b2: int = 1) -> tuple[int, int, int, int]:
+    """(batch, second batch loop, M, N) chunk counts for `threads` tasks that divide the dims: over the
+    batch loops where as many batches divide them (each task packs its own operands, no redundant
+    packing; the second loop takes the tasks the first cannot: 4 x 8 heads on 16 cores, 4 x 4), else an
+    M x N grid (matmul_parallel.thread_grid), whichever has more tasks."""
     if threads <= 1:
-        return 1, 1, 1
+        return 1, 1, 1, 1
     by_batch = max(t for t in range(1, threads + 1) if b % t == 0)
+    by_b2 = max(t for t in range(1, threads // by_batch + 1) if b2 % t == 0)
     tm, tn = thread_grid(m, n, threads)
-    return (by_batch, 1, 1) if by_batch >= tm * tn else (1, tm, tn)
+    return (by_batch, by_b2, 1, 1) if by_batch * by_b2 >= tm * tn else (1, 1, tm, tn)
 
 
 def matmul_transpose_b_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4,

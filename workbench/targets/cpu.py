@@ -350,6 +350,9 @@ class CpuTarget(Target):
         entries = [(spec, dict(params, bufferize=False) if self._bufferizes_itself(spec) else params)
                    for spec, params in cpu_selector.group_same_params(per_op)]
         entries.append((f"{self.pipeline_path_for(self.finish_schedule)}[gen={self.finish_generator}]", {}))
+        if self.machine.usable_cpus > 1:
+            # what bufferization added (pads' fills and copies) split over the cores too
+            entries.append((self.pipeline_path_for(self.split_leftovers_pipeline), {"threads": self.machine.usable_cpus}))
         return entries
 
     def _bufferizes_itself(self, spec: str) -> bool:
@@ -415,6 +418,7 @@ class CpuTarget(Target):
     #: the schedule of bf16 contractions in the VNNI layout (lh-vnni-contractions' lh.vnni generics)
     matmul_vnni_schedule = "cpu/matmul_vnni.py"
     flatten_transfers_pipeline = "cpu/flatten-transfers.yaml"
+    split_leftovers_pipeline = "cpu/split-leftovers.yaml"
 
     def vnni_entry(self, op: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """(spec, params) of the VNNI schedule for an inspected lh.vnni contraction."""
@@ -465,14 +469,15 @@ class CpuTarget(Target):
             return f"{path}[gen=matvec_tiling]", params
         if op["op"] == "linalg.batch_matmul" or (op["op"] == "linalg.generic" and op.get("layout") == "batch"
                                                  and op.get("id")):
-            batch = op.get("batch_dims") or [dims["b"]]   # (several: threads split the first)
-            params = family.default_params(batch[0], dims["m"], dims["n"], dims["k"], threads=threads, **machine)
+            batch = op.get("batch_dims") or [dims["b"]]   # (several: threads split the first two)
+            params = family.default_params(batch[0], dims["m"], dims["n"], dims["k"], threads=threads,
+                                           b2=batch[1] if len(batch) > 1 else 1, **machine)
             if op["op"] == "linalg.generic":
                 params.update(generic=True, op=op["id"])
             if len(batch) > 1:
                 params["batch_dims"] = len(batch)
             init = (op.get("producers") or [-1])[-1]
-            if params.get("threads_b", 1) > 1 and 0 <= init < len(ops) and ops[init].get("op") == "linalg.fill":
+            if max(params.get("threads_b", 1), params.get("threads_b2", 1)) > 1 and 0 <= init < len(ops) and ops[init].get("op") == "linalg.fill":
                 params["fill_init"] = True   # zeroed per chunk and batch, in cache
             return f"{path}[gen=batch_matmul_tiling]", params
         if op.get("layout") == "transpose_b" and (op["op"] == "linalg.matmul" or op.get("id")):

@@ -99,6 +99,13 @@ def _contiguous_copies(module, options: dict) -> None:
     contiguous_copies.contiguous_copies_as_memcpy(module)
 
 
+def _split_leftover_ops(module, options: dict) -> None:
+    from workbench.worker.cpu import leftover_splits
+
+    leftover_splits.split_leftover_ops(module, int(options.get("threads", 1)),
+                                       int(options.get("min-elements", leftover_splits.DEFAULT_MIN_ELEMENTS)))
+
+
 def _split_long_reductions(module, options: dict) -> None:
     from workbench.worker.cpu import reference_sums
 
@@ -476,6 +483,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-outline-loops": (_outline_loops, "functions with many top-level loop nests (an unrolled model) -> each nest in a noinline function of its own {min-loops=64}: LLVM compiles many small functions in linear time, one giant function in superlinear time"),
     "lh-outline-repeated-steps": (_outline_repeated_steps, "on tensors: a run of ops that repeats (an unrolled RNN's time steps, a stack of identical layers) -> one private function called once per repeat {min-repeats=4 min-ops=64}: every later stage compiles one step, not one per repeat (workbench/worker/repeated_steps.py)"),
     "lh-contiguous-copies-as-memcpy": (_contiguous_copies, "linalg.copy between row-major contiguous buffers of one static shape -> memref.copy (one llvm.memcpy, no loop nest to compile: an unrolled RNN's copies into its output; workbench/worker/cpu/contiguous_copies.py)"),
+    "lh-split-leftover-ops": (_split_leftover_ops, "on buffers: large all-parallel linalg ops no schedule touched (what bufferization adds: a tensor.pad's fill and copy, a padded tile's copies in and out) -> scf.forall of {threads=N} chunks of their first loop with N iterations (min-elements=131072: smaller ones stay): run on every core like the scheduled ops, not on one after them (workbench/worker/cpu/leftover_splits.py)"),
     "lh-split-long-reductions": (_split_long_reductions, "on tensors: floating-point reductions of 32k+ elements per output summed into 4096 interleaved partials, then combined (the check's reference: one running sum drifts by percents at 16M elements)"),
     "lh-drop-body-asserts": (_drop_body_asserts, "cf.assert in linalg op bodies erased (torch-mlir's per-element runtime checks, e.g. a reciprocal of zero, where torch gives inf; they keep an op scalar)"),
     "lh-fold-slices-of-concat": (_fold_slices_of_concat, "on tensors: a tensor.extract_slice of a tensor.concat that lies within one operand -> a slice of that operand (no copy of every operand into the whole concatenation; workbench/worker/cpu/slices.py)"),

@@ -86,3 +86,15 @@ def test_select_splits_a_pads_fill_and_copy_over_the_cores_and_the_result_is_rig
     ok(ctx, "apply cpu-lower")
     run = ok(ctx, "run --check --threads 2 --inputs random").data["run"]
     assert run["check"]["passed"], run["check"]
+
+
+def test_a_pass_option_that_is_no_integer_fails_in_one_line_and_changes_nothing(ctx, tmp_path):
+    p = tmp_path / "leftovers.mlir"
+    p.write_text(SMALL_AND_LOOPED)
+    ok(ctx, f"load {p}")
+    for option in ("threads=abc", "min-elements=1e"):
+        res = ctx.registry.dispatch(f"pass lh-split-leftover-ops{{{option}}}", ctx)
+        key, value = option.split("=")
+        assert not res.ok and f"option {key}='{value}' is not an integer" in res.error, res.error
+        assert "\n" not in res.error and "int()" not in res.error
+        assert ctx.session.cursor == 0

@@ -17,6 +17,15 @@ class PyPassError(Exception):
     pass
 
 
+def _int_option(options: dict, key: str, default: int) -> int:
+    """An integer pass option (`{key=N}`), `default` when absent; one clear line when it is not one."""
+    value = options.get(key, default)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"option {key}={value!r} is not an integer") from None
+
+
 def _device_wrapper(module, options: dict) -> None:
     from workbench.worker.cuda import gpu_wrapper
 
@@ -44,7 +53,7 @@ def _parallel_dims_first(module, options: dict) -> None:
 def _linear_map(module, options: dict) -> None:
     from workbench.worker.cuda import linear_map
 
-    linear_map.linear_map(module, int(options.get("threads", 256)))
+    linear_map.linear_map(module, _int_option(options, "threads", 256))
 
 
 def _bf16_compute_f32(module, options: dict) -> None:
@@ -82,15 +91,15 @@ def _contiguous_gather_sources(module, options: dict) -> None:
 def _outline_loops(module, options: dict) -> None:
     from workbench.worker.cpu import outline_loops
 
-    outline_loops.outline_loops(module, int(options.get("min-loops", outline_loops.DEFAULT_MIN_LOOPS)))
+    outline_loops.outline_loops(module, _int_option(options, "min-loops", outline_loops.DEFAULT_MIN_LOOPS))
 
 
 def _outline_repeated_steps(module, options: dict) -> None:
     from workbench.worker import repeated_steps
 
     repeated_steps.outline_repeated_steps(
-        module, int(options.get("min-repeats", repeated_steps.DEFAULT_MIN_REPEATS)),
-        int(options.get("min-ops", repeated_steps.DEFAULT_MIN_OPS)))
+        module, _int_option(options, "min-repeats", repeated_steps.DEFAULT_MIN_REPEATS),
+        _int_option(options, "min-ops", repeated_steps.DEFAULT_MIN_OPS))
 
 
 def _contiguous_copies(module, options: dict) -> None:
@@ -102,8 +111,8 @@ def _contiguous_copies(module, options: dict) -> None:
 def _split_leftover_ops(module, options: dict) -> None:
     from workbench.worker.cpu import leftover_splits
 
-    leftover_splits.split_leftover_ops(module, int(options.get("threads", 1)),
-                                       int(options.get("min-elements", leftover_splits.DEFAULT_MIN_ELEMENTS)))
+    leftover_splits.split_leftover_ops(module, _int_option(options, "threads", 1),
+                                       _int_option(options, "min-elements", leftover_splits.DEFAULT_MIN_ELEMENTS))
 
 
 def _split_long_reductions(module, options: dict) -> None:
@@ -323,7 +332,7 @@ def nvvm_pipeline_text(options: dict) -> str:
     fmt = options.get("format", "isa")
     if fmt not in ("isa", "bin", "fatbin", "llvm", "offload"):
         raise PyPassError(f"format={fmt!r}: expected isa (PTX, JIT-compiled by the driver), bin or fatbin (need ptxas)")
-    opt = int(options.get("opt-level", 3))
+    opt = _int_option(options, "opt-level", 3)
     return (f"builtin.module(gpu-lower-to-nvvm-pipeline{{cubin-chip={chip} cubin-features={features} "
             f"cubin-format={fmt} opt-level={opt}}})")
 
@@ -458,7 +467,7 @@ llvm.func @{STREAM_GETTER}() -> !llvm.ptr {{
 def _cache_gpu_temporaries(module, options: dict) -> None:
     from workbench.worker.cuda.cached_allocs import DEFAULT_MAX_MIB, cache_temporaries
 
-    cache_temporaries(module, int(options.get("max-mib", DEFAULT_MAX_MIB)))
+    cache_temporaries(module, _int_option(options, "max-mib", DEFAULT_MAX_MIB))
 
 
 #: name -> (function(module, options), help)

@@ -115,6 +115,70 @@ class RunLine:
         return out
 
 
+    def tools(self) -> list[list[str]]:
+        """The words of each command of the `|` chain (lit substitutions such as %mlir_runner_utils kept)."""
+        out = []
+        for part in self.command.split("|"):
+            try:
+                out.append(shlex.split(part))
+            except ValueError:
+                out.append(part.split())
+        return [words for words in out if words]
+
+    def runner(self) -> RunnerOptions | None:
+        """What the chain's mlir-runner (mlir-cpu-runner: its old name) is told: entry, result, libraries."""
+        for words in self.tools():
+            if words[0].lstrip("%").endswith(RUNNER_NAMES):
+                return RunnerOptions.parse(words[1:])
+        return None
+
+    def filecheck_prefixes(self) -> list[str] | None:
+        """The check prefixes of the chain's FileCheck (None: the command runs no FileCheck)."""
+        for words in self.tools():
+            if words[0].lstrip("%").endswith("FileCheck"):
+                prefixes: list[str] = []
+                for i, word in enumerate(words[1:], start=1):
+                    name, eq, value = word.lstrip("-").partition("=")
+                    if name in ("check-prefix", "check-prefixes"):
+                        if not eq and i + 1 < len(words):
+                            value = words[i + 1]
+                        prefixes.extend(p for p in value.split(",") if p)
+                return prefixes or ["CHECK"]
+        return None
+
+
+#: the JIT runner's names in RUN lines (mlir-cpu-runner was renamed mlir-runner in LLVM 20)
+RUNNER_NAMES = ("mlir-runner", "mlir-cpu-runner")
+#: lit substitutions of the runtime libraries upstream RUN lines pass to -shared-libs
+_LIB_SUBSTITUTION = re.compile(r"%(?:mlir_lib_dir/lib|mlir_)?(mlir_\w+?)(?:%shlibext|\.so)?$")
+
+
+@dataclass(frozen=True)
+class RunnerOptions:
+    entry: str = "main"                  # -e NAME (mlir-runner's default: main)
+    result: str = "void"                 # -entry-point-result=void|i32|i64|f32
+    shared_libs: tuple[str, ...] = ()    # library names: mlir_c_runner_utils, ... (or paths as written)
+
+    @classmethod
+    def parse(cls, words: list[str]) -> "RunnerOptions":
+        entry, result, libs = "main", "void", []
+        i = 0
+        while i < len(words):
+            name, eq, value = words[i].lstrip("-").partition("=")
+            i += 1
+            if name in ("e", "entry-point-result", "shared-libs") and not eq and i < len(words):
+                value, i = words[i], i + 1
+            if name == "e":
+                entry = value
+            elif name == "entry-point-result":
+                result = value
+            elif name == "shared-libs":
+                for lib in value.split(","):
+                    m = _LIB_SUBSTITUTION.search(lib.strip())
+                    libs.append(m.group(1) if m else lib.strip())
+        return cls(entry, result, tuple(libs))
+
+
 def find_run_lines(text: str) -> list[RunLine]:
     """The `// RUN:` commands of a file (a trailing backslash continues on the next RUN line), with lit's
     `// DEFINE: %{name} = value` / `// REDEFINE:` substitutions expanded as they stand at each RUN line

@@ -1,0 +1,88 @@
+"""`run --filecheck`: the payload file's RUN line says how mlir-runner runs the program (`-e NAME`,
+`-entry-point-result=...`, `-shared-libs=...`) and how FileCheck checks what it prints (`--check-prefix`);
+this reads them and matches the run's printed output against the file's CHECK lines."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from workbench.common import split_input
+from workbench.common.filecheck_output import FileCheckReport, FileCheckUnavailable, filecheck_output
+
+#: -entry-point-result values mlir-runner accepts (JitRunner.cpp): it prints a non-void result itself
+RUNNER_RESULTS = ("void", "i32", "i64", "f32")
+
+
+class FileCheckSetupError(ValueError):
+    """Why `run --filecheck` cannot start (one line)."""
+
+
+@dataclass
+class FileCheckPlan:
+    check_text: str            # the payload file (its chunk's lines, file line numbers kept)
+    check_file: str            # its name, for `file:line` in the report
+    prefixes: list[str]
+    run_line: split_input.RunLine | None
+    runner: split_input.RunnerOptions | None
+
+    def check(self, printed: str) -> FileCheckReport:
+        try:
+            return filecheck_output(self.check_text, printed, self.prefixes, self.check_file)
+        except FileCheckUnavailable as e:
+            raise FileCheckSetupError(str(e))
+
+
+def plan_filecheck(session, prefixes_override: str | None = None, run_line_number: int | None = None) -> FileCheckPlan:
+    """The CHECK lines to match and the runner's options: from RUN line `run_line_number` (1-based among the
+    file's RUN lines) or else the first RUN line that pipes mlir-runner into FileCheck (else the first that
+    runs FileCheck; CHECK when none says otherwise)."""
+    session.require_loaded()
+    path = session.payload_path
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as e:
+        raise FileCheckSetupError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}")
+    runs = split_input.find_run_lines(text)
+    if session.payload_chunk is not None:
+        text = split_input.chunk_text(text, session.payload_chunk, path.name)
+    chosen = None
+    if run_line_number is not None:
+        if not 1 <= run_line_number <= len(runs):
+            raise FileCheckSetupError(f"{path.name} has {len(runs)} RUN line(s), no RUN line {run_line_number}")
+        chosen = runs[run_line_number - 1]
+    else:
+        checked = [r for r in runs if r.filecheck_prefixes() is not None]
+        chosen = next((r for r in checked if r.runner() is not None), checked[0] if checked else None)
+    runner = chosen.runner() if chosen is not None else None
+    if prefixes_override:
+        prefixes = [p for p in prefixes_override.split(",") if p]
+    else:
+        prefixes = (chosen.filecheck_prefixes() if chosen is not None else None) or ["CHECK"]
+    if runner is not None:
+        _check_runner(runner, chosen.number)
+    return FileCheckPlan(text, path.name, prefixes, chosen, runner)
+
+
+def _check_runner(runner: split_input.RunnerOptions, line: int) -> None:
+    """The runner options the workbench cannot honour, as one line: a result kind mlir-runner does not
+    know, a -shared-libs library the MLIR wheels do not ship."""
+    from workbench.common.mlir_libs import MissingRuntimeLibrary, find_runtime_library
+
+    if runner.result not in RUNNER_RESULTS:
+        raise FileCheckSetupError(f"RUN line {line}: -entry-point-result={runner.result} is not one of mlir-runner's "
+                                  f"({', '.join(RUNNER_RESULTS)})")
+    for lib in runner.shared_libs:
+        if "%" in lib or "/" in lib:
+            raise FileCheckSetupError(f"RUN line {line}: -shared-libs names {lib}, a library that is not one of "
+                                      "MLIR's runtime libraries")
+        try:
+            find_runtime_library(lib)
+        except MissingRuntimeLibrary:
+            raise FileCheckSetupError(f"RUN line {line}: -shared-libs library lib{lib}.so is not in the MLIR wheels")
+
+
+def format_runner_result(kind: str, value) -> str:
+    """What mlir-runner prints for an entry's result (`llvm::outs() << res << '\\n'`): integers as they are,
+    f32 through raw_ostream's double format (`%e`: 1.000000e+00)."""
+    if kind == "f32":
+        return f"{float(value):e}\n"
+    return f"{int(value)}\n"

@@ -3,6 +3,7 @@
 this reads them and matches the run's printed output against the file's CHECK lines."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from workbench.common import split_input
@@ -20,13 +21,15 @@ class FileCheckSetupError(ValueError):
 class FileCheckPlan:
     check_text: str            # the payload file (its chunk's lines, file line numbers kept)
     check_file: str            # its name, for `file:line` in the report
-    prefixes: list[str]
+    options: split_input.FileCheckOptions
     run_line: split_input.RunLine | None
     runner: split_input.RunnerOptions | None
 
     def check(self, printed: str) -> FileCheckReport:
+        o = self.options
         try:
-            return filecheck_output(self.check_text, printed, self.prefixes, self.check_file)
+            return filecheck_output(self.check_text, printed, o.prefixes, self.check_file, o.match_full_lines,
+                                    o.strict_whitespace, dict(o.variables))
         except FileCheckUnavailable as e:
             raise FileCheckSetupError(str(e))
 
@@ -50,16 +53,15 @@ def plan_filecheck(session, prefixes_override: str | None = None, run_line_numbe
             raise FileCheckSetupError(f"{path.name} has {len(runs)} RUN line(s), no RUN line {run_line_number}")
         chosen = runs[run_line_number - 1]
     else:
-        checked = [r for r in runs if r.filecheck_prefixes() is not None]
+        checked = [r for r in runs if r.filecheck() is not None]
         chosen = next((r for r in checked if r.runner() is not None), checked[0] if checked else None)
     runner = chosen.runner() if chosen is not None else None
+    options = (chosen.filecheck() if chosen is not None else None) or split_input.FileCheckOptions()
     if prefixes_override:
-        prefixes = [p for p in prefixes_override.split(",") if p]
-    else:
-        prefixes = (chosen.filecheck_prefixes() if chosen is not None else None) or ["CHECK"]
+        options = dataclasses.replace(options, prefixes=tuple(p for p in prefixes_override.split(",") if p))
     if runner is not None:
         _check_runner(runner, chosen.number)
-    return FileCheckPlan(text, path.name, prefixes, chosen, runner)
+    return FileCheckPlan(text, path.name, options, chosen, runner)
 
 
 def _check_runner(runner: split_input.RunnerOptions, line: int) -> None:
@@ -78,11 +80,3 @@ def _check_runner(runner: split_input.RunnerOptions, line: int) -> None:
             find_runtime_library(lib)
         except MissingRuntimeLibrary:
             raise FileCheckSetupError(f"RUN line {line}: -shared-libs library lib{lib}.so is not in the MLIR wheels")
-
-
-def format_runner_result(kind: str, value) -> str:
-    """What mlir-runner prints for an entry's result (`llvm::outs() << res << '\\n'`): integers as they are,
-    f32 through raw_ostream's double format (`%e`: 1.000000e+00)."""
-    if kind == "f32":
-        return f"{float(value):e}\n"
-    return f"{int(value)}\n"

@@ -8,10 +8,12 @@ one failed (the check file's line, the expected text, the output line nearest to
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 DEFAULT_PREFIXES = ("CHECK",)
+_GREEDY_NEXT, _LAZY_NEXT = r"\n?[^\n]*", r"\n?[^\n]*?"
 
 
 class FileCheckUnavailable(RuntimeError):
@@ -87,10 +89,12 @@ def _line_of(content: str, pos: int) -> int:
 
 
 def filecheck_output(check_text: str, output: str, prefixes: list[str] | tuple[str, ...] = DEFAULT_PREFIXES,
-                     check_file: str = "<checks>") -> FileCheckReport:
+                     check_file: str = "<checks>", match_full_lines: bool = False, strict_whitespace: bool = False,
+                     variables: dict[str, str] | None = None) -> FileCheckReport:
     """Match `output` against the CHECK lines (of `prefixes`) in `check_text`, as `FileCheck check_file
-    --check-prefixes=...` reads its standard input."""
+    --check-prefixes=... [--match-full-lines] [--strict-whitespace] [-DVAR=VALUE]` reads its standard input."""
     try:
+        from filecheck.compiler import compile_uops
         from filecheck.error import CheckError, ErrorOnMatch, ParseError
         from filecheck.finput import FInput
         from filecheck.matcher import Matcher
@@ -102,7 +106,9 @@ def filecheck_output(check_text: str, output: str, prefixes: list[str] | tuple[s
         raise FileCheckUnavailable(f"run --filecheck needs the `filecheck` package (pip install filecheck): {e}")
 
     prefixes = list(prefixes) or list(DEFAULT_PREFIXES)
-    opts = Options(match_filename=check_file, check_prefixes=prefixes, dump_input=DumpInputKind.FAIL)
+    opts = Options(match_filename=check_file, check_prefixes=prefixes, dump_input=DumpInputKind.FAIL,
+                   match_full_lines=match_full_lines, strict_whitespace=strict_whitespace,
+                   variables=dict(variables or {}))
     report = FileCheckReport(False, 0, prefixes, check_file)
     try:
         ops = tuple(Parser(opts, io.StringIO(check_text), *pattern_for_opts(opts)))
@@ -119,8 +125,21 @@ def filecheck_output(check_text: str, output: str, prefixes: list[str] | tuple[s
     finput = FInput("<output>", content)
     matcher = Matcher(opts, finput, iter(ops))    # type: ignore[arg-type]
     matcher.stderr = io.StringIO()                # its messages are ours to word
+    def match_next_line(op: CheckOp) -> None:
+        """CHECK-NEXT at the leftmost match on the next line, as LLVM FileCheck: filecheck 1.0.6 compiles it
+        to a greedy `\\n?[^\\n]*PATTERN`, which matched the last occurrence on the line (`CHECK-NEXT: [`
+        then `CHECK-SAME: [36, ...` failed on `[[36, ...`)."""
+        pattern, captures = compile_uops(op, matcher.ctx.live_variables, opts)
+        if pattern.pattern.startswith(_GREEDY_NEXT):
+            pattern = re.compile(_LAZY_NEXT + pattern.pattern[len(_GREEDY_NEXT):], pattern.flags)
+        match = finput.match(pattern)
+        if match is None:
+            raise CheckError(f'Couldn\'t match "{op.arg}".', op)
+        finput.move_to(match.end(0))
+        matcher.capture_results(match, captures, op)
+
     steps = {"DAG": matcher.check_dag, "COUNT": matcher.check_count, "NOT": matcher.enqueue_not,
-             "EMPTY": matcher.check_empty, "NEXT": matcher.match_immediately, "SAME": matcher.match_eventually,
+             "EMPTY": matcher.check_empty, "NEXT": match_next_line, "SAME": matcher.match_eventually,
              "LABEL": matcher.check_label, "CHECK": matcher.match_eventually}
     pending_not: list[CheckOp] = []
     current: CheckOp | None = None

@@ -132,19 +132,39 @@ class RunLine:
                 return RunnerOptions.parse(words[1:])
         return None
 
-    def filecheck_prefixes(self) -> list[str] | None:
-        """The check prefixes of the chain's FileCheck (None: the command runs no FileCheck)."""
+    def filecheck(self) -> FileCheckOptions | None:
+        """The chain's FileCheck options (None: the command runs no FileCheck)."""
         for words in self.tools():
             if words[0].lstrip("%").endswith("FileCheck"):
-                prefixes: list[str] = []
-                for i, word in enumerate(words[1:], start=1):
-                    name, eq, value = word.lstrip("-").partition("=")
-                    if name in ("check-prefix", "check-prefixes"):
-                        if not eq and i + 1 < len(words):
-                            value = words[i + 1]
-                        prefixes.extend(p for p in value.split(",") if p)
-                return prefixes or ["CHECK"]
+                return FileCheckOptions.parse(words[1:])
         return None
+
+
+@dataclass(frozen=True)
+class FileCheckOptions:
+    prefixes: tuple[str, ...] = ("CHECK",)     # --check-prefix / --check-prefixes (default CHECK)
+    match_full_lines: bool = False
+    strict_whitespace: bool = False
+    variables: tuple[tuple[str, str], ...] = ()   # -DNAME=VALUE
+
+    @classmethod
+    def parse(cls, words: list[str]) -> "FileCheckOptions":
+        prefixes: list[str] = []
+        flags = {"match-full-lines": False, "strict-whitespace": False}
+        variables = []
+        for i, word in enumerate(words):
+            if word.startswith("-D") and "=" in word:
+                variables.append(tuple(word[2:].split("=", 1)))
+                continue
+            name, eq, value = word.lstrip("-").partition("=")
+            if name in ("check-prefix", "check-prefixes"):
+                if not eq and i + 1 < len(words):
+                    value = words[i + 1]
+                prefixes.extend(p for p in value.split(",") if p)
+            elif name in flags:
+                flags[name] = True
+        return cls(tuple(prefixes) or ("CHECK",), flags["match-full-lines"], flags["strict-whitespace"],
+                   tuple(variables))
 
 
 #: the JIT runner's names in RUN lines (mlir-cpu-runner was renamed mlir-runner in LLVM 20)

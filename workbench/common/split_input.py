@@ -95,6 +95,14 @@ TEST_PASS_EQUIVALENTS = {
 }
 
 
+#: MemRefToLLVM aborts on memrefs of i1 in the wheels (an assertion: `integralElementType.getWidth() >= 8`;
+#: buffer-deallocation-pipeline's ownership buffers and bool tensors are such memrefs): a RUN line's memref
+#: lowering is preceded by lh-widen-i1-memrefs (one byte per bool, a step of its own; nothing else changes)
+MEMREF_TO_LLVM_PASSES = frozenset({"finalize-memref-to-llvm", "convert-memref-to-llvm"})
+MEMREF_TO_LLVM_PREFIXES = tuple(MEMREF_TO_LLVM_PASSES)
+WIDEN_I1_MEMREFS = "lh-widen-i1-memrefs"
+
+
 @dataclass(frozen=True)
 class RunLine:
     number: int          # 1-based line of the file where the RUN command starts
@@ -268,11 +276,19 @@ def _pipelines_of(args: list[str], line: int) -> list[str]:
             if ONE_SHOT_BUFFERIZE not in passes:
                 passes.append(ONE_SHOT_BUFFERIZE)
             continue
+        if name in MEMREF_TO_LLVM_PASSES and WIDEN_I1_MEMREFS not in passes:
+            passes.extend([SEGMENT_BREAK, WIDEN_I1_MEMREFS, SEGMENT_BREAK])
         if name in TEST_PASS_EQUIVALENTS and not value:   # mlir-opt's test passes: not in the wheels
             equivalent = TEST_PASS_EQUIVALENTS[name]
+            if equivalent.startswith(MEMREF_TO_LLVM_PREFIXES) or ",finalize-memref-to-llvm," in equivalent:
+                if WIDEN_I1_MEMREFS not in passes:
+                    passes.extend([SEGMENT_BREAK, WIDEN_I1_MEMREFS, SEGMENT_BREAK])
             passes.extend([] if not equivalent else [SEGMENT_BREAK, equivalent, SEGMENT_BREAK]
                           if equivalent.startswith("lh-") else [equivalent])
             continue
+        if name.startswith("test-"):
+            raise ChunkError(f"RUN line {line}: -{name} is a pass of mlir-opt's test library (mlir/test/lib), "
+                             "not in the MLIR wheels, and the workbench has no equivalent of it")
         value = value.strip("'\"")
         passes.append(f"{name}{{{value}}}" if value else name)
     if not passes:

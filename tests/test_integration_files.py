@@ -1,0 +1,165 @@
+"""Upstream MLIR integration tests (`mlir-opt ... | mlir-runner -e entry ... | FileCheck %s`, files under
+tests/payloads/integration/, from llvm-project mlir/test/Integration/Dialect/*/CPU): `run --filecheck`
+matches what the program prints against the file's CHECK lines, after the RUN line's passes (`run-line`)
+or after the workbench's own lowering; and the CHECK matcher itself, directive by directive."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import do, ok
+
+INTEGRATION = Path(__file__).parent / "payloads" / "integration"
+
+
+# -- the matcher ------------------------------------------------------------------------------------
+def _fc(checks: str, output: str, **kw):
+    from workbench.common.filecheck_output import filecheck_output
+
+    return filecheck_output(checks, output, check_file="t.mlir", **kw)
+
+
+@pytest.mark.parametrize("checks, output", [
+    ("// CHECK: b\n// CHECK: d\n", "a\nb\nc\nd\n"),
+    ("// CHECK: a\n// CHECK-NEXT: b\n", "a\nb\n"),
+    ("// CHECK: x = \n// CHECK-SAME: 42\n", "x = 42\n"),
+    ("// CHECK: a\n// CHECK-NOT: zzz\n// CHECK: c\n", "a\nb\nc\n"),
+    ("// CHECK-LABEL: @f\n// CHECK: 1\n// CHECK-LABEL: @g\n// CHECK: 2\n", "@f\n1\n@g\n2\n"),
+    ("// CHECK: a\n// CHECK-EMPTY:\n// CHECK-NEXT: b\n", "a\n\nb\n"),
+    ("// CHECK: base@ = {{0x[0-9a-f]+}} rank\n", "base@ = 0x5ab3 rank = 1\n"),
+    ("// CHECK: v = [[V:[0-9]+]]\n// CHECK: again [[V]]\n", "v = 17\nagain 17\n"),
+    ("// CHECK-NEXT{LITERAL}: [[[1, 2]]]\n", "[[[1, 2]]]\n"),
+])
+def test_each_directive_matches_what_it_should(checks, output):
+    report = _fc(checks, output)
+    assert report.passed and report.matched == report.total > 0, report.to_json()
+
+
+@pytest.mark.parametrize("checks, output, line, near", [
+    ("// CHECK: b\n// CHECK: e\n", "a\nb\nc\nd\n", 2, None),
+    ("// CHECK: a\n// CHECK-NEXT: c\n", "a\nb\nc\n", 2, 2),
+    ("// CHECK: x = \n// CHECK-SAME: 43\n", "x = 42\n43\n", 2, None),
+    ("// CHECK: a\n// CHECK-NOT: b\n// CHECK: c\n", "a\nb\nc\n", 2, 2),
+    ("// CHECK-LABEL: @h\n", "@f\n1\n", 1, None),
+    ("// CHECK: a\n// CHECK-EMPTY:\n", "a\nb\n", 2, None),
+    ("// CHECK: v = [[V:[0-9]+]]\n// CHECK: again [[V]]\n", "v = 17\nagain 18\n", 2, None),
+])
+def test_each_directive_fails_where_it_should_and_says_where(checks, output, line, near):
+    report = _fc(checks, output)
+    f = report.first_failure
+    assert not report.passed and f["location"] == f"t.mlir:{line}" and f["line"] == line, report.to_json()
+    assert f["expected"] == checks.splitlines()[line - 1].split(":", 1)[1].strip()
+    assert report.matched == line - 1
+    if near is not None:
+        assert f["nearest_output_line"] == near and f["nearest_output"] == output.splitlines()[near - 1]
+    assert "\n" not in report.summary() and f"t.mlir:{line}" in report.summary()
+
+
+def test_prefixes_full_lines_and_nearest_line():
+    checks = "// A: one\n// B: two\n// CHECK: three\n"
+    assert _fc(checks, "one\ntwo\n", prefixes=["A", "B"]).passed
+    assert not _fc(checks, "one\ntwo\n").passed                    # CHECK: three is not there
+    assert _fc("// CHECK: 1\n", "10\n").passed
+    report = _fc("// CHECK: 1\n", "10\n", match_full_lines=True)
+    assert not report.passed and report.first_failure["nearest_output"] == "10"
+    report = _fc("// CHECK: [1, 2, 3]\n// CHECK-NEXT: [4, 5, 7]\n", "[1, 2, 3]\n[4, 5, 6]\n")
+    assert report.first_failure["nearest_output_line"] == 2, report.to_json()
+    assert "[4, 5, 6]" in report.body("[1, 2, 3]\n[4, 5, 6]\n")
+
+
+def test_check_next_matches_the_first_occurrence_on_the_line():
+    """filecheck 1.0.6 compiles CHECK-NEXT greedily (the last `[` of `[[36, ...`): the CHECK-SAME after it
+    failed on printMemrefF32's first row (upstream test-conv-2d-call.mlir)."""
+    checks = "// CHECK: data =\n// CHECK-NEXT: [\n// CHECK-SAME: [36,   52],\n// CHECK-COUNT-2: [36,   36]\n"
+    output = "data =\n[[36,   52], \n [36,   36], \n [36,   36]]\n"
+    assert _fc(checks, output).passed, _fc(checks, output).to_json()
+
+
+# -- RUN lines ----------------------------------------------------------------------------------------
+def test_runner_and_filecheck_options_of_run_lines():
+    from workbench.common.split_input import find_run_lines
+
+    text = ("// RUN: mlir-opt %s -convert-func-to-llvm | mlir-cpu-runner -e test_zero -entry-point-result=i32 \\\n"
+            "// RUN:   -shared-libs=%mlir_lib_dir/libmlir_c_runner_utils%shlibext,%mlir_runner_utils \\\n"
+            "// RUN: | FileCheck %s --check-prefix=ZERO --match-full-lines\n"
+            "// RUN: mlir-opt %s | FileCheck %s\n")
+    runs = find_run_lines(text)
+    runner = runs[0].runner()
+    assert (runner.entry, runner.result, runner.shared_libs) == ("test_zero", "i32",
+                                                                 ("mlir_c_runner_utils", "mlir_runner_utils"))
+    fc = runs[0].filecheck()
+    assert fc.prefixes == ("ZERO",) and fc.match_full_lines and not fc.strict_whitespace
+    assert runs[1].runner() is None and runs[1].filecheck().prefixes == ("CHECK",)
+
+
+def test_test_library_passes_are_named_and_bool_buffers_are_widened_before_the_memref_lowering():
+    from workbench.common.split_input import ChunkError, find_run_lines
+
+    run = find_run_lines("// RUN: mlir-opt %s -test-linalg-transform-patterns=test-patterns -cse\n")[0]
+    with pytest.raises(ChunkError, match="-test-linalg-transform-patterns is a pass of mlir-opt's test library"):
+        run.mlir_opt_pipelines()
+    run = find_run_lines("// RUN: mlir-opt %s -buffer-deallocation-pipeline -convert-arith-to-llvm "
+                         "-finalize-memref-to-llvm -convert-func-to-llvm\n")[0]
+    assert run.mlir_opt_pipelines() == ["buffer-deallocation-pipeline,convert-arith-to-llvm", "lh-widen-i1-memrefs",
+                                        "finalize-memref-to-llvm,convert-func-to-llvm"]
+
+
+# -- whole files ------------------------------------------------------------------------------------------
+def test_old_run_line_with_bool_ownership_buffers_runs_and_matches(ctx):
+    """buffer-deallocation-pipeline leaves memref<?xi1> ownership buffers: the RUN line's
+    finalize-memref-to-llvm aborted the compile worker (`integralElementType.getWidth() >= 8`)."""
+    ok(ctx, f"load {INTEGRATION / 'linalg-test-collapse-tensor.mlir'}")
+    ok(ctx, "run-line")
+    assert "lh-widen-i1-memrefs" in [a.step.spec for a in ctx.session.active_steps]
+    res = ok(ctx, "run --filecheck --iterations 1")
+    fc = res.data["run"]["filecheck"]
+    assert fc["passed"] and fc["matched"] == fc["total"] == 14, fc
+    assert "filecheck passed (14/14 CHECK lines)" in res.summary and "output line 2" in res.body
+
+
+@pytest.mark.parametrize("run_line, prefix, printed", [(1, "CHECK_TEST_7i32_TO_29", "29"),
+                                                       (3, "CHECK_TEST_7i64_TO_61", "61")])
+def test_entry_with_a_scalar_result_prints_it_as_mlir_runner(ctx, run_line, prefix, printed):
+    """`-e test_7i32_to_29 -entry-point-result=i32`: the RUN line's entry is run and its result printed, on
+    the RUN line's lowering (the lowered program returns i32: `run` refused it) and on the workbench's."""
+    path = INTEGRATION / "math-mathtofuncs_ctlz.mlir"
+    for script in ([f"run-line {run_line}"], []):
+        ok(ctx, f"load {path}")
+        for line in script:
+            ok(ctx, line)
+        run = ok(ctx, f"run --filecheck --run-line {run_line} --iterations 1").data["run"]
+        assert run["stdout"].strip().splitlines()[-1] == printed, run["stdout"]
+        assert run["filecheck"]["passed"] and run["filecheck"]["prefixes"] == [prefix], (script, run["filecheck"])
+
+
+def test_filecheck_failure_is_one_line_naming_the_check_and_the_output(ctx, tmp_path):
+    text = (INTEGRATION / "arith-index-casts.mlir").read_text().replace("CHECK-NEXT: 334", "CHECK-NEXT: 335")
+    path = tmp_path / "index-casts-wrong.mlir"
+    path.write_text(text)
+    ok(ctx, f"load {path}")
+    res = do(ctx, "run --filecheck --iterations 1")
+    assert not res.ok and "\n" not in res.error, res.error
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "CHECK-NEXT: 335" in t)
+    assert f"index-casts-wrong.mlir:{line}: CHECK-NEXT: '335'" in res.error and "'334'" in res.error, res.error
+    fc = res.data["run"]["filecheck"]
+    assert fc["matched"] == 7 and fc["total"] == 8 and fc["first_failure"]["nearest_output"] == "334"
+    res = do(ctx, "run --filecheck --check-prefixes NOPE --iterations 1")
+    assert not res.ok and "no NOPE lines" in res.error
+
+
+def test_run_line_with_a_library_the_wheels_lack_says_so(ctx, tmp_path):
+    path = tmp_path / "sme.mlir"
+    path.write_text("// RUN: mlir-opt %s | mlir-runner -e main -entry-point-result=void "
+                    "-shared-libs=%mlir_arm_sme_abi_stubs,%native_mlir_runner_utils | FileCheck %s\n"
+                    "func.func @main() {\n  return\n}\n// CHECK: x\n")
+    ok(ctx, f"load {path}")
+    res = do(ctx, "run --filecheck")
+    assert not res.ok and "\n" not in res.error
+    assert "-shared-libs" in res.error and "native_mlir_runner_utils" in res.error, res.error
+
+
+def test_checks_with_count_and_next_on_printed_memrefs(ctx):
+    ok(ctx, f"load {INTEGRATION / 'linalg-test-conv-2d-call.mlir'}")
+    fc = ok(ctx, "run --filecheck --iterations 1").data["run"]["filecheck"]
+    assert fc["passed"] and fc["total"] == 5, fc

@@ -163,3 +163,24 @@ def test_checks_with_count_and_next_on_printed_memrefs(ctx):
     ok(ctx, f"load {INTEGRATION / 'linalg-test-conv-2d-call.mlir'}")
     fc = ok(ctx, "run --filecheck --iterations 1").data["run"]["filecheck"]
     assert fc["passed"] and fc["total"] == 5, fc
+
+
+def test_runner_on_a_compiled_file_takes_the_run_line_that_wrote_it(ctx, tmp_path):
+    """`RUN: %{compile}` (mlir-opt ... -o %t) then `RUN: %{run} | FileCheck %s` (mlir-runner %t -e NAME):
+    `run-line 2` failed ("runs no mlir-opt"); it applies line 1's passes, and --filecheck runs @NAME."""
+    from workbench.common.split_input import compiling_run_line, find_run_lines
+
+    text = ("// DEFINE: %{compile} = mlir-opt %s -test-lower-to-llvm -o %t\n"
+            "// DEFINE: %{run} = mlir-runner %t -e probe -entry-point-result=void -shared-libs=%mlir_c_runner_utils\n"
+            "// RUN: %{compile}\n// RUN: %{run} | FileCheck %s\n"
+            "func.func @probe() {\n  %c = arith.constant dense<[7, 9]> : vector<2xi32>\n"
+            "  vector.print %c : vector<2xi32>\n  return\n}\n// CHECK: ( 7, 9 )\n")
+    runs = find_run_lines(text)
+    assert compiling_run_line(runs, runs[1]) is runs[0] and compiling_run_line(runs, runs[0]) is runs[0]
+    path = tmp_path / "compile_then_run.mlir"
+    path.write_text(text)
+    ok(ctx, f"load {path}")
+    ok(ctx, "run-line 2")
+    assert "llvm.func @probe" in ctx.session.current_ir
+    run = ok(ctx, "run --filecheck --iterations 1").data["run"]
+    assert run["entry"] == "probe" and run["filecheck"]["passed"], run

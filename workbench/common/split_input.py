@@ -207,6 +207,33 @@ class RunnerOptions:
         return cls(entry, result, tuple(libs))
 
 
+def compiling_run_line(runs: list[RunLine], run: RunLine) -> RunLine:
+    """The RUN line whose mlir-opt compiles what `run` runs: `run` itself, or, where its chain starts with
+    the runner on a file (`RUN: mlir-runner %t -e ...` after `RUN: mlir-opt %s ... -o %t`, as upstream's
+    `%{compile}` / `%{run}` pairs write it), the last earlier RUN line whose mlir-opt writes that file."""
+    tools = run.tools()
+    if not tools or tools[0][0].lstrip("%").endswith("mlir-opt"):
+        return run
+    if not tools[0][0].lstrip("%").endswith(RUNNER_NAMES):
+        return run
+    inputs = [w for w in tools[0][1:] if not w.startswith("-")][:1]
+    for earlier in reversed([r for r in runs if r.number < run.number]):
+        words = earlier.tools()[-1] if earlier.tools() else []
+        if words and words[0].lstrip("%").endswith("mlir-opt") and _output_file(words) in inputs:
+            return earlier
+    return run
+
+
+def _output_file(words: list[str]) -> str | None:
+    """The file an mlir-opt command writes (`-o FILE`, `-o=FILE`)."""
+    for i, word in enumerate(words):
+        if word in ("-o", "--o") and i + 1 < len(words):
+            return words[i + 1]
+        if word.startswith(("-o=", "--o=")):
+            return word.split("=", 1)[1]
+    return None
+
+
 def find_run_lines(text: str) -> list[RunLine]:
     """The `// RUN:` commands of a file (a trailing backslash continues on the next RUN line), with lit's
     `// DEFINE: %{name} = value` / `// REDEFINE:` substitutions expanded as they stand at each RUN line

@@ -103,6 +103,9 @@ def test_test_library_passes_are_named_and_bool_buffers_are_widened_before_the_m
                          "-finalize-memref-to-llvm -convert-func-to-llvm\n")[0]
     assert run.mlir_opt_pipelines() == ["buffer-deallocation-pipeline,convert-arith-to-llvm", "lh-widen-i1-memrefs",
                                         "finalize-memref-to-llvm,convert-func-to-llvm"]
+    old = find_run_lines("// RUN: mlir-opt %s -convert-linalg-to-loops --convert-memref-to-llvm -convert-func-to-llvm\n")[0]
+    assert old.mlir_opt_pipelines() == ["convert-linalg-to-loops", "lh-widen-i1-memrefs",   # (renamed in LLVM 17)
+                                        "finalize-memref-to-llvm,convert-func-to-llvm"]
 
 
 # -- whole files ------------------------------------------------------------------------------------------

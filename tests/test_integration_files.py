@@ -187,3 +187,30 @@ def test_runner_on_a_compiled_file_takes_the_run_line_that_wrote_it(ctx, tmp_pat
     assert "llvm.func @probe" in ctx.session.current_ir
     run = ok(ctx, "run --filecheck --iterations 1").data["run"]
     assert run["entry"] == "probe" and run["filecheck"]["passed"], run
+
+
+def test_runtime_verification_reports_every_failed_check_and_goes_on(ctx):
+    """-test-cf-assert (mlir-opt's test pass: a failed cf.assert prints its message and the program goes on)
+    ran as nothing, so the first failed check aborted the program; `-shared-libs=%tlir_runner_utils` (lit
+    expands %t first: a file that does not exist, which mlir-runner skips) was refused."""
+    ok(ctx, f"load {INTEGRATION / 'tensor-extract-runtime-verification.mlir'}")
+    ok(ctx, "run-line 1")
+    assert "lh-report-failed-asserts" in [a.step.spec for a in ctx.session.active_steps]
+    run = ok(ctx, "run --filecheck --iterations 1").data["run"]
+    assert run["stdout"].count("ERROR: Runtime op verification failed") == 3, run["stdout"]
+    assert run["filecheck"]["passed"] and run["filecheck"]["total"] == 15, run["filecheck"]
+
+
+def test_failed_asserts_are_reported_in_place():
+    from mlir import ir
+
+    from workbench.worker.report_asserts import report_failed_asserts
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse('func.func @f(%a: i1, %b: i1) {\n  cf.assert %a, "bad \\"a\\"\\n"\n'
+                                 '  cf.assert %b, "bad b"\n  cf.assert %a, "bad \\"a\\"\\n"\n  return\n}\n')
+        assert report_failed_asserts(module) == 3
+        module.operation.verify()
+        text = str(module)
+    assert "cf.assert" not in text and text.count("llvm.call @_lh_assert_report_0(") == 2
+    assert "llvm.call @puts" in text and 'bad \\22a\\22\\0A\\00' in text

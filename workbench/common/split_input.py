@@ -85,7 +85,7 @@ TEST_PASS_EQUIVALENTS = {
     "convert-linalg-to-llvm": "",   # removed (linalg ops reach LLVM through loops; its RUN lines lower them first)
     "buffer-deallocation": "buffer-deallocation-pipeline",   # removed: the pipeline replaced it
     "convert-memref-to-llvm": "finalize-memref-to-llvm",     # renamed (LLVM 17)
-    "test-cf-assert": "",   # cf.assert reports and goes on instead of aborting: without it a failing assert aborts
+    "test-cf-assert": "lh-report-failed-asserts",   # a failed cf.assert prints its message and the program goes on
     "test-transform-dialect-erase-schedule": "lh-erase-transform-schedules",
     # mlir/test/lib/Dialect/LLVM/TestLowerToLLVM.cpp, pass for pass
     "test-lower-to-llvm": ("func.func(convert-vector-to-scf,convert-linalg-to-loops),lower-affine,convert-scf-to-cf,"

@@ -145,6 +145,7 @@ def test_filecheck_failure_is_one_line_naming_the_check_and_the_output(ctx, tmp_
     assert not res.ok and "\n" not in res.error, res.error
     line = next(i for i, t in enumerate(text.splitlines(), 1) if "CHECK-NEXT: 335" in t)
     assert f"index-casts-wrong.mlir:{line}: CHECK-NEXT: '335'" in res.error and "'334'" in res.error, res.error
+    assert "own lowering ran, not the RUN line's passes: `run-line 1` applies them" in res.error   # no step applied
     fc = res.data["run"]["filecheck"]
     assert fc["matched"] == 7 and fc["total"] == 8 and fc["first_failure"]["nearest_output"] == "334"
     res = do(ctx, "run --filecheck --check-prefixes NOPE --iterations 1")

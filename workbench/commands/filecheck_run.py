@@ -25,6 +25,21 @@ class FileCheckPlan:
     run_line: split_input.RunLine | None
     runner: split_input.RunnerOptions | None
 
+    def own_lowering_hint(self, session) -> str:
+        """When no step was applied, the program ran through the workbench's own lowering, not the RUN
+        line's passes (which may be what prints the checked text: -generate-runtime-verification): say so."""
+        if session.cursor > 0 or self.run_line is None:
+            return ""
+        runs = split_input.find_run_lines(session.payload_path.read_text())
+        number = next((i for i, r in enumerate(runs, start=1) if r.number == self.run_line.number), None)
+        try:
+            compiling = split_input.compiling_run_line(runs, self.run_line).mlir_opt_pipelines()
+        except split_input.ChunkError:
+            compiling = []
+        if not compiling or number is None:
+            return ""
+        return f" (the workbench's own lowering ran, not the RUN line's passes: `run-line {number}` applies them)"
+
     def check(self, printed: str) -> FileCheckReport:
         o = self.options
         try:

@@ -174,7 +174,7 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
         res.error = "check failed: " + summary.split("; check ")[-1]
     elif filecheck is not None and not filecheck.passed:
         res.ok = False
-        res.error = filecheck.summary()
+        res.error = filecheck.summary() + plan.own_lowering_hint(s)
     elif exp is not None and not exp["passed"]:
         res.ok = False
         res.error = f"check failed: outputs differ from {_expected_name(exp)}: " + summary.split("; vs ")[-1]

@@ -215,3 +215,28 @@ def test_failed_asserts_are_reported_in_place():
         text = str(module)
     assert "cf.assert" not in text and text.count("llvm.call @_lh_assert_report_0(") == 2
     assert "llvm.call @puts" in text and 'bad \\22a\\22\\0A\\00' in text
+
+
+F32_RESULT = """\
+// RUN: mlir-opt %s -convert-arith-to-llvm -convert-func-to-llvm -reconcile-unrealized-casts | \\
+// RUN:   mlir-runner -e half_of_five -entry-point-result=f32 | FileCheck %s
+func.func @half_of_five() -> f32 {
+  %c = arith.constant 2.5 : f32
+  return %c : f32
+}
+// CHECK: 2.500000e+00
+"""
+
+
+def test_f32_entry_result_is_printed_in_mlir_runners_format(ctx, tmp_path):
+    """mlir-runner prints an f32 result with raw_ostream's %e (2.500000e+00), after the RUN line's lowering
+    (a lowered program returning f32: `run` refused it) and after the workbench's own."""
+    path = tmp_path / "f32_result.mlir"
+    path.write_text(F32_RESULT)
+    for script in (["run-line"], []):
+        ok(ctx, f"load {path}")
+        for line in script:
+            ok(ctx, line)
+        run = ok(ctx, "run --filecheck --iterations 1").data["run"]
+        assert run["entry"] == "half_of_five" and run["stdout"].strip() == "2.500000e+00", (script, run["stdout"])
+        assert run["filecheck"]["passed"]

@@ -4,7 +4,9 @@ LLVM's FileCheck matches them (upstream integration tests: `mlir-opt ... | mlir-
 The matching is the `filecheck` package's (a Python port of LLVM FileCheck: CHECK, -NEXT, -SAME, -NOT,
 -LABEL, -EMPTY, -DAG, -COUNT, `{{regex}}`, `[[VAR:regex]]` / `[[VAR]]`, `{LITERAL}`); this module runs
 its matcher directive by directive to say which output line each CHECK line matched, or where the first
-one failed (the check file's line, the expected text, the output line nearest to it)."""
+one failed (the check file's line, the expected text, the output line nearest to it). It drives the
+package's Matcher step by step (its per-directive methods and _pre_check / _post_check, the loop of
+Matcher.run): hence the pin below 1.1 in pyproject.toml."""
 from __future__ import annotations
 
 import io
@@ -14,6 +16,9 @@ from typing import Any
 
 DEFAULT_PREFIXES = ("CHECK",)
 _GREEDY_NEXT, _LAZY_NEXT = r"\n?[^\n]*", r"\n?[^\n]*?"
+#: why a directive did not match, by its kind (CHECK, CHECK-DAG, CHECK-COUNT: not found at all)
+_NOT_MATCHED = {"NEXT": "not on the line after the previous match", "SAME": "not on the same line as the previous match",
+                "EMPTY": "the next output line is not empty", "LABEL": "label not found in the output"}
 
 
 class FileCheckUnavailable(RuntimeError):
@@ -125,6 +130,7 @@ def filecheck_output(check_text: str, output: str, prefixes: list[str] | tuple[s
     finput = FInput("<output>", content)
     matcher = Matcher(opts, finput, iter(ops))    # type: ignore[arg-type]
     matcher.stderr = io.StringIO()                # its messages are ours to word
+
     def match_next_line(op: CheckOp) -> None:
         """CHECK-NEXT at the leftmost match on the next line, as LLVM FileCheck: filecheck 1.0.6 compiles it
         to a greedy `\\n?[^\\n]*PATTERN`, which matched the last occurrence on the line (`CHECK-NEXT: [`
@@ -170,14 +176,7 @@ def filecheck_output(check_text: str, output: str, prefixes: list[str] | tuple[s
                                         content, e.match.start(0))
     except CheckError as e:
         op = e.op if e.op is not None else current
-        message = "not found in the output" if op.name != "NEXT" else "not on the line after the previous match"
-        if op.name == "EMPTY":
-            message = "the next output line is not empty"
-        elif op.name == "LABEL":
-            message = "label not found in the output"
-        elif op.name == "SAME":
-            message = "not on the same line as the previous match"
-        prefix_match = None
+        message = _NOT_MATCHED.get(op.name, "not found in the output")
         try:
             prefix_match = matcher.find_prefix_match_for(op)
         except Exception:       # a best-effort hint only (variables of the failed line may be undefined)

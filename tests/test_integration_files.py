@@ -240,3 +240,19 @@ def test_f32_entry_result_is_printed_in_mlir_runners_format(ctx, tmp_path):
         run = ok(ctx, "run --filecheck --iterations 1").data["run"]
         assert run["entry"] == "half_of_five" and run["stdout"].strip() == "2.500000e+00", (script, run["stdout"])
         assert run["filecheck"]["passed"]
+
+
+def test_missing_runtime_function_is_named(ctx, tmp_path):
+    """A program calling a function no runtime library defines failed with "RuntimeError: Unknown function
+    _lh_call" (the JIT could not link the wrapper); the function is named now."""
+    path = tmp_path / "missing_function.mlir"
+    path.write_text("// RUN: mlir-opt %s -convert-func-to-llvm | mlir-runner -e main -entry-point-result=void\n"
+                    "func.func private @printNothingKnown(i64)\nfunc.func @main() {\n"
+                    "  %c = arith.constant 3 : i64\n  call @printNothingKnown(%c) : (i64) -> ()\n  return\n}\n")
+    for script in (["run-line"], []):
+        ok(ctx, f"load {path}")
+        for line in script:
+            ok(ctx, line)
+        res = do(ctx, "run --iterations 1")
+        assert not res.ok and "\n" not in res.error, res.error
+        assert "missing runtime function @printNothingKnown" in res.error and "libmlir_c_runner_utils.so" in res.error

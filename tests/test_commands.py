@@ -87,7 +87,8 @@ def test_help_for_every_command(ctx, reg):
 
 
 FREE_TEXT_FLAGS = {"--entry", "--study", "--params", "--ranges", ("asm", "--grep"),
-                   ("import", "--inputs"), ("import", "--name")}  # shape specs, a file stem
+                   ("import", "--inputs"), ("import", "--name"),
+                   ("run", "--check-prefixes")}  # shape specs, a file stem, FileCheck prefixes
 
 
 def test_completion_hints_present_for_every_argument():

@@ -43,6 +43,9 @@ class RunOptions:
     expect: list[Path] = field(default_factory=list)   # expected outputs given by hand (`--expect`)
     inputs_given: bool = False   # --inputs / --npy given: the sidecar's inputs are not the default
     profile: bool = False        # `run --profile`: time each top-level op of the payload (lh-profile-regions)
+    #: `run --filecheck` of a RUN line with `-entry-point-result=i32|i64|f32`: the entry's scalar result is
+    #: printed after what the program prints, as mlir-runner prints it ("" / "void": nothing)
+    print_result: str = ""
 
 
 def expected_for(session: Session, opts: RunOptions) -> tuple[ExpectedOutputs | None, dict[int, Path]]:
@@ -144,7 +147,8 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         report["error"] = str(e)
         return report
     # a program (no outputs: an upstream test's @main that prints its results) is called for what it prints
-    call = opts.check or opts.save_outputs is not None or expected is not None or not meta["outputs"]
+    call = (opts.check or opts.save_outputs is not None or expected is not None or not meta["outputs"]
+            or opts.print_result not in ("", "void"))
     ans = target.execute(_artifact(prepared), meta, inputs, call=call, bench=True, timeout=opts.timeout,
                          threads=opts.threads)
     if not ans["ok"]:
@@ -159,6 +163,9 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         report["profile"] = ans["profile"]
     if ans.get("stdout"):
         report["stdout"] = ans["stdout"]   # what the plain call printed (printMemrefF32, printf)
+    if opts.print_result not in ("", "void") and meta["outputs"] and "args_after" in ans:
+        report["stdout"] = report.get("stdout", "") + runner_printed_result(
+            opts.print_result, select_outputs(meta, ans["args_after"], ans["outputs"]))
     times = ans["times"]
     report.update(ans.get("report") or {})  # target-specific additions (e.g. per-rank times)
     report.update(Timing(times).to_json())
@@ -179,6 +186,15 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         if report["check"].get("error"):
             report["error"] = report["check"]["error"]
     return report
+
+
+def runner_printed_result(kind: str, outputs: list) -> str:
+    """What mlir-runner prints after an entry with `-entry-point-result=KIND` returns (JitRunner.cpp:
+    `llvm::outs() << res << '\\n'`): an integer as it is, an f32 in raw_ostream's `%e` form (2.000000e+00)."""
+    if len(outputs) != 1 or outputs[0].size != 1:
+        return ""
+    value = outputs[0].reshape(-1)[0]
+    return f"{float(value):e}\n" if kind == "f32" else f"{int(value)}\n"
 
 
 def profile_base(session: Session) -> str:

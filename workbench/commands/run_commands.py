@@ -97,20 +97,39 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
             s.select_target(a["target"])
         except SessionError as e:
             return Result.failure(str(e))
+    plan = None
+    if a.get("filecheck") or a.get("check_prefixes"):
+        from workbench.commands.filecheck_run import FileCheckSetupError, plan_filecheck
+
+        try:
+            plan = plan_filecheck(s, a.get("check_prefixes"), a.get("run_line"))
+        except (SessionError, FileCheckSetupError) as e:
+            return Result.failure(f"run --filecheck: {e}")
     if a.get("ranges"):
         s.input_ranges.update(_parse_ranges(a["ranges"]))  # recorded: later runs and the saved session use them
     opts = RunOptions(check=a["check"], inputs=a.get("inputs") or "random", seed=a.get("seed") or 0,
                       npy=_parse_npy(a.get("npy")), threads=a.get("threads"),
                       timeout=a.get("timeout") or 120.0, warmup=a.get("warmup"), iterations=a.get("iterations"),
-                      entry=a.get("entry") or "",
+                      entry=a.get("entry") or _runner_entry(s, plan),
                       save_outputs=Path(a["save_outputs"]) if a.get("save_outputs") else None,
                       ranks=a.get("ranks"), expect=[Path(f) for f in (a.get("expect") or "").split(",") if f],
-                      inputs_given=bool(a.get("inputs") or a.get("npy")), profile=bool(a.get("profile")))
+                      inputs_given=bool(a.get("inputs") or a.get("npy")), profile=bool(a.get("profile")),
+                      print_result=plan.runner.result if plan is not None and plan.runner is not None else "")
     ctx.progress(f"lowering and running on {s.target_name} ...")
     try:
         report = run_current(s, opts)
     except SessionError as e:
         return Result.failure(str(e), e.detail or None)
+    filecheck = None
+    if plan is not None and not report["error"]:
+        from workbench.commands.filecheck_run import FileCheckSetupError
+
+        try:
+            filecheck = plan.check(report.get("stdout") or "")
+        except FileCheckSetupError as e:
+            report["error"] = f"run --filecheck: {e}"
+        else:
+            report["filecheck"] = filecheck.to_json()
     s.last_run = {k: v for k, v in report.items() if k not in ("detail",)}
     if report["error"]:
         return Result(False, report["error"], kind="run", error=report["error"], detail=report.get("detail"),
@@ -136,8 +155,12 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
             ["mean", _fmt_s(report["mean_s"])], ["stddev", _fmt_s(report["stddev_s"])]]
     if report["gflops"]:
         rows.append(["GFLOP/s", f"{report['gflops']:.2f}"])
+    if filecheck is not None:
+        summary += "; " + filecheck.summary()
     printed = report.get("stdout")
     body = [f"printed by @{report['entry']}:\n{printed}"] if printed else []
+    if filecheck is not None:
+        body.append(filecheck.body(printed or ""))
     if report.get("profile"):
         body.append(profile_text(report["profile"]))
     res = Result(True, summary, kind="table", data={"run": s.last_run,
@@ -149,10 +172,26 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
     if chk is not None and not chk["passed"]:
         res.ok = False
         res.error = "check failed: " + summary.split("; check ")[-1]
+    elif filecheck is not None and not filecheck.passed:
+        res.ok = False
+        res.error = filecheck.summary() + plan.own_lowering_hint(s)
     elif exp is not None and not exp["passed"]:
         res.ok = False
         res.error = f"check failed: outputs differ from {_expected_name(exp)}: " + summary.split("; vs ")[-1]
     return res
+
+
+def _runner_entry(session, plan) -> str:
+    """The entry the RUN line's mlir-runner calls (`-e NAME`), where the module defines it (the
+    workbench's own choice otherwise: the runner's default @main may not exist)."""
+    if plan is None or plan.runner is None:
+        return ""
+    name = plan.runner.entry
+    try:
+        functions = {f["name"] for f in session.inspect(session.cursor).get("funcs", []) if not f["declaration"]}
+    except (SessionError, KeyError, TypeError):
+        return name
+    return name if not functions or name in functions else ""
 
 
 def cmd_asm(ctx: CommandContext, a: Args) -> Result:
@@ -241,6 +280,13 @@ def register(reg: Registry) -> None:
               complete="path:.npy"),
          Flag("--save-outputs", "write inputN.npy / outputN.npy (and referenceN.npy with --check) here", True,
               complete="path:"),
+         Flag("--filecheck", "match what the program prints against the payload file's CHECK lines, as the RUN "
+              "line's FileCheck does (filecheck: CHECK, -NEXT, -SAME, -NOT, -LABEL, -EMPTY, {{regex}}, [[VAR:re]]); "
+              "the runner's -e NAME is the entry"),
+         Flag("--check-prefixes", "FileCheck prefixes for --filecheck (default: the RUN line's, else CHECK)", True,
+              metavar="A,B"),
+         Flag("--run-line", "the RUN line (1-based) whose mlir-runner / FileCheck options --filecheck follows "
+              "(default: the first that pipes mlir-runner into FileCheck)", True, type="int"),
          Flag("--profile", "time each top-level op of the payload (loop nests after scheduling, linalg ops, "
               "calls) and list them by time per call (cpu)")],
         details="Without a `bench` step, run inserts the benchmark wrapper at the end. The module is lowered "

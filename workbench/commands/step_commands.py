@@ -59,7 +59,7 @@ def cmd_run_line(ctx: CommandContext, a: Args) -> Result:
     if not 1 <= number <= len(runs):
         return Result.failure(f"{s.payload_path.name} has {len(runs)} RUN line{'s' if len(runs) != 1 else ''} "
                               f"({listing}), no RUN line {number}")
-    run = runs[number - 1]
+    run = split_input.compiling_run_line(runs, runs[number - 1])   # `mlir-runner %t`: the line that wrote %t
     try:
         pipelines = run.mlir_opt_pipelines()
     except split_input.ChunkError as e:

@@ -84,7 +84,8 @@ ONE_SHOT_BUFFERIZE = "one-shot-bufferize{bufferize-function-boundaries}"
 TEST_PASS_EQUIVALENTS = {
     "convert-linalg-to-llvm": "",   # removed (linalg ops reach LLVM through loops; its RUN lines lower them first)
     "buffer-deallocation": "buffer-deallocation-pipeline",   # removed: the pipeline replaced it
-    "test-cf-assert": "",   # cf.assert reports and goes on instead of aborting: without it a failing assert aborts
+    "convert-memref-to-llvm": "finalize-memref-to-llvm",     # renamed (LLVM 17)
+    "test-cf-assert": "lh-report-failed-asserts",   # a failed cf.assert prints its message and the program goes on
     "test-transform-dialect-erase-schedule": "lh-erase-transform-schedules",
     # mlir/test/lib/Dialect/LLVM/TestLowerToLLVM.cpp, pass for pass
     "test-lower-to-llvm": ("func.func(convert-vector-to-scf,convert-linalg-to-loops),lower-affine,convert-scf-to-cf,"
@@ -93,6 +94,14 @@ TEST_PASS_EQUIVALENTS = {
                            "convert-arith-to-llvm,convert-index-to-llvm,finalize-memref-to-llvm,convert-func-to-llvm,"
                            "convert-cf-to-llvm,reconcile-unrealized-casts"),
 }
+
+
+#: MemRefToLLVM aborts on memrefs of i1 in the wheels (an assertion: `integralElementType.getWidth() >= 8`;
+#: buffer-deallocation-pipeline's ownership buffers and bool tensors are such memrefs): a RUN line's memref
+#: lowering is preceded by lh-widen-i1-memrefs (one byte per bool, a step of its own; nothing else changes)
+MEMREF_TO_LLVM_PASSES = frozenset({"finalize-memref-to-llvm", "convert-memref-to-llvm"})
+MEMREF_TO_LLVM_PREFIXES = tuple(MEMREF_TO_LLVM_PASSES)
+WIDEN_I1_MEMREFS = "lh-widen-i1-memrefs"
 
 
 @dataclass(frozen=True)
@@ -113,6 +122,117 @@ class RunLine:
                 break
             out.extend(_pipelines_of(words[1:], self.number))
         return out
+
+
+    def tools(self) -> list[list[str]]:
+        """The words of each command of the `|` chain (lit substitutions such as %mlir_runner_utils kept)."""
+        out = []
+        for part in self.command.split("|"):
+            try:
+                out.append(shlex.split(part))
+            except ValueError:
+                out.append(part.split())
+        return [words for words in out if words]
+
+    def runner(self) -> RunnerOptions | None:
+        """What the chain's mlir-runner (mlir-cpu-runner: its old name) is told: entry, result, libraries."""
+        for words in self.tools():
+            if words[0].lstrip("%").endswith(RUNNER_NAMES):
+                return RunnerOptions.parse(words[1:])
+        return None
+
+    def filecheck(self) -> FileCheckOptions | None:
+        """The chain's FileCheck options (None: the command runs no FileCheck)."""
+        for words in self.tools():
+            if words[0].lstrip("%").endswith("FileCheck"):
+                return FileCheckOptions.parse(words[1:])
+        return None
+
+
+@dataclass(frozen=True)
+class FileCheckOptions:
+    prefixes: tuple[str, ...] = ("CHECK",)     # --check-prefix / --check-prefixes (default CHECK)
+    match_full_lines: bool = False
+    strict_whitespace: bool = False
+    variables: tuple[tuple[str, str], ...] = ()   # -DNAME=VALUE
+
+    @classmethod
+    def parse(cls, words: list[str]) -> "FileCheckOptions":
+        prefixes: list[str] = []
+        flags = {"match-full-lines": False, "strict-whitespace": False}
+        variables = []
+        for i, word in enumerate(words):
+            if word.startswith("-D") and "=" in word:
+                variables.append(tuple(word[2:].split("=", 1)))
+                continue
+            name, eq, value = word.lstrip("-").partition("=")
+            if name in ("check-prefix", "check-prefixes"):
+                if not eq and i + 1 < len(words):
+                    value = words[i + 1]
+                prefixes.extend(p for p in value.split(",") if p)
+            elif name in flags:
+                flags[name] = True
+        return cls(tuple(prefixes) or ("CHECK",), flags["match-full-lines"], flags["strict-whitespace"],
+                   tuple(variables))
+
+
+#: the JIT runner's names in RUN lines (mlir-cpu-runner was renamed mlir-runner in LLVM 20)
+RUNNER_NAMES = ("mlir-runner", "mlir-cpu-runner")
+#: lit substitutions of the runtime libraries upstream RUN lines pass to -shared-libs
+_LIB_SUBSTITUTION = re.compile(r"%(?:mlir_lib_dir/lib|mlir_)?(mlir_\w+?)(?:%shlibext|\.so)?$")
+
+
+@dataclass(frozen=True)
+class RunnerOptions:
+    entry: str = "main"                  # -e NAME (mlir-runner's default: main)
+    result: str = "void"                 # -entry-point-result=void|i32|i64|f32
+    shared_libs: tuple[str, ...] = ()    # library names: mlir_c_runner_utils, ... (or paths as written)
+
+    @classmethod
+    def parse(cls, words: list[str]) -> "RunnerOptions":
+        entry, result, libs = "main", "void", []
+        i = 0
+        while i < len(words):
+            name, eq, value = words[i].lstrip("-").partition("=")
+            i += 1
+            if name in ("e", "entry-point-result", "shared-libs") and not eq and i < len(words):
+                value, i = words[i], i + 1
+            if name == "e":
+                entry = value
+            elif name == "entry-point-result":
+                result = value
+            elif name == "shared-libs":
+                for lib in value.split(","):
+                    m = _LIB_SUBSTITUTION.search(lib.strip())
+                    libs.append(m.group(1) if m else lib.strip())
+        return cls(entry, result, tuple(libs))
+
+
+def compiling_run_line(runs: list[RunLine], run: RunLine) -> RunLine:
+    """The RUN line whose mlir-opt compiles what `run` runs: `run` itself, or, where its chain starts with
+    the runner on a file (`RUN: mlir-runner %t -e ...` after `RUN: mlir-opt %s ... -o %t`, as upstream's
+    `%{compile}` / `%{run}` pairs write it), the last earlier RUN line whose mlir-opt writes that file."""
+    tools = run.tools()
+    if not tools or tools[0][0].lstrip("%").endswith("mlir-opt"):
+        return run
+    if not tools[0][0].lstrip("%").endswith(RUNNER_NAMES):
+        return run
+    inputs = [w for w in tools[0][1:] if not w.startswith("-")][:1]
+    for earlier in reversed([r for r in runs if r.number < run.number]):
+        words = earlier.tools()[-1] if earlier.tools() else []
+        if words and words[0].lstrip("%").endswith("mlir-opt") and _output_file(words) in inputs:
+            return earlier
+    return run
+
+
+def _output_file(words: list[str]) -> str | None:
+    """The file an mlir-opt command writes (`-o FILE`, `-o=FILE`)."""
+    for i, word in enumerate(words):
+        if word in ("-o", "--o") and i + 1 < len(words):
+            return words[i + 1]
+        if word.startswith(("-o=", "--o=")):
+            return word.split("=", 1)[1]
+    return None
 
 
 def find_run_lines(text: str) -> list[RunLine]:
@@ -184,11 +304,19 @@ def _pipelines_of(args: list[str], line: int) -> list[str]:
             if ONE_SHOT_BUFFERIZE not in passes:
                 passes.append(ONE_SHOT_BUFFERIZE)
             continue
+        if name in MEMREF_TO_LLVM_PASSES and WIDEN_I1_MEMREFS not in passes:
+            passes.extend([SEGMENT_BREAK, WIDEN_I1_MEMREFS, SEGMENT_BREAK])
         if name in TEST_PASS_EQUIVALENTS and not value:   # mlir-opt's test passes: not in the wheels
             equivalent = TEST_PASS_EQUIVALENTS[name]
+            if equivalent.startswith(MEMREF_TO_LLVM_PREFIXES) or ",finalize-memref-to-llvm," in equivalent:
+                if WIDEN_I1_MEMREFS not in passes:
+                    passes.extend([SEGMENT_BREAK, WIDEN_I1_MEMREFS, SEGMENT_BREAK])
             passes.extend([] if not equivalent else [SEGMENT_BREAK, equivalent, SEGMENT_BREAK]
                           if equivalent.startswith("lh-") else [equivalent])
             continue
+        if name.startswith("test-"):
+            raise ChunkError(f"RUN line {line}: -{name} is a pass of mlir-opt's test library (mlir/test/lib), "
+                             "not in the MLIR wheels, and the workbench has no equivalent of it")
         value = value.strip("'\"")
         passes.append(f"{name}{{{value}}}" if value else name)
     if not passes:

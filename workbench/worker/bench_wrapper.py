@@ -19,6 +19,8 @@ knows the argument roles without guessing.
 """
 from __future__ import annotations
 
+import re
+
 from mlir import ir
 
 from workbench.common.bench_defaults import DEFAULT_PARAMS, WRAPPER_BENCH, WRAPPER_CALL  # noqa: F401  (re-exported)
@@ -250,6 +252,9 @@ func.func @{WRAPPER_BENCH}({sig}{', ' if sig else ''}%times: memref<{iterations}
 LOWERED_WRAPPER_PIPELINE = ("builtin.module(convert-scf-to-cf, convert-arith-to-llvm, finalize-memref-to-llvm, "
                             "convert-func-to-llvm, convert-cf-to-llvm, reconcile-unrealized-casts)")
 _VOID_LLVM_FUNC = "!llvm.func<void ()>"
+#: a lowered program may return one scalar (mlir-runner's -entry-point-result=i32|i64|f32): the wrapper
+#: prints it as mlir-runner does (`llvm::outs() << res`: integers signed, floats in printf's %e)
+_SCALAR_PROGRAM = re.compile(r"^!llvm\.func<(i\d+|f32|f64) \(\)>$")
 
 
 def lowered_programs(module) -> list:
@@ -267,7 +272,8 @@ def lowered_programs(module) -> list:
                 or any(k in str(op.attributes["linkage"]) for k in ("internal", "private")
                        if "linkage" in op.attributes)):
             continue
-        if str(ir.TypeAttr(op.attributes["function_type"]).value) == _VOID_LLVM_FUNC:
+        ftype = str(ir.TypeAttr(op.attributes["function_type"]).value)
+        if ftype == _VOID_LLVM_FUNC or _SCALAR_PROGRAM.match(ftype):
             found.append(op)
     return found
 
@@ -306,12 +312,20 @@ def insert_lowered_program_wrapper(module, params: dict) -> None:
             op.operation.erase()
     if any(_sym(op) in ("rtclock", WRAPPER_CALL, WRAPPER_BENCH) for op in body.operations):
         raise BenchError("the lowered module already defines @rtclock or a wrapper function")
+    scalar = _SCALAR_PROGRAM.match(str(ir.TypeAttr(programs[0].attributes["function_type"]).value))
+    result_type = scalar.group(1) if scalar else None
+    if result_type is None:
+        call, printing = f"    llvm.call @{name}() : () -> ()\n", ""
+    else:
+        call = f"    %r = llvm.call @{name}() : () -> {result_type}\n" + _print_scalar("%r", result_type)
+        fmt = "%e" if result_type.startswith("f") else "%ld"
+        printing = (f'llvm.func @printf(!llvm.ptr, ...) -> i32\n'
+                    f'llvm.mlir.global internal constant @_lh_result_format("{fmt}\\0A\\00") {{addr_space = 0 : i32}}\n')
     text = f"""
-llvm.func @{name}()
-func.func private @rtclock() -> f64
+llvm.func @{name}(){f" -> {result_type}" if result_type else ""}
+{printing}func.func private @rtclock() -> f64
 func.func @{WRAPPER_CALL}() attributes {{llvm.emit_c_interface}} {{
-    llvm.call @{name}() : () -> ()
-    return
+{call}    return
 }}
 func.func @{WRAPPER_BENCH}(%times: memref<{iterations}xf64>) attributes {{llvm.emit_c_interface, lh.bench = {{entry = "{name}", warmup = {warmup} : i64, iterations = {iterations} : i64, arg_roles = [], outputs = [], num_inputs = 0 : i64, num_outputs = 0 : i64, arg_specs = "[]"}}}} {{
     %c0 = arith.constant 0 : index
@@ -322,11 +336,23 @@ func.func @{WRAPPER_BENCH}(%times: memref<{iterations}xf64>) attributes {{llvm.e
 }}
 """
     snippet = ir.Module.parse(text)
+    existing = {_sym(op) for op in body.operations}
     for op in list(snippet.body.operations):
-        if _sym(op) == name:
-            continue   # (declared for the parse only)
+        if _sym(op) == name or _sym(op) == "printf" and "printf" in existing:
+            continue   # (declared for the parse only; the module's own @printf declaration serves)
         op.operation.detach_from_parent()
         body.append(op.operation)
+
+
+def _print_scalar(value: str, type_name: str) -> str:
+    """printf of a lowered program's result, widened as C varargs take it (i64, f64)."""
+    if type_name.startswith("f"):
+        widen, wide = (f"    %w = llvm.fpext {value} : {type_name} to f64\n", "f64") if type_name != "f64" else ("", "f64")
+    else:
+        widen, wide = (f"    %w = llvm.sext {value} : {type_name} to i64\n", "i64") if type_name != "i64" else ("", "i64")
+    arg = "%w" if widen else value
+    return (widen + "    %fmt = llvm.mlir.addressof @_lh_result_format : !llvm.ptr\n"
+            f"    %n = llvm.call @printf(%fmt, {arg}) vararg(!llvm.func<i32 (ptr, ...)>) : (!llvm.ptr, {wide}) -> i32\n")
 
 
 def find_wrapper(module):

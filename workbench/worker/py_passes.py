@@ -266,6 +266,12 @@ def _narrow_widened_results(module, options: dict) -> None:
     narrow_results.narrow_widened_results(module)
 
 
+def _report_failed_asserts(module, options: dict) -> None:
+    from workbench.worker import report_asserts
+
+    report_asserts.report_failed_asserts(module)
+
+
 def _widen_i1(module, options: dict) -> None:
     from workbench.worker import widen_i1
 
@@ -517,6 +523,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-narrow-widened-results": (_narrow_widened_results, "on tensors: an elementwise op yielding the extf of an f16/bf16 value that several ops read is written narrow, each reader widens as it reads (half the bytes where it is materialized; workbench/worker/cuda/narrow_results.py)"),
     "lh-collapse-expanded-elementwise": (_collapse_expanded_elementwise, "on tensors: an elementwise linalg.generic reading a matmul's result through a tensor.expand_shape (a linear layer on a 3-D input as one matmul over the collapsed rows, its bias add after it) runs over the collapsed shape, its result expanded: the matmul's epilogue then (workbench/worker/cpu/collapsed_elementwise.py)"),
     "lh-plain-matmul-layout": (_plain_matmul_layout, "on tensors: a matmul with a transposed operand (x @ w.T: named with transposed maps, or a multiply-add generic) -> linalg.transpose of that operand + a plain linalg.matmul, and a plain matmul written as a multiply-add generic -> linalg.matmul (the packed schedule's micro-kernel reads B as [k][n]; workbench/worker/cpu/matmul_layout.py)"),
+    "lh-report-failed-asserts": (_report_failed_asserts, "every cf.assert prints its message (puts) when it fails and the program goes on, as mlir-opt's -test-cf-assert lowers it (upstream's runtime-verification tests; the default lowering aborts at the first)"),
     "lh-widen-i1-memrefs": (_widen_i1, "memref<..xi1> -> memref<..xi8> (one byte per bool, as numpy stores them; MemRefToLLVM refuses sub-byte memrefs), loads/stores keep i1 values"),
     "lh-mpi-buffer-deallocation": (_mpi_buffer_deallocation, "buffer-deallocation-pipeline on code with MPI ops (they take buffers but declare no memory effects: hidden behind calls while it runs; workbench/worker/mpi/dealloc.py)"),
     "lh-mpi-reuse-comm": (_mpi_reuse_comm, "after the LLVM lowering: each MPI_Comm_split call site makes its communicator once per process and hands it out on later calls (convert-shard-to-mpi splits one per collective per call; workbench/worker/mpi/comm_reuse.py)"),

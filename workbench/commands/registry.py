@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from workbench.common.suggest import did_you_mean
 from workbench.result import Result
 
 
@@ -116,15 +117,18 @@ class Registry:
     def names(self) -> list[str]:
         return sorted(self.commands)
 
+    def unknown_command(self, name: str) -> str:
+        """The one-line error for a command name that is not one: the close names, or where the list is."""
+        hint = did_you_mean(name, [*self.names(), *self._aliases]) or " (type `help` for the list)"
+        return f"unknown command {name!r}{hint}"
+
     # -- parsing -------------------------------------------------------------------------
     def parse(self, line: str) -> tuple[Command, dict[str, Any]]:
         line = line.strip()
         name, _, rest = line.partition(" ")
         cmd = self.get(name)
         if cmd is None:
-            close = [n for n in self.names() if n.startswith(name[:2])] if name else []
-            hint = f" (did you mean {', '.join(close)}?)" if close else " (type `help` for the list)"
-            raise UsageError(f"unknown command {name!r}{hint}")
+            raise UsageError(self.unknown_command(name))
         return cmd, parse_args(cmd, rest)
 
     def dispatch(self, line: str, ctx: CommandContext) -> Result:
@@ -198,7 +202,8 @@ def parse_args(cmd: Command, rest: str) -> dict[str, Any]:
             after = text[len(key):]
             flag = flags.get(key)
             if flag is None:
-                raise UsageError(f"{cmd.name}: unknown option {key} (usage: {cmd.usage})")
+                hint = did_you_mean(key, flags) or f" (options: {', '.join(flags) or 'none'})"
+                raise UsageError(f"{cmd.name}: unknown option {key}{hint}; `help {cmd.name}` explains them")
             dest = flag.name.lstrip("-").replace("-", "_")
             if flag.takes_value:
                 # the value: the next word, or a quoted string (spaces and | kept, quotes dropped)

@@ -100,7 +100,7 @@ def cmd_params(ctx: CommandContext, a: Args) -> Result:
         return Result.failure("step 0 is the payload as loaded: it has no parameters "
                               f"(active steps: 1..{s.cursor})")
     if not 1 <= index <= s.cursor:
-        return Result.failure(f"no active step {index} (active steps: 1..{s.cursor})")
+        return Result.failure(s.no_active_step(index))
     step = s.steps[index - 1].step
     if a.get("export"):
         return _export_params(step, index, Path(a["export"]))
@@ -121,6 +121,10 @@ def cmd_params(ctx: CommandContext, a: Args) -> Result:
                 "schema": schema_json(schema)}
         if step.selected_by:
             data["selected_by"] = step.selected_by
+        if not schema.params and not schema.open:   # an empty table says nothing: say it, and where to look
+            others = _steps_with_parameters(s)
+            where = f"; steps with parameters: {', '.join(map(str, others))}" if others else ""
+            return Result(True, f"step {index}: {step.label()} has no parameters{where}", data=data)
         return Result(True, f"step {index}: {step.label()}"
                       + (f" (selected by {step.selected_by})" if step.selected_by else ""), kind="table", data=data)
     else:
@@ -131,12 +135,40 @@ def cmd_params(ctx: CommandContext, a: Args) -> Result:
     try:
         replaced = s.set_params(index, updates, selected_by=selected_by)
     except SessionError as e:
-        return fail(e)
+        return _with_steps_having(s, e, index, updates)
     res = applied_result(ctx, replaced[0], index)
     res.summary = f"re-applied steps {index}..{s.cursor}; " + res.summary
     res.data["reapplied"] = [StepReport(index + i, r.step.kind, r.step.label(), r.step.params, True, r.seconds,
                                         r.output_sha, noop=r.noop).to_json() for i, r in enumerate(replaced)]
     return res
+
+
+def _schema_keys(s, index: int) -> set[str] | None:
+    """The parameter names of active step `index` (None: its schema cannot be read or takes any key)."""
+    try:
+        schema = s.steps[index - 1].step.schema(s.build_ctx)
+    except (StepError, OSError, ValueError):
+        return None
+    return None if schema.open else set(schema.params)
+
+
+def _steps_with_parameters(s) -> list[int]:
+    return [i for i in range(1, s.cursor + 1) if _schema_keys(s, i)]
+
+
+def _with_steps_having(s, error: Exception, index: int, updates: dict) -> Result:
+    """A failed edit; for a key this step does not have, the active steps that do (`params 1 tile_m=..`
+    where step 2 is the tiling)."""
+    message = str(error).strip()
+    mine = _schema_keys(s, index)
+    unknown = [k for k in updates if mine is not None and k not in mine]
+    if unknown:
+        having = [i for i in range(1, s.cursor + 1) if i != index and unknown[0] in (_schema_keys(s, i) or ())]
+        if having:
+            first, _, rest = message.partition("\n")
+            message = (f"{first}; step {' and '.join(map(str, having))} has `{unknown[0]}`: "
+                       f"params {having[0]} {unknown[0]}=...") + (f"\n{rest}" if rest else "")
+    return Result.failure(message, getattr(error, "detail", None) or None)
 
 
 def _export_params(step, index: int, path: Path) -> Result:

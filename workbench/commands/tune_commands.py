@@ -94,7 +94,7 @@ def cmd_select(ctx: CommandContext, a: Args) -> Result:
         return Result.failure(str(e))
     index = a.get("step")
     if index is not None and not 1 <= index <= s.cursor:
-        return Result.failure(f"no active step {index} (active steps: 1..{s.cursor})")
+        return Result.failure(s.no_active_step(index))
     saved_steps, saved_cursor = list(s.steps), s.cursor
     try:
         prepared = _prepare(ctx) if index is None else []

@@ -17,11 +17,12 @@ import yaml
 
 from workbench.common import safe_yaml, trust_store
 from workbench.common.files import read_regular_text
+from workbench.common.suggest import did_you_mean, did_you_mean_path
 from workbench.common.bench_defaults import DEFAULT_PARAMS as BENCH_DEFAULTS
 from workbench.paths import LIBRARY_DIR, in_library
 from workbench.steps import spec as S
 from workbench.steps.params import ParamError, ParamSpec, Schema, generator_schema, knob_schema
-from workbench.targets import TargetError, find_named_pipeline
+from workbench.targets import TargetError, all_targets, find_named_pipeline
 
 MAX_INCLUDE_DEPTH = 16
 
@@ -178,7 +179,10 @@ class TransformKind(StepKind):
         try:
             return read_regular_text(step.resolve())
         except OSError as e:
-            raise StepError(f"cannot read transform file {step.spec}: {e.strerror}")
+            hint = ""
+            if isinstance(e, FileNotFoundError):
+                hint = did_you_mean_path(step.resolve(), step.spec.partition("[")[0].partition("{")[0])
+            raise StepError(f"cannot read transform file {step.spec}: {e.strerror}{hint}")
 
     def schema(self, step, ctx=None):
         """The module's `transform.tune.knob` ops: name -> options (choices), current `selected` (default)."""
@@ -325,13 +329,16 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
         raise StepError(f"{where}: a pipeline entry must be a mapping like `pass: ...`, got {entry!r}")
     keys = [k for k in entry if k in ENTRY_KEYS]
     if len(keys) != 1:
-        raise StepError(f"{where}: pipeline entry {entry!r} must have exactly one of "
-                        f"{', '.join(ENTRY_KEYS)}")
+        odd = [str(k) for k in entry if k not in ENTRY_KEYS and k not in ENTRY_EXTRA_KEYS]
+        hint = did_you_mean(odd[0], ENTRY_KEYS) if odd and not keys else ""
+        raise StepError(f"{where}: pipeline entry {short_repr(entry)} must have exactly one of "
+                        f"{', '.join(ENTRY_KEYS)}{hint}")
     key = keys[0]
     value = entry[key]
     unknown = [k for k in entry if k not in ENTRY_KEYS and k not in ENTRY_EXTRA_KEYS]
     if unknown:
-        raise StepError(f"{where}: unknown key {unknown[0]!r} in pipeline entry (known besides `{key}:`: "
+        raise StepError(f"{where}: unknown key {unknown[0]!r}{did_you_mean(unknown[0], ENTRY_EXTRA_KEYS)} "
+                        f"in pipeline entry (known besides `{key}:`: "
                         f"{', '.join(ENTRY_EXTRA_KEYS)})")
     if entry.get("selected_by") is not None and not isinstance(entry["selected_by"], str):
         raise StepError(f"{where}: `selected_by:` must be a string, got {short_repr(entry['selected_by'])}")
@@ -517,8 +524,9 @@ def step_from_command(text: str, base_dir: Path) -> Step:
         return step_from_entry({"pipeline": text}, base_dir, where="command")
     except TargetError:
         pass
-    raise StepError(f"don't know how to apply {text!r}: expected file.mlir, file.py[gen=fn]{{...}}, "
-                    "file.yaml {...}, a named pipeline, or `pass <pipeline>`")
+    named = [n for t in all_targets() for n in t.named_pipelines]
+    raise StepError(f"don't know how to apply {text!r}{did_you_mean(path, named)}: expected file.mlir, "
+                    "file.py[gen=fn]{...}, file.yaml {...}, a named pipeline, or `pass <pipeline>`")
 
 
 # The functions other layers use to describe kinds (help, completion).

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.common.files import read_regular_text
+from workbench.common.suggest import did_you_mean
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 _TYPES = {"int": int, "float": float, "bool": bool, "str": str, "list": list}
@@ -213,8 +214,10 @@ class Schema:
                 if self.open:
                     out[k] = v
                     continue
-                known = ", ".join(self.params) or "none"
-                raise ParamError(f"unknown parameter {k!r} (known: {known})")
+                if not self.params:
+                    raise ParamError(f"unknown parameter {k!r}: this step has no parameters")
+                raise ParamError(f"unknown parameter {k!r}{did_you_mean(k, self.params)} "
+                                 f"(known: {', '.join(self.params)})")
             out[k] = spec.coerce(v)
         return out
 

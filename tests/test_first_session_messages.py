@@ -1,0 +1,97 @@
+"""What a new user's mistakes answer: one line that names the mistake and, where one is close, what
+was meant (commands, options, parameters, named pipelines, passes, files, session keys), and step
+numbers that say what exists."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import MATMUL, REPO
+from workbench.commands import CommandContext, default_registry
+from workbench.common.suggest import close_matches, did_you_mean, did_you_mean_path
+
+
+@pytest.fixture
+def ctx(matmul_session, monkeypatch):
+    monkeypatch.chdir(REPO)
+    return CommandContext(matmul_session, default_registry())
+
+
+def failed(ctx, line: str) -> str:
+    res = ctx.registry.dispatch(line, ctx)
+    assert not res.ok, line
+    assert "\n" not in res.error, res.error
+    return res.error
+
+
+def test_close_matches_prefers_the_close_and_the_prefix():
+    assert close_matches("canonicalise", ["cse", "canonicalize", "inline"]) == ["canonicalize"]
+    assert close_matches("ap", ["apply", "asm", "undo"]) == ["apply"]
+    assert close_matches("zzz", ["apply", "asm"]) == []
+    assert did_you_mean("", ["apply"]) == ""
+    assert did_you_mean("aply", ["apply"]) == " (did you mean apply?)"
+
+
+def test_did_you_mean_path_names_the_folder_as_written(tmp_path):
+    (tmp_path / "tile.mlir").write_text("")
+    assert did_you_mean_path(tmp_path / "tlie.mlir", "lib/tlie.mlir") == " (did you mean lib/tile.mlir?)"
+    assert did_you_mean_path(tmp_path / "nothing-like-it.txt") == ""
+    assert did_you_mean_path(tmp_path / "missing-folder" / "x.mlir") == ""
+
+
+def test_unknown_command_option_and_help_suggest(ctx):
+    assert "did you mean apply?" in failed(ctx, "aply x.mlir")
+    assert "did you mean help?" in failed(ctx, "help hlep")
+    err = failed(ctx, "run --chek")
+    assert "unknown option --chek" in err and "did you mean --check?" in err and "help run" in err
+    err = failed(ctx, "history --bogus")
+    assert "unknown option --bogus" in err and "options: none" in err
+
+
+def test_unknown_named_pipeline_target_and_parameter_suggest(ctx):
+    assert "did you mean cpu-lower" in failed(ctx, "apply cpu-lowr")
+    assert "did you mean cpu?" in failed(ctx, "target cpuu")
+    err = failed(ctx, "apply pipelines/lib/tile.py[gen=tile_matmul]{tile_mm=3}")
+    assert "unknown parameter 'tile_mm'" in err and "did you mean tile_m" in err
+
+
+def test_missing_files_suggest_their_neighbours(ctx):
+    err = failed(ctx, "apply pipelines/lib/tlie.mlir")
+    assert "did you mean pipelines/lib/tile.mlir?" in err
+    err = failed(ctx, "load examples/matmull.mlir")
+    assert "did you mean examples/matmul.mlir" in err
+
+
+def test_unknown_pass_suggests_a_registered_one_without_the_caret(ctx):
+    res = ctx.registry.dispatch("pass canonicalise", ctx)
+    assert not res.ok and "did you mean canonicalize?" in res.error
+    assert "PassPipeline Parser" not in res.error and (res.detail or "").strip() != "^"
+    assert ctx.session.cursor == 0
+
+
+def test_step_numbers_say_when_there_are_no_steps(ctx):
+    err = failed(ctx, "params 1")
+    assert "no steps applied yet" in err and "1..0" not in err
+    ctx.registry.dispatch("apply pipelines/lib/tile.mlir", ctx)
+    ctx.registry.dispatch("undo", ctx)
+    assert "1 undone (`redo`)" in failed(ctx, "params 1 tile_m=4")
+
+
+def test_params_of_a_step_without_parameters_point_at_the_step_that_has_them(ctx):
+    assert ctx.registry.dispatch("apply pipelines/lib/tile.mlir", ctx).ok
+    assert ctx.registry.dispatch("apply pipelines/lib/tile.py[gen=tile_matmul]{tile_m=64}", ctx).ok
+    shown = ctx.registry.dispatch("params 1", ctx)
+    assert shown.ok and "has no parameters" in shown.summary and "steps with parameters: 2" in shown.summary
+    err = failed(ctx, "params 1 tile_m=128")
+    assert "this step has no parameters" in err and "params 2 tile_m=" in err
+    assert ctx.session.steps[1].step.params["tile_m"] == 64   # nothing changed
+
+
+def test_session_file_typos_suggest_the_key(ctx, tmp_path):
+    bad_entry = tmp_path / "entry.yaml"
+    bad_entry.write_text(f"Pipeline:\n  - bnch: {{iterations: 3}}\nWorkbench:\n  payload: {{path: {MATMUL}}}\n")
+    res = ctx.registry.dispatch(f"replay {bad_entry}", ctx)
+    assert not res.ok and "did you mean bench?" in res.error
+    bad_meta = tmp_path / "meta.yaml"
+    bad_meta.write_text(f"Pipeline: []\nWorkbench:\n  taget: cpu\n  payload: {{path: {MATMUL}}}\n")
+    res = ctx.registry.dispatch(f"replay {bad_meta}", ctx)
+    assert not res.ok and "Workbench.taget (did you mean target?)" in res.error

@@ -504,3 +504,45 @@ async def type_command_while_busy(app, pilot, line: str):
     await pilot.press(*[("space" if ch == " " else ch) for ch in line])
     await pilot.press("enter")
     await pilot.pause()
+
+
+def test_run_profile_bars_and_printed_output_reach_the_log(wb_ctx):
+    """The results panel has the statistics; the log keeps what it has no room for: `run --profile`'s
+    table and a program's printed output (the TUI used to drop both)."""
+    async def go():
+        app = WorkbenchApp(wb_ctx, hide_volatile=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            await type_command(app, pilot, "run --profile --iterations 2")
+            for _ in range(600):
+                await settle(app, pilot)
+                if app.busy is None and app.results:
+                    break
+            res = app.results[-1]
+            assert res.ok, res.error
+            assert res.data["run"]["profile"]["regions"]
+            log_text = "\n".join(app.query_one("#log").plain_lines())
+            assert "time per call by op" in log_text and "linalg.matmul" in log_text.split("time per call by op")[1]
+            assert app.query_one("#results").display
+
+    run(go())
+
+
+def test_the_quit_question_wraps_instead_of_being_cut(wb_ctx):
+    from textual.widgets import Label
+
+    from workbench.tui.screens import ConfirmScreen
+
+    async def go():
+        app = WorkbenchApp(wb_ctx, hide_volatile=True)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(app, pilot)
+            await type_command(app, pilot, "apply pipelines/lib/tile.mlir")
+            await pilot.press("ctrl+q")
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmScreen)
+            label = app.screen.query_one(Label)
+            assert label.size.height >= 2 and label.size.width <= app.screen.query_one("#confirm").size.width
+            await pilot.press("n")
+
+    run(go())

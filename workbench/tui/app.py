@@ -311,10 +311,13 @@ class WorkbenchApp(App):
             log.write(Text(shown.summary, style="green"))
             return
         if res.ok and isinstance(res.data.get("run"), dict):
-            # the statistics are in the results panel: the log keeps the one-line summary
+            # the statistics are in the results panel: the log keeps the one-line summary and what the
+            # panel has no room for (`run --profile`'s bars, what the program printed)
             log.write(Text(shown.summary, style="green"))
             for w in shown.extra_warnings():
                 log.write(Text("warning: " + w, style="yellow"))
+            if shown.body:
+                log.write(Text(shown.body))
             return
         log.write(shown.rich())
 

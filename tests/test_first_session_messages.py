@@ -95,3 +95,22 @@ def test_session_file_typos_suggest_the_key(ctx, tmp_path):
     bad_meta.write_text(f"Pipeline: []\nWorkbench:\n  taget: cpu\n  payload: {{path: {MATMUL}}}\n")
     res = ctx.registry.dispatch(f"replay {bad_meta}", ctx)
     assert not res.ok and "Workbench.taget (did you mean target?)" in res.error
+
+
+def test_counts_and_times_below_their_minimum_are_usage_errors(ctx):
+    for line, expected in [("run --iterations 0", "--iterations must be >= 1, got 0"),
+                           ("run --warmup -1", "--warmup must be >= 0"),
+                           ("run --timeout -1", "--timeout must be >= 0.1"),
+                           ("run --threads -1", "--threads must be >= 0"),
+                           ("tune --trials -1 1", "--trials must be >= 0"),
+                           ("tune --workers 0 1", "--workers must be >= 1")]:
+        assert expected in failed(ctx, line), line
+    assert ctx.session.last_run is None   # nothing ran
+
+
+def test_tune_names_a_mistyped_parameter_once(ctx):
+    assert ctx.registry.dispatch("apply pipelines/lib/tile.mlir", ctx).ok
+    assert "has no parameters to tune" in failed(ctx, "tune 1 tile_m=[1,2]")
+    assert ctx.registry.dispatch("apply pipelines/lib/tile.py[gen=tile_matmul]", ctx).ok
+    err = failed(ctx, "tune 2 tile_mm=[1,2]")
+    assert err.count("tile_mm") == 1 and "did you mean tile_m" in err

@@ -39,6 +39,7 @@ class Flag:
     type: str = "str"
     complete: str = ""
     metavar: str = ""        # the value's name in usage lines (default: the flag's name in capitals)
+    minimum: float | None = None   # int/float values below it are a usage error (`--iterations 0`)
 
 
 @dataclass
@@ -213,6 +214,8 @@ def parse_args(cmd: Command, rest: str) -> dict[str, Any]:
                 if not value:
                     raise UsageError(f"{cmd.name}: option {key} needs a value")
                 out[dest] = _convert(value, flag.type, key)
+                if flag.minimum is not None and out[dest] < flag.minimum:
+                    raise UsageError(f"{cmd.name}: {key} must be >= {flag.minimum:g}, got {value}")
             else:
                 out[dest] = True
                 remainder = after.partition(" ")[2] if after.startswith("=") else after

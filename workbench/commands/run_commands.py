@@ -230,12 +230,12 @@ def register(reg: Registry) -> None:
          Flag("--npy", "input .npy files: a.npy,b.npy or 0=a.npy,2=c.npy", True, complete="path:.npy"),
          Flag("--ranges", "value ranges of random inputs, [lo, hi): 0=0:100,2=-1:1 (recorded in the session; "
               "integer arguments used as indices get [0, dim size) by default)", True),
-         Flag("--threads", "threads for OpenMP/async code", True, type="int"),
+         Flag("--threads", "threads for OpenMP/async code", True, type="int", minimum=0),
          Flag("--ranks", "processes of a multi-rank target (mpi; default: what the partition was made for)",
-              True, type="int"),
-         Flag("--timeout", "seconds before the run worker is killed", True, type="float"),
-         Flag("--warmup", "warm-up calls (when run inserts the wrapper)", True, type="int"),
-         Flag("--iterations", "timed calls (when run inserts the wrapper)", True, type="int"),
+              True, type="int", minimum=1),
+         Flag("--timeout", "seconds before the run worker is killed", True, type="float", minimum=0.1),
+         Flag("--warmup", "warm-up calls (when run inserts the wrapper)", True, type="int", minimum=0),
+         Flag("--iterations", "timed calls (when run inserts the wrapper)", True, type="int", minimum=1),
          Flag("--entry", "entry function (when run inserts the wrapper)", True),
          Flag("--expect", "expected outputs (.npy, in result order) to compare with, e.g. torch's", True,
               complete="path:.npy"),
@@ -256,7 +256,7 @@ def register(reg: Registry) -> None:
                                   "cuda: kernels whose name contains it)", optional=True, complete="function")],
         [Flag("--grep", "only the lines matching this regular expression (and how many: e.g. vfmadd, ld.global)", True),
          Flag("--out", "write the whole text to this file", True, complete="path:"),
-         Flag("--timeout", "seconds before the compiling worker is killed", True, type="float")],
+         Flag("--timeout", "seconds before the compiling worker is killed", True, type="float", minimum=0.1)],
         details="Lowers like `run` (benchmark wrapper and the target's default lowering where the module still "
                 "needs them) and compiles in a separate worker for the target's CPU and features (`target --cpu`); "
                 "the object is disassembled with llvm-objdump. The session is not changed.",

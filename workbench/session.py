@@ -736,6 +736,35 @@ class Session:
                 continue
         return max(found)[1] if found else None
 
+    @staticmethod
+    def describe_journal(journal: Path, now: float | None = None) -> str:
+        """What an autosaved session holds, for the question whether to resume it: its steps and its
+        age (`2 steps: tile.mlir, cpu-lower; autosaved 5 min ago`)."""
+        try:
+            doc = safe_yaml.load_file(journal)
+            age = (time.time() if now is None else now) - journal.stat().st_mtime
+        except (OSError, ValueError, yaml.YAMLError):
+            return "unreadable"
+        entries = doc.get("Pipeline") if isinstance(doc, dict) else None
+        entries = entries if isinstance(entries, list) else []
+        names = []
+        for entry in entries:
+            value = next(iter(entry.values()), "") if isinstance(entry, dict) and entry else ""
+            key = next(iter(entry), "") if isinstance(entry, dict) and entry else ""
+            text = str(value) if isinstance(value, str) else str(key)
+            names.append(Path(text.partition("[")[0].partition("{")[0].strip()).name or str(key))
+        shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+        if age < 90:
+            when = f"{max(age, 0):.0f} s ago"
+        elif age < 5400:
+            when = f"{age / 60:.0f} min ago"
+        elif age < 2 * 86400:
+            when = f"{age / 3600:.0f} h ago"
+        else:
+            when = f"{age / 86400:.0f} days ago"
+        count = f"{len(names)} step{'s' if len(names) != 1 else ''}"
+        return f"{count}{': ' + shown if names else ''}; autosaved {when}"
+
     def adopt_journal(self, journal: Path) -> None:
         """After `resume` from an orphan journal: this session's own journal takes over; the
         orphan is removed once ours is written (a failed write keeps it)."""

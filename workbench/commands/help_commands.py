@@ -25,6 +25,12 @@ def cmd_help(ctx: CommandContext, a: Args) -> Result:
 def cmd_quit(ctx: CommandContext, a: Args) -> Result:
     # (the TUI asks before it exits with unsaved steps; the REPL's journal keeps them for `resume`)
     ctx.quit_requested = True
+    s = ctx.session
+    unsaved = s.unsaved_steps() if s.loaded else 0
+    if unsaved and s.journal_enabled and not s.journal_error:   # say where the work went
+        return Result(True, f"bye; {unsaved} unsaved step{'s' if unsaved != 1 else ''} kept in the autosave "
+                            f"journal: `lh-workbench {s.payload_path} --resume` restores them",
+                      data={"unsaved_steps": unsaved})
     return Result(True, "bye")
 
 

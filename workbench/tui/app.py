@@ -210,7 +210,8 @@ class WorkbenchApp(App):
                           "type a command, Tab completes, Ctrl+P lists every command, F1 the keys")
             journal = s.journal_for(s.payload_path, s.payload_chunk) if self.offer_resume else None
             if journal is not None and not s.steps:
-                msg = "an autosaved session of this payload exists: type `resume` to restore it"
+                msg = (f"an autosaved session of this payload exists ({s.describe_journal(journal)}): "
+                       "type `resume` to restore it")
                 self.log_line(msg, style="yellow")
                 self.notify(msg, title="resume?", timeout=8)
         else:

@@ -114,3 +114,17 @@ def test_tune_names_a_mistyped_parameter_once(ctx):
     assert ctx.registry.dispatch("apply pipelines/lib/tile.py[gen=tile_matmul]", ctx).ok
     err = failed(ctx, "tune 2 tile_mm=[1,2]")
     assert err.count("tile_mm") == 1 and "did you mean tile_m" in err
+
+
+def test_table_cells_keep_their_brackets_on_a_terminal(ctx):
+    """`history` and `select` tables on a terminal (REPL, TUI log) showed `tile.py{...}` for
+    `tile.py[gen=tile_matmul]{...}`: rich read the brackets as a markup tag."""
+    import io
+
+    from rich.console import Console
+
+    assert ctx.registry.dispatch("apply pipelines/lib/tile.py[gen=tile_matmul]{tile_m=64}", ctx).ok
+    res = ctx.registry.dispatch("history", ctx)
+    out = io.StringIO()
+    Console(file=out, width=200, color_system=None).print(res.rich())
+    assert "tile.py[gen=tile_matmul]{tile_m=64" in out.getvalue()

@@ -176,7 +176,8 @@ def run_repl(ctx: CommandContext, input=None, output=None, console=None, history
             line = prompt.prompt()
         except KeyboardInterrupt:
             continue
-        except EOFError:
+        except EOFError:   # Ctrl-D leaves as `quit` does (and says where unsaved steps went)
+            render(_dispatch(ctx, "quit", console), console)
             break
         line = line.strip()
         if not line or line.startswith("#"):

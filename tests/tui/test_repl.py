@@ -146,3 +146,9 @@ def test_quit_with_unsaved_steps_says_where_they_are_and_resume_describes_them(w
         assert failures == 0 and "saved 1 steps" in out and "bye" in out and "autosave journal" not in out
     finally:
         s2.close()
+
+
+def test_ctrl_d_leaves_like_quit(wb_ctx, wb_state):
+    failures, out = drive(wb_ctx, "apply pipelines/lib/tile.mlir\n\x04")
+    assert failures == 0 and wb_ctx.quit_requested
+    assert "1 unsaved step kept in the autosave journal" in out

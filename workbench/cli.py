@@ -137,6 +137,9 @@ def _report(session: Session, ok: bool, extra: dict[str, Any]) -> dict[str, Any]
     out: dict[str, Any] = {"ok": ok, "ir_sha256": session.current_sha if session.loaded else None,
                            "steps": steps, "target": session.target_name}
     out.update(extra)
+    # the same keys whether it worked or where it stopped (a consumer reads doc["run"], doc["error"])
+    for key in ("run", "error"):
+        out.setdefault(key, None)
     return out
 
 
@@ -209,7 +212,9 @@ def cmd_replay(argv: list[str]) -> int:
         session.journal_enabled = False
         res = replay_file(ctx, Path(args.session), Path(args.payload) if args.payload else None,
                           allow_unregistered=args.allow_unregistered_dialects)
-        extra: dict[str, Any] = {k: v for k, v in res.data.items() if k not in ("steps", "command")}
+        extra: dict[str, Any] = {"payload": None, "session": str(args.session), "expected_ir_sha256": None,
+                                 "reproduced": None}   # present when the session cannot be read, too
+        extra.update((k, v) for k, v in res.data.items() if k not in ("steps", "command"))
         if not res.ok:
             extra["error"] = res.error
             extra["failed_steps"] = [s for s in res.data.get("steps", []) if not s["ok"]]
@@ -244,6 +249,8 @@ def cmd_targets(argv: list[str]) -> int:
         listing = target_listing(args.cpu)
     except MachineError as e:
         print(f"lh-workbench targets: {e}", file=sys.stderr)
+        if args.json:   # a consumer of --json gets JSON either way
+            print(json.dumps({"ok": False, "error": str(e)}, indent=2))
         return EXIT_USAGE
     if args.json:
         print(json.dumps(listing, indent=2))
@@ -270,8 +277,8 @@ def cmd_import(argv: list[str]) -> int:
     printer = Printer(stdout_reserved=args.json == "-")
     res = run_import(vars(args), printer.progress)
     printer.result(res)
-    if args.json and res.ok:
-        doc = json.dumps(res.data, indent=2)
+    if args.json:   # failed too: {"ok": false, "error": ...}, as the other --json documents
+        doc = json.dumps({"ok": res.ok, "error": res.error, **res.data}, indent=2, default=str)
         if args.json == "-":
             print(doc)
         else:
@@ -329,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
             if not res.ok:
                 if not interactive:
                     printer.result(res)
-                    return _finish(session, args, False, {"error": res.error})
+                    return _finish(session, args, False, {"error": res.error, "commands": []})
                 return _report_failed_load(res)
             if res.data.get("chunks") and not args.quiet:   # an upstream test file: say how to take one chunk
                 print(f"lh-workbench: note: {args.payload} has {res.data['chunks']} chunks separated by `// -----` "
@@ -339,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
                 res = ctx.registry.dispatch("resume", ctx)
                 printer.result(res)
                 if not res.ok:
-                    return _finish(session, args, False, {"error": res.error})
+                    return _finish(session, args, False, {"error": res.error, "commands": []})
         if args.target or args.cpu:
             res = ctx.registry.dispatch(_target_line(args), ctx)
             if not res.ok:

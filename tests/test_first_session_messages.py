@@ -128,3 +128,11 @@ def test_table_cells_keep_their_brackets_on_a_terminal(ctx):
     out = io.StringIO()
     Console(file=out, width=200, color_system=None).print(res.rich())
     assert "tile.py[gen=tile_matmul]{tile_m=64" in out.getvalue()
+
+
+def test_missing_library_files_suggest_from_anywhere(ctx, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)   # not the repository: the library's folder is where the close names are
+    assert "did you mean pipelines/lib/tile.py?" in failed(ctx, "apply pipelines/lib/tlie.py[gen=tile_matmul]")
+    assert "did you mean pipelines/cpu/lower.yaml?" in failed(ctx, "apply pipelines/cpu/lowr.yaml")
+    assert "did you mean pipelines/lib/tile.mlir?" in failed(ctx, "apply pipelines/lib/tlie.mlir")
+    assert ctx.session.cursor == 0

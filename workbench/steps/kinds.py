@@ -91,6 +91,16 @@ class Step:
     def portable(self, session_file: Path) -> "Step":
         return self.kind_impl.portable(self, session_file)
 
+    def require_file(self, what: str) -> Path:
+        """The step's file, resolved; a missing one fails in one line that names it as written, with
+        the close names of its folder here or in the library (`pipelines/lib/tlie.mlir`)."""
+        path = self.resolve()
+        if not path.exists():
+            ref = self.spec.partition("[")[0].partition("{")[0]
+            raise StepError(f"cannot read {what} {ref}: No such file or directory"
+                            f"{missing_file_hint(ref, self.base_dir)}")
+        return path
+
     def with_params(self, params: dict[str, Any]) -> "Step":
         new = copy.copy(self)
         new.params = dict(params)
@@ -113,6 +123,18 @@ def resolve_path(ref: str, base_dir: Path) -> Path:
         if cand.exists():
             return cand.resolve()
     return (base_dir / p).resolve()
+
+
+def missing_file_hint(ref: str, base_dir: Path) -> str:
+    """` (did you mean ...?)` for a stage file that is not where `resolve_path` looks: the close names
+    in the first of its folders (the referring file's, the library's, the current one) that exists."""
+    p = Path(ref).expanduser()
+    candidates = [p] if p.is_absolute() else [base_dir / p, LIBRARY_DIR / p, LIBRARY_DIR.parent / p, Path.cwd() / p]
+    for cand in candidates:
+        hint = did_you_mean_path(cand, ref)
+        if hint:
+            return hint
+    return ""
 
 
 def _relpath(path: Path, rel_to: Path | None) -> str:
@@ -177,12 +199,9 @@ class TransformKind(StepKind):
 
     def _text(self, step: Step) -> str:
         try:
-            return read_regular_text(step.resolve())
+            return read_regular_text(step.require_file("transform file"))
         except OSError as e:
-            hint = ""
-            if isinstance(e, FileNotFoundError):
-                hint = did_you_mean_path(step.resolve(), step.spec.partition("[")[0].partition("{")[0])
-            raise StepError(f"cannot read transform file {step.spec}: {e.strerror}{hint}")
+            raise StepError(f"cannot read transform file {step.spec}: {e.strerror}")
 
     def schema(self, step, ctx=None):
         """The module's `transform.tune.knob` ops: name -> options (choices), current `selected` (default)."""
@@ -216,12 +235,12 @@ class ScheduleKind(StepKind):
 
     def schema(self, step, ctx=None):
         try:
-            return generator_schema(step.resolve(), self._gen(step))[0]
+            return generator_schema(step.require_file("schedule file"), self._gen(step))[0]
         except ParamError as e:
             raise StepError(str(e))
 
     def stages(self, step, ctx, depth):
-        path = step.resolve()
+        path = step.require_file("schedule file")
         if not path.is_file():
             raise StepError(f"schedule file not found: {step.spec}")
         ctx.check_trust(path)
@@ -390,7 +409,7 @@ class IncludeKind(StepKind):
     help = "another pipeline YAML file {var=value ...}; its stages run as one step"
 
     def _file(self, step: Step) -> Path:
-        return step.resolve()
+        return step.require_file("pipeline")
 
     def schema(self, step, ctx=None):
         _, defaults = load_pipeline_yaml(self._file(step))

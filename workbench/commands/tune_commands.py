@@ -22,6 +22,15 @@ def _selection_for(ctx, index: int | None):
     return target.selector_name or f"{target.name}-selector", target.select_params(info), info
 
 
+def _sharded_entries(info: dict) -> list[str]:
+    """Functions whose arguments or results are still annotated with a sharding (not yet partitioned)."""
+    def annotated(specs) -> bool:
+        return any(any(axes for axes in spec) for spec in specs or [] if spec)
+
+    return [name for name, sh in (info.get("shardings") or {}).items()
+            if annotated(sh.get("args")) or annotated(sh.get("results"))]
+
+
 def _same_schedule(step, spec: str) -> bool:
     try:
         sel = step_from_command(spec, Path.cwd())
@@ -95,6 +104,11 @@ def cmd_select(ctx: CommandContext, a: Args) -> Result:
     index = a.get("step")
     if index is not None and not 1 <= index <= s.cursor:
         return Result.failure(s.no_active_step(index))
+    unpartitioned = _sharded_entries(s.inspect() if index is None else s.inspect(index - 1))
+    if unpartitioned:
+        return Result.failure(f"select: @{unpartitioned[0]} still carries sharding annotations (shard.shard): the "
+                              "schedules take the per-rank ops, so partition it first: `target mpi`, `apply mpi-partition`, then "
+                              "`select --apply` (commands/sharded-mlp-mpi.lhw shows the whole flow)")
     saved_steps, saved_cursor = list(s.steps), s.cursor
     try:
         prepared = _prepare(ctx) if index is None else []

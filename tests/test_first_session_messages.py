@@ -136,3 +136,20 @@ def test_missing_library_files_suggest_from_anywhere(ctx, tmp_path, monkeypatch)
     assert "did you mean pipelines/cpu/lower.yaml?" in failed(ctx, "apply pipelines/cpu/lowr.yaml")
     assert "did you mean pipelines/lib/tile.mlir?" in failed(ctx, "apply pipelines/lib/tlie.mlir")
     assert ctx.session.cursor == 0
+
+
+def test_bare_values_and_missing_names_in_parameters_are_usage_errors(ctx):
+    assert "expected key=value, got '5'" in failed(ctx, "bench 5")
+    err = failed(ctx, "apply pipelines/lib/tile.py[gen=tile_matmul]{=3}")
+    assert "expected key=value, got '=3' (the name is missing)" in err
+    assert ctx.session.cursor == 0
+    from workbench.steps.spec import parse_params
+
+    assert parse_params("tile_m=4 flag") == {"tile_m": 4, "flag": True}   # a bare name is still a flag
+
+
+def test_diff_of_the_payload_and_cmdline_without_steps_say_why(ctx):
+    assert "no command line to export" in failed(ctx, "export cmdline")
+    assert ctx.registry.dispatch("apply pipelines/lib/tile.mlir", ctx).ok
+    assert "step 0 is the payload: nothing before it" in failed(ctx, "diff 0")
+    assert ctx.registry.dispatch("diff 1", ctx).ok and ctx.registry.dispatch("export cmdline", ctx).ok

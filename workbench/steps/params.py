@@ -216,8 +216,8 @@ class Schema:
                     continue
                 if not self.params:
                     raise ParamError(f"unknown parameter {k!r}: this step has no parameters")
-                raise ParamError(f"unknown parameter {k!r}{did_you_mean(k, self.params)} "
-                                 f"(known: {', '.join(self.params)})")
+                raise ParamError(f"unknown parameter {k!r} (known: {', '.join(self.params)})"
+                                 f"{did_you_mean(k, self.params)}")
             out[k] = spec.coerce(v)
         return out
 

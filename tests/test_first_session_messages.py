@@ -153,3 +153,23 @@ def test_diff_of_the_payload_and_cmdline_without_steps_say_why(ctx):
     assert ctx.registry.dispatch("apply pipelines/lib/tile.mlir", ctx).ok
     assert "step 0 is the payload: nothing before it" in failed(ctx, "diff 0")
     assert ctx.registry.dispatch("diff 1", ctx).ok and ctx.registry.dispatch("export cmdline", ctx).ok
+
+
+def test_parameter_descriptions_read_as_bounds_and_defaults(ctx):
+    from workbench.completion import Completer
+    from workbench.steps.params import ParamSpec
+
+    assert ParamSpec("t", "int", 32, min=0).describe() == "int >= 0"
+    assert ParamSpec("t", "int", 32, max=8).describe() == "int <= 8"
+    assert ParamSpec("t", "int", 32, min=1, max=8).describe() == "int in [1, 8]"
+    metas = {c.display: c.meta for c in Completer(ctx.registry, ctx.session).complete(
+        "apply pipelines/lib/tile.py[gen=tile_matmul]{tile_")}
+    assert metas["tile_m"] == "int >= 0; default 32"
+
+
+def test_a_violated_constraint_names_the_step_without_its_whole_dict(ctx):
+    assert ctx.registry.dispatch("target cpu --threads 1", ctx).ok
+    assert ctx.registry.dispatch("select --apply", ctx).ok
+    err = failed(ctx, "params 1 block_m=7")
+    assert err.startswith("step 1 (pipelines/cpu/matmul.py[gen=matmul_tiling]): block_m=7: violates constraint"), err
+    assert "reg_n=" not in err

@@ -316,7 +316,8 @@ class Completer:
         out = []
         for k, spec in schema.params.items():
             if k.startswith(tok) and k not in present:
-                meta = spec.describe() + (f" = {spec.default!r}" if spec.default is not None else "")
+                # `; default 64`: ` = 64` after `divides M` read as M's value
+                meta = spec.describe() + (f"; default {spec.default!r}" if spec.default is not None else "")
                 out.append(Completion(k + "=", start, k, meta))
         return out
 

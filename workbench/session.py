@@ -461,7 +461,8 @@ class Session:
             for dims in dims_list:
                 schema.check(values, dims)
         except ParamError as e:
-            where = f"step {index} ({step.label()}): " if index else ""
+            # the step by its file, not its whole dict: the message is about one value of it
+            where = f"step {index} ({step.with_params({}).label()}): " if index else ""
             raise SessionError(f"{where}{e}", step_index=index)
 
     def _apply_on(self, input_key: str, step: Step, index: int, printed: bool = False) -> AppliedStep:

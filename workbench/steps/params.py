@@ -59,8 +59,12 @@ class ParamSpec:
         s = self.type
         if self.choices:
             s += " in {" + ", ".join(map(str, self.choices)) + "}"
-        if self.min is not None or self.max is not None:
-            s += f" in [{'' if self.min is None else self.min}, {'' if self.max is None else self.max}]"
+        if self.min is not None and self.max is not None:
+            s += f" in [{self.min}, {self.max}]"
+        elif self.min is not None:   # `int >= 0`, not `int in [0, ]`
+            s += f" >= {self.min}"
+        elif self.max is not None:
+            s += f" <= {self.max}"
         if self.power_of_two:
             s += ", power of 2"
         if self.divides is not None:

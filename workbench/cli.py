@@ -423,7 +423,7 @@ def _tui_loading_in_background(ctx: CommandContext, args: argparse.Namespace) ->
 
         if pending.done() and not pending.result().ok:
             return _report_failed_load(pending.result())
-        app = run_app(ctx, pending_load=pending)
+        app = run_app(ctx, pending_load=pending, offer_resume=not args.no_resume)
     finally:   # quit while loading: the caller's session.close() stops the worker, the thread ends
         pool.shutdown(wait=False)
     if app.load_error is not None:

@@ -546,3 +546,34 @@ def test_the_quit_question_wraps_instead_of_being_cut(wb_ctx):
             await pilot.press("n")
 
     run(go())
+
+
+@pytest.mark.parametrize("flags, offered", [([], True), (["--no-resume"], False)])
+def test_no_resume_reaches_the_tui(monkeypatch, wb_state, flags, offered):
+    """`lh-workbench PAYLOAD --no-resume` on a terminal still offered the autosaved session."""
+    import io
+    import sys
+
+    import workbench.cli as cli
+    import workbench.tui.app as app_module
+    from conftest import MATMUL
+
+    seen = {}
+
+    class FakeApp:
+        load_error = None
+
+    def fake_run_app(ctx, **kw):
+        seen.update(kw)
+        kw["pending_load"].result()
+        return FakeApp()
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(app_module, "run_app", fake_run_app)
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    monkeypatch.setattr(sys, "stdout", Terminal())
+    assert cli.main([str(MATMUL), *flags]) == 0
+    assert seen["offer_resume"] is offered

@@ -210,10 +210,10 @@ class WorkbenchApp(App):
                           "type a command, Tab completes, Ctrl+P lists every command, F1 the keys")
             journal = s.journal_for(s.payload_path, s.payload_chunk) if self.offer_resume else None
             if journal is not None and not s.steps:
-                msg = (f"an autosaved session of this payload exists ({s.describe_journal(journal)}): "
-                       "type `resume` to restore it")
-                self.log_line(msg, style="yellow")
-                self.notify(msg, title="resume?", timeout=8)
+                self.log_line(f"an autosaved session of this payload exists ({s.describe_journal(journal)}): "
+                              "type `resume` to restore it", style="yellow")
+                self.notify("an autosaved session of this payload exists: `resume` restores it",
+                            title="resume?", timeout=8)
         else:
             self.log_line("no payload loaded: `load FILE.mlir`")
 

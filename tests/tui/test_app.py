@@ -577,3 +577,24 @@ def test_no_resume_reaches_the_tui(monkeypatch, wb_state, flags, offered):
     monkeypatch.setattr(sys, "stdout", Terminal())
     assert cli.main([str(MATMUL), *flags]) == 0
     assert seen["offer_resume"] is offered
+
+
+def test_steps_table_fits_its_pane_with_times(wb_ctx):
+    """At 80x24 the time column lost its last letter (`29.7m`) under the 2-column scrollbar."""
+    from workbench.tui.widgets import StepsTable
+
+    async def go():
+        app = WorkbenchApp(wb_ctx)   # real times: `12.3ms`
+        size = (80, 24)
+        async with app.run_test(size=size) as pilot:
+            await settle(app, pilot)
+            await type_command(app, pilot, "apply pipelines/lib/tile.mlir")
+            for _ in range(size[1] // 2):   # more steps than rows: the vertical scrollbar shows
+                await type_command(app, pilot, "pass cse")
+            table = app.query_one("#steps", StepsTable)
+            await pilot.pause()
+            assert table.show_vertical_scrollbar
+            assert table.virtual_size.width <= table.size.width - table.styles.scrollbar_size_vertical
+            assert table.get_row_at(1)[-1].plain.endswith("ms")
+
+    run(go())

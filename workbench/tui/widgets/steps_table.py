@@ -59,7 +59,8 @@ class StepsTable(DataTable):
             self._fill()
 
     def _fill(self) -> None:
-        width = max(20, (self.size.width or 40) - 1)   # 1: the vertical scrollbar's column
+        # the vertical scrollbar's columns (2 by default; 1 cut the time column's last letter at 80x24)
+        width = max(20, (self.size.width or 40) - self.styles.scrollbar_size_vertical)
         self._width = self.size.width
         show_kind = width >= 40
         index_w, time_w, kind_w = 4, 8, (8 if show_kind else 0)

@@ -598,3 +598,23 @@ def test_steps_table_fits_its_pane_with_times(wb_ctx):
             assert table.get_row_at(1)[-1].plain.endswith("ms")
 
     run(go())
+
+
+def test_typing_in_the_steps_table_goes_to_the_command_input(wb_ctx):
+    from workbench.tui.widgets import StepsTable
+
+    async def go():
+        app = WorkbenchApp(wb_ctx, hide_volatile=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            app.query_one("#steps", StepsTable).focus()
+            await pilot.pause()
+            await pilot.press(*"undo")
+            inp = app.query_one("#cmd", CommandInput)
+            assert inp.has_focus and inp.value == "undo"
+            app.query_one("#steps", StepsTable).focus()
+            await pilot.pause()
+            await pilot.press("down", "up")   # the table's own keys stay the table's
+            assert app.query_one("#steps", StepsTable).has_focus and inp.value == "undo"
+
+    run(go())

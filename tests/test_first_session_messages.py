@@ -173,3 +173,15 @@ def test_a_violated_constraint_names_the_step_without_its_whole_dict(ctx):
     err = failed(ctx, "params 1 block_m=7")
     assert err.startswith("step 1 (pipelines/cpu/matmul.py[gen=matmul_tiling]): block_m=7: violates constraint"), err
     assert "reg_n=" not in err
+
+
+def test_asm_says_what_it_is_doing_while_it_compiles(ctx):
+    """`asm` on a model compiled for half a minute without a word (run says `lowering and running`)."""
+    from workbench.common.mlir_libs import find_llvm_tool
+
+    if find_llvm_tool("llvm-objdump") is None:
+        pytest.skip("no llvm-objdump")
+    said = []
+    ctx.progress = said.append
+    assert ctx.registry.dispatch("asm --grep ret", ctx).ok
+    assert said == ["compiling step 0 for cpu and disassembling ..."]

@@ -163,6 +163,8 @@ def cmd_asm(ctx: CommandContext, a: Args) -> Result:
             pattern = re.compile(a["grep"])
         except re.error as e:
             return Result.failure(f"--grep: not a regular expression: {e}")
+    if s.loaded:   # compiling a model takes a while: say what is going on, as `run` does
+        ctx.progress(f"compiling step {s.cursor} for {s.target_name} and disassembling ...")
     try:
         ans = assembly_of_current(s, a.get("function") or "", float(a.get("timeout") or 120.0))
     except SessionError as e:

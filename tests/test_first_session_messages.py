@@ -185,3 +185,7 @@ def test_asm_says_what_it_is_doing_while_it_compiles(ctx):
     ctx.progress = said.append
     assert ctx.registry.dispatch("asm --grep ret", ctx).ok
     assert said == ["compiling step 0 for cpu and disassembling ..."]
+
+
+def test_unknown_command_is_quoted_as_typed(ctx):
+    assert "unknown command '/vector\\.'" in failed(ctx, "/vector\\.")   # one backslash, not repr's two

@@ -121,7 +121,7 @@ class Registry:
     def unknown_command(self, name: str) -> str:
         """The one-line error for a command name that is not one: the close names, or where the list is."""
         hint = did_you_mean(name, [*self.names(), *self._aliases]) or " (type `help` for the list)"
-        return f"unknown command {name!r}{hint}"
+        return f"unknown command '{name}'{hint}"   # as typed: no repr escapes (`\\.`)
 
     # -- parsing -------------------------------------------------------------------------
     def parse(self, line: str) -> tuple[Command, dict[str, Any]]:

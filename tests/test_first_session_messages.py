@@ -189,3 +189,16 @@ def test_asm_says_what_it_is_doing_while_it_compiles(ctx):
 
 def test_unknown_command_is_quoted_as_typed(ctx):
     assert "unknown command '/vector\\.'" in failed(ctx, "/vector\\.")   # one backslash, not repr's two
+
+
+def test_run_without_a_payload_fails_before_announcing_a_run(compile_client):
+    from workbench.session import Session
+
+    s = Session(client=compile_client)
+    ctx = CommandContext(s, default_registry())
+    said = []
+    ctx.progress = said.append
+    for line in ("run", "run --check", "asm", "select --apply", "params", "tune 1"):
+        res = ctx.registry.dispatch(line, ctx)
+        assert not res.ok and "no payload loaded" in res.error, line
+    assert said == []

@@ -89,6 +89,8 @@ def run_consent(ctx) -> Result | None:
 
 def cmd_run(ctx: CommandContext, a: Args) -> Result:
     s = ctx.session
+    if not s.loaded:   # before `lowering and running ...` is said
+        return Result.failure("no payload loaded: use `load FILE.mlir`")
     refused = run_consent(ctx)
     if refused is not None:
         return refused

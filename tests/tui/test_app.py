@@ -618,3 +618,18 @@ def test_typing_in_the_steps_table_goes_to_the_command_input(wb_ctx):
             assert app.query_one("#steps", StepsTable).has_focus and inp.value == "undo"
 
     run(go())
+
+
+def test_the_view_title_keeps_its_key_hint_at_120_columns(wb_ctx):
+    """At 120 columns the IR title read `IR after step 0 (payl` (22 cells) beside a 60-cell status."""
+    from textual.widgets import Label
+
+    async def go():
+        app = WorkbenchApp(wb_ctx, hide_volatile=True)
+        async with app.run_test(size=(120, 35)) as pilot:
+            await settle(app, pilot)
+            title = app.query_one("#view-title", Label)
+            text = str(title.render())
+            assert text.endswith("[^D diff]") and title.content_region.width >= len(text)
+
+    run(go())

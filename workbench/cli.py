@@ -366,6 +366,12 @@ def main(argv: list[str] | None = None) -> int:
             run = session.last_run
             if run is not None:
                 extra["run"] = run
+            # the script reproduces its steps: a run that got to its end leaves no journal to be offered as
+            # an autosaved session by the next `lh-workbench` of this payload (a killed run keeps it, and
+            # so does one that resumed a journal: those steps are in no file)
+            resumed = args.resume or any(line.split()[:1] == ["resume"] for _, line, _ in outcome.results)
+            if not resumed:
+                session.mark_saved()
             return _finish(session, args, outcome.ok, extra)
         if use_tui:
             from workbench.tui.app import run_app

@@ -27,7 +27,7 @@ def cmd_quit(ctx: CommandContext, a: Args) -> Result:
     ctx.quit_requested = True
     s = ctx.session
     unsaved = s.unsaved_steps() if s.loaded else 0
-    if unsaved and s.journal_enabled and not s.journal_error:   # say where the work went
+    if unsaved and ctx.interactive and s.journal_enabled and not s.journal_error:   # say where the work went
         return Result(True, f"bye; {unsaved} unsaved step{'s' if unsaved != 1 else ''} kept in the autosave "
                             f"journal: `lh-workbench {s.payload_path} --resume` restores them",
                       data={"unsaved_steps": unsaved})

@@ -202,3 +202,16 @@ def test_run_without_a_payload_fails_before_announcing_a_run(compile_client):
         res = ctx.registry.dispatch(line, ctx)
         assert not res.ok and "no payload loaded" in res.error, line
     assert said == []
+
+
+def test_import_asks_before_replacing_unsaved_steps(ctx, monkeypatch):
+    import workbench.commands.import_commands as imp
+
+    monkeypatch.setattr(imp, "run_import", lambda a, progress: pytest.fail("imported without asking"))
+    assert ctx.registry.dispatch("apply pipelines/lib/tile.mlir", ctx).ok
+    ctx.interactive = True
+    asked = []
+    ctx.confirm = lambda question: asked.append(question) or False
+    err = failed(ctx, "import examples/torch/models/gpt2_block.py")
+    assert "import cancelled" in err and "1 step(s) not saved" in asked[0]
+    assert ctx.session.cursor == 1 and ctx.session.payload_path.name == "matmul.mlir"

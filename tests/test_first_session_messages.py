@@ -215,3 +215,14 @@ def test_import_asks_before_replacing_unsaved_steps(ctx, monkeypatch):
     err = failed(ctx, "import examples/torch/models/gpt2_block.py")
     assert "import cancelled" in err and "1 step(s) not saved" in asked[0]
     assert ctx.session.cursor == 1 and ctx.session.payload_path.name == "matmul.mlir"
+
+
+def test_replay_asks_before_replacing_unsaved_steps(ctx):
+    assert ctx.registry.dispatch("apply pipelines/lib/tile.mlir", ctx).ok
+    ctx.interactive = True
+    asked = []
+    ctx.confirm = lambda question: asked.append(question) or False
+    assert "replay cancelled" in failed(ctx, "replay sessions/matmul-cpu.yaml")
+    assert "1 step(s) not saved" in asked[0] and ctx.session.cursor == 1
+    ctx.confirm = lambda question: True
+    assert ctx.registry.dispatch("replay sessions/matmul-cpu.yaml", ctx).ok and ctx.session.cursor == 3

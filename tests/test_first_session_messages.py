@@ -226,3 +226,14 @@ def test_replay_asks_before_replacing_unsaved_steps(ctx):
     assert "1 step(s) not saved" in asked[0] and ctx.session.cursor == 1
     ctx.confirm = lambda question: True
     assert ctx.registry.dispatch("replay sessions/matmul-cpu.yaml", ctx).ok and ctx.session.cursor == 3
+
+
+def test_a_step_after_undo_says_it_replaces_the_undone_ones(ctx):
+    assert ctx.registry.dispatch("apply pipelines/lib/tile.mlir", ctx).ok
+    assert ctx.registry.dispatch("pass canonicalize", ctx).ok
+    assert ctx.registry.dispatch("undo", ctx).ok
+    res = ctx.registry.dispatch("pass cse", ctx)
+    assert res.ok and res.summary.endswith("(replaces 1 undone step: canonicalize)")
+    assert res.data["dropped_undone"] == ["canonicalize"]
+    res = ctx.registry.dispatch("pass canonicalize", ctx)
+    assert res.ok and "undone" not in res.summary

@@ -237,3 +237,24 @@ def test_a_step_after_undo_says_it_replaces_the_undone_ones(ctx):
     assert res.data["dropped_undone"] == ["canonicalize"]
     res = ctx.registry.dispatch("pass canonicalize", ctx)
     assert res.ok and "undone" not in res.summary
+
+
+def test_run_checks_its_files_and_target_before_anything_runs(ctx, tmp_path):
+    (tmp_path / "inputs0.npy").write_bytes(b"")
+    assert failed(ctx, "run --npy nowhere.npy") == "run: --npy nowhere.npy: no such file"
+    err = failed(ctx, f"run --npy {tmp_path / 'input0.npy'}")
+    assert "no such file" in err and "did you mean" in err and "inputs0.npy" in err
+    assert failed(ctx, f"run --expect {tmp_path}") == f"run: --expect {tmp_path}: is a directory"
+    assert ctx.session.last_run is None
+    from workbench.targets import get_target
+
+    if not get_target("cuda").can_run()[0]:
+        err = failed(ctx, "run --target cuda")
+        assert "cannot run here" in err and "the target stays cpu" in err
+        assert ctx.session.target_name == "cpu"
+
+
+def test_long_usages_point_at_help_instead(ctx):
+    err = failed(ctx, "run --ranges 0=abc")
+    assert err.endswith("`help run` lists its options") and "[--save-outputs" not in err
+    assert "usage: load [--allow-unregistered] [--chunk K] FILE" in failed(ctx, "load")

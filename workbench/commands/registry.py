@@ -74,6 +74,11 @@ class Command:
             parts.append(f"[{label}]" if a.optional else label)
         return " ".join(parts)
 
+    def usage_hint(self) -> str:
+        """`usage: ...` for an error line, or where the options are when that line would be long
+        (`run`'s usage is 400 characters)."""
+        return f"usage: {self.usage}" if len(self.usage) <= 80 else f"`help {self.name}` lists its options"
+
     def help_text(self) -> str:
         lines = [f"usage: {self.usage}", "", self.summary]
         if self.details:
@@ -140,7 +145,7 @@ class Registry:
         try:
             result = cmd.handler(ctx, args)
         except UsageError as e:
-            return Result.failure(f"{e}; usage: {cmd.usage}")
+            return Result.failure(f"{e}; {cmd.usage_hint()}")
         except (OSError, ValueError) as e:   # bad input the handler did not expect: one line, never a traceback
             return Result.failure(f"{cmd.name}: {one_line_error(e)}", command=cmd.name)
         except Exception as e:
@@ -222,7 +227,7 @@ def parse_args(cmd: Command, rest: str) -> dict[str, Any]:
             text = remainder
             continue
         if not positionals:
-            raise UsageError(f"{cmd.name}: unexpected argument {text.split()[0]!r} (usage: {cmd.usage})")
+            raise UsageError(f"{cmd.name}: unexpected argument {text.split()[0]!r} ({cmd.usage_hint()})")
         arg = positionals.pop(0)
         if arg.type == "rest":
             out[arg.name] = text.strip()
@@ -243,5 +248,5 @@ def parse_args(cmd: Command, rest: str) -> dict[str, Any]:
         if arg.optional:
             out.setdefault(arg.name, [] if arg.type == "kv" else None)
         else:
-            raise UsageError(f"{cmd.name}: missing {arg.name.upper()} (usage: {cmd.usage})")
+            raise UsageError(f"{cmd.name}: missing {arg.name.upper()} ({cmd.usage_hint()})")
     return out

@@ -6,6 +6,7 @@ from pathlib import Path
 import re
 
 from workbench.commands.registry import Arg, Args, CommandContext, Command, Flag, Registry, UsageError
+from workbench.common.suggest import did_you_mean_path
 from workbench.result import Result
 from workbench.run_session import RunOptions, assembly_of_current, run_current
 from workbench.session import SessionError
@@ -25,6 +26,15 @@ def _parse_npy(text: str | None) -> dict[int, Path]:
         else:
             out[i] = Path(part)
     return out
+
+
+def _missing_files(flag: str, paths) -> str | None:
+    """The one-line error for the first of `paths` that is no file (checked before anything compiles)."""
+    for path in paths:
+        if not Path(path).is_file():
+            why = "is a directory" if Path(path).is_dir() else f"no such file{did_you_mean_path(path)}"
+            return f"run: {flag} {path}: {why}"
+    return None
 
 
 def _parse_ranges(text: str | None) -> dict[int, tuple[float, float]]:
@@ -94,6 +104,11 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
     refused = run_consent(ctx)
     if refused is not None:
         return refused
+    missing = (_missing_files("--npy", _parse_npy(a.get("npy")).values())
+               or _missing_files("--expect", [f for f in (a.get("expect") or "").split(",") if f]))
+    if missing:   # before the run: a missing --expect file read as `outputs differ` after it
+        return Result.failure(missing)
+    previous = s.target_name
     if a.get("target"):
         try:
             s.select_target(a["target"])
@@ -113,6 +128,10 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
         report = run_current(s, opts)
     except SessionError as e:
         return Result.failure(str(e), e.detail or None)
+    if report["error"] and a.get("target") and s.target_name != previous and not s.target.can_run()[0]:
+        # a target that cannot run here does not stay selected for the next `run`
+        s.select_target(previous)
+        report["error"] += f" (the target stays {previous})"
     s.last_run = {k: v for k, v in report.items() if k not in ("detail",)}
     if report["error"]:
         return Result(False, report["error"], kind="run", error=report["error"], detail=report.get("detail"),

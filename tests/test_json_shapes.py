@@ -47,3 +47,10 @@ def test_targets_and_import_answer_json_when_they_fail(tmp_path, state_dir):
                 env_extra={"LH_WORKBENCH_TORCH_PYTHON": "/nonexistent/python"})
     doc = json.loads(p.stdout)
     assert p.returncode == 1 and doc["ok"] is False and doc["error"]
+
+
+def test_a_mistyped_command_line_option_gets_a_suggestion(tmp_path):
+    p = run_cli([MATMUL, "--scrpit", "x.lhw"], cwd=tmp_path)
+    assert p.returncode == 2 and "unrecognized arguments: --scrpit x.lhw (did you mean --script?)" in p.stderr
+    p = run_cli(["replay", "s.yaml", "--chek"], cwd=tmp_path)
+    assert p.returncode == 2 and "(did you mean --check?)" in p.stderr

@@ -17,10 +17,23 @@ from workbench.commands.registry import one_line_error
 from workbench.commands.script import run_script_text
 from workbench.result import Result
 from workbench.common.files import read_regular_text
+from workbench.common.suggest import did_you_mean
 from workbench.session import Session, atomic_write
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 MAX_SCRIPT_BYTES = 16 << 20   # a command file is a few lines
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with a did-you-mean for a mistyped option (`--scrpit` -> --script)."""
+
+    def error(self, message: str):
+        if message.startswith("unrecognized arguments:"):
+            known = [o for action in self._actions for o in action.option_strings]
+            hints = [did_you_mean(word.split("=")[0], known) for word in message.split(":", 1)[1].split()
+                     if word.startswith("-")]
+            message += next((h for h in hints if h), "")
+        super().error(message)
 
 
 class Printer:
@@ -96,7 +109,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _main_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="lh-workbench",
         description="Interactive MLIR compiler workbench. Also: `lh-workbench replay SESSION.yaml`, "
                     "`lh-workbench targets`, `lh-workbench import MODEL.py:NAME --inputs 8x3x224x224xf32`.")
@@ -116,7 +129,7 @@ def _main_parser() -> argparse.ArgumentParser:
 
 
 def _replay_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lh-workbench replay", description="Re-apply a saved session headless.")
+    p = ArgumentParser(prog="lh-workbench replay", description="Re-apply a saved session headless.")
     p.add_argument("session", help="session / pipeline YAML")
     p.add_argument("--payload", help="payload .mlir (default: the one recorded in the session)")
     p.add_argument("--run", action="store_true", help="run the result on the target afterwards")
@@ -238,7 +251,7 @@ def cmd_replay(argv: list[str]) -> int:
 
 
 def cmd_targets(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="lh-workbench targets", description="List targets and whether they can run here.")
+    p = ArgumentParser(prog="lh-workbench targets", description="List targets and whether they can run here.")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--cpu", metavar="NAME", default="", help="describe this CPU machine instead of the host")
     args = p.parse_args(argv)
@@ -266,7 +279,7 @@ def cmd_import(argv: list[str]) -> int:
     """`lh-workbench import MODEL.py[:NAME] --inputs ...`: write the payload, inputs and torch's outputs."""
     from workbench.commands.import_commands import IMPORT_FLAGS, run_import
 
-    p = argparse.ArgumentParser(prog="lh-workbench import",
+    p = ArgumentParser(prog="lh-workbench import",
                                 description="Export a torch model with torch-mlir's fx importer (linalg-on-tensors) "
                                             "in a process of its own; write its inputs and torch's outputs.")
     p.add_argument("model", help="MODEL.py[:NAME]: an nn.Module class, a factory, or KernelBench's Model")

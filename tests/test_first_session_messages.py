@@ -258,3 +258,13 @@ def test_long_usages_point_at_help_instead(ctx):
     err = failed(ctx, "run --ranges 0=abc")
     assert err.endswith("`help run` lists its options") and "[--save-outputs" not in err
     assert "usage: load [--allow-unregistered] [--chunk K] FILE" in failed(ctx, "load")
+
+
+def test_the_noise_warning_tells_a_few_stalled_calls_from_a_spread():
+    from workbench.commands.run_commands import spread_warning
+
+    stalled = {"median_s": 0.001, "stddev_s": 0.0015, "times_s": [0.001, 0.00102, 0.0051, 0.00099, 0.001]}
+    text = spread_warning(stalled)
+    assert "1 of 5 calls took up to 5x the median, the other 4 are within 2% of it" in text
+    spread = {"median_s": 0.001, "stddev_s": 0.0003, "times_s": [0.0007, 0.001, 0.0013, 0.0009, 0.0012]}
+    assert "calls took" not in spread_warning(spread) and "30% of the median" in spread_warning(spread)

@@ -62,8 +62,15 @@ def spread_warning(report: dict) -> str | None:
     median, stddev = report.get("median_s"), report.get("stddev_s")
     if not median or stddev is None or stddev / median <= NOISY_SPREAD:
         return None
-    return (f"noisy timings: stddev is {stddev / median:.0%} of the median (> {NOISY_SPREAD:.0%}); "
-            "other load on the machine? more --iterations?")
+    text = f"noisy timings: stddev is {stddev / median:.0%} of the median (> {NOISY_SPREAD:.0%})"
+    times = report.get("times_s") or []
+    slow = [t for t in times if t > 2 * median]
+    rest = [t for t in times if t <= 2 * median]
+    if slow and rest:   # a few stalled calls, or all of them spread? the median is what run reports
+        near = max(abs(t - median) for t in rest) / median
+        text += (f": {len(slow)} of {len(times)} calls took up to {max(slow) / median:.0f}x the median, "
+                 f"the other {len(rest)} are within {near:.0%} of it")
+    return text + "; other load on the machine? more --iterations?"
 
 
 def check_possible(session) -> tuple[bool, str]:

@@ -268,3 +268,11 @@ def test_the_noise_warning_tells_a_few_stalled_calls_from_a_spread():
     assert "1 of 5 calls took up to 5x the median, the other 4 are within 2% of it" in text
     spread = {"median_s": 0.001, "stddev_s": 0.0003, "times_s": [0.0007, 0.001, 0.0013, 0.0009, 0.0012]}
     assert "calls took" not in spread_warning(spread) and "30% of the median" in spread_warning(spread)
+
+
+def test_ranges_of_arguments_the_entry_does_not_have_are_refused_and_not_kept(ctx):
+    err = failed(ctx, "run --ranges 9=0:1 --iterations 1")
+    assert "--ranges: @matmul has no argument 9 (its arguments are 0..2)" in err
+    assert ctx.session.input_ranges == {}
+    res = ctx.registry.dispatch("run --ranges 0=-1:1 --iterations 1", ctx)
+    assert res.ok and ctx.session.input_ranges == {0: (-1, 1)}

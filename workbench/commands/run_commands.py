@@ -121,9 +121,8 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
             s.select_target(a["target"])
         except SessionError as e:
             return Result.failure(str(e))
-    if a.get("ranges"):
-        s.input_ranges.update(_parse_ranges(a["ranges"]))  # recorded: later runs and the saved session use them
-    opts = RunOptions(check=a["check"], inputs=a.get("inputs") or "random", seed=a.get("seed") or 0,
+    ranges = _parse_ranges(a.get("ranges"))
+    opts = RunOptions(ranges=ranges, check=a["check"], inputs=a.get("inputs") or "random", seed=a.get("seed") or 0,
                       npy=_parse_npy(a.get("npy")), threads=a.get("threads"),
                       timeout=a.get("timeout") or 120.0, warmup=a.get("warmup"), iterations=a.get("iterations"),
                       entry=a.get("entry") or "",
@@ -139,6 +138,8 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
         # a target that cannot run here does not stay selected for the next `run`
         s.select_target(previous)
         report["error"] += f" (the target stays {previous})"
+    if ranges and not (report["error"] or "").startswith("--ranges"):
+        s.input_ranges.update(ranges)  # recorded: later runs and the saved session use them
     s.last_run = {k: v for k, v in report.items() if k not in ("detail",)}
     if report["error"]:
         return Result(False, report["error"], kind="run", error=report["error"], detail=report.get("detail"),

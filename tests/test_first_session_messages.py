@@ -276,3 +276,14 @@ def test_ranges_of_arguments_the_entry_does_not_have_are_refused_and_not_kept(ct
     assert ctx.session.input_ranges == {}
     res = ctx.registry.dispatch("run --ranges 0=-1:1 --iterations 1", ctx)
     assert res.ok and ctx.session.input_ranges == {0: (-1, 1)}
+
+
+def test_a_failing_editor_is_not_no_change(ctx, monkeypatch):
+    import workbench.commands.edit_commands as edit
+
+    ctx.interactive = True
+    monkeypatch.setattr(edit, "default_editor_command", lambda: ["false"])
+    assert "the editor (false) exited with status 1; nothing recorded" in failed(ctx, "edit")
+    monkeypatch.setattr(edit, "default_editor_command", lambda: ["true"])
+    res = ctx.registry.dispatch("edit", ctx)
+    assert res.ok and res.summary == "edit: no change" and ctx.session.cursor == 0

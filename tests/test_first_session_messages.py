@@ -287,3 +287,17 @@ def test_a_failing_editor_is_not_no_change(ctx, monkeypatch):
     monkeypatch.setattr(edit, "default_editor_command", lambda: ["true"])
     res = ctx.registry.dispatch("edit", ctx)
     assert res.ok and res.summary == "edit: no change" and ctx.session.cursor == 0
+
+
+def test_pass_takes_what_an_mlir_engineer_pastes(ctx):
+    """A quoted pipeline and mlir-opt's own flags, as they stand on a shell command line."""
+    for line, label in [('pass "builtin.module(canonicalize)"', "builtin.module(canonicalize)"),
+                        ('pass --pass-pipeline="builtin.module(func.func(canonicalize),cse)"',
+                         "func.func(canonicalize),cse"),
+                        ("pass -canonicalize -cse", "canonicalize,cse"),
+                        ("pass 'cse'", "cse")]:
+        res = ctx.registry.dispatch(line, ctx)
+        assert res.ok, (line, res.error)
+        assert ctx.session.steps[ctx.session.cursor - 1].step.spec == label, line
+    assert "names no pass" in failed(ctx, "pass -o x")
+    assert "did you mean canonicalize?" in failed(ctx, "pass --canonicalise")

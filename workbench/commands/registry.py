@@ -202,8 +202,10 @@ def parse_args(cmd: Command, rest: str) -> dict[str, Any]:
         text = text.lstrip()
         if not text:
             break
-        # flags
-        if text.startswith("--"):
+        # flags (a command without options whose next argument takes the rest of the line gets `--x` as
+        # text: `pass --pass-pipeline=...` is mlir-opt's flag, not the command's)
+        rest_next = bool(positionals) and positionals[0].type == "rest" and not cmd.flags
+        if text.startswith("--") and not rest_next:
             key = re.match(r"--[^\s=]*", text).group(0)
             after = text[len(key):]
             flag = flags.get(key)

@@ -36,9 +36,38 @@ def cmd_apply(ctx: CommandContext, a: Args) -> Result:
 
 
 def cmd_pass(ctx: CommandContext, a: Args) -> Result:
-    if not a["pipeline"]:
+    text = (a["pipeline"] or "").strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":   # pasted from a shell: `"builtin.module(...)"`
+        text = text[1:-1].strip()
+    if not text:
         raise UsageError("pass needs a pass pipeline")
-    return apply_step(ctx, Step("pass", a["pipeline"], {}, {}, Path.cwd()))
+    if text.startswith("-"):   # mlir-opt's own flags: `--pass-pipeline=...`, `-canonicalize -cse`, as run-line reads them
+        try:
+            pipelines = split_input.RunLine(0, "mlir-opt " + text).mlir_opt_pipelines()
+        except split_input.ChunkError:
+            return Result.failure(f"pass: {text} names no pass (mlir-opt flags like `--pass-pipeline=...` or "
+                                  "`-canonicalize -cse`, or a pipeline like `func.func(canonicalize),cse`)")
+        return _apply_pipelines(ctx, pipelines, "these flags")
+    return apply_step(ctx, Step("pass", text, {}, {}, Path.cwd()))
+
+
+def _apply_pipelines(ctx: CommandContext, pipelines: list[str], what: str) -> Result:
+    """One pass step per pipeline, all or nothing: on a failure the earlier ones are undone (redo brings
+    them back)."""
+    s = ctx.session
+    results = []
+    for pipeline in pipelines:
+        res = apply_step(ctx, Step("pass", pipeline, {}, {}, Path.cwd()))
+        if not res.ok:
+            for _ in results:
+                s.undo()
+            if results:
+                res.error = f"{res.error} ({what}: the first {len(results)} step(s) were undone)"
+            return res
+        results.append(res)
+    if len(results) == 1:
+        return results[0]
+    return Result(True, "; ".join(r.summary for r in results), data={"steps": [r.data for r in results]})
 
 
 def cmd_run_line(ctx: CommandContext, a: Args) -> Result:
@@ -66,19 +95,7 @@ def cmd_run_line(ctx: CommandContext, a: Args) -> Result:
         return fail(e)
     if not pipelines:
         return Result.failure(f"RUN line {run.number} runs no mlir-opt: {run.command[:80]}")
-    results = []
-    for pipeline in pipelines:
-        res = apply_step(ctx, Step("pass", pipeline, {}, {}, Path.cwd()))
-        if not res.ok:   # all or nothing: the RUN line's earlier steps are undone (redo brings them back)
-            for _ in results:
-                s.undo()
-            if results:
-                res.error = f"{res.error} (the RUN line's first {len(results)} step(s) were undone)"
-            return res
-        results.append(res)
-    if len(results) == 1:
-        return results[0]
-    return Result(True, "; ".join(r.summary for r in results), data={"steps": [r.data for r in results]})
+    return _apply_pipelines(ctx, pipelines, f"RUN line {run.number}")
 
 
 def cmd_bench(ctx: CommandContext, a: Args) -> Result:

@@ -30,10 +30,11 @@ def _parse_npy(text: str | None) -> dict[int, Path]:
 
 def _missing_files(flag: str, paths) -> str | None:
     """The one-line error for the first of `paths` that is no file (checked before anything compiles)."""
-    for path in paths:
-        if not Path(path).is_file():
-            why = "is a directory" if Path(path).is_dir() else f"no such file{did_you_mean_path(path)}"
-            return f"run: {flag} {path}: {why}"
+    for path in paths:   # (a device or FIFO is the reader's to refuse, with its own words)
+        if Path(path).is_dir():
+            return f"run: {flag} {path}: is a directory"
+        if not Path(path).exists():
+            return f"run: {flag} {path}: no such file{did_you_mean_path(path)}"
     return None
 
 

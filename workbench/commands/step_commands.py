@@ -226,7 +226,8 @@ def register(reg: Registry) -> None:
                         "  apply pipelines/lib/bufferization.yaml\n  apply cpu-lower",
                 category="2-steps"))
     add(Command("pass", "apply an MLIR pass pipeline as a step", cmd_pass,
-                [Arg("pipeline", "e.g. canonicalize,cse or func.func(convert-linalg-to-loops)", type="rest",
+                [Arg("pipeline", "e.g. canonicalize,cse or func.func(convert-linalg-to-loops); mlir-opt's flags "
+                                 "work too: -canonicalize -cse, --pass-pipeline=\"builtin.module(...)\"", type="rest",
                      complete="pass")], category="2-steps"))
     add(Command("run-line", "apply the passes of the payload file's `// RUN: mlir-opt ...` line N (default 1) "
                 "as pass steps", cmd_run_line,

@@ -633,3 +633,26 @@ def test_the_view_title_keeps_its_key_hint_at_120_columns(wb_ctx):
             assert text.endswith("[^D diff]") and title.content_region.width >= len(text)
 
     run(go())
+
+
+def test_log_lines_of_the_first_run_fit_beside_the_results_panel(wb_ctx):
+    """Log lines were rendered at least 78 cells wide (RichLog's min_width) and at the width they were
+    written at: beside the results panel (and at 80x24) they were cut, not wrapped."""
+    from workbench.tui.widgets import LogView
+
+    async def go():
+        app = WorkbenchApp(wb_ctx, hide_volatile=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            await type_command(app, pilot, "run --profile --iterations 2")
+            for _ in range(600):
+                await settle(app, pilot)
+                if app.busy is None and app.results:
+                    break
+            assert app.results[-1].ok and app.query_one("#results").display
+            log = app.query_one("#log", LogView)
+            await settle(app, pilot)
+            width = log.scrollable_content_region.width
+            assert max(strip.cell_length for strip in log.lines) <= width
+
+    run(go())

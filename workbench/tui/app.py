@@ -534,11 +534,12 @@ class WorkbenchApp(App):
         self.cancelled = False
         self.last_result = res
         self.results.append(res)
+        # the panel first: it takes width from the log, whose lines are wrapped at the width they are written at
+        self.show_results(res)
         self.log_result(line, res)
         clip = res.data.get("clipboard") if res.ok else None
         if clip:
             self.copy_text(clip)
-        self.show_results(res)
         select, self._keep_selection = self._keep_selection, None
         if res.ok and res.kind == "ir" and isinstance(res.data.get("step"), int):
             select = res.data["step"]

@@ -301,3 +301,14 @@ def test_pass_takes_what_an_mlir_engineer_pastes(ctx):
         assert ctx.session.steps[ctx.session.cursor - 1].step.spec == label, line
     assert "names no pass" in failed(ctx, "pass -o x")
     assert "did you mean canonicalize?" in failed(ctx, "pass --canonicalise")
+
+
+def test_step_completion_of_params_offers_applied_steps_only(ctx):
+    from workbench.completion import Completer
+
+    for line in ("apply pipelines/lib/tile.mlir", "pass cse", "undo"):
+        assert ctx.registry.dispatch(line, ctx).ok
+    comp = Completer(ctx.registry, ctx.session)
+    assert [c.text for c in comp.complete("params ") if c.text.isdigit()] == ["1"]
+    assert [c.text for c in comp.complete("tune ") if c.text.isdigit()] == ["1"]
+    assert [c.text for c in comp.complete("show ") if c.text.isdigit()] == ["0", "1", "2"]

@@ -150,8 +150,8 @@ class Completer:
             return self._paths(current, start, exts)
         if kind == "choice":
             return [Completion(c, start, c, "") for c in extra.split(",") if c and c.startswith(current)]
-        if kind == "step":
-            return self._steps(current, start)
+        if kind == "step":   # `step:applied`: the active steps only (params, tune, select: not the payload)
+            return self._steps(current, start, applied_only=extra == "applied")
         if kind == "function":
             return self._functions(current, start)
         if kind == "target":
@@ -197,12 +197,14 @@ class Completer:
                 out.append(Completion(text, start, e.name + ("/" if is_dir else ""), "dir" if is_dir else "file"))
         return out
 
-    def _steps(self, current: str, start: int) -> list[Completion]:
+    def _steps(self, current: str, start: int, applied_only: bool = False) -> list[Completion]:
         s = self.session
         if s is None or not getattr(s, "loaded", False):
             return []
         out = []
         for h in s.history():
+            if applied_only and (h["index"] == 0 or not h["active"]):
+                continue
             idx = str(h["index"])
             if idx.startswith(current):
                 out.append(Completion(idx, start, idx, f"{h['kind']} {h['spec']}"[:60]))

@@ -241,7 +241,7 @@ def register(reg: Registry) -> None:
                 [Arg("params", "warmup=N iterations=N entry=NAME", type="kv", optional=True, complete="param")],
                 category="2-steps"))
     add(Command("params", "show or edit a step's parameters; editing re-applies from that step", cmd_params,
-                [Arg("step", "step index (default: current)", type="int", optional=True, complete="step"),
+                [Arg("step", "step index (default: current)", type="int", optional=True, complete="step:applied"),
                  Arg("values", "key=value ...", type="kv", optional=True, complete="param")],
                 [Flag("--export", "write the step's parameter dict to FILE (.json or .yaml)", True, complete="path:"),
                  Flag("--import", "set the step's parameters from a JSON/YAML mapping (selected_by: file:NAME)",

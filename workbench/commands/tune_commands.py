@@ -282,7 +282,7 @@ def register(reg: Registry) -> None:
     reg.register(Command(
         "select", "show the target's parameter selection for the payload; --apply records it on a step",
         cmd_select, [Arg("step", "step index (its input is inspected); none: the current IR", type="int",
-                         optional=True, complete="step")],
+                         optional=True, complete="step:applied")],
         [Flag("--apply", "set the selection on step N (or add the selected schedule as a new step)")],
         details="The selector (per target: payload shapes, dtypes, op kinds, host vector width, cache sizes) "
                 "produces the parameter dict of the shipped schedules. Applying records `selected_by` on the "
@@ -290,7 +290,8 @@ def register(reg: Registry) -> None:
         category="2-steps"))
     reg.register(Command(
         "tune", "search a step's parameter space (Optuna), each candidate compiled, run and checked in isolation",
-        cmd_tune, [Arg("step", "step index (default: current)", type="int", optional=True, complete="step"),
+        cmd_tune, [Arg("step", "step index (default: current)", type="int", optional=True,
+                       complete="step:applied"),
                    Arg("space", "candidate lists, e.g. reg_m=[4,8] impl=[codegen,ukernel]", type="kv",
                        optional=True, complete="param")],
         [Flag("--trials", "new trials to run (default 20)", True, type="int", minimum=0),

@@ -446,3 +446,22 @@ def test_the_mpi_selector_sizes_schedules_for_one_core_per_rank(ctx, tmp_path, m
     assert "matmul_parallel" in cpu_spec
     (spec, params), = get_target("mpi").select_params(info)
     assert "matmul_parallel" not in spec and not any(k.startswith("threads") for k in params)
+
+
+@pytest.mark.parametrize("name", ["sharded_matmul_k", "sharded_mlp", "sharded_mlp_reshard"])
+def test_select_after_the_partition_schedules_modules_with_collectives(ctx, name):
+    """`select --apply` on a partitioned module with collectives failed in the schedules' bufferization
+    (`op was not bufferized` at shard.all_reduce / all_to_all): the mpi target's preparation makes them
+    MPI ops first, as mpi-lower would. Before the partition select says what to do in one line."""
+    ok(ctx, f"load {EXAMPLES / f'{name}.mlir'}")
+    ok(ctx, "target mpi")
+    res = do(ctx, "select --apply")
+    assert not res.ok and "still carries sharding annotations" in res.error and "apply mpi-partition" in res.error
+    assert ctx.session.cursor == 0
+    ok(ctx, "apply mpi-partition")
+    ok(ctx, "select --apply")
+    assert "shard.all_" not in ctx.session.current_ir and "mpi." in ctx.session.current_ir
+    ok(ctx, "bench iterations=2")
+    ok(ctx, "apply mpi-lower")
+    run = ok(ctx, "run --check --ranks 2").data["run"]
+    assert run["ranks"] == 2 and run["check"]["passed"], run

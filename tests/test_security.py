@@ -543,3 +543,20 @@ def test_open_mpi_launcher_gets_the_options_it_needs(tmp_path):
     opts = mpi_launch.launcher_options(str(fake))
     assert "--oversubscribe" in opts and (("--allow-run-as-root" in opts) == (os.geteuid() == 0))
     assert mpi_launch.launcher_options(str(REPO / "no-such-mpiexec")) == []
+
+
+def test_a_finished_script_leaves_no_journal_to_offer(new_session, tmp_path, state_dir):
+    """The README's `--script commands/matmul-cpu.lhw` left its journal, and the next interactive start
+    of the payload offered it as an autosaved session; the script is its record. A script that resumed
+    a journal keeps its own (those steps are in no file)."""
+    script = tmp_path / "s.lhw"
+    script.write_text("apply pipelines/lib/tile.mlir\n")
+    p = run_cli([MATMUL, "--script", script], cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    assert new_session().journal_for(MATMUL) is None
+    assert not list((state_dir / "journal").glob("*.yaml"))
+    jp = _orphan_journal(new_session)
+    script.write_text("resume\napply pipelines/lib/tile.mlir\n")
+    p = run_cli([MATMUL, "--script", script], cwd=REPO)
+    assert p.returncode == 0, p.stderr
+    assert not jp.exists() and new_session().journal_for(MATMUL) is not None

@@ -17,10 +17,23 @@ from workbench.commands.registry import one_line_error
 from workbench.commands.script import run_script_text
 from workbench.result import Result
 from workbench.common.files import read_regular_text
+from workbench.common.suggest import did_you_mean
 from workbench.session import Session, atomic_write
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 MAX_SCRIPT_BYTES = 16 << 20   # a command file is a few lines
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse with a did-you-mean for a mistyped option (`--scrpit` -> --script)."""
+
+    def error(self, message: str):
+        if message.startswith("unrecognized arguments:"):
+            known = [o for action in self._actions for o in action.option_strings]
+            hints = [did_you_mean(word.split("=")[0], known) for word in message.split(":", 1)[1].split()
+                     if word.startswith("-")]
+            message += next((h for h in hints if h), "")
+        super().error(message)
 
 
 class Printer:
@@ -96,7 +109,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def _main_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="lh-workbench",
         description="Interactive MLIR compiler workbench. Also: `lh-workbench replay SESSION.yaml`, "
                     "`lh-workbench targets`, `lh-workbench import MODEL.py:NAME --inputs 8x3x224x224xf32`.")
@@ -116,7 +129,7 @@ def _main_parser() -> argparse.ArgumentParser:
 
 
 def _replay_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="lh-workbench replay", description="Re-apply a saved session headless.")
+    p = ArgumentParser(prog="lh-workbench replay", description="Re-apply a saved session headless.")
     p.add_argument("session", help="session / pipeline YAML")
     p.add_argument("--payload", help="payload .mlir (default: the one recorded in the session)")
     p.add_argument("--run", action="store_true", help="run the result on the target afterwards")
@@ -137,6 +150,9 @@ def _report(session: Session, ok: bool, extra: dict[str, Any]) -> dict[str, Any]
     out: dict[str, Any] = {"ok": ok, "ir_sha256": session.current_sha if session.loaded else None,
                            "steps": steps, "target": session.target_name}
     out.update(extra)
+    # the same keys whether it worked or where it stopped (a consumer reads doc["run"], doc["error"])
+    for key in ("run", "error"):
+        out.setdefault(key, None)
     return out
 
 
@@ -209,7 +225,9 @@ def cmd_replay(argv: list[str]) -> int:
         session.journal_enabled = False
         res = replay_file(ctx, Path(args.session), Path(args.payload) if args.payload else None,
                           allow_unregistered=args.allow_unregistered_dialects)
-        extra: dict[str, Any] = {k: v for k, v in res.data.items() if k not in ("steps", "command")}
+        extra: dict[str, Any] = {"payload": None, "session": str(args.session), "expected_ir_sha256": None,
+                                 "reproduced": None}   # present when the session cannot be read, too
+        extra.update((k, v) for k, v in res.data.items() if k not in ("steps", "command"))
         if not res.ok:
             extra["error"] = res.error
             extra["failed_steps"] = [s for s in res.data.get("steps", []) if not s["ok"]]
@@ -233,7 +251,7 @@ def cmd_replay(argv: list[str]) -> int:
 
 
 def cmd_targets(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="lh-workbench targets", description="List targets and whether they can run here.")
+    p = ArgumentParser(prog="lh-workbench targets", description="List targets and whether they can run here.")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--cpu", metavar="NAME", default="", help="describe this CPU machine instead of the host")
     args = p.parse_args(argv)
@@ -244,6 +262,8 @@ def cmd_targets(argv: list[str]) -> int:
         listing = target_listing(args.cpu)
     except MachineError as e:
         print(f"lh-workbench targets: {e}", file=sys.stderr)
+        if args.json:   # a consumer of --json gets JSON either way
+            print(json.dumps({"ok": False, "error": str(e)}, indent=2))
         return EXIT_USAGE
     if args.json:
         print(json.dumps(listing, indent=2))
@@ -259,7 +279,7 @@ def cmd_import(argv: list[str]) -> int:
     """`lh-workbench import MODEL.py[:NAME] --inputs ...`: write the payload, inputs and torch's outputs."""
     from workbench.commands.import_commands import IMPORT_FLAGS, run_import
 
-    p = argparse.ArgumentParser(prog="lh-workbench import",
+    p = ArgumentParser(prog="lh-workbench import",
                                 description="Export a torch model with torch-mlir's fx importer (linalg-on-tensors) "
                                             "in a process of its own; write its inputs and torch's outputs.")
     p.add_argument("model", help="MODEL.py[:NAME]: an nn.Module class, a factory, or KernelBench's Model")
@@ -270,8 +290,8 @@ def cmd_import(argv: list[str]) -> int:
     printer = Printer(stdout_reserved=args.json == "-")
     res = run_import(vars(args), printer.progress)
     printer.result(res)
-    if args.json and res.ok:
-        doc = json.dumps(res.data, indent=2)
+    if args.json:   # failed too: {"ok": false, "error": ...}, as the other --json documents
+        doc = json.dumps({"ok": res.ok, "error": res.error, **res.data}, indent=2, default=str)
         if args.json == "-":
             print(doc)
         else:
@@ -329,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
             if not res.ok:
                 if not interactive:
                     printer.result(res)
-                    return _finish(session, args, False, {"error": res.error})
+                    return _finish(session, args, False, {"error": res.error, "commands": []})
                 return _report_failed_load(res)
             if res.data.get("chunks") and not args.quiet:   # an upstream test file: say how to take one chunk
                 print(f"lh-workbench: note: {args.payload} has {res.data['chunks']} chunks separated by `// -----` "
@@ -339,7 +359,7 @@ def main(argv: list[str] | None = None) -> int:
                 res = ctx.registry.dispatch("resume", ctx)
                 printer.result(res)
                 if not res.ok:
-                    return _finish(session, args, False, {"error": res.error})
+                    return _finish(session, args, False, {"error": res.error, "commands": []})
         if args.target or args.cpu:
             res = ctx.registry.dispatch(_target_line(args), ctx)
             if not res.ok:
@@ -359,6 +379,12 @@ def main(argv: list[str] | None = None) -> int:
             run = session.last_run
             if run is not None:
                 extra["run"] = run
+            # the script reproduces its steps: a run that got to its end leaves no journal to be offered as
+            # an autosaved session by the next `lh-workbench` of this payload (a killed run keeps it, and
+            # so does one that resumed a journal: those steps are in no file)
+            resumed = args.resume or any(line.split()[:1] == ["resume"] for _, line, _ in outcome.results)
+            if not resumed:
+                session.mark_saved()
             return _finish(session, args, outcome.ok, extra)
         if use_tui:
             from workbench.tui.app import run_app
@@ -416,7 +442,7 @@ def _tui_loading_in_background(ctx: CommandContext, args: argparse.Namespace) ->
 
         if pending.done() and not pending.result().ok:
             return _report_failed_load(pending.result())
-        app = run_app(ctx, pending_load=pending)
+        app = run_app(ctx, pending_load=pending, offer_resume=not args.no_resume)
     finally:   # quit while loading: the caller's session.close() stops the worker, the thread ends
         pool.shutdown(wait=False)
     if app.load_error is not None:

@@ -19,14 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from workbench.common.pass_names import COMMON_PASSES   # what `pass ` completes
+
 SPEC_EXTS = (".mlir", ".py", ".yaml", ".yml")
-COMMON_PASSES = (
-    "canonicalize", "cse", "symbol-dce", "loop-invariant-code-motion", "inline",
-    "eliminate-empty-tensors", "one-shot-bufferize", "buffer-deallocation-pipeline",
-    "func.func(convert-linalg-to-loops)", "convert-linalg-to-affine-loops", "lower-affine",
-    "convert-scf-to-cf", "expand-strided-metadata", "finalize-memref-to-llvm",
-    "convert-vector-to-scf", "convert-vector-to-llvm", "convert-to-llvm", "reconcile-unrealized-casts",
-)
 
 
 @dataclass(frozen=True)
@@ -155,8 +150,8 @@ class Completer:
             return self._paths(current, start, exts)
         if kind == "choice":
             return [Completion(c, start, c, "") for c in extra.split(",") if c and c.startswith(current)]
-        if kind == "step":
-            return self._steps(current, start)
+        if kind == "step":   # `step:applied`: the active steps only (params, tune, select: not the payload)
+            return self._steps(current, start, applied_only=extra == "applied")
         if kind == "function":
             return self._functions(current, start)
         if kind == "target":
@@ -202,12 +197,14 @@ class Completer:
                 out.append(Completion(text, start, e.name + ("/" if is_dir else ""), "dir" if is_dir else "file"))
         return out
 
-    def _steps(self, current: str, start: int) -> list[Completion]:
+    def _steps(self, current: str, start: int, applied_only: bool = False) -> list[Completion]:
         s = self.session
         if s is None or not getattr(s, "loaded", False):
             return []
         out = []
         for h in s.history():
+            if applied_only and (h["index"] == 0 or not h["active"]):
+                continue
             idx = str(h["index"])
             if idx.startswith(current):
                 out.append(Completion(idx, start, idx, f"{h['kind']} {h['spec']}"[:60]))
@@ -321,7 +318,8 @@ class Completer:
         out = []
         for k, spec in schema.params.items():
             if k.startswith(tok) and k not in present:
-                meta = spec.describe() + (f" = {spec.default!r}" if spec.default is not None else "")
+                # `; default 64`: ` = 64` after `divides M` read as M's value
+                meta = spec.describe() + (f"; default {spec.default!r}" if spec.default is not None else "")
                 out.append(Completion(k + "=", start, k, meta))
         return out
 

@@ -165,7 +165,7 @@ def run_repl(ctx: CommandContext, input=None, output=None, console=None, history
     if s.loaded and s.payload_path is not None and not s.steps and resume is not False:
         journal = s.journal_for(s.payload_path, s.payload_chunk)
         if journal is not None and (resume or ask(f"an autosaved session of {s.payload_path.name} exists "
-                                                  f"({journal}); resume it?")):
+                                                  f"({s.describe_journal(journal)}); resume it?")):
             res = _dispatch(ctx, "resume", console)
             render(res, console)
             failures += not res.ok
@@ -176,7 +176,8 @@ def run_repl(ctx: CommandContext, input=None, output=None, console=None, history
             line = prompt.prompt()
         except KeyboardInterrupt:
             continue
-        except EOFError:
+        except EOFError:   # Ctrl-D leaves as `quit` does (and says where unsaved steps went)
+            render(_dispatch(ctx, "quit", console), console)
             break
         line = line.strip()
         if not line or line.startswith("#"):

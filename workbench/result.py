@@ -74,7 +74,7 @@ class Result:
         if self.kind == "table" and table:
             t = Table(*table["columns"], show_lines=False, header_style="bold cyan")
             for row in table["rows"]:
-                t.add_row(*[str(c) for c in row])
+                t.add_row(*[Text(str(c)) for c in row])   # cells are data: `[gen=f]` is no markup tag
             parts.append(t)
         if self.body:
             if self.kind == "ir":

@@ -141,6 +141,10 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         expected = None  # the sidecar's inputs are used; its outputs are compared by `run --check`
     try:
         ranges = input_ranges(session, meta["entry"], opts)
+        beyond = sorted(i for i in ranges if not 0 <= i < n_in)
+        if beyond:   # `--ranges 9=0:1` was taken (and recorded) without a word
+            raise RunInputError(f"--ranges: @{meta['entry']} has no argument {beyond[0]} (its arguments are "
+                                f"0..{n_in - 1})")
         report["input_ranges"] = {str(k): list(v) for k, v in ranges.items()} or None
         inputs = make_inputs(meta["arg_specs"][:n_in], opts.inputs, opts.seed, npy, ranges)
     except RunInputError as e:

@@ -23,6 +23,7 @@ from typing import Any, Callable
 import yaml
 
 import workbench
+from workbench.common.suggest import did_you_mean, did_you_mean_path
 from workbench.common.textdiff import unified_diff
 from workbench.common import safe_yaml, trust_store
 from workbench.common.files import atomic_write, read_regular_file  # noqa: F401  (atomic_write re-exported)
@@ -366,7 +367,7 @@ class Session:
         file split by `// -----` lines (mlir-opt --split-input-file), with the file's line numbers."""
         path = Path(path)
         if not path.exists():
-            raise SessionError(f"{path}: no such file")
+            raise SessionError(f"{path}: no such file{did_you_mean_path(path)}")
         try:   # read once: its sha256, its `// -----` chunks, the chunk asked for
             data = read_regular_file(path)   # a directory, /dev/zero, a FIFO: one line, no endless read
             if b"\0" in data and not data.startswith(MLIR_BYTECODE_MAGIC):
@@ -460,7 +461,8 @@ class Session:
             for dims in dims_list:
                 schema.check(values, dims)
         except ParamError as e:
-            where = f"step {index} ({step.label()}): " if index else ""
+            # the step by its file, not its whole dict: the message is about one value of it
+            where = f"step {index} ({step.with_params({}).label()}): " if index else ""
             raise SessionError(f"{where}{e}", step_index=index)
 
     def _apply_on(self, input_key: str, step: Step, index: int, printed: bool = False) -> AppliedStep:
@@ -525,12 +527,19 @@ class Session:
         self.cursor += 1
         return self.cursor
 
+    def no_active_step(self, index: int) -> str:
+        """The one-line error for a step number that is not an active step."""
+        if self.cursor == 0:
+            undone = f"; {len(self.steps)} undone (`redo`)" if self.steps else ""
+            return f"no step {index}: no steps applied yet (`apply ...`, `select --apply`){undone}"
+        return f"no active step {index} (active steps: 1..{self.cursor})"
+
     def set_params(self, index: int, updates: dict[str, Any], selected_by: str | None = None) -> list[AppliedStep]:
         """Edit step `index`'s parameters and re-apply steps index..cursor; all or nothing.
         `selected_by` records who produced the new dict (None: the user edited it)."""
         self.require_loaded()
         if not 1 <= index <= self.cursor:
-            raise SessionError(f"no active step {index} (active steps: 1..{self.cursor})")
+            raise SessionError(self.no_active_step(index))
         old = self.steps[index - 1]
         try:
             schema = old.step.schema(self.build_ctx)
@@ -728,6 +737,35 @@ class Session:
                 continue
         return max(found)[1] if found else None
 
+    @staticmethod
+    def describe_journal(journal: Path, now: float | None = None) -> str:
+        """What an autosaved session holds, for the question whether to resume it: its steps and its
+        age (`2 steps: tile.mlir, cpu-lower; autosaved 5 min ago`)."""
+        try:
+            doc = safe_yaml.load_file(journal)
+            age = (time.time() if now is None else now) - journal.stat().st_mtime
+        except (OSError, ValueError, yaml.YAMLError):
+            return "unreadable"
+        entries = doc.get("Pipeline") if isinstance(doc, dict) else None
+        entries = entries if isinstance(entries, list) else []
+        names = []
+        for entry in entries:
+            value = next(iter(entry.values()), "") if isinstance(entry, dict) and entry else ""
+            key = next(iter(entry), "") if isinstance(entry, dict) and entry else ""
+            text = str(value) if isinstance(value, str) else str(key)
+            names.append(Path(text.partition("[")[0].partition("{")[0].strip()).name or str(key))
+        shown = ", ".join(names[:4]) + (", ..." if len(names) > 4 else "")
+        if age < 90:
+            when = f"{max(age, 0):.0f} s ago"
+        elif age < 5400:
+            when = f"{age / 60:.0f} min ago"
+        elif age < 2 * 86400:
+            when = f"{age / 3600:.0f} h ago"
+        else:
+            when = f"{age / 86400:.0f} days ago"
+        count = f"{len(names)} step{'s' if len(names) != 1 else ''}"
+        return f"{count}{': ' + shown if names else ''}; autosaved {when}"
+
     def adopt_journal(self, journal: Path) -> None:
         """After `resume` from an orphan journal: this session's own journal takes over; the
         orphan is removed once ours is written (a failed write keeps it)."""
@@ -844,13 +882,15 @@ def _check_meta(meta: dict, path: Path) -> None:
     type (a hand-written or hostile file fails here in one line, not in a traceback later)."""
     for key, value in meta.items():
         if key not in _META_FIELDS:
-            raise SessionError(f"{path}: unknown key Workbench.{key} (known: {', '.join(_META_FIELDS)})")
+            raise SessionError(f"{path}: unknown key Workbench.{key}{did_you_mean(str(key), _META_FIELDS)} "
+                               f"(known: {', '.join(_META_FIELDS)})")
         check, what = _META_FIELDS[key]
         if not check(value):
             raise SessionError(f"{path}: Workbench.{key} must be {what}, not {short_repr(value)}")
     for key, value in (meta.get("payload") or {}).items():
         if key not in _PAYLOAD_FIELDS:
-            raise SessionError(f"{path}: unknown key Workbench.payload.{key} (known: {', '.join(_PAYLOAD_FIELDS)})")
+            raise SessionError(f"{path}: unknown key Workbench.payload.{key}{did_you_mean(str(key), _PAYLOAD_FIELDS)} "
+                               f"(known: {', '.join(_PAYLOAD_FIELDS)})")
         if key == "sha256" and not isinstance(value, str):
             raise SessionError(f"{path}: Workbench.payload.sha256 must be a sha256 hex string, not {short_repr(value)}")
 

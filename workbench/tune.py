@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from workbench.common.suggest import did_you_mean
 from workbench.paths import state_dir
 from workbench.run_session import RunOptions, run_current
 from workbench.session import Session, SessionError
@@ -159,9 +160,12 @@ def search_space(session: Session, index: int, opts: TuneOptions) -> tuple[dict[
     current = dict(schema.defaults())
     current.update(step.params)
     only = opts.only if opts.only is not None else (list(opts.space) if opts.space else None)
-    unknown = [k for k in list(opts.space) + list(only or []) if k not in schema.params]
+    unknown = list(dict.fromkeys(k for k in list(opts.space) + list(only or []) if k not in schema.params))
+    if unknown and not schema.params:
+        raise TuneError(f"step {index} ({step.label()}) has no parameters to tune")
     if unknown:
-        raise TuneError(f"step {index} has no parameter {', '.join(unknown)} (known: {', '.join(schema.params)})")
+        raise TuneError(f"step {index} has no parameter {', '.join(unknown)}"
+                        f"{did_you_mean(unknown[0], schema.params)} (known: {', '.join(schema.params)})")
     space: dict[str, list] = {}
     for name, spec in schema.params.items():
         if only is not None and name not in only and name not in opts.space:
@@ -516,7 +520,7 @@ def tune_step(session: Session, index: int, opts: TuneOptions,
 
     session.require_loaded()
     if not 1 <= index <= session.cursor:
-        raise TuneError(f"no active step {index} (active steps: 1..{session.cursor})")
+        raise TuneError(session.no_active_step(index))
     if opts.workers < 1:
         raise TuneError("--workers must be >= 1")
     space, fixed, schema = search_space(session, index, opts)

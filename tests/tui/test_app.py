@@ -504,3 +504,155 @@ async def type_command_while_busy(app, pilot, line: str):
     await pilot.press(*[("space" if ch == " " else ch) for ch in line])
     await pilot.press("enter")
     await pilot.pause()
+
+
+def test_run_profile_bars_and_printed_output_reach_the_log(wb_ctx):
+    """The results panel has the statistics; the log keeps what it has no room for: `run --profile`'s
+    table and a program's printed output (the TUI used to drop both)."""
+    async def go():
+        app = WorkbenchApp(wb_ctx, hide_volatile=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            await type_command(app, pilot, "run --profile --iterations 2")
+            for _ in range(600):
+                await settle(app, pilot)
+                if app.busy is None and app.results:
+                    break
+            res = app.results[-1]
+            assert res.ok, res.error
+            assert res.data["run"]["profile"]["regions"]
+            log_text = "\n".join(app.query_one("#log").plain_lines())
+            assert "time per call by op" in log_text and "linalg.matmul" in log_text.split("time per call by op")[1]
+            assert app.query_one("#results").display
+
+    run(go())
+
+
+def test_the_quit_question_wraps_instead_of_being_cut(wb_ctx):
+    from textual.widgets import Label
+
+    from workbench.tui.screens import ConfirmScreen
+
+    async def go():
+        app = WorkbenchApp(wb_ctx, hide_volatile=True)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(app, pilot)
+            await type_command(app, pilot, "apply pipelines/lib/tile.mlir")
+            await pilot.press("ctrl+q")
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmScreen)
+            label = app.screen.query_one(Label)
+            assert label.size.height >= 2 and label.size.width <= app.screen.query_one("#confirm").size.width
+            await pilot.press("n")
+
+    run(go())
+
+
+@pytest.mark.parametrize("flags, offered", [([], True), (["--no-resume"], False)])
+def test_no_resume_reaches_the_tui(monkeypatch, wb_state, flags, offered):
+    """`lh-workbench PAYLOAD --no-resume` on a terminal still offered the autosaved session."""
+    import io
+    import sys
+
+    import workbench.cli as cli
+    import workbench.tui.app as app_module
+    from conftest import MATMUL
+
+    seen = {}
+
+    class FakeApp:
+        load_error = None
+
+    def fake_run_app(ctx, **kw):
+        seen.update(kw)
+        kw["pending_load"].result()
+        return FakeApp()
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(app_module, "run_app", fake_run_app)
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    monkeypatch.setattr(sys, "stdout", Terminal())
+    assert cli.main([str(MATMUL), *flags]) == 0
+    assert seen["offer_resume"] is offered
+
+
+def test_steps_table_fits_its_pane_with_times(wb_ctx):
+    """At 80x24 the time column lost its last letter (`29.7m`) under the 2-column scrollbar."""
+    from workbench.tui.widgets import StepsTable
+
+    async def go():
+        app = WorkbenchApp(wb_ctx)   # real times: `12.3ms`
+        size = (80, 24)
+        async with app.run_test(size=size) as pilot:
+            await settle(app, pilot)
+            await type_command(app, pilot, "apply pipelines/lib/tile.mlir")
+            for _ in range(size[1] // 2):   # more steps than rows: the vertical scrollbar shows
+                await type_command(app, pilot, "pass cse")
+            table = app.query_one("#steps", StepsTable)
+            await pilot.pause()
+            assert table.show_vertical_scrollbar
+            assert table.virtual_size.width <= table.size.width - table.styles.scrollbar_size_vertical
+            assert table.get_row_at(1)[-1].plain.endswith("ms")
+
+    run(go())
+
+
+def test_typing_in_the_steps_table_goes_to_the_command_input(wb_ctx):
+    from workbench.tui.widgets import StepsTable
+
+    async def go():
+        app = WorkbenchApp(wb_ctx, hide_volatile=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            app.query_one("#steps", StepsTable).focus()
+            await pilot.pause()
+            await pilot.press(*"undo")
+            inp = app.query_one("#cmd", CommandInput)
+            assert inp.has_focus and inp.value == "undo"
+            app.query_one("#steps", StepsTable).focus()
+            await pilot.pause()
+            await pilot.press("down", "up")   # the table's own keys stay the table's
+            assert app.query_one("#steps", StepsTable).has_focus and inp.value == "undo"
+
+    run(go())
+
+
+def test_the_view_title_keeps_its_key_hint_at_120_columns(wb_ctx):
+    """At 120 columns the IR title read `IR after step 0 (payl` (22 cells) beside a 60-cell status."""
+    from textual.widgets import Label
+
+    async def go():
+        app = WorkbenchApp(wb_ctx, hide_volatile=True)
+        async with app.run_test(size=(120, 35)) as pilot:
+            await settle(app, pilot)
+            title = app.query_one("#view-title", Label)
+            text = str(title.render())
+            assert text.endswith("[^D diff]") and title.content_region.width >= len(text)
+
+    run(go())
+
+
+def test_log_lines_of_the_first_run_fit_beside_the_results_panel(wb_ctx):
+    """Log lines were rendered at least 78 cells wide (RichLog's min_width) and at the width they were
+    written at: beside the results panel (and at 80x24) they were cut, not wrapped."""
+    from workbench.tui.widgets import LogView
+
+    async def go():
+        app = WorkbenchApp(wb_ctx, hide_volatile=True)
+        async with app.run_test(size=SIZE) as pilot:
+            await settle(app, pilot)
+            await type_command(app, pilot, "run --profile --iterations 2")
+            for _ in range(600):
+                await settle(app, pilot)
+                if app.busy is None and app.results:
+                    break
+            assert app.results[-1].ok and app.query_one("#results").display
+            log = app.query_one("#log", LogView)
+            await settle(app, pilot)
+            width = log.scrollable_content_region.width
+            assert max(strip.cell_length for strip in log.lines) <= width
+
+    run(go())

@@ -121,3 +121,34 @@ def test_big_ir_is_printed_plain_without_the_highlighter(monkeypatch):
     # small IR is still highlighted
     with pytest.raises(AssertionError, match="highlighter"):
         render(Result(True, "IR", kind="ir", body="func.func @f() {\n  return\n}\n"), console)
+
+
+def test_quit_with_unsaved_steps_says_where_they_are_and_resume_describes_them(wb_ctx, wb_state, tmp_path):
+    ctx = wb_ctx
+    failures, out = drive(ctx, "apply pipelines/lib/tile.mlir\napply cpu-lower\nquit\n")
+    assert failures == 0
+    assert "2 unsaved steps kept in the autosave journal" in out and "--resume" in out
+    journal = ctx.session.journal_path
+    ctx.session._release_journal_lock()   # that process ended: an orphan journal
+    from workbench.session import Session
+
+    described = Session.describe_journal(journal, now=journal.stat().st_mtime + 300)
+    assert described == "2 steps: tile.mlir, cpu-lower; autosaved 5 min ago"
+    s2 = Session()
+    try:
+        from workbench.commands import CommandContext, default_registry
+
+        ctx2 = CommandContext(s2, default_registry())
+        res = ctx2.registry.dispatch("load examples/matmul.mlir", ctx2)
+        assert res.ok and "an autosaved session exists (2 steps: tile.mlir, cpu-lower;" in res.summary
+        # saved: quitting says nothing more than bye
+        failures, out = drive(ctx2, f"n\napply pipelines/lib/tile.mlir\nsave {tmp_path / 's.yaml'}\nquit\n")
+        assert failures == 0 and "saved 1 steps" in out and "bye" in out and "autosave journal" not in out
+    finally:
+        s2.close()
+
+
+def test_ctrl_d_leaves_like_quit(wb_ctx, wb_state):
+    failures, out = drive(wb_ctx, "apply pipelines/lib/tile.mlir\n\x04")
+    assert failures == 0 and wb_ctx.quit_requested
+    assert "1 unsaved step kept in the autosave journal" in out

@@ -89,12 +89,15 @@ def cmd_edit(ctx: CommandContext, a: Args) -> Result:
         if not ctx.interactive:
             return Result.failure("edit opens an editor (TUI/REPL only); headless: `edit-apply FILE.mlir`")
 
-        def opener(path: Path) -> None:
-            subprocess.call(default_editor_command() + [str(path)])
+        def opener(path: Path) -> int:
+            return subprocess.call(default_editor_command() + [str(path)])
     path = edit_scratch_file(ctx)
     original = s.current_ir
     atomic_write(path, original)
-    opener(path)
+    status = opener(path)
+    if isinstance(status, int) and status != 0:   # a failed editor is no "no change"
+        return Result.failure(f"edit: the editor ({' '.join(default_editor_command())}) exited with status "
+                              f"{status}; nothing recorded")
     if path.read_text() == original:
         return Result(True, "edit: no change", data={"noop": True})
     return record_edit(ctx, path)

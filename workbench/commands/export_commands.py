@@ -134,6 +134,8 @@ def export_cmdline(ctx: CommandContext, file: str | None) -> Result:
     s = ctx.session
     if not s.loaded:
         return Result.failure("no payload loaded: nothing to export")
+    if s.cursor == 0:   # as `export reproducer`: `mlir-opt payload` alone is no command line of the steps
+        return Result.failure("no step applied yet: no command line to export")
     plan = plan_for(s)
     exports = state_dir() / "exports"
     stem = s.payload_path.stem if s.payload_path else "module"

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry
-from workbench.commands.step_results import fail
+from workbench.commands.step_results import confirm_losing_steps, fail
 from workbench.common import trust_store
 from workbench.paths import in_shipped_sessions
 from workbench.result import Result, clip_lines
@@ -84,6 +84,8 @@ def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None,
 
 
 def cmd_replay(ctx: CommandContext, a: Args) -> Result:
+    if not confirm_losing_steps(ctx, f"replay {a['file']}"):   # it replaces the steps, as load does
+        return Result.failure("replay cancelled: the session is unchanged (save it first with `save FILE.yaml`)")
     return replay_file(ctx, Path(a["file"]), Path(a["payload"]) if a.get("payload") else None)
 
 
@@ -94,6 +96,8 @@ def cmd_resume(ctx: CommandContext, a: Args) -> Result:
     journal = s.journal_for(s.payload_path, s.payload_chunk)
     if journal is None:
         return Result.failure(f"no autosaved session for {s.payload_path}")
+    if not confirm_losing_steps(ctx, "resume"):
+        return Result.failure("resume cancelled: the session is unchanged")
     res = replay_file(ctx, journal, payload=s.payload_path, allow_unregistered=s.allow_unregistered, own=True)
     if res.ok:
         s.adopt_journal(journal)

@@ -13,7 +13,7 @@ def cmd_help(ctx: CommandContext, a: Args) -> Result:
     if name:
         cmd = reg.get(name)
         if cmd is None:
-            return Result.failure(f"no command {name!r} (type `help` for the list)")
+            return Result.failure(reg.unknown_command(name))
         return Result(True, "", kind="help", body=cmd.help_text(), data={"help": cmd.name})
     rows = [[c.brief_usage, c.summary] for c in sorted(reg.commands.values(), key=lambda c: (c.category, c.name))]
     kinds = "\n".join(f"  {k:<10} {v}" for k, v in kind_help().items())
@@ -25,6 +25,12 @@ def cmd_help(ctx: CommandContext, a: Args) -> Result:
 def cmd_quit(ctx: CommandContext, a: Args) -> Result:
     # (the TUI asks before it exits with unsaved steps; the REPL's journal keeps them for `resume`)
     ctx.quit_requested = True
+    s = ctx.session
+    unsaved = s.unsaved_steps() if s.loaded else 0
+    if unsaved and ctx.interactive and s.journal_enabled and not s.journal_error:   # say where the work went
+        return Result(True, f"bye; {unsaved} unsaved step{'s' if unsaved != 1 else ''} kept in the autosave "
+                            f"journal: `lh-workbench {s.payload_path} --resume` restores them",
+                      data={"unsaved_steps": unsaved})
     return Result(True, "bye")
 
 

@@ -44,6 +44,9 @@ def cmd_diff(ctx: CommandContext, a: Args) -> Result:
                 return Result.failure("no step applied yet: nothing to diff")
             i, j = s.cursor - 1, s.cursor
         elif a.get("b") is None:
+            if a["a"] == 0:
+                return Result.failure("step 0 is the payload: nothing before it to diff "
+                                      "(`diff N` compares step N with the step before it; `diff 0 N` the payload with N)")
             i, j = a["a"] - 1, a["a"]
         else:
             i, j = a["a"], a["b"]

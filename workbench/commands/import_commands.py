@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry
-from workbench.commands.step_results import fail
+from workbench.commands.step_results import confirm_losing_steps, fail
 from workbench.execution.torch_import import TorchImportError, import_torch_model, next_commands
 from workbench.result import Result
 from workbench.session import SessionError
@@ -28,6 +28,10 @@ def run_import(a: Args, progress=None) -> Result:
 
 
 def cmd_import(ctx: CommandContext, a: Args) -> Result:
+    # it loads what it imports: ask first, as `load` does (it replaced unsaved steps without a word)
+    if not a.get("no_load") and not confirm_losing_steps(ctx, f"import {a['model']}"):
+        return Result.failure("import cancelled: the session is unchanged (save it first with `save FILE.yaml`, "
+                              "or `import --no-load` only writes the files)")
     res = run_import(a, ctx.progress)
     if not res.ok or a.get("no_load"):
         return res

@@ -28,7 +28,7 @@ def cmd_load(ctx: CommandContext, a: Args) -> Result:
     data = {"payload": str(s.payload_path), "ir_sha256": s.current_sha,
             **({"chunk": chunk} if chunk is not None else {"chunks": count} if count > 1 else {})}
     if journal is not None:
-        msg += f"; an autosaved session exists ({journal}): `resume` to restore it"
+        msg += f"; an autosaved session exists ({s.describe_journal(journal)}): `resume` to restore it"
         data["journal"] = str(journal)
     if s.expected is not None:
         msg += (f"; expected outputs from {s.expected.source}: `run` uses its inputs, "

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from workbench.common.suggest import did_you_mean
 from workbench.result import Result
 
 
@@ -38,6 +39,7 @@ class Flag:
     type: str = "str"
     complete: str = ""
     metavar: str = ""        # the value's name in usage lines (default: the flag's name in capitals)
+    minimum: float | None = None   # int/float values below it are a usage error (`--iterations 0`)
 
 
 @dataclass
@@ -71,6 +73,11 @@ class Command:
             label = a.name.upper() + ("..." if a.type in ("rest", "kv") else "")
             parts.append(f"[{label}]" if a.optional else label)
         return " ".join(parts)
+
+    def usage_hint(self) -> str:
+        """`usage: ...` for an error line, or where the options are when that line would be long
+        (`run`'s usage is 400 characters)."""
+        return f"usage: {self.usage}" if len(self.usage) <= 80 else f"`help {self.name}` lists its options"
 
     def help_text(self) -> str:
         lines = [f"usage: {self.usage}", "", self.summary]
@@ -116,15 +123,18 @@ class Registry:
     def names(self) -> list[str]:
         return sorted(self.commands)
 
+    def unknown_command(self, name: str) -> str:
+        """The one-line error for a command name that is not one: the close names, or where the list is."""
+        hint = did_you_mean(name, [*self.names(), *self._aliases]) or " (type `help` for the list)"
+        return f"unknown command '{name}'{hint}"   # as typed: no repr escapes (`\\.`)
+
     # -- parsing -------------------------------------------------------------------------
     def parse(self, line: str) -> tuple[Command, dict[str, Any]]:
         line = line.strip()
         name, _, rest = line.partition(" ")
         cmd = self.get(name)
         if cmd is None:
-            close = [n for n in self.names() if n.startswith(name[:2])] if name else []
-            hint = f" (did you mean {', '.join(close)}?)" if close else " (type `help` for the list)"
-            raise UsageError(f"unknown command {name!r}{hint}")
+            raise UsageError(self.unknown_command(name))
         return cmd, parse_args(cmd, rest)
 
     def dispatch(self, line: str, ctx: CommandContext) -> Result:
@@ -135,7 +145,7 @@ class Registry:
         try:
             result = cmd.handler(ctx, args)
         except UsageError as e:
-            return Result.failure(f"{e}; usage: {cmd.usage}")
+            return Result.failure(f"{e}; {cmd.usage_hint()}")
         except (OSError, ValueError) as e:   # bad input the handler did not expect: one line, never a traceback
             return Result.failure(f"{cmd.name}: {one_line_error(e)}", command=cmd.name)
         except Exception as e:
@@ -192,13 +202,16 @@ def parse_args(cmd: Command, rest: str) -> dict[str, Any]:
         text = text.lstrip()
         if not text:
             break
-        # flags
-        if text.startswith("--"):
+        # flags (a command without options whose next argument takes the rest of the line gets `--x` as
+        # text: `pass --pass-pipeline=...` is mlir-opt's flag, not the command's)
+        rest_next = bool(positionals) and positionals[0].type == "rest" and not cmd.flags
+        if text.startswith("--") and not rest_next:
             key = re.match(r"--[^\s=]*", text).group(0)
             after = text[len(key):]
             flag = flags.get(key)
             if flag is None:
-                raise UsageError(f"{cmd.name}: unknown option {key} (usage: {cmd.usage})")
+                hint = did_you_mean(key, flags) or f" (options: {', '.join(flags) or 'none'})"
+                raise UsageError(f"{cmd.name}: unknown option {key}{hint}; `help {cmd.name}` explains them")
             dest = flag.name.lstrip("-").replace("-", "_")
             if flag.takes_value:
                 # the value: the next word, or a quoted string (spaces and | kept, quotes dropped)
@@ -208,13 +221,15 @@ def parse_args(cmd: Command, rest: str) -> dict[str, Any]:
                 if not value:
                     raise UsageError(f"{cmd.name}: option {key} needs a value")
                 out[dest] = _convert(value, flag.type, key)
+                if flag.minimum is not None and out[dest] < flag.minimum:
+                    raise UsageError(f"{cmd.name}: {key} must be >= {flag.minimum:g}, got {value}")
             else:
                 out[dest] = True
                 remainder = after.partition(" ")[2] if after.startswith("=") else after
             text = remainder
             continue
         if not positionals:
-            raise UsageError(f"{cmd.name}: unexpected argument {text.split()[0]!r} (usage: {cmd.usage})")
+            raise UsageError(f"{cmd.name}: unexpected argument {text.split()[0]!r} ({cmd.usage_hint()})")
         arg = positionals.pop(0)
         if arg.type == "rest":
             out[arg.name] = text.strip()
@@ -235,5 +250,5 @@ def parse_args(cmd: Command, rest: str) -> dict[str, Any]:
         if arg.optional:
             out.setdefault(arg.name, [] if arg.type == "kv" else None)
         else:
-            raise UsageError(f"{cmd.name}: missing {arg.name.upper()} (usage: {cmd.usage})")
+            raise UsageError(f"{cmd.name}: missing {arg.name.upper()} ({cmd.usage_hint()})")
     return out

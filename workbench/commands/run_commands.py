@@ -6,6 +6,7 @@ from pathlib import Path
 import re
 
 from workbench.commands.registry import Arg, Args, CommandContext, Command, Flag, Registry, UsageError
+from workbench.common.suggest import did_you_mean_path
 from workbench.result import Result
 from workbench.run_session import RunOptions, assembly_of_current, run_current
 from workbench.session import SessionError
@@ -25,6 +26,16 @@ def _parse_npy(text: str | None) -> dict[int, Path]:
         else:
             out[i] = Path(part)
     return out
+
+
+def _missing_files(flag: str, paths) -> str | None:
+    """The one-line error for the first of `paths` that is no file (checked before anything compiles)."""
+    for path in paths:   # (a device or FIFO is the reader's to refuse, with its own words)
+        if Path(path).is_dir():
+            return f"run: {flag} {path}: is a directory"
+        if not Path(path).exists():
+            return f"run: {flag} {path}: no such file{did_you_mean_path(path)}"
+    return None
 
 
 def _parse_ranges(text: str | None) -> dict[int, tuple[float, float]]:
@@ -52,8 +63,15 @@ def spread_warning(report: dict) -> str | None:
     median, stddev = report.get("median_s"), report.get("stddev_s")
     if not median or stddev is None or stddev / median <= NOISY_SPREAD:
         return None
-    return (f"noisy timings: stddev is {stddev / median:.0%} of the median (> {NOISY_SPREAD:.0%}); "
-            "other load on the machine? more --iterations?")
+    text = f"noisy timings: stddev is {stddev / median:.0%} of the median (> {NOISY_SPREAD:.0%})"
+    times = report.get("times_s") or []
+    slow = [t for t in times if t > 2 * median]
+    rest = [t for t in times if t <= 2 * median]
+    if slow and rest:   # a few stalled calls, or all of them spread? the median is what run reports
+        near = max(abs(t - median) for t in rest) / median
+        text += (f": {len(slow)} of {len(times)} calls took up to {max(slow) / median:.0f}x the median, "
+                 f"the other {len(rest)} are within {near:.0%} of it")
+    return text + "; other load on the machine? more --iterations?"
 
 
 def check_possible(session) -> tuple[bool, str]:
@@ -89,9 +107,16 @@ def run_consent(ctx) -> Result | None:
 
 def cmd_run(ctx: CommandContext, a: Args) -> Result:
     s = ctx.session
+    if not s.loaded:   # before `lowering and running ...` is said
+        return Result.failure("no payload loaded: use `load FILE.mlir`")
     refused = run_consent(ctx)
     if refused is not None:
         return refused
+    missing = (_missing_files("--npy", _parse_npy(a.get("npy")).values())
+               or _missing_files("--expect", [f for f in (a.get("expect") or "").split(",") if f]))
+    if missing:   # before the run: a missing --expect file read as `outputs differ` after it
+        return Result.failure(missing)
+    previous = s.target_name
     if a.get("target"):
         try:
             s.select_target(a["target"])
@@ -105,9 +130,8 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
             plan = plan_filecheck(s, a.get("check_prefixes"), a.get("run_line"))
         except (SessionError, FileCheckSetupError) as e:
             return Result.failure(f"run --filecheck: {e}")
-    if a.get("ranges"):
-        s.input_ranges.update(_parse_ranges(a["ranges"]))  # recorded: later runs and the saved session use them
-    opts = RunOptions(check=a["check"], inputs=a.get("inputs") or "random", seed=a.get("seed") or 0,
+    ranges = _parse_ranges(a.get("ranges"))
+    opts = RunOptions(ranges=ranges, check=a["check"], inputs=a.get("inputs") or "random", seed=a.get("seed") or 0,
                       npy=_parse_npy(a.get("npy")), threads=a.get("threads"),
                       timeout=a.get("timeout") or 120.0, warmup=a.get("warmup"), iterations=a.get("iterations"),
                       entry=a.get("entry") or _runner_entry(s, plan),
@@ -130,6 +154,12 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
             report["error"] = f"run --filecheck: {e}"
         else:
             report["filecheck"] = filecheck.to_json()
+    if report["error"] and a.get("target") and s.target_name != previous and not s.target.can_run()[0]:
+        # a target that cannot run here does not stay selected for the next `run`
+        s.select_target(previous)
+        report["error"] += f" (the target stays {previous})"
+    if ranges and not (report["error"] or "").startswith("--ranges"):
+        s.input_ranges.update(ranges)  # recorded: later runs and the saved session use them
     s.last_run = {k: v for k, v in report.items() if k not in ("detail",)}
     if report["error"]:
         return Result(False, report["error"], kind="run", error=report["error"], detail=report.get("detail"),
@@ -202,6 +232,8 @@ def cmd_asm(ctx: CommandContext, a: Args) -> Result:
             pattern = re.compile(a["grep"])
         except re.error as e:
             return Result.failure(f"--grep: not a regular expression: {e}")
+    if s.loaded:   # compiling a model takes a while: say what is going on, as `run` does
+        ctx.progress(f"compiling step {s.cursor} for {s.target_name} and disassembling ...")
     try:
         ans = assembly_of_current(s, a.get("function") or "", float(a.get("timeout") or 120.0))
     except SessionError as e:
@@ -269,12 +301,12 @@ def register(reg: Registry) -> None:
          Flag("--npy", "input .npy files: a.npy,b.npy or 0=a.npy,2=c.npy", True, complete="path:.npy"),
          Flag("--ranges", "value ranges of random inputs, [lo, hi): 0=0:100,2=-1:1 (recorded in the session; "
               "integer arguments used as indices get [0, dim size) by default)", True),
-         Flag("--threads", "threads for OpenMP/async code", True, type="int"),
+         Flag("--threads", "threads for OpenMP/async code", True, type="int", minimum=0),
          Flag("--ranks", "processes of a multi-rank target (mpi; default: what the partition was made for)",
-              True, type="int"),
-         Flag("--timeout", "seconds before the run worker is killed", True, type="float"),
-         Flag("--warmup", "warm-up calls (when run inserts the wrapper)", True, type="int"),
-         Flag("--iterations", "timed calls (when run inserts the wrapper)", True, type="int"),
+              True, type="int", minimum=1),
+         Flag("--timeout", "seconds before the run worker is killed", True, type="float", minimum=0.1),
+         Flag("--warmup", "warm-up calls (when run inserts the wrapper)", True, type="int", minimum=0),
+         Flag("--iterations", "timed calls (when run inserts the wrapper)", True, type="int", minimum=1),
          Flag("--entry", "entry function (when run inserts the wrapper)", True),
          Flag("--expect", "expected outputs (.npy, in result order) to compare with, e.g. torch's", True,
               complete="path:.npy"),
@@ -302,7 +334,7 @@ def register(reg: Registry) -> None:
                                   "cuda: kernels whose name contains it)", optional=True, complete="function")],
         [Flag("--grep", "only the lines matching this regular expression (and how many: e.g. vfmadd, ld.global)", True),
          Flag("--out", "write the whole text to this file", True, complete="path:"),
-         Flag("--timeout", "seconds before the compiling worker is killed", True, type="float")],
+         Flag("--timeout", "seconds before the compiling worker is killed", True, type="float", minimum=0.1)],
         details="Lowers like `run` (benchmark wrapper and the target's default lowering where the module still "
                 "needs them) and compiles in a separate worker for the target's CPU and features (`target --cpu`); "
                 "the object is disassembled with llvm-objdump. The session is not changed.",

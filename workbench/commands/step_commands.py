@@ -36,9 +36,38 @@ def cmd_apply(ctx: CommandContext, a: Args) -> Result:
 
 
 def cmd_pass(ctx: CommandContext, a: Args) -> Result:
-    if not a["pipeline"]:
+    text = (a["pipeline"] or "").strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":   # pasted from a shell: `"builtin.module(...)"`
+        text = text[1:-1].strip()
+    if not text:
         raise UsageError("pass needs a pass pipeline")
-    return apply_step(ctx, Step("pass", a["pipeline"], {}, {}, Path.cwd()))
+    if text.startswith("-"):   # mlir-opt's own flags: `--pass-pipeline=...`, `-canonicalize -cse`, as run-line reads them
+        try:
+            pipelines = split_input.RunLine(0, "mlir-opt " + text).mlir_opt_pipelines()
+        except split_input.ChunkError:
+            return Result.failure(f"pass: {text} names no pass (mlir-opt flags like `--pass-pipeline=...` or "
+                                  "`-canonicalize -cse`, or a pipeline like `func.func(canonicalize),cse`)")
+        return _apply_pipelines(ctx, pipelines, "these flags")
+    return apply_step(ctx, Step("pass", text, {}, {}, Path.cwd()))
+
+
+def _apply_pipelines(ctx: CommandContext, pipelines: list[str], what: str) -> Result:
+    """One pass step per pipeline, all or nothing: on a failure the earlier ones are undone (redo brings
+    them back)."""
+    s = ctx.session
+    results = []
+    for pipeline in pipelines:
+        res = apply_step(ctx, Step("pass", pipeline, {}, {}, Path.cwd()))
+        if not res.ok:
+            for _ in results:
+                s.undo()
+            if results:
+                res.error = f"{res.error} ({what}: the first {len(results)} step(s) were undone)"
+            return res
+        results.append(res)
+    if len(results) == 1:
+        return results[0]
+    return Result(True, "; ".join(r.summary for r in results), data={"steps": [r.data for r in results]})
 
 
 def cmd_run_line(ctx: CommandContext, a: Args) -> Result:
@@ -66,19 +95,7 @@ def cmd_run_line(ctx: CommandContext, a: Args) -> Result:
         return fail(e)
     if not pipelines:
         return Result.failure(f"RUN line {run.number} runs no mlir-opt: {run.command[:80]}")
-    results = []
-    for pipeline in pipelines:
-        res = apply_step(ctx, Step("pass", pipeline, {}, {}, Path.cwd()))
-        if not res.ok:   # all or nothing: the RUN line's earlier steps are undone (redo brings them back)
-            for _ in results:
-                s.undo()
-            if results:
-                res.error = f"{res.error} (the RUN line's first {len(results)} step(s) were undone)"
-            return res
-        results.append(res)
-    if len(results) == 1:
-        return results[0]
-    return Result(True, "; ".join(r.summary for r in results), data={"steps": [r.data for r in results]})
+    return _apply_pipelines(ctx, pipelines, f"RUN line {run.number}")
 
 
 def cmd_bench(ctx: CommandContext, a: Args) -> Result:
@@ -100,7 +117,7 @@ def cmd_params(ctx: CommandContext, a: Args) -> Result:
         return Result.failure("step 0 is the payload as loaded: it has no parameters "
                               f"(active steps: 1..{s.cursor})")
     if not 1 <= index <= s.cursor:
-        return Result.failure(f"no active step {index} (active steps: 1..{s.cursor})")
+        return Result.failure(s.no_active_step(index))
     step = s.steps[index - 1].step
     if a.get("export"):
         return _export_params(step, index, Path(a["export"]))
@@ -121,6 +138,10 @@ def cmd_params(ctx: CommandContext, a: Args) -> Result:
                 "schema": schema_json(schema)}
         if step.selected_by:
             data["selected_by"] = step.selected_by
+        if not schema.params and not schema.open:   # an empty table says nothing: say it, and where to look
+            others = _steps_with_parameters(s)
+            where = f"; steps with parameters: {', '.join(map(str, others))}" if others else ""
+            return Result(True, f"step {index}: {step.label()} has no parameters{where}", data=data)
         return Result(True, f"step {index}: {step.label()}"
                       + (f" (selected by {step.selected_by})" if step.selected_by else ""), kind="table", data=data)
     else:
@@ -131,12 +152,40 @@ def cmd_params(ctx: CommandContext, a: Args) -> Result:
     try:
         replaced = s.set_params(index, updates, selected_by=selected_by)
     except SessionError as e:
-        return fail(e)
+        return _with_steps_having(s, e, index, updates)
     res = applied_result(ctx, replaced[0], index)
     res.summary = f"re-applied steps {index}..{s.cursor}; " + res.summary
     res.data["reapplied"] = [StepReport(index + i, r.step.kind, r.step.label(), r.step.params, True, r.seconds,
                                         r.output_sha, noop=r.noop).to_json() for i, r in enumerate(replaced)]
     return res
+
+
+def _schema_keys(s, index: int) -> set[str] | None:
+    """The parameter names of active step `index` (None: its schema cannot be read or takes any key)."""
+    try:
+        schema = s.steps[index - 1].step.schema(s.build_ctx)
+    except (StepError, OSError, ValueError):
+        return None
+    return None if schema.open else set(schema.params)
+
+
+def _steps_with_parameters(s) -> list[int]:
+    return [i for i in range(1, s.cursor + 1) if _schema_keys(s, i)]
+
+
+def _with_steps_having(s, error: Exception, index: int, updates: dict) -> Result:
+    """A failed edit; for a key this step does not have, the active steps that do (`params 1 tile_m=..`
+    where step 2 is the tiling)."""
+    message = str(error).strip()
+    mine = _schema_keys(s, index)
+    unknown = [k for k in updates if mine is not None and k not in mine]
+    if unknown:
+        having = [i for i in range(1, s.cursor + 1) if i != index and unknown[0] in (_schema_keys(s, i) or ())]
+        if having:
+            first, _, rest = message.partition("\n")
+            message = (f"{first}; step {' and '.join(map(str, having))} has `{unknown[0]}`: "
+                       f"params {having[0]} {unknown[0]}=...") + (f"\n{rest}" if rest else "")
+    return Result.failure(message, getattr(error, "detail", None) or None)
 
 
 def _export_params(step, index: int, path: Path) -> Result:
@@ -177,7 +226,8 @@ def register(reg: Registry) -> None:
                         "  apply pipelines/lib/bufferization.yaml\n  apply cpu-lower",
                 category="2-steps"))
     add(Command("pass", "apply an MLIR pass pipeline as a step", cmd_pass,
-                [Arg("pipeline", "e.g. canonicalize,cse or func.func(convert-linalg-to-loops)", type="rest",
+                [Arg("pipeline", "e.g. canonicalize,cse or func.func(convert-linalg-to-loops); mlir-opt's flags "
+                                 "work too: -canonicalize -cse, --pass-pipeline=\"builtin.module(...)\"", type="rest",
                      complete="pass")], category="2-steps"))
     add(Command("run-line", "apply the passes of the payload file's `// RUN: mlir-opt ...` line N (default 1) "
                 "as pass steps", cmd_run_line,
@@ -191,7 +241,7 @@ def register(reg: Registry) -> None:
                 [Arg("params", "warmup=N iterations=N entry=NAME", type="kv", optional=True, complete="param")],
                 category="2-steps"))
     add(Command("params", "show or edit a step's parameters; editing re-applies from that step", cmd_params,
-                [Arg("step", "step index (default: current)", type="int", optional=True, complete="step"),
+                [Arg("step", "step index (default: current)", type="int", optional=True, complete="step:applied"),
                  Arg("values", "key=value ...", type="kv", optional=True, complete="param")],
                 [Flag("--export", "write the step's parameter dict to FILE (.json or .yaml)", True, complete="path:"),
                  Flag("--import", "set the step's parameters from a JSON/YAML mapping (selected_by: file:NAME)",

@@ -45,6 +45,7 @@ def applied_result(ctx: CommandContext, applied, index: int) -> Result:
 
 def apply_step(ctx: CommandContext, step: Step) -> Result:
     s = ctx.session
+    undone = [a.step.label() for a in s.steps[s.cursor:]] if s.loaded else []
     try:
         applied = s.apply(step, printed=True)   # its diffstat is shown at once
     except SessionError as e:
@@ -53,4 +54,9 @@ def apply_step(ctx: CommandContext, step: Step) -> Result:
         res.data["step"] = StepReport(s.cursor + 1, step.kind, step.label(), step.params, False, 0.0, None,
                                       str(e)).to_json()
         return res
-    return applied_result(ctx, applied, s.cursor)
+    res = applied_result(ctx, applied, s.cursor)
+    if undone:   # a new step after `undo` drops the undone ones: say so (`redo` has nothing left)
+        shown = undone[0] if len(undone) == 1 else f"{undone[0]}, ..."
+        res.summary += f" (replaces {len(undone)} undone step{'s' if len(undone) > 1 else ''}: {shown})"
+        res.data["dropped_undone"] = undone
+    return res

@@ -22,6 +22,15 @@ def _selection_for(ctx, index: int | None):
     return target.selector_name or f"{target.name}-selector", target.select_params(info), info
 
 
+def _sharded_entries(info: dict) -> list[str]:
+    """Functions whose arguments or results are still annotated with a sharding (not yet partitioned)."""
+    def annotated(specs) -> bool:
+        return any(any(axes for axes in spec) for spec in specs or [] if spec)
+
+    return [name for name, sh in (info.get("shardings") or {}).items()
+            if annotated(sh.get("args")) or annotated(sh.get("results"))]
+
+
 def _same_schedule(step, spec: str) -> bool:
     try:
         sel = step_from_command(spec, Path.cwd())
@@ -94,7 +103,12 @@ def cmd_select(ctx: CommandContext, a: Args) -> Result:
         return Result.failure(str(e))
     index = a.get("step")
     if index is not None and not 1 <= index <= s.cursor:
-        return Result.failure(f"no active step {index} (active steps: 1..{s.cursor})")
+        return Result.failure(s.no_active_step(index))
+    unpartitioned = _sharded_entries(s.inspect() if index is None else s.inspect(index - 1))
+    if unpartitioned:
+        return Result.failure(f"select: @{unpartitioned[0]} still carries sharding annotations (shard.shard): the "
+                              "schedules take the per-rank ops, so partition it first: `target mpi`, `apply mpi-partition`, then "
+                              "`select --apply` (commands/sharded-mlp-mpi.lhw shows the whole flow)")
     saved_steps, saved_cursor = list(s.steps), s.cursor
     try:
         prepared = _prepare(ctx) if index is None else []
@@ -268,7 +282,7 @@ def register(reg: Registry) -> None:
     reg.register(Command(
         "select", "show the target's parameter selection for the payload; --apply records it on a step",
         cmd_select, [Arg("step", "step index (its input is inspected); none: the current IR", type="int",
-                         optional=True, complete="step")],
+                         optional=True, complete="step:applied")],
         [Flag("--apply", "set the selection on step N (or add the selected schedule as a new step)")],
         details="The selector (per target: payload shapes, dtypes, op kinds, host vector width, cache sizes) "
                 "produces the parameter dict of the shipped schedules. Applying records `selected_by` on the "
@@ -276,11 +290,12 @@ def register(reg: Registry) -> None:
         category="2-steps"))
     reg.register(Command(
         "tune", "search a step's parameter space (Optuna), each candidate compiled, run and checked in isolation",
-        cmd_tune, [Arg("step", "step index (default: current)", type="int", optional=True, complete="step"),
+        cmd_tune, [Arg("step", "step index (default: current)", type="int", optional=True,
+                       complete="step:applied"),
                    Arg("space", "candidate lists, e.g. reg_m=[4,8] impl=[codegen,ukernel]", type="kv",
                        optional=True, complete="param")],
-        [Flag("--trials", "new trials to run (default 20)", True, type="int"),
-         Flag("--timeout", "time budget in seconds", True, type="float"),
+        [Flag("--trials", "new trials to run (default 20)", True, type="int", minimum=0),
+         Flag("--timeout", "time budget in seconds", True, type="float", minimum=0.1),
          Flag("--sampler", "tpe | random | grid", True, complete="choice:tpe,random,grid"),
          Flag("--seed", "sampler and input seed", True, type="int"),
          Flag("--params", "comma-separated parameters to tune (others stay fixed)", True),
@@ -289,17 +304,18 @@ def register(reg: Registry) -> None:
          Flag("--study", "study name (default: derived from the step and the space: resumes; "
                          "processes naming the same storage and study share the search)", True),
          Flag("--workers", "trials at once in this process, each with its own compile worker (default 1)",
-              True, type="int"),
+              True, type="int", minimum=1),
          Flag("--measure-slots", "with --workers: K timed runs at once, each on a physical core of its own, "
                                  "on at most half the cores (default 1: one at a time; faster search, "
-                                 "timings under each other's load)", True, type="int"),
+                                 "timings under each other's load)", True, type="int", minimum=1),
          Flag("--confirm", "best candidates re-measured against the current dict at the end (default 3, 0: off)",
-              True, type="int"),
-         Flag("--confirm-rounds", "interleaved rounds of that re-measurement (default 3)", True, type="int"),
+              True, type="int", minimum=0),
+         Flag("--confirm-rounds", "interleaved rounds of that re-measurement (default 3)", True, type="int",
+              minimum=1),
          Flag("--csv", "write all trials to this CSV file", True, complete="path:.csv"),
-         Flag("--iterations", "timed calls per candidate (default 5)", True, type="int"),
-         Flag("--warmup", "warm-up calls per candidate (default 1)", True, type="int"),
-         Flag("--run-timeout", "seconds before a candidate's run is killed", True, type="float"),
+         Flag("--iterations", "timed calls per candidate (default 5)", True, type="int", minimum=1),
+         Flag("--warmup", "warm-up calls per candidate (default 1)", True, type="int", minimum=0),
+         Flag("--run-timeout", "seconds before a candidate's run is killed", True, type="float", minimum=0.1),
          Flag("--apply-best", "set the winning dict on the step (selected_by: tune:<study>)"),
          Flag("--no-baseline", "skip the baseline runs before and after"),
          Flag("--no-check", "do not check candidates' results (not recommended)")],

@@ -17,11 +17,12 @@ import yaml
 
 from workbench.common import safe_yaml, trust_store
 from workbench.common.files import read_regular_text
+from workbench.common.suggest import did_you_mean, did_you_mean_path
 from workbench.common.bench_defaults import DEFAULT_PARAMS as BENCH_DEFAULTS
 from workbench.paths import LIBRARY_DIR, in_library
 from workbench.steps import spec as S
 from workbench.steps.params import ParamError, ParamSpec, Schema, generator_schema, knob_schema
-from workbench.targets import TargetError, find_named_pipeline
+from workbench.targets import TargetError, all_targets, find_named_pipeline
 
 MAX_INCLUDE_DEPTH = 16
 
@@ -90,6 +91,16 @@ class Step:
     def portable(self, session_file: Path) -> "Step":
         return self.kind_impl.portable(self, session_file)
 
+    def require_file(self, what: str) -> Path:
+        """The step's file, resolved; a missing one fails in one line that names it as written, with
+        the close names of its folder here or in the library (`pipelines/lib/tlie.mlir`)."""
+        path = self.resolve()
+        if not path.exists():
+            ref = self.spec.partition("[")[0].partition("{")[0]
+            raise StepError(f"cannot read {what} {ref}: No such file or directory"
+                            f"{missing_file_hint(ref, self.base_dir)}")
+        return path
+
     def with_params(self, params: dict[str, Any]) -> "Step":
         new = copy.copy(self)
         new.params = dict(params)
@@ -112,6 +123,18 @@ def resolve_path(ref: str, base_dir: Path) -> Path:
         if cand.exists():
             return cand.resolve()
     return (base_dir / p).resolve()
+
+
+def missing_file_hint(ref: str, base_dir: Path) -> str:
+    """` (did you mean ...?)` for a stage file that is not where `resolve_path` looks: the close names
+    in the first of its folders (the referring file's, the library's, the current one) that exists."""
+    p = Path(ref).expanduser()
+    candidates = [p] if p.is_absolute() else [base_dir / p, LIBRARY_DIR / p, LIBRARY_DIR.parent / p, Path.cwd() / p]
+    for cand in candidates:
+        hint = did_you_mean_path(cand, ref)
+        if hint:
+            return hint
+    return ""
 
 
 def _relpath(path: Path, rel_to: Path | None) -> str:
@@ -176,7 +199,7 @@ class TransformKind(StepKind):
 
     def _text(self, step: Step) -> str:
         try:
-            return read_regular_text(step.resolve())
+            return read_regular_text(step.require_file("transform file"))
         except OSError as e:
             raise StepError(f"cannot read transform file {step.spec}: {e.strerror}")
 
@@ -212,12 +235,12 @@ class ScheduleKind(StepKind):
 
     def schema(self, step, ctx=None):
         try:
-            return generator_schema(step.resolve(), self._gen(step))[0]
+            return generator_schema(step.require_file("schedule file"), self._gen(step))[0]
         except ParamError as e:
             raise StepError(str(e))
 
     def stages(self, step, ctx, depth):
-        path = step.resolve()
+        path = step.require_file("schedule file")
         if not path.is_file():
             raise StepError(f"schedule file not found: {step.spec}")
         ctx.check_trust(path)
@@ -325,13 +348,16 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
         raise StepError(f"{where}: a pipeline entry must be a mapping like `pass: ...`, got {entry!r}")
     keys = [k for k in entry if k in ENTRY_KEYS]
     if len(keys) != 1:
-        raise StepError(f"{where}: pipeline entry {entry!r} must have exactly one of "
-                        f"{', '.join(ENTRY_KEYS)}")
+        odd = [str(k) for k in entry if k not in ENTRY_KEYS and k not in ENTRY_EXTRA_KEYS]
+        hint = did_you_mean(odd[0], ENTRY_KEYS) if odd and not keys else ""
+        raise StepError(f"{where}: pipeline entry {short_repr(entry)} must have exactly one of "
+                        f"{', '.join(ENTRY_KEYS)}{hint}")
     key = keys[0]
     value = entry[key]
     unknown = [k for k in entry if k not in ENTRY_KEYS and k not in ENTRY_EXTRA_KEYS]
     if unknown:
-        raise StepError(f"{where}: unknown key {unknown[0]!r} in pipeline entry (known besides `{key}:`: "
+        raise StepError(f"{where}: unknown key {unknown[0]!r}{did_you_mean(unknown[0], ENTRY_EXTRA_KEYS)} "
+                        f"in pipeline entry (known besides `{key}:`: "
                         f"{', '.join(ENTRY_EXTRA_KEYS)})")
     if entry.get("selected_by") is not None and not isinstance(entry["selected_by"], str):
         raise StepError(f"{where}: `selected_by:` must be a string, got {short_repr(entry['selected_by'])}")
@@ -383,7 +409,7 @@ class IncludeKind(StepKind):
     help = "another pipeline YAML file {var=value ...}; its stages run as one step"
 
     def _file(self, step: Step) -> Path:
-        return step.resolve()
+        return step.require_file("pipeline")
 
     def schema(self, step, ctx=None):
         _, defaults = load_pipeline_yaml(self._file(step))
@@ -517,8 +543,9 @@ def step_from_command(text: str, base_dir: Path) -> Step:
         return step_from_entry({"pipeline": text}, base_dir, where="command")
     except TargetError:
         pass
-    raise StepError(f"don't know how to apply {text!r}: expected file.mlir, file.py[gen=fn]{{...}}, "
-                    "file.yaml {...}, a named pipeline, or `pass <pipeline>`")
+    named = [n for t in all_targets() for n in t.named_pipelines]
+    raise StepError(f"don't know how to apply {text!r}{did_you_mean(path, named)}: expected file.mlir, "
+                    "file.py[gen=fn]{...}, file.yaml {...}, a named pipeline, or `pass <pipeline>`")
 
 
 # The functions other layers use to describe kinds (help, completion).

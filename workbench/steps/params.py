@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.common.files import read_regular_text
+from workbench.common.suggest import did_you_mean
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 _TYPES = {"int": int, "float": float, "bool": bool, "str": str, "list": list}
@@ -58,8 +59,12 @@ class ParamSpec:
         s = self.type
         if self.choices:
             s += " in {" + ", ".join(map(str, self.choices)) + "}"
-        if self.min is not None or self.max is not None:
-            s += f" in [{'' if self.min is None else self.min}, {'' if self.max is None else self.max}]"
+        if self.min is not None and self.max is not None:
+            s += f" in [{self.min}, {self.max}]"
+        elif self.min is not None:   # `int >= 0`, not `int in [0, ]`
+            s += f" >= {self.min}"
+        elif self.max is not None:
+            s += f" <= {self.max}"
         if self.power_of_two:
             s += ", power of 2"
         if self.divides is not None:
@@ -213,8 +218,10 @@ class Schema:
                 if self.open:
                     out[k] = v
                     continue
-                known = ", ".join(self.params) or "none"
-                raise ParamError(f"unknown parameter {k!r} (known: {known})")
+                if not self.params:
+                    raise ParamError(f"unknown parameter {k!r}: this step has no parameters")
+                raise ParamError(f"unknown parameter {k!r} (known: {', '.join(self.params)})"
+                                 f"{did_you_mean(k, self.params)}")
             out[k] = spec.coerce(v)
         return out
 

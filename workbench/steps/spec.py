@@ -97,11 +97,11 @@ def parse_params(params_text: str | None, variables: dict[str, Any] | None = Non
     out: dict[str, Any] = {}
     for tok in tokenize(params_text):
         tok = substitute(tok, variables or {}, where)
-        if "=" in tok:
-            k, v = tok.split("=", 1)
-            out[k.strip()] = parse_value(v.strip())
-        else:
-            out[tok] = True
+        k, eq, v = tok.partition("=")
+        k = k.strip()
+        if not re.match(r"[A-Za-z_]", k):   # `=3`, `5`, `"x"`: not a parameter name
+            raise SpecError(f"expected key=value, got {tok!r}" + (" (the name is missing)" if eq and not k else ""))
+        out[k] = parse_value(v.strip()) if eq else True   # a bare name is a flag: True
     return out
 
 

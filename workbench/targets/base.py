@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
+from workbench.common.suggest import did_you_mean
 from workbench.paths import LIBRARY_DIR
 
 #: glibc malloc settings of a run: freed memory stays with the allocator (no heap trimming, no mmap per
@@ -230,7 +231,7 @@ def get_target(name: str) -> Target:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise TargetError(f"unknown target {name!r} (known: {', '.join(sorted(_REGISTRY))})")
+        raise TargetError(f"unknown target {name!r}{did_you_mean(name, _REGISTRY)} (known: {', '.join(sorted(_REGISTRY))})")
 
 
 def all_targets() -> list[Target]:
@@ -242,4 +243,4 @@ def find_named_pipeline(name: str) -> Path:
         if name in t.named_pipelines:
             return t.pipeline_path(name)
     known = sorted(n for t in _REGISTRY.values() for n in t.named_pipelines)
-    raise TargetError(f"unknown named pipeline {name!r} (known: {', '.join(known)})")
+    raise TargetError(f"unknown named pipeline {name!r}{did_you_mean(name, known)} (known: {', '.join(known)})")

@@ -25,6 +25,8 @@ from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from workbench.common.suggest import did_you_mean
+
 #: ISA features the model tracks: /proc/cpuinfo (archspec) spelling -> LLVM target feature
 ISA_FEATURES = {
     "sse2": "sse2", "sse4_2": "sse4.2", "avx": "avx", "avx2": "avx2", "fma": "fma", "f16c": "f16c",
@@ -245,7 +247,8 @@ def machine_for(name: str | None) -> CpuMachine:
     target = spec.TARGETS.get(canonical)
     if target is None:
         known = sorted(n for n, t in spec.TARGETS.items() if t.family.name == "x86_64")
-        raise MachineError(f"unknown cpu {key!r} (known: host, avx2, avx512, {', '.join(known)})")
+        hint = did_you_mean(key, ["host", "avx2", "avx512", *known])
+        raise MachineError(f"unknown cpu {key!r}{hint} (known: host, avx2, avx512, {', '.join(known)})")
     llvm_cpu = _llvm_name(target)
     if not llvm_cpu:
         raise MachineError(f"cpu {key!r}: archspec knows no LLVM name for it")

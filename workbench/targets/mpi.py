@@ -91,6 +91,18 @@ class MpiTarget(Target):
         cpu._machine = dataclasses.replace(cpu.machine, usable_cpus=1)
         return cpu.select_params(info)
 
+    #: the partitioned module's shard collectives as MPI ops (what mpi-lower starts with), before the
+    #: schedules: their bufferization cannot take shard ops (`op was not bufferized`)
+    COLLECTIVES_TO_MPI = ["pass lh-shard-collectives", "pass convert-shard-to-mpi", "pass canonicalize"]
+
+    def preparation_steps(self, info: dict[str, Any]) -> list[str]:
+        """The cpu target's preparation (the per-rank ops get its schedules), after the collectives
+        of a partitioned module became MPI ops."""
+        from workbench.targets.cpu import CpuTarget
+
+        first = self.COLLECTIVES_TO_MPI if "shard" in info.get("dialects", []) else []
+        return first + CpuTarget().preparation_steps(info)
+
     def reference_prelude(self) -> list[dict]:
         return [{"kind": "strip_sharding"}]
 

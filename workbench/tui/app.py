@@ -210,9 +210,10 @@ class WorkbenchApp(App):
                           "type a command, Tab completes, Ctrl+P lists every command, F1 the keys")
             journal = s.journal_for(s.payload_path, s.payload_chunk) if self.offer_resume else None
             if journal is not None and not s.steps:
-                msg = "an autosaved session of this payload exists: type `resume` to restore it"
-                self.log_line(msg, style="yellow")
-                self.notify(msg, title="resume?", timeout=8)
+                self.log_line(f"an autosaved session of this payload exists ({s.describe_journal(journal)}): "
+                              "type `resume` to restore it", style="yellow")
+                self.notify("an autosaved session of this payload exists: `resume` restores it",
+                            title="resume?", timeout=8)
         else:
             self.log_line("no payload loaded: `load FILE.mlir`")
 
@@ -311,10 +312,13 @@ class WorkbenchApp(App):
             log.write(Text(shown.summary, style="green"))
             return
         if res.ok and isinstance(res.data.get("run"), dict):
-            # the statistics are in the results panel: the log keeps the one-line summary
+            # the statistics are in the results panel: the log keeps the one-line summary and what the
+            # panel has no room for (`run --profile`'s bars, what the program printed)
             log.write(Text(shown.summary, style="green"))
             for w in shown.extra_warnings():
                 log.write(Text("warning: " + w, style="yellow"))
+            if shown.body:
+                log.write(Text(shown.body))
             return
         log.write(shown.rich())
 
@@ -530,11 +534,12 @@ class WorkbenchApp(App):
         self.cancelled = False
         self.last_result = res
         self.results.append(res)
+        # the panel first: it takes width from the log, whose lines are wrapped at the width they are written at
+        self.show_results(res)
         self.log_result(line, res)
         clip = res.data.get("clipboard") if res.ok else None
         if clip:
             self.copy_text(clip)
-        self.show_results(res)
         select, self._keep_selection = self._keep_selection, None
         if res.ok and res.kind == "ir" and isinstance(res.data.get("step"), int):
             select = res.data["step"]

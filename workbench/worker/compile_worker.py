@@ -45,6 +45,8 @@ from collections import OrderedDict
 from mlir import ir, passmanager
 from mlir.dialects.transform import interpreter
 
+from workbench.common.pass_names import pass_names
+from workbench.common.suggest import did_you_mean
 from workbench.worker import bench_wrapper, knobs, payload_inspect, py_passes, rewrites
 from workbench.worker.mpi import sharding
 from workbench.worker.protocol import FOLLOW_UP, serve_requests
@@ -63,6 +65,16 @@ class StageError(Exception):
     def __init__(self, message: str, diagnostics: str = ""):
         super().__init__(message)
         self.diagnostics = diagnostics
+
+
+def _unknown_pass_hint(line: str) -> str:
+    """The pass parser's first line, without its `MLIR Textual PassPipeline Parser:1:1: error:` prefix,
+    with the close pass names when it names one it does not know."""
+    line = re.sub(r"^MLIR Textual PassPipeline Parser:\d+:\d+: error: ", "", line)
+    m = re.search(r"'([^']+)' does not refer to a registered pass", line)
+    if m:
+        line += did_you_mean(m.group(1), [*pass_names(), *py_passes.PASSES])
+    return line
 
 
 def _split_mlir_error(exc: BaseException, label: str) -> tuple[str, str]:
@@ -418,7 +430,8 @@ class CompileWorker:
             pm = passmanager.PassManager.parse(text)
         except (ValueError, ir.MLIRError) as e:
             msg = str(e).strip().splitlines()
-            raise StageError(f"bad pass pipeline: {msg[0] if msg else e}", "\n".join(msg))
+            detail = "\n".join(line for line in msg[1:] if line.strip() not in ("", "^"))   # not the caret
+            raise StageError(f"bad pass pipeline: {_unknown_pass_hint(msg[0]) if msg else e}", detail)
         try:
             pm.run(module.operation)
         except ir.MLIRError as e:

@@ -38,11 +38,52 @@ class LogView(RichLog):
             self.error = error
 
     def __init__(self, **kw: Any) -> None:
-        super().__init__(wrap=True, markup=False, highlight=False, max_lines=5000, **kw)
+        # min_width: RichLog renders every line at least 78 cells wide (cut, not wrapped, in a narrower log:
+        # at 80x24, or beside the results panel)
+        super().__init__(wrap=True, markup=False, highlight=False, max_lines=5000, min_width=20, **kw)
+        # what was written, to wrap again when the width changes (the results panel appears beside the
+        # log after the first run: lines wrapped at the full width were cut at its edge)
+        self._written: list[tuple[Any, dict]] = []
+        self._wrapped_at: set[int] = set()   # the widths the lines now shown were wrapped at
         self.search_query = ""
         self.matches: list[int] = []       # indexes into self.lines
         self.current_match = -1
         self._pattern = None
+
+    def write(self, content: Any, *args: Any, **kw: Any):
+        if args:   # positional options (width, expand, ...): as keywords, to write it again
+            kw.update(zip(("width", "expand", "shrink", "scroll_end", "animate"), args))
+        if self._size_known:   # (before that RichLog defers it and writes it again, through here, once sized)
+            self._written.append((content, kw))
+            if len(self._written) > (self.max_lines or 5000):
+                del self._written[: len(self._written) - (self.max_lines or 5000)]
+            self._wrapped_at.add(self.scrollable_content_region.width)
+        return super().write(content, **kw)
+
+    def clear(self):
+        self._written = []
+        self._wrapped_at = set()
+        return super().clear()
+
+    def on_resize(self, event) -> None:
+        super().on_resize(event)
+        if self._written and self._wrapped_at - {self.scrollable_content_region.width}:
+            self.call_after_refresh(self._rewrap)
+
+    def _rewrap(self) -> None:
+        width = self.scrollable_content_region.width
+        if not width or not self._wrapped_at - {width}:
+            return
+        written, self._written = self._written, []
+        at_end = self.is_vertical_scroll_end
+        query = self.search_query
+        self.clear()
+        for content, kw in written:
+            self.write(content, **{**kw, "scroll_end": False})
+        if query:
+            self.run_search(query, move=False)
+        if at_end:
+            self.scroll_end(animate=False)
 
     def plain_lines(self) -> list[str]:
         return [strip.text for strip in self.lines]

@@ -49,6 +49,23 @@ class StepsTable(DataTable):
             with self.prevent(DataTable.RowHighlighted):   # the app set it: no echo back
                 self.move_cursor(row=value, animate=False)
 
+    def on_key(self, event) -> None:
+        """A letter typed here starts a command: it goes to the command input, which takes the focus
+        (the table has no letter keys; typing `apply ...` after clicking a step was lost)."""
+        if event.is_printable and event.character and event.character not in " ":
+            found = self.app.query("#cmd")
+            if found:
+                event.stop()
+                event.prevent_default()
+                cmd, ch = found.first(), event.character
+                cmd.focus()
+
+                def type_it() -> None:   # after the focus (which selects the input's text)
+                    cmd.cursor_position = len(cmd.value)
+                    cmd.insert_text_at_cursor(ch)
+
+                self.app.call_after_refresh(type_it)
+
     def on_resize(self) -> None:
         if self.size.width != self._width:
             self._rebuild()
@@ -59,7 +76,8 @@ class StepsTable(DataTable):
             self._fill()
 
     def _fill(self) -> None:
-        width = max(20, (self.size.width or 40) - 1)   # 1: the vertical scrollbar's column
+        # the vertical scrollbar's columns (2 by default; 1 cut the time column's last letter at 80x24)
+        width = max(20, (self.size.width or 40) - self.styles.scrollbar_size_vertical)
         self._width = self.size.width
         show_kind = width >= 40
         index_w, time_w, kind_w = 4, 8, (8 if show_kind else 0)

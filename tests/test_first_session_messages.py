@@ -42,7 +42,7 @@ def test_unknown_command_option_and_help_suggest(ctx):
     assert "did you mean apply?" in failed(ctx, "aply x.mlir")
     assert "did you mean help?" in failed(ctx, "help hlep")
     err = failed(ctx, "run --chek")
-    assert "unknown option --chek" in err and "did you mean --check?" in err and "help run" in err
+    assert "unknown option --chek" in err and "did you mean --check" in err and "help run" in err
     err = failed(ctx, "history --bogus")
     assert "unknown option --bogus" in err and "options: none" in err
 

@@ -282,7 +282,7 @@ CORPUS: dict[str, Entry] = {
                              ["32x512xi64[2:32000]"], category="model"),
     # -- whole small networks (examples/torch/models): test shapes are narrow versions of every stage; bench
     # shapes are the sizes a user would try (the file's get_inputs())
-    "resnet18": _e(_model("resnet18", "ResNet18", width=8, classes=10), ["1x3x32x32xf32"], ["1x3x112x112xf32"],
+    "resnet18": _e(_model("resnet18", "ResNet18", width=4, classes=10), ["1x3x32x32xf32"], ["1x3x112x112xf32"],
                    category="whole-model"),
     "mobilenet_v3_small": _e(_model("mobilenet_v3_small", "MobileNetV3Small", width=0.25, classes=10, hidden=32),
                              ["1x3x32x32xf32"], ["1x3x224x224xf32"], category="whole-model"),

@@ -565,6 +565,38 @@ def index_put_decomposition(x, indices, values, accumulate=False):
     return torch.where(mask, x + values if accumulate else values, x)
 
 
+def embedding_bag_decomposition(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                                per_sample_weights=None, include_last_offset=False, padding_idx=-1):
+    """nn.EmbeddingBag / F.embedding_bag in sum or mean mode: the rows looked up (an embedding gather), then
+    summed into their bags by a (bags x indices) membership matmul. torch-mlir's own lowering tests
+    every index against every bag for every element of a row (bags x indices x dim scalar steps with a
+    lookup each: DLRM's eight 64-bag tables took 4.4 ms, torch 0.5). Also returns offset2bag, bag_size
+    and max_indices (zeros) for the op's other results, which nn.EmbeddingBag drops. max mode and huge
+    membership masks are left to torch (with a padding index: aten.embedding_bag.padding_idx, which
+    torch-mlir does not lower at all)."""
+    import torch
+
+    n = indices.shape[0]
+    bags = offsets.shape[0] - (1 if include_last_offset else 0)
+    if mode not in (0, 1) or indices.dim() != 1 or bags * n > MAX_ONE_HOT_ELEMENTS:
+        return NotImplemented
+    positions = torch.arange(n, device=indices.device)
+    starts = offsets[:bags]
+    ends = offsets[1:bags + 1] if include_last_offset else torch.cat([offsets[1:], offsets.new_full((1,), n)])
+    member = (starts.unsqueeze(1) <= positions.unsqueeze(0)) & (positions.unsqueeze(0) < ends.unsqueeze(1))
+    if padding_idx is not None and padding_idx >= 0:
+        member = member & (indices != padding_idx).unsqueeze(0)
+    rows = weight[indices]
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.to(rows.dtype).unsqueeze(1)
+    bag_size = member.sum(1)
+    out = torch.matmul(member.to(rows.dtype), rows)
+    if mode == 1:
+        out = out / bag_size.clamp(min=1).to(out.dtype).unsqueeze(1)
+    offset2bag = (starts.unsqueeze(0) <= positions.unsqueeze(1)).sum(1) - 1
+    return out, offset2bag, bag_size, torch.zeros_like(bag_size)
+
+
 def upstream_decompositions() -> dict:
     """aten op overload -> decomposition, for ops torch-mlir would lower to its own tm_tensor dialect."""
     import torch
@@ -576,7 +608,10 @@ def upstream_decompositions() -> dict:
             aten.sort.default: sort_decomposition, aten.sort.stable: sort_stable_decomposition,
             aten.topk.default: topk_decomposition, aten.scatter.src: scatter_src_decomposition,
             aten.scatter.value: scatter_value_decomposition, aten.scatter_add.default: scatter_add_decomposition,
-            aten.index_put.default: index_put_decomposition}
+            aten.index_put.default: index_put_decomposition,
+            aten._embedding_bag.default: embedding_bag_decomposition,
+            aten.embedding_bag.default: embedding_bag_decomposition,
+            aten.embedding_bag.padding_idx: embedding_bag_decomposition}
 
 
 def decomposition_table() -> dict:

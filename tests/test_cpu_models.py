@@ -75,6 +75,23 @@ def test_an_add_of_two_matmuls_is_the_epilogue_of_one_only():
     assert epilogue_chain(ops, 2) == [3]
 
 
+def test_an_epilogue_stops_before_an_op_of_a_row_chain():
+    """A whole GPT-2's last residual add (matmul + bias + x) is read only by the final LayerNorm: the row
+    chain of that norm takes it, so the matmul's epilogue stops before it (both claimed it: the rows
+    step then found no op with its id, "expected parameter to be equal to 1, got 0")."""
+    from workbench.targets.cpu import epilogue_chain
+
+    mm = dict(op="linalg.matmul", dims={"m": 16, "n": 32, "k": 128}, dtype="f32")
+    add = dict(domain=[16, 32], body=["arith.addf", "linalg.yield"], dtype="f32")
+    ops = [_op("contraction", [-1, -1, -1], [1], **mm),     # 0: MLP projection
+           _op("elementwise", [0, -1, -1], [2], **add),     # 1: + bias
+           _op("elementwise", [1, -1, -1], [3], **add),     # 2: + residual
+           _op("elementwise", [2, -1], [], **add)]          # 3: the norm's first op
+    assert epilogue_chain(ops, 0) == [1, 2, 3]
+    assert epilogue_chain(ops, 0, claimed=frozenset({2, 3})) == [1]
+    assert epilogue_chain(ops, 0, claimed=frozenset({1})) == []
+
+
 def test_flat_vector_math_lowers_nd_integer_math():
     """lh-flat-vector-math: math.absi / ctlz on n-D vectors become 1-D ops between shape casts, which
     convert-math-to-llvm lowers (without the pass, the 2-D ones are left)."""

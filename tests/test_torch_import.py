@@ -542,3 +542,55 @@ def test_class_names_become_file_stems_with_acronyms_whole():
 
     assert [snake_case(n) for n in ("TinyViTBlock", "TopKMoE", "MLPMixer", "GPT2Block", "Scale", "conv_block")] == [
         "tiny_vit_block", "topk_moe", "mlp_mixer", "gpt2_block", "scale", "conv_block"]
+
+
+INDEX_PUTS = '''
+import torch
+import torch.nn.functional as F
+
+class IndexPuts(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        rows, cols = torch.tril_indices(5, 5, offset=-1)
+        self.register_buffer("rows", rows)
+        self.register_buffer("cols", cols)
+
+    def forward(self, x, dst, src, j):
+        summed = torch.zeros_like(x).index_add(0, dst, x[src])     # message passing: duplicates add up
+        put = x.clone()
+        put[dst] = 1.5 * x[src]                                     # x[idx] = v (the last writer wins)
+        acc = x.clone()
+        acc[dst[:4], j[:4]] += 1.0                                  # two index tensors, negative ones
+        pairs = torch.bmm(x[None, :5, :5], x[None, :5, :5])[:, self.rows, self.cols]   # buffers in an index list
+        offsets = torch.tensor([0, 4, 4, 11])                       # bags of 4, 0, 7 and 19 indices
+        bags = F.embedding_bag(src, x, offsets, mode="sum", per_sample_weights=x[dst, 0])
+        means = F.embedding_bag(dst.view(6, 5), x, mode="mean", padding_idx=2)
+        return summed, put, acc, pairs, bags, means
+'''
+
+
+@needs_torch
+def test_integer_index_puts_and_buffer_indices_import_and_match_torch(tmp_path):
+    """index_add / x[idx] = v / x[i, j] += v (aten.index_put with integer indices): torch-mlir lowers them
+    to tm_tensor.scatter (upstream cannot load it); decomposed through a one-hot (a matmul for the sums,
+    a gather of the last writer for assignments) they match torch on the selector path. A buffer in an
+    index list (DLRM's interaction pairs `z[:, rows, cols]`) failed torch-mlir's frozen import
+    ("Heterogeneous lists are not supported"). EmbeddingBag (sum with per-sample weights, an empty bag;
+    mean with a padding index) is a membership matmul of the looked-up rows: torch-mlir's lowering tested
+    every index against every bag for every element."""
+    (tmp_path / "model.py").write_text(INDEX_PUTS)
+    p = run_cli(["import", "model.py:IndexPuts", "--inputs", "9x5xf32,30xi64[0:9],30xi64[0:9],7xi64[-5:5]",
+                 "--out", "o"], cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    mlir = (tmp_path / "o" / "index_puts.mlir").read_text()
+    assert "tm_tensor" not in mlir and "func.func @main" in mlir
+    dst = np.load(tmp_path / "o" / "index_puts.input1.npy")
+    assert len(set(dst.tolist())) < len(dst)          # duplicate targets
+    script = tmp_path / "s.lhw"
+    script.write_text("select --apply\nbench\napply cpu-lower\nrun --check\n")
+    p = run_cli([tmp_path / "o" / "index_puts.mlir", "--script", script, "--json", tmp_path / "r.json"],
+                cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    run = json.loads((tmp_path / "r.json").read_text())["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    assert len(run["expected_check"]["outputs"]) == 6

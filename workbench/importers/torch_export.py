@@ -491,14 +491,71 @@ def scatter_add_decomposition(x, dim, index, src):
     return x + F.pad(added.to(x.dtype), pads)
 
 
+#: the most elements of the one-hot (targets x index entries) an integer index_put decomposes through
+MAX_ONE_HOT_ELEMENTS = 1 << 26
+
+
+def _integer_index_put(x, indices, values, accumulate: bool):
+    """x[i0, i1, ...] = v / += v (index_add, x[idx] = v, x[idx] += v) with integer index tensors on
+    consecutive dims (None before them: untouched dims): the indexed dims flattened to N targets, the
+    broadcast index entries to P; a (N x P) one-hot. accumulate: x + one-hot @ values (a matmul: every
+    entry naming a target adds to it); else each target takes the value of the last entry naming it
+    (torch leaves duplicates unspecified) through a gather and a where. torch's own path is
+    tm_tensor.scatter, which upstream MLIR cannot load. None: left to torch (bool or huge one-hots)."""
+    import torch
+
+    first = next(i for i, t in enumerate(indices) if t is not None)
+    index_tensors = list(indices[first:])
+    if any(t is None or t.dtype == torch.bool for t in index_tensors) or x.dtype == torch.bool:
+        return None
+    k = len(index_tensors)
+    dims = list(range(first, first + k))
+    sizes = [x.shape[d] for d in dims]
+    broadcast = torch.broadcast_shapes(*(t.shape for t in index_tensors))
+    n, p = 1, 1
+    for s in sizes:
+        n *= s
+    for s in broadcast:
+        p *= s
+    if n * p > MAX_ONE_HOT_ELEMENTS:
+        return None
+    flat = torch.zeros(broadcast, dtype=torch.int64, device=x.device)
+    for t, size in zip(index_tensors, sizes):
+        t = t.to(torch.int64)
+        flat = flat * size + torch.where(t < 0, t + size, t)
+    flat = flat.reshape(p)
+    # x with the indexed dims first and flattened: [N, rest]; values likewise: [P, rest]
+    order = dims + [d for d in range(x.dim()) if d not in dims]
+    moved = x.permute(order)
+    rest = moved.shape[k:]
+    x_rows = moved.reshape(n, -1)
+    out_shape = tuple(x.shape[:first]) + tuple(broadcast) + tuple(x.shape[first + k:])
+    nb = len(broadcast)
+    v = values.to(x.dtype).expand(out_shape)
+    v_order = list(range(first, first + nb)) + [d for d in range(len(out_shape)) if not first <= d < first + nb]
+    v_rows = v.permute(v_order).reshape(p, -1)
+    hit = flat.unsqueeze(0) == torch.arange(n, device=x.device).unsqueeze(1)          # [N, P]
+    if accumulate:
+        rows = x_rows + torch.matmul(hit.to(x.dtype), v_rows)
+    else:
+        last = torch.where(hit, torch.arange(p, device=x.device).unsqueeze(0), -1).amax(1)   # [N]
+        rows = torch.where((last >= 0).unsqueeze(1), v_rows[last.clamp(min=0)], x_rows)
+    inverse = [order.index(d) for d in range(x.dim())]
+    return rows.reshape(tuple(sizes) + tuple(rest)).permute(inverse)
+
+
 def index_put_decomposition(x, indices, values, accumulate=False):
     """x[mask] = v (aten.index_put with one bool mask over x's leading dims, v one value or broadcastable
     over the masked rows' trailing dims) as a torch.where: torch's own path goes through nonzero (a
-    data-dependent shape, tm_tensor.scan and tm_tensor.scatter). Other index forms are left to torch."""
+    data-dependent shape, tm_tensor.scan and tm_tensor.scatter). Integer indices (index_add, x[idx] = v,
+    x[idx] += v): `_integer_index_put`. Other index forms are left to torch."""
     import torch
 
-    if len(indices) != 1 or indices[0] is None or indices[0].dtype != torch.bool:
+    if all(t is None for t in indices):
         return NotImplemented
+    if len(indices) != 1 or indices[0] is None or indices[0].dtype != torch.bool:
+        result = _integer_index_put(x, indices, values, accumulate)
+        return NotImplemented if result is None else result
     mask = indices[0]
     tail = x.shape[mask.dim():]
     if values.dim() > len(tail) or any(v not in (1, t) for v, t in zip(reversed(values.shape), reversed(tail))):
@@ -506,6 +563,38 @@ def index_put_decomposition(x, indices, values, accumulate=False):
     mask = mask.reshape(tuple(mask.shape) + (1,) * len(tail))
     values = values.to(x.dtype)
     return torch.where(mask, x + values if accumulate else values, x)
+
+
+def embedding_bag_decomposition(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                                per_sample_weights=None, include_last_offset=False, padding_idx=-1):
+    """nn.EmbeddingBag / F.embedding_bag in sum or mean mode: the rows looked up (an embedding gather), then
+    summed into their bags by a (bags x indices) membership matmul. torch-mlir's own lowering tests
+    every index against every bag for every element of a row (bags x indices x dim scalar steps with a
+    lookup each: DLRM's eight 64-bag tables took 4.4 ms, torch 0.5). Also returns offset2bag, bag_size
+    and max_indices (zeros) for the op's other results, which nn.EmbeddingBag drops. max mode and huge
+    membership masks are left to torch (with a padding index: aten.embedding_bag.padding_idx, which
+    torch-mlir does not lower at all)."""
+    import torch
+
+    n = indices.shape[0]
+    bags = offsets.shape[0] - (1 if include_last_offset else 0)
+    if mode not in (0, 1) or indices.dim() != 1 or bags * n > MAX_ONE_HOT_ELEMENTS:
+        return NotImplemented
+    positions = torch.arange(n, device=indices.device)
+    starts = offsets[:bags]
+    ends = offsets[1:bags + 1] if include_last_offset else torch.cat([offsets[1:], offsets.new_full((1,), n)])
+    member = (starts.unsqueeze(1) <= positions.unsqueeze(0)) & (positions.unsqueeze(0) < ends.unsqueeze(1))
+    if padding_idx is not None and padding_idx >= 0:
+        member = member & (indices != padding_idx).unsqueeze(0)
+    rows = weight[indices]
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.to(rows.dtype).unsqueeze(1)
+    bag_size = member.sum(1)
+    out = torch.matmul(member.to(rows.dtype), rows)
+    if mode == 1:
+        out = out / bag_size.clamp(min=1).to(out.dtype).unsqueeze(1)
+    offset2bag = (starts.unsqueeze(0) <= positions.unsqueeze(1)).sum(1) - 1
+    return out, offset2bag, bag_size, torch.zeros_like(bag_size)
 
 
 def upstream_decompositions() -> dict:
@@ -519,7 +608,10 @@ def upstream_decompositions() -> dict:
             aten.sort.default: sort_decomposition, aten.sort.stable: sort_stable_decomposition,
             aten.topk.default: topk_decomposition, aten.scatter.src: scatter_src_decomposition,
             aten.scatter.value: scatter_value_decomposition, aten.scatter_add.default: scatter_add_decomposition,
-            aten.index_put.default: index_put_decomposition}
+            aten.index_put.default: index_put_decomposition,
+            aten._embedding_bag.default: embedding_bag_decomposition,
+            aten.embedding_bag.default: embedding_bag_decomposition,
+            aten.embedding_bag.padding_idx: embedding_bag_decomposition}
 
 
 def decomposition_table() -> dict:
@@ -595,6 +687,34 @@ def to_numpy(t) -> tuple[np.ndarray, str]:
     return t.numpy(), dtype
 
 
+def _state_in_lists_as_values(program) -> None:
+    """A parameter, buffer or constant tensor used inside a list argument (`z[:, self.rows, self.cols]`:
+    aten.index.Tensor's index list) reaches that op through a clone: torch-mlir's frozen import puts
+    the state tensor itself in the list, which its list import refuses ("Heterogeneous lists are not
+    supported: expected vtensor, got torch.Tensor"); a direct operand becomes a literal."""
+    import torch
+
+    graph = program.graph
+    user_inputs = set(program.graph_signature.user_inputs)
+    state = {n for n in graph.nodes if n.op == "placeholder" and n.name not in user_inputs}
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        for position, arg in enumerate(node.args):
+            if not isinstance(arg, (list, tuple)) or not any(a in state for a in arg):
+                continue
+            values = []
+            for a in arg:
+                if a in state:
+                    with graph.inserting_before(node):
+                        copy = graph.call_function(torch.ops.aten.clone.default, (a,))
+                    copy.meta.update(a.meta)
+                    a = copy
+                values.append(a)
+            node.update_arg(position, type(arg)(values))
+    program.graph_module.recompile()
+
+
 def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str = "") -> dict:
     """Export `module` on `inputs`: writes NAME.mlir, the .npy files and the sidecar; returns the sidecar."""
     import torch
@@ -605,8 +725,10 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
     with torch.no_grad():
         expected = flatten_outputs(module(*[t.clone() for t in inputs]))
         try:
-            mlir_module = fx.export_and_import(module, *inputs, output_type="linalg-on-tensors",
-                                               func_name="main", decomposition_table=decomposition_table())
+            program = torch.export.export(module, tuple(inputs)).run_decompositions(decomposition_table())
+            _state_in_lists_as_values(program)
+            mlir_module = fx.export_and_import(program, output_type="linalg-on-tensors", func_name="main",
+                                               decomposition_table={})
         except Exception as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise ImportFailure(f"torch-mlir export failed: {type(e).__name__}: {first[:400]}")

@@ -40,11 +40,13 @@ EPILOGUE_BODY_OPS = {"arith.addf", "arith.subf", "arith.mulf", "arith.divf", "ar
                      "arith.maxnumf", "arith.minnumf", "arith.negf", "arith.select", "arith.cmpf", "linalg.yield"}
 
 
-def epilogue_chain(ops: list[dict[str, Any]], index: int) -> list[int]:
+def epilogue_chain(ops: list[dict[str, Any]], index: int, claimed: frozenset[int] = frozenset()) -> list[int]:
     """Indices of the elementwise ops after ops[index] that form its epilogue: each the only consumer of
     the previous one's result, 2-D over the matmul's (m, n), with a body of EPILOGUE_BODY_OPS, and
     reading no other contraction's result (an add of two matmuls' results, a transformer block's two
-    residual branches, is the epilogue of the later matmul only: one op, one schedule)."""
+    residual branches, is the epilogue of the later matmul only: one op, one schedule). The chain stops
+    before an op in `claimed` (a member of a row chain: a whole GPT-2's last residual add, read only by
+    the final LayerNorm, is that norm's, fused by rows)."""
     dims = ops[index].get("dims") or {}
     chain: list[int] = []
     current = index
@@ -53,7 +55,8 @@ def epilogue_chain(ops: list[dict[str, Any]], index: int) -> list[int]:
         if len(consumers) != 1:
             return chain
         nxt = ops[consumers[0]]
-        if (nxt.get("kind") != "elementwise" or nxt.get("domain") != [dims.get("m"), dims.get("n")]
+        if (consumers[0] in claimed
+                or nxt.get("kind") != "elementwise" or nxt.get("domain") != [dims.get("m"), dims.get("n")]
                 or not set(nxt.get("body") or ["?"]) <= EPILOGUE_BODY_OPS or nxt.get("dtype") != "f32"
                 or _reads_another_contraction(ops, consumers[0], index)):
             return chain
@@ -327,7 +330,7 @@ class CpuTarget(Target):
         in_epilogue: set[int] = set()
         # chains of ops over the same rows (a softmax, a norm): one step fusing each by rows, at its last op
         chains = {chain[0][0]: chain for chain in cpu_rows.row_chains(ops)}
-        in_chain = {i for chain in chains.values() for i, _ in chain}
+        in_chain = frozenset(i for chain in chains.values() for i, _ in chain)
         for index, op in enumerate(ops):
             if index in chains:
                 per_op.append((f"{self.pipeline_path_for(self.rows_schedule)}[gen=fuse_rows]",
@@ -338,9 +341,9 @@ class CpuTarget(Target):
                 continue
             if index in in_epilogue or index in in_chain:
                 continue
-            entries = self._select_op(op, ops)
+            entries = self._select_op(op, ops, in_chain)
             if entries and entries[0][0].endswith("[gen=matmul_epilogue]"):
-                in_epilogue.update(epilogue_chain(ops, index))
+                in_epilogue.update(epilogue_chain(ops, index, in_chain))
             per_op += entries
         if len(per_op) == 1 and self._bufferizes_itself(per_op[0][0]):
             # one op with a schedule that bufferizes by itself: one whole-module step (a generic op is
@@ -362,9 +365,10 @@ class CpuTarget(Target):
                    (self.matmul_schedule, self.matmul_parallel_schedule, self.softmax_schedule,
                     self.matmul_family_schedule, self.matmul_vnni_schedule))
 
-    def _select_op(self, op: dict[str, Any], ops: list[dict[str, Any]] = ()) -> list[tuple[str, dict[str, Any]]]:
+    def _select_op(self, op: dict[str, Any], ops: list[dict[str, Any]] = (),
+                   claimed: frozenset[int] = frozenset()) -> list[tuple[str, dict[str, Any]]]:
         """The (spec, params) entries for one inspected op (none: no shipped schedule handles it);
-        `ops`: all inspected ops (a matmul's epilogue chain)."""
+        `ops`: all inspected ops (a matmul's epilogue chain, which stops before the `claimed` ones)."""
         machine = self.machine
         if op.get("layout") == "vnni_conv":
             return [self.vnni_conv_entry(op), (self.pipeline_path_for(self.flatten_transfers_pipeline), {})]
@@ -374,7 +378,7 @@ class CpuTarget(Target):
         # the packed matmul schedules pad and pack operands: ops on tensors only (upstream's memref
         # matmuls failed to pad; the generic schedules below take buffers)
         on_tensors = not any(t.startswith("memref<") for t in op.get("operand_types", []))
-        family = self.matmul_family_entry(op, ops) if on_tensors else None
+        family = self.matmul_family_entry(op, ops, claimed) if on_tensors else None
         if family is not None:
             spec, params = family
             return [(spec, {**params, "op": op["id"]})]
@@ -450,7 +454,8 @@ class CpuTarget(Target):
     #: the matmul family's schedules (pipelines/cpu/matmul_family.py): op kind -> generator
     matmul_family_schedule = "cpu/matmul_family.py"
 
-    def matmul_family_entry(self, op: dict[str, Any], ops: list[dict[str, Any]] = ()) -> tuple[str, dict[str, Any]] | None:
+    def matmul_family_entry(self, op: dict[str, Any], ops: list[dict[str, Any]] = (),
+                            claimed: frozenset[int] = frozenset()) -> tuple[str, dict[str, Any]] | None:
         """(spec, params) for an inspected f32 batch_matmul, matmul with a transposed B (named, or the
         linalg.generic form, which needs the op's id), or matmul followed by an elementwise epilogue
         chain (bias, relu, ...: `epilogue_chain` over `ops`, the inspected ops), with static shapes;
@@ -485,7 +490,7 @@ class CpuTarget(Target):
             if op["op"] == "linalg.generic":
                 params.update(generic=True, op=op["id"])
             return f"{path}[gen=matmul_transpose_b_tiling]", params
-        chain = epilogue_chain(list(ops), list(ops).index(op)) if op in ops else []
+        chain = epilogue_chain(list(ops), list(ops).index(op), claimed) if op in ops else []
         if op["op"] == "linalg.matmul" and op.get("layout", "normal") == "normal" and chain:
             params = family.epilogue_params(dims["m"], dims["n"], dims["k"], len(chain), threads=threads, **machine)
             if op.get("id"):

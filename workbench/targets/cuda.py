@@ -65,7 +65,10 @@ def elementwise_consumer(matmul: dict[str, Any], ops: list[dict[str, Any]]) -> s
     ([b,] M, N; all loops parallel) reading the result element for element and writing its own output
     the same way (torch's rounding of an f32 accumulation, a scale, a bias, a relu), else "": what a
     matmul kernel may compute in its write-back (matmul_simt's `epilogue=`; for the wgmma kernel
-    wgmma_matmul._epilogue_of decides on the IR, and a row chain leaves the op to it)."""
+    wgmma_matmul._epilogue_of decides on the IR, and a row chain leaves the op to it). An op that also
+    reads a later contraction's result (a GNN layer's `neighbours(h) + root(x)`, bias fused in) is that
+    one's epilogue, not this one's: both claimed it, and the second fusion found the op moved
+    ("target and source are not in the same block")."""
     consumers = matmul.get("consumers") or []
     if len(consumers) != 1 or not 0 <= consumers[0] < len(ops):
         return ""
@@ -79,6 +82,7 @@ def elementwise_consumer(matmul: dict[str, Any], ops: list[dict[str, Any]]) -> s
     if (epi.get("op") == "linalg.generic" and epi.get("kind") == "elementwise" and epi.get("id")
             and loops.get("domain") == domain and loops.get("iterators") == ["parallel"] * len(domain)
             and len(reads) == 1 and reads[0] < loops.get("num_inputs", 0)
+            and not any(me < p < len(ops) and ops[p].get("kind") == "contraction" for p in epi.get("producers") or [])
             and operand_dims[reads[0]] == ident and operand_dims[loops["num_inputs"]:] == [ident]):
         return epi["id"]
     return ""

@@ -131,6 +131,18 @@ def test_no_torch_python_is_one_clear_line(tmp_path):
 TORCH_PYTHON = os.environ.get("LH_WORKBENCH_TORCH_PYTHON") or sys.executable
 
 
+def _selected_run_checked(tmp_path, stem: str) -> dict:
+    """The imported payload o/STEM.mlir through `select --apply`, `bench`, `cpu-lower`, `run --check` (the
+    CLI, headless); its --json answer, the run checked against the unscheduled payload and torch."""
+    script = tmp_path / "s.lhw"
+    script.write_text("select --apply\nbench\napply cpu-lower\nrun --check\n")
+    p = run_cli([tmp_path / "o" / f"{stem}.mlir", "--script", script, "--json", tmp_path / "r.json"], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    answer = json.loads((tmp_path / "r.json").read_text())
+    assert answer["run"]["check"]["passed"] and answer["run"]["expected_check"]["passed"], answer["run"]
+    return answer
+
+
 def _torch_available() -> bool:
     try:
         p = subprocess.run([TORCH_PYTHON, "-c", "import torch, torch_mlir"], capture_output=True, timeout=300)
@@ -313,12 +325,7 @@ print("ok")
                 cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
     assert p.returncode == 0, p.stderr
     assert "tm_tensor" not in (tmp_path / "o" / "other_scans.mlir").read_text()
-    script = tmp_path / "s.lhw"
-    script.write_text("select --apply\nbench\napply cpu-lower\nrun --check\n")
-    p = run_cli([tmp_path / "o" / "other_scans.mlir", "--script", script, "--json", tmp_path / "r.json"], cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
-    run = json.loads((tmp_path / "r.json").read_text())["run"]
-    assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    run = _selected_run_checked(tmp_path, "other_scans")["run"]
 
 
 OTHER_SCANS = '''
@@ -352,13 +359,8 @@ def test_blocked_scans_select_lower_run_and_equal_torch(tmp_path):
     assert p.returncode == 0, p.stderr
     text = (tmp_path / "o" / "long_scans.mlir").read_text()
     assert "tm_tensor" not in text and "tensor<2x38x16xf32>" in text   # 600 -> 38 blocks of 16
-    script = tmp_path / "s.lhw"
-    script.write_text("select --apply\nbench\napply cpu-lower\nrun --check\n")
-    p = run_cli([tmp_path / "o" / "long_scans.mlir", "--script", script, "--json", tmp_path / "r.json"], cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
-    answer = json.loads((tmp_path / "r.json").read_text())
+    answer = _selected_run_checked(tmp_path, "long_scans")
     run = answer["run"]
-    assert run["check"]["passed"] and run["expected_check"]["passed"], run
     generic = [s["params"] for s in answer["steps"] if "generic.py" in s["spec"]]
     assert len(generic) >= 5 and all(p["vector"] == 1 for p in generic), generic
 
@@ -399,12 +401,7 @@ def test_sorts_of_many_ties_take_torchs_stable_order_on_the_selector_path(tmp_pa
     x = np.load(tmp_path / "o" / "ties.input0.npy")
     assert len(np.unique(x[0])) < x.shape[1] // 4            # (many ties)
     assert np.array_equal(np.load(tmp_path / "o" / "ties.expected0.npy"), np.argsort(x, axis=-1, kind="stable"))
-    script = tmp_path / "s.lhw"
-    script.write_text("select --apply\nbench\napply cpu-lower\nrun --check\n")
-    p = run_cli([tmp_path / "o" / "ties.mlir", "--script", script, "--json", tmp_path / "r.json"], cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
-    run = json.loads((tmp_path / "r.json").read_text())["run"]
-    assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    run = _selected_run_checked(tmp_path, "ties")["run"]
 
 
 # a file with one nn.Module class and get_inputs()
@@ -469,12 +466,7 @@ def test_scatters_import_without_tm_tensor_and_match_torch(tmp_path):
     assert p.returncode == 0, p.stderr
     mlir = (tmp_path / "o" / "scatters.mlir").read_text()
     assert "tm_tensor" not in mlir and "func.func @main" in mlir
-    script = tmp_path / "s.lhw"
-    script.write_text("select --apply\nbench\napply cpu-lower\nrun --check\n")
-    p = run_cli([tmp_path / "o" / "scatters.mlir", "--script", script, "--json", tmp_path / "r.json"], cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
-    run = json.loads((tmp_path / "r.json").read_text())["run"]
-    assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    run = _selected_run_checked(tmp_path, "scatters")["run"]
     assert len(run["expected_check"]["outputs"]) == 3
 
 
@@ -504,13 +496,7 @@ def test_masked_assignment_imports_as_a_select_and_matches_torch(tmp_path):
     assert "tm_tensor" not in (tmp_path / "o" / "masked_assign.mlir").read_text()
     mask = np.load(tmp_path / "o" / "masked_assign.input1.npy")
     assert mask.any() and not mask.all()
-    script = tmp_path / "s.lhw"
-    script.write_text("select --apply\nbench\napply cpu-lower\nrun --check\n")
-    p = run_cli([tmp_path / "o" / "masked_assign.mlir", "--script", script, "--json", tmp_path / "r.json"],
-                cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
-    run = json.loads((tmp_path / "r.json").read_text())["run"]
-    assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    run = _selected_run_checked(tmp_path, "masked_assign")["run"]
 
 
 def test_a_python_model_as_the_payload_is_imported_first(tmp_path):
@@ -586,11 +572,5 @@ def test_integer_index_puts_and_buffer_indices_import_and_match_torch(tmp_path):
     assert "tm_tensor" not in mlir and "func.func @main" in mlir
     dst = np.load(tmp_path / "o" / "index_puts.input1.npy")
     assert len(set(dst.tolist())) < len(dst)          # duplicate targets
-    script = tmp_path / "s.lhw"
-    script.write_text("select --apply\nbench\napply cpu-lower\nrun --check\n")
-    p = run_cli([tmp_path / "o" / "index_puts.mlir", "--script", script, "--json", tmp_path / "r.json"],
-                cwd=tmp_path)
-    assert p.returncode == 0, p.stderr
-    run = json.loads((tmp_path / "r.json").read_text())["run"]
-    assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    run = _selected_run_checked(tmp_path, "index_puts")["run"]
     assert len(run["expected_check"]["outputs"]) == 6

@@ -99,9 +99,20 @@ TEST_PASS_EQUIVALENTS = {
 #: MemRefToLLVM aborts on memrefs of i1 in the wheels (an assertion: `integralElementType.getWidth() >= 8`;
 #: buffer-deallocation-pipeline's ownership buffers and bool tensors are such memrefs): a RUN line's memref
 #: lowering is preceded by lh-widen-i1-memrefs (one byte per bool, a step of its own; nothing else changes)
-MEMREF_TO_LLVM_PASSES = frozenset({"finalize-memref-to-llvm", "convert-memref-to-llvm"})
-MEMREF_TO_LLVM_PREFIXES = tuple(MEMREF_TO_LLVM_PASSES)
+MEMREF_TO_LLVM_PASSES = ("finalize-memref-to-llvm", "convert-memref-to-llvm")
 WIDEN_I1_MEMREFS = "lh-widen-i1-memrefs"
+
+
+def _lowers_memrefs(name: str, equivalent: str | None) -> bool:
+    """Whether RUN-line pass `name` (or the pipeline that stands for it) lowers memrefs to LLVM."""
+    return name in MEMREF_TO_LLVM_PASSES or bool(equivalent) and (
+        equivalent.startswith(MEMREF_TO_LLVM_PASSES) or ",finalize-memref-to-llvm," in equivalent)
+
+
+def _is_tool(words: list[str], names: str | tuple[str, ...]) -> bool:
+    """Whether the command `words` of a RUN line's chain runs the tool `names`: its first word ends in
+    the name (`mlir-opt`, a path such as `/usr/bin/FileCheck`, lit's `%mlir-runner`)."""
+    return bool(words) and words[0].endswith(names)
 
 
 @dataclass(frozen=True)
@@ -118,7 +129,7 @@ class RunLine:
                 words = shlex.split(part)
             except ValueError as e:
                 raise ChunkError(f"RUN line {self.number}: cannot split it into words: {e}")
-            if not words or not words[0].endswith("mlir-opt"):
+            if not _is_tool(words, "mlir-opt"):
                 break
             out.extend(_pipelines_of(words[1:], self.number))
         return out
@@ -137,14 +148,14 @@ class RunLine:
     def runner(self) -> RunnerOptions | None:
         """What the chain's mlir-runner (mlir-cpu-runner: its old name) is told: entry, result, libraries."""
         for words in self.tools():
-            if words[0].lstrip("%").endswith(RUNNER_NAMES):
+            if _is_tool(words, RUNNER_NAMES):
                 return RunnerOptions.parse(words[1:])
         return None
 
     def filecheck(self) -> FileCheckOptions | None:
         """The chain's FileCheck options (None: the command runs no FileCheck)."""
         for words in self.tools():
-            if words[0].lstrip("%").endswith("FileCheck"):
+            if _is_tool(words, "FileCheck"):
                 return FileCheckOptions.parse(words[1:])
         return None
 
@@ -213,14 +224,14 @@ def compiling_run_line(runs: list[RunLine], run: RunLine) -> RunLine:
     the runner on a file (`RUN: mlir-runner %t -e ...` after `RUN: mlir-opt %s ... -o %t`, as upstream's
     `%{compile}` / `%{run}` pairs write it), the last earlier RUN line whose mlir-opt writes that file."""
     tools = run.tools()
-    if not tools or tools[0][0].lstrip("%").endswith("mlir-opt"):
+    if not tools or _is_tool(tools[0], "mlir-opt"):
         return run
-    if not tools[0][0].lstrip("%").endswith(RUNNER_NAMES):
+    if not _is_tool(tools[0], RUNNER_NAMES):
         return run
     inputs = [w for w in tools[0][1:] if not w.startswith("-")][:1]
     for earlier in reversed([r for r in runs if r.number < run.number]):
         words = earlier.tools()[-1] if earlier.tools() else []
-        if words and words[0].lstrip("%").endswith("mlir-opt") and _output_file(words) in inputs:
+        if _is_tool(words, "mlir-opt") and _output_file(words) in inputs:
             return earlier
     return run
 
@@ -304,13 +315,11 @@ def _pipelines_of(args: list[str], line: int) -> list[str]:
             if ONE_SHOT_BUFFERIZE not in passes:
                 passes.append(ONE_SHOT_BUFFERIZE)
             continue
-        if name in MEMREF_TO_LLVM_PASSES and WIDEN_I1_MEMREFS not in passes:
+        # mlir-opt's test passes (not in the wheels) and renamed ones: their equivalents
+        equivalent = TEST_PASS_EQUIVALENTS.get(name) if not value else None
+        if _lowers_memrefs(name, equivalent) and WIDEN_I1_MEMREFS not in passes:
             passes.extend([SEGMENT_BREAK, WIDEN_I1_MEMREFS, SEGMENT_BREAK])
-        if name in TEST_PASS_EQUIVALENTS and not value:   # mlir-opt's test passes: not in the wheels
-            equivalent = TEST_PASS_EQUIVALENTS[name]
-            if equivalent.startswith(MEMREF_TO_LLVM_PREFIXES) or ",finalize-memref-to-llvm," in equivalent:
-                if WIDEN_I1_MEMREFS not in passes:
-                    passes.extend([SEGMENT_BREAK, WIDEN_I1_MEMREFS, SEGMENT_BREAK])
+        if equivalent is not None:
             passes.extend([] if not equivalent else [SEGMENT_BREAK, equivalent, SEGMENT_BREAK]
                           if equivalent.startswith("lh-") else [equivalent])
             continue

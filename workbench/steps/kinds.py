@@ -110,27 +110,34 @@ class Step:
 LIBRARY_PREFIX = LIBRARY_DIR.name  # "pipelines/...": a file of the installed library, wherever it is installed
 
 
-def resolve_path(ref: str, base_dir: Path) -> Path:
-    """A stage file: relative to the referring file's folder first, then the installed library."""
+def _search_paths(ref: str, base_dir: Path, every_root: bool = False) -> list[Path]:
+    """Where a stage file `ref` is looked for, in order: itself when absolute, else the referring file's
+    folder, the installed library, the library's parent (a `pipelines/...` name; `every_root`: any
+    name, for close-name hints), the current folder."""
     p = Path(ref).expanduser()
     if p.is_absolute():
-        return p
-    candidates = [base_dir / p, LIBRARY_DIR / p]
-    if p.parts and p.parts[0] == LIBRARY_PREFIX:
-        candidates.append(LIBRARY_DIR.parent / p)
-    candidates.append(Path.cwd() / p)
+        return [p]
+    roots = [base_dir, LIBRARY_DIR]
+    if every_root or (p.parts and p.parts[0] == LIBRARY_PREFIX):
+        roots.append(LIBRARY_DIR.parent)
+    return [root / p for root in [*roots, Path.cwd()]]
+
+
+def resolve_path(ref: str, base_dir: Path) -> Path:
+    """A stage file: relative to the referring file's folder first, then the installed library."""
+    if Path(ref).expanduser().is_absolute():
+        return Path(ref).expanduser()
+    candidates = _search_paths(ref, base_dir)
     for cand in candidates:
         if cand.exists():
             return cand.resolve()
-    return (base_dir / p).resolve()
+    return candidates[0].resolve()
 
 
 def missing_file_hint(ref: str, base_dir: Path) -> str:
     """` (did you mean ...?)` for a stage file that is not where `resolve_path` looks: the close names
     in the first of its folders (the referring file's, the library's, the current one) that exists."""
-    p = Path(ref).expanduser()
-    candidates = [p] if p.is_absolute() else [base_dir / p, LIBRARY_DIR / p, LIBRARY_DIR.parent / p, Path.cwd() / p]
-    for cand in candidates:
+    for cand in _search_paths(ref, base_dir, every_root=True):
         hint = did_you_mean_path(cand, ref)
         if hint:
             return hint

@@ -20,6 +20,27 @@ def ops_where(root, keep: Callable[[object], bool]) -> list:
     return found
 
 
+def iterator_types(op) -> list[str]:
+    """A linalg op's iterator types as words ("parallel", "reduction"); KeyError/ValueError without them."""
+    # "#linalg.iterator_type<reduction>" -> "reduction" (str.strip with a char set eats letters)
+    return [str(a).rsplit("<", 1)[-1].rstrip(">").strip('"') for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+
+
+#: ops that run their regions more than once: an op nested in one runs once per iteration
+LOOP_OPS = frozenset({"scf.for", "scf.while", "scf.parallel", "scf.forall", "affine.for", "affine.parallel",
+                      "gpu.launch"})
+
+
+def inside_loop(op) -> bool:
+    """Whether `op` is nested in a loop (LOOP_OPS) of its function."""
+    parent = op.parent
+    while parent is not None and parent.operation.name != "func.func":
+        if parent.operation.name in LOOP_OPS:
+            return True
+        parent = parent.operation.parent
+    return False
+
+
 def callee_name(op) -> str:
     """The symbol a call op names (`callee`), or "" (an indirect call, an op that calls nothing)."""
     try:

@@ -9,6 +9,7 @@ import math
 
 from mlir import ir
 
+from workbench.worker.ir_walk import iterator_types  # noqa: F401  (fusion, shared_rhs import it from here)
 from workbench.worker.op_ids import assign_ids, is_payload_linalg_op
 
 # FLOPs per point of the iteration space for named ops (matmul-like ops: mul + add).
@@ -75,12 +76,6 @@ def _indexing_maps(op) -> list | None:
         return [ir.AffineMapAttr(m).value for m in _linalg().get_indexing_maps(op)]
     except Exception:
         return None
-
-
-def iterator_types(op) -> list[str]:
-    """A generic's iterator types as words ("parallel", "reduction"); KeyError/ValueError without them."""
-    # "#linalg.iterator_type<reduction>" -> "reduction" (str.strip with a char set eats letters)
-    return [str(a).rsplit("<", 1)[-1].rstrip(">").strip('"') for a in ir.ArrayAttr(op.attributes["iterator_types"])]
 
 
 def _iterators_from_maps(amaps) -> list[str]:

@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from mlir import ir
 
-from workbench.worker.ir_walk import clone_mapped, ops_where
+from workbench.worker.ir_walk import clone_mapped, iterator_types, ops_where
 
 #: ops of index arithmetic that can be evaluated here (on int64 numpy arrays) and cloned into a body
 INDEX_OPS = {"arith.constant", "arith.addi", "arith.subi", "arith.muli", "arith.divsi", "arith.divui",
@@ -61,8 +61,6 @@ def _maps(op) -> list:
     return [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(op.attributes["indexing_maps"])]
 
 
-def _iterators(op) -> list[str]:
-    return [str(a).rsplit("<", 1)[-1].rstrip(">").strip('"') for a in ir.ArrayAttr(op.attributes["iterator_types"])]
 
 
 def _domain(op) -> list[int] | None:
@@ -94,7 +92,7 @@ def _gather_ops(module) -> list:
     """All-parallel linalg.generic ops on static tensors with a tensor.extract in their body."""
     found = []
     for op in ops_where(module, lambda o: o.name == "linalg.generic"):
-        if not op.results or any(it != "parallel" for it in _iterators(op)) or _domain(op) is None:
+        if not op.results or any(it != "parallel" for it in iterator_types(op)) or _domain(op) is None:
             continue
         if any(inner.operation.name == "tensor.extract" for inner in _body(op).operations):
             found.append(op)
@@ -325,7 +323,7 @@ def _index_table(value):
     producer = _op(value)
     if producer is None or producer.name != "linalg.generic" or len(producer.operands) != 1 or len(producer.results) != 1:
         return None
-    if any(it != "parallel" for it in _iterators(producer)) or not _maps(producer)[0].is_permutation:
+    if any(it != "parallel" for it in iterator_types(producer)) or not _maps(producer)[0].is_permutation:
         return None
     for inner in _body(producer).operations:
         name = inner.operation.name
@@ -660,7 +658,7 @@ def _fuse_producer_gathers(op) -> bool:
         maps = _maps(producer)
         pbody = _body(producer)
         n_inputs = len(producer.operands) - 1
-        if (any(it != "parallel" for it in _iterators(producer)) or maps[-1] != ir.AffineMap.get_identity(maps[-1].n_dims)
+        if (any(it != "parallel" for it in iterator_types(producer)) or maps[-1] != ir.AffineMap.get_identity(maps[-1].n_dims)
                 or list(pbody.arguments[n_inputs].uses)
                 or not any(inner.operation.name == "tensor.extract" for inner in pbody.operations)
                 or any(not all(isinstance(e, (ir.AffineDimExpr, ir.AffineConstantExpr)) for e in m.results)

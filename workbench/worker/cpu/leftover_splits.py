@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from workbench.worker.ir_walk import apply_transform, ops_where
+from workbench.worker.ir_walk import apply_transform, inside_loop, iterator_types, ops_where
 
 #: elements an op writes at least before its split pays for the tasks' dispatch (~10 us): a copy of
 #: 2^17 f32 (512 KiB) takes ~50 us on one core
@@ -41,16 +41,7 @@ def _all_parallel(op) -> bool:
         return True
     if op.name != "linalg.generic" or "iterator_types" not in op.attributes:
         return False
-    return all("parallel" in str(it) for it in ir.ArrayAttr(op.attributes["iterator_types"]))
-
-
-def _inside_loop(op) -> bool:
-    parent = op.parent
-    while parent is not None and parent.name != "func.func":
-        if parent.name in ("scf.for", "scf.forall", "scf.parallel", "scf.while", "affine.for", "affine.parallel"):
-            return True
-        parent = parent.parent
-    return False
+    return all(it == "parallel" for it in iterator_types(op))
 
 
 def split_plan(shape: list[int], threads: int) -> tuple[int, int] | None:
@@ -70,7 +61,7 @@ def split_leftover_ops(module, threads: int, min_elements: int = DEFAULT_MIN_ELE
     plans = []
     for op in ops_where(module, lambda o: o.name.startswith("linalg.")):
         t = _written(op)
-        if t is None or not _all_parallel(op) or _inside_loop(op):
+        if t is None or not _all_parallel(op) or inside_loop(op):
             continue
         elements = 1
         for n in t.shape:

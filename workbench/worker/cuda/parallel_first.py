@@ -17,11 +17,11 @@ def _parallel_first(op) -> list[int] | None:
     """The loop order with op's parallel loops first (stable), where op is a linalg.generic of host code
     with a reduction loop outside a parallel one; else None."""
     from workbench.worker.cuda.gpu_wrapper import _inside_device_code
-    from workbench.worker.cuda.reduce_kernels import _iterators
+    from workbench.worker.ir_walk import iterator_types
 
     if op.name != "linalg.generic":
         return None
-    its = _iterators(op)
+    its = iterator_types(op)
     order = ([k for k, it in enumerate(its) if it == "parallel"]
              + [k for k, it in enumerate(its) if it != "parallel"])
     if order == list(range(len(its))) or _inside_device_code(op):

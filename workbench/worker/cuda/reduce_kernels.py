@@ -23,6 +23,8 @@ import math
 
 from mlir import ir
 
+from workbench.worker.ir_walk import iterator_types
+
 MARK = "lh.gpu_reduce"
 
 #: combiner op -> its identity (as a name _identity understands)
@@ -56,10 +58,6 @@ def _maps(op) -> list:
     return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
 
 
-def _iterators(op) -> list[str]:
-    return [str(a).rsplit("<", 1)[-1].rstrip(">").strip('"') for a in ir.ArrayAttr(op.attributes["iterator_types"])]
-
-
 def plan(op) -> dict:
     """What the kernel needs from a linalg.generic, or ReduceKernelError saying why it cannot be one."""
     if op.name != "linalg.generic":
@@ -72,7 +70,7 @@ def plan(op) -> dict:
         raise ReduceKernelError("dynamic shapes")
     if any(not isinstance(v.type, ir.ShapedType) for v in outs):
         raise ReduceKernelError("scalar output")
-    its = _iterators(op)
+    its = iterator_types(op)
     maps = _maps(op)
     if "reduction" not in its or any(i not in ("parallel", "reduction") for i in its):
         raise ReduceKernelError("no reduction loop")

@@ -30,7 +30,8 @@ import math
 from mlir import ir
 
 from workbench.worker.cuda.reduce_kernels import (COMBINERS, ReduceKernelError, _apply, _combine, _delinearize,
-                                                  _identity, _index, _iterators, _maps, _shared_buffer, plan)
+                                                  _identity, _index, _maps, _shared_buffer, plan)
+from workbench.worker.ir_walk import inside_loop, iterator_types
 
 MARK = "lh.gpu_rows"
 #: ops allowed between a group's ops (no side effect on the group's buffers)
@@ -61,7 +62,7 @@ class RowKernelError(ValueError):
 def _ranges(op, maps) -> list[int]:
     view = op.opview
     vals = list(view.inputs) + list(view.outputs)
-    ranges: list[int | None] = [None] * len(_iterators(op))
+    ranges: list[int | None] = [None] * len(iterator_types(op))
     for v, m in zip(vals, maps):
         shape = ir.ShapedType(v.type).shape if isinstance(v.type, ir.ShapedType) else []
         for k, e in enumerate(m.results):
@@ -124,7 +125,7 @@ def plan_group(ops: list) -> dict:
     ranges = max(domains.values(), key=len)
     row_ops = set()
     for o in generics:
-        its = _iterators(o)
+        its = iterator_types(o)
         if "reduction" in its:
             k = its.index("reduction")
             if its != ["parallel"] * k + ["reduction"] * (len(its) - k):
@@ -212,20 +213,13 @@ def plan_group(ops: list) -> dict:
             "kinds": kinds, "stored": stored, "private": private, "row_ops": row_ops}
 
 
-#: ops that run their regions more than once: a use earlier in their body can read a later write
-LOOPS = {"scf.for", "scf.while", "scf.parallel", "scf.forall", "affine.for", "affine.parallel", "gpu.launch"}
-
-
 def _read_after(buf, block_ops: list, last: int, group: set) -> bool:
     """Whether a use of `buf` (or of a view of it) outside `group` may read what the group writes: one
     placed after the group's last op (`block_ops[last]`), or anywhere when the group's block is inside
     a loop. A use before the group (a matmul whose C buffer bufferization then reuses for the group's
     temporaries) reads only older contents."""
-    parent = block_ops[last].parent
-    while parent is not None and parent.operation.name != "func.func":
-        if parent.operation.name in LOOPS:
-            return True
-        parent = parent.operation.parent
+    if inside_loop(block_ops[last]):   # (a use earlier in a loop's body can read a later write)
+        return True
     for use in buf.uses:
         op = use.owner.operation
         if op in group or op.name == "memref.dealloc":

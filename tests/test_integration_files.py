@@ -256,3 +256,28 @@ def test_missing_runtime_function_is_named(ctx, tmp_path):
         res = do(ctx, "run --iterations 1")
         assert not res.ok and "\n" not in res.error, res.error
         assert "missing runtime function @printNothingKnown" in res.error and "libmlir_c_runner_utils.so" in res.error
+
+
+LLI_PROGRAM = """\
+// RUN: mlir-opt %s -convert-vector-to-llvm -test-lower-to-llvm | mlir-translate --mlir-to-llvmir | \\
+// RUN: %lli --entry-function=entry --dlopen=%mlir_c_runner_utils | FileCheck %s
+func.func @entry() -> i32 {
+  %i0 = arith.constant 0 : i32
+  %v = arith.constant dense<[0.5, 2.0]> : vector<2xf32>
+  %r = arith.addf %v, %v : vector<2xf32>
+  // CHECK: ( 1, 4 )
+  vector.print %r : vector<2xf32>
+  return %i0 : i32
+}
+"""
+
+
+def test_a_program_that_returns_a_value_prints_for_filecheck_on_the_workbench_lowering(ctx, tmp_path):
+    """An entry with a result (upstream's X86Vector tests: `func.func @entry() -> i32`, run by lli, no
+    mlir-runner options) has an output, so `run` timed it without the plain call that captures what it
+    prints: `run --filecheck` on the workbench's own lowering found no output at all."""
+    path = tmp_path / "lli_program.mlir"
+    path.write_text(LLI_PROGRAM)
+    ok(ctx, f"load {path}")
+    run = ok(ctx, "run --filecheck --iterations 1").data["run"]
+    assert run["stdout"].strip() == "( 1, 4 )" and run["filecheck"]["passed"], run.get("stdout")

@@ -46,6 +46,8 @@ class RunOptions:
     #: `run --filecheck` of a RUN line with `-entry-point-result=i32|i64|f32`: the entry's scalar result is
     #: printed after what the program prints, as mlir-runner prints it ("" / "void": nothing)
     print_result: str = ""
+    #: `run --filecheck`: what the program prints is wanted, whatever it returns (the plain call is made)
+    capture_output: bool = False
 
 
 def expected_for(session: Session, opts: RunOptions) -> tuple[ExpectedOutputs | None, dict[int, Path]]:
@@ -152,7 +154,7 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         return report
     # a program (no outputs: an upstream test's @main that prints its results) is called for what it prints
     call = (opts.check or opts.save_outputs is not None or expected is not None or not meta["outputs"]
-            or opts.print_result not in ("", "void"))
+            or opts.print_result not in ("", "void") or opts.capture_output)
     ans = target.execute(_artifact(prepared), meta, inputs, call=call, bench=True, timeout=opts.timeout,
                          threads=opts.threads)
     if not ans["ok"]:

@@ -138,7 +138,8 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
                       save_outputs=Path(a["save_outputs"]) if a.get("save_outputs") else None,
                       ranks=a.get("ranks"), expect=[Path(f) for f in (a.get("expect") or "").split(",") if f],
                       inputs_given=bool(a.get("inputs") or a.get("npy")), profile=bool(a.get("profile")),
-                      print_result=plan.runner.result if plan is not None and plan.runner is not None else "")
+                      print_result=plan.runner.result if plan is not None and plan.runner is not None else "",
+                      capture_output=plan is not None)
     ctx.progress(f"lowering and running on {s.target_name} ...")
     try:
         report = run_current(s, opts)

@@ -4,7 +4,8 @@ Per-op schedules (`op=<id>`, `bufferize=false`) tile, pack and vectorize their o
 step then bufferizes the whole module once (function boundaries, identity layouts), hoists buffers
 out of loops and redundant vector transfers out of loops, and lowers the vector ops (outer
 products, transfers, broadcasts) to what `cpu-lower` takes to LLVM. Linalg ops no schedule touched
-stay linalg (on memrefs) and become loops in the lowering.
+stay linalg (on memrefs) and become loops in the lowering. `amx=1`: the AMX schedule's tile products
+become AMX tile operations right after bufferization.
 """
 from __future__ import annotations
 
@@ -16,7 +17,13 @@ from workbench.common.transform_text import transform_module
 GENERATORS = ["bufferize_and_lower_vectors"]
 
 
-def bufferize_and_lower_vectors() -> str:
+PARAMS = {
+    "amx": {"choices": [0, 1], "help": "1: bf16 contractions of AMX tile shapes (pipelines/cpu/matmul_amx.py) become "
+                                      "AMX tile operations after bufferization"},
+}
+
+
+def bufferize_and_lower_vectors(amx: int = 0) -> str:
     """The transform module (MLIR text)."""
     any_op = "!transform.any_op"
     # packs / unpacks no schedule vectorized (a payload's own: upstream tests) have no bufferization:
@@ -30,4 +37,4 @@ def bufferize_and_lower_vectors() -> str:
       !transform.op<"linalg.transpose">, !transform.op<"tensor.collapse_shape">, !transform.op<"tensor.extract_slice">)
     %fe = transform.structured.match ops{{["func.func"]}} in %root : ({any_op}) -> {any_op}
     transform.bufferization.eliminate_empty_tensors %fe : {any_op}
-{matmul.bufferize_and_lower_vectors()}""")
+{matmul.bufferize_and_lower_vectors(amx=bool(amx))}""")

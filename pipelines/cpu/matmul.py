@@ -216,16 +216,25 @@ def micro_kernel_k_loop(tile_sizes: str, several_steps: bool) -> str:
     return text
 
 
-def bufferize_and_lower_vectors() -> str:
-    """Step 5 of the schedule (whole module): bufferize, hoist buffers and transfers, lower vector ops."""
+def bufferize_and_lower_vectors(amx: bool = False) -> str:
+    """Step 5 of the schedule (whole module): bufferize, hoist buffers and transfers, lower vector ops.
+    `amx`: bf16 contractions of AMX tile shapes become AMX tile operations first (upstream's
+    convert-vector-to-amx, on buffers: tile loads and stores straight from them; pipelines/cpu/matmul_amx.py)."""
     any_op = "!transform.any_op"
+    funcs = "%f2"
+    to_amx = ""
+    if amx:
+        funcs = "%f2a"
+        to_amx = f"""    %f2amx = transform.apply_registered_pass "convert-vector-to-amx" to %f2 : ({any_op}) -> {any_op}
+    %f2a = transform.structured.match ops{{["func.func"]}} in %b : ({any_op}) -> {any_op}
+"""
     return f"""
     // 5. Bufferization and vector lowering.
 {_BUFFERIZE}    transform.apply_patterns to %f2 {{
       transform.apply_patterns.canonicalization
     }} : {any_op}
     transform.bufferization.buffer_loop_hoisting %f2 : {any_op}
-    // the packing copies (in loops; a copy outside every loop, e.g. of a padded input, can be a whole
+{to_amx}    // the packing copies (in loops; a copy outside every loop, e.g. of a padded input, can be a whole
     // tensor: vectorized without sizes it would be one vector of its size)
     %cps = transform.structured.match ops{{["linalg.copy"]}} in %b : ({any_op}) -> {any_op}
     transform.foreach %cps : {any_op} {{
@@ -236,7 +245,7 @@ def bufferize_and_lower_vectors() -> str:
         transform.structured.vectorize %cp : {any_op}
       }}
     }}
-    %h = transform.structured.hoist_redundant_vector_transfers %f2 : ({any_op}) -> {any_op}
+    %h = transform.structured.hoist_redundant_vector_transfers {funcs} : ({any_op}) -> {any_op}
     transform.apply_patterns to %h {{
       transform.apply_patterns.vector.lower_outerproduct
       transform.apply_patterns.vector.lower_transfer max_transfer_rank = 1

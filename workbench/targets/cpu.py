@@ -222,6 +222,10 @@ class CpuTarget(Target):
     #: rows, the extra outputs sliced off: no remainder tiles (workbench/worker/cpu/padded_conv_rows.py)
     PAD_CONV_ROWS = "pass lh-pad-conv-rows"
 
+    #: contractions whose M (197 tokens) or N has no whole register tile computed over padded rows / columns:
+    #: workbench/worker/cpu/padded_contractions.py
+    PAD_CONTRACTION_DIMS = "pass lh-pad-contraction-dims"
+
     #: a linear layer on a 3-D input (a batch_matmul of a broadcast weight, or a generic with two row
     #: loops) as one linalg.matmul over the collapsed rows: workbench/worker/cpu/shared_rhs.py
     SHARED_RHS_MATMULS = "pass lh-shared-rhs-matmuls"
@@ -306,7 +310,13 @@ class CpuTarget(Target):
         if any(op.get("kind") == "contraction" for op in ops):
             steps.append(self.COLLAPSE_EXPANDED_ELEMENTWISE)   # (after the matmuls over collapsed rows are made)
         if self.machine.bf16_dot_product and any(_bf16_contraction(op, ops) for op in ops):
-            steps.append(self.VNNI_CONTRACTIONS)    # (last: it takes the plain matmuls the steps above leave)
+            # (last: it takes the plain matmuls the steps above leave; on AMX, those with N a multiple of 16
+            # in the AMX tiles' layout)
+            steps.append(self.VNNI_CONTRACTIONS + ("{amx=1}" if self.machine.amx else ""))
+        if any(op.get("kind") == "contraction" and op.get("dtype") == "f32" and {"m", "n"} <= set(op.get("dims") or {})
+               for op in ops):
+            # (after the steps that make the matmuls: a no-op, left out, unless M or N has no whole tile)
+            steps.append(f"{self.PAD_CONTRACTION_DIMS}{{lanes={self.machine.f32_lanes}}}")
         if any(_pointwise_convolution(op) for op in ops):
             steps.append(self.POINTWISE_CONVS)
         if self.machine.bf16_dot_product and any(_bf16_convolution(op) for op in ops):
@@ -345,14 +355,19 @@ class CpuTarget(Target):
             if entries and entries[0][0].endswith("[gen=matmul_epilogue]"):
                 in_epilogue.update(epilogue_chain(ops, index, in_chain))
             per_op += entries
+        amx = any(spec.startswith(self.pipeline_path_for(self.matmul_amx_schedule)) for spec, _ in per_op)
+        # (after the AMX tiles' conversion: their results kept in tile registers across K)
+        amx_tail = [(self.pipeline_path_for(self.amx_accumulators_pipeline), {})] if amx else []
         if len(per_op) == 1 and self._bufferizes_itself(per_op[0][0]):
             # one op with a schedule that bufferizes by itself: one whole-module step (a generic op is
             # found by its id only: it keeps op=)
             return [(spec, {k: v for k, v in params.items() if k != "op" or params.get("generic")})
-                    for spec, params in per_op]
+                    for spec, params in per_op] + amx_tail
         entries = [(spec, dict(params, bufferize=False) if self._bufferizes_itself(spec) else params)
                    for spec, params in cpu_selector.group_same_params(per_op)]
-        entries.append((f"{self.pipeline_path_for(self.finish_schedule)}[gen={self.finish_generator}]", {}))
+        entries.append((f"{self.pipeline_path_for(self.finish_schedule)}[gen={self.finish_generator}]",
+                        {"amx": 1} if amx else {}))
+        entries += amx_tail
         if self.machine.usable_cpus > 1:
             # what bufferization added (pads' fills and copies) split over the cores too
             entries.append((self.pipeline_path_for(self.split_leftovers_pipeline), {"threads": self.machine.usable_cpus}))
@@ -363,7 +378,7 @@ class CpuTarget(Target):
         when alone, `bufferize=false` next to other per-op steps."""
         return any(spec.startswith(self.pipeline_path_for(s)) for s in
                    (self.matmul_schedule, self.matmul_parallel_schedule, self.softmax_schedule,
-                    self.matmul_family_schedule, self.matmul_vnni_schedule))
+                    self.matmul_family_schedule, self.matmul_vnni_schedule, self.matmul_amx_schedule))
 
     def _select_op(self, op: dict[str, Any], ops: list[dict[str, Any]] = (),
                    claimed: frozenset[int] = frozenset()) -> list[tuple[str, dict[str, Any]]]:
@@ -372,6 +387,8 @@ class CpuTarget(Target):
         machine = self.machine
         if op.get("layout") == "vnni_conv":
             return [self.vnni_conv_entry(op), (self.pipeline_path_for(self.flatten_transfers_pipeline), {})]
+        if op.get("layout") == "amx":
+            return [self.amx_entry(op)]
         if op.get("layout") == "vnni":
             # (then its B panel rows read flat, before the vector lowering breaks the flattening casts)
             return [self.vnni_entry(op), (self.pipeline_path_for(self.flatten_transfers_pipeline), {})]
@@ -423,6 +440,7 @@ class CpuTarget(Target):
     matmul_vnni_schedule = "cpu/matmul_vnni.py"
     flatten_transfers_pipeline = "cpu/flatten-transfers.yaml"
     split_leftovers_pipeline = "cpu/split-leftovers.yaml"
+    amx_accumulators_pipeline = "cpu/amx-accumulators.yaml"
 
     def vnni_entry(self, op: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """(spec, params) of the VNNI schedule for an inspected lh.vnni contraction."""
@@ -435,6 +453,20 @@ class CpuTarget(Target):
         if "b" in dims:
             params["batch"] = 1
         return f"{self.pipeline_path_for(self.matmul_vnni_schedule)}[gen=matmul_vnni_tiling]", {**params, "op": op["id"]}
+
+    #: the schedule of bf16 contractions on AMX tiles (lh-vnni-contractions{amx=1}'s lh.amx generics)
+    matmul_amx_schedule = "cpu/matmul_amx.py"
+
+    def amx_entry(self, op: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """(spec, params) of the AMX schedule for an inspected lh.amx contraction."""
+        dims = op["dims"]
+        library = _load_library_module(self.matmul_amx_schedule)
+        threads = self.machine.usable_cpus if math.prod(dims.values()) >= MIN_PARALLEL_MATMUL else 1
+        params = library.default_params(dims["m"], dims["n"], dims["k"], threads=threads,
+                                        l2_bytes=self.machine.l2_bytes)
+        if "b" in dims:
+            params["batch"] = 1
+        return f"{self.pipeline_path_for(self.matmul_amx_schedule)}[gen=matmul_amx_tiling]", {**params, "op": op["id"]}
 
     #: the schedule of bf16 convolutions over channel pairs (lh-vnni-convs' lh.vnni_conv generics)
     conv_vnni_schedule = "cpu/conv_vnni.py"

@@ -261,6 +261,14 @@ def describe_linalg_op(op) -> dict:
         if all(d >= 0 for d in domain):
             info["flops"] = 2 * math.prod(domain)
         return info
+    if name == "linalg.generic" and "lh.amx" in op.attributes and domain is not None and len(domain) >= 4:
+        # a bf16 contraction in the AMX layout (lh-vnni-contractions{amx=1}): loops (b.., m, n, ko, ki)
+        *batch, m, n, ko, ki = domain
+        info.update(kind="contraction", layout="amx",
+                    dims={**({"b": math.prod(batch)} if batch else {}), "m": m, "n": n, "k": ko * ki})
+        if all(d >= 0 for d in domain):
+            info["flops"] = 2 * math.prod(domain)
+        return info
     if name == "linalg.generic" and "lh.vnni_conv" in op.attributes and domain is not None and len(domain) == 8:
         # a bf16 convolution over channel pairs (lh-vnni-convs): loops (n, f, oh, ow, co, kh, kw, ci)
         info.update(kind="convolution", layout="vnni_conv",

@@ -196,13 +196,25 @@ def _flatten_contiguous_transfers(module, options: dict) -> None:
 def _vnni_contractions(module, options: dict) -> None:
     from workbench.worker.cpu import vnni_contractions
 
-    vnni_contractions.vnni_contractions(module)
+    vnni_contractions.vnni_contractions(module, amx=bool(_int_option(options, "amx", 0)))
 
 
 def _pad_conv_rows(module, options: dict) -> None:
     from workbench.worker.cpu import padded_conv_rows
 
     padded_conv_rows.pad_conv_rows(module)
+
+
+def _pad_contraction_dims(module, options: dict) -> None:
+    from workbench.worker.cpu import padded_contractions
+
+    padded_contractions.pad_contraction_dims(module, _int_option(options, "lanes", 16))
+
+
+def _amx_tile_accumulators(module, options: dict) -> None:
+    from workbench.worker.cpu import amx_accumulators
+
+    amx_accumulators.carry_tile_accumulators(module)
 
 
 def _strided_convs(module, options: dict) -> None:
@@ -509,7 +521,10 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-gather-indices": (_gather_indices, "on tensors: all-parallel gathers (tensor.extract in a linalg body: pads, index_select, embeddings) with indices the vectorizer sees as contiguous: index tables computed in the body, ids read outside the vector loop loaded in it, indices of one loop evaluated and written as loop + constant, a last index of unit stride over a long run split off as an op of its own (workbench/worker/cpu/gathers.py)"),
     "lh-dilated-input-convs": (_dilated_input_convs, "on tensors: a stride-1 named convolution of a zero tensor into which the input was inserted with strides s (torch-mlir's transposed convolutions) -> one dense convolution per output phase (s^d of them: a slice of the input, a strided slice of the filter, into a dense copy of the phase's init, inserted back with strides s): no multiply-adds of zeros (workbench/worker/cpu/transposed_convs.py)"),
     "lh-widen-contraction-inputs": (_widen_contraction_inputs, "on tensors: named linalg contractions (matmul, batch_matmul, ...) reading bf16/f16 inputs into f32 -> the same op on f32 inputs, each extended once by an elementwise extf generic (the packed f32 schedules take it; workbench/worker/cpu/widen_contractions.py)"),
-    "lh-vnni-contractions": (_vnni_contractions, "on tensors: bf16 matmuls / batch matmuls into f32 (bf16 inputs, or f32 extensions of bf16 tensors) -> a contraction over B packed in K pairs (linalg.pack, N/16 x K/2 x 16 x 2; from W for x @ W.T), A and C viewed in pairs / panels without copies, tagged lh.vnni (pipelines/cpu/matmul_vnni.py lowers it to vdpbf16ps; workbench/worker/cpu/vnni_contractions.py)"),
+    "lh-vnni-contractions": (_vnni_contractions, "on tensors: bf16 matmuls / batch matmuls into f32 (bf16 inputs, or f32 extensions of bf16 tensors) -> a contraction over B packed in K pairs (linalg.pack, N/16 x K/2 x 16 x 2; from W for x @ W.T), A and C viewed in pairs / panels without copies, tagged lh.vnni (pipelines/cpu/matmul_vnni.py lowers it to vdpbf16ps; workbench/worker/cpu/vnni_contractions.py); {amx=1}: those with N a multiple of 16 in the AMX layout instead (B packed K/2 x N x 2, C as it is: an lh.amx generic, pipelines/cpu/matmul_amx.py)"),
+    "lh-pad-contraction-dims": (_pad_contraction_dims, "on tensors: f32 contractions (matmuls in any layout, batch matmuls, their generic forms) computed over padded rows where M has no wide register tile (197 tokens -> 200) and over padded columns where whole vectors of {lanes=16} use the lanes better than the tiles that divide N (1000 -> 1008); the operands padded with zeros, the result sliced (workbench/worker/cpu/padded_contractions.py)"),
+
+    "lh-amx-tile-accumulators": (_amx_tile_accumulators, "on buffers, after the AMX conversion: loops whose only stores are AMX result tiles loaded and stored at the same loop-invariant place carry those tiles instead (loaded before, stored after: no 1 KiB load and store per tile product), then the repeated A / B tile loads are merged (cse) (workbench/worker/cpu/amx_accumulators.py)"),
     "lh-pad-conv-rows": (_pad_conv_rows, "on tensors: channels-first convolutions (unit stride along w) whose output rows are a little short of a multiple of 16 (at most 1/8 extra: 60, 30) computed over padded rows (input and init padded with zeros, the result sliced): whole vectors along every row, no remainder tile (workbench/worker/cpu/padded_conv_rows.py)"),
     "lh-strided-convs": (_strided_convs, "on tensors: channels-first convolutions with a stride s > 1 along w -> s unit-stride convolutions, one per input phase (the input's rows transposed once to s rows of every s-th element; each phase's taps a strided slice of the filter), accumulated one after another: vectors along w with contiguous loads (workbench/worker/cpu/strided_convs.py)"),
     "lh-pointwise-convs": (_pointwise_convs, "on tensors: channels-first 2-D/3-D convolutions with a 1x1(x1) window and unit strides -> linalg.conv_1d_ncw_fcw over the spatial dims collapsed (collapse_shape views, the result expanded back): vectors along the whole plane, not along rows with a remainder (workbench/worker/cpu/pointwise_convs.py)"),

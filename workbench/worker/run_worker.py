@@ -266,8 +266,31 @@ def limit_cores() -> None:
         os.sched_setaffinity(0, cores[:n])
 
 
+#: Linux x86-64: arch_prctl's syscall number, ARCH_REQ_XCOMP_PERM, and the XTILEDATA state component
+_SYS_ARCH_PRCTL, _ARCH_REQ_XCOMP_PERM, _XFEATURE_XTILEDATA = 158, 0x1023, 18
+
+
+def request_amx_state() -> bool:
+    """Ask Linux for the AMX tile data state (once per process, before any AMX instruction: without it the
+    first tile load raises SIGILL); whether it was granted (False off Linux x86-64 or without AMX)."""
+    import platform
+
+    if sys.platform != "linux" or platform.machine() != "x86_64":
+        return False
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line for line in f if line.startswith("flags")), "")
+    except OSError:
+        return False
+    if " amx_tile" not in flags:
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc.syscall(_SYS_ARCH_PRCTL, _ARCH_REQ_XCOMP_PERM, _XFEATURE_XTILEDATA) == 0
+
+
 def serve(fd: int) -> None:
     limit_cores()
+    request_amx_state()    # (AMX code from pipelines/cpu/matmul_amx.py; nothing on other hosts)
     serve_requests(fd, handle_run)
 
 

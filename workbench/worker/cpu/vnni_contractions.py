@@ -27,6 +27,10 @@ PANELS = (16, 8, 4)
 PAIR = 2
 #: the attribute the rewritten contraction carries (unit): workbench/targets/cpu.py selects by it
 VNNI_ATTR = "lh.vnni"
+#: the attribute of the AMX layout's contraction (`amx=True`): pipelines/cpu/matmul_amx.py schedules it
+AMX_ATTR = "lh.amx"
+#: columns of an AMX tile's result (16 f32 = 64 bytes a row): N must be a multiple for the AMX layout
+AMX_COLUMNS = 16
 
 
 def _tensor_type(value):
@@ -207,8 +211,40 @@ def widening_multiply_add(lhs, rhs, out, maps: list, parallel: int, reductions: 
     return generic.results[0]
 
 
-def vnni_contractions(module) -> int:
-    """Rewrite every eligible contraction (module docstring); how many were rewritten."""
+def _pack_b_pairs(b, batch: int):
+    """B (batch.. x K x N, bf16) packed in K pairs along whole rows: batch.. x K/2 x N x 2 (AMX's VNNI layout
+    of a B tile: each row of the tile 16 column pairs); from W when B = transpose(W)."""
+    from mlir.dialects import linalg, tensor
+
+    rank = batch + 2
+    t = _tensor_type(b)
+    k, n = t.shape[-2:]
+    lead = list(t.shape[:batch])
+    dest = tensor.EmptyOp(lead + [k // PAIR, n, PAIR], t.element_type).result
+    w = _transposed_source(b, rank)
+    if w is not None:   # W: batch.. x N x K: pairs of its K dim, outer dims swapped to (K/2, N)
+        return linalg.PackOp(w, dest, [batch + 1], [], [PAIR], outer_dims_perm=list(range(batch)) + [batch + 1, batch]).result
+    return linalg.PackOp(b, dest, [batch], [], [PAIR]).result
+
+
+def _amx_generic(a3, bv, c, batch: int):
+    """C[b.., m, n] += ext(A3[b.., m, ko, ki]) * ext(Bv[b.., ko, n, ki]) over loops (b.., m, n, ko, ki),
+    tagged AMX_ATTR: the operand layouts of an AMX tile product (tdpbf16ps)."""
+    from mlir import ir
+
+    bs = list(range(batch))
+    m, n, ko, ki = range(batch, batch + 4)
+
+    def amap(dims):
+        return ir.AffineMapAttr.get(ir.AffineMap.get(batch + 4, 0, [ir.AffineDimExpr.get(d) for d in dims]))
+
+    maps = [amap(bs + [m, ko, ki]), amap(bs + [ko, n, ki]), amap(bs + [m, n])]
+    return widening_multiply_add(a3, bv, c, maps, batch + 2, 2, AMX_ATTR)
+
+
+def vnni_contractions(module, amx: bool = False) -> int:
+    """Rewrite every eligible contraction (module docstring); how many were rewritten. `amx`: those whose N
+    is a multiple of AMX_COLUMNS get the AMX layout instead (B in K pairs along whole rows, C as it is)."""
     from mlir import ir
 
     from workbench.worker.ir_walk import ops_where
@@ -219,9 +255,12 @@ def vnni_contractions(module) -> int:
         a, b, c = op.operands
         with ir.InsertionPoint(op), op.location:
             a3 = _expand_last(_bf16_input(a), PAIR)
-            bp = _pack_b(_bf16_input(b), batch)
-            c3 = _expand_last(c, panel_width(_tensor_type(c).shape[-1]))
-            result = _collapse_last(_vnni_generic(a3, bp, c3, batch))
+            if amx and _tensor_type(c).shape[-1] % AMX_COLUMNS == 0:
+                result = _amx_generic(a3, _pack_b_pairs(_bf16_input(b), batch), c, batch)
+            else:
+                bp = _pack_b(_bf16_input(b), batch)
+                c3 = _expand_last(c, panel_width(_tensor_type(c).shape[-1]))
+                result = _collapse_last(_vnni_generic(a3, bp, c3, batch))
         op.results[0].replace_all_uses_with(result)
         op.erase()
         for value in (a, b):

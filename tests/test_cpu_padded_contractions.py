@@ -1,0 +1,133 @@
+"""lh-pad-contraction-dims: f32 contractions whose M has no divisor of 4 (ViT's 197 tokens) or whose N is no
+multiple of the vector lanes run over padded rows / columns, so that the matmul schedules get whole register
+tiles; the selector path runs and matches in every contraction layout, on AVX-512 and AVX2."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import ok
+
+MATMUL = """func.func @main(%a: tensor<MxKxf32>, %b: tensor<KxNxf32>) -> tensor<MxNxf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<MxNxf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<MxNxf32>) -> tensor<MxNxf32>
+  %r = linalg.matmul ins(%a, %b : tensor<MxKxf32>, tensor<KxNxf32>) outs(%c : tensor<MxNxf32>) -> tensor<MxNxf32>
+  return %r : tensor<MxNxf32>
+}
+"""
+
+# torch-mlir's `x @ w.T`: a generic reading B as N x K; and a batch matmul (attention's scores over 197 tokens)
+TRANSPOSED_B = """#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (n, k)>
+#c = affine_map<(m, n, k) -> (m, n)>
+func.func @main(%x: tensor<MxKxf32>, %w: tensor<NxKxf32>) -> tensor<MxNxf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<MxNxf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<MxNxf32>) -> tensor<MxNxf32>
+  %r = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x, %w : tensor<MxKxf32>, tensor<NxKxf32>) outs(%c : tensor<MxNxf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<MxNxf32>
+  return %r : tensor<MxNxf32>
+}
+"""
+
+BATCH = """func.func @main(%a: tensor<3xMxKxf32>, %b: tensor<3xKxNxf32>) -> tensor<3xMxNxf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<3xMxNxf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<3xMxNxf32>) -> tensor<3xMxNxf32>
+  %r = linalg.batch_matmul ins(%a, %b : tensor<3xMxKxf32>, tensor<3xKxNxf32>) outs(%c : tensor<3xMxNxf32>) -> tensor<3xMxNxf32>
+  return %r : tensor<3xMxNxf32>
+}
+"""
+
+
+def _payload(template: str, m: int, n: int, k: int) -> str:
+    return template.replace("M", str(m)).replace("N", str(n)).replace("K", str(k))
+
+
+def _rewrite(text: str, lanes: int = 16) -> tuple[int, str]:
+    from mlir import ir
+
+    from workbench.worker.cpu.padded_contractions import pad_contraction_dims
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        n = pad_contraction_dims(module, lanes)
+        assert module.operation.verify()
+        return n, str(module)
+
+
+def test_dims_without_a_whole_tile_are_rounded_up_where_it_pays():
+    from workbench.worker.cpu.padded_contractions import padded_columns, padded_rows
+
+    # 197 (one-row tiles) -> 200, 42 (two-row tiles) -> 44 (not 48: four rows are full speed), 13 -> 16,
+    # 5 -> 8, 3 -> 4; multiples of 4 stay, and so do 1 and 2 rows (a tile of mostly padding)
+    assert [padded_rows(m) for m in (197, 42, 13, 5, 3, 256, 500, 12, 1, 2)] == \
+        [200, 44, 16, 8, 4, 256, 500, 12, 1, 2]
+    # columns: whole vectors where they beat the power-of-two tiles that divide N (8 of 16: a half vector
+    # either way, left)
+    assert [padded_columns(n, 16) for n in (1000, 100, 50257, 64, 20, 10, 8, 2)] == [1008, 112, 50272, 64, 32, 16, 8, 2]
+    assert [padded_columns(n, 8) for n in (1000, 20, 12)] == [1000, 24, 16]
+
+
+def test_odd_rows_are_padded_and_the_extra_rows_sliced_off():
+    n, text = _rewrite(_payload(MATMUL, 197, 64, 32))
+    assert n == 1
+    assert "tensor<197x32xf32> to tensor<200x32xf32>" in text            # A's rows padded with zeros
+    assert "linalg.matmul" in text and "-> tensor<200x64xf32>" in text
+    assert "tensor<200x64xf32> to tensor<197x64xf32>" in text            # the extra rows sliced off
+    assert "lh.pad_target" not in text
+    # the fill of the init becomes a fill of the padded init (no copy of a zeroed tensor)
+    assert "linalg.fill ins(%cst : f32) outs(%0 : tensor<200x64xf32>)" in text.replace("%cst_0", "%cst")
+
+
+def test_columns_are_padded_to_whole_vectors_with_enough_rows():
+    n, text = _rewrite(_payload(MATMUL, 64, 1000, 32))
+    assert n == 1 and "tensor<32x1000xf32> to tensor<32x1008xf32>" in text
+    n, text = _rewrite(_payload(MATMUL, 64, 1000, 32), lanes=8)
+    assert n == 0          # 1000 is whole 8-lane vectors
+    n, _ = _rewrite(_payload(MATMUL, 4, 1000, 32))
+    assert n == 0          # four rows: padding B would cost as much as the product
+
+
+@pytest.mark.parametrize("template", [TRANSPOSED_B, BATCH])
+def test_every_layout_is_padded_along_its_m_loop(template):
+    n, text = _rewrite(_payload(template, 197, 48, 32))
+    assert n == 1
+    assert ("tensor<197x32xf32> to tensor<200x32xf32>" in text) or ("tensor<3x197x32xf32> to tensor<3x200x32xf32>" in text)
+    assert "x48x32xf32> to" not in text and "x32x48xf32> to" not in text   # B is not padded (48 is whole)
+
+
+def test_whole_tiles_and_other_ops_are_left():
+    for text in (_payload(MATMUL, 64, 64, 32), _payload(MATMUL, 196, 48, 32), _payload(MATMUL, 2, 48, 32)):
+        n, out = _rewrite(text)
+        assert n == 0 and "tensor.pad" not in out
+    bf16 = _payload(MATMUL, 197, 64, 32).replace("f32>", "bf16>").replace("0.0 : f32", "0.0 : bf16") \
+        .replace("(%z : f32)", "(%z : bf16)")
+    assert _rewrite(bf16)[0] == 0     # (the bf16 paths have their own layouts)
+
+
+@pytest.mark.parametrize("cpu", ["host", "avx2"])
+@pytest.mark.parametrize("template,dims", [(MATMUL, (197, 64, 32)), (TRANSPOSED_B, (197, 48, 64)),
+                                           (BATCH, (13, 40, 16)), (MATMUL, (24, 100, 32))])
+def test_padded_contractions_run_and_match(ctx, tmp_path, cpu, template, dims):
+    payload = tmp_path / "odd.mlir"
+    payload.write_text(_payload(template, *dims))
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, f"target cpu --cpu {cpu} --threads 1")
+        ok(ctx, "select --apply")
+        labels = [a.step.label() for a in ctx.session.active_steps]
+        assert any("lh-pad-contraction-dims" in label for label in labels), labels
+        # the schedule's register tile is whole rows of 4 or 8 now (without the pad: 1 row for 197 and 13)
+        schedule = next(a.step for a in ctx.session.active_steps if "reg_m" in (a.step.params or {}))
+        assert schedule.params["reg_m"] >= 4
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host")

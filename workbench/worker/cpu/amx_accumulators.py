@@ -1,0 +1,153 @@
+"""`lh-amx-tile-accumulators`: AMX result tiles stay in tile registers across the K loop.
+
+upstream's convert-vector-to-amx turns each tile product of pipelines/cpu/matmul_amx.py into
+
+    scf.for %k {                                   %c0 = amx.tile_load C[i, j]
+      %a = amx.tile_load A[.., k]                  %c = scf.for %k iter_args(%acc = %c0) {
+      %b = amx.tile_load B[k, ..]        ->          %a = ..., %b = ...
+      %c = amx.tile_load C[i, j]                     %r = amx.tile_mulf %a, %b, %acc
+      %r = amx.tile_mulf %a, %b, %c                  scf.yield %r
+      amx.tile_store C[i, j], %r                   }
+    }                                              amx.tile_store C[i, j], %c
+
+a 1 KiB load and store of the result tile per product, about as long as the product itself. Hoisted, the
+loop carries the tiles (LLVM allocates them to tmm registers; 2 x 2 result tiles, 2 A and 2 B tiles fill
+the eight). Then the A and B loads that the unrolled products repeat (each A tile read by two of them) are
+merged (no store is left between them).
+
+A loop qualifies when every store in it is such a result-tile store: its buffer and indices defined
+outside the loop, the tile it stores the product of a load of the same place whose only use is that
+product, and nothing else in the loop writes memory.
+"""
+from __future__ import annotations
+
+#: ops a qualifying loop body may hold besides the result tiles' loads and stores (none writes memory)
+_PURE_PREFIXES = ("arith.", "affine.apply", "memref.subview", "memref.collapse_shape", "memref.expand_shape",
+                  "memref.reinterpret_cast", "amx.tile_load", "amx.tile_mulf", "amx.tile_muli", "amx.tile_zero",
+                  "scf.yield", "index.")
+
+
+def _defined_outside(value, loop) -> bool:
+    """`value` is defined outside `loop` (a block argument of an enclosing block, or an op result whose op
+    is not nested in it)."""
+    from mlir import ir
+
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        op = owner.owner
+    else:
+        op = owner.operation if hasattr(owner, "operation") else owner
+    while op is not None:
+        if op == loop:
+            return False
+        op = op.parent if hasattr(op, "parent") else None
+        op = op.operation if op is not None and hasattr(op, "operation") else op
+    return True
+
+
+def _accumulators(loop) -> list[tuple] | None:
+    """(load, product, store) of each result tile `loop` can carry, or None where it does not qualify."""
+    body = loop.regions[0].blocks[0]
+    found = []
+    for op in body.operations:
+        name = op.operation.name
+        if name == "amx.tile_store":
+            store = op.operation
+            base, *indices, stored = list(store.operands)
+            product = stored.owner
+            product = product.operation if hasattr(product, "operation") else product
+            if getattr(product, "name", "") not in ("amx.tile_mulf", "amx.tile_muli"):
+                return None
+            acc = product.operands[2]
+            load = acc.owner
+            load = load.operation if hasattr(load, "operation") else load
+            if getattr(load, "name", "") != "amx.tile_load" or load.parent != loop:
+                return None
+            if list(load.operands) != [base, *indices] or len(list(acc.uses)) != 1:
+                return None
+            if not all(_defined_outside(v, loop) for v in (base, *indices)):
+                return None
+            found.append((load, product, store))
+        elif not name.startswith(_PURE_PREFIXES):
+            return None      # (a nested loop, a call, another write: left as it is)
+    return found or None
+
+
+def _carry(loop, accumulators: list[tuple]):
+    """Rewrite `loop` to carry the result tiles of `accumulators` (module docstring); the new loop."""
+    from mlir import ir
+    from mlir.dialects import scf
+
+    old_body = loop.regions[0].blocks[0]
+    lower, upper, step, *old_inits = list(loop.operands)
+    n_old = len(old_inits)
+    with ir.InsertionPoint(loop), loop.location:
+        first = [load.clone() for load, _, _ in accumulators]     # the result tiles' loads, before the loop
+        new = scf.ForOp(lower, upper, step, old_inits + [f.results[0] for f in first])
+    new_args = list(new.body.arguments)
+    with ir.InsertionPoint(new.body), loop.location:
+        marker = scf.YieldOp([])
+    for old_arg, new_arg in zip(list(old_body.arguments), new_args[:1 + n_old]):
+        old_arg.replace_all_uses_with(new_arg)
+    ops = [op.operation for op in old_body.operations]
+    old_yield = ops[-1]
+    for op in ops[:-1]:
+        op.move_before(marker)
+    with ir.InsertionPoint(loop), loop.location:                  # (right after the new loop)
+        for (_, _, store), tile in zip(accumulators, list(new.results)[n_old:]):
+            after = store.clone()
+            after.operands[len(after.operands) - 1] = tile
+    for (load, _, store), arg in zip(accumulators, new_args[1 + n_old:]):
+        load.results[0].replace_all_uses_with(arg)
+        load.erase()
+        store.erase()
+    with ir.InsertionPoint(marker), loop.location:
+        scf.YieldOp(list(old_yield.operands) + [product.results[0] for _, product, _ in accumulators])
+    marker.erase()
+    for old_result, new_result in zip(list(loop.results), list(new.results)[:n_old]):
+        old_result.replace_all_uses_with(new_result)
+    loop.erase()
+    return new.operation
+
+
+def carry_tile_accumulators(module) -> int:
+    """Rewrite every qualifying loop, innermost first (module docstring), then merge the repeated tile loads;
+    how many loops now carry tiles."""
+    from mlir.passmanager import PassManager
+
+    from workbench.worker.ir_walk import ops_where
+
+    carried = []
+    while True:
+        # (post-order walk: inner loops first; a rewritten loop is erased, so walk again after each)
+        candidates = [(loop, acc) for loop in ops_where(module, lambda o: o.name == "scf.for")
+                      if (acc := _accumulators(loop)) is not None]
+        if not candidates:
+            break
+        loop, accumulators = candidates[0]
+        carried.append(_carry(loop, accumulators))
+    if carried:
+        # the views the unrolled products made each for themselves are one (cse), then so are their loads
+        PassManager.parse("builtin.module(cse)", module.context).run(module.operation)
+        for loop in carried:
+            _merge_repeated_loads(loop)
+    return len(carried)
+
+
+def _merge_repeated_loads(loop) -> int:
+    """In the body of `loop` (which writes no memory: `_accumulators`), replace each amx.tile_load that
+    repeats an earlier one (same buffer, indices and tile type) by the earlier one; how many went. (cse
+    leaves them: the op declares no memory effects.)"""
+    seen: dict = {}
+    merged = 0
+    for op in list(loop.regions[0].blocks[0].operations):
+        if op.operation.name != "amx.tile_load":
+            continue
+        key = (tuple(op.operation.operands), str(op.operation.results[0].type))
+        if key in seen:
+            op.operation.results[0].replace_all_uses_with(seen[key])
+            op.operation.erase()
+            merged += 1
+        else:
+            seen[key] = op.operation.results[0]
+    return merged

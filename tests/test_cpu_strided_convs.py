@@ -38,14 +38,14 @@ def _payload(template: str, width: int, taps: int, stride: int) -> str:
             .replace("S]", f"{stride}]").replace("<S>", f"<{stride}>"))
 
 
-def _rewrite(text: str) -> tuple[int, str]:
+def _rewrite(text: str, max_rank: int = 3) -> tuple[int, str]:
     from mlir import ir
 
     from workbench.worker.cpu.strided_convs import strided_convs
 
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(text)
-        n = strided_convs(module)
+        n = strided_convs(module, max_rank)
         assert module.operation.verify()
         return n, str(module)
 
@@ -97,3 +97,24 @@ def test_strided_convs_run_and_match(ctx, tmp_path, template, width, taps, strid
     ok(ctx, "bench warmup=1 iterations=2")
     ok(ctx, "apply cpu-lower")
     assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+
+
+def test_the_selector_takes_strided_1d_convs_through_the_phases(ctx, tmp_path):
+    # 1-D: no decomposed path, so `select` rewrites it first; 2-D keeps the window schedule's decomposed path
+    for template, expected in ((CONV1D, True), (CONV2D, False)):
+        payload = tmp_path / "strided.mlir"
+        payload.write_text(_payload(template, 67, 3, 2))
+        ok(ctx, f"load {payload}")
+        ok(ctx, "target cpu --threads 1")
+        ok(ctx, "select --apply")
+        labels = [a.step.label() for a in ctx.session.active_steps]
+        assert any("lh-strided-convs{max-rank=1}" in label for label in labels) == expected, labels
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+
+
+def test_max_rank_limits_the_rewrite():
+    n1, _ = _rewrite(_payload(CONV2D, 67, 3, 2), max_rank=1)
+    n2, _ = _rewrite(_payload(CONV2D, 67, 3, 2), max_rank=2)
+    assert (n1, n2) == (0, 1)

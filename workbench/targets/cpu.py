@@ -251,6 +251,11 @@ class CpuTarget(Target):
     #: per output phase: workbench/worker/cpu/transposed_convs.py
     DILATED_INPUT_CONVS = "pass lh-dilated-input-convs"
 
+    #: a strided 1-D convolution (an audio front end's stride-2 conv1d) as unit-stride ones over the input's
+    #: phases, vectorized along w with contiguous loads: workbench/worker/cpu/strided_convs.py (2-D ones keep
+    #: the window schedule's decomposed path, measured even)
+    STRIDED_1D_CONVS = "pass lh-strided-convs{max-rank=1}"
+
     #: repeated runs of ops (an unrolled RNN's time steps) as calls of one function:
     #: workbench/worker/repeated_steps.py
     OUTLINE_REPEATED_STEPS = "pass lh-outline-repeated-steps"
@@ -293,6 +298,7 @@ class CpuTarget(Target):
             steps = first
         if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
             steps.append(self.DILATED_INPUT_CONVS)   # (a no-op, left out, unless an input is stride-dilated)
+            steps.append(self.STRIDED_1D_CONVS)      # (a no-op, left out, unless a conv1d has a stride)
         if any("tensor.extract" in (op.get("loops") or {}).get("body", []) for op in ops):
             steps.append(self.GATHER_INDICES)   # (after the fusion, which folds the reshapes between tables and loads)
         if any(op.get("kind") == "contraction" and op.get("op") != "linalg.generic" and op.get("dtype") == "f32"

@@ -15,8 +15,10 @@ output). Strides along the other spatial dims stay (a row offset per output row)
 taps padded to whole phases add at most MAX_EXTRA_WORK of multiply-adds, the phases become input
 channels of one convolution instead (c * s + r: one transpose, one convolution, no accumulation passes).
 
-Opt-in (`pass lh-strided-convs`), not a selector preparation step: on a 3x3 stride-2 conv, 64 -> 64
-channels at 112 x 112, it measured even with the decomposed path (README).
+A selector preparation step for 1-D convolutions only (`{max-rank=1}`: a Whisper-like front end's stride-2
+conv1d went from 2.8 GFLOP/s, vectors along the output channels with strided reads, to 46); for 2-D and
+3-D ones it is opt-in: on a 3x3 stride-2 conv, 64 -> 64 channels at 112 x 112, it measured even with the
+selector's decomposed path (README).
 """
 from __future__ import annotations
 
@@ -107,15 +109,16 @@ def _extra_work(taps: int, s: int) -> float:
 MAX_EXTRA_WORK = 4 / 3
 
 
-def strided_convs(module) -> int:
-    """Rewrite every eligible convolution (module docstring); how many were rewritten."""
+def strided_convs(module, max_rank: int = 3) -> int:
+    """Rewrite every eligible convolution (module docstring) of at most `max_rank` spatial dims; how many
+    were rewritten."""
     from mlir import ir
     from mlir.dialects import tensor
 
     from workbench.worker.ir_walk import ops_where
 
     rewritten = 0
-    for op in ops_where(module, _eligible):
+    for op in ops_where(module, lambda o: _eligible(o) and CONVS[o.name] <= max_rank):
         rank = CONVS[op.name]
         image, filt, init = op.operands
         s = conv_ints(op, "strides", rank)[-1]

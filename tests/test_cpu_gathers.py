@@ -132,3 +132,26 @@ def test_border_columns_vectorize_along_their_rows(ctx):
     ok(ctx, "bench warmup=1 iterations=2")
     ok(ctx, "apply cpu-lower")
     assert ok(ctx, "run --check").data["run"]["check"]["passed"]
+
+
+def test_border_gathers_split_over_the_cores(ctx, tmp_path):
+    """A gathered element counts GATHER_WORK iterations (it may read a cache line of its own): a reflect pad's
+    4096-row border column, below MIN_PARALLEL_WORK as plain iterations, is split over the cores like the
+    interior; checked on more tasks than this host has cores."""
+    from workbench.targets.cpu_selector import GATHER_WORK, MIN_PARALLEL_WORK
+
+    rows = 4096
+    assert rows < MIN_PARALLEL_WORK <= rows * GATHER_WORK
+    payload = tmp_path / "reflect_rows.mlir"
+    payload.write_text((TORCHLIKE / "reflect_pad.mlir").read_text().replace("64x", f"{rows}x"))
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, "target cpu --threads 4")
+        generic = _generic_params(ctx)
+        borders = [g for g in generic if g["tile"][-1] <= 2]
+        assert borders and all(g["threads"] > 1 for g in borders), generic
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --threads 0")

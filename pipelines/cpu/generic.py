@@ -4,7 +4,8 @@ over threads, and vectorize the tiles with masks (remainders of shapes that are 
 ``tile_vectorize(op=..., tile=[...], vector=1, threads=1)``:
   1. matches the one op whose ``lh.op`` id is ``op`` (``rewrite tag-ops`` sets the ids; ``inspect``
      shows them), whatever its kind (elementwise, broadcast, reduction, transpose, contraction, conv, ...);
-  2. ``threads > 1``: ``tile_using_forall`` splits loop ``split`` (a parallel loop) into ``threads`` chunks,
+  2. ``threads > 1``: ``tile_using_forall`` splits loop ``split`` (a parallel loop) into ``threads`` chunks
+     (and loop ``split_also[0]`` into ``split_also[1]``: a 2-D forall),
      run as tasks on MLIR's async runtime after ``cpu-lower`` (``scf.forall`` -> ``scf.parallel`` ->
      ``async-parallel-for``);
   3. ``tile_using_for`` with ``tile`` (one size per loop, 0 = untiled): the selector tiles every loop
@@ -40,6 +41,8 @@ PARAMS = {
     "vector": {"choices": [0, 1], "help": "1: vectorize the tiles (masked at the boundaries); 0: scalar loops"},
     "threads": {"min": 1, "max": 256, "help": "chunks of loop `split` run as parallel tasks (1: one thread)"},
     "split": {"min": 0, "help": "the (parallel) loop split over threads"},
+    "split_also": {"help": "[loop, chunks]: a second parallel loop split too (threads x chunks tasks; a "
+                           "convolution's batch: each task reads its share of the input, not all of it); empty: none"},
     "interchange": {"help": "the order of the tiled loops (loop dims, outermost first; empty: the op's order)"},
     "fold_unit_dims": {"choices": [0, 1], "help": "1: fold the unit loops of the tile away before vectorizing (window ops)"},
     "contraction": {"choices": [0, 1], "help": "1: the folded tile is a contraction: specialize it (linalg.matmul) and lower it to outer products"},
@@ -92,7 +95,8 @@ def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, thread
                    interchange: list = [], fold_unit_dims: int = 0, contraction: int = 0,
                    folded_order: list = [], decompose: int = 0, remainder: list = [],
                    partial_reduction: int = -1, partial_chunk: int = 0, gather: int = 0,
-                   cache_tile: list = [], split_reduction: int = 0, partial_steps: list = []) -> str:
+                   cache_tile: list = [], split_reduction: int = 0, partial_steps: list = [],
+                   split_also: list = []) -> str:
     """The transform module (MLIR text) scheduling op `op`: one id, or a list of ids (ops of the same
     shape and kind, e.g. the same layer at every time step of an unrolled RNN) that all take these
     parameters: one step instead of one per op."""
@@ -103,7 +107,7 @@ def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, thread
         _check_id(i)
     body = _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, contraction, folded_order,
                           decompose, remainder, partial_reduction, partial_chunk, gather, cache_tile,
-                          split_reduction, partial_steps)
+                          split_reduction, partial_steps, split_also)
     if len(ids) == 1:
         return transform_module(match_one(ids[0]) + body)
     # the schedule once, as a sequence applied to each op in turn
@@ -116,7 +120,7 @@ def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, thread
 
 def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, contraction, folded_order,
                    decompose, remainder, partial_reduction, partial_chunk, gather=0, cache_tile=(),
-                   split_reduction=0, partial_steps=()) -> str:
+                   split_reduction=0, partial_steps=(), split_also=()) -> str:
     """The schedule of the op bound to %target (transform ops, one per line)."""
     tile = [int(t) for t in tile]
     interchange = [int(i) for i in interchange]
@@ -140,9 +144,16 @@ def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, co
     scope = None
     if split_reduction not in (0, 1) or (split_reduction and threads < 2):
         raise ValueError("split_reduction is 0 or 1, and needs threads > 1")
+    split_also = [int(v) for v in split_also]
+    if split_also and (len(split_also) != 2 or split_also[0] == split or split_also[0] < 0
+                       or split_also[0] >= max(len(tile), 1) or split_also[1] < 1 or split_reduction or threads < 2):
+        raise ValueError(f"split_also is [loop, chunks]: a parallel loop other than split={split} and its chunk "
+                         f"count, with threads > 1 and no split_reduction; got {split_also}")
     if threads > 1:
-        counts = [0] * (split + 1)
+        counts = [0] * (max(split, split_also[0] if split_also else 0) + 1)
         counts[split] = threads
+        if split_also:
+            counts[split_also[0]] = split_also[1]
         if split_reduction:
             text += (f"    %chunks_fill, %chunk, %chunks_combine, %forall = transform.structured.tile_reduction_using_forall"
                      f"" f" %target by num_threads = {counts} : ({a}) -> ({a}, {a}, {a}, {a})\n")

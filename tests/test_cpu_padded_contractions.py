@@ -131,3 +131,15 @@ def test_padded_contractions_run_and_match(ctx, tmp_path, cpu, template, dims):
         assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
     finally:
         ok(ctx, "target cpu --cpu host")
+
+
+def test_bad_options_fail_in_one_line_without_a_traceback(ctx, tmp_path):
+    payload = tmp_path / "odd.mlir"
+    payload.write_text(_payload(MATMUL, 197, 64, 32))
+    ok(ctx, f"load {payload}")
+    for option, message in (("lanes=abc", "option lanes='abc' is not an integer"),
+                            ("lanes=0", "option lanes=0 must be >= 1")):
+        res = ctx.registry.dispatch(f"pass lh-pad-contraction-dims{{{option}}}", ctx)
+        assert not res.ok and message in res.error, res.error
+        assert "\n" not in res.error and "Traceback" not in (res.detail or "")
+        assert ctx.session.cursor == 0

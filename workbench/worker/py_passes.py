@@ -17,13 +17,17 @@ class PyPassError(Exception):
     pass
 
 
-def _int_option(options: dict, key: str, default: int) -> int:
-    """An integer pass option (`{key=N}`), `default` when absent; one clear line when it is not one."""
+def _int_option(options: dict, key: str, default: int, minimum: int | None = None) -> int:
+    """An integer pass option (`{key=N}`), `default` when absent; one clear line (PyPassError) when it is
+    not one, or below `minimum`."""
     value = options.get(key, default)
     try:
-        return int(value)
+        number = int(value)
     except (TypeError, ValueError):
-        raise ValueError(f"option {key}={value!r} is not an integer") from None
+        raise PyPassError(f"option {key}={value!r} is not an integer") from None
+    if minimum is not None and number < minimum:
+        raise PyPassError(f"option {key}={number} must be >= {minimum}")
+    return number
 
 
 def _device_wrapper(module, options: dict) -> None:
@@ -208,7 +212,7 @@ def _pad_conv_rows(module, options: dict) -> None:
 def _pad_contraction_dims(module, options: dict) -> None:
     from workbench.worker.cpu import padded_contractions
 
-    padded_contractions.pad_contraction_dims(module, _int_option(options, "lanes", 16))
+    padded_contractions.pad_contraction_dims(module, _int_option(options, "lanes", 16, minimum=1))
 
 
 def _amx_tile_accumulators(module, options: dict) -> None:
@@ -220,7 +224,7 @@ def _amx_tile_accumulators(module, options: dict) -> None:
 def _strided_convs(module, options: dict) -> None:
     from workbench.worker.cpu import strided_convs
 
-    strided_convs.strided_convs(module, _int_option(options, "max-rank", 3))
+    strided_convs.strided_convs(module, _int_option(options, "max-rank", 3, minimum=1))
 
 
 def _pointwise_convs(module, options: dict) -> None:

@@ -308,14 +308,17 @@ def epilogue_params(m: int, n: int, k: int, epilogue: int, threads: int = 1, **m
     return dict(params, epilogue=epilogue, epi_m=epi_m, epi_n=epi_n, pack_b=matmul.pack_b_pays(cm, params["reg_m"]))
 
 
-def matvec_tiling(rows: int = 8, vec_k: int = 64, op: str = "", bufferize: bool = True) -> str:
+def matvec_tiling(rows: int = 8, vec_k: int = 64, op: str = "", bufferize: bool = True, threads: int = 1) -> str:
     """Every linalg.matvec (or the one with id `op`), y += A x: memory bound, no packing. K is split
     (tile_reduction_using_for) into a rows x vec_k partial-sum tile kept in vector registers along the
-    whole K loop (elementwise FMAs on contiguous A rows), reduced horizontally once per row block."""
-    _check(rows=rows, vec_k=vec_k)
+    whole K loop (elementwise FMAs on contiguous A rows), reduced horizontally once per row block.
+    `threads` > 1: the rows first split into that many chunks (tasks on the async runtime)."""
+    _check(rows=rows, vec_k=vec_k, threads=threads)
+    split = (f"    %mvc, %mvf = transform.structured.tile_using_forall %mv num_threads [{threads}, 0]"
+             f" : ({_ANY}) -> ({_ANY}, {_ANY})\n") if threads > 1 else f"    %mvc = transform.merge_handles %mv : {_ANY}\n"
     return _module(f"""
     %mv = {_match('linalg.matvec', op)}
-{matmul.expect_one('%mv', op)}    %rt, %rl = transform.structured.tile_using_for %mv tile_sizes [{rows}, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
+{matmul.expect_one('%mv', op)}{split}    %rt, %rl = transform.structured.tile_using_for %mvc tile_sizes [{rows}, 0] : ({_ANY}) -> ({_ANY}, {_ANY})
     %fill, %partial, %merge, %kl = transform.structured.tile_reduction_using_for %rt by tile_sizes = [0, {vec_k}]
         : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY}, {_ANY})
     transform.structured.vectorize %fill : {_ANY}
@@ -337,9 +340,11 @@ def matvec_tiling(rows: int = 8, vec_k: int = 64, op: str = "", bufferize: bool 
 """, bufferize)
 
 
-def matvec_params(m: int, k: int, **machine) -> dict:
-    """matvec_tiling parameters: 8 rows (4 if 8 does not divide M) x 4 vectors along K (divisors)."""
+def matvec_params(m: int, k: int, threads: int = 1, **machine) -> dict:
+    """matvec_tiling parameters: 8 rows (4 if 8 does not divide M) x 4 vectors along K (divisors); with
+    `threads` > 1, the most row chunks (at most that many) that divide M, the row block dividing a chunk."""
     lanes = max(machine.get("vector_bits", 512) // 32, 1)
-    rows = next(r for r in (8, 4, 2, 1) if m % r == 0)
+    chunks = next(c for c in range(max(threads, 1), 0, -1) if m % c == 0)
+    rows = next(r for r in (8, 4, 2, 1) if (m // chunks) % r == 0)
     vec_k = next(v for v in (4 * lanes, 2 * lanes, lanes, 8, 4, 2, 1) if k % v == 0)
-    return {"rows": rows, "vec_k": vec_k}
+    return {"rows": rows, "vec_k": vec_k, **({"threads": chunks} if chunks > 1 else {})}

@@ -222,6 +222,10 @@ class CpuTarget(Target):
     #: rows, the extra outputs sliced off: no remainder tiles (workbench/worker/cpu/padded_conv_rows.py)
     PAD_CONV_ROWS = "pass lh-pad-conv-rows"
 
+    #: a batch-1 linear layer (x @ W.T, W transposed by an op of its own) as a matvec of W: no transpose of the
+    #: weight on every call (workbench/worker/cpu/row_matvecs.py)
+    ROW_MATMULS_AS_MATVECS = "pass lh-row-matmuls-as-matvecs"
+
     #: contractions whose M (197 tokens) or N has no whole register tile computed over padded rows / columns:
     #: workbench/worker/cpu/padded_contractions.py
     PAD_CONTRACTION_DIMS = "pass lh-pad-contraction-dims"
@@ -319,6 +323,9 @@ class CpuTarget(Target):
             # (last: it takes the plain matmuls the steps above leave; on AMX, those with N a multiple of 16
             # in the AMX tiles' layout)
             steps.append(self.VNNI_CONTRACTIONS + ("{amx=1}" if self.machine.amx else ""))
+        if any(op.get("op") == "linalg.transpose" for op in ops):
+            # (a no-op, left out, unless a one-row matmul reads a transposed W)
+            steps.append(self.ROW_MATMULS_AS_MATVECS)
         if any(op.get("kind") == "contraction" and op.get("dtype") == "f32" and {"m", "n"} <= set(op.get("dims") or {})
                for op in ops):
             # (after the steps that make the matmuls: a no-op, left out, unless M or N has no whole tile)
@@ -508,7 +515,9 @@ class CpuTarget(Target):
         # every core for a large one: its chunks are tasks on the async runtime
         threads = self.machine.usable_cpus if math.prod(dims.values()) >= MIN_PARALLEL_MATMUL else 1
         if op["op"] == "linalg.matvec":
-            params = family.matvec_params(dims["m"], dims["k"], **machine)
+            # memory bound: every core once the matrix is past the L2 (its rows split over the cores)
+            params = family.matvec_params(dims["m"], dims["k"], threads=self.machine.usable_cpus
+                                          if 4 * dims["m"] * dims["k"] >= self.machine.l2_bytes else 1, **machine)
             return f"{path}[gen=matvec_tiling]", params
         if op["op"] == "linalg.batch_matmul" or (op["op"] == "linalg.generic" and op.get("layout") == "batch"
                                                  and op.get("id")):

@@ -206,7 +206,7 @@ class WorkbenchApp(App):
     def _greet(self) -> None:
         s = self.ctx.session
         if s.loaded:
-            self.log_line(f"payload {self._path(s.payload_path)} ({s.current_ir.count(chr(10))} lines); "
+            self.log_line(f"payload {self._path(s.payload_path)} ({s.line_count_at(s.cursor)} lines); "
                           "type a command, Tab completes, Ctrl+P lists every command, F1 the keys")
             journal = s.journal_for(s.payload_path, s.payload_chunk) if self.offer_resume else None
             if journal is not None and not s.steps:
@@ -365,8 +365,9 @@ class WorkbenchApp(App):
         if self.view == "ir" or i == 0:
             side.display, ir.display = False, True
             suffix = "" if self.view == "ir" else " (payload: nothing to diff)"
-            self._set_title(f"IR after step {i}" + (" (payload)" if i == 0 else "") + suffix + "  [^D diff]")
-            ir.show(s.ir_at(i), "mlir", key=("ir", s.sha_at(i)))
+            elided = " (long constants elided: `show --full`)" if s.elides_at(i) else ""
+            self._set_title(f"IR after step {i}" + (" (payload)" if i == 0 else "") + suffix + elided + "  [^D diff]")
+            ir.show(s.view_at(i), "mlir", key=("ir", s.sha_at(i)))
             return
         key = (self.view, s.sha_at(i - 1), s.sha_at(i))
         cached = self.diffs.get(key)
@@ -380,7 +381,7 @@ class WorkbenchApp(App):
             if key not in self._diff_pending:
                 self._diff_pending.add(key)
                 # (not @work: it describes a worker by the repr of its arguments, megabytes of IR here)
-                self.run_worker(partial(self._diff_worker, key, s.ir_at(i - 1), s.ir_at(i), i), thread=True,
+                self.run_worker(partial(self._diff_worker, key, s.view_at(i - 1), s.view_at(i), i), thread=True,
                                 group="diff", description=f"{self.view} of steps {i - 1} and {i}",
                                 exit_on_error=False)
             return

@@ -19,6 +19,9 @@ IR names a module: "key" (the sha256 of its text, or the key a lazy apply answer
 "text" or "bytecode" when this worker may not hold it (a fresh worker, an evicted entry); a
 request naming a module we do not hold and carrying neither is answered {"ok": False, "missing": key},
 and the client sends it again with the content. ("sha" is the old name of "key".)
+A request carrying "compact_ir" gets every printed IR as "ir_parts" + "ir_blobs" in place of "ir": its long
+string literals (weights) by sha256, each blob sent once per worker (workbench/common/compact_text.py); the
+client puts "ir" back together as a CompactText.
 A lazy apply does not print its result (printing costs about half as much as the transform
 interpreter): the module stays in our cache under a new key, and the answer goes out at once; its
 bytecode follows in a second message (protocol.FOLLOW_UP: written while the front end goes on), which
@@ -45,6 +48,7 @@ from collections import OrderedDict
 from mlir import ir, passmanager
 from mlir.dialects.transform import interpreter
 
+from workbench.common.compact_text import BlobSender
 from workbench.common.pass_names import pass_names
 from workbench.common.suggest import did_you_mean
 from workbench.worker import bench_wrapper, knobs, payload_inspect, py_passes, rewrites
@@ -52,6 +56,9 @@ from workbench.worker.mpi import sharding
 from workbench.worker.protocol import FOLLOW_UP, serve_requests
 
 CACHE_SIZE = 24
+#: a lazy result's backup is its bytecode up to this size; a bigger one (a model's weights) goes as compact
+#: text, whose blobs the front end holds already when the step left the weights alone
+BYTECODE_BACKUP_MAX = 1 << 20
 #: prepare_run's "artifact" -> the module and function that produce it, imported when first asked for
 #: (the default "llvm" is an LLVM-dialect module, below)
 ARTIFACT_PREPARERS = {"spirv-kernels": ("workbench.worker.sycl.spirv_kernels", "prepare")}
@@ -125,6 +132,8 @@ class CompileWorker:
         self._aliases: dict[str, str] = {}  # temp file of a generated schedule -> its label
         self._worker_id = f"{os.getpid()}-{os.urandom(4).hex()}"   # keys of lazy results: unique per worker
         self._lazy_results = 0
+        self.blob_sender = BlobSender()      # the blobs the front end holds (see "compact_ir")
+        self._compact_ir = False             # this request's "compact_ir"
 
     # -- module cache --------------------------------------------------------
     def _remember(self, sha: str, module: ir.Module) -> None:
@@ -177,6 +186,7 @@ class CompileWorker:
     def handle(self, req: dict) -> dict:
         op = req.get("op")
         ctx = self._context_for(req)
+        self._compact_ir = bool(req.get("compact_ir"))
         # a session option (`load --allow-unregistered`): ops of dialects MLIR does not know parse as
         # generic ops (upstream's test-dialect payloads); sent with every request of that session
         ctx.allow_unregistered_dialects = bool(req.get("allow_unregistered"))
@@ -229,16 +239,23 @@ class CompileWorker:
         text = _print(module)
         sha = sha256(text)
         self._remember(sha, module)
-        return {"ok": True, "ir": text, "sha": sha}
+        return {"ok": True, **self._ir_fields(text), "sha": sha}
+
+    def _ir_fields(self, text: str) -> dict:
+        """A printed IR as the answer carries it: whole, or compact (see "compact_ir")."""
+        if not self._compact_ir:
+            return {"ir": text}
+        parts, new_blobs = self.blob_sender.compact(text)
+        return {"ir_parts": parts, "ir_blobs": new_blobs}
 
     def _backup(self, key: str, module: ir.Module) -> dict:
         """What the session keeps of a lazy result: its bytecode (its text when bytecode cannot be written)."""
         with module.context, ir.Location.unknown():
             bytecode = _bytecode(module)
-            if bytecode is not None:
+            if bytecode is not None and (len(bytecode) <= BYTECODE_BACKUP_MAX or not self._compact_ir):
                 return {"ok": True, "key": key, "bytecode": bytecode}
             text = _print(module)
-            return {"ok": True, "key": key, "ir": text, "sha": sha256(text)}
+            return {"ok": True, "key": key, **self._ir_fields(text), "sha": sha256(text)}
 
     def apply(self, req: dict) -> dict:
         label = req.get("label", "<step input>")

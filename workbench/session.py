@@ -378,10 +378,9 @@ class Session:
     def select_target(self, name: str) -> None:
         """Make `name` the selected target; an unknown name changes nothing."""
         try:
-            get_target(name)
+            self.target_name = get_target(name).name   # an alias (`gpu`) is recorded as the target's name
         except TargetError as e:
             raise SessionError(str(e))
-        self.target_name = name
 
     def close(self) -> None:
         self.client.close()

@@ -41,14 +41,14 @@ def _long_strings(text: str):
         pos = closing + 1
 
 
-def split_blobs(text: str) -> tuple[list[str], dict[str, str]]:
+def split_blobs(text: str, sha_of=blob_sha) -> tuple[list[str], dict[str, str]]:
     """`text` as parts [text, sha, text, sha, ..., text] (odd length) and its blobs by sha256."""
     parts: list[str] = []
     blobs: dict[str, str] = {}
     start = 0
     for begin, end in _long_strings(text):
         blob = text[begin:end]
-        sha = blob_sha(blob)
+        sha = sha_of(blob)
         blobs.setdefault(sha, blob)
         parts += [text[start:begin], sha]
         start = end
@@ -155,11 +155,23 @@ class BlobSender:
     """The compile worker's side: which blobs the front end already has from this worker process."""
 
     def __init__(self) -> None:
-        self.sent: set[str] = set()
+        self.sent: dict[str, str] = {}
+        #: (length, head, tail) of a blob sent -> its sha256: a blob printed again is recognised by one
+        #: string comparison (memcmp) instead of hashing it again
+        self._known: dict[tuple[int, str, str], str] = {}
+
+    def _sha(self, blob: str) -> str:
+        probe = (len(blob), blob[:64], blob[-64:])
+        sha = self._known.get(probe)
+        if sha is not None and self.sent[sha] == blob:
+            return sha
+        sha = blob_sha(blob)
+        self._known[probe] = sha
+        return sha
 
     def compact(self, text: str) -> tuple[list[str], dict[str, str]]:
         """`text` as parts and the blobs not sent before (marked sent: the caller sends them now)."""
-        parts, blobs = split_blobs(text)
-        new = {sha: blob for sha, blob in blobs.items() if sha not in self.sent}
+        parts, new = split_blobs(text, self._sha)
+        new = {sha: blob for sha, blob in new.items() if sha not in self.sent}
         self.sent.update(new)
         return parts, new

@@ -69,6 +69,22 @@ def test_compact_text_gives_back_the_exact_text_and_elides_only_long_literals():
     assert 'msg = "short \\"quoted\\" string"' in shown and '"0x0400"' in shown
 
 
+def test_blobs_alike_at_both_ends_are_told_apart():
+    """Weights that differ only in the middle (zeros around a few values): two blobs, each sent once."""
+    from workbench.common.compact_text import BlobSender
+
+    def literal(middle: str) -> str:
+        return "0x" + "00" * BLOB_MIN_CHARS + middle + "00" * BLOB_MIN_CHARS
+
+    text = "".join(f'%{i} = arith.constant dense<"{literal(m)}"> : tensor<8xf32>\n' for i, m in enumerate("1234"))
+    sender, store = BlobSender(), BlobStore()
+    for attempt in range(2):
+        parts, new = sender.compact(text)
+        store.add(new)
+        assert len(new) == (4 if attempt == 0 else 0)
+        assert CompactText(parts, store).expand() == text
+
+
 # -- a session on a payload with weights ----------------------------------------------------------
 
 @pytest.fixture

@@ -156,17 +156,17 @@ class BlobSender:
 
     def __init__(self) -> None:
         self.sent: dict[str, str] = {}
-        #: (length, head, tail) of a blob sent -> its sha256: a blob printed again is recognised by one
-        #: string comparison (memcmp) instead of hashing it again
-        self._known: dict[tuple[int, str, str], str] = {}
+        #: (length, head, tail) of the last blob seen with them -> (its sha256, the blob): a blob printed
+        #: again is recognised by one string comparison (memcmp) instead of hashing it again
+        self._known: dict[tuple[int, str, str], tuple[str, str]] = {}
 
     def _sha(self, blob: str) -> str:
         probe = (len(blob), blob[:64], blob[-64:])
-        sha = self._known.get(probe)
-        if sha is not None and self.sent[sha] == blob:
-            return sha
+        known = self._known.get(probe)
+        if known is not None and known[1] == blob:
+            return known[0]
         sha = blob_sha(blob)
-        self._known[probe] = sha
+        self._known[probe] = (sha, blob)
         return sha
 
     def compact(self, text: str) -> tuple[list[str], dict[str, str]]:

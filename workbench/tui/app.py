@@ -174,6 +174,7 @@ class WorkbenchApp(App):
         with Horizontal(id="statusbar"):
             yield Static("", id="status")
             yield ProgressBar(id="progress", total=None, show_eta=False, show_percentage=False)
+            yield Static("", id="focus-pane")
         yield CommandInput(self.completer, id="cmd",
                            placeholder="command (Tab completes, Ctrl+P palette, F1 keys, `help`)")
         yield Static("", id="completions")
@@ -190,6 +191,7 @@ class WorkbenchApp(App):
         left.partner, right.partner = right, left
         for view in self.query(IRView).results(IRView):
             self.watch(view, "status", partial(self._view_status, view), init=False)
+        self.watch(self.screen, "focused", self._show_focused_pane)
         self.query_one("#cmd").focus()
         self._apply_keymap()
         if self.pending_load is not None:
@@ -349,6 +351,18 @@ class WorkbenchApp(App):
         result = view.search_result
         if bar.target is view and result is not None and result.count and view.current_match >= 0:
             bar.result_text = f"{view.current_match + 1}/{result.count} matches"
+
+    #: the panes by id, as the status bar names the one that has the focus (F6 moves it)
+    PANE_NAMES = {"steps": "steps", "params": "parameters", "ir": "IR", "side-left": "diff (left)",
+                  "side-right": "diff (right)", "log": "log", "results": "results", "cmd": "command",
+                  "search": "search"}
+
+    def _show_focused_pane(self, focused) -> None:
+        node = focused
+        while node is not None and getattr(node, "id", None) not in self.PANE_NAMES:
+            node = node.parent
+        name = self.PANE_NAMES[node.id] if node is not None else ""
+        self.query_one("#focus-pane", Static).update(f"focus: {name}" if name else "", layout=False)
 
     def _set_title(self, text: str) -> None:
         self.query_one("#view-title", Label).update(text, layout=False)   # fixed size (app.tcss): no relayout

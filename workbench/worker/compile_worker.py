@@ -236,8 +236,7 @@ class CompileWorker:
 
     def _printed(self, module: ir.Module) -> dict:
         """The answer carrying a module's text and sha256; the module stays cached under that sha256."""
-        text = _print(module)
-        sha = sha256(text)
+        text, sha = _print_with_sha(module)
         self._remember(sha, module)
         return {"ok": True, **self._ir_fields(text), "sha": sha}
 
@@ -254,8 +253,8 @@ class CompileWorker:
             bytecode = _bytecode(module)
             if bytecode is not None and (len(bytecode) <= BYTECODE_BACKUP_MAX or not self._compact_ir):
                 return {"ok": True, "key": key, "bytecode": bytecode}
-            text = _print(module)
-            return {"ok": True, "key": key, **self._ir_fields(text), "sha": sha256(text)}
+            text, sha = _print_with_sha(module)
+            return {"ok": True, "key": key, **self._ir_fields(text), "sha": sha}
 
     def apply(self, req: dict) -> dict:
         label = req.get("label", "<step input>")
@@ -562,6 +561,13 @@ def _print(module) -> str:
     """The module's text, byte-identical to str(); the caller has just verified it, so the
     printer's own verification is skipped, and bytes avoid a UTF-8 round trip (~30% faster)."""
     return module.operation.get_asm(binary=True, assume_verified=True).decode()
+
+
+def _print_with_sha(module) -> tuple[str, str]:
+    """The module's text (as `_print`) and its sha256, hashed from the printer's bytes (a 100 MB model
+    is not encoded again for the hash)."""
+    raw = module.operation.get_asm(binary=True, assume_verified=True)
+    return raw.decode(), hashlib.sha256(raw).hexdigest()
 
 
 def _bytecode(module) -> bytes | None:

@@ -192,3 +192,22 @@ def test_a_worker_killed_mid_session_loses_nothing(fresh_session, tmp_path):
         assert eager.current_sha == last.output_sha
     finally:
         eager.close()
+
+
+def test_the_payload_stays_in_the_worker_past_many_steps(fresh_session, tmp_path, monkeypatch):
+    """`select` on a model adds more steps than the worker's cache holds; `run --check`'s reference
+    still starts from the payload, which must not travel again (its weights)."""
+    from workbench.worker.compile_worker import CACHE_SIZE
+
+    s = fresh_session
+    payload, weight_chars = weighted_payload(tmp_path / "w.mlir", 128)
+    s.load(payload)
+    for _ in range(CACHE_SIZE + 2):
+        s.apply(step("pass canonicalize", REPO))          # lazy: a new module in the worker each time
+    s.client.settle()
+    sent = []
+    real_request = type(s.client._client).request
+    monkeypatch.setattr(type(s.client._client), "request",
+                        lambda self, req, **kw: sent.append(req) or real_request(self, req, **kw))
+    info = s.request_on_ir(s.key_at(0), {"op": "inspect"})
+    assert info["ok"] and len(sent) == 1 and "text" not in sent[0]

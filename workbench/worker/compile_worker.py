@@ -56,6 +56,10 @@ from workbench.worker.mpi import sharding
 from workbench.worker.protocol import FOLLOW_UP, serve_requests
 
 CACHE_SIZE = 24
+#: the last payloads parsed stay held beyond the cache's LRU order: `run --check`'s reference and a
+#: `select` that added more than CACHE_SIZE steps need the payload, which would be sent again (a model's
+#: weights) once evicted
+PINNED_PAYLOADS = 2
 #: a lazy result's backup is its bytecode up to this size; a bigger one (a model's weights) goes as compact
 #: text, whose blobs the front end holds already when the step left the weights alone
 BYTECODE_BACKUP_MAX = 1 << 20
@@ -127,6 +131,7 @@ class CompileWorker:
         self.ctx = ir.Context()
         self.ctx.allow_unregistered_dialects = False
         self.cache: "OrderedDict[str, ir.Module]" = OrderedDict()
+        self._payload_keys: list[str] = []     # the last PINNED_PAYLOADS parsed, never evicted
         self.generators: dict[tuple[str, float], object] = {}
         self._input_sha = ""
         self._aliases: dict[str, str] = {}  # temp file of a generated schedule -> its label
@@ -139,8 +144,15 @@ class CompileWorker:
     def _remember(self, sha: str, module: ir.Module) -> None:
         self.cache[sha] = module
         self.cache.move_to_end(sha)
-        while len(self.cache) > CACHE_SIZE:
-            self.cache.popitem(last=False)
+        while len(self.cache) > CACHE_SIZE + len(self._payload_keys):
+            oldest = next(key for key in self.cache if key not in self._payload_keys)
+            del self.cache[oldest]
+
+    def _pin_payload(self, key: str) -> None:
+        if key in self._payload_keys:
+            self._payload_keys.remove(key)
+        self._payload_keys.append(key)
+        del self._payload_keys[:-PINNED_PAYLOADS]
 
     def _module_for(self, req: dict, label: str) -> ir.Module:
         """The module a request names (see the module docstring: "key", "text", "bytecode"), parsed in
@@ -232,7 +244,9 @@ class CompileWorker:
         except ir.MLIRError as e:
             msg, detail = _split_mlir_error(e, label)
             return {"ok": False, "error": msg, "diagnostics": detail}
-        return self._printed(mod)
+        answer = self._printed(mod)
+        self._pin_payload(answer["sha"])
+        return answer
 
     def _printed(self, module: ir.Module) -> dict:
         """The answer carrying a module's text and sha256; the module stays cached under that sha256."""

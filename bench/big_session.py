@@ -6,7 +6,6 @@ worker, the front process's and the worker's peak RSS (VmHWM), the front's IR st
 from __future__ import annotations
 
 import argparse
-import os
 import pickle
 import resource
 import sys

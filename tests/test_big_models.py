@@ -54,8 +54,9 @@ class _Received:
 
 def test_compact_text_gives_back_the_exact_text_and_elides_only_long_literals():
     long_hex = "0x" + "AB" * BLOB_MIN_CHARS
+    long_words = "word " * BLOB_MIN_CHARS
     text = (f'%a = arith.constant dense<"{long_hex}"> : tensor<8xf32>\n'
-            f'%s = "test.op"() {{msg = "short \\"quoted\\" string"}} : () -> ()\n'
+            f'%s = "test.op"() {{msg = "short \\"quoted\\" string", doc = "{long_words}"}} : () -> ()\n'
             f'{{-# dialect_resources: {{ builtin: {{ w: "{long_hex}", v: "0x0400" }} }} #-}}\n')
     parts, blobs = split_blobs(text)
     assert len(blobs) == 1 and len(parts) == 5          # the same literal twice: one blob, two references
@@ -65,8 +66,9 @@ def test_compact_text_gives_back_the_exact_text_and_elides_only_long_literals():
     assert compact.expand() == text and len(compact) == len(text)
     assert compact.count("\n") == text.count("\n")
     shown = compact.elided()
-    assert long_hex not in shown and shown.count("__elided__") == 2 and len(shown) < 1000
+    assert long_hex not in shown and shown.count("__elided__") == 2 and len(shown) < len(long_words) + 1000
     assert 'msg = "short \\"quoted\\" string"' in shown and '"0x0400"' in shown
+    assert long_words in shown              # only hex data is a blob: other long strings are text
 
 
 def test_blobs_alike_at_both_ends_are_told_apart():

@@ -54,3 +54,20 @@ def test_target_command_lists_the_same(tmp_path, monkeypatch):
             assert listing[t.name]["can_run"] == t.can_run()[0]
     finally:
         s.close()
+
+
+def test_gpu_names_the_cuda_target_and_the_session_records_cuda(tmp_path, monkeypatch):
+    monkeypatch.setenv("LH_WORKBENCH_STATE_DIR", str(tmp_path))
+    from workbench.commands import CommandContext, default_registry
+    from workbench.session import Session
+
+    assert get_target("gpu") is get_target("cuda")
+    s = Session()
+    try:
+        ctx = CommandContext(s, default_registry())
+        res = ctx.registry.dispatch("target gpu", ctx)
+        assert res.ok and res.data["target"] == "cuda" and s.target_name == "cuda"
+        wrong = ctx.registry.dispatch("target gpuu", ctx)
+        assert not wrong.ok and "did you mean" in wrong.error and s.target_name == "cuda"
+    finally:
+        s.close()

@@ -215,7 +215,7 @@ class Completer:
         s = self.session
         if s is None or not getattr(s, "loaded", False):
             return []
-        names = dict.fromkeys(re.findall(r"(?:func\.func|llvm\.func)\s+(?:\w+\s+)*@([\w$.]+)", s.current_ir))
+        names = dict.fromkeys(re.findall(r"(?:func\.func|llvm\.func)\s+(?:\w+\s+)*@([\w$.]+)", s.view_at(s.cursor)))
         names.update(dict.fromkeys(("_lh_bench", "_lh_call")))
         return [Completion(n, start, n, "function") for n in names if n.startswith(current)]
 

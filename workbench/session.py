@@ -7,7 +7,8 @@ keeps the module and sends its bytecode right after its answer, which the store 
 worker crash loses nothing; the text and its sha256 are printed the first time someone asks for
 them (callers that show the result at once ask for it printed). Applying a step is
 transactional: the compile worker applies it to a copy; the session changes only when
-the worker answers with a verified module. Failures raise `SessionError` carrying a
+the worker answers with a verified module. Printed IR travels and is kept compact (weights once, by
+sha256: workbench/common/compact_text.py); what is shown elides them (`view_at`), `ir_at` is exact. Failures raise `SessionError` carrying a
 one-line message and the MLIR diagnostics; the session is then exactly as before.
 """
 from __future__ import annotations
@@ -29,6 +30,7 @@ from workbench.common import safe_yaml, trust_store
 from workbench.common.files import atomic_write, read_regular_file  # noqa: F401  (atomic_write re-exported)
 from workbench.common.mlir_libs import mlir_version
 from workbench.common import diagnostics, split_input
+from workbench.common.compact_text import BlobStore, CompactText, as_elided, as_text
 from workbench.execution.worker_client import CompileClient, take_prestarted_compile_worker
 from workbench.execution.expected import ExpectedError, ExpectedOutputs, find_sidecar
 from workbench.paths import state_dir
@@ -92,7 +94,7 @@ class IRStore:
     (`recipes`: the input's key and the stages, for the rare worker death in between)."""
 
     def __init__(self) -> None:
-        self.texts: dict[str, str] = {}          # sha256 of the text -> text
+        self.texts: dict[str, str | CompactText] = {}   # sha256 of the text -> text (compact: weights shared)
         self.bytecode: dict[str, bytes] = {}     # key of an unprinted IR -> its MLIR bytecode
         self.printed: dict[str, str] = {}        # key of an IR printed after the fact -> its sha256
         self.recipes: dict[str, tuple[str, list[dict], str]] = {}   # key -> (input key, stages, label)
@@ -125,10 +127,21 @@ class IRStore:
         """What a worker that does not hold `key` needs to rebuild it."""
         sha = self.known_sha(key)
         if sha is not None:
-            return {"text": self.texts[sha]}
+            return {"text": as_text(self.texts[sha])}
         return {"bytecode": self.bytecode[key]}
 
-    def add_printed(self, key: str, sha: str, text: str) -> None:
+    def nbytes(self) -> int:
+        """About what the store holds (blobs shared by compact texts counted once)."""
+        stores, total = {}, 0
+        for text in self.texts.values():
+            if isinstance(text, CompactText):
+                stores[id(text.blobs)] = text.blobs
+                total += text.own_nbytes
+            else:
+                total += len(text)
+        return total + sum(len(b) for b in self.bytecode.values()) + sum(b.nbytes for b in stores.values())
+
+    def add_printed(self, key: str, sha: str, text: "str | CompactText") -> None:
         self.texts[sha] = text
         if key != sha:
             self.printed[key] = sha
@@ -187,10 +200,13 @@ class _SessionClient:
 
     def __init__(self, client: CompileClient, options: dict) -> None:
         self._client, self._options = client, options
+        # printed IR comes compact (weights once) from a client that keeps the blobs (see CompileClient)
+        self._compact = {"compact_ir": True} if isinstance(getattr(client, "blobs", None), BlobStore) else {}
 
     def request(self, req: dict, timeout: float | None = None,
                 on_follow_up: Callable[[dict], None] | None = None) -> dict:
-        return self._client.request({**self._options, **req}, timeout=timeout, on_follow_up=on_follow_up)
+        return self._client.request({**self._options, **self._compact, **req}, timeout=timeout,
+                                    on_follow_up=on_follow_up)
 
     def __getattr__(self, name: str):
         return getattr(self._client, name)
@@ -279,7 +295,23 @@ class Session:
         return self.sha_at(self.cursor)
 
     def ir_at(self, index: int) -> str:
-        return self.store[self.sha_at(index)]
+        """The exact text of the IR after step `index`."""
+        return as_text(self.store[self.sha_at(index)])
+
+    def view_at(self, index: int) -> str:
+        """The IR after step `index` for reading: long string literals (weights) elided to a placeholder
+        naming their size and sha256 (`ir_at` has them)."""
+        return as_elided(self.store[self.sha_at(index)])
+
+    def elides_at(self, index: int) -> bool:
+        """Whether `view_at(index)` leaves anything out."""
+        text = self.store[self.sha_at(index)]
+        return isinstance(text, CompactText) and text.elides
+
+    def line_count_at(self, index: int) -> int:
+        """Lines of the IR after step `index` (blobs hold no newline: counted on the elided text)."""
+        view = self.view_at(index)
+        return view.count("\n") + (0 if not view or view.endswith("\n") else 1)
 
     def sha_of(self, key: str) -> str:
         """The text sha256 of the IR stored under `key`, printed by the compile worker the first time."""
@@ -346,10 +378,9 @@ class Session:
     def select_target(self, name: str) -> None:
         """Make `name` the selected target; an unknown name changes nothing."""
         try:
-            get_target(name)
+            self.target_name = get_target(name).name   # an alias (`gpu`) is recorded as the target's name
         except TargetError as e:
             raise SessionError(str(e))
-        self.target_name = name
 
     def close(self) -> None:
         self.client.close()
@@ -566,13 +597,16 @@ class Session:
         return replaced
 
     # -- views ----------------------------------------------------------------------------
-    def diff(self, a: int, b: int, context: int = 3) -> str:
-        """Unified diff of the IR after step a and after step b (cached by the two IR hashes)."""
+    def diff(self, a: int, b: int, context: int = 3, full: bool = False) -> str:
+        """Unified diff of the IR after step a and after step b (cached by the two IR hashes); long string
+        literals (weights) elided as in `view_at` (a changed one shows as its placeholder's new sha256),
+        unless `full`."""
         sa, sb = self.sha_at(a), self.sha_at(b)
-        key = (sa, sb, a, b, context)
+        key = (sa, sb, a, b, context, full)
         cached = self.diff_cache.get(key)
         if cached is None:
-            cached = unified_diff(self.store[sa], self.store[sb], f"step {a}", f"step {b}", context)
+            text_of = as_text if full else as_elided
+            cached = unified_diff(text_of(self.store[sa]), text_of(self.store[sb]), f"step {a}", f"step {b}", context)
             self.diff_cache.put(key, cached)
         return cached
 

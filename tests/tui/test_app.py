@@ -329,11 +329,14 @@ def test_keyboard_reaches_the_parameter_form_and_enter_returns_to_the_input(wb_c
             assert ctx.session.steps[0].step.params["tile_m"] == 16
             assert app.query_one("#cmd").has_focus          # typed commands land in the input
             # F6 visits every pane and comes back
-            seen = []
+            seen, named = [], []
             for _ in range(5):
                 await pilot.press("f6")
+                await pilot.pause()
                 seen.append(app.focused.id)
+                named.append(str(app.query_one("#focus-pane").render()))   # the status bar names the pane
             assert seen == ["ir", "steps", "param-tile_m", "log", "cmd"]
+            assert named == ["focus: IR", "focus: steps", "focus: parameters", "focus: log", "focus: command"]
 
     run(go())
 

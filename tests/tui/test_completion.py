@@ -88,8 +88,8 @@ def test_step_indices_and_params_keys_from_session(wb_ctx):
     assert res.ok, res.error
     assert ctx.registry.dispatch("pass canonicalize", ctx).ok
     comp = Completer(ctx.registry, ctx.session)
-    assert [c.text for c in comp.complete("show ")] == ["0", "1", "2"]
-    assert [c.text for c in comp.complete("diff 1 ")] == ["0", "1", "2"]
+    assert [c.text for c in comp.complete("show ")] == ["0", "1", "2", "--full "]
+    assert [c.text for c in comp.complete("diff 1 ")] == ["0", "1", "2", "--full "]
     keys = [c.text for c in comp.complete("params 1 ti")]
     assert keys == ["tile_m=", "tile_n="]
     assert [c.text for c in comp.complete("params 1 tile_m=64 ")] == ["tile_n="]

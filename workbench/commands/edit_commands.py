@@ -23,6 +23,7 @@ from workbench.paths import state_dir
 from workbench.result import Result
 from workbench.session import SessionError, atomic_write
 from workbench.steps.kinds import Step
+from workbench.common.compact_text import as_text
 from workbench.common.files import read_regular_text
 
 
@@ -62,7 +63,7 @@ def record_edit(ctx: CommandContext, path: Path) -> Result:
         return Result(True, "edit: the module is unchanged; no step recorded", data={"noop": True})
     saved = edits_dir() / f"{sha[:16]}.mlir"
     if not saved.exists():
-        atomic_write(saved, ans["ir"])
+        atomic_write(saved, as_text(ans["ir"]))
     try:
         applied = s.apply(Step("edit", str(saved), {}, {"base": s.current_sha[:16]}, Path.cwd()), printed=True)
     except SessionError as e:

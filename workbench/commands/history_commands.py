@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 
-from workbench.commands.registry import Arg, Args, Command, CommandContext, Registry
+from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry
 from workbench.commands.step_results import diffstat, fail, line_count
 from workbench.result import Result
 from workbench.session import SessionError
@@ -28,11 +28,14 @@ def cmd_show(ctx: CommandContext, a: Args) -> Result:
     s = ctx.session
     try:
         index = s.cursor if a.get("step") is None else a["step"]
-        text = s.ir_at(index)
+        full = bool(a.get("full"))
+        text = s.ir_at(index) if full else s.view_at(index)
+        elided = not full and s.elides_at(index)
     except SessionError as e:
         return fail(e)
-    return Result(True, f"IR after step {index} ({line_count(text)} lines)", kind="ir", body=text,
-                  data={"step": index, "ir_sha256": s.sha_at(index)})
+    note = "; long constants elided: `show --full` prints them" if elided else ""
+    return Result(True, f"IR after step {index} ({line_count(text)} lines{note})", kind="ir", body=text,
+                  data={"step": index, "ir_sha256": s.sha_at(index), "elided": elided})
 
 
 def cmd_diff(ctx: CommandContext, a: Args) -> Result:
@@ -50,7 +53,7 @@ def cmd_diff(ctx: CommandContext, a: Args) -> Result:
             i, j = a["a"] - 1, a["a"]
         else:
             i, j = a["a"], a["b"]
-        diff = s.diff(i, j)
+        diff = s.diff(i, j, full=bool(a.get("full")))
     except SessionError as e:
         return fail(e)
     if not diff:
@@ -80,9 +83,11 @@ def register(reg: Registry) -> None:
     add(Command("undo", "step back (the IR of every step is kept)", cmd_undo, category="3-history"))
     add(Command("redo", "step forward again", cmd_redo, category="3-history"))
     add(Command("show", "print the IR after step N (0 = payload)", cmd_show,
-                [Arg("step", "step index", type="int", optional=True, complete="step")], category="3-history"))
+                [Arg("step", "step index", type="int", optional=True, complete="step")], category="3-history",
+                flags=[Flag("--full", "long constants (weights) too; by default each shows as `__elided__ SIZE, sha256 ...`")]))
     add(Command("diff", "unified diff: `diff` (last step), `diff N` (step N), `diff N M`", cmd_diff,
                 [Arg("a", "step", type="int", optional=True, complete="step"),
-                 Arg("b", "step", type="int", optional=True, complete="step")], category="3-history"))
+                 Arg("b", "step", type="int", optional=True, complete="step")], category="3-history",
+                flags=[Flag("--full", "long constants (weights) too; by default a changed one shows as its placeholder's sha256")]))
     add(Command("history", "list the steps (current, undone, no-op, time)", cmd_history, category="3-history",
                 aliases=("steps",)))

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from workbench.common import split_input
 from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry
-from workbench.commands.step_results import confirm_losing_steps, fail, line_count
+from workbench.commands.step_results import confirm_losing_steps, fail
 from workbench.result import Result
 from workbench.session import SessionError
 
@@ -19,7 +19,7 @@ def cmd_load(ctx: CommandContext, a: Args) -> Result:
     except SessionError as e:
         return fail(e)
     chunk = a.get("chunk")
-    msg = f"loaded {a['file']}" + (f" chunk {chunk}" if chunk is not None else "") + f" ({line_count(s.current_ir)} lines)"
+    msg = f"loaded {a['file']}" + (f" chunk {chunk}" if chunk is not None else "") + f" ({s.line_count_at(s.cursor)} lines)"
     count = s.payload_chunks if chunk is None else 0
     if count > 1:
         msg += (f"; it has {count} chunks separated by `{split_input.SPLIT_MARKER}` lines, loaded as one module "

@@ -16,6 +16,7 @@ import time
 from multiprocessing import Pipe
 from typing import Callable
 
+from workbench.common.compact_text import BlobStore, CompactText
 from workbench.common.spawn import PACKAGE_ROOT, child_env, module_command  # noqa: F401  (PACKAGE_ROOT re-exported)
 
 DEFAULT_TIMEOUT_S = 600.0
@@ -158,13 +159,17 @@ class WorkerProcess:
                 if conn is None or proc is None:  # cancel() killed the worker from another thread
                     return self._failure(f"{self.name} request cancelled")
                 if conn.poll(min(remaining, 0.2)):
-                    return conn.recv()
+                    return self._absorb(conn.recv())
                 if proc.poll() is not None and not conn.poll(0):
                     return self._crashed()
         except (EOFError, BrokenPipeError, ConnectionResetError, OSError, AttributeError):
             if self.conn is None:
                 return self._failure(f"{self.name} request cancelled")
             return self._crashed()
+
+    def _absorb(self, message: dict) -> dict:
+        """A message as the caller gets it (a subclass takes what it keeps for itself out of it)."""
+        return message
 
     def _crashed(self) -> dict:
         proc = self.proc
@@ -190,6 +195,15 @@ class WorkerProcess:
 class CompileClient(WorkerProcess):
     def __init__(self) -> None:
         super().__init__("workbench.worker.compile_worker", name="compile worker")
+        #: every blob of the compact IR the worker sent (workbench/common/compact_text.py); the worker sends
+        #: each blob once, so it is kept here, with every message, whoever reads the message
+        self.blobs = BlobStore()
+
+    def _absorb(self, message: dict) -> dict:
+        if "ir_parts" in message:
+            self.blobs.add(message.pop("ir_blobs", None) or {})
+            message["ir"] = CompactText(message.pop("ir_parts"), self.blobs)
+        return message
 
 
 _prestarted: CompileClient | None = None

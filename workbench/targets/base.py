@@ -32,6 +32,8 @@ class Target:
     """A place code runs. Subclasses set the class attributes and override the hooks."""
 
     name: ClassVar[str] = ""
+    #: other names `target NAME` takes for this target (the session records `name`)
+    aliases: ClassVar[tuple[str, ...]] = ()
     description: ClassVar[str] = ""
     #: named pipelines this target provides: name -> YAML file under pipelines/
     named_pipelines: ClassVar[dict[str, str]] = {}
@@ -220,18 +222,23 @@ def output_specs(meta: dict, arg_specs: list[dict]) -> list[dict]:
 
 
 _REGISTRY: dict[str, Target] = {}
+_ALIASES: dict[str, str] = {}   # alias -> target name
 
 
 def register(cls: type[Target]) -> type[Target]:
     _REGISTRY[cls.name] = cls()
+    for alias in cls.aliases:
+        _ALIASES[alias] = cls.name
     return cls
 
 
 def get_target(name: str) -> Target:
+    """The target called `name` or one of its aliases (`gpu`: cuda)."""
     try:
-        return _REGISTRY[name]
+        return _REGISTRY[_ALIASES.get(name, name)]
     except KeyError:
-        raise TargetError(f"unknown target {name!r}{did_you_mean(name, _REGISTRY)} (known: {', '.join(sorted(_REGISTRY))})")
+        raise TargetError(f"unknown target {name!r}{did_you_mean(name, [*_REGISTRY, *_ALIASES])} "
+                          f"(known: {', '.join(sorted(_REGISTRY))})")
 
 
 def all_targets() -> list[Target]:

@@ -105,6 +105,7 @@ def gpu_binary_assembly(ir_text: str) -> dict[str, str]:
 @register
 class CudaTarget(Target):
     name = "cuda"
+    aliases = ("gpu",)
     description = "NVIDIA GPU: GPU dialect -> NVVM -> PTX, host JIT with the MLIR CUDA runtime"
     named_pipelines = {
         "cuda-lower": "cuda/lower.yaml",

@@ -174,6 +174,7 @@ class WorkbenchApp(App):
         with Horizontal(id="statusbar"):
             yield Static("", id="status")
             yield ProgressBar(id="progress", total=None, show_eta=False, show_percentage=False)
+            yield Static("", id="focus-pane")
         yield CommandInput(self.completer, id="cmd",
                            placeholder="command (Tab completes, Ctrl+P palette, F1 keys, `help`)")
         yield Static("", id="completions")
@@ -190,6 +191,7 @@ class WorkbenchApp(App):
         left.partner, right.partner = right, left
         for view in self.query(IRView).results(IRView):
             self.watch(view, "status", partial(self._view_status, view), init=False)
+        self.watch(self.screen, "focused", self._show_focused_pane)
         self.query_one("#cmd").focus()
         self._apply_keymap()
         if self.pending_load is not None:
@@ -206,7 +208,7 @@ class WorkbenchApp(App):
     def _greet(self) -> None:
         s = self.ctx.session
         if s.loaded:
-            self.log_line(f"payload {self._path(s.payload_path)} ({s.current_ir.count(chr(10))} lines); "
+            self.log_line(f"payload {self._path(s.payload_path)} ({s.line_count_at(s.cursor)} lines); "
                           "type a command, Tab completes, Ctrl+P lists every command, F1 the keys")
             journal = s.journal_for(s.payload_path, s.payload_chunk) if self.offer_resume else None
             if journal is not None and not s.steps:
@@ -350,6 +352,18 @@ class WorkbenchApp(App):
         if bar.target is view and result is not None and result.count and view.current_match >= 0:
             bar.result_text = f"{view.current_match + 1}/{result.count} matches"
 
+    #: the panes by id, as the status bar names the one that has the focus (F6 moves it)
+    PANE_NAMES = {"steps": "steps", "params": "parameters", "ir": "IR", "side-left": "diff (left)",
+                  "side-right": "diff (right)", "log": "log", "results": "results", "cmd": "command",
+                  "search": "search"}
+
+    def _show_focused_pane(self, focused) -> None:
+        node = focused
+        while node is not None and getattr(node, "id", None) not in self.PANE_NAMES:
+            node = node.parent
+        name = self.PANE_NAMES[node.id] if node is not None else ""
+        self.query_one("#focus-pane", Static).update(f"focus: {name}" if name else "", layout=False)
+
     def _set_title(self, text: str) -> None:
         self.query_one("#view-title", Label).update(text, layout=False)   # fixed size (app.tcss): no relayout
 
@@ -365,8 +379,9 @@ class WorkbenchApp(App):
         if self.view == "ir" or i == 0:
             side.display, ir.display = False, True
             suffix = "" if self.view == "ir" else " (payload: nothing to diff)"
-            self._set_title(f"IR after step {i}" + (" (payload)" if i == 0 else "") + suffix + "  [^D diff]")
-            ir.show(s.ir_at(i), "mlir", key=("ir", s.sha_at(i)))
+            elided = " (long constants elided: `show --full`)" if s.elides_at(i) else ""
+            self._set_title(f"IR after step {i}" + (" (payload)" if i == 0 else "") + suffix + elided + "  [^D diff]")
+            ir.show(s.view_at(i), "mlir", key=("ir", s.sha_at(i)))
             return
         key = (self.view, s.sha_at(i - 1), s.sha_at(i))
         cached = self.diffs.get(key)
@@ -380,7 +395,7 @@ class WorkbenchApp(App):
             if key not in self._diff_pending:
                 self._diff_pending.add(key)
                 # (not @work: it describes a worker by the repr of its arguments, megabytes of IR here)
-                self.run_worker(partial(self._diff_worker, key, s.ir_at(i - 1), s.ir_at(i), i), thread=True,
+                self.run_worker(partial(self._diff_worker, key, s.view_at(i - 1), s.view_at(i), i), thread=True,
                                 group="diff", description=f"{self.view} of steps {i - 1} and {i}",
                                 exit_on_error=False)
             return

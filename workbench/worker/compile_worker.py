@@ -19,6 +19,9 @@ IR names a module: "key" (the sha256 of its text, or the key a lazy apply answer
 "text" or "bytecode" when this worker may not hold it (a fresh worker, an evicted entry); a
 request naming a module we do not hold and carrying neither is answered {"ok": False, "missing": key},
 and the client sends it again with the content. ("sha" is the old name of "key".)
+A request carrying "compact_ir" gets every printed IR as "ir_parts" + "ir_blobs" in place of "ir": its long
+string literals (weights) by sha256, each blob sent once per worker (workbench/common/compact_text.py); the
+client puts "ir" back together as a CompactText.
 A lazy apply does not print its result (printing costs about half as much as the transform
 interpreter): the module stays in our cache under a new key, and the answer goes out at once; its
 bytecode follows in a second message (protocol.FOLLOW_UP: written while the front end goes on), which
@@ -45,6 +48,7 @@ from collections import OrderedDict
 from mlir import ir, passmanager
 from mlir.dialects.transform import interpreter
 
+from workbench.common.compact_text import BlobSender
 from workbench.common.pass_names import pass_names
 from workbench.common.suggest import did_you_mean
 from workbench.worker import bench_wrapper, knobs, payload_inspect, py_passes, rewrites
@@ -52,6 +56,13 @@ from workbench.worker.mpi import sharding
 from workbench.worker.protocol import FOLLOW_UP, serve_requests
 
 CACHE_SIZE = 24
+#: the last payloads parsed stay held beyond the cache's LRU order: `run --check`'s reference and a
+#: `select` that added more than CACHE_SIZE steps need the payload, which would be sent again (a model's
+#: weights) once evicted
+PINNED_PAYLOADS = 2
+#: a lazy result's backup is its bytecode up to this size; a bigger one (a model's weights) goes as compact
+#: text, whose blobs the front end holds already when the step left the weights alone
+BYTECODE_BACKUP_MAX = 1 << 20
 #: prepare_run's "artifact" -> the module and function that produce it, imported when first asked for
 #: (the default "llvm" is an LLVM-dialect module, below)
 ARTIFACT_PREPARERS = {"spirv-kernels": ("workbench.worker.sycl.spirv_kernels", "prepare")}
@@ -120,18 +131,28 @@ class CompileWorker:
         self.ctx = ir.Context()
         self.ctx.allow_unregistered_dialects = False
         self.cache: "OrderedDict[str, ir.Module]" = OrderedDict()
+        self._payload_keys: list[str] = []     # the last PINNED_PAYLOADS parsed, never evicted
         self.generators: dict[tuple[str, float], object] = {}
         self._input_sha = ""
         self._aliases: dict[str, str] = {}  # temp file of a generated schedule -> its label
         self._worker_id = f"{os.getpid()}-{os.urandom(4).hex()}"   # keys of lazy results: unique per worker
         self._lazy_results = 0
+        self.blob_sender = BlobSender()      # the blobs the front end holds (see "compact_ir")
+        self._compact_ir = False             # this request's "compact_ir"
 
     # -- module cache --------------------------------------------------------
     def _remember(self, sha: str, module: ir.Module) -> None:
         self.cache[sha] = module
         self.cache.move_to_end(sha)
-        while len(self.cache) > CACHE_SIZE:
-            self.cache.popitem(last=False)
+        while len(self.cache) > CACHE_SIZE + len(self._payload_keys):
+            oldest = next(key for key in self.cache if key not in self._payload_keys)
+            del self.cache[oldest]
+
+    def _pin_payload(self, key: str) -> None:
+        if key in self._payload_keys:
+            self._payload_keys.remove(key)
+        self._payload_keys.append(key)
+        del self._payload_keys[:-PINNED_PAYLOADS]
 
     def _module_for(self, req: dict, label: str) -> ir.Module:
         """The module a request names (see the module docstring: "key", "text", "bytecode"), parsed in
@@ -177,6 +198,7 @@ class CompileWorker:
     def handle(self, req: dict) -> dict:
         op = req.get("op")
         ctx = self._context_for(req)
+        self._compact_ir = bool(req.get("compact_ir"))
         # a session option (`load --allow-unregistered`): ops of dialects MLIR does not know parse as
         # generic ops (upstream's test-dialect payloads); sent with every request of that session
         ctx.allow_unregistered_dialects = bool(req.get("allow_unregistered"))
@@ -222,23 +244,31 @@ class CompileWorker:
         except ir.MLIRError as e:
             msg, detail = _split_mlir_error(e, label)
             return {"ok": False, "error": msg, "diagnostics": detail}
-        return self._printed(mod)
+        answer = self._printed(mod)
+        self._pin_payload(answer["sha"])
+        return answer
 
     def _printed(self, module: ir.Module) -> dict:
         """The answer carrying a module's text and sha256; the module stays cached under that sha256."""
-        text = _print(module)
-        sha = sha256(text)
+        text, sha = _print_with_sha(module)
         self._remember(sha, module)
-        return {"ok": True, "ir": text, "sha": sha}
+        return {"ok": True, **self._ir_fields(text), "sha": sha}
+
+    def _ir_fields(self, text: str) -> dict:
+        """A printed IR as the answer carries it: whole, or compact (see "compact_ir")."""
+        if not self._compact_ir:
+            return {"ir": text}
+        parts, new_blobs = self.blob_sender.compact(text)
+        return {"ir_parts": parts, "ir_blobs": new_blobs}
 
     def _backup(self, key: str, module: ir.Module) -> dict:
         """What the session keeps of a lazy result: its bytecode (its text when bytecode cannot be written)."""
         with module.context, ir.Location.unknown():
             bytecode = _bytecode(module)
-            if bytecode is not None:
+            if bytecode is not None and (len(bytecode) <= BYTECODE_BACKUP_MAX or not self._compact_ir):
                 return {"ok": True, "key": key, "bytecode": bytecode}
-            text = _print(module)
-            return {"ok": True, "key": key, "ir": text, "sha": sha256(text)}
+            text, sha = _print_with_sha(module)
+            return {"ok": True, "key": key, **self._ir_fields(text), "sha": sha}
 
     def apply(self, req: dict) -> dict:
         label = req.get("label", "<step input>")
@@ -545,6 +575,13 @@ def _print(module) -> str:
     """The module's text, byte-identical to str(); the caller has just verified it, so the
     printer's own verification is skipped, and bytes avoid a UTF-8 round trip (~30% faster)."""
     return module.operation.get_asm(binary=True, assume_verified=True).decode()
+
+
+def _print_with_sha(module) -> tuple[str, str]:
+    """The module's text (as `_print`) and its sha256, hashed from the printer's bytes (a 100 MB model
+    is not encoded again for the hash)."""
+    raw = module.operation.get_asm(binary=True, assume_verified=True)
+    return raw.decode(), hashlib.sha256(raw).hexdigest()
 
 
 def _bytecode(module) -> bytes | None:

@@ -30,7 +30,7 @@ and pipelines/cpu/finish.py{amx=1} bufferizes and converts.
 from __future__ import annotations
 
 import matmul
-from matmul_vnni import ANY, _forall, _tile, _unroll
+from matmul_vnni import ANY, _forall, _tile, _unroll, contractions_of_vectorized_tiles
 from workbench.common.transform_text import transform_module
 
 #: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
@@ -109,14 +109,7 @@ def matmul_amx_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 512,
     body += f"    transform.structured.vectorize {products} : {ANY}\n"
     if tiles_m * tiles_n > 1:
         body += _unroll("%t3_l#1", tiles_n) + _unroll("%t3_l#0", tiles_m)
-    body += f"""    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({ANY}) -> {ANY}
-    transform.apply_patterns to %fe {{
-      transform.apply_patterns.vector.transfer_permutation_patterns
-      transform.apply_patterns.vector.reduction_to_contract
-      transform.apply_patterns.vector.fold_arith_extension
-      transform.apply_patterns.canonicalization
-    }} : {ANY}
-    transform.apply_patterns to %fe {{
+    body += contractions_of_vectorized_tiles() + f"""    transform.apply_patterns to %fe {{
       transform.apply_patterns.vector.cast_away_vector_leading_one_dim
       transform.apply_patterns.canonicalization
     }} : {ANY}

@@ -79,6 +79,19 @@ def _forall(handle: str, num_threads: list[int], result: str) -> str:
             f" : ({ANY}) -> ({ANY}, {ANY})\n")
 
 
+def contractions_of_vectorized_tiles() -> str:
+    """%fe = the functions, whose vectorized multiply-add tiles (broadcasts, products, multi_reductions over
+    widened bf16) become vector.contract ops over the narrow operands (the extensions folded into them)."""
+    return f"""    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({ANY}) -> {ANY}
+    transform.apply_patterns to %fe {{
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.reduction_to_contract
+      transform.apply_patterns.vector.fold_arith_extension
+      transform.apply_patterns.canonicalization
+    }} : {ANY}
+"""
+
+
 def _unroll(loop: str, trips: int) -> str:
     """Fully unroll `loop` (`trips` iterations; nothing for one)."""
     return f"    transform.loop.unroll {loop} {{factor = {trips}}} : {ANY}\n" if trips > 1 else ""
@@ -129,14 +142,7 @@ def matmul_vnni_tiling(panel: int = 16, block_m: int = 64, block_n: int = 256, b
     body += f"    transform.structured.vectorize %t4 : {ANY}\n"
     for i, trips in ((2, reg_k), (1, reg_n // panel), (0, reg_m)):
         body += _unroll(f"%t4_l#{i}", trips)
-    body += f"""    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({ANY}) -> {ANY}
-    transform.apply_patterns to %fe {{
-      transform.apply_patterns.vector.transfer_permutation_patterns
-      transform.apply_patterns.vector.reduction_to_contract
-      transform.apply_patterns.vector.fold_arith_extension
-      transform.apply_patterns.canonicalization
-    }} : {ANY}
-    transform.apply_cse to %fe : {ANY}
+    body += contractions_of_vectorized_tiles() + f"""    transform.apply_cse to %fe : {ANY}
     %k_loops = transform.structured.match ops{{["scf.for"]}} in %fe : ({ANY}) -> {ANY}
     transform.foreach %k_loops : {ANY} {{
     ^bb0(%k_loop: {ANY}):

@@ -92,3 +92,19 @@ func.func @main(%x: tensor<24xf32>, %w: tensor<40x24xf32>, %y: tensor<40xf32>) -
     n, out = _rewrite(text)
     assert n == 1 and "linalg.matvec ins(%arg1, %arg0 : tensor<40x24xf32>, tensor<24xf32>)" in out
     assert "linalg.transpose" not in out and "linalg.generic" not in out
+
+
+def test_a_k_loop_of_one_step_schedules(ctx, tmp_path):
+    """K = 64 = the matvec's vec_k: one K step (GNN's 64-wide layers). Its loop folds away under the
+    schedule's canonicalization; the handle the schedule keeps on it failed "tracking listener failed to find
+    replacement op" until the invariant subsets were hoisted before the folding."""
+    payload = tmp_path / "linear64.mlir"
+    payload.write_text(_payload(1, 40, 64))
+    ok(ctx, f"load {payload}")
+    ok(ctx, "target cpu --threads 1")
+    ok(ctx, "select --apply")
+    index = next(i for i, a in enumerate(ctx.session.active_steps, 1) if "matvec_tiling" in a.step.label())
+    ok(ctx, f"params {index} vec_k=64")
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]

@@ -325,11 +325,11 @@ def matvec_tiling(rows: int = 8, vec_k: int = 64, op: str = "", bufferize: bool 
     transform.structured.vectorize %partial : {_ANY}
     transform.structured.vectorize %merge : {_ANY}
     %fe = transform.structured.match ops{{["func.func"]}} in %root : ({_ANY}) -> {_ANY}
+    transform.apply_cse to %fe : {_ANY}
+    transform.loop.hoist_loop_invariant_subsets %kl : {_ANY}
     transform.apply_patterns to %fe {{
       transform.apply_patterns.canonicalization
     }} : {_ANY}
-    transform.apply_cse to %fe : {_ANY}
-    transform.loop.hoist_loop_invariant_subsets %kl : {_ANY}
     transform.apply_patterns to %fe {{
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "parallelarith"
       transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
@@ -346,5 +346,7 @@ def matvec_params(m: int, k: int, threads: int = 1, **machine) -> dict:
     lanes = max(machine.get("vector_bits", 512) // 32, 1)
     chunks = next(c for c in range(max(threads, 1), 0, -1) if m % c == 0)
     rows = next(r for r in (8, 4, 2, 1) if (m // chunks) % r == 0)
-    vec_k = next(v for v in (4 * lanes, 2 * lanes, lanes, 8, 4, 2, 1) if k % v == 0)
+    # (a K loop of at least two steps where K allows: one step folds away under the schedule's
+    # canonicalization, and its handle with it)
+    vec_k = next((v for v in (4 * lanes, 2 * lanes, lanes, 8, 4, 2, 1) if k % v == 0 and v < k), k)
     return {"rows": rows, "vec_k": vec_k, **({"threads": chunks} if chunks > 1 else {})}

@@ -11,7 +11,12 @@ stand-in driver). Each found a bug of a general mechanism:
 - gnn: index_add message passing exported tm_tensor.scatter (integer index_put is decomposed through a
   one-hot now); on cuda the layer's `neighbours(h) + root(x)` (bias fused in) was claimed as the epilogue of
   both matmuls ("target and source are not in the same block").
-- resnet18, char_rnn_lm: whole CNN / unrolled two-layer LSTM with every stage (no bug found)."""
+- resnet18, char_rnn_lm: whole CNN / unrolled two-layer LSTM with every stage (no bug found).
+- llama_lm (grouped-query attention, triu causal mask, rotary tables, a tied LM head of odd vocab), mamba_lm
+  (a selective scan unrolled over time, causal depthwise conv1d, softplus), moe_dispatch (Mixtral-style
+  top-k routing with a one-hot dispatch per expert), tcn (dilated causal conv1d with chomps),
+  conv_autoencoder (ConvTranspose2d decoder): the rotary tables and masks as `persistent=False` buffers
+  failed torch-mlir's frozen import ("Could not find state mapping for buffer")."""
 from __future__ import annotations
 
 import pytest
@@ -19,7 +24,8 @@ import pytest
 from conftest import FIXTURES, ok
 
 TORCH = FIXTURES / "torch"
-WHOLE_MODELS = ["resnet18", "vit_tiny", "gpt2_lm", "char_rnn_lm", "dlrm", "gnn"]
+WHOLE_MODELS = ["resnet18", "vit_tiny", "gpt2_lm", "char_rnn_lm", "dlrm", "gnn", "llama_lm", "mamba_lm",
+                "moe_dispatch", "tcn", "conv_autoencoder"]
 
 
 def _scheduled_ids(selections: list[dict]) -> list[str]:
@@ -41,7 +47,7 @@ def test_whole_model_runs_selected_and_matches_torch(ctx, name):
     assert run["expected_check"]["passed"], run["expected_check"]
 
 
-@pytest.mark.parametrize("name", ["gnn", "gpt2_lm"])
+@pytest.mark.parametrize("name", ["gnn", "gpt2_lm", "llama_lm", "mamba_lm"])
 def test_whole_model_compiles_for_cuda(ctx, name, fake_h100_driver, monkeypatch):
     monkeypatch.setenv("LH_WORKBENCH_LIBCUDA", str(fake_h100_driver))
     ok(ctx, f"load {TORCH / (name + '.mlir')}")

@@ -423,8 +423,12 @@ _BENCH_FACTORIES: dict[str, Callable[[], nn.Module]] = {
     "bert_encoder": _model("bert_encoder", "BertEncoder"), "vit_tiny": _model("vit_tiny", "ViTTiny"),
     "whisper_encoder": _model("whisper_encoder", "WhisperEncoder"), "unet": _model("unet", "UNet"),
     "char_rnn_lm": _model("char_rnn_lm", "CharRNNLM"), "dlrm": _model("dlrm", "DLRM"), "gnn": _model("gnn", "GraphSAGE"),
-    "llama_lm": _model("llama_lm", "LlamaLM"), "convnext_tiny": _model("convnext_tiny", "ConvNeXt"),
-    "yolo_neck": _model("yolo_neck", "YOLONeck"), "swin_tiny": _model("swin_tiny", "SwinTiny"), "tcn": _model("tcn", "TCN"),
+    # (ConvNeXt-atto's widths and a Swin of width 48: at ConvNeXt-tiny / Swin-tiny's 28M parameters the
+    # session's IR history, weights in every step's module, passed 13 GB in `select --apply`)
+    "llama_lm": _model("llama_lm", "LlamaLM"),
+    "convnext_tiny": _model("convnext_tiny", "ConvNeXt", depths=(2, 2, 6, 2), dims=(40, 80, 160, 320)),
+    "yolo_neck": _model("yolo_neck", "YOLONeck"), "tcn": _model("tcn", "TCN"),
+    "swin_tiny": _model("swin_tiny", "SwinTiny", dim=48, heads=(2, 4, 8, 16)),
     "conv_autoencoder": _model("conv_autoencoder", "ConvAutoencoder"), "moe_dispatch": _model("moe_dispatch", "SparseMoE"),
     "mamba_lm": _model("mamba_lm", "MambaLM"),
     # the bench's class indices go up to 1000: as many classes

@@ -574,3 +574,30 @@ def test_integer_index_puts_and_buffer_indices_import_and_match_torch(tmp_path):
     assert len(set(dst.tolist())) < len(dst)          # duplicate targets
     run = _selected_run_checked(tmp_path, "index_puts")["run"]
     assert len(run["expected_check"]["outputs"]) == 6
+
+
+NON_PERSISTENT = '''
+import torch
+
+class Rotary(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        freqs = torch.outer(torch.arange(6).float(), 1.0 / 10000 ** (torch.arange(0, 4, 2).float() / 4))
+        self.register_buffer("cos", torch.cat((freqs, freqs), -1).cos(), persistent=False)
+        self.register_buffer("scale", torch.full((4,), 0.5))
+    def forward(self, x):
+        return x * self.cos[: x.shape[0]] * self.scale
+'''
+
+
+@needs_torch
+def test_non_persistent_buffers_import_and_match_torch(tmp_path):
+    """A buffer registered with persistent=False (rotary tables, masks) lives in the exported program's
+    constants, not its state dict: torch-mlir's frozen import failed on it ("Could not find state mapping
+    for buffer"); it becomes a literal like the persistent one and the payload equals torch."""
+    (tmp_path / "model.py").write_text(NON_PERSISTENT)
+    p = run_cli(["import", "model.py:Rotary", "--inputs", "5x4xf32", "--out", "o"], cwd=tmp_path,
+                env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    run = _selected_run_checked(tmp_path, "rotary")["run"]
+    assert run["expected_check"]["passed"]

@@ -305,6 +305,26 @@ CORPUS: dict[str, Entry] = {
                ["8x13xf32", "8x4x3xi64[0:50]"], ["64x13xf32", "64x8x4xi64[0:1000]"], category="whole-model"),
     "gnn": _e(_model("gnn", "GraphSAGE", features=8, hidden=16, layers=2, classes=3), ["20x8xf32", "2x60xi64[0:20]"],
               ["200x32xf32", "2x800xi64[0:200]"], category="whole-model"),
+    # new families: a LLaMA decoder LM (GQA, triu mask, tied odd-vocab head), ConvNeXt, a YOLOv8-style detector
+    # body (C2f, SPPF, nearest upsample + concat), Swin (shifted windows + mask, patch merging), a TCN (dilated
+    # causal conv1d), a ConvTranspose2d autoencoder, a Mixtral-style sparse MoE (one-hot dispatch), a Mamba LM
+    # (selective scan unrolled over time)
+    "llama_lm": _e(_model("llama_lm", "LlamaLM", vocab=1001, d=32, layers=2, heads=4, kv_heads=2, hidden=88, ctx=16),
+                   ["1x16xi64[0:1001]"], ["1x128xi64[0:32003]"], category="whole-model"),
+    "convnext_tiny": _e(_model("convnext_tiny", "ConvNeXt", depths=(1, 1, 2, 1), dims=(8, 16, 32, 64), classes=10),
+                        ["1x3x64x64xf32"], ["1x3x224x224xf32"], category="whole-model"),
+    "yolo_neck": _e(_model("yolo_neck", "YOLONeck", w=4, outputs=8), ["1x3x64x64xf32"], ["1x3x320x320xf32"],
+                    category="whole-model"),
+    "swin_tiny": _e(_model("swin_tiny", "SwinTiny", image=32, patch=2, dim=8, depths=(2, 2), heads=(1, 2), ws=4,
+                           classes=10), ["1x3x32x32xf32"], ["1x3x224x224xf32"], category="whole-model"),
+    "tcn": _e(_model("tcn", "TCN", inputs=4, channels=(8, 8, 16), classes=5), ["2x4x40xf32"], ["4x8x1024xf32"],
+              category="whole-model"),
+    "conv_autoencoder": _e(_model("conv_autoencoder", "ConvAutoencoder", widths=(4, 8), image=16, latent=8),
+                           ["2x3x16x16xf32"], ["8x3x64x64xf32"], category="whole-model"),
+    "moe_dispatch": _e(_model("moe_dispatch", "SparseMoE", d=16, experts=4, hidden=24, k=2), ["2x6x16xf32"],
+                       ["2x128x256xf32"], category="whole-model"),
+    "mamba_lm": _e(_model("mamba_lm", "MambaLM", vocab=101, d=16, layers=2, state=4), ["1x12xi64[0:101]"],
+                   ["1x64xi64[0:1001]"], category="whole-model"),
     # -- embedding, scans, sorting, masks
     "embedding": _e(lambda: nn.Embedding(50, 16), ["4x8xi64[0:50]"], ["64x512xi64[0:32000]"], category="index"),
     "gather": _e(_fn(lambda x, i: torch.gather(x, 1, i)), ["4x16xf32", "4x5xi64[0:16]"],
@@ -403,6 +423,14 @@ _BENCH_FACTORIES: dict[str, Callable[[], nn.Module]] = {
     "bert_encoder": _model("bert_encoder", "BertEncoder"), "vit_tiny": _model("vit_tiny", "ViTTiny"),
     "whisper_encoder": _model("whisper_encoder", "WhisperEncoder"), "unet": _model("unet", "UNet"),
     "char_rnn_lm": _model("char_rnn_lm", "CharRNNLM"), "dlrm": _model("dlrm", "DLRM"), "gnn": _model("gnn", "GraphSAGE"),
+    # (ConvNeXt-atto's widths and a Swin of width 48: at ConvNeXt-tiny / Swin-tiny's 28M parameters the
+    # session's IR history, weights in every step's module, passed 13 GB in `select --apply`)
+    "llama_lm": _model("llama_lm", "LlamaLM"),
+    "convnext_tiny": _model("convnext_tiny", "ConvNeXt", depths=(2, 2, 6, 2), dims=(40, 80, 160, 320)),
+    "yolo_neck": _model("yolo_neck", "YOLONeck"), "tcn": _model("tcn", "TCN"),
+    "swin_tiny": _model("swin_tiny", "SwinTiny", dim=48, heads=(2, 4, 8, 16)),
+    "conv_autoencoder": _model("conv_autoencoder", "ConvAutoencoder"), "moe_dispatch": _model("moe_dispatch", "SparseMoE"),
+    "mamba_lm": _model("mamba_lm", "MambaLM"),
     # the bench's class indices go up to 1000: as many classes
     "one_hot": _fn(lambda i: F.one_hot(i, 1000).float()),
 }

@@ -715,6 +715,16 @@ def _state_in_lists_as_values(program) -> None:
     program.graph_module.recompile()
 
 
+def _non_persistent_buffers_as_state(program) -> None:
+    """A buffer registered with `persistent=False` (rotary cos/sin tables, causal masks, Swin's attention mask:
+    what real models keep out of their checkpoints) is kept by torch.export in `program.constants`, not in
+    `program.state_dict`; torch-mlir's frozen import looks every buffer up in the state dict ("Could not find
+    state mapping for buffer"): the state dict gets them too."""
+    for name in program.graph_signature.inputs_to_buffers.values():
+        if name not in program.state_dict and name in getattr(program, "constants", {}):
+            program.state_dict[name] = program.constants[name]
+
+
 def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str = "") -> dict:
     """Export `module` on `inputs`: writes NAME.mlir, the .npy files and the sidecar; returns the sidecar."""
     import torch
@@ -727,6 +737,7 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
         try:
             program = torch.export.export(module, tuple(inputs)).run_decompositions(decomposition_table())
             _state_in_lists_as_values(program)
+            _non_persistent_buffers_as_state(program)
             mlir_module = fx.export_and_import(program, output_type="linalg-on-tensors", func_name="main",
                                                decomposition_table={})
         except Exception as e:

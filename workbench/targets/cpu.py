@@ -46,13 +46,15 @@ def epilogue_chain(ops: list[dict[str, Any]], index: int, claimed: frozenset[int
     reading no other contraction's result (an add of two matmuls' results, a transformer block's two
     residual branches, is the epilogue of the later matmul only: one op, one schedule). The chain stops
     before an op in `claimed` (a member of a row chain: a whole GPT-2's last residual add, read only by
-    the final LayerNorm, is that norm's, fused by rows)."""
+    the final LayerNorm, is that norm's, fused by rows). A result that something else reads too (a
+    reshape, a return: `other_uses`) ends the chain: the fused epilogue would leave it unwritten (Swin's
+    patch merging at 7x7, read by a residual add and by a view of it, failed the epilogue schedule)."""
     dims = ops[index].get("dims") or {}
     chain: list[int] = []
     current = index
     while True:
         consumers = ops[current].get("consumers") or []
-        if len(consumers) != 1:
+        if len(consumers) != 1 or ops[current].get("other_uses"):
             return chain
         nxt = ops[consumers[0]]
         if (consumers[0] in claimed

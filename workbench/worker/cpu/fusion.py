@@ -119,9 +119,35 @@ def fuse_elementwise(module) -> int:
             if _is_reshape_result(value):
                 values.append(value.owner.operands[0])   # fusion by expansion looks through the reshape
             guards += [(v, op) for v in values if _is_linalg_result(v)]
+    guards += [(op.results[0], op) for op in ops_where(module, _columns_expanded_later)]
     run_guarded(module, PIPELINE, guards)
     fuse_shared_producers(module)
     return len(guards)
+
+
+def _columns_expanded_later(op) -> bool:
+    """A named linalg.matmul whose result (directly or through single-use elementwise ops: its bias, its
+    activation) a tensor.expand_shape splits along the columns: `Linear(z).view(b, c, h, w)` (a decoder's
+    unflatten). Fusion by expansion would rewrite the matmul over the split columns (a generic whose B is
+    read with the column dims outermost: 0.6 GFLOP/s at 8x8192x64, no packed schedule takes it); kept,
+    it stays a matmul of the matmul family and the reshape stays a view."""
+    from mlir import ir
+
+    if op.name != "linalg.matmul" or len(op.results) != 1:
+        return False
+    value = op.results[0]
+    for _ in range(8):      # (the epilogue: bias, activation, ...)
+        uses = list(value.uses)
+        if len(uses) != 1:
+            return False
+        user = uses[0].owner
+        if user.name == "tensor.expand_shape":
+            groups = ir.ArrayAttr(user.attributes["reassociation"])
+            return len(ir.ArrayAttr(groups[len(groups) - 1])) > 1
+        if not _parallel_generic(user) or len(user.results) != 1:
+            return False
+        value = user.results[0]
+    return False
 
 
 def _parallel_generic(op) -> bool:

@@ -50,3 +50,31 @@ def test_split_convolutions_run_and_match(ctx, tmp_path, stride):
         assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
     finally:
         ok(ctx, "target cpu --threads 0")
+
+
+def test_a_batch_of_one_keeps_the_single_split(ctx, monkeypatch, tmp_path):
+    """ResNet's 7x7 stride-2 stem at batch 1 on 16 cores: the outer parallel loop is then the output
+    channels, which the window tile blocks; splitting them too broke the vectorization ("Attempted to
+    vectorize, but failed" on the 16-core host). Only a loop the tile leaves at 1 (the batch) is split too."""
+    import dataclasses
+
+    import workbench.targets.cpu as cpu
+    from workbench.targets import cpu_selector
+
+    machine = dataclasses.replace(cpu.host_machine(), usable_cpus=16)
+    monkeypatch.setattr(cpu, "host_machine", lambda: machine)
+    monkeypatch.setattr(cpu_selector, "MIN_PARALLEL_WORK", 0)
+    payload = tmp_path / "stem.mlir"
+    payload.write_text("""func.func @main(%i: tensor<1x3x38x38xf32>, %w: tensor<4x3x7x7xf32>, %b: tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32> {
+  %r = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+       ins(%i, %w : tensor<1x3x38x38xf32>, tensor<4x3x7x7xf32>) outs(%b : tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32>
+  return %r : tensor<1x4x16x16xf32>
+}
+""")
+    ok(ctx, f"load {payload}")
+    selections = ok(ctx, "select --apply").data["selections"]
+    conv = next(e["params"] for e in selections if "conv_" in str(e["params"].get("op", "")))
+    assert conv.get("split_also", [0])[0] == 0 or "split_also" not in conv, conv
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]

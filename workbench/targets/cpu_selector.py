@@ -485,6 +485,8 @@ def _batch_and_channel_split(loops: dict, params: dict, window: dict, cores: int
     alt = window_params(loops, lanes, types, split, chunks, name, vector_registers)
     if alt is None or any(alt.get(k) != window.get(k) for k in ("contraction", "decompose")):
         return params, window
+    if (alt.get("tile") or [0] * len(domain))[outer] != 1:
+        return params, window     # (the outer loop is one the tile blocks: a batch of 1 left the channels outer)
     return {**params, "threads": chunks, "split_also": [outer, outer_chunks]}, alt
 
 

@@ -55,7 +55,7 @@ def test_several_rows_or_a_plain_weight_are_left():
 @pytest.mark.parametrize("threads", [1, 4])
 def test_one_row_linears_run_and_match(ctx, tmp_path, threads):
     payload = tmp_path / "linear1.mlir"
-    payload.write_text(_payload(1, 1000, 512))   # a 2 MB weight: past the L2, split over the cores
+    payload.write_text(_payload(1, 1000, 2048))   # an 8 MB weight: past any L2, split over the cores
     ok(ctx, f"load {payload}")
     try:
         ok(ctx, f"target cpu --threads {threads}")

@@ -273,6 +273,11 @@ def _ukernel_schedule(op: str = "", bufferize: bool = True) -> str:
 """)
 
 
+def block_divisor(n: int, cap: int, step: int) -> int:
+    """The largest multiple of `step` <= cap that divides `n` (`step` itself when none does): a block size."""
+    return _largest_divisor(n, cap, step) or step
+
+
 def _largest_divisor(n: int, cap: int, multiple_of: int = 1) -> int:
     """Largest d <= cap with d | n and multiple_of | d (falls back to n's smallest such)."""
     best = 0

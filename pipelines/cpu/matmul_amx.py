@@ -124,13 +124,6 @@ def matmul_amx_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 512,
 def default_params(m: int, n: int, k: int, threads: int = 1, l2_bytes: int = 1 << 20, **_machine) -> dict:
     """Parameters for an M x N x K bf16 contraction (N a multiple of 16; all divisors), split into up to
     `threads` tasks (M x N chunks: whole tiles; the blocks are a task's)."""
-    def largest(total: int, cap: int, step: int) -> int:
-        best, d = step, step
-        while d <= min(total, cap):
-            if total % d == 0:
-                best = d
-            d += step
-        return best
     threads_m, threads_n = 1, 1
     for t in range(threads, 1, -1):
         if (n // 16) % t == 0:
@@ -140,19 +133,19 @@ def default_params(m: int, n: int, k: int, threads: int = 1, l2_bytes: int = 1 <
             threads_m = t
             break
     m, n = m // threads_m, n // threads_n
-    tile_m = largest(m, TILE_ROWS, 1)
-    tile_n = largest(n, 16, 1)
+    tile_m = matmul.block_divisor(m, TILE_ROWS, 1)
+    tile_n = matmul.block_divisor(n, 16, 1)
     pairs = k // 2
-    tile_k = largest(pairs, TILE_PAIRS, 1)
+    tile_k = matmul.block_divisor(pairs, TILE_PAIRS, 1)
     # 2 x 2 result tiles per K step where the dims hold them (all eight tile registers)
     tiles_m = 2 if m % (2 * tile_m) == 0 else 1
     tiles_n = 2 if n % (2 * tile_n) == 0 else 1
-    block_k = 2 * largest(pairs, 512, tile_k)
-    block_n = largest(n, 256, tiles_n * tile_n)
+    block_k = 2 * matmul.block_divisor(pairs, 512, tile_k)
+    block_n = matmul.block_divisor(n, 256, tiles_n * tile_n)
     # the B block (bf16) within half of L2
     while block_n * block_k * 2 > l2_bytes // 2 and (block_k // 2) % (2 * tile_k) == 0:
         block_k //= 2
-    block_m = largest(m, 64, tiles_m * tile_m)
+    block_m = matmul.block_divisor(m, 64, tiles_m * tile_m)
     # the pack reads whole 128-byte rows of B where the columns allow (on the 16-core Xeon, 16 threads:
     # the pack 0.56 -> 0.20 ms for 64 columns a step against 16; 4 K pairs keep the step at 8 rows)
     pack_n = next(c for c in (64, 32, 16, 8, 4, 2, 1) if n % c == 0)

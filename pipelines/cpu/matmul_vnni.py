@@ -176,24 +176,17 @@ def default_params(m: int, n: int, k: int, panel: int = 16, threads: int = 1, ve
     split into up to `threads` tasks (`thread_grid`; the blocks are a task's)."""
     threads_m, threads_n = thread_grid(m, n // panel, threads)
     m, n = m // threads_m, n // threads_n
-    def largest(total: int, cap: int, step: int) -> int:
-        best, d = step, step
-        while d <= min(total, cap):
-            if total % d == 0:
-                best = d
-            d += step
-        return best
     # register tile: up to 4 panels x reg_m rows of accumulators, within the registers (B panel and A
     # broadcasts need a few)
-    reg_n = largest(n, 4 * panel, panel)
+    reg_n = matmul.block_divisor(n, 4 * panel, panel)
     panels = reg_n // panel
     reg_m = next(r for r in (6, 4, 3, 2, 1) if m % r == 0 and r * panels <= max(vector_registers - 8, 1))
-    block_k = largest(k, 512, 2)
-    block_n = largest(n, 256 if n >= 256 else n, reg_n)
+    block_k = matmul.block_divisor(k, 512, 2)
+    block_n = matmul.block_divisor(n, 256 if n >= 256 else n, reg_n)
     # B block (bf16) within half of L2
     while block_n * block_k * 2 > l2_bytes // 2 and block_k % 4 == 0:
         block_k //= 2
-    block_m = largest(m, 64, reg_m)
+    block_m = matmul.block_divisor(m, 64, reg_m)
     reg_k = next(r for r in (4, 2, 1) if (block_k // 2) % r == 0)
     # (8 panel rows per step: 16 rows of 32 bytes of W, or 16 of B, read whole and transposed by one shuffle)
     pack_tile = next(r for r in (8, 4, 2, 1) if (k // 2) % r == 0)

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 
 def _ranked(value):
-    from mlir import ir
+    """`value`'s ranked tensor type when its shape is static, else None."""
+    from workbench.worker.cpu.shared_rhs import _ranked as ranked
 
-    t = value.type
-    t = t.maybe_downcast() if hasattr(t, "maybe_downcast") else t
-    return t if isinstance(t, ir.RankedTensorType) and t.has_static_shape else None
+    t = ranked(value)
+    return t if t is not None and t.has_static_shape else None
 
 
 def _transposed_weight(value):

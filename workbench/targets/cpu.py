@@ -220,6 +220,10 @@ class CpuTarget(Target):
     #: all of it, no row remainders): workbench/worker/cpu/pointwise_convs.py
     POINTWISE_CONVS = "pass lh-pointwise-convs"
 
+    #: unit-stride convolutions whose output rows are no whole number of vectors (56, 28, 14, 7) computed over
+    #: the input's flattened plane, the extra columns sliced off: workbench/worker/cpu/conv_planes.py
+    CONV_PLANES = "pass lh-conv-planes"
+
     #: convolutions whose output rows are a little short of a multiple of 16 (60, 30) computed over padded
     #: rows, the extra outputs sliced off: no remainder tiles (workbench/worker/cpu/padded_conv_rows.py)
     PAD_CONV_ROWS = "pass lh-pad-conv-rows"
@@ -336,6 +340,10 @@ class CpuTarget(Target):
             steps.append(self.POINTWISE_CONVS)
         if self.machine.bf16_dot_product and any(_bf16_convolution(op) for op in ops):
             steps.append(self.VNNI_CONVS)        # (after the pointwise rewrite: a 1x1 one's rows are the plane)
+        if any(op.get("op", "").startswith("linalg.conv_") and op.get("dtype") == "f32" for op in ops):
+            # (after the VNNI rewrite, which takes the bf16 ones; a no-op, left out, unless a row has no whole
+            # vectors)
+            steps.append(f"{self.CONV_PLANES}{{lanes={self.machine.f32_lanes}}}")
         if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
             steps.append(self.PAD_CONV_ROWS)     # (a no-op, left out, unless a row is just short of whole vectors)
         return steps

@@ -87,6 +87,9 @@ STRIDED_CONV_OUTPUT_RUN = 4
 #: vectors along w where they divide it and the tile takes at most this fraction of the vector registers
 #: (conv3d 290 -> 226 Mcycles, 25.3 -> 19.6 ms)
 CONV_ACCUMULATOR_FRACTION = 0.5
+#: a row of at least this many vectors takes tiles of two vectors and a remainder tile where two do not
+#: divide it (the remainder is one tile per row: little of a long one)
+LONG_ROW_VECTORS = 8
 
 
 def _window_roles(loops: dict) -> dict | None:
@@ -194,8 +197,15 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
         # spatial loops (a tile of half vectors keeps the order above: a 3x3 conv, w = 56, 20 -> 26 ms)
         interchange = others + spatial + roles["window"] + roles["channels"]
         f_block = tile[block] if block is not None else 1
-        if not remainder and extent[w] % (2 * lanes) == 0 and 2 * f_block <= vector_registers * CONV_ACCUMULATOR_FRACTION:
-            tile[w] = 2 * lanes
+        if 2 * f_block <= vector_registers * CONV_ACCUMULATOR_FRACTION:
+            if not remainder and extent[w] % (2 * lanes) == 0:
+                tile[w] = 2 * lanes
+            elif extent[w] >= LONG_ROW_VECTORS * lanes and extent[w] % (2 * lanes) > 1:
+                # a long row (a plane: lh-conv-planes) of an odd number of vectors: two per tile and one
+                # tile of the rest (one vector of outputs per tile makes every multiply-add wait for a
+                # broadcast load of its filter scalar: two loads per FMA on a core with two FMA units)
+                tile[w] = 2 * lanes
+                remainder = [w, extent[w] - extent[w] % (2 * lanes), extent[w] % (2 * lanes)]
     # the folded tile of a convolution is a matmul (specialized, outer products) with vectors along w;
     # with w one by one it is a matrix-vector product that no named op matches: vectorized as it is
     # (dot products along the channels)

@@ -1,0 +1,268 @@
+"""`lh-conv-planes{lanes=16}`: channels-first convolutions with unit strides whose output rows are no whole
+number of vectors (56, 28, 14, 7 wide) computed over the flattened plane of their input:
+
+    O[n, f, oh, ow] += I[n, c, oh + kh*dh, ow + kw*dw] * W[f, c, kh, kw]
+ -> O'[n, f, p] += I'[n, c, p + kh*dh*Wi + kw*dw] * W[f, c, kh, kw]        p < OH * Wi
+
+with I' the input's spatial dims collapsed (a view; one more row of zeros past its end for the last
+taps), O' the output computed over whole input rows (Wi positions per row, of which the first OW are
+the convolution's: the others read across a row's end and are sliced off the result) and W as it was.
+3-D ones flatten all spatial dims.
+
+Why: the window schedule vectorizes along the output's innermost dim. A row of 56 f32 is 3.5 vectors of
+16: it took half vectors (8 lanes) or whole ones and a remainder tile; a half vector halves the
+multiply-adds per instruction on a core with two 512-bit FMA units (Intel), and one vector of outputs
+per register tile makes every multiply-add wait for a broadcast load of its filter scalar. The plane is
+one long dim (56 x 58 = 3248 positions, 203 vectors): whole vectors, two per register tile, at the price
+of (Wi - OW) / OW extra positions (2 / 56 for a 3x3 window) and, unless the init is a fill or a broadcast
+(made anew at the wider shape), a copy of it.
+Only where that price is at most MAX_WASTE, on f32 (the bf16 ones take the VNNI/AMX paths), and where
+lh-pad-conv-rows does not pad the rows to whole vectors instead (60 -> 64, 30 -> 32: conv3d's 30-wide rows
+ran 1.4x slower over the plane). Measured on the 16-core Xeon (bench/cpu_models.py, the same run), one
+thread / 16 threads: conv2d_3x3 (8x64x56x56) 24.8 -> 18.0 ms / 3.54 -> 3.26 ms, conv_block 28.4 -> 21.0 /
+4.07 -> 3.24, conv_transpose2d 8.1 -> 5.9 / even. Depthwise convolutions are left: they are no FMA-bound
+contraction (one multiply-add per tap and output), and their plane form ran 1.2x slower.
+"""
+from __future__ import annotations
+
+from workbench.worker.cpu.padded_conv_rows import padded_width
+
+#: named convolutions and their spatial rank
+CONVS = {"linalg.conv_2d_nchw_fchw": 2, "linalg.conv_3d_ncdhw_fcdhw": 3}
+#: at most this fraction of extra (sliced off) output positions
+MAX_WASTE = 0.5
+
+
+def _ints(op, name: str, rank: int) -> list[int]:
+    from mlir import ir
+
+    if name not in op.attributes:
+        return [1] * rank
+    return [int(v) for v in ir.DenseIntElementsAttr(op.attributes[name])]
+
+
+def _shape(value) -> list[int] | None:
+    from mlir import ir
+
+    try:
+        t = ir.RankedTensorType(value.type)
+    except ValueError:
+        return None
+    return list(t.shape) if t.has_static_shape else None
+
+
+def _computed_positions(in_spatial: list[int], out_spatial: list[int]) -> int:
+    """Positions the plane form computes: the outermost spatial dim as the output's, the others whole rows."""
+    count = out_spatial[0]
+    for d in in_spatial[1:]:
+        count *= d
+    return count
+
+
+def _eligible(op, lanes: int) -> bool:
+    from mlir import ir
+
+    rank = CONVS.get(op.name)
+    if rank is None or len(op.operands) != 3 or len(op.results) != 1:
+        return False
+    shapes = [_shape(v) for v in op.operands]
+    if any(s is None for s in shapes):
+        return False
+    if any(not isinstance(ir.RankedTensorType(v.type).element_type, ir.F32Type) for v in op.operands):
+        return False
+    if _ints(op, "strides", rank) != [1] * rank:
+        return False
+    image, filt, out = shapes
+    if filt[-rank:] == [1] * rank:
+        return False   # pointwise: lh-pointwise-convs collapses the plane with nothing to slice off
+    if out[-1] % lanes == 0 or padded_width(out[-1]) != out[-1]:
+        return False   # whole vectors along the rows already, or once lh-pad-conv-rows pads them
+    useful = 1
+    for d in out[2:]:
+        useful *= d
+    return _computed_positions(image[2:], out[2:]) <= (1 + MAX_WASTE) * useful
+
+
+def _collapse(value, keep: int):
+    """`value` with the dims from `keep` on collapsed into one (a view); its reassociation."""
+    from mlir import ir
+    from mlir.dialects import tensor
+
+    t = ir.RankedTensorType(value.type)
+    shape = list(t.shape)
+    i64 = ir.IntegerType.get_signless(64)
+    groups = [[i] for i in range(keep)] + [list(range(keep, len(shape)))]
+    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups])
+    flat = 1
+    for d in shape[keep:]:
+        flat *= d
+    collapsed = ir.RankedTensorType.get(shape[:keep] + [flat], t.element_type)
+    return tensor.CollapseShapeOp(collapsed, value, reassociation).result, reassociation
+
+
+def _padded(value, high: list[int]):
+    """`value` with zeros appended (`high` per dim); an existing zero-valued tensor.pad producing it is widened
+    instead (one copy of the input, not two) when this is its only use."""
+    from mlir import ir
+    from mlir.dialects import arith, tensor
+
+    if not any(high):
+        return value
+    source, low, base_high = value, [0] * len(high), [0] * len(high)
+    producer = _defining_op(value)
+    if (producer is not None and producer.name == "tensor.pad" and _single_use(value)
+            and _zero_padding(producer) and len(producer.operands) == 1):
+        pad = producer.opview
+        source = pad.source
+        low = [int(v) for v in pad.static_low]
+        base_high = [int(v) for v in pad.static_high]
+        if any(v < 0 for v in low + base_high):
+            source, low, base_high = value, [0] * len(high), [0] * len(high)
+    t = ir.RankedTensorType(value.type)
+    shape = [d + h for d, h in zip(t.shape, high)]
+    new_pad = tensor.PadOp(ir.RankedTensorType.get(shape, t.element_type), source, [], [], low,
+                           [b + h for b, h in zip(base_high, high)])
+    block = new_pad.region.blocks.append(*[ir.IndexType.get()] * len(shape))
+    with ir.InsertionPoint(block):
+        tensor.YieldOp(arith.ConstantOp(t.element_type, 0.0).result)
+    return new_pad.result
+
+
+def _widened_init(init, high: list[int]):
+    """The init with `high` more positions per dim: a fill or a broadcast of a tensor without those dims
+    made anew at the wider shape (no copy), anything else padded with zeros (the extra positions are
+    sliced off the result: their values do not matter)."""
+    from mlir import ir
+    from mlir.dialects import linalg, tensor
+
+    producer = _defining_op(init)
+    t = ir.RankedTensorType(init.type)
+    shape = [d + h for d, h in zip(t.shape, high)]
+    if producer is not None and _single_use(init):
+        if producer.name == "linalg.fill":
+            empty = tensor.EmptyOp(shape, t.element_type).result
+            return _value(linalg.fill(producer.operands[0], outs=[empty]))
+        if producer.name == "linalg.broadcast":
+            added = [int(d) for d in ir.DenseI64ArrayAttr(producer.attributes["dimensions"])]
+            if all(d in added for d, h in enumerate(high) if h):
+                empty = tensor.EmptyOp(shape, t.element_type).result
+                return _value(linalg.broadcast(producer.operands[0], outs=[empty], dimensions=added))
+    return _padded(init, high)
+
+
+def _value(built):
+    """The result of what a linalg builder returned (a value, or an op view)."""
+    return built.results[0] if hasattr(built, "results") else built
+
+
+def _single_use(value) -> bool:
+    return sum(1 for _ in value.uses) == 1
+
+
+def _zero_padding(pad_op) -> bool:
+    """A tensor.pad whose region yields the constant 0.0."""
+    block = pad_op.regions[0].blocks[0]
+    ops = list(block.operations)
+    if len(ops) != 1 or ops[0].name != "tensor.yield":
+        return False
+    yielded = ops[0].operands[0]
+    owner = _defining_op(yielded)
+    if owner is None or owner.name != "arith.constant":
+        return False
+    text = str(owner.attributes["value"])
+    return text.split(":")[0].strip() in ("0.000000e+00", "0.0", "0")
+
+
+def _plane_generic(image, filt, init, rank: int, dilations: list[int], row_strides: list[int]):
+    """The convolution over the plane (module docstring), on the collapsed image and init."""
+    from mlir import ir
+    from mlir.dialects import arith, linalg
+
+    loops = 4 + rank
+    dims = [ir.AffineDimExpr.get(i) for i in range(loops)]
+    n, f, p, c = dims[:4]
+    window = dims[4:]
+    tap = p
+    for k, dilation, stride in zip(window, dilations, row_strides):
+        tap = tap + k * (dilation * stride)
+
+    def amap(exprs):
+        return ir.AffineMapAttr.get(ir.AffineMap.get(loops, 0, exprs))
+
+    maps = [amap([n, c, tap]), amap([f, c] + list(window)), amap([n, f, p])]
+    par, red = (ir.Attribute.parse(f"#linalg.iterator_type<{k}>") for k in ("parallel", "reduction"))
+    iterators = ir.ArrayAttr.get([par] * 3 + [red] * (loops - 3))
+    generic = linalg.GenericOp([init.type], [image, filt], [init], ir.ArrayAttr.get(maps), iterators)
+    f32 = ir.F32Type.get()
+    block = generic.regions[0].blocks.append(f32, f32, f32)
+    with ir.InsertionPoint(block):
+        x, w, acc = block.arguments
+        linalg.YieldOp([arith.AddFOp(acc, arith.MulFOp(x, w).result).result])
+    return generic.results[0]
+
+
+def conv_planes(module, lanes: int = 16) -> int:
+    """Rewrite every eligible convolution (module docstring); how many were rewritten."""
+    from mlir import ir
+    from mlir.dialects import tensor
+
+    from workbench.worker.ir_walk import ops_where
+
+    rewritten = 0
+    for op in ops_where(module, lambda o: _eligible(o, lanes)):
+        rank = CONVS[op.name]
+        image, filt, init = op.operands
+        in_shape, filt_shape, out_shape = (_shape(v) for v in op.operands)
+        dilations = _ints(op, "dilations", rank)
+        in_sp, out_sp, window = in_shape[2:], out_shape[2:], filt_shape[-rank:]
+        row_strides = [1] * rank                  # elements between steps of each spatial dim in the plane
+        for i in range(rank - 2, -1, -1):
+            row_strides[i] = row_strides[i + 1] * in_sp[i + 1]
+        computed = _computed_positions(in_sp, out_sp)
+        reach = computed + sum((k - 1) * d * s for k, d, s in zip(window, dilations, row_strides))
+        plane = row_strides[0] * in_sp[0]
+        extra_rows = -(-(reach - plane) // row_strides[0]) if reach > plane else 0
+        with ir.InsertionPoint(op), op.location:
+            wide_image = _padded(image, [0, 0, extra_rows] + [0] * (rank - 1))
+            flat_image, _ = _collapse(wide_image, 2)
+            wide_init = _widened_init(init, [0, 0, 0] + [i - o for i, o in zip(in_sp[1:], out_sp[1:])])
+            flat_init, reassociation = _collapse(wide_init, 2)
+            flat = _plane_generic(flat_image, filt, flat_init, rank, dilations, row_strides)
+            wide_type = ir.RankedTensorType(wide_init.type)
+            result = tensor.ExpandShapeOp(wide_type, flat, reassociation, [], list(wide_type.shape)).result
+            if list(wide_type.shape) != out_shape:
+                result = tensor.ExtractSliceOp(init.type, result, [], [], [], [0] * len(out_shape), out_shape,
+                                               [1] * len(out_shape)).result
+        op.results[0].replace_all_uses_with(result)
+        op.erase()
+        for value in (image, init):
+            _erase_if_dead(value)
+        rewritten += 1
+    return rewritten
+
+
+#: ops without side effects that the rewrite leaves unread (the input's pad it widened, the init it made anew)
+_PURE = ("tensor.pad", "tensor.empty", "linalg.fill", "linalg.broadcast")
+
+
+def _erase_if_dead(value) -> None:
+    """Erase the op defining `value` when nothing reads it any more, and so on up its operands (an
+    unread op would make the generalized copy that `inspect` reads differ from the module)."""
+    owner = _defining_op(value)
+    if owner is None or owner.name not in _PURE or any(True for r in owner.results for _ in r.uses):
+        return
+    operands = list(owner.operands)
+    owner.erase()
+    for operand in operands:
+        _erase_if_dead(operand)
+
+
+def _defining_op(value):
+    """The operation defining `value`, None for a block argument."""
+    from mlir import ir
+
+    try:
+        owner = ir.OpResult(value).owner
+    except (TypeError, ValueError):
+        return None   # a block argument
+    return owner.operation if hasattr(owner, "operation") else owner

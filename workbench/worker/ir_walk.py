@@ -101,3 +101,24 @@ def clone_mapped(op, mapping: dict, ip=None):
     for old, new in zip(op.results, clone.results):
         mapping[old] = new
     return clone
+
+
+def defining_op(value):
+    """The operation defining `value`, None for a block argument."""
+    try:
+        owner = ir.OpResult(value).owner
+    except (TypeError, ValueError):
+        return None   # a block argument
+    return owner.operation if hasattr(owner, "operation") else owner
+
+
+def erase_unread(value, names: tuple[str, ...]) -> None:
+    """Erase the op defining `value` when it is one of `names` (ops without side effects) and nothing reads
+    its results any more, and so on up its operands: what a rewrite read through and left behind."""
+    op = defining_op(value)
+    if op is None or op.name not in names or any(True for r in op.results for _ in r.uses):
+        return
+    operands = list(op.operands)
+    op.erase()
+    for operand in operands:
+        erase_unread(operand, names)

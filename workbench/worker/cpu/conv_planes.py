@@ -25,30 +25,16 @@ contraction (one multiply-add per tap and output), and their plane form ran 1.2x
 """
 from __future__ import annotations
 
-from workbench.worker.cpu.padded_conv_rows import padded_width
+from workbench.worker.cpu.padded_conv_rows import conv_ints, padded_width, static_conv_rank
+from workbench.worker.cpu.pointwise_convs import collapse_spatial, static_shape
+from workbench.worker.ir_walk import defining_op, erase_unread
 
 #: named convolutions and their spatial rank
 CONVS = {"linalg.conv_2d_nchw_fchw": 2, "linalg.conv_3d_ncdhw_fcdhw": 3}
 #: at most this fraction of extra (sliced off) output positions
 MAX_WASTE = 0.5
-
-
-def _ints(op, name: str, rank: int) -> list[int]:
-    from mlir import ir
-
-    if name not in op.attributes:
-        return [1] * rank
-    return [int(v) for v in ir.DenseIntElementsAttr(op.attributes[name])]
-
-
-def _shape(value) -> list[int] | None:
-    from mlir import ir
-
-    try:
-        t = ir.RankedTensorType(value.type)
-    except ValueError:
-        return None
-    return list(t.shape) if t.has_static_shape else None
+#: ops without side effects that the rewrite leaves unread (the input's pad it widened, the init it made anew)
+_PURE = ("tensor.pad", "tensor.empty", "linalg.fill", "linalg.broadcast")
 
 
 def _computed_positions(in_spatial: list[int], out_spatial: list[int]) -> int:
@@ -62,15 +48,13 @@ def _computed_positions(in_spatial: list[int], out_spatial: list[int]) -> int:
 def _eligible(op, lanes: int) -> bool:
     from mlir import ir
 
-    rank = CONVS.get(op.name)
-    if rank is None or len(op.operands) != 3 or len(op.results) != 1:
+    rank = static_conv_rank(op, CONVS)
+    if rank is None:
         return False
-    shapes = [_shape(v) for v in op.operands]
-    if any(s is None for s in shapes):
-        return False
+    shapes = [static_shape(v) for v in op.operands]
     if any(not isinstance(ir.RankedTensorType(v.type).element_type, ir.F32Type) for v in op.operands):
         return False
-    if _ints(op, "strides", rank) != [1] * rank:
+    if conv_ints(op, "strides", rank) != [1] * rank:
         return False
     image, filt, out = shapes
     if filt[-rank:] == [1] * rank:
@@ -83,23 +67,6 @@ def _eligible(op, lanes: int) -> bool:
     return _computed_positions(image[2:], out[2:]) <= (1 + MAX_WASTE) * useful
 
 
-def _collapse(value, keep: int):
-    """`value` with the dims from `keep` on collapsed into one (a view); its reassociation."""
-    from mlir import ir
-    from mlir.dialects import tensor
-
-    t = ir.RankedTensorType(value.type)
-    shape = list(t.shape)
-    i64 = ir.IntegerType.get_signless(64)
-    groups = [[i] for i in range(keep)] + [list(range(keep, len(shape)))]
-    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups])
-    flat = 1
-    for d in shape[keep:]:
-        flat *= d
-    collapsed = ir.RankedTensorType.get(shape[:keep] + [flat], t.element_type)
-    return tensor.CollapseShapeOp(collapsed, value, reassociation).result, reassociation
-
-
 def _padded(value, high: list[int]):
     """`value` with zeros appended (`high` per dim); an existing zero-valued tensor.pad producing it is widened
     instead (one copy of the input, not two) when this is its only use."""
@@ -109,7 +76,7 @@ def _padded(value, high: list[int]):
     if not any(high):
         return value
     source, low, base_high = value, [0] * len(high), [0] * len(high)
-    producer = _defining_op(value)
+    producer = defining_op(value)
     if (producer is not None and producer.name == "tensor.pad" and _single_use(value)
             and _zero_padding(producer) and len(producer.operands) == 1):
         pad = producer.opview
@@ -135,7 +102,7 @@ def _widened_init(init, high: list[int]):
     from mlir import ir
     from mlir.dialects import linalg, tensor
 
-    producer = _defining_op(init)
+    producer = defining_op(init)
     t = ir.RankedTensorType(init.type)
     shape = [d + h for d, h in zip(t.shape, high)]
     if producer is not None and _single_use(init):
@@ -166,7 +133,7 @@ def _zero_padding(pad_op) -> bool:
     if len(ops) != 1 or ops[0].name != "tensor.yield":
         return False
     yielded = ops[0].operands[0]
-    owner = _defining_op(yielded)
+    owner = defining_op(yielded)
     if owner is None or owner.name != "arith.constant":
         return False
     text = str(owner.attributes["value"])
@@ -212,8 +179,8 @@ def conv_planes(module, lanes: int = 16) -> int:
     for op in ops_where(module, lambda o: _eligible(o, lanes)):
         rank = CONVS[op.name]
         image, filt, init = op.operands
-        in_shape, filt_shape, out_shape = (_shape(v) for v in op.operands)
-        dilations = _ints(op, "dilations", rank)
+        in_shape, filt_shape, out_shape = (static_shape(v) for v in op.operands)
+        dilations = conv_ints(op, "dilations", rank)
         in_sp, out_sp, window = in_shape[2:], out_shape[2:], filt_shape[-rank:]
         row_strides = [1] * rank                  # elements between steps of each spatial dim in the plane
         for i in range(rank - 2, -1, -1):
@@ -224,9 +191,9 @@ def conv_planes(module, lanes: int = 16) -> int:
         extra_rows = -(-(reach - plane) // row_strides[0]) if reach > plane else 0
         with ir.InsertionPoint(op), op.location:
             wide_image = _padded(image, [0, 0, extra_rows] + [0] * (rank - 1))
-            flat_image, _ = _collapse(wide_image, 2)
+            flat_image, _ = collapse_spatial(wide_image, 2)
             wide_init = _widened_init(init, [0, 0, 0] + [i - o for i, o in zip(in_sp[1:], out_sp[1:])])
-            flat_init, reassociation = _collapse(wide_init, 2)
+            flat_init, reassociation = collapse_spatial(wide_init, 2)
             flat = _plane_generic(flat_image, filt, flat_init, rank, dilations, row_strides)
             wide_type = ir.RankedTensorType(wide_init.type)
             result = tensor.ExpandShapeOp(wide_type, flat, reassociation, [], list(wide_type.shape)).result
@@ -236,33 +203,7 @@ def conv_planes(module, lanes: int = 16) -> int:
         op.results[0].replace_all_uses_with(result)
         op.erase()
         for value in (image, init):
-            _erase_if_dead(value)
+            erase_unread(value, _PURE)   # (an unread op would make inspect's generalized copy differ)
         rewritten += 1
     return rewritten
 
-
-#: ops without side effects that the rewrite leaves unread (the input's pad it widened, the init it made anew)
-_PURE = ("tensor.pad", "tensor.empty", "linalg.fill", "linalg.broadcast")
-
-
-def _erase_if_dead(value) -> None:
-    """Erase the op defining `value` when nothing reads it any more, and so on up its operands (an
-    unread op would make the generalized copy that `inspect` reads differ from the module)."""
-    owner = _defining_op(value)
-    if owner is None or owner.name not in _PURE or any(True for r in owner.results for _ in r.uses):
-        return
-    operands = list(owner.operands)
-    owner.erase()
-    for operand in operands:
-        _erase_if_dead(operand)
-
-
-def _defining_op(value):
-    """The operation defining `value`, None for a block argument."""
-    from mlir import ir
-
-    try:
-        owner = ir.OpResult(value).owner
-    except (TypeError, ValueError):
-        return None   # a block argument
-    return owner.operation if hasattr(owner, "operation") else owner

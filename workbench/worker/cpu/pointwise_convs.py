@@ -11,19 +11,13 @@ channels at 28 x 28).
 """
 from __future__ import annotations
 
+from workbench.worker.cpu.padded_conv_rows import conv_ints
+
 #: named channels-first convolutions and the rank of their spatial dims
 CONVS = {"linalg.conv_2d_nchw_fchw": 2, "linalg.conv_3d_ncdhw_fcdhw": 3}
 
 
-def _ints(op, name: str, rank: int) -> list[int]:
-    from mlir import ir
-
-    if name not in op.attributes:
-        return [1] * rank
-    return [int(v) for v in ir.DenseIntElementsAttr(op.attributes[name])]
-
-
-def _shape(value) -> list[int] | None:
+def static_shape(value) -> list[int] | None:
     from mlir import ir
 
     t = value.type
@@ -39,13 +33,13 @@ def _eligible(op) -> bool:
     rank = CONVS.get(op.name)
     if rank is None or len(op.operands) != 3 or len(op.results) != 1:
         return False
-    shapes = [_shape(v) for v in op.operands]
+    shapes = [static_shape(v) for v in op.operands]
     if any(s is None for s in shapes):
         return False
-    return shapes[1][2:] == [1] * rank and _ints(op, "strides", rank) == [1] * rank
+    return shapes[1][2:] == [1] * rank and conv_ints(op, "strides", rank) == [1] * rank
 
 
-def _collapse_spatial(value, keep: int):
+def collapse_spatial(value, keep: int):
     """`value` (d0 x d1 x spatial..) viewed as d0 x d1 x prod(spatial); `keep` leading dims kept."""
     from mlir import ir
     from mlir.dialects import tensor
@@ -74,9 +68,9 @@ def pointwise_convs(module) -> int:
         image, filt, init = op.operands
         out_type = ir.RankedTensorType(op.results[0].type)
         with ir.InsertionPoint(op), op.location:
-            i1, _ = _collapse_spatial(image, 2)
-            w1, _ = _collapse_spatial(filt, 2)   # F x C x 1
-            o1, reassociation = _collapse_spatial(init, 2)
+            i1, _ = collapse_spatial(image, 2)
+            w1, _ = collapse_spatial(filt, 2)   # F x C x 1
+            o1, reassociation = collapse_spatial(init, 2)
             conv = linalg.conv_1d_ncw_fcw(i1, w1, outs=[o1], strides=[1], dilations=[1])
             result = tensor.ExpandShapeOp(out_type, conv, reassociation, [], list(out_type.shape)).result
         op.results[0].replace_all_uses_with(result)

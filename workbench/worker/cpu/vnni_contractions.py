@@ -272,13 +272,6 @@ def vnni_contractions(module, amx: bool = False) -> int:
 def _erase_if_dead(value) -> None:
     """Erase the op defining `value` (an extension or transpose the rewrite read through) once nothing
     uses it, and so on up its operands."""
-    owner = value.owner
-    op = owner.operation if hasattr(owner, "operation") else owner
-    if getattr(op, "name", "") not in ("linalg.generic", "linalg.transpose", "tensor.empty"):
-        return
-    if any(True for r in op.results for _ in r.uses):
-        return
-    operands = list(op.operands)
-    op.erase()
-    for v in operands:
-        _erase_if_dead(v)
+    from workbench.worker.ir_walk import erase_unread
+
+    erase_unread(value, ("linalg.generic", "linalg.transpose", "tensor.empty"))

@@ -15,7 +15,7 @@ from workbench.commands import CommandContext, default_registry
 from workbench.commands.file_commands import replay_file
 from workbench.commands.registry import one_line_error
 from workbench.commands.script import run_script_text
-from workbench.result import Result
+from workbench.result import Result, clip_lines
 from workbench.common.files import read_regular_text
 from workbench.common.suggest import did_you_mean
 from workbench.session import Session, atomic_write
@@ -63,7 +63,7 @@ class Printer:
 
     def progress(self, message: str) -> None:
         if not self.quiet:
-            print(f"  .. {message}", file=sys.stderr, flush=True)
+            print(clip_lines(f"  .. {message}"), file=sys.stderr, flush=True)
 
     _bar = None
 
@@ -202,7 +202,7 @@ def _apply_settings(session: Session, args) -> None:
     session.run_allowed = bool(args.allow_run)
     if args.compile_timeout:
         getattr(session.client, "_client", session.client).timeout_s = args.compile_timeout
-    session.warn = lambda message: print(f"lh-workbench: {message}", file=sys.stderr, flush=True)
+    session.warn = lambda message: print(clip_lines(f"lh-workbench: {message}"), file=sys.stderr, flush=True)
 
 
 def _make_context(session: Session, printer: Printer, interactive: bool = False) -> CommandContext:
@@ -374,7 +374,8 @@ def main(argv: list[str] | None = None) -> int:
                 extra["error"] = outcome.error
                 extra["failed_steps"] = [r.data["step"] for _, _, r in outcome.results
                                          if not r.ok and isinstance(r.data.get("step"), dict)]
-                print(f"lh-workbench: {script_name}:{outcome.failed_line}: {outcome.error.split(': ', 2)[-1]}",
+                print(clip_lines(f"lh-workbench: {script_name}:{outcome.failed_line}: "
+                                 f"{outcome.error.split(': ', 2)[-1]}"),
                       file=sys.stderr)
             run = session.last_run
             if run is not None:
@@ -452,9 +453,9 @@ def _tui_loading_in_background(ctx: CommandContext, args: argparse.Namespace) ->
 
 def _report_failed_load(res: Result) -> int:
     # no empty app over a payload that failed: the error, exit 1
-    print(f"lh-workbench: {res.error}", file=sys.stderr)
+    print(clip_lines(f"lh-workbench: {res.error}"), file=sys.stderr)
     if res.detail:
-        print(res.detail.rstrip(), file=sys.stderr)
+        print(clip_lines(res.detail.rstrip()), file=sys.stderr)
     return EXIT_FAILED
 
 

@@ -1,0 +1,54 @@
+"""Hostile inputs, second round (scripts and payloads not in test_security.py / test_hostile_sessions.py).
+
+Before: a truncated payload (`%0 = linalg.ma` at the end of the file) was labelled "parsed, but the
+verifier rejected it" (the parse probe appends a line, which changed what the parser read where the
+text stopped); a script line holding `ESC [2J` and BEL was echoed raw to the terminal (it cleared the
+screen); a 1 MB script argument came back as a 1 MB stderr line."""
+from __future__ import annotations
+
+from conftest import MATMUL, do, ok, run_cli
+
+
+def test_a_truncated_payload_is_a_parse_error_at_its_end_not_a_verifier_one(ctx, tmp_path):
+    text = MATMUL.read_text()
+    cut = text.index("linalg.matmul") + len("linalg.ma")
+    ok(ctx, f"load {MATMUL}")
+    before = (ctx.session.current_sha, ctx.session.cursor)
+    for name, body in (("cut_in_op.mlir", text[:cut]), ("cut_before_braces.mlir", text.rstrip()[:-3])):
+        path = tmp_path / name
+        path.write_text(body)
+        res = do(ctx, f"load {path}")
+        assert not res.ok and "\n" not in res.error and f"{name}:" in res.error, res.error
+        assert "verif" not in (res.error + (res.detail or "")), (res.error, res.detail)
+        assert (ctx.session.current_sha, ctx.session.cursor) == before
+    # a real verifier failure in a file that is complete is still labelled as one
+    bad = tmp_path / "verify.mlir"
+    bad.write_text(text.replace("tensor<512x128xf32>", "tensor<511x128xf32>"))   # K differs: the matmul's verifier
+    res = do(ctx, f"load {bad}")
+    assert not res.ok and "parsed, but the verifier rejected it" in (res.detail or ""), (res.error, res.detail)
+
+
+def test_probe_is_inconclusive_where_the_text_fails_at_its_last_line():
+    from workbench.common import diagnostics
+
+    text = "a\nb\nc"
+    assert diagnostics.probe_parsed_whole_text("<in>:4:2: x", text, "f:3:8: custom op 'linalg.ma' is unknown") is None
+    assert diagnostics.probe_parsed_whole_text("<in>:4:2: x", text, "f:2:1: 'x' op bad") is True
+
+
+def test_control_characters_and_huge_lines_of_a_script_reach_the_terminal_escaped_and_clipped(tmp_path):
+    from workbench.result import ERROR_LINE_LIMIT, printable
+
+    env = {"LH_WORKBENCH_STATE_DIR": str(tmp_path / "state")}
+    (tmp_path / "ctrl.lhw").write_text("inspect\x1b[2J\x07\x1b]52;c;aGk=\x07\n")
+    out = run_cli([MATMUL, "--script", tmp_path / "ctrl.lhw"], cwd=tmp_path, timeout=60, env_extra=env)
+    text = out.stdout + out.stderr
+    assert out.returncode == 1 and "Traceback" not in text, text
+    assert "\x1b" not in text and "\x07" not in text, repr(text)
+    assert "ctrl.lhw:1: unknown command 'inspect\\x1b[2J\\x07" in out.stderr, out.stderr
+    (tmp_path / "long.lhw").write_text("inspect\nshow " + "9" * 20 + "x" * 500_000 + "\n")
+    out = run_cli([MATMUL, "--script", tmp_path / "long.lhw"], cwd=tmp_path, timeout=60, env_extra=env)
+    lines = (out.stdout + out.stderr).splitlines()
+    assert out.returncode in (1, 2) and "long.lhw:2:" in out.stderr, out.stderr[:300]
+    assert max(len(line) for line in lines) <= ERROR_LINE_LIMIT + 80, [len(x) for x in lines]
+    assert printable("a\tb\nc\x00\x9b") == "a\tb\nc\\x00\\x9b"

@@ -115,30 +115,40 @@ def _is_tool(words: list[str], names: str | tuple[str, ...]) -> bool:
     return bool(words) and words[0].endswith(names)
 
 
+#: what separates the shell's commands in a RUN line (`a && b`, `a; b`, `a || b`): each is a `|` chain of its own
+_SHELL_LIST = re.compile(r"&&|\|\||;")
+
+
 @dataclass(frozen=True)
 class RunLine:
     number: int          # 1-based line of the file where the RUN command starts
     command: str         # the whole command (continuation lines joined)
 
+    def chains(self) -> list[list[str]]:
+        """The command's `|` chains in the order the shell runs them: `rm -f %t && %{compile} && %{run} | FileCheck %s`
+        (upstream's integration tests) is three chains, each a list of the commands piped into each other."""
+        return [chain.split("|") for chain in _SHELL_LIST.split(self.command) if chain.strip()]
+
     def mlir_opt_pipelines(self) -> list[str]:
-        """One pass pipeline (textual, `a,b{opt=1}` or `builtin.module(...)`) per `mlir-opt` in the
-        command's `|` chain, up to the first tool that is not mlir-opt (FileCheck)."""
+        """One pass pipeline (textual, `a,b{opt=1}` or `builtin.module(...)`) per `mlir-opt` of the chains that
+        start with mlir-opt, up to the first tool of each that is not mlir-opt (the runner, FileCheck);
+        chains of other tools (`rm -f %t`, the runner on `%t`) are skipped."""
         out = []
-        for part in self.command.split("|"):
-            try:
-                words = shlex.split(part)
-            except ValueError as e:
-                raise ChunkError(f"RUN line {self.number}: cannot split it into words: {e}")
-            if not _is_tool(words, "mlir-opt"):
-                break
-            out.extend(_pipelines_of(words[1:], self.number))
+        for chain in self.chains():
+            for part in chain:
+                try:
+                    words = shlex.split(part)
+                except ValueError as e:
+                    raise ChunkError(f"RUN line {self.number}: cannot split it into words: {e}")
+                if not _is_tool(words, "mlir-opt"):
+                    break
+                out.extend(_pipelines_of(words[1:], self.number))
         return out
 
-
     def tools(self) -> list[list[str]]:
-        """The words of each command of the `|` chain (lit substitutions such as %mlir_runner_utils kept)."""
+        """The words of each command of every chain (lit substitutions such as %mlir_runner_utils kept)."""
         out = []
-        for part in self.command.split("|"):
+        for part in (part for chain in self.chains() for part in chain):
             try:
                 out.append(shlex.split(part))
             except ValueError:

@@ -6,7 +6,7 @@ Before: a RUN line written as upstream's newer integration tests write it,
 `rm`, so neither the mlir-opt chain nor the runner after `&&` were found."""
 from __future__ import annotations
 
-from conftest import ok
+from conftest import do, ok
 
 PROGRAM = """\
 // DEFINE: %{compile} =  mlir-opt %s \\
@@ -49,3 +49,62 @@ def test_a_program_whose_run_line_removes_its_output_first_runs_and_filechecks(c
     assert "llvm.func @entry" in ctx.session.current_ir
     run = ok(ctx, "run --filecheck --iterations 2").data["run"]
     assert run["filecheck"]["passed"] and run["filecheck"]["total"] == 1, run["filecheck"]
+
+
+NAMED_SOFTMAX = """\
+func.func @softmax(%arg0: tensor<2x16x32xf32>, %dst: tensor<2x16x32xf32>) -> tensor<2x16x32xf32> {
+  %1 = linalg.softmax dimension(2) ins(%arg0 : tensor<2x16x32xf32>) outs(%dst: tensor<2x16x32xf32>) -> tensor<2x16x32xf32>
+  return %1 : tensor<2x16x32xf32>
+}
+"""
+
+
+def test_a_named_softmax_no_schedule_takes_is_decomposed_before_the_selection_bufferizes(ctx, tmp_path):
+    """transform-op-decompose.mlir's @softmax: `select --apply` left the linalg.softmax to its finish step,
+    which bufferized it whole; `run` then aborted the compile worker (the lowering's decomposition casts a
+    softmax's operands to tensors: "cast<RankedTensorType>() argument of incompatible type")."""
+    path = tmp_path / "named_softmax.mlir"
+    path.write_text(NAMED_SOFTMAX)
+    ok(ctx, f"load {path}")
+    ok(ctx, "target cpu")
+    ok(ctx, "select --apply")
+    assert "linalg.softmax" not in ctx.session.current_ir and "math.exp" in ctx.session.current_ir
+    run = ok(ctx, "run --check --iterations 2").data["run"]
+    assert run["check"]["passed"], run["check"]
+
+
+CHUNKED_SCRIPT = """\
+// RUN: mlir-opt %s --split-input-file --transform-interpreter | FileCheck %s
+
+func.func @first(%a: tensor<4xf32>) -> tensor<4xf32> {
+  return %a : tensor<4xf32>
+}
+
+// -----
+
+func.func @second(%input : tensor<4x128xf32>) -> tensor<4x4x32xf32> {
+  %expanded = tensor.expand_shape %input [[0], [1, 2]] output_shape [4, 4, 32]
+      : tensor<4x128xf32> into tensor<4x4x32xf32>
+  return %expanded : tensor<4x4x32xf32>
+}
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%arg1: !transform.any_op {transform.readonly}) {
+    %f = transform.structured.match ops{["func.func"]} in %arg1 : (!transform.any_op) -> !transform.any_op
+    %tiled, %loop = transform.structured.tile_using_for %f tile_sizes [0, 1] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}
+"""
+
+
+def test_a_chunks_failing_script_names_the_file_and_its_line_not_the_step_input(ctx, tmp_path):
+    """tile-expand-shape.mlir --chunk 1: the chunk is parsed from text, so its locations were "-" and a
+    step's failure named `<step 1 input>:14:21`; now the file (its own line numbers, as the parse errors)."""
+    path = tmp_path / "chunked.mlir"
+    path.write_text(CHUNKED_SCRIPT)
+    ok(ctx, f"load --chunk 2 {path}")
+    before = ctx.session.current_sha
+    res = do(ctx, "pass lh-apply-payload-schedule")
+    assert not res.ok and f"{path}:18:21:" in res.error and "<step" not in res.error, res.error
+    assert ctx.session.current_sha == before and ctx.session.cursor == 0

@@ -6,6 +6,8 @@ Before: a RUN line written as upstream's newer integration tests write it,
 `rm`, so neither the mlir-opt chain nor the runner after `&&` were found."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from conftest import do, ok
 
 PROGRAM = """\
@@ -108,3 +110,53 @@ def test_a_chunks_failing_script_names_the_file_and_its_line_not_the_step_input(
     res = do(ctx, "pass lh-apply-payload-schedule")
     assert not res.ok and f"{path}:18:21:" in res.error and "<step" not in res.error, res.error
     assert ctx.session.current_sha == before and ctx.session.cursor == 0
+
+
+LEGACY_SCRIPT = """\
+// RUN: mlir-opt %s -test-transform-dialect-interpreter -test-transform-dialect-erase-schedule | FileCheck %s
+
+func.func @add(%a: tensor<8x16xf32>, %b: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %0 = linalg.add ins(%a, %b : tensor<8x16xf32>, tensor<8x16xf32>) outs(%a : tensor<8x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+transform.sequence failures(propagate) {
+^bb0(%arg0: !transform.any_op):
+  %0 = transform.structured.match ops{["linalg.add"]} in %arg0 : (!transform.any_op) -> !transform.any_op
+  %1, %loop = transform.structured.tile_using_for %0 tile_sizes [4, 0] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+}
+
+// -----
+
+func.func @two(%a: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %0 = linalg.copy ins(%a : tensor<8x16xf32>) outs(%a : tensor<8x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+transform.sequence failures(propagate) {
+^bb0(%arg0: !transform.any_op):
+  %0 = transform.structured.match ops{["func.func"]} in %arg0 : (!transform.any_op) -> !transform.any_op
+  transform.loop.forall_to_for %0 : (!transform.any_op) -> !transform.any_op
+}
+"""
+
+
+def test_an_older_files_top_level_transform_sequence_runs_as_its_run_line_says(ctx, tmp_path):
+    """transform-op-forall-to-for.mlir (older upstream files): a top-level `transform.sequence` run by the removed
+    -test-transform-dialect-interpreter. Before: run-line refused the test pass, `pass lh-apply-payload-schedule`
+    said "unknown: could not find a nested named sequence with name: __transform_main"."""
+    path = tmp_path / "legacy.mlir"
+    path.write_text(LEGACY_SCRIPT)
+    ok(ctx, f"load --chunk 1 {path}")
+    ok(ctx, "run-line")
+    ir_text = ctx.session.current_ir
+    assert "scf.for" in ir_text and "transform." not in ir_text, ir_text
+    assert ok(ctx, "run --check --iterations 2").data["run"]["check"]["passed"]
+    ok(ctx, f"load --chunk 2 {path}")
+    res = do(ctx, "pass lh-apply-payload-schedule")
+    assert not res.ok and f"{path}:24:3: expected the payload to be scf.forall" in res.error, res.error
+    assert ctx.session.cursor == 0
+    # a named script without the entry asked for names those it has
+    ok(ctx, f"load {Path(__file__).parent / 'payloads' / 'upstream_conv_1d_call.mlir'}")
+    res = do(ctx, "pass lh-apply-payload-schedule{entry=main}")
+    assert not res.ok and "has no `transform.named_sequence @main` (it has @__transform_main" in res.error, res.error

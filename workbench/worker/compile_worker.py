@@ -463,6 +463,9 @@ class CompileWorker:
                 msg, detail = _split_mlir_error(e, label)
                 raise StageError(f"{pipeline.strip()}: {msg}", detail)
             except Exception as e:
+                if "Diagnostic message at" in str(e):   # the transform interpreter's ValueError: its located diagnostic
+                    msg, detail = _split_mlir_error(e, label)
+                    raise StageError(f"{pipeline.strip()}: {msg}", detail)
                 raise StageError(f"{pipeline.strip()}: {e}".splitlines()[0], traceback.format_exc())
             return False
         text = pipeline.strip()

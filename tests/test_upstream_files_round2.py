@@ -160,3 +160,19 @@ def test_an_older_files_top_level_transform_sequence_runs_as_its_run_line_says(c
     ok(ctx, f"load {Path(__file__).parent / 'payloads' / 'upstream_conv_1d_call.mlir'}")
     res = do(ctx, "pass lh-apply-payload-schedule{entry=main}")
     assert not res.ok and "has no `transform.named_sequence @main` (it has @__transform_main" in res.error, res.error
+
+
+def test_pass_options_mlir_removed_are_dropped_from_older_run_lines():
+    """one-shot-module-bufferize-out-params.mlir (older): `-one-shot-bufferize="bufferize-function-boundaries
+    allow-return-allocs ..."` failed run-line with "no such option allow-return-allocs" (removed in LLVM 18:
+    returning allocations is what the pass does now)."""
+    from workbench.common.split_input import find_run_lines
+
+    run = find_run_lines('// RUN: mlir-opt %s -one-shot-bufferize="bufferize-function-boundaries allow-return-allocs '
+                         'create-deallocs=0 function-boundary-type-conversion=identity-layout-map" -cse\n')[0]
+    assert run.mlir_opt_pipelines() == [
+        "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},cse"]
+    only_removed = find_run_lines('// RUN: mlir-opt %s -one-shot-bufferize="allow-return-allocs"\n')[0]
+    assert only_removed.mlir_opt_pipelines() == ["one-shot-bufferize"]
+    kept = find_run_lines('// RUN: mlir-opt %s -canonicalize="create-deallocs"\n')[0]   # only that pass's options
+    assert kept.mlir_opt_pipelines() == ["canonicalize{create-deallocs}"]

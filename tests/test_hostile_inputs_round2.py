@@ -52,3 +52,38 @@ def test_control_characters_and_huge_lines_of_a_script_reach_the_terminal_escape
     assert out.returncode in (1, 2) and "long.lhw:2:" in out.stderr, out.stderr[:300]
     assert max(len(line) for line in lines) <= ERROR_LINE_LIMIT + 80, [len(x) for x in lines]
     assert printable("a\tb\nc\x00\x9b") == "a\tb\nc\\x00\\x9b"
+
+
+def _saved_session(ctx, tmp_path):
+    import yaml
+
+    ok(ctx, f"load {MATMUL}")
+    ok(ctx, "apply pipelines/lib/tile.py[gen=tile_matmul]{tile_m=64 tile_n=64}")
+    ok(ctx, "pass canonicalize")
+    path = tmp_path / "saved.yaml"
+    ok(ctx, f"save {path}")
+    return path, yaml.safe_load(path.read_text())
+
+
+def test_step_records_of_a_session_are_checked_and_a_differing_replay_names_the_first_step(ctx, tmp_path):
+    """`Workbench.steps` entries were not looked at: `noop: [1, 2]`, `seconds: x`, unknown keys replayed
+    silently; a replay whose IR differed said only "final IR differs" (now: after which step)."""
+    import yaml
+
+    path, doc = _saved_session(ctx, tmp_path)
+    before = (ctx.session.current_sha, ctx.session.cursor)
+    for field, value in (("noop", [1, 2]), ("seconds", "x"), ("index", 0), ("ir_sha256", 5), ("bogus", 1)):
+        bad = yaml.safe_load(path.read_text())
+        bad["Workbench"]["steps"][0][field] = value
+        hostile = tmp_path / f"bad_{field}.yaml"
+        hostile.write_text(yaml.safe_dump(bad))
+        res = do(ctx, f"replay {hostile}")
+        assert not res.ok and "Workbench.steps must be a list of step records" in res.error, (field, res.error)
+        assert (ctx.session.current_sha, ctx.session.cursor) == before
+    doc["Workbench"]["steps"][1]["ir_sha256"] = "0" * 64     # as if step 2 had given other IR when saved
+    doc["Workbench"]["ir_sha256"] = "0" * 64
+    changed = tmp_path / "changed.yaml"
+    changed.write_text(yaml.safe_dump(doc))
+    res = ok(ctx, f"replay {changed}")
+    assert "final IR differs" in res.summary and "first after step 2: canonicalize" in res.summary, res.summary
+    assert res.data["reproduced"] is False

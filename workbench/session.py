@@ -892,6 +892,20 @@ def _is_range(v: Any) -> bool:
             and v[0] < v[1])
 
 
+#: what `to_yaml` writes for each step under `Workbench.steps`: key -> check
+_STEP_RECORD_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "index": lambda v: _is_int(v) and v >= 1,
+    "ir_sha256": lambda v: v is None or isinstance(v, str),
+    "seconds": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < float("inf"),
+    "noop": lambda v: isinstance(v, bool),
+}
+
+
+def _is_step_record(record: Any) -> bool:
+    return isinstance(record, dict) and all(k in _STEP_RECORD_FIELDS and _STEP_RECORD_FIELDS[k](v)
+                                            for k, v in record.items())
+
+
 # what `to_yaml` writes under `Workbench:`: key -> (check, what it must be)
 _META_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "version": (lambda v: isinstance(v, str), "a string"),
@@ -904,7 +918,8 @@ _META_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "cpu": (lambda v: isinstance(v, str), "a CPU name"),
     "cpu_threads": (lambda v: _is_int(v) and 1 <= v <= MAX_CPU_THREADS, f"an integer in [1, {MAX_CPU_THREADS}]"),
     "ir_sha256": (lambda v: v is None or isinstance(v, str), "a sha256 hex string"),
-    "steps": (lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v), "a list of mappings"),
+    "steps": (lambda v: isinstance(v, list) and all(_is_step_record(x) for x in v),
+              "a list of step records ({index: N, ir_sha256: HEX, seconds: S, noop: true|false}, as `save` writes)"),
     "last_run": (lambda v: isinstance(v, dict), "a mapping"),
     "from_elsewhere": (lambda v: isinstance(v, str), "a path"),
 }

@@ -69,7 +69,7 @@ def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None,
         data["expected_ir_sha256"] = expected
         data["reproduced"] = ok and expected == s.current_sha
         if ok and expected != s.current_sha:
-            warnings.append("final IR differs from the one recorded in the session")
+            warnings.append("final IR differs from the one recorded in the session" + _first_difference(loaded, reports))
     if warnings:
         data["warnings"] = warnings
     if not ok:
@@ -81,6 +81,15 @@ def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None,
     if warnings:
         summary += " (warning: " + "; ".join(warnings) + ")"
     return Result(True, summary, data=data)
+
+
+def _first_difference(loaded, reports) -> str:
+    """Where the replayed IR first differs from the step records the session holds (`Workbench.steps`)."""
+    recorded = {r.get("index"): r.get("ir_sha256") for r in loaded.meta.get("steps") or []}
+    for offset, report in enumerate(reports, start=1):
+        if recorded.get(offset) and report.ir_sha256 and recorded[offset] != report.ir_sha256:
+            return f" (first after step {offset}: {clip_lines(report.spec, 120)})"
+    return ""
 
 
 def cmd_replay(ctx: CommandContext, a: Args) -> Result:

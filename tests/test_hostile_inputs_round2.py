@@ -87,3 +87,47 @@ def test_step_records_of_a_session_are_checked_and_a_differing_replay_names_the_
     res = ok(ctx, f"replay {changed}")
     assert "final IR differs" in res.summary and "first after step 2: canonicalize" in res.summary, res.summary
     assert res.data["reproduced"] is False
+
+
+def test_a_bad_value_passed_down_an_include_chain_says_which_step_and_file(ctx, tmp_path):
+    """`include: a.yaml {t=abc}` -> b.yaml {u=$t} -> a tile schedule {tile_m=$u}: the replay failed with
+    "tile_m='abc': expected int" alone; a `Variables`-less chain said "undefined variable" twice over."""
+    from conftest import REPO
+
+    (tmp_path / "m.mlir").write_text(MATMUL.read_text())
+    (tmp_path / "a.yaml").write_text("Pipeline:\n  - include: b.yaml {u=$t}\n")
+    (tmp_path / "b.yaml").write_text(f"Pipeline:\n  - schedule: {REPO}/pipelines/lib/tile.py[gen=tile_matmul]"
+                                     "{tile_m=$u tile_n=64}\n")
+    ok(ctx, f"load {MATMUL}")
+    before = (ctx.session.payload_path, ctx.session.current_sha, ctx.session.cursor)
+    for value, expect in (("abc", "step 1 (a.yaml{t=abc}): tile_m='abc': expected int"),
+                          ("$nope", "undefined variable $nope in")):
+        session = tmp_path / "s.yaml"
+        session.write_text(f"Pipeline:\n  - include: a.yaml {{t={value}}}\nWorkbench: {{payload: {{path: m.mlir}}}}\n")
+        res = do(ctx, f"replay {session}")
+        assert not res.ok and expect in res.error and "\n" not in res.error, res.error
+        assert res.error.count("entry 1") <= 1, res.error
+    session.write_text("Pipeline:\n  - include: a.yaml {t=32}\nWorkbench: {payload: {path: m.mlir}}\n")
+    ok(ctx, f"replay {session}")
+    assert "scf.for" in ctx.session.current_ir and before[1] != ctx.session.current_sha
+
+
+def test_commands_on_stdin_are_read_within_a_limit_and_script_dash_reads_them(tmp_path):
+    """`lh-workbench m.mlir < /dev/zero` read stdin forever (growing); `--script -` was "no such script file"."""
+    import os
+    import subprocess
+    import sys
+
+    from conftest import CLI, REPO
+
+    env = dict(os.environ, PYTHONPATH=str(REPO), LH_WORKBENCH_STATE_DIR=str(tmp_path / "state"))
+    with open("/dev/zero", "rb") as zero:
+        out = subprocess.run(CLI + [str(MATMUL)], stdin=zero, capture_output=True, text=True, timeout=60,
+                             cwd=tmp_path, env=env)
+    assert out.returncode == 2 and "<stdin>:" in out.stderr and "not a command script" in out.stderr, out.stderr
+    out = subprocess.run(CLI + [str(MATMUL), "--script", "-"], input="inspect\n", capture_output=True, text=True,
+                         timeout=60, cwd=tmp_path, env=env)
+    assert out.returncode == 0 and "linalg.matmul in @matmul" in out.stdout, out.stderr
+    out = subprocess.run(CLI + [str(MATMUL), "--script", "-"], input=b"insp\xffect\n", capture_output=True,
+                         timeout=60, cwd=tmp_path, env=env)
+    assert out.returncode == 2 and b"not UTF-8 text (byte 4)" in out.stderr, out.stderr

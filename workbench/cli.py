@@ -24,6 +24,21 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 MAX_SCRIPT_BYTES = 16 << 20   # a command file is a few lines
 
 
+def _read_stdin_script() -> str:
+    """Commands piped or redirected in (`--script -`, or no TTY): at most MAX_SCRIPT_BYTES of text
+    (`< /dev/zero` read forever before); OSError with a strerror saying why not."""
+    data = sys.stdin.buffer.read(MAX_SCRIPT_BYTES + 1)
+    if len(data) > MAX_SCRIPT_BYTES:
+        raise OSError(0, f"more than {MAX_SCRIPT_BYTES >> 20} MiB: not a command script")
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise OSError(0, f"not a command script (a NUL byte at offset {nul})")
+    try:
+        return data.decode()
+    except UnicodeDecodeError as e:
+        raise OSError(0, f"not UTF-8 text (byte {e.start})")
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse with a did-you-mean for a mistyped option (`--scrpit` -> --script)."""
 
@@ -115,7 +130,7 @@ def _main_parser() -> argparse.ArgumentParser:
                     "`lh-workbench targets`, `lh-workbench import MODEL.py:NAME --inputs 8x3x224x224xf32`.")
     p.add_argument("payload", nargs="?", help="payload .mlir file, or a torch model MODEL.py[:NAME] (exported "
                    "first, as `lh-workbench import MODEL.py` does)")
-    p.add_argument("--script", metavar="FILE.lhw", help="run a command file headless")
+    p.add_argument("--script", metavar="FILE.lhw", help="run a command file headless (`-`: the commands on stdin)")
     p.add_argument("--repl", action="store_true", help="use the prompt-toolkit REPL instead of the TUI")
     p.add_argument("--chunk", type=int, metavar="K",
                    help="load only chunk K (1-based) of a payload split by `// -----` lines (upstream test files, "
@@ -316,7 +331,10 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return EXIT_USAGE
         try:
-            script_text = read_regular_text(Path(args.script), MAX_SCRIPT_BYTES)   # /dev/zero read forever
+            if args.script == "-":
+                script_text, script_name = _read_stdin_script(), "<stdin>"
+            else:
+                script_text = read_regular_text(Path(args.script), MAX_SCRIPT_BYTES)   # /dev/zero read forever
         except IsADirectoryError:
             print(f"lh-workbench: {args.script}: is a directory, not a script file", file=sys.stderr)
             return EXIT_USAGE
@@ -329,7 +347,11 @@ def main(argv: list[str] | None = None) -> int:
     elif not args.repl and not sys.stdin.isatty():
         # piped or redirected commands are a script: no questions, no prompts, the exit status says
         # whether every command worked
-        script_text = sys.stdin.read()
+        try:
+            script_text = _read_stdin_script()
+        except OSError as e:
+            print(f"lh-workbench: <stdin>: {e.strerror or one_line_error(e)}", file=sys.stderr)
+            return EXIT_USAGE
         script_name = "<stdin>"
     interactive = script_text is None
     use_tui = interactive and not args.repl and sys.stdin.isatty() and sys.stdout.isatty()

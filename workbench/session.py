@@ -872,7 +872,8 @@ def read_session_file(path: str | Path) -> LoadedSession:
         try:
             steps.append(step_from_entry(entry, path.parent.resolve(), variables, where=f"{path}: entry {i}"))
         except (StepError, SpecError) as e:
-            raise SessionError(str(e))
+            message = str(e)   # a parameter's own check (`tile_m='abc': expected int`) does not say where it is
+            raise SessionError(message if str(path) in message else f"{path}: entry {i}: {message}")
     return LoadedSession(path, steps, meta)
 
 
@@ -963,8 +964,10 @@ def replay_into(session: Session, loaded: LoadedSession,
             rep = StepReport(index, step.kind, applied.step.label(), applied.step.params, True, applied.seconds,
                              applied.output_sha, noop=applied.noop)
         except SessionError as e:
+            # a failure before the step ran (its parameters, an include's) says which step it is
+            error = str(e) if str(e).startswith(f"step {index} ") else f"step {index} ({step.label()}): {e}"
             rep = StepReport(index, step.kind, step.label(), step.params, False, time.perf_counter() - t0, None,
-                             str(e), e.detail)
+                             error, e.detail)
         reports.append(rep)
         if on_step:
             on_step(rep)

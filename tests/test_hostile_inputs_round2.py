@@ -6,6 +6,8 @@ text stopped); a script line holding `ESC [2J` and BEL was echoed raw to the ter
 screen); a 1 MB script argument came back as a 1 MB stderr line."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from conftest import MATMUL, do, ok, run_cli
 
 
@@ -131,3 +133,28 @@ def test_commands_on_stdin_are_read_within_a_limit_and_script_dash_reads_them(tm
     out = subprocess.run(CLI + [str(MATMUL), "--script", "-"], input=b"insp\xffect\n", capture_output=True,
                          timeout=60, cwd=tmp_path, env=env)
     assert out.returncode == 2 and b"not UTF-8 text (byte 4)" in out.stderr, out.stderr
+
+
+def test_a_replay_that_fails_half_way_leaves_the_session_as_it_was(ctx, tmp_path):
+    """A session whose step 2 fails (a pass that does not exist, a target that does not) left the session
+    on its payload with step 1 applied: the session before the replay was gone."""
+    import yaml
+
+    path, doc = _saved_session(ctx, tmp_path)
+    ok(ctx, f"load {Path(__file__).parent.parent / 'examples' / 'mlp.mlir'}")
+    ok(ctx, "pass canonicalize")
+    before = (ctx.session.payload_path, ctx.session.current_sha, ctx.session.cursor, len(ctx.session.steps),
+              ctx.session.target_name)
+    doc["Pipeline"][1] = {"pass": "no-such-pass"}
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(yaml.safe_dump(doc))
+    doc["Pipeline"][1] = {"pass": "canonicalize"}
+    doc["Workbench"]["target"] = "nosuchtarget"
+    bad_target = tmp_path / "bad_target.yaml"
+    bad_target.write_text(yaml.safe_dump(doc))
+    for session_file, expect in ((broken, "step 2 (no-such-pass) failed"), (bad_target, "unknown target")):
+        res = do(ctx, f"replay {session_file}")
+        assert not res.ok and expect in res.error and "(the session is unchanged)" in res.error, res.error
+        assert (ctx.session.payload_path, ctx.session.current_sha, ctx.session.cursor, len(ctx.session.steps),
+                ctx.session.target_name) == before
+    assert "linalg.matmul" in ok(ctx, "show").body and ok(ctx, "undo").ok     # and it goes on working

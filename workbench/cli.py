@@ -239,7 +239,7 @@ def cmd_replay(argv: list[str]) -> int:
         ctx = _make_context(session, printer)
         session.journal_enabled = False
         res = replay_file(ctx, Path(args.session), Path(args.payload) if args.payload else None,
-                          allow_unregistered=args.allow_unregistered_dialects)
+                          allow_unregistered=args.allow_unregistered_dialects, keep_partial=True)
         extra: dict[str, Any] = {"payload": None, "session": str(args.session), "expected_ir_sha256": None,
                                  "reproduced": None}   # present when the session cannot be read, too
         extra.update((k, v) for k, v in res.data.items() if k not in ("steps", "command"))

@@ -386,6 +386,17 @@ class Session:
         self.client.close()
         self._release_journal_lock()
 
+    def state_snapshot(self) -> dict:
+        """What `load`, `select_target` and applying steps replace (payload, steps, cursor, target, ranges,
+        parse options), to be put back by `restore_state` when a replay fails half-way: the session as
+        it was. The IR store and the workers are shared, not copied (they only gain entries)."""
+        snapshot = dict(self.__dict__)
+        snapshot["parse_options"] = dict(self.parse_options)
+        return snapshot
+
+    def restore_state(self, snapshot: dict) -> None:
+        self.__dict__.update(snapshot)
+
     # -- loading --------------------------------------------------------------------------
     @property
     def allow_unregistered(self) -> bool:

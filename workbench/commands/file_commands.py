@@ -26,10 +26,23 @@ def cmd_save(ctx: CommandContext, a: Args) -> Result:
 
 
 def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None,
-                allow_unregistered: bool = False, own: bool = False) -> Result:
+                allow_unregistered: bool = False, own: bool = False, keep_partial: bool = False) -> Result:
     """Load a session file's payload (or `payload`) and apply its steps: shared by `replay` and `resume`.
     A session file this user did not save (and not `own`, e.g. this user's journal) is "from
-    elsewhere": running its payload then needs consent (see `run_consent`)."""
+    elsewhere": running its payload then needs consent (see `run_consent`). A replay that fails leaves
+    the session as it was, unless `keep_partial` (headless `lh-workbench replay`: --emit writes the IR
+    where it stopped)."""
+    snapshot = ctx.session.state_snapshot()
+    res = _replay_file(ctx, path, payload, allow_unregistered, own)
+    if not res.ok and not keep_partial:
+        ctx.session.restore_state(snapshot)
+        res.error = f"{res.error} (the session is unchanged)"
+        res.summary = res.error
+    return res
+
+
+def _replay_file(ctx: CommandContext, path: Path, payload: Path | None, allow_unregistered: bool,
+                 own: bool) -> Result:
     s = ctx.session
     try:
         loaded = read_session_file(path)

@@ -48,6 +48,7 @@ class WorkerCrashed(RuntimeError):
 
 #: the workers with a request in flight (compile, run, reference and tune workers alike)
 _in_flight: "weakref.WeakSet[WorkerProcess]" = weakref.WeakSet()
+_in_flight_lock = threading.Lock()   # tune's workers add and remove themselves from their own threads
 _cancel = threading.Event()
 _command_thread: int | None = None
 
@@ -65,7 +66,9 @@ def cancel_command() -> None:
     and the command's thread gets no new request through until the next command begins: a command of
     several requests (lower, run, lower the reference, run it) stops at the one it was on."""
     _cancel.set()
-    for worker in list(_in_flight):
+    with _in_flight_lock:
+        workers = list(_in_flight)
+    for worker in workers:
         try:
             worker.kill()
         except OSError:
@@ -167,7 +170,8 @@ class WorkerProcess:
                 if self.proc is not None:
                     self.restarts += 1
                 self.start()
-            _in_flight.add(self)
+            with _in_flight_lock:
+                _in_flight.add(self)
             try:
                 try:
                     self.conn.send(dict(req, time_limit_s=timeout))
@@ -175,7 +179,8 @@ class WorkerProcess:
                     return self._failure(f"{self.name} request cancelled") if self.conn is None else self._crashed()
                 answer = self._receive(timeout)
             finally:
-                _in_flight.discard(self)
+                with _in_flight_lock:
+                    _in_flight.discard(self)
             if answer.get("follow_up"):
                 self._follow_ups.append((on_follow_up or (lambda message: None), time.monotonic() + timeout))
             return answer

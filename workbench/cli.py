@@ -15,13 +15,28 @@ from workbench.commands import CommandContext, default_registry
 from workbench.commands.file_commands import replay_file
 from workbench.commands.registry import one_line_error
 from workbench.commands.script import run_script_text
-from workbench.result import Result
+from workbench.result import Result, clip_lines
 from workbench.common.files import read_regular_text
 from workbench.common.suggest import did_you_mean
 from workbench.session import Session, atomic_write
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 MAX_SCRIPT_BYTES = 16 << 20   # a command file is a few lines
+
+
+def _read_stdin_script() -> str:
+    """Commands piped or redirected in (`--script -`, or no TTY): at most MAX_SCRIPT_BYTES of text
+    (`< /dev/zero` read forever before); OSError with a strerror saying why not."""
+    data = sys.stdin.buffer.read(MAX_SCRIPT_BYTES + 1)
+    if len(data) > MAX_SCRIPT_BYTES:
+        raise OSError(0, f"more than {MAX_SCRIPT_BYTES >> 20} MiB: not a command script")
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise OSError(0, f"not a command script (a NUL byte at offset {nul})")
+    try:
+        return data.decode()
+    except UnicodeDecodeError as e:
+        raise OSError(0, f"not UTF-8 text (byte {e.start})")
 
 
 class ArgumentParser(argparse.ArgumentParser):
@@ -63,7 +78,7 @@ class Printer:
 
     def progress(self, message: str) -> None:
         if not self.quiet:
-            print(f"  .. {message}", file=sys.stderr, flush=True)
+            print(clip_lines(f"  .. {message}"), file=sys.stderr, flush=True)
 
     _bar = None
 
@@ -115,7 +130,7 @@ def _main_parser() -> argparse.ArgumentParser:
                     "`lh-workbench targets`, `lh-workbench import MODEL.py:NAME --inputs 8x3x224x224xf32`.")
     p.add_argument("payload", nargs="?", help="payload .mlir file, or a torch model MODEL.py[:NAME] (exported "
                    "first, as `lh-workbench import MODEL.py` does)")
-    p.add_argument("--script", metavar="FILE.lhw", help="run a command file headless")
+    p.add_argument("--script", metavar="FILE.lhw", help="run a command file headless (`-`: the commands on stdin)")
     p.add_argument("--repl", action="store_true", help="use the prompt-toolkit REPL instead of the TUI")
     p.add_argument("--chunk", type=int, metavar="K",
                    help="load only chunk K (1-based) of a payload split by `// -----` lines (upstream test files, "
@@ -202,7 +217,7 @@ def _apply_settings(session: Session, args) -> None:
     session.run_allowed = bool(args.allow_run)
     if args.compile_timeout:
         getattr(session.client, "_client", session.client).timeout_s = args.compile_timeout
-    session.warn = lambda message: print(f"lh-workbench: {message}", file=sys.stderr, flush=True)
+    session.warn = lambda message: print(clip_lines(f"lh-workbench: {message}"), file=sys.stderr, flush=True)
 
 
 def _make_context(session: Session, printer: Printer, interactive: bool = False) -> CommandContext:
@@ -224,7 +239,7 @@ def cmd_replay(argv: list[str]) -> int:
         ctx = _make_context(session, printer)
         session.journal_enabled = False
         res = replay_file(ctx, Path(args.session), Path(args.payload) if args.payload else None,
-                          allow_unregistered=args.allow_unregistered_dialects)
+                          allow_unregistered=args.allow_unregistered_dialects, keep_partial=True)
         extra: dict[str, Any] = {"payload": None, "session": str(args.session), "expected_ir_sha256": None,
                                  "reproduced": None}   # present when the session cannot be read, too
         extra.update((k, v) for k, v in res.data.items() if k not in ("steps", "command"))
@@ -316,7 +331,10 @@ def main(argv: list[str] | None = None) -> int:
                   file=sys.stderr)
             return EXIT_USAGE
         try:
-            script_text = read_regular_text(Path(args.script), MAX_SCRIPT_BYTES)   # /dev/zero read forever
+            if args.script == "-":
+                script_text, script_name = _read_stdin_script(), "<stdin>"
+            else:
+                script_text = read_regular_text(Path(args.script), MAX_SCRIPT_BYTES)   # /dev/zero read forever
         except IsADirectoryError:
             print(f"lh-workbench: {args.script}: is a directory, not a script file", file=sys.stderr)
             return EXIT_USAGE
@@ -329,7 +347,11 @@ def main(argv: list[str] | None = None) -> int:
     elif not args.repl and not sys.stdin.isatty():
         # piped or redirected commands are a script: no questions, no prompts, the exit status says
         # whether every command worked
-        script_text = sys.stdin.read()
+        try:
+            script_text = _read_stdin_script()
+        except OSError as e:
+            print(f"lh-workbench: <stdin>: {e.strerror or one_line_error(e)}", file=sys.stderr)
+            return EXIT_USAGE
         script_name = "<stdin>"
     interactive = script_text is None
     use_tui = interactive and not args.repl and sys.stdin.isatty() and sys.stdout.isatty()
@@ -374,7 +396,8 @@ def main(argv: list[str] | None = None) -> int:
                 extra["error"] = outcome.error
                 extra["failed_steps"] = [r.data["step"] for _, _, r in outcome.results
                                          if not r.ok and isinstance(r.data.get("step"), dict)]
-                print(f"lh-workbench: {script_name}:{outcome.failed_line}: {outcome.error.split(': ', 2)[-1]}",
+                print(clip_lines(f"lh-workbench: {script_name}:{outcome.failed_line}: "
+                                 f"{outcome.error.split(': ', 2)[-1]}"),
                       file=sys.stderr)
             run = session.last_run
             if run is not None:
@@ -452,9 +475,9 @@ def _tui_loading_in_background(ctx: CommandContext, args: argparse.Namespace) ->
 
 def _report_failed_load(res: Result) -> int:
     # no empty app over a payload that failed: the error, exit 1
-    print(f"lh-workbench: {res.error}", file=sys.stderr)
+    print(clip_lines(f"lh-workbench: {res.error}"), file=sys.stderr)
     if res.detail:
-        print(res.detail.rstrip(), file=sys.stderr)
+        print(clip_lines(res.detail.rstrip()), file=sys.stderr)
     return EXIT_FAILED
 
 

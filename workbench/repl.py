@@ -197,5 +197,8 @@ def _dispatch(ctx: CommandContext, line: str, console) -> Result:
     try:
         return ctx.registry.dispatch(line, ctx)
     except KeyboardInterrupt:
+        from workbench.execution.worker_client import cancel_command
+
+        cancel_command()
         ctx.session.client.cancel()
         return Result.failure(f"cancelled: {line}")

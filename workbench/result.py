@@ -7,6 +7,7 @@ present it, and `data`: the JSON form. `to_json()` is what `--json` writes;
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,8 +17,20 @@ from typing import Any
 ERROR_LINE_LIMIT = 1000
 
 
+#: control characters (C0 but tab and newline, DEL, C1) that a message may echo from a hostile script or file:
+#: written raw, `\x1b[2J` would clear the user's terminal and `\x1b]52;...` set its clipboard
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` with its control characters written as escapes (`\\x1b`), tabs and newlines kept."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def clip_lines(text: str, limit: int = ERROR_LINE_LIMIT) -> str:
-    """Each line of `text` cut to `limit` characters, saying how many more there were."""
+    """Each line of `text` cut to `limit` characters, saying how many more there were, and its control
+    characters escaped: what a terminal may be shown of a message."""
+    text = printable(text)
     return "\n".join(line if len(line) <= limit else f"{line[:limit]}... (+{len(line) - limit} characters; "
                      f"--json has the whole message)" for line in text.split("\n"))
 
@@ -67,9 +80,9 @@ class Result:
                 parts.append(Text(clip_lines(self.detail.rstrip()), style="red"))
             return Group(*parts)
         if self.summary:
-            parts.append(Text(self.summary, style="bold green" if self.kind != "text" else ""))
+            parts.append(Text(clip_lines(self.summary), style="bold green" if self.kind != "text" else ""))
         for warning in self.extra_warnings():
-            parts.append(Text("warning: " + warning, style="bold yellow"))
+            parts.append(Text("warning: " + clip_lines(warning), style="bold yellow"))
         table = self.data.get("table")
         if self.kind == "table" and table:
             t = Table(*table["columns"], show_lines=False, header_style="bold cyan")
@@ -98,8 +111,8 @@ class Result:
                 lines.append(clip_lines(self.detail.rstrip()))
             return "\n".join(lines)
         if self.summary:
-            lines.append(self.summary)
-        lines += ["warning: " + w for w in self.extra_warnings()]
+            lines.append(clip_lines(self.summary))
+        lines += ["warning: " + clip_lines(w) for w in self.extra_warnings()]
         table = self.data.get("table")
         if self.kind == "table" and table:
             cols = table["columns"]

@@ -386,6 +386,17 @@ class Session:
         self.client.close()
         self._release_journal_lock()
 
+    def state_snapshot(self) -> dict:
+        """What `load`, `select_target` and applying steps replace (payload, steps, cursor, target, ranges,
+        parse options), to be put back by `restore_state` when a replay fails half-way: the session as
+        it was. The IR store and the workers are shared, not copied (they only gain entries)."""
+        snapshot = dict(self.__dict__)
+        snapshot["parse_options"] = dict(self.parse_options)
+        return snapshot
+
+    def restore_state(self, snapshot: dict) -> None:
+        self.__dict__.update(snapshot)
+
     # -- loading --------------------------------------------------------------------------
     @property
     def allow_unregistered(self) -> bool:
@@ -872,7 +883,8 @@ def read_session_file(path: str | Path) -> LoadedSession:
         try:
             steps.append(step_from_entry(entry, path.parent.resolve(), variables, where=f"{path}: entry {i}"))
         except (StepError, SpecError) as e:
-            raise SessionError(str(e))
+            message = str(e)   # a parameter's own check (`tile_m='abc': expected int`) does not say where it is
+            raise SessionError(message if str(path) in message else f"{path}: entry {i}: {message}")
     return LoadedSession(path, steps, meta)
 
 
@@ -892,6 +904,20 @@ def _is_range(v: Any) -> bool:
             and v[0] < v[1])
 
 
+#: what `to_yaml` writes for each step under `Workbench.steps`: key -> check
+_STEP_RECORD_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "index": lambda v: _is_int(v) and v >= 1,
+    "ir_sha256": lambda v: v is None or isinstance(v, str),
+    "seconds": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < float("inf"),
+    "noop": lambda v: isinstance(v, bool),
+}
+
+
+def _is_step_record(record: Any) -> bool:
+    return isinstance(record, dict) and all(k in _STEP_RECORD_FIELDS and _STEP_RECORD_FIELDS[k](v)
+                                            for k, v in record.items())
+
+
 # what `to_yaml` writes under `Workbench:`: key -> (check, what it must be)
 _META_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "version": (lambda v: isinstance(v, str), "a string"),
@@ -904,7 +930,8 @@ _META_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "cpu": (lambda v: isinstance(v, str), "a CPU name"),
     "cpu_threads": (lambda v: _is_int(v) and 1 <= v <= MAX_CPU_THREADS, f"an integer in [1, {MAX_CPU_THREADS}]"),
     "ir_sha256": (lambda v: v is None or isinstance(v, str), "a sha256 hex string"),
-    "steps": (lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v), "a list of mappings"),
+    "steps": (lambda v: isinstance(v, list) and all(_is_step_record(x) for x in v),
+              "a list of step records ({index: N, ir_sha256: HEX, seconds: S, noop: true|false}, as `save` writes)"),
     "last_run": (lambda v: isinstance(v, dict), "a mapping"),
     "from_elsewhere": (lambda v: isinstance(v, str), "a path"),
 }
@@ -948,8 +975,10 @@ def replay_into(session: Session, loaded: LoadedSession,
             rep = StepReport(index, step.kind, applied.step.label(), applied.step.params, True, applied.seconds,
                              applied.output_sha, noop=applied.noop)
         except SessionError as e:
+            # a failure before the step ran (its parameters, an include's) says which step it is
+            error = str(e) if str(e).startswith(f"step {index} ") else f"step {index} ({step.label()}): {e}"
             rep = StepReport(index, step.kind, step.label(), step.params, False, time.perf_counter() - t0, None,
-                             str(e), e.detail)
+                             error, e.detail)
         reports.append(rep)
         if on_step:
             on_step(rep)

@@ -29,7 +29,11 @@ def bufferize_and_lower_vectors(amx: int = 0) -> str:
     # packs / unpacks no schedule vectorized (a payload's own: upstream tests) have no bufferization:
     # pad + expand_shape + transpose, and back (as cpu-lower's decomposition step does)
     pack, unpack = '!transform.op<"linalg.pack">', '!transform.op<"linalg.unpack">'
-    return transform_module(f"""    %packs = transform.structured.match ops{{["linalg.pack"]}} in %root : ({any_op}) -> {pack}
+    # a linalg.softmax no schedule took: its generic ops (as cpu-lower's decomposition step does); bufferized
+    # whole, the lowering's decomposition aborted on it (it casts the operands to tensors)
+    return transform_module(f"""    %sm = transform.structured.match ops{{["linalg.softmax"]}} in %root : ({any_op}) -> {any_op}
+    %sm_parts = transform.structured.decompose_interface %sm : ({any_op}) -> {any_op}
+    %packs = transform.structured.match ops{{["linalg.pack"]}} in %root : ({any_op}) -> {pack}
     %lp:3 = transform.structured.lower_pack %packs : ({pack}) -> (!transform.op<"tensor.pad">,
       !transform.op<"tensor.expand_shape">, !transform.op<"linalg.transpose">)
     %unpacks = transform.structured.match ops{{["linalg.unpack"]}} in %root : ({any_op}) -> {unpack}

@@ -26,10 +26,23 @@ def cmd_save(ctx: CommandContext, a: Args) -> Result:
 
 
 def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None,
-                allow_unregistered: bool = False, own: bool = False) -> Result:
+                allow_unregistered: bool = False, own: bool = False, keep_partial: bool = False) -> Result:
     """Load a session file's payload (or `payload`) and apply its steps: shared by `replay` and `resume`.
     A session file this user did not save (and not `own`, e.g. this user's journal) is "from
-    elsewhere": running its payload then needs consent (see `run_consent`)."""
+    elsewhere": running its payload then needs consent (see `run_consent`). A replay that fails leaves
+    the session as it was, unless `keep_partial` (headless `lh-workbench replay`: --emit writes the IR
+    where it stopped)."""
+    snapshot = ctx.session.state_snapshot()
+    res = _replay_file(ctx, path, payload, allow_unregistered, own)
+    if not res.ok and not keep_partial:
+        ctx.session.restore_state(snapshot)
+        res.error = f"{res.error} (the session is unchanged)"
+        res.summary = res.error
+    return res
+
+
+def _replay_file(ctx: CommandContext, path: Path, payload: Path | None, allow_unregistered: bool,
+                 own: bool) -> Result:
     s = ctx.session
     try:
         loaded = read_session_file(path)
@@ -69,7 +82,7 @@ def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None,
         data["expected_ir_sha256"] = expected
         data["reproduced"] = ok and expected == s.current_sha
         if ok and expected != s.current_sha:
-            warnings.append("final IR differs from the one recorded in the session")
+            warnings.append("final IR differs from the one recorded in the session" + _first_difference(loaded, reports))
     if warnings:
         data["warnings"] = warnings
     if not ok:
@@ -81,6 +94,15 @@ def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None,
     if warnings:
         summary += " (warning: " + "; ".join(warnings) + ")"
     return Result(True, summary, data=data)
+
+
+def _first_difference(loaded, reports) -> str:
+    """Where the replayed IR first differs from the step records the session holds (`Workbench.steps`)."""
+    recorded = {r.get("index"): r.get("ir_sha256") for r in loaded.meta.get("steps") or []}
+    for offset, report in enumerate(reports, start=1):
+        if recorded.get(offset) and report.ir_sha256 and recorded[offset] != report.ir_sha256:
+            return f" (first after step {offset}: {clip_lines(report.spec, 120)})"
+    return ""
 
 
 def cmd_replay(ctx: CommandContext, a: Args) -> Result:

@@ -7,11 +7,15 @@ user errors: bad input becomes a failed `Result` with a one-line error.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from workbench.common.suggest import did_you_mean
 from workbench.result import Result
+
+#: how deep this thread is in `Registry.dispatch` (a script's lines are dispatched inside its command)
+_dispatching = threading.local()
 
 
 #: a command's parsed arguments: argument and flag names -> values
@@ -138,6 +142,17 @@ class Registry:
         return cmd, parse_args(cmd, rest)
 
     def dispatch(self, line: str, ctx: CommandContext) -> Result:
+        if not getattr(_dispatching, "depth", 0):   # a new command (not a script's line): no cancel pending
+            from workbench.execution.worker_client import begin_command
+
+            begin_command()
+        _dispatching.depth = getattr(_dispatching, "depth", 0) + 1
+        try:
+            return self._dispatch(line, ctx)
+        finally:
+            _dispatching.depth -= 1
+
+    def _dispatch(self, line: str, ctx: CommandContext) -> Result:
         try:
             cmd, args = self.parse(line)
         except UsageError as e:

@@ -35,7 +35,13 @@ def probe_parsed_whole_text(probe_error: str, text: str, error: str = "") -> boo
     m = _LOCATION.search(probe_error or "")
     if not m or any(phrase in error for phrase in _DEFERRED_PARSE_ERRORS):
         return None
-    return int(m.group(1)) > text.count("\n") + (0 if text.endswith("\n") else 1)
+    last_line = text.count("\n") + (0 if text.endswith("\n") else 1)
+    failed_at = _LOCATION.search(error or "")
+    if failed_at and int(failed_at.group(1)) >= last_line:
+        # the text failed where it ends (a truncated file: `linalg.ma`, a missing `}`): the appended
+        # line changes what the parser reads there, so getting past it proves nothing
+        return None
+    return int(m.group(1)) > last_line
 
 
 def is_verifier_failure(error: str, detail: str = "") -> bool:

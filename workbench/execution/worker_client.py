@@ -13,6 +13,7 @@ import signal
 import subprocess
 import threading
 import time
+import weakref
 from multiprocessing import Pipe
 from typing import Callable
 
@@ -43,6 +44,39 @@ def describe_exit(returncode: int) -> str:
 
 class WorkerCrashed(RuntimeError):
     pass
+
+
+#: the workers with a request in flight (compile, run, reference and tune workers alike)
+_in_flight: "weakref.WeakSet[WorkerProcess]" = weakref.WeakSet()
+_in_flight_lock = threading.Lock()   # tune's workers add and remove themselves from their own threads
+_cancel = threading.Event()
+_command_thread: int | None = None
+
+
+def begin_command() -> None:
+    """A front end starts a command on this thread: a cancel asked for earlier no longer applies."""
+    global _command_thread
+    _command_thread = threading.get_ident()
+    _cancel.clear()
+
+
+def cancel_command() -> None:
+    """Cancel the command in progress (Escape in the TUI, Ctrl-C in the REPL): every worker with a request
+    in flight is killed, whichever object started it (a run's fresh run worker, the reference's, a tune's),
+    and the command's thread gets no new request through until the next command begins: a command of
+    several requests (lower, run, lower the reference, run it) stops at the one it was on."""
+    _cancel.set()
+    with _in_flight_lock:
+        workers = list(_in_flight)
+    for worker in workers:
+        try:
+            worker.kill()
+        except OSError:
+            pass
+
+
+def _cancelled_here() -> bool:
+    return _cancel.is_set() and threading.get_ident() == _command_thread
 
 
 class WorkerProcess:
@@ -92,15 +126,24 @@ class WorkerProcess:
         return self.proc is not None and self.proc.poll() is None
 
     def kill(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
+        """Stop the process now. Safe from another thread (a cancel) while its own thread kills it too:
+        the connection is taken once, and closing one that is already closed is not an error."""
+        proc = self.proc
+        if proc is not None and proc.poll() is None:
             try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
+                os.killpg(proc.pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
-                self.proc.kill()
-            self.proc.wait()
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
+                try:
+                    proc.kill()
+                except ProcessLookupError:
+                    pass
+            proc.wait()
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except OSError:
+                pass
 
     def close(self) -> None:
         if self.alive() and self.conn is not None:
@@ -119,17 +162,25 @@ class WorkerProcess:
         `on_follow_up` before the next request goes out (or by `settle()`); a failure dict when the
         worker died first."""
         timeout = (self.timeout_s or compile_timeout_s()) if timeout is None else timeout
+        if _cancelled_here():
+            return self._failure(f"{self.name} request cancelled")
         with self.lock:
             self._settle()
             if not self.alive():
                 if self.proc is not None:
                     self.restarts += 1
                 self.start()
+            with _in_flight_lock:
+                _in_flight.add(self)
             try:
-                self.conn.send(dict(req, time_limit_s=timeout))
-            except (BrokenPipeError, ConnectionResetError, OSError, AttributeError):
-                return self._failure(f"{self.name} request cancelled") if self.conn is None else self._crashed()
-            answer = self._receive(timeout)
+                try:
+                    self.conn.send(dict(req, time_limit_s=timeout))
+                except (BrokenPipeError, ConnectionResetError, OSError, AttributeError):
+                    return self._failure(f"{self.name} request cancelled") if self.conn is None else self._crashed()
+                answer = self._receive(timeout)
+            finally:
+                with _in_flight_lock:
+                    _in_flight.discard(self)
             if answer.get("follow_up"):
                 self._follow_ups.append((on_follow_up or (lambda message: None), time.monotonic() + timeout))
             return answer
@@ -177,6 +228,8 @@ class WorkerProcess:
         if self._reader is not None:
             self._reader.join(timeout=1)
         self.kill()
+        if _cancel.is_set():   # killed by cancel_command, not a crash
+            return self._failure(f"{self.name} request cancelled")
         return self._failure(f"{self.name} process {describe_exit(code)}")
 
     def _failure(self, message: str) -> dict:

@@ -782,6 +782,9 @@ class WorkbenchApp(App):
             return
         self.cancelled = True
         self._set_status(f"cancelling: {self.busy}")
+        from workbench.execution.worker_client import cancel_command
+
+        cancel_command()   # every worker in flight: a run's own run worker too
         for name in ("client", "run_client", "runner"):
             target = getattr(self.ctx.session, name, None)
             cancel = getattr(target, "cancel", None)

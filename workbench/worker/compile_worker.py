@@ -43,6 +43,7 @@ import sys
 import tempfile
 import time
 import traceback
+import weakref
 from collections import OrderedDict
 
 from mlir import ir, passmanager
@@ -135,6 +136,9 @@ class CompileWorker:
         self.generators: dict[tuple[str, float], object] = {}
         self._input_sha = ""
         self._aliases: dict[str, str] = {}  # temp file of a generated schedule -> its label
+        # the file a module parsed from text stands for (a `--chunk K` of it): its locations are "-":LINE:COL
+        # with the file's own line numbers, and so are those of every module derived from it (same context)
+        self._text_sources: "weakref.WeakKeyDictionary[ir.Context, str]" = weakref.WeakKeyDictionary()
         self._worker_id = f"{os.getpid()}-{os.urandom(4).hex()}"   # keys of lazy results: unique per worker
         self._lazy_results = 0
         self.blob_sender = BlobSender()      # the blobs the front end holds (see "compact_ir")
@@ -244,9 +248,15 @@ class CompileWorker:
         except ir.MLIRError as e:
             msg, detail = _split_mlir_error(e, label)
             return {"ok": False, "error": msg, "diagnostics": detail}
+        if filename and req.get("text") is not None:
+            self._text_sources[mod.context] = filename
         answer = self._printed(mod)
         self._pin_payload(answer["sha"])
         return answer
+
+    def _location_label(self, module: ir.Module, label: str) -> str:
+        """What a "-" location of `module` names: the file it was parsed from (a chunk), else `label`."""
+        return self._text_sources.get(module.context, label)
 
     def _printed(self, module: ir.Module) -> dict:
         """The answer carrying a module's text and sha256; the module stays cached under that sha256."""
@@ -273,6 +283,7 @@ class CompileWorker:
     def apply(self, req: dict) -> dict:
         label = req.get("label", "<step input>")
         src = self._module_for(req, label)
+        label = self._location_label(src, label)
         # the input's text sha256 (a hand edit checks it): sent when the session knows it
         self._input_sha = req.get("input_sha") or req.get("sha") or (sha256(req["text"]) if req.get("text") else "")
         work = _clone_module(src)
@@ -301,6 +312,7 @@ class CompileWorker:
         """Wrapper (if missing) + lowering (if not lowered yet) -> LLVM-dialect text and wrapper metadata."""
         label = req.get("label", "<current IR>")
         src = self._module_for(req, label)
+        label = self._location_label(src, label)
         work = _clone_module(src)
         # stages a target needs before the wrapper goes in (e.g. mpi: strip sharding for the reference)
         for stage in req.get("prelude") or []:
@@ -451,6 +463,9 @@ class CompileWorker:
                 msg, detail = _split_mlir_error(e, label)
                 raise StageError(f"{pipeline.strip()}: {msg}", detail)
             except Exception as e:
+                if "Diagnostic message at" in str(e):   # the transform interpreter's ValueError: its located diagnostic
+                    msg, detail = _split_mlir_error(e, label)
+                    raise StageError(f"{pipeline.strip()}: {msg}", detail)
                 raise StageError(f"{pipeline.strip()}: {e}".splitlines()[0], traceback.format_exc())
             return False
         text = pipeline.strip()

@@ -405,11 +405,11 @@ def _erase_transform_schedules(module, options: dict) -> None:
 
 
 def _apply_payload_schedule(module, options: dict) -> None:
-    from workbench.worker.payload_schedules import apply_payload_schedule
+    from workbench.worker.payload_schedules import NoPayloadSchedule, apply_payload_schedule
 
     try:
         apply_payload_schedule(module, str(options.get("entry") or "__transform_main"))
-    except ValueError as e:
+    except NoPayloadSchedule as e:
         raise PyPassError(str(e))
 
 

@@ -232,6 +232,10 @@ class CpuTarget(Target):
     #: workbench/worker/cpu/padded_contractions.py
     PAD_CONTRACTION_DIMS = "pass lh-pad-contraction-dims"
 
+    #: a weight transposed (x @ W.T), or padded for whole register tiles, by an op of its own: computed at
+    #: compile time into a constant (workbench/worker/cpu/constant_folds.py)
+    FOLD_CONSTANT_WEIGHTS = "pass lh-fold-constant-weights"
+
     #: a linear layer on a 3-D input (a batch_matmul of a broadcast weight, or a generic with two row
     #: loops) as one linalg.matmul over the collapsed rows: workbench/worker/cpu/shared_rhs.py
     SHARED_RHS_MATMULS = "pass lh-shared-rhs-matmuls"
@@ -332,6 +336,10 @@ class CpuTarget(Target):
                for op in ops):
             # (after the steps that make the matmuls: a no-op, left out, unless M or N has no whole tile)
             steps.append(f"{self.PAD_CONTRACTION_DIMS}{{lanes={self.machine.f32_lanes}}}")
+        if any(op.get("op") == "linalg.transpose" or op.get("kind") == "contraction" for op in ops):
+            # (after the steps that transpose and pad matmul operands: a no-op, left out, unless one is a
+            # constant's)
+            steps.append(self.FOLD_CONSTANT_WEIGHTS)
         if any(_pointwise_convolution(op) for op in ops):
             steps.append(self.POINTWISE_CONVS)
         if self.machine.bf16_dot_product and any(_bf16_convolution(op) for op in ops):

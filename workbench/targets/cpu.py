@@ -370,7 +370,7 @@ class CpuTarget(Target):
                                cpu_rows.chain_params(ops, chains[index], self.machine.usable_cpus,
                                                      # (no threshold where splits are forced: tests of small payloads)
                                                      cpu_rows.MIN_PARALLEL_ROW_WORK if cpu_selector.MIN_PARALLEL_WORK
-                                                     else 0)))
+                                                     else 0, lanes=self.machine.f32_lanes)))
                 continue
             if index in in_epilogue or index in in_chain:
                 continue

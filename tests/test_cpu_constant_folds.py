@@ -61,6 +61,8 @@ def test_a_transposed_constant_weight_becomes_a_constant_of_the_transpose():
     assert "weight:" not in text                     # the original blob is no longer referenced: not printed
     assert np.array_equal(data["tensor<24x40xf32>"], w.T.view(np.uint32))
     assert "linalg.matmul" in text
+    # where the weight was, with the other weights: not amid the layer's ops (repeated layers stay alike)
+    assert text.index("dense_resource<lh_folded_weight") < text.index("tensor.empty")
 
 
 def test_reshapes_and_pads_of_a_constant_fold_with_the_transpose():

@@ -297,6 +297,10 @@ class CpuTarget(Target):
         powers = any("math.fpowi" in (op.get("loops") or {}).get("body", []) for op in ops)
         first = [self.OUTLINE_REPEATED_STEPS, self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS,
                  self.DROP_DEAD_RESULTS, self.FUSE_INTO_GATHERS, self.WIDEN_BOOL_REDUCTIONS]
+        if any(op.get("op") == "linalg.transpose" for op in ops):
+            # the weights torch-mlir transposes (x @ W.T) folded before the repeated layers become calls of
+            # one function, where they would be arguments (a no-op, left out, unless one is a constant's)
+            first = [self.FOLD_CONSTANT_WEIGHTS] + first
         if generics >= 2 or powers:
             if any(op.get("op") == "linalg.batch_matmul" for op in ops):
                 # a batch matmul of a broadcast weight becomes one matmul before the fusion, which would

@@ -15,7 +15,9 @@ The data: the Python bindings cannot read a `dense_resource` blob, but they prin
 a module of its own prints its blob alone (hex: a 4-byte alignment, then the elements' bytes), which numpy
 reads, moves and hands back as a new `dense_resource` (DenseResourceElementsAttr.get_from_buffer). Pure data
 movement only depends on the element width, so bf16 / f16 / integer weights are moved as unsigned integers
-of their width. A constant left without uses is erased (its blob is not printed again).
+of their width. The new constant is put where the old one was (torch-mlir: every weight at the top of the
+function), so that repeated layers stay alike. A constant left without uses is erased (its blob is not
+printed again).
 """
 from __future__ import annotations
 
@@ -235,7 +237,9 @@ def fold_constant_weights(module) -> int:
         import numpy as np
 
         data = np.ascontiguousarray(array)
-        with ir.InsertionPoint(op), op.location:
+        # (where the constant was: with the function's other weights, not amid the ops of a layer, whose runs
+        # lh-outline-repeated-steps matches)
+        with ir.InsertionPoint(constant), op.location:
             attr = ir.DenseResourceElementsAttr.get_from_buffer(data, f"lh_folded_weight_{folded}", result_type)
             replacement = arith.ConstantOp(result_type, attr).result
         op.results[0].replace_all_uses_with(replacement)

@@ -122,3 +122,20 @@ def test_the_rows_loop_is_a_forall_only_where_tasks_pay(ctx, tmp_path, monkeypat
     ok(ctx, "bench warmup=0 iterations=2")
     ok(ctx, "apply cpu-lower")
     assert ok(ctx, "run --check").data["run"]["check"]["passed"]
+
+
+def test_long_rows_without_a_power_of_two_divisor_take_steps_that_fill_the_lanes():
+    from workbench.targets.cpu_rows import ROW_VECTOR, row_vector
+
+    assert row_vector(768) == ROW_VECTOR                # a multiple of ROW_VECTOR: unchanged
+    assert row_vector(100) == 0                         # short enough to be one vector whole
+    assert row_vector(500) == 125                       # 500 tokens: 8 registers, not 32 per value
+    assert row_vector(1000) == 125 and row_vector(1000, lanes=8) == 8   # 8 of 16 lanes -> 125; whole on AVX2
+    assert row_vector(197) == 0                         # a prime: no steps divide it
+
+
+def test_a_softmax_over_rows_of_500_runs_in_steps_of_a_divisor(ctx, tmp_path):
+    text = ALONE.replace("4x6x64", "2x3x500").replace("4x6x", "2x3x").replace("4x6xf32", "2x3xf32")
+    _, steps = _rows_steps(ctx, tmp_path, text)
+    assert len(steps) == 1 and steps[0]["vector"] == 125, steps
+    _runs_checked(ctx)

@@ -236,6 +236,10 @@ class CpuTarget(Target):
     #: workbench/worker/cpu/padded_contractions.py
     PAD_CONTRACTION_DIMS = "pass lh-pad-contraction-dims"
 
+    #: a weight transposed (x @ W.T), or padded for whole register tiles, by an op of its own: computed at
+    #: compile time into a constant (workbench/worker/cpu/constant_folds.py)
+    FOLD_CONSTANT_WEIGHTS = "pass lh-fold-constant-weights"
+
     #: a linear layer on a 3-D input (a batch_matmul of a broadcast weight, or a generic with two row
     #: loops) as one linalg.matmul over the collapsed rows: workbench/worker/cpu/shared_rhs.py
     SHARED_RHS_MATMULS = "pass lh-shared-rhs-matmuls"
@@ -297,6 +301,10 @@ class CpuTarget(Target):
         powers = any("math.fpowi" in (op.get("loops") or {}).get("body", []) for op in ops)
         first = [self.OUTLINE_REPEATED_STEPS, self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS,
                  self.DROP_DEAD_RESULTS, self.FUSE_INTO_GATHERS, self.WIDEN_BOOL_REDUCTIONS]
+        if any(op.get("op") == "linalg.transpose" for op in ops):
+            # the weights torch-mlir transposes (x @ W.T) folded before the repeated layers become calls of
+            # one function, where they would be arguments (a no-op, left out, unless one is a constant's)
+            first = [self.FOLD_CONSTANT_WEIGHTS] + first
         if generics >= 2 or powers:
             if any(op.get("op") == "linalg.batch_matmul" for op in ops):
                 # a batch matmul of a broadcast weight becomes one matmul before the fusion, which would
@@ -336,6 +344,10 @@ class CpuTarget(Target):
                for op in ops):
             # (after the steps that make the matmuls: a no-op, left out, unless M or N has no whole tile)
             steps.append(f"{self.PAD_CONTRACTION_DIMS}{{lanes={self.machine.f32_lanes}}}")
+        if any(op.get("op") == "linalg.transpose" or op.get("kind") == "contraction" for op in ops):
+            # (after the steps that transpose and pad matmul operands: a no-op, left out, unless one is a
+            # constant's)
+            steps.append(self.FOLD_CONSTANT_WEIGHTS)
         if any(_pointwise_convolution(op) for op in ops):
             steps.append(self.POINTWISE_CONVS)
         if self.machine.bf16_dot_product and any(_bf16_convolution(op) for op in ops):
@@ -370,7 +382,7 @@ class CpuTarget(Target):
                                cpu_rows.chain_params(ops, chains[index], self.machine.usable_cpus,
                                                      # (no threshold where splits are forced: tests of small payloads)
                                                      cpu_rows.MIN_PARALLEL_ROW_WORK if cpu_selector.MIN_PARALLEL_WORK
-                                                     else 0)))
+                                                     else 0, lanes=self.machine.f32_lanes)))
                 continue
             if index in in_epilogue or index in in_chain:
                 continue

@@ -133,14 +133,34 @@ def row_chains(ops: list[dict[str, Any]]) -> list[list[tuple[int, str]]]:
 MIN_PARALLEL_ROW_WORK = 1 << 18
 
 
+def row_vector(row: int, lanes: int = 16) -> int:
+    """Elements of a row of `row` taken per vector step: ROW_VECTOR or a smaller power of two that divides it
+    (at least 8), else 0 (the row whole, one vector of its length). Where that leaves part of the machine's
+    `lanes` unused (a step of 8 on 16 lanes: a row of 1000) or a row past 2 ROW_VECTOR whole (a 500-token
+    attention softmax: 32 registers per value, spilled; 8 ms a layer against 1.2 ms in steps of 100), the
+    divisor of the row up to 2 ROW_VECTOR that fills its registers' lanes best (500: 125, 8 registers of
+    which the last has 13 of 16 lanes busy; ties: the widest)."""
+    vector = next((v for v in (ROW_VECTOR, 32, 16, 8) if row % v == 0 and v < row), 0)
+    if vector >= lanes or (not vector and row <= 2 * ROW_VECTOR):
+        return vector
+    divisors = [v for v in range(8, min(row - 1, 2 * ROW_VECTOR) + 1) if row % v == 0]
+    if not divisors:
+        return vector
+
+    def busy_lanes(v: int) -> float:
+        return v / (-(-v // lanes) * lanes)
+
+    return max(divisors, key=lambda v: (busy_lanes(v), v))
+
+
 def chain_params(ops: list[dict[str, Any]], chain: list[tuple[int, str]], cores: int = 1,
-                 min_parallel_work: int = MIN_PARALLEL_ROW_WORK) -> dict[str, Any]:
-    """pipelines/cpu/rows.py parameters: one row per iteration, ROW_VECTOR elements of the row at a time (a
-    divisor of it, at least 8: else the row whole). The rows loop is a forall (the async runtime blocks
+                 min_parallel_work: int = MIN_PARALLEL_ROW_WORK, lanes: int = 16) -> dict[str, Any]:
+    """pipelines/cpu/rows.py parameters: one row per iteration, `row_vector` elements of the row at a time.
+    The rows loop is a forall (the async runtime blocks
     the rows into tasks) where there are several cores and what splitting saves, (1 - 1/cores) of the
     chain's element steps, is `min_parallel_work` or more; else plain loops."""
     domain = ops[chain[0][0]]["domain"]
-    vector = next((v for v in (ROW_VECTOR, 32, 16, 8) if domain[-1] % v == 0 and v < domain[-1]), 0)
+    vector = row_vector(domain[-1], lanes)
     # (split over c cores a chain saves (1 - 1/c) of its time: it has to outweigh the dispatch)
     parallel = int(cores > 1 and math.prod(domain) * len(chain) * (cores - 1) >= min_parallel_work * cores)
     return {"op": [ops[i]["id"] for i, _ in chain], "roles": [role for _, role in chain],

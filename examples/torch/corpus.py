@@ -325,6 +325,35 @@ CORPUS: dict[str, Entry] = {
                        ["2x128x256xf32"], category="whole-model"),
     "mamba_lm": _e(_model("mamba_lm", "MambaLM", vocab=101, d=16, layers=2, state=4), ["1x12xi64[0:101]"],
                    ["1x64xi64[0:1001]"], category="whole-model"),
+    # more families: DistilBERT (padding mask from the ids, masked_fill -inf), a latent-diffusion UNet stage
+    # (timestep embedding, GroupNorm + SiLU, self / cross attention over H*W), PointNet (1x1 Conv1d, T-net
+    # bmm, global max), GAT (masked softmax over an adjacency), a NeRF MLP (sin/cos encoding, skip concat), a
+    # Conformer (GLU, depthwise conv1d + BatchNorm1d), a seq2seq GRU with Luong attention and greedy argmax
+    # feedback, ESPCN (pixel_shuffle), a linear-attention / retention LM (cumsum, elu+1, decay matrix), CLIP
+    # (F.normalize, logit_scale.exp(), eot gather by argmax)
+    "distilbert_classifier": _e(_model("distilbert_classifier", "DistilBertClassifier", vocab=64, d=32, layers=2,
+                                       heads=2, ffn=64, max_pos=32, classes=3), ["2x12xi64[0:8]"],
+                                ["4x64xi64[0:64]"], category="whole-model"),
+    "diffusion_unet_block": _e(_model("diffusion_unet_block", "DiffusionUNetStage", cin=4, c=16, heads=2,
+                                      context_dim=24, groups=4), ["1x4x8x8xf32", "1xi64[0:1000]", "1x5x24xf32"],
+                               ["2x4x32x32xf32", "2xi64[0:1000]", "2x16x96xf32"], category="whole-model"),
+    "pointnet": _e(_model("pointnet", "PointNet", width=64, classes=5), ["4x3x32xf32"], ["8x3x1024xf32"],
+                   category="whole-model"),
+    "gat": _e(_model("gat", "GAT", features=8, hidden=4, heads=2, layers=2, classes=3), ["20x8xf32", "20x20xf32"],
+              ["512x64xf32", "512x512xf32"], category="whole-model"),
+    "nerf_mlp": _e(_model("nerf_mlp", "NeRF", width=32, depth=4, skip=2, point_freqs=4, dir_freqs=2),
+                   ["16x3xf32", "16x3xf32"], ["4096x3xf32", "4096x3xf32"], category="whole-model"),
+    "conformer_block": _e(_model("conformer_block", "Conformer", mels=16, d=16, heads=2, layers=2, kernel=7,
+                                 vocab=20), ["1x16x40xf32"], ["1x80x400xf32"], category="whole-model"),
+    "seq2seq_attention": _e(_model("seq2seq_attention", "Seq2Seq", src_vocab=50, tgt_vocab=40, emb=8, hidden=16,
+                                   steps=3), ["2x4xi64[0:50]"], ["8x32xi64[0:4000]"], category="whole-model"),
+    "espcn": _e(_model("espcn", "ESPCN", channels=3, scale=3, features=16), ["1x3x8x8xf32"], ["1x3x128x128xf32"],
+                category="whole-model"),
+    "retnet_block": _e(_model("retnet_block", "RetNetLM", vocab=64, d=16, heads=2, layers=1, ffn=24),
+                       ["1x10xi64[0:64]"], ["2x128xi64[0:2048]"], category="whole-model"),
+    "clip_dual_encoder": _e(_model("clip_dual_encoder", "CLIP", image=16, patch=8, vision_d=16, vocab=50, ctx=8,
+                                   text_d=16, heads=2, layers=1, embed=12), ["2x3x16x16xf32", "3x8xi64[0:50]"],
+                            ["4x3x64x64xf32", "6x16xi64[0:1000]"], category="whole-model"),
     # -- embedding, scans, sorting, masks
     "embedding": _e(lambda: nn.Embedding(50, 16), ["4x8xi64[0:50]"], ["64x512xi64[0:32000]"], category="index"),
     "gather": _e(_fn(lambda x, i: torch.gather(x, 1, i)), ["4x16xf32", "4x5xi64[0:16]"],
@@ -431,6 +460,12 @@ _BENCH_FACTORIES: dict[str, Callable[[], nn.Module]] = {
     "swin_tiny": _model("swin_tiny", "SwinTiny", dim=48, heads=(2, 4, 8, 16)),
     "conv_autoencoder": _model("conv_autoencoder", "ConvAutoencoder"), "moe_dispatch": _model("moe_dispatch", "SparseMoE"),
     "mamba_lm": _model("mamba_lm", "MambaLM"),
+    "distilbert_classifier": _model("distilbert_classifier", "DistilBertClassifier", vocab=64),
+    "diffusion_unet_block": _model("diffusion_unet_block", "DiffusionUNetStage"),
+    "pointnet": _model("pointnet", "PointNet"), "gat": _model("gat", "GAT"), "nerf_mlp": _model("nerf_mlp", "NeRF"),
+    "conformer_block": _model("conformer_block", "Conformer"), "seq2seq_attention": _model("seq2seq_attention", "Seq2Seq"),
+    "espcn": _model("espcn", "ESPCN"), "retnet_block": _model("retnet_block", "RetNetLM"),
+    "clip_dual_encoder": _model("clip_dual_encoder", "CLIP"),
     # the bench's class indices go up to 1000: as many classes
     "one_hot": _fn(lambda i: F.one_hot(i, 1000).float()),
 }

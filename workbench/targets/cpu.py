@@ -543,6 +543,11 @@ class CpuTarget(Target):
             return f"{path}[gen=matvec_tiling]", params
         if op["op"] == "linalg.batch_matmul" or (op["op"] == "linalg.generic" and op.get("layout") == "batch"
                                                  and op.get("id")):
+            if min(dims["m"], dims["n"], dims["k"]) == 1:
+                # one row (a decoder step's query against its memory), column or product term per batch:
+                # the batch schedule's unit-dim folding folds that dim too and leaves no matmul to
+                # specialize; the generic contraction schedule takes it (as a one-row linalg.matmul)
+                return None
             batch = op.get("batch_dims") or [dims["b"]]   # (several: threads split the first two)
             params = family.default_params(batch[0], dims["m"], dims["n"], dims["k"], threads=threads,
                                            b2=batch[1] if len(batch) > 1 else 1, **machine)

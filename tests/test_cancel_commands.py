@@ -58,3 +58,34 @@ def test_a_cancel_stops_the_commands_later_requests_until_the_next_command(compi
     assert seen["ans"]["ok"], seen    # another thread (the TUI's IR view) is not the cancelled command
     worker_client.begin_command()
     assert compile_client.request({"op": "parse", "text": "func.func @f() { return }", "filename": None})["ok"]
+
+
+def test_a_request_interrupted_while_the_worker_works_leaves_no_answer_for_the_next(compile_client):
+    """An exception while waiting for the answer (Ctrl-C outside the REPL's handler, a test's timeout) kills
+    the worker: its late answer would otherwise be read as the answer to the next request (a CI run got
+    `KeyError: 'ir'` in every later test after one such timeout)."""
+    import _thread
+
+    from workbench.execution import worker_client
+
+    first = {"op": "parse", "text": "func.func @f() { return }", "filename": None}
+    assert compile_client.request(first)["ok"]
+    pid = compile_client.proc.pid
+    real = worker_client.WorkerProcess._receive
+
+    def interrupted(self, timeout):
+        raise KeyboardInterrupt
+
+    worker_client.WorkerProcess._receive = interrupted
+    try:
+        try:
+            compile_client.request(first)
+            raise AssertionError("the interrupt did not reach the caller")
+        except KeyboardInterrupt:
+            pass
+    finally:
+        worker_client.WorkerProcess._receive = real
+    assert not compile_client.alive()
+    ans = compile_client.request({"op": "parse", "text": "func.func @g() { return }", "filename": None})
+    assert ans["ok"] and compile_client.proc.pid != pid, ans
+    assert not list(worker_client._in_flight)

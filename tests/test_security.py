@@ -393,7 +393,18 @@ def test_ctrl_c_during_a_step_cancels_it_and_the_repl_goes_on(new_session, tmp_p
     sleepy.write_text(SLEEPY)
     s = new_session()
     s.load(MATMUL)
-    threading.Timer(3.0, _thread.interrupt_main).start()
+    from workbench.execution import worker_client
+
+    def interrupt_once_the_step_runs():
+        # (not after a fixed delay: on a loaded machine the REPL may still be reading its input, where
+        # Ctrl-C clears the line, and the sleeping step then runs to its timeout)
+        deadline = time.monotonic() + 30
+        while not list(worker_client._in_flight) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)
+        _thread.interrupt_main()
+
+    threading.Thread(target=interrupt_once_the_step_runs, daemon=True).start()
     t0 = time.monotonic()
     failures, out, _ = _repl(_ctx(s), f"apply {sleepy}[gen=g]\nhistory\nquit\n")
     assert time.monotonic() - t0 < 60

@@ -178,6 +178,11 @@ class WorkerProcess:
                 except (BrokenPipeError, ConnectionResetError, OSError, AttributeError):
                     return self._failure(f"{self.name} request cancelled") if self.conn is None else self._crashed()
                 answer = self._receive(timeout)
+            except BaseException:
+                # interrupted while the worker works on it (Ctrl-C, a test's timeout): its answer would come
+                # back as the answer to the next request, so the worker goes (the next request starts one)
+                self.kill()
+                raise
             finally:
                 with _in_flight_lock:
                     _in_flight.discard(self)

@@ -390,18 +390,19 @@ def test_ctrl_c_during_a_step_cancels_it_and_the_repl_goes_on(new_session, tmp_p
     import threading
 
     sleepy = tmp_path / "sleepy.py"
-    sleepy.write_text(SLEEPY)
+    started = tmp_path / "step-started"
+    # the generator (run by the compile worker) says when the step is under way
+    sleepy.write_text(SLEEPY.replace("    time.sleep(600)", f"    open({str(started)!r}, 'w').close()\n    time.sleep(600)"))
     s = new_session()
     s.load(MATMUL)
-    from workbench.execution import worker_client
 
     def interrupt_once_the_step_runs():
         # (not after a fixed delay: on a loaded machine the REPL may still be reading its input, where
         # Ctrl-C clears the line, and the sleeping step then runs to its timeout)
-        deadline = time.monotonic() + 30
-        while not list(worker_client._in_flight) and time.monotonic() < deadline:
+        deadline = time.monotonic() + 50
+        while not started.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        time.sleep(0.5)
+        time.sleep(0.2)
         _thread.interrupt_main()
 
     threading.Thread(target=interrupt_once_the_step_runs, daemon=True).start()

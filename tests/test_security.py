@@ -387,6 +387,7 @@ def test_running_a_foreign_session_needs_consent_and_own_sessions_do_not(new_ses
 
 def test_ctrl_c_during_a_step_cancels_it_and_the_repl_goes_on(new_session, tmp_path):
     import _thread
+    import signal
     import threading
 
     sleepy = tmp_path / "sleepy.py"
@@ -405,9 +406,15 @@ def test_ctrl_c_during_a_step_cancels_it_and_the_repl_goes_on(new_session, tmp_p
         time.sleep(0.2)
         _thread.interrupt_main()
 
+    # Python's own Ctrl-C handler, which a shell's background job starts without (SIGINT ignored:
+    # interrupt_main would do nothing)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     threading.Thread(target=interrupt_once_the_step_runs, daemon=True).start()
     t0 = time.monotonic()
-    failures, out, _ = _repl(_ctx(s), f"apply {sleepy}[gen=g]\nhistory\nquit\n")
+    try:
+        failures, out, _ = _repl(_ctx(s), f"apply {sleepy}[gen=g]\nhistory\nquit\n")
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert time.monotonic() - t0 < 60
     assert failures == 1 and "cancelled" in out and s.cursor == 0
     assert "Traceback" not in out

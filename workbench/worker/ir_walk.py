@@ -103,6 +103,15 @@ def clone_mapped(op, mapping: dict, ip=None):
     return clone
 
 
+def ranked_tensor_type(value, static: bool = False):
+    """`value`'s ranked tensor type (with `static`: only when its shape is static), else None."""
+    t = value.type
+    t = t.maybe_downcast() if hasattr(t, "maybe_downcast") else t
+    if not isinstance(t, ir.RankedTensorType) or (static and not t.has_static_shape):
+        return None
+    return t
+
+
 def defining_op(value):
     """The operation defining `value`, None for a block argument."""
     try:

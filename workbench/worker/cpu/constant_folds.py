@@ -29,10 +29,6 @@ _MOVING = ("linalg.transpose", "tensor.pad", "linalg.generic")
 _RESHAPES = ("tensor.collapse_shape", "tensor.expand_shape")
 
 
-def _op(owner):
-    return owner.operation if hasattr(owner, "operation") else owner
-
-
 def _element_bits(element_type) -> int | None:
     from mlir import ir
 
@@ -45,11 +41,9 @@ def _element_bits(element_type) -> int | None:
 
 
 def _static_type(value):
-    from mlir import ir
+    from workbench.worker.ir_walk import ranked_tensor_type
 
-    t = value.type
-    t = t.maybe_downcast() if hasattr(t, "maybe_downcast") else t
-    return t if isinstance(t, ir.RankedTensorType) and t.has_static_shape else None
+    return ranked_tensor_type(value, static=True)
 
 
 def _numpy_dtype(tensor_type):
@@ -90,8 +84,10 @@ def constant_array(value):
     import numpy as np
     from mlir import ir
 
+    from workbench.worker.ir_walk import defining_op
+
     t = _static_type(value)
-    op = _op(value.owner) if isinstance(value, ir.OpResult) else None
+    op = defining_op(value)
     if t is None or op is None or op.name != "arith.constant" or _numpy_dtype(t) is None:
         return None
     dtype, shape = _numpy_dtype(t), tuple(t.shape)
@@ -114,14 +110,16 @@ def constant_array(value):
     return np.frombuffer(data, dtype=dtype).reshape(shape)
 
 
-def _pad_value(op):
+def pad_value(op):
     """The padding value of a tensor.pad as a bit pattern of its element width (its body yields a constant),
     else None."""
     import numpy as np
     from mlir import ir
 
+    from workbench.worker.ir_walk import defining_op
+
     body = op.regions[0].blocks[0].operations
-    yielded = _op(list(body)[-1].operands[0].owner) if len(list(body)[-1].operands) == 1 else None
+    yielded = defining_op(list(body)[-1].operands[0]) if len(list(body)[-1].operands) == 1 else None
     if yielded is None or getattr(yielded, "name", "") != "arith.constant":
         return None
     attr = yielded.attributes["value"]
@@ -182,7 +180,7 @@ def _folded_array(op, arrays):
     if op.name == "tensor.pad":
         if len(op.operands) != 1:     # (dynamic low / high pads)
             return None
-        value = _pad_value(op)
+        value = pad_value(op)
         low = list(ir.DenseI64ArrayAttr(op.attributes["static_low"]))
         high = list(ir.DenseI64ArrayAttr(op.attributes["static_high"]))
         if value is None or min(low + high) < 0:
@@ -194,20 +192,14 @@ def _folded_array(op, arrays):
 def _folds_from(op) -> list:
     """The ops to fold for `op` (data movement of constants), inputs first: reshapes of constants it reads
     included; [] when an input is not a constant or `op` does not fold."""
-    from mlir import ir
+    from workbench.worker.ir_walk import defining_op
 
-    inputs = [op.operands[0]]
     chain = []
-    value = inputs[0]
-    while isinstance(value, ir.OpResult) and _op(value.owner).name in _RESHAPES:
-        chain.insert(0, _op(value.owner))
-        value = _op(value.owner).operands[0]
-    return chain + [op] if isinstance(value, ir.OpResult) and _op(value.owner).name == "arith.constant" else []
-
-
-def _erase_if_unused(op) -> None:
-    if not any(True for r in op.results for _ in r.uses):
-        op.erase()
+    producer = defining_op(op.operands[0])
+    while producer is not None and producer.name in _RESHAPES:
+        chain.insert(0, producer)
+        producer = defining_op(producer.operands[0])
+    return chain + [op] if producer is not None and producer.name == "arith.constant" else []
 
 
 def fold_constant_weights(module) -> int:
@@ -215,7 +207,7 @@ def fold_constant_weights(module) -> int:
     from mlir import ir
     from mlir.dialects import arith
 
-    from workbench.worker.ir_walk import ops_where
+    from workbench.worker.ir_walk import defining_op, erase_unread, ops_where
 
     candidates = ops_where(module, lambda o: o.name in _MOVING)
     folded = 0
@@ -223,7 +215,7 @@ def fold_constant_weights(module) -> int:
         chain = _folds_from(op)
         if not chain:
             continue
-        constant = _op(chain[0].operands[0].owner)
+        constant = defining_op(chain[0].operands[0])
         array = constant_array(chain[0].operands[0])
         if array is None:
             continue
@@ -243,8 +235,7 @@ def fold_constant_weights(module) -> int:
             attr = ir.DenseResourceElementsAttr.get_from_buffer(data, f"lh_folded_weight_{folded}", result_type)
             replacement = arith.ConstantOp(result_type, attr).result
         op.results[0].replace_all_uses_with(replacement)
-        for step in reversed(chain):
-            _erase_if_unused(step)
-        _erase_if_unused(constant)
+        # the chain, then the constant, where nothing else reads them
+        erase_unread(op.results[0], _MOVING + _RESHAPES + ("arith.constant",))
         folded += 1
     return folded

@@ -25,6 +25,7 @@ contraction (one multiply-add per tap and output), and their plane form ran 1.2x
 """
 from __future__ import annotations
 
+from workbench.worker.cpu.constant_folds import pad_value
 from workbench.worker.cpu.padded_conv_rows import conv_ints, padded_width, static_conv_rank
 from workbench.worker.cpu.pointwise_convs import collapse_spatial, static_shape
 from workbench.worker.ir_walk import defining_op, erase_unread
@@ -78,13 +79,11 @@ def _padded(value, high: list[int]):
     source, low, base_high = value, [0] * len(high), [0] * len(high)
     producer = defining_op(value)
     if (producer is not None and producer.name == "tensor.pad" and _single_use(value)
-            and _zero_padding(producer) and len(producer.operands) == 1):
+            and len(producer.operands) == 1 and pad_value(producer) == 0):   # (static low and high)
         pad = producer.opview
         source = pad.source
         low = [int(v) for v in pad.static_low]
         base_high = [int(v) for v in pad.static_high]
-        if any(v < 0 for v in low + base_high):
-            source, low, base_high = value, [0] * len(high), [0] * len(high)
     t = ir.RankedTensorType(value.type)
     shape = [d + h for d, h in zip(t.shape, high)]
     new_pad = tensor.PadOp(ir.RankedTensorType.get(shape, t.element_type), source, [], [], low,
@@ -124,20 +123,6 @@ def _value(built):
 
 def _single_use(value) -> bool:
     return sum(1 for _ in value.uses) == 1
-
-
-def _zero_padding(pad_op) -> bool:
-    """A tensor.pad whose region yields the constant 0.0."""
-    block = pad_op.regions[0].blocks[0]
-    ops = list(block.operations)
-    if len(ops) != 1 or ops[0].name != "tensor.yield":
-        return False
-    yielded = ops[0].operands[0]
-    owner = defining_op(yielded)
-    if owner is None or owner.name != "arith.constant":
-        return False
-    text = str(owner.attributes["value"])
-    return text.split(":")[0].strip() in ("0.000000e+00", "0.0", "0")
 
 
 def _plane_generic(image, filt, init, rank: int, dilations: list[int], row_strides: list[int]):

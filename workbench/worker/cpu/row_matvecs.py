@@ -14,10 +14,9 @@ from __future__ import annotations
 
 def _ranked(value):
     """`value`'s ranked tensor type when its shape is static, else None."""
-    from workbench.worker.cpu.shared_rhs import _ranked as ranked
+    from workbench.worker.ir_walk import ranked_tensor_type
 
-    t = ranked(value)
-    return t if t is not None and t.has_static_shape else None
+    return ranked_tensor_type(value, static=True)
 
 
 def _transposed_weight(value):

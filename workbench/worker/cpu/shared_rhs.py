@@ -21,11 +21,9 @@ import math
 
 
 def _ranked(value):
-    from mlir import ir
+    from workbench.worker.ir_walk import ranked_tensor_type
 
-    t = value.type
-    t = t.maybe_downcast() if hasattr(t, "maybe_downcast") else t
-    return t if isinstance(t, ir.RankedTensorType) else None
+    return ranked_tensor_type(value)
 
 
 def _owner(value, name: str):

@@ -92,7 +92,9 @@ def test_cpu_override_drives_the_selector(ctx, tmp_path):
         res = ok(ctx, "target cpu --cpu avx2")
         assert res.data["machine"]["llvm_cpu"] == "x86-64-v3" and ctx.session.cpu_name == "avx2"
         (_, params), = ctx.session.target.select_params(ctx.session.inspect())
-        assert (params["reg_m"], params["reg_n"]) == (4, 16)
+        # 6 x 2 ymm (12 accumulators of 16 registers): 64 rows split into 60 in 6-row tiles, 4 in a 4-row one
+        assert (params["reg_m"], params["reg_n"]) == (6, 16)
+        assert (params["main_m"], params["tail_m"], params["tail_reg_m"]) == (60, 4, 4)
         ok(ctx, "target cpu --cpu skylake-avx512")
         (_, params), = ctx.session.target.select_params(ctx.session.inspect())
         assert (params["reg_m"], params["reg_n"]) == (8, 32)

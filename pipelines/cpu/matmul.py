@@ -30,7 +30,9 @@ Schedule (GotoBLAS/BLIS style):
      vector ops.
 
 Parameters / constraints (shapes must be static):
-  block_m | M, block_n | N, block_k | K     (no remainder handling)
+  block_m | M, block_n | N, block_k | K     (no remainder handling), except
+  main_m > 0: M = main_m + tail_m, block_m | main_m, tail_reg_m | tail_m: the matmul is split
+  along M and its last tail_m rows take tail_reg_m-row tiles in one block of their own
   reg_m | block_m, reg_n | block_n, reg_k | block_k
   pack_tile_b | block_k, pack_tile_a | block_k
   reg_n should be a multiple of 16 (one zmm = 16 f32); reg_m * reg_n / 16
@@ -53,10 +55,16 @@ GENERATORS = ["matmul_tiling"]
 
 PAYLOAD_OP = "linalg.matmul"
 PARAMS = {
-    "block_m": {"when": "impl == 'codegen'", "divides": "M", "min": 1, "max": 512, "help": "cache block along M (A block rows)"},
+    "block_m": {"when": "impl == 'codegen' and main_m == 0", "divides": "M", "min": 1, "max": 512, "help": "cache block along M (A block rows)"},
     "block_n": {"when": "impl == 'codegen'", "divides": "N", "min": 1, "max": 2048, "help": "cache block along N (packed B block columns)"},
     "block_k": {"when": "impl == 'codegen'", "divides": "K", "min": 1, "max": 1024, "help": "cache block along K"},
-    "reg_m": {"when": "impl == 'codegen'", "divides": "block_m", "min": 1, "space": [1, 2, 4, 8], "help": "register tile rows"},
+    "reg_m": {"when": "impl == 'codegen'", "divides": "block_m", "min": 1, "space": [1, 2, 4, 6, 8], "help": "register tile rows"},
+    "main_m": {"when": "impl == 'codegen'", "min": 0,
+               "help": "0: no split; else the first main_m rows (whole block_m blocks) take reg_m-row tiles and the "
+                       "last tail_m rows tail_reg_m-row ones (a row tile that divides no block of M: 6 on AVX2)"},
+    "tail_m": {"when": "impl == 'codegen'", "min": 0, "help": "rows after main_m (main_m + tail_m = M; 0 with main_m 0)"},
+    "tail_reg_m": {"when": "impl == 'codegen'", "divides": "tail_m", "min": 1, "space": [1, 2, 4, 8],
+                   "help": "register tile rows of the tail_m rows"},
     "reg_n": {"when": "impl == 'codegen'", "divides": "block_n", "min": 1, "space": [8, 16, 32, 64], "help": "register tile columns (16 f32 per zmm)"},
     "reg_k": {"when": "impl == 'codegen'", "divides": "block_k", "min": 1, "space": [1, 2, 4, 8], "help": "outer products per K step (unroll)"},
     "pack_tile_a": {"when": "impl == 'codegen'", "divides": "block_k", "min": 1, "space": [8, 16, 32, 64], "help": "A pack copy chunk along K"},
@@ -74,6 +82,7 @@ PARAMS = {
 }
 CONSTRAINTS = [
     "impl != 'codegen' or reg_m <= block_m",
+    "impl != 'codegen' or main_m == 0 or (main_m + tail_m == M and main_m % block_m == 0)",
     "impl != 'codegen' or reg_n <= block_n",
     "impl != 'codegen' or reg_m * reg_n <= 512",               # accumulators fit the 32 zmm registers
     "impl != 'codegen' or block_n * block_k * 4 <= 1048576",   # packed B block stays a stack alloca
@@ -117,67 +126,112 @@ def expect_one(handle: str, op: str) -> str:
 def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
                   reg_m: int = 8, reg_n: int = 32, reg_k: int = 4,
                   pack_tile_a: int = 32, pack_tile_b: int = 8, impl: str = "codegen",
-                  op: str = "", bufferize: bool = True, pack_b: int = 1) -> str:
-    """Return the transform module (MLIR text) scheduling every linalg.matmul (or the one with id `op`)."""
+                  op: str = "", bufferize: bool = True, pack_b: int = 1,
+                  main_m: int = 0, tail_m: int = 0, tail_reg_m: int = 4) -> str:
+    """Return the transform module (MLIR text) scheduling every linalg.matmul (or the one with id `op`).
+    `main_m` > 0: the matmul's first main_m rows (whole block_m blocks of reg_m-row tiles) and its last
+    tail_m rows (one block of tail_reg_m-row tiles) are split apart (transform.structured.split) and
+    scheduled each on its own: a register tile whose rows divide no block of M (6 on AVX2) with a
+    narrower one for the rows left."""
     if impl == "ukernel":
         return _ukernel_schedule(op, bufferize)
     if impl != "codegen":
         raise ValueError(f"impl must be codegen or ukernel, got {impl!r}")
     for name, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k),
                     ("reg_m", reg_m), ("reg_n", reg_n), ("reg_k", reg_k),
-                    ("pack_tile_a", pack_tile_a), ("pack_tile_b", pack_tile_b)):
+                    ("pack_tile_a", pack_tile_a), ("pack_tile_b", pack_tile_b), ("tail_reg_m", tail_reg_m)):
         if not isinstance(v, int) or v <= 0:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
-    for inner, outer, a, b in ((reg_m, block_m, "reg_m", "block_m"),
-                               (reg_n, block_n, "reg_n", "block_n"),
-                               (reg_k, block_k, "reg_k", "block_k"),
-                               (pack_tile_a, block_k, "pack_tile_a", "block_k"),
-                               (pack_tile_b, block_k, "pack_tile_b", "block_k")):
+    if not isinstance(main_m, int) or not isinstance(tail_m, int) or main_m < 0 or tail_m < 0:
+        raise ValueError(f"main_m and tail_m must be ints >= 0, got {main_m!r}, {tail_m!r}")
+    if bool(main_m) != bool(tail_m):
+        raise ValueError(f"main_m={main_m} and tail_m={tail_m}: a split needs both (0 and 0: no split)")
+    checks = [(reg_m, block_m, "reg_m", "block_m"), (reg_n, block_n, "reg_n", "block_n"),
+              (reg_k, block_k, "reg_k", "block_k"), (pack_tile_a, block_k, "pack_tile_a", "block_k"),
+              (pack_tile_b, block_k, "pack_tile_b", "block_k")]
+    if main_m:
+        checks += [(block_m, main_m, "block_m", "main_m"), (tail_reg_m, tail_m, "tail_reg_m", "tail_m")]
+    for inner, outer, a, b in checks:
         if outer % inner:
             raise ValueError(f"{a}={inner} must divide {b}={outer}")
     any_op = "!transform.any_op"
+    shared = dict(block_n=block_n, block_k=block_k, reg_n=reg_n, reg_k=reg_k, pack_tile_a=pack_tile_a,
+                  pack_tile_b=pack_tile_b)
+    if not main_m:
+        steps = _block_schedule("%mm", "", block_m=block_m, reg_m=reg_m, pack_b=pack_b, **shared)
+    else:
+        # each part is found again by a mark just before its schedule: the first part's canonicalizations
+        # can replace the other (inside an scf.forall chunk its handle was left empty: the tail stayed a
+        # plain linalg.matmul, scalar loops)
+        steps = f"""    // 0. The rows in whole blocks of {reg_m}-row tiles, and the {tail_m} rows after them.
+    %mm_main0, %mm_tail0 = transform.foreach %mm : {any_op} -> {any_op}, {any_op} {{
+    ^bb0(%one: {any_op}):
+      %parts = transform.structured.split %one after {main_m} {{dimension = 0}} : {any_op}
+      %first, %second = transform.split_handle %parts : ({any_op}) -> ({any_op}, {any_op})
+      transform.yield %first, %second : {any_op}, {any_op}
+    }}
+    %part_main = transform.param.constant "main" -> !transform.any_param
+    %part_tail = transform.param.constant "tail" -> !transform.any_param
+    transform.annotate %mm_main0 "{ROW_PART}" = %part_main : {any_op}, !transform.any_param
+    transform.annotate %mm_tail0 "{ROW_PART}" = %part_tail : {any_op}, !transform.any_param
+"""
+        for part, rows, tile_rows, pack in (("main", block_m, reg_m, pack_b),
+                                            ("tail", tail_m, tail_reg_m, pack_b_pays(tail_m, tail_reg_m))):
+            same_op = f', lh.op = "{op}"' if op else ""
+            steps += (f"""    %mm_{part} = transform.structured.match ops{{["linalg.matmul"]}} attributes {{{ROW_PART} = "{part}"{same_op}}}
+        in %root : ({any_op}) -> {any_op}
+"""
+                      + _block_schedule(f"%mm_{part}", f"_{part}", block_m=rows, reg_m=tile_rows, pack_b=pack, **shared))
     return transform_module(f"""    %mm = {match_op("linalg.matmul", op)}
-{expect_one("%mm", op)}
-    // 1. Cache blocking, loop order n_c, k_c, m_c.
-    %t1, %l1:3 = transform.structured.tile_using_for %mm tile_sizes [{block_m}, {block_n}, {block_k}] interchange = [1, 2, 0]
+{expect_one("%mm", op)}{steps}
+    transform.bufferization.eliminate_empty_tensors %fe{"_tail" if main_m else ""} : {any_op}
+{bufferize_and_lower_vectors() if bufferize else ""}""")
+
+
+def _block_schedule(handle: str, s: str, block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int,
+                    reg_k: int, pack_tile_a: int, pack_tile_b: int, pack_b: int) -> str:
+    """Steps 1-4 (module doc) of the matmuls in `handle`, on tensors; `s` suffixes every handle it binds
+    (binds %fe{s}: the functions)."""
+    any_op = "!transform.any_op"
+    return f"""    // 1. Cache blocking, loop order n_c, k_c, m_c.
+    %t1{s}, %l1{s}:3 = transform.structured.tile_using_for {handle} tile_sizes [{block_m}, {block_n}, {block_k}] interchange = [1, 2, 0]
         : ({any_op}) -> ({any_op}, {any_op}, {any_op}, {any_op})
     // 2. Register blocking, loop order m_r, n_r.
-    %t2, %l2:2 = transform.structured.tile_using_for %t1 tile_sizes [{reg_m}, {reg_n}, 0]
+    %t2{s}, %l2{s}:2 = transform.structured.tile_using_for %t1{s} tile_sizes [{reg_m}, {reg_n}, 0]
         : ({any_op}) -> ({any_op}, {any_op}, {any_op})
 
     // 3. Packing of A and B through nofold pads hoisted out of the loops.
-    %padded, %pad, %copy = transform.structured.pad %t2 {{
+    %padded{s}, %pad{s}, %copy{s} = transform.structured.pad %t2{s} {{
         padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [0, 1, 2],
         nofold_flags = [1, {1 if pack_b else 0}, 0], copy_back_op = "none"}}
         : ({any_op}) -> ({any_op}, {any_op}, {any_op})
-    %loops = transform.structured.match ops{{["scf.for"]}} in %root : ({any_op}) -> {any_op}
-    transform.apply_licm to %loops : {any_op}
-    %padA = transform.get_producer_of_operand %padded[0] : ({any_op}) -> {any_op}
-    %hA = transform.structured.hoist_pad %padA by 1 loops : ({any_op}) -> {any_op}
-{_pack_b(reg_n, pack_tile_b) if pack_b else ""}\
-    %cA, %lcA = transform.structured.tile_using_for %hA tile_sizes [0, {pack_tile_a}] : ({any_op}) -> ({any_op}, {any_op})
-    transform.structured.vectorize %cA vector_sizes [{reg_m}, {pack_tile_a}] : {any_op}
+    %loops{s} = transform.structured.match ops{{["scf.for"]}} in %root : ({any_op}) -> {any_op}
+    transform.apply_licm to %loops{s} : {any_op}
+    %padA{s} = transform.get_producer_of_operand %padded{s}[0] : ({any_op}) -> {any_op}
+    %hA{s} = transform.structured.hoist_pad %padA{s} by 1 loops : ({any_op}) -> {any_op}
+{_pack_b(reg_n, pack_tile_b, s) if pack_b else ""}\
+    %cA{s}, %lcA{s} = transform.structured.tile_using_for %hA{s} tile_sizes [0, {pack_tile_a}] : ({any_op}) -> ({any_op}, {any_op})
+    transform.structured.vectorize %cA{s} vector_sizes [{reg_m}, {pack_tile_a}] : {any_op}
 
     // 4. Micro-kernel: K loop of reg_k steps, vector.contract -> outer products.
-{micro_kernel_k_loop(f"0, 0, {reg_k}", reg_k < block_k)}
-    transform.apply_patterns to %fe {{
+{micro_kernel_k_loop(f"0, 0, {reg_k}", reg_k < block_k, s)}
+    transform.apply_patterns to %fe{s} {{
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
       transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.vector.lower_transpose
       transform.apply_patterns.canonicalization
     }} : {any_op}
-    transform.bufferization.eliminate_empty_tensors %fe : {any_op}
-{bufferize_and_lower_vectors() if bufferize else ""}""")
+"""
 
 
-def _pack_b(reg_n: int, pack_tile_b: int) -> str:
+def _pack_b(reg_n: int, pack_tile_b: int, s: str = "") -> str:
     """Step 3's B pack: the nofold pad of the micro-kernel's B hoisted out of the m loops (one pack per
     (n_c, k_c) block), copied in pack_tile_b x reg_n vectorized chunks."""
     any_op = "!transform.any_op"
-    return f"""    %padB = transform.get_producer_of_operand %padded[1] : ({any_op}) -> {any_op}
-    %hB = transform.structured.hoist_pad %padB by 3 loops : ({any_op}) -> {any_op}
-    %cB, %lcB = transform.structured.tile_using_for %hB tile_sizes [{pack_tile_b}, 0] : ({any_op}) -> ({any_op}, {any_op})
-    transform.structured.vectorize %cB vector_sizes [{pack_tile_b}, {reg_n}] : {any_op}
+    return f"""    %padB{s} = transform.get_producer_of_operand %padded{s}[1] : ({any_op}) -> {any_op}
+    %hB{s} = transform.structured.hoist_pad %padB{s} by 3 loops : ({any_op}) -> {any_op}
+    %cB{s}, %lcB{s} = transform.structured.tile_using_for %hB{s} tile_sizes [{pack_tile_b}, 0] : ({any_op}) -> ({any_op}, {any_op})
+    transform.structured.vectorize %cB{s} vector_sizes [{pack_tile_b}, {reg_n}] : {any_op}
 """
 
 
@@ -193,26 +247,26 @@ def pack_b_pays(m: int, reg_m: int) -> int:
     return int(m >= PACK_B_MIN_ROW_TILES * reg_m)
 
 
-def micro_kernel_k_loop(tile_sizes: str, several_steps: bool) -> str:
+def micro_kernel_k_loop(tile_sizes: str, several_steps: bool, s: str = "") -> str:
     """Step 4's K loop over the padded micro-kernel contraction `%padded` (tiled by `tile_sizes`),
     vectorized, with the C tile hoisted into registers across the loop; binds %fe (the functions).
     One step (reg_k = block_k) has no loop: canonicalization would fold a one-trip loop away under
     the handle that the hoisting needs, so the contraction is vectorized as it is."""
     any_op = "!transform.any_op"
-    tiled = "%padded"
+    tiled = f"%padded{s}"
     text = ""
     if several_steps:
-        text = (f"    %t3, %l3 = transform.structured.tile_using_for %padded tile_sizes [{tile_sizes}]\n"
+        text = (f"    %t3{s}, %l3{s} = transform.structured.tile_using_for %padded{s} tile_sizes [{tile_sizes}]\n"
                 f"        : ({any_op}) -> ({any_op}, {any_op})\n")
-        tiled = "%t3"
+        tiled = f"%t3{s}"
     text += f"""    transform.structured.vectorize {tiled} {{create_named_contraction}} : {any_op}
-    %fe = transform.structured.match ops{{["func.func"]}} in %root : ({any_op}) -> {any_op}
-    transform.apply_patterns to %fe {{
+    %fe{s} = transform.structured.match ops{{["func.func"]}} in %root : ({any_op}) -> {any_op}
+    transform.apply_patterns to %fe{s} {{
       transform.apply_patterns.canonicalization
     }} : {any_op}
-    transform.apply_cse to %fe : {any_op}"""
+    transform.apply_cse to %fe{s} : {any_op}"""
     if several_steps:
-        text += f"\n    transform.loop.hoist_loop_invariant_subsets %l3 : {any_op}"
+        text += f"\n    transform.loop.hoist_loop_invariant_subsets %l3{s} : {any_op}"
     return text
 
 
@@ -292,7 +346,8 @@ def _largest_divisor(n: int, cap: int, multiple_of: int = 1) -> int:
 def register_tile(m: int, n: int, lanes: int, vector_registers: int) -> tuple[int, int]:
     """(reg_m, reg_n): the widest tile of two vectors (else one) whose accumulators, the B row and one
     broadcast fit the SIMD registers: 8x32 on AVX-512 (16 of 32 zmm), 4x16 on AVX2 (8 ymm accumulators +
-    2 B vectors + 1 broadcast of 16 ymm; 8x16 would need 19 and spill). Both must divide the dims."""
+    2 B vectors + 1 broadcast of 16 ymm; 8x16 would need 19 and spill). Both must divide the dims
+    (`split_rows` takes a wider row tile that does not divide M)."""
     for reg_n in (2 * lanes, lanes, 8, 4, 2, 1):
         if n % reg_n:
             continue
@@ -303,21 +358,61 @@ def register_tile(m: int, n: int, lanes: int, vector_registers: int) -> tuple[in
     return 1, 1
 
 
+#: register tile rows besides the powers of two: 6 x 2 vectors is 12 accumulators + 2 B vectors + 1
+#: broadcast, the 16 ymm of AVX2 (OpenBLAS's Haswell SGEMM kernel has 12 accumulators too); 4 x 2 leaves
+#: 8 chains of 4-cycle FMAs for 2 FMA ports, no slack. On the device's Xeon, AVX2 code, 1 thread:
+#: 960 x 1024 x 1024 in 6 x 16 tiles 75-77 GFLOP/s, 1024^3 in 4 x 16 tiles 55-59 (OpenBLAS's Haswell
+#: kernels 76)
+WIDE_ROW_TILES = (6,)
+#: the mark on the two parts of a matmul split along M (matmul_tiling's main_m / tail_m)
+ROW_PART = "lh.row_part"
+#: rows of M at least, for the wider row tile and its split (a tail of a few rows in narrower tiles)
+MIN_SPLIT_ROWS = 48
+
+
+def split_rows(m: int, reg_m: int, vectors: int, vector_registers: int, cap: int) -> tuple[int, int, int, int] | None:
+    """(reg_m, block_m, main_m, tail_m) of a row tile wider than `reg_m` (WIDE_ROW_TILES) that fits the
+    registers with `vectors` vectors per row and whose blocks (<= cap rows) leave the fewest rows to a
+    tail in whole `reg_m` tiles (main_m + tail_m = m; tail_m 0 when a block divides m); None when no
+    wider tile fits or m is small."""
+    if m < MIN_SPLIT_ROWS:
+        return None
+    for wide in WIDE_ROW_TILES:
+        if wide <= reg_m or wide * vectors + vectors + 1 > vector_registers:
+            continue
+        best = None
+        for block in range(cap - cap % wide, max(cap // 2, wide) - 1, -wide):
+            tail = m % block
+            if tail % reg_m or m - tail == 0:
+                continue
+            if best is None or tail < best[3]:
+                best = (wide, block, m - tail, tail)
+        if best is not None:
+            return best
+    return None
+
+
 def default_params(m: int, n: int, k: int, vector_bits: int = 512, l2_bytes: int = 1 << 20,
-                   vector_registers: int = 32, l1_bytes: int = 32 << 10) -> dict:
+                   vector_registers: int = 32, l1_bytes: int = 32 << 10, row_split: bool = False) -> dict:
     """Pick matmul_tiling parameters for an MxNxK f32 matmul (all divisors of the dims) on a machine
     (the CPU machine model, workbench/targets/cpu_host.py: SIMD width and register count, caches).
 
     `vector_bits`/`vector_registers` set the register tile (`register_tile`); `l2_bytes` bounds the
     packed B block (and the 1 MiB stack-alloca limit always applies); `l1_bytes` bounds block_k so that
     the A micro-panel and a B micro-panel stay in L1. AVX-512 (512 bits, 32 registers) gets exactly
-    the parameters measured on the AVX-512 CI host (8x32, reg_k=4); AVX2 gets 4x16 with reg_k=8."""
+    the parameters measured on the AVX-512 CI host (8x32, reg_k=4); AVX2 gets 4x16 with reg_k=8, or with
+    `row_split` (matmul_tiling's main_m / tail_m) 6x16 tiles over whole blocks of M and 4x16 ones for
+    the rows left (`split_rows`)."""
     lanes = max(vector_bits // 32, 1)
     reg_m, reg_n = register_tile(m, n, lanes, vector_registers)
     # Large problems: 128x1024 blocks (A repacked half as often; measured 1-10% faster than 64x512 at
     # 1024^3 and 2048^3 on the AVX-512 CI host, and chosen by `tune` there); smaller ones: 64x512.
     big = m >= 1024 and n >= 1024
     block_m = _largest_divisor(m, 128 if big else 64, reg_m) or reg_m
+    split = split_rows(m, reg_m, max(reg_n // lanes, 1), vector_registers, 128 if big else 64) if row_split else None
+    tail_reg_m = reg_m
+    if split:
+        reg_m, block_m, main_m, tail_m = split
     block_n = _largest_divisor(n, 1024 if big else 512, reg_n) or reg_n
     block_k = _largest_divisor(k, 256) or k
     # Keep pack buffers <= 1 MiB each (stack allocas) and the B block within L2.
@@ -331,6 +426,10 @@ def default_params(m: int, n: int, k: int, vector_bits: int = 512, l2_bytes: int
     reg_k = next(r for r in unroll if block_k % r == 0)
     pack_tile_a = next(r for r in (32, 16, 8, 4, 2, 1) if block_k % r == 0)
     pack_tile_b = next(r for r in (8, 4, 2, 1) if block_k % r == 0)
-    return dict(block_m=block_m, block_n=block_n, block_k=block_k,
-                reg_m=reg_m, reg_n=reg_n, reg_k=reg_k,
-                pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b, pack_b=pack_b_pays(m, reg_m), impl="codegen")
+    params = dict(block_m=block_m, block_n=block_n, block_k=block_k,
+                  reg_m=reg_m, reg_n=reg_n, reg_k=reg_k,
+                  pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b,
+                  pack_b=pack_b_pays(main_m if split else m, reg_m), impl="codegen")
+    if split and tail_m:
+        params.update(main_m=main_m, tail_m=tail_m, tail_reg_m=tail_reg_m)
+    return params

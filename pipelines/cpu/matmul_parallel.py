@@ -26,15 +26,18 @@ PARAMS = {
 def matmul_parallel(threads: int = 2, block_m: int = 64, block_n: int = 512, block_k: int = 256,
                     reg_m: int = 8, reg_n: int = 32, reg_k: int = 4,
                     pack_tile_a: int = 32, pack_tile_b: int = 8, op: str = "", bufferize: bool = True,
-                    threads_m: int = 1, pack_b: int = 1) -> str:
+                    threads_m: int = 1, pack_b: int = 1, main_m: int = 0, tail_m: int = 0,
+                    tail_reg_m: int = 4) -> str:
     """The transform module (MLIR text): forall over threads_m x threads (M x N) chunks, then
-    matmul.matmul_tiling in each (`op`, `bufferize`: as in matmul.py)."""
+    matmul.matmul_tiling in each (`op`, `bufferize`, `main_m`/`tail_m`/`tail_reg_m`: as in matmul.py, for a
+    chunk's rows)."""
     for name, value in (("threads", threads), ("threads_m", threads_m)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
     text = matmul.matmul_tiling(block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m,
                                 reg_n=reg_n, reg_k=reg_k, pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b,
-                                op=op, bufferize=bufferize, pack_b=pack_b)
+                                op=op, bufferize=bufferize, pack_b=pack_b, main_m=main_m, tail_m=tail_m,
+                                tail_reg_m=tail_reg_m)
     anchor = "%mm = " + matmul.match_op("linalg.matmul", op)
     if anchor not in text:
         raise ValueError("matmul.py changed: cannot find where to insert the forall tiling")
@@ -72,6 +75,7 @@ def default_params(m: int, n: int, k: int, threads: int = 2, **machine) -> dict:
     l1_bytes, l2_bytes)."""
     threads_m, threads_n = thread_grid(m, n, threads)
     params = {"threads": threads_n, "threads_m": threads_m}
-    params.update({key: v for key, v in matmul.default_params(m // threads_m, n // threads_n, k, **machine).items()
+    params.update({key: v for key, v in matmul.default_params(m // threads_m, n // threads_n, k, row_split=True,
+                                                              **machine).items()
                    if key != "impl"})
     return params

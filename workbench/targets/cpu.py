@@ -441,7 +441,8 @@ class CpuTarget(Target):
                 and dims["m"] > 1):   # (one row, x @ W: the generic contraction below, no packing of W)
             library = _load_library_module(self.matmul_schedule)
             spec = f"{self.pipeline_path_for(self.matmul_schedule)}[gen={self.matmul_generator}]"
-            params = library.default_params(dims["m"], dims["n"], dims["k"], **matmul_machine_args(machine))
+            params = library.default_params(dims["m"], dims["n"], dims["k"], row_split=True,
+                                            **matmul_machine_args(machine))
             if params["reg_n"] < machine.f32_lanes and _have_ukernel():
                 # N is no multiple of a vector: codegen without remainder handling runs at scalar-ish
                 # speed, so the configuration picks the microkernel (lowered by cpu-matmul-lower)

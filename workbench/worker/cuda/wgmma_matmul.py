@@ -63,6 +63,14 @@ ACC_PAD = 8  # elements of padding per accumulator row in the epilogue's shared-
 # area fit; products are summed in f16, so the error grows with K (about sqrt(K) f16 roundings)
 ACC_TYPES = ("f32", "f16")
 ACC_BYTES = {"f32": 4, "f16": 2}
+
+
+def f16_accumulation_error_bound(k: int) -> float:
+    """A bound on max |D - exact| / max |exact| of an acc=f16 matmul over K (checks, bench): at worst one
+    f16 rounding (2^-11 of the running sum, whatever its direction) per k16 wgmma, plus the roundings of
+    C + acc and of the result. Random operands stay far below it (the errors mostly cancel); a misplaced
+    fragment or a wrong descriptor gives errors of the order of the result itself."""
+    return 2.0 ** -11 * (4 + -(-k // 16))
 DEFAULTS = {"block_m": 128, "block_n": 128, "stages": 4, "consumers": 1, "specialize": 0, "tf32": 0, "acc": "f32"}
 EDGE_MULTIPLE = 8  # K and N: multiples of 8 elements (16-byte TMA strides, 8-column epilogue steps)
 AB_TYPES = ("f16", "bf16")  # wgmma m64nNk16 operand types with f32 accumulation (B K x N, N-major)

@@ -68,6 +68,10 @@ Shapes must be static and divisible by the tiles (no remainder handling), except
     Threads per block = 128 * (consumers + specialize). `op`: only the op tagged lh.op = op.
     fp8 and tf32 (`tf32=1`: f32 operands read as TF32) are read with B K-major only: the payload's
     x @ w^T as it is, a B stored K x N copied transposed into a new buffer first (one more kernel).
+    `acc=f16` (opt-in, f16 operands only; the selector never picks it): the wgmma accumulate in f16
+    (.f16.f16.f16), half the accumulator registers, so a consumer warpgroup takes 128 x 256
+    (block_m=128 block_n=256, or block_m=256 block_n=256 consumers=2); sums rounded to f16 at every
+    k16 step (wgmma_matmul.f16_accumulation_error_bound(K) bounds the error).
 
 ``matmul_simt_tiles``  (f32, CUDA cores, any M, N, K, one op of several): configuration only, like
     matmul_wgmma: marks the op ``lh.simt_tiles = {...}``; after bufferization ``rewrite: simt-kernels``

@@ -27,7 +27,8 @@ marked op by a call to a generated kernel function built from upstream nvgpu ops
           wrote the result in place into C and copied it into an out parameter, that out
           parameter (the copy is dropped).
 
-A and B f16 or bf16, C f16, bf16 or f32 (f32 accumulation either way); shapes static, any M, N and
+A and B f16 or bf16, C f16, bf16 or f32 (f32 accumulation either way; f16 operands may opt into f16
+accumulation, acc = "f16" in the mark: wgmma .f16.f16.f16 on half the registers, see kernel_text); shapes static, any M, N and
 K that are multiples of 8 (N and K: TMA row strides of 16 bytes): edge tiles read zeros past the
 operands (TMA out-of-bounds fill), clamp their C loads and predicate their stores; sm_90a (wgmma).
 K-major B (a matmul whose B indexing map is transposed: x @ w^T, B stored N x K): fp8 (f8E4M3FN,

@@ -204,6 +204,17 @@ def test_wgmma_f16_accumulator_descriptors_match_upstream(tmp_path, cfg):
     assert any(a and b for a, b, _ in seen["f16"]) != bool(cfg.get("b_kmajor"))
 
 
+def test_tune_leaves_the_accumulator_alone():
+    """acc is opt-in for tune too: its candidates are f32 alone unless asked for (`tune N acc=[f32,f16]`),
+    so a tuning run never trades accuracy for speed by itself; the other choices stay tunable."""
+    from workbench.steps.params import candidate_values, generator_schema
+
+    schema, _ = generator_schema(ROOT / "pipelines/cuda/matmul.py", "matmul_wgmma")
+    assert candidate_values(schema.params["acc"]) == ["f32"]
+    assert schema.params["acc"].coerce("f16") == "f16" and schema.params["acc"].default == "f32"
+    assert candidate_values(schema.params["specialize"]) == [0, 1]
+
+
 def _step_of(ctx, prefix: str) -> int:
     """The history index of the step whose spec starts with `prefix`."""
     res = ok(ctx, "history")
@@ -280,6 +291,17 @@ def test_gpu_wgmma_f16_accumulator_is_f16_checked(ctx, tmp_path):
     want = c + a @ b
     err = np.abs(as_float64(load_npys(tmp_path / "o", "output")[0]) - want).max() / np.abs(want).max()
     assert 1e-5 < err < tolerance(k), err
+
+
+@needs_gpu
+def test_gpu_batch_matmul_wgmma_f16_accumulator_checked(ctx, tmp_path):
+    p = tmp_path / "bmm.mlir"
+    a, b, c = "tensor<3x136x128xf16>", "tensor<3x128x200xf16>", "tensor<3x136x200xf16>"
+    p.write_text(f"func.func @bmm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
+                 f"  %0 = linalg.batch_matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
+    ok(ctx, f"load {p}")
+    ok(ctx, f"apply {WGMMA}{{block_m=128 block_n=256 stages=2 acc=f16}}")
+    check_matmul_run(ctx, tmp_path, tolerance(128))
 
 
 @needs_gpu

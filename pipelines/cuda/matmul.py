@@ -110,7 +110,8 @@ PARAMS = {
     "consumers": {"choices": [1, 2], "help": "wgmma: warpgroups computing the block (each takes block_m / consumers rows)"},
     "specialize": {"choices": [0, 1], "help": "wgmma: 1 = an extra producer warpgroup issues the TMA loads (warp specialization)"},
     "tf32": {"choices": [0, 1], "help": "wgmma: 1 = f32 operands read as tf32 by the tensor cores (K-major B; a K x N B is copied transposed first)"},
-    "acc": {"choices": ["f32", "f16"], "help": "wgmma: accumulator type; f16 (f16 operands only: wgmma .f16.f16.f16) takes half the registers, so 128x256 tiles fit one consumer warpgroup and 256x256 two, at f16's accuracy (error grows with K)"},
+    # (tune leaves it alone, `space` of one: f16 accumulation trades accuracy, asked for by name only)
+    "acc": {"choices": ["f32", "f16"], "space": ["f32"], "help": "wgmma: accumulator type; f16 (f16 operands only: wgmma .f16.f16.f16) takes half the registers, so 128x256 tiles fit one consumer warpgroup and 256x256 two, at f16's accuracy (error grows with K); opt-in, also for tune (acc=[f32,f16])"},
     "tile_m": {"min": 4, "max": 256, "help": "matmul_simt_tiles: rows of C per block (any M: edges guarded)"},
     "tile_n": {"min": 4, "max": 256, "help": "matmul_simt_tiles: columns of C per block (any N)"},
     "tile_k": {"min": 4, "max": 64, "help": "matmul_simt_tiles: K step staged in shared memory (any K; multiple of 4)"},

@@ -100,10 +100,10 @@ def test_wgmma_f16_accumulator_lowers(ctx, tmp_path, shape, params, n, wgmma, st
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="no ptxas here (assembling the PTX is optional)")
-@pytest.mark.parametrize("params, acc, spills", [("block_m=128 block_n=256 stages=4 acc=f16", "f16", False),
-                                                 ("block_m=256 block_n=256 stages=3 consumers=2 acc=f16", "f16", False),
-                                                 ("block_m=128 block_n=128 stages=4", "f32", False)])
-def test_wgmma_f16_accumulator_fits_the_registers(ctx, tmp_path, params, acc, spills):
+@pytest.mark.parametrize("params, acc", [("block_m=128 block_n=256 stages=4 acc=f16", "f16"),
+                                         ("block_m=256 block_n=256 stages=3 consumers=2 acc=f16", "f16"),
+                                         ("block_m=128 block_n=128 stages=4", "f32")])
+def test_wgmma_f16_accumulator_fits_the_registers(ctx, tmp_path, params, acc):
     """ptxas on the lowered kernel: the 128x256 tiles of one warpgroup (128 registers of .f16x2
     accumulators per thread; f32 would need 256) assemble without spills, like the f32 128x128 tile."""
     ok(ctx, f"load {f16_payload(tmp_path, 512, 512, 1024)}")
@@ -115,7 +115,7 @@ def test_wgmma_f16_accumulator_fits_the_registers(ctx, tmp_path, params, acc, sp
     p = subprocess.run([shutil.which("ptxas"), "-arch=sm_90a", "-v", str(ptx), "-o", str(tmp_path / "k.cubin")],
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
-    assert ("0 bytes spill stores" in p.stderr) != spills, p.stderr
+    assert "0 bytes spill stores" in p.stderr and "0 bytes spill loads" in p.stderr, p.stderr
     assert "serialized" not in p.stderr, p.stderr  # wgmma kept asynchronous (no register moves between them)
 
 

@@ -61,17 +61,9 @@ GROUP_M = 16  # tile rows per rasterization group (see the block-id mapping in k
 ACC_PAD = 8  # elements of padding per accumulator row in the epilogue's shared-memory tile
 # Accumulator types: f32 (any operands) or, opt-in, f16 (wgmma .f16.f16.f16, f16 operands only): half the
 # registers (N/4 .f16x2 registers per m64 piece and thread instead of N/2 .f32), so tiles of twice the
-# area fit; products are summed in f16, so the error grows with K (about sqrt(K) f16 roundings)
+# area fit; the sums are rounded to f16 (at least once per k16 wgmma), so the error grows with K
 ACC_TYPES = ("f32", "f16")
 ACC_BYTES = {"f32": 4, "f16": 2}
-
-
-def f16_accumulation_error_bound(k: int) -> float:
-    """A bound on max |D - exact| / max |exact| of an acc=f16 matmul over K (checks, bench): at worst one
-    f16 rounding (2^-11 of the running sum, whatever its direction) per k16 wgmma, plus the roundings of
-    C + acc and of the result. Random operands stay far below it (the errors mostly cancel); a misplaced
-    fragment or a wrong descriptor gives errors of the order of the result itself."""
-    return 2.0 ** -11 * (4 + -(-k // 16))
 DEFAULTS = {"block_m": 128, "block_n": 128, "stages": 4, "consumers": 1, "specialize": 0, "tf32": 0, "acc": "f32"}
 EDGE_MULTIPLE = 8  # K and N: multiples of 8 elements (16-byte TMA strides, 8-column epilogue steps)
 AB_TYPES = ("f16", "bf16")  # wgmma m64nNk16 operand types with f32 accumulation (B K x N, N-major)
@@ -99,6 +91,14 @@ def tma_type(ab_type: str) -> str:
 
 class KernelConfigError(ValueError):
     pass
+
+
+def f16_accumulation_error_bound(k: int) -> float:
+    """A bound on max |D - exact| / max |exact| of an acc=f16 matmul over K (checks, bench): at worst one
+    f16 rounding (2^-11 of the running sum, whatever its direction) per k16 wgmma, plus the roundings of
+    C + acc and of the result. Random operands stay far below it (the errors mostly cancel); a misplaced
+    fragment or a wrong descriptor gives errors of the order of the result itself."""
+    return 2.0 ** -11 * (4 + -(-k // 16))
 
 
 def check_config(m: int, n: int, k: int, block_m: int, block_n: int, stages: int, consumers: int,
@@ -257,7 +257,7 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                 batch: int = 0, b_kmajor: int = 0, epilogue: dict | None = None, zero_c: int = 0,
                 d_type: str = "", acc: str = "f32") -> str:
     """`func.func private @name(%A: memref<MxKx{ab_type}>, %B: memref<KxNx{ab_type}>, %C: memref<MxNx{c_type}>,
-    %D: memref<MxNx{c_type}>)`: D = C + A x B (D may be C itself), f32 accumulation.
+    %D: memref<MxNx{c_type}>)`: D = C + A x B (D may be C itself), f32 accumulation (acc="f16": f16).
 
     batch > 0: the operands are memref<batch x ...> (linalg.batch_matmul); the kernel works on their
     row-collapsed 2-D views ((batch M) x K, (batch K) x N, (batch M) x N) with the batch as the grid's

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import load_npys, matmul_payload, ok
+from conftest import load_npys, ok
 from cuda_helpers import as_float64, check_matmul_run, needs_gpu, ptx_of
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -166,6 +166,24 @@ def test_wgmma_f16_accumulator_kmajor_b_lowers(ctx, tmp_path):
     assert "transpose" not in ptx and "ld.local" not in ptx
 
 
+def batch_payload(tmp_path: Path) -> Path:
+    p = tmp_path / "bmm.mlir"
+    a, b, c = "tensor<3x136x128xf16>", "tensor<3x128x200xf16>", "tensor<3x136x200xf16>"
+    p.write_text(f"func.func @bmm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
+                 f"  %0 = linalg.batch_matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
+    return p
+
+
+def test_batch_matmul_with_f16_accumulator_lowers(ctx, tmp_path):
+    """linalg.batch_matmul (the batch as the grid's z) takes acc=f16 like linalg.matmul."""
+    ok(ctx, f"load {batch_payload(tmp_path)}")
+    ok(ctx, f"apply {WGMMA}{{block_m=128 block_n=256 stages=2 acc=f16}}")
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    ptx = ptx_of(ctx.session.current_ir)
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n256k16.f16.f16.f16") == 8 and ".f32.f16.f16" not in ptx
+    assert ptx.count("st.shared.b32") == 128 and "ld.local" not in ptx
+
+
 def _wgmma_operands(nvvm: str) -> list[tuple]:
     """Each nvvm.wgmma.mma_async of lowered kernel text (arith lowered too) as (increment of the A
     descriptor, increment of the B descriptor, shape and types/layouts), the increments read off the
@@ -295,11 +313,7 @@ def test_gpu_wgmma_f16_accumulator_is_f16_checked(ctx, tmp_path):
 
 @needs_gpu
 def test_gpu_batch_matmul_wgmma_f16_accumulator_checked(ctx, tmp_path):
-    p = tmp_path / "bmm.mlir"
-    a, b, c = "tensor<3x136x128xf16>", "tensor<3x128x200xf16>", "tensor<3x136x200xf16>"
-    p.write_text(f"func.func @bmm(%A: {a}, %B: {b}, %C: {c}) -> {c} {{\n"
-                 f"  %0 = linalg.batch_matmul ins(%A, %B : {a}, {b}) outs(%C : {c}) -> {c}\n  return %0 : {c}\n}}\n")
-    ok(ctx, f"load {p}")
+    ok(ctx, f"load {batch_payload(tmp_path)}")
     ok(ctx, f"apply {WGMMA}{{block_m=128 block_n=256 stages=2 acc=f16}}")
     check_matmul_run(ctx, tmp_path, tolerance(128))
 

@@ -23,7 +23,10 @@ must match within the element type's tolerance (max abs err / max abs value). Th
 payload's own computation, C + A B (`torch.addmm` / `torch.baddbmm`, cuBLAS with beta = 1); the plain
 `torch.matmul` (no C) is printed beside it. torch: CUDA events around 20-50 calls after warm-up,
 per-call mean of 5 repeats, median.
-f32 1000^3 and 2048^3 (CUDA cores, against cuBLAS without TF32) are printed too, outside the geomean.
+f32 1000^3 and 2048^3 (CUDA cores, against cuBLAS without TF32) are printed too, outside the geomean, and so is
+f16acc_4096: the f16 payload (C + A B, f16 everywhere) through the wgmma kernel with its opt-in f16 accumulator
+(`matmul_wgmma{... acc=f16}`, F16ACC_SCHEDULES; with --configs, those with acc=f16 added) against the same
+torch f16 addmm (cuBLAS accumulates in f32), checked within f16_accumulation_error_bound(K).
 Last line: RESULT <case>_ratio=<workbench TFLOP/s / torch TFLOP/s> ... geomean_ratio=<over checked cases of the set>
 (a case that fails or does not match gets no ratio and is named in failed=).
 """
@@ -41,6 +44,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from workbench.worker.cuda.wgmma_matmul import f16_accumulation_error_bound  # noqa: E402  (text only, no MLIR)
+
 # (key, batch, m, n, k); batch 0 = linalg.matmul
 SHAPES = [("4096", 0, 4096, 4096, 4096), ("8192", 0, 8192, 8192, 8192), ("1000", 0, 1000, 1000, 1000),
           ("2048x4096x1024", 0, 2048, 4096, 1024), ("4096x4096x512", 0, 4096, 4096, 512),
@@ -52,6 +57,13 @@ DTYPES = ("f16", "bf16")
 F32_CASES = [("f32_1000", "f32", (0, 1000, 1000, 1000)), ("f32_2048", "f32", (0, 2048, 2048, 2048))]
 TOLERANCE = {"f16": 2e-2, "bf16": 3e-2, "f32": 1e-4, "tf32": 5e-3, "f8E4M3FN": 3e-2, "f8E5M2": 3e-2,
              "tf32wg": 5e-3}
+# f16 accumulation (opt-in, not in the geomean: less accurate than torch's f32 accumulation): the f16
+# payload through the wgmma kernel with acc=f16, whose half-size accumulators allow 128x256 per warpgroup;
+# the best of these schedules counts
+F16ACC_CASES = [("f16acc_4096", "f16acc", (0, 4096, 4096, 4096))]
+F16ACC_SCHEDULES = ["pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=256 block_n=256 stages=3 consumers=2 acc=f16}",
+                    "pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=256 stages=4 acc=f16}",
+                    "pipelines/cuda/matmul.py[gen=matmul_wgmma]{block_m=128 block_n=256 stages=4 consumers=2 acc=f16}"]
 # K-major cases: (name, operand type, (batch, m, n, k)) with the payload C + A B^T
 KMAJOR_CASES = [("e4m3_4096", "f8E4M3FN", (0, 4096, 4096, 4096)), ("e4m3_8192", "f8E4M3FN", (0, 8192, 8192, 8192)),
                 ("e4m3_2048x4096x1024", "f8E4M3FN", (0, 2048, 4096, 1024)),
@@ -324,7 +336,7 @@ def main() -> int:
     cases = [(f"{dtype}_{key}", dtype, shape) for dtype in DTYPES for key, *shape in SHAPES] + [
         ("tf32_2048", "tf32", (0, 2048, 2048, 2048)), ("mlp_f32", "f32", None),
         ("attention_f16", "f16", ("attention",))] + KMAJOR_CASES + [
-        (name, "f16", ("epilogue", act, shape)) for name, act, shape in EPILOGUE_CASES] + F32_CASES
+        (name, "f16", ("epilogue", act, shape)) for name, act, shape in EPILOGUE_CASES] + F32_CASES + F16ACC_CASES
     for name, dtype, shape in cases:
         if wanted and not any(w in name for w in wanted):
             continue
@@ -356,10 +368,13 @@ def main() -> int:
         else:
             batch, m, n, k = shape
             src = work / f"{name}.mlir"
-            src.write_text(payload(batch, m, n, k, "f32" if dtype == "tf32" else dtype))
+            operands = {"tf32": "f32", "f16acc": "f16"}.get(dtype, dtype)
+            src.write_text(payload(batch, m, n, k, operands))
             flops = 2.0 * max(batch, 1) * m * n * k
             runs = TF32_SCHEDULES if dtype == "tf32" and not args.configs else schedules
-            ref = torch_matmul(batch, m, n, k, "f32" if dtype == "tf32" else dtype, tf32=dtype == "tf32")
+            if dtype == "f16acc":
+                runs = [with_f16_acc(sc) for sc in schedules] if args.configs else F16ACC_SCHEDULES
+            ref = torch_matmul(batch, m, n, k, operands, tf32=dtype == "tf32")
             ref_s = ref["addmm"]
         for schedule in runs:
             out = work / f"out_{name}_{abs(hash(schedule))}"
@@ -381,7 +396,7 @@ def main() -> int:
             else:
                 err = check_matmul(out)
             t = r["run"]["median_s"]
-            good = err <= TOLERANCE[dtype]
+            good = err <= (f16_accumulation_error_bound(shape[3]) if dtype == "f16acc" else TOLERANCE[dtype])
             ratio = ref_s / t
             rows.append((name, r["selected"], t, flops / t / 1e12, ref_s, flops / ref_s / 1e12, err, good, ratio))
             print(f"{name}: {r['selected']}: {t * 1e3:.3f} ms ({flops / t / 1e12:.1f} TFLOP/s), torch "
@@ -397,12 +412,19 @@ def main() -> int:
     for name, sel, t, tf, rs, rtf, err, good, ratio in rows:
         print(f"{name:<22} {t * 1e3:>8.3f}ms {tf:>8.1f} {rs * 1e3:>8.3f}ms {rtf:>8.1f} {err:>9.2e}  "
               f"{ratio:.3f}{'' if good else ' WRONG'}  {sel}")
-    in_set = [v for k, v in ratios.items() if not any(k == name for name, _, _ in F32_CASES)]
+    in_set = [v for k, v in ratios.items() if not any(k == name for name, _, _ in F32_CASES + F16ACC_CASES)]
     geo = math.exp(sum(math.log(v) for v in in_set) / len(in_set)) if in_set else float("nan")
     failed = sorted(set(f for f in failed if f not in ratios))
     print("RESULT " + " ".join(f"{k}_ratio={v:.4f}" for k, v in ratios.items())
           + f" geomean_ratio={geo:.4f}" + (f" failed={','.join(failed)}" if failed else ""))
     return 0
+
+
+def with_f16_acc(schedule: str) -> str:
+    """A --configs schedule for the f16acc case: matmul_wgmma with acc=f16 (added where it names none)."""
+    if "gen=matmul_wgmma" not in schedule or "acc=" in schedule:
+        return schedule
+    return schedule[:-1].rstrip() + " acc=f16}"
 
 
 def shutil_rm(path: Path) -> None:

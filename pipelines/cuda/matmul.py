@@ -68,6 +68,10 @@ Shapes must be static and divisible by the tiles (no remainder handling), except
     Threads per block = 128 * (consumers + specialize). `op`: only the op tagged lh.op = op.
     fp8 and tf32 (`tf32=1`: f32 operands read as TF32) are read with B K-major only: the payload's
     x @ w^T as it is, a B stored K x N copied transposed into a new buffer first (one more kernel).
+    `acc=f16` (opt-in, f16 operands only; the selector never picks it): the wgmma accumulate in f16
+    (.f16.f16.f16), half the accumulator registers, so a consumer warpgroup takes 128 x 256
+    (block_m=128 block_n=256, or block_m=256 block_n=256 consumers=2); sums rounded to f16 at every
+    k16 step (wgmma_matmul.f16_accumulation_error_bound(K) bounds the error).
 
 ``matmul_simt_tiles``  (f32, CUDA cores, any M, N, K, one op of several): configuration only, like
     matmul_wgmma: marks the op ``lh.simt_tiles = {...}``; after bufferization ``rewrite: simt-kernels``
@@ -106,6 +110,8 @@ PARAMS = {
     "consumers": {"choices": [1, 2], "help": "wgmma: warpgroups computing the block (each takes block_m / consumers rows)"},
     "specialize": {"choices": [0, 1], "help": "wgmma: 1 = an extra producer warpgroup issues the TMA loads (warp specialization)"},
     "tf32": {"choices": [0, 1], "help": "wgmma: 1 = f32 operands read as tf32 by the tensor cores (K-major B; a K x N B is copied transposed first)"},
+    # (tune leaves it alone, `space` of one: f16 accumulation trades accuracy, asked for by name only)
+    "acc": {"choices": ["f32", "f16"], "space": ["f32"], "help": "wgmma: accumulator type; f16 (f16 operands only: wgmma .f16.f16.f16) takes half the registers, so 128x256 tiles fit one consumer warpgroup and 256x256 two, at f16's accuracy (error grows with K); opt-in, also for tune (acc=[f32,f16])"},
     "tile_m": {"min": 4, "max": 256, "help": "matmul_simt_tiles: rows of C per block (any M: edges guarded)"},
     "tile_n": {"min": 4, "max": 256, "help": "matmul_simt_tiles: columns of C per block (any N)"},
     "tile_k": {"min": 4, "max": 64, "help": "matmul_simt_tiles: K step staged in shared memory (any K; multiple of 4)"},
@@ -572,17 +578,18 @@ def matmul_simt_smem(block_m: int = 128, block_n: int = 128, block_k: int = 8, t
 
 
 def matmul_wgmma(block_m: int = 128, block_n: int = 128, stages: int = 4, consumers: int = 1,
-                 specialize: int = 0, tf32: int = 0, op: str = "") -> str:
+                 specialize: int = 0, tf32: int = 0, op: str = "", acc: str = "f32") -> str:
     from workbench.worker.cuda.wgmma_matmul import MARK, KernelConfigError, check_config
 
     try:  # the tile checks that do not need the payload's shape (that is checked by the rewrite)
-        check_config(block_m, block_n, 64, block_m, block_n, stages, consumers, specialize)
+        check_config(block_m, block_n, 64, block_m, block_n, stages, consumers, specialize, acc=acc)
     except KernelConfigError as e:
         raise ValueError(str(e))
+    _check(not (tf32 and acc == "f16"), "acc=f16 needs f16 operands: tf32=1 reads f32 operands as tf32")
     only = _only_op(op)
     config = (f"{{block_m = {block_m} : i64, block_n = {block_n} : i64, stages = {stages} : i64, "
               f"consumers = {consumers} : i64, specialize = {specialize} : i64"
-              + (f", tf32 = {tf32} : i64" if tf32 else "") + "}")
+              + (f", tf32 = {tf32} : i64" if tf32 else "") + (f', acc = "{acc}"' if acc != "f32" else "") + "}")
     return transform_module(f"""    %mm = transform.structured.match ops{{["linalg.matmul", "linalg.batch_matmul"]}}{only} in %root : (!transform.any_op) -> !transform.any_op
     %config = transform.param.constant {config} -> !transform.any_param
     transform.annotate %mm "{MARK}" = %config : !transform.any_op, !transform.any_param

@@ -27,7 +27,8 @@ marked op by a call to a generated kernel function built from upstream nvgpu ops
           wrote the result in place into C and copied it into an out parameter, that out
           parameter (the copy is dropped).
 
-A and B f16 or bf16, C f16, bf16 or f32 (f32 accumulation either way); shapes static, any M, N and
+A and B f16 or bf16, C f16, bf16 or f32 (f32 accumulation either way; f16 operands may opt into f16
+accumulation, acc = "f16" in the mark: wgmma .f16.f16.f16 on half the registers, see kernel_text); shapes static, any M, N and
 K that are multiples of 8 (N and K: TMA row strides of 16 bytes): edge tiles read zeros past the
 operands (TMA out-of-bounds fill), clamp their C loads and predicate their stores; sm_90a (wgmma).
 K-major B (a matmul whose B indexing map is transposed: x @ w^T, B stored N x K): fp8 (f8E4M3FN,
@@ -57,8 +58,13 @@ SWIZZLE_BYTES = 1024  # 128-byte swizzle repeats every 8 rows: slots must be 102
 WARPGROUP = 128
 MAX_SHARED = 227 * 1024  # sm_90 opt-in shared memory per block
 GROUP_M = 16  # tile rows per rasterization group (see the block-id mapping in kernel_text)
-ACC_PAD = 8  # floats of padding per accumulator row in the epilogue's shared-memory tile
-DEFAULTS = {"block_m": 128, "block_n": 128, "stages": 4, "consumers": 1, "specialize": 0, "tf32": 0}
+ACC_PAD = 8  # elements of padding per accumulator row in the epilogue's shared-memory tile
+# Accumulator types: f32 (any operands) or, opt-in, f16 (wgmma .f16.f16.f16, f16 operands only): half the
+# registers (N/4 .f16x2 registers per m64 piece and thread instead of N/2 .f32), so tiles of twice the
+# area fit; the sums are rounded to f16 (at least once per k16 wgmma), so the error grows with K
+ACC_TYPES = ("f32", "f16")
+ACC_BYTES = {"f32": 4, "f16": 2}
+DEFAULTS = {"block_m": 128, "block_n": 128, "stages": 4, "consumers": 1, "specialize": 0, "tf32": 0, "acc": "f32"}
 EDGE_MULTIPLE = 8  # K and N: multiples of 8 elements (16-byte TMA strides, 8-column epilogue steps)
 AB_TYPES = ("f16", "bf16")  # wgmma m64nNk16 operand types with f32 accumulation (B K x N, N-major)
 # K-major B (B stored N x K, the payload's x @ w^T): wgmma reads fp8 and tf32 only K-major. Per K step
@@ -87,10 +93,24 @@ class KernelConfigError(ValueError):
     pass
 
 
+def f16_accumulation_error_bound(k: int) -> float:
+    """A bound on max |D - exact| / max |exact| of an acc=f16 matmul over K (checks, bench): at worst one
+    f16 rounding (2^-11 of the running sum, whatever its direction) per k16 wgmma, plus the roundings of
+    C + acc and of the result. Random operands stay far below it (the errors mostly cancel); a misplaced
+    fragment or a wrong descriptor gives errors of the order of the result itself."""
+    return 2.0 ** -11 * (4 + -(-k // 16))
+
+
 def check_config(m: int, n: int, k: int, block_m: int, block_n: int, stages: int, consumers: int,
-                 specialize: int, elem_bytes: int = 2, b_kmajor: int = 0) -> dict:
-    """The derived sizes of a configuration, or KernelConfigError saying what is wrong."""
+                 specialize: int, elem_bytes: int = 2, b_kmajor: int = 0, acc: str = "f32") -> dict:
+    """The derived sizes of a configuration, or KernelConfigError saying what is wrong. acc: the
+    accumulator type (ACC_TYPES): f16 accumulators take half the registers and half the epilogue's
+    shared memory, and are stored by the kernel itself, so a consumer warpgroup may take 128 rows
+    with consumers=2 (block_m=256)."""
     block_k = SWIZZLE_ROW // elem_bytes
+    if acc not in ACC_TYPES:
+        raise KernelConfigError(f"acc={acc}: {' or '.join(ACC_TYPES)}")
+    acc_bytes = ACC_BYTES[acc]
     if consumers not in (1, 2):
         raise KernelConfigError(f"consumers={consumers}: 1 or 2 warpgroups")
     rows = block_m // consumers
@@ -104,16 +124,18 @@ def check_config(m: int, n: int, k: int, block_m: int, block_n: int, stages: int
                                 "64 computes wrong results)")
     if block_m > 256:
         raise KernelConfigError(f"block_m={block_m}: at most 256 (TMA box)")
-    if consumers == 2 and rows != 64:
+    if consumers == 2 and rows != 64 and acc == "f32":
         raise KernelConfigError(f"block_m={block_m} with consumers=2: each consumer warpgroup takes 64 rows "
-                                "(block_m = 128); nvgpu.warpgroup.mma.store places warps by thread id")
+                                "(block_m = 128; 256 with acc=f16); nvgpu.warpgroup.mma.store places warps by "
+                                "thread id")
     if b_kmajor and rows != 64:
         raise KernelConfigError(f"block_m={block_m} with consumers={consumers}: K-major B (fp8, tf32 or x @ w^T) "
                                 "needs 64 rows per consumer warpgroup (block_m=64, or block_m=128 consumers=2)")
-    acc_regs = rows * block_n // WARPGROUP
+    acc_regs = rows * block_n * acc_bytes // (WARPGROUP * 4)  # 32-bit registers (f16: two per register)
     if acc_regs > 128:
-        raise KernelConfigError(f"{rows}x{block_n} accumulator rows per warpgroup need {acc_regs} registers per "
-                                "thread (at most 128): use consumers=2 or smaller blocks")
+        hint = "" if acc == "f16" else " (or acc=f16 with f16 operands: half the registers)"
+        raise KernelConfigError(f"{rows}x{block_n} {acc} accumulator rows per warpgroup need {acc_regs} registers "
+                                f"per thread (at most 128): use consumers=2 or smaller blocks{hint}")
     # Edges: the grid covers ceil(M / block_m) x ceil(N / block_n) tiles and ceil(K / 64) K steps; TMA
     # fills the parts of a box outside the operand with zeros (they add nothing), the epilogue clamps
     # its C loads into the matrix and predicates its stores. What TMA itself needs: row strides that
@@ -129,7 +151,7 @@ def check_config(m: int, n: int, k: int, block_m: int, block_n: int, stages: int
         raise KernelConfigError("stages must be at least 2")
     a_bytes, b_bytes = block_m * SWIZZLE_ROW, block_n * SWIZZLE_ROW
     pipeline = stages * (a_bytes + b_bytes)
-    epilogue = block_m * (block_n + ACC_PAD) * 4
+    epilogue = block_m * (block_n + ACC_PAD) * acc_bytes
     shared = max(pipeline, epilogue) + SWIZZLE_BYTES
     if shared > MAX_SHARED:
         raise KernelConfigError(f"{stages} stages of {block_m}x{block_n} tiles need {shared // 1024} KiB of shared "
@@ -233,9 +255,9 @@ MARKABLE = ("linalg.matmul", "linalg.batch_matmul")
 def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: int = 128, stages: int = 4,
                 consumers: int = 1, specialize: int = 0, c_type: str = "f16", ab_type: str = "f16",
                 batch: int = 0, b_kmajor: int = 0, epilogue: dict | None = None, zero_c: int = 0,
-                d_type: str = "") -> str:
+                d_type: str = "", acc: str = "f32") -> str:
     """`func.func private @name(%A: memref<MxKx{ab_type}>, %B: memref<KxNx{ab_type}>, %C: memref<MxNx{c_type}>,
-    %D: memref<MxNx{c_type}>)`: D = C + A x B (D may be C itself), f32 accumulation.
+    %D: memref<MxNx{c_type}>)`: D = C + A x B (D may be C itself), f32 accumulation (acc="f16": f16).
 
     batch > 0: the operands are memref<batch x ...> (linalg.batch_matmul); the kernel works on their
     row-collapsed 2-D views ((batch M) x K, (batch K) x N, (batch M) x N) with the batch as the grid's
@@ -255,7 +277,20 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
 
     zero_c=1: C holds zeros (the payload filled it with 0 right before: torch's `A @ B` is a fill and
     a matmul), so the kernel never reads it: D = A x B, one pass over D instead of a fill kernel, a
-    read of C and a write of D."""
+    read of C and a write of D.
+
+    acc="f16": the wgmma accumulate in f16 (`wgmma.mma_async ... .f16.f16.f16`, f16 operands only),
+    issued as nvvm.wgmma.mma_async on structs of N/4 i32 (.f16x2) registers per m64 piece: MLIR 22's
+    nvgpu ops cannot (nvgpu.warpgroup.mma lowers an f16 accumulator to a struct of f16 members, which
+    the inline-PTX builder refuses, and nvgpu.warpgroup.mma.store takes f32 only). The kernel stores the
+    fragments itself: register r of m64 piece p holds the two columns 8 (r / 2) + 2 (lane % 4) + {0, 1}
+    of row 64 p + 16 warp + lane / 4 + 8 (r % 2) (the f32 fragment layout, two elements per register),
+    one 32-bit shared store each; the write-back reads f16 and widens to f32 (D = C + acc as above)."""
+    if acc not in ACC_TYPES:
+        raise KernelConfigError(f"acc={acc}: {' or '.join(ACC_TYPES)}")
+    if acc == "f16" and ab_type != "f16":
+        raise KernelConfigError(f"acc=f16 needs f16 operands (wgmma accumulates in f16 only for f16 x f16): "
+                                f"A and B are {ab_type}")
     if c_type not in C_TYPES:
         raise KernelConfigError(f"C of {c_type}: the wgmma kernel writes {' or '.join(C_TYPES)}")
     allowed = KMAJOR_TYPES if b_kmajor else AB_TYPES
@@ -263,7 +298,7 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
         extra = " (fp8 and tf32 need B transposed, K-major: the payload's x @ w^T)" if ab_type in KMAJOR_TYPES else ""
         raise KernelConfigError(f"A and B of {ab_type}: the wgmma kernel reads {' or '.join(allowed)}{extra}")
     eb = ELEMENT_BYTES[ab_type]
-    d = check_config(m, n, k, block_m, block_n, stages, consumers, specialize, eb, b_kmajor)
+    d = check_config(m, n, k, block_m, block_n, stages, consumers, specialize, eb, b_kmajor, acc)
     rows, a_bytes, b_bytes, k_steps = d["rows"], d["a_bytes"], d["b_bytes"], d["k_steps"]
     bk = d["block_k"]
     smem = "#gpu.address_space<workgroup>"
@@ -289,6 +324,10 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
     map_b = (f"!nvgpu.tensormap.descriptor<tensor = memref<{b_box}x{ab}, 3>, swizzle = swizzle_128b, "
              "l2promo = none, oob = zero, interleave = none>")
     acc_t = f"!nvgpu.warpgroup.accumulator<fragmented = vector<{rows}x{block_n}xf32>>"
+    pieces = rows // 64  # m64 wgmma pieces per consumer warpgroup
+    f16acc = acc == "f16"
+    # acc=f16: one LLVM struct of N/4 .f16x2 registers per m64 piece (see the docstring)
+    acc16_t = "!llvm.struct<(" + ", ".join(["i32"] * (block_n // 4)) + ")>"
     if b_kmajor:  # one wgmma instruction's operands: the K extent is wk, the descriptors are advanced by hand
         wa_t = f"!nvgpu.warpgroup.descriptor<tensor = memref<{rows}x{wk}x{ab_type}, {smem}>>"
         wb_t = f"!nvgpu.warpgroup.descriptor<tensor = memref<{wk}x{block_n}x{ab_type}, {smem}>>"
@@ -297,7 +336,7 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
         wb_t = f"!nvgpu.warpgroup.descriptor<tensor = memref<{BLOCK_K}x{block_n}x{ab}, {smem}>>"
     dyn_t = f"memref<?xi8, {smem}>"
     b_base = stages * a_bytes  # byte offset of the B slots after the A slots
-    stride = block_n + ACC_PAD  # floats per row of the accumulator tile in shared memory
+    stride = block_n + ACC_PAD  # elements per row of the accumulator tile in shared memory
     tx = a_bytes + b_bytes
 
     t = _Text()
@@ -455,11 +494,17 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
 
         def consume(ksteps: str) -> None:
             """A consumer warpgroup's main loop, then its accumulators into shared memory."""
-            acc0 = t.val(f"nvgpu.warpgroup.mma.init.accumulator -> {acc_t}", "acc")
+            if f16acc:  # one struct of .f16x2 registers per m64 piece, carried by the loop
+                zero = t.val(f"llvm.mlir.zero : {acc16_t}", "acc")
+                carried = [(f"%acc_in{p}", zero, acc16_t) for p in range(pieces)]
+            else:
+                carried = [("%acc_in", t.val(f"nvgpu.warpgroup.mma.init.accumulator -> {acc_t}", "acc"), acc_t)]
+            results = "%accf" + (f":{len(carried)}" if len(carried) > 1 else "")
             wg_first = t.val(f"arith.cmpi eq, {lane}, {t.const(0)} : index", "wgfirst")
             a_rows_off = t.val(f"arith.muli {wg}, {t.const(rows * SWIZZLE_ROW)} : index", "arows")
-            with t.region(f"%accf = scf.for %k = {t.const(0)} to {ksteps} step {t.const(1)} "
-                          f"iter_args(%acc_in = {acc0}) -> ({acc_t})"):
+            with t.region(f"{results} = scf.for %k = {t.const(0)} to {ksteps} step {t.const(1)} "
+                          f"iter_args({', '.join(f'{v} = {init}' for v, init, _ in carried)}) -> "
+                          f"({', '.join(ty for _, _, ty in carried)})"):
                 s = t.val(f"arith.remui %k, {t.const(stages)} : index", "s")
                 rnd = t.val(f"arith.divui %k, {t.const(stages)} : index", "round")
                 t.emit(f"nvgpu.mbarrier.try_wait.parity {full}[{s}], {parity(rnd)}, {ticks} : {bar_t}")
@@ -473,20 +518,48 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                                f"memref<{rows}x{a_k}x{ab}, {smem}>, {map_a} -> {wa_t}", "da")
                     db = t.val(f"nvgpu.warpgroup.generate.descriptor {b_tile}, {desc_b} : "
                                f"memref<{b_shape}x{ab}, {smem}>, {map_b} -> {wb_t}", "db")
+                    if f16acc:
+                        return wgmma16(da, db, acc_in, 1 if b_kmajor else a_k // wk)
                     return t.val(f"nvgpu.warpgroup.mma {da}, {db}, {acc_in} {{{transpose}waitGroup = 1 : i64}} : "
                                  f"{wa_t}, {wb_t}, {acc_t} -> {acc_t}", "accn")
 
+                def wgmma16(da: str, db: str, accs: list[str], k_parts: int) -> list[str]:
+                    """acc=f16: the nvvm.wgmma.mma_async that nvgpu.warpgroup.mma lowers to, on i32 structs:
+                    per m64 piece p and k16 part, the descriptors advanced as its lowering advances them
+                    (A: 64 rows of 128 bytes per piece, 32 bytes per part; B, K x N: 16 rows of 128 bytes)."""
+                    da64 = t.val(f"builtin.unrealized_conversion_cast {da} : {wa_t} to i64", "da64")
+                    db64 = t.val(f"builtin.unrealized_conversion_cast {db} : {wb_t} to i64", "db64")
+                    out = []
+                    for p, acc_p in enumerate(accs):
+                        for kk in range(k_parts):
+                            a_inc = (p * 64 * SWIZZLE_ROW + kk * WGMMA_K_BYTES) >> 4  # 16-byte units
+                            b_inc = (kk * 16 * SWIZZLE_ROW) >> 4
+                            a_d = t.val(f"arith.addi {da64}, {t.const(a_inc, 'i64')} : i64", "dak") if a_inc else da64
+                            b_d = t.val(f"arith.addi {db64}, {t.const(b_inc, 'i64')} : i64", "dbk") if b_inc else db64
+                            acc_p = t.val(f"nvvm.wgmma.mma_async {a_d}, {b_d}, {acc_p}, <m = 64, n = {block_n}, k = 16>, "
+                                          "D[<f16>, <one>, <wrapped>], A[<f16>, <one>, <row>], "
+                                          f"B[<f16>, <one>, <{'col' if b_kmajor else 'row'}>] : {acc16_t} -> {acc16_t}",
+                                          "acc16")
+                        out.append(acc_p)
+                    return out
+
+                acc_in = [v for v, _, _ in carried] if f16acc else carried[0][0]
+                if f16acc:  # one wgmma group per K step (nvgpu.warpgroup.mma: one per op)
+                    t.emit("nvvm.wgmma.fence.aligned")
                 if b_kmajor:
                     # 4 wgmma per step, each on the next 32 bytes of the swizzled rows of A and B (the
                     # upstream lowering advances a K-major B descriptor by whole rows: not usable here)
-                    acc, b_off = "%acc_in", b_slot(s)
+                    acc, b_off = acc_in, b_slot(s)
                     for part in range(SWIZZLE_ROW // WGMMA_K_BYTES):
                         shift = t.const(part * WGMMA_K_BYTES)
                         a_part = t.val(f"arith.addi {a_off}, {shift} : index", "apart") if part else a_off
                         b_part = t.val(f"arith.addi {b_off}, {shift} : index", "bpart") if part else b_off
                         acc = wgmma(a_part, b_part, b_box, bk, acc, "")
                 else:
-                    acc = wgmma(a_off, lambda: b_slot(s), f"{BLOCK_K}x{block_n}", BLOCK_K, "%acc_in", "transposeB, ")
+                    acc = wgmma(a_off, lambda: b_slot(s), f"{BLOCK_K}x{block_n}", BLOCK_K, acc_in, "transposeB, ")
+                if f16acc:  # at most one group in flight, as nvgpu.warpgroup.mma's waitGroup = 1
+                    t.emit("nvvm.wgmma.commit.group.sync.aligned")
+                    t.emit("nvvm.wgmma.wait.group.sync.aligned 1")
                 # step k-1's wgmma is complete (at most one group in flight): release its slot
                 has_prev = t.val(f"arith.cmpi uge, %k, {t.const(1)} : index", "hasprev")
                 rel = t.val(f"arith.andi {has_prev}, {wg_first} : i1", "release")
@@ -500,10 +573,16 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                     go = t.val(f"arith.andi {more}, {first} : i1", "issue")
                     with t.region(f"scf.if {go}"):
                         issue(j)
-                t.emit(f"scf.yield {acc} : {acc_t}")
+                if f16acc:
+                    t.emit(f"scf.yield {', '.join(acc)} : {', '.join([acc16_t] * pieces)}")
+                else:
+                    t.emit(f"scf.yield {acc} : {acc_t}")
             t.emit("nvvm.wgmma.wait.group.sync.aligned 0")
             # every consumer is done reading the slots before any accumulator overwrites them
             t.emit(f"nvvm.barrier id = {t.const(1, 'i32')} number_of_threads = {t.const(WARPGROUP * consumers, 'i32')}")
+            if f16acc:
+                store_f16_fragments()
+                return
             # The store's lowering places warp w of the *block* (tid.x / 32, not the warp within the
             # warpgroup) at rows 16w.. of the destination, so every consumer passes a view starting at
             # the block's accumulator region (the verifier wants the warpgroup's own shape); warpgroup
@@ -514,6 +593,33 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
             acc_smem = t.val(f"memref.subview {padded}[0, 0] [{rows}, {block_n}] [1, 1] : "
                              f"memref<{rows}x{stride}xf32, {smem}> to {acc_t_mem}", "accsmem")
             t.emit(f"nvgpu.warpgroup.mma.store %accf, {acc_smem} : {acc_t} to {acc_t_mem}")
+
+        def store_f16_fragments() -> None:
+            """acc=f16: each thread's .f16x2 registers into the block's accumulator tile (rows of `stride`
+            halves), one 32-bit store each: register r of m64 piece p at row wg rows + 64 p + 16 warp +
+            lane / 4 + 8 (r % 2), columns 8 (r / 2) + 2 (lane % 4) + {0, 1} (the PTX ISA's wgmma D
+            fragment layout; warp and lane within the warpgroup). With ACC_PAD halves of padding a warp's
+            8 rows x 4 words hit 32 different banks."""
+            words = stride // 2
+            tile_t = f"memref<{block_m}x{words}xi32, {smem}>"
+            tile = t.val(f"memref.view {dyn}[{base}][] : {dyn_t} to {tile_t}", "acc32")
+            warp = t.val(f"arith.divui {lane}, {t.const(32)} : index", "warp")
+            l32 = t.val(f"arith.remui {lane}, {t.const(32)} : index", "l32")
+            row0 = t.val(f"arith.muli {wg}, {t.const(rows)} : index", "frow")
+            row0 = t.val(f"arith.addi {row0}, {t.val(f'arith.muli {warp}, {t.const(16)} : index', 'frow')} : index",
+                         "frow")
+            row0 = t.val(f"arith.addi {row0}, {t.val(f'arith.divui {l32}, {t.const(4)} : index', 'frow')} : index",
+                         "frow")
+            col0 = t.val(f"arith.remui {l32}, {t.const(4)} : index", "fcol")
+            cols = [t.val(f"arith.addi {col0}, {t.const(4 * j)} : index", "fcol") if j else col0
+                    for j in range(block_n // 8)]
+            for p in range(pieces):
+                acc_p = "%accf" if pieces == 1 else f"%accf#{p}"
+                rows_p = [t.val(f"arith.addi {row0}, {t.const(64 * p + 8 * h)} : index", "frow") if p or h else row0
+                          for h in range(2)]
+                for r in range(block_n // 4):
+                    v = t.val(f"llvm.extractvalue {acc_p}[{r}] : {acc16_t}", "frag")
+                    t.emit(f"memref.store {v}, {tile}[{rows_p[r % 2]}, {cols[r // 2]}] : {tile_t}")
 
         def fused(cv: str, av: str, sr: str, gc: str) -> str:
             """C + acc rounded to C's type (the matmul's result), then the fused elementwise op in f32."""
@@ -548,7 +654,7 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
             """The consumer threads: C[m0 + r, n0 + c .. c+7] += acc[r, c .. c+7], 8 halves (16 bytes) per
             thread and step; `unroll` steps issue their C loads before any store, so the global-memory
             latency is paid once per group rather than once per step."""
-            whole_t = f"memref<{block_m}x{stride}xf32, {smem}>"
+            whole_t = f"memref<{block_m}x{stride}x{acc}, {smem}>"
             whole = t.val(f"memref.view {dyn}[{base}][] : {dyn_t} to {whole_t}", "accall")
             per_row = block_n // 8
             total = block_m * per_row
@@ -586,7 +692,9 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
                         inside = [t.val(f"arith.andi {inside[0]}, {inside[1]} : i1", "inside")]
                     guard = t.region(f"scf.if {inside[0]}") if inside else contextlib.nullcontext()
                     guard.__enter__()
-                    av = t.val(f"vector.load {whole}[{r}, {c}] : {whole_t}, vector<8xf32>", "av")
+                    av = t.val(f"vector.load {whole}[{r}, {c}] : {whole_t}, vector<8x{acc}>", "av")
+                    if acc != "f32":
+                        av = t.val(f"arith.extf {av} : vector<8x{acc}> to vector<8xf32>", "av")
                     sr = t.val(f"arith.addi {gr}, {a_row0} : index", "sr") if batch else gr
                     if epilogue:
                         o = fused(cv, av, sr, gc)
@@ -629,14 +737,20 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int = 128, block_n: 
 
 
 def mark_config(attr, defaults: dict) -> dict:
-    """A schedule's mark (`lh.wgmma = {block_m = 128 : i64, ...}`) as a dict over `defaults`' keys."""
+    """A schedule's mark (`lh.wgmma = {block_m = 128 : i64, acc = "f16", ...}`) as a dict over `defaults`'
+    keys (integers; strings where the default is one)."""
     from mlir import ir
 
     cfg = dict(defaults)
     if isinstance(attr, ir.DictAttr):
         for key in list(cfg):
             if key in attr:
-                cfg[key] = ir.IntegerAttr(attr[key]).value
+                if isinstance(cfg[key], str):
+                    if not isinstance(attr[key], ir.StringAttr):
+                        raise KernelConfigError(f"{key} = {attr[key]} in the mark: a string expected")
+                    cfg[key] = ir.StringAttr(attr[key]).value
+                else:
+                    cfg[key] = ir.IntegerAttr(attr[key]).value
     return cfg
 
 
@@ -699,6 +813,11 @@ def rewrite_marked(module) -> int:
                                         "(matmul_wgmma tf32=1)")
             cfg["ab_type"] = "tf32"
         del cfg["tf32"]
+        if cfg["acc"] == "f32":  # (absent: the kernel names of earlier sessions stay the same)
+            del cfg["acc"]
+        elif cfg["acc"] == "f16" and cfg["ab_type"] != "f16":
+            raise KernelConfigError(f"acc=f16 needs f16 operands (wgmma accumulates in f16 only for f16 x f16): "
+                                    f"A and B are {cfg['ab_type']}")
         if str(types[1].element_type) != str(types[0].element_type):
             raise KernelConfigError(f"A is {types[0]} but B is {types[1]}: the wgmma kernel takes one operand type")
         a, b, c = list(op.operands)

@@ -116,3 +116,56 @@ def test_a_split_that_does_not_add_up_to_m_is_refused_with_its_constraint(ctx, t
                                 "reg_m=6 reg_n=16 reg_k=8 pack_tile_a=32 pack_tile_b=8 main_m=48 tail_m=4}", ctx)
     assert not res.ok and "main_m + tail_m == M" in res.error, res.error
     assert "linalg.matmul" in ctx.session.current_ir      # the module is as it was
+
+
+def _family_payloads():
+    from test_cpu_matmul_family import BMM, LINEAR_GENERIC, LINEAR_NAMED
+
+    return [("bmm.mlir", BMM, "batch_matmul_tiling"), ("linear.mlir", LINEAR_NAMED, "matmul_transpose_b_tiling"),
+            ("linear_generic.mlir", LINEAR_GENERIC, "matmul_transpose_b_tiling"),
+            (ROOT / "tests" / "payloads" / "linear_bias_relu.mlir", None, "matmul_epilogue")]
+
+
+@pytest.mark.parametrize("name, text, generator", _family_payloads())
+def test_avx2_family_schedules_split_their_rows_too(ctx, tmp_path, name, text, generator):
+    """batch_matmul, x @ w.T (B packed transposed, also in the tail) and a matmul with its epilogue take the
+    6-row tile and the split on an AVX2 machine model: both parts vectorized, the run matches."""
+    payload = Path(name) if text is None else tmp_path / name
+    if text is not None:
+        payload.write_text(text)
+    ok(ctx, f"load {payload}")
+    ok(ctx, "target cpu --cpu avx2 --threads 1")
+    ok(ctx, "select --apply")
+    (step,) = [a.step for a in ctx.session.active_steps if a.step.selected_by and "reg_m" in a.step.params]
+    # (a linear whose weight is an argument is made a plain matmul of a transposed copy first)
+    assert step.options["gen"] in (generator, "matmul_tiling"), step.options
+    assert step.params["reg_m"] == 6 and step.params["main_m"] > 0 and step.params["tail_m"] > 0, step.params
+    ir_text = ctx.session.current_ir
+    assert "linalg.matmul" not in ir_text and "linalg.batch_matmul" not in ir_text
+    assert "vector<6x16xf32>" in ir_text and "vector<4x16xf32>" in ir_text
+    ok(ctx, "bench warmup=0 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    run = ok(ctx, "run --check").data["run"]
+    assert run["check"]["passed"], run["check"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_transposed_b_split_packs_b_transposed_in_both_parts(ctx, tmp_path, threads):
+    """matmul_transpose_b_tiling with a split, one chunk or two: both parts pack their B panels transposed
+    (hoist_pad ... transpose), no matmul is left, and the run matches."""
+    from test_cpu_matmul_family import LINEAR_NAMED
+
+    payload = tmp_path / "linear.mlir"
+    payload.write_text(LINEAR_NAMED)
+    ok(ctx, f"load {payload}")
+    ok(ctx, f"target cpu --cpu avx2 --threads {threads}")
+    ok(ctx, f"apply pipelines/cpu/matmul_family.py[gen=matmul_transpose_b_tiling]{{block_m=60 block_n=64 block_k=256 "
+            f"reg_m=6 reg_n=16 reg_k=8 pack_tile_a=32 pack_tile_b=8 main_m=60 tail_m=4 tail_reg_m=4 threads={threads}}}")
+    ir_text = ctx.session.current_ir
+    assert "linalg.matmul" not in ir_text
+    assert "vector<6x16xf32>" in ir_text and "vector<4x16xf32>" in ir_text
+    assert ir_text.count("memref.alloc") >= 4            # A's and B's pack of each part
+    ok(ctx, "bench warmup=0 iterations=2")
+    ok(ctx, "apply cpu-matmul-parallel-lower" if threads > 1 else "apply cpu-matmul-lower")
+    run = ok(ctx, f"run --check --threads {threads}").data["run"]
+    assert run["check"]["passed"], run["check"]

@@ -155,43 +155,59 @@ def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
         if outer % inner:
             raise ValueError(f"{a}={inner} must divide {b}={outer}")
     any_op = "!transform.any_op"
-    shared = dict(block_n=block_n, block_k=block_k, reg_n=reg_n, reg_k=reg_k, pack_tile_a=pack_tile_a,
-                  pack_tile_b=pack_tile_b)
-    if not main_m:
-        steps = _block_schedule("%mm", "", block_m=block_m, reg_m=reg_m, pack_b=pack_b, **shared)
-    else:
-        # each part is found again by a mark just before its schedule: the first part's canonicalizations
-        # can replace the other (inside an scf.forall chunk its handle was left empty: the tail stayed a
-        # plain linalg.matmul, scalar loops)
-        steps = f"""    // 0. The rows in whole blocks of {reg_m}-row tiles, and the {tail_m} rows after them.
-    %mm_main0, %mm_tail0 = transform.foreach %mm : {any_op} -> {any_op}, {any_op} {{
-    ^bb0(%one: {any_op}):
-      %parts = transform.structured.split %one after {main_m} {{dimension = 0}} : {any_op}
-      %first, %second = transform.split_handle %parts : ({any_op}) -> ({any_op}, {any_op})
-      transform.yield %first, %second : {any_op}, {any_op}
-    }}
-    %part_main = transform.param.constant "main" -> !transform.any_param
-    %part_tail = transform.param.constant "tail" -> !transform.any_param
-    transform.annotate %mm_main0 "{ROW_PART}" = %part_main : {any_op}, !transform.any_param
-    transform.annotate %mm_tail0 "{ROW_PART}" = %part_tail : {any_op}, !transform.any_param
-"""
-        for part, rows, tile_rows, pack in (("main", block_m, reg_m, pack_b),
-                                            ("tail", tail_m, tail_reg_m, pack_b_pays(tail_m, tail_reg_m))):
-            same_op = f', lh.op = "{op}"' if op else ""
-            steps += (f"""    %mm_{part} = transform.structured.match ops{{["linalg.matmul"]}} attributes {{{ROW_PART} = "{part}"{same_op}}}
-        in %root : ({any_op}) -> {any_op}
-"""
-                      + _block_schedule(f"%mm_{part}", f"_{part}", block_m=rows, reg_m=tile_rows, pack_b=pack, **shared))
+    steps = row_parts("%mm", block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n,
+                      reg_k=reg_k, pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b, pack_b=pack_b, main_m=main_m,
+                      tail_m=tail_m, tail_reg_m=tail_reg_m, mark=op or "all")
     return transform_module(f"""    %mm = {match_op("linalg.matmul", op)}
 {expect_one("%mm", op)}{steps}
     transform.bufferization.eliminate_empty_tensors %fe{"_tail" if main_m else ""} : {any_op}
 {bufferize_and_lower_vectors() if bufferize else ""}""")
 
 
+def row_parts(handle: str, *, block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int, reg_k: int,
+              pack_tile_a: int, pack_tile_b: int, pack_b: int, main_m: int = 0, tail_m: int = 0,
+              tail_reg_m: int = 4, mark: str = "all", transpose_b: bool = False, leading_ones: bool = False) -> str:
+    """Steps 1-4 (module doc) of the matmuls in `handle`; with `main_m`, of the two parts each is split
+    into along M (its first main_m rows in block_m blocks of reg_m-row tiles, its last tail_m rows in one
+    block of tail_reg_m-row tiles; the tail packs B where pack_b_pays says so, or always for a transposed
+    B). Binds %fe (the functions; %fe_main and %fe_tail with a split). Each part is found again by a
+    mark (ROW_PART = "<part>_<mark>") just before its schedule: the first part's canonicalizations can
+    replace the other's op (inside an scf.forall chunk its handle was left empty: the tail stayed a
+    plain linalg.matmul, scalar loops)."""
+    any_op = "!transform.any_op"
+    shared = dict(block_n=block_n, block_k=block_k, reg_n=reg_n, reg_k=reg_k, pack_tile_a=pack_tile_a,
+                  pack_tile_b=pack_tile_b, transpose_b=transpose_b, leading_ones=leading_ones)
+    if not main_m:
+        return _block_schedule(handle, "", block_m=block_m, reg_m=reg_m, pack_b=pack_b, **shared)
+    if not all(c.isalnum() or c in "_-." for c in mark):
+        raise ValueError(f"mark must be an op id like matmul_0, got {mark!r}")
+    steps = f"""    // 0. The rows in whole blocks of {reg_m}-row tiles, and the {tail_m} rows after them.
+    %mm_main0, %mm_tail0 = transform.foreach {handle} : {any_op} -> {any_op}, {any_op} {{
+    ^bb0(%one: {any_op}):
+      %parts = transform.structured.split %one after {main_m} {{dimension = 0}} : {any_op}
+      %first, %second = transform.split_handle %parts : ({any_op}) -> ({any_op}, {any_op})
+      transform.yield %first, %second : {any_op}, {any_op}
+    }}
+    %part_main = transform.param.constant "main_{mark}" -> !transform.any_param
+    %part_tail = transform.param.constant "tail_{mark}" -> !transform.any_param
+    transform.annotate %mm_main0 "{ROW_PART}" = %part_main : {any_op}, !transform.any_param
+    transform.annotate %mm_tail0 "{ROW_PART}" = %part_tail : {any_op}, !transform.any_param
+"""
+    tail_pack = 1 if transpose_b else pack_b_pays(tail_m, tail_reg_m)
+    for part, rows, tile_rows, pack in (("main", block_m, reg_m, pack_b), ("tail", tail_m, tail_reg_m, tail_pack)):
+        steps += (f"""    %mm_{part} = transform.structured.match ops{{["linalg.matmul"]}} attributes {{{ROW_PART} = "{part}_{mark}"}}
+        in %root : ({any_op}) -> {any_op}
+"""
+                  + _block_schedule(f"%mm_{part}", f"_{part}", block_m=rows, reg_m=tile_rows, pack_b=pack, **shared))
+    return steps
+
+
 def _block_schedule(handle: str, s: str, block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int,
-                    reg_k: int, pack_tile_a: int, pack_tile_b: int, pack_b: int) -> str:
+                    reg_k: int, pack_tile_a: int, pack_tile_b: int, pack_b: int, transpose_b: bool = False,
+                    leading_ones: bool = False) -> str:
     """Steps 1-4 (module doc) of the matmuls in `handle`, on tensors; `s` suffixes every handle it binds
-    (binds %fe{s}: the functions)."""
+    (binds %fe{s}: the functions). `transpose_b`: B is read (n, k) and packed transposed;
+    `leading_ones`: the vector patterns also cast away leading unit dims (matmul_family's schedules)."""
     any_op = "!transform.any_op"
     return f"""    // 1. Cache blocking, loop order n_c, k_c, m_c.
     %t1{s}, %l1{s}:3 = transform.structured.tile_using_for {handle} tile_sizes [{block_m}, {block_n}, {block_k}] interchange = [1, 2, 0]
@@ -209,13 +225,14 @@ def _block_schedule(handle: str, s: str, block_m: int, block_n: int, block_k: in
     transform.apply_licm to %loops{s} : {any_op}
     %padA{s} = transform.get_producer_of_operand %padded{s}[0] : ({any_op}) -> {any_op}
     %hA{s} = transform.structured.hoist_pad %padA{s} by 1 loops : ({any_op}) -> {any_op}
-{_pack_b(reg_n, pack_tile_b, s) if pack_b else ""}\
+{_pack_b(reg_n, pack_tile_b, s, transpose_b) if pack_b else ""}\
     %cA{s}, %lcA{s} = transform.structured.tile_using_for %hA{s} tile_sizes [0, {pack_tile_a}] : ({any_op}) -> ({any_op}, {any_op})
     transform.structured.vectorize %cA{s} vector_sizes [{reg_m}, {pack_tile_a}] : {any_op}
 
     // 4. Micro-kernel: K loop of reg_k steps, vector.contract -> outer products.
 {micro_kernel_k_loop(f"0, 0, {reg_k}", reg_k < block_k, s)}
     transform.apply_patterns to %fe{s} {{
+{"      transform.apply_patterns.vector.cast_away_vector_leading_one_dim" + chr(10) if leading_ones else ""}\
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
       transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.vector.lower_transpose
@@ -224,14 +241,15 @@ def _block_schedule(handle: str, s: str, block_m: int, block_n: int, block_k: in
 """
 
 
-def _pack_b(reg_n: int, pack_tile_b: int, s: str = "") -> str:
+def _pack_b(reg_n: int, pack_tile_b: int, s: str = "", transpose_b: bool = False) -> str:
     """Step 3's B pack: the nofold pad of the micro-kernel's B hoisted out of the m loops (one pack per
-    (n_c, k_c) block), copied in pack_tile_b x reg_n vectorized chunks."""
+    (n_c, k_c) block), copied in pack_tile_b x reg_n vectorized chunks (`transpose_b`: B is read (n, k),
+    packed transposed)."""
     any_op = "!transform.any_op"
     return f"""    %padB{s} = transform.get_producer_of_operand %padded{s}[1] : ({any_op}) -> {any_op}
-    %hB{s} = transform.structured.hoist_pad %padB{s} by 3 loops : ({any_op}) -> {any_op}
-    %cB{s}, %lcB{s} = transform.structured.tile_using_for %hB{s} tile_sizes [{pack_tile_b}, 0] : ({any_op}) -> ({any_op}, {any_op})
-    transform.structured.vectorize %cB{s} vector_sizes [{pack_tile_b}, {reg_n}] : {any_op}
+    %hB{s} = transform.structured.hoist_pad %padB{s} by 3 loops{", transpose by [1, 0]" if transpose_b else ""} : ({any_op}) -> {any_op}
+    %cB{s}, %lcB{s} = transform.structured.tile_using_for %hB{s} tile_sizes [{f"0, {pack_tile_b}" if transpose_b else f"{pack_tile_b}, 0"}] : ({any_op}) -> ({any_op}, {any_op})
+    transform.structured.vectorize %cB{s} vector_sizes [{f"{reg_n}, {pack_tile_b}" if transpose_b else f"{pack_tile_b}, {reg_n}"}] : {any_op}
 """
 
 

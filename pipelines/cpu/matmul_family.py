@@ -27,10 +27,14 @@ from workbench.common.transform_text import transform_module
 GENERATORS = ["batch_matmul_tiling", "matmul_transpose_b_tiling", "matmul_epilogue", "matvec_tiling"]
 
 PARAMS = {
-    "block_m": {"divides": "M", "min": 1, "max": 512, "help": "cache block along M"},
+    "block_m": {"when": "main_m == 0", "divides": "M", "min": 1, "max": 512, "help": "cache block along M"},
     "block_n": {"divides": "N", "min": 1, "max": 2048, "help": "cache block along N (packed B block columns)"},
     "block_k": {"divides": "K", "min": 1, "max": 1024, "help": "cache block along K"},
-    "reg_m": {"divides": "block_m", "min": 1, "space": [1, 2, 4, 8], "help": "register tile rows"},
+    "reg_m": {"divides": "block_m", "min": 1, "space": [1, 2, 4, 6, 8], "help": "register tile rows"},
+    "main_m": {"min": 0, "help": "0: no split; else a chunk's first main_m rows (whole block_m blocks) take "
+                                 "reg_m-row tiles and its last tail_m rows tail_reg_m-row ones (matmul.py)"},
+    "tail_m": {"min": 0, "help": "a chunk's rows after main_m (0 with main_m 0)"},
+    "tail_reg_m": {"divides": "tail_m", "min": 1, "space": [1, 2, 4, 8], "help": "register tile rows of the tail_m rows"},
     "reg_n": {"divides": "block_n", "min": 1, "space": [8, 16, 32, 64], "help": "register tile columns"},
     "reg_k": {"divides": "block_k", "min": 1, "space": [1, 2, 4, 8], "help": "outer products per K step"},
     "pack_tile_a": {"divides": "block_k", "min": 1, "space": [8, 16, 32], "help": "A pack copy chunk along K"},
@@ -83,70 +87,37 @@ def _check(**values: int) -> None:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
 
 
-def _packed_contraction(handle: str, lead: int, block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int,
+def _packed_contraction(handle: str, block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int,
                         reg_k: int, pack_tile_a: int, pack_tile_b: int, transpose_b: bool = False,
-                        chunks: list[int] | None = None, pack_b: bool = True) -> str:
-    """The matmul.py schedule (steps 1-4, on tensors) of the contraction ops in `handle`, whose
-    iteration space is `lead` unit-tiled batch dims, then (m, n, k). `chunks` (one count per batch
-    dim, then m and n): the op is first split into that many chunks per dim (tile_using_forall: tasks
-    on the async runtime after lowering), each scheduled the same way with pack buffers of its own;
-    the block sizes apply to a chunk."""
+                        chunks: list[int] | None = None, pack_b: bool = True, main_m: int = 0, tail_m: int = 0,
+                        tail_reg_m: int = 4, mark: str = "all") -> str:
+    """The matmul.py schedule (steps 1-4, on tensors: matmul.row_parts, with its split along M where
+    main_m is set) of the (m, n, k) contraction ops in `handle`. `chunks` (m and n counts): the op is
+    first split into that many chunks per dim (tile_using_forall: tasks on the async runtime after
+    lowering), each scheduled the same way with pack buffers of its own; the block sizes and main_m /
+    tail_m apply to a chunk."""
     _check(block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n, reg_k=reg_k,
-           pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b)
+           pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b, tail_reg_m=tail_reg_m)
     split = ""
     if chunks and any(c > 1 for c in chunks):
         split = (f"    %chunk, %chunks = transform.structured.tile_using_forall {handle} num_threads "
                  f"[{', '.join(str(int(c)) for c in list(chunks) + [0])}] : ({_ANY}) -> ({_ANY}, {_ANY})\n")
         handle = "%chunk"
-    for inner, outer, a, b in ((reg_m, block_m, "reg_m", "block_m"), (reg_n, block_n, "reg_n", "block_n"),
-                               (reg_k, block_k, "reg_k", "block_k"), (pack_tile_a, block_k, "pack_tile_a", "block_k"),
-                               (pack_tile_b, block_k, "pack_tile_b", "block_k")):
+    checks = [(reg_m, block_m, "reg_m", "block_m"), (reg_n, block_n, "reg_n", "block_n"),
+              (reg_k, block_k, "reg_k", "block_k"), (pack_tile_a, block_k, "pack_tile_a", "block_k"),
+              (pack_tile_b, block_k, "pack_tile_b", "block_k")]
+    if bool(main_m) != bool(tail_m):
+        raise ValueError(f"main_m={main_m} and tail_m={tail_m}: a split needs both (0 and 0: no split)")
+    if main_m:
+        checks += [(block_m, main_m, "block_m", "main_m"), (tail_reg_m, tail_m, "tail_reg_m", "tail_m")]
+    for inner, outer, a, b in checks:
         if outer % inner:
             raise ValueError(f"{a}={inner} must divide {b}={outer}")
-    ones, zeros = [1] * lead, [0] * lead
-    sizes1 = ones + [block_m, block_n, block_k]
-    interchange = list(range(lead)) + [lead + 1, lead + 2, lead]
-    sizes2 = zeros + [reg_m, reg_n, 0]
-    outer_loops = lead + 3
-    dims = list(range(lead + 3))
-    lst = lambda xs: ", ".join(str(x) for x in xs)  # noqa: E731
-    return split + f"""
-    %t1, %l1:{outer_loops} = transform.structured.tile_using_for {handle} tile_sizes [{lst(sizes1)}] interchange = [{lst(interchange)}]
-        : ({_ANY}) -> ({_ANY}{f", {_ANY}" * outer_loops})
-    %t2, %l2:2 = transform.structured.tile_using_for %t1 tile_sizes [{lst(sizes2)}]
-        : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
-    %padded, %pad, %copy = transform.structured.pad %t2 {{
-        padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [{lst(dims)}],
-        nofold_flags = [1, {int(pack_b)}, 0], copy_back_op = "none"}}
-        : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY})
-    %loops = transform.structured.match ops{{["scf.for"]}} in %root : ({_ANY}) -> {_ANY}
-    transform.apply_licm to %loops : {_ANY}
-    %padA = transform.get_producer_of_operand %padded[0] : ({_ANY}) -> {_ANY}
-    %hA = transform.structured.hoist_pad %padA by 1 loops : ({_ANY}) -> {_ANY}
-{_packed_b(zeros, ones, reg_n, pack_tile_b, transpose_b) if pack_b else ""}\
-    %cA, %lcA = transform.structured.tile_using_for %hA tile_sizes [{lst(zeros + [0, pack_tile_a])}] : ({_ANY}) -> ({_ANY}, {_ANY})
-    transform.structured.vectorize %cA vector_sizes [{lst(ones + [reg_m, pack_tile_a])}] : {_ANY}
-{matmul.micro_kernel_k_loop(lst(zeros + [0, 0, reg_k]), reg_k < block_k)}
-    transform.apply_patterns to %fe {{
-      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
-      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
-      transform.apply_patterns.vector.transfer_permutation_patterns
-      transform.apply_patterns.vector.lower_transpose
-      transform.apply_patterns.canonicalization
-    }} : {_ANY}
-    transform.bufferization.eliminate_empty_tensors %fe : {_ANY}
-"""
-
-
-def _packed_b(zeros: list[int], ones: list[int], reg_n: int, pack_tile_b: int, transpose_b: bool) -> str:
-    """B's pack (the nofold pad of the micro-kernel's B operand) hoisted out of the m loops, copied in
-    pack_tile_b x reg_n vectorized chunks (`transpose_b`: B is read (n, k), packed transposed)."""
-    lst = lambda xs: ", ".join(str(x) for x in xs)  # noqa: E731
-    return f"""    %padB = transform.get_producer_of_operand %padded[1] : ({_ANY}) -> {_ANY}
-    %hB = transform.structured.hoist_pad %padB by 3 loops{", transpose by [1, 0]" if transpose_b else ""} : ({_ANY}) -> {_ANY}
-    %cB, %lcB = transform.structured.tile_using_for %hB tile_sizes [{lst(zeros + ([0, pack_tile_b] if transpose_b else [pack_tile_b, 0]))}] : ({_ANY}) -> ({_ANY}, {_ANY})
-    transform.structured.vectorize %cB vector_sizes [{lst(ones + ([reg_n, pack_tile_b] if transpose_b else [pack_tile_b, reg_n]))}] : {_ANY}
-"""
+    return "\n" + split + matmul.row_parts(
+        handle, block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n, reg_k=reg_k,
+        pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b, pack_b=int(pack_b), main_m=main_m, tail_m=tail_m,
+        tail_reg_m=tail_reg_m, mark=mark, transpose_b=transpose_b, leading_ones=True) + (
+        f"    transform.bufferization.eliminate_empty_tensors %fe{'_tail' if main_m else ''} : {_ANY}\n")
 
 
 def _module(body: str, bufferize: bool = True) -> str:
@@ -161,7 +132,7 @@ def batch_matmul_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 25
                         reg_n: int = 16, reg_k: int = 8, pack_tile_a: int = 32, pack_tile_b: int = 8,
                         op: str = "", bufferize: bool = True, threads_b: int = 1, threads_m: int = 1,
                         threads: int = 1, generic: bool = False, batch_dims: int = 1, fill_init: bool = False,
-                        threads_b2: int = 1) -> str:
+                        threads_b2: int = 1, main_m: int = 0, tail_m: int = 0, tail_reg_m: int = 4) -> str:
     """Every linalg.batch_matmul (or the one with id `op`): the batch loops tiled by 1, each batch's
     (m, n, k) tile the packed matmul schedule (threads_b x threads_b2 x threads_m x threads chunks of
     the first two batch loops, M, N run as parallel tasks). `generic`: the op is a linalg.generic with a batch matmul's maps and body
@@ -182,8 +153,8 @@ def batch_matmul_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 25
         match = (f"\n    %named = {_match('linalg.batch_matmul', op)}\n{matmul.expect_one('%named', op)}"
                  f"    %g = transform.structured.generalize %named : ({_ANY}) -> {_ANY}\n")
     return _module(_batch_loops_to_matmul(match, batch_dims, [threads_b, threads_b2], fill_init) + _packed_contraction(
-        "%mm", 0, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b,
-        chunks=[threads_m, threads]), bufferize)
+        "%mm", block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b,
+        chunks=[threads_m, threads], main_m=main_m, tail_m=tail_m, tail_reg_m=tail_reg_m, mark=op or "all"), bufferize)
 
 
 def _batch_loops_to_matmul(match: str, batch_dims: int, threads_b: list, fill_init: bool = False) -> str:
@@ -227,7 +198,7 @@ def default_params(b: int, m: int, n: int, k: int, threads: int = 1, b2: int = 1
     `b2`: the second batch loop's extent (a generic with two: attention's batch x heads).
     `threads` > 1: chunks run in parallel (`thread_chunks`); the block sizes are a chunk's."""
     threads_b, threads_b2, threads_m, threads_n = thread_chunks(b, m, n, threads, b2)
-    params = matmul.default_params(m // threads_m, n // threads_n, k, **machine)
+    params = matmul.default_params(m // threads_m, n // threads_n, k, row_split=True, **machine)
     params.pop("impl", None)
     params.pop("pack_b", None)   # (batch and transposed-B contractions always pack; epilogue_params decides)
     chunks = {"threads_b": threads_b, "threads_b2": threads_b2, "threads_m": threads_m, "threads": threads_n}
@@ -250,21 +221,21 @@ def thread_chunks(b: int, m: int, n: int, threads: int, b2: int = 1) -> tuple[in
 def matmul_transpose_b_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4,
                               reg_n: int = 16, reg_k: int = 8, pack_tile_a: int = 32, pack_tile_b: int = 8,
                               op: str = "", generic: bool = False, bufferize: bool = True, threads_m: int = 1,
-                              threads: int = 1) -> str:
+                              threads: int = 1, main_m: int = 0, tail_m: int = 0, tail_reg_m: int = 4) -> str:
     """`x @ w.T`: a linalg.matmul whose B is indexed (n, k) (or the one with id `op`); B is packed
     transposed into [k][reg_n] panels, so the micro-kernel is matmul.py's. `generic`: the op is the
     linalg.generic torch-mlir emits for it (`op` names it), made a linalg.matmul first (specialize)."""
     match = _match_contraction("linalg.matmul", op, generic)
     _check(threads_m=threads_m, threads=threads)
     return _module(match + _packed_contraction(
-        "%mm", 0, block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b, transpose_b=True,
-        chunks=[threads_m, threads]), bufferize)
+        "%mm", block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b, transpose_b=True,
+        chunks=[threads_m, threads], main_m=main_m, tail_m=tail_m, tail_reg_m=tail_reg_m, mark=op or "all"), bufferize)
 
 
 def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4, reg_n: int = 16,
                     reg_k: int = 8, pack_tile_a: int = 32, pack_tile_b: int = 8, epilogue: int = 1,
                     epi_m: int = 4, epi_n: int = 64, op: str = "", bufferize: bool = True, threads_m: int = 1,
-                    threads: int = 1, pack_b: int = 1) -> str:
+                    threads: int = 1, pack_b: int = 1, main_m: int = 0, tail_m: int = 0, tail_reg_m: int = 4) -> str:
     """A linalg.matmul (or the one with id `op`) followed by a chain of `epilogue` elementwise ops
     (bias add, relu, gelu, ...: each the only consumer of the previous result): the packed matmul
     schedule, then the chain tiled by epi_m x epi_n with the earlier links fused into the last one's
@@ -275,8 +246,9 @@ def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, r
     for i in range(epilogue):
         chain.append(f"    %e{i} = transform.get_consumers_of_result {previous}[0] : ({_ANY}) -> {_ANY}\n")
         previous = f"%e{i}"
-    body = "".join(chain) + _packed_contraction("%mm", 0, block_m, block_n, block_k, reg_m, reg_n, reg_k,
-                                                pack_tile_a, pack_tile_b, chunks=[threads_m, threads], pack_b=bool(pack_b))
+    body = "".join(chain) + _packed_contraction("%mm", block_m, block_n, block_k, reg_m, reg_n, reg_k,
+                                                pack_tile_a, pack_tile_b, chunks=[threads_m, threads], pack_b=bool(pack_b),
+                                                main_m=main_m, tail_m=tail_m, tail_reg_m=tail_reg_m, mark=op or "all")
     last = f"%e{epilogue - 1}"
     if threads_m * threads > 1:   # the chain in the same chunks, each a parallel task
         body += (f"    %echunk, %eforall = transform.structured.tile_using_forall {last} num_threads [{threads_m}, {threads}]"

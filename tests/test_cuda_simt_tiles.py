@@ -59,6 +59,9 @@ def test_any_shape_lowers(ctx, tmp_path, shape):
     ("tile_m=64 tile_n=60 tile_k=16 thread_m=4 thread_n=8", "does not divide"),
     ("tile_m=256 tile_n=256 tile_k=16 thread_m=4 thread_n=4", "threads per block"),
     ("tile_m=256 tile_n=256 tile_k=64 thread_m=16 thread_n=16", "shared memory"),
+    ("tile_m=128 tile_n=64 tile_k=16 thread_m=8 thread_n=4 stages=3", "1 or 2 shared tile pairs"),
+    ("tile_m=128 tile_n=64 tile_k=16 thread_m=8 thread_n=4 a_pad=2", "multiple of 4"),
+    ("tile_m=128 tile_n=128 tile_k=32 thread_m=8 thread_n=8 stages=2", "shared memory"),
 ])
 def test_config_errors(params, message):
     mm = cuda_matmul_module()
@@ -90,8 +93,32 @@ def test_small_f32_matmuls_keep_matmul_simt():
     assert mm.select_batch(16, 1024, 1024, 1024, "f32", "sm_90a")[0] == "matmul_simt_tiles"
 
 
+def test_two_tile_pairs_take_one_barrier_per_step(ctx, tmp_path):
+    """stages=2: two K steps per loop trip, one from each shared tile pair, each ending in the one barrier
+    that publishes the next step's tiles (one more after the first tiles): 3 barriers in all against the
+    single pair's 3 for one step per trip; a_pad=4: the A tile's rows 132 floats apart."""
+    ok(ctx, f"load {matmul_payload(tmp_path / 'mm.mlir', 512, 256, 1024, 'mm', 'f32')}")
+    ok(ctx, f"apply {GEN}{{tile_m=128 tile_n=64 tile_k=16 thread_m=8 thread_n=4 a_pad=4 stages=2}}")
+    kernel = ctx.session.current_ir
+    ok(ctx, "apply cuda-lower{chip=sm_90a}")
+    ptx = ptx_of(ctx.session.current_ir)
+    assert ptx.count("bar.sync") == 3
+    assert ptx.count("fma.rn.f32") == 2 * 16 * 8 * 4         # two steps of 16 k x (8 x 4) per trip
+    assert "ld.local" not in ptx and "st.local" not in ptx
+    assert "a_pad = 4" in kernel and "stages = 2" in kernel
+
+
+def test_selector_takes_two_tile_pairs_and_padded_a_rows_for_large_matmuls():
+    mm = cuda_matmul_module()
+    gen, params = mm.select_one_of_many(2048, 2048, 2048, "f32", "sm_90a")
+    assert gen == "matmul_simt_tiles" and params["stages"] == 2 and params["a_pad"] == 4
+
+
 @needs_gpu
 @pytest.mark.parametrize("shape, params", [
+    ((130, 67, 45), "tile_m=128 tile_n=64 tile_k=16 thread_m=8 thread_n=4 a_pad=4 stages=2"),
+    ((256, 200, 80), "tile_m=128 tile_n=64 tile_k=16 thread_m=8 thread_n=4 a_pad=4 stages=2"),
+    ((96, 128, 7), "tile_m=64 tile_n=64 tile_k=8 thread_m=4 thread_n=4 a_pad=12 stages=2"),
     ((130, 67, 45), "tile_m=64 tile_n=64 tile_k=16 thread_m=4 thread_n=4"),
     ((256, 200, 132), "tile_m=128 tile_n=128 tile_k=8 thread_m=8 thread_n=8"),
     ((96, 128, 64), "tile_m=128 tile_n=64 tile_k=8 thread_m=8 thread_n=4"),

@@ -106,7 +106,7 @@ PARAMS = {
     "unroll_k": {"min": 1, "max": 32, "help": "mma: K step = 16 * unroll_k per loop iteration (more loads in flight)"},
     "vector_bits": {"min": 16, "max": 128, "help": "mma_smem: bits per cp.async global->shared copy (16-byte = 128)"},
     "thread_k": {"divides": "block_k", "min": 1, "max": 64, "help": "simt_smem: K step of the thread's register tile (A thread_m x thread_k, B thread_k x thread_n read from shared memory)"},
-    "stages": {"min": 1, "max": 8, "help": "mma_smem: shared-memory buffers per operand; > 1 = cp.async software pipeline (stages-1 K steps in flight)"},
+    "stages": {"min": 1, "max": 8, "help": "mma_smem: shared-memory buffers per operand; > 1 = cp.async software pipeline (stages-1 K steps in flight); matmul_simt_tiles: 1 or 2 shared tile pairs (2: one barrier per K step)"},
     "consumers": {"choices": [1, 2], "help": "wgmma: warpgroups computing the block (each takes block_m / consumers rows)"},
     "specialize": {"choices": [0, 1], "help": "wgmma: 1 = an extra producer warpgroup issues the TMA loads (warp specialization)"},
     "tf32": {"choices": [0, 1], "help": "wgmma: 1 = f32 operands read as tf32 by the tensor cores (K-major B; a K x N B is copied transposed first)"},
@@ -115,6 +115,7 @@ PARAMS = {
     "tile_m": {"min": 4, "max": 256, "help": "matmul_simt_tiles: rows of C per block (any M: edges guarded)"},
     "tile_n": {"min": 4, "max": 256, "help": "matmul_simt_tiles: columns of C per block (any N)"},
     "tile_k": {"min": 4, "max": 64, "help": "matmul_simt_tiles: K step staged in shared memory (any K; multiple of 4)"},
+    "a_pad": {"min": 0, "max": 32, "help": "matmul_simt_tiles: floats of padding per row of the transposed A tile in shared memory (multiple of 4; spreads its stores over the banks)"},
     "op": {"help": "matmul_wgmma, matmul_simt, matmul_simt_tiles: schedule only the linalg op tagged lh.op = op (empty: every matmul)"},
     "fill": {"help": "matmul_simt: the id of the linalg.fill that zeroes the matmul's output: done in the same kernel, tile by tile (empty: none)"},
     "epilogue": {"help": "matmul_simt: the id of the elementwise op over the matmul's M x N result (bias, relu, ...): done in the same kernel, tile by tile (empty: none)"},
@@ -597,16 +598,17 @@ def matmul_wgmma(block_m: int = 128, block_n: int = 128, stages: int = 4, consum
 
 
 def matmul_simt_tiles(tile_m: int = 128, tile_n: int = 128, tile_k: int = 8, thread_m: int = 8, thread_n: int = 8,
-                      op: str = "") -> str:
+                      op: str = "", a_pad: int = 0, stages: int = 1) -> str:
     from workbench.worker.cuda.simt_matmul import MARK, KernelConfigError, check_config
 
     block_m, block_n, block_k = tile_m, tile_n, tile_k
     try:
-        check_config(block_m, block_n, block_k, thread_m, thread_n)
+        check_config(block_m, block_n, block_k, thread_m, thread_n, a_pad, stages)
     except KernelConfigError as e:
         raise ValueError(str(e))
     config = (f"{{block_m = {block_m} : i64, block_n = {block_n} : i64, block_k = {block_k} : i64, "
-              f"thread_m = {thread_m} : i64, thread_n = {thread_n} : i64}}")
+              f"thread_m = {thread_m} : i64, thread_n = {thread_n} : i64"
+              + (f", a_pad = {a_pad} : i64" if a_pad else "") + (f", stages = {stages} : i64" if stages != 1 else "") + "}")
     return transform_module(f"""    %mm = transform.structured.match ops{{["linalg.matmul", "linalg.batch_matmul"]}}{_only_op(op)} in %root : (!transform.any_op) -> !transform.any_op
     %config = transform.param.constant {config} -> !transform.any_param
     transform.annotate %mm "{MARK}" = %config : !transform.any_op, !transform.any_param
@@ -736,12 +738,16 @@ SIMT_TILES_MIN_WORK = 1 << 28
 
 
 def simt_tiles_params(m: int, n: int, sms: int = 132, batch: int = 1) -> dict:
-    """matmul_simt_tiles' configuration: 128 x 64 blocks of 8 x 4 register tiles, K steps of 16, where
-    they give at least half the multiprocessors a block, else 64 x 64 of 4 x 4 (four times the blocks).
-    Measured on the H200 (ms, 2048^3 / 1000^3): 128x64 k16 8x4 0.482 / 0.077, k8 0.493 / 0.075; 128x128
-    8x8 k8 0.513 / 0.117, k32 0.482 / 0.133; 64x64 4x4 k16 0.590 / 0.081; 64x128 4x8 0.710 / 0.104."""
+    """matmul_simt_tiles' configuration: 128 x 64 blocks of 8 x 4 register tiles, K steps of 16, two shared
+    tile pairs (one barrier per K step) and A's tile rows padded by 4 floats (its column-wise stores
+    spread over the banks), where they give at least half the multiprocessors a block, else 64 x 64 of
+    4 x 4 (four times the blocks). Measured on the H200 (ms, 2048^3 / 1000^3): 128x64 k16 8x4 0.482 /
+    0.077, k8 0.493 / 0.075; 128x128 8x8 k8 0.513 / 0.117, k32 0.482 / 0.133; 64x64 4x4 k16 0.590 /
+    0.081; 64x128 4x8 0.710 / 0.104. Then, same call, vs cuBLAS without TF32 (0.361 / 0.058): 128x64 k16
+    8x4 0.485 / 0.079, with a_pad=4 0.458 / 0.075, with a_pad=4 stages=2 0.439 / 0.068 (0.82x / 0.86x);
+    64x64 4x4 with both 0.551 / 0.086 (not taken there)."""
     if -(-m // 128) * -(-n // 64) * batch >= sms // 2:
-        return {"tile_m": 128, "tile_n": 64, "tile_k": 16, "thread_m": 8, "thread_n": 4}
+        return {"tile_m": 128, "tile_n": 64, "tile_k": 16, "thread_m": 8, "thread_n": 4, "a_pad": 4, "stages": 2}
     return {"tile_m": 64, "tile_n": 64, "tile_k": 16, "thread_m": 4, "thread_n": 4}
 
 

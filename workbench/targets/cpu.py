@@ -465,7 +465,8 @@ class CpuTarget(Target):
         if op["op"] in cpu_selector.GROUPED_WITH_CONSUMER:
             return []  # an init of its consumer (matmul, reduction): scheduled there or lowered as a memset loop
         generic = cpu_selector.generic_params(op, machine.vector_bits, machine.usable_cpus, machine.vector_registers,
-                                              max(machine.l3_bytes, machine.l2_bytes))
+                                              # (half the last-level cache: cpu_cost.CACHED_BYTES_PER_S)
+                                              max(machine.l3_bytes // 2, machine.l2_bytes))
         if generic is None:
             return []  # no loop structure (linalg.softmax of another rank, pack, ...): cpu-lower lowers it
         generic.pop("class")

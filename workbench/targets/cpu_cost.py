@@ -35,10 +35,11 @@ from workbench.common.dtypes import element_type_of
 DISPATCH_SECONDS = 7e-6
 #: the extra time of each task beyond two (bench/cpu_dispatch.py: 2 -> 8 tasks +29 us, 4.9 us a task)
 TASK_SECONDS = 5e-6
-#: bytes per second one core streams through an elementwise op whose operands fit the last-level cache
-#: (bench/cpu_dispatch.py, 256 x 1024 add: 3.1 MB in 32 us) ...
+#: bytes per second one core streams through an elementwise op whose operands fit half the last-level cache
+#: (bench/cpu_dispatch.py --rows 4,512,1024,2048: 3.1 MB in 32 us, 6.3 MB 94 GB/s, 12.6 MB 73 GB/s, on a
+#: 32 MiB L3) ...
 CACHED_BYTES_PER_S = 100e9
-#: ... and past it (4096 x 1024 add: 50 MB in 2.0 ms)
+#: ... and past it (25 MB: 38 GB/s; 4096 x 1024 add, 50 MB: 2.0 ms, 25 GB/s)
 MEMORY_BYTES_PER_S = 25e9
 #: operations (the body's ops per iteration, as `inspect` counts flops) per second of one core, vectorized
 #: (a reflect pad's interior, 8x64x57x56 x 21 body ops, 0.25 ms under `run --profile`: ~140 G/s) ...
@@ -47,8 +48,8 @@ VECTOR_OPS_PER_S = 100e9
 SCALAR_OPS_PER_S = 10e9
 #: the trip count assumed for a dynamic loop
 DYNAMIC_EXTENT = 1024
-#: the last-level cache size assumed when the machine model gives none
-DEFAULT_CACHE_BYTES = 32 << 20
+#: the bytes taken at the cache rate when the machine model gives no cache size (half a 32 MiB L3)
+DEFAULT_CACHE_BYTES = 16 << 20
 
 _ITEMSIZE = {"f64": 8, "i64": 8, "index": 8, "complex<f32>": 8, "f32": 4, "i32": 4, "f16": 2, "bf16": 2,
              "i16": 2, "i8": 1, "i1": 1, "complex<f64>": 16}
@@ -100,10 +101,12 @@ def _extents(loops: dict[str, Any]) -> list[int]:
 def op_seconds(op: dict[str, Any], vectorized: bool = True, gather_factor: int = 1,
                cache_bytes: int = DEFAULT_CACHE_BYTES) -> float:
     """An inspected op's estimated time on one core: the longer of moving its bytes (`op_bytes`, at the cache
-    rate while they fit `cache_bytes`, else the memory rate) and running its operations (`flops`: the body's
+    rate while its footprint fits `cache_bytes`, the caller's share of the cache, else the memory rate) and running its operations (`flops`: the body's
     ops per iteration, at the vector or scalar rate)."""
     moved = op_bytes(op, gather_factor)
-    rate = CACHED_BYTES_PER_S if moved <= (cache_bytes or DEFAULT_CACHE_BYTES) else MEMORY_BYTES_PER_S
+    # (the rate by the footprint: gathered elements weigh more, but re-read lines that are in the cache)
+    footprint = op_bytes(op) if gather_factor != 1 else moved
+    rate = CACHED_BYTES_PER_S if footprint <= (cache_bytes or DEFAULT_CACHE_BYTES) else MEMORY_BYTES_PER_S
     ops = op.get("flops") or math.prod(_extents(op.get("loops") or {})) * len((op.get("loops") or {}).get("body") or [])
     return max(moved / rate, ops / (VECTOR_OPS_PER_S if vectorized else SCALAR_OPS_PER_S))
 

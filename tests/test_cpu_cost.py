@@ -124,3 +124,17 @@ def test_the_chosen_threads_run_and_match_and_can_be_edited(ctx, tmp_path):
         assert ok(ctx, "run --check --threads 2").data["run"]["check"]["passed"]
     finally:
         ok(ctx, "target cpu --threads 0")
+
+
+def test_uneven_chunks_count_their_largest():
+    """16 rows in 14 tasks are 2 rows a task (8 busy): the rule takes 8 tasks for them, not 14; on 16 cores 16."""
+    from workbench.targets import cpu_cost
+    from workbench.targets.cpu_selector import generic_params
+
+    assert cpu_cost.split_seconds(1.0, 14, 16) > cpu_cost.split_seconds(1.0, 8, 16) > cpu_cost.split_seconds(1.0, 16, 16)
+    add = {"id": "generic_0", "operand_types": ["tensor<16x1048576xf32>"] * 3, "flops": 1 << 24,
+           "loops": {"iterators": ["parallel", "parallel"], "operand_dims": [[0, 1], [0, 1], [0, 1]],
+                     "body": ["arith.addf"], "projected": True, "num_inputs": 2, "domain": [16, 1 << 20]}}
+    assert generic_params(add, 512, 16)["threads"] == 16
+    p = generic_params(add, 512, 14)
+    assert (p["threads"], p["split"]) == (8, 0), p

@@ -11,7 +11,8 @@ that depends on the op's size: an op split t ways takes about
     seconds / t + DISPATCH_SECONDS + TASK_SECONDS * (t - 2)        (t >= 2; one task: `seconds`, no runtime)
 
 where `seconds` is its single-core time, estimated from the bytes it moves and the operations it runs
-(`op_seconds`, a roofline of the rates below). `split_threads` takes the t (1 .. cores) that minimizes it: an op
+(`op_seconds`, a roofline of the rates below; a loop that t does not divide gives uneven tasks: the largest
+counts). `split_threads` takes the t (1 .. cores) that minimizes it: an op
 of a few microseconds stays on one core, one of a few hundred spreads over a few, a large one over all; each
 chunk then holds at least ~TASK_SECONDS * t of work.
 
@@ -27,7 +28,7 @@ Another machine: rerun the bench there and put its numbers here (RESULT dispatch
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 from workbench.common.dtypes import element_type_of
 
@@ -111,17 +112,26 @@ def op_seconds(op: dict[str, Any], vectorized: bool = True, gather_factor: int =
     return max(moved / rate, ops / (VECTOR_OPS_PER_S if vectorized else SCALAR_OPS_PER_S))
 
 
-def split_seconds(seconds: float, tasks: int) -> float:
-    """The modelled time of an op of `seconds` on one core split into `tasks` tasks (module doc)."""
+def split_seconds(seconds: float, tasks: int, extent: int = 0) -> float:
+    """The modelled time of an op of `seconds` on one core split into `tasks` tasks (module doc); with the
+    `extent` of the loop split, each task takes ceil(extent / tasks) of its iterations, the last ones fewer or
+    none (16 rows in 14 tasks: 2 rows a task, 8 tasks busy: half the op's time, not 1/14)."""
     if tasks <= 1:
         return seconds
-    return seconds / tasks + DISPATCH_SECONDS + TASK_SECONDS * (tasks - 2)
+    share = math.ceil(extent / tasks) / extent if extent > 0 else 1 / tasks
+    return seconds * share + DISPATCH_SECONDS + TASK_SECONDS * (tasks - 2)
 
 
-def split_threads(seconds: float, cores: int) -> int:
-    """The task count in 1..cores that minimizes `split_seconds` (the fewest among equals)."""
-    best = 1
-    for tasks in range(2, max(cores, 1) + 1):
-        if split_seconds(seconds, tasks) < split_seconds(seconds, best):
-            best = tasks
+def split_threads(seconds: float, cores: int, split: Callable[[int], tuple[int, int]] | None = None) -> int:
+    """The task count in 1..cores that minimizes `split_seconds` (the fewest among equals). `split(t)`: the
+    (tasks, extent of the loop split) a split planned for at most t cores makes (an equal split takes a divisor
+    of the loop; chunks of a loop that `t` does not divide are uneven), when the op's loops are known."""
+    best, best_seconds = 1, seconds
+    for cap in range(2, max(cores, 1) + 1):
+        tasks, extent = split(cap) if split else (cap, 0)
+        if tasks < 2:
+            continue
+        t = split_seconds(seconds, tasks, extent)
+        if t < best_seconds:
+            best, best_seconds = cap, t
     return best

@@ -542,9 +542,14 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_regi
     plain_fold = len(loops["operand_dims"]) - (n_inputs or 0) == 1 and "arith.select" not in loops.get("body", [])
     # the tasks it pays to split the op into (cpu_cost: its estimated single-core time against the async
     # runtime's dispatch): every split below uses at most these; `threads` in the parameters is the choice
-    cores = cpu_cost.split_threads(op_seconds(op, kind, cache_bytes), cores)
-    threads, split, split_reduction = thread_split(loops, "reduction-by-steps" if contraction else kind,
-                                                   cores, plain_fold)
+    split_kind = "reduction-by-steps" if contraction else kind
+
+    def planned(cap: int) -> tuple[int, int]:   # (tasks, extent of the loop split) of a split over `cap` cores
+        tasks, loop, _ = thread_split(loops, split_kind, cap, plain_fold)
+        return tasks, domain[loop] if loop < len(domain) else 0
+
+    cores = cpu_cost.split_threads(op_seconds(op, kind, cache_bytes), cores, planned)
+    threads, split, split_reduction = thread_split(loops, split_kind, cores, plain_fold)
     params: dict[str, Any] = {"op": op["id"], "threads": threads, "split": split}
     if split_reduction:
         params["split_reduction"] = 1

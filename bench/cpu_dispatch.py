@@ -1,4 +1,4 @@
-"""Calibration of the CPU selector's thread-count rule (workbench/targets/cpu_cost.py): what one parallel op
+"""Calibration of the CPU selector's thread-count rule (workbench/common/cpu_cost.py): what one parallel op
 costs to dispatch on MLIR's async runtime, and how fast one core streams an elementwise op.
 
     python bench/cpu_dispatch.py [--threads N] [--rounds R] [--iterations K]

@@ -1,5 +1,5 @@
 """Old vs new CPU selections of the same fixtures, timed alternately: what a selector change (such as the
-thread-count rule of workbench/targets/cpu_cost.py) does to run times on this machine.
+thread-count rule of workbench/common/cpu_cost.py) does to run times on this machine.
 
     python bench/cpu_split_ab.py --baseline-tree DIR --fixtures DIR --only a,b [--plan-threads N]
                                  [--threads N] [--rounds R] [--iterations K]

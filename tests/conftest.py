@@ -96,9 +96,9 @@ def ok(ctx, line: str):
 
 
 def free_dispatch(monkeypatch) -> None:
-    """The CPU selector's thread-count rule with task dispatch costing nothing (workbench/targets/cpu_cost.py):
+    """The CPU selector's thread-count rule with task dispatch costing nothing (workbench/common/cpu_cost.py):
     every op splits over all the cores it may use, however small (tests of small payloads' splits)."""
-    from workbench.targets import cpu_cost
+    from workbench.common import cpu_cost
 
     monkeypatch.setattr(cpu_cost, "DISPATCH_SECONDS", 0.0)
     monkeypatch.setattr(cpu_cost, "TASK_SECONDS", 0.0)

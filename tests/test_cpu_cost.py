@@ -1,4 +1,4 @@
-"""The CPU selector's thread-count rule (workbench/targets/cpu_cost.py): each op is split into as many tasks as
+"""The CPU selector's thread-count rule (workbench/common/cpu_cost.py): each op is split into as many tasks as
 its estimated work pays for against the async runtime's dispatch cost; the choice is the step's `threads`."""
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def _threads_by_op(ctx) -> dict[str, int]:
 
 
 def test_the_task_count_minimizes_work_per_task_plus_dispatch():
-    from workbench.targets import cpu_cost
+    from workbench.common import cpu_cost
 
     d, t = cpu_cost.DISPATCH_SECONDS, cpu_cost.TASK_SECONDS
     assert cpu_cost.split_threads(d, 16) == 1               # an op no longer than a dispatch: one core
@@ -59,7 +59,7 @@ def test_the_task_count_minimizes_work_per_task_plus_dispatch():
 
 
 def test_bytes_moved_and_gathers_make_the_estimate():
-    from workbench.targets import cpu_cost
+    from workbench.common import cpu_cost
 
     add = {"loops": {"domain": [1024, 1024], "operand_dims": [[0, 1], [0, 1], [0, 1]], "body": ["arith.addf"]},
            "operand_types": ["tensor<1024x1024xf32>"] * 3, "flops": 1 << 20}
@@ -84,7 +84,7 @@ def test_small_ops_run_on_one_thread_large_ones_on_all(ctx, tmp_path):
     """Two ops of one payload: an 8 x 64 multiply (~6 KB moved) stays on one core, a large add takes every core:
     1024 x 2048 (25 MB) of 2, 4096 x 4096 (200 MB) of 16 (`target cpu --threads N` plans for N); a 128 x 1024
     add (1.5 MB, ~15 us) spreads over fewer than 16 tasks, where 16 would cost more in dispatch than they save."""
-    from workbench.targets import cpu_cost
+    from workbench.common import cpu_cost
 
     try:
         for cores, (rows, cols) in ((2, (1024, 2048)), (16, (4096, 4096))):
@@ -128,7 +128,7 @@ def test_the_chosen_threads_run_and_match_and_can_be_edited(ctx, tmp_path):
 
 def test_uneven_chunks_count_their_largest():
     """16 rows in 14 tasks are 2 rows a task (8 busy): the rule takes 8 tasks for them, not 14; on 16 cores 16."""
-    from workbench.targets import cpu_cost
+    from workbench.common import cpu_cost
     from workbench.targets.cpu_selector import generic_params
 
     assert cpu_cost.split_seconds(1.0, 14, 16) > cpu_cost.split_seconds(1.0, 8, 16) > cpu_cost.split_seconds(1.0, 16, 16)

@@ -136,10 +136,10 @@ def test_border_columns_vectorize_along_their_rows(ctx):
 
 def test_border_gathers_split_over_the_cores_when_they_pay(ctx, tmp_path):
     """A gathered element counts GATHER_WORK elements of the bytes an op moves (a cache line of its own): a reflect
-    pad's border column is split into tasks where the cost rule (workbench/targets/cpu_cost.py) says they pay: a
+    pad's border column is split into tasks where the cost rule (workbench/common/cpu_cost.py) says they pay: a
     4096-row column (~0.3 MB moved, ~3 us) stays on one core, a 131072-row one (~9 MB) takes every core of 4; the
     split one runs and matches, on more tasks than this host has cores."""
-    from workbench.targets import cpu_cost
+    from workbench.common import cpu_cost
     from workbench.targets.cpu_selector import GATHER_WORK
 
     chosen = {}

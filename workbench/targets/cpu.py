@@ -8,8 +8,9 @@ import math
 import os
 from typing import Any
 
+from workbench.common import cpu_cost
 from workbench.paths import LIBRARY_DIR
-from workbench.targets import cpu_cost, cpu_rows, cpu_selector
+from workbench.targets import cpu_rows, cpu_selector
 
 from workbench.targets.base import Target, keep_freed_memory, register
 from workbench.targets.cpu_host import CpuMachine, host_machine, machine_for

@@ -28,7 +28,7 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.common.dtypes import element_type_of as _element_type
-from workbench.targets import cpu_cost
+from workbench.common import cpu_cost
 
 GENERIC_SCHEDULE = "cpu/generic.py"
 GENERIC_GENERATOR = "tile_vectorize"

@@ -1,5 +1,6 @@
-"""The CPU selector's thread-count rule: into how many tasks (the `threads` of a step, the chunk count of its
-scf.forall) an op is split, from an estimate of its time on one core against what dispatching tasks on MLIR's
+"""The CPU thread-count rule (the selector's, workbench/targets/cpu_selector.py, and lh-split-leftover-ops's,
+workbench/worker/cpu/leftover_splits.py; pure Python, no MLIR): into how many tasks (the `threads` of a step,
+the chunk count of its scf.forall) an op is split, from an estimate of its time on one core against what dispatching tasks on MLIR's
 async runtime costs.
 
 The lowering (pipelines/cpu/lower.yaml: scf-forall-to-parallel, async-parallel-for{async-dispatch=false})
@@ -107,9 +108,15 @@ def op_seconds(op: dict[str, Any], vectorized: bool = True, gather_factor: int =
     moved = op_bytes(op, gather_factor)
     # (the rate by the footprint: gathered elements weigh more, but re-read lines that are in the cache)
     footprint = op_bytes(op) if gather_factor != 1 else moved
-    rate = CACHED_BYTES_PER_S if footprint <= (cache_bytes or DEFAULT_CACHE_BYTES) else MEMORY_BYTES_PER_S
     ops = op.get("flops") or math.prod(_extents(op.get("loops") or {})) * len((op.get("loops") or {}).get("body") or [])
-    return max(moved / rate, ops / (VECTOR_OPS_PER_S if vectorized else SCALAR_OPS_PER_S))
+    return max(bytes_seconds(moved, cache_bytes, footprint), ops / (VECTOR_OPS_PER_S if vectorized else SCALAR_OPS_PER_S))
+
+
+def bytes_seconds(moved: int, cache_bytes: int = DEFAULT_CACHE_BYTES, footprint: int | None = None) -> float:
+    """One core's time to stream `moved` bytes: at the cache rate while the `footprint` (default: the bytes
+    moved) fits `cache_bytes`, else at the memory rate."""
+    fits = (moved if footprint is None else footprint) <= (cache_bytes or DEFAULT_CACHE_BYTES)
+    return moved / (CACHED_BYTES_PER_S if fits else MEMORY_BYTES_PER_S)
 
 
 def split_seconds(seconds: float, tasks: int, extent: int = 0) -> float:

@@ -95,15 +95,6 @@ def ok(ctx, line: str):
     return res
 
 
-def free_dispatch(monkeypatch) -> None:
-    """The CPU selector's thread-count rule with task dispatch costing nothing (workbench/common/cpu_cost.py):
-    every op splits over all the cores it may use, however small (tests of small payloads' splits)."""
-    from workbench.common import cpu_cost
-
-    monkeypatch.setattr(cpu_cost, "DISPATCH_SECONDS", 0.0)
-    monkeypatch.setattr(cpu_cost, "TASK_SECONDS", 0.0)
-
-
 def matmul_payload(path: Path, m: int, n: int, k: int, name: str = "matmul", dtype: str = "f32") -> Path:
     """Write a tensor matmul payload (C + A x B) of the given shape and element type."""
     a, b, c = f"tensor<{m}x{k}x{dtype}>", f"tensor<{k}x{n}x{dtype}>", f"tensor<{m}x{n}x{dtype}>"

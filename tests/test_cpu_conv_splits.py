@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import free_dispatch, ok
+from conftest import ok
 
 CONV = """func.func @main(%i: tensor<2x8x18x18xf32>, %w: tensor<32x8x3x3xf32>, %b: tensor<2x32xOxOxf32>) -> tensor<2x32xOxOxf32> {
   %r = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<S> : vector<2xi64>}
@@ -20,10 +20,9 @@ def _conv(stride: int) -> str:
     return CONV.replace("xOxOx", f"x{out}x{out}x").replace("dense<S>", f"dense<{stride}>")
 
 
-def test_batch_and_channels_split_when_the_batch_is_short_of_the_cores(ctx, tmp_path, monkeypatch):
+def test_batch_and_channels_split_when_the_batch_is_short_of_the_cores(ctx, tmp_path):
     from workbench.targets.cpu_selector import generic_params
 
-    free_dispatch(monkeypatch)   # (the split's shape on a small conv: cpu_cost would keep it on fewer cores)
     payload = tmp_path / "conv.mlir"
     payload.write_text(_conv(1))
     ok(ctx, f"load {payload}")
@@ -37,8 +36,7 @@ def test_batch_and_channels_split_when_the_batch_is_short_of_the_cores(ctx, tmp_
 
 
 @pytest.mark.parametrize("stride", [1, 2])
-def test_split_convolutions_run_and_match(ctx, tmp_path, monkeypatch, stride):
-    free_dispatch(monkeypatch)   # (a small conv: its split's shape, which cpu_cost would not pay for)
+def test_split_convolutions_run_and_match(ctx, tmp_path, stride):
     payload = tmp_path / "conv.mlir"
     payload.write_text(_conv(stride))
     ok(ctx, f"load {payload}")
@@ -61,10 +59,11 @@ def test_a_batch_of_one_keeps_the_single_split(ctx, monkeypatch, tmp_path):
     import dataclasses
 
     import workbench.targets.cpu as cpu
+    from workbench.targets import cpu_selector
 
     machine = dataclasses.replace(cpu.host_machine(), usable_cpus=16)
     monkeypatch.setattr(cpu, "host_machine", lambda: machine)
-    free_dispatch(monkeypatch)
+    monkeypatch.setattr(cpu_selector, "MIN_PARALLEL_WORK", 0)
     payload = tmp_path / "stem.mlir"
     payload.write_text("""func.func @main(%i: tensor<1x3x38x38xf32>, %w: tensor<4x3x7x7xf32>, %b: tensor<1x4x16x16xf32>) -> tensor<1x4x16x16xf32> {
   %r = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import free_dispatch, ok
+from conftest import ok
 
 # softmax over the last dim of 4x6x64 as torch-mlir decomposes it; `extra` adds ops after it
 SOFTMAX = """#id = affine_map<(a, b, c) -> (a, b, c)>
@@ -110,11 +110,11 @@ def test_the_rows_loop_is_a_forall_only_where_tasks_pay(ctx, tmp_path, monkeypat
     import dataclasses
 
     import workbench.targets.cpu as cpu
+    from workbench.targets import cpu_selector
 
     machine = dataclasses.replace(cpu.host_machine(), usable_cpus=cores)
     monkeypatch.setattr(cpu, "host_machine", lambda: machine)
-    if not min_work:
-        free_dispatch(monkeypatch)
+    monkeypatch.setattr(cpu_selector, "MIN_PARALLEL_WORK", min_work)
     _, steps = _rows_steps(ctx, tmp_path, ALONE)
     assert [c["parallel"] for c in steps] == [parallel]
     ok(ctx, "select --apply")

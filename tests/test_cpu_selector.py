@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import do, fixture_io_flags, free_dispatch, ok
+from conftest import do, fixture_io_flags, ok
 
 TORCHLIKE = Path(__file__).parent / "payloads" / "torchlike"
 PAYLOADS = sorted(p.name for p in TORCHLIKE.glob("*.mlir"))
 
 
-def test_classification_by_structure(monkeypatch):
+def test_classification_by_structure():
     from workbench.targets.cpu_selector import classify, generic_params
 
     def loops(iterators, operand_dims, body, projected=True, n_in=1, domain=None):
@@ -65,7 +65,6 @@ def test_classification_by_structure(monkeypatch):
     p = generic_params({"id": "generic_0", "loops": loops(["reduction", "parallel"], [[0, 1], [1]], ["arith.addf"])},
                        512, 1)
     assert p["tile"] == [1, 32] and p["vector"] == 1 and p["threads"] == 1
-    free_dispatch(monkeypatch)   # (a 10000 x 5 add is too small to pay for tasks: cpu_cost)
     p = generic_params({"id": "generic_0", "loops": loops(["parallel", "parallel"], [[0, 1], [0, 1]], ["arith.addf"],
                                                            domain=[10000, 5])}, 256, 4)
     assert p["tile"] == [1, 5] and p["threads"] == 4
@@ -75,12 +74,13 @@ def test_classification_by_structure(monkeypatch):
 @pytest.mark.parametrize("name", PAYLOADS)
 def test_selector_path_runs_checked(ctx, monkeypatch, name, threads):
     import workbench.targets.cpu as cpu
+    from workbench.targets import cpu_selector
 
     import dataclasses
 
     machine = dataclasses.replace(cpu.host_machine(), usable_cpus=threads)
     monkeypatch.setattr(cpu, "host_machine", lambda: machine)
-    free_dispatch(monkeypatch)   # small payloads: split them anyway
+    monkeypatch.setattr(cpu_selector, "MIN_PARALLEL_WORK", 0)   # small payloads: split them anyway
     ok(ctx, f"load {TORCHLIKE / name}")
     ops_before = ctx.session.inspect()["ops"]
     generics_before = sum(1 for o in ops_before if o["op"] == "linalg.generic")
@@ -331,7 +331,7 @@ func.func @main(%m: tensor<8192xi1>) -> tensor<i64> {
     assert ok(ctx, "run --check").data["run"]["check"]["passed"]
 
 
-def test_thread_split_gives_every_core_a_chunk(monkeypatch):
+def test_thread_split_gives_every_core_a_chunk():
     """The loop split over threads: the outermost parallel loop with a chunk per core (not a batch dim of
     2 on 16 cores), else a reduction loop split into partial results (a whole-tensor sum has no parallel
     loop), else the outermost parallel loop with more than one iteration; a contraction never splits its
@@ -348,7 +348,6 @@ def test_thread_split_gives_every_core_a_chunk(monkeypatch):
     total = loops(["reduction", "reduction"], [[0, 1], []], ["arith.addf"], [300, 520])
     assert thread_split(total, "reduction-inner", 4) == (4, 0, 1)
     assert thread_split(total, "reduction-inner", 1) == (1, 0, 0)
-    free_dispatch(monkeypatch)   # (a 300 x 520 sum is too small to pay for tasks: cpu_cost)
     p = generic_params({"id": "generic_0", "loops": total}, 512, 4)
     assert p["split_reduction"] == 1 and p["threads"] == 4 and p["partial_reduction"] == 1
     # two results (a min with its index): no combiner to merge partial results: no reduction split
@@ -421,10 +420,11 @@ def test_data_movement_schedules_apply_lower_and_match(ctx, monkeypatch, name, p
     import dataclasses
 
     import workbench.targets.cpu as cpu
+    from workbench.targets import cpu_selector
 
     machine = dataclasses.replace(cpu.host_machine(), usable_cpus=2)
     monkeypatch.setattr(cpu, "host_machine", lambda: machine)
-    free_dispatch(monkeypatch)
+    monkeypatch.setattr(cpu_selector, "MIN_PARALLEL_WORK", 0)
     lanes = max(machine.vector_bits // 32, 4)
     ok(ctx, f"load {TORCHLIKE / name}")
     selections = ok(ctx, "select --apply").data["selections"]
@@ -479,10 +479,11 @@ def test_sorts_take_vector_passes_and_match_torch(ctx, monkeypatch, name, thread
     import dataclasses
 
     import workbench.targets.cpu as cpu
+    from workbench.targets import cpu_selector
 
     machine = dataclasses.replace(cpu.host_machine(), usable_cpus=threads)
     monkeypatch.setattr(cpu, "host_machine", lambda: machine)
-    free_dispatch(monkeypatch)
+    monkeypatch.setattr(cpu_selector, "MIN_PARALLEL_WORK", 0)
     fixture = Path(__file__).parent / "fixtures" / "torch" / f"{name}.mlir"
     ok(ctx, f"load {fixture}")
     text = ctx.session.current_ir
@@ -530,11 +531,10 @@ CONV3D_16 = """func.func @conv(%x: tensor<1x4x18x10x34xf32>, %w: tensor<16x4x3x3
 """
 
 
-def test_a_conv_split_over_many_cores_keeps_its_channel_tile(ctx, tmp_path, monkeypatch):
+def test_a_conv_split_over_many_cores_keeps_its_channel_tile(ctx, tmp_path):
     """Planned for 16 cores, a conv with 16 output channels would give each chunk one channel, too few
     for the register tile (the outer-product contraction): the split moves to the output depth (16
     chunks), the channel tile stays 8; the result matches the reference."""
-    free_dispatch(monkeypatch)   # (this small conv, ~70 us, pays for a few tasks only: cpu_cost)
     p = tmp_path / "conv3d.mlir"
     p.write_text(CONV3D_16)
     ok(ctx, f"load {p}")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, do, free_dispatch, ok
+from conftest import FIXTURES, do, ok
 
 TORCH = FIXTURES / "torch"
 WINDOW_FIXTURES = ["conv1d", "conv2d_3x3", "conv2d_1x1", "conv2d_strided", "conv2d_depthwise",
@@ -257,10 +257,11 @@ def test_convolutions_split_one_output_channel_per_core(ctx, monkeypatch, name, 
     import dataclasses
 
     import workbench.targets.cpu as cpu
+    from workbench.targets import cpu_selector
 
     machine = dataclasses.replace(cpu.host_machine(), usable_cpus=cores)
     monkeypatch.setattr(cpu, "host_machine", lambda: machine)
-    free_dispatch(monkeypatch)
+    monkeypatch.setattr(cpu_selector, "MIN_PARALLEL_WORK", 0)
     ok(ctx, f"load {TORCH / (name + '.mlir')}")
     res = ok(ctx, "select --apply")
     conv = next(e["params"] for e in res.data["selections"] if "conv" in str(e["params"].get("op")))

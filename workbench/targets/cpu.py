@@ -8,7 +8,6 @@ import math
 import os
 from typing import Any
 
-from workbench.common import cpu_cost
 from workbench.paths import LIBRARY_DIR
 from workbench.targets import cpu_rows, cpu_selector
 
@@ -382,7 +381,7 @@ class CpuTarget(Target):
                 per_op.append((f"{self.pipeline_path_for(self.rows_schedule)}[gen=fuse_rows]",
                                cpu_rows.chain_params(ops, chains[index], self.machine.usable_cpus,
                                                      # (no threshold where splits are forced: tests of small payloads)
-                                                     cpu_rows.MIN_PARALLEL_ROW_WORK if cpu_cost.DISPATCH_SECONDS
+                                                     cpu_rows.MIN_PARALLEL_ROW_WORK if cpu_selector.MIN_PARALLEL_WORK
                                                      else 0, lanes=self.machine.f32_lanes)))
                 continue
             if index in in_epilogue or index in in_chain:
@@ -466,9 +465,7 @@ class CpuTarget(Target):
             return [(spec, {**softmax.default_params(shape[0], shape[1], threads=machine.usable_cpus), "op": op["id"]})]
         if op["op"] in cpu_selector.GROUPED_WITH_CONSUMER:
             return []  # an init of its consumer (matmul, reduction): scheduled there or lowered as a memset loop
-        generic = cpu_selector.generic_params(op, machine.vector_bits, machine.usable_cpus, machine.vector_registers,
-                                              # (half the last-level cache: cpu_cost.CACHED_BYTES_PER_S)
-                                              max(machine.l3_bytes // 2, machine.l2_bytes))
+        generic = cpu_selector.generic_params(op, machine.vector_bits, machine.usable_cpus, machine.vector_registers)
         if generic is None:
             return []  # no loop structure (linalg.softmax of another rank, pack, ...): cpu-lower lowers it
         generic.pop("class")

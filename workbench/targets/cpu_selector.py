@@ -28,7 +28,6 @@ from __future__ import annotations
 from typing import Any
 
 from workbench.common.dtypes import element_type_of as _element_type
-from workbench.common import cpu_cost
 
 GENERIC_SCHEDULE = "cpu/generic.py"
 GENERIC_GENERATOR = "tile_vectorize"
@@ -49,12 +48,12 @@ SCALAR_BODY_OPS = {"cf.assert", "tensor.extract", "math.fpowi", "math.ipowi"}
 SCALAR_ELEMENT_TYPES: set[str] = {"complex<f16>", "complex<bf16>", "complex<f32>", "complex<f64>"}
 #: element types whose reductions stay scalar loops (the vector lowering leaves their multi_reduction)
 BOOL_TYPES = {"i1"}   # (of the outputs: a reduction over bools; an i1 mask input is no obstacle)
-#: a gathered element (loaded at computed indices that are not contiguous) counts this many elements of the
-#: bytes an op moves (cpu_cost.op_bytes): a cache line of its own (a reflect pad's border column reads one
-#: element per input row: 29k of them took 0.8 ms on one core of the 16-core Xeon; vectorized down the
-#: column, 8x64x57x1 and 8x64x57x2 took 0.10 and 0.20 ms under `run --profile` on one Zen 4 core, 3.3 ns an
-#: element; a torch.gather within 4 KiB rows, 1024x256, ~0.5 ns)
-GATHER_WORK = 16
+#: work (iterations) below which a thread split costs more than it saves
+MIN_PARALLEL_WORK = 1 << 15
+#: a gathered element counts this many iterations of work: it may read a cache line of its own (a reflect
+#: pad's border column reads one element per input row: 29k of them took 0.8 ms on one core of the 16-core
+#: Xeon, left on one core below MIN_PARALLEL_WORK)
+GATHER_WORK = 8
 #: inner reductions longer than twice this are summed chunk by chunk into fresh partial vectors (a
 #: two-level sum: f32 rounding error ~ chunk/lanes + extent/chunk instead of extent/lanes)
 REDUCTION_CHUNK = 4096
@@ -501,31 +500,17 @@ def _batch_and_channel_split(loops: dict, params: dict, window: dict, cores: int
     return {**params, "threads": chunks, "split_also": [outer, outer_chunks]}, alt
 
 
-def op_seconds(op: dict[str, Any], kind: str, cache_bytes: int = 0) -> float:
-    """The op's estimated single-core time (cpu_cost.op_seconds) under its class: scalar loops run at the
-    scalar rate; an element loaded at computed indices counts GATHER_WORK elements unless the loads are
-    contiguous along the output's innermost loop and that loop is more than a few elements long (a pad's
-    one-column border: contiguous along its unit loop, one row apart down the column)."""
-    loops = op.get("loops") or {}
-    out_dims = (loops.get("operand_dims") or [[]])[-1]
-    domain = loops.get("domain") or []
-    inner = domain[out_dims[-1]] if out_dims and 0 <= out_dims[-1] < len(domain) else 0
-    scattered = "tensor.extract" in (loops.get("body") or []) and not (loops.get("contiguous_loads") and inner >= 4)
-    return cpu_cost.op_seconds(op, vectorized=kind != "scalar", gather_factor=GATHER_WORK if scattered else 1,
-                               cache_bytes=cache_bytes or cpu_cost.DEFAULT_CACHE_BYTES)
-
-
-def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_registers: int = 32,
-                   cache_bytes: int = 0) -> dict[str, Any] | None:
-    """pipelines/cpu/generic.py parameters for one op (None: no loop structure known); `cores`: the most
-    tasks it may be split into (fewer where its work does not pay for them: cpu_cost), `cache_bytes` the
-    machine's last-level cache (0: cpu_cost's default)."""
+def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_registers: int = 32) -> dict[str, Any] | None:
+    """pipelines/cpu/generic.py parameters for one op (None: no loop structure known)."""
     loops = op.get("loops")
     if not loops or not loops.get("iterators"):
         return None
     kind = classify(loops, {_element_type(t) for t in op.get("operand_types", [])})
     domain = loops.get("domain") or []
     iterators = loops["iterators"]
+    work = 1
+    for d in domain:
+        work *= d if d > 0 else 1024
     element_types = {_element_type(t) for t in op.get("operand_types", [])}
     # the accumulators' types (an i1 mask input of an f32 sum, as in a scan, vectorizes: a select)
     n_inputs = loops.get("num_inputs")
@@ -540,16 +525,10 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_regi
     # partial results per chunk combine correctly for one result folded by its combiner alone; a body that
     # selects (top-k's masked first index of the max, an argmax) is left whole
     plain_fold = len(loops["operand_dims"]) - (n_inputs or 0) == 1 and "arith.select" not in loops.get("body", [])
-    # the tasks it pays to split the op into (cpu_cost: its estimated single-core time against the async
-    # runtime's dispatch): every split below uses at most these; `threads` in the parameters is the choice
-    split_kind = "reduction-by-steps" if contraction else kind
-
-    def planned(cap: int) -> tuple[int, int]:   # (tasks, extent of the loop split) of a split over `cap` cores
-        tasks, loop, _ = thread_split(loops, split_kind, cap, plain_fold)
-        return tasks, domain[loop] if loop < len(domain) else 0
-
-    cores = cpu_cost.split_threads(op_seconds(op, kind, cache_bytes), cores, planned)
-    threads, split, split_reduction = thread_split(loops, split_kind, cores, plain_fold)
+    if kind == "gather":
+        work *= GATHER_WORK
+    threads, split, split_reduction = thread_split(loops, "reduction-by-steps" if contraction else kind,
+                                                   cores if work >= MIN_PARALLEL_WORK else 1, plain_fold)
     params: dict[str, Any] = {"op": op["id"], "threads": threads, "split": split}
     if split_reduction:
         params["split_reduction"] = 1

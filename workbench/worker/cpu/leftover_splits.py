@@ -7,18 +7,15 @@ These run as plain loops on one core after every scheduled op ran on all of them
 device host a 3x3 conv's pad took 1.9 of its 5.0 ms, a 1-D conv's four copies most of its 3 ms.
 
 Each such op on buffers (all loops parallel, static shape, outside any loop, at least
-`min-elements` elements written) becomes an `scf.forall` of up to `threads` chunks of its first loop with
-at least that many iterations (else its longest), as `transform.structured.tile_using_forall` makes it:
+`min-elements` elements written) becomes an `scf.forall` of `threads` chunks of its first loop with
+at least `threads` iterations (else its longest), as `transform.structured.tile_using_forall` makes it:
 the lowering runs the chunks as tasks on MLIR's async runtime, each chunk's loops as before (LLVM
-vectorizes the copies and fills). The chunk count is the CPU thread-count rule's (workbench/common/cpu_cost.py):
-the bytes the op moves (what it writes and what its buffer operands read) against the tasks' dispatch, so a
-fill of 1 MB stays whole and a pad's 7 MB fill takes a few tasks where `threads` are 16.
+vectorizes the copies and fills).
 """
 from __future__ import annotations
 
 from mlir import ir
 
-from workbench.common import cpu_cost
 from workbench.worker.ir_walk import apply_transform, inside_loop, iterator_types, ops_where
 
 #: elements an op writes at least before its split pays for the tasks' dispatch (~10 us): a copy of
@@ -47,26 +44,6 @@ def _all_parallel(op) -> bool:
     return all(it == "parallel" for it in iterator_types(op))
 
 
-def _bytes_moved(op) -> int:
-    """Bytes the op writes and reads: each shaped operand's size (a fill's scalar: none)."""
-    total = 0
-    for value in op.operands:
-        if isinstance(value.type, ir.ShapedType) and ir.ShapedType(value.type).has_static_shape:
-            shaped = ir.ShapedType(value.type)
-            elements = 1
-            for n in shaped.shape:
-                elements *= n
-            element = shaped.element_type
-            width = getattr(element, "width", 32) if not isinstance(element, ir.IndexType) else 64
-            total += elements * max(1, width // 8)
-    return total
-
-
-def _tasks(plan: tuple[int, int] | None, shape: list[int]) -> tuple[int, int]:
-    """(tasks, extent of the loop split) of a split plan, for cpu_cost.split_threads."""
-    return (plan[1], shape[plan[0]]) if plan else (1, 0)
-
-
 def split_plan(shape: list[int], threads: int) -> tuple[int, int] | None:
     """(loop, chunks): the first loop with at least `threads` iterations split `threads` ways, else the
     longest loop split as many ways as it has iterations; None when no loop has two."""
@@ -91,10 +68,7 @@ def split_leftover_ops(module, threads: int, min_elements: int = DEFAULT_MIN_ELE
             elements *= n
         if elements < min_elements:
             continue
-        shape = list(t.shape)
-        tasks = cpu_cost.split_threads(cpu_cost.bytes_seconds(_bytes_moved(op)), threads,
-                                       lambda cap: _tasks(split_plan(shape, cap), shape))
-        plan = split_plan(shape, tasks) if tasks > 1 else None
+        plan = split_plan(list(t.shape), threads)
         if plan is not None:
             plans.append((op, t.rank, plan))
     if not plans:

@@ -48,6 +48,10 @@ class RunOptions:
     print_result: str = ""
     #: `run --filecheck`: what the program prints is wanted, whatever it returns (the plain call is made)
     capture_output: bool = False
+    #: the wrapper settings the user asked for by name (`run --iterations 30`): where the module already has
+    #: its benchmark wrapper (a `bench` step), another entry is an error and other counts a warning (the
+    #: wrapper's are compiled in), not silently the wrapper's
+    requested: tuple[str, ...] = ()
 
 
 def expected_for(session: Session, opts: RunOptions) -> tuple[ExpectedOutputs | None, dict[int, Path]]:
@@ -137,6 +141,13 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         return report
     report.update(entry=meta["entry"], iterations=meta["iterations"], warmup=meta["warmup"],
                   inserted_wrapper=prepared["inserted_wrapper"])
+    if not prepared["inserted_wrapper"]:
+        conflict = wrapper_conflict(session, opts, meta)
+        if conflict and "entry" in opts.requested and opts.entry != meta["entry"]:
+            report["error"] = conflict   # another function than the one asked for would run
+            return report
+        if conflict:   # the counts: the run goes on with the wrapper's, and says so
+            report["warning"] = conflict
     n_in = meta["num_inputs"]
     expected, npy = expected_for(session, opts)
     if expected is not None and expected.source != "--expect" and not opts.check:
@@ -192,6 +203,22 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         if report["check"].get("error"):
             report["error"] = report["check"]["error"]
     return report
+
+
+def wrapper_conflict(session: Session, opts: RunOptions, meta: dict) -> str:
+    """Why the settings `run` was asked for cannot hold where the benchmark wrapper is already in the module
+    (its warmup, iterations and entry are compiled in), or "" where they agree."""
+    differ = [name for name in opts.requested
+              if getattr(opts, name) not in (None, "") and str(getattr(opts, name)) != str(meta[name])]
+    if not differ:
+        return ""
+    benches = [i for i, applied in enumerate(session.active_steps, 1) if applied.step.kind == "bench"]
+    where = (f"step {benches[-1]} put it in: `params {benches[-1]} "
+             f"{' '.join(f'{name}={getattr(opts, name)}' for name in differ)}` changes it"
+             if benches else "it is part of the module")
+    return (f"{', '.join(f'--{name} {getattr(opts, name)}' for name in differ)}: the module already has its "
+            f"benchmark wrapper, which calls @{meta['entry']} with warmup={meta['warmup']} "
+            f"iterations={meta['iterations']} ({where})")
 
 
 def runner_printed_result(kind: str, outputs: list) -> str:

@@ -139,7 +139,8 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
                       ranks=a.get("ranks"), expect=[Path(f) for f in (a.get("expect") or "").split(",") if f],
                       inputs_given=bool(a.get("inputs") or a.get("npy")), profile=bool(a.get("profile")),
                       print_result=plan.runner.result if plan is not None and plan.runner is not None else "",
-                      capture_output=plan is not None)
+                      capture_output=plan is not None,
+                      requested=tuple(k for k in ("warmup", "iterations", "entry") if a.get(k) not in (None, "")))
     ctx.progress(f"lowering and running on {s.target_name} ...")
     try:
         report = run_current(s, opts)
@@ -197,9 +198,9 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
     res = Result(True, summary, kind="table", data={"run": s.last_run,
                                                     "table": {"columns": ["statistic", "value"], "rows": rows}},
                  body="\n".join(body) or None)
-    noisy = spread_warning(report)
-    if noisy:
-        res.data["warnings"] = [noisy]
+    warnings = [w for w in (report.get("warning"), spread_warning(report)) if w]
+    if warnings:
+        res.data["warnings"] = warnings
     if chk is not None and not chk["passed"]:
         res.ok = False
         res.error = "check failed: " + summary.split("; check ")[-1]

@@ -38,3 +38,17 @@ def test_run_options_a_bench_step_already_compiled_in_are_not_silently_ignored(c
     assert ctx.registry.dispatch("undo", ctx).ok   # no wrapper yet: run inserts one with what was asked
     res = ctx.registry.dispatch("run --iterations 4", ctx)
     assert res.ok and len(res.data["run"]["times_s"]) == 4
+
+
+def test_export_after_a_last_step_without_an_mlir_opt_spelling_says_so(ctx, tmp_path):
+    """`bench` (no mlir-opt spelling) as the last step: `export cmdline` answered `mlir-opt command line for
+    steps 2..1` with a bare `mlir-opt FILE`."""
+    assert ctx.registry.dispatch("bench", ctx).ok
+    for line in ("export cmdline", f"export reproducer {tmp_path / 'r.mlir'}"):
+        err = failed(ctx, line)
+        assert err.startswith("step 1 (bench") and "has no mlir-opt spelling" in err, err
+    assert not (tmp_path / "r.mlir").exists()
+    assert ctx.registry.dispatch("pass canonicalize", ctx).ok   # a pass after it: steps 2..2 from step 1's IR
+    res = ctx.registry.dispatch("export cmdline", ctx)
+    assert res.ok and res.summary.startswith("mlir-opt command line for steps 2..2 (input: IR after step 1)")
+    assert "canonicalize" in res.data["cmdline"]

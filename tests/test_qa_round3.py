@@ -52,3 +52,31 @@ def test_export_after_a_last_step_without_an_mlir_opt_spelling_says_so(ctx, tmp_
     res = ctx.registry.dispatch("export cmdline", ctx)
     assert res.ok and res.summary.startswith("mlir-opt command line for steps 2..2 (input: IR after step 1)")
     assert "canonicalize" in res.data["cmdline"]
+
+
+def test_options_after_the_key_value_list_are_options(ctx, tmp_path):
+    """`params 1 tile_m=32 --export f` / `tune 1 tile=[16,32] --trials 8`: options typed after the values
+    were read as values (`expected key=value, got '--trials'`)."""
+    assert ctx.registry.dispatch("apply pipelines/lib/tile.py[gen=tile_matmul]{tile_m=64 tile_n=64}", ctx).ok
+    cmd, args = ctx.registry.parse('tune 1 tile_m=[32,64] tile_n=[32] --trials 2 --csv "a b.csv"')
+    assert args["step"] == 1 and args["space"] == ["tile_m=[32,64]", "tile_n=[32]"]
+    assert args["trials"] == 2 and args["csv"] == "a b.csv"
+    assert "unknown option --trails (did you mean --trials" in failed(ctx, "tune 1 tile_m=[32,64] --trails 2")
+    # values and --export / --import together: one of them was dropped without a word
+    err = failed(ctx, f"params 1 tile_m=32 --export {tmp_path / 'p.json'}")
+    assert "--export and KEY=VALUE do different things" in err and not (tmp_path / "p.json").exists()
+    assert "--export and --import" in failed(ctx, f"params 1 --export {tmp_path / 'p.json'} --import x.json")
+    assert ctx.session.steps[0].step.params["tile_m"] == 64
+
+
+def test_a_tune_candidate_list_of_one_value_pins_it(ctx):
+    """`tune 1 tile_m=[16] tile_n=[32,64]` searched tile_n with tile_m at its current 64, and `tune 1
+    tile_m=[32]` answered `give candidates, e.g. tile=[16,32,64]`, as if none were given."""
+    from workbench.tune import TuneError, TuneOptions, search_space
+
+    assert ctx.registry.dispatch("apply pipelines/lib/tile.py[gen=tile_matmul]{tile_m=64 tile_n=64}", ctx).ok
+    space, fixed, _ = search_space(ctx.session, 1, TuneOptions(space={"tile_m": [16], "tile_n": [32, 64]}))
+    assert space == {"tile_n": [32, 64]} and fixed["tile_m"] == 16
+    with pytest.raises(TuneError, match=r"tile_m=\[32\] is one candidate: nothing to search \(`params 1 "
+                                        r"tile_m=32` sets it\)"):
+        search_space(ctx.session, 1, TuneOptions(space={"tile_m": [32]}))

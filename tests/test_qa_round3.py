@@ -80,3 +80,13 @@ def test_a_tune_candidate_list_of_one_value_pins_it(ctx):
     with pytest.raises(TuneError, match=r"tile_m=\[32\] is one candidate: nothing to search \(`params 1 "
                                         r"tile_m=32` sets it\)"):
         search_space(ctx.session, 1, TuneOptions(space={"tile_m": [32]}))
+
+
+def test_negative_seeds_line_numbers_and_trusting_a_folder_say_what_is_wrong(ctx):
+    """`run --seed -1` failed after lowering with numpy's `run: expected non-negative integer` (no option
+    named), `--run-line 0` as `has 0 RUN line(s)`, and `trust /tmp` said `/tmp: no such file`."""
+    assert failed(ctx, "run --seed -1") == "run: --seed must be >= 0, got -1"
+    assert failed(ctx, "run --filecheck --run-line 0") == "run: --run-line must be >= 1, got 0"
+    assert failed(ctx, "tune --seed -3") == "tune: --seed must be >= 0, got -3"
+    assert failed(ctx, "trust /tmp") == "/tmp: a directory, not a file"
+    assert failed(ctx, "trust /dev/null") == "/dev/null: not a regular file"

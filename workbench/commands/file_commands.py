@@ -129,7 +129,8 @@ def cmd_resume(ctx: CommandContext, a: Args) -> Result:
 def cmd_trust(ctx: CommandContext, a: Args) -> Result:
     p = Path(a["file"]).resolve()
     if not p.is_file():
-        return Result.failure(f"{a['file']}: no such file")
+        return Result.failure(f"{a['file']}: " + ("a directory, not a file" if p.is_dir() else
+                                                  "not a regular file" if p.exists() else "no such file"))
     ctx.session.build_ctx.trusted.add(str(p))
     kept = p.suffix == ".py" and trust_store.record(p, trust_store.PYTHON)
     return Result(True, f"trusted {p}" + (" (this content, also for later sessions)" if kept else " for this session"))

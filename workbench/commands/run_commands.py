@@ -299,7 +299,7 @@ def register(reg: Registry) -> None:
         [Flag("--check", "compare outputs with the unscheduled payload (cpu-reference: BLAS for f32 matmuls, loops for the rest)"),
          Flag("--target", "target to run on", True, complete="target"),
          Flag("--inputs", "random | zeros | ones", True, complete="choice:random,zeros,ones"),
-         Flag("--seed", "seed of random inputs", True, type="int"),
+         Flag("--seed", "seed of random inputs", True, type="int", minimum=0),
          Flag("--npy", "input .npy files: a.npy,b.npy or 0=a.npy,2=c.npy", True, complete="path:.npy"),
          Flag("--ranges", "value ranges of random inputs, [lo, hi): 0=0:100,2=-1:1 (recorded in the session; "
               "integer arguments used as indices get [0, dim size) by default)", True),
@@ -320,7 +320,7 @@ def register(reg: Registry) -> None:
          Flag("--check-prefixes", "FileCheck prefixes for --filecheck (default: the RUN line's, else CHECK)", True,
               metavar="A,B"),
          Flag("--run-line", "the RUN line (1-based) whose mlir-runner / FileCheck options --filecheck follows "
-              "(default: the first that pipes mlir-runner into FileCheck)", True, type="int"),
+              "(default: the first that pipes mlir-runner into FileCheck)", True, type="int", minimum=1),
          Flag("--profile", "time each top-level op of the payload (loop nests after scheduling, linalg ops, "
               "calls) and list them by time per call (cpu)")],
         details="Without a `bench` step, run inserts the benchmark wrapper at the end. The module is lowered "

@@ -90,3 +90,29 @@ def test_negative_seeds_line_numbers_and_trusting_a_folder_say_what_is_wrong(ctx
     assert failed(ctx, "tune --seed -3") == "tune: --seed must be >= 0, got -3"
     assert failed(ctx, "trust /tmp") == "/tmp: a directory, not a file"
     assert failed(ctx, "trust /dev/null") == "/dev/null: not a regular file"
+
+
+def test_usage_errors_write_the_json_failure_document_not_nothing(tmp_path, state_dir):
+    """`--json out.json` with a missing script, a bad --target / --cpu or an unknown option exited 2 and
+    wrote nothing: a CI job then read the out.json of the previous, successful run."""
+    import json
+
+    from conftest import MATMUL, run_cli
+
+    out = tmp_path / "out.json"
+    script = tmp_path / "s.lhw"
+    script.write_text("inspect\n")
+    cases = [([MATMUL, "--script", tmp_path / "missing.lhw"], "missing.lhw: no such script file"),
+             ([MATMUL, "--script", script, "--target", "nosuch"], "unknown target 'nosuch'"),
+             ([MATMUL, "--script", script, "--cpu", "nosuch"], "unknown cpu 'nosuch'"),
+             ([MATMUL, "--script", script, "--scrpit"], "unrecognized arguments: --scrpit"),
+             (["--script", script], "--script needs a payload")]
+    for args, error in cases:
+        out.write_text('{"ok": true, "error": null}\n')   # the last run's
+        p = run_cli([*args, "--json", out])
+        assert p.returncode == 2, (args, p.stderr)
+        doc = json.loads(out.read_text())
+        assert doc["ok"] is False and error in doc["error"], (args, doc)
+        assert {"ok", "ir_sha256", "steps", "run", "error"} <= set(doc)
+    p = run_cli([MATMUL, "--script", tmp_path / "missing.lhw", "--json", "-"])
+    assert p.returncode == 2 and json.loads(p.stdout)["error"].endswith("no such script file")

@@ -116,3 +116,11 @@ def test_usage_errors_write_the_json_failure_document_not_nothing(tmp_path, stat
         assert {"ok", "ir_sha256", "steps", "run", "error"} <= set(doc)
     p = run_cli([MATMUL, "--script", tmp_path / "missing.lhw", "--json", "-"])
     assert p.returncode == 2 and json.loads(p.stdout)["error"].endswith("no such script file")
+
+
+def test_a_run_killed_at_its_time_limit_says_how_to_allow_longer(ctx):
+    """An upstream file's 2048^3 matmuls (fold-add-into-dest.mlir) ended in `run worker timed out after
+    120 s and was killed`, without the option that sets the limit."""
+    assert ctx.registry.dispatch(f"load {REPO / 'tests' / 'payloads' / 'spin.mlir'}", ctx).ok
+    err = failed(ctx, "run --iterations 1 --warmup 0 --timeout 3")
+    assert "timed out after 3 s" in err and err.endswith("(`run --timeout 600` allows longer; it makes 0 + 1 calls)")

@@ -169,7 +169,7 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
     ans = target.execute(_artifact(prepared), meta, inputs, call=call, bench=True, timeout=opts.timeout,
                          threads=opts.threads)
     if not ans["ok"]:
-        report["error"] = f"run failed: {ans['error']}"
+        report["error"] = f"run failed: {ans['error']}{_timeout_hint(ans['error'], opts, meta)}"
         report["detail"] = ans.get("diagnostics", "")
         return report
     if opts.save_outputs is not None:
@@ -219,6 +219,14 @@ def wrapper_conflict(session: Session, opts: RunOptions, meta: dict) -> str:
     return (f"{', '.join(f'--{name} {getattr(opts, name)}' for name in differ)}: the module already has its "
             f"benchmark wrapper, which calls @{meta['entry']} with warmup={meta['warmup']} "
             f"iterations={meta['iterations']} ({where})")
+
+
+def _timeout_hint(error: str, opts: RunOptions, meta: dict | None) -> str:
+    """What to do about a run killed at its time limit (the limit is `run --timeout`, 120 s by default)."""
+    if "timed out after" not in error:
+        return ""
+    calls = f"; it makes {meta['warmup']} + {meta['iterations']} calls" if meta else ""
+    return f" (`run --timeout {max(opts.timeout * 4, 600):g}` allows longer{calls})"
 
 
 def runner_printed_result(kind: str, outputs: list) -> str:
@@ -312,7 +320,8 @@ def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: 
         rans = reference_target.execute(_artifact(ref), rmeta, inputs[:len(ref_specs)], call=True, bench=False,
                                         timeout=opts.timeout, opt_level=REFERENCE_OPT_LEVEL)
         if not rans["ok"]:
-            return {"passed": False, "error": f"reference run failed: {rans['error']}"}
+            return {"passed": False, "error": f"reference run failed: {rans['error']}"
+                                              f"{_timeout_hint(rans['error'], opts, None)}"}
         cached["want"] = select_outputs(rmeta, rans["args_after"], rans["outputs"])
         cached["stdout"] = rans.get("stdout", "")
         session.reference_cache.put(key, cached)

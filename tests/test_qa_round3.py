@@ -124,3 +124,59 @@ def test_a_run_killed_at_its_time_limit_says_how_to_allow_longer(ctx):
     assert ctx.registry.dispatch(f"load {REPO / 'tests' / 'payloads' / 'spin.mlir'}", ctx).ok
     err = failed(ctx, "run --iterations 1 --warmup 0 --timeout 3")
     assert "timed out after 3 s" in err and err.endswith("(`run --timeout 600` allows longer; it makes 0 + 1 calls)")
+
+
+#: a ConvLSTM's gate conv (3 input + 8 hidden channels: 11, a prime) and its head, a 1x1 conv to one channel
+CONVLSTM_LIKE = """func.func @main(%x: tensor<2x11x12x12xf32>, %w: tensor<32x11x3x3xf32>, %hw: tensor<1x32x1x1xf32>) -> tensor<2x1x12x12xf32> {
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%a: index, %b: index, %c: index, %d: index):
+    tensor.yield %zero : f32
+  } : tensor<2x11x12x12xf32> to tensor<2x11x14x14xf32>
+  %e = tensor.empty() : tensor<2x32x12x12xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<2x32x12x12xf32>) -> tensor<2x32x12x12xf32>
+  %g = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+       ins(%p, %w : tensor<2x11x14x14xf32>, tensor<32x11x3x3xf32>) outs(%init : tensor<2x32x12x12xf32>) -> tensor<2x32x12x12xf32>
+  %e1 = tensor.empty() : tensor<2x1x12x12xf32>
+  %init1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<2x1x12x12xf32>) -> tensor<2x1x12x12xf32>
+  %h = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+       ins(%g, %hw : tensor<2x32x12x12xf32>, tensor<1x32x1x1xf32>) outs(%init1 : tensor<2x1x12x12xf32>) -> tensor<2x1x12x12xf32>
+  return %h : tensor<2x1x12x12xf32>
+}
+"""
+
+
+def test_window_tiles_without_a_reduction_or_an_output_channel_are_not_specialized():
+    """A ConvLSTM (torch: gates = conv(cat([x_t, h]))) failed `select --apply` with `transform.structured.specialize
+    failed to apply`: its 11 channels were tiled one by one, and the folded tile of one channel and one tap is
+    an outer product; its head, a 1x1 conv to one channel, blocked the batch, out[n, w] += in[n, c, w] W[c]."""
+    from workbench.targets.cpu_selector import window_params
+
+    mulf = ["arith.mulf", "arith.addf", "linalg.yield"]
+    plane = {"domain": [2, 32, 168, 11, 3, 3], "iterators": ["parallel"] * 3 + ["reduction"] * 3,
+             "operand_dims": [[0, 3, -1], [1, 3, 4, 5], [0, 1, 2]],
+             "operand_terms": [[[[0, 1]], [[3, 1]], [[2, 1], [4, 14], [5, 1]]], [[[1, 1]], [[3, 1]], [[4, 1]], [[5, 1]]],
+                               [[[0, 1]], [[1, 1]], [[2, 1]]]],
+             "num_inputs": 2, "body": mulf, "projected": False}
+    p = window_params(plane, 16)
+    assert p["tile"][3] == 1 and p["contraction"] == 0, p            # 11 channels one by one: no matmul left
+    p = window_params({**plane, "domain": [2, 32, 168, 16, 3, 3]}, 16)
+    assert p["tile"][3] == 8 and p["contraction"] == 1, p            # 16: blocks of 8, a matmul as before
+    head = {"domain": [2, 1, 144, 8, 1], "iterators": ["parallel"] * 3 + ["reduction"] * 2,
+            "operand_dims": [[0, 3, -1], [1, 3, 4], [0, 1, 2]],
+            "operand_terms": [[[[0, 1]], [[3, 1]], [[2, 1], [4, 1]]], [[[1, 1]], [[3, 1]], [[4, 1]]],
+                              [[[0, 1]], [[1, 1]], [[2, 1]]]],
+            "num_inputs": 2, "body": mulf, "projected": False}
+    p = window_params(head, 16)
+    assert p["tile"][0] == 2 and p["contraction"] == 0, p
+
+
+def test_a_convlstm_like_pair_of_convolutions_selects_runs_and_matches(ctx, tmp_path):
+    payload = tmp_path / "convlstm_like.mlir"
+    payload.write_text(CONVLSTM_LIKE)
+    assert ctx.registry.dispatch(f"load {payload}", ctx).ok
+    for line in ("target cpu --threads 2", "select --apply", "bench warmup=1 iterations=2", "apply cpu-lower"):
+        res = ctx.registry.dispatch(line, ctx)
+        assert res.ok, (line, res.error)
+    res = ctx.registry.dispatch("run --check --iterations 2 --warmup 1", ctx)
+    assert res.ok and res.data["run"]["check"]["passed"], res.error

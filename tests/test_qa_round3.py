@@ -180,3 +180,42 @@ def test_a_convlstm_like_pair_of_convolutions_selects_runs_and_matches(ctx, tmp_
         assert res.ok, (line, res.error)
     res = ctx.registry.dispatch("run --check --iterations 2 --warmup 1", ctx)
     assert res.ok and res.data["run"]["check"]["passed"], res.error
+
+
+def test_a_byte_order_mark_is_not_part_of_a_payload_script_or_transform(ctx, tmp_path):
+    """Files a Windows editor saved (UTF-8 with a BOM, CRLF): the payload failed at 1:1 `unexpected character`
+    and a script's first command was `unknown command 'inspect' (did you mean inspect?)`."""
+    from workbench.commands.script import run_script_text
+
+    bom = "\ufeff"
+    payload = tmp_path / "bom.mlir"
+    payload.write_bytes((bom + "func.func @f(%a: tensor<4xf32>) -> tensor<4xf32> {\r\n"
+                         "  return %a : tensor<4xf32>\r\n}\r\n").encode())
+    res = ctx.registry.dispatch(f"load {payload}", ctx)
+    assert res.ok, res.error
+    assert ctx.registry.dispatch(f"load --chunk 1 {payload}", ctx).ok
+    bad = tmp_path / "bad.mlir"
+    bad.write_bytes((bom + "func.func @f(%a: f32) -> f32 {\n  return %b : f32\n}\n").encode())
+    assert failed(ctx, f"load {bad}").startswith(f"{bad}:2:10: use of undeclared SSA value")   # columns as written
+    transform = tmp_path / "t.mlir"
+    transform.write_bytes((bom + (REPO / "pipelines" / "lib" / "tile.mlir").read_text()).encode())
+    outcome = run_script_text(bom + f"load {REPO / 'examples' / 'matmul.mlir'}\r\napply {transform}\r\n", ctx)
+    assert outcome.ok, outcome.error
+    assert [r.data.get("command") for _, _, r in outcome.results] == ["load", "apply"]
+
+
+def test_keys_given_twice_are_refused_not_the_last_one_kept(ctx, tmp_path):
+    """A session with two `Pipeline:` lists replayed the second and dropped the first; `params 2 tile_m=64
+    tile_m=32` took 32. A merge key's values may still be overridden."""
+    from workbench.common import safe_yaml
+
+    session = tmp_path / "s.yaml"
+    session.write_text(f"Pipeline:\n- pass: canonicalize\nPipeline:\n- pass: cse\n"
+                       f"Workbench: {{payload: {{path: {REPO / 'examples' / 'matmul.mlir'}}}}}\n")
+    err = failed(ctx, f"replay {session}")
+    assert "key 'Pipeline' given twice (first on line 1)" in err and f"{session}:3:1" in err
+    assert ctx.session.cursor == 0
+    assert safe_yaml.load("a: &d {x: 1, y: 2}\nb: {<<: *d, y: 3}\n")["b"] == {"x": 1, "y": 3}
+    assert ctx.registry.dispatch("apply pipelines/lib/tile.py[gen=tile_matmul]{tile_m=64}", ctx).ok
+    assert failed(ctx, "params 1 tile_n=64 tile_n=32") == "tile_n given twice (tile_n=64 and tile_n=32)"
+    assert ctx.session.steps[0].step.params["tile_n"] == 32   # the default: nothing was applied

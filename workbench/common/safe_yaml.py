@@ -41,6 +41,26 @@ class BoundedSafeLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
+    def construct_mapping(self, node, deep=False):
+        # a key written twice: PyYAML keeps the last value, so a session with two `Pipeline:` lists (two
+        # files pasted together) replayed the second and dropped the first without a word. Keys that
+        # a merge (`<<: *defaults`) brings in may be overridden: only the mapping's own keys count.
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = self.construct_object(key_node)
+                try:
+                    first = seen.setdefault(key, key_node)
+                except TypeError:
+                    continue
+                if first is not key_node:
+                    mark = key_node.start_mark
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} given twice (first on line {first.start_mark.line + 1})", mark)
+        return super().construct_mapping(node, deep=deep)
+
     def get_single_node(self):
         node = super().get_single_node()
         if node is not None:

@@ -101,6 +101,8 @@ def parse_params(params_text: str | None, variables: dict[str, Any] | None = Non
         k = k.strip()
         if not re.match(r"[A-Za-z_]", k):   # `=3`, `5`, `"x"`: not a parameter name
             raise SpecError(f"expected key=value, got {tok!r}" + (" (the name is missing)" if eq and not k else ""))
+        if k in out:   # `params 2 tile_m=64 tile_m=32`: the last one won without a word
+            raise SpecError(f"{k} given twice ({k}={format_value(out[k])} and {tok.strip()})")
         out[k] = parse_value(v.strip()) if eq else True   # a bare name is a flag: True
     return out
 

@@ -219,3 +219,22 @@ def test_keys_given_twice_are_refused_not_the_last_one_kept(ctx, tmp_path):
     assert ctx.registry.dispatch("apply pipelines/lib/tile.py[gen=tile_matmul]{tile_m=64}", ctx).ok
     assert failed(ctx, "params 1 tile_n=64 tile_n=32") == "tile_n given twice (tile_n=64 and tile_n=32)"
     assert ctx.session.steps[0].step.params["tile_n"] == 32   # the default: nothing was applied
+
+
+def test_a_session_moved_without_its_payload_says_how_to_name_it(ctx, tmp_path):
+    """A saved session copied to another folder answered `/elsewhere/matmul.mlir: no such file`: the payload
+    path is relative to the session file, and `replay --payload` names another."""
+    import shutil
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    shutil.copy(REPO / "examples" / "matmul.mlir", tmp_path / "a" / "matmul.mlir")
+    assert ctx.registry.dispatch(f"load {tmp_path / 'a' / 'matmul.mlir'}", ctx).ok
+    assert ctx.registry.dispatch("pass canonicalize", ctx).ok
+    assert ctx.registry.dispatch(f"save {tmp_path / 'a' / 's.yaml'}", ctx).ok
+    shutil.copy(tmp_path / "a" / "s.yaml", tmp_path / "b" / "s.yaml")
+    err = failed(ctx, f"replay {tmp_path / 'b' / 's.yaml'}")
+    assert err.startswith(f"{tmp_path / 'b' / 'matmul.mlir'}: no such file (the session's payload 'matmul.mlir'")
+    assert f"`replay --payload FILE.mlir {tmp_path / 'b' / 's.yaml'}`" in err
+    res = ctx.registry.dispatch(f"replay --payload {tmp_path / 'a' / 'matmul.mlir'} {tmp_path / 'b' / 's.yaml'}", ctx)
+    assert res.ok, res.error

@@ -238,3 +238,15 @@ def test_a_session_moved_without_its_payload_says_how_to_name_it(ctx, tmp_path):
     assert f"`replay --payload FILE.mlir {tmp_path / 'b' / 's.yaml'}`" in err
     res = ctx.registry.dispatch(f"replay --payload {tmp_path / 'a' / 'matmul.mlir'} {tmp_path / 'b' / 's.yaml'}", ctx)
     assert res.ok, res.error
+
+
+def test_a_remapped_key_that_another_binding_keeps_is_warned_about():
+    """`"app.undo" = "ctrl+q"` took Ctrl+Q from quit silently: the footer lost `^q Quit` and nothing said why."""
+    from workbench.tui.app import WorkbenchApp
+    from workbench.tui.keymap import key_clashes
+
+    sections = WorkbenchApp.binding_sections()
+    (warning,) = key_clashes(sections, {"app.undo": "ctrl+q"})
+    assert warning.startswith("keymap: app.undo takes ctrl+q, the key of app.quit (Everywhere)")
+    assert key_clashes(sections, {"app.undo": "ctrl+u"}) == []
+    assert key_clashes(sections, {"app.undo": "ctrl+q", "app.quit": "ctrl+x"}) == []   # quit moved too

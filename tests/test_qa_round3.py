@@ -250,3 +250,15 @@ def test_a_remapped_key_that_another_binding_keeps_is_warned_about():
     assert warning.startswith("keymap: app.undo takes ctrl+q, the key of app.quit (Everywhere)")
     assert key_clashes(sections, {"app.undo": "ctrl+u"}) == []
     assert key_clashes(sections, {"app.undo": "ctrl+q", "app.quit": "ctrl+x"}) == []   # quit moved too
+
+
+def test_a_control_character_in_a_session_is_one_line_with_its_line_and_column(ctx, tmp_path):
+    """A BEL or NUL in a session (or a corrupted journal) gave PyYAML's two-line ReaderError
+    (`in "<unicode string>", position 25`)."""
+    session = tmp_path / "ctrl.yaml"
+    session.write_text(f'Pipeline:\n- {{pass: "canon\x07icalize"}}\nWorkbench: {{payload: {{path: {REPO / "examples" / "matmul.mlir"}}}}}\n')
+    err = failed(ctx, f"replay {session}")
+    assert err.startswith(f"{session}:2:16: invalid YAML: unacceptable character #x0007"), err
+    assert "position" not in err
+    err = failed(ctx, f"apply {session}")
+    assert f"{session}:2:16: invalid YAML" in err

@@ -108,11 +108,30 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
+class YAMLCharacterError(yaml.YAMLError):
+    """A character YAML does not allow (a control character, NUL): PyYAML's ReaderError says it on two
+    lines (`in "<unicode string>", position 25`); this one has the line and column as a problem mark."""
+
+    def __init__(self, problem: str, mark: yaml.Mark):
+        super().__init__(problem)
+        self.problem, self.problem_mark = problem, mark
+
+    def __str__(self) -> str:
+        return f"line {self.problem_mark.line + 1}, column {self.problem_mark.column + 1}: {self.problem}"
+
+
 def load(text: str) -> Any:
     """`yaml.safe_load` with the size limits above (raises yaml.YAMLError)."""
     if len(text) > MAX_BYTES:
         raise YAMLTooLarge(f"document larger than {MAX_BYTES >> 20} MiB")
-    return yaml.load(text, Loader=BoundedSafeLoader)
+    try:
+        return yaml.load(text, Loader=BoundedSafeLoader)
+    except yaml.reader.ReaderError as e:
+        before = text[:e.position] if isinstance(e.position, int) else ""
+        mark = yaml.Mark("<text>", e.position, before.count("\n"), len(before) - (before.rfind("\n") + 1), None, None)
+        raise YAMLCharacterError(f"unacceptable character #x{e.character:04x} (control characters are not "
+                                 "allowed in YAML)" if isinstance(e.character, int)
+                                 else str(e.reason), mark) from None
 
 
 def read_text(path: Path) -> str:

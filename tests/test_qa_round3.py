@@ -262,3 +262,20 @@ def test_a_control_character_in_a_session_is_one_line_with_its_line_and_column(c
     assert "position" not in err
     err = failed(ctx, f"apply {session}")
     assert f"{session}:2:16: invalid YAML" in err
+
+
+def test_unusable_input_ranges_and_npy_indices_are_usage_errors(ctx, tmp_path):
+    """`run --ranges 0=-inf:inf` (or nan, or -1e308:1e308) was `run: internal error: OverflowError: high - low
+    range exceeds valid bounds`; `run --npy 5=x.npy` on an entry of 3 inputs ran with random inputs."""
+    import numpy as np
+
+    for bad in ("0=-inf:inf", "0=nan:1", "0=-1e308:1e308"):
+        err = failed(ctx, f"run --ranges {bad}")
+        assert f"--ranges expects finite LO < HI whose difference is finite too, got '{bad}'" in err, err
+    np.save(tmp_path / "x.npy", np.zeros((256, 512), np.float32))
+    assert failed(ctx, f"run --npy 5={tmp_path / 'x.npy'}") == "--npy: @matmul has no input 5 (its inputs are 0..2)"
+    assert ctx.session.last_run is None or ctx.session.last_run.get("error")
+    session = tmp_path / "s.yaml"
+    session.write_text(f"Pipeline: []\nWorkbench: {{payload: {{path: {REPO / 'examples' / 'matmul.mlir'}}}, "
+                       f"input_ranges: {{0: [-1.0e+308, 1.0e+308]}}}}\n")
+    assert "Workbench.input_ranges must be" in failed(ctx, f"replay {session}")

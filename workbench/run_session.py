@@ -158,6 +158,9 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         if beyond:   # `--ranges 9=0:1` was taken (and recorded) without a word
             raise RunInputError(f"--ranges: @{meta['entry']} has no argument {beyond[0]} (its arguments are "
                                 f"0..{n_in - 1})")
+        beyond = sorted(i for i in (npy or {}) if not 0 <= i < n_in)
+        if beyond:   # `--npy 5=x.npy` for an entry of 3 inputs ran with random inputs without a word
+            raise RunInputError(f"--npy: @{meta['entry']} has no input {beyond[0]} (its inputs are 0..{n_in - 1})")
         report["input_ranges"] = {str(k): list(v) for k, v in ranges.items()} or None
         inputs = make_inputs(meta["arg_specs"][:n_in], opts.inputs, opts.seed, npy, ranges)
     except RunInputError as e:

@@ -900,12 +900,12 @@ def _is_int(v: Any) -> bool:
 
 
 def _is_range(v: Any) -> bool:
-    """[lo, hi): two finite numbers, lo < hi."""
+    """[lo, hi): two finite numbers, lo < hi, hi - lo finite (numpy cannot draw from [-1e308, 1e308))."""
     import math
 
     return (isinstance(v, list) and len(v) == 2
             and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v)
-            and v[0] < v[1])
+            and v[0] < v[1] and math.isfinite(v[1] - v[0]))
 
 
 #: what `to_yaml` writes for each step under `Workbench.steps`: key -> check

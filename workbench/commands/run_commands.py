@@ -1,6 +1,8 @@
 """`run`: execute the live module on the selected target (timings, GFLOP/s, correctness check)."""
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 
 import re
@@ -52,6 +54,8 @@ def _parse_ranges(text: str | None) -> dict[int, tuple[float, float]]:
             raise UsageError(f"--ranges expects INDEX=LO:HI[,INDEX=LO:HI...], got {part!r}")
         if not eq or not colon or hi_v <= lo_v:
             raise UsageError(f"--ranges expects INDEX=LO:HI with LO < HI, got {part!r}")
+        if not math.isfinite(hi_v - lo_v):   # inf, nan, or a span numpy cannot draw from (OverflowError)
+            raise UsageError(f"--ranges expects finite LO < HI whose difference is finite too, got {part!r}")
         ranges[i] = (int(lo_v) if lo_v.is_integer() else lo_v, int(hi_v) if hi_v.is_integer() else hi_v)
     return ranges
 #: stddev / median above this: the timings are too noisy to compare (another load, too few calls)

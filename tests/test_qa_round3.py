@@ -279,3 +279,28 @@ def test_unusable_input_ranges_and_npy_indices_are_usage_errors(ctx, tmp_path):
     session.write_text(f"Pipeline: []\nWorkbench: {{payload: {{path: {REPO / 'examples' / 'matmul.mlir'}}}, "
                        f"input_ranges: {{0: [-1.0e+308, 1.0e+308]}}}}\n")
     assert "Workbench.input_ranges must be" in failed(ctx, f"replay {session}")
+
+
+def test_schedules_in_a_folder_with_spaces_apply_save_and_replay(ctx, tmp_path):
+    """`apply "/Users/me/My Schedules/tile.mlir"` was `cannot read stage reference`, and a pipeline YAML
+    could not name such a file at all: a quoted path is one now, and `save` quotes what needs it."""
+    import shutil
+
+    from workbench.steps import spec as S
+
+    assert S.split_ref('"a b/t.mlir"[seq=x]{k=1}') == ("a b/t.mlir", {"seq": "x"}, "k=1")
+    assert S.split_ref("'it is/t.py'[gen=f]") == ("it is/t.py", {"gen": "f"}, None)
+    assert S.split_ref(S.format_ref("a b/[x].mlir", {}, {})) == ("a b/[x].mlir", {}, None)
+    assert S.format_ref("plain/t.mlir", {"seq": "s"}, {}) == "plain/t.mlir[seq=s]"
+    folder = tmp_path / "My Schedules"
+    folder.mkdir()
+    shutil.copy(REPO / "pipelines" / "lib" / "tile.mlir", folder / "tile it.mlir")
+    err = failed(ctx, f"apply {folder / 'tile it.mlir'}")
+    assert err.endswith(f'(a path with spaces goes in quotes: "{folder / "tile it.mlir"}")')
+    res = ctx.registry.dispatch(f'apply "{folder / "tile it.mlir"}"[seq=tile_parallel]', ctx)
+    assert res.ok, res.error
+    assert ctx.registry.dispatch(f'save "{folder / "s.yaml"}"', ctx).ok
+    sha = ctx.session.current_sha
+    res = ctx.registry.dispatch(f'replay "{folder / "s.yaml"}"', ctx)
+    assert res.ok and res.data.get("reproduced") is not False, res.error
+    assert ctx.session.current_sha == sha and ctx.session.cursor == 1

@@ -304,3 +304,15 @@ def test_schedules_in_a_folder_with_spaces_apply_save_and_replay(ctx, tmp_path):
     res = ctx.registry.dispatch(f'replay "{folder / "s.yaml"}"', ctx)
     assert res.ok and res.data.get("reproduced") is not False, res.error
     assert ctx.session.current_sha == sha and ctx.session.cursor == 1
+
+
+def test_version_and_a_nonsense_compile_timeout_on_the_command_line(tmp_path, state_dir):
+    """`lh-workbench --version` was a usage error; `--compile-timeout -5` was taken, and every step then
+    failed with `compile worker timed out after -5 s and was killed`."""
+    from conftest import MATMUL, run_cli
+
+    p = run_cli(["--version"])
+    assert p.returncode == 0 and p.stdout.startswith("lh-workbench 0.") and "MLIR" in p.stdout
+    for bad, why in (("-5", "must be a positive number of seconds, got -5"), ("abc", "expected a number of seconds")):
+        p = run_cli([MATMUL, "--script", "-", "--compile-timeout", bad])
+        assert p.returncode == 2 and why in p.stderr and "timed out" not in p.stderr, p.stderr

@@ -143,6 +143,32 @@ class Printer:
                    description=f"best {best * 1e3:.3f} ms" if best else "no success yet")
 
 
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (`--compile-timeout -5` was taken: every step then 'timed out
+    after -5 s')."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def _version() -> str:
+    from workbench import __version__
+
+    try:
+        from importlib.metadata import version
+
+        mlir = version("xtc-mlir-python-bindings")
+    except Exception:   # (an upstream `mlir` wheel, or none: the version is not ours to fail on)
+        mlir = "unknown"
+    return f"lh-workbench {__version__} (MLIR python bindings {mlir})"
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--emit", metavar="OUT.mlir", help="write the final IR here")
     p.add_argument("--json", metavar="OUT.json", help="write a machine-readable report here ('-' for stdout)")
@@ -152,7 +178,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="accept payload ops of dialects MLIR does not know (as generic ops), e.g. upstream test-dialect payloads")
     p.add_argument("--allow-run", action="store_true",
                    help="allow running the payload of a session from elsewhere (one this user did not save)")
-    p.add_argument("--compile-timeout", type=float, metavar="SECONDS",
+    p.add_argument("--compile-timeout", type=_seconds, metavar="SECONDS",
                    help="time limit of one compile step (default 600, or $LH_WORKBENCH_COMPILE_TIMEOUT)")
     p.add_argument("--target", help="select the target (cpu, ...)")
     p.add_argument("--cpu", metavar="NAME", help="select parameters and compile for this CPU machine (host, avx2, "
@@ -170,6 +196,7 @@ def _main_parser() -> argparse.ArgumentParser:
                    "first, as `lh-workbench import MODEL.py` does)")
     p.add_argument("--script", metavar="FILE.lhw", help="run a command file headless (`-`: the commands on stdin)")
     p.add_argument("--repl", action="store_true", help="use the prompt-toolkit REPL instead of the TUI")
+    p.add_argument("--version", action="version", version=_version())
     p.add_argument("--chunk", type=int, metavar="K",
                    help="load only chunk K (1-based) of a payload split by `// -----` lines (upstream test files, "
                         "as mlir-opt --split-input-file reads them)")

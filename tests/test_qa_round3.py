@@ -169,13 +169,16 @@ def test_window_tiles_without_a_reduction_or_an_output_channel_are_not_specializ
             "num_inputs": 2, "body": mulf, "projected": False}
     p = window_params(head, 16)
     assert p["tile"][0] == 2 and p["contraction"] == 0, p
+    p = window_params({**head, "domain": [1, 1, 1221, 10, 1]}, 16)   # batch 1: no block, out[w] += in[c, w] W[c]
+    assert p["contraction"] == 0, p
 
 
-def test_a_convlstm_like_pair_of_convolutions_selects_runs_and_matches(ctx, tmp_path):
+@pytest.mark.parametrize("batch", [2, 1])
+def test_a_convlstm_like_pair_of_convolutions_selects_runs_and_matches(ctx, tmp_path, batch):
     payload = tmp_path / "convlstm_like.mlir"
-    payload.write_text(CONVLSTM_LIKE)
+    payload.write_text(CONVLSTM_LIKE.replace("tensor<2x", f"tensor<{batch}x"))
     assert ctx.registry.dispatch(f"load {payload}", ctx).ok
-    for line in ("target cpu --threads 2", "select --apply", "bench warmup=1 iterations=2", "apply cpu-lower"):
+    for line in ("target cpu --threads 1", "select --apply", "bench warmup=1 iterations=2", "apply cpu-lower"):
         res = ctx.registry.dispatch(line, ctx)
         assert res.ok, (line, res.error)
     res = ctx.registry.dispatch("run --check --iterations 2 --warmup 1", ctx)

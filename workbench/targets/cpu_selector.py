@@ -214,12 +214,12 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
     # (and only where the tile keeps a reduction: channels whose count has no divisor up to the channel block,
     # 11 = a ConvLSTM's 3 input + 8 hidden channels, are taken one by one, and a tile of one channel and one
     # window position folds to an outer product, which `specialize` does not match: vectorized as it is)
-    # A block the first input reads too (the batch of a 1x1 conv to one output channel, lh-pointwise-convs'
-    # conv_1d of a ConvLSTM's head: no output-channel loop left) makes out[n, w] += in[n, c, w] W[c], which
-    # no named contraction matches either.
+    # Nor without an output-channel block: a 1x1 conv to one output channel (lh-pointwise-convs' conv_1d of a
+    # ConvLSTM's head) makes out[w] += in[c, w] W[c] (the matrix first: no vecmat), or, with its batch as the
+    # block, out[n, w] += in[n, c, w] W[c], which no named contraction matches either.
     reduces = any(tile[d] > 1 or (tile[d] == 0 and domain[d] > 1) for d in roles["channels"] + roles["window"])
     specialize = (contraction and roles["stride"] == 1 and tile[w] > 1 and reduces
-                  and (block is None or (tile[block] > 1 and block not in first_input)))
+                  and block is not None and tile[block] > 1 and block not in first_input)
     # the loops the folding leaves (in the op's order), reordered: the output's loops in its order (its
     # innermost last among them, the vector loop), then the channels (a named op such as depthwise's
     # nchw form iterates (n, oh, ow, c, ...): its folded tile would vectorize with transposed reads)

@@ -80,6 +80,8 @@ def test_a_tune_candidate_list_of_one_value_pins_it(ctx):
     with pytest.raises(TuneError, match=r"tile_m=\[32\] is one candidate: nothing to search \(`params 1 "
                                         r"tile_m=32` sets it\)"):
         search_space(ctx.session, 1, TuneOptions(space={"tile_m": [32]}))
+    with pytest.raises(TuneError, match=r"tile_m=\[\] gives no candidates"):
+        search_space(ctx.session, 1, TuneOptions(space={"tile_m": [], "tile_n": [32, 64]}))
 
 
 def test_negative_seeds_line_numbers_and_trusting_a_folder_say_what_is_wrong(ctx):

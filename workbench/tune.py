@@ -176,6 +176,8 @@ def search_space(session: Session, index: int, opts: TuneOptions) -> tuple[dict[
                 values = [spec.coerce(v) for v in opts.space[name]]
             except ParamError as e:
                 raise TuneError(str(e))
+            if not values:   # (it read as "no parameter with a finite space to search: give candidates")
+                raise TuneError(f"{name}=[] gives no candidates: list the values to try, e.g. {name}=[16,32,64]")
         else:
             values = candidate_values(spec, dims, current.get(name))
         if values and len(set(map(repr, values))) > 1:

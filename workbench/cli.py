@@ -48,7 +48,45 @@ class ArgumentParser(argparse.ArgumentParser):
             hints = [did_you_mean(word.split("=")[0], known) for word in message.split(":", 1)[1].split()
                      if word.startswith("-")]
             message += next((h for h in hints if h), "")
+        self.last_error = message
         super().error(message)
+
+
+def _json_arg(argv: list[str]) -> str | None:
+    """The --json path of a command line argparse refused (`--json X` or `--json=X`), if one is given."""
+    for i, word in enumerate(argv):
+        if word.startswith("--json="):
+            return word.split("=", 1)[1] or None
+        if word == "--json" and i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+            return argv[i + 1]
+    return None
+
+
+def _usage_failure(json_path: str | None, message: str, prefix: str = "lh-workbench") -> int:
+    """A usage error before any work: one line on stderr and, where --json was asked for, the failure
+    document (with every key of a report) in its place, not nothing (a consumer read the last run's)."""
+    if prefix:   # (argparse has printed its own lines)
+        print(f"{prefix}: {message}", file=sys.stderr)
+    if json_path:
+        doc = json.dumps({"ok": False, "ir_sha256": None, "steps": [], "target": None, "commands": [],
+                          "run": None, "error": message, "usage_error": True}, indent=2)
+        if json_path == "-":
+            print(doc)
+        else:
+            _write_output("--json", json_path, doc + "\n")
+    return EXIT_USAGE
+
+
+def _parse(parser: ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """parse_args, writing the --json failure document when argparse refuses the command line."""
+    try:
+        return parser.parse_args(argv)
+    except SystemExit as e:
+        if e.code == EXIT_USAGE and getattr(parser, "last_error", None):
+            json_path = _json_arg(argv)
+            if json_path and (json_path == "-" or not Path(json_path).is_dir()):
+                _usage_failure(json_path, parser.last_error, prefix="")
+        raise
 
 
 class Printer:
@@ -105,6 +143,32 @@ class Printer:
                    description=f"best {best * 1e3:.3f} ms" if best else "no success yet")
 
 
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (`--compile-timeout -5` was taken: every step then 'timed out
+    after -5 s')."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
+
+
+def _version() -> str:
+    from workbench import __version__
+
+    try:
+        from importlib.metadata import version
+
+        mlir = version("xtc-mlir-python-bindings")
+    except Exception:   # (an upstream `mlir` wheel, or none: the version is not ours to fail on)
+        mlir = "unknown"
+    return f"lh-workbench {__version__} (MLIR python bindings {mlir})"
+
+
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--emit", metavar="OUT.mlir", help="write the final IR here")
     p.add_argument("--json", metavar="OUT.json", help="write a machine-readable report here ('-' for stdout)")
@@ -114,7 +178,7 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="accept payload ops of dialects MLIR does not know (as generic ops), e.g. upstream test-dialect payloads")
     p.add_argument("--allow-run", action="store_true",
                    help="allow running the payload of a session from elsewhere (one this user did not save)")
-    p.add_argument("--compile-timeout", type=float, metavar="SECONDS",
+    p.add_argument("--compile-timeout", type=_seconds, metavar="SECONDS",
                    help="time limit of one compile step (default 600, or $LH_WORKBENCH_COMPILE_TIMEOUT)")
     p.add_argument("--target", help="select the target (cpu, ...)")
     p.add_argument("--cpu", metavar="NAME", help="select parameters and compile for this CPU machine (host, avx2, "
@@ -132,6 +196,7 @@ def _main_parser() -> argparse.ArgumentParser:
                    "first, as `lh-workbench import MODEL.py` does)")
     p.add_argument("--script", metavar="FILE.lhw", help="run a command file headless (`-`: the commands on stdin)")
     p.add_argument("--repl", action="store_true", help="use the prompt-toolkit REPL instead of the TUI")
+    p.add_argument("--version", action="version", version=_version())
     p.add_argument("--chunk", type=int, metavar="K",
                    help="load only chunk K (1-based) of a payload split by `// -----` lines (upstream test files, "
                         "as mlir-opt --split-input-file reads them)")
@@ -227,7 +292,7 @@ def _make_context(session: Session, printer: Printer, interactive: bool = False)
 
 
 def cmd_replay(argv: list[str]) -> int:
-    args = _replay_parser().parse_args(argv)
+    args = _parse(_replay_parser(), argv)
     bad = _check_output_paths(args)
     if bad:
         print(f"lh-workbench replay: {bad}", file=sys.stderr)
@@ -253,6 +318,7 @@ def cmd_replay(argv: list[str]) -> int:
             ok = r.ok
             if not r.ok:
                 printer.result(r)
+                extra["error"] = r.error
         if ok and (args.run or args.check):
             r = ctx.registry.dispatch("run" + (" --check" if args.check else ""), ctx)
             printer.result(r)
@@ -269,7 +335,7 @@ def cmd_targets(argv: list[str]) -> int:
     p = ArgumentParser(prog="lh-workbench targets", description="List targets and whether they can run here.")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.add_argument("--cpu", metavar="NAME", default="", help="describe this CPU machine instead of the host")
-    args = p.parse_args(argv)
+    args = p.parse_args(argv)   # (its --json is a switch: no path to write a failure to)
     from workbench.commands.target_commands import machine_summary, target_listing
     from workbench.targets.cpu_host import MachineError
 
@@ -301,7 +367,7 @@ def cmd_import(argv: list[str]) -> int:
     for flag in IMPORT_FLAGS:
         p.add_argument(flag.name, help=flag.help, type=int if flag.type == "int" else str)
     p.add_argument("--json", metavar="OUT.json", help="write the exporter's answer here ('-' for stdout)")
-    args = p.parse_args(argv)
+    args = _parse(p, argv)
     printer = Printer(stdout_reserved=args.json == "-")
     res = run_import(vars(args), printer.progress)
     printer.result(res)
@@ -322,43 +388,37 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_replay(argv[1:])
     if argv and argv[0] == "targets":
         return cmd_targets(argv[1:])
-    args = _main_parser().parse_args(argv)
+    args = _parse(_main_parser(), argv)
+    bad = _check_output_paths(args)
+    if bad:   # a --json that can never be written gets no document
+        print(f"lh-workbench: {bad}", file=sys.stderr)
+        return EXIT_USAGE
     script_text: str | None = None
     script_name = args.script
     if args.script:
         if not args.payload:
-            print("lh-workbench: --script needs a payload: lh-workbench PAYLOAD.mlir --script FILE.lhw",
-                  file=sys.stderr)
-            return EXIT_USAGE
+            return _usage_failure(args.json, "--script needs a payload: lh-workbench PAYLOAD.mlir --script FILE.lhw")
         try:
             if args.script == "-":
                 script_text, script_name = _read_stdin_script(), "<stdin>"
             else:
                 script_text = read_regular_text(Path(args.script), MAX_SCRIPT_BYTES)   # /dev/zero read forever
         except IsADirectoryError:
-            print(f"lh-workbench: {args.script}: is a directory, not a script file", file=sys.stderr)
-            return EXIT_USAGE
+            return _usage_failure(args.json, f"{args.script}: is a directory, not a script file")
         except FileNotFoundError:
-            print(f"lh-workbench: {args.script}: no such script file", file=sys.stderr)
-            return EXIT_USAGE
+            return _usage_failure(args.json, f"{args.script}: no such script file")
         except OSError as e:
-            print(f"lh-workbench: {args.script}: {e.strerror or one_line_error(e)}", file=sys.stderr)
-            return EXIT_USAGE
+            return _usage_failure(args.json, f"{args.script}: {e.strerror or one_line_error(e)}")
     elif not args.repl and not sys.stdin.isatty():
         # piped or redirected commands are a script: no questions, no prompts, the exit status says
         # whether every command worked
         try:
             script_text = _read_stdin_script()
         except OSError as e:
-            print(f"lh-workbench: <stdin>: {e.strerror or one_line_error(e)}", file=sys.stderr)
-            return EXIT_USAGE
+            return _usage_failure(args.json, f"<stdin>: {e.strerror or one_line_error(e)}")
         script_name = "<stdin>"
     interactive = script_text is None
     use_tui = interactive and not args.repl and sys.stdin.isatty() and sys.stdout.isatty()
-    bad = _check_output_paths(args)
-    if bad:
-        print(f"lh-workbench: {bad}", file=sys.stderr)
-        return EXIT_USAGE
     printer = Printer(args.quiet, stdout_reserved=args.json == "-")
     session = Session(allow_python=args.allow_python)
     _apply_settings(session, args)
@@ -386,6 +446,7 @@ def main(argv: list[str] | None = None) -> int:
             res = ctx.registry.dispatch(_target_line(args), ctx)
             if not res.ok:
                 printer.result(res)
+                _finish(session, args, False, {"error": res.error, "commands": [], "usage_error": True})
                 return EXIT_USAGE
         if script_text is not None:
             outcome = run_script_text(script_text, ctx, keep_going=args.keep_going,

@@ -48,6 +48,10 @@ class RunOptions:
     print_result: str = ""
     #: `run --filecheck`: what the program prints is wanted, whatever it returns (the plain call is made)
     capture_output: bool = False
+    #: the wrapper settings the user asked for by name (`run --iterations 30`): where the module already has
+    #: its benchmark wrapper (a `bench` step), another entry is an error and other counts a warning (the
+    #: wrapper's are compiled in), not silently the wrapper's
+    requested: tuple[str, ...] = ()
 
 
 def expected_for(session: Session, opts: RunOptions) -> tuple[ExpectedOutputs | None, dict[int, Path]]:
@@ -137,6 +141,13 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         return report
     report.update(entry=meta["entry"], iterations=meta["iterations"], warmup=meta["warmup"],
                   inserted_wrapper=prepared["inserted_wrapper"])
+    if not prepared["inserted_wrapper"]:
+        conflict = wrapper_conflict(session, opts, meta)
+        if conflict and "entry" in opts.requested and opts.entry != meta["entry"]:
+            report["error"] = conflict   # another function than the one asked for would run
+            return report
+        if conflict:   # the counts: the run goes on with the wrapper's, and says so
+            report["warning"] = conflict
     n_in = meta["num_inputs"]
     expected, npy = expected_for(session, opts)
     if expected is not None and expected.source != "--expect" and not opts.check:
@@ -147,6 +158,9 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         if beyond:   # `--ranges 9=0:1` was taken (and recorded) without a word
             raise RunInputError(f"--ranges: @{meta['entry']} has no argument {beyond[0]} (its arguments are "
                                 f"0..{n_in - 1})")
+        beyond = sorted(i for i in (npy or {}) if not 0 <= i < n_in)
+        if beyond:   # `--npy 5=x.npy` for an entry of 3 inputs ran with random inputs without a word
+            raise RunInputError(f"--npy: @{meta['entry']} has no input {beyond[0]} (its inputs are 0..{n_in - 1})")
         report["input_ranges"] = {str(k): list(v) for k, v in ranges.items()} or None
         inputs = make_inputs(meta["arg_specs"][:n_in], opts.inputs, opts.seed, npy, ranges)
     except RunInputError as e:
@@ -158,7 +172,7 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
     ans = target.execute(_artifact(prepared), meta, inputs, call=call, bench=True, timeout=opts.timeout,
                          threads=opts.threads)
     if not ans["ok"]:
-        report["error"] = f"run failed: {ans['error']}"
+        report["error"] = f"run failed: {ans['error']}{_timeout_hint(ans['error'], opts, meta)}"
         report["detail"] = ans.get("diagnostics", "")
         return report
     if opts.save_outputs is not None:
@@ -192,6 +206,30 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         if report["check"].get("error"):
             report["error"] = report["check"]["error"]
     return report
+
+
+def wrapper_conflict(session: Session, opts: RunOptions, meta: dict) -> str:
+    """Why the settings `run` was asked for cannot hold where the benchmark wrapper is already in the module
+    (its warmup, iterations and entry are compiled in), or "" where they agree."""
+    differ = [name for name in opts.requested
+              if getattr(opts, name) not in (None, "") and str(getattr(opts, name)) != str(meta[name])]
+    if not differ:
+        return ""
+    benches = [i for i, applied in enumerate(session.active_steps, 1) if applied.step.kind == "bench"]
+    where = (f"step {benches[-1]} put it in: `params {benches[-1]} "
+             f"{' '.join(f'{name}={getattr(opts, name)}' for name in differ)}` changes it"
+             if benches else "it is part of the module")
+    return (f"{', '.join(f'--{name} {getattr(opts, name)}' for name in differ)}: the module already has its "
+            f"benchmark wrapper, which calls @{meta['entry']} with warmup={meta['warmup']} "
+            f"iterations={meta['iterations']} ({where})")
+
+
+def _timeout_hint(error: str, opts: RunOptions, meta: dict | None) -> str:
+    """What to do about a run killed at its time limit (the limit is `run --timeout`, 120 s by default)."""
+    if "timed out after" not in error:
+        return ""
+    calls = f"; it makes {meta['warmup']} + {meta['iterations']} calls" if meta else ""
+    return f" (`run --timeout {max(opts.timeout * 4, 600):g}` allows longer{calls})"
 
 
 def runner_printed_result(kind: str, outputs: list) -> str:
@@ -285,7 +323,8 @@ def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: 
         rans = reference_target.execute(_artifact(ref), rmeta, inputs[:len(ref_specs)], call=True, bench=False,
                                         timeout=opts.timeout, opt_level=REFERENCE_OPT_LEVEL)
         if not rans["ok"]:
-            return {"passed": False, "error": f"reference run failed: {rans['error']}"}
+            return {"passed": False, "error": f"reference run failed: {rans['error']}"
+                                              f"{_timeout_hint(rans['error'], opts, None)}"}
         cached["want"] = select_outputs(rmeta, rans["args_after"], rans["outputs"])
         cached["stdout"] = rans.get("stdout", "")
         session.reference_cache.put(key, cached)

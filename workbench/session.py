@@ -27,7 +27,7 @@ import workbench
 from workbench.common.suggest import did_you_mean, did_you_mean_path
 from workbench.common.textdiff import unified_diff
 from workbench.common import safe_yaml, trust_store
-from workbench.common.files import atomic_write, read_regular_file  # noqa: F401  (atomic_write re-exported)
+from workbench.common.files import UTF8_BOM, atomic_write, read_regular_file, without_bom  # noqa: F401  (atomic_write re-exported)
 from workbench.common.mlir_libs import mlir_version
 from workbench.common import diagnostics, split_input
 from workbench.common.compact_text import BlobStore, CompactText, as_elided, as_text
@@ -414,7 +414,11 @@ class Session:
             data = read_regular_file(path)   # a directory, /dev/zero, a FIFO: one line, no endless read
             if b"\0" in data and not data.startswith(MLIR_BYTECODE_MAGIC):
                 raise SessionError(f"{path}: not MLIR text (a NUL byte at offset {data.index(0)}: a binary file?)")
-            text = None if chunk is None else split_input.chunk_text(data.decode(), chunk, label=path.name)
+            # a byte order mark first (a Windows editor's): the text without it (MLIR's lexer refuses it at 1:1)
+            if chunk is not None:
+                text = split_input.chunk_text(without_bom(data.decode()), chunk, label=path.name)
+            else:   # the worker reads the file itself, unless the text has to lose its mark
+                text = without_bom(data.decode()) if data.startswith(UTF8_BOM) else None
         except (OSError, UnicodeDecodeError) as e:
             raise SessionError(f"cannot read {path}: {getattr(e, 'strerror', None) or e}")
         except split_input.ChunkError as e:
@@ -896,12 +900,12 @@ def _is_int(v: Any) -> bool:
 
 
 def _is_range(v: Any) -> bool:
-    """[lo, hi): two finite numbers, lo < hi."""
+    """[lo, hi): two finite numbers, lo < hi, hi - lo finite (numpy cannot draw from [-1e308, 1e308))."""
     import math
 
     return (isinstance(v, list) and len(v) == 2
             and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v)
-            and v[0] < v[1])
+            and v[0] < v[1] and math.isfinite(v[1] - v[0]))
 
 
 #: what `to_yaml` writes for each step under `Workbench.steps`: key -> check

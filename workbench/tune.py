@@ -167,6 +167,7 @@ def search_space(session: Session, index: int, opts: TuneOptions) -> tuple[dict[
         raise TuneError(f"step {index} has no parameter {', '.join(unknown)}"
                         f"{did_you_mean(unknown[0], schema.params)} (known: {', '.join(schema.params)})")
     space: dict[str, list] = {}
+    pinned: dict[str, Any] = {}   # `tile=[32]`: one candidate given, every trial takes it
     for name, spec in schema.params.items():
         if only is not None and name not in only and name not in opts.space:
             continue
@@ -175,14 +176,24 @@ def search_space(session: Session, index: int, opts: TuneOptions) -> tuple[dict[
                 values = [spec.coerce(v) for v in opts.space[name]]
             except ParamError as e:
                 raise TuneError(str(e))
+            if not values:   # (it read as "no parameter with a finite space to search: give candidates")
+                raise TuneError(f"{name}=[] gives no candidates: list the values to try, e.g. {name}=[16,32,64]")
         else:
             values = candidate_values(spec, dims, current.get(name))
-        if values and len(values) > 1:
+        if values and len(set(map(repr, values))) > 1:
             space[name] = values
+        elif values and name in opts.space:
+            pinned[name] = values[0]
+    if not space and pinned:
+        given = " ".join(f"{k}={v}" for k, v in pinned.items())
+        raise TuneError(f"step {index}: {', '.join(f'{k}=[{v}]' for k, v in pinned.items())} "
+                        f"{'is one candidate' if len(pinned) == 1 else 'are one candidate each'}: nothing to "
+                        f"search (`params {index} {given}` sets {'it' if len(pinned) == 1 else 'them'})")
     if not space:
         raise TuneError(f"step {index} ({step.label()}) has no parameter with a finite space to search: "
                         "give candidates, e.g. `tune N tile=[16,32,64]`")
     fixed = {k: v for k, v in current.items() if k not in space}
+    fixed.update(pinned)
     return space, fixed, schema
 
 

@@ -90,6 +90,16 @@ def _write_transforms(plan: Plan, stem: Path) -> dict[int, str]:
     return files
 
 
+def _nothing_after_opaque(session, plan: Plan, what: str) -> Result | None:
+    """The failure where the last active step has no mlir-opt spelling: there is no step left for
+    mlir-opt to run (it said `steps 3..2` and wrote a bare `mlir-opt FILE`)."""
+    if plan.start < session.cursor:
+        return None
+    return Result.failure(f"step {plan.start} ({session.steps[plan.start - 1].step.label()}) has no mlir-opt "
+                          f"spelling and no step after it has one: {what} (`show --full {plan.start}` "
+                          "prints its IR)")
+
+
 def export_reproducer(ctx: CommandContext, file: str | None) -> Result:
     s = ctx.session
     if not s.loaded:
@@ -97,6 +107,9 @@ def export_reproducer(ctx: CommandContext, file: str | None) -> Result:
     if s.cursor == 0:
         return Result.failure("no step applied yet: nothing to reproduce")
     plan = plan_for(s)
+    refused = _nothing_after_opaque(s, plan, "nothing to reproduce")
+    if refused is not None:
+        return refused
     stem = s.payload_path.stem if s.payload_path else "module"
     out = Path(file) if file else Path(f"{stem}-repro.mlir")
     transforms = _write_transforms(plan, out.with_suffix(""))
@@ -137,6 +150,9 @@ def export_cmdline(ctx: CommandContext, file: str | None) -> Result:
     if s.cursor == 0:   # as `export reproducer`: `mlir-opt payload` alone is no command line of the steps
         return Result.failure("no step applied yet: no command line to export")
     plan = plan_for(s)
+    refused = _nothing_after_opaque(s, plan, "no command line to export")
+    if refused is not None:
+        return refused
     exports = state_dir() / "exports"
     stem = s.payload_path.stem if s.payload_path else "module"
     if plan.start == 0 and s.payload_path is not None:

@@ -7,6 +7,7 @@ from typing import Any
 from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry
 from workbench.commands.step_results import confirm_losing_steps, fail
 from workbench.common import trust_store
+from workbench.common.suggest import did_you_mean_path
 from workbench.paths import in_shipped_sessions
 from workbench.result import Result, clip_lines
 from workbench.session import SessionError, read_session_file, replay_into
@@ -55,6 +56,13 @@ def _replay_file(ctx: CommandContext, path: Path, payload: Path | None, allow_un
         return fail(e)
     if payload is None:
         return Result.failure(f"{path} names no payload: pass --payload FILE.mlir")
+    if not Path(payload).exists() and payload == loaded.payload:
+        # the session file moved without its payload (or the payload moved): say where it was looked for
+        # and how to name another (`Workbench: payload: path:` is relative to the session file)
+        written = (loaded.meta.get("payload") or {}).get("path")
+        return Result.failure(f"{payload}: no such file{did_you_mean_path(Path(payload))} (the session's payload "
+                              f"{written!r}, relative to the session file; name it with "
+                              f"`replay --payload FILE.mlir {path}`)")
     try:
         s.load(payload, allow_unregistered=allow_unregistered or bool(loaded.meta.get("allow_unregistered_dialects")),
                chunk=chunk)
@@ -129,7 +137,8 @@ def cmd_resume(ctx: CommandContext, a: Args) -> Result:
 def cmd_trust(ctx: CommandContext, a: Args) -> Result:
     p = Path(a["file"]).resolve()
     if not p.is_file():
-        return Result.failure(f"{a['file']}: no such file")
+        return Result.failure(f"{a['file']}: " + ("a directory, not a file" if p.is_dir() else
+                                                  "not a regular file" if p.exists() else "no such file"))
     ctx.session.build_ctx.trusted.add(str(p))
     kept = p.suffix == ".py" and trust_store.record(p, trust_store.PYTHON)
     return Result(True, f"trusted {p}" + (" (this content, also for later sessions)" if kept else " for this session"))

@@ -208,7 +208,7 @@ def _first_token(text: str, where: str) -> tuple[str, str]:
 
 
 def parse_args(cmd: Command, rest: str) -> dict[str, Any]:
-    """Flags first (anywhere before a `rest` argument), then positionals in order."""
+    """Flags first (anywhere before a `rest` argument, and after a `kv` list), then positionals in order."""
     out: dict[str, Any] = {f.name.lstrip("-").replace("-", "_"): (None if f.takes_value else False) for f in cmd.flags}
     flags = {f.name: f for f in cmd.flags}
     positionals = list(cmd.args)
@@ -254,10 +254,13 @@ def parse_args(cmd: Command, rest: str) -> dict[str, Any]:
             from workbench.steps.spec import SpecError, tokenize
 
             try:
-                out[arg.name] = tokenize(text)
+                tokens = tokenize(text)
             except SpecError as e:
                 raise UsageError(str(e))
-            text = ""
+            # options may follow the values (`tune 1 tile=[16,32] --trials 8`): they end the key=value list
+            first_flag = next((i for i, t in enumerate(tokens) if t.startswith("--") and cmd.flags), len(tokens))
+            out[arg.name] = tokens[:first_flag]
+            text = " ".join(tokens[first_flag:])
             continue
         tok, text = _first_token(text, cmd.name)
         out[arg.name] = _convert(tok, arg.type, arg.name)

@@ -1,6 +1,8 @@
 """`run`: execute the live module on the selected target (timings, GFLOP/s, correctness check)."""
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 
 import re
@@ -52,6 +54,8 @@ def _parse_ranges(text: str | None) -> dict[int, tuple[float, float]]:
             raise UsageError(f"--ranges expects INDEX=LO:HI[,INDEX=LO:HI...], got {part!r}")
         if not eq or not colon or hi_v <= lo_v:
             raise UsageError(f"--ranges expects INDEX=LO:HI with LO < HI, got {part!r}")
+        if not math.isfinite(hi_v - lo_v):   # inf, nan, or a span numpy cannot draw from (OverflowError)
+            raise UsageError(f"--ranges expects finite LO < HI whose difference is finite too, got {part!r}")
         ranges[i] = (int(lo_v) if lo_v.is_integer() else lo_v, int(hi_v) if hi_v.is_integer() else hi_v)
     return ranges
 #: stddev / median above this: the timings are too noisy to compare (another load, too few calls)
@@ -139,7 +143,8 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
                       ranks=a.get("ranks"), expect=[Path(f) for f in (a.get("expect") or "").split(",") if f],
                       inputs_given=bool(a.get("inputs") or a.get("npy")), profile=bool(a.get("profile")),
                       print_result=plan.runner.result if plan is not None and plan.runner is not None else "",
-                      capture_output=plan is not None)
+                      capture_output=plan is not None,
+                      requested=tuple(k for k in ("warmup", "iterations", "entry") if a.get(k) not in (None, "")))
     ctx.progress(f"lowering and running on {s.target_name} ...")
     try:
         report = run_current(s, opts)
@@ -197,9 +202,9 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
     res = Result(True, summary, kind="table", data={"run": s.last_run,
                                                     "table": {"columns": ["statistic", "value"], "rows": rows}},
                  body="\n".join(body) or None)
-    noisy = spread_warning(report)
-    if noisy:
-        res.data["warnings"] = [noisy]
+    warnings = [w for w in (report.get("warning"), spread_warning(report)) if w]
+    if warnings:
+        res.data["warnings"] = warnings
     if chk is not None and not chk["passed"]:
         res.ok = False
         res.error = "check failed: " + summary.split("; check ")[-1]
@@ -298,7 +303,7 @@ def register(reg: Registry) -> None:
         [Flag("--check", "compare outputs with the unscheduled payload (cpu-reference: BLAS for f32 matmuls, loops for the rest)"),
          Flag("--target", "target to run on", True, complete="target"),
          Flag("--inputs", "random | zeros | ones", True, complete="choice:random,zeros,ones"),
-         Flag("--seed", "seed of random inputs", True, type="int"),
+         Flag("--seed", "seed of random inputs", True, type="int", minimum=0),
          Flag("--npy", "input .npy files: a.npy,b.npy or 0=a.npy,2=c.npy", True, complete="path:.npy"),
          Flag("--ranges", "value ranges of random inputs, [lo, hi): 0=0:100,2=-1:1 (recorded in the session; "
               "integer arguments used as indices get [0, dim size) by default)", True),
@@ -319,7 +324,7 @@ def register(reg: Registry) -> None:
          Flag("--check-prefixes", "FileCheck prefixes for --filecheck (default: the RUN line's, else CHECK)", True,
               metavar="A,B"),
          Flag("--run-line", "the RUN line (1-based) whose mlir-runner / FileCheck options --filecheck follows "
-              "(default: the first that pipes mlir-runner into FileCheck)", True, type="int"),
+              "(default: the first that pipes mlir-runner into FileCheck)", True, type="int", minimum=1),
          Flag("--profile", "time each top-level op of the payload (loop nests after scheduling, linalg ops, "
               "calls) and list them by time per call (cpu)")],
         details="Without a `bench` step, run inserts the benchmark wrapper at the end. The module is lowered "

@@ -24,8 +24,10 @@ class ScriptOutcome:
 
 
 def script_lines(text: str) -> list[tuple[int, str]]:
+    from workbench.common.files import without_bom
+
     out = []
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    for lineno, raw in enumerate(without_bom(text).splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue

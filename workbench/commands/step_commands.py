@@ -119,6 +119,9 @@ def cmd_params(ctx: CommandContext, a: Args) -> Result:
     if not 1 <= index <= s.cursor:
         return Result.failure(s.no_active_step(index))
     step = s.steps[index - 1].step
+    given = [f"--{k}" for k in ("export", "import") if a.get(k)] + (["KEY=VALUE"] if a.get("values") else [])
+    if len(given) > 1:   # one of them was silently dropped: --export won, --import ignored the values
+        raise UsageError(f"params: {' and '.join(given)} do different things: give one of them")
     if a.get("export"):
         return _export_params(step, index, Path(a["export"]))
     selected_by = None

@@ -297,7 +297,7 @@ def register(reg: Registry) -> None:
         [Flag("--trials", "new trials to run (default 20)", True, type="int", minimum=0),
          Flag("--timeout", "time budget in seconds", True, type="float", minimum=0.1),
          Flag("--sampler", "tpe | random | grid", True, complete="choice:tpe,random,grid"),
-         Flag("--seed", "sampler and input seed", True, type="int"),
+         Flag("--seed", "sampler and input seed", True, type="int", minimum=0),
          Flag("--params", "comma-separated parameters to tune (others stay fixed)", True),
          Flag("--storage", "SQLite study file or an Optuna RDB URL (postgresql://..., mysql://...; "
                            "default: a file next to the saved session)", True, complete="path:.db"),

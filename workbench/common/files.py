@@ -89,13 +89,24 @@ def read_regular_file(path: Path, max_bytes: int | None = None) -> bytes:
     return data
 
 
+#: the UTF-8 byte order mark some editors (Notepad, a PowerShell redirection) write first: no part of the text
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def without_bom(text: str) -> str:
+    """`text` without a leading byte order mark (U+FEFF): MLIR's lexer reads it as `unexpected character` at
+    1:1, a command script's first command as an unknown one that prints like a known one."""
+    return text[1:] if text.startswith("\ufeff") else text
+
+
 def read_regular_text(path: Path, max_bytes: int | None = None) -> str:
-    """`read_regular_file` decoded as UTF-8; undecodable bytes raise OSError with the offset."""
+    """`read_regular_file` decoded as UTF-8, a leading byte order mark dropped; undecodable bytes raise
+    OSError with the offset."""
     import errno
 
     data = read_regular_file(path, max_bytes)
     try:
-        return data.decode("utf-8")
+        return without_bom(data.decode("utf-8"))
     except UnicodeDecodeError as e:
         raise OSError(errno.EILSEQ, f"not UTF-8 text (byte {e.start}: {data[e.start:e.start + 1]!r})",
                       str(path)) from None

@@ -41,6 +41,26 @@ class BoundedSafeLoader(yaml.SafeLoader):
         finally:
             self._depth -= 1
 
+    def construct_mapping(self, node, deep=False):
+        # a key written twice: PyYAML keeps the last value, so a session with two `Pipeline:` lists (two
+        # files pasted together) replayed the second and dropped the first without a word. Keys that
+        # a merge (`<<: *defaults`) brings in may be overridden: only the mapping's own keys count.
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge" or not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = self.construct_object(key_node)
+                try:
+                    first = seen.setdefault(key, key_node)
+                except TypeError:
+                    continue
+                if first is not key_node:
+                    mark = key_node.start_mark
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"key {key!r} given twice (first on line {first.start_mark.line + 1})", mark)
+        return super().construct_mapping(node, deep=deep)
+
     def get_single_node(self):
         node = super().get_single_node()
         if node is not None:
@@ -88,11 +108,30 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
+class YAMLCharacterError(yaml.YAMLError):
+    """A character YAML does not allow (a control character, NUL): PyYAML's ReaderError says it on two
+    lines (`in "<unicode string>", position 25`); this one has the line and column as a problem mark."""
+
+    def __init__(self, problem: str, mark: yaml.Mark):
+        super().__init__(problem)
+        self.problem, self.problem_mark = problem, mark
+
+    def __str__(self) -> str:
+        return f"line {self.problem_mark.line + 1}, column {self.problem_mark.column + 1}: {self.problem}"
+
+
 def load(text: str) -> Any:
     """`yaml.safe_load` with the size limits above (raises yaml.YAMLError)."""
     if len(text) > MAX_BYTES:
         raise YAMLTooLarge(f"document larger than {MAX_BYTES >> 20} MiB")
-    return yaml.load(text, Loader=BoundedSafeLoader)
+    try:
+        return yaml.load(text, Loader=BoundedSafeLoader)
+    except yaml.reader.ReaderError as e:
+        before = text[:e.position] if isinstance(e.position, int) else ""
+        mark = yaml.Mark("<text>", e.position, before.count("\n"), len(before) - (before.rfind("\n") + 1), None, None)
+        raise YAMLCharacterError(f"unacceptable character #x{e.character:04x} (control characters are not "
+                                 "allowed in YAML)" if isinstance(e.character, int)
+                                 else str(e.reason), mark) from None
 
 
 def read_text(path: Path) -> str:

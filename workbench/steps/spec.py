@@ -21,14 +21,21 @@ class SpecError(ValueError):
     pass
 
 
-_REF = re.compile(r"^\s*(?P<path>[^\[\]{}\s]+)\s*(?:\[(?P<opts>[^\]]*)\])?\s*(?:\{(?P<params>.*)\})?\s*$", re.S)
+#: a path in quotes may hold spaces and brackets (`"/Users/me/My Schedules/tile.mlir"[seq=x]`)
+_REF = re.compile(r"^\s*(?P<path>\"[^\"]+\"|'[^']+'|[^\[\]{}\s\"']+)\s*(?:\[(?P<opts>[^\]]*)\])?\s*"
+                  r"(?:\{(?P<params>.*)\})?\s*$", re.S)
+#: what a path needs quotes for in a stage reference
+_QUOTE_PATH = re.compile(r"[\s\[\]{}'\"]")
 
 
 def split_ref(text: str) -> tuple[str, dict[str, str], str | None]:
     """'file.py[gen=f]{a=1}' -> ('file.py', {'gen': 'f'}, 'a=1')."""
     m = _REF.match(text)
     if not m:
-        raise SpecError(f"cannot read stage reference {text!r}; expected file[opt=val,...]{{key=val ...}}")
+        head = re.split(r"[\[{]", text.strip(), maxsplit=1)[0]
+        hint = (f' (a path with spaces goes in quotes: "{head.strip()}")'
+                if re.search(r"\S\s+\S", head) and text.strip()[:1] not in "\"'" else "")
+        raise SpecError(f"cannot read stage reference {text!r}; expected file[opt=val,...]{{key=val ...}}{hint}")
     opts: dict[str, str] = {}
     if m.group("opts"):
         for part in m.group("opts").split(","):
@@ -39,7 +46,10 @@ def split_ref(text: str) -> tuple[str, dict[str, str], str | None]:
                 raise SpecError(f"bad option {part!r} in {text!r}; expected name=value")
             k, v = part.split("=", 1)
             opts[k.strip()] = v.strip()
-    return m.group("path"), opts, m.group("params")
+    path = m.group("path")
+    if path[0] in "\"'":
+        path = path[1:-1]
+    return path, opts, m.group("params")
 
 
 def tokenize(params_text: str) -> list[str]:
@@ -101,6 +111,8 @@ def parse_params(params_text: str | None, variables: dict[str, Any] | None = Non
         k = k.strip()
         if not re.match(r"[A-Za-z_]", k):   # `=3`, `5`, `"x"`: not a parameter name
             raise SpecError(f"expected key=value, got {tok!r}" + (" (the name is missing)" if eq and not k else ""))
+        if k in out:   # `params 2 tile_m=64 tile_m=32`: the last one won without a word
+            raise SpecError(f"{k} given twice ({k}={format_value(out[k])} and {tok.strip()})")
         out[k] = parse_value(v.strip()) if eq else True   # a bare name is a flag: True
     return out
 
@@ -123,6 +135,8 @@ def format_params(params: dict[str, Any]) -> str:
 
 def format_ref(path: str, opts: dict[str, str], params: dict[str, Any], space_before_params: bool = False) -> str:
     s = path
+    if _QUOTE_PATH.search(path):   # a folder with a space in its name: split_ref reads it back
+        s = f"'{path}'" if '"' in path else f'"{path}"'
     if opts:
         s += "[" + ",".join(f"{k}={v}" for k, v in opts.items()) + "]"
     p = format_params(params)

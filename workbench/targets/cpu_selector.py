@@ -211,7 +211,15 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
     # (dot products along the channels)
     # (so is one with a single output channel per tile: a thread chunk of one channel, conv3d's 16 channels
     # on 16 cores)
-    specialize = contraction and roles["stride"] == 1 and tile[w] > 1 and (block is None or tile[block] > 1)
+    # (and only where the tile keeps a reduction: channels whose count has no divisor up to the channel block,
+    # 11 = a ConvLSTM's 3 input + 8 hidden channels, are taken one by one, and a tile of one channel and one
+    # window position folds to an outer product, which `specialize` does not match: vectorized as it is)
+    # Nor without an output-channel block: a 1x1 conv to one output channel (lh-pointwise-convs' conv_1d of a
+    # ConvLSTM's head) makes out[w] += in[c, w] W[c] (the matrix first: no vecmat), or, with its batch as the
+    # block, out[n, w] += in[n, c, w] W[c], which no named contraction matches either.
+    reduces = any(tile[d] > 1 or (tile[d] == 0 and domain[d] > 1) for d in roles["channels"] + roles["window"])
+    specialize = (contraction and roles["stride"] == 1 and tile[w] > 1 and reduces
+                  and block is not None and tile[block] > 1 and block not in first_input)
     # the loops the folding leaves (in the op's order), reordered: the output's loops in its order (its
     # innermost last among them, the vector loop), then the channels (a named op such as depthwise's
     # nchw form iterates (n, oh, ow, c, ...): its folded tile would vectorize with transposed reads)

@@ -29,7 +29,7 @@ from workbench.common import textdiff
 from workbench.commands.registry import CommandContext
 from workbench.completion import Completer
 from workbench.result import Result
-from workbench.tui.keymap import keymap_path, load_keymap
+from workbench.tui.keymap import key_clashes, keymap_path, load_keymap
 from workbench.tui.screens import ConfirmScreen, HelpScreen, OutlineScreen
 from workbench.tui.widgets import (CommandInput, IRView, LogView, ParamForm, ResultsPanel, SearchBar, StepsTable,
                                    short_spec)
@@ -259,6 +259,7 @@ class WorkbenchApp(App):
 
     def _apply_keymap(self) -> None:
         keymap, self.keymap_warnings = load_keymap(self.binding_ids())
+        self.keymap_warnings += key_clashes(self.binding_sections(), keymap)
         for warning in self.keymap_warnings:
             self.log_line(warning, style="yellow")
             self.notify(warning, severity="warning", timeout=8)

@@ -80,6 +80,27 @@ def parse_keymap(text: str, suffix: str) -> dict[str, str]:
     return keymap
 
 
+def key_clashes(sections: list[tuple[str, list]], keymap: dict[str, str]) -> list[str]:
+    """Warnings for remapped keys that another binding of the same section keeps by default
+    (`"app.undo" = "ctrl+q"` took Ctrl+Q from quit without a word: the footer just lost `^q Quit`)."""
+    out = []
+    for section, bindings in sections:
+        default = {}
+        for b in bindings:
+            bid, keys = getattr(b, "id", None), getattr(b, "key", "")
+            if bid and bid not in keymap:
+                default.update((k.strip(), bid) for k in keys.split(",") if k.strip())
+        ids = {getattr(b, "id", None) for b in bindings}
+        for bid, keys in keymap.items():
+            if bid not in ids:
+                continue
+            for k in (k.strip() for k in keys.split(",")):
+                if default.get(k) not in (None, bid):
+                    out.append(f"keymap: {bid} takes {k}, the key of {default[k]} ({section}): "
+                               f"{default[k]} is left without it; give it another in the keymap")
+    return out
+
+
 def load_keymap(known_ids: set[str], path: Path | None = None) -> tuple[dict[str, str], list[str]]:
     """(keymap, warnings): a missing file is an empty keymap; unknown ids are dropped with a warning."""
     path = path or keymap_path()

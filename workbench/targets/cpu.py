@@ -286,6 +286,10 @@ class CpuTarget(Target):
     #: (workbench/worker/cpu/bool_reductions.py)
     WIDEN_BOOL_REDUCTIONS = "pass lh-widen-bool-reductions"
 
+    #: extracts of a splat constant (a zero / ones / constant-initialized weight read by a filter flip) folded to
+    #: the value, as MLIR's folder does: workbench/worker/cpu/splat_extracts.py
+    FOLD_SPLAT_EXTRACTS = "pass lh-fold-splat-extracts"
+
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
         """Repeated runs of ops (an unrolled RNN's time steps) become calls of one function first, so that
         every later step schedules and compiles one of them (a no-op, then left out, without repeats).
@@ -301,6 +305,10 @@ class CpuTarget(Target):
         powers = any("math.fpowi" in (op.get("loops") or {}).get("body", []) for op in ops)
         first = [self.OUTLINE_REPEATED_STEPS, self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS,
                  self.DROP_DEAD_RESULTS, self.FUSE_INTO_GATHERS, self.WIDEN_BOOL_REDUCTIONS]
+        if any("tensor.extract" in (op.get("loops") or {}).get("body", []) for op in ops):
+            # (first: the steps after it, and the selector, then see the value, not a gather; a no-op, left
+            # out, unless an extract reads a splat)
+            first = [self.FOLD_SPLAT_EXTRACTS] + first
         if any(op.get("op") == "linalg.transpose" for op in ops):
             # the weights torch-mlir transposes (x @ W.T) folded before the repeated layers become calls of
             # one function, where they would be arguments (a no-op, left out, unless one is a constant's)
@@ -384,8 +392,8 @@ class CpuTarget(Target):
                                                      cpu_rows.MIN_PARALLEL_ROW_WORK if cpu_selector.MIN_PARALLEL_WORK
                                                      else 0, lanes=self.machine.f32_lanes)))
                 continue
-            if index in in_epilogue or index in in_chain:
-                continue
+            if index in in_epilogue or index in in_chain or op.get("unread"):
+                continue   # (an unread op: gone at the first step's canonicalization, its schedule would match nothing)
             entries = self._select_op(op, ops, in_chain)
             if entries and entries[0][0].endswith("[gen=matmul_epilogue]"):
                 in_epilogue.update(epilogue_chain(ops, index, in_chain))

@@ -451,6 +451,16 @@ def _generalized_structures(module, count: int) -> list[dict | None]:
     return [_loop_structure(op) for op in found]
 
 
+def _loop_structures(module, linalg: list) -> list[dict | None]:
+    """`_loop_structure` of each linalg op (walk order): a generic op's own, a named op's from the
+    generalized copy. (The copy's pass runs the greedy driver, which folds what it can in every body: a
+    `tensor.extract` of a splat constant became the scalar there while the op still gathered, and the
+    selector planned a plain vectorization that failed. The selector plans from the IR it schedules.)"""
+    structures = ([None] * len(linalg) if all(op.name == "linalg.generic" for op in linalg)
+                  else _generalized_structures(module, len(linalg)))
+    return [_loop_structure(op) if op.name == "linalg.generic" else loops for op, loops in zip(linalg, structures)]
+
+
 def inspect_module(module) -> dict:
     """Functions and linalg ops (walk order). Each op has a stable `id` (workbench/worker/op_ids.py:
     its `lh.op` attribute, else `<kind>_<index>`) and `tagged` (whether the id is on the op yet);
@@ -483,7 +493,7 @@ def inspect_module(module) -> dict:
 
     module.operation.walk(visit)
     ops = []
-    structures = _generalized_structures(module, len(linalg))
+    structures = _loop_structures(module, linalg)
     for (op, op_id, tagged), loops in zip(assign_ids(linalg), structures):
         info = describe_linalg_op(op)
         if loops is not None:
@@ -529,6 +539,9 @@ def _add_consumers(linalg: list, ops: list[dict]) -> None:
         ops[i]["consumers"] = users
         # (a use by anything else: a return, a reshape: the selector's row chains leave such ops out)
         ops[i]["other_uses"] = other
+        # results that nothing reads (an argmax whose index no op uses once a splat's extract is folded): the
+        # op is trivially dead on tensors, and the first canonicalization of any step erases it
+        ops[i]["unread"] = bool(len(h.results)) and not any(True for r in h.results for _ in r.uses)
     for i, h in enumerate(linalg):
         # which linalg op (index into `ops`) produced each operand, -1 for none (a fused row kernel's
         # chain: reductions whose results the next ops of the same rows read)

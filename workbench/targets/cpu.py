@@ -266,9 +266,16 @@ class CpuTarget(Target):
     DILATED_INPUT_CONVS = "pass lh-dilated-input-convs"
 
     #: a strided 1-D convolution (an audio front end's stride-2 conv1d) as unit-stride ones over the input's
-    #: phases, vectorized along w with contiguous loads: workbench/worker/cpu/strided_convs.py (2-D ones keep
-    #: the window schedule's decomposed path, measured even)
+    #: phases, vectorized along w with contiguous loads: workbench/worker/cpu/strided_convs.py (2-D ones take
+    #: the phases of both dims below; with phases along w only they measured even)
     STRIDED_1D_CONVS = "pass lh-strided-convs{max-rank=1}"
+
+    #: a 2-D convolution strided along h and w as one unit-stride convolution per phase of both dims, each over a
+    #: contiguous phase plane (lh-conv-planes then takes them): workbench/worker/cpu/strided_conv_planes.py
+    STRIDED_CONV_PLANES = "pass lh-strided-conv-planes"
+    #: whether the preparation has it (off: the window schedule's decomposed path; bench/cpu_strided_convs.py's
+    #: old variant)
+    strided_conv_planes = True
 
     #: repeated runs of ops (an unrolled RNN's time steps) as calls of one function:
     #: workbench/worker/repeated_steps.py
@@ -325,6 +332,11 @@ class CpuTarget(Target):
         if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
             steps.append(self.DILATED_INPUT_CONVS)   # (a no-op, left out, unless an input is stride-dilated)
             steps.append(self.STRIDED_1D_CONVS)      # (a no-op, left out, unless a conv1d has a stride)
+            if self.strided_conv_planes and any(op.get("op") == "linalg.conv_2d_nchw_fchw" and op.get("dtype") == "f32"
+                                                for op in ops):
+                # (before the plane and pointwise rewrites, which take its phases; a no-op, left out, unless a
+                # 2-D conv has strides along h and w)
+                steps.append(self.STRIDED_CONV_PLANES)
         if any("tensor.extract" in (op.get("loops") or {}).get("body", []) for op in ops):
             steps.append(self.GATHER_INDICES)   # (after the fusion, which folds the reshapes between tables and loads)
         if any(op.get("kind") == "contraction" and op.get("op") != "linalg.generic" and op.get("dtype") == "f32"

@@ -13,8 +13,8 @@ another into the result (the first into the init): exact work, no zero taps.
 
 Every phase plane is Hq x Wq = (OH + ceil(KH / sh)) x (OW + ceil(KW / sw) - 1), the input zero-padded to
 sh * Hq x sw * Wq (a zero tensor.pad of it widened): one row more than the widest phase's taps reach, so
-that lh-conv-planes (after it) computes each phase over its flattened plane (whole vectors along OH * Wq
-positions; no pad of its own), and all phases' plane results have one shape (each reads the one before
+that lh-conv-planes (after it) computes each phase over its flattened plane (vectors along OH * Wq
+positions, contiguous loads; no pad of its own), and all phases' plane results have one shape (each reads the one before
 whole: no copy between them). Where a phase plane's rows are whole vectors (OW = 112), the window
 schedule vectorizes each phase along its contiguous rows.
 
@@ -35,14 +35,13 @@ from __future__ import annotations
 from workbench.worker.cpu.conv_planes import padded_high
 from workbench.worker.cpu.padded_conv_rows import conv_ints, static_conv_rank
 from workbench.worker.cpu.pointwise_convs import static_shape
+from workbench.worker.cpu.strided_convs import MEMOIZED_MAPS
 
 CONVS = {"linalg.conv_2d_nchw_fchw": 2}
 #: at most this many phases (sh * sw): ViT's 16x16 stride-16 patch embedding would become 256 convolutions, each
 #: selected, scheduled and compiled on its own (the A/B run of that shape had not finished after 10 minutes);
 #: ConvNeXt's 4x4 stride 4 (16) measured 1.5x faster
 MAX_PHASES = 16
-#: the indexing maps a named linalg op caches on itself once computed (from its strides)
-MEMOIZED_MAPS = "linalg.memoized_indexing_maps"
 
 
 def _eligible(op) -> bool:

@@ -131,3 +131,22 @@ def test_an_op_left_unread_gets_no_schedule(ctx, tmp_path):
     ok(ctx, "bench warmup=1 iterations=2")
     ok(ctx, "apply cpu-lower")
     assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+
+
+def test_an_unread_op_costs_no_other_op_its_loop_structure():
+    """inspect's generalized copy: the pass's greedy rewrite erased an unread matmul, every later op's index
+    was off by one and no op got its loops (the selector then scheduled none of them)."""
+    from mlir import ir
+
+    from workbench.worker.payload_inspect import inspect_module
+
+    with ir.Context():
+        module = ir.Module.parse("""func.func @f(%a: tensor<4x4xf32>, %b: tensor<4x4xf32>, %c: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %d = linalg.matmul ins(%a, %b : tensor<4x4xf32>, tensor<4x4xf32>) outs(%c : tensor<4x4xf32>) -> tensor<4x4xf32>
+  %r = linalg.matmul ins(%a, %b : tensor<4x4xf32>, tensor<4x4xf32>) outs(%c : tensor<4x4xf32>) -> tensor<4x4xf32>
+  return %r : tensor<4x4xf32>
+}""")
+        ops = inspect_module(module)["ops"]
+        assert str(module).count("linalg.matmul") == 2   # (the module itself untouched)
+    assert [op["unread"] for op in ops] == [True, False]
+    assert "loops" not in ops[0] and ops[1]["loops"]["iterators"] == ["parallel", "parallel", "reduction"]

@@ -431,24 +431,45 @@ def _generalized_structures(module, count: int) -> list[dict | None]:
     become linalg.generic one for one, so the k-th op of the copy is the k-th of the module)."""
     from mlir.passmanager import PassManager
 
+    def linalg_ops(root) -> list:
+        found = []
+
+        def visit(op):
+            if is_payload_linalg_op(op):
+                found.append(op)
+            return ir.WalkResult.ADVANCE
+
+        root.operation.walk(visit)
+        return found
+
     try:
         # a clone, not a re-parse: parsing again into the module's context would copy its
         # `dense_resource` blobs under new names, and printing a large model costs seconds
         copy = module.operation.clone()
+        # ops whose results nothing reads are erased first, as the pass's greedy rewrite would (they are
+        # left out of the correspondence; erased there, every later op's index in the copy was off by one)
+        unread: set[int] = set()
+        while True:
+            ops = linalg_ops(copy)
+            live = [i for i in range(count) if i not in unread]
+            dead = [k for k, op in enumerate(ops)
+                    if len(op.results) and not any(True for r in op.results for _ in r.uses)]
+            if len(ops) != len(live) or not dead:
+                break
+            for k in reversed(dead):
+                unread.add(live[k])
+                ops[k].erase()
         PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))", context=module.context).run(copy)
     except Exception:
         return [None] * count
-    found = []
-
-    def visit(op):
-        if is_payload_linalg_op(op):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    copy.operation.walk(visit)
-    if len(found) != count:
+    found = linalg_ops(copy)
+    live = [i for i in range(count) if i not in unread]
+    if len(found) != len(live):
         return [None] * count
-    return [_loop_structure(op) for op in found]
+    structures: list[dict | None] = [None] * count
+    for i, op in zip(live, found):
+        structures[i] = _loop_structure(op)
+    return structures
 
 
 def _loop_structures(module, linalg: list) -> list[dict | None]:

@@ -266,9 +266,16 @@ class CpuTarget(Target):
     DILATED_INPUT_CONVS = "pass lh-dilated-input-convs"
 
     #: a strided 1-D convolution (an audio front end's stride-2 conv1d) as unit-stride ones over the input's
-    #: phases, vectorized along w with contiguous loads: workbench/worker/cpu/strided_convs.py (2-D ones keep
-    #: the window schedule's decomposed path, measured even)
+    #: phases, vectorized along w with contiguous loads: workbench/worker/cpu/strided_convs.py (2-D ones take
+    #: the phases of both dims below; with phases along w only they measured even)
     STRIDED_1D_CONVS = "pass lh-strided-convs{max-rank=1}"
+
+    #: a 2-D convolution strided along h and w as one unit-stride convolution per phase of both dims, each over a
+    #: contiguous phase plane (lh-conv-planes then takes them): workbench/worker/cpu/strided_conv_planes.py
+    STRIDED_CONV_PLANES = "pass lh-strided-conv-planes"
+    #: whether the preparation has it (off: the window schedule's decomposed path; bench/cpu_strided_convs.py's
+    #: old variant)
+    strided_conv_planes = True
 
     #: repeated runs of ops (an unrolled RNN's time steps) as calls of one function:
     #: workbench/worker/repeated_steps.py
@@ -286,6 +293,10 @@ class CpuTarget(Target):
     #: (workbench/worker/cpu/bool_reductions.py)
     WIDEN_BOOL_REDUCTIONS = "pass lh-widen-bool-reductions"
 
+    #: extracts of a splat constant (a zero / ones / constant-initialized weight read by a filter flip) folded to
+    #: the value, as MLIR's folder does: workbench/worker/cpu/splat_extracts.py
+    FOLD_SPLAT_EXTRACTS = "pass lh-fold-splat-extracts"
+
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
         """Repeated runs of ops (an unrolled RNN's time steps) become calls of one function first, so that
         every later step schedules and compiles one of them (a no-op, then left out, without repeats).
@@ -301,6 +312,10 @@ class CpuTarget(Target):
         powers = any("math.fpowi" in (op.get("loops") or {}).get("body", []) for op in ops)
         first = [self.OUTLINE_REPEATED_STEPS, self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS,
                  self.DROP_DEAD_RESULTS, self.FUSE_INTO_GATHERS, self.WIDEN_BOOL_REDUCTIONS]
+        if any("tensor.extract" in (op.get("loops") or {}).get("body", []) for op in ops):
+            # (first: the steps after it, and the selector, then see the value, not a gather; a no-op, left
+            # out, unless an extract reads a splat)
+            first = [self.FOLD_SPLAT_EXTRACTS] + first
         if any(op.get("op") == "linalg.transpose" for op in ops):
             # the weights torch-mlir transposes (x @ W.T) folded before the repeated layers become calls of
             # one function, where they would be arguments (a no-op, left out, unless one is a constant's)
@@ -317,6 +332,11 @@ class CpuTarget(Target):
         if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
             steps.append(self.DILATED_INPUT_CONVS)   # (a no-op, left out, unless an input is stride-dilated)
             steps.append(self.STRIDED_1D_CONVS)      # (a no-op, left out, unless a conv1d has a stride)
+            if self.strided_conv_planes and any(op.get("op") == "linalg.conv_2d_nchw_fchw" and op.get("dtype") == "f32"
+                                                for op in ops):
+                # (before the plane and pointwise rewrites, which take its phases; a no-op, left out, unless a
+                # 2-D conv has strides along h and w)
+                steps.append(self.STRIDED_CONV_PLANES)
         if any("tensor.extract" in (op.get("loops") or {}).get("body", []) for op in ops):
             steps.append(self.GATHER_INDICES)   # (after the fusion, which folds the reshapes between tables and loads)
         if any(op.get("kind") == "contraction" and op.get("op") != "linalg.generic" and op.get("dtype") == "f32"
@@ -384,8 +404,8 @@ class CpuTarget(Target):
                                                      cpu_rows.MIN_PARALLEL_ROW_WORK if cpu_selector.MIN_PARALLEL_WORK
                                                      else 0, lanes=self.machine.f32_lanes)))
                 continue
-            if index in in_epilogue or index in in_chain:
-                continue
+            if index in in_epilogue or index in in_chain or op.get("unread"):
+                continue   # (an unread op: gone at the first step's canonicalization, its schedule would match nothing)
             entries = self._select_op(op, ops, in_chain)
             if entries and entries[0][0].endswith("[gen=matmul_epilogue]"):
                 in_epilogue.update(epilogue_chain(ops, index, in_chain))

@@ -163,7 +163,9 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
         tile[w] = min(extent[w], lanes)
         if contraction and extent[w] > lanes and extent[w] % lanes and extent[w] % (lanes // 2) == 0:
             # half vectors that divide w: one tile shape, no remainder part (a 3x3 conv, w = 56 with
-            # 16 lanes: 20 ms against 25 for 3 x 16 + 8)
+            # 16 lanes: 20 ms against 25 for 3 x 16 + 8). (Tried for long planes too, two whole vectors per
+            # tile and a remainder tile instead: a stride-2 phase's 56 x 57 = 3192 positions and a 28 x 28
+            # conv's 28 x 30 = 840 ran 0.78-0.95x as fast on the Zen 4 host, fastest of 5 alternated rounds.)
             tile[w] = lanes // 2
         elif extent[w] > lanes and extent[w] % lanes:
             remainder = [w, extent[w] - extent[w] % lanes, extent[w] % lanes]

@@ -431,24 +431,55 @@ def _generalized_structures(module, count: int) -> list[dict | None]:
     become linalg.generic one for one, so the k-th op of the copy is the k-th of the module)."""
     from mlir.passmanager import PassManager
 
+    def linalg_ops(root) -> list:
+        found = []
+
+        def visit(op):
+            if is_payload_linalg_op(op):
+                found.append(op)
+            return ir.WalkResult.ADVANCE
+
+        root.operation.walk(visit)
+        return found
+
     try:
         # a clone, not a re-parse: parsing again into the module's context would copy its
         # `dense_resource` blobs under new names, and printing a large model costs seconds
         copy = module.operation.clone()
+        # ops whose results nothing reads are erased first, as the pass's greedy rewrite would (they are
+        # left out of the correspondence; erased there, every later op's index in the copy was off by one)
+        unread: set[int] = set()
+        while True:
+            ops = linalg_ops(copy)
+            live = [i for i in range(count) if i not in unread]
+            dead = [k for k, op in enumerate(ops)
+                    if len(op.results) and not any(True for r in op.results for _ in r.uses)]
+            if len(ops) != len(live) or not dead:
+                break
+            for k in reversed(dead):
+                unread.add(live[k])
+                ops[k].erase()
         PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))", context=module.context).run(copy)
     except Exception:
         return [None] * count
-    found = []
-
-    def visit(op):
-        if is_payload_linalg_op(op):
-            found.append(op)
-        return ir.WalkResult.ADVANCE
-
-    copy.operation.walk(visit)
-    if len(found) != count:
+    found = linalg_ops(copy)
+    live = [i for i in range(count) if i not in unread]
+    if len(found) != len(live):
         return [None] * count
-    return [_loop_structure(op) for op in found]
+    structures: list[dict | None] = [None] * count
+    for i, op in zip(live, found):
+        structures[i] = _loop_structure(op)
+    return structures
+
+
+def _loop_structures(module, linalg: list) -> list[dict | None]:
+    """`_loop_structure` of each linalg op (walk order): a generic op's own, a named op's from the
+    generalized copy. (The copy's pass runs the greedy driver, which folds what it can in every body: a
+    `tensor.extract` of a splat constant became the scalar there while the op still gathered, and the
+    selector planned a plain vectorization that failed. The selector plans from the IR it schedules.)"""
+    structures = ([None] * len(linalg) if all(op.name == "linalg.generic" for op in linalg)
+                  else _generalized_structures(module, len(linalg)))
+    return [_loop_structure(op) if op.name == "linalg.generic" else loops for op, loops in zip(linalg, structures)]
 
 
 def inspect_module(module) -> dict:
@@ -483,7 +514,7 @@ def inspect_module(module) -> dict:
 
     module.operation.walk(visit)
     ops = []
-    structures = _generalized_structures(module, len(linalg))
+    structures = _loop_structures(module, linalg)
     for (op, op_id, tagged), loops in zip(assign_ids(linalg), structures):
         info = describe_linalg_op(op)
         if loops is not None:
@@ -529,6 +560,9 @@ def _add_consumers(linalg: list, ops: list[dict]) -> None:
         ops[i]["consumers"] = users
         # (a use by anything else: a return, a reshape: the selector's row chains leave such ops out)
         ops[i]["other_uses"] = other
+        # results that nothing reads (an argmax whose index no op uses once a splat's extract is folded): the
+        # op is trivially dead on tensors, and the first canonicalization of any step erases it
+        ops[i]["unread"] = bool(len(h.results)) and not any(True for r in h.results for _ in r.uses)
     for i, h in enumerate(linalg):
         # which linalg op (index into `ops`) produced each operand, -1 for none (a fused row kernel's
         # chain: reductions whose results the next ops of the same rows read)

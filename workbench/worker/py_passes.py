@@ -239,6 +239,18 @@ def _fold_constant_weights(module, options: dict) -> None:
     constant_folds.fold_constant_weights(module)
 
 
+def _strided_conv_planes(module, options: dict) -> None:
+    from workbench.worker.cpu import strided_conv_planes
+
+    strided_conv_planes.strided_conv_planes(module)
+
+
+def _fold_splat_extracts(module, options: dict) -> None:
+    from workbench.worker.cpu import splat_extracts
+
+    splat_extracts.fold_splat_extracts(module)
+
+
 def _strided_convs(module, options: dict) -> None:
     from workbench.worker.cpu import strided_convs
 
@@ -550,6 +562,8 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-row-matmuls-as-matvecs": (_row_matmuls_as_matvecs, "on tensors: a one-row f32 matmul reading a transposed weight (x @ W.T of a batch-1 linear layer: linalg.transpose of W, linalg.matmul) -> linalg.matvec of W itself (no pass over the weight to transpose it on every call; W's rows read contiguously) (workbench/worker/cpu/row_matvecs.py)"),
     "lh-conv-planes": (_conv_planes, "on tensors: channels-first f32 2-D/3-D convolutions with unit strides whose output rows are no whole number of {lanes=16} (56, 28, 14, 7; not those lh-pad-conv-rows pads: 60, 30) -> a convolution over the input's flattened plane (taps at kh*W + kw; the output computed over whole input rows, the extra columns sliced off, at most half as many extra positions): whole vectors, two per register tile (workbench/worker/cpu/conv_planes.py)"),
     "lh-fold-constant-weights": (_fold_constant_weights, "on tensors: transposes (linalg.transpose, permuting copy generics) and constant-valued pads of constants, through the reshapes between, computed at compile time into constants of their own (x @ W.T's transpose of W no longer a pass over the weight on every call; workbench/worker/cpu/constant_folds.py)"),
+    "lh-strided-conv-planes": (_strided_conv_planes, "on tensors: f32 2-D channels-first convolutions with strides sh, sw > 1 along h and w (every phase with taps) -> sh * sw unit-stride convolutions, one per input phase, each over a contiguous phase plane (the input padded and transposed once to sh x sw x n x c x Hq x Wq; each phase's taps a strided slice of the filter), accumulated one after another: lh-conv-planes then takes each over its flattened plane (workbench/worker/cpu/strided_conv_planes.py)"),
+    "lh-fold-splat-extracts": (_fold_splat_extracts, "tensor.extract of a tensor whose elements are known (a splat constant: dense<0.01>, zeros, ones; a tensor.splat; a dense constant at constant indices) -> that value (the extracts MLIR's folder removes: inspect's generalized copy and the IR the selector schedules then agree; a splat weight's filter flip is a broadcast, not a gather; workbench/worker/cpu/splat_extracts.py)"),
     "lh-pad-conv-rows": (_pad_conv_rows, "on tensors: channels-first convolutions (unit stride along w) whose output rows are a little short of a multiple of 16 (at most 1/8 extra: 60, 30) computed over padded rows (input and init padded with zeros, the result sliced): whole vectors along every row, no remainder tile (workbench/worker/cpu/padded_conv_rows.py)"),
     "lh-strided-convs": (_strided_convs, "on tensors: channels-first convolutions with a stride s > 1 along w -> s unit-stride convolutions, one per input phase (the input's rows transposed once to s rows of every s-th element; each phase's taps a strided slice of the filter), accumulated one after another: vectors along w with contiguous loads (workbench/worker/cpu/strided_convs.py) {max-rank=3}: only convolutions of at most that many spatial dims (the selector: 1)"),
     "lh-pointwise-convs": (_pointwise_convs, "on tensors: channels-first 2-D/3-D convolutions with a 1x1(x1) window and unit strides -> linalg.conv_1d_ncw_fcw over the spatial dims collapsed (collapse_shape views, the result expanded back): vectors along the whole plane, not along rows with a remainder (workbench/worker/cpu/pointwise_convs.py)"),

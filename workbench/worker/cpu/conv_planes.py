@@ -16,6 +16,9 @@ per register tile makes every multiply-add wait for a broadcast load of its filt
 one long dim (56 x 58 = 3248 positions, 203 vectors): whole vectors, two per register tile, at the price
 of (Wi - OW) / OW extra positions (2 / 56 for a 3x3 window) and, unless the init is a fill or a broadcast
 (made anew at the wider shape), a copy of it.
+An init that is the leading corner of a tensor of the wider shape (a slice of the convolution before over the
+same plane: lh-strided-conv-planes' phases) is that tensor, no copy. A 1x1 window whose input is larger than
+its output (a stride-2 phase: lh-pointwise-convs leaves it) is computed over the plane too.
 Only where that price is at most MAX_WASTE, on f32 (the bf16 ones take the VNNI/AMX paths), and where
 lh-pad-conv-rows does not pad the rows to whole vectors instead (60 -> 64, 30 -> 32: conv3d's 30-wide rows
 ran 1.4x slower over the plane). Measured on the 16-core Xeon (bench/cpu_models.py, the same run), one
@@ -35,7 +38,7 @@ CONVS = {"linalg.conv_2d_nchw_fchw": 2, "linalg.conv_3d_ncdhw_fcdhw": 3}
 #: at most this fraction of extra (sliced off) output positions
 MAX_WASTE = 0.5
 #: ops without side effects that the rewrite leaves unread (the input's pad it widened, the init it made anew)
-_PURE = ("tensor.pad", "tensor.empty", "linalg.fill", "linalg.broadcast")
+_PURE = ("tensor.pad", "tensor.empty", "linalg.fill", "linalg.broadcast", "tensor.extract_slice")
 
 
 def _computed_positions(in_spatial: list[int], out_spatial: list[int]) -> int:
@@ -58,7 +61,7 @@ def _eligible(op, lanes: int) -> bool:
     if conv_ints(op, "strides", rank) != [1] * rank:
         return False
     image, filt, out = shapes
-    if filt[-rank:] == [1] * rank:
+    if filt[-rank:] == [1] * rank and image[2:] == out[2:]:
         return False   # pointwise: lh-pointwise-convs collapses the plane with nothing to slice off
     if out[-1] % lanes == 0 or padded_width(out[-1]) != out[-1]:
         return False   # whole vectors along the rows already, or once lh-pad-conv-rows pads them
@@ -68,7 +71,7 @@ def _eligible(op, lanes: int) -> bool:
     return _computed_positions(image[2:], out[2:]) <= (1 + MAX_WASTE) * useful
 
 
-def _padded(value, high: list[int]):
+def padded_high(value, high: list[int]):
     """`value` with zeros appended (`high` per dim); an existing zero-valued tensor.pad producing it is widened
     instead (one copy of the input, not two) when this is its only use."""
     from mlir import ir
@@ -104,6 +107,14 @@ def _widened_init(init, high: list[int]):
     producer = defining_op(init)
     t = ir.RankedTensorType(init.type)
     shape = [d + h for d, h in zip(t.shape, high)]
+    if producer is not None and _single_use(init) and producer.name == "tensor.extract_slice":
+        # the leading corner of a tensor of the wider shape (the result of a convolution over the same plane:
+        # lh-strided-conv-planes' phases, each accumulating into the one before): that tensor, no copy
+        source = producer.operands[0]
+        view = producer.opview
+        if (len(producer.operands) == 1 and list(ir.RankedTensorType(source.type).shape) == shape
+                and all(int(v) == 0 for v in view.static_offsets) and all(int(v) == 1 for v in view.static_strides)):
+            return source
     if producer is not None and _single_use(init):
         if producer.name == "linalg.fill":
             empty = tensor.EmptyOp(shape, t.element_type).result
@@ -113,7 +124,7 @@ def _widened_init(init, high: list[int]):
             if all(d in added for d, h in enumerate(high) if h):
                 empty = tensor.EmptyOp(shape, t.element_type).result
                 return _value(linalg.broadcast(producer.operands[0], outs=[empty], dimensions=added))
-    return _padded(init, high)
+    return padded_high(init, high)
 
 
 def _value(built):
@@ -175,7 +186,7 @@ def conv_planes(module, lanes: int = 16) -> int:
         plane = row_strides[0] * in_sp[0]
         extra_rows = -(-(reach - plane) // row_strides[0]) if reach > plane else 0
         with ir.InsertionPoint(op), op.location:
-            wide_image = _padded(image, [0, 0, extra_rows] + [0] * (rank - 1))
+            wide_image = padded_high(image, [0, 0, extra_rows] + [0] * (rank - 1))
             flat_image, _ = collapse_spatial(wide_image, 2)
             wide_init = _widened_init(init, [0, 0, 0] + [i - o for i, o in zip(in_sp[1:], out_sp[1:])])
             flat_init, reassociation = collapse_spatial(wide_init, 2)

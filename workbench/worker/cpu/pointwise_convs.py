@@ -36,7 +36,10 @@ def _eligible(op) -> bool:
     shapes = [static_shape(v) for v in op.operands]
     if any(s is None for s in shapes):
         return False
-    return shapes[1][2:] == [1] * rank and conv_ints(op, "strides", rank) == [1] * rank
+    # (an input larger than the output, whose last rows / columns no output reads: its collapsed plane's
+    # positions are no output's; lh-conv-planes takes it)
+    return (shapes[1][2:] == [1] * rank and conv_ints(op, "strides", rank) == [1] * rank
+            and shapes[0][2:] == shapes[2][2:])
 
 
 def collapse_spatial(value, keep: int):

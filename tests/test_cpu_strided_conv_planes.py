@@ -1,0 +1,160 @@
+"""lh-strided-conv-planes: 2-D convolutions strided along h and w become one unit-stride convolution per input
+phase of both dims, each over a contiguous phase plane (one pad + transpose of the input), which lh-conv-planes
+then computes over the flattened plane; the selector path runs them and matches the unscheduled payload on
+AVX-512 and AVX2."""
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from conftest import ok
+
+
+def _conv(n, c, h, w, f, kh, kw, s, p, bias=True) -> str:
+    """torch-mlir's form: a zero pad of the input, the bias broadcast as the init (or a zero fill)."""
+    hp, wp = h + 2 * p, w + 2 * p
+    oh, ow = (hp - kh) // s + 1, (wp - kw) // s + 1
+    x, wt, o = f"tensor<{n}x{c}x{h}x{w}xf32>", f"tensor<{f}x{c}x{kh}x{kw}xf32>", f"tensor<{n}x{f}x{oh}x{ow}xf32>"
+    init = (f"%init = linalg.broadcast ins(%b : tensor<{f}xf32>) outs(%e : {o}) dimensions = [0, 2, 3]" if bias else
+            f"%init = linalg.fill ins(%zero : f32) outs(%e : {o}) -> {o}")
+    return f"""func.func @main(%x: {x}, %w: {wt}, %b: tensor<{f}xf32>) -> {o} {{
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 0, {p}, {p}] high[0, 0, {p}, {p}] {{
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  }} : {x} to tensor<{n}x{c}x{hp}x{wp}xf32>
+  %e = tensor.empty() : {o}
+  {init}
+  %r = linalg.conv_2d_nchw_fchw {{dilations = dense<1> : vector<2xi64>, strides = dense<{s}> : vector<2xi64>}}
+       ins(%p, %w : tensor<{n}x{c}x{hp}x{wp}xf32>, {wt}) outs(%init : {o}) -> {o}
+  return %r : {o}
+}}
+"""
+
+
+#: the corpus's conv2d_strided at test size, a ResNet-like downsampling conv (rows of 14), a 7x7 stride-2 stem
+#: (rows of 32: whole vectors, the phases stay named convolutions), a 4x4 window with an unread last column
+STRIDED = _conv(1, 4, 16, 16, 8, 3, 3, 2, 1)
+DOWN = _conv(2, 8, 28, 28, 16, 3, 3, 2, 1, bias=False)
+STEM = _conv(1, 3, 64, 64, 8, 7, 7, 2, 3)
+UNREAD_COLUMN = _conv(1, 2, 11, 11, 4, 4, 4, 2, 0)
+
+
+def _rewrite(text: str, planes: bool = True) -> tuple[int, str]:
+    from mlir import ir
+
+    from workbench.worker.cpu.conv_planes import conv_planes
+    from workbench.worker.cpu.strided_conv_planes import strided_conv_planes
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        n = strided_conv_planes(module)
+        assert module.operation.verify()
+        if planes:
+            conv_planes(module, 16)
+            assert module.operation.verify()
+        return n, str(module)
+
+
+def test_a_stride_2_conv_becomes_four_phase_convolutions_over_one_transposed_input():
+    n, text = _rewrite(STRIDED, planes=False)
+    assert n == 1
+    # the input's own pad widened to 2 * (8 + 2) rows x 2 * (8 + 1) columns, one transpose to 2x2 phase planes
+    assert text.count("tensor.pad") == 1 and "high[0, 0, 3, 1]" in text and "to tensor<1x4x20x18xf32>" in text
+    assert "permutation = [3, 5, 0, 1, 2, 4]" in text and "tensor<2x2x1x4x10x9xf32>" in text
+    convs = re.findall(r"linalg.conv_2d_nchw_fchw .*", text)
+    assert len(convs) == 4 and all("strides = dense<1>" in c for c in convs)
+    # each phase's taps: a strided slice of the filter (2x2, 2x1, 1x2, 1x1: 9 taps in all, no zeros)
+    for offsets, taps in (("[0, 0, 0, 0]", "8x4x2x2"), ("[0, 0, 0, 1]", "8x4x2x1"), ("[0, 0, 1, 0]", "8x4x1x2"),
+                          ("[0, 0, 1, 1]", "8x4x1x1")):
+        assert f"{offsets} [{taps.replace('x', ', ')}] [1, 1, 2, 2] : tensor<8x4x3x3xf32> to tensor<{taps}xf32>" in text
+    # the phases accumulate: each convolution's init is the one before
+    results = re.findall(r"(%\d+) = linalg.conv_2d_nchw_fchw", text)
+    for prev, conv in zip(results, convs[1:]):
+        assert f"outs({prev} :" in conv
+
+
+def test_each_phase_runs_over_its_flattened_plane_and_reads_the_last_one_whole():
+    n, text = _rewrite(STRIDED)
+    assert n == 1 and "linalg.conv_2d_nchw_fchw" not in text
+    generics = re.findall(r"linalg.generic .*", text)
+    assert len(generics) == 4 and all("tensor<1x4x90xf32>" in g and ": tensor<1x8x72xf32>)" in g for g in generics)
+    assert text.count("d2 + d4 * 9 + d5") >= 1
+    # no pad of a phase, no copy of a phase's result into the next one's init: one pad, one slice at the end
+    assert text.count("tensor.pad") == 1
+    assert text.count("tensor<1x8x8x9xf32> to tensor<1x8x8x8xf32>") == 1
+
+
+def test_the_unread_last_column_and_a_stem_of_whole_rows():
+    n, text = _rewrite(UNREAD_COLUMN, planes=False)
+    assert n == 1 and "tensor<2x2x1x2x6x6xf32>" in text   # 11 columns: 6 per phase (the last read by none)
+    n, text = _rewrite(STEM)
+    assert n == 1 and text.count("linalg.conv_2d_nchw_fchw") == 4   # rows of 32: the window schedule's rows
+
+
+def test_unit_strides_1x1_windows_bf16_dilations_and_too_many_phases_are_left():
+    pointwise = _conv(1, 8, 16, 16, 8, 1, 1, 2, 0)
+    unit = _conv(1, 4, 16, 16, 8, 3, 3, 1, 1)
+    bf16 = STRIDED.replace("f32>", "bf16>").replace(": f32", ": bf16")
+    dilated = STRIDED.replace("dilations = dense<1>", "dilations = dense<2>").replace("1x8x8x8", "1x8x7x7")
+    patch16 = _conv(1, 3, 64, 64, 8, 16, 16, 16, 0)   # 256 phases: more than MAX_PHASES
+    for text in (pointwise, unit, bf16, dilated, patch16):
+        n, _ = _rewrite(text, planes=False)
+        assert n == 0
+    n, text = _rewrite(_conv(1, 3, 64, 64, 8, 4, 4, 4, 0), planes=False)   # ConvNeXt's 4x4 stride-4 stem: 16
+    assert n == 1 and text.count("linalg.conv_2d_nchw_fchw") == 16
+
+
+def test_pointwise_convs_leave_a_1x1_conv_whose_input_is_larger_than_its_output():
+    """A 1x1 unit-stride phase reads a plane wider than its output: collapsing both planes would misalign rows."""
+    from mlir import ir
+
+    from workbench.worker.cpu.pointwise_convs import pointwise_convs
+
+    text = """func.func @main(%x: tensor<1x4x10x9xf32>, %w: tensor<8x4x1x1xf32>, %o: tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32> {
+  %r = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+       ins(%x, %w : tensor<1x4x10x9xf32>, tensor<8x4x1x1xf32>) outs(%o : tensor<1x8x8x8xf32>) -> tensor<1x8x8x8xf32>
+  return %r : tensor<1x8x8x8xf32>
+}"""
+    with ir.Context(), ir.Location.unknown():
+        assert pointwise_convs(ir.Module.parse(text)) == 0
+
+
+@pytest.mark.parametrize("cpu", ["host", "avx2"])
+@pytest.mark.parametrize("name", ["strided", "down", "stem", "unread_column"])
+def test_strided_conv_planes_run_and_match(ctx, tmp_path, cpu, name):
+    text = {"strided": STRIDED, "down": DOWN, "stem": STEM, "unread_column": UNREAD_COLUMN}[name]
+    payload = tmp_path / f"{name}.mlir"
+    payload.write_text(text)
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, f"target cpu --threads 1 --cpu {cpu}")
+        ok(ctx, "select --apply")
+        labels = " ".join(a.step.label() for a in ctx.session.active_steps)
+        assert "lh-strided-conv-planes" in labels
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host")
+
+
+def test_strided_conv_planes_split_over_cores_run_and_match(ctx, tmp_path, monkeypatch):
+    """On several cores each phase splits like any unit-stride convolution (batch x channel chunks)."""
+    from workbench.targets import cpu_selector
+
+    monkeypatch.setattr(cpu_selector, "MIN_PARALLEL_WORK", 0)   # small payloads: split them anyway
+    payload = tmp_path / "down.mlir"
+    payload.write_text(DOWN)
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, "target cpu --threads 4")
+        selections = ok(ctx, "select --apply").data["selections"]
+        phases = [e["params"] for e in selections if "generic" in str(e["params"].get("op", ""))]
+        assert phases and all(p["threads"] > 1 for p in phases), phases
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0 --threads 4").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --threads 0")

@@ -1,0 +1,127 @@
+"""`lh-strided-conv-planes`: 2-D channels-first convolutions with strides sh, sw > 1 along h and w (ResNet's
+3x3 stride-2 downsampling, a 7x7 stride-2 stem) as sh * sw unit-stride convolutions, one per input phase
+along both dims, each over a contiguous phase plane:
+
+    O[n, f, oh, ow] += I[n, c, sh*oh + kh, sw*ow + kw] * W[f, c, kh, kw]
+    kh = sh*th + rh, kw = sw*tw + rw:  I[n, c, sh*(oh + th) + rh, sw*(ow + tw) + rw] = P_rh,rw[n, c, oh + th, ow + tw]
+
+P_rh,rw (every sh-th row from rh, every sw-th column from rw) comes from one pass over the input: its
+rows and columns viewed as (Hq, sh) x (Wq, sw) (an expand_shape) and transposed to sh x sw x n x c x Hq x Wq,
+each phase a contiguous n x c x Hq x Wq tensor (a slice). Phase (rh, rw) convolves its plane with the taps
+W[.., rh::sh, rw::sw] (a strided slice of the filter) with unit strides; the phases accumulate one after
+another into the result (the first into the init): exact work, no zero taps.
+
+Every phase plane is Hq x Wq = (OH + ceil(KH / sh)) x (OW + ceil(KW / sw) - 1), the input zero-padded to
+sh * Hq x sw * Wq (a zero tensor.pad of it widened): one row more than the widest phase's taps reach, so
+that lh-conv-planes (after it) computes each phase over its flattened plane (vectors along OH * Wq
+positions, contiguous loads; no pad of its own), and all phases' plane results have one shape (each reads the one before
+whole: no copy between them). Where a phase plane's rows are whole vectors (OW = 112), the window
+schedule vectorizes each phase along its contiguous rows.
+
+Only where every phase has taps (KH >= sh, KW >= sw: a 1x1 stride-2 shortcut reads one phase of four, whose
+transpose would cost more than it saves), on f32, and with at most MAX_PHASES phases.
+
+Measured on the 2-core Zen 4 host, one thread, against the selector without it (its decomposed path for
+strided windows), fastest calls of 5 alternated rounds (`python bench/cpu_strided_convs.py [--cpu X]`),
+old -> new ms, host (AVX-512) / --cpu icelake / --cpu avx2:
+  conv2d_strided (8x64x112x112, 3x3 s2, 64 -> 64)    35.4 -> 30.5 / 33.4 -> 27.9 / 52.7 -> 44.9
+  ResNet-18 downsampling (1x64x56x56, 3x3 s2, -> 128)   1.88 -> 1.32 / 1.84 -> 1.33 / 2.97 -> 2.74
+  the same at 8 images                                 15.8 -> 12.7 / 15.6 -> 12.0 / 24.2 -> 23.0
+  ResNet-18 stem (1x3x224x224, 7x7 s2, -> 64)           3.80 -> 3.01 / 3.84 -> 2.96 / 4.88 -> 3.07
+  2x2 s2 (1x64x56x56 -> 128) / ConvNeXt's 4x4 s4 stem   0.85 -> 0.60 / 0.55 -> 0.36 (host)
+"""
+from __future__ import annotations
+
+from workbench.worker.cpu.conv_planes import padded_high
+from workbench.worker.cpu.padded_conv_rows import conv_ints, static_conv_rank
+from workbench.worker.cpu.pointwise_convs import static_shape
+from workbench.worker.cpu.strided_convs import MEMOIZED_MAPS
+
+CONVS = {"linalg.conv_2d_nchw_fchw": 2}
+#: at most this many phases (sh * sw): ViT's 16x16 stride-16 patch embedding would become 256 convolutions, each
+#: selected, scheduled and compiled on its own (the A/B run of that shape had not finished after 10 minutes);
+#: ConvNeXt's 4x4 stride 4 (16) measured 1.5x faster
+MAX_PHASES = 16
+
+
+def _eligible(op) -> bool:
+    from mlir import ir
+
+    if static_conv_rank(op, CONVS) is None:
+        return False
+    if any(not isinstance(ir.RankedTensorType(v.type).element_type, ir.F32Type) for v in op.operands):
+        return False
+    strides, dilations = conv_ints(op, "strides", 2), conv_ints(op, "dilations", 2)
+    window = static_shape(op.operands[1])[2:]
+    return (all(s > 1 for s in strides) and strides[0] * strides[1] <= MAX_PHASES and dilations == [1, 1]
+            and all(k >= s for k, s in zip(window, strides)))
+
+
+def _unit_strides(op):
+    from mlir import ir
+
+    attr = ir.DenseIntElementsAttr(op.attributes["strides"])
+    return ir.Attribute.parse(f"dense<1> : {attr.type}")
+
+
+def _phase_planes(image, strides: list[int], planes: list[int]):
+    """[n, c, sh*Hq, sw*Wq] -> [sh, sw, n, c, Hq, Wq] (an expand_shape and one transpose)."""
+    from mlir import ir
+    from mlir.dialects import linalg, tensor
+
+    t = ir.RankedTensorType(image.type)
+    n, c = list(t.shape)[:2]
+    (sh, sw), (hq, wq) = strides, planes
+    i64 = ir.IntegerType.get_signless(64)
+    groups = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g])
+                               for g in [[0], [1], [2, 3], [4, 5]]])
+    grouped = [n, c, hq, sh, wq, sw]
+    view = tensor.ExpandShapeOp(ir.RankedTensorType.get(grouped, t.element_type), image, groups, [], grouped).result
+    empty = tensor.EmptyOp([sh, sw, n, c, hq, wq], t.element_type)
+    return linalg.transpose(view, outs=[empty.result], permutation=[3, 5, 0, 1, 2, 4])
+
+
+def strided_conv_planes(module) -> int:
+    """Rewrite every eligible convolution (module docstring); how many were rewritten."""
+    from mlir import ir
+    from mlir.dialects import tensor
+
+    from workbench.worker.ir_walk import erase_unread, ops_where
+
+    rewritten = 0
+    for op in ops_where(module, _eligible):
+        image, filt, init = op.operands
+        x_shape, f_shape, o_shape = (static_shape(v) for v in op.operands)
+        strides = conv_ints(op, "strides", 2)
+        window, out = f_shape[2:], o_shape[2:]
+        taps = [-(-k // s) for k, s in zip(window, strides)]          # the widest phase's taps per dim
+        # (w: a row longer than the taps reach, an input whose last columns no output reads, keeps them)
+        planes = [out[0] + taps[0], max(out[1] + taps[1] - 1, -(-x_shape[3] // strides[1]))]
+        element = ir.RankedTensorType(image.type).element_type
+        with ir.InsertionPoint(op), op.location:
+            wide = padded_high(image, [0, 0] + [s * q - d for s, q, d in zip(strides, planes, x_shape[2:])])
+            phases = _phase_planes(wide, strides, planes)
+            unit = _unit_strides(op)
+            result = init
+            for rh in range(strides[0]):
+                for rw in range(strides[1]):
+                    th, tw = (-(-(k - r) // s) for k, r, s in zip(window, (rh, rw), strides))
+                    plane = tensor.ExtractSliceOp(
+                        ir.RankedTensorType.get(x_shape[:2] + planes, element), phases, [], [], [],
+                        [rh, rw, 0, 0, 0, 0], [1, 1] + x_shape[:2] + planes, [1] * 6).result
+                    taps_of = tensor.ExtractSliceOp(
+                        ir.RankedTensorType.get(f_shape[:2] + [th, tw], element), filt, [], [], [],
+                        [0, 0, rh, rw], f_shape[:2] + [th, tw], [1, 1] + strides).result
+                    piece = op.clone(ip=ir.InsertionPoint(op))
+                    piece.operands[0] = plane
+                    piece.operands[1] = taps_of
+                    piece.operands[2] = result
+                    piece.attributes["strides"] = unit
+                    if MEMOIZED_MAPS in piece.attributes:   # (the strided op's maps: derived again from the strides)
+                        del piece.attributes[MEMOIZED_MAPS]
+                    result = piece.results[0]
+        op.results[0].replace_all_uses_with(result)
+        op.erase()
+        erase_unread(image, ("tensor.pad",))   # (the input's pad, when padded_high made a wider one)
+        rewritten += 1
+    return rewritten

@@ -84,10 +84,11 @@ def test_simt_smem_schema():
 
 def test_selector_picks_simt_smem_for_f32():
     mm = cuda_matmul_module()
+    # from 256 blocks of 128x64 (2048^3: 512): the generated tiled kernel, two shared tile pairs, padded A rows
     gen, params = mm.select(2048, 2048, 2048, "f32", "sm_90")
-    assert gen == "matmul_simt_smem"
-    assert (params["block_m"], params["block_n"], params["block_k"], params["stages"]) == (128, 64, 32, 2)
-    mm.matmul_simt_smem(**params)  # a valid configuration
+    assert gen == "matmul_simt_tiles"
+    assert (params["tile_m"], params["tile_n"], params["stages"], params["a_pad"]) == (128, 64, 2, 4)
+    mm.matmul_simt_tiles(**params)  # a valid configuration
     # fewer than 256 blocks of 128x64 (1024^3: 128): 64x64 blocks (measured faster up to 1024^3)
     gen, params = mm.select(1024, 1024, 1024, "f32", "sm_90")
     assert gen == "matmul_simt_smem" and (params["block_m"], params["block_n"], params["stages"]) == (64, 64, 3)
@@ -99,7 +100,7 @@ def test_selector_picks_simt_smem_for_f32():
     assert mm.select(96, 64, 64, "f32", "sm_90")[0] == "matmul_simt"
     assert mm.select(256, 256, 24, "f32", "sm_90")[0] == "matmul_simt"
     assert mm.select(256, 256, 256, "f64", "sm_90")[0] == "matmul_simt"
-    assert mm.select(2048, 2048, 2048, "f32", "sm_90a")[0] == "matmul_simt_smem"
+    assert mm.select(2048, 2048, 2048, "f32", "sm_90a")[0] == "matmul_simt_tiles"
 
 
 def test_selected_f32_schedule_lowers(ctx, tmp_path):

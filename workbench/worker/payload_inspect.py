@@ -9,7 +9,7 @@ import math
 
 from mlir import ir
 
-from workbench.worker.ir_walk import iterator_types  # noqa: F401  (fusion, shared_rhs import it from here)
+from workbench.worker.ir_walk import iterator_types, ops_where  # noqa: F401  (iterator_types: fusion, shared_rhs import it from here)
 from workbench.worker.op_ids import assign_ids, is_payload_linalg_op
 
 # FLOPs per point of the iteration space for named ops (matmul-like ops: mul + add).
@@ -432,15 +432,7 @@ def _generalized_structures(module, count: int) -> list[dict | None]:
     from mlir.passmanager import PassManager
 
     def linalg_ops(root) -> list:
-        found = []
-
-        def visit(op):
-            if is_payload_linalg_op(op):
-                found.append(op)
-            return ir.WalkResult.ADVANCE
-
-        root.operation.walk(visit)
-        return found
+        return ops_where(root, is_payload_linalg_op)
 
     try:
         # a clone, not a re-parse: parsing again into the module's context would copy its

@@ -86,7 +86,7 @@ def test_matmul_schedule_schema_read_without_running_it():
 
 def test_session_rejects_a_dict_violating_payload_constraints(ctx, tmp_path):
     ok(ctx, f"load {mm_payload(tmp_path / 'mm.mlir', 128, 64, 32)}")
-    res = fail(ctx, "apply pipelines/cpu/matmul.py[gen=matmul_tiling]{block_m=64 block_n=64 block_k=32 reg_k=4 "
+    res = fail(ctx, "apply pipelines/cpu/matmul.py[gen=matmul_tiling]{block_m=64 block_k=32 reg_k=4 "
                     "pack_tile_a=32 pack_tile_b=8 block_n=48}")
     assert "violates constraint `block_n divides N` (N=64)" in res.error
     assert ctx.session.cursor == 0

@@ -137,6 +137,17 @@ def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
         return _ukernel_schedule(op, bufferize)
     if impl != "codegen":
         raise ValueError(f"impl must be codegen or ukernel, got {impl!r}")
+    steps = row_parts("%mm", block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n,
+                      reg_k=reg_k, pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b, pack_b=pack_b, main_m=main_m,
+                      tail_m=tail_m, tail_reg_m=tail_reg_m, mark=op or "all")
+    return transform_module(f"""    %mm = {match_op("linalg.matmul", op)}
+{expect_one("%mm", op)}{steps}{bufferize_and_lower_vectors() if bufferize else ""}""")
+
+
+def _check_tiles(block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int, reg_k: int, pack_tile_a: int,
+                 pack_tile_b: int, main_m: int, tail_m: int, tail_reg_m: int) -> None:
+    """ValueError naming the first tile size that is no positive int or does not divide the block it tiles
+    (the split's: block_m divides main_m, tail_reg_m divides tail_m; main_m and tail_m set together)."""
     for name, v in (("block_m", block_m), ("block_n", block_n), ("block_k", block_k),
                     ("reg_m", reg_m), ("reg_n", reg_n), ("reg_k", reg_k),
                     ("pack_tile_a", pack_tile_a), ("pack_tile_b", pack_tile_b), ("tail_reg_m", tail_reg_m)):
@@ -154,14 +165,6 @@ def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
     for inner, outer, a, b in checks:
         if outer % inner:
             raise ValueError(f"{a}={inner} must divide {b}={outer}")
-    any_op = "!transform.any_op"
-    steps = row_parts("%mm", block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n,
-                      reg_k=reg_k, pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b, pack_b=pack_b, main_m=main_m,
-                      tail_m=tail_m, tail_reg_m=tail_reg_m, mark=op or "all")
-    return transform_module(f"""    %mm = {match_op("linalg.matmul", op)}
-{expect_one("%mm", op)}{steps}
-    transform.bufferization.eliminate_empty_tensors %fe{"_tail" if main_m else ""} : {any_op}
-{bufferize_and_lower_vectors() if bufferize else ""}""")
 
 
 def row_parts(handle: str, *, block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int, reg_k: int,
@@ -170,15 +173,18 @@ def row_parts(handle: str, *, block_m: int, block_n: int, block_k: int, reg_m: i
     """Steps 1-4 (module doc) of the matmuls in `handle`; with `main_m`, of the two parts each is split
     into along M (its first main_m rows in block_m blocks of reg_m-row tiles, its last tail_m rows in one
     block of tail_reg_m-row tiles; the tail packs B where pack_b_pays says so, or always for a transposed
-    B). Binds %fe (the functions; %fe_main and %fe_tail with a split). Each part is found again by a
+    B), then empty tensors eliminated. Raises ValueError for tile sizes that do not fit (`_check_tiles`).
+    Binds %fe (the functions; %fe_main and %fe_tail with a split). Each part is found again by a
     mark (ROW_PART = "<part>_<mark>") just before its schedule: the first part's canonicalizations can
     replace the other's op (inside an scf.forall chunk its handle was left empty: the tail stayed a
     plain linalg.matmul, scalar loops)."""
+    _check_tiles(block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b, main_m, tail_m, tail_reg_m)
     any_op = "!transform.any_op"
     shared = dict(block_n=block_n, block_k=block_k, reg_n=reg_n, reg_k=reg_k, pack_tile_a=pack_tile_a,
                   pack_tile_b=pack_tile_b, transpose_b=transpose_b, leading_ones=leading_ones)
     if not main_m:
-        return _block_schedule(handle, "", block_m=block_m, reg_m=reg_m, pack_b=pack_b, **shared)
+        return (_block_schedule(handle, "", block_m=block_m, reg_m=reg_m, pack_b=pack_b, **shared)
+                + f"    transform.bufferization.eliminate_empty_tensors %fe : {any_op}\n")
     if not all(c.isalnum() or c in "_-." for c in mark):
         raise ValueError(f"mark must be an op id like matmul_0, got {mark!r}")
     steps = f"""    // 0. The rows in whole blocks of {reg_m}-row tiles, and the {tail_m} rows after them.
@@ -199,7 +205,7 @@ def row_parts(handle: str, *, block_m: int, block_n: int, block_k: int, reg_m: i
         in %root : ({any_op}) -> {any_op}
 """
                   + _block_schedule(f"%mm_{part}", f"_{part}", block_m=rows, reg_m=tile_rows, pack_b=pack, **shared))
-    return steps
+    return steps + f"    transform.bufferization.eliminate_empty_tensors %fe_tail : {any_op}\n"
 
 
 def _block_schedule(handle: str, s: str, block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int,

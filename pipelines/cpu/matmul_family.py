@@ -96,28 +96,15 @@ def _packed_contraction(handle: str, block_m: int, block_n: int, block_k: int, r
     first split into that many chunks per dim (tile_using_forall: tasks on the async runtime after
     lowering), each scheduled the same way with pack buffers of its own; the block sizes and main_m /
     tail_m apply to a chunk."""
-    _check(block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n, reg_k=reg_k,
-           pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b, tail_reg_m=tail_reg_m)
     split = ""
     if chunks and any(c > 1 for c in chunks):
         split = (f"    %chunk, %chunks = transform.structured.tile_using_forall {handle} num_threads "
                  f"[{', '.join(str(int(c)) for c in list(chunks) + [0])}] : ({_ANY}) -> ({_ANY}, {_ANY})\n")
         handle = "%chunk"
-    checks = [(reg_m, block_m, "reg_m", "block_m"), (reg_n, block_n, "reg_n", "block_n"),
-              (reg_k, block_k, "reg_k", "block_k"), (pack_tile_a, block_k, "pack_tile_a", "block_k"),
-              (pack_tile_b, block_k, "pack_tile_b", "block_k")]
-    if bool(main_m) != bool(tail_m):
-        raise ValueError(f"main_m={main_m} and tail_m={tail_m}: a split needs both (0 and 0: no split)")
-    if main_m:
-        checks += [(block_m, main_m, "block_m", "main_m"), (tail_reg_m, tail_m, "tail_reg_m", "tail_m")]
-    for inner, outer, a, b in checks:
-        if outer % inner:
-            raise ValueError(f"{a}={inner} must divide {b}={outer}")
     return "\n" + split + matmul.row_parts(
         handle, block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n, reg_k=reg_k,
         pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b, pack_b=int(pack_b), main_m=main_m, tail_m=tail_m,
-        tail_reg_m=tail_reg_m, mark=mark, transpose_b=transpose_b, leading_ones=True) + (
-        f"    transform.bufferization.eliminate_empty_tensors %fe{'_tail' if main_m else ''} : {_ANY}\n")
+        tail_reg_m=tail_reg_m, mark=mark, transpose_b=transpose_b, leading_ones=True)
 
 
 def _module(body: str, bufferize: bool = True) -> str:

@@ -81,12 +81,12 @@ def kernel_text(name: str, m: int, n: int, k: int, block_m: int, block_n: int, b
     t = _Text("    ")
     b = "%bz, " if batch else ""
     with t.launch((-(-n // block_n), -(-m // block_m), max(batch, 1)), (threads, 1, 1), d["shared"], dyn_t) as dyn:
-        a_s = t.val(f"memref.view {dyn}[{t.const(0)}][] : {dyn_t} to {as_t}", "as")
-        b_s = t.val(f"memref.view {dyn}[{t.const(block_k * (block_m + a_pad) * 4)}][] : {dyn_t} to {bs_t}", "bs")
-        pair_bytes = (block_m + a_pad + block_n) * block_k * 4
-        a_s2 = t.val(f"memref.view {dyn}[{t.const(pair_bytes)}][] : {dyn_t} to {as_t}", "as") if stages == 2 else a_s
-        b_s2 = (t.val(f"memref.view {dyn}[{t.const(pair_bytes + block_k * (block_m + a_pad) * 4)}][] : {dyn_t} to {bs_t}",
-                      "bs") if stages == 2 else b_s)
+        # the shared tile pairs, one after the other: A's tile, then B's (one pair: the second is the first)
+        a_bytes, pair_bytes = block_k * (block_m + a_pad) * 4, d["shared"] // stages
+        views = [(t.val(f"memref.view {dyn}[{t.const(p * pair_bytes)}][] : {dyn_t} to {as_t}", "as"),
+                  t.val(f"memref.view {dyn}[{t.const(p * pair_bytes + a_bytes)}][] : {dyn_t} to {bs_t}", "bs"))
+                 for p in range(stages)]
+        (a_s, b_s), (a_s2, b_s2) = views[0], views[-1]
         cols = block_n // thread_n
         tcol = t.val(f"arith.remui %tx, {t.const(cols)} : index", "tcol")
         trow = t.val(f"arith.divui %tx, {t.const(cols)} : index", "trow")

@@ -95,6 +95,14 @@ def ok(ctx, line: str):
     return res
 
 
+def failed(ctx, line: str) -> str:
+    """Dispatch one command line that must fail with a one-line error; that error."""
+    res = do(ctx, line)
+    assert not res.ok, line
+    assert "\n" not in res.error, res.error
+    return res.error
+
+
 def matmul_payload(path: Path, m: int, n: int, k: int, name: str = "matmul", dtype: str = "f32") -> Path:
     """Write a tensor matmul payload (C + A x B) of the given shape and element type."""
     a, b, c = f"tensor<{m}x{k}x{dtype}>", f"tensor<{k}x{n}x{dtype}>", f"tensor<{m}x{n}x{dtype}>"

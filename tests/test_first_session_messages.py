@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import MATMUL, REPO
+from conftest import MATMUL, REPO, failed
 from workbench.commands import CommandContext, default_registry
 from workbench.common.suggest import close_matches, did_you_mean, did_you_mean_path
 
@@ -14,13 +14,6 @@ from workbench.common.suggest import close_matches, did_you_mean, did_you_mean_p
 def ctx(matmul_session, monkeypatch):
     monkeypatch.chdir(REPO)
     return CommandContext(matmul_session, default_registry())
-
-
-def failed(ctx, line: str) -> str:
-    res = ctx.registry.dispatch(line, ctx)
-    assert not res.ok, line
-    assert "\n" not in res.error, res.error
-    return res.error
 
 
 def test_close_matches_prefers_the_close_and_the_prefix():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, failed
 from workbench.commands import CommandContext, default_registry
 
 
@@ -12,13 +12,6 @@ from workbench.commands import CommandContext, default_registry
 def ctx(matmul_session, monkeypatch):
     monkeypatch.chdir(REPO)
     return CommandContext(matmul_session, default_registry())
-
-
-def failed(ctx, line: str) -> str:
-    res = ctx.registry.dispatch(line, ctx)
-    assert not res.ok, line
-    assert "\n" not in res.error, res.error
-    return res.error
 
 
 def test_run_options_a_bench_step_already_compiled_in_are_not_silently_ignored(ctx):

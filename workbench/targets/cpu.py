@@ -310,9 +310,10 @@ class CpuTarget(Target):
         ops = info.get("ops", [])
         generics = sum(1 for op in ops if op.get("op") == "linalg.generic")
         powers = any("math.fpowi" in (op.get("loops") or {}).get("body", []) for op in ops)
+        gathers = any("tensor.extract" in (op.get("loops") or {}).get("body", []) for op in ops)
         first = [self.OUTLINE_REPEATED_STEPS, self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS,
                  self.DROP_DEAD_RESULTS, self.FUSE_INTO_GATHERS, self.WIDEN_BOOL_REDUCTIONS]
-        if any("tensor.extract" in (op.get("loops") or {}).get("body", []) for op in ops):
+        if gathers:
             # (first: the steps after it, and the selector, then see the value, not a gather; a no-op, left
             # out, unless an extract reads a splat)
             first = [self.FOLD_SPLAT_EXTRACTS] + first
@@ -337,7 +338,7 @@ class CpuTarget(Target):
                 # (before the plane and pointwise rewrites, which take its phases; a no-op, left out, unless a
                 # 2-D conv has strides along h and w)
                 steps.append(self.STRIDED_CONV_PLANES)
-        if any("tensor.extract" in (op.get("loops") or {}).get("body", []) for op in ops):
+        if gathers:
             steps.append(self.GATHER_INDICES)   # (after the fusion, which folds the reshapes between tables and loads)
         if any(op.get("kind") == "contraction" and op.get("op") != "linalg.generic" and op.get("dtype") == "f32"
                and op.get("in_dtype") in NARROW_FLOATS for op in ops):

@@ -17,7 +17,9 @@ Fused-epilogue cases (f16 C + A B, then + bias row vector and relu / gelu (tanh 
 fused into the wgmma kernel's write-back by the selector's schedule) against eager torch
 (`relu(addmm(C, A, B) + bias)`, `gelu(..., approximate="tanh")`).
 Each workbench run: seeded uniform(-1, 1) inputs, device buffers filled before the timed loop,
-`iterations` timed calls (stream synchronized before the second rtclock), median. Every case is
+`iterations` timed samples (stream synchronized before the second rtclock), median; a sample is one call, or with
+--calls-per-sample N the mean of N calls launched back to back with one synchronization (the bench step's
+calls_per_sample), which is how torch's CUDA events around 20-50 calls time torch. Every case is
 checked: its saved inputs go through torch on the GPU (float32, TF32 off) and the workbench's output
 must match within the element type's tolerance (max abs err / max abs value). The baseline is the
 payload's own computation, C + A B (`torch.addmm` / `torch.baddbmm`, cuBLAS with beta = 1); the plain
@@ -188,7 +190,7 @@ def check_kmajor(out: Path, dtype: str) -> float:
     return float((got - want).abs().max() / want.abs().max())
 
 
-def workbench_run(src: Path, schedule: str, iterations: int, out: Path, timeout: int) -> dict:
+def workbench_run(src: Path, schedule: str, iterations: int, out: Path, timeout: int, calls_per_sample: int = 1) -> dict:
     """load, (schedule or `target cuda` + `select --apply`), bench, run; the run's data and selections."""
     from workbench.commands import CommandContext, default_registry
     from workbench.session import Session
@@ -197,7 +199,7 @@ def workbench_run(src: Path, schedule: str, iterations: int, out: Path, timeout:
     ctx = CommandContext(s, default_registry())
     lines = [f"load {src}", "target cuda"]
     lines += [f"apply {schedule}"] if schedule else ["select --apply"]
-    lines += [f"bench warmup=2 iterations={iterations}", f"run --target cuda --timeout {timeout} --save-outputs {out}"]
+    lines += [f"bench warmup=2 iterations={iterations} calls_per_sample={calls_per_sample}", f"run --target cuda --timeout {timeout} --save-outputs {out}"]
     selected = schedule
     try:
         for line in lines:
@@ -318,6 +320,9 @@ def main() -> int:
                     help="';'-separated schedules to run on every matmul case instead of the selector's, each "
                          "'gen=NAME k=v ...' of pipelines/cuda/matmul.py")
     ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--calls-per-sample", type=int, default=1,
+                    help="back-to-back calls in each timed sample of the workbench (one stream synchronization a "
+                         "sample, as torch's CUDA events around 20-50 calls); 1: each call synchronized")
     ap.add_argument("--timeout", type=int, default=300, help="seconds per workbench run (a hung kernel is killed)")
     args = ap.parse_args()
     import torch
@@ -378,7 +383,7 @@ def main() -> int:
             ref_s = ref["addmm"]
         for schedule in runs:
             out = work / f"out_{name}_{abs(hash(schedule))}"
-            r = workbench_run(src, schedule, args.iterations, out, args.timeout)
+            r = workbench_run(src, schedule, args.iterations, out, args.timeout, args.calls_per_sample)
             if not r["ok"]:
                 print(f"FAILED {name} {schedule or 'select'}: {r['error'][-1500:]}", flush=True)
                 failed.append(name)
@@ -416,7 +421,8 @@ def main() -> int:
     geo = math.exp(sum(math.log(v) for v in in_set) / len(in_set)) if in_set else float("nan")
     failed = sorted(set(f for f in failed if f not in ratios))
     print("RESULT " + " ".join(f"{k}_ratio={v:.4f}" for k, v in ratios.items())
-          + f" geomean_ratio={geo:.4f}" + (f" failed={','.join(failed)}" if failed else ""))
+          + f" geomean_ratio={geo:.4f} calls_per_sample={args.calls_per_sample}"
+          + (f" failed={','.join(failed)}" if failed else ""))
     return 0
 
 

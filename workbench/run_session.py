@@ -36,6 +36,7 @@ class RunOptions:
     timeout: float = DEFAULT_TIMEOUT_S
     warmup: int | None = None
     iterations: int | None = None
+    calls_per_sample: int | None = None
     entry: str = ""
     save_outputs: Path | None = None
     ranks: int | None = None
@@ -114,7 +115,8 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
                               "min_s": None, "median_s": None, "mean_s": None, "stddev_s": None,
                               "gflops": None, "check": None, "error": None}
     bench_params = {k: v for k, v in (("warmup", opts.warmup), ("iterations", opts.iterations),
-                                      ("entry", opts.entry)) if v not in (None, "")}
+                                      ("calls_per_sample", opts.calls_per_sample), ("entry", opts.entry))
+                    if v not in (None, "")}
     if opts.ranks is not None and not target.multi_rank:
         report["error"] = f"--ranks: target {target.name} runs in one process (choose a multi-rank target)"
         return report
@@ -140,6 +142,7 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         report["error"] = str(e)
         return report
     report.update(entry=meta["entry"], iterations=meta["iterations"], warmup=meta["warmup"],
+                  calls_per_sample=meta.get("calls_per_sample", 1),
                   inserted_wrapper=prepared["inserted_wrapper"])
     if not prepared["inserted_wrapper"]:
         conflict = wrapper_conflict(session, opts, meta)
@@ -219,16 +222,19 @@ def wrapper_conflict(session: Session, opts: RunOptions, meta: dict) -> str:
     where = (f"step {benches[-1]} put it in: `params {benches[-1]} "
              f"{' '.join(f'{name}={getattr(opts, name)}' for name in differ)}` changes it"
              if benches else "it is part of the module")
-    return (f"{', '.join(f'--{name} {getattr(opts, name)}' for name in differ)}: the module already has its "
-            f"benchmark wrapper, which calls @{meta['entry']} with warmup={meta['warmup']} "
-            f"iterations={meta['iterations']} ({where})")
+    per_sample = meta.get("calls_per_sample", 1)
+    flags = ", ".join(f"--{name.replace('_', '-')} {getattr(opts, name)}" for name in differ)
+    return (f"{flags}: the module "
+            f"already has its benchmark wrapper, which calls @{meta['entry']} with warmup={meta['warmup']} "
+            f"iterations={meta['iterations']}{f' calls_per_sample={per_sample}' if per_sample != 1 else ''} ({where})")
 
 
 def _timeout_hint(error: str, opts: RunOptions, meta: dict | None) -> str:
     """What to do about a run killed at its time limit (the limit is `run --timeout`, 120 s by default)."""
     if "timed out after" not in error:
         return ""
-    calls = f"; it makes {meta['warmup']} + {meta['iterations']} calls" if meta else ""
+    calls = (f"; it makes {meta['warmup']} + {meta['iterations'] * meta.get('calls_per_sample', 1)} calls"
+             if meta else "")
     return f" (`run --timeout {max(opts.timeout * 4, 600):g}` allows longer{calls})"
 
 

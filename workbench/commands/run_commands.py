@@ -89,6 +89,13 @@ def check_possible(session) -> tuple[bool, str]:
     return ok, why
 
 
+def _samples(report: dict) -> str:
+    """"10 iterations", or "10 samples of 20 calls" where each timed sample is the mean of back-to-back calls."""
+    calls = report.get("calls_per_sample") or 1
+    return (f"{report['iterations']} iterations" if calls == 1
+            else f"{report['iterations']} samples of {calls} calls")
+
+
 def _fmt_s(t: float) -> str:
     return f"{t * 1e3:.3f} ms" if t < 1 else f"{t:.3f} s"
 
@@ -138,13 +145,14 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
     opts = RunOptions(ranges=ranges, check=a["check"], inputs=a.get("inputs") or "random", seed=a.get("seed") or 0,
                       npy=_parse_npy(a.get("npy")), threads=a.get("threads"),
                       timeout=a.get("timeout") or 120.0, warmup=a.get("warmup"), iterations=a.get("iterations"),
-                      entry=a.get("entry") or _runner_entry(s, plan),
+                      calls_per_sample=a.get("calls_per_sample"), entry=a.get("entry") or _runner_entry(s, plan),
                       save_outputs=Path(a["save_outputs"]) if a.get("save_outputs") else None,
                       ranks=a.get("ranks"), expect=[Path(f) for f in (a.get("expect") or "").split(",") if f],
                       inputs_given=bool(a.get("inputs") or a.get("npy")), profile=bool(a.get("profile")),
                       print_result=plan.runner.result if plan is not None and plan.runner is not None else "",
                       capture_output=plan is not None,
-                      requested=tuple(k for k in ("warmup", "iterations", "entry") if a.get(k) not in (None, "")))
+                      requested=tuple(k for k in ("warmup", "iterations", "calls_per_sample", "entry")
+                                      if a.get(k) not in (None, "")))
     ctx.progress(f"lowering and running on {s.target_name} ...")
     try:
         report = run_current(s, opts)
@@ -172,7 +180,7 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
                       data={"run": s.last_run})
     where = f" on {report['ranks']} ranks" if report.get("ranks") else ""
     summary = (f"{report['target']} @{report['entry']}{where}: median {_fmt_s(report['median_s'])} "
-               f"(min {_fmt_s(report['min_s'])}, {report['iterations']} iterations)")
+               f"(min {_fmt_s(report['min_s'])}, {_samples(report)})")
     if report["gflops"]:
         summary += f", {report['gflops']:.2f} GFLOP/s"
     chk = report["check"]
@@ -313,6 +321,8 @@ def register(reg: Registry) -> None:
          Flag("--timeout", "seconds before the run worker is killed", True, type="float", minimum=0.1),
          Flag("--warmup", "warm-up calls (when run inserts the wrapper)", True, type="int", minimum=0),
          Flag("--iterations", "timed calls (when run inserts the wrapper)", True, type="int", minimum=1),
+         Flag("--calls-per-sample", "calls back to back in each timed sample, which is their mean (when run "
+              "inserts the wrapper; on cuda one stream synchronization a sample)", True, type="int", minimum=1),
          Flag("--entry", "entry function (when run inserts the wrapper)", True),
          Flag("--expect", "expected outputs (.npy, in result order) to compare with, e.g. torch's", True,
               complete="path:.npy"),

@@ -4,4 +4,6 @@ from __future__ import annotations
 
 WRAPPER_CALL = "_lh_call"
 WRAPPER_BENCH = "_lh_bench"
-DEFAULT_PARAMS = {"entry": "", "warmup": 1, "iterations": 10, "outputs": ""}
+DEFAULT_PARAMS = {"entry": "", "warmup": 1, "iterations": 10, "outputs": "", "calls_per_sample": 1}
+#: the most calls one timed sample may make back to back (the wrapper unrolls nothing: a loop bound)
+MAX_CALLS_PER_SAMPLE = 100_000

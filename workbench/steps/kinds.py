@@ -19,6 +19,7 @@ from workbench.common import safe_yaml, trust_store
 from workbench.common.files import read_regular_text
 from workbench.common.suggest import did_you_mean, did_you_mean_path
 from workbench.common.bench_defaults import DEFAULT_PARAMS as BENCH_DEFAULTS
+from workbench.common.bench_defaults import MAX_CALLS_PER_SAMPLE
 from workbench.paths import LIBRARY_DIR, in_library
 from workbench.steps import spec as S
 from workbench.steps.params import ParamError, ParamSpec, Schema, generator_schema, knob_schema
@@ -311,6 +312,11 @@ class BenchKind(StepKind):
         "iterations": ParamSpec("iterations", "int", BENCH_DEFAULTS["iterations"], "timed calls", min=1,
                                 max=MAX_BENCH_CALLS),
         "outputs": ParamSpec("outputs", "str", "", "output argument indices for functions without results"),
+        "calls_per_sample": ParamSpec("calls_per_sample", "int", BENCH_DEFAULTS["calls_per_sample"],
+                                      "calls back to back between two clock readings, each timed sample their mean "
+                                      "(on cuda one stream synchronization a sample: short kernels timed as CUDA "
+                                      "events around back-to-back launches time them)", min=1,
+                                      max=MAX_CALLS_PER_SAMPLE),
     })
 
     def schema(self, step, ctx=None):

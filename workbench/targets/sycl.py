@@ -85,7 +85,8 @@ class SyclTarget(Target):
         """The host plan + SPIR-V kernels the SYCL worker executes through dpctl."""
         return {"plan": artifact, "device": self.device_spec(), "inputs": inputs,
                 "outputs": output_specs(meta, meta["arg_specs"]),
-                "call": call, "bench": bench, "warmup": meta.get("warmup", 0), "iterations": meta["iterations"]}
+                "call": call, "bench": bench, "warmup": meta.get("warmup", 0), "iterations": meta["iterations"],
+                "calls_per_sample": meta.get("calls_per_sample", 1)}
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
         return []

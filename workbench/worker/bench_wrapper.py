@@ -23,7 +23,8 @@ import re
 
 from mlir import ir
 
-from workbench.common.bench_defaults import DEFAULT_PARAMS, WRAPPER_BENCH, WRAPPER_CALL  # noqa: F401  (re-exported)
+from workbench.common.bench_defaults import (DEFAULT_PARAMS, MAX_CALLS_PER_SAMPLE, WRAPPER_BENCH,  # noqa: F401  (re-exported)
+                                             WRAPPER_CALL)
 from workbench.worker.ir_walk import ops_where
 
 
@@ -84,33 +85,55 @@ def _is_scalar(t: ir.Type) -> bool:
 
 
 def timed_loops(callee: str, args: str, types: str, iterations: int, *,
-                timed: tuple[str, str, str] | None = None) -> str:
+                timed: tuple[str, str, str] | None = None, calls_per_sample: int = 1,
+                repeated: str = "") -> str:
     """The body of @_lh_bench after its constants (%c0, %c1, %cw = warmup, %cn = iterations): `warmup`
-    untimed calls of `callee`, then `iterations` timed calls, each timed with rtclock into %times.
+    untimed calls of `callee`, then `iterations` timed samples into %times.
 
     `timed` = (setup, call, teardown) times `call` alone: the lines of `setup` run before the clock
     starts and those of `teardown` after it stops (the CPU wrapper copies the entry's results into
-    the output arguments there: a serial copy of every output is no part of the payload's time)."""
+    the output arguments there: a serial copy of every output is no part of the payload's time).
+    With `calls_per_sample` = B > 1 each sample makes B calls back to back between its two clock
+    readings and stores their mean: B - 1 calls by the line `repeated` (it names no result) in a loop,
+    then `call`. Short kernels are then timed as CUDA events around back-to-back launches time them: the
+    launch latency of one call hides behind the work of the one before (the GPU wrapper synchronizes
+    the stream once, after the last call of a sample)."""
     setup, call, teardown = timed or ("", f"      func.call @{callee}({args}) : ({types}) -> ()", "")
+    repeat = ""
+    mean = "      %dt = arith.subf %clock1, %clock0 : f64\n"
+    if calls_per_sample > 1:
+        line = repeated or f"        func.call @{callee}({args}) : ({types}) -> ()"
+        repeat = (f"      %crep = arith.constant {calls_per_sample - 1} : index\n"
+                  f"      scf.for %j = %c0 to %crep step %c1 {{\n{line}\n      }}\n")
+        mean = ("      %dtotal = arith.subf %clock1, %clock0 : f64\n"
+                f"      %ccalls = arith.constant {float(calls_per_sample)!r} : f64\n"
+                "      %dt = arith.divf %dtotal, %ccalls : f64\n")
     return f"""    scf.for %i = %c0 to %cw step %c1 {{
       func.call @{callee}({args}) : ({types}) -> ()
     }}
     scf.for %i = %c0 to %cn step %c1 {{
 {setup}      %clock0 = func.call @rtclock() : () -> f64
-{call}
+{repeat}{call}
       %clock1 = func.call @rtclock() : () -> f64
-{teardown}      %dt = arith.subf %clock1, %clock0 : f64
-      memref.store %dt, %times[%i] : memref<{iterations}xf64>
+{teardown}{mean}      memref.store %dt, %times[%i] : memref<{iterations}xf64>
     }}
 """
+
+
+def bench_counts(params: dict) -> tuple[int, int, int]:
+    """(warmup, iterations, calls_per_sample) of the bench parameters, checked (BenchError)."""
+    p = dict(DEFAULT_PARAMS)
+    p.update(params or {})
+    warmup, iterations, calls = int(p["warmup"]), int(p["iterations"]), int(p["calls_per_sample"])
+    if iterations < 1 or warmup < 0 or not 1 <= calls <= MAX_CALLS_PER_SAMPLE:
+        raise BenchError(f"bench needs iterations >= 1, warmup >= 0 and 1 <= calls_per_sample <= {MAX_CALLS_PER_SAMPLE}")
+    return warmup, iterations, calls
 
 
 def insert_wrapper(module, params: dict) -> None:
     p = dict(DEFAULT_PARAMS)
     p.update(params or {})
-    warmup, iterations = int(p["warmup"]), int(p["iterations"])
-    if iterations < 1 or warmup < 0:
-        raise BenchError("bench needs iterations >= 1 and warmup >= 0")
+    warmup, iterations, calls = bench_counts(p)
     existing = [f for f in _funcs(module) if _sym(f) in (WRAPPER_CALL, WRAPPER_BENCH)]
     if existing:
         raise BenchError("the module already has a benchmark wrapper (a `bench` step was applied "
@@ -205,6 +228,8 @@ def insert_wrapper(module, params: dict) -> None:
     # copies into the output arguments after it (a serial copy of each result is no part of the payload)
     indent = lambda block: "".join("  " + line + "\n" for line in block.splitlines())  # noqa: E731
     timed = (indent(pre_s), indent(call_line).rstrip("\n"), indent(post_s))
+    # the calls of a sample before its last: their results (tensors the entry allocates) are dropped
+    repeated = f"        func.call @{name}({', '.join(call_operands)}) : {entry_sig}"
     text = f"""
 func.func private @{name}{entry_sig}
 func.func private @rtclock() -> f64
@@ -214,12 +239,12 @@ func.func @{WRAPPER_CALL}({sig}) attributes {{llvm.emit_c_interface}} {{
 {post_s}
     return
 }}
-func.func @{WRAPPER_BENCH}({sig}{', ' if sig else ''}%times: memref<{iterations}xf64>) attributes {{llvm.emit_c_interface, lh.bench = {{entry = "{name}", warmup = {warmup} : i64, iterations = {iterations} : i64, arg_roles = [{roles}], outputs = [{outs_attr}], num_inputs = {n_in} : i64, num_outputs = {n_out} : i64}}}} {{
+func.func @{WRAPPER_BENCH}({sig}{', ' if sig else ''}%times: memref<{iterations}xf64>) attributes {{llvm.emit_c_interface, lh.bench = {{entry = "{name}", warmup = {warmup} : i64, iterations = {iterations} : i64, arg_roles = [{roles}], outputs = [{outs_attr}], num_inputs = {n_in} : i64, num_outputs = {n_out} : i64, calls_per_sample = {calls} : i64}}}} {{
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %cw = arith.constant {warmup} : index
     %cn = arith.constant {iterations} : index
-{timed_loops(WRAPPER_CALL, all_args, all_types, iterations, timed=timed)}    return
+{timed_loops(WRAPPER_CALL, all_args, all_types, iterations, timed=timed, calls_per_sample=calls, repeated=repeated)}    return
 }}
 """
     try:
@@ -295,7 +320,7 @@ def insert_lowered_program_wrapper(module, params: dict) -> None:
     module has no such program, or several and no `entry`."""
     p = dict(DEFAULT_PARAMS)
     p.update(params or {})
-    warmup, iterations = int(p["warmup"]), int(p["iterations"])
+    warmup, iterations, calls = bench_counts(p)
     programs = lowered_programs(module)
     if p["entry"]:
         programs = [f for f in programs if _sym(f) == p["entry"]]
@@ -327,12 +352,12 @@ llvm.func @{name}(){f" -> {result_type}" if result_type else ""}
 func.func @{WRAPPER_CALL}() attributes {{llvm.emit_c_interface}} {{
 {call}    return
 }}
-func.func @{WRAPPER_BENCH}(%times: memref<{iterations}xf64>) attributes {{llvm.emit_c_interface, lh.bench = {{entry = "{name}", warmup = {warmup} : i64, iterations = {iterations} : i64, arg_roles = [], outputs = [], num_inputs = 0 : i64, num_outputs = 0 : i64, arg_specs = "[]"}}}} {{
+func.func @{WRAPPER_BENCH}(%times: memref<{iterations}xf64>) attributes {{llvm.emit_c_interface, lh.bench = {{entry = "{name}", warmup = {warmup} : i64, iterations = {iterations} : i64, arg_roles = [], outputs = [], num_inputs = 0 : i64, num_outputs = 0 : i64, calls_per_sample = {calls} : i64, arg_specs = "[]"}}}} {{
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %cw = arith.constant {warmup} : index
     %cn = arith.constant {iterations} : index
-{timed_loops(WRAPPER_CALL, "", "", iterations)}    return
+{timed_loops(WRAPPER_CALL, "", "", iterations, calls_per_sample=calls)}    return
 }}
 """
     snippet = ir.Module.parse(text)
@@ -384,6 +409,8 @@ def wrapper_metadata(module) -> dict | None:
         meta[key] = ir.StringAttr(attr[key]).value
     for key in ("warmup", "iterations", "num_inputs", "num_outputs"):
         meta[key] = ir.IntegerAttr(attr[key]).value
+    # (a wrapper saved before the parameter existed made one call per sample)
+    meta["calls_per_sample"] = ir.IntegerAttr(attr["calls_per_sample"]).value if "calls_per_sample" in attr else 1
     meta["outputs"] = [ir.StringAttr(a).value for a in ir.ArrayAttr(attr["outputs"])]
     meta["arg_roles"] = [ir.StringAttr(a).value for a in ir.ArrayAttr(attr["arg_roles"])]
     if "arg_specs" in attr:

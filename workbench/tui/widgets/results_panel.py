@@ -59,7 +59,9 @@ def summary_renderable(res: Result, scrub: Callable[[str], str] = lambda s: s):
             t.add_row("stddev", scrub(_fmt_s(stddev) + spread))
             if run.get("gflops"):
                 t.add_row("GFLOP/s", scrub(f"{run['gflops']:.2f}"))
-            t.add_row("calls", f"{run.get('iterations', '?')} on {run.get('target', '?')}")
+            per_sample = run.get("calls_per_sample") or 1
+            t.add_row("calls", f"{run.get('iterations', '?')}{f' x {per_sample}' if per_sample > 1 else ''} "
+                               f"on {run.get('target', '?')}")
         parts.append(t)
         err = run.get("error") or (chk or {}).get("error")
         if err:

@@ -11,6 +11,11 @@ into the device form with the Python pass `lh-gpu-device-wrapper` (first stage o
   @_lh_bench(host..., times)
         gpu.alloc + host->device copies (untimed), `warmup` calls, then per iteration
         rtclock / call / rtclock, then device->host copies and gpu.dealloc (untimed)
+  @_lh_device_call_timed                with calls_per_sample = B > 1 only: a copy of @_lh_device_call that
+        the timed loop calls B times between its clock readings, then `@_lh_stream_sync()`, a marker
+        that lh-drop-redundant-stream-syncs turns into the synchronization of the one stream; the
+        copies' own synchronizations (and the entry's, in a copy of it) are dropped as redundant, so
+        the B calls' kernels run back to back as CUDA events around B launches time them
 
 Synchronisation: the wrapper is lowered with `gpu-async-region`, which makes the device
 functions' GPU ops asynchronous on one stream and inserts a blocking `gpu.wait` (stream
@@ -25,8 +30,11 @@ from __future__ import annotations
 from mlir import ir
 
 from workbench.worker.bench_wrapper import WRAPPER_BENCH, WRAPPER_CALL, _funcs, _sym, timed_loops
+from workbench.worker.cuda.stream_syncs import SYNC_MARKER
 
 DEVICE_CALL = "_lh_device_call"
+#: the device call of the samples that make several calls (see the module docstring)
+TIMED_DEVICE_CALL = "_lh_device_call_timed"
 #: unit attribute on the host-facing wrapper functions (they touch host memory on purpose)
 HOST_ATTR = "lh.host_wrapper"
 
@@ -55,6 +63,7 @@ def to_device_wrapper(module) -> bool:
     d = ir.DictAttr(bench.attributes["lh.bench"])
     warmup = ir.IntegerAttr(d["warmup"]).value
     iterations = ir.IntegerAttr(d["iterations"]).value
+    calls = ir.IntegerAttr(d["calls_per_sample"]).value if "calls_per_sample" in d else 1
     ftype = ir.FunctionType(ir.TypeAttr(call.attributes["function_type"]).value)
     types = [str(t) for t in ftype.inputs]
     for t in ftype.inputs:
@@ -66,6 +75,9 @@ def to_device_wrapper(module) -> bool:
     call.attributes["sym_name"] = ir.StringAttr.get(DEVICE_CALL)
     if "llvm.emit_c_interface" in call.attributes:
         del call.attributes["llvm.emit_c_interface"]
+    if calls > 1:
+        timed_copy = call.operation.clone(ip=ir.InsertionPoint.after(call))
+        timed_copy.attributes["sym_name"] = ir.StringAttr.get(TIMED_DEVICE_CALL)
     sig = ", ".join(f"%h{i}: {t}" for i, t in enumerate(types))
     all_types = ", ".join(types)
     dev_args = ", ".join(f"%d{i}" for i in range(n))
@@ -75,6 +87,8 @@ def to_device_wrapper(module) -> bool:
     free = "\n".join(f"    gpu.dealloc %d{i} : {t}" for i, t in enumerate(types))
     text = f"""
 func.func private @{DEVICE_CALL}({all_types})
+func.func private @{TIMED_DEVICE_CALL}({all_types})
+{f"func.func private @{SYNC_MARKER}()" if calls > 1 else ""}
 func.func private @rtclock() -> f64
 func.func @{WRAPPER_CALL}({sig}) attributes {{llvm.emit_c_interface, {HOST_ATTR}}} {{
 {alloc}
@@ -89,7 +103,7 @@ func.func @{WRAPPER_BENCH}({sig}{', ' if sig else ''}%times: memref<{iterations}
     %cw = arith.constant {warmup} : index
     %cn = arith.constant {iterations} : index
 {alloc}
-{timed_loops(DEVICE_CALL, dev_args, all_types, iterations)}{back}
+{_timed_device_loops(dev_args, all_types, iterations, calls)}{back}
 {free}
     return
 }}
@@ -102,7 +116,7 @@ func.func @{WRAPPER_BENCH}({sig}{', ' if sig else ''}%times: memref<{iterations}
     body = module.operation.regions[0].blocks[0]
     for op in list(snippet.body.operations):
         sym = _sym(op)
-        if sym in (DEVICE_CALL, "rtclock"):
+        if sym in (DEVICE_CALL, TIMED_DEVICE_CALL, "rtclock"):
             continue
         op.operation.detach_from_parent()
         body.append(op.operation)
@@ -111,6 +125,17 @@ func.func @{WRAPPER_BENCH}({sig}{', ' if sig else ''}%times: memref<{iterations}
     new_bench.attributes["lh.bench"] = bench.attributes["lh.bench"]
     bench.operation.erase()
     return True
+
+
+def _timed_device_loops(dev_args: str, types: str, iterations: int, calls: int) -> str:
+    """@_lh_bench's loops on device buffers: one synchronized call a sample, or `calls` calls of the
+    timed copy and one synchronization of the stream (the module docstring)."""
+    if calls == 1:
+        return timed_loops(DEVICE_CALL, dev_args, types, iterations)
+    call = f"func.call @{TIMED_DEVICE_CALL}({dev_args}) : ({types}) -> ()"
+    return timed_loops(DEVICE_CALL, dev_args, types, iterations, calls_per_sample=calls,
+                       timed=("", f"      {call}\n      func.call @{SYNC_MARKER}() : () -> ()", ""),
+                       repeated=f"        {call}")
 
 
 def forward_result_buffers(call_wrapper) -> int:

@@ -16,14 +16,27 @@ block, the next op that is not stream-safe is
   - another synchronization of the stream, or
   - a call of a stream-safe module function that synchronizes right before its one return; or
   - the return of an internal function (no C interface, address never taken) whose every call site is
-    followed, in its block, by stream-safe ops up to one of the two above.
+    followed by stream-safe ops up to one of the two above,
+along every path of the control flow from it (branches are followed; a path that comes back to a block
+it went through, a loop of stream-safe ops, is covered by the loop's exit).
 Each removal is justified by a later synchronization in execution order with only stream-safe ops
 between, so the last one of any such chain stays; public entries keep their final synchronization.
+Where a stream-safe function that synchronizes is called at a place a later synchronization covers, but
+is public or also called where none does (so its own synchronization must stay), that call goes to an
+internal copy of it (`<name>_lh_chained`), and so on down the functions the copy calls: the copies'
+synchronizations go. The benchmark wrapper's timed copy of the device call calls the entry (public, and
+its matmul kernel's host function) B times back to back that way.
+
+`llvm.call @_lh_stream_sync()` (SYNC_MARKER: the GPU benchmark wrapper's synchronization after the
+back-to-back calls of a timed sample) becomes the synchronization of the one stream first.
 """
 from __future__ import annotations
 
 SYNC = "mgpuStreamSynchronize"
 STREAM_GETTER = "lh_reused_gpu_stream"
+SYNC_MARKER = "_lh_stream_sync"
+#: suffix of a public function's internal copy, called where a later synchronization covers its own
+CHAINED_SUFFIX = "_lh_chained"
 #: runtime functions that neither read nor write device data on the host nor wait for the device, or
 #: wait for all of it: lh_cached_gpu_free of a kept temporary does nothing, of another buffer it is a
 #: cuMemFree, which waits for the device before it frees (a free after a chain of kernels kept the
@@ -126,10 +139,13 @@ class _Module:
                 and name not in self.addressed and name != "main")
 
     def followed_by_sync(self, op, visiting: frozenset = frozenset()) -> bool:
-        """Whether the ops after `op` in its block are stream-safe up to a synchronization that the
-        module docstring's rules let stand in for one right after `op`."""
+        """Whether the ops after `op`, along every path of the control flow, are stream-safe up to a
+        synchronization that the module docstring's rules let stand in for one right after `op`."""
         ops = list(_block_of(op).operations)
-        for nxt in ops[ops.index(op) + 1:]:
+        return self._path_synced(ops[ops.index(op) + 1:], visiting, frozenset({_block_of(op)}))
+
+    def _path_synced(self, ops, visiting: frozenset, on_path: frozenset) -> bool:
+        for nxt in ops:
             if _is_sync(nxt):
                 return True
             name = _callee(nxt)
@@ -139,9 +155,45 @@ class _Module:
                 fname = _function_name(nxt)
                 return (fname not in visiting and self.internal(fname) and bool(self.callers.get(fname))
                         and all(self.followed_by_sync(c, visiting | {fname}) for c in self.callers[fname]))
+            if nxt.name in ("llvm.br", "llvm.cond_br"):
+                # every successor: a block already on this path closes a loop of stream-safe ops
+                return all(succ in on_path or self._path_synced(list(succ.operations), visiting, on_path | {succ})
+                           for succ in nxt.successors)
             if not self.safe_op(nxt):
                 return False
         return False
+
+    def waits(self, name: str, seen: frozenset = frozenset()) -> bool:
+        """Whether function `name` synchronizes the stream, itself or in a module function it calls."""
+        return any(_is_sync(op) or (_callee(op) in self.funcs and _callee(op) not in seen
+                                    and self.waits(_callee(op), seen | {name}))
+                   for block in self.funcs[name].regions[0].blocks for op in block.operations)
+
+    def chain_copies(self) -> int:
+        """One round of the module docstring's copies: calls that a later synchronization covers, of a
+        stream-safe function that synchronizes and is public or also called where none covers it, go
+        to an internal copy of it. How many calls moved (repeat until none: the copy's own calls)."""
+        from mlir import ir
+
+        moved = 0
+        for name, f in list(self.funcs.items()):
+            if not (self.safe_function(name) and self.waits(name)):
+                continue
+            calls = [c for c in self.callers.get(name, []) if _function_name(c) != name]
+            covered = [c for c in calls if self.followed_by_sync(c)]
+            if not covered or (self.internal(name) and len(covered) == len(calls)):
+                continue
+            copy_name = name + CHAINED_SUFFIX
+            if copy_name not in self.funcs:
+                copy = f.clone(ip=ir.InsertionPoint.after(f))
+                copy.attributes["sym_name"] = ir.StringAttr.get(copy_name)
+                copy.attributes["linkage"] = ir.Attribute.parse("#llvm.linkage<internal>")
+                if "llvm.emit_c_interface" in copy.attributes:
+                    del copy.attributes["llvm.emit_c_interface"]
+            for c in covered:
+                c.attributes["callee"] = ir.FlatSymbolRefAttr.get(copy_name)
+            moved += len(covered)
+        return moved
 
 
 def _block_of(op):
@@ -157,8 +209,34 @@ def _function_name(op) -> str:
     return ir.StringAttr(f.attributes["sym_name"]).value
 
 
+def expand_sync_markers(module) -> int:
+    """`llvm.call @_lh_stream_sync()` -> the synchronization of the one stream, copied from one the module
+    makes (nothing where it makes none: no GPU work to wait for); the marker's declaration goes. How many
+    calls it expanded."""
+    from mlir import ir
+
+    from workbench.worker.ir_walk import llvm_calls, ops_where
+
+    calls = llvm_calls(module, SYNC_MARKER)
+    syncs = ops_where(module, _is_sync)
+    for call in calls:
+        if syncs:
+            getter = syncs[0].operands[0].owner.clone(ip=ir.InsertionPoint(call))
+            sync = syncs[0].clone(ip=ir.InsertionPoint(call))
+            sync.operands[0] = getter.results[0]
+        call.erase()
+    for op in list(module.body.operations):
+        if op.name == "llvm.func" and ir.StringAttr(op.attributes["sym_name"]).value == SYNC_MARKER:
+            op.erase()
+    return len(calls)
+
+
 def drop_redundant_syncs(module) -> int:
     """Drop the synchronizations the module docstring describes; how many were dropped."""
+    expand_sync_markers(module)
+    for _ in range(8):   # a chain of host functions as deep as this is more than any lowering makes
+        if not _Module(module).chain_copies():
+            break
     m = _Module(module)
     syncs = [op for f in m.funcs.values() for block in f.regions[0].blocks for op in block.operations
              if _is_sync(op)]

@@ -9,7 +9,7 @@ Run request:
   {"op": "run", "plan": {"entry", "functions", "binaries"} (workbench/worker/sycl/spirv_kernels.py),
    "device": {"type": "gpu" | None, "vendor": "Intel" | None, "filter": str | None, "what": str},
    "inputs": [ndarray], "outputs": [{"shape", "dtype"}], "call": bool, "bench": bool,
-   "warmup": int, "iterations": int}
+   "warmup": int, "iterations": int, "calls_per_sample": int (each time the mean of that many calls)}
   -> {"ok", "args_after", "outputs", "times", "compile_s", "report": {"device", "timer", "wall_times_s"}}
 
 Launch sizes: gpu.launch_func's grid (work-groups) x block (work-items per group), given to
@@ -235,10 +235,13 @@ def handle_run(req: dict) -> dict:
             for _ in range(int(req.get("warmup", 0))):
                 runner.iteration(bufs + outs)
             wall, dev = [], []
+            # a sample is the mean of `calls_per_sample` calls (each waits for its kernels here: the
+            # SYCL plan has no host-side stream to leave unsynchronized)
+            calls = max(1, int(req.get("calls_per_sample", 1)))
             for _ in range(int(req["iterations"])):
-                w, d = runner.iteration(bufs + outs)
-                wall.append(w)
-                dev.append(d)
+                sample = [runner.iteration(bufs + outs) for _ in range(calls)]
+                wall.append(sum(w for w, _ in sample) / calls)
+                dev.append(None if any(d is None for _, d in sample) else sum(d for _, d in sample) / calls)
             profiled = all(d is not None and d > 0 for d in dev)
             answer["times"] = dev if profiled else wall
             answer["report"].update(timer="device (SYCL event profiling: kernels + copies)" if profiled

@@ -14,7 +14,8 @@ the GPU. `--compile-only` stops after `apply cuda-lower` (no GPU needed: finds c
 The same modules are timed in eager torch on the GPU (examples/torch/corpus.py, the fixture's inputs,
 CUDA events around 20 calls after warm-up, median of 5) in a process of its own, before our runs.
 Times are per call of the entry function (device buffers in place, a stream synchronize after each
-call); both sides are launch-bound at the fixtures' test sizes.
+call, or with --calls-per-sample N one after N back-to-back calls); both sides are launch-bound at the
+fixtures' test sizes.
 
 A fixture is covered when every step works and both checks pass. Per fixture: ok / FAILED with the
 step and the first error line; the failures are grouped by their first error line at the end.
@@ -85,7 +86,7 @@ def first_line(text: str) -> str:
 
 def ours(job: tuple) -> dict:
     """{"name", "ok", "stage", "error", "schedules", "time"} for one fixture through the selector path."""
-    name, fixtures, iterations, timeout, compile_only = job
+    name, fixtures, iterations, timeout, compile_only, calls_per_sample = job
     from workbench.commands import CommandContext, default_registry
     from workbench.session import Session
 
@@ -95,7 +96,7 @@ def ours(job: tuple) -> dict:
     rec: dict = {"name": name, "ok": False}
     t0 = time.perf_counter()
     lines = [f"load {Path(fixtures) / (name + '.mlir')}", "target cuda", "select --apply",
-             f"bench warmup=2 iterations={iterations}", "apply cuda-lower"]
+             f"bench warmup=2 iterations={iterations} calls_per_sample={calls_per_sample}", "apply cuda-lower"]
     if not compile_only:
         lines.append(f"run --check --timeout {timeout}")
     try:
@@ -147,6 +148,9 @@ def main() -> None:
     ap.add_argument("--only", default="", help="comma-separated fixture names")
     ap.add_argument("--jobs", type=int, default=0, help="fixtures compiled and checked at once")
     ap.add_argument("--iterations", type=int, default=20)
+    ap.add_argument("--calls-per-sample", type=int, default=1,
+                    help="back-to-back calls in each timed sample, one stream synchronization a sample (as torch's "
+                         "events around 20 calls); 1: a synchronize after each call")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per run")
     ap.add_argument("--compile-only", action="store_true", help="stop after `apply cuda-lower` (no GPU needed)")
     ap.add_argument("--torch-python", default=None)
@@ -166,7 +170,7 @@ def main() -> None:
     records, ratios = [], []
     ctx = mp.get_context("spawn")
     lock = ctx.Lock()
-    work = [(n, str(fixtures), args.iterations, args.timeout, args.compile_only) for n in names]
+    work = [(n, str(fixtures), args.iterations, args.timeout, args.compile_only, args.calls_per_sample) for n in names]
     with ctx.Pool(jobs, initializer=_init, initargs=(lock,)) as pool:
         for rec in pool.imap(ours, work):
             tb = base.get(rec["name"]) or {}
@@ -198,7 +202,7 @@ def main() -> None:
         Path(args.json).write_text(json.dumps(records, indent=1))
     what = "compiled" if args.compile_only else "coverage"
     print(f"RESULT {what}={covered}/{len(records)} geomean_vs_torch_ratio={geomean(ratios):.3f} "
-          f"torch_timed={len(ratios)}")
+          f"torch_timed={len(ratios)} calls_per_sample={args.calls_per_sample}")
 
 
 if __name__ == "__main__":

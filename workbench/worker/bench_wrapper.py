@@ -53,6 +53,25 @@ def _called_symbols(module) -> set[str]:
             for op in ops_where(module, lambda op: op.name == "func.call")}
 
 
+def _referenced_symbols(module) -> set[str]:
+    """The symbols any op of `module` names in an attribute (a FlatSymbolRefAttr, or the root of a nested
+    SymbolRefAttr), the functions' own names aside."""
+    names: set[str] = set()
+
+    def visit(op):
+        if op.name != "func.func":
+            for name in op.attributes:   # the attribute names
+                value = op.attributes[name]
+                if isinstance(value, ir.FlatSymbolRefAttr):
+                    names.add(value.value)
+                elif isinstance(value, ir.SymbolRefAttr):
+                    names.add(str(value).split("::")[0].lstrip("@").strip('"'))
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return names
+
+
 def find_entry(module, name: str = "") -> "ir.Operation":
     funcs = _funcs(module)
     if name:
@@ -64,6 +83,12 @@ def find_entry(module, name: str = "") -> "ir.Operation":
     called = _called_symbols(module)
     candidates = [f for f in funcs if len(f.regions[0].blocks) > 0 and not _sym(f).startswith("_lh_")
                   and "sym_visibility" not in f.attributes and _sym(f) not in called]
+    if len(candidates) > 1:
+        # functions used otherwise than by func.call are not entries either: taken as values
+        # (`func.constant @sqrt` for a `func.call_indirect`: upstream's Complex integration test), named by
+        # an async.call, ... (the whole walk over every attribute only when the calls did not decide)
+        referenced = _referenced_symbols(module)
+        candidates = [f for f in candidates if _sym(f) not in referenced] or candidates
     if len(candidates) != 1:
         raise BenchError("cannot pick the entry function: "
                          + (f"candidates {', '.join('@' + _sym(f) for f in candidates)}" if candidates

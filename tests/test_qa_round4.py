@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import REPO, do, ok
+from conftest import REPO, do, failed, ok
 from workbench.commands import CommandContext, default_registry
 
 
@@ -109,3 +109,55 @@ def test_constants_of_complex_numbers_do_not_break_passes_that_read_constants(ct
     ok(ctx, "pass lh-outline-repeated-steps")
     res = do(ctx, "select --apply")
     assert res.ok or ("Can't cast" not in res.error and "\n" not in res.error), res.error
+
+
+LEGACY_SCRIPT = """\
+transform.sequence failures(propagate) {
+^bb1(%arg1: !transform.any_op):
+  %0 = transform.structured.match ops{["linalg.matmul"]} in %arg1 : (!transform.any_op) -> !transform.any_op
+  %1, %loops:2 = transform.structured.tile_using_for %0 tile_sizes [16, 32]
+      : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+}
+"""
+
+TEST_FILE_WITH_NESTED_SCRIPT = """\
+func.func @payload_of_the_test(%a: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  return %a : tensor<8x8xf32>
+}
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @tile_it(%root: !transform.any_op {transform.readonly}) {
+    %mm = transform.structured.match ops{["linalg.matmul"]} in %root : (!transform.any_op) -> !transform.any_op
+    %t, %l:2 = transform.structured.tile_using_for %mm tile_sizes [16, 16]
+        : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}
+"""
+
+
+def test_transform_files_of_upstream_tests_apply_or_say_what_they_hold(matmul_session, tmp_path):
+    """`apply FILE` with an upstream test file's script: a nested `transform.with_named_sequence` module
+    said "has: none" (it has @tile_it, which [seq=tile_it] applied); an older file's top-level
+    `transform.sequence` (what lh-apply-payload-schedule runs when the payload carries it) was "no named
+    sequence @__transform_main (has: none)"; a payload applied by mistake said the same. The legacy script
+    has no mlir-opt spelling today: export starts after it instead of writing a command that fails."""
+    ctx = CommandContext(matmul_session, default_registry())
+    nested, legacy = tmp_path / "nested.mlir", tmp_path / "legacy.mlir"
+    nested.write_text(TEST_FILE_WITH_NESTED_SCRIPT)
+    legacy.write_text(LEGACY_SCRIPT)
+    err = failed(ctx, f"apply {nested}")
+    assert err.endswith("has no named sequence @__transform_main (has: @tile_it)"), err
+    err = failed(ctx, f"apply {REPO / 'examples' / 'matmul.mlir'}")
+    assert "holds no transform script" in err and "a payload? (`load` opens one)" in err, err
+    assert matmul_session.cursor == 0
+    ok(ctx, f"apply {legacy}")
+    ir = matmul_session.ir_at(1)
+    assert "scf.for" in ir and "tensor<16x32xf32>" in ir and "transform." not in ir
+    err = failed(ctx, "export cmdline")
+    assert err.startswith(f"step 1 ({legacy}) has no mlir-opt spelling"), err
+    ok(ctx, "pass canonicalize")
+    res = ok(ctx, "export cmdline")
+    assert "steps 2..2 (input: IR after step 1)" in res.summary and "transform-interpreter" not in res.data["cmdline"]
+    err = failed(ctx, f"apply {legacy}[seq=other]")
+    assert err.endswith("no named sequence @other (has: only top-level `transform.sequence` ops)"), err

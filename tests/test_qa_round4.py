@@ -161,3 +161,21 @@ def test_transform_files_of_upstream_tests_apply_or_say_what_they_hold(matmul_se
     assert "steps 2..2 (input: IR after step 1)" in res.summary and "transform-interpreter" not in res.data["cmdline"]
     err = failed(ctx, f"apply {legacy}[seq=other]")
     assert err.endswith("no named sequence @other (has: only top-level `transform.sequence` ops)"), err
+
+
+def test_a_pipeline_variable_the_file_never_names_is_refused(matmul_session, tmp_path):
+    """`apply cpu-lower{x=1}` and `apply pipelines/cpu/split-leftovers.yaml{threadz=4}` (a typo) were taken
+    as they were: the include's schema was open, so a variable no `$name` of the file uses was kept, shown
+    and saved, and did nothing (the typo said only "undefined variable $threads")."""
+    ctx = CommandContext(matmul_session, default_registry())
+    assert failed(ctx, "apply cpu-lower{x=1}") == "unknown parameter 'x': this step has no parameters"
+    err = failed(ctx, "apply pipelines/cpu/split-leftovers.yaml{threadz=4}")
+    assert err == "unknown parameter 'threadz' (known: threads) (did you mean threads?)"
+    ok(ctx, "apply pipelines/cpu/split-leftovers.yaml{threads=2}")
+    assert "did you mean threads" in failed(ctx, "params 1 thread=4")
+    ok(ctx, "params 1 threads=4")
+    assert matmul_session.steps[0].step.params == {"threads": 4}
+    session = tmp_path / "s.yaml"     # a hand-edited session: the same refusal, not a silent replay
+    session.write_text(f"Pipeline:\n- include: {REPO / 'pipelines/lib/bufferization.yaml'}\n  params: {{bufferise: 1}}\n")
+    res = do(ctx, f"replay {session} --payload {REPO / 'examples' / 'matmul.mlir'}")
+    assert not res.ok and "unknown parameter 'bufferise'" in res.error, res.error

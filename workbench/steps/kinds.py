@@ -430,7 +430,10 @@ class IncludeKind(StepKind):
         params = {name: ParamSpec(name, _type_of(defaults.get(name)), defaults.get(name)) for name in used}
         for name, d in defaults.items():
             params.setdefault(name, ParamSpec(name, _type_of(d), d))
-        return Schema(params=params, open=True)
+        # closed: a variable the file never names did nothing (`cpu-lower{x=1}`, `split-leftovers.yaml
+        # {threadz=4}` were applied and saved without a word); variables do not flow into nested includes
+        # (an include entry passes its own `{var=$var}`), so the file's own `$names` and `Variables:` are all
+        return Schema(params=params, open=False)
 
     def stages(self, step, ctx, depth):
         if depth > MAX_INCLUDE_DEPTH:

@@ -179,3 +179,16 @@ def test_a_pipeline_variable_the_file_never_names_is_refused(matmul_session, tmp
     session.write_text(f"Pipeline:\n- include: {REPO / 'pipelines/lib/bufferization.yaml'}\n  params: {{bufferise: 1}}\n")
     res = do(ctx, f"replay {session} --payload {REPO / 'examples' / 'matmul.mlir'}")
     assert not res.ok and "unknown parameter 'bufferise'" in res.error, res.error
+
+
+@pytest.mark.parametrize("name", ["matmul-cpu.yaml", "matmul-f16-cuda.yaml", "sharded-mlp-mpi.yaml"])
+def test_shipped_sessions_with_a_bench_step_replay_to_their_recorded_ir(ctx, name):
+    """bench's new calls_per_sample parameter wrote `calls_per_sample = 1` into every wrapper's lh.bench
+    attribute: every saved session with a bench step (the shipped ones, the demo's) replayed with "final
+    IR differs from the one recorded"; the entry is written only where a sample makes several calls."""
+    res = ok(ctx, f"replay {REPO / 'sessions' / name}")
+    assert res.data.get("reproduced") is True, res.summary
+    bench = next(i for i, a in enumerate(ctx.session.active_steps, start=1) if a.step.kind == "bench")
+    assert "calls_per_sample" not in ctx.session.ir_at(bench)
+    ok(ctx, f"params {bench} calls_per_sample=3")     # several calls a sample: said in the wrapper
+    assert "calls_per_sample = 3 : i64" in ctx.session.ir_at(bench)

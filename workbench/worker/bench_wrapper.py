@@ -109,6 +109,13 @@ def _is_scalar(t: ir.Type) -> bool:
     return isinstance(t, ir.IntegerType) or isinstance(t, ir.FloatType) or isinstance(t, ir.IndexType)
 
 
+def _calls_attr(calls: int) -> str:
+    """`lh.bench`'s calls_per_sample entry: only where a sample makes several calls (readers take 1 when
+    it is absent), so that a wrapper of one call per sample is the text it was before the parameter
+    existed and sessions saved then replay to their recorded IR (sessions/*.yaml: "final IR differs")."""
+    return f", calls_per_sample = {calls} : i64" if calls != 1 else ""
+
+
 def timed_loops(callee: str, args: str, types: str, iterations: int, *,
                 timed: tuple[str, str, str] | None = None, calls_per_sample: int = 1,
                 repeated: str = "") -> str:
@@ -264,7 +271,7 @@ func.func @{WRAPPER_CALL}({sig}) attributes {{llvm.emit_c_interface}} {{
 {post_s}
     return
 }}
-func.func @{WRAPPER_BENCH}({sig}{', ' if sig else ''}%times: memref<{iterations}xf64>) attributes {{llvm.emit_c_interface, lh.bench = {{entry = "{name}", warmup = {warmup} : i64, iterations = {iterations} : i64, arg_roles = [{roles}], outputs = [{outs_attr}], num_inputs = {n_in} : i64, num_outputs = {n_out} : i64, calls_per_sample = {calls} : i64}}}} {{
+func.func @{WRAPPER_BENCH}({sig}{', ' if sig else ''}%times: memref<{iterations}xf64>) attributes {{llvm.emit_c_interface, lh.bench = {{entry = "{name}", warmup = {warmup} : i64, iterations = {iterations} : i64, arg_roles = [{roles}], outputs = [{outs_attr}], num_inputs = {n_in} : i64, num_outputs = {n_out} : i64{_calls_attr(calls)}}}}} {{
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %cw = arith.constant {warmup} : index
@@ -377,7 +384,7 @@ llvm.func @{name}(){f" -> {result_type}" if result_type else ""}
 func.func @{WRAPPER_CALL}() attributes {{llvm.emit_c_interface}} {{
 {call}    return
 }}
-func.func @{WRAPPER_BENCH}(%times: memref<{iterations}xf64>) attributes {{llvm.emit_c_interface, lh.bench = {{entry = "{name}", warmup = {warmup} : i64, iterations = {iterations} : i64, arg_roles = [], outputs = [], num_inputs = 0 : i64, num_outputs = 0 : i64, calls_per_sample = {calls} : i64, arg_specs = "[]"}}}} {{
+func.func @{WRAPPER_BENCH}(%times: memref<{iterations}xf64>) attributes {{llvm.emit_c_interface, lh.bench = {{entry = "{name}", warmup = {warmup} : i64, iterations = {iterations} : i64, arg_roles = [], outputs = [], num_inputs = 0 : i64, num_outputs = 0 : i64{_calls_attr(calls)}, arg_specs = "[]"}}}} {{
     %c0 = arith.constant 0 : index
     %c1 = arith.constant 1 : index
     %cw = arith.constant {warmup} : index

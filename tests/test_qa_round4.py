@@ -192,3 +192,25 @@ def test_shipped_sessions_with_a_bench_step_replay_to_their_recorded_ir(ctx, nam
     assert "calls_per_sample" not in ctx.session.ir_at(bench)
     ok(ctx, f"params {bench} calls_per_sample=3")     # several calls a sample: said in the wrapper
     assert "calls_per_sample = 3 : i64" in ctx.session.ir_at(bench)
+
+
+def test_symbolic_link_loops_and_dangling_links_are_one_line_not_a_traceback(ctx, tmp_path):
+    """A session including a pipeline that is a symlink loop crashed `replay` with a traceback (Python
+    3.11's Path.resolve raises RuntimeError on a loop), `save` onto one said "internal error:
+    RuntimeError"; a loop or a dangling link named as a payload or a stage file was "no such file (did you
+    mean <the same name>?)"."""
+    loop, dangling = tmp_path / "loop.yaml", tmp_path / "dangling.mlir"
+    loop.symlink_to("loop.yaml")
+    dangling.symlink_to("nowhere.mlir")
+    session = tmp_path / "s.yaml"
+    session.write_text("Pipeline:\n- include: loop.yaml\n")
+    matmul = REPO / "examples" / "matmul.mlir"
+    err = failed(ctx, f"replay {session} --payload {matmul}")
+    assert "cannot read pipeline loop.yaml: No such file or directory (a symbolic link loop)" in err, err
+    assert failed(ctx, f"load {dangling}") == f"{dangling}: no such file (a symbolic link to nowhere.mlir, which does not exist)"
+    ok(ctx, f"load {matmul}")
+    err = failed(ctx, f"apply {loop}")
+    assert err == f"cannot read pipeline {loop}: No such file or directory (a symbolic link loop)", err
+    ok(ctx, "pass canonicalize")
+    ok(ctx, f"save {loop}")        # a file takes the loop's name
+    assert loop.is_file() and not loop.is_symlink() and "canonicalize" in loop.read_text()

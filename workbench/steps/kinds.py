@@ -16,7 +16,7 @@ from typing import Callable, Any, ClassVar
 import yaml
 
 from workbench.common import safe_yaml, trust_store
-from workbench.common.files import read_regular_text
+from workbench.common.files import read_regular_text, resolved
 from workbench.common.suggest import did_you_mean, did_you_mean_path
 from workbench.common.bench_defaults import DEFAULT_PARAMS as BENCH_DEFAULTS
 from workbench.common.bench_defaults import MAX_CALLS_PER_SAMPLE
@@ -132,7 +132,7 @@ def resolve_path(ref: str, base_dir: Path) -> Path:
     for cand in candidates:
         if cand.exists():
             return cand.resolve()
-    return candidates[0].resolve()
+    return resolved(candidates[0])   # (a symlink loop: its use says so)
 
 
 def missing_file_hint(ref: str, base_dir: Path) -> str:

@@ -214,3 +214,21 @@ def test_symbolic_link_loops_and_dangling_links_are_one_line_not_a_traceback(ctx
     ok(ctx, "pass canonicalize")
     ok(ctx, f"save {loop}")        # a file takes the loop's name
     assert loop.is_file() and not loop.is_symlink() and "canonicalize" in loop.read_text()
+
+
+def test_params_beside_a_hand_edited_entry_are_used_or_refused_never_dropped(ctx, tmp_path):
+    """`params:` next to a `pipeline:` entry (what `save` writes) was ignored, its reference's {k=v} used:
+    editing the saved session's `params: {threads: 3}` changed nothing; on a `pass:` entry it was dropped
+    without a word (and the session saved again without it)."""
+    matmul = REPO / "examples" / "matmul.mlir"
+    edited = tmp_path / "edited.yaml"
+    edited.write_text("Pipeline:\n- pipeline: cpu-lower\n  params: {x: 1}\n")
+    assert "unknown parameter 'x'" in failed(ctx, f"replay {edited} --payload {matmul}")
+    edited.write_text(f"Pipeline:\n- include: {REPO / 'pipelines/cpu/split-leftovers.yaml'}{{threads=2}}\n"
+                      "  params: {threads: 3}\n")
+    ok(ctx, f"replay {edited} --payload {matmul}")
+    assert ctx.session.steps[0].step.params == {"threads": 3}
+    edited.write_text("Pipeline:\n- pass: cse\n  params: {a: 1}\n")
+    err = failed(ctx, f"replay {edited} --payload {matmul}")
+    assert ("entry 1: `params:` on a `pass:` entry, which takes none there (its options go in the "
+            "pass text: `cse{...}`)") in err, err

@@ -375,6 +375,17 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
     if entry.get("selected_by") is not None and not isinstance(entry["selected_by"], str):
         raise StepError(f"{where}: `selected_by:` must be a string, got {short_repr(entry['selected_by'])}")
     variables = variables or {}
+    if entry.get("params") is not None and not isinstance(entry.get("params"), dict):
+        raise StepError(f"{where}: `params:` must be a mapping of names to values, got "
+                        f"{type(entry['params']).__name__} {short_repr(entry['params'])}")
+    # `params:` beside the entry (what `save` writes for schedules and pipelines) wins over the reference's
+    # {k=v}: a hand edit of it was ignored for `pipeline:` / `rewrite:` entries, and dropped without a word
+    # for `pass:` and `bench:`, which take none there
+    given = {k: _subst_value(v, variables, where) for k, v in (entry.get("params") or {}).items()}
+    if given and key in ("pass", "bench"):
+        where_instead = ("its options go in the pass text: `cse{...}`" if key == "pass"
+                         else "its parameters are the `bench:` mapping")
+        raise StepError(f"{where}: `params:` on a `{key}:` entry, which takes none there ({where_instead})")
     if key == "bench":
         if value is not None and not isinstance(value, dict):
             raise StepError(f"{where}: `bench:` expects a mapping of its parameters (entry, warmup, iterations, "
@@ -386,15 +397,11 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
         return Step("pass", S.substitute(value, variables, where).strip(), {}, {}, base_dir)
     if key in ("pipeline", "bundle", "rewrite"):
         name, opts, ptext = S.split_ref(S.substitute(value, variables, where))
-        return Step("pipeline" if key != "rewrite" else "rewrite", name, S.parse_params(ptext, variables, where),
-                    opts, base_dir)
+        return Step("pipeline" if key != "rewrite" else "rewrite", name,
+                    {**S.parse_params(ptext, variables, where), **given}, opts, base_dir)
     path, opts, ptext = S.split_ref(value)
     params = S.parse_params(ptext, variables, where)
-    if entry.get("params") is not None and not isinstance(entry.get("params"), dict):
-        raise StepError(f"{where}: `params:` must be a mapping of names to values, got "
-                        f"{type(entry['params']).__name__} {short_repr(entry['params'])}")
-    if isinstance(entry.get("params"), dict):
-        params.update({k: _subst_value(v, variables, where) for k, v in entry["params"].items()})
+    params.update(given)
     kind = {"include": "include", "schedule": "schedule", "edit": "edit"}.get(key)
     if key == "transform":
         kind = "schedule" if path.endswith(".py") else "transform"

@@ -232,3 +232,47 @@ def test_params_beside_a_hand_edited_entry_are_used_or_refused_never_dropped(ctx
     err = failed(ctx, f"replay {edited} --payload {matmul}")
     assert ("entry 1: `params:` on a `pass:` entry, which takes none there (its options go in the "
             "pass text: `cse{...}`)") in err, err
+
+
+IPOWI_PROGRAM = """\
+// RUN: mlir-opt %s \\
+// RUN:   -pass-pipeline="builtin.module( \\
+// RUN:      convert-math-to-funcs, \\
+// RUN:      func.func(convert-scf-to-cf,convert-arith-to-llvm), \\
+// RUN:      convert-func-to-llvm, \\
+// RUN:      convert-cf-to-llvm, \\
+// RUN:      reconcile-unrealized-casts)" \\
+// RUN: | mlir-runner -e test_positive_exponent_i32 -entry-point-result=i32 | FileCheck %s
+
+// RUN: mlir-opt %s -async-parallel-for="async-dispatch=false                \\
+// RUN:                                    num-workers=20                      \\
+// RUN:                                    min-task-size=1" -canonicalize
+
+func.func @test_positive_exponent_i32() -> i32 {
+  %base = arith.constant 2 : i32
+  %exp = arith.constant 10 : i32
+  %0 = math.ipowi %base, %exp : i32
+  func.return %0 : i32
+}
+// CHECK: 1024
+"""
+
+
+def test_run_line_pipelines_keep_no_continuation_indentation(ctx, tmp_path):
+    """upstream's mathtofuncs_ipowi.mlir / Async tests: the continuation lines' indentation inside the
+    RUN line's quotes went into the step (`      convert-math-to-funcs,      func.func(...)`,
+    `async-dispatch=false                                    num-workers=20`): its history row, the saved
+    session and the exported command line."""
+    path = tmp_path / "ipowi.mlir"
+    path.write_text(IPOWI_PROGRAM)
+    ok(ctx, f"load {path}")
+    ok(ctx, "run-line 1")
+    spec = ctx.session.steps[0].step.spec
+    assert spec == ("convert-math-to-funcs,func.func(convert-scf-to-cf,convert-arith-to-llvm),convert-func-to-llvm,"
+                    "convert-cf-to-llvm,reconcile-unrealized-casts"), spec
+    res = ok(ctx, "run --filecheck")
+    assert res.data["run"]["filecheck"]["passed"]
+    ok(ctx, "undo")
+    ok(ctx, "run-line 2")
+    assert ctx.session.steps[0].step.spec == ("async-parallel-for{async-dispatch=false num-workers=20 "
+                                              "min-task-size=1},canonicalize")

@@ -276,3 +276,31 @@ def test_run_line_pipelines_keep_no_continuation_indentation(ctx, tmp_path):
     ok(ctx, "run-line 2")
     assert ctx.session.steps[0].step.spec == ("async-parallel-for{async-dispatch=false num-workers=20 "
                                               "min-task-size=1},canonicalize")
+
+
+def test_targets_json_takes_a_path_like_every_json_and_a_closed_pipe_is_no_traceback(tmp_path, state_dir):
+    """`lh-workbench targets --json out.json` / `--json -` were usage errors (its --json was a switch,
+    every other command's takes a path); `lh-workbench targets --json | head -c 50` ended in a
+    BrokenPipeError traceback."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import run_cli
+
+    out = tmp_path / "t.json"
+    p = run_cli(["targets", "--json", out])
+    assert p.returncode == 0, p.stderr
+    assert "cpu" in [t["name"] for t in json.loads(out.read_text())]
+    p = run_cli(["targets", "--json", "-"])
+    assert p.returncode == 0 and json.loads(p.stdout)[0]["name"] == "cpu"
+    p = run_cli(["targets", "--json"])     # alone: printed, as before
+    assert p.returncode == 0 and json.loads(p.stdout)[0]["name"] == "cpu"
+    read_end, write_end = os.pipe()
+    os.close(read_end)                     # the reader has gone before anything is written
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-m", "workbench.launch", "targets", "--json"], cwd=REPO, env=env,
+                          stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    os.close(write_end)
+    assert "Traceback" not in proc.stderr and proc.returncode == 141, proc.stderr

@@ -304,3 +304,16 @@ def test_targets_json_takes_a_path_like_every_json_and_a_closed_pipe_is_no_trace
                           stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
     os.close(write_end)
     assert "Traceback" not in proc.stderr and proc.returncode == 141, proc.stderr
+
+
+def test_a_bench_step_after_the_lowering_says_where_it_goes(matmul_session):
+    """`bench entry=matmul` after `apply cpu-lower` said "entry function @matmul not found (functions:
+    none)" and plain `bench` "set the bench step's `entry` parameter" (the module has llvm.func @matmul);
+    `run` there already said where the wrapper goes."""
+    ctx = CommandContext(matmul_session, default_registry())
+    ok(ctx, "apply cpu-lower")
+    for line in ("bench entry=matmul", "bench"):
+        err = failed(ctx, line)
+        assert err.endswith("bench: the module is already in the LLVM dialect (@matmul): the benchmark wrapper goes "
+                            "before the lowering steps (`undo` them, `bench`, then lower again)"), err
+    assert matmul_session.cursor == 1

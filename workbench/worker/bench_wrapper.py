@@ -74,6 +74,13 @@ def _referenced_symbols(module) -> set[str]:
 
 def find_entry(module, name: str = "") -> "ir.Operation":
     funcs = _funcs(module)
+    if not any(len(f.regions[0].blocks) > 0 for f in funcs):
+        lowered = [_sym(op) for op in module.operation.regions[0].blocks[0].operations
+                   if op.operation.name == "llvm.func" and len(op.operation.regions[0].blocks) > 0]
+        if lowered:   # (`entry function @matmul not found (functions: none)` said nothing of why)
+            shown = ", ".join("@" + n for n in lowered[:4]) + (", ..." if len(lowered) > 4 else "")
+            raise BenchError(f"the module is already in the LLVM dialect ({shown}): the benchmark wrapper goes "
+                             "before the lowering steps (`undo` them, `bench`, then lower again)")
     if name:
         for f in funcs:
             if _sym(f) == name:

@@ -317,3 +317,51 @@ def test_a_bench_step_after_the_lowering_says_where_it_goes(matmul_session):
         assert err.endswith("bench: the module is already in the LLVM dialect (@matmul): the benchmark wrapper goes "
                             "before the lowering steps (`undo` them, `bench`, then lower again)"), err
     assert matmul_session.cursor == 1
+
+
+SPARSE_PROGRAM = """\
+// RUN: mlir-opt %s --sparsifier="enable-runtime-library=false vl=4" | mlir-runner -e entry -entry-point-result=void | FileCheck %s
+
+#CSR = #sparse_tensor.encoding<{ map = (d0, d1) -> (d0 : dense, d1 : compressed) }>
+
+func.func @sparse_scale(%argx: tensor<4x4xf32, #CSR>) -> tensor<4x4xf32, #CSR> {
+  %c = arith.constant 2.0 : f32
+  %0 = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      outs(%argx : tensor<4x4xf32, #CSR>) {
+    ^bb(%x: f32):
+      %1 = arith.mulf %x, %c : f32
+      linalg.yield %1 : f32
+  } -> tensor<4x4xf32, #CSR>
+  return %0 : tensor<4x4xf32, #CSR>
+}
+
+func.func @entry() {
+  %c0 = arith.constant 0 : index
+  %f0 = arith.constant 0.0 : f32
+  %0 = arith.constant dense<[[1.0, 0.0, 3.0, 0.0], [0.0, 2.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0], [4.0, 0.0, 0.0, 5.0]]>
+      : tensor<4x4xf32>
+  %1 = sparse_tensor.convert %0 : tensor<4x4xf32> to tensor<4x4xf32, #CSR>
+  %2 = call @sparse_scale(%1) : (tensor<4x4xf32, #CSR>) -> tensor<4x4xf32, #CSR>
+  // CHECK: ( 2, 6, 4, 8, 10, 0, 0, 0 )
+  %m = sparse_tensor.values %2 : tensor<4x4xf32, #CSR> to memref<?xf32>
+  %v = vector.transfer_read %m[%c0], %f0 : memref<?xf32>, vector<8xf32>
+  vector.print %v : vector<8xf32>
+  bufferization.dealloc_tensor %1 : tensor<4x4xf32, #CSR>
+  return
+}
+"""
+
+
+def test_a_sparse_tensor_program_runs_and_checks_without_its_run_line(ctx, tmp_path):
+    """upstream's SparseTensor integration tests (sparse_scale.mlir): `run` / `run --filecheck` without
+    `run-line` failed with "sparse_tensor ops must be bufferized with the sparsifier", and `run --check`
+    after `run-line` too (the unscheduled reference could never lower a sparse payload)."""
+    path = tmp_path / "sparse_scale.mlir"
+    path.write_text(SPARSE_PROGRAM)
+    ok(ctx, f"load {path}")
+    res = ok(ctx, "run --filecheck")
+    assert res.data["run"]["filecheck"]["passed"] and "( 2, 6, 4, 8, 10, 0, 0, 0 )" in res.data["run"]["stdout"]
+    ok(ctx, "run-line")
+    assert ctx.session.steps[0].step.spec == "sparsifier{enable-runtime-library=false vl=4}"
+    res = ok(ctx, "run --check")
+    assert res.data["run"]["check"]["passed"]

@@ -365,3 +365,26 @@ def test_a_sparse_tensor_program_runs_and_checks_without_its_run_line(ctx, tmp_p
     assert ctx.session.steps[0].step.spec == "sparsifier{enable-runtime-library=false vl=4}"
     res = ok(ctx, "run --check")
     assert res.data["run"]["check"]["passed"]
+
+
+def test_commands_piped_into_the_repl_are_not_taken_as_answers(tmp_path, state_dir):
+    """`printf 'apply ...\\n...' | lh-workbench --repl m.mlir`: with an autosaved session of the payload, the
+    resume offer read the first command as its answer (the command was lost without a word), and `load`
+    with unsaved steps took the next command as its answer too. Without a terminal the answer is the default
+    (N), said so, and every line stays a command."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPATH=str(REPO), LH_WORKBENCH_STATE_DIR=str(state_dir))
+
+    def repl(lines: str) -> str:
+        p = subprocess.run([sys.executable, "-m", "workbench.launch", "examples/matmul.mlir", "--repl"], cwd=REPO,
+                           env=env, input=lines, capture_output=True, text=True, timeout=120)
+        return p.stdout + p.stderr
+
+    repl("apply pipelines/lib/tile.mlir\nquit\nquit\n")            # leaves an autosaved session behind
+    out = " ".join(repl("pass canonicalize\nload examples/mlp.mlir\npass cse\nquit\nquit\n").split())
+    assert "resume it? [y/N] N (stdin is not a terminal)" in out, out
+    assert "step 1: canonicalize" in out and "step 2: cse" in out, out
+    assert "anyway? [y/N] N (stdin is not a terminal)" in out, out

@@ -388,3 +388,70 @@ def test_commands_piped_into_the_repl_are_not_taken_as_answers(tmp_path, state_d
     assert "resume it? [y/N] N (stdin is not a terminal)" in out, out
     assert "step 1: canonicalize" in out and "step 2: cse" in out, out
     assert "anyway? [y/N] N (stdin is not a terminal)" in out, out
+
+
+COALESCE_CHUNKS = """\
+// RUN: mlir-opt %s -test-transform-dialect-interpreter -split-input-file | FileCheck %s
+
+func.func @inner() {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c10 = arith.constant 10 : index
+  scf.for %i = %c0 to %c10 step %c1 {
+    scf.for %j = %c0 to %c10 step %c1 {
+      scf.for %k = %i to %j step %c1 {
+        scf.for %l = %i to %j step %c1 {
+          arith.addi %i, %j : index
+        }
+      } {coalesce}
+    }
+  }
+  return
+}
+
+transform.sequence failures(propagate) {
+^bb1(%arg1: !transform.any_op):
+  %0 = transform.structured.match ops{["scf.for"]} attributes {coalesce} in %arg1 : (!transform.any_op) -> !transform.any_op
+  %1 = transform.cast %0 : !transform.any_op to !transform.op<"scf.for">
+  %2 = transform.loop.coalesce %1 : (!transform.op<"scf.for">) -> (!transform.op<"scf.for">)
+}
+
+// -----
+
+func.func @unroll(%arg1: memref<64x64xf32>, %arg3: memref<64x64xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c64 = arith.constant 64 : index
+  scf.for %arg4 = %c0 to %c64 step %c1 {
+    scf.for %arg5 = %c0 to %c64 step %c1 {
+      %0 = memref.load %arg1[%arg4, %arg5] : memref<64x64xf32>
+      memref.store %0, %arg3[%arg4, %arg5] : memref<64x64xf32>
+    }
+  } {coalesce}
+  return
+}
+
+transform.sequence failures(propagate) {
+^bb1(%arg1: !transform.any_op):
+  %0 = transform.structured.match ops{["scf.for"]} attributes {coalesce} in %arg1 : (!transform.any_op) -> !transform.any_op
+  %1 = transform.cast %0 : !transform.any_op to !transform.op<"scf.for">
+  %2 = transform.loop.coalesce %1 : (!transform.op<"scf.for">) -> (!transform.op<"scf.for">)
+  transform.loop.unroll %2 {factor = 3} : !transform.op<"scf.for">
+}
+"""
+
+
+def test_a_transform_failure_is_one_clean_message_and_a_split_run_line_says_so(ctx, tmp_path):
+    """upstream's transform-op-coalesce.mlir, whole (its RUN line splits it): the second chunk's script
+    failed on the first chunk's loops as "coalesce.mlir:72:8: failed to coalesceat loc("...":72:8): failed to
+    coalesce" (the bindings glue the notes on), and nothing said that mlir-opt runs it chunk by chunk."""
+    path = tmp_path / "coalesce.mlir"
+    path.write_text(COALESCE_CHUNKS)
+    ok(ctx, f"load {path}")
+    err = failed(ctx, "run-line")
+    assert f"lh-apply-payload-schedule: {path}:" in err and ": failed to coalesce (the RUN line splits" in err, err
+    assert "at loc(" not in err and err.endswith(f"`load --chunk K {path.name}` takes one of its 2 chunks)"), err
+    ok(ctx, f"load --chunk 2 {path}")
+    ok(ctx, "run-line")
+    ir = ctx.session.ir_at(1)   # one loop (coalesced), unrolled by 3 with a remainder: 4 stores (the test's CHECKs)
+    assert ir.count("memref.store") == 4 and "transform." not in ir, ir

@@ -106,7 +106,10 @@ def _split_mlir_error(exc: BaseException, label: str) -> tuple[str, str]:
             m = re.match(r"^(loc\(.*?\)): (.*)$", first)
             if m:  # loc("f.mlir":3:5): msg -> f.mlir:3:5: msg
                 loc = _format_location(m.group(1), label)
-                first = f"{loc}: {m.group(2)}" if loc else m.group(2)
+                # the bindings glue the diagnostic's notes on without a separator ("failed to coalesceat
+                # loc(...): failed to coalesce"): the message ends where they start
+                message = re.split(r"(?<=\S)at loc\(", m.group(2), maxsplit=1)[0]
+                first = f"{loc}: {message}" if loc else message
             return first, "\n".join(lines)
     return (lines[0] if lines else type(exc).__name__), "\n".join(lines)
 

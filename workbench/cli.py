@@ -333,21 +333,31 @@ def cmd_replay(argv: list[str]) -> int:
 
 def cmd_targets(argv: list[str]) -> int:
     p = ArgumentParser(prog="lh-workbench targets", description="List targets and whether they can run here.")
-    p.add_argument("--json", action="store_true", help="print JSON")
+    # --json alone prints (as it always did); with a path it writes there, as every other command's --json
+    # does (`targets --json -` / `--json out.json` were usage errors)
+    p.add_argument("--json", metavar="OUT.json", nargs="?", const="-",
+                   help="print JSON, or write it to OUT.json ('-' for stdout)")
     p.add_argument("--cpu", metavar="NAME", default="", help="describe this CPU machine instead of the host")
-    args = p.parse_args(argv)   # (its --json is a switch: no path to write a failure to)
+    args = p.parse_args(argv)
     from workbench.commands.target_commands import machine_summary, target_listing
     from workbench.targets.cpu_host import MachineError
+
+    def emit(document) -> bool:
+        text = json.dumps(document, indent=2)
+        if args.json == "-":
+            print(text)
+            return True
+        return _write_output("--json", args.json, text + "\n")
 
     try:
         listing = target_listing(args.cpu)
     except MachineError as e:
         print(f"lh-workbench targets: {e}", file=sys.stderr)
         if args.json:   # a consumer of --json gets JSON either way
-            print(json.dumps({"ok": False, "error": str(e)}, indent=2))
+            emit({"ok": False, "error": str(e)})
         return EXIT_USAGE
     if args.json:
-        print(json.dumps(listing, indent=2))
+        return EXIT_OK if emit(listing) else EXIT_FAILED
     else:
         for t in listing:
             print(f"{t['name']:<8} {'yes' if t['can_run'] else 'no ':<4} {t['reason']}")

@@ -21,7 +21,15 @@ def main(argv: list[str] | None = None) -> int:
         prestart_compile_worker()
     from workbench.cli import main as cli_main
 
-    return cli_main(argv)
+    try:
+        return cli_main(argv)
+    except BrokenPipeError:
+        # the reader of stdout went away (`lh-workbench targets --json | head`): stop as a shell tool does,
+        # not with a traceback; stdout is pointed at /dev/null so that its flush at exit does not raise again
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
 
 
 if __name__ == "__main__":

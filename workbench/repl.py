@@ -5,6 +5,7 @@ command; the history file lives in the state directory; IR is printed highlighte
 """
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from prompt_toolkit import PromptSession
@@ -148,7 +149,16 @@ def run_repl(ctx: CommandContext, input=None, output=None, console=None, history
     prompt = make_session(ctx, input=input, output=output, history_file=history_file, warn=warn)
     ctx.session.warn = warn
 
+    # commands piped into the REPL (`... | lh-workbench --repl m.mlir`): a question would take the next
+    # command as its answer (the resume offer ate the first command, `load` the one after it); the answer
+    # is the default, said so, and the command stays a command
+    answers_typed = input is not None or sys.stdin.isatty()
+
     def ask(question: str) -> bool:
+        if not answers_typed:
+            console.print(f"{question} [y/N] N (stdin is not a terminal)",
+                          highlight=False, markup=False)
+            return False
         try:
             # a one-off prompt: PromptSession.prompt(message) would keep the question as the prompt
             answer = prompt.prompt(f"{question} [y/N] ", completer=None)

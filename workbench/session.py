@@ -27,7 +27,7 @@ import workbench
 from workbench.common.suggest import did_you_mean, did_you_mean_path
 from workbench.common.textdiff import unified_diff
 from workbench.common import safe_yaml, trust_store
-from workbench.common.files import UTF8_BOM, atomic_write, read_regular_file, without_bom  # noqa: F401  (atomic_write re-exported)
+from workbench.common.files import UTF8_BOM, atomic_write, read_regular_file, resolved, without_bom  # noqa: F401  (atomic_write re-exported)
 from workbench.common.mlir_libs import mlir_version
 from workbench.common import diagnostics, split_input
 from workbench.common.compact_text import BlobStore, CompactText, as_elided, as_text
@@ -678,10 +678,11 @@ class Session:
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
+        where = resolved(path)
         for a in self.active_steps:
-            a.step = a.step.portable(path.resolve())
-        atomic_write(path, self.to_yaml(path.resolve()))
-        self.saved_path = path.resolve()
+            a.step = a.step.portable(where)
+        atomic_write(path, self.to_yaml(where))
+        self.saved_path = where
         self.mark_saved()
         trust_store.record(path, trust_store.SESSION)   # this user's own session: not "from elsewhere"
         return path

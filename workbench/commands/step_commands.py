@@ -95,7 +95,13 @@ def cmd_run_line(ctx: CommandContext, a: Args) -> Result:
         return fail(e)
     if not pipelines:
         return Result.failure(f"RUN line {run.number} runs no mlir-opt: {run.command[:80]}")
-    return _apply_pipelines(ctx, pipelines, f"RUN line {run.number}")
+    res = _apply_pipelines(ctx, pipelines, f"RUN line {run.number}")
+    if (not res.ok and res.error and "split-input-file" in run.command and s.payload_chunk is None
+            and s.payload_chunks > 1):
+        # mlir-opt ran it on each chunk alone: on the whole file a script matches what another chunk holds
+        res.error += (f" (the RUN line splits the file, -split-input-file: `load --chunk K "
+                      f"{s.payload_path.name}` takes one of its {s.payload_chunks} chunks)")
+    return res
 
 
 def cmd_bench(ctx: CommandContext, a: Args) -> Result:

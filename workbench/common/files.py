@@ -7,9 +7,36 @@ mode of the file it replaces, not mkstemp's 0600.
 """
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from pathlib import Path
+
+
+def resolved(path: Path) -> Path:
+    """`path` made absolute with its symbolic links followed where they lead somewhere; a symlink loop
+    (on which Python 3.11's Path.resolve raises RuntimeError: a traceback from `save`, `replay`) is left
+    as it is, for the error its use gives (`Too many levels of symbolic links`)."""
+    path = Path(path)
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        return Path(os.path.abspath(path))
+
+
+def broken_link_reason(path: Path) -> str:
+    """Why `path`, a symbolic link, names no file: a loop or a target that does not exist ("" when it is
+    no symbolic link, or a working one)."""
+    path = Path(path)
+    if not os.path.islink(path):
+        return ""
+    try:
+        os.stat(path)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            return "a symbolic link loop"
+        return f"a symbolic link to {os.readlink(path)}, which does not exist"
+    return ""
 
 
 def _umask() -> int:

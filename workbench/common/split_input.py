@@ -315,6 +315,30 @@ def _expand(command: str, defines: dict[str, str]) -> str:
     return command
 
 
+def tidy_pipeline(text: str) -> str:
+    """A pass pipeline or option list with the RUN line's layout dropped: runs of spaces (the
+    continuation lines' indentation, kept inside the shell's quotes) become one, none is left after
+    `(`, `{`, `,`, `=` or before `)`, `}`, `,`, `=`; quoted option values stay as they are. mlir-opt reads both
+    the same; the step's spec, its history row and the saved session read as the pipeline does."""
+    out: list[str] = []
+    quote = ""
+    for ch in text:
+        if quote:
+            out.append(ch)
+            quote = "" if ch == quote else quote
+            continue
+        if ch in "\"'":
+            quote = ch
+        if ch.isspace():
+            if out and out[-1] not in " ({,=":
+                out.append(" ")
+            continue
+        if ch in ")},=" and out and out[-1] == " ":
+            out.pop()
+        out.append(ch)
+    return "".join(out).strip()
+
+
 def _pipelines_of(args: list[str], line: int) -> list[str]:
     """The pass pipeline of one mlir-opt's arguments; split where a test pass's equivalent is a Python
     pass (a pass step of its own: those do not mix with upstream passes in one pipeline)."""
@@ -329,7 +353,7 @@ def _pipelines_of(args: list[str], line: int) -> list[str]:
         if name == "pass-pipeline":
             if not value and i < len(args):
                 value, i = args[i], i + 1
-            value = value.strip("'\"").strip()
+            value = tidy_pipeline(value.strip("'\""))
             if value.startswith("builtin.module(") and value.endswith(")"):
                 value = value[len("builtin.module("):-1]   # the session's pass steps run on the module
             passes.append(value)
@@ -353,7 +377,7 @@ def _pipelines_of(args: list[str], line: int) -> list[str]:
         if name.startswith("test-"):
             raise ChunkError(f"RUN line {line}: -{name} is a pass of mlir-opt's test library (mlir/test/lib), "
                              "not in the MLIR wheels, and the workbench has no equivalent of it")
-        value = _without_removed_options(name, value.strip("'\""))
+        value = _without_removed_options(name, tidy_pipeline(value.strip("'\"")))
         passes.append(f"{name}{{{value}}}" if value else name)
     if not passes:
         raise ChunkError(f"RUN line {line}: its mlir-opt runs no pass")

@@ -9,6 +9,8 @@ import difflib
 from pathlib import Path
 from typing import Iterable
 
+from workbench.common.files import broken_link_reason
+
 
 def close_matches(word: str, candidates: Iterable[str], n: int = 3) -> list[str]:
     """The candidates a typo of `word` most likely meant (none for an empty word)."""
@@ -32,6 +34,9 @@ def did_you_mean_path(path: str | Path, shown_as: str | Path | None = None) -> s
     """For a file that does not exist: the close names in its folder (the folder exists), as a hint,
     spelled with the folder of `shown_as` (the path as the user wrote it; default `path`)."""
     p = Path(path)
+    broken = broken_link_reason(p)
+    if broken:     # the name is right: the link is not (its own name is no suggestion)
+        return f" ({broken})"
     folder = p.parent
     shown_folder = Path(shown_as).parent if shown_as is not None else folder
     try:

@@ -15,7 +15,7 @@ import json
 import time
 from pathlib import Path
 
-from workbench.common.files import atomic_write
+from workbench.common.files import atomic_write, resolved
 from workbench.paths import state_dir
 
 PYTHON, SESSION = "python", "session"
@@ -48,9 +48,9 @@ def record(path: Path, kind: str) -> bool:
         return False
     doc = _read() or {"files": {}}
     entry = doc["files"].get(sha)
-    if entry and entry.get("kind") == kind and entry.get("path") == str(Path(path).resolve()):
+    if entry and entry.get("kind") == kind and entry.get("path") == str(resolved(path)):
         return True
-    doc["files"][sha] = {"kind": kind, "path": str(Path(path).resolve()), "when": time.strftime("%Y-%m-%dT%H:%M:%S")}
+    doc["files"][sha] = {"kind": kind, "path": str(resolved(path)), "when": time.strftime("%Y-%m-%dT%H:%M:%S")}
     try:
         atomic_write(store_path(), json.dumps(doc, indent=1, sort_keys=True) + "\n")
     except OSError:

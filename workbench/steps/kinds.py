@@ -16,7 +16,7 @@ from typing import Callable, Any, ClassVar
 import yaml
 
 from workbench.common import safe_yaml, trust_store
-from workbench.common.files import read_regular_text
+from workbench.common.files import read_regular_text, resolved
 from workbench.common.suggest import did_you_mean, did_you_mean_path
 from workbench.common.bench_defaults import DEFAULT_PARAMS as BENCH_DEFAULTS
 from workbench.common.bench_defaults import MAX_CALLS_PER_SAMPLE
@@ -132,7 +132,7 @@ def resolve_path(ref: str, base_dir: Path) -> Path:
     for cand in candidates:
         if cand.exists():
             return cand.resolve()
-    return candidates[0].resolve()
+    return resolved(candidates[0])   # (a symlink loop: its use says so)
 
 
 def missing_file_hint(ref: str, base_dir: Path) -> str:
@@ -375,6 +375,17 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
     if entry.get("selected_by") is not None and not isinstance(entry["selected_by"], str):
         raise StepError(f"{where}: `selected_by:` must be a string, got {short_repr(entry['selected_by'])}")
     variables = variables or {}
+    if entry.get("params") is not None and not isinstance(entry.get("params"), dict):
+        raise StepError(f"{where}: `params:` must be a mapping of names to values, got "
+                        f"{type(entry['params']).__name__} {short_repr(entry['params'])}")
+    # `params:` beside the entry (what `save` writes for schedules and pipelines) wins over the reference's
+    # {k=v}: a hand edit of it was ignored for `pipeline:` / `rewrite:` entries, and dropped without a word
+    # for `pass:` and `bench:`, which take none there
+    given = {k: _subst_value(v, variables, where) for k, v in (entry.get("params") or {}).items()}
+    if given and key in ("pass", "bench"):
+        where_instead = ("its options go in the pass text: `cse{...}`" if key == "pass"
+                         else "its parameters are the `bench:` mapping")
+        raise StepError(f"{where}: `params:` on a `{key}:` entry, which takes none there ({where_instead})")
     if key == "bench":
         if value is not None and not isinstance(value, dict):
             raise StepError(f"{where}: `bench:` expects a mapping of its parameters (entry, warmup, iterations, "
@@ -386,15 +397,11 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
         return Step("pass", S.substitute(value, variables, where).strip(), {}, {}, base_dir)
     if key in ("pipeline", "bundle", "rewrite"):
         name, opts, ptext = S.split_ref(S.substitute(value, variables, where))
-        return Step("pipeline" if key != "rewrite" else "rewrite", name, S.parse_params(ptext, variables, where),
-                    opts, base_dir)
+        return Step("pipeline" if key != "rewrite" else "rewrite", name,
+                    {**S.parse_params(ptext, variables, where), **given}, opts, base_dir)
     path, opts, ptext = S.split_ref(value)
     params = S.parse_params(ptext, variables, where)
-    if entry.get("params") is not None and not isinstance(entry.get("params"), dict):
-        raise StepError(f"{where}: `params:` must be a mapping of names to values, got "
-                        f"{type(entry['params']).__name__} {short_repr(entry['params'])}")
-    if isinstance(entry.get("params"), dict):
-        params.update({k: _subst_value(v, variables, where) for k, v in entry["params"].items()})
+    params.update(given)
     kind = {"include": "include", "schedule": "schedule", "edit": "edit"}.get(key)
     if key == "transform":
         kind = "schedule" if path.endswith(".py") else "transform"
@@ -430,7 +437,10 @@ class IncludeKind(StepKind):
         params = {name: ParamSpec(name, _type_of(defaults.get(name)), defaults.get(name)) for name in used}
         for name, d in defaults.items():
             params.setdefault(name, ParamSpec(name, _type_of(d), d))
-        return Schema(params=params, open=True)
+        # closed: a variable the file never names did nothing (`cpu-lower{x=1}`, `split-leftovers.yaml
+        # {threadz=4}` were applied and saved without a word); variables do not flow into nested includes
+        # (an include entry passes its own `{var=$var}`), so the file's own `$names` and `Variables:` are all
+        return Schema(params=params, open=False)
 
     def stages(self, step, ctx, depth):
         if depth > MAX_INCLUDE_DEPTH:

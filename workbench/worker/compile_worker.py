@@ -52,7 +52,7 @@ from mlir.dialects.transform import interpreter
 from workbench.common.compact_text import BlobSender
 from workbench.common.pass_names import pass_names
 from workbench.common.suggest import did_you_mean
-from workbench.worker import bench_wrapper, knobs, payload_inspect, py_passes, rewrites
+from workbench.worker import bench_wrapper, knobs, payload_inspect, payload_schedules, py_passes, rewrites
 from workbench.worker.mpi import sharding
 from workbench.worker.protocol import FOLLOW_UP, serve_requests
 
@@ -106,7 +106,10 @@ def _split_mlir_error(exc: BaseException, label: str) -> tuple[str, str]:
             m = re.match(r"^(loc\(.*?\)): (.*)$", first)
             if m:  # loc("f.mlir":3:5): msg -> f.mlir:3:5: msg
                 loc = _format_location(m.group(1), label)
-                first = f"{loc}: {m.group(2)}" if loc else m.group(2)
+                # the bindings glue the diagnostic's notes on without a separator ("failed to coalesceat
+                # loc(...): failed to coalesce"): the message ends where they start
+                message = re.split(r"(?<=\S)at loc\(", m.group(2), maxsplit=1)[0]
+                first = f"{loc}: {message}" if loc else message
             return first, "\n".join(lines)
     return (lines[0] if lines else type(exc).__name__), "\n".join(lines)
 
@@ -400,7 +403,8 @@ class CompileWorker:
         sched = self._parse_schedule(stage["text"], stage.get("path") or "<transform>")
         if stage.get("knobs"):
             knobs.select(sched, stage["knobs"], stage.get("path") or "<transform>", StageError)
-        self._run_transform(module, sched, stage.get("entry") or "__transform_main", label)
+        self._run_transform(module, sched, stage.get("entry") or "__transform_main", label,
+                            entry_given=(stage.get("entry") or "__transform_main") != "__transform_main")
 
     def _stage_schedule(self, module: ir.Module, stage: dict, label: str) -> None:
         sched = self._generate_schedule(module, stage)
@@ -512,14 +516,24 @@ class CompileWorker:
             text = text.replace(tmp, label)
         return text
 
-    def _run_transform(self, module: ir.Module, sched: ir.Module, entry: str, label: str) -> None:
+    def _run_transform(self, module: ir.Module, sched: ir.Module, entry: str, label: str,
+                       entry_given: bool = True) -> None:
         seq = _find_named_sequence(sched, entry)
-        if seq is None:
-            names = [_sym_name(op) for op in sched.body.operations if op.operation.name == "transform.named_sequence"]
-            raise StageError(f"transform module has no named sequence @{entry} (has: "
-                             f"{', '.join('@' + n for n in names) or 'none'})")
+        # an older upstream file's script: top-level `transform.sequence` ops, no named sequence (LLVM <= 17's
+        # -test-transform-dialect-interpreter ran them in order, as `lh-apply-payload-schedule` does)
+        legacy = payload_schedules.legacy_sequences(sched) if seq is None and not entry_given else []
+        if seq is None and not legacy:
+            # where transform-interpreter looks: the top level and nested `transform.with_named_sequence`
+            # modules (an upstream test file's script next to its payload functions)
+            names = payload_schedules.named_sequences(sched)
+            if names or payload_schedules.legacy_sequences(sched):
+                have = ", ".join("@" + n for n in names) or "only top-level `transform.sequence` ops"
+                raise StageError(f"transform module has no named sequence @{entry} (has: {have})")
+            raise StageError(f"transform module holds no transform script (no `transform.named_sequence "
+                             f"@{entry}`, no `transform.sequence`): a payload? (`load` opens one)")
         try:
-            interpreter.apply_named_sequence(module.operation, seq, sched.operation)
+            for sequence in legacy or [seq]:
+                interpreter.apply_named_sequence(module.operation, sequence, sched.operation)
         except (ValueError, ir.MLIRError) as e:
             msg, detail = _split_mlir_error(e, label)
             raise StageError(self._clean(f"transform failed: {msg}"), self._clean(detail))

@@ -20,6 +20,10 @@ def dialects_of(module) -> set[str]:
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
+    if "sparse_tensor" not in seen and any("#sparse_tensor.encoding" in str(op.operation.attributes["function_type"])
+                                           for op in module.body.operations
+                                           if op.operation.name == "func.func"):
+        seen.add("sparse_tensor")   # a sparse kernel without sparse_tensor ops: its tensor types say it
     return seen
 
 
@@ -49,11 +53,12 @@ def lower_frontend_dialects(module) -> list[str]:
     if erase_schedules(module):   # an upstream test file's own transform script is not part of the program
         ran.append("lh-erase-transform-schedules")
     present = dialects_of(module)
-    for dialect, pipeline in LOWERINGS.items():
-        if dialect in present:
+    lowerings = list(LOWERINGS.items())
+    if has_elementwise_on_tensors(module):   # before the sparsifier, which lowers the whole module
+        at = next((i for i, (d, _) in enumerate(lowerings) if d == "sparse_tensor"), len(lowerings))
+        lowerings.insert(at, ("", ELEMENTWISE_ON_TENSORS))
+    for dialect, pipeline in lowerings:
+        if not dialect or dialect in present:
             PassManager.parse(f"builtin.module({pipeline})").run(module.operation)
             ran.append(pipeline)
-    if has_elementwise_on_tensors(module):
-        PassManager.parse(f"builtin.module({ELEMENTWISE_ON_TENSORS})").run(module.operation)
-        ran.append(ELEMENTWISE_ON_TENSORS)
     return ran

@@ -7,6 +7,30 @@ from typing import Callable
 from mlir import ir
 
 
+def _dense_elements(attr):
+    """The bindings' downcast of a DenseIntOrFPElementsAttr, which knows only int and float elements: it
+    raised TypeError ("Can't cast unknown element type") for `dense<[(1.0, 2.0)]> : tensor<2xcomplex<f32>>`,
+    so that merely reading such a constant's `value` (`op.attributes["value"]`) failed every pass of
+    ours that looks at constants. Other element types (complex) are plain DenseElementsAttrs."""
+    element = ir.ShapedType(attr.type).element_type
+    if isinstance(element, ir.FloatType):
+        return ir.DenseFPElementsAttr(attr)
+    if isinstance(element, (ir.IntegerType, ir.IndexType)):
+        return ir.DenseIntElementsAttr(attr)
+    return ir.DenseElementsAttr(attr)
+
+
+def _register_dense_elements_caster() -> None:
+    # attribute casters live in the bindings' process-wide type-caster map, keyed by TypeID (which needs a
+    # context to look up); every worker that touches payload IR imports this module
+    with ir.Context():
+        typeid = ir.Attribute.parse("dense<0.0> : tensor<1xf32>").typeid
+    ir.register_type_caster(typeid, replace=True)(_dense_elements)
+
+
+_register_dense_elements_caster()
+
+
 def ops_where(root, keep: Callable[[object], bool]) -> list:
     """Every op nested in `root` (a module or an op, itself included) for which `keep(op)` holds, in walk order."""
     found = []

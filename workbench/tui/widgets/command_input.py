@@ -13,10 +13,10 @@ from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 from textual.widget import Widget
-from textual.widgets import Input
+from workbench.tui.widgets.ordered_input import OrderedInput
 
 
-class CommandInput(Input):
+class CommandInput(OrderedInput):
     BINDINGS = [
         Binding("tab", "complete", "Complete", show=False, id="cmd.complete"),
         Binding("up", "history(-1)", "Previous command", show=False, id="cmd.history_previous"),

@@ -13,6 +13,8 @@ from textual.message import Message
 from textual.validation import ValidationResult, Validator
 from textual.widgets import Input, Label, Static
 
+from workbench.tui.widgets.ordered_input import OrderedInput
+
 
 class ParamValidator(Validator):
     def __init__(self, spec) -> None:
@@ -85,7 +87,7 @@ class ParamForm(VerticalScroll):
                                   classes="form-title"))
             for name, spec in schema.params.items():
                 value = self.values.get(name, spec.default)
-                inp = Input(value="" if value is None else format_value(value), id="param-" + _SAFE_ID.sub("_", name),
+                inp = OrderedInput(value="" if value is None else format_value(value), id="param-" + _SAFE_ID.sub("_", name),
                             validators=[ParamValidator(spec)], disabled=not editable, compact=True,
                             classes="param-input")
                 inp.param_name = name  # type: ignore[attr-defined]

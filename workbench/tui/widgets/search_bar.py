@@ -11,6 +11,8 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widgets import Input, Label
 
+from workbench.tui.widgets.ordered_input import OrderedInput
+
 
 class SearchBar(Horizontal):
     BINDINGS = [Binding("escape", "close", "Close search", id="search.close")]
@@ -32,7 +34,7 @@ class SearchBar(Horizontal):
 
     def compose(self) -> ComposeResult:
         yield Label("/", id="search-prompt")
-        yield Input(placeholder="regex (lowercase: any case); Enter searches, n/N next/previous, Esc closes",
+        yield OrderedInput(placeholder="regex (lowercase: any case); Enter searches, n/N next/previous, Esc closes",
                     id="search-input", compact=True)
         yield Label("", id="search-result")
 

@@ -40,6 +40,7 @@ class StepsTable(DataTable):
     def __init__(self, **kw: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, cell_padding=0, **kw)
         self._width = 0
+        self._forwarding = 0   # characters sent on to the command input and not typed there yet
 
     def watch_history(self) -> None:
         self._rebuild()
@@ -51,16 +52,20 @@ class StepsTable(DataTable):
 
     def on_key(self, event) -> None:
         """A letter typed here starts a command: it goes to the command input, which takes the focus
-        (the table has no letter keys; typing `apply ...` after clicking a step was lost)."""
-        if event.is_printable and event.character and event.character not in " ":
+        (the table has no letter keys; typing `apply ...` after clicking a step was lost). The keys typed
+        before the focus has moved still arrive here, spaces among them: those go along too (typed fast,
+        or pasted by a terminal, `apply pipelines/lib/tile.mlir` arrived as `applypipelines/lib/tile.mlir`)."""
+        if event.is_printable and event.character and (event.character not in " " or self._forwarding):
             found = self.app.query("#cmd")
             if found:
                 event.stop()
                 event.prevent_default()
                 cmd, ch = found.first(), event.character
                 cmd.focus()
+                self._forwarding += 1
 
                 def type_it() -> None:   # after the focus (which selects the input's text)
+                    self._forwarding -= 1
                     cmd.cursor_position = len(cmd.value)
                     cmd.insert_text_at_cursor(ch)
 

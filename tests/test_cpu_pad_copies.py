@@ -151,3 +151,25 @@ def test_pads_through_the_selector_match_torch(ctx, path):
             assert run["check"]["passed"] and run["expected_check"]["passed"], (threads, run)
     finally:
         ok(ctx, "target cpu --threads 0")
+
+
+def test_pads_between_convolutions_match_torch(ctx):
+    """A style-transfer-like block (ReflectionPad2d(1), Conv2d, ReLU, ReplicationPad2d((2, 1, 0, 2)), Conv2d,
+    Tanh): both pads become row copies, the convolutions keep their own schedules, and the whole path
+    matches torch on 1 and 2 threads."""
+    path = PADS / "pad_conv_block.mlir"
+    ok(ctx, f"load {path}")
+    try:
+        ok(ctx, "target cpu --threads 2")
+        res = ok(ctx, "select --apply").data
+        step = next(i for i, s in enumerate(res["prepared"]) if s.startswith("pass lh-pad-copies"))
+        prepared = ctx.session.ir_at(step + 1)
+        assert prepared.count("scf.forall.in_parallel") == 2 and "linalg.conv_2d_nchw_fchw" in prepared
+        assert "vector.gather" not in ctx.session.current_ir
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        for threads in (1, 2):
+            run = ok(ctx, f"run --check --threads {threads} {fixture_io_flags(path)}").data["run"]
+            assert run["check"]["passed"] and run["expected_check"]["passed"], (threads, run)
+    finally:
+        ok(ctx, "target cpu --threads 0")

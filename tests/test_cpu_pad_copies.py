@@ -173,3 +173,25 @@ def test_pads_between_convolutions_match_torch(ctx):
             assert run["check"]["passed"] and run["expected_check"]["passed"], (threads, run)
     finally:
         ok(ctx, "target cpu --threads 0")
+
+
+def test_a_rank_one_pad_is_one_row(ctx):
+    """No outer dims: no forall, the row's chunks and border elements written into the output itself;
+    checked against the unscheduled payload on 1 and 2 threads."""
+    ok(ctx, f"load {TORCHLIKE / 'reflect_pad_1d.mlir'}")
+    res = ok(ctx, "select --apply").data
+    from workbench.worker.cpu.pad_copies import MAX_UNROLLED_CHUNKS
+
+    step = next(s for s in res["prepared"] if s.startswith("pass lh-pad-copies{lanes="))
+    lanes = int(step.split("=")[1].rstrip("}"))
+    text = ctx.session.ir_at(1)
+    assert "scf.forall" not in text and "linalg.generic" not in text
+    # 100 elements from column 2 in vectors of `lanes` (16 with AVX-512: six and one of 4, a loop over
+    # chunks past MAX_UNROLLED_CHUNKS); columns 0, 1 and 102 single copies
+    full, tail = divmod(100, lanes)
+    writes = (1 if full > MAX_UNROLLED_CHUNKS else full) + (1 if tail else 0)
+    assert text.count("vector.transfer_write") == writes and text.count("tensor.insert ") == 3
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    for threads in (1, 2):
+        assert ok(ctx, f"run --check --threads {threads}").data["run"]["check"]["passed"]

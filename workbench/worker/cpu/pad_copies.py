@@ -314,9 +314,12 @@ def pad_copies(module, lanes: int = 16) -> int:
     untouched (the tables are inlined and the gathers composed on a copy first)."""
     from mlir.passmanager import PassManager
 
-    probe = ir.Module.parse(str(module.operation), module.context)
-    if not _pads(probe):
-        return 0
+    probe = module.operation.clone()
+    try:
+        if not _pads(probe):
+            return 0
+    finally:
+        probe.erase()
     found = _pads(module)
     for op, plan in found:
         _rewrite(op, plan, lanes)

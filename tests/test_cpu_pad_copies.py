@@ -7,6 +7,7 @@ The fixtures in tests/fixtures/pads are torch-mlir exports (F.pad with mode="ref
 1-d/2-d/3-d, asymmetric pads, pads of 0 on a side, f32 / f64 / i32) with torch's inputs and outputs."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -76,11 +77,20 @@ def test_torch_mlir_pads_are_recognized_and_rewritten(path):
         found = pad_copies._pads(_fused(path))
         assert [plan["maps"] for _, plan in found] == [EXPECTED[path]]
         module = _fused(path)
-        assert pad_copies.pad_copies(module) == 1
+        assert pad_copies.pad_copies(module) == 1   # (one thread: scf.for loops over the rows)
         text = str(module)
-    assert "linalg.generic" not in text and "vector.gather" not in text
-    assert "vector.transfer_read" in text and "vector.transfer_write" in text
-    assert ("scf.forall" in text) == (len(EXPECTED[path]) > 1)
+        split = _fused(path)
+        assert pad_copies.pad_copies(split, threads=2, min_work=0) == 1
+        threaded = str(split)
+        small = _fused(path)
+        assert pad_copies.pad_copies(small, threads=2, min_work=1 << 30) == 1
+        assert str(small) == text   # (below min-work: as on one thread)
+    for form in (text, threaded):
+        assert "linalg.generic" not in form and "vector.gather" not in form
+        assert "vector.transfer_read" in form and "vector.transfer_write" in form
+    rows = len(EXPECTED[path]) > 1
+    assert ("scf.forall" in threaded) == rows and "scf.forall" not in text
+    assert text.count("scf.for ") == len(EXPECTED[path]) - 1 + (path.stem == "pad_reflect1d_long_row")
     if path.stem == "pad_reflect1d_long_row":
         assert "scf.for " in text   # 200 elements: a loop over 16-element chunks, not 12 unrolled
     if path.stem == "pad_reflect2d":   # H reflected at the bottom only: rows 0..4, then 3, 2, 1
@@ -164,7 +174,9 @@ def test_pads_between_convolutions_match_torch(ctx):
         res = ok(ctx, "select --apply").data
         step = next(i for i, s in enumerate(res["prepared"]) if s.startswith("pass lh-pad-copies"))
         prepared = ctx.session.ir_at(step + 1)
-        assert prepared.count("scf.forall.in_parallel") == 2 and "linalg.conv_2d_nchw_fchw" in prepared
+        # (small pads, below MIN_PARALLEL_WORK: loops of rows on one thread, not split over the two)
+        assert prepared.count("tensor.insert_slice") == 2 and "scf.forall" not in prepared
+        assert "linalg.conv_2d_nchw_fchw" in prepared
         assert "vector.gather" not in ctx.session.current_ir
         ok(ctx, "bench warmup=1 iterations=2")
         ok(ctx, "apply cpu-lower")
@@ -183,7 +195,7 @@ def test_a_rank_one_pad_is_one_row(ctx):
     from workbench.worker.cpu.pad_copies import MAX_UNROLLED_CHUNKS
 
     step = next(s for s in res["prepared"] if s.startswith("pass lh-pad-copies{lanes="))
-    lanes = int(step.split("=")[1].rstrip("}"))
+    lanes = int(re.search(r"lanes=(\d+)", step).group(1))
     text = ctx.session.ir_at(1)
     assert "scf.forall" not in text and "linalg.generic" not in text
     # 100 elements from column 2 in vectors of `lanes` (16 with AVX-512: six and one of 4, a loop over

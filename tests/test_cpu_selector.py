@@ -93,7 +93,8 @@ def test_selector_path_runs_checked(ctx, monkeypatch, name, threads):
     # (a strided 2-D convolution's phases, each over its flattened plane: conv_pool's stride-2 conv)
     conv_steps = ("pass lh-strided-conv-planes", f"pass lh-conv-planes{{lanes={machine.f32_lanes}}}")
     assert not set(conv_steps) & set(prepared) or any(o["op"] == "linalg.conv_2d_nchw_fchw" for o in ops_before)
-    pad_copies = f"pass lh-pad-copies{{lanes={machine.f32_lanes}}}"
+    pad_copies = (f"pass lh-pad-copies{{lanes={machine.f32_lanes} threads={threads} "
+                  f"min-work={cpu_selector.MIN_PARALLEL_WORK}}}")
     gather_steps = ("pass lh-gather-indices", pad_copies)
     assert [p for p in prepared if p not in ("pass lh-drop-body-asserts",) + gather_steps + conv_steps] == (
         ["pass lh-fuse-elementwise"] if fuses else []) or (prepared == [] and fuses)

@@ -348,7 +348,9 @@ class CpuTarget(Target):
         if gathers and self.pad_copies:
             # (after the fusion, which writes each index table as one generic; before the gathers' split,
             # which takes the other gathers; a no-op, left out, unless a gather is a pad)
-            steps.append(f"{self.PAD_COPIES}{{lanes={self.machine.f32_lanes}}}")
+            # (its rows split over the cores only where the pad is worth a split, as the schedules' loops)
+            steps.append(f"{self.PAD_COPIES}{{lanes={self.machine.f32_lanes} threads={self.machine.usable_cpus} "
+                         f"min-work={cpu_selector.MIN_PARALLEL_WORK}}}")
         if gathers:
             steps.append(self.GATHER_INDICES)   # (after the fusion, which folds the reshapes between tables and loads)
         if any(op.get("kind") == "contraction" and op.get("op") != "linalg.generic" and op.get("dtype") == "f32"

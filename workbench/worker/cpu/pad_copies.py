@@ -16,14 +16,16 @@ alone and each dim's values are the pad map of widths (p, q) >= 0 over the input
 n + p + q): the identity, a reflection (p, q <= n - 1), a replication, or a circular wrap (p, q <= n),
 with at least one dim padded. Any rank, any element type of 8 bits or more, pads of 0 on a side.
 
-The result is an scf.forall over the output's rows (every dim but the last), each row written into
+The result is a loop over the output's rows (every dim but the last; an scf.forall where {threads=N}
+is more than 1 and the output has at least {min-work=K} elements, else a nest of scf.for: the async
+runtime's dispatch costs tens of microseconds, more than a small pad takes), each row written into
 its slice of the output (destination passing, in place once bufferized): the source row index of
 each padded outer dim read from a constant table, then along the last dim its runs of unit stride
 (the interior, a circular pad's wrapped parts) as vector.transfer_read / transfer_write chunks of
 {lanes=16} x 32 bits, and the single elements between them (a reflection's or replication's border)
 as scalar loads and stores. Each output element is written once, from the element the gather loaded:
-the same values (a copy). The selector's thread count is the forall's (async-parallel-for in
-cpu-lower splits the rows).
+the same values (a copy). The selector passes its thread count and MIN_PARALLEL_WORK (async-parallel-for
+in cpu-lower splits the forall's rows over the threads).
 
 Anything else (another map along a dim: a flip, a roll, a stride; an index that mixes loops; more
 loads in the body; a row with more than MAX_SINGLES single elements) is left as it is, and a module
@@ -161,8 +163,10 @@ def _bits(element) -> int:
     return ir.FloatType(element).width
 
 
-def _pad_text(source_type, out_shape: list[int], reads: list, tables: list[np.ndarray], lanes: int) -> str:
-    """A function @pad(%src) -> the padded tensor, the rows' copies (module docstring)."""
+def _pad_text(source_type, out_shape: list[int], reads: list, tables: list[np.ndarray], lanes: int,
+              parallel: bool) -> str:
+    """A function @pad(%src) -> the padded tensor, the rows' copies (module docstring): an scf.forall over the
+    rows where `parallel`, else a nest of scf.for loops."""
     element = source_type.element_type
     et = str(element)
     rank = len(out_shape)
@@ -195,14 +199,23 @@ def _pad_text(source_type, out_shape: list[int], reads: list, tables: list[np.nd
         lines.append(f"  %table{k} = arith.constant dense<[{values}]> : tensor<{out_shape[k]}xindex>")
         body.append(f"{indent}%s{k} = tensor.extract %table{k}[%i{k}] : tensor<{out_shape[k]}xindex>")
         row_index[k] = f"%s{k}"
-    if outer:
+    offsets = ", ".join([f"%i{k}" for k in outer] + ["0"])
+    sizes = ", ".join(["1"] * len(outer) + [str(row_w)])
+    ones = ", ".join(["1"] * rank)
+    if outer and parallel:
         ivs = ", ".join(f"%i{k}" for k in outer)
         bounds = ", ".join(str(out_shape[k]) for k in outer)
-        offsets = ", ".join([f"%i{k}" for k in outer] + ["0"])
-        sizes = ", ".join(["1"] * len(outer) + [str(row_w)])
-        ones = ", ".join(["1"] * rank)
         lines.append(f"  %res = scf.forall ({ivs}) in ({bounds}) shared_outs(%out = %empty) -> ({out_t}) {{")
         body.append(f"{indent}%row0 = tensor.extract_slice %out[{offsets}] [{sizes}] [{ones}] : {out_t} to {row_t}")
+        row = "%row0"
+    elif outer:
+        # (each loop carries the output; the innermost writes its row into it: in place once bufferized)
+        carried = "%empty"
+        for k in outer:
+            lines.append(f"  %r{k} = scf.for %i{k} = {const(0)} to {const(out_shape[k])} step {const(1)} "
+                         f"iter_args(%out{k} = {carried}) -> ({out_t}) {{")
+            carried = f"%out{k}"
+        body.append(f"{indent}%row0 = tensor.extract_slice {carried}[{offsets}] [{sizes}] [{ones}] : {out_t} to {row_t}")
         row = "%row0"
     else:
         row = "%empty"
@@ -245,24 +258,29 @@ def _pad_text(source_type, out_shape: list[int], reads: list, tables: list[np.nd
                         f"{{in_bounds = [true]}} : vector<{width}x{et}>, {row_t}")
             row = f"%row{count}"
     lines += body
-    if outer:
-        offsets = ", ".join([f"%i{k}" for k in outer] + ["0"])
-        sizes = ", ".join(["1"] * len(outer) + [str(row_w)])
-        ones = ", ".join(["1"] * rank)
+    if outer and parallel:
         lines += ["    scf.forall.in_parallel {",
                   f"      tensor.parallel_insert_slice {row} into %out[{offsets}] [{sizes}] [{ones}] : {row_t} into {out_t}",
                   "    }", "  }", f"  return %res : {out_t}"]
+    elif outer:
+        last = outer[-1]
+        lines += [f"{indent}%written = tensor.insert_slice {row} into %out{last}[{offsets}] [{sizes}] [{ones}] "
+                  f": {row_t} into {out_t}", f"{indent}scf.yield %written : {out_t}", "  }"]
+        for k in reversed(outer[:-1]):
+            lines += [f"  scf.yield %r{k + 1} : {out_t}", "  }"]
+        lines.append(f"  return %r0 : {out_t}")
     else:
         lines.append(f"  return {row} : {out_t}")
     lines.append("}")
     return "\n".join(lines)
 
 
-def _rewrite(op, plan: dict, lanes: int) -> None:
+def _rewrite(op, plan: dict, lanes: int, threads: int, min_work: int) -> None:
     """Replace pad gather `op` by its rows' copies (parsed from _pad_text, moved in before `op`)."""
     source = plan["source"]
     out_shape = list(ir.RankedTensorType(op.results[0].type).shape)
-    text = _pad_text(ir.RankedTensorType(source.type), out_shape, plan["reads"], plan["tables"], lanes)
+    parallel = threads > 1 and int(np.prod(out_shape)) >= min_work
+    text = _pad_text(ir.RankedTensorType(source.type), out_shape, plan["reads"], plan["tables"], lanes, parallel)
     parsed = ir.Module.parse(text, op.context)
     func = parsed.body.operations[0]
     block = func.regions[0].blocks[0]
@@ -309,7 +327,7 @@ def _pads(module) -> list:
     return found
 
 
-def pad_copies(module, lanes: int = 16) -> int:
+def pad_copies(module, lanes: int = 16, threads: int = 1, min_work: int = 0) -> int:
     """Rewrite the module's pad gathers (module docstring); how many. A module without one is left
     untouched (the tables are inlined and the gathers composed on a copy first)."""
     from mlir.passmanager import PassManager
@@ -322,6 +340,6 @@ def pad_copies(module, lanes: int = 16) -> int:
         probe.erase()
     found = _pads(module)
     for op, plan in found:
-        _rewrite(op, plan, lanes)
+        _rewrite(op, plan, lanes, threads, min_work)
     PassManager.parse("builtin.module(func.func(canonicalize,cse))", context=module.context).run(module.operation)
     return len(found)

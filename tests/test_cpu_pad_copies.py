@@ -142,18 +142,27 @@ def test_other_gathers_are_not_touched():
             assert pad_copies.pad_copies(module) == 0 and str(module) == before, name
 
 
+@pytest.mark.parametrize("split", [False, True], ids=["loops", "forall"])
 @pytest.mark.parametrize("path", list(EXPECTED), ids=lambda p: p.stem)
-def test_pads_through_the_selector_match_torch(ctx, path):
+def test_pads_through_the_selector_match_torch(ctx, monkeypatch, path, split):
     """select (planned for 2 threads: the pad step in the preparation, no generic schedule and no gather
-    for the pad) -> cpu-lower -> run --check on 1 and 2 threads: the unscheduled payload's outputs and
+    for the pad; these small pads as loops on one thread, or with MIN_PARALLEL_WORK 0 their rows split
+    over the threads) -> cpu-lower -> run --check on 1 and 2 threads: the unscheduled payload's outputs and
     torch's."""
+    from workbench.targets import cpu_selector
+
+    if split:
+        monkeypatch.setattr(cpu_selector, "MIN_PARALLEL_WORK", 0)
     ok(ctx, f"load {path}")
     try:
         ok(ctx, "target cpu --threads 2")
         res = ok(ctx, "select --apply").data
-        assert any(step.startswith("pass lh-pad-copies{lanes=") for step in res["prepared"]), res["prepared"]
+        step = next((s for s in res["prepared"] if s.startswith("pass lh-pad-copies{lanes=")), None)
+        assert step is not None, res["prepared"]
         assert not [e for e in res["selections"] if "generic.py" in e["schedule"]]
         assert "vector.gather" not in ctx.session.current_ir
+        rows = len(EXPECTED[path]) > 1
+        assert ("scf.forall" in ctx.session.ir_at(res["prepared"].index(step) + 1)) == (split and rows)
         ok(ctx, "bench warmup=1 iterations=2")
         ok(ctx, "apply cpu-lower")
         for threads in (1, 2):

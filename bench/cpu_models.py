@@ -157,11 +157,18 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
     ap.add_argument("--no-matmul", action="store_true")
+    ap.add_argument("--no-pad-copies", action="store_true",
+                    help="the selector without lh-pad-copies (reflect / replicate pads as lh-gather-indices' split "
+                         "gathers: the old variant)")
     ap.add_argument("--json", default="", help="write every record here")
     ap.add_argument("--random-inputs", action="store_true",
                     help="seeded random inputs of the fixtures' shapes (integers in the corpus entry's ranges), no check "
                          "(bench-shape exports without .npy)")
     args = ap.parse_args()
+    if args.no_pad_copies:
+        sys.path.insert(0, str(ROOT))
+        from workbench.targets.cpu import CpuTarget
+        CpuTarget.pad_copies = False
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-bench-state-"))
     fixtures = Path(args.fixtures)
     names = fixture_names(fixtures, args.only)

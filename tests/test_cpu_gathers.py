@@ -14,6 +14,16 @@ TORCHLIKE = Path(__file__).parent / "payloads" / "torchlike"
 FIXTURES = Path(__file__).parent / "fixtures" / "torch"
 
 
+@pytest.fixture
+def gather_pads(monkeypatch):
+    """The selector without lh-pad-copies, which takes these pads whole (tests/test_cpu_pad_copies.py): the
+    split checked here is the path of the pads it leaves (a row reflected over most of its length, more
+    border elements than pad_copies.MAX_SINGLES)."""
+    from workbench.targets.cpu import CpuTarget
+
+    monkeypatch.setattr(CpuTarget, "pad_copies", False)
+
+
 def _generic_params(ctx) -> list[dict]:
     selections = ok(ctx, "select --apply").data["selections"]
     return [e["params"] for e in selections if "generic.py" in e["schedule"]]
@@ -38,7 +48,7 @@ def test_reflect_pad_splits_into_a_contiguous_interior_and_gathered_edges(ctx):
     assert widths[(64, 100)] is True and widths[(64, 1)] is True
 
 
-def test_reflect_pad_runs_with_contiguous_loads(ctx):
+def test_reflect_pad_runs_with_contiguous_loads(ctx, gather_pads):
     """Selected (the interior: vectorized gather along the row), lowered, run on 1 and 2 threads and checked
     against the unscheduled payload. The old selection read every element through a vector.gather."""
     ok(ctx, f"load {TORCHLIKE / 'reflect_pad.mlir'}")
@@ -56,7 +66,7 @@ def test_reflect_pad_runs_with_contiguous_loads(ctx):
     ("embedding", "memref<50x16xf32>"),      # torch-mlir's embedding: ids with bounds asserts
     ("pad_reflect", "memref<1x2x5x5xf32>"),  # a 4-D reflect pad: H and W, index tables computed apart
 ])
-def test_gathers_are_vectorized_and_match_torch(ctx, name, table):
+def test_gathers_are_vectorized_and_match_torch(ctx, gather_pads, name, table):
     """Ids read outside the vector loop (index_select, embedding) are loaded once per row and the row
     copied with vector loads; the old selection kept these ops scalar loops (vector=0) or gathers. The
     fixtures then equal torch's outputs."""
@@ -118,7 +128,7 @@ def test_index_evaluation_recognises_wraps_and_reflections():
         assert str(module).count("linalg.generic") == 3
 
 
-def test_border_columns_vectorize_along_their_rows(ctx):
+def test_border_columns_vectorize_along_their_rows(ctx, gather_pads):
     """A reflect pad's border pieces (one or two columns: an output whose innermost dim is 1 or 2) take their
     vectors along the longer dim before it, not one or two elements per step (one-element steps were two
     thirds of pad_reflect's time on the 16-core Xeon); the interior keeps its row vectors. Checked."""
@@ -134,7 +144,7 @@ def test_border_columns_vectorize_along_their_rows(ctx):
     assert ok(ctx, "run --check").data["run"]["check"]["passed"]
 
 
-def test_border_gathers_split_over_the_cores(ctx, tmp_path):
+def test_border_gathers_split_over_the_cores(ctx, gather_pads, tmp_path):
     """A gathered element counts GATHER_WORK iterations (it may read a cache line of its own): a reflect pad's
     4096-row border column, below MIN_PARALLEL_WORK as plain iterations, is split over the cores like the
     interior; checked on more tasks than this host has cores."""
@@ -155,3 +165,21 @@ def test_border_gathers_split_over_the_cores(ctx, tmp_path):
         assert ok(ctx, "run --check").data["run"]["check"]["passed"]
     finally:
         ok(ctx, "target cpu --threads 0")
+
+
+def test_a_zero_fill_the_gather_never_reads_is_dropped(ctx):
+    """torch.gather's output is zero-filled, then the gather writes every element without reading it (a
+    lone generic: no fusion step, whose RemoveOutsDependency would drop it): lh-drop-dead-results makes the
+    fill's tensor.empty the gather's init, the fill goes (a pass over the output for nothing: a quarter of
+    gather's time on one core). Checked against torch."""
+    fixture = FIXTURES / "gather.mlir"
+    ok(ctx, f"load {fixture}")
+    assert "linalg.fill" in ctx.session.current_ir
+    prepared = ok(ctx, "select --apply").data["prepared"]
+    assert "pass lh-drop-dead-results" in prepared
+    assert "linalg.fill" not in ctx.session.ir_at(len(prepared))
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    for threads in (1, 2):
+        run = ok(ctx, f"run --check --threads {threads} {fixture_io_flags(fixture)}").data["run"]
+        assert run["check"]["passed"] and run["expected_check"]["passed"], run

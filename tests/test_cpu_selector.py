@@ -93,10 +93,13 @@ def test_selector_path_runs_checked(ctx, monkeypatch, name, threads):
     # (a strided 2-D convolution's phases, each over its flattened plane: conv_pool's stride-2 conv)
     conv_steps = ("pass lh-strided-conv-planes", f"pass lh-conv-planes{{lanes={machine.f32_lanes}}}")
     assert not set(conv_steps) & set(prepared) or any(o["op"] == "linalg.conv_2d_nchw_fchw" for o in ops_before)
-    assert [p for p in prepared if p not in ("pass lh-drop-body-asserts", "pass lh-gather-indices") + conv_steps] == (
+    pad_copies = (f"pass lh-pad-copies{{lanes={machine.f32_lanes} threads={threads} "
+                  f"min-work={cpu_selector.MIN_PARALLEL_WORK}}}")
+    gather_steps = ("pass lh-gather-indices", pad_copies)
+    assert [p for p in prepared if p not in ("pass lh-drop-body-asserts",) + gather_steps + conv_steps] == (
         ["pass lh-fuse-elementwise"] if fuses else []) or (prepared == [] and fuses)
-    # gathers (tensor.extract in a body) are prepared for contiguous loads, nothing else is
-    assert "pass lh-gather-indices" not in prepared or any("tensor.extract" in o["loops"]["body"] for o in ops_before)
+    # gathers (tensor.extract in a body) are prepared for contiguous loads (pads as row copies), nothing else is
+    assert not set(gather_steps) & set(prepared) or any("tensor.extract" in o["loops"]["body"] for o in ops_before)
     info = ctx.session.inspect(len(prepared))
     # the whole-module tail: bufferize and lower the vectors, then (several cores) split what
     # bufferization added over them
@@ -116,8 +119,10 @@ def test_selector_path_runs_checked(ctx, monkeypatch, name, threads):
     assert all(i not in fills for e in per_op if "rows.py" not in e["schedule"] for i in ids(e["params"]["op"]))
     generic = [e["params"] for e in selections if "generic.py" in e["schedule"]]
     if threads > 1:
-        # (a row chain's forall of rows runs on the async runtime, its tasks on every core)
-        assert any(p["threads"] == 2 for p in generic) or any("rows.py" in e["schedule"] for e in selections)
+        # (a row chain's forall of rows runs on the async runtime, its tasks on every core; so does a pad's
+        # forall of row copies)
+        assert (any(p["threads"] == 2 for p in generic) or any("rows.py" in e["schedule"] for e in selections)
+                or pad_copies in prepared)
     for p, op in ((e["params"], next(o for o in info["ops"] if o["id"] in ids(e["params"]["op"])))
                   for e in per_op if "rows.py" not in e["schedule"]):
         if op["loops"]["projected"] and len(op["loops"]["operand_dims"]) - op["loops"]["num_inputs"] == 1:
@@ -428,6 +433,8 @@ def test_data_movement_schedules_apply_lower_and_match(ctx, monkeypatch, name, p
     machine = dataclasses.replace(cpu.host_machine(), usable_cpus=2)
     monkeypatch.setattr(cpu, "host_machine", lambda: machine)
     monkeypatch.setattr(cpu_selector, "MIN_PARALLEL_WORK", 0)
+    # (the reflect pad's gathers as such: lh-pad-copies, which takes the pad whole, off)
+    monkeypatch.setattr(cpu.CpuTarget, "pad_copies", False)
     lanes = max(machine.vector_bits // 32, 4)
     ok(ctx, f"load {TORCHLIKE / name}")
     selections = ok(ctx, "select --apply").data["selections"]

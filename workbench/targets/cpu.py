@@ -293,6 +293,13 @@ class CpuTarget(Target):
     #: (workbench/worker/cpu/bool_reductions.py)
     WIDEN_BOOL_REDUCTIONS = "pass lh-widen-bool-reductions"
 
+    #: reflection / replication / circular pads (torch-mlir's gathers over index tables) as one pass of row
+    #: copies, vector transfers and scalar borders: workbench/worker/cpu/pad_copies.py
+    PAD_COPIES = "pass lh-pad-copies"
+    #: whether the preparation has it (off: lh-gather-indices splits the pads' gathers; the old variant of
+    #: bench/cpu_models.py --no-pad-copies)
+    pad_copies = True
+
     #: extracts of a splat constant (a zero / ones / constant-initialized weight read by a filter flip) folded to
     #: the value, as MLIR's folder does: workbench/worker/cpu/splat_extracts.py
     FOLD_SPLAT_EXTRACTS = "pass lh-fold-splat-extracts"
@@ -338,6 +345,12 @@ class CpuTarget(Target):
                 # (before the plane and pointwise rewrites, which take its phases; a no-op, left out, unless a
                 # 2-D conv has strides along h and w)
                 steps.append(self.STRIDED_CONV_PLANES)
+        if gathers and self.pad_copies:
+            # (after the fusion, which writes each index table as one generic; before the gathers' split,
+            # which takes the other gathers; a no-op, left out, unless a gather is a pad)
+            # (its rows split over the cores only where the pad is worth a split, as the schedules' loops)
+            steps.append(f"{self.PAD_COPIES}{{lanes={self.machine.f32_lanes} threads={self.machine.usable_cpus} "
+                         f"min-work={cpu_selector.MIN_PARALLEL_WORK}}}")
         if gathers:
             steps.append(self.GATHER_INDICES)   # (after the fusion, which folds the reshapes between tables and loads)
         if any(op.get("kind") == "contraction" and op.get("op") != "linalg.generic" and op.get("dtype") == "f32"

@@ -251,6 +251,13 @@ def _fold_splat_extracts(module, options: dict) -> None:
     splat_extracts.fold_splat_extracts(module)
 
 
+def _pad_copies(module, options: dict) -> None:
+    from workbench.worker.cpu import pad_copies
+
+    pad_copies.pad_copies(module, _int_option(options, "lanes", 16, minimum=1), _int_option(options, "threads", 1, minimum=1),
+                          _int_option(options, "min-work", 0, minimum=0))
+
+
 def _strided_convs(module, options: dict) -> None:
     from workbench.worker.cpu import strided_convs
 
@@ -548,7 +555,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-split-long-reductions": (_split_long_reductions, "on tensors: floating-point reductions of 32k+ elements per output summed into 4096 interleaved partials, then combined (the check's reference: one running sum drifts by percents at 16M elements)"),
     "lh-drop-body-asserts": (_drop_body_asserts, "cf.assert in linalg op bodies erased (torch-mlir's per-element runtime checks, e.g. a reciprocal of zero, where torch gives inf; they keep an op scalar)"),
     "lh-fold-slices-of-concat": (_fold_slices_of_concat, "on tensors: a tensor.extract_slice of a tensor.concat that lies within one operand -> a slice of that operand (no copy of every operand into the whole concatenation; workbench/worker/cpu/slices.py)"),
-    "lh-drop-dead-results": (_drop_dead_results, "on tensors: linalg.generic results nothing reads dropped with the body ops that compute only them (the unread index of an amin / max(dim): a plain reduction for the vectorizer; workbench/worker/cpu/dead_results.py)"),
+    "lh-drop-dead-results": (_drop_dead_results, "on tensors: linalg.generic results nothing reads dropped with the body ops that compute only them (the unread index of an amin / max(dim): a plain reduction for the vectorizer), and fills of inits the body never reads (torch.gather's zero fill) replaced by the fill's init (workbench/worker/cpu/dead_results.py)"),
     "lh-fuse-into-gathers": (_fuse_into_gathers, "on tensors: a tensor.extract in a linalg body reading a few elements of an elementwise generic's result -> that generic's body on the extracts of its inputs (chains followed; a log-softmax written in full for nll_loss's one element per row is no longer written; workbench/worker/cpu/gather_fusion.py)"),
     "lh-widen-bool-reductions": (_widen_bool_reductions, "on tensors: reductions into i1 combined by andi/ori/xori (torch.all / any, attention's all -inf row check) accumulate in i8, truncated after: vectorized like any integer reduction (a multi_reduction over i1 is not lowered; workbench/worker/cpu/bool_reductions.py)"),
     "lh-fuse-elementwise": (_fuse_elementwise, "upstream's elementwise fusion (fpowi expanded, producers fused, unit dims folded, canonicalized) except into consumers that read a producer broadcast or through a window, where the fused body would recompute it per use (workbench/worker/cpu/fusion.py)"),
@@ -564,6 +571,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-fold-constant-weights": (_fold_constant_weights, "on tensors: transposes (linalg.transpose, permuting copy generics) and constant-valued pads of constants, through the reshapes between, computed at compile time into constants of their own (x @ W.T's transpose of W no longer a pass over the weight on every call; workbench/worker/cpu/constant_folds.py)"),
     "lh-strided-conv-planes": (_strided_conv_planes, "on tensors: f32 2-D channels-first convolutions with strides sh, sw > 1 along h and w (every phase with taps) -> sh * sw unit-stride convolutions, one per input phase, each over a contiguous phase plane (the input padded and transposed once to sh x sw x n x c x Hq x Wq; each phase's taps a strided slice of the filter), accumulated one after another: lh-conv-planes then takes each over its flattened plane (workbench/worker/cpu/strided_conv_planes.py)"),
     "lh-fold-splat-extracts": (_fold_splat_extracts, "tensor.extract of a tensor whose elements are known (a splat constant: dense<0.01>, zeros, ones; a tensor.splat; a dense constant at constant indices) -> that value (the extracts MLIR's folder removes: inspect's generalized copy and the IR the selector schedules then agree; a splat weight's filter flip is a broadcast, not a gather; workbench/worker/cpu/splat_extracts.py)"),
+    "lh-pad-copies": (_pad_copies, "on tensors: reflection, replication and circular pads written by torch-mlir as gathers (loads at index arithmetic of index tables, a gather per padded dim), recognized from the values their indices take (the pad map of widths p, q of each dim), -> one loop over the output's rows (an scf.forall where {threads=1} is more than 1 and the output has at least {min-work=0} elements, else scf.for loops), each row's runs of unit stride copied as vector transfers of {lanes=16} x 32 bits and its border elements as scalar loads and stores: one pass over the output, no gathers (workbench/worker/cpu/pad_copies.py)"),
     "lh-pad-conv-rows": (_pad_conv_rows, "on tensors: channels-first convolutions (unit stride along w) whose output rows are a little short of a multiple of 16 (at most 1/8 extra: 60, 30) computed over padded rows (input and init padded with zeros, the result sliced): whole vectors along every row, no remainder tile (workbench/worker/cpu/padded_conv_rows.py)"),
     "lh-strided-convs": (_strided_convs, "on tensors: channels-first convolutions with a stride s > 1 along w -> s unit-stride convolutions, one per input phase (the input's rows transposed once to s rows of every s-th element; each phase's taps a strided slice of the filter), accumulated one after another: vectors along w with contiguous loads (workbench/worker/cpu/strided_convs.py) {max-rank=3}: only convolutions of at most that many spatial dims (the selector: 1)"),
     "lh-pointwise-convs": (_pointwise_convs, "on tensors: channels-first 2-D/3-D convolutions with a 1x1(x1) window and unit strides -> linalg.conv_1d_ncw_fcw over the spatial dims collapsed (collapse_shape views, the result expanded back): vectors along the whole plane, not along rows with a remainder (workbench/worker/cpu/pointwise_convs.py)"),

@@ -601,3 +601,34 @@ def test_non_persistent_buffers_import_and_match_torch(tmp_path):
     assert p.returncode == 0, p.stderr
     run = _selected_run_checked(tmp_path, "rotary")["run"]
     assert run["expected_check"]["passed"]
+
+
+FAKE_QUANT = '''
+import torch
+
+class FakeQuant(torch.nn.Module):
+    def forward(self, w, x):
+        scale = w.abs().amax(dim=1) / 7.0
+        zero = torch.tensor([0, 1, -2, 3], dtype=torch.int32)
+        wq = torch.fake_quantize_per_channel_affine(w, scale, zero, 0, -8, 7)
+        xq = torch.fake_quantize_per_channel_affine(x, torch.full((3,), 0.1), torch.zeros(3, dtype=torch.int32),
+                                                    1, 0, 15)
+        return wq, xq, torch.fake_quantize_per_tensor_affine(x, 0.1, 3, 0, 31)
+'''
+
+
+@needs_torch
+def test_per_channel_fake_quant_imports_and_matches_torch(tmp_path):
+    """torch.fake_quantize_per_channel_affine (QAT weights): torch's decomposition gives
+    fake_quantize_per_channel_affine_cachemask, which torch-mlir does not lower (the export failed on its zero
+    points' si32 literal); decomposed as torch's kernel computes it (round half to even of x * (1 / scale), zero
+    points, clamp) it matches torch on the selector path, along dim 0 and dim 1, values clamped at both ends."""
+    (tmp_path / "model.py").write_text(FAKE_QUANT)
+    p = run_cli(["import", "model.py:FakeQuant", "--inputs", "4x9xf32,2x3x5xf32", "--out", "o"],
+                cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "fake_quantize" not in (tmp_path / "o" / "fake_quant.mlir").read_text()
+    xq = np.load(tmp_path / "o" / "fake_quant.expected1.npy")
+    assert xq.min() == 0.0 and np.isclose(xq.max(), 1.5)   # clamped at both ends
+    run = _selected_run_checked(tmp_path, "fake_quant")["run"]
+    assert len(run["expected_check"]["outputs"]) == 3

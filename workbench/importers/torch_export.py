@@ -597,6 +597,30 @@ def embedding_bag_decomposition(weight, indices, offsets, scale_grad_by_freq=Fal
     return out, offset2bag, bag_size, torch.zeros_like(bag_size)
 
 
+def _fake_quantize_per_channel(x, scale, zero_point, axis: int, quant_min: int, quant_max: int):
+    """(out, in-range mask) of torch's per-channel fake quantization, the way its kernel computes it:
+    (clamp(nearbyint(x * (1 / scale)) + zero_point, quant_min, quant_max) - zero_point) * scale."""
+    import torch
+
+    shape = [1] * x.dim()
+    shape[axis] = x.shape[axis]
+    s = scale.to(x.dtype).reshape(shape)
+    z = zero_point.to(x.dtype).reshape(shape)
+    q = torch.round(x * (1.0 / s)) + z
+    return (torch.clamp(q, quant_min, quant_max) - z) * s, (q >= quant_min) & (q <= quant_max)
+
+
+def fake_quantize_per_channel_decomposition(x, scale, zero_point, axis, quant_min, quant_max):
+    """torch.fake_quantize_per_channel_affine (QAT weights): torch's own decomposition gives
+    fake_quantize_per_channel_affine_cachemask, which torch-mlir does not lower (the export then failed on
+    the zero points' si32 literal, its operand)."""
+    return _fake_quantize_per_channel(x, scale, zero_point, axis, quant_min, quant_max)[0]
+
+
+def fake_quantize_per_channel_cachemask_decomposition(x, scale, zero_point, axis, quant_min, quant_max):
+    return _fake_quantize_per_channel(x, scale, zero_point, axis, quant_min, quant_max)
+
+
 def upstream_decompositions() -> dict:
     """aten op overload -> decomposition, for ops torch-mlir would lower to its own tm_tensor dialect."""
     import torch
@@ -611,7 +635,9 @@ def upstream_decompositions() -> dict:
             aten.index_put.default: index_put_decomposition,
             aten._embedding_bag.default: embedding_bag_decomposition,
             aten.embedding_bag.default: embedding_bag_decomposition,
-            aten.embedding_bag.padding_idx: embedding_bag_decomposition}
+            aten.embedding_bag.padding_idx: embedding_bag_decomposition,
+            aten.fake_quantize_per_channel_affine.default: fake_quantize_per_channel_decomposition,
+            aten.fake_quantize_per_channel_affine_cachemask.default: fake_quantize_per_channel_cachemask_decomposition}
 
 
 def decomposition_table() -> dict:

@@ -632,3 +632,27 @@ def test_per_channel_fake_quant_imports_and_matches_torch(tmp_path):
     assert xq.min() == 0.0 and np.isclose(xq.max(), 1.5)   # clamped at both ends
     run = _selected_run_checked(tmp_path, "fake_quant")["run"]
     assert len(run["expected_check"]["outputs"]) == 3
+
+
+CDIST = '''
+import torch
+
+class Cdist(torch.nn.Module):
+    def forward(self, a, b, c):
+        return (torch.cdist(a, b), torch.cdist(a, b, p=1.0), torch.cdist(a, b, p=float("inf")),
+                torch.cdist(a, b, p=3.0), torch.cdist(a.round(), b.round(), p=0.0), torch.cdist(c, c))
+'''
+
+
+@needs_torch
+def test_cdist_imports_and_matches_torch(tmp_path):
+    """torch.cdist (aten._cdist_forward, which torch-mlir does not lower: an ArcFace / metric-learning head
+    failed to export): decomposed into p-norms of the pairwise differences, and for p = 2 with more than 25 rows
+    into torch's own matmul form; batched, p = 2, 1, inf, 3 and 0, and 30 rows against themselves."""
+    (tmp_path / "model.py").write_text(CDIST)
+    p = run_cli(["import", "model.py:Cdist", "--inputs", "2x5x4xf32,2x6x4xf32,30x8xf32", "--out", "o"],
+                cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "cdist" not in (tmp_path / "o" / "cdist.mlir").read_text()
+    run = _selected_run_checked(tmp_path, "cdist")["run"]
+    assert len(run["expected_check"]["outputs"]) == 6

@@ -621,6 +621,36 @@ def fake_quantize_per_channel_cachemask_decomposition(x, scale, zero_point, axis
     return _fake_quantize_per_channel(x, scale, zero_point, axis, quant_min, quant_max)
 
 
+#: the most elements of the (rows x rows x features) differences a cdist takes directly; larger ones take
+#: torch's matmul form (|a|^2 + |b|^2 - 2 a.b)
+MAX_CDIST_DIFFERENCES = 1 << 22
+
+
+def cdist_decomposition(x1, x2, p, compute_mode=None):
+    """torch.cdist (aten._cdist_forward: torch-mlir has no lowering, the export failed): p-norms of the
+    pairwise differences of x1's rows [..., P, M] and x2's [..., R, M]. For p = 2 torch itself uses the matmul
+    form when a side has more than 25 rows (compute_mode None or 0), or always / never as compute_mode says
+    (1 / 2); it is taken there, and where the differences would be too many, the differences elsewhere."""
+    import torch
+
+    rows1, rows2, feats = x1.shape[-2], x2.shape[-2], x1.shape[-1]
+    mm = compute_mode == 1 or (compute_mode in (None, 0) and (rows1 > 25 or rows2 > 25))
+    if p == 2 and compute_mode != 2 and (mm or rows1 * rows2 * feats > MAX_CDIST_DIFFERENCES):
+        n1, n2 = x1.pow(2).sum(-1, keepdim=True), x2.pow(2).sum(-1, keepdim=True)
+        squared = n1 - 2 * torch.matmul(x1, x2.transpose(-1, -2)) + n2.transpose(-1, -2)
+        return squared.clamp_min(0).sqrt()
+    d = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()
+    if p == 0:
+        return (d != 0).to(x1.dtype).sum(-1)
+    if p == 1:
+        return d.sum(-1)
+    if p == 2:
+        return d.pow(2).sum(-1).sqrt()
+    if math.isinf(p):
+        return d.amax(-1)
+    return d.pow(p).sum(-1).pow(1.0 / p)
+
+
 def upstream_decompositions() -> dict:
     """aten op overload -> decomposition, for ops torch-mlir would lower to its own tm_tensor dialect."""
     import torch
@@ -637,7 +667,8 @@ def upstream_decompositions() -> dict:
             aten.embedding_bag.default: embedding_bag_decomposition,
             aten.embedding_bag.padding_idx: embedding_bag_decomposition,
             aten.fake_quantize_per_channel_affine.default: fake_quantize_per_channel_decomposition,
-            aten.fake_quantize_per_channel_affine_cachemask.default: fake_quantize_per_channel_cachemask_decomposition}
+            aten.fake_quantize_per_channel_affine_cachemask.default: fake_quantize_per_channel_cachemask_decomposition,
+            aten._cdist_forward.default: cdist_decomposition}
 
 
 def decomposition_table() -> dict:

@@ -23,7 +23,8 @@ built of helper modules).
 
 torch-mlir turns a few aten ops into its own `tm_tensor` dialect (cumsum, cumprod, logcumsumexp ->
 tm_tensor.scan, sort / argsort / topk -> tm_tensor.sort, scatter / scatter_add -> tm_tensor.scatter, where
-its lowering ran out of memory, x[mask] = v -> nonzero, tm_tensor.scan and tm_tensor.scatter), which upstream MLIR cannot load, and fails on cummax / cummin. They are decomposed *in torch,
+its lowering ran out of memory, x[mask] = v -> nonzero, tm_tensor.scan and tm_tensor.scatter), which upstream MLIR cannot load, and fails on cummax / cummin,
+per-channel fake quantization (QAT) and cdist. They are decomposed *in torch,
 before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
 an inclusive scan as blocked masked reductions (`_scan`), a sort as a bitonic network of
 compare-exchanges on reshaped tensors. Doing it in torch keeps the rewrite independent of

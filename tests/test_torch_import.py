@@ -656,3 +656,33 @@ def test_cdist_imports_and_matches_torch(tmp_path):
     assert "cdist" not in (tmp_path / "o" / "cdist.mlir").read_text()
     run = _selected_run_checked(tmp_path, "cdist")["run"]
     assert len(run["expected_check"]["outputs"]) == 6
+
+
+SEARCH = '''
+import torch
+
+class Search(torch.nn.Module):
+    def forward(self, x, seq2d):
+        b = torch.tensor([-1.0, -0.2, 0.0, 0.5, 1.5])
+        s2 = seq2d.sort(-1).values
+        r = x.round()                  # ties with -1.0 and 0.0: left and right differ
+        return (torch.bucketize(x, b), torch.searchsorted(b, r), torch.searchsorted(b, r, right=True),
+                torch.searchsorted(s2, x, side="right", out_int32=True), torch.searchsorted(s2, x))
+'''
+
+
+@needs_torch
+def test_searchsorted_imports_and_matches_torch(tmp_path):
+    """torch.searchsorted (aten.searchsorted.Tensor: no torch-mlir lowering, the export failed): counts of the
+    sorted entries below each value (<= for right / side="right"), a 1-D sequence for all values and an N-D one
+    row by row, int64 or int32 (out_int32), next to torch.bucketize."""
+    (tmp_path / "model.py").write_text(SEARCH)
+    p = run_cli(["import", "model.py:Search", "--inputs", "3x5xf32,3x6xf32", "--out", "o"],
+                cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "searchsorted" not in (tmp_path / "o" / "search.mlir").read_text()
+    left, right = np.load(tmp_path / "o" / "search.expected1.npy"), np.load(tmp_path / "o" / "search.expected2.npy")
+    assert (left != right).any()                                  # the ties are there
+    assert np.load(tmp_path / "o" / "search.expected3.npy").dtype == np.int32
+    run = _selected_run_checked(tmp_path, "search")["run"]
+    assert len(run["expected_check"]["outputs"]) == 5

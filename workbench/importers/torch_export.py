@@ -24,7 +24,7 @@ built of helper modules).
 torch-mlir turns a few aten ops into its own `tm_tensor` dialect (cumsum, cumprod, logcumsumexp ->
 tm_tensor.scan, sort / argsort / topk -> tm_tensor.sort, scatter / scatter_add -> tm_tensor.scatter, where
 its lowering ran out of memory, x[mask] = v -> nonzero, tm_tensor.scan and tm_tensor.scatter), which upstream MLIR cannot load, and fails on cummax / cummin,
-per-channel fake quantization (QAT) and cdist. They are decomposed *in torch,
+per-channel fake quantization (QAT), cdist and searchsorted. They are decomposed *in torch,
 before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
 an inclusive scan as blocked masked reductions (`_scan`), a sort as a bitonic network of
 compare-exchanges on reshaped tensors. Doing it in torch keeps the rewrite independent of
@@ -652,6 +652,23 @@ def cdist_decomposition(x1, x2, p, compute_mode=None):
     return d.pow(p).sum(-1).pow(1.0 / p)
 
 
+def searchsorted_decomposition(sorted_sequence, values, *, out_int32=False, right=False, side=None, sorter=None):
+    """torch.searchsorted (aten.searchsorted.Tensor: torch-mlir has no lowering, the export failed): the
+    insertion index of each value is how many entries of its sorted row are below it (<= with right=True or
+    side="right"); a 1-D sequence serves every value, an N-D one the values of the same leading indices.
+    (torch.bucketize, which torch-mlir lowers, is the same count.) With a sorter it is left to torch."""
+    import torch
+
+    if sorter is not None:
+        return NotImplemented
+    if side is not None:
+        right = side == "right"
+    v = values.unsqueeze(-1)
+    seq = sorted_sequence if sorted_sequence.dim() == 1 else sorted_sequence.unsqueeze(-2)
+    below = (seq <= v) if right else (seq < v)
+    return below.sum(-1).to(torch.int32 if out_int32 else torch.int64)
+
+
 def upstream_decompositions() -> dict:
     """aten op overload -> decomposition, for ops torch-mlir would lower to its own tm_tensor dialect."""
     import torch
@@ -669,7 +686,8 @@ def upstream_decompositions() -> dict:
             aten.embedding_bag.padding_idx: embedding_bag_decomposition,
             aten.fake_quantize_per_channel_affine.default: fake_quantize_per_channel_decomposition,
             aten.fake_quantize_per_channel_affine_cachemask.default: fake_quantize_per_channel_cachemask_decomposition,
-            aten._cdist_forward.default: cdist_decomposition}
+            aten._cdist_forward.default: cdist_decomposition,
+            aten.searchsorted.Tensor: searchsorted_decomposition}
 
 
 def decomposition_table() -> dict:

@@ -686,3 +686,32 @@ def test_searchsorted_imports_and_matches_torch(tmp_path):
     assert np.load(tmp_path / "o" / "search.expected3.npy").dtype == np.int32
     run = _selected_run_checked(tmp_path, "search")["run"]
     assert len(run["expected_check"]["outputs"]) == 5
+
+
+BAG_MAX = '''
+import torch
+import torch.nn.functional as F
+
+class BagMax(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bag = torch.nn.EmbeddingBag(20, 4, mode="max")
+    def forward(self, i, flat):
+        offsets = torch.tensor([0, 2, 2, 5])        # an empty bag
+        return (self.bag(i), self.bag(flat, offsets),
+                F.embedding_bag(flat, self.bag.weight, torch.tensor([0, 2, 2, 7]), mode="max", include_last_offset=True))
+'''
+
+
+@needs_torch
+def test_embedding_bag_max_mode_imports_and_matches_torch(tmp_path):
+    """nn.EmbeddingBag(mode="max") (torch-mlir does not lower it): each bag's rows masked to -inf outside it and
+    reduced by max, an empty bag zeros as in torch; fixed-size bags, offsets, include_last_offset."""
+    (tmp_path / "model.py").write_text(BAG_MAX)
+    p = run_cli(["import", "model.py:BagMax", "--inputs", "3x4xi64[0:20],7xi64[0:20]", "--out", "o"],
+                cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "embedding_bag" not in (tmp_path / "o" / "bag_max.mlir").read_text()
+    assert (np.load(tmp_path / "o" / "bag_max.expected1.npy")[1] == 0).all()      # the empty bag
+    run = _selected_run_checked(tmp_path, "bag_max")["run"]
+    assert len(run["expected_check"]["outputs"]) == 3

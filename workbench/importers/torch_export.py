@@ -572,14 +572,16 @@ def embedding_bag_decomposition(weight, indices, offsets, scale_grad_by_freq=Fal
     summed into their bags by a (bags x indices) membership matmul. torch-mlir's own lowering tests
     every index against every bag for every element of a row (bags x indices x dim scalar steps with a
     lookup each: DLRM's eight 64-bag tables took 4.4 ms, torch 0.5). Also returns offset2bag, bag_size
-    and max_indices (zeros) for the op's other results, which nn.EmbeddingBag drops. max mode and huge
-    membership masks are left to torch (with a padding index: aten.embedding_bag.padding_idx, which
-    torch-mlir does not lower at all)."""
+    and max_indices (zeros) for the op's other results, which nn.EmbeddingBag drops. In max mode (which
+    torch-mlir does not lower either) each bag's rows are masked to -inf outside it and reduced by max (an
+    empty bag gives zeros, as in torch); max_indices are the rows taken. Huge membership masks are left to
+    torch (with a padding index: aten.embedding_bag.padding_idx, which torch-mlir does not lower at all)."""
     import torch
 
     n = indices.shape[0]
     bags = offsets.shape[0] - (1 if include_last_offset else 0)
-    if mode not in (0, 1) or indices.dim() != 1 or bags * n > MAX_ONE_HOT_ELEMENTS:
+    if (mode not in (0, 1, 2) or indices.dim() != 1 or bags * n > MAX_ONE_HOT_ELEMENTS
+            or (mode == 2 and bags * n * weight.shape[1] > MAX_ONE_HOT_ELEMENTS)):
         return NotImplemented
     positions = torch.arange(n, device=indices.device)
     starts = offsets[:bags]
@@ -591,10 +593,16 @@ def embedding_bag_decomposition(weight, indices, offsets, scale_grad_by_freq=Fal
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.to(rows.dtype).unsqueeze(1)
     bag_size = member.sum(1)
+    offset2bag = (starts.unsqueeze(0) <= positions.unsqueeze(1)).sum(1) - 1
+    if mode == 2:
+        masked = torch.where(member.unsqueeze(-1), rows.unsqueeze(0), float("-inf"))
+        out, taken = masked.max(dim=1)
+        filled = (bag_size > 0).unsqueeze(1)
+        return (torch.where(filled, out, 0.0).to(rows.dtype), offset2bag, bag_size,
+                torch.where(filled, indices[taken], 0))
     out = torch.matmul(member.to(rows.dtype), rows)
     if mode == 1:
         out = out / bag_size.clamp(min=1).to(out.dtype).unsqueeze(1)
-    offset2bag = (starts.unsqueeze(0) <= positions.unsqueeze(1)).sum(1) - 1
     return out, offset2bag, bag_size, torch.zeros_like(bag_size)
 
 

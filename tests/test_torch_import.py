@@ -715,3 +715,31 @@ def test_embedding_bag_max_mode_imports_and_matches_torch(tmp_path):
     assert (np.load(tmp_path / "o" / "bag_max.expected1.npy")[1] == 0).all()      # the empty bag
     run = _selected_run_checked(tmp_path, "bag_max")["run"]
     assert len(run["expected_check"]["outputs"]) == 3
+
+
+GRID_REFLECT = '''
+import torch
+import torch.nn.functional as F
+
+class GridReflect(torch.nn.Module):
+    def forward(self, x, g):
+        g = g * 2.5                    # well outside [-1, 1]: reflected more than once
+        return (F.grid_sample(x, g, mode="bilinear", padding_mode="reflection", align_corners=False),
+                F.grid_sample(x, g, mode="bilinear", padding_mode="reflection", align_corners=True),
+                F.grid_sample(x, g, mode="nearest", padding_mode="reflection", align_corners=False),
+                F.grid_sample(x, g, mode="bilinear", padding_mode="border", align_corners=True))
+'''
+
+
+@needs_torch
+def test_grid_sample_reflection_padding_imports_and_matches_torch(tmp_path):
+    """F.grid_sample(padding_mode="reflection") failed torch-mlir's lowering ("failed to legalize operation
+    'torch.constant.float'"); the grid reflected and clipped as torch's kernel does, then sampled with border
+    padding through torch's own decomposition, matches torch (both align_corners, bilinear and nearest), and
+    border padding still imports."""
+    (tmp_path / "model.py").write_text(GRID_REFLECT)
+    p = run_cli(["import", "model.py:GridReflect", "--inputs", "2x2x6x5xf32,2x4x3x2xf32", "--out", "o"],
+                cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    run = _selected_run_checked(tmp_path, "grid_reflect")["run"]
+    assert len(run["expected_check"]["outputs"]) == 4

@@ -24,7 +24,8 @@ built of helper modules).
 torch-mlir turns a few aten ops into its own `tm_tensor` dialect (cumsum, cumprod, logcumsumexp ->
 tm_tensor.scan, sort / argsort / topk -> tm_tensor.sort, scatter / scatter_add -> tm_tensor.scatter, where
 its lowering ran out of memory, x[mask] = v -> nonzero, tm_tensor.scan and tm_tensor.scatter), which upstream MLIR cannot load, and fails on cummax / cummin,
-per-channel fake quantization (QAT), cdist and searchsorted. They are decomposed *in torch,
+per-channel fake quantization (QAT), cdist, searchsorted, EmbeddingBag max and grid_sample's reflection
+padding. They are decomposed *in torch,
 before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
 an inclusive scan as blocked masked reductions (`_scan`), a sort as a bitonic network of
 compare-exchanges on reshaped tensors. Doing it in torch keeps the rewrite independent of
@@ -677,6 +678,43 @@ def searchsorted_decomposition(sorted_sequence, values, *, out_int32=False, righ
     return below.sum(-1).to(torch.int32 if out_int32 else torch.int64)
 
 
+def _reflect(coord, twice_low: int, twice_high: int):
+    """torch's grid-sampler reflect_coordinates: coord reflected off the bounds twice_low / 2, twice_high / 2."""
+    import torch
+
+    if twice_low == twice_high:
+        return torch.zeros_like(coord)
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    c = (coord - low).abs()
+    flips = torch.floor(c / span)
+    extra = c - flips * span           # fmod (c >= 0): torch-mlir does not lower aten.fmod.Scalar
+    return torch.where(torch.remainder(flips, 2) == 0, extra + low, span - extra + low)
+
+
+def grid_sampler_2d_decomposition(x, grid, interpolation_mode, padding_mode, align_corners):
+    """F.grid_sample with padding_mode="reflection" (torch-mlir fails to lower it: "failed to legalize
+    operation 'torch.constant.float'"): the grid reflected and clipped into the image as torch's kernel does
+    (in pixels), normalized back and sampled with border padding, which then clamps nothing. Zeros and
+    border padding take torch's own decomposition (torch._decomp), which torch-mlir lowers, as before."""
+    import torch
+    from torch._decomp import decomposition_table as core
+
+    torchs = core[torch.ops.aten.grid_sampler_2d.default]
+    if padding_mode != 2:
+        return torchs(x, grid, interpolation_mode, padding_mode, align_corners)
+    h, w = x.shape[-2], x.shape[-1]
+    out = []
+    for size, g in ((w, grid[..., 0]), (h, grid[..., 1])):
+        if align_corners:
+            c = _reflect((g + 1) / 2 * (size - 1), 0, 2 * (size - 1))
+        else:
+            c = _reflect(((g + 1) * size - 1) / 2, -1, 2 * size - 1)
+        c = c.clamp(0, size - 1)
+        out.append(c / (size - 1) * 2 - 1 if align_corners and size > 1 else
+                   (torch.zeros_like(c) if align_corners else (2 * c + 1) / size - 1))
+    return torchs(x, torch.stack(out, -1), interpolation_mode, 1, align_corners)
+
+
 def upstream_decompositions() -> dict:
     """aten op overload -> decomposition, for ops torch-mlir would lower to its own tm_tensor dialect."""
     import torch
@@ -695,7 +733,8 @@ def upstream_decompositions() -> dict:
             aten.fake_quantize_per_channel_affine.default: fake_quantize_per_channel_decomposition,
             aten.fake_quantize_per_channel_affine_cachemask.default: fake_quantize_per_channel_cachemask_decomposition,
             aten._cdist_forward.default: cdist_decomposition,
-            aten.searchsorted.Tensor: searchsorted_decomposition}
+            aten.searchsorted.Tensor: searchsorted_decomposition,
+            aten.grid_sampler_2d.default: grid_sampler_2d_decomposition}
 
 
 def decomposition_table() -> dict:

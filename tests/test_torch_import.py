@@ -743,3 +743,34 @@ def test_grid_sample_reflection_padding_imports_and_matches_torch(tmp_path):
     assert p.returncode == 0, p.stderr
     run = _selected_run_checked(tmp_path, "grid_reflect")["run"]
     assert len(run["expected_check"]["outputs"]) == 4
+
+
+KTH_MEDIAN = '''
+import torch
+
+class KthMedian(torch.nn.Module):
+    def forward(self, x):
+        r = x.round()                  # ties
+        return (torch.kthvalue(x, 2, dim=0).values, torch.kthvalue(x, 3, dim=1, keepdim=True), x.median(-1),
+                r.median(0).values, x.median())
+'''
+
+
+@needs_torch
+def test_kthvalue_and_median_import_and_match_torch(tmp_path):
+    """torch.kthvalue exported tm_tensor.topk (upstream cannot load it) and x.median(dim) failed torch-mlir's
+    lowering (aten.median.dim); both are the k-th entry of the stable bitonic sort now (median: torch's lower
+    median), values and indices, keepdim, ties, and the median of all elements. (Unscheduled: the selector
+    path of this payload aborts in LLVM, "Cannot emit physreg copy instruction", docs/models-round4.md.)"""
+    (tmp_path / "model.py").write_text(KTH_MEDIAN)
+    p = run_cli(["import", "model.py:KthMedian", "--inputs", "4x7xf32", "--out", "o"],
+                cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "tm_tensor" not in (tmp_path / "o" / "kth_median.mlir").read_text()
+    script = tmp_path / "s.lhw"
+    script.write_text("bench\napply cpu-lower\nrun --check\n")
+    p = run_cli([tmp_path / "o" / "kth_median.mlir", "--script", script, "--json", tmp_path / "r.json"], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    run = json.loads((tmp_path / "r.json").read_text())["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    assert len(run["expected_check"]["outputs"]) == 7

@@ -24,8 +24,8 @@ built of helper modules).
 torch-mlir turns a few aten ops into its own `tm_tensor` dialect (cumsum, cumprod, logcumsumexp ->
 tm_tensor.scan, sort / argsort / topk -> tm_tensor.sort, scatter / scatter_add -> tm_tensor.scatter, where
 its lowering ran out of memory, x[mask] = v -> nonzero, tm_tensor.scan and tm_tensor.scatter), which upstream MLIR cannot load, and fails on cummax / cummin,
-per-channel fake quantization (QAT), cdist, searchsorted, EmbeddingBag max and grid_sample's reflection
-padding. They are decomposed *in torch,
+per-channel fake quantization (QAT), cdist, searchsorted, EmbeddingBag max, grid_sample's reflection
+padding, kthvalue and median. They are decomposed *in torch,
 before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
 an inclusive scan as blocked masked reductions (`_scan`), a sort as a bitonic network of
 compare-exchanges on reshaped tensors. Doing it in torch keeps the rewrite independent of
@@ -715,6 +715,26 @@ def grid_sampler_2d_decomposition(x, grid, interpolation_mode, padding_mode, ali
     return torchs(x, torch.stack(out, -1), interpolation_mode, 1, align_corners)
 
 
+def kthvalue_decomposition(x, k, dim=-1, keepdim=False):
+    """torch.kthvalue (torch-mlir exports tm_tensor.topk, which upstream cannot load): the k-th entry of the
+    stable bitonic sort (ties: the first index)."""
+    dim = dim % max(x.dim(), 1)
+    v, i = bitonic_sort(x, dim, False)
+    v, i = v.narrow(dim, k - 1, 1), i.narrow(dim, k - 1, 1)
+    return (v, i) if keepdim else (v.squeeze(dim), i.squeeze(dim))
+
+
+def median_dim_decomposition(x, dim=0, keepdim=False):
+    """x.median(dim) (aten.median.dim: no torch-mlir lowering): torch's lower median, the
+    ((n - 1) // 2 + 1)-th value."""
+    return kthvalue_decomposition(x, (x.shape[dim] - 1) // 2 + 1, dim, keepdim)
+
+
+def median_decomposition(x):
+    """x.median() over all elements: the lower median of the flattened tensor."""
+    return kthvalue_decomposition(x.reshape(-1), (x.numel() - 1) // 2 + 1, 0)[0]
+
+
 def upstream_decompositions() -> dict:
     """aten op overload -> decomposition, for ops torch-mlir would lower to its own tm_tensor dialect."""
     import torch
@@ -734,7 +754,9 @@ def upstream_decompositions() -> dict:
             aten.fake_quantize_per_channel_affine_cachemask.default: fake_quantize_per_channel_cachemask_decomposition,
             aten._cdist_forward.default: cdist_decomposition,
             aten.searchsorted.Tensor: searchsorted_decomposition,
-            aten.grid_sampler_2d.default: grid_sampler_2d_decomposition}
+            aten.grid_sampler_2d.default: grid_sampler_2d_decomposition,
+            aten.kthvalue.default: kthvalue_decomposition, aten.median.dim: median_dim_decomposition,
+            aten.median.default: median_decomposition}
 
 
 def decomposition_table() -> dict:

@@ -23,7 +23,9 @@ built of helper modules).
 
 torch-mlir turns a few aten ops into its own `tm_tensor` dialect (cumsum, cumprod, logcumsumexp ->
 tm_tensor.scan, sort / argsort / topk -> tm_tensor.sort, scatter / scatter_add -> tm_tensor.scatter, where
-its lowering ran out of memory, x[mask] = v -> nonzero, tm_tensor.scan and tm_tensor.scatter), which upstream MLIR cannot load, and fails on cummax / cummin. They are decomposed *in torch,
+its lowering ran out of memory, x[mask] = v -> nonzero, tm_tensor.scan and tm_tensor.scatter), which upstream MLIR cannot load, and fails on cummax / cummin,
+per-channel fake quantization (QAT), cdist, searchsorted, EmbeddingBag max, grid_sample's reflection
+padding, kthvalue and median. They are decomposed *in torch,
 before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
 an inclusive scan as blocked masked reductions (`_scan`), a sort as a bitonic network of
 compare-exchanges on reshaped tensors. Doing it in torch keeps the rewrite independent of
@@ -571,14 +573,16 @@ def embedding_bag_decomposition(weight, indices, offsets, scale_grad_by_freq=Fal
     summed into their bags by a (bags x indices) membership matmul. torch-mlir's own lowering tests
     every index against every bag for every element of a row (bags x indices x dim scalar steps with a
     lookup each: DLRM's eight 64-bag tables took 4.4 ms, torch 0.5). Also returns offset2bag, bag_size
-    and max_indices (zeros) for the op's other results, which nn.EmbeddingBag drops. max mode and huge
-    membership masks are left to torch (with a padding index: aten.embedding_bag.padding_idx, which
-    torch-mlir does not lower at all)."""
+    and max_indices (zeros) for the op's other results, which nn.EmbeddingBag drops. In max mode (which
+    torch-mlir does not lower either) each bag's rows are masked to -inf outside it and reduced by max (an
+    empty bag gives zeros, as in torch); max_indices are the rows taken. Huge membership masks are left to
+    torch (with a padding index: aten.embedding_bag.padding_idx, which torch-mlir does not lower at all)."""
     import torch
 
     n = indices.shape[0]
     bags = offsets.shape[0] - (1 if include_last_offset else 0)
-    if mode not in (0, 1) or indices.dim() != 1 or bags * n > MAX_ONE_HOT_ELEMENTS:
+    if (mode not in (0, 1, 2) or indices.dim() != 1 or bags * n > MAX_ONE_HOT_ELEMENTS
+            or (mode == 2 and bags * n * weight.shape[1] > MAX_ONE_HOT_ELEMENTS)):
         return NotImplemented
     positions = torch.arange(n, device=indices.device)
     starts = offsets[:bags]
@@ -590,11 +594,145 @@ def embedding_bag_decomposition(weight, indices, offsets, scale_grad_by_freq=Fal
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.to(rows.dtype).unsqueeze(1)
     bag_size = member.sum(1)
+    offset2bag = (starts.unsqueeze(0) <= positions.unsqueeze(1)).sum(1) - 1
+    if mode == 2:
+        masked = torch.where(member.unsqueeze(-1), rows.unsqueeze(0), float("-inf"))
+        out, taken = masked.max(dim=1)
+        filled = (bag_size > 0).unsqueeze(1)
+        return (torch.where(filled, out, 0.0).to(rows.dtype), offset2bag, bag_size,
+                torch.where(filled, indices[taken], 0))
     out = torch.matmul(member.to(rows.dtype), rows)
     if mode == 1:
         out = out / bag_size.clamp(min=1).to(out.dtype).unsqueeze(1)
-    offset2bag = (starts.unsqueeze(0) <= positions.unsqueeze(1)).sum(1) - 1
     return out, offset2bag, bag_size, torch.zeros_like(bag_size)
+
+
+def _fake_quantize_per_channel(x, scale, zero_point, axis: int, quant_min: int, quant_max: int):
+    """(out, in-range mask) of torch's per-channel fake quantization, the way its kernel computes it:
+    (clamp(nearbyint(x * (1 / scale)) + zero_point, quant_min, quant_max) - zero_point) * scale."""
+    import torch
+
+    shape = [1] * x.dim()
+    shape[axis] = x.shape[axis]
+    s = scale.to(x.dtype).reshape(shape)
+    z = zero_point.to(x.dtype).reshape(shape)
+    q = torch.round(x * (1.0 / s)) + z
+    return (torch.clamp(q, quant_min, quant_max) - z) * s, (q >= quant_min) & (q <= quant_max)
+
+
+def fake_quantize_per_channel_decomposition(x, scale, zero_point, axis, quant_min, quant_max):
+    """torch.fake_quantize_per_channel_affine (QAT weights): torch's own decomposition gives
+    fake_quantize_per_channel_affine_cachemask, which torch-mlir does not lower (the export then failed on
+    the zero points' si32 literal, its operand)."""
+    return _fake_quantize_per_channel(x, scale, zero_point, axis, quant_min, quant_max)[0]
+
+
+def fake_quantize_per_channel_cachemask_decomposition(x, scale, zero_point, axis, quant_min, quant_max):
+    return _fake_quantize_per_channel(x, scale, zero_point, axis, quant_min, quant_max)
+
+
+#: the most elements of the (rows x rows x features) differences a cdist takes directly; larger ones take
+#: torch's matmul form (|a|^2 + |b|^2 - 2 a.b)
+MAX_CDIST_DIFFERENCES = 1 << 22
+
+
+def cdist_decomposition(x1, x2, p, compute_mode=None):
+    """torch.cdist (aten._cdist_forward: torch-mlir has no lowering, the export failed): p-norms of the
+    pairwise differences of x1's rows [..., P, M] and x2's [..., R, M]. For p = 2 torch itself uses the matmul
+    form when a side has more than 25 rows (compute_mode None or 0), or always / never as compute_mode says
+    (1 / 2); it is taken there, and where the differences would be too many, the differences elsewhere."""
+    import torch
+
+    rows1, rows2, feats = x1.shape[-2], x2.shape[-2], x1.shape[-1]
+    mm = compute_mode == 1 or (compute_mode in (None, 0) and (rows1 > 25 or rows2 > 25))
+    if p == 2 and compute_mode != 2 and (mm or rows1 * rows2 * feats > MAX_CDIST_DIFFERENCES):
+        n1, n2 = x1.pow(2).sum(-1, keepdim=True), x2.pow(2).sum(-1, keepdim=True)
+        squared = n1 - 2 * torch.matmul(x1, x2.transpose(-1, -2)) + n2.transpose(-1, -2)
+        return squared.clamp_min(0).sqrt()
+    d = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()
+    if p == 0:
+        return (d != 0).to(x1.dtype).sum(-1)
+    if p == 1:
+        return d.sum(-1)
+    if p == 2:
+        return d.pow(2).sum(-1).sqrt()
+    if math.isinf(p):
+        return d.amax(-1)
+    return d.pow(p).sum(-1).pow(1.0 / p)
+
+
+def searchsorted_decomposition(sorted_sequence, values, *, out_int32=False, right=False, side=None, sorter=None):
+    """torch.searchsorted (aten.searchsorted.Tensor: torch-mlir has no lowering, the export failed): the
+    insertion index of each value is how many entries of its sorted row are below it (<= with right=True or
+    side="right"); a 1-D sequence serves every value, an N-D one the values of the same leading indices.
+    (torch.bucketize, which torch-mlir lowers, is the same count.) With a sorter it is left to torch."""
+    import torch
+
+    if sorter is not None:
+        return NotImplemented
+    if side is not None:
+        right = side == "right"
+    v = values.unsqueeze(-1)
+    seq = sorted_sequence if sorted_sequence.dim() == 1 else sorted_sequence.unsqueeze(-2)
+    below = (seq <= v) if right else (seq < v)
+    return below.sum(-1).to(torch.int32 if out_int32 else torch.int64)
+
+
+def _reflect(coord, twice_low: int, twice_high: int):
+    """torch's grid-sampler reflect_coordinates: coord reflected off the bounds twice_low / 2, twice_high / 2."""
+    import torch
+
+    if twice_low == twice_high:
+        return torch.zeros_like(coord)
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    c = (coord - low).abs()
+    flips = torch.floor(c / span)
+    extra = c - flips * span           # fmod (c >= 0): torch-mlir does not lower aten.fmod.Scalar
+    return torch.where(torch.remainder(flips, 2) == 0, extra + low, span - extra + low)
+
+
+def grid_sampler_2d_decomposition(x, grid, interpolation_mode, padding_mode, align_corners):
+    """F.grid_sample with padding_mode="reflection" (torch-mlir fails to lower it: "failed to legalize
+    operation 'torch.constant.float'"): the grid reflected and clipped into the image as torch's kernel does
+    (in pixels), normalized back and sampled with border padding, which then clamps nothing. Zeros and
+    border padding take torch's own decomposition (torch._decomp), which torch-mlir lowers, as before."""
+    import torch
+    from torch._decomp import decomposition_table as core
+
+    torchs = core[torch.ops.aten.grid_sampler_2d.default]
+    if padding_mode != 2:
+        return torchs(x, grid, interpolation_mode, padding_mode, align_corners)
+    h, w = x.shape[-2], x.shape[-1]
+    out = []
+    for size, g in ((w, grid[..., 0]), (h, grid[..., 1])):
+        if align_corners:
+            c = _reflect((g + 1) / 2 * (size - 1), 0, 2 * (size - 1))
+        else:
+            c = _reflect(((g + 1) * size - 1) / 2, -1, 2 * size - 1)
+        c = c.clamp(0, size - 1)
+        out.append(c / (size - 1) * 2 - 1 if align_corners and size > 1 else
+                   (torch.zeros_like(c) if align_corners else (2 * c + 1) / size - 1))
+    return torchs(x, torch.stack(out, -1), interpolation_mode, 1, align_corners)
+
+
+def kthvalue_decomposition(x, k, dim=-1, keepdim=False):
+    """torch.kthvalue (torch-mlir exports tm_tensor.topk, which upstream cannot load): the k-th entry of the
+    stable bitonic sort (ties: the first index)."""
+    dim = dim % max(x.dim(), 1)
+    v, i = bitonic_sort(x, dim, False)
+    v, i = v.narrow(dim, k - 1, 1), i.narrow(dim, k - 1, 1)
+    return (v, i) if keepdim else (v.squeeze(dim), i.squeeze(dim))
+
+
+def median_dim_decomposition(x, dim=0, keepdim=False):
+    """x.median(dim) (aten.median.dim: no torch-mlir lowering): torch's lower median, the
+    ((n - 1) // 2 + 1)-th value."""
+    return kthvalue_decomposition(x, (x.shape[dim] - 1) // 2 + 1, dim, keepdim)
+
+
+def median_decomposition(x):
+    """x.median() over all elements: the lower median of the flattened tensor."""
+    return kthvalue_decomposition(x.reshape(-1), (x.numel() - 1) // 2 + 1, 0)[0]
 
 
 def upstream_decompositions() -> dict:
@@ -611,7 +749,14 @@ def upstream_decompositions() -> dict:
             aten.index_put.default: index_put_decomposition,
             aten._embedding_bag.default: embedding_bag_decomposition,
             aten.embedding_bag.default: embedding_bag_decomposition,
-            aten.embedding_bag.padding_idx: embedding_bag_decomposition}
+            aten.embedding_bag.padding_idx: embedding_bag_decomposition,
+            aten.fake_quantize_per_channel_affine.default: fake_quantize_per_channel_decomposition,
+            aten.fake_quantize_per_channel_affine_cachemask.default: fake_quantize_per_channel_cachemask_decomposition,
+            aten._cdist_forward.default: cdist_decomposition,
+            aten.searchsorted.Tensor: searchsorted_decomposition,
+            aten.grid_sampler_2d.default: grid_sampler_2d_decomposition,
+            aten.kthvalue.default: kthvalue_decomposition, aten.median.dim: median_dim_decomposition,
+            aten.median.default: median_decomposition}
 
 
 def decomposition_table() -> dict:

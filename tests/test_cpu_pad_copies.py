@@ -163,13 +163,18 @@ def test_pads_through_the_selector_match_torch(ctx, monkeypatch, path, split):
         assert "vector.gather" not in ctx.session.current_ir
         rows = len(EXPECTED[path]) > 1
         assert ("scf.forall" in ctx.session.ir_at(res["prepared"].index(step) + 1)) == (split and rows)
-        ok(ctx, "bench warmup=1 iterations=2")
-        ok(ctx, "apply cpu-lower")
-        for threads in (1, 2):
-            run = ok(ctx, f"run --check --threads {threads} {fixture_io_flags(path)}").data["run"]
-            assert run["check"]["passed"] and run["expected_check"]["passed"], (threads, run)
+        _lowered_run_matches_torch(ctx, path)
     finally:
         ok(ctx, "target cpu --threads 0")
+
+
+def _lowered_run_matches_torch(ctx, path: Path) -> None:
+    """bench, cpu-lower, then `run --check` on 1 and 2 threads against the unscheduled payload and torch."""
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    for threads in (1, 2):
+        run = ok(ctx, f"run --check --threads {threads} {fixture_io_flags(path)}").data["run"]
+        assert run["check"]["passed"] and run["expected_check"]["passed"], (threads, run)
 
 
 def test_pads_between_convolutions_match_torch(ctx):
@@ -187,11 +192,7 @@ def test_pads_between_convolutions_match_torch(ctx):
         assert prepared.count("tensor.insert_slice") == 2 and "scf.forall" not in prepared
         assert "linalg.conv_2d_nchw_fchw" in prepared
         assert "vector.gather" not in ctx.session.current_ir
-        ok(ctx, "bench warmup=1 iterations=2")
-        ok(ctx, "apply cpu-lower")
-        for threads in (1, 2):
-            run = ok(ctx, f"run --check --threads {threads} {fixture_io_flags(path)}").data["run"]
-            assert run["check"]["passed"] and run["expected_check"]["passed"], (threads, run)
+        _lowered_run_matches_torch(ctx, path)
     finally:
         ok(ctx, "target cpu --threads 0")
 

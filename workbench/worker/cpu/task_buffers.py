@@ -6,8 +6,9 @@ call, which cpu-lower made a `malloc` in the async runtime's task. Measured on a
 2 threads of a Zen 4 (select --apply, then cpu-lower): 51-53 GFLOP/s, against 84-205 for the same
 schedule lowered by cpu-matmul-parallel-lower, which promotes buffers to the stack (promote-buffers-to-
 stack) and ran 90-98 with cpu-lower after that promotion; on the 16-core Xeon of the GPU machine, 2048^3
-on 16 threads, 499-538 GFLOP/s against 1013-1097 (numpy 1061-1110). On one thread, where the buffers
-are allocated once per call outside any task, the two lowerings were even.
+on 16 threads, 499-538 GFLOP/s against 1013-1097 (numpy 1061-1110), and with this pass 888-972 against
+966-1026 for the parallel lowering in one call (numpy 894-1059). On one thread, where the buffers are
+allocated once per call outside any task, the two lowerings were even.
 
 Here a static `memref.alloc` directly in a forall's body (once per chunk, not in a loop inside it), of at
 most 1 MiB and 4 MiB for the chunk together, whose memory stays in the chunk (used through views by

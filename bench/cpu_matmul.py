@@ -15,7 +15,9 @@ With an AVX2 machine model on a host with wider vectors, numpy runs OpenBLAS's A
 printed next to it.
 `--repeats R` measures each size R times (workbench and numpy alternately) and reports the median ratio.
 
-    python bench/cpu_matmul.py [--sizes 1024,2048,4096] [--iterations 10] [--repeats 1] [--cpu NAME]
+`--selector-path` measures what a model's matmul gets instead: `select --apply`, then `cpu-lower`.
+
+    python bench/cpu_matmul.py [--sizes 1024,2048,4096] [--iterations 10] [--repeats 1] [--cpu NAME] [--selector-path]
 Last line: RESULT matmul1024_1t_ratio=... matmul1024_all_ratio=... ...
 """
 from __future__ import annotations
@@ -36,9 +38,11 @@ from workbench.commands import CommandContext, default_registry  # noqa: E402
 from workbench.session import Session  # noqa: E402
 
 
-def workbench_gflops(ctx: CommandContext, n: int, iterations: int, workdir: Path, threads: int) -> tuple[float, dict, bool]:
+def workbench_gflops(ctx: CommandContext, n: int, iterations: int, workdir: Path, threads: int,
+                     selector_path: bool = False) -> tuple[float, dict, bool]:
     """GFLOP/s of the shipped schedule: single-core (`matmul.py`, run pinned to 1 core) when threads == 1,
-    else the forall-parallel variant (`matmul_parallel.py`) on `threads` cores."""
+    else the forall-parallel variant (`matmul_parallel.py`) on `threads` cores; lowered by the matmul
+    lowerings, or with `selector_path` as a model's ops are: `select --apply`, then `cpu-lower`."""
     payload = write_matmul_payload(workdir / f"matmul{n}.mlir", n)
     res = ctx.registry.dispatch(f"load {payload}", ctx)
     assert res.ok, res.error
@@ -59,8 +63,12 @@ def workbench_gflops(ctx: CommandContext, n: int, iterations: int, workdir: Path
         lowering = "cpu-matmul-parallel-lower"
     kv = " ".join(f"{k}={v}" for k, v in chosen.items())
     outdir = workdir / f"out{n}_{threads}"
-    run_lines(ctx, (f"bench warmup=2 iterations={iterations}", f"apply {spec}{{{kv}}}", f"apply {lowering}",
+    steps = (("select --apply", "apply cpu-lower") if selector_path
+             else (f"apply {spec}{{{kv}}}", f"apply {lowering}"))
+    run_lines(ctx, (f"bench warmup=2 iterations={iterations}", *steps,
                     f"run --threads {threads} --timeout 900 --save-outputs {outdir}"), str(n))
+    if selector_path:   # what select applied (preparation steps and the schedule), between bench and cpu-lower
+        chosen = {"selected": " | ".join(a.step.label() for a in ctx.session.active_steps[1:-1])}
     run = ctx.session.last_run
     return run["gflops"], chosen, matches_numpy(outdir)
 
@@ -87,6 +95,9 @@ def main() -> None:
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=1, help="measure each size this many times; median ratios")
     ap.add_argument("--cpu", default="", help="the CPU machine to select and compile for (default: this host)")
+    ap.add_argument("--selector-path", action="store_true",
+                    help="`select --apply` + `cpu-lower`, as a model's matmuls go, instead of the selector's "
+                         "parameters through the matmul lowerings (cpu-matmul-lower / cpu-matmul-parallel-lower)")
     args = ap.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-bench-"))
@@ -110,9 +121,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as d:
             for n in sizes:
                 for _ in range(args.repeats):
-                    wb1, params1, ok1 = workbench_gflops(ctx, n, args.iterations, Path(d), 1)
+                    wb1, params1, ok1 = workbench_gflops(ctx, n, args.iterations, Path(d), 1, args.selector_path)
                     np1 = numpy_matmul_gflops(n, 1, max(3, args.iterations), blas_core)
-                    wball, paramsall, okall = workbench_gflops(ctx, n, args.iterations, Path(d), cores)
+                    wball, paramsall, okall = workbench_gflops(ctx, n, args.iterations, Path(d), cores, args.selector_path)
                     npall = numpy_matmul_gflops(n, None, max(3, args.iterations), blas_core)
                     all_ok = all_ok and ok1 and okall
                     results.setdefault(n, []).append((wb1, wball, np1, npall))
@@ -129,7 +140,8 @@ def main() -> None:
         parts += [f"matmul{n}_1t_ratio={ratio1:.3f}", f"matmul{n}_all_ratio={ratioall:.3f}",
                   f"matmul{n}_1t_gflops={statistics.median(r[0] for r in rows):.1f}",
                   f"matmul{n}_all_gflops={statistics.median(r[1] for r in rows):.1f}"]
-    print("RESULT " + " ".join(parts) + f" checks_ok={int(all_ok)} cpu={machine.name} cores={cores}")
+    print("RESULT " + " ".join(parts) + f" checks_ok={int(all_ok)} cpu={machine.name} cores={cores}"
+          f" path={'selector' if args.selector_path else 'matmul-lowering'}")
 
 
 if __name__ == "__main__":

@@ -38,6 +38,31 @@ class CommandInput(OrderedInput):
         self._hist_pos = 0
         # Tab after Tab with several candidates: (text before them, their texts, next one)
         self._cycle: tuple[str, list[str], list[str], int] | None = None
+        self.awaiting_focus = False   # typed into from another widget; its focus is on the way
+
+    def type_forwarded(self, ch: str) -> None:
+        """A character typed in another widget starts or continues a command here: it goes at the
+        end at once (in the order typed) and the focus follows; that focus keeps the text unselected,
+        or the next key would replace what was forwarded."""
+        self.cursor_position = len(self.value)
+        self.insert_text_at_cursor(ch)
+        if not self.has_focus:
+            self.awaiting_focus = True
+            self.focus()
+
+    @property
+    def select_on_focus(self) -> bool:
+        """Input's select-all on focus, except for the focus that follows forwarded typing (read once,
+        by Input's focus handler, which runs after this class's handlers: a flag it reads is the one
+        ordering that holds)."""
+        if getattr(self, "awaiting_focus", False):
+            self.awaiting_focus = False
+            return False
+        return self._select_on_focus
+
+    @select_on_focus.setter
+    def select_on_focus(self, value: bool) -> None:
+        self._select_on_focus = value
 
     def remember(self, line: str) -> None:
         if line and (not self.history or self.history[-1] != line):

@@ -40,7 +40,6 @@ class StepsTable(DataTable):
     def __init__(self, **kw: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=False, cell_padding=0, **kw)
         self._width = 0
-        self._forwarding = 0   # characters sent on to the command input and not typed there yet
 
     def watch_history(self) -> None:
         self._rebuild()
@@ -54,22 +53,19 @@ class StepsTable(DataTable):
         """A letter typed here starts a command: it goes to the command input, which takes the focus
         (the table has no letter keys; typing `apply ...` after clicking a step was lost). The keys typed
         before the focus has moved still arrive here, spaces among them: those go along too (typed fast,
-        or pasted by a terminal, `apply pipelines/lib/tile.mlir` arrived as `applypipelines/lib/tile.mlir`)."""
-        if event.is_printable and event.character and (event.character not in " " or self._forwarding):
-            found = self.app.query("#cmd")
-            if found:
-                event.stop()
-                event.prevent_default()
-                cmd, ch = found.first(), event.character
-                cmd.focus()
-                self._forwarding += 1
-
-                def type_it() -> None:   # after the focus (which selects the input's text)
-                    self._forwarding -= 1
-                    cmd.cursor_position = len(cmd.value)
-                    cmd.insert_text_at_cursor(ch)
-
-                self.app.call_after_refresh(type_it)
+        or pasted by a terminal, `apply pipelines/lib/tile.mlir` arrived as `applypipelines/lib/tile.mlir`).
+        Each goes in at once, so none overtakes another or is replaced by the focus's selection."""
+        if not (event.is_printable and event.character):
+            return
+        found = self.app.query("#cmd")
+        if not found:
+            return
+        cmd = found.first()
+        if event.character == " " and not cmd.awaiting_focus:
+            return
+        event.stop()
+        event.prevent_default()
+        cmd.type_forwarded(event.character)
 
     def on_resize(self) -> None:
         if self.size.width != self._width:

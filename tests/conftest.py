@@ -153,3 +153,9 @@ def fake_h100_driver(tmp_path_factory):
     lib = tmp_path_factory.mktemp("fake_driver") / "libcuda_fake.so"
     subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(Path(__file__).parent / "fake_libcuda.c")], check=True)
     return lib
+
+
+def runs_parallel_loops_on_threads(llvm_ir: str) -> bool:
+    """Whether lowered code hands its parallel loops to a thread runtime: libgomp's team (where the
+    machine has libgomp) or MLIR's async runtime (workbench/common/parallel_runtime.py)."""
+    return "llvm.call @GOMP_parallel(" in llvm_ir or "llvm.call @mlirAsyncRuntimeExecute(" in llvm_ir

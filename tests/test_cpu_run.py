@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from workbench.execution.runner import compare, make_inputs, RunInputError
-from conftest import REPO, do, load_npys as load_outputs, matmul_payload, ok
+from conftest import REPO, do, load_npys as load_outputs, matmul_payload, ok, runs_parallel_loops_on_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -204,7 +204,7 @@ def test_cpu_selector_and_shipped_matmul_schedule(ctx, tmp_path):
                                rtol=1e-4, atol=1e-3)
 
 
-def test_parallel_matmul_on_async_runtime_checked(ctx, tmp_path):
+def test_parallel_matmul_on_a_thread_runtime_checked(ctx, tmp_path):
     n = 256
     payload = matmul_payload(tmp_path / "mm.mlir", n, n, n, "mm")
     ok(ctx, f"load {payload}")
@@ -212,7 +212,7 @@ def test_parallel_matmul_on_async_runtime_checked(ctx, tmp_path):
     ok(ctx, "apply pipelines/cpu/matmul_parallel.py[gen=matmul_parallel]{threads=2 block_n=128}")
     assert "scf.forall" in ctx.session.current_ir
     ok(ctx, "apply cpu-matmul-parallel-lower")
-    assert "mlirAsyncRuntime" in ctx.session.current_ir  # tasks go to the async runtime
+    assert runs_parallel_loops_on_threads(ctx.session.current_ir)  # chunks go to a thread runtime
     for threads in (1, 2):
         res = ok(ctx, f"run --check --threads {threads} --save-outputs {tmp_path / str(threads)}")
         assert res.data["run"]["check"]["passed"]

@@ -79,7 +79,7 @@ def test_the_selector_path_allocates_nothing_in_its_tasks(ctx, tmp_path):
     assert "scf.forall" in ctx.session.current_ir and "memref.alloc()" in ctx.session.current_ir
     ok(ctx, "apply cpu-lower")
     ir = ctx.session.current_ir
-    tasks = re.findall(r"llvm\.func (?:internal |private )?@parallel_compute_fn\w*\(.*?\n  \}", ir, flags=re.S)
+    tasks = re.findall(r"llvm\.func (?:internal |private )?@(?:parallel_compute_fn\w*|\w+_lh_par\d+)\(.*?\n  \}", ir, flags=re.S)
     assert tasks and not any("llvm.call @malloc" in t or "llvm.call @aligned_alloc" in t for t in tasks)
     assert any("llvm.alloca" in t for t in tasks)
     assert ok(ctx, "run --check --threads 2").data["run"]["check"]["passed"]

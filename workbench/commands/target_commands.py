@@ -18,8 +18,16 @@ def target_listing(cpu: str = "") -> list[dict]:
         entry = {"name": t.name, "can_run": ok, "reason": why}
         if t.uses_cpu_model:
             entry["machine"] = t.machine.to_json()
+            entry["parallel_runtime"] = parallel_runtime_name()
         listing.append(entry)
     return listing
+
+
+def parallel_runtime_name() -> str:
+    """What runs the CPU code's parallel loops here: `libgomp` or `async runtime` (MLIR's)."""
+    from workbench.common.parallel_runtime import parallel_runtime
+
+    return "libgomp" if parallel_runtime() == "gomp" else "async runtime"
 
 
 def machine_summary(machine: dict) -> str:
@@ -50,7 +58,9 @@ def cmd_target(ctx: CommandContext, a: Args) -> Result:
         target = s.target
         if target.uses_cpu_model:
             data["machine"] = target.machine.to_json()
-            return Result(True, f"target: {s.target_name}, cpu {machine_summary(data['machine'])}", data=data)
+            data["parallel_runtime"] = parallel_runtime_name()
+            return Result(True, f"target: {s.target_name}, cpu {machine_summary(data['machine'])}; parallel loops "
+                                f"on {data['parallel_runtime']}", data=data)
         return Result(True, f"target: {s.target_name}", data=data)
     rows = []
     listing = target_listing(s.cpu_name)

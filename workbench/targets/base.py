@@ -117,8 +117,11 @@ class Target:
 
     def extra_libraries(self, llvm: str) -> list[str]:
         """Shared libraries a lowered module needs beyond the runtime (e.g. a microkernel library
-        for the external functions it calls); found at run time."""
-        return []
+        for the external functions it calls); found at run time. Default: libgomp where the module's
+        parallel loops run on its team (whatever lowering put them there)."""
+        from workbench.common.parallel_runtime import libraries_for
+
+        return libraries_for(llvm)
 
     def shared_libs(self) -> list[str]:
         from workbench.common.mlir_libs import find_runtime_library

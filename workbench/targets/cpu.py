@@ -612,13 +612,16 @@ class CpuTarget(Target):
         from workbench.common.ukernels import ABIS, libraries_for_symbols
 
         symbols = {d["symbol"] for d in ABIS.values() if f"@{d['symbol']}(" in llvm}
-        return libraries_for_symbols(symbols)
+        return libraries_for_symbols(symbols) + super().extra_libraries(llvm)
 
     def run_env(self, threads: int | None) -> dict[str, str]:
         env = super().run_env(threads)
         # library calls (microkernels) run on as many threads as the generated code: 1 unless asked
         env["OPENBLAS_NUM_THREADS"] = str(threads or 1)
         keep_freed_memory(env)   # multi-MiB temporaries reused warm, not faulted in anew per call
+        # libgomp's threads run forall chunks whose scratch buffers are on their stack (up to 4 MiB a
+        # chunk: lh-task-buffers-on-stack); the default thread stack is the stack rlimit, 2 MiB when unlimited
+        env.setdefault("OMP_STACKSIZE", os.environ.get("OMP_STACKSIZE", "16M"))
         return env
 
     @staticmethod

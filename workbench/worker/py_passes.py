@@ -118,6 +118,24 @@ def _task_buffers_on_stack(module, options: dict) -> None:
     task_buffers.promote_task_buffers(module)
 
 
+def _parallel_to_gomp(module, options: dict) -> None:
+    from workbench.common.parallel_runtime import parallel_runtime
+    from workbench.worker.cpu import gomp_parallel
+
+    runtime = options.get("runtime", "auto")
+    if runtime not in ("auto", "gomp", "async"):
+        raise ValueError(f"lh-parallel-to-gomp: runtime={runtime!r}: expected auto, gomp or async")
+    gomp_parallel.serialize_nested_parallel_loops(module)
+    if runtime == "gomp" or (runtime == "auto" and parallel_runtime() == "gomp"):
+        gomp_parallel.outline_parallel_loops(module)
+
+
+def _gomp_dispatch(module, options: dict) -> None:
+    from workbench.worker.cpu import gomp_parallel
+
+    gomp_parallel.dispatch_on_gomp(module)
+
+
 def _split_leftover_ops(module, options: dict) -> None:
     from workbench.worker.cpu import leftover_splits
 
@@ -557,6 +575,8 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-outline-loops": (_outline_loops, "functions with many top-level loop nests (an unrolled model) -> each nest in a noinline function of its own {min-loops=64}: LLVM compiles many small functions in linear time, one giant function in superlinear time"),
     "lh-outline-repeated-steps": (_outline_repeated_steps, "on tensors: a run of ops that repeats (an unrolled RNN's time steps, a stack of identical layers) -> one private function called once per repeat {min-repeats=4 min-ops=64}: every later stage compiles one step, not one per repeat (workbench/worker/repeated_steps.py)"),
     "lh-contiguous-copies-as-memcpy": (_contiguous_copies, "linalg.copy between row-major contiguous buffers of one static shape -> memref.copy (one llvm.memcpy, no loop nest to compile: an unrolled RNN's copies into its output; workbench/worker/cpu/contiguous_copies.py)"),
+    "lh-parallel-to-gomp": (_parallel_to_gomp, "on buffers, after scf-forall-to-parallel: each outermost scf.parallel -> a call of an outlined function running a range of its linearized iterations {runtime=auto|gomp|async: auto uses libgomp where the machine has it}; lh-gomp-dispatch then runs the range on libgomp's thread team (async-parallel-for lowers what is left; workbench/worker/cpu/gomp_parallel.py)"),
+    "lh-gomp-dispatch": (_gomp_dispatch, "on the LLVM dialect: calls of lh-parallel-to-gomp's outlined loops -> GOMP_parallel over the threads' shares of the iterations (workbench/worker/cpu/gomp_parallel.py)"),
     "lh-task-buffers-on-stack": (_task_buffers_on_stack, "on buffers: static scratch buffers a forall chunk allocates once (packing buffers of the multi-threaded schedules, at most 1 MiB each, 4 MiB a chunk) on the stack of the task that runs the chunk, not a malloc per chunk and call (workbench/worker/cpu/task_buffers.py)"),
     "lh-split-leftover-ops": (_split_leftover_ops, "on buffers: large all-parallel linalg ops no schedule touched (what bufferization adds: a tensor.pad's fill and copy, a padded tile's copies in and out) -> scf.forall of {threads=N} chunks of their first loop with N iterations (min-elements=131072: smaller ones stay): run on every core like the scheduled ops, not on one after them (workbench/worker/cpu/leftover_splits.py)"),
     "lh-split-long-reductions": (_split_long_reductions, "on tensors: floating-point reductions of 32k+ elements per output summed into 4096 interleaved partials, then combined (the check's reference: one running sum drifts by percents at 16M elements)"),

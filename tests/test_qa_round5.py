@@ -59,3 +59,21 @@ def test_a_payload_in_generic_syntax_with_its_dense_resource_runs_and_checks(ctx
     ok(ctx, f"load {path}")
     res = ok(ctx, "run --check")
     assert res.data["run"]["check"]["passed"]
+
+
+@pytest.mark.parametrize("line, says", [
+    # the wrapper's i64 loop bound: "bench: internal error building the wrapper: Unable to parse module assembly"
+    ("run --iterations 99999999999999999999", "--iterations must be an integer that fits in 64 bits"),
+    ("run --iterations 2000000000", "run: --iterations must be <= 1000000000"),   # the bench step's own bound
+    ("run --warmup 2000000000", "run: --warmup must be <= 1000000000"),
+    ("run --calls-per-sample 1000000", "run: --calls-per-sample must be <= 100000"),
+    ("tune 1 --iterations 2000000000", "tune: --iterations must be <= 1000000000"),
+    ("run --timeout nan", "--timeout must be a finite number"),   # "cannot convert float NaN to integer"
+    ("run --timeout inf", "--timeout must be a finite number"),
+    ("show 99999999999999999999", "step must be an integer that fits in 64 bits"),
+])
+def test_numbers_a_command_line_cannot_mean_are_usage_errors(ctx, line, says):
+    ok(ctx, f"load {REPO / 'examples' / 'matmul.mlir'}")
+    res = do(ctx, line)
+    assert not res.ok and says in res.error and "\n" not in res.error, res.error
+    assert "internal error" not in res.error

@@ -19,7 +19,7 @@ from workbench.common import safe_yaml, trust_store
 from workbench.common.files import read_regular_text, resolved
 from workbench.common.suggest import did_you_mean, did_you_mean_path
 from workbench.common.bench_defaults import DEFAULT_PARAMS as BENCH_DEFAULTS
-from workbench.common.bench_defaults import MAX_CALLS_PER_SAMPLE
+from workbench.common.bench_defaults import MAX_BENCH_CALLS, MAX_CALLS_PER_SAMPLE
 from workbench.paths import LIBRARY_DIR, in_library
 from workbench.steps import spec as S
 from workbench.steps.params import ParamError, ParamSpec, Schema, generator_schema, knob_schema
@@ -299,7 +299,6 @@ class RewriteKind(StepKind):
         return entry
 
 
-MAX_BENCH_CALLS = 10**9   # a loop bound the wrapper writes as an i64 constant; more never ends anyway
 
 
 class BenchKind(StepKind):

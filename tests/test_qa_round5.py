@@ -77,3 +77,31 @@ def test_numbers_a_command_line_cannot_mean_are_usage_errors(ctx, line, says):
     res = do(ctx, line)
     assert not res.ok and says in res.error and "\n" not in res.error, res.error
     assert "internal error" not in res.error
+
+
+@pytest.mark.parametrize("pipeline, says", [
+    ("builtin.module(func.func(canonicalize", "'(' at column 25 is never closed"),
+    ("canonicalize)", "unbalanced ')' at column 13"),
+    ("func.func(canonicalize{max-iterations=3)", "')' at column 40 closes '{' at column 23"),
+])
+def test_a_pass_pipeline_with_unbalanced_brackets_says_so(ctx, pipeline, says):
+    """MLIR's parser answered "expected pass pipeline to be wrapped with the anchor operation type, e.g.
+    'builtin.module(...)'" for a missing `)`, or took `{` for the start of options it then could not read."""
+    ok(ctx, f"load {REPO / 'examples' / 'matmul.mlir'}")
+    error = failed(ctx, f"pass {pipeline}")
+    assert says in error and "anchor operation" not in error, error
+    assert len(ctx.session.steps) == 0
+    ok(ctx, "pass func.func(canonicalize{max-iterations=3}),cse")   # balanced: applied
+
+
+@pytest.mark.parametrize("value", ["''", "'   '"])
+def test_an_empty_pass_entry_of_a_session_is_refused_as_typing_it_is(tmp_path, value):
+    """`pass ""` typed is "pass needs a pass pipeline"; `pass: ''` in a session file replayed as a step that
+    ran nothing (and was saved again as one)."""
+    (tmp_path / "m.mlir").write_text((REPO / "examples" / "matmul.mlir").read_text())
+    session = tmp_path / "s.yaml"
+    session.write_text("Pipeline:\n- {pass: canonicalize}\n- {pass: " + value + "}\n"
+                       "Workbench: {payload: {path: m.mlir}}\n")
+    res = run_cli(["replay", session])
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "entry 2: `pass:` needs a pass pipeline" in res.stderr and "Traceback" not in res.stderr, res.stderr

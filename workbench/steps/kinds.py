@@ -393,7 +393,10 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
     if not isinstance(value, str):
         raise StepError(f"{where}: `{key}:` expects a string, got {value!r}")
     if key == "pass":
-        return Step("pass", S.substitute(value, variables, where).strip(), {}, {}, base_dir)
+        pipeline = S.substitute(value, variables, where).strip()
+        if not pipeline:   # replayed as a step that runs nothing (`pass ""` typed is refused)
+            raise StepError(f"{where}: `pass:` needs a pass pipeline, got {value!r}")
+        return Step("pass", pipeline, {}, {}, base_dir)
     if key in ("pipeline", "bundle", "rewrite"):
         name, opts, ptext = S.split_ref(S.substitute(value, variables, where))
         return Step("pipeline" if key != "rewrite" else "rewrite", name,

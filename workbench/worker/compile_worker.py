@@ -89,6 +89,31 @@ def _unknown_pass_hint(line: str) -> str:
     return line
 
 
+def _unbalanced_bracket(text: str) -> str:
+    """Why the brackets of a pass pipeline text do not pair up ("" when they do): `(` of nesting, `{` of
+    options, quotes in option values skipped."""
+    pairs = {")": "(", "}": "{", "]": "["}
+    stack: list[tuple[str, int]] = []
+    quote = ""
+    for i, c in enumerate(text):
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c in "({[":
+            stack.append((c, i))
+        elif c in pairs:
+            if not stack:
+                return f"unbalanced {c!r} at column {i + 1} of {text!r}"
+            if stack[-1][0] != pairs[c]:
+                return f"{c!r} at column {i + 1} closes {stack[-1][0]!r} at column {stack[-1][1] + 1} in {text!r}"
+            stack.pop()
+    if stack:
+        c, i = stack[-1]
+        return f"{c!r} at column {i + 1} is never closed in {text!r}"
+    return ""
+
+
 def _split_mlir_error(exc: BaseException, label: str) -> tuple[str, str]:
     """One-line message + detail from an MLIR exception, naming `label` for '-' locations."""
     text = str(exc).replace('"-":', f"{label}:").replace("loc(\"-\":", f"loc({label}:")
@@ -473,6 +498,9 @@ class CompileWorker:
                 raise StageError(f"{pipeline.strip()}: {e}".splitlines()[0], traceback.format_exc())
             return False
         text = pipeline.strip()
+        unbalanced = _unbalanced_bracket(text)
+        if unbalanced:   # MLIR's parser said "expected pass pipeline to be wrapped with the anchor operation type"
+            raise StageError(f"bad pass pipeline: {unbalanced}")
         if not text.startswith("builtin.module("):
             text = f"builtin.module({text})"
         try:

@@ -105,3 +105,84 @@ def test_an_empty_pass_entry_of_a_session_is_refused_as_typing_it_is(tmp_path, v
     res = run_cli(["replay", session])
     assert res.returncode == 1, res.stdout + res.stderr
     assert "entry 2: `pass:` needs a pass pipeline" in res.stderr and "Traceback" not in res.stderr, res.stderr
+
+
+# upstream's Dialect/Affine tests: RUN lines of mlir-opt pass flags for passes restricted to func.func
+AFFINE_TEST = """\
+// RUN: mlir-opt %s -split-input-file -affine-loop-tile="tile-size=32" | FileCheck %s
+func.func @scale(%A: memref<64x64xf32>, %B: memref<64x64xf32>) {
+  affine.for %i = 0 to 64 {
+    affine.for %j = 0 to 64 {
+      %v = affine.load %A[%i, %j] : memref<64x64xf32>
+      %w = arith.mulf %v, %v : f32
+      affine.store %w, %B[%i, %j] : memref<64x64xf32>
+    }
+  }
+  return
+}
+"""
+
+
+def test_run_line_flags_of_function_passes_are_nested_as_mlir_opt_nests_them(ctx, tmp_path):
+    """mlir-opt adds a pass flag with implicit nesting; `run-line` (and `pass -affine-loop-tile`) made it
+    `builtin.module(affine-loop-tile{tile-size=32})`: "Can't add pass 'AffineLoopTiling' restricted to
+    'func.func' on a PassManager intended to run on 'builtin.module', did you intend to nest?"."""
+    path = tmp_path / "loop-tiling.mlir"
+    path.write_text(AFFINE_TEST)
+    ok(ctx, f"load {path}")
+    ok(ctx, "run-line")
+    assert ctx.session.steps[0].step.spec == "func.func(affine-loop-tile{tile-size=32})"
+    assert "affine.min" in ctx.session.current_ir or ctx.session.current_ir.count("affine.for") == 4
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]
+    assert "builtin.module(func.func(affine-loop-tile{tile-size=32}))" in ok(ctx, "export cmdline").data["cmdline"]
+    ok(ctx, "undo")
+    ok(ctx, "pass -affine-loop-tile=tile-size=16 -cse")
+    assert ctx.session.steps[0].step.spec == "func.func(affine-loop-tile{tile-size=16}),cse"
+    # a pipeline typed as text is MLIR's grammar, where nesting is explicit: the error shows the nested form
+    error = failed(ctx, "pass affine-loop-tile{tile-size=8}")
+    assert "`pass func.func(affine-loop-tile{tile-size=8})`" in error
+
+
+def test_workbench_passes_run_inside_a_pipeline_of_mlir_passes(ctx, tmp_path):
+    """`canonicalize,lh-erase-transform-schedules` (or the flags `-canonicalize -lh-...`) failed with "'lh-erase-
+    transform-schedules' does not refer to a registered pass (did you mean lh-erase-transform-schedules?)"."""
+    path = tmp_path / "with_script.mlir"
+    path.write_text("module attributes {transform.with_named_sequence} {\n" + MATMUL_FUNC +
+                    "  transform.named_sequence @__transform_main(%m: !transform.any_op {transform.readonly}) {\n"
+                    "    transform.yield\n  }\n}\n")
+    ok(ctx, f"load {path}")
+    ok(ctx, "pass canonicalize,lh-erase-transform-schedules,cse")
+    assert "transform.named_sequence" not in ctx.session.current_ir and "linalg.matmul" in ctx.session.current_ir
+    ok(ctx, "undo")
+    ok(ctx, "pass builtin.module(lh-erase-transform-schedules,canonicalize)")
+    assert "transform.named_sequence" not in ctx.session.current_ir
+    error = failed(ctx, "pass cse,lh-nosuch-pass")
+    assert "'lh-nosuch-pass' does not refer to a registered pass" in error
+
+
+MATMUL_FUNC = """\
+  func.func @matmul(%a: tensor<8x16xf32>, %b: tensor<16x4xf32>, %c: tensor<8x4xf32>) -> tensor<8x4xf32> {
+    %0 = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x4xf32>) outs(%c : tensor<8x4xf32>) -> tensor<8x4xf32>
+    return %0 : tensor<8x4xf32>
+  }
+"""
+
+
+def test_export_starts_after_a_workbench_pass_which_mlir_opt_does_not_have(ctx, tmp_path):
+    """`export cmdline` / `export reproducer` wrote `--pass-pipeline=builtin.module(canonicalize,lh-fuse-elementwise)`,
+    which mlir-opt refuses ("'lh-fuse-elementwise' does not refer to a registered pass")."""
+    ok(ctx, f"load {REPO / 'examples' / 'matmul.mlir'}")
+    ok(ctx, "pass canonicalize")
+    ok(ctx, "pass lh-fuse-elementwise")
+    error = failed(ctx, "export cmdline")
+    assert "step 2 (lh-fuse-elementwise) has no mlir-opt spelling" in error
+    ok(ctx, "pass cse")
+    res = ok(ctx, "export cmdline")
+    line = res.data["cmdline"]
+    assert "builtin.module(cse)" in line and "lh-fuse-elementwise" not in line and res.data["start_step"] == 2
+
+
+def test_every_workbench_pass_is_named_lh_so_that_export_can_tell_them():
+    from workbench.worker import py_passes
+
+    assert py_passes.PASSES and all(name.startswith("lh-") for name in py_passes.PASSES)

@@ -186,3 +186,14 @@ def test_every_workbench_pass_is_named_lh_so_that_export_can_tell_them():
     from workbench.worker import py_passes
 
     assert py_passes.PASSES and all(name.startswith("lh-") for name in py_passes.PASSES)
+
+
+def test_a_function_interface_pass_on_the_module_says_to_nest_it(ctx, tmp_path):
+    """mlir-opt's flags do not nest a pass on FunctionOpInterface either; the message said only "unable to
+    schedule pass 'AffineLoopUnroll' on a PassManager intended to run on 'builtin.module'!"."""
+    path = tmp_path / "loop-unroll.mlir"
+    path.write_text(AFFINE_TEST)
+    ok(ctx, f"load {path}")
+    error = failed(ctx, "pass -affine-loop-unroll=unroll-factor=4")
+    assert "unable to schedule pass 'AffineLoopUnroll'" in error and "`func.func(...)`" in error
+    ok(ctx, "pass func.func(affine-loop-unroll{unroll-factor=4})")

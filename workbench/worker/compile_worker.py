@@ -596,6 +596,10 @@ class CompileWorker:
                 msg += ("; the payload carries no transform script with that entry (`apply FILE.mlir` applies "
                         "one from a file, `pass lh-apply-payload-schedule` runs and erases the payload's own)")
                 detail = ""    # MLIR's note prints the whole module
+            elif "unable to schedule pass" in msg and "intended to run on 'builtin.module'" in msg:
+                # a pass on an op interface (FunctionOpInterface: affine-loop-unroll), which mlir-opt's flags
+                # do not nest either
+                msg += " (a pass that runs on functions nests in them: `func.func(...)`, as upstream's RUN lines write it)"
             raise StageError(f"pass pipeline failed: {msg}", detail)
         return True
 

@@ -197,3 +197,45 @@ def test_a_function_interface_pass_on_the_module_says_to_nest_it(ctx, tmp_path):
     error = failed(ctx, "pass -affine-loop-unroll=unroll-factor=4")
     assert "unable to schedule pass 'AffineLoopUnroll'" in error and "`func.func(...)`" in error
     ok(ctx, "pass func.func(affine-loop-unroll{unroll-factor=4})")
+
+
+def _read_fifo_in_background(fifo):
+    import threading
+
+    got = []
+    reader = threading.Thread(target=lambda: got.append(open(fifo, "rb").read()), daemon=True)
+    reader.start()
+    return reader, got
+
+
+def test_saving_onto_what_is_not_a_regular_file_writes_to_it_and_never_replaces_it(ctx, tmp_path):
+    """`save /dev/full` (as root) said "saved 1 steps to /dev/full" and had replaced the device node with a
+    regular file (the temporary file renamed over it); a FIFO was replaced the same way. Shown here on a FIFO
+    (a test must not touch /dev): it stays a FIFO and its reader gets the session."""
+    import os
+    import stat
+
+    ok(ctx, f"load {REPO / 'examples' / 'matmul.mlir'}")
+    ok(ctx, "pass canonicalize")
+    fifo = tmp_path / "out.yaml"
+    os.mkfifo(fifo)
+    reader, got = _read_fifo_in_background(fifo)
+    ok(ctx, f"save {fifo}")
+    reader.join(10)
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert got and b"pass: canonicalize" in got[0]
+
+
+def test_atomic_write_goes_through_a_symbolic_link():
+    """It renamed its temporary file over the link: the link became a copy, its file kept the old text."""
+    import tempfile
+    from pathlib import Path
+
+    from workbench.common.files import atomic_write
+
+    with tempfile.TemporaryDirectory() as d:
+        target, link = Path(d) / "real.yaml", Path(d) / "link.yaml"
+        target.write_text("old\n")
+        link.symlink_to(target)
+        atomic_write(link, "new\n")
+        assert link.is_symlink() and target.read_text() == "new\n"

@@ -239,3 +239,22 @@ def test_atomic_write_goes_through_a_symbolic_link():
         link.symlink_to(target)
         atomic_write(link, "new\n")
         assert link.is_symlink() and target.read_text() == "new\n"
+
+
+@pytest.mark.parametrize("line, says", [
+    ('save ""', "save: FILE is empty"),            # was "cannot write : Is a directory"
+    ("save '   '", "save: FILE is empty"),         # was a saved file named three spaces
+    ('load ""', "load: FILE is empty"),            # was "cannot read .: is a directory"
+    ('export reproducer ""', "export: FILE is empty"),
+    ('load --chunk " " x.mlir', "option --chunk needs a value"),
+])
+def test_an_empty_quoted_argument_is_a_usage_error(ctx, tmp_path, monkeypatch, line, says):
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    ok(ctx, f"load {REPO / 'examples' / 'matmul.mlir'}")
+    ok(ctx, "pass canonicalize")
+    res = do(ctx, line)
+    assert not res.ok and says in res.error, res.error
+    assert list(cwd.iterdir()) == []        # nothing written
+    assert len(ctx.session.steps) == 1

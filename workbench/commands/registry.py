@@ -245,7 +245,7 @@ def parse_args(cmd: Command, rest: str) -> dict[str, Any]:
                 inline = after.startswith("=")
                 value, remainder = ("", after[1:]) if inline and after[1:2] in ("", " ") else \
                     _first_token(after[1:] if inline else after, cmd.name)
-                if not value:
+                if not value.strip():
                     raise UsageError(f"{cmd.name}: option {key} needs a value")
                 out[dest] = _convert(value, flag.type, key)
                 if flag.minimum is not None and out[dest] < flag.minimum:
@@ -278,6 +278,8 @@ def parse_args(cmd: Command, rest: str) -> dict[str, Any]:
             text = " ".join(tokens[first_flag:])
             continue
         tok, text = _first_token(text, cmd.name)
+        if not tok.strip():   # `save ""` was "cannot write : Is a directory", `save "  "` a file named two spaces
+            raise UsageError(f"{cmd.name}: {arg.name.upper()} is empty ({cmd.usage_hint()})")
         out[arg.name] = _convert(tok, arg.type, arg.name)
     for arg in positionals:
         if arg.optional:

@@ -258,3 +258,27 @@ def test_an_empty_quoted_argument_is_a_usage_error(ctx, tmp_path, monkeypatch, l
     assert not res.ok and says in res.error, res.error
     assert list(cwd.iterdir()) == []        # nothing written
     assert len(ctx.session.steps) == 1
+
+
+def test_the_excerpt_of_an_error_in_a_long_line_shows_the_column_not_the_line_start(ctx, tmp_path):
+    """An error at column 2,000,030 of a weight literal printed the line's first ~1000 characters and a caret
+    line of spaces: neither the error's place nor the caret were on screen."""
+    path = tmp_path / "long.mlir"
+    path.write_text("func.func @f() -> tensor<500000xf32> {\n  %c = arith.constant dense<["
+                    + ",".join(["1.0"] * 500000) + ",oops]> : tensor<500000xf32>\n"
+                    "  return %c : tensor<500000xf32>\n}\n")
+    res = do(ctx, f"load {path}")
+    assert not res.ok and ":2:2000030:" in res.error
+    excerpt = [line for line in (res.detail or "").splitlines() if line.startswith(("2 |", "  |"))]
+    src, caret = excerpt[0], excerpt[1]
+    assert len(src) < 200 and "oops" in src
+    assert src[caret.index("^"):].startswith("oops")
+
+
+def test_source_excerpt_windows_long_lines_only():
+    from workbench.common import diagnostics
+
+    assert diagnostics.source_excerpt("f.mlir:1:5: x", "abc defgh\n") == "1 | abc defgh\n  |     ^"
+    line = "x" * 1000 + "BAD" + "y" * 1000
+    src, caret = diagnostics.source_excerpt("f.mlir:1:1001: x", line).splitlines()
+    assert src.startswith("1 | ...") and src.endswith("...") and src[caret.index("^"):].startswith("BAD")

@@ -548,6 +548,12 @@ class Session:
             raise SessionError(str(e))
         return step.with_params(params)
 
+    def nested_as_mlir_opt_does(self, pipeline: str) -> str:
+        """A pipeline read from mlir-opt pass flags (`run-line`, `pass -affine-loop-tile`) as mlir-opt runs it:
+        each pass restricted to some op (`func.func`) nested in it (the compile worker asks MLIR which)."""
+        ans = self.client.request({"op": "nest_pipeline", "pipeline": pipeline})
+        return ans["pipeline"] if ans.get("ok") else pipeline
+
     def apply(self, step: Step, printed: bool = False) -> AppliedStep:
         """Apply `step` after the current step. The result is printed when first asked for, unless
         `printed` (the caller shows it at once: one worker request instead of two)."""

@@ -40,6 +40,15 @@ def _legacy_script(stage: dict) -> bool:
             and re.search(r"^\s*transform\.sequence\b", text, re.M) is not None)
 
 
+#: a pass of the workbench's own (`lh-specialize-shapes`, `lh-erase-transform-schedules`, ...: every one is named
+#: `lh-*`, tests/test_qa_round5.py checks it): mlir-opt has none of them
+_WORKBENCH_PASS = re.compile(r"(?:^|[\s(,])lh-[A-Za-z0-9_-]+")
+
+
+def _workbench_pass(stage: dict) -> bool:
+    return stage["kind"] == "pass" and _WORKBENCH_PASS.search(stage.get("pipeline") or "") is not None
+
+
 def plan_for(session) -> Plan:
     stages_per_step: list[list[dict] | None] = []
     for a in session.active_steps:
@@ -47,7 +56,7 @@ def plan_for(session) -> Plan:
             stages = a.step.stages(session.build_ctx)
         except Exception:
             stages = None
-        if stages is not None and any(s["kind"] not in ("pass", "transform") or
+        if stages is not None and any(s["kind"] not in ("pass", "transform") or _workbench_pass(s) or
                                       (s["kind"] == "transform" and _legacy_script(s)) for s in stages):
             stages = None
         stages_per_step.append(stages)

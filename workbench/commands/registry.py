@@ -6,6 +6,7 @@ user errors: bad input becomes a failed `Result` with a one-line error.
 """
 from __future__ import annotations
 
+import math
 import re
 import threading
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ class Flag:
     complete: str = ""
     metavar: str = ""        # the value's name in usage lines (default: the flag's name in capitals)
     minimum: float | None = None   # int/float values below it are a usage error (`--iterations 0`)
+    maximum: float | None = None   # ... and above it (`--iterations 10**20`: the wrapper's i64 loop bound)
 
 
 @dataclass
@@ -182,17 +184,27 @@ def one_line_error(e: BaseException) -> str:
     return text[0] if text else type(e).__name__
 
 
+#: the largest integer an int option or argument takes: every one ends up a C or MLIR integer somewhere
+MAX_INT = 2**63 - 1
+
+
 def _convert(value: str, typ: str, name: str) -> Any:
     if typ == "int":
         try:
-            return int(value)
+            number = int(value)
         except ValueError:
             raise UsageError(f"{name} must be an integer, got {value!r}")
+        if abs(number) > MAX_INT:   # `show 10**20` is "no step", `run --iterations 10**20` was an internal error
+            raise UsageError(f"{name} must be an integer that fits in 64 bits, got {value}")
+        return number
     if typ == "float":
         try:
-            return float(value)
+            number = float(value)
         except ValueError:
             raise UsageError(f"{name} must be a number, got {value!r}")
+        if not math.isfinite(number):   # `run --timeout nan` was "cannot convert float NaN to integer"
+            raise UsageError(f"{name} must be a finite number, got {value!r}")
+        return number
     return value
 
 
@@ -233,11 +245,14 @@ def parse_args(cmd: Command, rest: str) -> dict[str, Any]:
                 inline = after.startswith("=")
                 value, remainder = ("", after[1:]) if inline and after[1:2] in ("", " ") else \
                     _first_token(after[1:] if inline else after, cmd.name)
-                if not value:
+                if not value.strip():
                     raise UsageError(f"{cmd.name}: option {key} needs a value")
                 out[dest] = _convert(value, flag.type, key)
                 if flag.minimum is not None and out[dest] < flag.minimum:
                     raise UsageError(f"{cmd.name}: {key} must be >= {flag.minimum:g}, got {value}")
+                if flag.maximum is not None and out[dest] > flag.maximum:
+                    most = int(flag.maximum) if float(flag.maximum).is_integer() else flag.maximum
+                    raise UsageError(f"{cmd.name}: {key} must be <= {most}, got {value}")
             else:
                 out[dest] = True
                 remainder = after.partition(" ")[2] if after.startswith("=") else after
@@ -263,6 +278,8 @@ def parse_args(cmd: Command, rest: str) -> dict[str, Any]:
             text = " ".join(tokens[first_flag:])
             continue
         tok, text = _first_token(text, cmd.name)
+        if not tok.strip():   # `save ""` was "cannot write : Is a directory", `save "  "` a file named two spaces
+            raise UsageError(f"{cmd.name}: {arg.name.upper()} is empty ({cmd.usage_hint()})")
         out[arg.name] = _convert(tok, arg.type, arg.name)
     for arg in positionals:
         if arg.optional:

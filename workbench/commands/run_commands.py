@@ -8,6 +8,7 @@ from pathlib import Path
 import re
 
 from workbench.commands.registry import Arg, Args, CommandContext, Command, Flag, Registry, UsageError
+from workbench.common.bench_defaults import MAX_BENCH_CALLS, MAX_CALLS_PER_SAMPLE
 from workbench.common.suggest import did_you_mean_path
 from workbench.result import Result
 from workbench.run_session import RunOptions, assembly_of_current, run_current
@@ -319,10 +320,13 @@ def register(reg: Registry) -> None:
          Flag("--ranks", "processes of a multi-rank target (mpi; default: what the partition was made for)",
               True, type="int", minimum=1),
          Flag("--timeout", "seconds before the run worker is killed", True, type="float", minimum=0.1),
-         Flag("--warmup", "warm-up calls (when run inserts the wrapper)", True, type="int", minimum=0),
-         Flag("--iterations", "timed calls (when run inserts the wrapper)", True, type="int", minimum=1),
+         Flag("--warmup", "warm-up calls (when run inserts the wrapper)", True, type="int", minimum=0,
+              maximum=MAX_BENCH_CALLS),
+         Flag("--iterations", "timed calls (when run inserts the wrapper)", True, type="int", minimum=1,
+              maximum=MAX_BENCH_CALLS),
          Flag("--calls-per-sample", "calls back to back in each timed sample, which is their mean (when run "
-              "inserts the wrapper; on cuda one stream synchronization a sample)", True, type="int", minimum=1),
+              "inserts the wrapper; on cuda one stream synchronization a sample)", True, type="int", minimum=1,
+              maximum=MAX_CALLS_PER_SAMPLE),
          Flag("--entry", "entry function (when run inserts the wrapper)", True),
          Flag("--expect", "expected outputs (.npy, in result order) to compare with, e.g. torch's", True,
               complete="path:.npy"),

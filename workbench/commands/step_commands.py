@@ -52,11 +52,13 @@ def cmd_pass(ctx: CommandContext, a: Args) -> Result:
 
 
 def _apply_pipelines(ctx: CommandContext, pipelines: list[str], what: str) -> Result:
-    """One pass step per pipeline, all or nothing: on a failure the earlier ones are undone (redo brings
+    """One pass step per pipeline of mlir-opt flags, nested as mlir-opt nests them (`-affine-loop-tile`:
+    `func.func(affine-loop-tile)`), all or nothing: on a failure the earlier ones are undone (redo brings
     them back)."""
     s = ctx.session
     results = []
     for pipeline in pipelines:
+        pipeline = s.nested_as_mlir_opt_does(pipeline)
         res = apply_step(ctx, Step("pass", pipeline, {}, {}, Path.cwd()))
         if not res.ok:
             for _ in results:

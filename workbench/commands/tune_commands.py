@@ -4,6 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from workbench.commands.registry import Args, CommandContext, Arg, Command, Flag, Registry, UsageError
+from workbench.common.bench_defaults import MAX_BENCH_CALLS
 from workbench.result import Result
 from workbench.run_session import RunOptions
 from workbench.session import SessionError, StepReport
@@ -313,8 +314,10 @@ def register(reg: Registry) -> None:
          Flag("--confirm-rounds", "interleaved rounds of that re-measurement (default 3)", True, type="int",
               minimum=1),
          Flag("--csv", "write all trials to this CSV file", True, complete="path:.csv"),
-         Flag("--iterations", "timed calls per candidate (default 5)", True, type="int", minimum=1),
-         Flag("--warmup", "warm-up calls per candidate (default 1)", True, type="int", minimum=0),
+         Flag("--iterations", "timed calls per candidate (default 5)", True, type="int", minimum=1,
+              maximum=MAX_BENCH_CALLS),
+         Flag("--warmup", "warm-up calls per candidate (default 1)", True, type="int", minimum=0,
+              maximum=MAX_BENCH_CALLS),
          Flag("--run-timeout", "seconds before a candidate's run is killed", True, type="float", minimum=0.1),
          Flag("--apply-best", "set the winning dict on the step (selected_by: tune:<study>)"),
          Flag("--no-baseline", "skip the baseline runs before and after"),

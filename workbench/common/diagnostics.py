@@ -84,6 +84,10 @@ def tidy_mlir_failure(error: str, detail: str | None, verifier: bool | None = No
     return error, "\n".join(header + ([excerpt] if excerpt else []) + lines)
 
 
+#: characters of a source line an excerpt shows (around the error's column)
+EXCERPT_WIDTH = 160
+
+
 def source_excerpt(error: str, text: str) -> str:
     """The line an error points at (`file:LINE:COL: ...`) with a caret under the column, or ''."""
     m = _LOCATION.search(error or "")
@@ -96,4 +100,10 @@ def source_excerpt(error: str, text: str) -> str:
         return ""
     src = lines[line_no - 1].expandtabs(4)
     width = len(str(line_no))
-    return f"{line_no:>{width}} | {src}\n{' ' * width} | {' ' * max(0, col - 1)}^"
+    caret = max(0, col - 1)
+    if len(src) > EXCERPT_WIDTH:   # a long line (a weight's literal): the part around the column, not its start
+        start = max(0, min(caret - EXCERPT_WIDTH // 2, len(src) - EXCERPT_WIDTH))
+        head, tail = ("..." if start else ""), ("..." if start + EXCERPT_WIDTH < len(src) else "")
+        src = head + src[start:start + EXCERPT_WIDTH] + tail
+        caret = caret - start + len(head)
+    return f"{line_no:>{width}} | {src}\n{' ' * width} | {' ' * caret}^"

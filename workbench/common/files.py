@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -46,10 +47,26 @@ def _umask() -> int:
 
 
 def atomic_write(path: Path, text: str | bytes) -> None:
+    """Write a file whole or not at all: a temporary file next to it, fsync, rename over it, fsync of the folder.
+    A symbolic link is written through (its target gets the text, the link stays); what is not a regular file
+    (`/dev/null`, `/dev/stdout`, a FIFO) is written to as it is: renaming over it replaced a device node with
+    a regular file (`save /dev/full` as root: "saved", and /dev/full was gone)."""
     path = Path(path)
+    if os.path.islink(path):   # (a loop stays the link: its use says "Too many levels of symbolic links")
+        path = resolved(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_dir():
         raise IsADirectoryError(21, "Is a directory", str(path))
+    data = text.encode() if isinstance(text, str) else text
+    try:
+        st = path.stat()
+    except OSError:
+        st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        with open(path, "wb") as f:   # a device or a pipe: the bytes go to it (ENOSPC of /dev/full raised)
+            f.write(data)
+            f.flush()
+        return
     try:
         mode = path.stat().st_mode & 0o7777
     except OSError:
@@ -57,7 +74,7 @@ def atomic_write(path: Path, text: str | bytes) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(text.encode() if isinstance(text, str) else text)
+            f.write(data)
             f.flush()
             os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())

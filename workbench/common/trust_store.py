@@ -15,7 +15,7 @@ import json
 import time
 from pathlib import Path
 
-from workbench.common.files import atomic_write, resolved
+from workbench.common.files import atomic_write, read_regular_file, resolved
 from workbench.paths import state_dir
 
 PYTHON, SESSION = "python", "session"
@@ -26,8 +26,10 @@ def store_path() -> Path:
 
 
 def file_sha256(path: Path) -> str | None:
+    """The sha256 of a regular file's content; None for what is none (a FIFO `save` wrote to: reading it
+    back blocked for ever; /dev/zero never ends) or cannot be read."""
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        return hashlib.sha256(read_regular_file(Path(path))).hexdigest()
     except OSError:
         return None
 

@@ -19,7 +19,7 @@ from workbench.common import safe_yaml, trust_store
 from workbench.common.files import read_regular_text, resolved
 from workbench.common.suggest import did_you_mean, did_you_mean_path
 from workbench.common.bench_defaults import DEFAULT_PARAMS as BENCH_DEFAULTS
-from workbench.common.bench_defaults import MAX_CALLS_PER_SAMPLE
+from workbench.common.bench_defaults import MAX_BENCH_CALLS, MAX_CALLS_PER_SAMPLE
 from workbench.paths import LIBRARY_DIR, in_library
 from workbench.steps import spec as S
 from workbench.steps.params import ParamError, ParamSpec, Schema, generator_schema, knob_schema
@@ -299,7 +299,6 @@ class RewriteKind(StepKind):
         return entry
 
 
-MAX_BENCH_CALLS = 10**9   # a loop bound the wrapper writes as an i64 constant; more never ends anyway
 
 
 class BenchKind(StepKind):
@@ -394,7 +393,10 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
     if not isinstance(value, str):
         raise StepError(f"{where}: `{key}:` expects a string, got {value!r}")
     if key == "pass":
-        return Step("pass", S.substitute(value, variables, where).strip(), {}, {}, base_dir)
+        pipeline = S.substitute(value, variables, where).strip()
+        if not pipeline:   # replayed as a step that runs nothing (`pass ""` typed is refused)
+            raise StepError(f"{where}: `pass:` needs a pass pipeline, got {value!r}")
+        return Step("pass", pipeline, {}, {}, base_dir)
     if key in ("pipeline", "bundle", "rewrite"):
         name, opts, ptext = S.split_ref(S.substitute(value, variables, where))
         return Step("pipeline" if key != "rewrite" else "rewrite", name,

@@ -14,6 +14,7 @@ Requests (all answers carry "ok" and, on failure, "error" and "diagnostics"):
   {"op": "print", IR}                             -> {"ir", "sha"}
   {"op": "inspect", IR}                           -> {"info"}
   {"op": "knobs", "text", "path"}                 -> {"knobs": [{"name", "options", "selected", ...}]}
+  {"op": "nest_pipeline", "pipeline"}             -> {"pipeline"}: mlir-opt's implicit nesting of pass flags
   {"op": "ping"}
 IR names a module: "key" (the sha256 of its text, or the key a lazy apply answered), plus its
 "text" or "bytecode" when this worker may not hold it (a fresh worker, an evicted entry); a
@@ -87,6 +88,97 @@ def _unknown_pass_hint(line: str) -> str:
     if m:
         line += did_you_mean(m.group(1), [*pass_names(), *py_passes.PASSES])
     return line
+
+
+#: MLIR's parser on a pass restricted to other ops than the pass manager's (`affine-loop-tile` on a module)
+_RESTRICTED = re.compile(r"restricted to '([^']+)' on a PassManager intended to run on 'builtin\.module'")
+
+
+def _top_level_passes(text: str) -> list[str]:
+    """`a,func.func(b,c),d{x=1,y=2}` -> ['a', 'func.func(b,c)', 'd{x=1,y=2}']: split at the commas outside
+    brackets and quotes."""
+    out, depth, quote, start = [], 0, "", 0
+    for i, c in enumerate(text):
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c in "({[":
+            depth += 1
+        elif c in ")}]":
+            depth -= 1
+        elif c == "," and depth == 0:
+            out.append(text[start:i].strip())
+            start = i + 1
+    out.append(text[start:].strip())
+    return [p for p in out if p]
+
+
+def implicitly_nested(pipeline: str) -> str:
+    """A pipeline of mlir-opt pass flags (`-affine-loop-tile="tile-size=32" -cse`, read as
+    `affine-loop-tile{tile-size=32},cse`) as mlir-opt runs it on a module: mlir-opt adds each flag's pass with
+    implicit nesting, so a pass restricted to `func.func` runs on every function
+    (`func.func(affine-loop-tile{tile-size=32}),cse`). Text that already names its anchor, and passes MLIR does
+    not know (ours, typos: their step says so), are left as they are."""
+    text = pipeline.strip()
+    if text.startswith("builtin.module(") or _unbalanced_bracket(text):
+        return text
+    out = []
+    for element in _top_level_passes(text):
+        try:
+            passmanager.PassManager.parse(f"builtin.module({element})")
+        except (ValueError, ir.MLIRError) as e:
+            m = _RESTRICTED.search(str(e))
+            if m:
+                element = f"{m.group(1)}({element})"
+        out.append(element)
+    return ",".join(out)
+
+
+def _python_pass_segments(pipeline: str) -> list[str]:
+    """A top-level pipeline that names workbench passes among MLIR's (`canonicalize,lh-erase-transform-schedules,
+    cse`) as the pipelines to run one after the other: each workbench pass alone, the MLIR passes between them
+    together (`['canonicalize', 'lh-erase-transform-schedules', 'cse']`); [pipeline] when it names none."""
+    text = pipeline.strip()
+    if text.startswith("builtin.module(") and text.endswith(")") and not _unbalanced_bracket(text):
+        text = text[len("builtin.module("):-1]
+    if _unbalanced_bracket(text):
+        return [pipeline]
+    elements = _top_level_passes(text)
+    if len(elements) < 2 or not any(py_passes.is_python_pass(e) for e in elements):
+        return [pipeline]
+    segments: list[list[str]] = []
+    for element in elements:
+        if py_passes.is_python_pass(element) or not segments or py_passes.is_python_pass(segments[-1][-1]):
+            segments.append([element])
+        else:
+            segments[-1].append(element)
+    return [",".join(seg) for seg in segments]
+
+
+def _unbalanced_bracket(text: str) -> str:
+    """Why the brackets of a pass pipeline text do not pair up ("" when they do): `(` of nesting, `{` of
+    options, quotes in option values skipped."""
+    pairs = {")": "(", "}": "{", "]": "["}
+    stack: list[tuple[str, int]] = []
+    quote = ""
+    for i, c in enumerate(text):
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c in "({[":
+            stack.append((c, i))
+        elif c in pairs:
+            if not stack:
+                return f"unbalanced {c!r} at column {i + 1} of {text!r}"
+            if stack[-1][0] != pairs[c]:
+                return f"{c!r} at column {i + 1} closes {stack[-1][0]!r} at column {stack[-1][1] + 1} in {text!r}"
+            stack.pop()
+    if stack:
+        c, i = stack[-1]
+        return f"{c!r} at column {i + 1} is never closed in {text!r}"
+    return ""
 
 
 def _split_mlir_error(exc: BaseException, label: str) -> tuple[str, str]:
@@ -221,6 +313,8 @@ class CompileWorker:
                     return self.prepare_run(req)
                 if op == "knobs":
                     return self.knobs(req)
+                if op == "nest_pipeline":
+                    return {"ok": True, "pipeline": implicitly_nested(req["pipeline"])}
                 if op == "print":
                     return self._printed(self._module_for(req, req.get("label", "<ir>")))
                 if op == "inspect":
@@ -453,7 +547,13 @@ class CompileWorker:
                 raise StageError(*_split_mlir_error(e, stage["path"]))
         return edited
 
-    def _run_passes(self, module: ir.Module, pipeline: str, label: str) -> None:
+    def _run_passes(self, module: ir.Module, pipeline: str, label: str) -> bool:
+        segments = _python_pass_segments(pipeline)
+        if len(segments) > 1:   # `canonicalize,lh-erase-transform-schedules`: MLIR's parser knows only its own
+            verified = True
+            for segment in segments:
+                verified = self._run_passes(module, segment, label) and verified
+            return verified
         try:
             python_pass = py_passes.lookup(pipeline)
         except py_passes.PyPassError as e:
@@ -473,6 +573,9 @@ class CompileWorker:
                 raise StageError(f"{pipeline.strip()}: {e}".splitlines()[0], traceback.format_exc())
             return False
         text = pipeline.strip()
+        unbalanced = _unbalanced_bracket(text)
+        if unbalanced:   # MLIR's parser said "expected pass pipeline to be wrapped with the anchor operation type"
+            raise StageError(f"bad pass pipeline: {unbalanced}")
         if not text.startswith("builtin.module("):
             text = f"builtin.module({text})"
         try:
@@ -480,7 +583,11 @@ class CompileWorker:
         except (ValueError, ir.MLIRError) as e:
             msg = str(e).strip().splitlines()
             detail = "\n".join(line for line in msg[1:] if line.strip() not in ("", "^"))   # not the caret
-            raise StageError(f"bad pass pipeline: {_unknown_pass_hint(msg[0]) if msg else e}", detail)
+            first = _unknown_pass_hint(msg[0]) if msg else str(e)
+            nested = implicitly_nested(pipeline) if _RESTRICTED.search(first) else ""
+            if nested and nested != text:
+                first += f" (as mlir-opt's pass flags nest it: `pass {nested}`)"
+            raise StageError(f"bad pass pipeline: {first}", detail)
         try:
             pm.run(module.operation)
         except ir.MLIRError as e:
@@ -489,6 +596,10 @@ class CompileWorker:
                 msg += ("; the payload carries no transform script with that entry (`apply FILE.mlir` applies "
                         "one from a file, `pass lh-apply-payload-schedule` runs and erases the payload's own)")
                 detail = ""    # MLIR's note prints the whole module
+            elif "unable to schedule pass" in msg and "intended to run on 'builtin.module'" in msg:
+                # a pass on an op interface (FunctionOpInterface: affine-loop-unroll), which mlir-opt's flags
+                # do not nest either
+                msg += " (a pass that runs on functions nests in them: `func.func(...)`, as upstream's RUN lines write it)"
             raise StageError(f"pass pipeline failed: {msg}", detail)
         return True
 

@@ -643,6 +643,12 @@ def parse(pipeline: str) -> tuple[str, dict] | None:
     return m.group(1), options
 
 
+def is_python_pass(text: str) -> bool:
+    """Whether a pass text (`lh-widen-i1-memrefs`, `lh-specialize-shapes{shapes=0:4}`) names one of ours."""
+    m = _REF.match(text.strip())
+    return bool(m) and m.group(1) in PASSES
+
+
 def lookup(pipeline: str):
     """A callable(module) for a pass-stage text naming a Python pass, else None."""
     parsed = parse(pipeline)

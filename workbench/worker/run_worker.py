@@ -97,6 +97,59 @@ def _read_profile(engine, labels: list[str]) -> dict:
     return {"calls": int(calls), "regions": [{"label": lab, "seconds": t} for lab, t in zip(labels, per_call)]}
 
 
+#: characters of the lowered module's line quoted in a JIT failure's one line
+QUOTE_LIMIT = 160
+
+
+def _kept(diagnostic) -> tuple[str, str, str]:
+    """(severity, location, message) of a diagnostic: the object is valid only inside the handler."""
+    from mlir import ir
+
+    kind = {ir.DiagnosticSeverity.ERROR: "error", ir.DiagnosticSeverity.WARNING: "warning"}.get(
+        diagnostic.severity, "note")
+    return kind, str(diagnostic.location), str(diagnostic.message)
+
+
+def _quoted_line(location: str, text: str) -> str:
+    """The line of the lowered module (parsed from `text`, locations `"-":LINE:COL`) a diagnostic points at,
+    stripped and clipped: the op that failed (`llvm.mlir.global ... @__constant_4x8xf32(dense_resource<w>`)."""
+    import re
+
+    m = re.search(r'^loc\("-":(\d+):\d+\)$', location)
+    lines = text.splitlines()
+    if not m or not 0 < int(m.group(1)) <= len(lines):
+        return ""
+    line = " ".join(lines[int(m.group(1)) - 1].split())
+    return line if len(line) <= QUOTE_LIMIT else line[:QUOTE_LIMIT - 3] + "..."
+
+
+def _diagnostic_lines(diagnostics: list, text: str) -> list[str]:
+    out = []
+    for kind, location, message in diagnostics:
+        quoted = _quoted_line(location, text)
+        out.append(f"{kind}: {message}" + (f" (lowered IR: {quoted})" if quoted else ""))
+    return out
+
+
+def jit_failure_reason(diagnostics: list, text: str) -> str:
+    """One line from the first error the translation to LLVM IR reported: its message and the lowered op
+    it concerns, else ""."""
+    import re
+
+    for kind, location, message in diagnostics:
+        if kind == "error":
+            quoted = _quoted_line(location, text)
+            message = " ".join(message.split())
+            resource = re.search(r"dense_resource<([^>]*)>", quoted)
+            if resource and message == "resource does not exist":   # a blob the payload's text does not carry
+                message = (f"dense_resource<{resource.group(1)}> has no data (the payload's `{{-# dialect_resources "
+                           f"#-}}` section has no blob of that name: elided weights cannot run)")
+            elif resource and "size does not match" in message:
+                message = f"dense_resource<{resource.group(1)}>: its blob's {message}"
+            return f"{message}: {quoted}" if quoted else message
+    return ""
+
+
 def handle_run(req: dict) -> dict:
     for lib in req.get("preload") or []:
         ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
@@ -114,14 +167,23 @@ def handle_run(req: dict) -> dict:
             set_llvm_target(module, req["llvm_target"]["cpu"], req["llvm_target"]["features"])
         profile_labels = _profile_labels(module)
         t0 = time.perf_counter()
+        # the translation to LLVM IR reports why it fails (a `dense_resource` without its blob or of the wrong
+        # size, an op it cannot translate) as MLIR diagnostics; the exception says only "Failure while
+        # creating the ExecutionEngine"
+        diagnostics: list = []
+        handler = ctx.attach_diagnostic_handler(lambda d: diagnostics.append(_kept(d)) or True)
         try:
             engine = ExecutionEngine(module, opt_level=int(req.get("opt_level", 3)), shared_libs=list(req["libs"]),
                                      enable_object_dump=bool(req.get("object_file")))
             if req.get("initialize"):
                 engine.initialize()
         except Exception as e:
-            return {"ok": False, "error": f"JIT compilation failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}",
-                    "diagnostics": traceback.format_exc()}
+            reason = jit_failure_reason(diagnostics, req["llvm"])
+            return {"ok": False, "error": "JIT compilation failed: " + (reason or (str(e).splitlines()[0] if str(e)
+                                                                                  else type(e).__name__)),
+                    "diagnostics": "\n".join(_diagnostic_lines(diagnostics, req["llvm"])) or traceback.format_exc()}
+        finally:
+            handler.detach()
         compile_s = time.perf_counter() - t0
         inputs = [np.ascontiguousarray(a) for a in req["inputs"]]
         answer: dict = {"ok": True, "compile_s": compile_s}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import REPO, do, failed, ok, run_cli
+from conftest import MATMUL, REPO, do, failed, ok, run_cli
 
 # generic op syntax, properties, location aliases and a `dense_resource` weight with its blob, as upstream
 # files and torch-mlir exports write them
@@ -282,3 +282,25 @@ def test_source_excerpt_windows_long_lines_only():
     line = "x" * 1000 + "BAD" + "y" * 1000
     src, caret = diagnostics.source_excerpt("f.mlir:1:1001: x", line).splitlines()
     assert src.startswith("1 | ...") and src.endswith("...") and src[caret.index("^"):].startswith("BAD")
+
+
+@pytest.mark.parametrize("line, command", [
+    ("pass canonicalize   # fold what the schedule left", "pass canonicalize"),
+    ("# a whole comment line", ""),
+    ("save out#1.yaml", "save out#1.yaml"),                                   # inside a word
+    ('apply pass:"func.func(canonicalize)" # quoted #s stay', 'apply pass:"func.func(canonicalize)"'),
+    ("params 2 note='a # b'", "params 2 note='a # b'"),                      # inside quotes
+    ("apply x.py[gen=f]{tag=#map} # c", "apply x.py[gen=f]{tag=#map}"),     # inside brackets
+])
+def test_a_trailing_comment_is_not_part_of_the_command(line, command):
+    from workbench.commands.script import script_lines, without_comment
+
+    assert without_comment(line) == command
+    assert script_lines(line + "\n") == ([(1, command)] if command else [])
+
+
+def test_a_script_line_with_a_trailing_comment_runs_its_command(tmp_path):
+    script = tmp_path / "c.lhw"
+    script.write_text("pass canonicalize   # the README's tour writes comments like this\ninspect # and this\n")
+    res = run_cli([MATMUL, "--script", script])
+    assert res.returncode == 0, res.stderr + res.stdout

@@ -14,6 +14,7 @@ from prompt_toolkit.completion import Completion as PTCompletion
 from prompt_toolkit.history import FileHistory, InMemoryHistory
 
 from workbench.commands.registry import CommandContext
+from workbench.commands.script import without_comment
 from workbench.completion import Completer
 from workbench.result import Result
 
@@ -189,8 +190,8 @@ def run_repl(ctx: CommandContext, input=None, output=None, console=None, history
         except EOFError:   # Ctrl-D leaves as `quit` does (and says where unsaved steps went)
             render(_dispatch(ctx, "quit", console), console)
             break
-        line = line.strip()
-        if not line or line.startswith("#"):
+        line = without_comment(line.strip())
+        if not line:
             continue
         res = _dispatch(ctx, line, console)
         s.autosave()   # never raises; a full disk is warned about once

@@ -23,13 +23,37 @@ class ScriptOutcome:
         return None
 
 
+_OPEN, _CLOSE = "([{<", ")]}>"
+
+
+def without_comment(line: str) -> str:
+    """The command of a script or REPL line without its trailing comment: a `#` that starts a word
+    (at the line's start or after a blank) outside quotes and brackets, as the README's tour writes
+    them (`bench iterations=20   # the wrapper, inserted here`). A `#` inside a word (`out#1.yaml`),
+    quotes or brackets (`{attr=#map}`) is the command's."""
+    quote, depth = "", 0
+    for i, ch in enumerate(line):
+        if quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in _OPEN:
+            depth += 1
+        elif ch in _CLOSE:
+            depth = max(0, depth - 1)
+        elif ch == "#" and depth == 0 and (i == 0 or line[i - 1].isspace()):
+            return line[:i].rstrip()
+    return line
+
+
 def script_lines(text: str) -> list[tuple[int, str]]:
     from workbench.common.files import without_bom
 
     out = []
     for lineno, raw in enumerate(without_bom(text).splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith("#"):
+        line = without_comment(raw.strip())
+        if not line:
             continue
         out.append((lineno, line))
     return out

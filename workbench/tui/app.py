@@ -27,6 +27,7 @@ from textual.widgets import Footer, Label, ProgressBar, Static
 
 from workbench.common import textdiff
 from workbench.commands.registry import CommandContext
+from workbench.commands.script import without_comment
 from workbench.completion import Completer
 from workbench.result import Result
 from workbench.tui.keymap import key_clashes, keymap_path, load_keymap
@@ -488,7 +489,9 @@ class WorkbenchApp(App):
         if not line:
             return
         cmd.remember(line)
-        self.submit(line)
+        line = without_comment(line)
+        if line:
+            self.submit(line)
 
     @on(ParamForm.Submitted)
     def _param_submitted(self, event: ParamForm.Submitted) -> None:

@@ -23,26 +23,15 @@ class ScriptOutcome:
         return None
 
 
-_OPEN, _CLOSE = "([{<", ")]}>"
-
-
 def without_comment(line: str) -> str:
     """The command of a script or REPL line without its trailing comment: a `#` that starts a word
     (at the line's start or after a blank) outside quotes and brackets, as the README's tour writes
     them (`bench iterations=20   # the wrapper, inserted here`). A `#` inside a word (`out#1.yaml`),
-    quotes or brackets (`{attr=#map}`) is the command's."""
-    quote, depth = "", 0
-    for i, ch in enumerate(line):
-        if quote:
-            if ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch in _OPEN:
-            depth += 1
-        elif ch in _CLOSE:
-            depth = max(0, depth - 1)
-        elif ch == "#" and depth == 0 and (i == 0 or line[i - 1].isspace()):
+    quotes or brackets (`{attr=#map}`, `tensor<#enc>`) is the command's."""
+    from workbench.common.bracket_scan import unquoted
+
+    for i, ch, depth in unquoted(line, "([{<", ")]}>"):
+        if ch == "#" and depth == 0 and (i == 0 or line[i - 1].isspace()):
             return line[:i].rstrip()
     return line
 

@@ -97,17 +97,11 @@ _RESTRICTED = re.compile(r"restricted to '([^']+)' on a PassManager intended to 
 def _top_level_passes(text: str) -> list[str]:
     """`a,func.func(b,c),d{x=1,y=2}` -> ['a', 'func.func(b,c)', 'd{x=1,y=2}']: split at the commas outside
     brackets and quotes."""
-    out, depth, quote, start = [], 0, "", 0
-    for i, c in enumerate(text):
-        if quote:
-            quote = "" if c == quote else quote
-        elif c in "'\"":
-            quote = c
-        elif c in "({[":
-            depth += 1
-        elif c in ")}]":
-            depth -= 1
-        elif c == "," and depth == 0:
+    from workbench.common.bracket_scan import unquoted
+
+    out, start = [], 0
+    for i, c, depth in unquoted(text):
+        if c == "," and depth == 0:
             out.append(text[start:i].strip())
             start = i + 1
     out.append(text[start:].strip())

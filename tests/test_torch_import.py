@@ -502,6 +502,29 @@ def test_top_p_scatter_of_bools_is_a_loop_over_the_index(tmp_path):
     _selected_run_checked(tmp_path, path.stem)
 
 
+QUANTILE_MEDIAN = '''
+import torch
+
+class QuantileMedian(torch.nn.Module):
+    def forward(self, x):
+        return torch.quantile(x, 0.25, dim=1), x.median()
+'''
+
+
+@needs_torch
+def test_quantile_and_median_together_run_on_the_selector_path(tmp_path):
+    """docs/models-round4.md's run worker abort ("LLVM ERROR: Cannot emit physreg copy instruction"): both
+    sorts' schedules give 64+ loop nests, lh-outline-loops outlines them and the nests reading a mask from
+    above got it as a <1 x i1> argument, which LLVM 22's x86 backend cannot pass with AVX-512; masks now cross
+    calls as i8 vectors (lh-widen-i1-vector-args, tests/test_i1_vector_calls.py)."""
+    (tmp_path / "model.py").write_text(QUANTILE_MEDIAN)
+    p = run_cli(["import", "model.py:QuantileMedian", "--inputs", "4x7xf32", "--out", "o"],
+                cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    (path,) = (tmp_path / "o").glob("*.mlir")
+    _selected_run_checked(tmp_path, path.stem)
+
+
 MASKED_ASSIGN = '''
 import torch
 

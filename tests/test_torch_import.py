@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -458,16 +459,70 @@ class Scatters(torch.nn.Module):
 @needs_torch
 def test_scatters_import_without_tm_tensor_and_match_torch(tmp_path):
     """scatter (src, value) and scatter_add: torch-mlir lowers them to tm_tensor.scatter (its lowering ran
-    out of memory on a top-k MoE router); decomposed in torch (one-hot compare, gather) they become linalg,
-    and match torch through the selector path, with an index smaller than x and duplicate targets."""
+    out of memory on a top-k MoE router, and crashes in this build); the importer lowers them to a loop nest
+    over the index (scf.for, tensor.insert: linear in the index, no one-hot of index x targets), and they
+    match torch through the selector path, with an index smaller than x and duplicate targets."""
     (tmp_path / "model.py").write_text(SCATTERS)
     p = run_cli(["import", "model.py:Scatters", "--inputs", "5x7xf32,7xi64[0:7],5x6xi64[0:7],6x8xf32", "--out", "o"],
                 cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
     assert p.returncode == 0, p.stderr
     mlir = (tmp_path / "o" / "scatters.mlir").read_text()
     assert "tm_tensor" not in mlir and "func.func @main" in mlir
+    assert mlir.count("tensor.insert") == 3 and "scf.for" in mlir
+    # (the one-hot compare had index's shape with x's extent inserted: rank 3 here, where every input is 2-D)
+    assert not re.search(r"tensor<\d+x\d+x\d+x", mlir), re.search(r"tensor<\d+x\d+x\d+x[^>]*>", mlir).group(0)
     run = _selected_run_checked(tmp_path, "scatters")["run"]
     assert len(run["expected_check"]["outputs"]) == 3
+
+
+TOP_P_SCATTER = '''
+import torch
+
+class TopPScatter(torch.nn.Module):
+    def forward(self, logits):
+        sorted_logits, order = torch.sort(logits, descending=True, dim=-1)
+        remove = torch.softmax(sorted_logits, dim=-1).cumsum(-1) > 0.5
+        remove[..., 0] = False
+        return logits.masked_fill(remove.scatter(-1, order, remove), -1e4)   # bools back to unsorted places
+'''
+
+
+@needs_torch
+def test_top_p_scatter_of_bools_is_a_loop_over_the_index(tmp_path):
+    """top_p_logits' `remove.scatter(-1, order, remove)` (bools, an index from a sort) at a 512 vocabulary:
+    one loop over the 2x512 index (the one-hot form compared 2x512x512 pairs), equal to torch."""
+    (tmp_path / "model.py").write_text(TOP_P_SCATTER)
+    p = run_cli(["import", "model.py:TopPScatter", "--inputs", "2x512xf32", "--out", "o"],
+                cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    (path,) = (tmp_path / "o").glob("*.mlir")
+    mlir = path.read_text()
+    assert "x512x512x" not in mlir and "512x512" not in mlir
+    assert re.search(r"tensor\.insert %\S+ into %\S+\[[^]]*\] : tensor<2x512xi1>", mlir)
+    _selected_run_checked(tmp_path, path.stem)
+
+
+QUANTILE_MEDIAN = '''
+import torch
+
+class QuantileMedian(torch.nn.Module):
+    def forward(self, x):
+        return torch.quantile(x, 0.25, dim=1), x.median()
+'''
+
+
+@needs_torch
+def test_quantile_and_median_together_run_on_the_selector_path(tmp_path):
+    """docs/models-round4.md's run worker abort ("LLVM ERROR: Cannot emit physreg copy instruction"): both
+    sorts' schedules give 64+ loop nests, lh-outline-loops outlines them and the nests reading a mask from
+    above got it as a <1 x i1> argument, which LLVM 22's x86 backend cannot pass with AVX-512; masks now cross
+    calls as i8 vectors (lh-widen-i1-vector-args, tests/test_i1_vector_calls.py)."""
+    (tmp_path / "model.py").write_text(QUANTILE_MEDIAN)
+    p = run_cli(["import", "model.py:QuantileMedian", "--inputs", "4x7xf32", "--out", "o"],
+                cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert p.returncode == 0, p.stderr
+    (path,) = (tmp_path / "o").glob("*.mlir")
+    _selected_run_checked(tmp_path, path.stem)
 
 
 MASKED_ASSIGN = '''

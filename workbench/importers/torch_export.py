@@ -31,6 +31,12 @@ an inclusive scan as blocked masked reductions (`_scan`), a sort as a bitonic ne
 compare-exchanges on reshaped tensors. Doing it in torch keeps the rewrite independent of
 torch-mlir's textual form and of its dialect's semantics, and the result is ordinary linalg that
 every workbench schedule and target handles.
+
+Scatters (scatter src / value, scatter_add) are the exception: no torch op writes through an index
+but scatter itself, and the one-hot compare of every target with every index entry they went through
+was quadratic in the scattered dim. They are kept through torch-mlir's torch-level pipeline and lowered
+by `lower_to_linalg` to a loop nest over the index (scf.for, tensor.extract / tensor.insert): linear, in
+the index's order (of duplicate targets the last entry wins; scatter_add sums them).
 """
 from __future__ import annotations
 
@@ -437,60 +443,12 @@ def topk_decomposition(x, k, dim=-1, largest=True, sorted=True):
     return values.narrow(dim, 0, k).contiguous(), indices.narrow(dim, 0, k).contiguous()
 
 
-def _scatter_targets(x, dim: int, index):
-    """For scatter along `dim`: `last`, x's shape cut to the index's extents except along dim, the
-    position along index's dim of the last index entry naming each target (-1: none names it), the
-    one-hot `hit` (index's shape with x's dim extent inserted after dim), and the pads (F.pad order)
-    that grow a tensor of `last`'s shape back to x's."""
-    import torch
-
-    d = dim % x.dim()
-    n = x.shape[d]
-    targets = torch.arange(n, device=x.device).reshape([n] + [1] * (index.dim() - d - 1))
-    hit = index.unsqueeze(d + 1) == targets                  # [..., j (index's dim), k (x's dim), ...]
-    sources = torch.arange(index.shape[d], device=x.device).reshape([-1, 1] + [1] * (index.dim() - d - 1))
-    last = torch.where(hit, sources, -1).amax(d)             # index's shape, x's extent along d
-    pads = []
-    for e in reversed(range(x.dim())):
-        pads += [0, x.shape[e] - last.shape[e]]
-    return d, last, hit, pads
-
-
-def _within(t, shape):
-    """t cut to `shape` (its leading slice, scatter's rule for a src larger than the index)."""
-    for e, size in enumerate(shape):
-        t = t.narrow(e, 0, size)
-    return t
-
-
-def scatter_src_decomposition(x, dim, index, src):
-    """x.scatter(dim, index, src) without tm_tensor.scatter: each target takes the src element of the
-    last index entry naming it (torch leaves duplicates unspecified), through a one-hot compare and a
-    gather."""
-    import torch
-    import torch.nn.functional as F
-
-    d, last, _, pads = _scatter_targets(x, dim, index)
-    value = torch.gather(_within(src, index.shape), d, last.clamp(min=0))
-    return torch.where(F.pad(last, pads, value=-1) >= 0, F.pad(value, pads), x)
-
-
 def scatter_value_decomposition(x, dim, index, value):
+    """x.scatter(dim, index, value): a scatter of a tensor of the value (index's shape), lowered with the
+    other scatters to a loop over the index (scatters_as_loops)."""
     import torch
-    import torch.nn.functional as F
 
-    _, last, _, pads = _scatter_targets(x, dim, index)
-    return torch.where(F.pad(last, pads, value=-1) >= 0, torch.full_like(x, value), x)
-
-
-def scatter_add_decomposition(x, dim, index, src):
-    """x.scatter_add(dim, index, src): the sum over index entries of the one-hot products."""
-    import torch
-    import torch.nn.functional as F
-
-    d, _, hit, pads = _scatter_targets(x, dim, index)
-    added = torch.where(hit, _within(src, index.shape).unsqueeze(d + 1), 0).sum(d)
-    return x + F.pad(added.to(x.dtype), pads)
+    return x.scatter(dim, index, torch.full(index.shape, value, dtype=x.dtype, device=x.device))
 
 
 #: the most elements of the one-hot (targets x index entries) an integer index_put decomposes through
@@ -744,8 +702,7 @@ def upstream_decompositions() -> dict:
             aten.logcumsumexp.default: logcumsumexp_decomposition, aten.cummax.default: cummax_decomposition,
             aten.cummin.default: cummin_decomposition,
             aten.sort.default: sort_decomposition, aten.sort.stable: sort_stable_decomposition,
-            aten.topk.default: topk_decomposition, aten.scatter.src: scatter_src_decomposition,
-            aten.scatter.value: scatter_value_decomposition, aten.scatter_add.default: scatter_add_decomposition,
+            aten.topk.default: topk_decomposition, aten.scatter.value: scatter_value_decomposition,
             aten.index_put.default: index_put_decomposition,
             aten._embedding_bag.default: embedding_bag_decomposition,
             aten.embedding_bag.default: embedding_bag_decomposition,
@@ -870,6 +827,163 @@ def _non_persistent_buffers_as_state(program) -> None:
             program.state_dict[name] = program.constants[name]
 
 
+# ---------------------------------------------------------------------------------------------
+# scatters as loops over the index
+
+#: aten scatters (after torch-mlir's torch-level pipeline) lowered to a loop nest over the index tensor:
+#: op -> how a written element combines with the one there ("": replaced). torch-mlir's own lowering
+#: (tm_tensor.scatter) crashes in this build and upstream MLIR cannot load its result; a one-hot compare of
+#: every target with every index entry (what the importer did before) is quadratic in the scattered dim
+#: (top_p_logits' 8x1024 scatter: 8x1024x1024 compares, 0.16x torch).
+SCATTER_LOOP_OPS = {"torch.aten.scatter.src": "", "torch.aten.scatter_add": "add"}
+
+#: torch-mlir's torch-backend-to-linalg-on-tensors-backend-pipeline, its contract check last
+BACKEND_PIPELINE = "torch-backend-to-linalg-on-tensors-backend-pipeline"
+BACKEND_CONTRACT = "torch-verify-linalg-on-tensors-backend-contract"
+
+
+def _builtin_tensor_type(vtensor: str) -> str:
+    """!torch.vtensor<[2,5],si64> -> tensor<2x5xi64> (what torch_c.to_builtin_tensor gives: signless)."""
+    m = re.fullmatch(r"!torch\.vtensor<\[([^\]]*)\],(\w+)>", vtensor)
+    if not m:
+        raise ValueError(f"not a ranked value tensor: {vtensor}")
+    dims = ["?" if d.strip() == "-1" else d.strip() for d in m.group(1).split(",") if d.strip()]
+    elem = re.sub(r"^[su]i", "i", m.group(2))
+    return "tensor<" + "".join(d + "x" for d in dims) + elem + ">"
+
+
+def scatter_loop_function(name: str, x_type: str, index_type: str, src_type: str, dim: int, combine: str) -> str:
+    """A private function (builtin tensors) scattering src into x along `dim` at index: a loop nest over the
+    index's elements in row-major order, each writing x[..., index[i], ...] (src[i] combined with the element
+    there for scatter_add), so that of duplicate targets the last entry wins (torch leaves which one
+    unspecified) and scatter_add sums them all. Entries outside [0, x.shape[dim]) write nothing (torch
+    raises on them). Linear in the index's size."""
+    rank = x_type.count("x") if "<" in x_type else 0
+    elem = x_type[x_type.rindex("x") + 1:-1] if rank else x_type[len("tensor<"):-1]
+    lines = [f"func.func private @{name}(%x: {x_type}, %idx: {index_type}, %src: {src_type}) -> {x_type} {{",
+             "  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index",
+             "  %zero = arith.constant 0 : i64"]
+    for k in range(rank):
+        lines += [f"  %d{k} = arith.constant {k} : index", f"  %n{k} = tensor.dim %idx, %d{k} : {index_type}"]
+    lines += [f"  %size = tensor.dim %x, %d{dim} : {x_type}",
+              "  %size64 = arith.index_cast %size : index to i64"]
+    ivs = [f"%i{k}" for k in range(rank)]
+    pad = "  "
+    for k in range(rank):
+        acc_in = "%x" if k == 0 else f"%a{k - 1}"
+        lines.append(f"{pad}%r{k} = scf.for %i{k} = %c0 to %n{k} step %c1 iter_args(%a{k} = {acc_in}) -> ({x_type}) {{")
+        pad += "  "
+    acc = f"%a{rank - 1}"
+    target = ", ".join("%t" if k == dim else ivs[k] for k in range(rank))
+    at = ", ".join(ivs)
+    lines += [f"{pad}%t64 = tensor.extract %idx[{at}] : {index_type}",
+              f"{pad}%lo = arith.cmpi sge, %t64, %zero : i64",
+              f"{pad}%hi = arith.cmpi slt, %t64, %size64 : i64",
+              f"{pad}%in = arith.andi %lo, %hi : i1",
+              f"{pad}%w = scf.if %in -> ({x_type}) {{",
+              f"{pad}  %t = arith.index_cast %t64 : i64 to index",
+              f"{pad}  %v = tensor.extract %src[{at}] : {src_type}"]
+    value = "%v"
+    if combine == "add":
+        op = "arith.addf" if elem.startswith(("f", "bf")) else ("arith.ori" if elem == "i1" else "arith.addi")
+        lines += [f"{pad}  %old = tensor.extract {acc}[{target}] : {x_type}",
+                  f"{pad}  %sum = {op} %old, %v : {elem}"]
+        value = "%sum"
+    lines += [f"{pad}  %new = tensor.insert {value} into {acc}[{target}] : {x_type}",
+              f"{pad}  scf.yield %new : {x_type}",
+              f"{pad}}} else {{",
+              f"{pad}  scf.yield {acc} : {x_type}",
+              f"{pad}}}"]
+    result = "%w"
+    for k in reversed(range(rank)):
+        lines.append(f"{pad}scf.yield {result} : {x_type}")
+        pad = pad[:-2]
+        lines.append(f"{pad}}}")
+        result = f"%r{k}"
+    lines += [f"  return %r0 : {x_type}", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def scatters_as_calls(module) -> dict:
+    """Each scatter of SCATTER_LOOP_OPS in `module` (torch dialect, torch-mlir's backend contract) becomes a
+    call of a private function declared with its types (the backend pipeline converts both to builtin
+    tensors; define_scatter_functions then gives them their loop nests). {function name: (dim, combine)}."""
+    from torch_mlir import ir
+
+    found = []
+
+    def visit(op):
+        if op.name in SCATTER_LOOP_OPS:
+            found.append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    specs = {}
+    with module.context, ir.Location.unknown():
+        for n, op in enumerate(found):
+            x, dim_value, index, src = list(op.operands)
+            dim_op = dim_value.owner
+            if not hasattr(dim_op, "name") or dim_op.name != "torch.constant.int":
+                raise ValueError(f"{op.name} along a dimension that is not a constant")
+            rank = len(_builtin_tensor_type(str(x.type)).split("x")) - 1
+            name = f"lh_scatter_{n}"
+            specs[name] = (ir.IntegerAttr(dim_op.attributes["value"]).value % max(rank, 1), SCATTER_LOOP_OPS[op.name])
+            ft = ir.FunctionType.get([x.type, index.type, src.type], [op.results[0].type])
+            with ir.InsertionPoint.at_block_begin(module.body):
+                ir.Operation.create("func.func", regions=1, attributes={
+                    "sym_name": ir.StringAttr.get(name), "function_type": ir.TypeAttr.get(ft),
+                    "sym_visibility": ir.StringAttr.get("private")})
+            with ir.InsertionPoint(op):
+                call = ir.Operation.create("func.call", results=[op.results[0].type], operands=[x, index, src],
+                                           attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
+            op.results[0].replace_all_uses_with(call.result)
+            op.erase()
+    return specs
+
+
+def define_scatter_functions(module, specs: dict) -> None:
+    """The declarations of scatters_as_calls (now of builtin tensors) get their loop nests."""
+    from torch_mlir import ir
+
+    with module.context, ir.Location.unknown():
+        for op in list(module.body.operations):
+            op = op.operation
+            if op.name != "func.func" or ir.StringAttr(op.attributes["sym_name"]).value not in specs:
+                continue
+            name = ir.StringAttr(op.attributes["sym_name"]).value
+            ft = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+            parsed = ir.Module.parse(scatter_loop_function(name, *(str(t) for t in ft.inputs), *specs[name]))
+            func = parsed.body.operations[0]        # (parsed stays alive until its function is moved out)
+            func.operation.detach_from_parent()
+            ir.InsertionPoint(op).insert(func)
+            op.erase()
+            del parsed
+
+
+def lower_to_linalg(module) -> None:
+    """torch-mlir's backend pipeline on a torch-dialect module (as fx.export_and_import's
+    output_type="linalg-on-tensors" runs it); scatters become calls of functions of loop nests, inlined
+    (and erased) before the backend contract is checked."""
+    from torch_mlir import passmanager
+    from torch_mlir.compiler_utils import BackendLoweringOptions, run_pipeline_with_repro_report
+
+    pipeline = (f"builtin.module({BACKEND_PIPELINE}{{allow-non-finites="
+                f"{str(BackendLoweringOptions().allow_non_finites).lower()}}})")
+    specs = scatters_as_calls(module)
+    if not specs:
+        run_pipeline_with_repro_report(module, pipeline, "lowering to linalg")
+        return
+    with module.context:
+        passes = str(passmanager.PassManager.parse(pipeline))
+    head, contract, _ = passes.rpartition(f",{BACKEND_CONTRACT})")
+    if not contract:
+        raise ValueError(f"unexpected torch-mlir backend pipeline: {passes[:200]}")
+    run_pipeline_with_repro_report(module, head + ")", "lowering to linalg")
+    define_scatter_functions(module, specs)
+    run_pipeline_with_repro_report(module, f"builtin.module(inline,symbol-dce,func.func(canonicalize),{BACKEND_CONTRACT})",
+                                   "lowering to linalg (scatters as loops)")
+
+
 def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str = "") -> dict:
     """Export `module` on `inputs`: writes NAME.mlir, the .npy files and the sidecar; returns the sidecar."""
     import torch
@@ -883,8 +997,9 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
             program = torch.export.export(module, tuple(inputs)).run_decompositions(decomposition_table())
             _state_in_lists_as_values(program)
             _non_persistent_buffers_as_state(program)
-            mlir_module = fx.export_and_import(program, output_type="linalg-on-tensors", func_name="main",
+            mlir_module = fx.export_and_import(program, output_type="torch", func_name="main",
                                                decomposition_table={})
+            lower_to_linalg(mlir_module)
         except Exception as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise ImportFailure(f"torch-mlir export failed: {type(e).__name__}: {first[:400]}")

@@ -355,6 +355,12 @@ def _widen_i1(module, options: dict) -> None:
     widen_i1.widen_i1_memrefs(module)
 
 
+def _widen_i1_vector_args(module, options: dict) -> None:
+    from workbench.worker import widen_i1
+
+    widen_i1.widen_i1_vector_args(module)
+
+
 def _mpi_buffer_deallocation(module, options: dict) -> None:
     from workbench.worker.mpi import dealloc
 
@@ -614,6 +620,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-plain-matmul-layout": (_plain_matmul_layout, "on tensors: a matmul with a transposed operand (x @ w.T: named with transposed maps, or a multiply-add generic) -> linalg.transpose of that operand + a plain linalg.matmul, and a plain matmul written as a multiply-add generic -> linalg.matmul (the packed schedule's micro-kernel reads B as [k][n]; workbench/worker/cpu/matmul_layout.py)"),
     "lh-report-failed-asserts": (_report_failed_asserts, "every cf.assert prints its message (puts) when it fails and the program goes on, as mlir-opt's -test-cf-assert lowers it (upstream's runtime-verification tests; the default lowering aborts at the first)"),
     "lh-widen-i1-memrefs": (_widen_i1, "memref<..xi1> -> memref<..xi8> (one byte per bool, as numpy stores them; MemRefToLLVM refuses sub-byte memrefs), loads/stores keep i1 values"),
+    "lh-widen-i1-vector-args": (_widen_i1_vector_args, "every function defined in the module takes and returns vectors of i1 as vectors of i8 (truncated where it starts, extended at returns and call sites): LLVM 22's x86 backend aborts on a call passing <1 x i1> with AVX-512 (\"Cannot emit physreg copy instruction\"; the masks lh-outline-loops passes to an outlined loop nest; workbench/worker/widen_i1.py)"),
     "lh-mpi-buffer-deallocation": (_mpi_buffer_deallocation, "buffer-deallocation-pipeline on code with MPI ops (they take buffers but declare no memory effects: hidden behind calls while it runs; workbench/worker/mpi/dealloc.py)"),
     "lh-mpi-reuse-comm": (_mpi_reuse_comm, "after the LLVM lowering: each MPI_Comm_split call site makes its communicator once per process and hands it out on later calls (convert-shard-to-mpi splits one per collective per call; workbench/worker/mpi/comm_reuse.py)"),
     "lh-shard-collectives": (_shard_collectives, "before convert-shard-to-mpi: shard.all_gather / all_slice / all_to_all / reduce_scatter (not lowered by MLIR 22's convert-shard-to-mpi) -> helpers: {method=p2p} pairwise mpi.send/recv for gathers and all-to-alls (power-of-two groups), {method=allreduce} zero-filled blocks summed by shard.all_reduce (workbench/worker/mpi/collectives.py)"),

@@ -189,3 +189,97 @@ def _widen_linalg_on_buffers(op) -> None:
     for i, out in enumerate(outputs):
         if _is_i8_memref(out.type) and _is_i1(yield_op.operands[i].type):
             _extend_operand(yield_op, i)
+
+
+# ---------------------------------------------------------------------------------------------------
+# `lh-widen-i1-vector-args`: no vector of i1 crosses a call.
+#
+# LLVM 22's x86 backend aborts ("LLVM ERROR: Cannot emit physreg copy instruction", in the post-RA
+# pseudo expansion) on a call that passes a `<1 x i1>` (alone, or in an array: what an n-D
+# `vector<8x2x1xi1>` becomes) with AVX-512, where the mask lives in a k-register and the calling
+# convention wants it in a byte register; other vXi1 arguments fail the same way under other calling
+# conventions (llvm/llvm-project#179100, "regression:22"). Reduced reproducer (`llc -mattr=+avx512f`):
+#
+#     define void @callee(<1 x i1> %m) noinline { ret void }
+#     define void @caller(ptr %p) {
+#       %m = load <1 x i1>, ptr %p
+#       call void @callee(<1 x i1> %m)
+#       ret void
+#     }
+#
+# Such calls come from lh-outline-loops (a loop nest outlined into a function of its own gets the masks
+# and constant `dense<true>` vectors of its vectorized compare-selects, defined above it, as arguments:
+# a quantile + median payload, 64+ loop nests after the selector's schedules, aborted the run worker),
+# from async-parallel-for / async-to-async-runtime (a parallel body's captured values) and from payloads
+# that pass masks themselves; and ExecutionEngine adds a `_mlir_<name>` wrapper for every function, which
+# loads each argument from memory and calls it (what the reproducer does). So every function defined in
+# the module takes and returns vectors of i1 as vectors of i8 (0 / 1), narrowed (arith.trunci) where it
+# starts and widened (arith.extui) at its returns and at every call site: a few instructions per call.
+# Declarations (functions defined elsewhere) keep their ABI.
+
+
+def _vector_i1_widened(t: ir.Type) -> ir.Type | None:
+    if isinstance(t, ir.VectorType) and _is_i1(ir.VectorType(t).element_type):
+        return _value_widened(t)
+    return None
+
+
+def _convert(value, to: ir.Type, op_name: str, point: ir.InsertionPoint, loc):
+    with point, loc:
+        return ir.Operation.create(op_name, results=[to], operands=[value]).result
+
+
+def widen_i1_vector_args(module) -> int:
+    """Every function defined in `module` (top level) whose signature has vectors of i1 takes and returns them
+    as vectors of i8, its callers extend / truncate around each call; how many functions changed."""
+    changed: dict[str, ir.FunctionType] = {}
+    functions = [op for op in module.body.operations if op.operation.name == "func.func"]
+    for func in functions:
+        op = func.operation
+        if not op.regions[0].blocks:
+            continue   # a declaration: its ABI is someone else's
+        ft = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+        ins = [_vector_i1_widened(t) or t for t in ft.inputs]
+        outs = [_vector_i1_widened(t) or t for t in ft.results]
+        if ins == list(ft.inputs) and outs == list(ft.results):
+            continue
+        entry = op.regions[0].blocks[0]
+        first = entry.operations[0]
+        for arg, narrow, wide in zip(entry.arguments, ft.inputs, ins):
+            if wide == narrow:
+                continue
+            arg.set_type(wide)
+            trunc = _convert(arg, narrow, "arith.trunci", ir.InsertionPoint(first), op.location)
+            arg.replace_all_uses_with(trunc)
+            trunc.owner.operands[0] = arg
+        for ret in ops_where(op, lambda o: o.name == "func.return"):
+            if ret.parent.name != "func.func":
+                continue   # (a nested function's return: not ours)
+            for i, (narrow, wide) in enumerate(zip(ft.results, outs)):
+                if wide != narrow:
+                    ret.operands[i] = _convert(ret.operands[i], wide, "arith.extui", ir.InsertionPoint(ret),
+                                               ret.location)
+        op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(ins, outs))
+        changed[ir.StringAttr(op.attributes["sym_name"]).value] = ft
+    if not changed:
+        return 0
+    for func in functions:
+        for call in ops_where(func.operation, lambda o: o.name == "func.call"):
+            callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+            ft = changed.get(callee)
+            if ft is None:
+                continue
+            for i, narrow in enumerate(ft.inputs):
+                wide = _vector_i1_widened(narrow)
+                if wide is not None:
+                    call.operands[i] = _convert(call.operands[i], wide, "arith.extui", ir.InsertionPoint(call),
+                                                call.location)
+            for result, narrow in zip(call.results, ft.results):
+                wide = _vector_i1_widened(narrow)
+                if wide is None:
+                    continue
+                result.set_type(wide)
+                trunc = _convert(result, narrow, "arith.trunci", _after(call), call.location)
+                result.replace_all_uses_with(trunc)
+                trunc.owner.operands[0] = result
+    return len(changed)

@@ -738,6 +738,28 @@ def median_decomposition(x):
     return kthvalue_decomposition(x.reshape(-1), (x.numel() - 1) // 2 + 1, 0)[0]
 
 
+
+def nanmedian_dim_decomposition(x, dim=-1, keepdim=False):
+    """x.nanmedian(dim) (aten.nanmedian.dim: no torch-mlir lowering): the stable bitonic sort puts NaN last;
+    the lower median of each row's non-NaN entries is its ((count - 1) // 2)-th entry (an all-NaN row:
+    NaN, the first index)."""
+    import torch
+
+    if x.dim() == 0:
+        return x.clone(), torch.zeros((), dtype=torch.int64, device=x.device)
+    dim = dim % x.dim()
+    v, i = bitonic_sort(x, dim, False)
+    count = (~torch.isnan(x)).sum(dim, keepdim=True) if x.dtype.is_floating_point else \
+        torch.full_like(x.narrow(dim, 0, 1), x.shape[dim], dtype=torch.int64)
+    k = torch.div(count - 1, 2, rounding_mode="floor").clamp_min(0)
+    v, i = v.gather(dim, k), i.gather(dim, k)
+    return (v, i) if keepdim else (v.squeeze(dim), i.squeeze(dim))
+
+
+def nanmedian_decomposition(x):
+    """x.nanmedian() over all elements."""
+    return nanmedian_dim_decomposition(x.reshape(-1), 0)[0]
+
 # -- special functions (torch-mlir lowers none of these; elementwise polynomials and series here) ---------
 
 def _compute_dtype(x):
@@ -1342,6 +1364,9 @@ def upstream_decompositions() -> dict:
             aten.i0.default: i0_decomposition, aten.special_i0e.default: i0e_decomposition,
             aten.special_i1.default: i1_decomposition, aten.special_i1e.default: i1e_decomposition,
             aten.histc.default: histc_decomposition,
+            aten.special_modified_bessel_i0.default: i0_decomposition,
+            aten.special_modified_bessel_i1.default: i1_decomposition,
+            aten.nanmedian.dim: nanmedian_dim_decomposition, aten.nanmedian.default: nanmedian_decomposition,
             aten.erfc.default: erfc_decomposition, aten.special_erfcx.default: erfcx_decomposition,
             aten.erfinv.default: erfinv_decomposition, aten.special_ndtri.default: ndtri_decomposition,
             aten.hypot.default: hypot_decomposition, aten.fmod.Scalar: fmod_scalar_decomposition,

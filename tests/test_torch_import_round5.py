@@ -190,3 +190,26 @@ def test_nanmedian_and_modified_bessel_import_and_match_torch(tmp_path):
     x = np.load(tmp_path / "o" / "nan_median.input0.npy")
     assert (x > 1.0).any() and not (x > 1.0).all(axis=1).any()
     _selected_runs_checked(tmp_path, "nan_median", 5)
+
+
+SCATTER_REDUCE = '''
+import torch
+
+class ScatterReduce(torch.nn.Module):
+    def forward(self, x, src, idx, k):
+        z = torch.zeros(3, 7)
+        rows = torch.tensor([0, 2, 0])
+        return (z.scatter_reduce(0, idx, src, "amax"), x.scatter_reduce(0, idx, src, "mean", include_self=False),
+                x.scatter_reduce(1, idx[:4] % 7, src[:4], "prod"), k.scatter_reduce(0, idx, k[:1].expand(6, 7) * 0 + 5, "sum"),
+                x.index_reduce(0, rows, src[:3], "amin"), x.index_reduce(0, rows, src[:3], "mean", include_self=False))
+'''
+
+
+@needs_torch
+def test_scatter_reduce_and_index_reduce_import_and_match_torch(tmp_path):
+    """Tensor.scatter_reduce (exported as tm_tensor.scatter, which upstream cannot load) and index_reduce (no
+    torch-mlir lowering): one-hot reductions per target, amax / amin / prod / mean / sum, include_self or not,
+    untouched targets keeping x, integer mean by floor division."""
+    _import(tmp_path, SCATTER_REDUCE, "ScatterReduce", "4x7xf32,6x7xf32,6x7xi64[0:3],4x7xi64[-9:9]",
+            "scatter_reduce")
+    _selected_runs_checked(tmp_path, "scatter_reduce", 6)

@@ -27,7 +27,7 @@ its lowering ran out of memory, x[mask] = v -> nonzero, tm_tensor.scan and tm_te
 per-channel fake quantization (QAT), cdist, searchsorted, EmbeddingBag max, grid_sample's reflection
 padding, kthvalue and median, and lowers none of lgamma, digamma, trigamma, i0 / i0e / i1 / i1e, histc, erfc,
 erfcx, erfinv, ndtri, hypot, fmod by a scalar, signbit, angle, pdist, constant shifts, and the orthogonal
-polynomials of a constant degree (ctc_loss fails in torch's export itself: export_overrides). They are
+polynomials of a constant degree, nanmedian, index_reduce (scatter_reduce: tm_tensor.scatter) (ctc_loss fails in torch's export itself: export_overrides). They are
 decomposed *in torch,
 before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
 an inclusive scan as blocked masked reductions (`_scan`), a sort as a bitonic network of
@@ -495,6 +495,50 @@ def scatter_add_decomposition(x, dim, index, src):
     added = torch.where(hit, _within(src, index.shape).unsqueeze(d + 1), 0).sum(d)
     return x + F.pad(added.to(x.dtype), pads)
 
+
+
+def scatter_reduce_decomposition(x, dim, index, src, reduce, *, include_self=True):
+    """x.scatter_reduce(dim, index, src, reduce) (torch-mlir exports tm_tensor.scatter, which upstream cannot
+    load): each target reduces the one-hot selected src entries naming it ("sum", "prod", "mean", "amax",
+    "amin"), with its own value where include_self; targets nothing names keep x. "mean" divides by the
+    count (plus one with include_self), floor division for integers, as torch."""
+    import torch
+    import torch.nn.functional as F
+
+    d, _, hit, pads = _scatter_targets(x, dim, index)
+    s = _within(src, index.shape).unsqueeze(d + 1).to(x.dtype)
+    if reduce in ("sum", "mean"):
+        red = torch.where(hit, s, 0).sum(d)
+    elif reduce == "prod":
+        red = torch.where(hit, s, 1).prod(d)
+    elif reduce in ("amax", "amin"):
+        fill = _extreme(x.dtype, largest=reduce == "amin")
+        red = torch.where(hit, s, fill)
+        red = red.amax(d) if reduce == "amax" else red.amin(d)
+    else:
+        return NotImplemented
+    red = F.pad(red.to(x.dtype), pads)
+    count = F.pad(hit.sum(d), pads)
+    if include_self:
+        if reduce in ("sum", "mean"):
+            red = red + x
+        elif reduce == "prod":
+            red = red * x
+        else:
+            red = torch.maximum(red, x) if reduce == "amax" else torch.minimum(red, x)
+    if reduce == "mean":
+        n = (count + int(include_self)).clamp_min(1).to(x.dtype)
+        red = red / n if x.dtype.is_floating_point else torch.div(red, n, rounding_mode="floor")
+    return torch.where(count > 0, red, x)
+
+
+def index_reduce_decomposition(x, dim, index, source, reduce, *, include_self=True):
+    """x.index_reduce(dim, index, source, reduce) (aten.index_reduce: no torch-mlir lowering): the slices of
+    source along dim go to x's slices `index` names: scatter_reduce with the index spread over source's
+    shape (reduce "prod", "mean", "amax", "amin")."""
+    d = dim % max(x.dim(), 1)
+    spread = index.reshape([-1 if e == d else 1 for e in range(source.dim())]).expand(source.shape)
+    return scatter_reduce_decomposition(x, d, spread, source, reduce, include_self=include_self)
 
 #: the most elements of the one-hot (targets x index entries) an integer index_put decomposes through
 MAX_ONE_HOT_ELEMENTS = 1 << 26
@@ -1364,6 +1408,7 @@ def upstream_decompositions() -> dict:
             aten.i0.default: i0_decomposition, aten.special_i0e.default: i0e_decomposition,
             aten.special_i1.default: i1_decomposition, aten.special_i1e.default: i1e_decomposition,
             aten.histc.default: histc_decomposition,
+            aten.scatter_reduce.two: scatter_reduce_decomposition, aten.index_reduce.default: index_reduce_decomposition,
             aten.special_modified_bessel_i0.default: i0_decomposition,
             aten.special_modified_bessel_i1.default: i1_decomposition,
             aten.nanmedian.dim: nanmedian_dim_decomposition, aten.nanmedian.default: nanmedian_decomposition,

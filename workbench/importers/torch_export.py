@@ -26,7 +26,7 @@ tm_tensor.scan, sort / argsort / topk -> tm_tensor.sort, scatter / scatter_add -
 its lowering ran out of memory, x[mask] = v -> nonzero, tm_tensor.scan and tm_tensor.scatter), which upstream MLIR cannot load, and fails on cummax / cummin,
 per-channel fake quantization (QAT), cdist, searchsorted, EmbeddingBag max, grid_sample's reflection
 padding, kthvalue and median, and lowers none of lgamma, digamma, trigamma, i0 / i0e / i1 / i1e, histc, erfc,
-erfcx, erfinv, ndtri, hypot, fmod by a scalar, signbit, angle, pdist, constant shifts, and the orthogonal
+erfcx, erfinv, ndtri, hypot, fmod by a scalar, signbit, angle, pdist, constant shifts and & | ^, the orthogonal
 polynomials of a constant degree, nanmedian, index_reduce (scatter_reduce: tm_tensor.scatter) (ctc_loss fails in torch's export itself: export_overrides). They are
 decomposed *in torch,
 before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
@@ -1318,6 +1318,17 @@ def right_shift_scalar_decomposition(x, other):
     return _shift_scalar(x, other, False)
 
 
+
+def _bitwise_scalar(op):
+    """x & / | / ^ a Python scalar (aten.bitwise_and/or/xor.Scalar: no torch-mlir lowering): the Tensor form,
+    which it lowers, with a 0-d operand of x's type (bool for a bool x and a bool scalar, as torch)."""
+    import torch
+
+    def decomposition(x, other):
+        return op(x, torch.full((), other, dtype=x.dtype, device=x.device))
+
+    return decomposition
+
 #: orthogonal polynomials of a static degree: unrolled recurrences longer than this are left to torch-mlir
 MAX_POLYNOMIAL_DEGREE = 64
 
@@ -1422,6 +1433,9 @@ def upstream_decompositions() -> dict:
             aten.__lshift__.Scalar: left_shift_scalar_decomposition,
             aten.bitwise_right_shift.Tensor_Scalar: right_shift_scalar_decomposition,
             aten.__rshift__.Scalar: right_shift_scalar_decomposition,
+            aten.bitwise_and.Scalar: _bitwise_scalar(torch.bitwise_and),
+            aten.bitwise_or.Scalar: _bitwise_scalar(torch.bitwise_or),
+            aten.bitwise_xor.Scalar: _bitwise_scalar(torch.bitwise_xor),
             aten.special_chebyshev_polynomial_t.n_scalar: chebyshev_t_decomposition,
             aten.special_hermite_polynomial_h.n_scalar: hermite_h_decomposition,
             aten.special_legendre_polynomial_p.n_scalar: legendre_p_decomposition,

@@ -151,3 +151,57 @@ def test_a_linear_unflattened_by_a_view_stays_a_matmul(ctx):
     ok(ctx, "apply cpu-lower")
     run = ok(ctx, "run --check").data["run"]
     assert run["check"]["passed"] and run["expected_check"]["passed"]
+
+
+CAPTURED_AFTER_FIRST_USER = """
+#id = affine_map<(d0) -> (d0)>
+func.func @main(%a: tensor<8xf32>, %b: tensor<8xf32>, %t: tensor<4xi64>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %e = tensor.empty() : tensor<8xf32>
+  %s = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%a : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %r = arith.mulf %x, %x : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %u1 = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel"]}
+      ins(%s, %b : tensor<8xf32>, tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %r = arith.addf %x, %y : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  %e4 = tensor.empty() : tensor<4xi64>
+  %t2 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%t : tensor<4xi64>) outs(%e4 : tensor<4xi64>) {
+  ^bb0(%x: i64, %o: i64):
+    %c3 = arith.constant 3 : i64
+    %r = arith.andi %x, %c3 : i64
+    linalg.yield %r : i64
+  } -> tensor<4xi64>
+  %u2 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%s : tensor<8xf32>) outs(%e : tensor<8xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    %i = linalg.index 0 : index
+    %c4 = arith.constant 4 : index
+    %j = arith.remui %i, %c4 : index
+    %v = tensor.extract %t2[%j] : tensor<4xi64>
+    %f = arith.sitofp %v : i64 to f32
+    %r = arith.mulf %x, %f : f32
+    linalg.yield %r : f32
+  } -> tensor<8xf32>
+  return %u1, %u2 : tensor<8xf32>, tensor<8xf32>
+}
+"""
+
+
+def test_a_shared_producer_is_not_merged_above_a_value_a_user_reads_in_its_body(ctx, tmp_path):
+    """The merged op goes where the first user was; a later user that reads a tensor defined after that
+    point inside its body (a gather's tensor.extract: the CTC loss's label lookups) would be moved above the
+    tensor's definition ("operand #0 does not dominate this use"): such users are not merged."""
+    payload = tmp_path / "captured.mlir"
+    payload.write_text(CAPTURED_AFTER_FIRST_USER)
+    ok(ctx, f"load {payload}")
+    ok(ctx, "pass lh-fuse-elementwise")
+    assert "tensor.extract" in ctx.session.current_ir
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]

@@ -25,7 +25,10 @@ torch-mlir turns a few aten ops into its own `tm_tensor` dialect (cumsum, cumpro
 tm_tensor.scan, sort / argsort / topk -> tm_tensor.sort, scatter / scatter_add -> tm_tensor.scatter, where
 its lowering ran out of memory, x[mask] = v -> nonzero, tm_tensor.scan and tm_tensor.scatter), which upstream MLIR cannot load, and fails on cummax / cummin,
 per-channel fake quantization (QAT), cdist, searchsorted, EmbeddingBag max, grid_sample's reflection
-padding, kthvalue and median. They are decomposed *in torch,
+padding, kthvalue and median, and lowers none of lgamma, digamma, trigamma, i0 / i0e / i1 / i1e, histc, erfc,
+erfcx, erfinv, ndtri, hypot, fmod by a scalar, signbit, angle, pdist, constant shifts and & | ^, the orthogonal
+polynomials of a constant degree, nanmedian, index_reduce (scatter_reduce: tm_tensor.scatter) (ctc_loss fails in torch's export itself: export_overrides). They are
+decomposed *in torch,
 before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
 an inclusive scan as blocked masked reductions (`_scan`), a sort as a bitonic network of
 compare-exchanges on reshaped tensors. Doing it in torch keeps the rewrite independent of
@@ -451,6 +454,50 @@ def scatter_value_decomposition(x, dim, index, value):
     return x.scatter(dim, index, torch.full(index.shape, value, dtype=x.dtype, device=x.device))
 
 
+
+def scatter_reduce_decomposition(x, dim, index, src, reduce, *, include_self=True):
+    """x.scatter_reduce(dim, index, src, reduce) (torch-mlir exports tm_tensor.scatter, which upstream cannot
+    load): each target reduces the one-hot selected src entries naming it ("sum", "prod", "mean", "amax",
+    "amin"), with its own value where include_self; targets nothing names keep x. "mean" divides by the
+    count (plus one with include_self), floor division for integers, as torch."""
+    import torch
+    import torch.nn.functional as F
+
+    d, _, hit, pads = _scatter_targets(x, dim, index)
+    s = _within(src, index.shape).unsqueeze(d + 1).to(x.dtype)
+    if reduce in ("sum", "mean"):
+        red = torch.where(hit, s, 0).sum(d)
+    elif reduce == "prod":
+        red = torch.where(hit, s, 1).prod(d)
+    elif reduce in ("amax", "amin"):
+        fill = _extreme(x.dtype, largest=reduce == "amin")
+        red = torch.where(hit, s, fill)
+        red = red.amax(d) if reduce == "amax" else red.amin(d)
+    else:
+        return NotImplemented
+    red = F.pad(red.to(x.dtype), pads)
+    count = F.pad(hit.sum(d), pads)
+    if include_self:
+        if reduce in ("sum", "mean"):
+            red = red + x
+        elif reduce == "prod":
+            red = red * x
+        else:
+            red = torch.maximum(red, x) if reduce == "amax" else torch.minimum(red, x)
+    if reduce == "mean":
+        n = (count + int(include_self)).clamp_min(1).to(x.dtype)
+        red = red / n if x.dtype.is_floating_point else torch.div(red, n, rounding_mode="floor")
+    return torch.where(count > 0, red, x)
+
+
+def index_reduce_decomposition(x, dim, index, source, reduce, *, include_self=True):
+    """x.index_reduce(dim, index, source, reduce) (aten.index_reduce: no torch-mlir lowering): the slices of
+    source along dim go to x's slices `index` names: scatter_reduce with the index spread over source's
+    shape (reduce "prod", "mean", "amax", "amin")."""
+    d = dim % max(x.dim(), 1)
+    spread = index.reshape([-1 if e == d else 1 for e in range(source.dim())]).expand(source.shape)
+    return scatter_reduce_decomposition(x, d, spread, source, reduce, include_self=include_self)
+
 #: the most elements of the one-hot (targets x index entries) an integer index_put decomposes through
 MAX_ONE_HOT_ELEMENTS = 1 << 26
 
@@ -693,6 +740,616 @@ def median_decomposition(x):
     return kthvalue_decomposition(x.reshape(-1), (x.numel() - 1) // 2 + 1, 0)[0]
 
 
+
+def nanmedian_dim_decomposition(x, dim=-1, keepdim=False):
+    """x.nanmedian(dim) (aten.nanmedian.dim: no torch-mlir lowering): the stable bitonic sort puts NaN last;
+    the lower median of each row's non-NaN entries is its ((count - 1) // 2)-th entry (an all-NaN row:
+    NaN, the first index)."""
+    import torch
+
+    if x.dim() == 0:
+        return x.clone(), torch.zeros((), dtype=torch.int64, device=x.device)
+    dim = dim % x.dim()
+    v, i = bitonic_sort(x, dim, False)
+    count = (~torch.isnan(x)).sum(dim, keepdim=True) if x.dtype.is_floating_point else \
+        torch.full_like(x.narrow(dim, 0, 1), x.shape[dim], dtype=torch.int64)
+    k = torch.div(count - 1, 2, rounding_mode="floor").clamp_min(0)
+    v, i = v.gather(dim, k), i.gather(dim, k)
+    return (v, i) if keepdim else (v.squeeze(dim), i.squeeze(dim))
+
+
+def nanmedian_decomposition(x):
+    """x.nanmedian() over all elements."""
+    return nanmedian_dim_decomposition(x.reshape(-1), 0)[0]
+
+# -- special functions (torch-mlir lowers none of these; elementwise polynomials and series here) ---------
+
+def _compute_dtype(x):
+    """The type a special function is computed in: f64 stays, everything else (f16, bf16, integers) goes to
+    f32 as torch's kernels upcast (integer inputs give f32 results)."""
+    import torch
+
+    return torch.float64 if x.dtype == torch.float64 else torch.float32
+
+
+def _result(y, x):
+    """y (computed in _compute_dtype) in the result type of a unary float op on x."""
+    import torch
+
+    return y.to(x.dtype) if x.dtype.is_floating_point else y.to(torch.get_default_dtype())
+
+
+#: Lanczos coefficients, g = 7, n = 9 (Numerical Recipes / Boost): ~1e-15 relative for Gamma at x >= 0.5
+_LANCZOS_G = 7.0
+_LANCZOS = (0.99999999999980993, 676.5203681218851, -1259.1392167224028, 771.32342877765313,
+            -176.61502916214059, 12.507343278686905, -0.13857109526572012, 9.9843695780195716e-6,
+            1.5056327351493116e-7)
+
+
+def _lgamma_positive(y):
+    """log|Gamma(y)| for y >= 0.5 by the Lanczos approximation (one fused elementwise chain)."""
+    z = y - 1
+    a = _LANCZOS[0] + sum(c / (z + i) for i, c in enumerate(_LANCZOS[1:], start=1))
+    t = z + (_LANCZOS_G + 0.5)
+    return 0.5 * math.log(2 * math.pi) + (z + 0.5) * t.log() - t + a.log()
+
+
+def _abs_sin_pi(x):
+    """|sin(pi x)|, x reduced to [-1/2, 1/2] first (x - round(x): exact), so that |x| far from 0 and x near
+    an integer keep their relative accuracy (pi x itself is rounded)."""
+    import torch
+
+    return torch.sin(math.pi * (x - torch.round(x))).abs()
+
+
+def lgamma_decomposition(x):
+    """torch.lgamma (aten.lgamma: torch-mlir has no lowering): Lanczos (g = 7) at x >= 0.5, the reflection
+    log(pi / |sin(pi x)|) - lgamma(1 - x) below (negative integers and 0: inf, as torch; -inf: inf)."""
+    import torch
+
+    v = x.to(_compute_dtype(x))
+    small = v < 0.5
+    direct = _lgamma_positive(torch.where(small, 1 - v, v))
+    reflected = torch.log(math.pi / _abs_sin_pi(v)) - direct
+    out = torch.where(small, reflected, direct)
+    pole = torch.isinf(v) | ((v <= 0) & (v == torch.floor(v)))
+    return _result(torch.where(pole, torch.full((), math.inf, dtype=v.dtype), out), x)
+
+
+#: torch's (Cephes') asymptotic series of digamma, for x >= 10
+_DIGAMMA_A = (8.33333333333333333333E-2, -2.10927960927960927961E-2, 7.57575757575757575758E-3,
+              -4.16666666666666666667E-3, 3.96825396825396825397E-3, -8.33333333333333333333E-3,
+              8.33333333333333333333E-2)
+
+
+def _polevl(z, coefficients):
+    acc = coefficients[0]
+    for c in coefficients[1:]:
+        acc = acc * z + c
+    return acc
+
+
+def _digamma_positive(y):
+    """digamma(y) for y > 0 as torch computes it: y pushed to >= 10 by the recurrence (at most 10 steps,
+    each masked), then the asymptotic series."""
+    import torch
+
+    zero = torch.zeros((), dtype=y.dtype)
+    result, z = torch.zeros_like(y), y
+    for k in range(10):
+        below = z < 10
+        result = result - torch.where(below, 1 / z, zero)
+        z = torch.where(below, z + 1, z)
+    zz = 1 / (z * z)
+    return result + z.log() - 0.5 / z - zz * _polevl(zz, _DIGAMMA_A)
+
+
+def digamma_decomposition(x):
+    """torch.digamma / special.psi (aten.digamma: torch-mlir has no lowering): torch's algorithm, the
+    reflection digamma(1 - x) - pi / tan(pi r) (r: x's fractional part) for x < 0, the recurrence to
+    x >= 10 and the asymptotic series; +-0: -+inf, negative integers NaN, as torch."""
+    import torch
+
+    v = x.to(_compute_dtype(x))
+    negative = v < 0
+    y = torch.where(negative, 1 - v, v)
+    direct = _digamma_positive(y)
+    r = v - torch.round(v)          # tan has period pi: x's offset from the nearest integer keeps its accuracy
+    out = torch.where(negative, direct - math.pi / torch.tan(math.pi * r), direct)
+    nan = torch.full((), math.nan, dtype=v.dtype)
+    out = torch.where(negative & (v == torch.trunc(v)), nan, out)
+    # +0: -inf, -0: +inf (the sign of zero read through 1 / v; torch-mlir lowers no signbit)
+    out = torch.where(v == 0, torch.where(1 / v > 0, -math.inf, math.inf).to(v.dtype), out)
+    return _result(out, x)
+
+
+def _trigamma(v):
+    """torch's calc_trigamma: the reflection below 0.5, six recurrence steps, the asymptotic series."""
+    import torch
+
+    small = v < 0.5
+    y = torch.where(small, 1 - v, v)
+    s = _abs_sin_pi(v)
+    result = torch.where(small, -(math.pi * math.pi) / (s * s), torch.zeros_like(v))
+    for k in range(6):
+        result = result + 1 / ((y + k) * (y + k))
+    z = y + 6
+    ixx = 1 / (z * z)
+    result = result + (1 + 1 / (2 * z) + ixx * (1.0 / 6 - ixx * (1.0 / 30 - ixx * (1.0 / 42)))) / z
+    return torch.where(small, -result, result)
+
+
+def polygamma_decomposition(n, x):
+    """torch.polygamma (aten.polygamma: torch-mlir has no lowering): n = 0 digamma, n = 1 torch's trigamma;
+    higher orders (a Hurwitz zeta) are left to torch-mlir."""
+    if n == 0:
+        return digamma_decomposition(x)
+    if n != 1:
+        return NotImplemented
+    return _result(_trigamma(x.to(_compute_dtype(x))), x)
+
+
+#: Cephes' Chebyshev coefficients of exp(-x) I0(x) on [0, 8] and of exp(-x) sqrt(x) I0(x) on [8, inf)
+#: (inverted interval), and the same for I1 (double tables, as torch's chbevl uses them)
+_I0E_A = (-4.41534164647933937950E-18, 3.33079451882223809783E-17, -2.43127984654795469359E-16,
+          1.71539128555513303061E-15, -1.16853328779934516808E-14, 7.67618549860493561688E-14,
+          -4.85644678311192946090E-13, 2.95505266312963983461E-12, -1.72682629144155570723E-11,
+          9.67580903537323691224E-11, -5.18979560163526290666E-10, 2.65982372468238665035E-9,
+          -1.30002500998624804212E-8, 6.04699502254191894932E-8, -2.67079385394061173391E-7,
+          1.11738753912010371815E-6, -4.41673835845875056359E-6, 1.64484480707288970893E-5,
+          -5.75419501008210370398E-5, 1.88502885095841655729E-4, -5.76375574538582365885E-4,
+          1.63947561694133579842E-3, -4.32430999505057594430E-3, 1.05464603945949983183E-2,
+          -2.37374148058994688156E-2, 4.93052842396707084878E-2, -9.49010970480476444210E-2,
+          1.71620901522208775349E-1, -3.04682672343198398683E-1, 6.76795274409476084995E-1)
+_I0E_B = (-7.23318048787475395456E-18, -4.83050448594418207126E-18, 4.46562142029675999901E-17,
+          3.46122286769746109310E-17, -2.82762398051658348494E-16, -3.42548561967721913462E-16,
+          1.77256013305652638360E-15, 3.81168066935262242075E-15, -9.55484669882830764870E-15,
+          -4.15056934728722208663E-14, 1.54008621752140982691E-14, 3.85277838274214270114E-13,
+          7.18012445138366623367E-13, -1.79417853150680611778E-12, -1.32158118404477131188E-11,
+          -3.14991652796324136454E-11, 1.18891471078464383424E-11, 4.94060238822496958910E-10,
+          3.39623202570838634515E-9, 2.26666899049817806459E-8, 2.04891858946906374183E-7,
+          2.89137052083475648297E-6, 6.88975834691682398426E-5, 3.36911647825569408990E-3,
+          8.04490411014108831608E-1)
+_I1E_A = (2.77791411276104639959E-18, -2.11142121435816608115E-17, 1.55363195773620046921E-16,
+          -1.10559694773538630805E-15, 7.60068429473540693410E-15, -5.04218550472791168711E-14,
+          3.22379336594557470981E-13, -1.98397439776494371520E-12, 1.17361862988909016308E-11,
+          -6.66348972350202774223E-11, 3.62559028155211703701E-10, -1.88724975172282928790E-9,
+          9.38153738649577178388E-9, -4.44505912879632808065E-8, 2.00329475355213526229E-7,
+          -8.56872026469545474066E-7, 3.47025130813767847674E-6, -1.32731636560394358279E-5,
+          4.78156510755005422638E-5, -1.61760815825896745588E-4, 5.12285956168575772895E-4,
+          -1.51357245063125314899E-3, 4.15642294431288815669E-3, -1.05640848946261981558E-2,
+          2.47264490306265168283E-2, -5.29459812080949914269E-2, 1.02643658689847095384E-1,
+          -1.76416518357834055153E-1, 2.52587186443633654823E-1)
+_I1E_B = (7.51729631084210481353E-18, 4.41434832307170791151E-18, -4.65030536848935832153E-17,
+          -3.20952592199342395980E-17, 2.96262899764595013876E-16, 3.30820231092092828324E-16,
+          -1.88035477551078244854E-15, -3.81440307243700780478E-15, 1.04202769841288027642E-14,
+          4.27244001671195135429E-14, -2.10154184277266431302E-14, -4.08355111109219731823E-13,
+          -7.19855177624590851209E-13, 2.03562854414708950722E-12, 1.41258074366137813316E-11,
+          3.25260358301548823856E-11, -1.89749581235054123450E-11, -5.58974346219658380687E-10,
+          -3.83538038596423702205E-9, -2.63146884688951950684E-8, -2.51223623787020892529E-7,
+          -3.88256480887769039346E-6, -1.10588938762623716291E-4, -9.76109749136146840777E-3,
+          7.78576235018280120474E-1)
+
+
+def _chbevl(y, coefficients):
+    """Cephes' chbevl: the Chebyshev series by Clenshaw's recurrence (one elementwise chain)."""
+    import torch
+
+    b0, b1, b2 = torch.full_like(y, coefficients[0]), torch.zeros_like(y), torch.zeros_like(y)
+    for c in coefficients[1:]:
+        b2, b1 = b1, b0
+        b0 = y * b1 - b2 + c
+    return 0.5 * (b0 - b2)
+
+
+def _bessel_scaled(x, order: int):
+    """exp(-|x|) I_order(|x|) (order 0 or 1, unsigned), the two Chebyshev expansions of Cephes / torch."""
+    import torch
+
+    a = x.abs()
+    small = a <= 8
+    tables = (_I0E_A, _I0E_B) if order == 0 else (_I1E_A, _I1E_B)
+    near = _chbevl(a / 2 - 2, tables[0])
+    # (the far branch at a <= 8 is computed at 8: finite, then dropped by the select)
+    far_a = torch.where(small, torch.full((), 8.0, dtype=a.dtype), a)
+    far = _chbevl(32 / far_a - 2, tables[1]) / far_a.sqrt()
+    if order == 1:
+        near = near * a
+    return torch.where(small, near, far)
+
+
+def i0_decomposition(x):
+    """torch.i0 / special.i0 (aten.i0: torch-mlir has no lowering): Cephes' Chebyshev expansions as torch."""
+    v = x.to(_compute_dtype(x))
+    return _result(v.abs().exp() * _bessel_scaled(v, 0), x)
+
+
+def i0e_decomposition(x):
+    v = x.to(_compute_dtype(x))
+    return _result(_bessel_scaled(v, 0), x)
+
+
+def i1_decomposition(x):
+    import torch
+
+    v = x.to(_compute_dtype(x))
+    out = v.abs().exp() * _bessel_scaled(v, 1)
+    return _result(torch.where(v < 0, -out, out), x)
+
+
+def i1e_decomposition(x):
+    import torch
+
+    v = x.to(_compute_dtype(x))
+    out = _bessel_scaled(v, 1)
+    return _result(torch.where(v < 0, -out, out), x)
+
+
+def histc_decomposition(x, bins=100, min=0, max=0):
+    """torch.histc (aten.histc: torch-mlir has no lowering): torch's linear binning, bin
+    trunc((x - min) * bins / (max - min)) in x's type, x == max in the last bin, values outside [min, max]
+    (and NaN) not counted; min == max takes the data's min and max (and +-1 if those are equal too)."""
+    import torch
+
+    lo = torch.full((), float(min), dtype=x.dtype)
+    hi = torch.full((), float(max), dtype=x.dtype)
+    if min == max and x.numel() > 0:
+        lo, hi = x.min(), x.max()
+        same = lo == hi
+        lo, hi = torch.where(same, lo - 1, lo), torch.where(same, hi + 1, hi)
+    flat = x.reshape(-1)
+    inside = (flat >= lo) & (flat <= hi)
+    flat = torch.where(inside, flat, lo)             # (NaN and the values outside: no conversion of them)
+    pos = ((flat - lo) * bins / (hi - lo)).to(torch.int64).clamp(0, bins - 1)
+    hits = (pos.unsqueeze(-1) == torch.arange(bins)) & inside.unsqueeze(-1)
+    return hits.to(x.dtype).sum(0)
+
+
+def _ctc_nll(log_probs, targets, input_lengths, target_lengths, blank: int):
+    """Per-sample negative log-likelihoods of CTC, torch's forward (the alpha recursion in log space over the
+    extended labels blank, l1, blank, l2, ..., blank), unrolled over the static input length T; a sample's
+    alphas stop changing at its input length. Targets padded [N, S] or concatenated 1-D (offsets from the
+    target lengths), S the static bound of the target length."""
+    import torch
+
+    T, N, C = log_probs.shape
+    dev = log_probs.device
+    il = torch.as_tensor(input_lengths, device=dev).to(torch.int64).reshape(N)
+    tl = torch.as_tensor(target_lengths, device=dev).to(torch.int64).reshape(N)
+    if targets.dim() == 1:         # concatenated: sample n's targets start at the sum of the earlier lengths
+        S = max(targets.shape[0], 1)
+        starts = torch.cumsum(tl, 0) - tl
+        idx = (starts.unsqueeze(1) + torch.arange(S, device=dev)).clamp(0, max(targets.shape[0] - 1, 0))
+        labels = targets[idx] if targets.shape[0] else torch.zeros((N, S), dtype=torch.int64, device=dev)
+    else:
+        S = max(targets.shape[1], 1)
+        labels = targets if targets.shape[1] else torch.zeros((N, S), dtype=torch.int64, device=dev)
+    labels = labels.to(torch.int64).clamp(0, C - 1)
+    L = 2 * S + 1
+    s = torch.arange(L, device=dev)
+    ext = torch.where(s % 2 == 1, labels.gather(1, ((s - 1) // 2).clamp(0, S - 1).expand(N, L)), blank)  # [N, L]
+    # the skip s-2 -> s: s odd (a label), s > 1 and its label differs from the one two back
+    prev2 = torch.cat([torch.full((N, 2), blank, dtype=ext.dtype, device=dev), ext[:, :-2]], 1)
+    skip = (s % 2 == 1) & (s > 1) & (ext != prev2)                                         # [N, L]
+    emit = log_probs.gather(2, ext.unsqueeze(0).expand(T, N, L))                             # [T, N, L]
+    neg = torch.full((), -math.inf, dtype=log_probs.dtype, device=dev)
+    first = (s == 0) | ((s == 1) & (tl.unsqueeze(1) > 0))
+    alpha = torch.where(first, emit[0], neg)
+    # each step: the three predecessors s, s-1, s-2 of every state stacked from slices of the alphas padded
+    # by two -inf on the left ([N, L, 3]), s-2 masked to -inf where the skip is not allowed, then one
+    # logsumexp over them (its max clamped: an all -inf state stays -inf, no NaN): few ops per time step
+    bias = torch.where(torch.stack([torch.ones_like(skip), torch.ones_like(skip), skip], 2), 0.0, neg)
+    bias = bias.to(log_probs.dtype)                                                       # [N, L, 3]
+    floor = torch.finfo(log_probs.dtype).min
+    for t in range(1, T):
+        padded = torch.cat([neg.expand(N, 2), alpha], 1)
+        cand = torch.stack([alpha, padded[:, 1:-1], padded[:, :-2]], 2) + bias
+        m = cand.amax(-1, keepdim=True).clamp_min(floor)
+        new = (cand - m).exp().sum(-1).log() + m.squeeze(-1) + emit[t]
+        alpha = torch.where((t < il).unsqueeze(1), new, alpha)
+    end = alpha.gather(1, (2 * tl).clamp(max=L - 1).unsqueeze(1)).squeeze(1)
+    before = alpha.gather(1, (2 * tl - 1).clamp(0, L - 1).unsqueeze(1)).squeeze(1)
+    before = torch.where(tl > 0, before, neg)
+    m = torch.maximum(end, before)
+    m = torch.where(torch.isinf(m) & (m < 0), torch.zeros_like(m), m)
+    return -(((end - m).exp() + (before - m).exp()).log() + m)
+
+
+def ctc_loss_decomposition(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+                           zero_infinity=False):
+    """F.ctc_loss / nn.CTCLoss / torch.ctc_loss (torch's export fails on it: aten._ctc_loss's output shape
+    depends on the lengths, DynamicOutputShapeException): the forward recursion of _ctc_nll, then torch's
+    wrapper: zero_infinity, and reduction "mean" (each loss over its target length, at least 1, then the
+    batch mean), "sum" or "none" (torch.ctc_loss's 0 / 1 / 2: none / mean / sum). Unbatched [T, C] too."""
+    import torch
+
+    if isinstance(reduction, int):
+        reduction = ("none", "mean", "sum")[reduction]
+    unbatched = log_probs.dim() == 2
+    if unbatched:
+        log_probs, targets = log_probs.unsqueeze(1), targets.unsqueeze(0)
+    nll = _ctc_nll(log_probs, targets, input_lengths, target_lengths, blank)
+    if zero_infinity:
+        nll = torch.where(torch.isinf(nll), torch.zeros_like(nll), nll)
+    if unbatched:
+        nll = nll.squeeze(0)
+    if reduction == "none":
+        return nll
+    if reduction == "sum":
+        return nll.sum()
+    lengths = torch.as_tensor(target_lengths, device=nll.device).to(nll.dtype).clamp_min(1)
+    return (nll / lengths.reshape(nll.shape)).mean()
+
+
+# -- more elementwise functions torch-mlir does not lower ------------------------------------------------
+
+#: Numerical Recipes' erfc: t exp(-x^2 + P(t)), t = 1 / (1 + x / 2), relative error < 1.2e-7 for x >= 0
+_ERFC_P = (0.17087277, -0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418,
+           0.37409196, 1.00002368, -1.26551223)
+
+
+def _erfcx_nonnegative(a):
+    """exp(a^2) erfc(a) for a >= 0: t exp(P(t)), which keeps its relative accuracy where erfc underflows."""
+    t = 1 / (1 + 0.5 * a)
+    return t * _polevl(t, _ERFC_P).exp()
+
+
+def erfc_decomposition(x):
+    """torch.erfc / special.erfc (aten.erfc: torch-mlir has no lowering): t exp(-x^2 + P(t)) (relative error
+    < 1.2e-7, also in the tail where 1 - erf(x) is 0), 2 - erfc(-x) for x < 0."""
+    import torch
+
+    v = x.to(_compute_dtype(x))
+    a = v.abs()
+    tail = _erfcx_nonnegative(a) * (-a * a).exp()
+    return _result(torch.where(v < 0, 2 - tail, tail), x)
+
+
+def erfcx_decomposition(x):
+    """special.erfcx (exp(x^2) erfc(x); no torch-mlir lowering, and log_ndtr's decomposition uses it)."""
+    import torch
+
+    v = x.to(_compute_dtype(x))
+    a = v.abs()
+    scaled = _erfcx_nonnegative(a)
+    return _result(torch.where(v < 0, 2 * (a * a).exp() - scaled, scaled), x)
+
+
+#: Giles' single-precision erfinv ("Approximating the erfinv function", GPU Computing Gems): erfinv(x) = x P(w),
+#: w = -log((1 - x)(1 + x)), one polynomial in w - 2.5 below w = 5 and one in sqrt(w) - 3 above
+_ERFINV_CENTRAL = (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                   -0.00125372503, -0.00417768164, 0.246640727, 1.50140941)
+_ERFINV_TAIL = (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                -0.0076224613, 0.00943887047, 1.00167406, 2.83297682)
+
+
+def _erfinv_factor(w):
+    import torch
+
+    central = _polevl(w - 2.5, _ERFINV_CENTRAL)
+    tail = _polevl(torch.sqrt(torch.clamp(w, min=5.0)) - 3, _ERFINV_TAIL)
+    return torch.where(w < 5, central, tail)
+
+
+def _erfinv_with(x, w):
+    """x P(w), +-inf at x = +-1 (w = inf), NaN where w is."""
+    import torch
+
+    out = x * _erfinv_factor(w)
+    return torch.where(torch.isinf(w) & (w > 0), torch.where(x > 0, math.inf, -math.inf).to(x.dtype), out)
+
+
+def erfinv_decomposition(x):
+    """torch.erfinv / special.erfinv (aten.erfinv: torch-mlir fails to legalize it): Giles' polynomials
+    (relative error a few 1e-7); +-1: +-inf, |x| > 1: NaN, as torch."""
+    v = x.to(_compute_dtype(x))
+    return _result(_erfinv_with(v, -((1 - v) * (1 + v)).log()), x)
+
+
+#: Acklam's rational approximations of the normal quantile (relative error < 1.2e-9): a central one in
+#: (p - 1/2)^2 on [0.02425, 0.97575], a tail one in sqrt(-2 log p) outside (to the smallest p of the type)
+_ACKLAM_A = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02, 1.383577518672690e+02,
+             -3.066479806614716e+01, 2.506628277459239e+00)
+_ACKLAM_B = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02, 6.680131188771972e+01,
+             -1.328068155288572e+01, 1.0)
+_ACKLAM_C = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00, -2.549732539343734e+00,
+             4.374664141464968e+00, 2.938163982698783e+00)
+_ACKLAM_D = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00, 1.0)
+_ACKLAM_LOW = 0.02425
+
+
+def ndtri_decomposition(p):
+    """special.ndtri (no torch-mlir lowering): Acklam's approximations (central and tail), -inf / inf at
+    0 / 1, NaN outside [0, 1], as torch."""
+    import torch
+
+    v = p.to(_compute_dtype(p))
+    q = v - 0.5
+    r = q * q
+    central = q * _polevl(r, _ACKLAM_A) / _polevl(r, _ACKLAM_B)
+    tail_p = torch.where(v < 0.5, v, 1 - v).clamp(min=torch.finfo(v.dtype).tiny)
+    t = torch.sqrt(-2 * tail_p.log())
+    tail = _polevl(t, _ACKLAM_C) / _polevl(t, _ACKLAM_D)
+    out = torch.where((v >= _ACKLAM_LOW) & (v <= 1 - _ACKLAM_LOW), central, torch.where(v < 0.5, tail, -tail))
+    out = torch.where(v == 0, -math.inf, torch.where(v == 1, math.inf, out)).to(v.dtype)
+    return _result(torch.where((v < 0) | (v > 1), math.nan, out).to(v.dtype), p)
+
+
+def hypot_decomposition(a, b):
+    """torch.hypot (aten.hypot: no torch-mlir lowering): max * sqrt(1 + (min / max)^2), no overflow for large
+    inputs; 0 where both are 0, inf where either is infinite (even with a NaN), as C's hypot."""
+    import torch
+
+    a, b = a.abs(), b.abs()
+    big, small = torch.maximum(a, b), torch.minimum(a, b)
+    ratio = small / torch.where(big == 0, torch.ones_like(big), big)
+    out = big * torch.sqrt(1 + ratio * ratio)
+    return torch.where(torch.isinf(a) | torch.isinf(b), torch.full_like(out, math.inf), out)
+
+
+def fmod_scalar_decomposition(x, other):
+    """torch.fmod(x, scalar) (aten.fmod.Scalar: torch-mlir fails with "failed to legalize operation
+    'torch.constant.float'"): the Tensor form, which it lowers, with a 0-d divisor."""
+    import torch
+
+    return torch.fmod(x, torch.full((), other, dtype=torch.result_type(x, other)))
+
+
+def signbit_decomposition(x):
+    """torch.signbit (torch-mlir fails: "failed to legalize operation 'torch.constant.int'"; copysign's
+    decomposition uses it): x < 0, and -0.0 by 1 / x < 0. (A NaN's sign bit is not read: False.)"""
+    import torch
+
+    if not x.dtype.is_floating_point:
+        return x < 0 if x.dtype != torch.bool else torch.zeros_like(x)
+    return (x < 0) | ((x == 0) & (1 / x < 0))
+
+
+def copysign_decomposition(x, other):
+    """torch.copysign (torch-mlir fails: "failed to legalize operation 'torch.constant.int'"): |x| with the
+    sign of `other` as signbit_decomposition reads it (x, other promoted to a float type as torch does)."""
+    import torch
+
+    dtype = torch.result_type(x, other)
+    if not dtype.is_floating_point:
+        dtype = torch.get_default_dtype()
+    x = x.to(dtype)
+    other = other.to(dtype) if isinstance(other, torch.Tensor) else torch.full((), float(other), dtype=dtype)
+    return torch.where(signbit_decomposition(other), -x.abs(), x.abs())
+
+
+def angle_decomposition(x):
+    """torch.angle of a real tensor (aten.angle: no torch-mlir lowering): pi where x < 0, else 0, NaN kept."""
+    import torch
+
+    if x.is_complex():
+        return NotImplemented
+    v = x.to(_compute_dtype(x)) if not x.dtype.is_floating_point else x
+    out = torch.where(v < 0, math.pi, 0.0).to(v.dtype)
+    return torch.where(torch.isnan(v), v, out)
+
+
+def pdist_decomposition(x, p=2.0):
+    """F.pdist (aten._pdist_forward: no torch-mlir lowering): the p-norms of the row differences for i < j,
+    in torch's order (row-major upper triangle), the pairs as constant indices."""
+    import torch
+
+    n = x.shape[0]
+    i, j = torch.triu_indices(n, n, 1, device=x.device)
+    d = (x[i] - x[j]).abs()
+    if p == 0:
+        return (d != 0).to(x.dtype).sum(-1)
+    if p == 1:
+        return d.sum(-1)
+    if p == 2:
+        return d.pow(2).sum(-1).sqrt()
+    if math.isinf(p):
+        return d.amax(-1)
+    return d.pow(p).sum(-1).pow(1.0 / p)
+
+
+def _shift_scalar(x, k, left: bool):
+    """x << k / x >> k with a Python int k (torch's semantics: a left shift by the width or more, or a
+    negative one, gives 0; a right shift saturates at width - 1, arithmetic for signed types)."""
+    import torch
+
+    if not isinstance(k, int) or x.dtype.is_floating_point or x.dtype == torch.bool:
+        return NotImplemented
+    width = torch.iinfo(x.dtype).bits
+    if left:
+        if k < 0 or k >= width:
+            return torch.zeros_like(x)
+        if x.dtype.is_signed and k == width - 1:       # (1 << k) is out of range: only the lowest bit stays
+            return torch.where(x % 2 == 1, torch.iinfo(x.dtype).min, 0).to(x.dtype)
+        return x * (1 << k)                             # wraps as the shift does
+    k = min(max(k, 0), width - 1)
+    if x.dtype.is_signed and k == width - 1:
+        return torch.where(x < 0, -1, 0).to(x.dtype)
+    return torch.div(x, 1 << k, rounding_mode="floor")
+
+
+def left_shift_scalar_decomposition(x, other):
+    return _shift_scalar(x, other, True)
+
+
+def right_shift_scalar_decomposition(x, other):
+    return _shift_scalar(x, other, False)
+
+
+
+def _bitwise_scalar(op):
+    """x & / | / ^ a Python scalar (aten.bitwise_and/or/xor.Scalar: no torch-mlir lowering): the Tensor form,
+    which it lowers, with a 0-d operand of x's type (bool for a bool x and a bool scalar, as torch)."""
+    import torch
+
+    def decomposition(x, other):
+        return op(x, torch.full((), other, dtype=x.dtype, device=x.device))
+
+    return decomposition
+
+#: orthogonal polynomials of a static degree: unrolled recurrences longer than this are left to torch-mlir
+MAX_POLYNOMIAL_DEGREE = 64
+
+
+def _polynomial(x, n, recurrence, first, ends=None):
+    """torch's special.*_polynomial_*(x, n) for a Python int n: 0 for n < 0, 1 for n = 0, `first` for n = 1,
+    else the unrolled recurrence; `ends`: torch's values at |x| = 1 (or x = 0), where it returns early."""
+    import torch
+
+    if isinstance(n, float) and math.isfinite(n):
+        n = int(n)                                      # (torch casts the degree to int64)
+    if not isinstance(n, int) or n > MAX_POLYNOMIAL_DEGREE:
+        return NotImplemented
+    if n < 0:
+        return torch.zeros_like(x)
+    p, q = torch.ones_like(x), first(x)
+    out = p if n == 0 else q
+    for k in range(1, n):
+        p, q = q, recurrence(x, k, p, q)
+        out = q
+    return ends(x, n, out) if ends is not None else out
+
+
+def _unit_ends(x, n, out):
+    import torch
+
+    at_one = x.abs() == 1
+    value = torch.ones_like(x) if n % 2 == 0 else torch.where(x > 0, 1.0, -1.0).to(x.dtype)
+    return torch.where(at_one, value, out)
+
+
+def chebyshev_t_decomposition(x, n):
+    """special.chebyshev_polynomial_t(x, n) (no torch-mlir lowering): torch's cos(n acos x) inside (-1, 1)
+    for n > 6, the recurrence T_k+1 = 2x T_k - T_k-1 elsewhere, +-1 at |x| = 1."""
+    import torch
+
+    out = _polynomial(x, n, lambda x, k, p, q: (x + x) * q - p, lambda x: x, _unit_ends)
+    if out is NotImplemented or n <= 6:
+        return out
+    inside = x.abs() < 1
+    return torch.where(inside, torch.cos(n * torch.acos(torch.where(inside, x, torch.zeros_like(x)))), out)
+
+
+def hermite_h_decomposition(x, n):
+    """special.hermite_polynomial_h(x, n) (physicists'): H_k+1 = 2x H_k - 2k H_k-1."""
+    return _polynomial(x, n, lambda x, k, p, q: (x + x) * q - (2 * k) * p, lambda x: x + x)
+
+
+def legendre_p_decomposition(x, n):
+    """special.legendre_polynomial_p(x, n): ((2k + 1) x P_k - k P_k-1) / (k + 1), +-1 at |x| = 1."""
+    return _polynomial(x, n, lambda x, k, p, q: ((2 * k + 1) * x * q - k * p) / (k + 1), lambda x: x, _unit_ends)
+
+
+def laguerre_l_decomposition(x, n):
+    """special.laguerre_polynomial_l(x, n): ((2k + 1 - x) L_k - k L_k-1) / (k + 1), 1 at x = 0."""
+    import torch
+
+    out = _polynomial(x, n, lambda x, k, p, q: ((2 * k + 1 - x) * q - k * p) / (k + 1), lambda x: 1 - x)
+    if out is NotImplemented or n < 0:
+        return out
+    return torch.where(x == 0, torch.ones_like(x), out)
+
+
 def upstream_decompositions() -> dict:
     """aten op overload -> decomposition, for ops torch-mlir would lower to its own tm_tensor dialect."""
     import torch
@@ -713,7 +1370,56 @@ def upstream_decompositions() -> dict:
             aten.searchsorted.Tensor: searchsorted_decomposition,
             aten.grid_sampler_2d.default: grid_sampler_2d_decomposition,
             aten.kthvalue.default: kthvalue_decomposition, aten.median.dim: median_dim_decomposition,
-            aten.median.default: median_decomposition}
+            aten.median.default: median_decomposition,
+            aten.lgamma.default: lgamma_decomposition, aten.digamma.default: digamma_decomposition,
+            aten.polygamma.default: polygamma_decomposition,
+            aten.i0.default: i0_decomposition, aten.special_i0e.default: i0e_decomposition,
+            aten.special_i1.default: i1_decomposition, aten.special_i1e.default: i1e_decomposition,
+            aten.histc.default: histc_decomposition,
+            aten.scatter_reduce.two: scatter_reduce_decomposition, aten.index_reduce.default: index_reduce_decomposition,
+            aten.special_modified_bessel_i0.default: i0_decomposition,
+            aten.special_modified_bessel_i1.default: i1_decomposition,
+            aten.nanmedian.dim: nanmedian_dim_decomposition, aten.nanmedian.default: nanmedian_decomposition,
+            aten.erfc.default: erfc_decomposition, aten.special_erfcx.default: erfcx_decomposition,
+            aten.erfinv.default: erfinv_decomposition, aten.special_ndtri.default: ndtri_decomposition,
+            aten.hypot.default: hypot_decomposition, aten.fmod.Scalar: fmod_scalar_decomposition,
+            aten.signbit.default: signbit_decomposition, aten.copysign.Tensor: copysign_decomposition,
+            aten.copysign.Scalar: copysign_decomposition, aten.angle.default: angle_decomposition,
+            aten._pdist_forward.default: pdist_decomposition,
+            aten.bitwise_left_shift.Tensor_Scalar: left_shift_scalar_decomposition,
+            aten.__lshift__.Scalar: left_shift_scalar_decomposition,
+            aten.bitwise_right_shift.Tensor_Scalar: right_shift_scalar_decomposition,
+            aten.__rshift__.Scalar: right_shift_scalar_decomposition,
+            aten.bitwise_and.Scalar: _bitwise_scalar(torch.bitwise_and),
+            aten.bitwise_or.Scalar: _bitwise_scalar(torch.bitwise_or),
+            aten.bitwise_xor.Scalar: _bitwise_scalar(torch.bitwise_xor),
+            aten.special_chebyshev_polynomial_t.n_scalar: chebyshev_t_decomposition,
+            aten.special_hermite_polynomial_h.n_scalar: hermite_h_decomposition,
+            aten.special_legendre_polynomial_p.n_scalar: legendre_p_decomposition,
+            aten.special_laguerre_polynomial_l.n_scalar: laguerre_l_decomposition}
+
+
+def export_overrides() -> dict:
+    """Python-level functions -> replacement, applied while torch.export traces (a TorchFunctionMode): ops
+    whose export itself fails, before any decomposition table could apply."""
+    import torch
+    import torch.nn.functional as F
+
+    return {F.ctc_loss: ctc_loss_decomposition, torch.ctc_loss: ctc_loss_decomposition}
+
+
+def _override_mode():
+    """A TorchFunctionMode that calls export_overrides()'s replacements for their functions."""
+    from torch.overrides import TorchFunctionMode
+
+    table = export_overrides()
+
+    class _Overrides(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            replacement = table.get(func)
+            return (replacement or func)(*args, **(kwargs or {}))
+
+    return _Overrides()
 
 
 def decomposition_table() -> dict:
@@ -994,7 +1700,9 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
     with torch.no_grad():
         expected = flatten_outputs(module(*[t.clone() for t in inputs]))
         try:
-            program = torch.export.export(module, tuple(inputs)).run_decompositions(decomposition_table())
+            with _override_mode():
+                program = torch.export.export(module, tuple(inputs))
+            program = program.run_decompositions(decomposition_table())
             _state_in_lists_as_values(program)
             _non_persistent_buffers_as_state(program)
             mlir_module = fx.export_and_import(program, output_type="torch", func_name="main",

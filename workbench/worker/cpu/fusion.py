@@ -169,7 +169,8 @@ def _merge_into_users(producer) -> bool:
     with: no broadcast) into one op with all their results, the producer computed once in its body:
     upstream fuses single-use producers only, which leaves a shared one written out and read back (a
     sort stage's comparison, read by the select of the values and by that of the indices). The users
-    must take every other operand from before the first of them (the fused op goes there)."""
+    must take every other operand, and every value their bodies read from outside, from before the first
+    of them (the fused op goes there)."""
     from mlir import ir
     from mlir.dialects import linalg
 
@@ -201,6 +202,14 @@ def _merge_into_users(producer) -> bool:
     first = at(users[0])
     movable = []   # operand-free definitions after the first user (another user's tensor.empty init)
     for u in users:
+        # values a body reads from outside it (a gather's tensor.extract of a tensor): defined after the
+        # first user, the fused op there would read them before their definition
+        for o in u.regions[0].blocks[0].operations:
+            for value in o.operands:
+                owner = value.owner
+                if isinstance(owner, (ir.Operation, ir.OpView)) and owner.operation.block == u.operation.block \
+                        and at(owner) >= first:
+                    return False
         for value in u.operands:
             if value == result:
                 continue

@@ -455,6 +455,33 @@ def scatter_value_decomposition(x, dim, index, value):
 
 
 
+def _scatter_targets(x, dim: int, index):
+    """For a one-hot scatter reduction along `dim` (scatter_reduce, index_reduce; plain scatter and
+    scatter_add are loops over the index: `scatter_loop_function`): `last`, x's shape cut to the index's extents
+    except along dim, the position along index's dim of the last index entry naming each target (-1: none
+    names it), the one-hot `hit` (index's shape with x's dim extent inserted after dim), and the pads
+    (F.pad order) that grow a tensor of `last`'s shape back to x's."""
+    import torch
+
+    d = dim % x.dim()
+    n = x.shape[d]
+    targets = torch.arange(n, device=x.device).reshape([n] + [1] * (index.dim() - d - 1))
+    hit = index.unsqueeze(d + 1) == targets                  # [..., j (index's dim), k (x's dim), ...]
+    sources = torch.arange(index.shape[d], device=x.device).reshape([-1, 1] + [1] * (index.dim() - d - 1))
+    last = torch.where(hit, sources, -1).amax(d)             # index's shape, x's extent along d
+    pads = []
+    for e in reversed(range(x.dim())):
+        pads += [0, x.shape[e] - last.shape[e]]
+    return d, last, hit, pads
+
+
+def _within(t, shape):
+    """t cut to `shape` (its leading slice, scatter's rule for a src larger than the index)."""
+    for e, size in enumerate(shape):
+        t = t.narrow(e, 0, size)
+    return t
+
+
 def scatter_reduce_decomposition(x, dim, index, src, reduce, *, include_self=True):
     """x.scatter_reduce(dim, index, src, reduce) (torch-mlir exports tm_tensor.scatter, which upstream cannot
     load): each target reduces the one-hot selected src entries naming it ("sum", "prod", "mean", "amax",

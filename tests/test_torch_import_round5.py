@@ -5,29 +5,11 @@ path on one and two threads (`target cpu --threads N`, `select --apply`, `bench`
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import numpy as np
-import pytest
 
 from conftest import run_cli
-
-TORCH_PYTHON = os.environ.get("LH_WORKBENCH_TORCH_PYTHON") or sys.executable
-
-
-def _torch_available() -> bool:
-    try:
-        p = subprocess.run([TORCH_PYTHON, "-c", "import torch, torch_mlir"], capture_output=True, timeout=300)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return p.returncode == 0
-
-
-needs_torch = pytest.mark.skipif(not _torch_available(),
-                                 reason=f"torch + torch-mlir not importable by {TORCH_PYTHON} "
-                                        "(pip install 'lh-workbench[torch]'; LH_WORKBENCH_TORCH_PYTHON)")
+from test_torch_import import TORCH_PYTHON, needs_torch  # (one probe of the torch Python for both files)
 
 
 def _import(tmp_path, source: str, name: str, inputs: str, stem: str) -> str:

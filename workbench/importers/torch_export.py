@@ -668,6 +668,20 @@ def fake_quantize_per_channel_cachemask_decomposition(x, scale, zero_point, axis
 MAX_CDIST_DIFFERENCES = 1 << 22
 
 
+def _p_norm_of_differences(d, p):
+    """The p-norms along the last dim of absolute differences `d` (cdist, pdist): p = 0 counts the nonzero
+    ones, inf takes the largest."""
+    if p == 0:
+        return (d != 0).to(d.dtype).sum(-1)
+    if p == 1:
+        return d.sum(-1)
+    if p == 2:
+        return d.pow(2).sum(-1).sqrt()
+    if math.isinf(p):
+        return d.amax(-1)
+    return d.pow(p).sum(-1).pow(1.0 / p)
+
+
 def cdist_decomposition(x1, x2, p, compute_mode=None):
     """torch.cdist (aten._cdist_forward: torch-mlir has no lowering, the export failed): p-norms of the
     pairwise differences of x1's rows [..., P, M] and x2's [..., R, M]. For p = 2 torch itself uses the matmul
@@ -682,15 +696,7 @@ def cdist_decomposition(x1, x2, p, compute_mode=None):
         squared = n1 - 2 * torch.matmul(x1, x2.transpose(-1, -2)) + n2.transpose(-1, -2)
         return squared.clamp_min(0).sqrt()
     d = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()
-    if p == 0:
-        return (d != 0).to(x1.dtype).sum(-1)
-    if p == 1:
-        return d.sum(-1)
-    if p == 2:
-        return d.pow(2).sum(-1).sqrt()
-    if math.isinf(p):
-        return d.amax(-1)
-    return d.pow(p).sum(-1).pow(1.0 / p)
+    return _p_norm_of_differences(d, p)
 
 
 def searchsorted_decomposition(sorted_sequence, values, *, out_int32=False, right=False, side=None, sorter=None):
@@ -1264,15 +1270,7 @@ def pdist_decomposition(x, p=2.0):
     n = x.shape[0]
     i, j = torch.triu_indices(n, n, 1, device=x.device)
     d = (x[i] - x[j]).abs()
-    if p == 0:
-        return (d != 0).to(x.dtype).sum(-1)
-    if p == 1:
-        return d.sum(-1)
-    if p == 2:
-        return d.pow(2).sum(-1).sqrt()
-    if math.isinf(p):
-        return d.amax(-1)
-    return d.pow(p).sum(-1).pow(1.0 / p)
+    return _p_norm_of_differences(d, p)
 
 
 def _shift_scalar(x, k, left: bool):

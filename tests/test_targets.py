@@ -19,7 +19,10 @@ def test_targets_json_lists_every_target_with_a_reason():
     names = [t["name"] for t in listing]
     assert {"cpu", "sycl", "xegpu"} <= set(names) and names == sorted(names)
     for t in listing:
-        assert set(t) - {"machine"} == {"name", "can_run", "reason"} and isinstance(t["can_run"], bool) and t["reason"]
+        assert set(t) - {"machine", "parallel_runtime"} == {"name", "can_run", "reason"} and isinstance(t["can_run"], bool) and t["reason"]
+        # a target with a CPU machine model says what runs its parallel loops
+        assert ("machine" in t) == ("parallel_runtime" in t), t
+        assert t.get("parallel_runtime", "libgomp") in ("libgomp", "async runtime"), t
     by = {t["name"]: t for t in listing}
     assert by["cpu"]["can_run"] is True
     # sycl and xegpu agree with the targets' own answers (one cached device probe)

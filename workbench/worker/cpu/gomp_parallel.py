@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from workbench.worker.ir_walk import ops_where
+from workbench.worker.ir_walk import append_parsed, callee_name, ops_where, symbol_names
 
 MARK = "lh.parallel_body"
 #: ops without operands that the outlined body re-creates instead of taking as arguments
@@ -112,8 +112,7 @@ def _captures(loop) -> list:
 
 
 def _unique_name(module, base: str) -> str:
-    taken = {ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations
-             if "sym_name" in op.attributes}
+    taken = symbol_names(module)
     name, i = base, 0
     while name in taken:
         i += 1
@@ -276,8 +275,6 @@ def dispatch_on_gomp(module) -> int:
             bodies[ir.StringAttr(op.attributes["sym_name"]).value] = op
     if not bodies:
         return 0
-    names = {ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations
-             if "sym_name" in op.attributes}
     text = []
     for name, op in bodies.items():
         types = [str(a.type) for a in op.regions[0].blocks[0].arguments]
@@ -286,16 +283,9 @@ def dispatch_on_gomp(module) -> int:
         text.append(f"  llvm.func @{name}({', '.join(types)})")   # (declared to parse; not moved)
         text.append(_dispatch_text(name, types))
     decls = "\n".join(_DECLARATIONS.values())
-    parsed = ir.Module.parse("module {\n" + decls + "\n" + "\n".join(text) + "\n}", module.context)
-    for op in list(parsed.body.operations):
-        sym = ir.StringAttr(op.attributes["sym_name"]).value
-        if sym in names:
-            continue
-        module.body.append(op.detach_from_parent())
-    calls = ops_where(module, lambda o: o.name == "llvm.call" and "callee" in o.attributes
-                      and ir.FlatSymbolRefAttr(o.attributes["callee"]).value in bodies)
-    for call in calls:
-        callee = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
+    append_parsed(module, "module {\n" + decls + "\n" + "\n".join(text) + "\n}")
+    for call in ops_where(module, lambda o: o.name == "llvm.call" and callee_name(o) in bodies):
+        callee = callee_name(call)
         caller = next(a for a in _ancestors(call.operation) if a.name == "llvm.func")
         if ir.StringAttr(caller.attributes["sym_name"]).value == f"{callee}_thread":
             continue

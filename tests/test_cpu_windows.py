@@ -4,6 +4,7 @@ loop, folded to a matmul or elementwise tile and vectorized; each runs and match
 payload and torch's outputs (the fixtures' sidecars)."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -272,5 +273,21 @@ def test_convolutions_split_one_output_channel_per_core(ctx, monkeypatch, name, 
     # every core a task: the channel chunks, times the batch chunks where the batch is split too
     assert conv["threads"] * (conv.get("split_also") or [0, 1])[1] == cores, conv
     ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]
+
+
+def test_a_convolution_tile_accumulates_in_registers_across_its_input_channel_blocks(ctx, tmp_path):
+    """The output tile of a convolution whose input channels come in blocks is read once before the
+    channel and window loops and written once after them (loop-invariant subsets hoisted: it was read and
+    written back in every block and window position), and the result still matches."""
+    payload = tmp_path / "conv.mlir"
+    payload.write_text(CONV_PAYLOAD.format(x="1x24x12x22", w="16x24x3x3", out="1x16x10x20", stride=1))
+    ok(ctx, f"load {payload}")
+    ok(ctx, "target cpu --threads 1")
+    ok(ctx, "select --apply")
+    ir = ctx.session.current_ir
+    assert re.search(r"scf\.for [^\n]*iter_args\([^\n]*\) -> \(vector<", ir), "the tile rides the loops as a vector"
+    ok(ctx, "bench warmup=0 iterations=1")
     ok(ctx, "apply cpu-lower")
     assert ok(ctx, "run --check").data["run"]["check"]["passed"]

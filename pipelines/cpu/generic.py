@@ -334,7 +334,10 @@ def _fold_and_vectorize(handle: str, vector: int, contraction: int, folded_order
 
 def _window_cleanup(func: str, contraction: int) -> str:
     """Over the function `func`: contraction patterns (a convolution's tile), loop-invariant code motion
-    (the filter tile out of the spatial loops), vector lowering. Function-wide canonicalization: it
+    (the filter tile out of the spatial loops), loop-invariant subsets hoisted (the output tile read once
+    before the input-channel and window loops and written once after them, a vector the loops carry: it
+    was read and written back in every block; 1 thread of the 16-core Xeon, conv2d 3x3 64->64 at 8x56x56
+    26.9 -> 15.3 ms, conv_block 20-28 -> 16-22, conv3d 20-26 -> 18), vector lowering. Function-wide canonicalization: it
     comes after every other transform of the step, whose handles it could leave dangling."""
     a = "!transform.any_op"
     # an elementwise tile (depthwise, pooling) keeps its elementwise vector ops: the reduction-to-contract
@@ -348,4 +351,5 @@ def _window_cleanup(func: str, contraction: int) -> str:
     }} : {a}
 """ if contraction else "") + f"""    %all_loops = transform.structured.match ops{{["scf.for"]}} in {func} : ({a}) -> {a}
     transform.apply_licm to %all_loops : {a}
+    transform.loop.hoist_loop_invariant_subsets %all_loops : {a}
 """ + cleanup.replace("%scope", func)

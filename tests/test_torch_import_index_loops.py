@@ -84,3 +84,28 @@ def test_scatter_reduce_and_index_reduce_are_loops_over_the_index(tmp_path):
     for op in ("arith.maximumf", "arith.minimumf", "arith.mulf", "arith.maxsi"):
         assert re.search(op + r" %\S+, %\S+ : \w+\n\s+%\S+ = tensor\.insert", mlir), op
     _selected_runs_checked(tmp_path, "reduces", 7)
+
+
+PUT_MASKED = '''
+import torch
+
+class PutMasked(torch.nn.Module):
+    def forward(self, x, i, v, mask, rows):
+        spots = torch.arange(29) * 17 % 481 - 240               # distinct flat positions, negative ones
+        put = x.put(spots, v[:, 0])
+        added = x.put(i * 13 + 5, v[:, 1], accumulate=True)     # duplicates add up
+        return put, added, x.masked_scatter(mask, v), x.masked_scatter(rows, v)   # rows: 37x1, broadcast
+'''
+
+
+@needs_torch
+def test_put_and_masked_scatter_import_and_match_torch(tmp_path):
+    """Tensor.put (aten.put: 'torch.operator' before) is a scatter of the flat tensor (negative positions
+    wrap, accumulate adds duplicates up); masked_scatter left torch-mlir's cumsum (tm_tensor.scan, which load
+    refuses) and is a cumsum of the mask and a gather: both import and match torch on 1 and 2 threads."""
+    mlir = _import(tmp_path, PUT_MASKED, "PutMasked", "37x13xf32,29xi64[0:37],29x13xf32,37x13xi1,37x1xi1",
+                   "put_masked")
+    assert "tm_tensor" not in mlir and "torch.aten" not in mlir
+    assert not _one_hot_compares(mlir), _one_hot_compares(mlir)[:3]
+    assert re.search(r"arith\.addf %\S+, %\S+ : f32\n\s+%\S+ = tensor\.insert %\S+ into %\S+\[%\S+\] : tensor<481xf32>", mlir)
+    _selected_runs_checked(tmp_path, "put_masked", 4)

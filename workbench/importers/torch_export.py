@@ -27,7 +27,7 @@ its lowering ran out of memory, x[mask] = v -> nonzero, tm_tensor.scan and tm_te
 per-channel fake quantization (QAT), cdist, searchsorted, EmbeddingBag max, grid_sample's reflection
 padding, kthvalue and median, and lowers none of lgamma, digamma, trigamma, i0 / i0e / i1 / i1e, histc, erfc,
 erfcx, erfinv, ndtri, hypot, fmod by a scalar, signbit, angle, pdist, constant shifts and & | ^, the orthogonal
-polynomials of a constant degree, nanmedian, index_reduce (scatter_reduce, index_put, index_add: tm_tensor.scatter) (ctc_loss fails in torch's export itself: export_overrides). They are
+polynomials of a constant degree, nanmedian, index_reduce, put (scatter_reduce, index_put: tm_tensor.scatter; masked_scatter: tm_tensor.scan) (ctc_loss fails in torch's export itself: export_overrides). They are
 decomposed *in torch,
 before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
 an inclusive scan as blocked masked reductions (`_scan`), a sort as a bitonic network of
@@ -37,8 +37,8 @@ every workbench schedule and target handles.
 
 Scatters are the exception: no torch op writes through an index but a scatter itself, and the one-hot
 compare of every target with every index entry they went through was quadratic in the scattered dim. The
-ops that write through an index (integer index_put, index_add / index_copy / index_fill, scatter_reduce /
-index_reduce, scatter with a value) are decomposed into scatter / scatter_add / scatter_reduce, which are
+ops that write through an index (integer index_put, index_add / index_copy / index_fill, put, scatter_reduce
+/ index_reduce, scatter with a value) are decomposed into scatter / scatter_add / scatter_reduce, which are
 kept through torch-mlir's torch-level pipeline and lowered by `lower_to_linalg` to a loop nest over the
 index (scf.for, tensor.extract / tensor.insert): linear, in the index's order (of duplicate targets the
 last entry wins; scatter_add sums them).
@@ -458,7 +458,7 @@ def scatter_value_decomposition(x, dim, index, value):
 
 # -- ops that write through an index, as scatters (loops over the index: `scatter_loop_function`) -------
 #
-# index_put with integer indices, index_add / index_copy / index_fill and scatter_reduce / index_reduce
+# index_put with integer indices, index_add / index_copy / index_fill, put and scatter_reduce / index_reduce
 # become scatter / scatter_add / scatter_reduce (sum, prod, amax, amin with include_self), which are kept
 # through torch-mlir's torch-level pipeline and lowered to one loop nest over the index (linear in it). A
 # 1-D index along a dim is spread over the written slices by an expand (`_spread_index`), which the
@@ -517,6 +517,32 @@ def index_fill_decomposition(x, dim, index, value):
     fill = (value.to(x.dtype).expand(shape) if isinstance(value, torch.Tensor)
             else torch.full(shape, value, dtype=x.dtype, device=x.device))
     return x.scatter(d, _spread_index(_wrapped(index, x.shape[d]), d, shape), fill)
+
+
+def put_decomposition(x, index, source, accumulate=False):
+    """x.put(index, source, accumulate) (aten.put: no torch-mlir lowering): index_put on x flattened, a scatter
+    (scatter_add) of source's elements at the flat indices (negative ones wrap, as in torch)."""
+    flat = x.reshape(-1)
+    index = _wrapped(index.reshape(-1), flat.shape[0])
+    source = source.reshape(-1).to(x.dtype)
+    out = flat.scatter_add(0, index, source) if accumulate else flat.scatter(0, index, source)
+    return out.reshape(x.shape)
+
+
+def masked_scatter_decomposition(x, mask, source):
+    """x.masked_scatter(mask, source) (torch-mlir's own decomposition leaves a cumsum, tm_tensor.scan, which
+    upstream cannot load): the k-th masked element (row-major) takes source's k-th element: an inclusive
+    count of the mask (cumsum, decomposed here), a gather from source, a where. Linear; no index is written
+    through, so no scatter."""
+    import torch
+
+    shape = torch.broadcast_shapes(x.shape, mask.shape)
+    m = mask.expand(shape)
+    src = source.reshape(-1)
+    if src.shape[0] == 0:
+        return x.expand(shape).clone()
+    position = (torch.cumsum(m.reshape(-1).to(torch.int64), 0) - 1).clamp(0, src.shape[0] - 1)
+    return torch.where(m, src[position].reshape(shape).to(x.dtype), x.expand(shape))
 
 
 #: scatter_reduce's reductions that stay one scatter_reduce (lowered to a loop) where include_self
@@ -1417,6 +1443,7 @@ def upstream_decompositions() -> dict:
             aten.index_add.default: index_add_decomposition, aten.index_copy.default: index_copy_decomposition,
             aten.index_fill.int_Scalar: index_fill_decomposition,
             aten.index_fill.int_Tensor: index_fill_decomposition,
+            aten.put.default: put_decomposition, aten.masked_scatter.default: masked_scatter_decomposition,
             aten._embedding_bag.default: embedding_bag_decomposition,
             aten.embedding_bag.default: embedding_bag_decomposition,
             aten.embedding_bag.padding_idx: embedding_bag_decomposition,

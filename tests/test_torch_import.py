@@ -613,8 +613,8 @@ class IndexPuts(torch.nn.Module):
 @needs_torch
 def test_integer_index_puts_and_buffer_indices_import_and_match_torch(tmp_path):
     """index_add / x[idx] = v / x[i, j] += v (aten.index_put with integer indices): torch-mlir lowers them
-    to tm_tensor.scatter (upstream cannot load it); decomposed through a one-hot (a matmul for the sums,
-    a gather of the last writer for assignments) they match torch on the selector path. A buffer in an
+    to tm_tensor.scatter (upstream cannot load it); as scatters (loops over the index: the sums add up, of
+    duplicate assignments the last writer wins) they match torch on the selector path. A buffer in an
     index list (DLRM's interaction pairs `z[:, rows, cols]`) failed torch-mlir's frozen import
     ("Heterogeneous lists are not supported"). EmbeddingBag (sum with per-sample weights, an empty bag;
     mean with a padding index) is a membership matmul of the looked-up rows: torch-mlir's lowering tested

@@ -190,8 +190,9 @@ class ScatterReduce(torch.nn.Module):
 @needs_torch
 def test_scatter_reduce_and_index_reduce_import_and_match_torch(tmp_path):
     """Tensor.scatter_reduce (exported as tm_tensor.scatter, which upstream cannot load) and index_reduce (no
-    torch-mlir lowering): one-hot reductions per target, amax / amin / prod / mean / sum, include_self or not,
-    untouched targets keeping x, integer mean by floor division."""
+    torch-mlir lowering): loops over the index combining each entry into its target (tests/
+    test_torch_import_index_loops.py), amax / amin / prod / mean / sum, include_self or not, untouched targets
+    keeping x, integer mean by floor division."""
     _import(tmp_path, SCATTER_REDUCE, "ScatterReduce", "4x7xf32,6x7xf32,6x7xi64[0:3],4x7xi64[-9:9]",
             "scatter_reduce")
     _selected_runs_checked(tmp_path, "scatter_reduce", 6)

@@ -8,8 +8,8 @@ stand-in driver). Each found a bug of a general mechanism:
   link and a member of the norm's row chain; the rows step then found no op with its id.
 - dlrm: the interaction's `z[:, rows, cols]` with buffer indices failed torch-mlir's frozen import
   ("Heterogeneous lists are not supported"): state tensors in list arguments reach the op through a clone.
-- gnn: index_add message passing exported tm_tensor.scatter (integer index_put is decomposed through a
-  one-hot now); on cuda the layer's `neighbours(h) + root(x)` (bias fused in) was claimed as the epilogue of
+- gnn: index_add message passing exported tm_tensor.scatter (index_add is a loop over the index now, a
+  scatter_add); on cuda the layer's `neighbours(h) + root(x)` (bias fused in) was claimed as the epilogue of
   both matmuls ("target and source are not in the same block").
 - resnet18, char_rnn_lm: whole CNN / unrolled two-layer LSTM with every stage (no bug found).
 - llama_lm (grouped-query attention, triu causal mask, rotary tables, a tied LM head of odd vocab), mamba_lm

@@ -27,7 +27,7 @@ its lowering ran out of memory, x[mask] = v -> nonzero, tm_tensor.scan and tm_te
 per-channel fake quantization (QAT), cdist, searchsorted, EmbeddingBag max, grid_sample's reflection
 padding, kthvalue and median, and lowers none of lgamma, digamma, trigamma, i0 / i0e / i1 / i1e, histc, erfc,
 erfcx, erfinv, ndtri, hypot, fmod by a scalar, signbit, angle, pdist, constant shifts and & | ^, the orthogonal
-polynomials of a constant degree, nanmedian, index_reduce (scatter_reduce: tm_tensor.scatter) (ctc_loss fails in torch's export itself: export_overrides). They are
+polynomials of a constant degree, nanmedian, index_reduce, put (scatter_reduce, index_put: tm_tensor.scatter; masked_scatter: tm_tensor.scan) (ctc_loss fails in torch's export itself: export_overrides). They are
 decomposed *in torch,
 before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
 an inclusive scan as blocked masked reductions (`_scan`), a sort as a bitonic network of
@@ -35,11 +35,13 @@ compare-exchanges on reshaped tensors. Doing it in torch keeps the rewrite indep
 torch-mlir's textual form and of its dialect's semantics, and the result is ordinary linalg that
 every workbench schedule and target handles.
 
-Scatters (scatter src / value, scatter_add) are the exception: no torch op writes through an index
-but scatter itself, and the one-hot compare of every target with every index entry they went through
-was quadratic in the scattered dim. They are kept through torch-mlir's torch-level pipeline and lowered
-by `lower_to_linalg` to a loop nest over the index (scf.for, tensor.extract / tensor.insert): linear, in
-the index's order (of duplicate targets the last entry wins; scatter_add sums them).
+Scatters are the exception: no torch op writes through an index but a scatter itself, and the one-hot
+compare of every target with every index entry they went through was quadratic in the scattered dim. The
+ops that write through an index (integer index_put, index_add / index_copy / index_fill, put, scatter_reduce
+/ index_reduce, scatter with a value) are decomposed into scatter / scatter_add / scatter_reduce, which are
+kept through torch-mlir's torch-level pipeline and lowered by `lower_to_linalg` to a loop nest over the
+index (scf.for, tensor.extract / tensor.insert): linear, in the index's order (of duplicate targets the
+last entry wins; scatter_add sums them).
 """
 from __future__ import annotations
 
@@ -454,25 +456,130 @@ def scatter_value_decomposition(x, dim, index, value):
     return x.scatter(dim, index, torch.full(index.shape, value, dtype=x.dtype, device=x.device))
 
 
+# -- ops that write through an index, as scatters (loops over the index: `scatter_loop_function`) -------
+#
+# index_put with integer indices, index_add / index_copy / index_fill, put and scatter_reduce / index_reduce
+# become scatter / scatter_add / scatter_reduce (sum, prod, amax, amin with include_self), which are kept
+# through torch-mlir's torch-level pipeline and lowered to one loop nest over the index (linear in it). A
+# 1-D index along a dim is spread over the written slices by an expand (`_spread_index`), which the
+# lowering reads back unexpanded (one index load per slice, not an index tensor of the source's size).
+# The one-hot compare of every target with every index entry these went through before was quadratic.
 
-def _scatter_targets(x, dim: int, index):
-    """For a one-hot scatter reduction along `dim` (scatter_reduce, index_reduce; plain scatter and
-    scatter_add are loops over the index: `scatter_loop_function`): `last`, x's shape cut to the index's extents
-    except along dim, the position along index's dim of the last index entry naming each target (-1: none
-    names it), the one-hot `hit` (index's shape with x's dim extent inserted after dim), and the pads
-    (F.pad order) that grow a tensor of `last`'s shape back to x's."""
+
+def _wrapped(index, size: int):
+    """index with negative entries counted from the end (torch's rule for index_put and index_fill; index_add
+    and index_copy raise on them in torch, so wrapping changes nothing there)."""
     import torch
 
+    return torch.where(index < 0, index + size, index)
+
+
+def _spread_index(index, dim: int, shape):
+    """A 1-D (or 0-d) index along `dim` of a tensor of `shape` (index's length at dim) as a scatter index of
+    that shape: index[j] for every element of slice j (an expand, not a copy, until the lowering)."""
+    index = index.reshape(-1)
+    return index.reshape([-1 if e == dim else 1 for e in range(len(shape))]).expand(shape)
+
+
+def _index_scatter(x, dim, index, source, combine: str):
+    """x.index_add / index_copy (combine "add" / "") of `source`'s slices along dim into x's slices index
+    names: a scatter (scatter_add) with the index spread over source. Negative entries wrap."""
+    if x.dim() == 0:
+        return NotImplemented
     d = dim % x.dim()
-    n = x.shape[d]
-    targets = torch.arange(n, device=x.device).reshape([n] + [1] * (index.dim() - d - 1))
-    hit = index.unsqueeze(d + 1) == targets                  # [..., j (index's dim), k (x's dim), ...]
-    sources = torch.arange(index.shape[d], device=x.device).reshape([-1, 1] + [1] * (index.dim() - d - 1))
-    last = torch.where(hit, sources, -1).amax(d)             # index's shape, x's extent along d
-    pads = []
-    for e in reversed(range(x.dim())):
-        pads += [0, x.shape[e] - last.shape[e]]
-    return d, last, hit, pads
+    spread = _spread_index(_wrapped(index, x.shape[d]), d, source.shape)
+    source = source.to(x.dtype)
+    return x.scatter_add(d, spread, source) if combine == "add" else x.scatter(d, spread, source)
+
+
+def index_add_decomposition(x, dim, index, source, *, alpha=1):
+    """x.index_add(dim, index, source, alpha=alpha) (torch's own decomposition is an accumulating index_put):
+    a scatter_add of source * alpha; duplicate entries add up."""
+    return _index_scatter(x, dim, index, source if alpha == 1 else source * alpha, "add")
+
+
+def index_copy_decomposition(x, dim, index, source):
+    """x.index_copy(dim, index, source): a scatter; of duplicate entries the last one's slice stays."""
+    return _index_scatter(x, dim, index, source, "")
+
+
+def index_fill_decomposition(x, dim, index, value):
+    """x.index_fill(dim, index, value) (a Python scalar or a 0-d tensor): a scatter of the value into the
+    slices index names (negative entries wrap, as in torch)."""
+    import torch
+
+    if x.dim() == 0:
+        return NotImplemented
+    d = dim % x.dim()
+    index = index.reshape(-1)
+    shape = list(x.shape)
+    shape[d] = index.shape[0]
+    fill = (value.to(x.dtype).expand(shape) if isinstance(value, torch.Tensor)
+            else torch.full(shape, value, dtype=x.dtype, device=x.device))
+    return x.scatter(d, _spread_index(_wrapped(index, x.shape[d]), d, shape), fill)
+
+
+def put_decomposition(x, index, source, accumulate=False):
+    """x.put(index, source, accumulate) (aten.put: no torch-mlir lowering): index_put on x flattened, a scatter
+    (scatter_add) of source's elements at the flat indices (negative ones wrap, as in torch)."""
+    flat = x.reshape(-1)
+    index = _wrapped(index.reshape(-1), flat.shape[0])
+    source = source.reshape(-1).to(x.dtype)
+    out = flat.scatter_add(0, index, source) if accumulate else flat.scatter(0, index, source)
+    return out.reshape(x.shape)
+
+
+def masked_scatter_decomposition(x, mask, source):
+    """x.masked_scatter(mask, source) (torch-mlir's own decomposition leaves a cumsum, tm_tensor.scan, which
+    upstream cannot load): the k-th masked element (row-major) takes source's k-th element: an inclusive
+    count of the mask (cumsum, decomposed here), a gather from source, a where. Linear; no index is written
+    through, so no scatter."""
+    import torch
+
+    shape = torch.broadcast_shapes(x.shape, mask.shape)
+    m = mask.expand(shape)
+    src = source.reshape(-1)
+    if src.shape[0] == 0:
+        return x.expand(shape).clone()
+    position = (torch.cumsum(m.reshape(-1).to(torch.int64), 0) - 1).clamp(0, src.shape[0] - 1)
+    return torch.where(m, src[position].reshape(shape).to(x.dtype), x.expand(shape))
+
+
+#: scatter_reduce's reductions that stay one scatter_reduce (lowered to a loop) where include_self
+SCATTER_REDUCE_LOOPS = ("sum", "prod", "amax", "amin")
+
+
+def scatter_reduce_decomposition(x, dim, index, src, reduce, *, include_self=True):
+    """x.scatter_reduce(dim, index, src, reduce) (torch-mlir exports tm_tensor.scatter, which upstream cannot
+    load): with include_self, "sum" is a scatter_add and "prod", "amax", "amin" stay (a loop combining each
+    entry into its target); without it the targets any entry names first get the reduction's identity (a
+    scatter). "mean" is a sum and a count (a scatter_add of ones), divided where the count is not zero
+    (floor division for integers, as torch); targets nothing names keep x."""
+    if reduce not in SCATTER_REDUCE_LOOPS + ("mean",) or (reduce in ("prod", "amax", "amin") and include_self):
+        return NotImplemented                       # (kept: scatters_as_calls lowers it to a loop)
+    return _scatter_reduce(x, dim, index, src, reduce, include_self)
+
+
+def _scatter_reduce(x, dim, index, src, reduce, include_self):
+    """scatter_reduce_decomposition's ops, for any of its reductions (the kept ones as they are)."""
+    import torch
+
+    if reduce == "sum" and include_self:
+        return x.scatter_add(dim, index, _within(src, index.shape).to(x.dtype))
+    if reduce in ("prod", "amax", "amin") and include_self:
+        return x.scatter_reduce(dim, index, src.to(x.dtype), reduce, include_self=True)
+    if reduce == "mean":
+        base = x if include_self else x.scatter(dim, index, torch.zeros(index.shape, dtype=x.dtype, device=x.device))
+        total = base.scatter_add(dim, index, _within(src, index.shape).to(x.dtype))
+        count = torch.zeros(x.shape, dtype=torch.int64, device=x.device).scatter_add(
+            dim, index, torch.ones(index.shape, dtype=torch.int64, device=x.device))
+        n = (count + int(include_self)).clamp_min(1).to(x.dtype)
+        mean = total / n if x.dtype.is_floating_point else torch.div(total, n, rounding_mode="floor")
+        return torch.where(count > 0, mean, x)
+    identity = {"sum": 0, "prod": 1, "amax": _extreme(x.dtype, largest=False),
+                "amin": _extreme(x.dtype, largest=True)}[reduce]
+    base = x.scatter(dim, index, torch.full(index.shape, identity, dtype=x.dtype, device=x.device))
+    return base.scatter_reduce(dim, index, src, reduce, include_self=True)
 
 
 def _within(t, shape):
@@ -482,100 +589,50 @@ def _within(t, shape):
     return t
 
 
-def scatter_reduce_decomposition(x, dim, index, src, reduce, *, include_self=True):
-    """x.scatter_reduce(dim, index, src, reduce) (torch-mlir exports tm_tensor.scatter, which upstream cannot
-    load): each target reduces the one-hot selected src entries naming it ("sum", "prod", "mean", "amax",
-    "amin"), with its own value where include_self; targets nothing names keep x. "mean" divides by the
-    count (plus one with include_self), floor division for integers, as torch."""
-    import torch
-    import torch.nn.functional as F
-
-    d, _, hit, pads = _scatter_targets(x, dim, index)
-    s = _within(src, index.shape).unsqueeze(d + 1).to(x.dtype)
-    if reduce in ("sum", "mean"):
-        red = torch.where(hit, s, 0).sum(d)
-    elif reduce == "prod":
-        red = torch.where(hit, s, 1).prod(d)
-    elif reduce in ("amax", "amin"):
-        fill = _extreme(x.dtype, largest=reduce == "amin")
-        red = torch.where(hit, s, fill)
-        red = red.amax(d) if reduce == "amax" else red.amin(d)
-    else:
-        return NotImplemented
-    red = F.pad(red.to(x.dtype), pads)
-    count = F.pad(hit.sum(d), pads)
-    if include_self:
-        if reduce in ("sum", "mean"):
-            red = red + x
-        elif reduce == "prod":
-            red = red * x
-        else:
-            red = torch.maximum(red, x) if reduce == "amax" else torch.minimum(red, x)
-    if reduce == "mean":
-        n = (count + int(include_self)).clamp_min(1).to(x.dtype)
-        red = red / n if x.dtype.is_floating_point else torch.div(red, n, rounding_mode="floor")
-    return torch.where(count > 0, red, x)
-
-
 def index_reduce_decomposition(x, dim, index, source, reduce, *, include_self=True):
     """x.index_reduce(dim, index, source, reduce) (aten.index_reduce: no torch-mlir lowering): the slices of
     source along dim go to x's slices `index` names: scatter_reduce with the index spread over source's
     shape (reduce "prod", "mean", "amax", "amin")."""
-    d = dim % max(x.dim(), 1)
-    spread = index.reshape([-1 if e == d else 1 for e in range(source.dim())]).expand(source.shape)
-    return scatter_reduce_decomposition(x, d, spread, source, reduce, include_self=include_self)
+    if x.dim() == 0 or reduce not in SCATTER_REDUCE_LOOPS + ("mean",):
+        return NotImplemented
+    d = dim % x.dim()
+    spread = _spread_index(_wrapped(index, x.shape[d]), d, source.shape)
+    return _scatter_reduce(x, d, spread, source, reduce, include_self)
 
-#: the most elements of the one-hot (targets x index entries) an integer index_put decomposes through
+
+#: the most elements of the one-hot (bags x indices) an embedding bag decomposes through. (EmbeddingBag
+#: stays a membership matmul, not a loop over the index: an index's bag comes from a scan over the offsets,
+#: which the scatter loops cannot express; as the blocked cumsum decomposition (an index_add over the bags
+#: then) DLRM's bench payload grew 343 -> 2635 lines, deepfm's 492 -> 8178, selection time doubled.)
 MAX_ONE_HOT_ELEMENTS = 1 << 26
 
 
 def _integer_index_put(x, indices, values, accumulate: bool):
-    """x[i0, i1, ...] = v / += v (index_add, x[idx] = v, x[idx] += v) with integer index tensors on
-    consecutive dims (None before them: untouched dims): the indexed dims flattened to N targets, the
-    broadcast index entries to P; a (N x P) one-hot. accumulate: x + one-hot @ values (a matmul: every
-    entry naming a target adds to it); else each target takes the value of the last entry naming it
-    (torch leaves duplicates unspecified) through a gather and a where. torch's own path is
-    tm_tensor.scatter, which upstream MLIR cannot load. None: left to torch (bool or huge one-hots)."""
+    """x[i0, i1, ...] = v / += v (x[idx] = v, x[idx] += v, index_put) with integer index tensors on
+    consecutive dims (None before them: untouched dims): the indexed dims flattened to one of N targets, the
+    broadcast index entries (negative ones wrapped) to one of P, v to P slices; a scatter along that dim
+    (accumulate: a scatter_add, every entry naming a target adds to it; else of duplicate entries the last
+    one's slice stays, torch's order on CPU). torch's own path is tm_tensor.scatter, which upstream MLIR
+    cannot load. None: left to torch (bool indices, index tensors after a None)."""
     import torch
 
     first = next(i for i, t in enumerate(indices) if t is not None)
     index_tensors = list(indices[first:])
-    if any(t is None or t.dtype == torch.bool for t in index_tensors) or x.dtype == torch.bool:
+    if any(t is None or t.dtype == torch.bool for t in index_tensors) or (accumulate and x.dtype == torch.bool):
         return None
     k = len(index_tensors)
-    dims = list(range(first, first + k))
-    sizes = [x.shape[d] for d in dims]
-    broadcast = torch.broadcast_shapes(*(t.shape for t in index_tensors))
-    n, p = 1, 1
-    for s in sizes:
-        n *= s
-    for s in broadcast:
-        p *= s
-    if n * p > MAX_ONE_HOT_ELEMENTS:
-        return None
+    sizes = [x.shape[d] for d in range(first, first + k)]
+    broadcast = tuple(torch.broadcast_shapes(*(t.shape for t in index_tensors)))
+    n, p = math.prod(sizes), math.prod(broadcast)
     flat = torch.zeros(broadcast, dtype=torch.int64, device=x.device)
     for t, size in zip(index_tensors, sizes):
-        t = t.to(torch.int64)
-        flat = flat * size + torch.where(t < 0, t + size, t)
-    flat = flat.reshape(p)
-    # x with the indexed dims first and flattened: [N, rest]; values likewise: [P, rest]
-    order = dims + [d for d in range(x.dim()) if d not in dims]
-    moved = x.permute(order)
-    rest = moved.shape[k:]
-    x_rows = moved.reshape(n, -1)
-    out_shape = tuple(x.shape[:first]) + tuple(broadcast) + tuple(x.shape[first + k:])
-    nb = len(broadcast)
-    v = values.to(x.dtype).expand(out_shape)
-    v_order = list(range(first, first + nb)) + [d for d in range(len(out_shape)) if not first <= d < first + nb]
-    v_rows = v.permute(v_order).reshape(p, -1)
-    hit = flat.unsqueeze(0) == torch.arange(n, device=x.device).unsqueeze(1)          # [N, P]
-    if accumulate:
-        rows = x_rows + torch.matmul(hit.to(x.dtype), v_rows)
-    else:
-        last = torch.where(hit, torch.arange(p, device=x.device).unsqueeze(0), -1).amax(1)   # [N]
-        rows = torch.where((last >= 0).unsqueeze(1), v_rows[last.clamp(min=0)], x_rows)
-    inverse = [order.index(d) for d in range(x.dim())]
-    return rows.reshape(tuple(sizes) + tuple(rest)).permute(inverse)
+        flat = flat * size + _wrapped(t.to(torch.int64), size)
+    before, rest = tuple(x.shape[:first]), tuple(x.shape[first + k:])
+    rows = x.reshape(before + (n,) + rest)
+    v = values.to(x.dtype).expand(before + broadcast + rest).reshape(before + (p,) + rest)
+    index = _spread_index(flat, first, v.shape)
+    out = rows.scatter_add(first, index, v) if accumulate else rows.scatter(first, index, v)
+    return out.reshape(x.shape)
 
 
 def index_put_decomposition(x, indices, values, accumulate=False):
@@ -1386,6 +1443,10 @@ def upstream_decompositions() -> dict:
             aten.sort.default: sort_decomposition, aten.sort.stable: sort_stable_decomposition,
             aten.topk.default: topk_decomposition, aten.scatter.value: scatter_value_decomposition,
             aten.index_put.default: index_put_decomposition,
+            aten.index_add.default: index_add_decomposition, aten.index_copy.default: index_copy_decomposition,
+            aten.index_fill.int_Scalar: index_fill_decomposition,
+            aten.index_fill.int_Tensor: index_fill_decomposition,
+            aten.put.default: put_decomposition, aten.masked_scatter.default: masked_scatter_decomposition,
             aten._embedding_bag.default: embedding_bag_decomposition,
             aten.embedding_bag.default: embedding_bag_decomposition,
             aten.embedding_bag.padding_idx: embedding_bag_decomposition,
@@ -1562,11 +1623,19 @@ def _non_persistent_buffers_as_state(program) -> None:
 # scatters as loops over the index
 
 #: aten scatters (after torch-mlir's torch-level pipeline) lowered to a loop nest over the index tensor:
-#: op -> how a written element combines with the one there ("": replaced). torch-mlir's own lowering
-#: (tm_tensor.scatter) crashes in this build and upstream MLIR cannot load its result; a one-hot compare of
-#: every target with every index entry (what the importer did before) is quadratic in the scattered dim
-#: (top_p_logits' 8x1024 scatter: 8x1024x1024 compares, 0.16x torch).
-SCATTER_LOOP_OPS = {"torch.aten.scatter.src": "", "torch.aten.scatter_add": "add"}
+#: op -> how a written element combines with the one there ("": replaced; scatter_reduce: by its reduce
+#: operand, REDUCE_COMBINES). Every op that writes through an index tensor gets here: index_put, index_add,
+#: index_copy, index_fill, scatter_reduce and index_reduce are decomposed into these (above). torch-mlir's own
+#: lowering (tm_tensor.scatter) crashes in this build and upstream MLIR cannot load its result; a one-hot
+#: compare of every target with every index entry (what the importer did before) is quadratic in the
+#: scattered dim (top_p_logits' 8x1024 scatter: 8x1024x1024 compares, 0.16x torch).
+SCATTER_LOOP_OPS = {"torch.aten.scatter.src": "", "torch.aten.scatter_add": "add",
+                    "torch.aten.scatter_reduce.two": None}
+#: scatter_reduce's reduce (include_self=True; the others are decomposed before export) -> its combine
+REDUCE_COMBINES = {"sum": "add", "prod": "mul", "amax": "max", "amin": "min"}
+#: ops that broadcast an index (`_spread_index`'s expand after torch-mlir's pipeline): the loop nest reads
+#: their operand at 0 along the broadcast dims instead of the broadcast tensor
+INDEX_BROADCASTS = ("torch.aten.broadcast_to", "torch.aten.expand")
 
 #: torch-mlir's torch-backend-to-linalg-on-tensors-backend-pipeline, its contract check last
 BACKEND_PIPELINE = "torch-backend-to-linalg-on-tensors-backend-pipeline"
@@ -1583,42 +1652,72 @@ def _builtin_tensor_type(vtensor: str) -> str:
     return "tensor<" + "".join(d + "x" for d in dims) + elem + ">"
 
 
-def scatter_loop_function(name: str, x_type: str, index_type: str, src_type: str, dim: int, combine: str) -> str:
+def _vtensor_shape(vtensor: str) -> list[int]:
+    """!torch.vtensor<[4,1],si64> -> [4, 1] (-1: dynamic)."""
+    m = re.fullmatch(r"!torch\.vtensor<\[([^\]]*)\],\w+>", vtensor)
+    if not m:
+        raise ValueError(f"not a ranked value tensor: {vtensor}")
+    return [int(d) for d in m.group(1).split(",") if d.strip()]
+
+
+def _combine_op(combine: str, elem: str, unsigned: bool) -> str:
+    """The arith op combining the element there with the written one (scatter_add / scatter_reduce)."""
+    if elem == "i1":
+        return {"add": "arith.ori", "mul": "arith.andi", "max": "arith.ori", "min": "arith.andi"}[combine]
+    if elem.startswith(("f", "bf")):
+        return {"add": "arith.addf", "mul": "arith.mulf", "max": "arith.maximumf", "min": "arith.minimumf"}[combine]
+    sign = "u" if unsigned else "s"
+    return {"add": "arith.addi", "mul": "arith.muli", "max": f"arith.max{sign}i", "min": f"arith.min{sign}i"}[combine]
+
+
+def scatter_loop_function(name: str, x_type: str, index_type: str, src_type: str, dim: int, combine: str,
+                          broadcast: dict | None = None, unsigned: bool = False) -> str:
     """A private function (builtin tensors) scattering src into x along `dim` at index: a loop nest over the
     index's elements in row-major order, each writing x[..., index[i], ...] (src[i] combined with the element
-    there for scatter_add), so that of duplicate targets the last entry wins (torch leaves which one
-    unspecified) and scatter_add sums them all. Entries outside [0, x.shape[dim]) write nothing (torch
-    raises on them). Linear in the index's size."""
+    there: "add", "mul", "max", "min"; "": replaced), so that of duplicate targets the last entry wins (torch
+    leaves which one unspecified; index_put on CPU writes in this order) and the combining ones reduce them
+    all. Entries outside [0, x.shape[dim]) write nothing (torch raises on them; negative ones are wrapped
+    before, where torch wraps them). `broadcast` {dim: extent}: the index was broadcast along those dims
+    (their size is 1 in index_type): the loop runs to the extent there and reads the index at 0, once per
+    slice where they are the innermost dims. Linear in the index's size."""
+    broadcast = broadcast or {}
     rank = x_type.count("x") if "<" in x_type else 0
     elem = x_type[x_type.rindex("x") + 1:-1] if rank else x_type[len("tensor<"):-1]
     lines = [f"func.func private @{name}(%x: {x_type}, %idx: {index_type}, %src: {src_type}) -> {x_type} {{",
              "  %c0 = arith.constant 0 : index", "  %c1 = arith.constant 1 : index",
              "  %zero = arith.constant 0 : i64"]
     for k in range(rank):
-        lines += [f"  %d{k} = arith.constant {k} : index", f"  %n{k} = tensor.dim %idx, %d{k} : {index_type}"]
-    lines += [f"  %size = tensor.dim %x, %d{dim} : {x_type}",
+        if k in broadcast:
+            lines.append(f"  %n{k} = arith.constant {broadcast[k]} : index")
+        else:
+            lines += [f"  %d{k} = arith.constant {k} : index", f"  %n{k} = tensor.dim %idx, %d{k} : {index_type}"]
+    lines += [f"  %dim = arith.constant {dim} : index", f"  %size = tensor.dim %x, %dim : {x_type}",
               "  %size64 = arith.index_cast %size : index to i64"]
     ivs = [f"%i{k}" for k in range(rank)]
+    at_index = ", ".join("%c0" if k in broadcast else ivs[k] for k in range(rank))
+    # the index is read once its non-broadcast loops are open (before any loop when all are broadcast)
+    read_at = max((k + 1 for k in range(rank) if k not in broadcast), default=0)
+    read = ["%t64 = tensor.extract %idx[" + at_index + f"] : {index_type}",
+            "%lo = arith.cmpi sge, %t64, %zero : i64", "%hi = arith.cmpi slt, %t64, %size64 : i64",
+            "%in = arith.andi %lo, %hi : i1", "%t = arith.index_cast %t64 : i64 to index"]
     pad = "  "
     for k in range(rank):
+        if k == read_at:
+            lines += [pad + line for line in read]
         acc_in = "%x" if k == 0 else f"%a{k - 1}"
         lines.append(f"{pad}%r{k} = scf.for %i{k} = %c0 to %n{k} step %c1 iter_args(%a{k} = {acc_in}) -> ({x_type}) {{")
         pad += "  "
-    acc = f"%a{rank - 1}"
+    if read_at == rank:
+        lines += [pad + line for line in read]
+    acc = f"%a{rank - 1}" if rank else "%x"
     target = ", ".join("%t" if k == dim else ivs[k] for k in range(rank))
     at = ", ".join(ivs)
-    lines += [f"{pad}%t64 = tensor.extract %idx[{at}] : {index_type}",
-              f"{pad}%lo = arith.cmpi sge, %t64, %zero : i64",
-              f"{pad}%hi = arith.cmpi slt, %t64, %size64 : i64",
-              f"{pad}%in = arith.andi %lo, %hi : i1",
-              f"{pad}%w = scf.if %in -> ({x_type}) {{",
-              f"{pad}  %t = arith.index_cast %t64 : i64 to index",
+    lines += [f"{pad}%w = scf.if %in -> ({x_type}) {{",
               f"{pad}  %v = tensor.extract %src[{at}] : {src_type}"]
     value = "%v"
-    if combine == "add":
-        op = "arith.addf" if elem.startswith(("f", "bf")) else ("arith.ori" if elem == "i1" else "arith.addi")
+    if combine:
         lines += [f"{pad}  %old = tensor.extract {acc}[{target}] : {x_type}",
-                  f"{pad}  %sum = {op} %old, %v : {elem}"]
+                  f"{pad}  %sum = {_combine_op(combine, elem, unsigned)} %old, %v : {elem}"]
         value = "%sum"
     lines += [f"{pad}  %new = tensor.insert {value} into {acc}[{target}] : {x_type}",
               f"{pad}  scf.yield %new : {x_type}",
@@ -1631,14 +1730,43 @@ def scatter_loop_function(name: str, x_type: str, index_type: str, src_type: str
         pad = pad[:-2]
         lines.append(f"{pad}}}")
         result = f"%r{k}"
-    lines += [f"  return %r0 : {x_type}", "}"]
+    lines += [f"  return {result} : {x_type}", "}"]
     return "\n".join(lines) + "\n"
+
+
+def _constant(value, kind: str, what: str):
+    """The attribute value of a torch.constant.KIND defining `value` (ValueError naming `what` otherwise)."""
+    from torch_mlir import ir
+
+    op = value.owner
+    if not hasattr(op, "name") or op.name != f"torch.constant.{kind}":
+        raise ValueError(f"{what} that is not a constant")
+    attr = op.attributes["value"]
+    return {"int": lambda: ir.IntegerAttr(attr).value, "str": lambda: ir.StringAttr(attr).value,
+            "bool": lambda: ir.BoolAttr(attr).value}[kind]()
+
+
+def _unbroadcast_index(index):
+    """(the index tensor the loop reads, {dim: extent} of its broadcast dims): a same-rank broadcast of a
+    tensor with extent 1 along some dims (`_spread_index`) is read at 0 there; anything else as it is."""
+    op = index.owner
+    if not hasattr(op, "name") or op.name not in INDEX_BROADCASTS:
+        return index, {}
+    source = op.operands[0]
+    try:
+        before, after = _vtensor_shape(str(source.type)), _vtensor_shape(str(index.type))
+    except ValueError:
+        return index, {}
+    if len(before) != len(after) or any(a < 0 or b not in (1, a) for b, a in zip(before, after)):
+        return index, {}
+    return source, {k: a for k, (b, a) in enumerate(zip(before, after)) if b == 1 and a != 1}
 
 
 def scatters_as_calls(module) -> dict:
     """Each scatter of SCATTER_LOOP_OPS in `module` (torch dialect, torch-mlir's backend contract) becomes a
     call of a private function declared with its types (the backend pipeline converts both to builtin
-    tensors; define_scatter_functions then gives them their loop nests). {function name: (dim, combine)}."""
+    tensors; define_scatter_functions then gives them their loop nests); a broadcast index is passed
+    unbroadcast. {function name: scatter_loop_function's (dim, combine, broadcast, unsigned)}."""
     from torch_mlir import ir
 
     found = []
@@ -1652,13 +1780,21 @@ def scatters_as_calls(module) -> dict:
     specs = {}
     with module.context, ir.Location.unknown():
         for n, op in enumerate(found):
-            x, dim_value, index, src = list(op.operands)
-            dim_op = dim_value.owner
-            if not hasattr(dim_op, "name") or dim_op.name != "torch.constant.int":
-                raise ValueError(f"{op.name} along a dimension that is not a constant")
-            rank = len(_builtin_tensor_type(str(x.type)).split("x")) - 1
+            operands = list(op.operands)
+            x, dim_value, index, src = operands[:4]
+            dim = _constant(dim_value, "int", f"{op.name} along a dimension")
+            combine = SCATTER_LOOP_OPS[op.name]
+            if combine is None:
+                reduce = _constant(operands[4], "str", f"{op.name} with a reduction")
+                if reduce not in REDUCE_COMBINES or not _constant(operands[5], "bool", f"{op.name}'s include_self"):
+                    raise ValueError(f"{op.name} {reduce!r} include_self=False reached the lowering "
+                                     "(scatter_reduce_decomposition decomposes it)")
+                combine = REDUCE_COMBINES[reduce]
+            rank = len(_vtensor_shape(str(x.type)))
+            index, broadcast = _unbroadcast_index(index)
             name = f"lh_scatter_{n}"
-            specs[name] = (ir.IntegerAttr(dim_op.attributes["value"]).value % max(rank, 1), SCATTER_LOOP_OPS[op.name])
+            unsigned = re.search(r",ui\d+>$", str(x.type)) is not None
+            specs[name] = (dim % max(rank, 1), combine, broadcast, unsigned)
             ft = ir.FunctionType.get([x.type, index.type, src.type], [op.results[0].type])
             with ir.InsertionPoint.at_block_begin(module.body):
                 ir.Operation.create("func.func", regions=1, attributes={

@@ -158,3 +158,25 @@ def test_strided_conv_planes_split_over_cores_run_and_match(ctx, tmp_path, monke
         assert ok(ctx, "run --check --iterations 1 --warmup 0 --threads 4").data["run"]["check"]["passed"]
     finally:
         ok(ctx, "target cpu --threads 0")
+
+
+def test_a_long_phase_plane_takes_whole_vectors_and_keeps_its_output_tile_in_registers(ctx, tmp_path):
+    """The corpus's strided conv at 112x112 (phases of 56 x 57 = 3192 positions, 8 short of a multiple of 16
+    lanes): whole vectors along the plane and a tile of the rest, the channels and the window inside the
+    spatial loops (half vectors put them outside, the output tile read and written back per window position
+    and channel block), and the result matches."""
+    payload = tmp_path / "wide.mlir"
+    payload.write_text(_conv(1, 8, 112, 112, 8, 3, 3, 2, 1))
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, "target cpu --threads 1 --cpu host")
+        selections = ok(ctx, "select --apply").data["selections"]
+        phases = [e["params"] for e in selections if "generic" in str(e["params"].get("op", ""))]
+        lanes = ctx.session.target.machine.vector_bits // 32
+        assert phases and all(p["tile"][2] % lanes == 0 and p.get("remainder", [0])[0] == 2 for p in phases), phases
+        assert all(p["interchange"][-1] != 2 for p in phases), "the plane loop is not innermost"
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host")

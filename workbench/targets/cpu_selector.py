@@ -161,11 +161,15 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
         # vectors along w, `block` blocked (register tile block x w); a w that is no multiple of the
         # vector width is split: whole vectors, then one tile of the rest (both static)
         tile[w] = min(extent[w], lanes)
-        if contraction and extent[w] > lanes and extent[w] % lanes and extent[w] % (lanes // 2) == 0:
+        if (contraction and lanes < extent[w] < LONG_ROW_VECTORS * lanes and extent[w] % lanes
+                and extent[w] % (lanes // 2) == 0):
             # half vectors that divide w: one tile shape, no remainder part (a 3x3 conv, w = 56 with
-            # 16 lanes: 20 ms against 25 for 3 x 16 + 8). (Tried for long planes too, two whole vectors per
-            # tile and a remainder tile instead: a stride-2 phase's 56 x 57 = 3192 positions and a 28 x 28
-            # conv's 28 x 30 = 840 ran 0.78-0.95x as fast on the Zen 4 host, fastest of 5 alternated rounds.)
+            # 16 lanes: 20 ms against 25 for 3 x 16 + 8). Not for long rows (a plane of lh-conv-planes: a
+            # stride-2 phase's 56 x 57 = 3192 positions): whole vectors and a remainder tile there, whose
+            # output tile stays in registers across the window and the channels (generic.py hoists it);
+            # half vectors put the channels outside the spatial loops, the output tile read and written
+            # back once per window position and channel block. (Measured 0.78-0.95x as fast on the Zen 4
+            # host before that hoisting, when the whole-vector tile re-read its output every step too.)
             tile[w] = lanes // 2
         elif extent[w] > lanes and extent[w] % lanes:
             remainder = [w, extent[w] - extent[w] % lanes, extent[w] % lanes]

@@ -556,3 +556,41 @@ def test_a_conv_split_over_many_cores_keeps_its_channel_tile(ctx, tmp_path):
     res = ok(ctx, "run --check --threads 2")
     assert res.data["run"]["check"]["passed"]
     ok(ctx, "target cpu --threads 0")
+
+
+ROW_SCALE = """#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#ch = affine_map<(d0, d1, d2) -> (d1)>
+func.func @main(%x: tensor<4x8x{w}xf32>, %s: tensor<8xf32>) -> tensor<4x8x{w}xf32> {{
+  %e = tensor.empty() : tensor<4x8x{w}xf32>
+  %r = linalg.generic {{indexing_maps = [#id, #ch, #id], iterator_types = ["parallel", "parallel", "parallel"]}}
+       ins(%x, %s : tensor<4x8x{w}xf32>, tensor<8xf32>) outs(%e : tensor<4x8x{w}xf32>) {{
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  }} -> tensor<4x8x{w}xf32>
+  return %r : tensor<4x8x{w}xf32>
+}}
+"""
+
+
+#: the vector tile of a row of w elements, by the host's f32 lanes (AVX-512: 16, AVX2: 8)
+UNMASKED_ROW_TILE = {16: {56: 56, 112: 16, 64: 32}, 8: {56: 8, 112: 16, 64: 16}}
+
+
+@pytest.mark.parametrize("w", [56, 112, 64])
+def test_elementwise_rows_no_vector_pair_divides_take_unmasked_vectors(ctx, tmp_path, w):
+    """A 56-wide image row (a norm's scale over N x C x H x W) on AVX-512 took a pair of vectors and a masked
+    24-element tail per row: now the row as one vector of whole and half registers (56), or one vector where
+    whole vectors divide it (112); a row of whole pairs keeps the pair (on AVX2, 8 lanes: 56 is 7 whole
+    vectors, 112 and 64 whole pairs). The result matches."""
+    payload = tmp_path / f"rows{w}.mlir"
+    payload.write_text(ROW_SCALE.format(w=w))
+    ok(ctx, f"load {payload}")
+    ok(ctx, "target cpu --threads 1 --cpu host")
+    lanes = ctx.session.target.machine.vector_bits // 32
+    selections = ok(ctx, "select --apply").data["selections"]
+    tile = next(e["params"]["tile"] for e in selections if "tile" in e["params"])
+    assert tile[-1] == UNMASKED_ROW_TILE[lanes][w], (tile, lanes)
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]

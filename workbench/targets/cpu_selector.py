@@ -593,6 +593,14 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_regi
     width = 2 * lanes
     if 0 < extent < width:
         width = extent
+    elif kind == "elementwise" and extent > 0 and extent % width:
+        # rows no vector pair divides (a 56-wide image row on AVX-512: a pair, then a masked 24-element
+        # tail on every row): one vector where whole vectors divide the row (112: 7 of 16), else the row as
+        # one vector of whole and half registers where it is short (56: 3 zmm + 1 ymm), no mask either way
+        if extent % lanes == 0:
+            width = lanes
+        elif extent % (lanes // 2) == 0 and extent <= 4 * lanes:
+            width = extent
     tile = [1] * len(iterators)
     tile[vdim] = width
     params = {**params, "tile": tile, "vector": 1, "class": kind}

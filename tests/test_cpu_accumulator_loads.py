@@ -110,23 +110,3 @@ def test_matmul_kernels_start_from_zero_and_still_match(ctx, tmp_path, cpu, thre
     ok(ctx, "apply cpu-lower")
     assert "llvm.intr.prefetch" in ctx.session.current_ir
     assert ok(ctx, f"run --check --threads {threads}").data["run"]["check"]["passed"]
-
-
-# the accumulator carried on by an inner loop (a convolution's window loop inside its channel-block loop)
-NESTED = """    %in = scf.for %w = %c0 to %c64 step %c1 iter_args(%inner = %acc) -> (vector<2x16xf32>) {{
-{body}
-    }}
-    scf.yield %in : vector<2x16xf32>"""
-
-
-def test_an_accumulator_carried_through_an_inner_loop_is_deferred_too():
-    body = ROWS_FMA.replace("%acc", "%inner").replace("\n    ", "\n      ").replace("    %a =", "      %a =", 1)
-    n, out = _defer(NESTED.format(body=body))
-    assert n == 1
-    assert re.search(r"iter_args\(%\w+ = %cst\w*\)", out) and out.count("memref.prefetch") == 2
-
-
-def test_an_inner_loop_that_scales_the_accumulator_keeps_the_read_before_the_loop():
-    body = ROWS_FMA.replace("%acc", "%inner").replace("arith.addf %a, %r1", "arith.mulf %a, %r1")
-    n, out = _defer(NESTED.format(body=body))
-    assert n == 0 and "memref.prefetch" not in out

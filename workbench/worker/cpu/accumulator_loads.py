@@ -20,9 +20,8 @@ where the next tile's FMAs, which do not depend on it, overlap the latency:
     vector.transfer_write (%c + %r), %C[%i, %j]
 
 Only where that is the same value up to the order of the float additions: the iter_arg reaches the
-loop's yield at the same positions through `vector.fma` (as the accumuland), `arith.addf`, the
-`vector.extract` / `vector.insert` that take rows apart and put them back, and inner loops that are such
-sums themselves (a convolution's window loop inside its channel-block loop), and nowhere else; the loop
+loop's yield at the same positions through `vector.fma` (as the accumuland), `arith.addf`, and the
+`vector.extract` / `vector.insert` that take rows apart and put them back, and nowhere else; the loop
 writes no memory, nor does anything between the read and the write; the read has no mask and is read
 back by that write alone (same buffer, indices, map). Floats only (the sum is reassociated, as a
 blocked BLAS sums K).
@@ -65,11 +64,6 @@ def _static_position(op) -> tuple[int, ...] | None:
     return tuple(ir.DenseI64ArrayAttr(op.attributes["static_position"]))
 
 
-def _is_identity(origin) -> bool:
-    """Whether every element of a tracked value holds the accumulator's element at its own position."""
-    return origin is not None and np.array_equal(origin, np.arange(origin.size).reshape(origin.shape))
-
-
 def _additive_to_yield(loop, index: int, vtype: ir.VectorType) -> bool:
     """Whether the loop's yield at `index` is its iter_arg `index` plus values that do not depend on it,
     element by element at the same positions (see the module doc for the ops it may pass through)."""
@@ -104,21 +98,12 @@ def _additive_to_yield(loop, index: int, vtype: ir.VectorType) -> bool:
             origin[op.results[0]] = of(op.operands[2])
         elif name == "arith.addf" and sum(tracked) == 1:
             origin[op.results[0]] = of(op.operands[tracked.index(True)])
-        elif name == "scf.for" and not any(tracked[:3]):
-            # an inner loop that carries the accumulator on (a convolution's window loop inside its
-            # channel-block loop): the same sum when it is one in that loop too
-            for j, is_tracked in enumerate(tracked[3:]):
-                if is_tracked:
-                    got = of(op.operands[3 + j])
-                    if not _is_identity(got) or not _additive_to_yield(op, j, ir.VectorType(op.operands[3 + j].type)):
-                        return False
-                    origin[op.results[j]] = got
         elif name == "scf.yield":
             for k, value in enumerate(op.operands):
                 got = of(value)
                 if k != index and got is not None:
                     return False
-                if k == index and not _is_identity(got):
+                if k == index and (got is None or not np.array_equal(got, np.arange(got.size).reshape(got.shape))):
                     return False
         else:
             return False

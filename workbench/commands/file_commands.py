@@ -63,13 +63,14 @@ def _replay_file(ctx: CommandContext, path: Path, payload: Path | None, allow_un
         return Result.failure(f"{payload}: no such file{did_you_mean_path(Path(payload))} (the session's payload "
                               f"{written!r}, relative to the session file; name it with "
                               f"`replay --payload FILE.mlir {path}`)")
-    try:
+    foreign = not own and not in_shipped_sessions(path) and not trust_store.is_trusted(path, trust_store.SESSION)
+    try:   # a payload the session names (not `--payload FILE`): its parse error quotes only MLIR files' text
         s.load(payload, allow_unregistered=allow_unregistered or bool(loaded.meta.get("allow_unregistered_dialects")),
-               chunk=chunk)
+               chunk=chunk, named_by=Path(path).resolve() if foreign and payload == loaded.payload else None)
     except SessionError as e:
         return fail(e)
     s.input_ranges = {int(i): tuple(r) for i, r in (loaded.meta.get("input_ranges") or {}).items()}
-    if not own and not in_shipped_sessions(path) and not trust_store.is_trusted(path, trust_store.SESSION):
+    if foreign:
         s.foreign_source = Path(path).resolve()
     elif own and loaded.meta.get("from_elsewhere"):   # a journal of a session replayed from elsewhere
         s.foreign_source = Path(str(loaded.meta["from_elsewhere"]))

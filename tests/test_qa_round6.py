@@ -1,0 +1,134 @@
+"""Sixth QA round: the three defects round 5 left, then new ground (tune, export, --json, hand-edited session
+files, large payloads); each test failed before its fix (docs/qa-round6.md)."""
+from __future__ import annotations
+
+import ast
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from conftest import MATMUL, do, failed, ok, run_cli
+
+SECRET = "sekrit_token: hunter2-0123456789\nsecond line\n"
+
+
+def _session(path: Path, entries: str, payload: Path) -> Path:
+    path.write_text(f"Pipeline:\n{entries}Workbench:\n  payload:\n    path: {payload}\n")
+    return path
+
+
+def _assert_not_quoted(text: str) -> None:
+    assert "hunter2" not in text and "sekrit" not in text, text
+
+
+@pytest.mark.parametrize("entry", [None, "- transform: {secret}\n", "- edit: {secret}\n", "- include: {inc}\n"])
+def test_a_file_a_session_from_elsewhere_names_is_quoted_in_errors_only_when_it_is_mlir(ctx, tmp_path, entry):
+    """`Workbench: payload: path: /etc/shadow` (or a transform / edit / included transform naming it) failed with
+    MLIR's "custom op 'root' is unknown" and the file's first line as an excerpt, in the error, the log and
+    --json: a session from elsewhere could show any file the user can read. Such a file's text is now quoted
+    only where its name says it is MLIR (or the user named it)."""
+    secret = tmp_path / "credentials"
+    secret.write_text(SECRET)
+    inc = tmp_path / "inc.yaml"
+    inc.write_text(f"Pipeline:\n- transform: {secret}\n")
+    if entry is None:
+        session = _session(tmp_path / "s.yaml", "- pass: canonicalize\n", secret)
+    else:
+        session = _session(tmp_path / "s.yaml", entry.format(secret=secret, inc=inc), MATMUL)
+    res = do(ctx, f"replay {session}")
+    assert not res.ok and f"{secret}:1:1: not MLIR text (named by {session}" in res.error, res.error
+    _assert_not_quoted(res.error + (res.detail or ""))
+    out = run_cli(["replay", session, "--json", tmp_path / "out.json"])
+    assert out.returncode == 1
+    _assert_not_quoted(out.stdout + out.stderr + (tmp_path / "out.json").read_text())
+    assert json.loads((tmp_path / "out.json").read_text())["ok"] is False
+
+
+def test_a_file_the_user_names_or_an_mlir_file_is_still_quoted(ctx, tmp_path):
+    secret = tmp_path / "notes.txt"
+    secret.write_text(SECRET)
+    res = do(ctx, f"load {secret}")      # typed: the user's own choice of file
+    assert "custom op 'sekrit_token' is unknown" in res.error and "hunter2" in res.detail, res.detail
+    broken = tmp_path / "broken.mlir"
+    broken.write_text("func.func @f() {\n  %0 = arith.constant 1 : i32 oops\n}\n")
+    session = _session(tmp_path / "s.yaml", "- pass: canonicalize\n", broken)
+    res = do(ctx, f"replay {session}")   # a session names an MLIR file: its excerpt helps, and it is no secret
+    assert not res.ok and f"{broken}:2:" in res.error and "oops" in res.detail, (res.error, res.detail)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="no procfs")
+@pytest.mark.parametrize("path", ["/proc/self/status", "/proc/cpuinfo"])
+def test_a_kernel_pseudo_file_is_refused_in_one_line_not_loaded_empty(ctx, path):
+    """procfs says such a file has 0 bytes: MLIR's parser, which reads the path by its size, loaded an empty
+    module, silently."""
+    ok(ctx, f"load {MATMUL}")
+    before = ctx.session.current_sha
+    error = failed(ctx, f"load {path}")
+    assert f"cannot read {path}: not a file to load (its size says 0 bytes" in error, error
+    assert "kernel pseudo-file" in error
+    assert ctx.session.current_sha == before
+
+
+def test_read_regular_file_refuses_a_file_whose_size_is_not_what_it_holds():
+    from workbench.common.files import read_regular_file
+
+    if not Path("/proc/self/status").exists():
+        pytest.skip("no procfs")
+    with pytest.raises(OSError, match="kernel pseudo-file"):
+        read_regular_file(Path("/proc/self/status"))
+    assert read_regular_file(MATMUL) == MATMUL.read_bytes()
+
+
+@pytest.mark.parametrize("line, says", [
+    ("pass canonicalize{max-iteration=3}", "no such option max-iteration (did you mean max-iterations?)"),
+    ("pass -canonicalize=\"max-iteration=3\"", "no such option max-iteration (did you mean max-iterations?)"),
+    ("pass one-shot-bufferize{bufferize-function-boundary}",
+     "no such option bufferize-function-boundary (did you mean bufferize-function-boundaries?)"),
+    ("pass func.func(affine-loop-tile{tile-sise=4})", "no such option tile-sise (did you mean tile-size?)"),
+    ("pass canonicalize,cse{foo=1}", "no such option foo (cse has no options)"),
+    ("pass canonicalize{zzzzzz=1}", "canonicalize's options: max-iterations, max-num-rewrites"),
+    # workbench passes: a mistyped option was applied as if it were not there, or failed on its absence
+    ("pass lh-specialize-shapes{shape=0:4x4}", "lh-specialize-shapes: no such option shape (did you mean shapes?)"),
+    ("pass lh-fuse-elementwise{foo=1}", "lh-fuse-elementwise: no such option foo (lh-fuse-elementwise has no options)"),
+    ("pass canonicalize,lh-pad-copies{lane=8}", "lh-pad-copies: no such option lane (did you mean lanes?)"),
+])
+def test_a_mistyped_pass_option_gets_a_did_you_mean(ctx, line, says):
+    ok(ctx, f"load {MATMUL}")
+    error = failed(ctx, line)
+    assert says in error, error
+    assert ctx.session.cursor == 0
+
+
+def test_every_option_a_workbench_pass_reads_is_declared():
+    """py_passes.OPTIONS against the code: the string keys each pass function (and the helpers it hands its
+    options to in the same file) reads with options.get / _int_option / options[...]."""
+    from workbench.worker import py_passes
+
+    tree = ast.parse(Path(py_passes.__file__).read_text())
+    funcs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+    def reads(fn, seen=()):
+        keys = set()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Call):
+                f = node.func
+                if isinstance(f, ast.Attribute) and f.attr == "get" and getattr(f.value, "id", "") == "options":
+                    keys.add(node.args[0].value)
+                elif getattr(f, "id", "") == "_int_option":
+                    keys.add(node.args[1].value)
+                elif getattr(f, "id", "") in funcs and f.id not in seen and any(
+                        getattr(a, "id", "") == "options" for a in node.args):
+                    keys |= reads(funcs[f.id], seen + (f.id,))
+            elif isinstance(node, ast.Subscript) and getattr(node.value, "id", "") == "options":
+                keys.add(node.slice.value)
+        return keys
+
+    for name, (fn, _help) in py_passes.PASSES.items():
+        found = reads(funcs[fn.__name__])
+        declared = set(py_passes.OPTIONS.get(name, ()))
+        if name == "lh-xegpu-spirv-binary":   # hands its options to xegpu/spirv_binary.py
+            found = {"spirv-ext"}
+        assert found == declared, (name, found, declared)
+    assert set(py_passes.OPTIONS) <= set(py_passes.PASSES)

@@ -132,3 +132,35 @@ def test_every_option_a_workbench_pass_reads_is_declared():
             found = {"spirv-ext"}
         assert found == declared, (name, found, declared)
     assert set(py_passes.OPTIONS) <= set(py_passes.PASSES)
+
+
+TWO_FUNCTIONS = """\
+func.func @add(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %e = tensor.empty() : tensor<64x64xf32>
+  %0 = linalg.add ins(%a, %b : tensor<64x64xf32>, tensor<64x64xf32>) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %0 : tensor<64x64xf32>
+}
+func.func @mm(%a: tensor<64x32xf32>, %b: tensor<32x16xf32>, %c: tensor<64x16xf32>) -> tensor<64x16xf32> {
+  %0 = linalg.matmul ins(%a, %b : tensor<64x32xf32>, tensor<32x16xf32>) outs(%c : tensor<64x16xf32>) -> tensor<64x16xf32>
+  return %0 : tensor<64x16xf32>
+}
+"""
+
+
+def test_the_check_of_a_payload_of_several_functions_calls_the_entry_the_bench_step_names(ctx, tmp_path):
+    """No `main`, two public functions: `bench entry=mm` then `run --check` failed with "reference lowering
+    failed: bench: cannot pick the entry function: candidates @add, @mm" (the reference, the payload without
+    the bench step, picked its entry by itself)."""
+    path = tmp_path / "two.mlir"
+    path.write_text(TWO_FUNCTIONS)
+    ok(ctx, f"load {path}")
+    assert "`run --entry NAME`" in failed(ctx, "run")
+    ok(ctx, "bench entry=mm")
+    res = ok(ctx, "run --check")
+    assert res.data["run"]["entry"] == "mm" and res.data["run"]["check"]["passed"], res.data["run"]
+    ok(ctx, "select --apply")   # a schedule after the wrapper: the same entry for both sides
+    res = ok(ctx, "run --check")
+    assert res.data["run"]["check"]["passed"]
+    ok(ctx, f"load {path}")
+    res = ok(ctx, "run --entry add --check")   # `run --entry` on the payload itself
+    assert res.data["run"]["entry"] == "add" and res.data["run"]["check"]["passed"]

@@ -100,7 +100,7 @@ def find_entry(module, name: str = "") -> "ir.Operation":
         raise BenchError("cannot pick the entry function: "
                          + (f"candidates {', '.join('@' + _sym(f) for f in candidates)}" if candidates
                             else "no public function that is not called by another")
-                         + "; set the bench step's `entry` parameter")
+                         + "; name it: `run --entry NAME`, or the bench step's `entry` parameter (`bench entry=NAME`)")
     return candidates[0]
 
 

@@ -164,3 +164,83 @@ def test_the_check_of_a_payload_of_several_functions_calls_the_entry_the_bench_s
     ok(ctx, f"load {path}")
     res = ok(ctx, "run --entry add --check")   # `run --entry` on the payload itself
     assert res.data["run"]["entry"] == "add" and res.data["run"]["check"]["passed"]
+
+
+# y[i] = 2 x[i], but y[0] = -inf (a log of zero, a masked score): the reference holds an inf
+SPECIAL = """\
+func.func @f(%a: tensor<16xf32>) -> tensor<16xf32> {
+  %e = tensor.empty() : tensor<16xf32>
+  %0 = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>],
+                       iterator_types = ["parallel"]} ins(%a : tensor<16xf32>) outs(%e : tensor<16xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %i = linalg.index 0 : index
+    %c0 = arith.constant AT : index
+    %first = arith.cmpi eq, %i, %c0 : index
+    %c = arith.constant SCALE : f32
+    %m = arith.mulf %x, %c : f32
+    %special = arith.constant VALUE : f32
+    %s = arith.select %first, %special, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<16xf32>
+  return %0 : tensor<16xf32>
+}
+"""
+
+
+def _special(at=0, scale="2.0", value="0xFF800000"):
+    return SPECIAL.replace("AT", str(at)).replace("SCALE", scale).replace("VALUE", value)
+
+
+@pytest.mark.parametrize("payload, scheduled", [
+    (_special(), _special(scale="3.0")),                        # -inf in the reference: every error was 0
+    (_special(value="0x7FC00000"), _special(at=5, value="0x7FC00000")),   # NaN at another place: skipped
+    (_special(), _special(value="0x7F800000")),                 # +inf where the reference has -inf
+], ids=["minus-inf-in-reference", "nan-moved", "inf-sign"])
+def test_a_check_catches_wrong_values_next_to_inf_and_nan(ctx, tmp_path, payload, scheduled):
+    """`run --check` said "check passed (max abs err 0.995, max rel err 0)" for outputs 1.5x the reference's:
+    errors were relative to the reference's largest magnitude, inf; NaNs were compared by existence, not place."""
+    (tmp_path / "p.mlir").write_text(payload)
+    (tmp_path / "s.mlir").write_text(scheduled)
+    ok(ctx, f"load {tmp_path / 'p.mlir'}")
+    res = ok(ctx, "run --check")       # the payload against itself, inf / NaN and all
+    assert res.data["run"]["check"] == {"passed": True, "max_abs_err": 0.0, "max_rel_err": 0.0,
+                                        "tolerance": 1e-4}, res.data["run"]["check"]
+    ok(ctx, f"edit-apply {tmp_path / 's.mlir'}")
+    res = do(ctx, "run --check")
+    assert not res.ok and not res.data["run"]["check"]["passed"], res.data["run"]["check"]
+
+
+def test_compare_wants_inf_and_nan_where_the_reference_has_them():
+    import numpy as np
+
+    from workbench.execution.runner import compare
+
+    ref = np.array([-np.inf, 1.0, 2.0, np.nan], dtype=np.float32)
+    assert compare([ref.copy()], [ref], "f32").passed
+    assert not compare([ref * 1.5], [ref], "f32").passed
+    moved = np.array([-np.inf, 1.0, np.nan, 2.0], dtype=np.float32)
+    check = compare([moved], [ref], "f32")
+    assert not check.passed and "element [2] is nan where the reference has 2.0" in check.details[0], check.details
+    assert compare([np.array([1.0, 2.0], np.float32)], [np.array([1.0, 2.00001], np.float32)], "f32").passed
+
+
+def test_json_reports_are_strict_json_with_the_same_keys_for_every_command(tmp_path):
+    """A failed check against NaNs wrote `"max_abs_err": Infinity` (jq and JSON.parse refuse it), and a command
+    entry had `error` only when it failed."""
+    (tmp_path / "p.mlir").write_text(_special(value="0x7FC00000"))
+    (tmp_path / "s.mlir").write_text(_special(at=5, value="0x7FC00000"))
+    script = tmp_path / "c.lhw"
+    script.write_text(f"inspect\nparams 7\nedit-apply {tmp_path / 's.mlir'}\nrun --check\nhistory\n")
+    out = run_cli([tmp_path / "p.mlir", "--script", script, "--keep-going", "--json", "-"])
+    assert out.returncode == 1, out.stderr
+
+    def refuse(constant):
+        raise ValueError(f"not JSON: {constant}")
+
+    doc = json.loads(out.stdout, parse_constant=refuse)
+    assert doc["run"]["check"]["max_abs_err"] == "inf" and float(doc["run"]["check"]["max_abs_err"]) == float("inf")
+    commands = doc["commands"]
+    assert [c["command"].split()[0] for c in commands] == ["inspect", "params", "edit-apply", "run", "history"]
+    for c in commands:
+        assert {"line", "command", "ok", "summary", "kind", "error", "detail"} <= set(c), c
+        assert (c["error"] is None) == c["ok"], c

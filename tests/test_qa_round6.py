@@ -244,3 +244,24 @@ def test_json_reports_are_strict_json_with_the_same_keys_for_every_command(tmp_p
     for c in commands:
         assert {"line", "command", "ok", "summary", "kind", "error", "detail"} <= set(c), c
         assert (c["error"] is None) == c["ok"], c
+
+
+def _tune_report(kept_current: bool) -> dict:
+    best_tuned = {"tile_m": 64} if kept_current else {"tile_m": 32}
+    return {"space": {"tile_m": [32, 64]}, "trials": [], "new_trials": 3, "workers": 1, "study": "s",
+            "storage": "sqlite:///x.db", "baseline_before": {"median_s": 0.012},   # one cold run of the current dict
+            "confirm": {"rows": [{"label": "current", "median_s": 0.009 if kept_current else 0.0105},
+                                 {"label": "trial 2", "median_s": 0.0095}]},
+            "best": {"trial": 0 if kept_current else 2, "tuned": best_tuned, "median_s": 0.009 if kept_current
+                     else 0.0095, "kept_current": kept_current}}
+
+
+def test_a_tune_compares_its_winner_with_the_current_dict_as_the_confirmation_measured_it():
+    """"the current parameters stay best {tile_m=64 tile_n=64} median 9.053 ms ..., 1.33x vs baseline": the
+    baseline is the current dict, measured once, cold, before the trials."""
+    from workbench.commands.tune_commands import tune_summary
+
+    kept = tune_summary(1, _tune_report(True))
+    assert "the current parameters stay best {tile_m=64}" in kept and "x vs" not in kept, kept
+    won = tune_summary(1, _tune_report(False))
+    assert "best trial 2 {tile_m=32} median 9.500 ms" in won and "1.11x vs the current dict" in won, won

@@ -265,3 +265,41 @@ def test_a_tune_compares_its_winner_with_the_current_dict_as_the_confirmation_me
     assert "the current parameters stay best {tile_m=64}" in kept and "x vs" not in kept, kept
     won = tune_summary(1, _tune_report(False))
     assert "best trial 2 {tile_m=32} median 9.500 ms" in won and "1.11x vs the current dict" in won, won
+
+
+def test_the_workbench_pass_list_of_the_front_end_is_the_worker_s():
+    from workbench.common.pass_names import WORKBENCH_PASSES
+    from workbench.worker import py_passes
+
+    assert list(WORKBENCH_PASSES) == list(py_passes.PASSES)
+
+
+@pytest.mark.parametrize("line, wanted, unwanted", [
+    ("pass lh-spec", ["pass lh-specialize-shapes"], []),                 # the workbench's passes: nothing
+    ("pass -canon", ["pass -canonicalize"], []),                         # mlir-opt flags: nothing
+    ("pass canonicalize,lh-fuse-el", ["pass canonicalize,lh-fuse-elementwise"], []),
+    ("pass --lh-erase", ["pass --lh-erase-transform-schedules"], []),
+    ("run --entry ", ["run --entry mm", "run --entry add"], ["run --entry _lh_bench"]),   # nothing
+    ("bench entry=", ["bench entry=mm", "bench entry=add"], ['bench entry=""']),         # only `entry=""`
+    ("tune 1 tile_", ["tune 1 tile_m=[", "tune 1 tile_n=["], []),        # nothing
+    ("tune ti", ["tune tile_m=[", "tune tile_k=["], []),
+])
+def test_completion_offers_what_the_command_takes(ctx, tmp_path, line, wanted, unwanted):
+    from workbench.completion import Completer
+
+    path = tmp_path / "two.mlir"
+    path.write_text(TWO_FUNCTIONS)
+    ok(ctx, f"load {path}")
+    if line.startswith("tune"):
+        ok(ctx, "apply pipelines/lib/tile.py[gen=tile_matmul]{tile_m=16 tile_n=16 tile_k=16}")
+    got = [c.apply(line) for c in Completer(ctx.registry, ctx.session).complete(line)]
+    assert set(wanted) <= set(got) and not set(unwanted) & set(got), got
+
+
+def test_completion_of_two_step_arguments_offers_each_step_once(ctx):
+    from workbench.completion import Completer
+
+    ok(ctx, f"load {MATMUL}")
+    ok(ctx, "pass canonicalize")
+    got = [c.apply("diff ") for c in Completer(ctx.registry, ctx.session).complete("diff ")]
+    assert got.count("diff 0") == 1 and got.count("diff 1") == 1, got

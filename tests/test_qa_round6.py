@@ -303,3 +303,21 @@ def test_completion_of_two_step_arguments_offers_each_step_once(ctx):
     ok(ctx, "pass canonicalize")
     got = [c.apply("diff ") for c in Completer(ctx.registry, ctx.session).complete("diff ")]
     assert got.count("diff 0") == 1 and got.count("diff 1") == 1, got
+
+
+def test_a_session_whose_ir_differs_says_it_was_saved_by_another_mlir(ctx, tmp_path):
+    """`mlir_version` was recorded by save and never read: a session of MLIR 19 replayed on 22 said only
+    "final IR differs"."""
+    ok(ctx, f"load {MATMUL}")
+    ok(ctx, "apply pipelines/lib/tile.py[gen=tile_matmul]{tile_m=64 tile_n=64 tile_k=64}")
+    ok(ctx, f"save {tmp_path / 's.yaml'}")
+    text = (tmp_path / "s.yaml").read_text()
+    assert "tile_m: 64" in text and "mlir_version: " in text
+    import re
+    old = re.sub(r"mlir_version: \S+", "mlir_version: 19.1.0", text.replace("tile_m: 64", "tile_m: 32"))
+    (tmp_path / "old.yaml").write_text(old)
+    res = ok(ctx, f"replay {tmp_path / 'old.yaml'}")
+    assert "final IR differs" in res.summary and "saved with MLIR 19.1.0, this is 22." in res.summary, res.summary
+    (tmp_path / "same.yaml").write_text(text.replace("tile_m: 64", "tile_m: 32"))
+    res = ok(ctx, f"replay {tmp_path / 'same.yaml'}")
+    assert "final IR differs" in res.summary and "saved with" not in res.summary, res.summary

@@ -91,7 +91,8 @@ def _replay_file(ctx: CommandContext, path: Path, payload: Path | None, allow_un
         data["expected_ir_sha256"] = expected
         data["reproduced"] = ok and expected == s.current_sha
         if ok and expected != s.current_sha:
-            warnings.append("final IR differs from the one recorded in the session" + _first_difference(loaded, reports))
+            warnings.append("final IR differs from the one recorded in the session" + _first_difference(loaded, reports)
+                            + _versions_differ(loaded.meta))
     if warnings:
         data["warnings"] = warnings
     if not ok:
@@ -103,6 +104,18 @@ def _replay_file(ctx: CommandContext, path: Path, payload: Path | None, allow_un
     if warnings:
         summary += " (warning: " + "; ".join(warnings) + ")"
     return Result(True, summary, data=data)
+
+
+def _versions_differ(meta: dict) -> str:
+    """`; saved with MLIR 19.1.0, this is 22.1.8` where the session was saved by another MLIR or workbench
+    version (a likely reason why its IR differs), else ''."""
+    import workbench
+    from workbench.common.mlir_libs import mlir_version
+
+    notes = [f"{what} {meta[key]}, this is {now}" for what, key, now in
+             (("MLIR", "mlir_version", mlir_version()), ("lh-workbench", "version", workbench.__version__))
+             if meta.get(key) and str(meta[key]) != now]
+    return "; saved with " + " and ".join(notes) if notes else ""
 
 
 def _first_difference(loaded, reports) -> str:

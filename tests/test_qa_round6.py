@@ -321,3 +321,19 @@ def test_a_session_whose_ir_differs_says_it_was_saved_by_another_mlir(ctx, tmp_p
     (tmp_path / "same.yaml").write_text(text.replace("tile_m: 64", "tile_m: 32"))
     res = ok(ctx, f"replay {tmp_path / 'same.yaml'}")
     assert "final IR differs" in res.summary and "saved with" not in res.summary, res.summary
+
+
+def test_filecheck_of_a_file_without_check_lines_says_so_in_words(ctx):
+    """It said "filecheck FAILED (0/0 CHECK lines matched): matmul.mlir: CHECK: '' no CHECK lines in the file"."""
+    ok(ctx, f"load {MATMUL}")
+    assert failed(ctx, "run --filecheck") == "filecheck FAILED: matmul.mlir has no CHECK lines to match"
+    assert failed(ctx, "run --filecheck --check-prefixes NOPE,NADA") == ("filecheck FAILED: matmul.mlir has no NOPE/NADA lines "
+                                                                         "to match")
+
+
+def test_export_cmdline_to_a_file_says_where_it_wrote(ctx, tmp_path):
+    ok(ctx, f"load {MATMUL}")
+    ok(ctx, "pass canonicalize")
+    res = ok(ctx, f"export cmdline {tmp_path / 'replay.sh'}")
+    assert res.summary.endswith(f"; wrote {tmp_path / 'replay.sh'}"), res.summary
+    assert (tmp_path / "replay.sh").read_text().startswith("#!/bin/sh\nmlir-opt ")

@@ -337,3 +337,15 @@ def test_export_cmdline_to_a_file_says_where_it_wrote(ctx, tmp_path):
     res = ok(ctx, f"export cmdline {tmp_path / 'replay.sh'}")
     assert res.summary.endswith(f"; wrote {tmp_path / 'replay.sh'}"), res.summary
     assert (tmp_path / "replay.sh").read_text().startswith("#!/bin/sh\nmlir-opt ")
+
+
+def test_diff_in_json_carries_the_diff_and_its_counts(tmp_path):
+    script = tmp_path / "d.lhw"
+    script.write_text("pass canonicalize\napply pipelines/lib/tile.py[gen=tile_matmul]{tile_m=64 tile_n=64 tile_k=64}"
+                      "\ndiff\ndiff 1\n")
+    out = run_cli([MATMUL, "--script", script, "--json", "-"])
+    assert out.returncode == 0, out.stderr
+    tiled, noop = [c for c in json.loads(out.stdout)["commands"] if c["command"].startswith("diff")]
+    assert tiled["added"] > 10 and tiled["removed"] >= 1 and "+          %extracted_slice = tensor.extract_slice" in tiled["diff"], tiled
+    assert tiled["summary"] == f"step 1 -> step 2: +{tiled['added']} -{tiled['removed']} lines"
+    assert noop["noop"] and noop["diff"] == "" and noop["added"] == noop["removed"] == 0

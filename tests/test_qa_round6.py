@@ -349,3 +349,8 @@ def test_diff_in_json_carries_the_diff_and_its_counts(tmp_path):
     assert tiled["added"] > 10 and tiled["removed"] >= 1 and "+          %extracted_slice = tensor.extract_slice" in tiled["diff"], tiled
     assert tiled["summary"] == f"step 1 -> step 2: +{tiled['added']} -{tiled['removed']} lines"
     assert noop["noop"] and noop["diff"] == "" and noop["added"] == noop["removed"] == 0
+
+
+def test_a_mistyped_llvm_cpu_name_gets_a_did_you_mean():
+    out = run_cli(["targets", "--cpu", "znver9"])
+    assert out.returncode == 2 and "unknown cpu 'znver9' (did you mean znver" in out.stderr, out.stderr

@@ -354,3 +354,49 @@ def test_diff_in_json_carries_the_diff_and_its_counts(tmp_path):
 def test_a_mistyped_llvm_cpu_name_gets_a_did_you_mean():
     out = run_cli(["targets", "--cpu", "znver9"])
     assert out.returncode == 2 and "unknown cpu 'znver9' (did you mean znver" in out.stderr, out.stderr
+
+
+STRIDED = """\
+func.func @scale(%a: memref<4x4xf32, strided<[8, 1], offset: 3>>, %b: memref<4x4xf32>) {
+  %c = arith.constant 2.0 : f32
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<4x4xf32, strided<[8, 1], offset: 3>>) outs(%b : memref<4x4xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %m = arith.mulf %x, %c : f32
+    linalg.yield %m : f32
+  }
+  return
+}
+"""
+IN_PLACE = """\
+func.func @double(%a: memref<3x2xf32, strided<[5, 2]>>) {
+  %c = arith.constant 2.0 : f32
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      outs(%a : memref<3x2xf32, strided<[5, 2]>>) {
+  ^bb0(%x: f32):
+    %m = arith.mulf %x, %c : f32
+    linalg.yield %m : f32
+  }
+  return
+}
+"""
+
+
+@pytest.mark.parametrize("payload, output", [(STRIDED, "input0 * 2"), (IN_PLACE, "input0 * 2")],
+                         ids=["strided-input", "strided-in-place"])
+def test_a_memref_argument_with_a_static_strided_layout_gets_its_values_where_the_layout_says(
+        ctx, tmp_path, payload, output):
+    """`memref<4x4xf32, strided<[8, 1]>>`: the entry read rows 8 elements apart from a contiguous 4x4 array (out of
+    bounds: `run --check` of the payload against itself failed with max abs err 1.16e+17)."""
+    import numpy as np
+
+    (tmp_path / "p.mlir").write_text(payload)
+    ok(ctx, f"load {tmp_path / 'p.mlir'}")
+    for _ in range(2):   # the payload as it is, then scheduled
+        res = ok(ctx, f"run --check --iterations 1 --warmup 0 --save-outputs {tmp_path / 'out'}")
+        assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+        input0 = np.load(tmp_path / "out" / "input0.npy")
+        got = np.load(tmp_path / "out" / "output0.npy")
+        np.testing.assert_array_equal(got, eval(output, {"input0": input0}))
+        ok(ctx, "select --apply")

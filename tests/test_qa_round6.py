@@ -400,3 +400,41 @@ def test_a_memref_argument_with_a_static_strided_layout_gets_its_values_where_th
         got = np.load(tmp_path / "out" / "output0.npy")
         np.testing.assert_array_equal(got, eval(output, {"input0": input0}))
         ok(ctx, "select --apply")
+
+
+def _saved_session(ctx, tmp_path) -> str:
+    ok(ctx, f"load {MATMUL}")
+    ok(ctx, "apply pipelines/lib/tile.py[gen=tile_matmul]{tile_m=64 tile_n=64 tile_k=64}")
+    ok(ctx, "pass canonicalize,cse")
+    ok(ctx, f"save {tmp_path / 'saved.yaml'}")
+    return (tmp_path / "saved.yaml").read_text()
+
+
+def _reordered(text: str) -> str:
+    import yaml
+
+    doc = yaml.safe_load(text)
+    meta = dict(reversed(list(doc["Workbench"].items())))
+    return yaml.safe_dump({"Workbench": meta, "Pipeline": [dict(reversed(list(e.items()))) for e in doc["Pipeline"]]},
+                          sort_keys=False)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda t: t.replace("\n", "\r\n"),                                   # CRLF line ends
+    lambda t: "\ufeff" + t,                                              # a byte order mark
+    lambda t: "# edited by hand\n" + t.replace("Pipeline:", "Pipeline:   # the steps"),   # comments
+    _reordered,                                                          # keys in another order
+    lambda t: json.dumps(__import__("yaml").safe_load(t)),               # flow style (JSON)
+], ids=["crlf", "bom", "comments", "reordered", "json"])
+def test_a_session_edited_by_hand_without_changing_it_replays_to_the_same_ir(ctx, tmp_path, edit):
+    text = _saved_session(ctx, tmp_path)
+    (tmp_path / "edited.yaml").write_bytes(edit(text).encode())
+    res = ok(ctx, f"replay {tmp_path / 'edited.yaml'}")
+    assert res.data["reproduced"] is True and "warning" not in res.summary, res.summary
+
+
+def test_a_tab_in_a_session_file_says_to_write_spaces(ctx, tmp_path):
+    text = _saved_session(ctx, tmp_path).replace("- {pass: ", "-\t{pass: ")
+    (tmp_path / "tab.yaml").write_text(text)
+    error = failed(ctx, f"replay {tmp_path / 'tab.yaml'}")
+    assert "found character '\\t'" in error and "a tab: write spaces there" in error, error

@@ -438,3 +438,20 @@ def test_a_tab_in_a_session_file_says_to_write_spaces(ctx, tmp_path):
     (tmp_path / "tab.yaml").write_text(text)
     error = failed(ctx, f"replay {tmp_path / 'tab.yaml'}")
     assert "found character '\\t'" in error and "a tab: write spaces there" in error, error
+
+
+def test_the_repl_writes_json_and_emit_at_its_end(tmp_path):
+    """`lh-workbench m.mlir --repl --json out.json --emit out.mlir` wrote neither (both were ignored without a word
+    outside --script)."""
+    import subprocess
+
+    from conftest import CLI, REPO
+
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    out = subprocess.run(CLI + [str(MATMUL), "--repl", "--json", str(tmp_path / "out.json"), "--emit",
+                                str(tmp_path / "out.mlir")], input="pass canonicalize\npass bogus\n", cwd=REPO,
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 1, out.stdout + out.stderr   # a command failed
+    doc = json.loads((tmp_path / "out.json").read_text())
+    assert doc["ok"] is False and [s["spec"] for s in doc["steps"]] == ["canonicalize"], doc
+    assert (tmp_path / "out.mlir").read_text().startswith("module {")

@@ -434,7 +434,9 @@ def main(argv: list[str] | None = None) -> int:
     ctx = _make_context(session, printer, interactive=interactive)
     try:
         if args.payload and use_tui:
-            return _tui_loading_in_background(ctx, args)
+            status = _tui_loading_in_background(ctx, args)
+            return _interactive_end(session, args, status == EXIT_OK) if status in (EXIT_OK, EXIT_FAILED) \
+                and session.loaded else status
         if args.payload:
             res = ctx.registry.dispatch(_load_line(args), ctx)
             if not res.ok:
@@ -483,13 +485,24 @@ def main(argv: list[str] | None = None) -> int:
             from workbench.tui.app import run_app
 
             run_app(ctx)
-            return EXIT_OK
+            return _interactive_end(session, args, True)
         from workbench.repl import run_repl
 
         failures = run_repl(ctx, resume=True if args.resume else (False if args.no_resume else None))
-        return EXIT_OK if failures == 0 else EXIT_FAILED
+        return _interactive_end(session, args, failures == 0)
     finally:
         session.close()
+
+
+def _interactive_end(session: Session, args: argparse.Namespace, ok: bool) -> int:
+    """The end of a TUI or REPL session: `--emit` / `--json` write the final IR and the report of where it
+    ended (they were ignored without a word: `--repl --json out.json` wrote nothing)."""
+    if not (args.emit or args.json):
+        return EXIT_OK if ok else EXIT_FAILED
+    extra: dict[str, Any] = {"commands": []}
+    if session.last_run is not None:
+        extra["run"] = session.last_run
+    return _finish(session, args, ok, extra)
 
 
 def _target_line(args: argparse.Namespace) -> str:

@@ -455,3 +455,13 @@ def test_the_repl_writes_json_and_emit_at_its_end(tmp_path):
     doc = json.loads((tmp_path / "out.json").read_text())
     assert doc["ok"] is False and [s["spec"] for s in doc["steps"]] == ["canonicalize"], doc
     assert (tmp_path / "out.mlir").read_text().startswith("module {")
+
+
+def test_asm_of_a_payload_of_several_functions_takes_the_function_it_names_as_the_entry(ctx, tmp_path):
+    """`asm mm` failed with "cannot pick the entry function: candidates @add, @mm" though it names one."""
+    path = tmp_path / "two.mlir"
+    path.write_text(TWO_FUNCTIONS)
+    ok(ctx, f"load {path}")
+    res = ok(ctx, "asm mm")
+    assert res.data["lines"] > 0 and "mm" in res.data["text"], res.summary
+    assert failed(ctx, "asm").endswith("; here: `asm NAME`")

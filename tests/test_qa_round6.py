@@ -465,3 +465,23 @@ def test_asm_of_a_payload_of_several_functions_takes_the_function_it_names_as_th
     res = ok(ctx, "asm mm")
     assert res.data["lines"] > 0 and "mm" in res.data["text"], res.summary
     assert failed(ctx, "asm").endswith("; here: `asm NAME`")
+
+
+def test_outlining_repeated_steps_walks_a_long_run_of_identical_ops_once(monkeypatch):
+    """`select` on a function of 400k identical scalar ops ran past 10 minutes: lh-outline-repeated-steps
+    walked every candidate run again to see whether it computes (each period of a run of identical ops is
+    one), quadratic in the ops; now a prefix count, and steps of at most MAX_PERIOD ops."""
+    from mlir import ir
+
+    from workbench.worker import repeated_steps
+
+    n = 2000
+    body = "".join(f"  %v{i} = arith.addf {'%a' if i == 0 else f'%v{i - 1}'}, %a : f32\n" for i in range(n))
+    text = f"func.func @g(%a: f32) -> f32 {{\n{body}  return %v{n - 1} : f32\n}}\n"
+    calls = []
+    original = repeated_steps._computes
+    monkeypatch.setattr(repeated_steps, "_computes", lambda op: calls.append(1) or original(op))
+    with ir.Context():
+        module = ir.Module.parse(text)
+        assert repeated_steps.outline_repeated_steps(module) == []   # scalar ops: nothing worth a call
+    assert len(calls) <= 2 * n, len(calls)    # it was ~n * n / 32 (125k here)

@@ -5,7 +5,6 @@ Exit status: 0 success, 1 a step or command failed, 2 usage error.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -15,7 +14,7 @@ from workbench.commands import CommandContext, default_registry
 from workbench.commands.file_commands import replay_file
 from workbench.commands.registry import one_line_error
 from workbench.commands.script import run_script_text
-from workbench.result import Result, clip_lines
+from workbench.result import Result, clip_lines, json_text
 from workbench.common.files import read_regular_text
 from workbench.common.suggest import did_you_mean
 from workbench.session import Session, atomic_write
@@ -68,8 +67,8 @@ def _usage_failure(json_path: str | None, message: str, prefix: str = "lh-workbe
     if prefix:   # (argparse has printed its own lines)
         print(f"{prefix}: {message}", file=sys.stderr)
     if json_path:
-        doc = json.dumps({"ok": False, "ir_sha256": None, "steps": [], "target": None, "commands": [],
-                          "run": None, "error": message, "usage_error": True}, indent=2)
+        doc = json_text({"ok": False, "ir_sha256": None, "steps": [], "target": None, "commands": [],
+                         "run": None, "error": message, "usage_error": True})
         if json_path == "-":
             print(doc)
         else:
@@ -256,7 +255,7 @@ def _finish(session: Session, args, ok: bool, extra: dict[str, Any]) -> int:
     if args.emit and session.loaded:
         written = _write_output("--emit", args.emit, session.current_ir)
     if args.json:
-        doc = json.dumps(_report(session, ok and written, extra), indent=2, default=str)
+        doc = json_text(_report(session, ok and written, extra))
         if args.json == "-":
             print(doc)
         else:
@@ -343,7 +342,7 @@ def cmd_targets(argv: list[str]) -> int:
     from workbench.targets.cpu_host import MachineError
 
     def emit(document) -> bool:
-        text = json.dumps(document, indent=2)
+        text = json_text(document)
         if args.json == "-":
             print(text)
             return True
@@ -382,7 +381,7 @@ def cmd_import(argv: list[str]) -> int:
     res = run_import(vars(args), printer.progress)
     printer.result(res)
     if args.json:   # failed too: {"ok": false, "error": ...}, as the other --json documents
-        doc = json.dumps({"ok": res.ok, "error": res.error, **res.data}, indent=2, default=str)
+        doc = json_text({"ok": res.ok, "error": res.error, **res.data})
         if args.json == "-":
             print(doc)
         else:
@@ -435,7 +434,9 @@ def main(argv: list[str] | None = None) -> int:
     ctx = _make_context(session, printer, interactive=interactive)
     try:
         if args.payload and use_tui:
-            return _tui_loading_in_background(ctx, args)
+            status = _tui_loading_in_background(ctx, args)
+            return _interactive_end(session, args, status == EXIT_OK) if status in (EXIT_OK, EXIT_FAILED) \
+                and session.loaded else status
         if args.payload:
             res = ctx.registry.dispatch(_load_line(args), ctx)
             if not res.ok:
@@ -484,13 +485,24 @@ def main(argv: list[str] | None = None) -> int:
             from workbench.tui.app import run_app
 
             run_app(ctx)
-            return EXIT_OK
+            return _interactive_end(session, args, True)
         from workbench.repl import run_repl
 
         failures = run_repl(ctx, resume=True if args.resume else (False if args.no_resume else None))
-        return EXIT_OK if failures == 0 else EXIT_FAILED
+        return _interactive_end(session, args, failures == 0)
     finally:
         session.close()
+
+
+def _interactive_end(session: Session, args: argparse.Namespace, ok: bool) -> int:
+    """The end of a TUI or REPL session: `--emit` / `--json` write the final IR and the report of where it
+    ended (they were ignored without a word: `--repl --json out.json` wrote nothing)."""
+    if not (args.emit or args.json):
+        return EXIT_OK if ok else EXIT_FAILED
+    extra: dict[str, Any] = {"commands": []}
+    if session.last_run is not None:
+        extra["run"] = session.last_run
+    return _finish(session, args, ok, extra)
 
 
 def _target_line(args: argparse.Namespace) -> str:

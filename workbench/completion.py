@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from workbench.common.pass_names import COMMON_PASSES   # what `pass ` completes
+from workbench.common.pass_names import COMMON_PASSES, WORKBENCH_PASSES, pass_names   # what `pass ` completes
 
 SPEC_EXTS = (".mlir", ".py", ".yaml", ".yml")
 
@@ -121,7 +121,7 @@ class Completer:
         cur_start = rest_start + len(rest) - len(current)
         if pending_flag is not None:
             return self._hint(pending_flag.complete, cmd, current, cur_start, "str")
-        if current.startswith("--"):
+        if current.startswith("--") and cmd.flags:   # (`pass --canonicalize`: an mlir-opt flag, no flag of ours)
             return [Completion(f.name + (" " if f.takes_value else ""), cur_start, f.name, f.help)
                     for f in cmd.flags if f.name.startswith(current)]
         out: list[Completion] = []
@@ -139,7 +139,8 @@ class Completer:
             pos += 1
         if not current and not in_remainder:
             out += [Completion(f.name + " ", cur_start, f.name, f.help) for f in cmd.flags]
-        return out
+        # two optional step arguments (`diff A B`) both offer the steps: once each
+        return list({(c.text, c.start): c for c in out}.values())
 
     def _hint(self, hint: str, cmd, current: str, start: int, arg_type: str) -> list[Completion]:
         kind, _, extra = hint.partition(":")
@@ -152,8 +153,8 @@ class Completer:
             return [Completion(c, start, c, "") for c in extra.split(",") if c and c.startswith(current)]
         if kind == "step":   # `step:applied`: the active steps only (params, tune, select: not the payload)
             return self._steps(current, start, applied_only=extra == "applied")
-        if kind == "function":
-            return self._functions(current, start)
+        if kind == "function":   # `function:entry`: those a run can call, not the benchmark wrapper's
+            return [c for c in self._functions(current, start) if extra != "entry" or not c.text.startswith("_lh_")]
         if kind == "target":
             return self._targets(current, start)
         if kind == "spec":
@@ -161,9 +162,14 @@ class Completer:
         if kind == "param":
             return self._param_keys(cmd, current, start)
         if kind == "pass":
-            tok = re.split(r"[,\s]", current)[-1]
+            tok = re.split(r"[,\s(]", current)[-1]
             s = start + len(current) - len(tok)
-            return [Completion(p, s, p, "pass") for p in COMMON_PASSES if p.startswith(tok)]
+            if tok.startswith("-"):   # mlir-opt's flags: `pass -canonicalize -cse`
+                dash = "--" if tok.startswith("--") else "-"
+                return [Completion(dash + p, s, dash + p, "pass flag") for p in (*pass_names(), *WORKBENCH_PASSES)
+                        if (dash + p).startswith(tok)]
+            names = dict.fromkeys((*COMMON_PASSES, *pass_names())) if tok else dict.fromkeys(COMMON_PASSES)
+            return [Completion(p, s, p, "pass") for p in (*names, *WORKBENCH_PASSES) if p.startswith(tok)]
         return []
 
     # -- hint implementations ---------------------------------------------------------------------
@@ -349,7 +355,27 @@ class Completer:
         elif cmd.name == "bench":
             from workbench.steps.kinds import KINDS, Step
 
+            if tok.startswith("entry="):   # the functions of the live module
+                return [Completion("entry=" + c.text, start + len(text) - len(tok), c.display, c.meta)
+                        for c in self._functions(tok[len("entry="):], 0) if not c.text.startswith("_lh_")]
             schema = KINDS["bench"].schema(Step("bench", "bench"))
+        elif cmd.name == "tune":   # `tune [N] key=[a,b]`: step N's keys (the current step's without N)
+            s = self.session
+            if s is None or not getattr(s, "loaded", False) or s.cursor == 0:
+                return []
+            index = s.cursor
+            if done and done[0].isdigit():
+                index = int(done[0])
+                done = done[1:]
+            if not 1 <= index <= len(s.steps) or "=" in tok:
+                return []
+            try:
+                schema = s.steps[index - 1].step.schema(s.build_ctx)
+            except Exception:
+                return []
+            present = {t.split("=", 1)[0] for t in done if "=" in t}
+            return [Completion(k + "=[", start + len(text) - len(tok), k, spec.describe())
+                    for k, spec in schema.params.items() if k.startswith(tok) and k not in present]
         if schema is None:
             return []
         present = {t.split("=", 1)[0] for t in done if "=" in t}

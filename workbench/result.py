@@ -22,6 +22,26 @@ ERROR_LINE_LIMIT = 1000
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+def json_text(document: Any, indent: int | None = 2) -> str:
+    """`document` as strict JSON: a float that is inf or NaN (a check's error against a reference that holds
+    -inf, an output's statistics) is written as the string "inf", "-inf" or "nan" (`float()` reads them back);
+    Python's json wrote `Infinity` / `NaN`, which no other JSON reader (jq, JSON.parse) accepts. Objects that
+    are not JSON types are written as their str()."""
+    import json
+    import math
+
+    def finite(value: Any) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            return str(value)
+        if isinstance(value, dict):
+            return {k: finite(v) for k, v in value.items()}
+        if isinstance(value, (list, tuple)):
+            return [finite(v) for v in value]
+        return value
+
+    return json.dumps(finite(document), indent=indent, default=str, allow_nan=False)
+
+
 def printable(text: str) -> str:
     """`text` with its control characters written as escapes (`\\x1b`), tabs and newlines kept."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
@@ -53,11 +73,9 @@ class Result:
         return cls(ok=False, summary=first, error=first, detail=detail, data=dict(data))
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"ok": self.ok, "summary": self.summary, "kind": self.kind}
-        if self.error is not None:
-            out["error"] = self.error
-        if self.detail:
-            out["detail"] = self.detail
+        # the same keys whether the command worked or not (`error` and `detail` null when there is nothing to say)
+        out: dict[str, Any] = {"ok": self.ok, "summary": self.summary, "kind": self.kind, "error": self.error,
+                               "detail": self.detail or None}
         out.update(self.data)
         return out
 

@@ -402,8 +402,12 @@ class Session:
     def allow_unregistered(self) -> bool:
         return bool(self.parse_options.get("allow_unregistered"))
 
-    def load(self, path: str | Path, allow_unregistered: bool = False, chunk: int | None = None) -> str:
+    def load(self, path: str | Path, allow_unregistered: bool = False, chunk: int | None = None,
+             named_by: str | Path | None = None) -> str:
         """Parse and verify a payload file; on error the session keeps its previous state.
+        `named_by`: the session file from elsewhere that names the payload (None: the user did), whose
+        failure to parse then quotes nothing of a file whose name does not say it is MLIR
+        (diagnostics.may_quote: `/etc/shadow`).
         `allow_unregistered`: ops of dialects MLIR does not know are accepted (as generic ops), for this
         payload's whole session (recorded in the saved session). `chunk`: only that chunk (1-based) of a
         file split by `// -----` lines (mlir-opt --split-input-file), with the file's line numbers."""
@@ -436,6 +440,8 @@ class Session:
             if chunk is None and chunks > 1:
                 hint += (f"; {path.name} has {chunks} chunks separated by `{split_input.SPLIT_MARKER}` lines "
                          f"(mlir-opt --split-input-file): load one with `load --chunk K {path.name}`")
+            if not diagnostics.may_quote(str(path), named_by and str(named_by)):
+                raise SessionError(diagnostics.withheld(ans["error"], str(path), str(named_by)) + hint)
             error, detail = self._tidy_failure(ans, (lambda: text) if text is not None else data.decode,
                                                {"allow_unregistered": allow_unregistered})
             raise SessionError(error + hint, detail)
@@ -459,6 +465,19 @@ class Session:
         except ExpectedError as e:  # the payload itself is fine: say why the sidecar is not used
             self.expected, self.expected_warning = None, str(e)
         return ans["sha"]
+
+    def _named_by(self, step: Step, path: str | None) -> str | None:
+        """Who named the file `path` a stage of `step` read, when the user did not: the session from elsewhere
+        whose steps these are, or the pipeline file (an include, a named pipeline) that names it."""
+        if self.foreign_source is not None:
+            return str(self.foreign_source)
+        if path is None or step.kind in ("pass", "bench"):
+            return None
+        try:
+            own = step.resolve()
+        except (StepError, OSError):
+            return None
+        return None if Path(path) == own else str(own)
 
     def _tidy_failure(self, ans: dict, read_text: Callable[[], str] | None,
                       parse_options: dict | None = None) -> tuple[str, str]:
@@ -525,7 +544,12 @@ class Session:
             si = ans.get("stage_index")
             if si is not None and len(stages) > 1:
                 where = f" (stage {si + 1} of {len(stages)}: {_stage_label(stages[si])})"
-            text = stages[si].get("text") if si is not None and si < len(stages) else None
+            stage = stages[si] if si is not None and si < len(stages) else {}
+            text, path = stage.get("text"), stage.get("path")
+            named_by = self._named_by(step, path) if text else None
+            if not diagnostics.may_quote(path, named_by):   # `transform: /etc/shadow` of a session from elsewhere
+                raise SessionError(f"step {index} ({step.label()}) failed{where}: "
+                                   f"{diagnostics.withheld(ans['error'], path, named_by)}", step_index=index)
             error, detail = self._tidy_failure(ans, (lambda: text) if text else None)
             raise SessionError(f"step {index} ({step.label()}) failed{where}: {error}", detail, step_index=index)
         if "key" in ans:    # a lazy apply: printed when asked for (sha_of); its bytecode follows

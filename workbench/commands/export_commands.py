@@ -190,6 +190,8 @@ def export_cmdline(ctx: CommandContext, file: str | None) -> Result:
         except OSError as e:
             return Result.failure(f"cannot write {file}: {e.strerror}")
     note = f" (input: IR after step {plan.start})" if plan.start else ""
+    if file:   # `export cmdline FILE` said only "mlir-opt command line for steps 1..3"
+        note += f"; wrote {file}"
     return Result(True, f"mlir-opt command line for steps {plan.start + 1}..{s.cursor}{note}", body=cmd,
                   data={"cmdline": cmd, "clipboard": cmd, "start_step": plan.start, "path": file})
 

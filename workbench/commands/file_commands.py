@@ -63,13 +63,14 @@ def _replay_file(ctx: CommandContext, path: Path, payload: Path | None, allow_un
         return Result.failure(f"{payload}: no such file{did_you_mean_path(Path(payload))} (the session's payload "
                               f"{written!r}, relative to the session file; name it with "
                               f"`replay --payload FILE.mlir {path}`)")
-    try:
+    foreign = not own and not in_shipped_sessions(path) and not trust_store.is_trusted(path, trust_store.SESSION)
+    try:   # a payload the session names (not `--payload FILE`): its parse error quotes only MLIR files' text
         s.load(payload, allow_unregistered=allow_unregistered or bool(loaded.meta.get("allow_unregistered_dialects")),
-               chunk=chunk)
+               chunk=chunk, named_by=Path(path).resolve() if foreign and payload == loaded.payload else None)
     except SessionError as e:
         return fail(e)
     s.input_ranges = {int(i): tuple(r) for i, r in (loaded.meta.get("input_ranges") or {}).items()}
-    if not own and not in_shipped_sessions(path) and not trust_store.is_trusted(path, trust_store.SESSION):
+    if foreign:
         s.foreign_source = Path(path).resolve()
     elif own and loaded.meta.get("from_elsewhere"):   # a journal of a session replayed from elsewhere
         s.foreign_source = Path(str(loaded.meta["from_elsewhere"]))
@@ -90,7 +91,8 @@ def _replay_file(ctx: CommandContext, path: Path, payload: Path | None, allow_un
         data["expected_ir_sha256"] = expected
         data["reproduced"] = ok and expected == s.current_sha
         if ok and expected != s.current_sha:
-            warnings.append("final IR differs from the one recorded in the session" + _first_difference(loaded, reports))
+            warnings.append("final IR differs from the one recorded in the session" + _first_difference(loaded, reports)
+                            + _versions_differ(loaded.meta))
     if warnings:
         data["warnings"] = warnings
     if not ok:
@@ -102,6 +104,18 @@ def _replay_file(ctx: CommandContext, path: Path, payload: Path | None, allow_un
     if warnings:
         summary += " (warning: " + "; ".join(warnings) + ")"
     return Result(True, summary, data=data)
+
+
+def _versions_differ(meta: dict) -> str:
+    """`; saved with MLIR 19.1.0, this is 22.1.8` where the session was saved by another MLIR or workbench
+    version (a likely reason why its IR differs), else ''."""
+    import workbench
+    from workbench.common.mlir_libs import mlir_version
+
+    notes = [f"{what} {meta[key]}, this is {now}" for what, key, now in
+             (("MLIR", "mlir_version", mlir_version()), ("lh-workbench", "version", workbench.__version__))
+             if meta.get(key) and str(meta[key]) != now]
+    return "; saved with " + " and ".join(notes) if notes else ""
 
 
 def _first_difference(loaded, reports) -> str:

@@ -57,11 +57,12 @@ def cmd_diff(ctx: CommandContext, a: Args) -> Result:
     except SessionError as e:
         return fail(e)
     if not diff:
-        return Result(True, f"step {i} -> step {j}: identical IR (no-op)", kind="diff", data={"from": i, "to": j,
-                                                                                              "noop": True})
+        return Result(True, f"step {i} -> step {j}: identical IR (no-op)", kind="diff",
+                      data={"from": i, "to": j, "noop": True, "added": 0, "removed": 0, "diff": ""})
     plus, minus = diffstat(diff)
+    # --json has the diff too (it had only from / to / noop: a script's `diff 1 3` gave nothing to read)
     return Result(True, f"step {i} -> step {j}: +{plus} -{minus} lines", kind="diff", body=diff,
-                  data={"from": i, "to": j, "noop": False})
+                  data={"from": i, "to": j, "noop": False, "added": plus, "removed": minus, "diff": diff})
 
 
 def cmd_history(ctx: CommandContext, a: Args) -> Result:

@@ -327,7 +327,7 @@ def register(reg: Registry) -> None:
          Flag("--calls-per-sample", "calls back to back in each timed sample, which is their mean (when run "
               "inserts the wrapper; on cuda one stream synchronization a sample)", True, type="int", minimum=1,
               maximum=MAX_CALLS_PER_SAMPLE),
-         Flag("--entry", "entry function (when run inserts the wrapper)", True),
+         Flag("--entry", "entry function (when run inserts the wrapper)", True, complete="function:entry"),
          Flag("--expect", "expected outputs (.npy, in result order) to compare with, e.g. torch's", True,
               complete="path:.npy"),
          Flag("--save-outputs", "write inputN.npy / outputN.npy (and referenceN.npy with --check) here", True,

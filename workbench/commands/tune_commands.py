@@ -260,11 +260,30 @@ def cmd_tune(ctx: CommandContext, a: Args) -> Result:
                      "" if t["median_s"] is None else f"{t['median_s'] * 1e3:.3f}",
                      "" if not t["gflops"] else f"{t['gflops']:.1f}", (t["error"] or "")[:60]])
     best = rep["best"]
+    summary = tune_summary(index, rep)
+    data = {"tune": rep, "plot": {"y": rep["best_so_far_ms"], "title": f"tune step {index}: best so far (ms)"},
+            "table": {"columns": ["trial", "state", *names, "ms", "GFLOP/s", "error"], "rows": rows}}
+    return Result(best is not None, summary, kind="table", data=data,
+                  error=None if best is not None else summary)
+
+
+def tune_summary(index: int, rep: dict) -> str:
+    """The one line a tune ends with: the winner, its median, how much faster than the current dict."""
+    best = rep["best"]
     if best is None:
         summary = f"tune step {index}: no candidate succeeded ({len(rep['trials'])} trials)"
     else:
         base = (rep.get("baseline_before") or {}).get("median_s")
-        speed = f", {base / best['median_s']:.2f}x vs baseline" if base else ""
+        # against the current dict as the confirmation measured it, in the same interleaved rounds as the
+        # winner: the one cold baseline run made "the current parameters stay best ... 1.33x vs baseline"
+        current = next((r["median_s"] for r in (rep.get("confirm") or {}).get("rows") or []
+                        if r.get("label") == "current" and r.get("median_s")), None)
+        if best.get("kept_current"):
+            speed = ""
+        elif current:
+            speed = f", {current / best['median_s']:.2f}x vs the current dict"
+        else:
+            speed = f", {base / best['median_s']:.2f}x vs baseline" if base else ""
         who = ("the current parameters stay best" if best.get("kept_current") else
                f"best trial {best['trial']}")
         confirmed = " (re-measured against the current dict)" if rep.get("confirm") else ""
@@ -273,10 +292,7 @@ def cmd_tune(ctx: CommandContext, a: Args) -> Result:
                    f"{rep['workers']} worker(s), study {rep['study']} in {rep['storage']})")
         if rep.get("applied"):
             summary += "; applied"
-    data = {"tune": rep, "plot": {"y": rep["best_so_far_ms"], "title": f"tune step {index}: best so far (ms)"},
-            "table": {"columns": ["trial", "state", *names, "ms", "GFLOP/s", "error"], "rows": rows}}
-    return Result(best is not None, summary, kind="table", data=data,
-                  error=None if best is not None else summary)
+    return summary
 
 
 def register(reg: Registry) -> None:

@@ -107,3 +107,24 @@ def source_excerpt(error: str, text: str) -> str:
         src = head + src[start:start + EXCERPT_WIDTH] + tail
         caret = caret - start + len(head)
     return f"{line_no:>{width}} | {src}\n{' ' * width} | {' ' * caret}^"
+
+
+#: what a file's name ends with when its text may be quoted in an error though the user did not name it
+#: (a session or pipeline file did): the text of a file of another kind (`/etc/shadow`, `~/.ssh/id_rsa`,
+#: `/proc/self/environ`) named by a session from elsewhere must not end up in the error, the log or `--json`
+MLIR_SUFFIXES = (".mlir", ".mlirbc")
+
+
+def may_quote(path: str | None, named_by: str | None, suffixes: tuple[str, ...] = MLIR_SUFFIXES) -> bool:
+    """Whether an error about `path` may quote its text (an excerpt, the parser's message, which quotes
+    tokens): the user named the file (`named_by` None), or its name says it is of the kind expected."""
+    return named_by is None or not path or str(path).lower().endswith(suffixes)
+
+
+def withheld(error: str, path: str, named_by: str, kind: str = "MLIR") -> str:
+    """`error` (`...PATH:LINE:COL: what the parser said`) without what it quotes of `path`: where the parse
+    stopped, and why the rest is not shown."""
+    m = re.search(re.escape(str(path)) + r"(:\d+:\d+)?", error)
+    head = error[:m.end()] if m else str(path)
+    return (f"{head}: not {kind} text (named by {named_by}, and its name does not end in "
+            f"{MLIR_SUFFIXES[0]}: neither its text nor the parser's message about it is shown)")

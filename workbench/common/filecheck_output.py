@@ -61,6 +61,8 @@ class FileCheckReport:
         if self.passed:
             return f"filecheck passed ({what})"
         f = self.first_failure or {}
+        if not self.total and f.get("line") == 0:   # nothing to match: "matmul.mlir: CHECK: '' no CHECK lines in the file"
+            return f"filecheck FAILED: {f.get('location')} has no {'/'.join(self.prefixes)} lines to match"
         near = f.get("nearest_output")
         return (f"filecheck FAILED ({what} matched): {f.get('location')}: {f.get('directive')}: "
                 f"{f.get('expected')!r} {f.get('message', 'not matched')}"

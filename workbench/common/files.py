@@ -120,7 +120,8 @@ def read_regular_file(path: Path, max_bytes: int | None = None) -> bytes:
 
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     try:
-        mode = os.fstat(fd).st_mode
+        info = os.fstat(fd)
+        mode = info.st_mode
         if not stat.S_ISREG(mode):
             raise OSError(errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL,
                           f"is {_kind_of(mode)}, not a file", str(path))
@@ -130,6 +131,12 @@ def read_regular_file(path: Path, max_bytes: int | None = None) -> bytes:
         os.close(fd)
     if max_bytes is not None and len(data) > max_bytes:
         raise OSError(errno.EFBIG, f"larger than {max_bytes >> 20} MiB", str(path))
+    if len(data) != info.st_size:
+        # procfs reports size 0, sysfs 4096, whatever they hold: text the kernel makes as it is read, a new
+        # one at every read (a worker that reads the path again, as MLIR's parser does by its size, gets
+        # nothing: `load /proc/self/status` loaded an empty module), and nothing a session can record
+        raise OSError(errno.EINVAL, f"not a file to load (its size says {info.st_size} bytes, reading it gave "
+                                    f"{len(data)}: a kernel pseudo-file of /proc or /sys, or a file being written)", str(path))
     return data
 
 

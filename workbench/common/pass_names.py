@@ -34,3 +34,27 @@ def pass_names() -> list[str]:
     """Every pass name known here, nested ones (`func.func(x)`) by their own name."""
     names = [p.partition("(")[2].rstrip(")") if "(" in p else p for p in COMMON_PASSES]
     return list(dict.fromkeys([*names, *MORE_PASSES]))
+
+
+#: the workbench's own passes (workbench/worker/py_passes.py PASSES, which the front end cannot import: it is on
+#: the worker side), for completion; tests/test_qa_round6.py keeps the two lists equal
+WORKBENCH_PASSES = (
+    "lh-frontend-to-linalg", "lh-apply-payload-schedule", "lh-erase-transform-schedules",
+    "lh-buffer-deallocation", "lh-profile-regions", "lh-specialize-shapes", "lh-gpu-device-wrapper",
+    "lh-gpu-device-memory", "lh-gpu-serial-kernels", "lh-parallel-dims-first", "lh-gpu-linear-map",
+    "lh-barrier-after-async-wait", "lh-bf16-compute-f32", "lh-flat-vector-math", "lh-contiguous-gather-sources",
+    "lh-math-approx", "lh-math-exp-approx", "lh-outline-loops", "lh-outline-repeated-steps",
+    "lh-contiguous-copies-as-memcpy", "lh-parallel-to-gomp", "lh-gomp-dispatch", "lh-task-buffers-on-stack",
+    "lh-split-leftover-ops", "lh-split-long-reductions", "lh-drop-body-asserts", "lh-fold-slices-of-concat",
+    "lh-drop-dead-results", "lh-fuse-into-gathers", "lh-widen-bool-reductions", "lh-fuse-elementwise",
+    "lh-gather-indices", "lh-dilated-input-convs", "lh-widen-contraction-inputs", "lh-vnni-contractions",
+    "lh-pad-contraction-dims", "lh-amx-tile-accumulators", "lh-row-matmuls-as-matvecs", "lh-conv-planes",
+    "lh-fold-constant-weights", "lh-strided-conv-planes", "lh-fold-splat-extracts", "lh-pad-copies",
+    "lh-pad-conv-rows", "lh-strided-convs", "lh-pointwise-convs", "lh-vnni-convs",
+    "lh-flatten-contiguous-transfers", "lh-shared-rhs-matmuls", "lh-transposed-b-matmuls",
+    "lh-drop-redundant-stream-syncs", "lh-fuse-elementwise-keep-contractions", "lh-narrow-contraction-inputs",
+    "lh-narrow-widened-results", "lh-collapse-expanded-elementwise", "lh-plain-matmul-layout",
+    "lh-report-failed-asserts", "lh-widen-i1-memrefs", "lh-widen-i1-vector-args", "lh-mpi-buffer-deallocation",
+    "lh-mpi-reuse-comm", "lh-shard-collectives", "lh-blas-matmuls", "lh-xegpu-spirv-binary",
+    "lh-reuse-gpu-stream", "lh-cache-gpu-temporaries", "lh-nvvm-lower",
+)

@@ -344,7 +344,10 @@ def load_pipeline_yaml(path: Path) -> tuple[list[dict], dict[str, Any]]:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
-        raise StepError(f"{where}: invalid YAML: {getattr(e, 'problem', None) or e}")
+        problem = str(getattr(e, "problem", None) or e)
+        if "'\\t'" in problem:   # a hand edit with tabs: say what to do, not only what the scanner met
+            problem += " (a tab: write spaces there; YAML indents with spaces, and this parser wants them after ':' and '-' too)"
+        raise StepError(f"{where}: invalid YAML: {problem}")
     if not isinstance(doc, dict) or not isinstance(doc.get("Pipeline"), list):
         raise StepError(f"{path}: not a pipeline: expected a top-level 'Pipeline:' list")
     variables = doc.get("Variables") or {}

@@ -247,7 +247,7 @@ def machine_for(name: str | None) -> CpuMachine:
     target = spec.TARGETS.get(canonical)
     if target is None:
         known = sorted(n for n, t in spec.TARGETS.items() if t.family.name == "x86_64")
-        hint = did_you_mean(key, ["host", "avx2", "avx512", *known])
+        hint = did_you_mean(key, ["host", "avx2", "avx512", *known, *ALIASES])   # znver9: znver4 (LLVM's names too)
         raise MachineError(f"unknown cpu {key!r}{hint} (known: host, avx2, avx512, {', '.join(known)})")
     llvm_cpu = _llvm_name(target)
     if not llvm_cpu:

@@ -100,8 +100,33 @@ def find_entry(module, name: str = "") -> "ir.Operation":
         raise BenchError("cannot pick the entry function: "
                          + (f"candidates {', '.join('@' + _sym(f) for f in candidates)}" if candidates
                             else "no public function that is not called by another")
-                         + "; set the bench step's `entry` parameter")
+                         + "; name it: `run --entry NAME`, or the bench step's `entry` parameter (`bench entry=NAME`)")
     return candidates[0]
+
+
+def _static_strided_layout(t: ir.Type, index: int, name: str) -> tuple[list[int], int] | None:
+    """(strides, offset) of a memref argument whose static layout a contiguous array of its shape does not have
+    (`strided<[8, 1]>`, `offset: 2`); None where it does (identity, contiguous strides, dynamic ones, which the
+    descriptor gives) or where the shape is dynamic (the runner refuses those)."""
+    mt = ir.MemRefType(t)
+    if any(ir.ShapedType.is_dynamic_size(d) for d in mt.shape):
+        return None
+    try:
+        strides, offset = mt.get_strides_and_offset()
+    except (RuntimeError, ValueError):
+        raise BenchError(f"argument #{index} of @{name} is {t}: a layout that is no strided layout, which the "
+                         f"wrapper cannot make from an array") from None
+    dynamic = ir.ShapedType.get_dynamic_stride_or_offset()
+    contiguous, step = [], 1
+    for d in reversed(mt.shape):
+        contiguous.insert(0, step)
+        step *= d
+    if all(s == dynamic or s == c or d == 1 for s, c, d in zip(strides, contiguous, mt.shape)) and offset in (0, dynamic):
+        return None
+    if dynamic in strides or offset == dynamic:
+        raise BenchError(f"argument #{index} of @{name} is {t}: static and dynamic strides or offset mixed, "
+                         f"which the wrapper cannot lay out (make them all static or all dynamic)")
+    return list(strides), offset
 
 
 def _memref_for_tensor(t: ir.Type) -> str:
@@ -195,6 +220,7 @@ def insert_wrapper(module, params: dict) -> None:
     call_operands: list[str] = []  # SSA values passed to the entry
     pre: list[str] = []
     arg_roles: list[str] = []
+    laid_out: list[str] = []   # after the call: the copies of strided-layout arguments back (see below)
     for i, t in enumerate(ins):
         if isinstance(t, ir.RankedTensorType):
             mt = _memref_for_tensor(t)
@@ -203,8 +229,29 @@ def insert_wrapper(module, params: dict) -> None:
             call_operands.append(f"%t{i}")
             arg_roles.append("tensor")
         elif isinstance(t, ir.MemRefType):
-            wrapper_args.append(str(t))
-            call_operands.append(f"%a{i}")
+            layout = _static_strided_layout(t, i, name)
+            if layout is None:   # an identity layout, or one the descriptor of a contiguous array fits
+                wrapper_args.append(str(t))
+                call_operands.append(f"%a{i}")
+            else:
+                # a static strided layout (`strided<[8, 1]>`: rows 8 apart) is compiled in: the entry reads
+                # where the layout says, beyond a contiguous array of the shape (it read out of bounds). The
+                # wrapper takes a contiguous array and hands the entry a copy laid out as its type says,
+                # copied back after the call (an output argument, an update in place).
+                strides, offset = layout
+                mt = ir.MemRefType(t)
+                plain = str(ir.MemRefType.get(mt.shape, mt.element_type))
+                extent = max(1, offset + sum((d - 1) * st for d, st in zip(mt.shape, strides)) + 1)
+                flat = f"memref<{extent}x{mt.element_type}>"
+                wrapper_args.append(plain)
+                pre.append(f"    %flat{i} = memref.alloc() : {flat}\n"
+                           f"    %v{i} = memref.reinterpret_cast %flat{i} to offset: [{offset}], sizes: "
+                           f"[{', '.join(map(str, mt.shape))}], strides: [{', '.join(map(str, strides))}] : "
+                           f"{flat} to {t}\n"
+                           f"    memref.copy %a{i}, %v{i} : {plain} to {t}")
+                laid_out.append(f"    memref.copy %v{i}, %a{i} : {t} to {plain}\n"
+                                f"    memref.dealloc %flat{i} : {flat}")
+                call_operands.append(f"%v{i}")
             arg_roles.append("memref")
         elif _is_scalar(t):
             raise BenchError(f"scalar argument #{i} ({t}) of @{name}: the wrapper supports "
@@ -248,6 +295,7 @@ def insert_wrapper(module, params: dict) -> None:
                 raise BenchError(f"output argument #{i} of @{name} is not a memref argument")
             outputs.append(f"arg:{i}")
 
+    post += laid_out
     n_in, n_out = len(wrapper_args), len(out_types)
     sig_in = ", ".join(f"%a{i}: {t}" for i, t in enumerate(wrapper_args))
     sig_out = ", ".join(f"%o{j}: {t}" for j, t in enumerate(out_types))

@@ -90,6 +90,54 @@ def _unknown_pass_hint(line: str) -> str:
     return line
 
 
+#: MLIR's option parser on a key the pass does not have (`canonicalize{max-iteration=3}`); its next line names the pass
+_NO_SUCH_OPTION = re.compile(r"no such option (\S+)")
+_ADDING = re.compile(r"failed to add `([^`]+)` with options")
+
+
+def pass_options(name: str) -> list[str] | None:
+    """The options MLIR knows for the pass `name`: those its textual pipeline prints (with their values) once
+    parsed alone; list options without a default are not printed. None where no anchor takes the pass alone
+    or it prints as other passes (a pipeline such as `sparsifier`)."""
+    for anchored in (f"any({name})", f"builtin.module({name})", f"builtin.module(func.func({name}))"):
+        try:
+            printed = str(passmanager.PassManager.parse(anchored))
+        except (ValueError, ir.MLIRError):
+            continue
+        m = re.search(r"(?<![\w-])" + re.escape(name) + r"(\{|(?![\w-]))", printed)
+        if not m:
+            return None
+        if m.group(1) != "{":
+            return []
+        depth, end = 1, m.end()
+        while end < len(printed) and depth:
+            depth += {"{": 1, "}": -1}.get(printed[end], 0)
+            end += 1
+        body = printed[m.end():end - 1]
+        while True:   # option values that are pipelines or lists of their own: not options of this pass
+            inner = re.sub(r"\{[^{}]*\}|\([^()]*\)|\[[^\[\]]*\]", "", body)
+            if inner == body:
+                break
+            body = inner
+        return list(dict.fromkeys(re.findall(r"(?:^|\s)([A-Za-z][\w-]*)=", body)))
+    return None
+
+
+def _unknown_option_hint(first: str, detail: str) -> str:
+    """` (did you mean max-iterations?)` for MLIR's "no such option max-iteration" of the pass the detail names,
+    or the pass's options when none is close."""
+    m, added = _NO_SUCH_OPTION.search(first), _ADDING.search(detail)
+    if not m or not added:
+        return ""
+    name = added.group(1)
+    options = pass_options(name)
+    if options is None:
+        return ""
+    if not options:
+        return f" ({name} has no options)"
+    return did_you_mean(m.group(1), options) or f" ({name}'s options: {', '.join(sorted(options))})"
+
+
 #: MLIR's parser on a pass restricted to other ops than the pass manager's (`affine-loop-tile` on a module)
 _RESTRICTED = re.compile(r"restricted to '([^']+)' on a PassManager intended to run on 'builtin\.module'")
 
@@ -578,6 +626,7 @@ class CompileWorker:
             msg = str(e).strip().splitlines()
             detail = "\n".join(line for line in msg[1:] if line.strip() not in ("", "^"))   # not the caret
             first = _unknown_pass_hint(msg[0]) if msg else str(e)
+            first += _unknown_option_hint(first, detail)
             nested = implicitly_nested(pipeline) if _RESTRICTED.search(first) else ""
             if nested and nested != text:
                 first += f" (as mlir-opt's pass flags nest it: `pass {nested}`)"

@@ -11,6 +11,7 @@ import re
 from typing import Callable
 
 from workbench.common.cuda_probe import DEFAULT_CHIP, detected_chip
+from workbench.common.suggest import did_you_mean
 
 
 class PyPassError(Exception):
@@ -638,6 +639,30 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-nvvm-lower": (_nvvm_lower, "gpu-lower-to-nvvm-pipeline for {chip=auto|sm_NN features=+ptx80 format=isa opt-level=3}"),
 }
 
+#: name -> the `{key=value}` options the pass reads (a pass not listed takes none); a key it does not read is
+#: refused with the close ones (`lh-specialize-shapes{shape=0:4}`, `lh-fuse-elementwise{foo=1}` were applied
+#: as if the option were not there). tests/test_qa_round6.py checks this against what each function reads.
+OPTIONS: dict[str, tuple[str, ...]] = {
+    "lh-apply-payload-schedule": ("entry",),
+    "lh-specialize-shapes": ("shapes", "function"),
+    "lh-gpu-linear-map": ("threads",),
+    "lh-math-approx": ("ops",),
+    "lh-outline-loops": ("min-loops",),
+    "lh-outline-repeated-steps": ("min-repeats", "min-ops"),
+    "lh-parallel-to-gomp": ("runtime",),
+    "lh-split-leftover-ops": ("threads", "min-elements"),
+    "lh-vnni-contractions": ("amx",),
+    "lh-pad-contraction-dims": ("lanes",),
+    "lh-conv-planes": ("lanes",),
+    "lh-pad-copies": ("threads", "min-work", "lanes"),
+    "lh-strided-convs": ("max-rank",),
+    "lh-fuse-elementwise-keep-contractions": ("batch-operands",),
+    "lh-shard-collectives": ("method",),
+    "lh-xegpu-spirv-binary": ("spirv-ext",),
+    "lh-cache-gpu-temporaries": ("max-mib",),
+    "lh-nvvm-lower": ("chip", "features", "format", "opt-level"),
+}
+
 _REF = re.compile(r"^([A-Za-z0-9_.-]+)\s*(?:\{(.*)\})?$", re.S)
 
 
@@ -653,6 +678,11 @@ def parse(pipeline: str) -> tuple[str, dict] | None:
         key, eq, value = item.partition("=")
         if not eq:
             raise PyPassError(f"{m.group(1)}: option {item!r} is not key=value")
+        known = OPTIONS.get(m.group(1), ())
+        if key not in known:
+            raise PyPassError(f"{m.group(1)}: no such option {key}" + (
+                did_you_mean(key, known) or f" ({m.group(1)}'s options: {', '.join(known)})" if known
+                else f" ({m.group(1)} has no options)"))
         options[key] = value
     return m.group(1), options
 

@@ -33,6 +33,9 @@ from mlir import ir
 DEFAULT_MIN_REPEATS = 4
 #: ... and so are runs of fewer ops than this, all steps together
 DEFAULT_MIN_OPS = 64
+#: the longest step looked for: every period up to it is one pass over the function's ops (a 400k-op function
+#: tried all 100k periods, and each candidate of a run of identical ops was walked again: select ran for hours)
+MAX_PERIOD = 4096
 #: ops whose result is a view of their first operand's buffer once bufferized
 VIEW_OPS = {"tensor.extract_slice", "tensor.collapse_shape", "tensor.expand_shape", "tensor.cast"}
 #: ops that recreate a value from nothing but their attributes and other such values
@@ -133,6 +136,12 @@ class _Body:
         texts = [(i,) if _callee(op) in outlined else _shape_text(op) for i, op in enumerate(self.work)]
         ids: dict = {}
         self.shape = np.array([ids.setdefault(t, len(ids)) for t in texts], dtype=np.int64)
+        # how many of work[:i] compute (see _computes): whether a run does is a difference, not a walk
+        self.computing = np.concatenate(([0], np.cumsum([_computes(op) for op in self.work], dtype=np.int64)))
+
+    def computes(self, start: int, stop: int) -> bool:
+        """Whether any of work[start:stop] computes (not views and reshapes only)."""
+        return bool(self.computing[stop] - self.computing[start])
 
     def source(self, value, start: int, stop: int):
         """Where `value`, used by an op of the step work[start:stop], comes from: ("in", op offset,
@@ -150,7 +159,7 @@ class _Body:
         ops saved first."""
         n = len(self.shape)
         found = []
-        for period in range(1, n // max(min_repeats, 2) + 1):
+        for period in range(1, min(n // max(min_repeats, 2), MAX_PERIOD) + 1):
             same = np.concatenate(([False], self.shape[:-period] == self.shape[period:], [False]))
             edges = np.flatnonzero(np.diff(same.astype(np.int8)))
             for begin, end in zip(edges[::2], edges[1::2]):
@@ -370,7 +379,7 @@ def outline_repeated_steps(module, min_repeats: int = DEFAULT_MIN_REPEATS, min_o
         while True:
             body = _Body(func, {name for name, _, _ in done})
             for start, period, repeats in body.candidates(min_repeats, min_ops):
-                if not any(_computes(op) for op in body.work[start:start + period]):
+                if not body.computes(start, start + period):
                     continue   # views and reshapes only (a run of collapse_shapes): nothing to compile
                 if repeats > min_repeats:
                     start, repeats = body.best_rotation(start, period, repeats)

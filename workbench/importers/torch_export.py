@@ -1736,8 +1736,11 @@ def nonzero_static_decomposition(x, *, size, fill_value=-1):
     count = torch.cumsum(flat.to(torch.int64), 0)
     k = torch.arange(size, device=x.device).unsqueeze(1)
     hit = flat.unsqueeze(0) & (count.unsqueeze(0) == k + 1)                 # [K, numel]
-    coords = torch.stack(torch.unravel_index(torch.arange(flat.numel(), device=x.device), x.shape), 1) \
-        if x.dim() else torch.zeros((1, 0), dtype=torch.int64, device=x.device)
+    positions = torch.arange(flat.numel(), device=x.device)
+    strides = [math.prod(x.shape[e + 1:]) for e in range(x.dim())]
+    coords = torch.stack([torch.div(positions, stride, rounding_mode="floor") % size
+                          for stride, size in zip(strides, x.shape)], 1) if x.dim() \
+        else torch.zeros((1, 0), dtype=torch.int64, device=x.device)           # [numel, rank]
     out = (hit.unsqueeze(-1).to(torch.int64) * coords.unsqueeze(0)).sum(1)  # [K, rank]
     found = hit.any(1, keepdim=True)
     return torch.where(found, out, torch.full((), fill_value, dtype=torch.int64, device=x.device))

@@ -1397,70 +1397,66 @@ def _power(base, s, integer_exponent=None):
             r = r * base
         return 1 / r
     mag = torch.exp(-s * torch.log(base.abs()))
-    odd = torch.remainder(s, 2) == 1
-    sign = torch.where((base < 0) & odd, -1.0, 1.0).to(base.dtype)
+    odd = torch.remainder(s, 2.0) == 1.0
+    sign = torch.where((base < 0.0) & odd, -1.0, 1.0).to(base.dtype)
     nan = torch.full((), math.nan, dtype=base.dtype)
-    return torch.where((base < 0) & (s != torch.floor(s)), nan, mag * sign)
+    return torch.where((base < 0.0) & (s != torch.floor(s)), nan, mag * sign)
 
 
 def _hurwitz_zeta(s, q, integer_s=None):
-    """Cephes' / torch's zeta(s, q) = sum_k (q + k)^-s: the first terms directly (9, and more while
-    q + k <= 9: q down to -ZETA_NEGATIVE_Q_TERMS), then the Euler-Maclaurin tail with its 12 Bernoulli terms,
-    all of them always (the early exits only skip terms below the type's precision). s == 1: inf; s < 1:
-    NaN; q a non-positive integer: inf; q < 0 with s not an integer: NaN (torch's rules)."""
+    """Cephes' / torch's zeta(s, q) = sum_k (q + k)^-s: the direct terms q^-s ... (q + n)^-s, n = 9 or
+    more while q + n <= 9 (q down to -ZETA_NEGATIVE_Q_TERMS), then the Euler-Maclaurin tail at w = q + n
+    with its Bernoulli terms (12 in f64, 6 in f32: at w >= 9 the 7th is below f32's precision). The direct
+    terms are one tensor along a new last dim (few ops, one sum, not an unrolled chain), past n masked;
+    no early exits (they only skip terms below the type's precision). s == 1: inf; s < 1: NaN; q a
+    non-positive integer: inf; q < 0 with s not an integer: NaN (torch's rules)."""
     import torch
 
-    a = q
-    total = _power(a, s, integer_s)
-    b = torch.zeros_like(q)
-    for i in range(9 + ZETA_NEGATIVE_Q_TERMS):
-        if i < 9:
-            a = a + 1
-            b = _power(a, s, integer_s)
-            total = total + b
-        else:
-            more = a <= 9
-            a_next = torch.where(more, a + 1, a)
-            b_next = _power(a_next, s, integer_s)
-            total = torch.where(more, total + b_next, total)
-            a, b = a_next, torch.where(more, b_next, b)
-    w = a
+    count = 10 + ZETA_NEGATIVE_Q_TERMS
+    n = torch.clamp(torch.floor(9.0 - q) + 1.0, 9.0, float(count - 1))
+    k = torch.arange(count, dtype=q.dtype, device=q.device)
+    terms = _power(q.unsqueeze(-1) + k, s.unsqueeze(-1), integer_s)
+    total = torch.where(k <= n.unsqueeze(-1), terms, torch.zeros((), dtype=q.dtype)).sum(-1)
+    w = q + n
+    b = _power(w, s, integer_s)
     total = total + b * w / (s - 1) - 0.5 * b
     fa = torch.ones_like(q)
-    k = 0.0
-    for i in range(12):
-        fa = fa * (s + k)
-        b = b / w
+    r = 1 / w
+    for i in range(12 if q.dtype == torch.float64 else 6):
+        fa = fa * (s + 2 * i)
+        b = b * r
         total = total + fa * b / _ZETA_A[i]
-        k += 1
-        fa = fa * (s + k)
-        b = b / w
-        k += 1
+        fa = fa * (s + (2 * i + 1))
+        b = b * r
     inf = torch.full((), math.inf, dtype=q.dtype)
     nan = torch.full((), math.nan, dtype=q.dtype)
-    total = torch.where((q <= 0) & (s != torch.floor(s)), nan, total)
-    total = torch.where((q <= 0) & (q == torch.floor(q)), inf, total)
-    total = torch.where(s < 1, nan, total)
-    return torch.where(s == 1, inf, total)
+    total = torch.where((q <= 0.0) & (q == torch.floor(q)), inf, total)
+    if integer_s is not None:
+        return total
+    total = torch.where((q <= 0.0) & (s != torch.floor(s)), nan, total)
+    total = torch.where(s < 1.0, nan, total)
+    return torch.where(s == 1.0, inf, total)
 
 
 def zeta_decomposition(x, q):
     """torch.special.zeta(x, q) (aten.special_zeta: no torch-mlir lowering): the Hurwitz zeta as Cephes."""
     import torch
 
-    dtype = torch.promote_types(x.dtype, q.dtype) if isinstance(q, torch.Tensor) else x.dtype
-    x, q = torch.as_tensor(x, dtype=dtype), torch.as_tensor(q, dtype=dtype)
-    ct = _compute_dtype(x)
+    dtype = torch.promote_types(x.dtype, q.dtype)
+    ct = _compute_dtype(torch.empty((), dtype=dtype))
     s, v = torch.broadcast_tensors(x.to(ct), q.to(ct))
-    return _result(_hurwitz_zeta(s, v), torch.empty((), dtype=dtype))
+    out = _hurwitz_zeta(s, v)
+    return out.to(dtype) if dtype.is_floating_point else out
 
 
 def zeta_scalar_decomposition(x, q):
+    """special.zeta with a Python number for x or q: that one a full tensor of the other's shape (no
+    constant tensor: a decomposition may not create one)."""
     import torch
 
     if isinstance(x, torch.Tensor):
-        return zeta_decomposition(x, torch.as_tensor(q, dtype=x.dtype))
-    return zeta_decomposition(torch.as_tensor(x, dtype=q.dtype), q)
+        return zeta_decomposition(x, torch.full_like(x, q, dtype=torch.promote_types(x.dtype, torch.float32)))
+    return zeta_decomposition(torch.full_like(q, x, dtype=torch.promote_types(q.dtype, torch.float32)), q)
 
 
 def _polygamma_high(n: int, x):
@@ -1526,7 +1522,7 @@ def _bessel_j(x, order: int):
         near = torch.where(a < 1e-5, 1 - z / 4, near)
     else:
         near = rational * a * (z - 1.46819706421238932572e+01) * (z - 4.92184563216946036703e+01)
-    small = a <= 5
+    small = a <= 5.0
     f = torch.where(small, torch.full((), 5.0, dtype=a.dtype), a)
     w = 25 / (f * f)
     shift = 0.785398163397448309615660845819875721 if order == 0 else 2.356194490192344928846982537459627163
@@ -1535,7 +1531,7 @@ def _bessel_j(x, order: int):
     far = far * 0.797884560802865355879892119868763737 / f.sqrt()
     out = torch.where(small, near, far)
     if order == 1:
-        out = torch.where(x < 0, -out, out)
+        out = torch.where(x < 0.0, -out, out)
     return out
 
 
@@ -1554,54 +1550,45 @@ def spherical_bessel_j0_decomposition(x):
     import torch
 
     v = x.to(_compute_dtype(x))
-    safe = torch.where(v == 0, torch.ones_like(v), v)
+    safe = torch.where(v == 0.0, torch.ones_like(v), v)
     out = torch.where(v.abs() < 0.5, 1 - v * v / 6 * (1 - v * v / 20 * (1 - v * v / 42 * (1 - v * v / 72))),
                       torch.sin(safe) / safe)
     return _result(torch.where(torch.isinf(v), torch.zeros_like(v), out), x)
 
 
 #: terms of the incomplete gamma's power series (x < a + 1) and steps of its continued fraction (x >= a + 1)
-IGAMMA_SERIES_TERMS = 96
-IGAMMA_FRACTION_STEPS = 48
+IGAMMA_SERIES_TERMS = 64
+IGAMMA_FRACTION_STEPS = 32
 
 
 def _igamma(a, x, upper: bool):
-    """The regularized incomplete gamma P(a, x) (upper: Q = 1 - P) by Numerical Recipes' split: the power
-    series P = x^a e^-x / Gamma(a + 1) sum x^n / ((a + 1) ... (a + n)) where x < a + 1, the modified-Lentz
-    continued fraction of Q elsewhere, each for a fixed number of terms (accurate for a up to ~100; torch
-    uses an asymptotic series for large a near x). torch's boundary values: x < 0 or a < 0 NaN, a == 0
-    (x > 0) P = 1, x == 0 P = 0, x = inf P = 1, a = inf P = 0."""
+    """The regularized incomplete gamma P(a, x) (upper: Q = 1 - P) by Numerical Recipes' split: where
+    x < a + 1 the power series, P = sum_n exp((a + n) log x - x - lgamma(a + n + 1)) (each term on its own:
+    one tensor along a new last dim and one sum), elsewhere the continued fraction of Q by Lentz's method
+    (b_i = x + 1 - a + 2i >= 2 there: no zero denominators), each for a fixed number of terms (to f32
+    precision for a up to ~120; torch uses an asymptotic series for large a near x). torch's boundary
+    values: x < 0 or a < 0 NaN, a == 0 (x > 0) P = 1, x == 0 P = 0, x = inf P = 1, a = inf P = 0."""
     import torch
 
-    a_pos = torch.where(a > 0, a, torch.ones_like(a))
-    x_pos = torch.where(x > 0, x, torch.ones_like(x))
-    log_front = a_pos * torch.log(x_pos) - x_pos - lgamma_decomposition(a_pos)
-    front = torch.exp(log_front)
-    series_branch = x < a + 1
-    xs = torch.where(series_branch, x_pos, torch.zeros_like(x_pos))        # (the series where it converges)
-    ap, term = a_pos, 1 / a_pos
-    total = term
-    for _ in range(IGAMMA_SERIES_TERMS):
-        ap = ap + 1
-        term = term * xs / ap
-        total = total + term
-    p_series = total * front
+    a_pos = torch.where((a > 0.0) & ~torch.isinf(a), a, torch.ones_like(a))
+    x_pos = torch.where((x > 0.0) & ~torch.isinf(x), x, torch.ones_like(x))
+    series_branch = x < a + 1.0
+    xs = torch.where(series_branch, x_pos, torch.zeros_like(x_pos) + 0.5)   # (the series where it converges)
+    n = torch.arange(IGAMMA_SERIES_TERMS, dtype=a.dtype, device=a.device)
+    an = a_pos.unsqueeze(-1) + n
+    p_series = torch.exp(an * torch.log(xs).unsqueeze(-1) - xs.unsqueeze(-1) - _lgamma_positive(an + 1)).sum(-1)
     xf = torch.where(series_branch, a_pos + 1, x_pos)                      # (the fraction where it converges)
-    tiny = torch.finfo(a.dtype).tiny * 16
     b = xf + 1 - a_pos
-    c = torch.full_like(b, 1 / tiny)
+    c = torch.full_like(b, 1 / torch.finfo(a.dtype).tiny)
     d = 1 / b
     h = d
     for i in range(1, IGAMMA_FRACTION_STEPS + 1):
-        an = -i * (i - a_pos)
+        ai = -i * (i - a_pos)
         b = b + 2
-        d = an * d + b
-        d = torch.where(d.abs() < tiny, tiny, d)
-        c = b + an / c
-        c = torch.where(c.abs() < tiny, tiny, c)
-        d = 1 / d
+        d = 1 / (ai * d + b)
+        c = b + ai / c
         h = h * d * c
-    q_fraction = torch.exp(a_pos * torch.log(xf) - xf - lgamma_decomposition(a_pos)) * h
+    q_fraction = torch.exp(a_pos * torch.log(xf) - xf - _lgamma_positive(a_pos)) * h
     p = torch.where(series_branch, p_series, 1 - q_fraction)
     q = torch.where(series_branch, 1 - p_series, q_fraction)
     out = q if upper else p
@@ -1609,10 +1596,10 @@ def _igamma(a, x, upper: bool):
     lo, hi = (one, zero) if upper else (zero, one)     # the values at x == 0 (or a == inf) and at x == inf
     out = torch.where(torch.isinf(x), hi, out)
     out = torch.where(torch.isinf(a), lo, out)
-    out = torch.where(x == 0, lo, out)
-    out = torch.where(a == 0, torch.where(x > 0, hi, torch.full_like(out, math.nan)), out)
+    out = torch.where(x == 0.0, lo, out)
+    out = torch.where(a == 0.0, torch.where(x > 0.0, hi, torch.full_like(out, math.nan)), out)
     nan = torch.full((), math.nan, dtype=out.dtype)
-    return torch.where((x < 0) | (a < 0) | (torch.isinf(a) & torch.isinf(x)), nan, out)
+    return torch.where((x < 0.0) | (a < 0.0) | (torch.isinf(a) & torch.isinf(x)), nan, out)
 
 
 def _igamma_decomposition(upper: bool):

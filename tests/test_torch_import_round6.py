@@ -155,14 +155,16 @@ def test_linalg_inv_solve_cholesky_cov_corrcoef_import_and_match_torch(tmp_path)
 
 DYNAMIC = {"argwhere": ("torch.argwhere(x > 0)", "torch.nonzero_static"),
            "nonzero": ("torch.nonzero(x > 0)", "torch.nonzero_static"),
-           "unique_consecutive": ("torch.unique_consecutive(x.round())", "x[1:] != x[:-1]")}
+           "unique_consecutive": ("torch.unique_consecutive(x.round())", "x[1:] != x[:-1]"),
+           "bincount": ("torch.bincount((x.abs() * 3).long())", "minlength=N")}
 
 
 @needs_torch
 def test_ops_of_data_dependent_output_size_are_refused_with_a_reason(tmp_path):
-    """argwhere, nonzero and unique_consecutive have no static output shape: the import fails with one line
-    that names the op, says why and what has a static shape (before: tm_tensor.scan left in the payload,
-    or torch-mlir's "failed to legalize 'torch.constant.bool'"), and writes no payload."""
+    """argwhere, nonzero, unique_consecutive and bincount without minlength have no static output shape: the
+    import fails with one line that names the op, says why and what has a static shape (before:
+    tm_tensor.scan / tm_tensor.scatter left in the payload, or torch-mlir's "failed to legalize
+    'torch.constant.bool'"), and writes no payload."""
     for op, (expr, instead) in DYNAMIC.items():
         (tmp_path / f"{op}.py").write_text(f"import torch\n\nclass M(torch.nn.Module):\n"
                                            f"    def forward(self, x):\n        return {expr}\n")

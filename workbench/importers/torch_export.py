@@ -27,7 +27,11 @@ its lowering ran out of memory, x[mask] = v -> nonzero, tm_tensor.scan and tm_te
 per-channel fake quantization (QAT), cdist, searchsorted, EmbeddingBag max, grid_sample's reflection
 padding, kthvalue and median, and lowers none of lgamma, digamma, trigamma, i0 / i0e / i1 / i1e, histc, erfc,
 erfcx, erfinv, ndtri, hypot, fmod by a scalar, signbit, angle, pdist, constant shifts and & | ^, the orthogonal
-polynomials of a constant degree, nanmedian, index_reduce (scatter_reduce: tm_tensor.scatter) (ctc_loss fails in torch's export itself: export_overrides). They are
+polynomials of a constant degree, nanmedian, index_reduce (scatter_reduce: tm_tensor.scatter) (ctc_loss fails in torch's export itself: export_overrides),
+polygamma n >= 2, zeta, bessel_j0 / j1, gammainc / gammaincc, gcd / lcm, mode, frexp, nextafter, nonzero_static,
+and exports bincount / masked_scatter as tm_tensor (linalg inv / solve / cholesky and cov / corrcoef fail in
+torch's export: export_overrides; argwhere / nonzero / unique_consecutive / bincount without minlength have
+data-dependent sizes and are refused with a one-line reason). They are
 decomposed *in torch,
 before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
 an inclusive scan as blocked masked reductions (`_scan`), a sort as a bitonic network of
@@ -39,7 +43,9 @@ Scatters (scatter src / value, scatter_add) are the exception: no torch op write
 but scatter itself, and the one-hot compare of every target with every index entry they went through
 was quadratic in the scattered dim. They are kept through torch-mlir's torch-level pipeline and lowered
 by `lower_to_linalg` to a loop nest over the index (scf.for, tensor.extract / tensor.insert): linear, in
-the index's order (of duplicate targets the last entry wins; scatter_add sums them).
+the index's order (of duplicate targets the last entry wins; scatter_add sums them). x.view(dtype) between
+types of one width (aten.view.dtype, which torch-mlir does not lower; frexp / nextafter use it) becomes a
+call of a linalg.generic of arith.bitcast the same way.
 """
 from __future__ import annotations
 
@@ -1686,11 +1692,13 @@ def bincount_decomposition(x, weights=None, minlength=0):
     """torch.bincount with minlength (its output has minlength bins, a static size, when every value is
     below minlength; torch grows it for larger values, which this drops: run --check then reports the
     shapes' difference): a scatter_add of ones (or the weights), a loop over x. Without minlength the size
-    is the data's maximum: left to torch-mlir (refused)."""
+    is the data's maximum: refused with a one-line reason."""
     import torch
 
     if not minlength:
-        return NotImplemented
+        raise ImportFailure("torch.bincount without minlength: the output's size (the input's maximum + 1) "
+                            "depends on the input's values, and the importer writes only static shapes; pass "
+                            "minlength=N (N bins: values must be below N)")
     if weights is None:
         return torch.zeros(minlength, dtype=torch.int64, device=x.device).scatter_add(0, x, torch.ones_like(x))
     dtype = weights.dtype if weights.dtype.is_floating_point else torch.float64
@@ -1866,7 +1874,7 @@ def _dynamic_shape_refusal(what: str, instead: str):
     return refuse
 
 
-# -- frexp / nextafter: float bits through x.view(int dtype) (a bit cast: lower_to_linalg's bitcast_loop) ---
+# -- frexp / nextafter: float bits through x.view(int dtype) (a bit cast: bitcast_function) ---------------
 
 #: float type -> (its integer of the same width, mantissa bits, exponent bias - 1 (frexp's [0.5, 1)),
 #: the scale that makes a subnormal normal, log2 of it)
@@ -2313,8 +2321,9 @@ def define_call_functions(module, specs: dict) -> None:
 
 def lower_to_linalg(module) -> None:
     """torch-mlir's backend pipeline on a torch-dialect module (as fx.export_and_import's
-    output_type="linalg-on-tensors" runs it); scatters become calls of functions of loop nests, inlined
-    (and erased) before the backend contract is checked."""
+    output_type="linalg-on-tensors" runs it); scatters and bit casts (x.view(dtype)) become calls of
+    functions of loop nests / one linalg.generic, inlined (and erased) before the backend contract is
+    checked."""
     from torch_mlir import passmanager
     from torch_mlir.compiler_utils import BackendLoweringOptions, run_pipeline_with_repro_report
 

@@ -156,7 +156,7 @@ def test_linalg_inv_solve_cholesky_cov_corrcoef_import_and_match_torch(tmp_path)
 DYNAMIC = {"argwhere": ("torch.argwhere(x > 0)", "torch.nonzero_static"),
            "nonzero": ("torch.nonzero(x > 0)", "torch.nonzero_static"),
            "unique_consecutive": ("torch.unique_consecutive(x.round())", "x[1:] != x[:-1]"),
-           "bincount": ("torch.bincount((x.abs() * 3).long())", "minlength=N")}
+           "bincount": ("torch.bincount((x.abs() * 3).long().reshape(-1))", "minlength=N")}
 
 
 @needs_torch

@@ -27,7 +27,12 @@ its lowering ran out of memory, x[mask] = v -> nonzero, tm_tensor.scan and tm_te
 per-channel fake quantization (QAT), cdist, searchsorted, EmbeddingBag max, grid_sample's reflection
 padding, kthvalue and median, and lowers none of lgamma, digamma, trigamma, i0 / i0e / i1 / i1e, histc, erfc,
 erfcx, erfinv, ndtri, hypot, fmod by a scalar, signbit, angle, pdist, constant shifts and & | ^, the orthogonal
-polynomials of a constant degree, nanmedian, index_reduce, put (scatter_reduce, index_put: tm_tensor.scatter; masked_scatter: tm_tensor.scan) (ctc_loss fails in torch's export itself: export_overrides). They are
+polynomials of a constant degree, nanmedian, index_reduce, put (scatter_reduce, index_put: tm_tensor.scatter;
+masked_scatter: tm_tensor.scan) (ctc_loss fails in torch's export itself: export_overrides),
+polygamma n >= 2, zeta, bessel_j0 / j1, gammainc / gammaincc, gcd / lcm, mode, frexp, nextafter, nonzero_static,
+and exports bincount as tm_tensor (linalg inv / solve / cholesky and cov / corrcoef fail in
+torch's export: export_overrides; argwhere / nonzero / unique_consecutive / bincount without minlength have
+data-dependent sizes and are refused with a one-line reason). They are
 decomposed *in torch,
 before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
 an inclusive scan as blocked masked reductions (`_scan`), a sort as a bitonic network of
@@ -41,7 +46,9 @@ ops that write through an index (integer index_put, index_add / index_copy / ind
 / index_reduce, scatter with a value) are decomposed into scatter / scatter_add / scatter_reduce, which are
 kept through torch-mlir's torch-level pipeline and lowered by `lower_to_linalg` to a loop nest over the
 index (scf.for, tensor.extract / tensor.insert): linear, in the index's order (of duplicate targets the
-last entry wins; scatter_add sums them).
+last entry wins; scatter_add sums them). x.view(dtype) between
+types of one width (aten.view.dtype, which torch-mlir does not lower; frexp / nextafter use it) becomes a
+call of a linalg.generic of arith.bitcast the same way.
 """
 from __future__ import annotations
 
@@ -970,12 +977,12 @@ def _trigamma(v):
 
 
 def polygamma_decomposition(n, x):
-    """torch.polygamma (aten.polygamma: torch-mlir has no lowering): n = 0 digamma, n = 1 torch's trigamma;
-    higher orders (a Hurwitz zeta) are left to torch-mlir."""
+    """torch.polygamma (aten.polygamma: torch-mlir has no lowering): n = 0 digamma, n = 1 torch's trigamma,
+    n >= 2 through the Hurwitz zeta (_polygamma_high)."""
     if n == 0:
         return digamma_decomposition(x)
     if n != 1:
-        return NotImplemented
+        return _polygamma_high(n, x) if n > 1 else NotImplemented
     return _result(_trigamma(x.to(_compute_dtype(x))), x)
 
 
@@ -1432,6 +1439,538 @@ def laguerre_l_decomposition(x, n):
     return torch.where(x == 0, torch.ones_like(x), out)
 
 
+# -- round 6 (docs/models-round6.md): Hurwitz zeta, polygamma, Bessel J, incomplete gamma, gcd / lcm, mode,
+# bincount, masked_scatter, nonzero_static, frexp / nextafter (bit views), cov / corrcoef, small linalg ----
+
+#: Cephes' zeta: the Euler-Maclaurin correction's denominators (torch's table)
+_ZETA_A = (12.0, -720.0, 30240.0, -1209600.0, 47900160.0, -1.8924375803183791606e9, 7.47242496e10,
+           -2.950130727918164224e12, 1.1646782814350067249e14, -4.5979787224074726105e15,
+           1.8152105401943546773e17, -7.1661652561756670113e18)
+#: how far below 0 zeta's q (polygamma's x) may be: the direct sum runs over q, q + 1, ... up to 9 + this
+ZETA_NEGATIVE_Q_TERMS = 32
+
+
+def _power(base, s, integer_exponent=None):
+    """base ** -s for any real base: |base| ** -s through exp / log, the sign of a negative base (s an integer
+    there, else NaN as torch's pow). An integer_exponent (a Python int) multiplies instead."""
+    import torch
+
+    if integer_exponent is not None:
+        r = torch.ones_like(base)
+        for _ in range(integer_exponent):
+            r = r * base
+        return 1 / r
+    mag = torch.exp(-s * torch.log(base.abs()))
+    odd = torch.remainder(s, 2.0) == 1.0
+    sign = torch.where((base < 0.0) & odd, -1.0, 1.0).to(base.dtype)
+    nan = torch.full((), math.nan, dtype=base.dtype)
+    return torch.where((base < 0.0) & (s != torch.floor(s)), nan, mag * sign)
+
+
+def _hurwitz_zeta(s, q, integer_s=None):
+    """Cephes' / torch's zeta(s, q) = sum_k (q + k)^-s: the direct terms q^-s ... (q + n)^-s, n = 9 or
+    more while q + n <= 9 (q down to -ZETA_NEGATIVE_Q_TERMS), then the Euler-Maclaurin tail at w = q + n
+    with its Bernoulli terms (12 in f64, 6 in f32: at w >= 9 the 7th is below f32's precision). The direct
+    terms are one tensor along a new last dim (few ops, one sum, not an unrolled chain), past n masked;
+    no early exits (they only skip terms below the type's precision). s == 1: inf; s < 1: NaN; q a
+    non-positive integer: inf; q < 0 with s not an integer: NaN (torch's rules)."""
+    import torch
+
+    count = 10 + ZETA_NEGATIVE_Q_TERMS
+    n = torch.clamp(torch.floor(9.0 - q) + 1.0, 9.0, float(count - 1))
+    k = torch.arange(count, dtype=q.dtype, device=q.device)
+    terms = _power(q.unsqueeze(-1) + k, s.unsqueeze(-1), integer_s)
+    total = torch.where(k <= n.unsqueeze(-1), terms, torch.zeros((), dtype=q.dtype)).sum(-1)
+    w = q + n
+    b = _power(w, s, integer_s)
+    total = total + b * w / (s - 1) - 0.5 * b
+    fa = torch.ones_like(q)
+    r = 1 / w
+    for i in range(12 if q.dtype == torch.float64 else 6):
+        fa = fa * (s + 2 * i)
+        b = b * r
+        total = total + fa * b / _ZETA_A[i]
+        fa = fa * (s + (2 * i + 1))
+        b = b * r
+    inf = torch.full((), math.inf, dtype=q.dtype)
+    nan = torch.full((), math.nan, dtype=q.dtype)
+    total = torch.where((q <= 0.0) & (q == torch.floor(q)), inf, total)
+    if integer_s is not None:
+        return total
+    total = torch.where((q <= 0.0) & (s != torch.floor(s)), nan, total)
+    total = torch.where(s < 1.0, nan, total)
+    return torch.where(s == 1.0, inf, total)
+
+
+def zeta_decomposition(x, q):
+    """torch.special.zeta(x, q) (aten.special_zeta: no torch-mlir lowering): the Hurwitz zeta as Cephes."""
+    import torch
+
+    dtype = torch.promote_types(x.dtype, q.dtype)
+    ct = _compute_dtype(torch.empty((), dtype=dtype))
+    s, v = torch.broadcast_tensors(x.to(ct), q.to(ct))
+    out = _hurwitz_zeta(s, v)
+    return out.to(dtype) if dtype.is_floating_point else out
+
+
+def zeta_scalar_decomposition(x, q):
+    """special.zeta with a Python number for x or q: that one a full tensor of the other's shape (no
+    constant tensor: a decomposition may not create one)."""
+    import torch
+
+    if isinstance(x, torch.Tensor):
+        return zeta_decomposition(x, torch.full_like(x, q, dtype=torch.promote_types(x.dtype, torch.float32)))
+    return zeta_decomposition(torch.full_like(q, x, dtype=torch.promote_types(q.dtype, torch.float32)), q)
+
+
+def _polygamma_high(n: int, x):
+    """polygamma(n, x), n >= 2: (-1)^(n+1) n! zeta(n + 1, x) (torch's calc_polygamma), the powers of
+    zeta's terms by n + 1 multiplications."""
+    import torch
+
+    v = x.to(_compute_dtype(x))
+    s = torch.full((), float(n + 1), dtype=v.dtype)
+    return _result((1.0 if n % 2 else -1.0) * math.factorial(n) * _hurwitz_zeta(s, v, integer_s=n + 1), x)
+
+
+#: torch's bessel_j0_forward / bessel_j1_forward tables (Cephes j0.c / j1.c, used as torch evaluates them)
+_J0_PP = (7.96936729297347051624e-04, 8.28352392107440799803e-02, 1.23953371646414299388e+00,
+          5.44725003058768775090e+00, 8.74716500199817011941e+00, 5.30324038235394892183e+00,
+          9.99999999999999997821e-01)
+_J0_PQ = (9.24408810558863637013e-04, 8.56288474354474431428e-02, 1.25352743901058953537e+00,
+          5.47097740330417105182e+00, 8.76190883237069594232e+00, 5.30605288235394617618e+00,
+          1.00000000000000000218e+00)
+_J0_QP = (-1.13663838898469149931e-02, -1.28252718670509318512e+00, -1.95539544257735972385e+01,
+          -9.32060152123768231369e+01, -1.77681167980488050595e+02, -1.47077505154951170175e+02,
+          -5.14105326766599330220e+01, -6.05014350600728481186e+00)
+_J0_QQ = (6.43178256118178023184e+01, 8.56430025976980587198e+02, 3.88240183605401609683e+03,
+          7.24046774195652478189e+03, 5.93072701187316984827e+03, 2.06209331660327847417e+03,
+          2.42005740240291393179e+02)
+_J0_RP = (-4.79443220978201773821e+09, 1.95617491946556577543e+12, -2.49248344360967716204e+14,
+          9.70862251047306323952e+15)
+_J0_RQ = (4.99563147152651017219e+02, 1.73785401676374683123e+05, 4.84409658339962045305e+07,
+          1.11855537045356834862e+10, 2.11277520115489217587e+12, 3.10518229857422583814e+14,
+          3.18121955943204943306e+16, 1.71086294081043136091e+18)
+_J1_PP = (7.62125616208173112003e-04, 7.31397056940917570436e-02, 1.12719608129684925192e+00,
+          5.11207951146807644818e+00, 8.42404590141772420927e+00, 5.21451598682361504063e+00,
+          1.00000000000000000254e+00)
+_J1_PQ = (5.71323128072548699714e-04, 6.88455908754495404082e-02, 1.10514232634061696926e+00,
+          5.07386386128601488557e+00, 8.39985554327604159757e+00, 5.20982848682361821619e+00,
+          9.99999999999999997461e-01)
+_J1_QP = (5.10862594750176621635e-02, 4.98213872951233449420e+00, 7.58238284132545283818e+01,
+          3.66779609360150777800e+02, 7.10856304998926107277e+02, 5.97489612400613639965e+02,
+          2.11688757100572135698e+02, 2.52070205858023719784e+01)
+_J1_QQ = (7.42373277035675149943e+01, 1.05644886038262816351e+03, 4.98641058337653607651e+03,
+          9.56231892404756170795e+03, 7.99704160447350683650e+03, 2.82619278517639096600e+03,
+          3.36093607810698293419e+02)
+_J1_RP = (-8.99971225705559398224e+08, 4.52228297998194034323e+11, -7.27494245221818276015e+13,
+          3.68295732863852883286e+15)
+_J1_RQ = (6.20836478118054335476e+02, 2.56987256757748830383e+05, 8.35146791431949253037e+07,
+          2.21511595479792499675e+10, 4.74914122079991414898e+12, 7.84369607876235854894e+14,
+          8.95222336184627338078e+16, 5.32278620332680085395e+18)
+
+
+def _bessel_j(x, order: int):
+    """J0 / J1 as torch's bessel_j0_forward / bessel_j1_forward: a rational fit in x^2 up to 5, the
+    Hankel asymptotic form (P cos - Q sin) / sqrt(x) beyond (computed at 5 where x <= 5, then dropped)."""
+    import torch
+
+    a = x.abs()
+    z = a * a
+    tables = ((_J0_PP, _J0_PQ, _J0_QP, _J0_QQ, _J0_RP, _J0_RQ) if order == 0
+              else (_J1_PP, _J1_PQ, _J1_QP, _J1_QQ, _J1_RP, _J1_RQ))
+    pp_t, pq_t, qp_t, qq_t, rp_t, rq_t = tables
+    rational = _polevl(z, rp_t) / _polevl(z, rq_t)
+    if order == 0:
+        near = (z - 5.78318596294678452118e+00) * (z - 3.04712623436620863991e+01) * rational
+        near = torch.where(a < 1e-5, 1 - z / 4, near)
+    else:
+        near = rational * a * (z - 1.46819706421238932572e+01) * (z - 4.92184563216946036703e+01)
+    small = a <= 5.0
+    f = torch.where(small, torch.full((), 5.0, dtype=a.dtype), a)
+    w = 25 / (f * f)
+    shift = 0.785398163397448309615660845819875721 if order == 0 else 2.356194490192344928846982537459627163
+    far = ((_polevl(w, pp_t) / _polevl(w, pq_t)) * torch.cos(f - shift)
+           - 5 / f * (_polevl(w, qp_t) / _polevl(w, qq_t)) * torch.sin(f - shift))
+    far = far * 0.797884560802865355879892119868763737 / f.sqrt()
+    out = torch.where(small, near, far)
+    if order == 1:
+        out = torch.where(x < 0.0, -out, out)
+    return out
+
+
+def bessel_j0_decomposition(x):
+    """special.bessel_j0 (aten.special_bessel_j0: no torch-mlir lowering): torch's Cephes fits."""
+    return _result(_bessel_j(x.to(_compute_dtype(x)), 0), x)
+
+
+def bessel_j1_decomposition(x):
+    """special.bessel_j1 (aten.special_bessel_j1: no torch-mlir lowering): torch's Cephes fits (odd)."""
+    return _result(_bessel_j(x.to(_compute_dtype(x)), 1), x)
+
+
+def spherical_bessel_j0_decomposition(x):
+    """special.spherical_bessel_j0: sin(x) / x (torch: its series near 0, 1 at 0)."""
+    import torch
+
+    v = x.to(_compute_dtype(x))
+    safe = torch.where(v == 0.0, torch.ones_like(v), v)
+    out = torch.where(v.abs() < 0.5, 1 - v * v / 6 * (1 - v * v / 20 * (1 - v * v / 42 * (1 - v * v / 72))),
+                      torch.sin(safe) / safe)
+    return _result(torch.where(torch.isinf(v), torch.zeros_like(v), out), x)
+
+
+#: terms of the incomplete gamma's power series (x < a + 1) and steps of its continued fraction (x >= a + 1)
+IGAMMA_SERIES_TERMS = 64
+IGAMMA_FRACTION_STEPS = 32
+
+
+def _igamma(a, x, upper: bool):
+    """The regularized incomplete gamma P(a, x) (upper: Q = 1 - P) by Numerical Recipes' split: where
+    x < a + 1 the power series, P = sum_n exp((a + n) log x - x - lgamma(a + n + 1)) (each term on its own:
+    one tensor along a new last dim and one sum), elsewhere the continued fraction of Q by Lentz's method
+    (b_i = x + 1 - a + 2i >= 2 there: no zero denominators), each for a fixed number of terms (to f32
+    precision for a up to ~120; torch uses an asymptotic series for large a near x). torch's boundary
+    values: x < 0 or a < 0 NaN, a == 0 (x > 0) P = 1, x == 0 P = 0, x = inf P = 1, a = inf P = 0."""
+    import torch
+
+    a_pos = torch.where((a > 0.0) & ~torch.isinf(a), a, torch.ones_like(a))
+    x_pos = torch.where((x > 0.0) & ~torch.isinf(x), x, torch.ones_like(x))
+    series_branch = x < a + 1.0
+    xs = torch.where(series_branch, x_pos, torch.zeros_like(x_pos) + 0.5)   # (the series where it converges)
+    n = torch.arange(IGAMMA_SERIES_TERMS, dtype=a.dtype, device=a.device)
+    an = a_pos.unsqueeze(-1) + n
+    p_series = torch.exp(an * torch.log(xs).unsqueeze(-1) - xs.unsqueeze(-1) - _lgamma_positive(an + 1)).sum(-1)
+    xf = torch.where(series_branch, a_pos + 1, x_pos)                      # (the fraction where it converges)
+    b = xf + 1 - a_pos
+    c = torch.full_like(b, 1 / torch.finfo(a.dtype).tiny)
+    d = 1 / b
+    h = d
+    for i in range(1, IGAMMA_FRACTION_STEPS + 1):
+        ai = -i * (i - a_pos)
+        b = b + 2
+        d = 1 / (ai * d + b)
+        c = b + ai / c
+        h = h * d * c
+    q_fraction = torch.exp(a_pos * torch.log(xf) - xf - _lgamma_positive(a_pos)) * h
+    p = torch.where(series_branch, p_series, 1 - q_fraction)
+    q = torch.where(series_branch, 1 - p_series, q_fraction)
+    out = q if upper else p
+    one, zero = torch.ones_like(out), torch.zeros_like(out)
+    lo, hi = (one, zero) if upper else (zero, one)     # the values at x == 0 (or a == inf) and at x == inf
+    out = torch.where(torch.isinf(x), hi, out)
+    out = torch.where(torch.isinf(a), lo, out)
+    out = torch.where(x == 0.0, lo, out)
+    out = torch.where(a == 0.0, torch.where(x > 0.0, hi, torch.full_like(out, math.nan)), out)
+    nan = torch.full((), math.nan, dtype=out.dtype)
+    return torch.where((x < 0.0) | (a < 0.0) | (torch.isinf(a) & torch.isinf(x)), nan, out)
+
+
+def _igamma_decomposition(upper: bool):
+    def decomposition(a, x):
+        import torch
+
+        dtype = torch.promote_types(a.dtype, x.dtype)
+        ct = torch.float64 if dtype == torch.float64 else torch.float32
+        aa, xx = torch.broadcast_tensors(a.to(ct), x.to(ct))
+        return _igamma(aa, xx, upper).to(dtype)
+    return decomposition
+
+
+def _euclid_steps(dtype) -> int:
+    """Euclid's algorithm's most steps on |values| of an integer type: the first Fibonacci number above
+    its largest value."""
+    import torch
+
+    top = torch.iinfo(dtype).max
+    f0, f1, k = 0, 1, 1
+    while f1 <= top:
+        f0, f1, k = f1, f0 + f1, k + 1
+    return k
+
+
+def _gcd(a, b):
+    """gcd(|a|, |b|) by Euclid's algorithm, a fixed number of steps (the type's worst case: 92 for int64),
+    each masked once b reached 0."""
+    import torch
+
+    a, b = torch.broadcast_tensors(a.abs(), b.abs())
+    one = torch.ones((), dtype=a.dtype)
+    zero = torch.zeros((), dtype=a.dtype)
+    for _ in range(_euclid_steps(a.dtype)):
+        done = b == 0
+        r = torch.remainder(a, torch.where(done, one, b))
+        a, b = torch.where(done, a, b), torch.where(done, zero, r)
+    return a
+
+
+def gcd_decomposition(a, b):
+    """torch.gcd (aten.gcd: no torch-mlir lowering): Euclid, _gcd."""
+    return _gcd(a, b)
+
+
+def lcm_decomposition(a, b):
+    """torch.lcm (aten.lcm): |a / gcd * b|, 0 where the gcd is 0 (torch's)."""
+    import torch
+
+    dtype = torch.promote_types(a.dtype, b.dtype)
+    if dtype in (torch.int8, torch.uint8, torch.int16):       # C++ computes these in int, then narrows
+        a, b = a.to(torch.int32), b.to(torch.int32)
+    g = _gcd(a, b)
+    safe = torch.where(g == 0, torch.ones_like(g), g)
+    return torch.where(g == 0, torch.zeros_like(g), (torch.div(a, safe, rounding_mode="trunc") * b).abs()).to(dtype)
+
+
+def mode_decomposition(x, dim=-1, keepdim=False):
+    """torch.mode (aten.mode: no torch-mlir lowering): the values sorted along dim (bitonic), each one's run
+    length so far (its position minus a max scan of the runs' starts), the value of the longest run (the
+    smallest such value, as torch), and the last position in x holding it (torch's index)."""
+    import torch
+
+    if x.dim() == 0:
+        return x.clone(), torch.zeros((), dtype=torch.int64, device=x.device)
+    d = dim % x.dim()
+    n = x.shape[d]
+    s, _ = bitonic_sort(x, d)
+    positions = torch.arange(n, device=x.device).reshape([n] + [1] * (x.dim() - d - 1))
+    previous = torch.cat([s.narrow(d, 0, 1), s.narrow(d, 0, n - 1)], d)
+    starts = (positions == 0) | (s != previous)
+    start = _scan(torch.where(starts, positions, 0).expand(s.shape).contiguous(), d,
+                  lambda t, e: t.amax(e), torch.maximum, 0)
+    run = positions - start + 1
+    best = run.argmax(d, keepdim=True)                  # the first longest run's end: the smallest value
+    value = s.gather(d, best)
+    index = torch.where(x == value, positions, -1).amax(d, keepdim=True)
+    if not keepdim:
+        value, index = value.squeeze(d), index.squeeze(d)
+    return value, index
+
+
+def bincount_decomposition(x, weights=None, minlength=0):
+    """torch.bincount with minlength (its output has minlength bins, a static size, when every value is
+    below minlength; torch grows it for larger values, which this drops: run --check then reports the
+    shapes' difference): a scatter_add of ones (or the weights), a loop over x. Without minlength the size
+    is the data's maximum: refused with a one-line reason."""
+    import torch
+
+    if not minlength:
+        raise ImportFailure("torch.bincount without minlength: the output's size (the input's maximum + 1) "
+                            "depends on the input's values, and the importer writes only static shapes; pass "
+                            "minlength=N (N bins: values must be below N)")
+    if weights is None:
+        return torch.zeros(minlength, dtype=torch.int64, device=x.device).scatter_add(0, x, torch.ones_like(x))
+    dtype = weights.dtype if weights.dtype.is_floating_point else torch.float64
+    if weights.dtype == torch.float32:
+        dtype = torch.float32
+    return torch.zeros(minlength, dtype=dtype, device=x.device).scatter_add(0, x, weights.to(dtype))
+
+
+def nonzero_static_decomposition(x, *, size, fill_value=-1):
+    """torch.nonzero_static(x, size=K): the coordinates of the first K nonzero elements (row-major), rows
+    past their count fill_value: the k-th nonzero is the element whose inclusive count of nonzeros is k + 1
+    (a one-hot [K, numel] compare, summed against the coordinates)."""
+    import torch
+
+    flat = (x != 0).reshape(-1)
+    count = torch.cumsum(flat.to(torch.int64), 0)
+    k = torch.arange(size, device=x.device).unsqueeze(1)
+    hit = flat.unsqueeze(0) & (count.unsqueeze(0) == k + 1)                 # [K, numel]
+    positions = torch.arange(flat.numel(), device=x.device)
+    strides = [math.prod(x.shape[e + 1:]) for e in range(x.dim())]
+    coords = torch.stack([torch.div(positions, stride, rounding_mode="floor") % size
+                          for stride, size in zip(strides, x.shape)], 1) if x.dim() \
+        else torch.zeros((1, 0), dtype=torch.int64, device=x.device)           # [numel, rank]
+    out = (hit.unsqueeze(-1).to(torch.int64) * coords.unsqueeze(0)).sum(1)  # [K, rank]
+    found = hit.any(1, keepdim=True)
+    return torch.where(found, out, torch.full((), fill_value, dtype=torch.int64, device=x.device))
+
+
+# -- linear algebra and covariance: replaced while torch.export traces (export_overrides) ------------------
+
+#: the largest matrix order the unrolled Gauss-Jordan / Cholesky steps are written for
+MAX_UNROLLED_MATRIX = 32
+
+
+def _gauss_jordan(a, b):
+    """X with A X = B (A [..., n, n], B [..., n, k], batch dims broadcast): Gauss-Jordan elimination with
+    partial pivoting unrolled over the n columns, each row swap a gather by a permutation built from the
+    pivot's argmax. A singular A gives inf / NaN (torch raises)."""
+    import torch
+
+    n = a.shape[-1]
+    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    m = torch.cat([a.expand(*batch, n, n), b.expand(*batch, n, b.shape[-1])], -1)
+    rows = torch.arange(n, device=a.device)
+    for c in range(n):
+        column = m[..., :, c].abs()
+        column = torch.where(rows >= c, column, torch.full((), -1.0, dtype=column.dtype))
+        p = column.argmax(-1, keepdim=True)                                     # [..., 1]
+        perm = torch.where(rows == c, p, torch.where(rows == p, c, rows))       # [..., n]
+        m = m.gather(-2, perm.unsqueeze(-1).expand(m.shape))
+        pivot_row = m[..., c:c + 1, :] / m[..., c:c + 1, c:c + 1]               # [..., 1, n + k]
+        m = m - m[..., :, c:c + 1] * pivot_row
+        m = torch.where((rows == c).unsqueeze(-1), pivot_row, m)
+    return m[..., :, n:]
+
+
+def _square_small(a) -> bool:
+    return a.dim() >= 2 and a.shape[-1] == a.shape[-2] and a.shape[-1] <= MAX_UNROLLED_MATRIX
+
+
+def linalg_solve_override(A, B, *, left=True, out=None):
+    """torch.linalg.solve (its export carries the error check as an effect the fx importer cannot import:
+    "Higher-order operation 'with_effects'"): Gauss-Jordan (_gauss_jordan) for orders up to
+    MAX_UNROLLED_MATRIX; B a vector when torch takes it as one; left=False solves X A = B."""
+    if out is not None or not _square_small(A) or not A.dtype.is_floating_point:
+        return NotImplemented
+    if not left:
+        return _gauss_jordan(A.mT, B.mT).mT
+    vector = B.dim() == 1 or (B.dim() == A.dim() - 1 and B.shape == A.shape[:-1])
+    x = _gauss_jordan(A, B.unsqueeze(-1) if vector else B)
+    return x.squeeze(-1) if vector else x
+
+
+def linalg_inv_override(A, *, out=None):
+    """torch.linalg.inv / torch.inverse (same export failure): Gauss-Jordan against the identity."""
+    import torch
+
+    if out is not None or not _square_small(A) or not A.dtype.is_floating_point:
+        return NotImplemented
+    return _gauss_jordan(A, torch.eye(A.shape[-1], dtype=A.dtype, device=A.device))
+
+
+def linalg_cholesky_override(A, upper=False, *, out=None):
+    """torch.linalg.cholesky / torch.cholesky (same export failure): the columns of L unrolled, column j
+    (A[:, j] - L[:, :j] L[j, :j]) / sqrt of its diagonal entry, zero above it; only A's lower triangle is
+    read (as LAPACK). Not positive definite: NaN (torch raises)."""
+    import torch
+
+    if out is not None or not _square_small(A) or not A.dtype.is_floating_point:
+        return NotImplemented
+    n = A.shape[-1]
+    rows = torch.arange(n, device=A.device)
+    columns = []
+    for j in range(n):
+        c = A[..., :, j]
+        if j:
+            done = torch.stack(columns, -1)                                   # [..., n, j]
+            c = c - (done * done[..., j:j + 1, :]).sum(-1)
+        diagonal = c[..., j:j + 1].sqrt()
+        columns.append(torch.where(rows >= j, torch.where(rows == j, diagonal, c / diagonal),
+                                   torch.zeros((), dtype=A.dtype)))
+    lower = torch.stack(columns, -1)
+    return lower.mT if upper else lower
+
+
+def cholesky_override(A, upper=False, *, out=None):
+    return linalg_cholesky_override(A, upper, out=out)
+
+
+def cov_override(x, *, correction=1, fweights=None, aweights=None):
+    """torch.cov (its export fails: DataDependentOutputException on aten.equal, the Python-side checks of
+    the weights): torch's formula, rows variables and columns observations, frequency and analytic weights,
+    the correction, a non-positive normalizer clamped to 0 (torch's)."""
+    import torch
+
+    x2 = x.reshape(1, -1) if x.dim() < 2 else x
+    if not x2.dtype.is_floating_point:
+        x2 = x2.to(torch.get_default_dtype())
+    w = None
+    if fweights is not None:
+        w = fweights.to(x2.dtype)
+    if aweights is not None:
+        w = aweights.to(x2.dtype) if w is None else w * aweights.to(x2.dtype)
+    if w is None:
+        w_sum = torch.tensor(float(x2.shape[1]), dtype=x2.dtype)
+        avg = x2.mean(1)
+    else:
+        w_sum = w.sum()
+        avg = (x2 * w).sum(1) / w_sum
+    if w is None or correction == 0:
+        norm = w_sum - correction
+    elif aweights is None:
+        norm = w_sum - correction
+    else:
+        norm = w_sum - correction * (w * aweights.to(x2.dtype)).sum() / w_sum
+    norm = norm.clamp_min(0)
+    xc = x2 - avg.unsqueeze(1)
+    c = xc @ (xc * w if w is not None else xc).mT
+    return (c / norm).squeeze()
+
+
+def corrcoef_override(x):
+    """torch.corrcoef (same export failure): the covariance over the outer product of its diagonal's
+    square roots, clipped to [-1, 1] (torch's)."""
+    import torch
+
+    c = cov_override(x)
+    if c.dim() == 0:
+        return c / c
+    stddev = torch.diagonal(c).sqrt()
+    c = c / stddev.unsqueeze(1) / stddev.unsqueeze(0)
+    return c.clamp(-1, 1)
+
+
+def _dynamic_shape_refusal(what: str, instead: str):
+    def refuse(*args, **kwargs):
+        raise ImportFailure(f"{what}: the output's size depends on the input's values, and the importer writes "
+                            f"only static shapes; {instead}")
+    return refuse
+
+
+# -- frexp / nextafter: float bits through x.view(int dtype) (a bit cast: bitcast_function) ---------------
+
+#: float type -> (its integer of the same width, mantissa bits, exponent bias - 1 (frexp's [0.5, 1)),
+#: the scale that makes a subnormal normal, log2 of it)
+_FLOAT_BITS = {"float32": ("int32", 23, 126, 24), "float64": ("int64", 52, 1022, 54)}
+
+
+def frexp_decomposition(x):
+    """torch.frexp (aten.frexp.Tensor: no torch-mlir lowering): the exponent field of x's bits (subnormals
+    scaled by 2^24 / 2^54 first, exactly), the mantissa x's bits with the field set to the bias - 1 (so in
+    [0.5, 1)); 0, inf and NaN keep x with exponent 0 (torch's). f16 / bf16 go through f32 (exact)."""
+    import torch
+
+    wide = x.dtype if x.dtype in (torch.float32, torch.float64) else torch.float32
+    v = x.to(wide)
+    int_name, mbits, bias, shift = _FLOAT_BITS[str(wide).split(".")[1]]
+    itype = getattr(torch, int_name)
+    sub = (v != 0) & (v.abs() < torch.finfo(wide).tiny)
+    scaled = torch.where(sub, v * float(2 ** shift), v)
+    bits = scaled.view(itype)
+    magnitude = bits & torch.iinfo(itype).max
+    field = torch.div(magnitude, 1 << mbits, rounding_mode="floor")
+    exponent = field - bias - torch.where(sub, shift, 0)
+    field_mask = ((1 << (64 if itype == torch.int64 else 32) - 1 - mbits) - 1) << mbits   # the exponent bits
+    keep = ~torch.full((), field_mask, dtype=itype)
+    mantissa = ((bits & keep) | (bias << mbits)).view(wide)
+    special = (v == 0) | torch.isinf(v) | torch.isnan(v)
+    mantissa = torch.where(special, v, mantissa).to(x.dtype)
+    exponent = torch.where(special, torch.zeros_like(exponent), exponent).to(torch.int32)
+    return mantissa, exponent
+
+
+def nextafter_decomposition(x, other):
+    """torch.nextafter (aten.nextafter: no torch-mlir lowering): x's bits plus one where the step moves
+    away from zero, minus one towards it; from +-0 the smallest subnormal with other's sign; x == other
+    gives other, a NaN NaN."""
+    import torch
+
+    dtype = torch.promote_types(x.dtype, other.dtype)
+    if dtype not in (torch.float32, torch.float64):
+        return NotImplemented
+    x, y = torch.broadcast_tensors(x.to(dtype), other.to(dtype))
+    itype = getattr(torch, _FLOAT_BITS[str(dtype).split(".")[1]][0])
+    bits = x.view(itype)
+    away = (y > x) == (x > 0)
+    stepped = (bits + torch.where(away, 1, -1).to(itype)).view(dtype)
+    smallest = torch.ones_like(bits).view(dtype)
+    from_zero = torch.where(y > 0, smallest, -smallest)
+    out = torch.where(x == 0, from_zero, stepped)
+    out = torch.where(x == y, y, out)
+    return torch.where(torch.isnan(x) | torch.isnan(y), torch.full((), math.nan, dtype=dtype), out)
+
+
 def upstream_decompositions() -> dict:
     """aten op overload -> decomposition, for ops torch-mlir would lower to its own tm_tensor dialect."""
     import torch
@@ -1482,7 +2021,18 @@ def upstream_decompositions() -> dict:
             aten.special_chebyshev_polynomial_t.n_scalar: chebyshev_t_decomposition,
             aten.special_hermite_polynomial_h.n_scalar: hermite_h_decomposition,
             aten.special_legendre_polynomial_p.n_scalar: legendre_p_decomposition,
-            aten.special_laguerre_polynomial_l.n_scalar: laguerre_l_decomposition}
+            aten.special_laguerre_polynomial_l.n_scalar: laguerre_l_decomposition,
+            aten.special_zeta.default: zeta_decomposition, aten.special_zeta.self_scalar: zeta_scalar_decomposition,
+            aten.special_zeta.other_scalar: zeta_scalar_decomposition,
+            aten.special_bessel_j0.default: bessel_j0_decomposition,
+            aten.special_bessel_j1.default: bessel_j1_decomposition,
+            aten.special_spherical_bessel_j0.default: spherical_bessel_j0_decomposition,
+            aten.igamma.default: _igamma_decomposition(upper=False),
+            aten.igammac.default: _igamma_decomposition(upper=True),
+            aten.gcd.default: gcd_decomposition, aten.lcm.default: lcm_decomposition,
+            aten.mode.default: mode_decomposition, aten.bincount.default: bincount_decomposition,
+            aten.nonzero_static.default: nonzero_static_decomposition,
+            aten.frexp.Tensor: frexp_decomposition, aten.nextafter.default: nextafter_decomposition}
 
 
 def export_overrides() -> dict:
@@ -1491,7 +2041,25 @@ def export_overrides() -> dict:
     import torch
     import torch.nn.functional as F
 
-    return {F.ctc_loss: ctc_loss_decomposition, torch.ctc_loss: ctc_loss_decomposition}
+    return {F.ctc_loss: ctc_loss_decomposition, torch.ctc_loss: ctc_loss_decomposition,
+            torch.linalg.solve: linalg_solve_override, torch.linalg.inv: linalg_inv_override,
+            torch.inverse: linalg_inv_override, torch.Tensor.inverse: linalg_inv_override,
+            torch.linalg.cholesky: linalg_cholesky_override, torch.cholesky: cholesky_override,
+            torch.Tensor.cholesky: cholesky_override,
+            torch.cov: cov_override, torch.Tensor.cov: cov_override,
+            torch.corrcoef: corrcoef_override, torch.Tensor.corrcoef: corrcoef_override,
+            torch.argwhere: _dynamic_shape_refusal(
+                "torch.argwhere", "torch.nonzero_static(x, size=K) gives the first K coordinates statically"),
+            torch.Tensor.argwhere: _dynamic_shape_refusal(
+                "Tensor.argwhere", "torch.nonzero_static(x, size=K) gives the first K coordinates statically"),
+            torch.nonzero: _dynamic_shape_refusal(
+                "torch.nonzero", "torch.nonzero_static(x, size=K) gives the first K coordinates statically"),
+            torch.Tensor.nonzero: _dynamic_shape_refusal(
+                "Tensor.nonzero", "torch.nonzero_static(x, size=K) gives the first K coordinates statically"),
+            torch.unique_consecutive: _dynamic_shape_refusal(
+                "torch.unique_consecutive", "a mask of the run starts (x[1:] != x[:-1]) has a static shape"),
+            torch.Tensor.unique_consecutive: _dynamic_shape_refusal(
+                "Tensor.unique_consecutive", "a mask of the run starts (x[1:] != x[:-1]) has a static shape")}
 
 
 def _override_mode():
@@ -1503,7 +2071,11 @@ def _override_mode():
     class _Overrides(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
             replacement = table.get(func)
-            return (replacement or func)(*args, **(kwargs or {}))
+            if replacement is not None:
+                out = replacement(*args, **(kwargs or {}))
+                if out is not NotImplemented:
+                    return out
+            return func(*args, **(kwargs or {}))
 
     return _Overrides()
 
@@ -1762,17 +2334,50 @@ def _unbroadcast_index(index):
     return source, {k: a for k, (b, a) in enumerate(zip(before, after)) if b == 1 and a != 1}
 
 
-def scatters_as_calls(module) -> dict:
-    """Each scatter of SCATTER_LOOP_OPS in `module` (torch dialect, torch-mlir's backend contract) becomes a
-    call of a private function declared with its types (the backend pipeline converts both to builtin
-    tensors; define_scatter_functions then gives them their loop nests); a broadcast index is passed
-    unbroadcast. {function name: scatter_loop_function's (dim, combine, broadcast, unsigned)}."""
+def bitcast_function(name: str, x_type: str, result_type: str) -> str:
+    """A private function (builtin tensors) reinterpreting x's elements as result's element type of the
+    same width (x.view(dtype) of torch; torch-mlir lowers no aten.view.dtype): one linalg.generic of
+    arith.bitcast."""
+    dims = x_type[len("tensor<"):-1].split("x")[:-1]
+    elem, result_elem = x_type[:-1].split("x")[-1].split("<")[-1], result_type[:-1].split("x")[-1].split("<")[-1]
+    lines = [f"func.func private @{name}(%x: {x_type}) -> {result_type} {{"]
+    sizes = []
+    for k, d in enumerate(dims):
+        if d == "?":
+            lines += [f"  %d{k} = arith.constant {k} : index", f"  %n{k} = tensor.dim %x, %d{k} : {x_type}"]
+            sizes.append(f"%n{k}")
+    ivs = ", ".join(f"d{k}" for k in range(len(dims)))
+    identity = f"affine_map<({ivs}) -> ({ivs})>"
+    parallel = ", ".join('"parallel"' for _ in dims)
+    lines += [f"  %e = tensor.empty({', '.join(sizes)}) : {result_type}",
+              f"  %r = linalg.generic {{indexing_maps = [{identity}, {identity}], iterator_types = [{parallel}]}} "
+              f"ins(%x : {x_type}) outs(%e : {result_type}) {{",
+              f"  ^bb0(%a: {elem}, %b: {result_elem}):",
+              f"    %c = arith.bitcast %a : {elem} to {result_elem}",
+              f"    linalg.yield %c : {result_elem}",
+              f"  }} -> {result_type}",
+              f"  return %r : {result_type}", "}"]
+    return "\n".join(lines) + "\n"
+
+
+def _element_bits(vtensor: str) -> int:
+    m = re.search(r"(\d+)>$", _builtin_tensor_type(vtensor))
+    return int(m.group(1)) if m else 0
+
+
+def ops_as_calls(module) -> dict:
+    """Each scatter of SCATTER_LOOP_OPS in `module` (torch dialect, torch-mlir's backend contract), and each
+    aten.view.dtype between element types of one width, becomes a call of a private function declared
+    with its types (the backend pipeline converts both to builtin tensors; define_call_functions then gives
+    them their bodies: a loop nest, a bit cast); a broadcast index is passed unbroadcast. {function name:
+    scatter_loop_function's (dim, combine, broadcast, unsigned) or ("bitcast",)}."""
     from torch_mlir import ir
 
     found = []
 
     def visit(op):
-        if op.name in SCATTER_LOOP_OPS:
+        if op.name in SCATTER_LOOP_OPS or (op.name == "torch.aten.view.dtype" and _element_bits(
+                str(op.operands[0].type)) == _element_bits(str(op.results[0].type))):
             found.append(op)
         return ir.WalkResult.ADVANCE
 
@@ -1780,36 +2385,40 @@ def scatters_as_calls(module) -> dict:
     specs = {}
     with module.context, ir.Location.unknown():
         for n, op in enumerate(found):
-            operands = list(op.operands)
-            x, dim_value, index, src = operands[:4]
-            dim = _constant(dim_value, "int", f"{op.name} along a dimension")
-            combine = SCATTER_LOOP_OPS[op.name]
-            if combine is None:
-                reduce = _constant(operands[4], "str", f"{op.name} with a reduction")
-                if reduce not in REDUCE_COMBINES or not _constant(operands[5], "bool", f"{op.name}'s include_self"):
-                    raise ValueError(f"{op.name} {reduce!r} include_self=False reached the lowering "
-                                     "(scatter_reduce_decomposition decomposes it)")
-                combine = REDUCE_COMBINES[reduce]
-            rank = len(_vtensor_shape(str(x.type)))
-            index, broadcast = _unbroadcast_index(index)
-            name = f"lh_scatter_{n}"
-            unsigned = re.search(r",ui\d+>$", str(x.type)) is not None
-            specs[name] = (dim % max(rank, 1), combine, broadcast, unsigned)
-            ft = ir.FunctionType.get([x.type, index.type, src.type], [op.results[0].type])
+            if op.name == "torch.aten.view.dtype":
+                name, operands = f"lh_bitcast_{n}", [op.operands[0]]
+                specs[name] = ("bitcast",)
+            else:
+                all_operands = list(op.operands)
+                x, dim_value, index, src = all_operands[:4]
+                dim = _constant(dim_value, "int", f"{op.name} along a dimension")
+                combine = SCATTER_LOOP_OPS[op.name]
+                if combine is None:
+                    reduce = _constant(all_operands[4], "str", f"{op.name} with a reduction")
+                    if reduce not in REDUCE_COMBINES or not _constant(all_operands[5], "bool", f"{op.name}'s include_self"):
+                        raise ValueError(f"{op.name} {reduce!r} include_self=False reached the lowering "
+                                         "(scatter_reduce_decomposition decomposes it)")
+                    combine = REDUCE_COMBINES[reduce]
+                rank = len(_vtensor_shape(str(x.type)))
+                index, broadcast = _unbroadcast_index(index)
+                name, operands = f"lh_scatter_{n}", [x, index, src]
+                unsigned = re.search(r",ui\d+>$", str(x.type)) is not None
+                specs[name] = (dim % max(rank, 1), combine, broadcast, unsigned)
+            ft = ir.FunctionType.get([v.type for v in operands], [op.results[0].type])
             with ir.InsertionPoint.at_block_begin(module.body):
                 ir.Operation.create("func.func", regions=1, attributes={
                     "sym_name": ir.StringAttr.get(name), "function_type": ir.TypeAttr.get(ft),
                     "sym_visibility": ir.StringAttr.get("private")})
             with ir.InsertionPoint(op):
-                call = ir.Operation.create("func.call", results=[op.results[0].type], operands=[x, index, src],
+                call = ir.Operation.create("func.call", results=[op.results[0].type], operands=operands,
                                            attributes={"callee": ir.FlatSymbolRefAttr.get(name)})
             op.results[0].replace_all_uses_with(call.result)
             op.erase()
     return specs
 
 
-def define_scatter_functions(module, specs: dict) -> None:
-    """The declarations of scatters_as_calls (now of builtin tensors) get their loop nests."""
+def define_call_functions(module, specs: dict) -> None:
+    """The declarations of ops_as_calls (now of builtin tensors) get their bodies."""
     from torch_mlir import ir
 
     with module.context, ir.Location.unknown():
@@ -1819,7 +2428,11 @@ def define_scatter_functions(module, specs: dict) -> None:
                 continue
             name = ir.StringAttr(op.attributes["sym_name"]).value
             ft = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
-            parsed = ir.Module.parse(scatter_loop_function(name, *(str(t) for t in ft.inputs), *specs[name]))
+            if specs[name] == ("bitcast",):
+                text = bitcast_function(name, str(ft.inputs[0]), str(ft.results[0]))
+            else:
+                text = scatter_loop_function(name, *(str(t) for t in ft.inputs), *specs[name])
+            parsed = ir.Module.parse(text)
             func = parsed.body.operations[0]        # (parsed stays alive until its function is moved out)
             func.operation.detach_from_parent()
             ir.InsertionPoint(op).insert(func)
@@ -1829,14 +2442,15 @@ def define_scatter_functions(module, specs: dict) -> None:
 
 def lower_to_linalg(module) -> None:
     """torch-mlir's backend pipeline on a torch-dialect module (as fx.export_and_import's
-    output_type="linalg-on-tensors" runs it); scatters become calls of functions of loop nests, inlined
-    (and erased) before the backend contract is checked."""
+    output_type="linalg-on-tensors" runs it); scatters and bit casts (x.view(dtype)) become calls of
+    functions of loop nests / one linalg.generic, inlined (and erased) before the backend contract is
+    checked."""
     from torch_mlir import passmanager
     from torch_mlir.compiler_utils import BackendLoweringOptions, run_pipeline_with_repro_report
 
     pipeline = (f"builtin.module({BACKEND_PIPELINE}{{allow-non-finites="
                 f"{str(BackendLoweringOptions().allow_non_finites).lower()}}})")
-    specs = scatters_as_calls(module)
+    specs = ops_as_calls(module)
     if not specs:
         run_pipeline_with_repro_report(module, pipeline, "lowering to linalg")
         return
@@ -1846,9 +2460,9 @@ def lower_to_linalg(module) -> None:
     if not contract:
         raise ValueError(f"unexpected torch-mlir backend pipeline: {passes[:200]}")
     run_pipeline_with_repro_report(module, head + ")", "lowering to linalg")
-    define_scatter_functions(module, specs)
+    define_call_functions(module, specs)
     run_pipeline_with_repro_report(module, f"builtin.module(inline,symbol-dce,func.func(canonicalize),{BACKEND_CONTRACT})",
-                                   "lowering to linalg (scatters as loops)")
+                                   "lowering to linalg (scatters as loops, bit casts)")
 
 
 def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str = "") -> dict:
@@ -1869,6 +2483,8 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
             mlir_module = fx.export_and_import(program, output_type="torch", func_name="main",
                                                decomposition_table={})
             lower_to_linalg(mlir_module)
+        except ImportFailure:
+            raise
         except Exception as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             raise ImportFailure(f"torch-mlir export failed: {type(e).__name__}: {first[:400]}")

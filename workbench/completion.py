@@ -329,6 +329,17 @@ class Completer:
                 out.append(Completion(k + "=", start, k, meta))
         return out
 
+    def _step_index(self, done: list[str]) -> tuple[int | None, list[str]]:
+        """(the step a `params` / `tune` line is about: its first token when that is a number, else the
+        current step; None when there is none, or no such step) and the tokens after that number."""
+        s = self.session
+        if s is None or not getattr(s, "loaded", False) or s.cursor == 0:
+            return None, done
+        index = s.cursor
+        if done and done[0].isdigit():
+            index, done = int(done[0]), done[1:]
+        return (index if 1 <= index <= len(s.steps) else None), done
+
     def _param_keys(self, cmd, text: str, start: int) -> list[Completion]:
         """`key=` tokens for `params [N] ...` (step N's schema) and `bench ...`."""
         schema = None
@@ -337,16 +348,10 @@ class Completer:
         done = tokens[:-1] if tok else tokens
         if cmd.name == "params":
             s = self.session
-            if s is None or not getattr(s, "loaded", False) or s.cursor == 0:
-                return []
-            index = s.cursor
-            # `params 2 k=...`: the step index is the first token
-            if done and done[0].isdigit():
-                index = int(done[0])
-                done = done[1:]
-            elif not done and tok.isdigit():
+            if not done and tok.isdigit() and s is not None and getattr(s, "loaded", False) and s.cursor:
                 return self._steps(tok, start + len(text) - len(tok))
-            if not 1 <= index <= len(s.steps):
+            index, done = self._step_index(done)
+            if index is None:
                 return []
             try:
                 schema = s.steps[index - 1].step.schema(s.build_ctx)
@@ -361,13 +366,8 @@ class Completer:
             schema = KINDS["bench"].schema(Step("bench", "bench"))
         elif cmd.name == "tune":   # `tune [N] key=[a,b]`: step N's keys (the current step's without N)
             s = self.session
-            if s is None or not getattr(s, "loaded", False) or s.cursor == 0:
-                return []
-            index = s.cursor
-            if done and done[0].isdigit():
-                index = int(done[0])
-                done = done[1:]
-            if not 1 <= index <= len(s.steps) or "=" in tok:
+            index, done = self._step_index(done)
+            if index is None or "=" in tok:
                 return []
             try:
                 schema = s.steps[index - 1].step.schema(s.build_ctx)

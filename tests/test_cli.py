@@ -169,3 +169,19 @@ def test_interactive_bad_payload_exits_1_before_the_ui_starts(tmp_path, name, me
     assert "REPL" not in p.stdout + p.stderr and "no payload loaded" not in p.stdout + p.stderr
     if name.startswith("verify"):
         assert "parsed, but the verifier rejected it" in p.stderr
+
+
+def test_a_script_that_loads_its_own_payload_needs_none_on_the_command_line(tmp_path):
+    """`lh-workbench --script s.lhw` whose first command (after comments and blank lines) is `load` runs it;
+    a script that does not load first still gets the usage error, naming both ways."""
+    script = tmp_path / "s.lhw"
+    script.write_text(f"# loads its own payload\n\nload {MATMUL}\nbench iterations=2\n")
+    out = tmp_path / "out.json"
+    p = run_cli(["--script", script, "--json", out])
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["ok"] and [c["command"] for c in doc["commands"]] == ["load", "bench"]
+    assert doc["steps"] and doc["ir_sha256"]
+    script.write_text("inspect\n")
+    p = run_cli(["--script", script])
+    assert p.returncode == 2 and "--script needs a payload" in p.stderr and "`load FILE`" in p.stderr

@@ -405,8 +405,6 @@ def main(argv: list[str] | None = None) -> int:
     script_text: str | None = None
     script_name = args.script
     if args.script:
-        if not args.payload:
-            return _usage_failure(args.json, "--script needs a payload: lh-workbench PAYLOAD.mlir --script FILE.lhw")
         try:
             if args.script == "-":
                 script_text, script_name = _read_stdin_script(), "<stdin>"
@@ -418,6 +416,9 @@ def main(argv: list[str] | None = None) -> int:
             return _usage_failure(args.json, f"{args.script}: no such script file")
         except OSError as e:
             return _usage_failure(args.json, f"{args.script}: {e.strerror or one_line_error(e)}")
+        if not args.payload and not _loads_first(script_text):
+            return _usage_failure(args.json, "--script needs a payload (lh-workbench PAYLOAD.mlir --script FILE.lhw), "
+                                             "or a script whose first command is `load FILE` or `import ...`")
     elif not args.repl and not sys.stdin.isatty():
         # piped or redirected commands are a script: no questions, no prompts, the exit status says
         # whether every command worked
@@ -492,6 +493,14 @@ def main(argv: list[str] | None = None) -> int:
         return _interactive_end(session, args, failures == 0)
     finally:
         session.close()
+
+
+def _loads_first(script_text: str) -> bool:
+    """Whether the script's first command (after blank and comment lines) loads a payload itself."""
+    from workbench.commands.script import script_lines
+
+    lines = script_lines(script_text)
+    return bool(lines) and lines[0][1].split()[0] in ("load", "import")
 
 
 def _interactive_end(session: Session, args: argparse.Namespace, ok: bool) -> int:

@@ -234,14 +234,17 @@ def test_parallel_matmul_on_a_2d_thread_grid(ctx, tmp_path):
                                rtol=1e-4, atol=1e-3)
 
 
-def test_thread_grid_splits_n_first_down_to_128_columns():
+def test_thread_grid_splits_n_first_down_to_128_columns_and_m_in_two_on_many_cores():
     import sys
 
     sys.path.insert(0, str(ROOT / "pipelines" / "cpu"))
     import matmul_parallel
 
     assert matmul_parallel.thread_grid(2048, 2048, 2) == (1, 2)      # N only on 2 cores (measured)
-    assert matmul_parallel.thread_grid(2048, 2048, 16) == (1, 16)    # 128-column chunks
+    assert matmul_parallel.thread_grid(2048, 2048, 16) == (2, 8)     # each task packs half of A, not all
+    assert matmul_parallel.thread_grid(4096, 4096, 16) == (2, 8)
+    assert matmul_parallel.thread_grid(2048, 2048, 4) == (1, 4)      # few tasks: N only
+    assert matmul_parallel.thread_grid(128, 2048, 16) == (1, 16)     # A is small: halving M packs more
     assert matmul_parallel.thread_grid(1024, 1024, 16) == (2, 8)     # 64 columns would be too narrow
     assert matmul_parallel.thread_grid(128, 2048, 8) == (1, 8)
     assert matmul_parallel.thread_grid(512, 96, 4) == (4, 1)         # nothing 128 wide: the widest chunks

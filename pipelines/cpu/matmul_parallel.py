@@ -49,20 +49,30 @@ def matmul_parallel(threads: int = 2, block_m: int = 64, block_n: int = 512, blo
 
 #: the narrowest N chunk a task gets before M is split too (columns)
 MIN_CHUNK_N = 128
+#: from this many tasks on, M is split in two where that packs less (see thread_grid)
+MANY_TASKS = 8
 
 
 def thread_grid(m: int, n: int, threads: int) -> tuple[int, int]:
     """(threads_m, threads_n): `threads` tasks as M x N chunks that divide the dims (fewer threads if
     nothing divides). N is split first: each task packs all of A but only its own columns of B, which
     stay in its core's L2 across all of M; M is split as little as keeps chunks MIN_CHUNK_N columns
-    wide. Measured on the 16-core Xeon (Sapphire Rapids) of the GPU machine, GFLOP/s at 1024 / 2048 /
-    4096^3 (numpy 1078 / 1039 / 1236): 1 x 16 1060 / 1290 / 1239, 2 x 8 1178 / 1200 / 1187, 4 x 4
-    (the most square grid, chosen before) 1042 / 951 / 1251; on the 2-core hosts N only."""
+    wide. From MANY_TASKS tasks on, M is split in two where that packs less in all (tasks_n x M + tasks_m
+    x N elements per K step): with 16 N-only chunks every task packs all of A.
+    Measured on the 16-core Xeon of the GPU machine (medians of 2 to 5 runs alternating with numpy, three
+    calls on one day; GFLOP/s 1 x 16 / 2 x 8): AVX-512 2048^3 1043 / 1122 and 962 / 986, 4096^3 976 / 1046;
+    AVX2 code 2048^3 605 / 631 and 566 / 594, 4096^3 602 / 654; 1024^3 (2 x 8 before too) 859 / 853.
+    4 x 4 (the least packing) swung from best to worst between runs (2048^3: 1127, then 804). An earlier
+    single run had 1 x 16 ahead at 2048^3 (1290 / 1200); on the 2-core hosts N only."""
     while threads > 1:
         grids = [(tm, threads // tm) for tm in range(1, threads + 1)
                  if threads % tm == 0 and m % tm == 0 and n % (threads // tm) == 0]
         if grids:
             wide = [g for g in grids if n // g[1] >= MIN_CHUNK_N]
+            if wide and threads >= MANY_TASKS:
+                halves = [g for g in wide if g[0] <= 2]
+                if halves:
+                    return min(halves, key=lambda g: (g[1] * m + g[0] * n, g[0]))
             # the fewest M splits with wide chunks; else the widest chunks there are
             return min(wide) if wide else max(grids, key=lambda g: (n // g[1], -g[0]))
         threads -= 1

@@ -35,6 +35,8 @@ prepare_run also takes "prelude": stages applied before the wrapper is inserted.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import importlib.util
 import io
@@ -92,50 +94,162 @@ def _unknown_pass_hint(line: str) -> str:
 
 #: MLIR's option parser on a key the pass does not have (`canonicalize{max-iteration=3}`); its next line names the pass
 _NO_SUCH_OPTION = re.compile(r"no such option (\S+)")
-_ADDING = re.compile(r"failed to add `([^`]+)` with options")
+_ADDING = re.compile(r"failed to add `([^`]+)` with options `([^`]*)`")
+#: the anchors a pass is tried under when it is parsed alone
+_ANCHORS = ("any({})", "builtin.module({})", "builtin.module(func.func({}))")
+_OPTION_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789-"
+
+
+@contextlib.contextmanager
+def _stderr_text():
+    """What MLIR's C++ writes to fd 2 meanwhile, as the list's one string once the block ends: the pass option
+    parser says why it refused an option there (`no such option foo` of a pipeline's options, `'x' value invalid
+    for long argument`), not in the exception."""
+    sys.stderr.flush()
+    out: list[str] = []
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield out
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            out.append(tmp.read().decode(errors="replace"))
+
+
+def _clean_option_reason(line: str) -> str:
+    """LLVM's option parser's words as ours: `<Pass-Options-Parser>: no such option x` -> `no such option x`,
+    `: for the --vl option: 'x' value invalid for integer argument!` -> `option vl: 'x' value invalid ...`."""
+    line = re.sub(r"^<Pass-Options-Parser>:\s*", "", line.strip())
+    line = re.sub(r"^:?\s*for the -+([\w-]+) option:\s*", r"option \1: ", line)
+    return line.rstrip("!").strip()
+
+
+def parse_pipeline(text: str) -> passmanager.PassManager:
+    """PassManager.parse, whose error also carries what the option parser wrote to stderr (the reason an option
+    was refused), first, in our words."""
+    with _stderr_text() as written:
+        try:
+            return passmanager.PassManager.parse(text)
+        except (ValueError, ir.MLIRError) as e:
+            error = e
+    said = [*written[0].splitlines(), *str(error).strip().splitlines()]
+    is_reason = re.compile(r"^(<Pass-Options-Parser>:|:?\s*for the -+[\w-]+ option:)").match
+    reasons = list(dict.fromkeys(_clean_option_reason(line) for line in said if is_reason(line.strip())))
+    raised = [line for line in str(error).strip().splitlines() if not is_reason(line.strip())]
+    if not reasons:
+        raise error
+    added = next((m for m in map(_ADDING.search, raised) if m), None)
+    first = f"{added.group(1)}: {reasons[0]}" if added else reasons[0]
+    raise ValueError("\n".join([first, *reasons[1:], *raised]))
+
+
+def _parses(text: str) -> str:
+    """'' where `text` parses as a pass pipeline, else the parser's words (stderr's included)."""
+    try:
+        parse_pipeline(text)
+        return ""
+    except (ValueError, ir.MLIRError) as e:
+        return str(e) or "error"
+
+
+@functools.lru_cache(maxsize=None)
+def _anchor(name: str) -> str | None:
+    """The first of _ANCHORS under which the pass (or pipeline) `name` parses alone, as a format string."""
+    return next((a for a in _ANCHORS if not _parses(a.format(name))), None)
 
 
 def pass_options(name: str) -> list[str] | None:
     """The options MLIR knows for the pass `name`: those its textual pipeline prints (with their values) once
     parsed alone; list options without a default are not printed. None where no anchor takes the pass alone
     or it prints as other passes (a pipeline such as `sparsifier`)."""
-    for anchored in (f"any({name})", f"builtin.module({name})", f"builtin.module(func.func({name}))"):
+    anchored = _anchor(name)
+    if anchored is None:
+        return None
+    printed = str(passmanager.PassManager.parse(anchored.format(name)))
+    m = re.search(r"(?<![\w-])" + re.escape(name) + r"(\{|(?![\w-]))", printed)
+    if not m:
+        return None
+    if m.group(1) != "{":
+        return []
+    depth, end = 1, m.end()
+    while end < len(printed) and depth:
+        depth += {"{": 1, "}": -1}.get(printed[end], 0)
+        end += 1
+    body = printed[m.end():end - 1]
+    while True:   # option values that are pipelines or lists of their own: not options of this pass
+        inner = re.sub(r"\{[^{}]*\}|\([^()]*\)|\[[^\[\]]*\]", "", body)
+        if inner == body:
+            break
+        body = inner
+    return list(dict.fromkeys(re.findall(r"(?:^|\s)([A-Za-z][\w-]*)=", body)))
+
+
+@functools.lru_cache(maxsize=1)
+def _known_option_names() -> tuple[str, ...]:
+    """Every option name the passes known here print (a lexicon of likely names: a pipeline's options are
+    mostly its passes' options)."""
+    names: dict[str, None] = {}
+    for p in pass_names():
         try:
-            printed = str(passmanager.PassManager.parse(anchored))
+            for option in pass_options(p) or ():
+                names[option] = None
         except (ValueError, ir.MLIRError):
             continue
-        m = re.search(r"(?<![\w-])" + re.escape(name) + r"(\{|(?![\w-]))", printed)
-        if not m:
-            return None
-        if m.group(1) != "{":
-            return []
-        depth, end = 1, m.end()
-        while end < len(printed) and depth:
-            depth += {"{": 1, "}": -1}.get(printed[end], 0)
-            end += 1
-        body = printed[m.end():end - 1]
-        while True:   # option values that are pipelines or lists of their own: not options of this pass
-            inner = re.sub(r"\{[^{}]*\}|\([^()]*\)|\[[^\[\]]*\]", "", body)
-            if inner == body:
-                break
-            body = inner
-        return list(dict.fromkeys(re.findall(r"(?:^|\s)([A-Za-z][\w-]*)=", body)))
-    return None
+    return tuple(names)
+
+
+def has_option(name: str, option: str) -> bool:
+    """Whether the pass or pipeline `name` takes `option`: parsed with it (no value), the option parser says
+    anything but `no such option`; MLIR cannot list the options it does not print (list options without a
+    default, a pipeline's)."""
+    anchored = _anchor(name)
+    if anchored is None or not re.fullmatch(r"[A-Za-z][\w-]*", option):
+        return False
+    said = _parses(anchored.format(f"{name}{{{option}}}"))
+    return f"no such option {option}" not in said
+
+
+def close_options(name: str, typed: str) -> list[str]:
+    """The options of `name` close to the mistyped `typed`, found by asking the parser about the names one edit
+    away and the option names other passes print that look like it."""
+    typed = typed.lower()
+    near = {typed.replace("_", "-")}
+    for i in range(len(typed) + 1):
+        left, right = typed[:i], typed[i:]
+        if right:
+            near.add(left + right[1:])                                # a letter too many
+            if len(right) > 1:
+                near.add(left + right[1] + right[0] + right[2:])      # two letters swapped
+        for c in _OPTION_ALPHABET:
+            near.add(left + c + right)                                # a letter missing
+            if right:
+                near.add(left + c + right[1:])                        # a wrong letter
+    near.discard(typed)
+    from workbench.common.suggest import close_matches
+    near.update(close_matches(typed, _known_option_names(), n=8))
+    return [o for o in sorted(near) if o and o[0].isalpha() and has_option(name, o)]
 
 
 def _unknown_option_hint(first: str, detail: str) -> str:
     """` (did you mean max-iterations?)` for MLIR's "no such option max-iteration" of the pass the detail names,
     or the pass's options when none is close."""
-    m, added = _NO_SUCH_OPTION.search(first), _ADDING.search(detail)
+    m, added = _NO_SUCH_OPTION.search(first), _ADDING.search(detail) or _ADDING.search(first)
     if not m or not added:
         return ""
-    name = added.group(1)
-    options = pass_options(name)
-    if options is None:
+    name, typed = added.group(1), m.group(1)
+    printed = pass_options(name)
+    options = list(dict.fromkeys([*(printed or []), *close_options(name, typed)]))
+    hint = did_you_mean(typed, options)
+    if hint:
+        return hint
+    if printed is None:
         return ""
-    if not options:
+    if not printed:
         return f" ({name} has no options)"
-    return did_you_mean(m.group(1), options) or f" ({name}'s options: {', '.join(sorted(options))})"
+    return f" ({name}'s options: {', '.join(sorted(printed))})"
 
 
 #: MLIR's parser on a pass restricted to other ops than the pass manager's (`affine-loop-tile` on a module)
@@ -168,7 +282,7 @@ def implicitly_nested(pipeline: str) -> str:
     out = []
     for element in _top_level_passes(text):
         try:
-            passmanager.PassManager.parse(f"builtin.module({element})")
+            parse_pipeline(f"builtin.module({element})")
         except (ValueError, ir.MLIRError) as e:
             m = _RESTRICTED.search(str(e))
             if m:
@@ -621,7 +735,7 @@ class CompileWorker:
         if not text.startswith("builtin.module("):
             text = f"builtin.module({text})"
         try:
-            pm = passmanager.PassManager.parse(text)
+            pm = parse_pipeline(text)
         except (ValueError, ir.MLIRError) as e:
             msg = str(e).strip().splitlines()
             detail = "\n".join(line for line in msg[1:] if line.strip() not in ("", "^"))   # not the caret

@@ -3,9 +3,11 @@
 failed before its fix (docs/qa-round7.md)."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from conftest import MATMUL, failed, ok
+from conftest import MATMUL, MLP, failed, ok
 
 
 @pytest.mark.parametrize("line, says", [
@@ -28,3 +30,49 @@ def test_an_option_mlir_does_not_print_gets_a_did_you_mean_and_a_refused_value_s
     error = failed(ctx, line)
     assert says in error, error
     assert ctx.session.cursor == 0
+
+
+def test_select_says_which_step_it_is_on(ctx):
+    """`select` on a 100k-op module takes seconds per preparation step (16 s here in all) and said nothing until
+    it ended; it now reports each step, as `run` and `tune` report theirs."""
+    ok(ctx, f"load {MLP}")
+    said = []
+    ctx.progress = said.append
+    try:
+        ok(ctx, "select --apply")
+    finally:
+        ctx.progress = lambda message: None
+    preparation = [m for m in said if m.startswith("select: preparation step ")]
+    assert preparation and preparation[0].startswith("select: preparation step 1/"), said
+    applied = [m for m in said if m.startswith("select --apply: step ")]
+    assert len(applied) == ctx.session.cursor - 1, (said, ctx.session.cursor)   # lh-fuse-elementwise was prepared
+    assert applied[-1].startswith(f"select --apply: step {len(applied)}/{len(applied)}: "), applied
+
+
+@pytest.mark.parametrize("calls", [14, 15])
+def test_ctrl_c_in_the_repl_during_select_leaves_the_session_as_it_was(ctx, monkeypatch, calls):
+    """Ctrl-C in the REPL raised KeyboardInterrupt past `select`'s own restore: the steps it had applied so far
+    (its preparation, some of its schedules) stayed, and the REPL said `cancelled`."""
+    from rich.console import Console
+
+    from workbench.repl import _dispatch
+
+    ok(ctx, f"load {MLP}")
+    ok(ctx, "pass canonicalize")
+    s, applied = ctx.session, []
+    apply = s.apply
+
+    def interrupted(*args, **kwargs):   # Ctrl-C while the worker applies select's `calls`-th step
+        applied.append(1)
+        if len(applied) == calls:
+            raise KeyboardInterrupt
+        return apply(*args, **kwargs)
+
+    monkeypatch.setattr(s, "apply", interrupted)
+    res = _dispatch(ctx, "select --apply", Console(file=open(os.devnull, "w")))
+    monkeypatch.undo()
+    assert len(applied) == calls
+    assert not res.ok and res.error.startswith("cancelled"), res.error
+    assert s.cursor == 1 and len(s.steps) == 1, [a.step.label() for a in s.steps]
+    ok(ctx, "undo")      # the session works on: its one step is still there to undo
+    assert s.cursor == 0

@@ -392,10 +392,12 @@ class Session:
         it was. The IR store and the workers are shared, not copied (they only gain entries)."""
         snapshot = dict(self.__dict__)
         snapshot["parse_options"] = dict(self.parse_options)
+        snapshot["steps"] = list(self.steps)   # applying a step changes the list in place
         return snapshot
 
     def restore_state(self, snapshot: dict) -> None:
         self.__dict__.update(snapshot)
+        self.steps = list(snapshot["steps"])
 
     # -- loading --------------------------------------------------------------------------
     @property

@@ -76,3 +76,25 @@ def test_ctrl_c_in_the_repl_during_select_leaves_the_session_as_it_was(ctx, monk
     assert s.cursor == 1 and len(s.steps) == 1, [a.step.label() for a in s.steps]
     ok(ctx, "undo")      # the session works on: its one step is still there to undo
     assert s.cursor == 0
+
+
+def test_commands_piped_into_the_repl_read_as_a_transcript(tmp_path):
+    """`printf 'inspect\\n...' | lh-workbench m.mlir --repl`: prompt-toolkit warned "Input is not a terminal",
+    drew its prompt for a screen (carriage returns, six blank lines before each command, each command twice:
+    `wb> inspect      wb> inspect`), and rich wrapped a one-line error at 80 columns."""
+    import subprocess
+
+    from conftest import CLI, REPO
+
+    env = dict(os.environ, PYTHONPATH=str(REPO), LH_WORKBENCH_STATE_DIR=str(tmp_path / "state"))
+    out = subprocess.run(CLI + [str(MATMUL), "--repl"], input="inspect\npass sparsifier{vl=x}\nhistory\n",
+                         cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text
+    assert "not a terminal" not in text and "\r" not in text, text
+    lines = text.splitlines()
+    assert [line for line in lines if line.startswith("wb>")] == [
+        "wb> inspect", "wb> pass sparsifier{vl=x}", "wb> history"], lines
+    assert "" not in lines, lines
+    error = next(line for line in lines if line.startswith("error:"))
+    assert error.endswith("sparsifier: option vl: 'x' value invalid for integer argument"), lines

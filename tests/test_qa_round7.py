@@ -98,3 +98,29 @@ def test_commands_piped_into_the_repl_read_as_a_transcript(tmp_path):
     assert "" not in lines, lines
     error = next(line for line in lines if line.startswith("error:"))
     assert error.endswith("sparsifier: option vl: 'x' value invalid for integer argument"), lines
+
+
+@pytest.mark.parametrize("name, family", [("neoverse_v1", "aarch64"), ("cortex-a72", "aarch64"), ("a64fx", "aarch64"),
+                                          ("power9le", "ppc64le")])
+def test_a_cpu_of_another_architecture_is_refused_in_one_line(tmp_path, name, family):
+    """`targets --cpu neoverse_v1` said `cpu neoverse_v1 on the host CPU`, can_run true, its llvm_cpu an -march
+    string (`armv8.4-a+sve+...`), and `target cpu --cpu neoverse_v1` took it; `cortex-a72` said "archspec knows
+    no LLVM name for it". The cpu target generates x86-64 code: another family is refused, named."""
+    import json
+
+    from conftest import run_cli
+
+    out = run_cli(["targets", "--cpu", name, "--json"])
+    assert out.returncode == 2, out.stdout + out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["ok"] is False and f" {family} CPU: the cpu target generates x86-64 code" in doc["error"], doc
+    assert out.stderr.count("\n") == 1, out.stderr
+
+
+def test_target_cpu_with_an_aarch64_name_leaves_the_target_as_it_was(ctx):
+    ok(ctx, f"load {MATMUL}")
+    ok(ctx, "target cpu --cpu znver3")
+    error = failed(ctx, "target cpu --cpu neoverse_v1")
+    assert "is an aarch64 CPU" in error, error
+    assert ctx.session.target.machine.name == "zen3", ctx.session.target.machine
+    ok(ctx, "target cpu --cpu host")

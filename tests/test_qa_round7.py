@@ -124,3 +124,29 @@ def test_target_cpu_with_an_aarch64_name_leaves_the_target_as_it_was(ctx):
     assert "is an aarch64 CPU" in error, error
     assert ctx.session.target.machine.name == "zen3", ctx.session.target.machine
     ok(ctx, "target cpu --cpu host")
+
+
+@pytest.mark.parametrize("key", ["true", "1.5", "null", "2001-12-14"])
+def test_a_session_entry_with_a_key_that_is_not_a_string_fails_in_one_line(tmp_path, key):
+    """`- pass: canonicalize` + `true: 1` (YAML reads the key as a bool; numbers, null and dates likewise):
+    `replay` died with a traceback in the did-you-mean (`'bool' object has no attribute 'lower'`), and
+    --json was not written."""
+    import json
+
+    from conftest import run_cli
+
+    session = tmp_path / "s.yaml"
+    session.write_text(f"Pipeline:\n- pass: canonicalize\n  {key}: 1\nWorkbench:\n  payload: {{path: {MATMUL}}}\n")
+    out = run_cli(["replay", session, "--json", tmp_path / "out.json"])
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    assert out.stderr.strip().count("\n") == 0 and "entry 1: unknown key" in out.stderr, out.stderr
+    doc = json.loads((tmp_path / "out.json").read_text())
+    assert doc["ok"] is False and "unknown key" in doc["error"], doc
+
+
+def test_close_matches_takes_a_word_that_is_not_a_string():
+    from workbench.common.suggest import close_matches, did_you_mean
+
+    assert close_matches(True, ["true", "params"]) == ["true"]
+    assert did_you_mean(None, ["params"]) == ""
+    assert close_matches("par", [1, "params"]) == ["params"]

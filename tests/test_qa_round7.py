@@ -150,3 +150,24 @@ def test_close_matches_takes_a_word_that_is_not_a_string():
     assert close_matches(True, ["true", "params"]) == ["true"]
     assert did_you_mean(None, ["params"]) == ""
     assert close_matches("par", [1, "params"]) == ["params"]
+
+
+def test_the_repl_off_a_terminal_prints_diffs_and_ir_whole(ctx):
+    """The REPL piped into a file or `less`: rich's code views padded each diff line to 80 columns and cut what
+    was longer (`tensor<256x512xf32>, %ar`), so a diff of real IR lost most of every changed line."""
+    import io
+
+    from rich.console import Console
+
+    from workbench.repl import render
+
+    ok(ctx, f"load {MATMUL}")
+    ok(ctx, "apply pipelines/lib/tile.mlir")
+    for line in ("diff", "show", "diff 0 1"):
+        res = ok(ctx, line)
+        out = io.StringIO()
+        render(res, Console(file=out, width=80, force_terminal=False, soft_wrap=True))
+        text = out.getvalue()
+        longest = max(res.body.splitlines(), key=len)
+        assert len(longest) > 80 and longest in text.splitlines(), (line, longest, text[:2000])
+        assert not any(l.endswith(" ") for l in text.splitlines() if l.strip()), text[:2000]

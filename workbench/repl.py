@@ -47,7 +47,12 @@ BIG_BODY_LINES = 3000
 
 def render(res: Result, console) -> None:
     """Print a result: IR with MLIR highlighting, run timings as a terminal plot; big IR or diffs
-    plain, through the pager on a terminal."""
+    plain, through the pager on a terminal. Not on a terminal (piped, a log), the plain text of `--script`:
+    rich's code views pad every line to the console's width and cut what is longer (a diff lost the end of
+    each line past 80 columns)."""
+    if not console.is_terminal:
+        console.out(res.plain(), highlight=False)
+        return
     if res.ok and res.kind in ("ir", "diff", "asm") and res.body and res.body.count("\n") > BIG_BODY_LINES:
         if res.summary:
             console.print(res.summary, style="bold green", highlight=False)

@@ -171,3 +171,24 @@ def test_the_repl_off_a_terminal_prints_diffs_and_ir_whole(ctx):
         longest = max(res.body.splitlines(), key=len)
         assert len(longest) > 80 and longest in text.splitlines(), (line, longest, text[:2000])
         assert not any(l.endswith(" ") for l in text.splitlines() if l.strip()), text[:2000]
+
+
+@pytest.mark.parametrize("line", ["show", "diff"])
+def test_the_repl_on_a_terminal_wraps_long_ir_lines_instead_of_cutting_them(ctx, line):
+    """On a 100-column terminal `show` ended `func.func @matmul(... %arg2: tensor<256x128xf3` and the matmul's
+    line `outs(%arg2 : ten`: the types past the width were cut (rich's code view crops). They wrap now."""
+    import io
+    import re
+
+    from rich.console import Console
+
+    from workbench.repl import render
+
+    ok(ctx, f"load {MATMUL}")
+    ok(ctx, "apply pipelines/lib/tile.mlir")
+    res = ok(ctx, line)
+    out = io.StringIO()
+    render(res, Console(file=out, width=80, force_terminal=True, color_system=None))
+    shown = re.sub(r"\s+", "", out.getvalue())
+    for body_line in res.body.splitlines():
+        assert re.sub(r"\s+", "", body_line) in shown, body_line

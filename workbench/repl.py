@@ -68,7 +68,7 @@ def render(res: Result, console) -> None:
 
         if res.summary:
             console.print(res.summary, style="bold green", highlight=False)
-        console.print(Syntax(res.body, mlir_lexer(), line_numbers=False, word_wrap=False,
+        console.print(Syntax(res.body, mlir_lexer(), line_numbers=False, word_wrap=True,   # not cropped
                              background_color="default"))
     else:
         console.print(res.rich())

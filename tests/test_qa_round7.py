@@ -192,3 +192,25 @@ def test_the_repl_on_a_terminal_wraps_long_ir_lines_instead_of_cutting_them(ctx,
     shown = re.sub(r"\s+", "", out.getvalue())
     for body_line in res.body.splitlines():
         assert re.sub(r"\s+", "", body_line) in shown, body_line
+
+
+@pytest.mark.parametrize("text, offered, not_offered", [
+    ("pass canonicalize{max-", ["max-iterations=", "max-num-rewrites="], []),
+    ("pass canonicalize{max-iterations=3 ", ["top-down=", "region-simplify="], ["max-iterations="]),
+    ("pass func.func(affine-loop-tile{tile-s", ["tile-size="], []),
+    ("pass sparsifier{paral", ["parallelization-strategy="], []),        # a pipeline: its options probed
+    ("pass lh-specialize-shapes{", ["shapes=", "function="], []),          # a workbench pass
+    ("pass canonicalize,one-shot-bufferize{bufferize-f", ["bufferize-function-boundaries="], []),
+])
+def test_completion_offers_the_options_of_the_pass_being_typed(ctx, text, offered, not_offered):
+    """`pass canonicalize{max-` + Tab completed nothing (round 6 left it open): the options come from the
+    compile worker, which asks MLIR."""
+    import re
+
+    from workbench.completion import Completer
+
+    ok(ctx, f"load {MATMUL}")
+    got = [c.text for c in Completer(ctx.registry, ctx.session).complete(text)]
+    assert all(o in got for o in offered) and not any(o in got for o in not_offered), got
+    word = re.split(r"[\s{]", text)[-1]
+    assert all(c.start == len(text) - len(word) for c in Completer(ctx.registry, ctx.session).complete(text))

@@ -580,6 +580,14 @@ class Session:
         ans = self.client.request({"op": "nest_pipeline", "pipeline": pipeline})
         return ans["pipeline"] if ans.get("ok") else pipeline
 
+    def pass_options(self, name: str) -> list[str]:
+        """The option names of the pass or pipeline `name` (the compile worker asks MLIR; kept per name)."""
+        cache = self.__dict__.setdefault("_pass_options", {})
+        if name not in cache:
+            ans = self.client.request({"op": "pass_options", "pass": name})
+            cache[name] = list(ans.get("options") or []) if ans.get("ok") else []
+        return cache[name]
+
     def apply(self, step: Step, printed: bool = False) -> AppliedStep:
         """Apply `step` after the current step. The result is printed when first asked for, unless
         `printed` (the caller shows it at once: one worker request instead of two)."""

@@ -15,6 +15,7 @@ Requests (all answers carry "ok" and, on failure, "error" and "diagnostics"):
   {"op": "inspect", IR}                           -> {"info"}
   {"op": "knobs", "text", "path"}                 -> {"knobs": [{"name", "options", "selected", ...}]}
   {"op": "nest_pipeline", "pipeline"}             -> {"pipeline"}: mlir-opt's implicit nesting of pass flags
+  {"op": "pass_options", "pass"}                  -> {"options"}: the option names of a pass or pipeline
   {"op": "ping"}
 IR names a module: "key" (the sha256 of its text, or the key a lazy apply answered), plus its
 "text" or "bytecode" when this worker may not hold it (a fresh worker, an evicted entry); a
@@ -187,6 +188,17 @@ def pass_options(name: str) -> list[str] | None:
     return list(dict.fromkeys(re.findall(r"(?:^|\s)([A-Za-z][\w-]*)=", body)))
 
 
+@functools.lru_cache(maxsize=None)
+def _expansion_option_names(name: str) -> tuple[str, ...]:
+    """The option names in what the pass or pipeline `name` prints as, parsed alone (a pipeline prints as its
+    passes, with their options: `sparsifier` -> `sparsification-and-bufferization{parallelization-strategy=..}`)."""
+    anchored = _anchor(name)
+    if anchored is None:
+        return ()
+    printed = str(passmanager.PassManager.parse(anchored.format(name)))
+    return tuple(dict.fromkeys(re.findall(r"(?<=[{\s])([A-Za-z][\w-]*)=", printed)))
+
+
 @functools.lru_cache(maxsize=1)
 def _known_option_names() -> tuple[str, ...]:
     """Every option name the passes known here print (a lexicon of likely names: a pipeline's options are
@@ -229,8 +241,21 @@ def close_options(name: str, typed: str) -> list[str]:
                 near.add(left + c + right[1:])                        # a wrong letter
     near.discard(typed)
     from workbench.common.suggest import close_matches
-    near.update(close_matches(typed, _known_option_names(), n=8))
+    near.update(close_matches(typed, (*_expansion_option_names(name), *_known_option_names()), n=8))
     return [o for o in sorted(near) if o and o[0].isalpha() and has_option(name, o)]
+
+
+def options_of(name: str) -> list[str]:
+    """The options of the pass or pipeline `name` as far as MLIR tells (completion of `pass NAME{`): the ones it
+    prints, and the option names other passes print that it takes (a pipeline's are mostly its passes')."""
+    if name in py_passes.OPTIONS:
+        return list(py_passes.OPTIONS[name])
+    if _anchor(name) is None:
+        return []
+    printed = pass_options(name) or []
+    lexicon = dict.fromkeys((*_expansion_option_names(name), *_known_option_names()))
+    probed = [o for o in lexicon if o not in printed and has_option(name, o)]
+    return sorted({*printed, *probed})
 
 
 def _unknown_option_hint(first: str, detail: str) -> str:
@@ -471,6 +496,8 @@ class CompileWorker:
                     return self.knobs(req)
                 if op == "nest_pipeline":
                     return {"ok": True, "pipeline": implicitly_nested(req["pipeline"])}
+                if op == "pass_options":
+                    return {"ok": True, "options": options_of(str(req["pass"]))}
                 if op == "print":
                     return self._printed(self._module_for(req, req.get("label", "<ir>")))
                 if op == "inspect":

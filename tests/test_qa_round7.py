@@ -214,3 +214,37 @@ def test_completion_offers_the_options_of_the_pass_being_typed(ctx, text, offere
     assert all(o in got for o in offered) and not any(o in got for o in not_offered), got
     word = re.split(r"[\s{]", text)[-1]
     assert all(c.start == len(text) - len(word) for c in Completer(ctx.registry, ctx.session).complete(text))
+
+
+@pytest.mark.parametrize("op, says", [
+    ("arith.adf", "custom op 'arith.adf' is unknown (did you mean arith.addf?)"),
+    ("linalg.matmull", "(did you mean linalg.matmul?)"),
+    # upstream files newer than the wheels (test-matmul-masked-vec.mlir's reorder_multi_reduction_dims)
+    ("arith.addf_newer_than_this_mlir", "(MLIR 22.1.8's arith dialect has no such op: a file written for another "
+                                        "MLIR version?)"),
+])
+def test_an_unknown_op_of_a_known_dialect_says_what_was_meant(ctx, tmp_path, op, says):
+    """`custom op 'transform.structured.vectorise' is unknown` said nothing more: the parser knows the dialect,
+    so a typo gets the registered ops one edit away, else the hint that the file is for another MLIR."""
+    from workbench.common.mlir_libs import mlir_version
+
+    path = tmp_path / "typo.mlir"
+    path.write_text(f"func.func @f(%a: f32) -> f32 {{\n  %0 = {op} %a, %a : f32\n  return %0 : f32\n}}\n")
+    ok(ctx, f"load {MATMUL}")
+    error = failed(ctx, f"load {path}")
+    assert f"{path}:2:8: " in error and says.replace("22.1.8", mlir_version()) in error, error
+    assert ctx.session.payload_path == MATMUL
+
+
+def test_a_transform_file_with_a_mistyped_op_gets_a_did_you_mean(ctx, tmp_path):
+    path = tmp_path / "t.mlir"
+    path.write_text('module attributes {transform.with_named_sequence} {\n'
+                    '  transform.named_sequence @__transform_main(%r: !transform.any_op {transform.readonly}) {\n'
+                    '    %0 = transform.structured.match ops{["linalg.matmul"]} in %r : (!transform.any_op) -> !transform.any_op\n'
+                    '    transform.structured.vectorise %0 : !transform.any_op\n'
+                    '    transform.yield\n  }\n}\n')
+    ok(ctx, f"load {MATMUL}")
+    error = failed(ctx, f"apply {path}")
+    assert f"{path}:4:5: custom op 'transform.structured.vectorise' is unknown (did you mean " \
+           "transform.structured.vectorize?)" in error, error
+    assert ctx.session.cursor == 0

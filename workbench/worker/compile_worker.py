@@ -224,22 +224,28 @@ def has_option(name: str, option: str) -> bool:
     return f"no such option {option}" not in said
 
 
+def _one_edit_away(word: str, alphabet: str) -> set[str]:
+    """The words one edit from `word`: a letter too many, missing, wrong, or two letters swapped."""
+    near = set()
+    for i in range(len(word) + 1):
+        left, right = word[:i], word[i:]
+        if right:
+            near.add(left + right[1:])
+            if len(right) > 1:
+                near.add(left + right[1] + right[0] + right[2:])
+        for c in alphabet:
+            near.add(left + c + right)
+            if right:
+                near.add(left + c + right[1:])
+    near.discard(word)
+    return near
+
+
 def close_options(name: str, typed: str) -> list[str]:
     """The options of `name` close to the mistyped `typed`, found by asking the parser about the names one edit
     away and the option names other passes print that look like it."""
     typed = typed.lower()
-    near = {typed.replace("_", "-")}
-    for i in range(len(typed) + 1):
-        left, right = typed[:i], typed[i:]
-        if right:
-            near.add(left + right[1:])                                # a letter too many
-            if len(right) > 1:
-                near.add(left + right[1] + right[0] + right[2:])      # two letters swapped
-        for c in _OPTION_ALPHABET:
-            near.add(left + c + right)                                # a letter missing
-            if right:
-                near.add(left + c + right[1:])                        # a wrong letter
-    near.discard(typed)
+    near = {typed.replace("_", "-"), *_one_edit_away(typed, _OPTION_ALPHABET)}
     from workbench.common.suggest import close_matches
     near.update(close_matches(typed, (*_expansion_option_names(name), *_known_option_names()), n=8))
     return [o for o in sorted(near) if o and o[0].isalpha() and has_option(name, o)]
@@ -362,8 +368,39 @@ def _unbalanced_bracket(text: str) -> str:
     return ""
 
 
+_UNKNOWN_OP = re.compile(r"custom op '([A-Za-z_]\w*)\.([\w.$]+)' is unknown")
+
+
+def _unknown_op_hint(first: str) -> str:
+    """` (MLIR 22.1.8's vector dialect has no such op: ...)` where the parser did not know an op of a dialect it
+    has: a file written for another MLIR version (upstream test files from a newer tree)."""
+    m = _UNKNOWN_OP.search(first)
+    if not m:
+        return ""
+    try:
+        context = ir.Context.current
+        context.get_dialect_descriptor(m.group(1))
+    except Exception:   # no such dialect here, or no context: MLIR's own message says enough
+        return ""
+    # a typo (`transform.structured.vectorise`): the registered ops one edit away (MLIR cannot list a dialect's ops)
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789_."
+    close = sorted(f"{m.group(1)}.{c}" for c in _one_edit_away(m.group(2), alphabet)
+                   if c and context.is_registered_operation(f"{m.group(1)}.{c}"))
+    if close:
+        return f" (did you mean {', '.join(close[:3])}?)"
+    from workbench.common.mlir_libs import mlir_version
+
+    return (f" (MLIR {mlir_version()}'s {m.group(1)} dialect has no such op: a file written for another MLIR "
+            "version?)")
+
+
 def _split_mlir_error(exc: BaseException, label: str) -> tuple[str, str]:
     """One-line message + detail from an MLIR exception, naming `label` for '-' locations."""
+    first, detail = _split_mlir_error_lines(exc, label)
+    return first + _unknown_op_hint(first), detail
+
+
+def _split_mlir_error_lines(exc: BaseException, label: str) -> tuple[str, str]:
     text = str(exc).replace('"-":', f"{label}:").replace("loc(\"-\":", f"loc({label}:")
     lines = [ln for ln in text.splitlines() if ln.strip()]
     diags = getattr(exc, "error_diagnostics", None)

@@ -248,3 +248,27 @@ def test_a_transform_file_with_a_mistyped_op_gets_a_did_you_mean(ctx, tmp_path):
     assert f"{path}:4:5: custom op 'transform.structured.vectorise' is unknown (did you mean " \
            "transform.structured.vectorize?)" in error, error
     assert ctx.session.cursor == 0
+
+
+def test_a_session_s_input_range_for_an_argument_the_entry_lacks_is_dropped_with_a_warning(tmp_path):
+    """`Workbench: input_ranges: {7: [0, 1]}` (the payload's entry has 3 inputs) made every `run` fail with
+    `--ranges: @matmul has no argument 7` (a flag the user never typed), and nothing could take the range back."""
+    import json
+
+    from conftest import run_cli
+
+    session = tmp_path / "s.yaml"
+    session.write_text(f"Pipeline:\n- pass: canonicalize\nWorkbench:\n  payload: {{path: {MATMUL}}}\n"
+                       "  input_ranges: {7: [0, 1], 1: [0, 2]}\n")
+    out = run_cli(["replay", session, "--check", "--allow-run", "--json", tmp_path / "out.json"], timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    run = json.loads((tmp_path / "out.json").read_text())["run"]
+    assert run["input_ranges"] == {"1": [0, 2]}, run
+    assert "the session's input_ranges name argument 7 of @matmul, which has 3 inputs: dropped" in run["warning"]
+
+
+def test_run_ranges_typed_for_an_argument_the_entry_lacks_still_fails(ctx):
+    ok(ctx, f"load {MATMUL}")
+    error = failed(ctx, "run --ranges 9=0:1 --iterations 1")
+    assert error == "--ranges: @matmul has no argument 9 (its arguments are 0..2)", error
+    assert ctx.session.input_ranges == {}

@@ -302,8 +302,13 @@ def cmd_replay(argv: list[str]) -> int:
     try:
         ctx = _make_context(session, printer)
         session.journal_enabled = False
-        res = replay_file(ctx, Path(args.session), Path(args.payload) if args.payload else None,
-                          allow_unregistered=args.allow_unregistered_dialects, keep_partial=True)
+        try:
+            res = replay_file(ctx, Path(args.session), Path(args.payload) if args.payload else None,
+                              allow_unregistered=args.allow_unregistered_dialects, keep_partial=True)
+        except Exception as e:   # as the commands do: one line and the --json report, never a traceback
+            from workbench.commands.registry import one_line_error
+
+            res = Result.failure(f"replay: internal error: {type(e).__name__}: {one_line_error(e)}")
         extra: dict[str, Any] = {"payload": None, "session": str(args.session), "expected_ir_sha256": None,
                                  "reproduced": None}   # present when the session cannot be read, too
         extra.update((k, v) for k, v in res.data.items() if k not in ("steps", "command"))

@@ -162,6 +162,9 @@ class Completer:
         if kind == "param":
             return self._param_keys(cmd, current, start)
         if kind == "pass":
+            inside = re.search(r"([\w.-]+)\{([^{}]*)$", current)   # `pass canonicalize{max-`: its options
+            if inside:
+                return self._pass_options(inside.group(1), inside.group(2), start + len(current))
             tok = re.split(r"[,\s(]", current)[-1]
             s = start + len(current) - len(tok)
             if tok.startswith("-"):   # mlir-opt's flags: `pass -canonicalize -cse`
@@ -171,6 +174,22 @@ class Completer:
             names = dict.fromkeys((*COMMON_PASSES, *pass_names())) if tok else dict.fromkeys(COMMON_PASSES)
             return [Completion(p, s, p, "pass") for p in (*names, *WORKBENCH_PASSES) if p.startswith(tok)]
         return []
+
+    def _pass_options(self, name: str, typed: str, end: int) -> list[Completion]:
+        """`name=` for the options of the pass `name` not given yet whose names start as the last word typed."""
+        s = self.session
+        if s is None or not hasattr(s, "pass_options"):
+            return []
+        tok = re.split(r"\s", typed)[-1]
+        if "=" in tok:
+            return []
+        given = set(re.findall(r"([\w-]+)=", typed))
+        try:
+            options = s.pass_options(name)
+        except Exception:   # no worker (closed, cancelled): nothing to offer, never an error while typing
+            return []
+        return [Completion(o + "=", end - len(tok), o + "=", f"{name} option") for o in options
+                if o.startswith(tok) and o not in given]
 
     # -- hint implementations ---------------------------------------------------------------------
     def _paths(self, current: str, start: int, exts: tuple[str, ...] | None,

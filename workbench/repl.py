@@ -47,7 +47,12 @@ BIG_BODY_LINES = 3000
 
 def render(res: Result, console) -> None:
     """Print a result: IR with MLIR highlighting, run timings as a terminal plot; big IR or diffs
-    plain, through the pager on a terminal."""
+    plain, through the pager on a terminal. Not on a terminal (piped, a log), the plain text of `--script`:
+    rich's code views pad every line to the console's width and cut what is longer (a diff lost the end of
+    each line past 80 columns)."""
+    if not console.is_terminal:
+        console.out(res.plain(), highlight=False)
+        return
     if res.ok and res.kind in ("ir", "diff", "asm") and res.body and res.body.count("\n") > BIG_BODY_LINES:
         if res.summary:
             console.print(res.summary, style="bold green", highlight=False)
@@ -63,7 +68,7 @@ def render(res: Result, console) -> None:
 
         if res.summary:
             console.print(res.summary, style="bold green", highlight=False)
-        console.print(Syntax(res.body, mlir_lexer(), line_numbers=False, word_wrap=False,
+        console.print(Syntax(res.body, mlir_lexer(), line_numbers=False, word_wrap=True,   # not cropped
                              background_color="default"))
     else:
         console.print(res.rich())
@@ -132,6 +137,23 @@ def make_session(ctx: CommandContext, input=None, output=None, history_file: Pat
                          complete_while_typing=False, history=history, input=input, output=output)
 
 
+class _PipedLines:
+    """The REPL's prompt where stdin is a pipe or a file: one line a command, echoed after the prompt so that the
+    transcript reads as a session does; EOFError at the end."""
+
+    def __init__(self, console):
+        self.console = console
+        self.message = PROMPT
+
+    def prompt(self, *args, **kwargs) -> str:
+        line = sys.stdin.readline()
+        if not line:
+            raise EOFError
+        line = line.rstrip("\r\n")
+        self.console.print(f"{PROMPT}{line}", highlight=False, markup=False, soft_wrap=True)
+        return line
+
+
 def run_repl(ctx: CommandContext, input=None, output=None, console=None, history_file: Path | None = None,
              resume: bool | None = None) -> int:
     """Read-dispatch-print until `quit` or EOF. Returns the number of failed commands.
@@ -141,19 +163,22 @@ def run_repl(ctx: CommandContext, input=None, output=None, console=None, history
     doing it is killed; the session stays as it was), like Esc in the TUI."""
     from rich.console import Console
 
-    console = console or Console()
+    # not on a terminal (piped, a log): a message stays one line, not wrapped at 80 columns (grep finds it)
+    console = console or Console(soft_wrap=not sys.stdout.isatty())
     ctx.interactive = True
 
     def warn(message: str) -> None:
         console.print(message, style="yellow", highlight=False)
 
-    prompt = make_session(ctx, input=input, output=output, history_file=history_file, warn=warn)
-    ctx.session.warn = warn
-
     # commands piped into the REPL (`... | lh-workbench --repl m.mlir`): a question would take the next
     # command as its answer (the resume offer ate the first command, `load` the one after it); the answer
     # is the default, said so, and the command stays a command
     answers_typed = input is not None or sys.stdin.isatty()
+    # prompt-toolkit on a pipe warns "Input is not a terminal", draws its prompt for a screen (carriage
+    # returns, blank lines, each command twice): piped lines are read as lines, echoed after the prompt
+    prompt = (make_session(ctx, input=input, output=output, history_file=history_file, warn=warn)
+              if answers_typed else _PipedLines(console))
+    ctx.session.warn = warn
 
     def ask(question: str) -> bool:
         if not answers_typed:

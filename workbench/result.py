@@ -108,14 +108,15 @@ class Result:
                 t.add_row(*[Text(str(c)) for c in row])   # cells are data: `[gen=f]` is no markup tag
             parts.append(t)
         if self.body:
+            # long lines wrap: cropped at the console's width, an op lost its types (`-> tensor<256x...`)
             if self.kind == "ir":
                 from workbench.highlight import mlir_lexer
 
-                parts.append(Syntax(self.body, mlir_lexer(), line_numbers=False, word_wrap=False))
+                parts.append(Syntax(self.body, mlir_lexer(), line_numbers=False, word_wrap=True))
             elif self.kind == "diff":
-                parts.append(Syntax(self.body, "diff"))
+                parts.append(Syntax(self.body, "diff", word_wrap=True))
             elif self.kind == "asm" and self.data.get("format") == "gas":
-                parts.append(Syntax(self.body, "gas", word_wrap=False))
+                parts.append(Syntax(self.body, "gas", word_wrap=True))
             else:
                 parts.append(Text(self.body))
         return Group(*parts)

@@ -167,6 +167,14 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         expected = None  # the sidecar's inputs are used; its outputs are compared by `run --check`
     try:
         ranges = input_ranges(session, meta["entry"], opts)
+        recorded = sorted(i for i in ranges if not 0 <= i < n_in and i not in opts.ranges)
+        if recorded:   # a session file's `input_ranges: {7: ...}`: every run failed on it, and `run` cannot drop it
+            for i in recorded:
+                del ranges[i]
+                session.input_ranges.pop(i, None)
+            dropped = (f"the session's input_ranges name argument{'s' if len(recorded) > 1 else ''} "
+                       f"{', '.join(map(str, recorded))} of @{meta['entry']}, which has {n_in} inputs: dropped")
+            report["warning"] = "; ".join(w for w in (report.get("warning"), dropped) if w)
         beyond = sorted(i for i in ranges if not 0 <= i < n_in)
         if beyond:   # `--ranges 9=0:1` was taken (and recorded) without a word
             raise RunInputError(f"--ranges: @{meta['entry']} has no argument {beyond[0]} (its arguments are "

@@ -392,10 +392,12 @@ class Session:
         it was. The IR store and the workers are shared, not copied (they only gain entries)."""
         snapshot = dict(self.__dict__)
         snapshot["parse_options"] = dict(self.parse_options)
+        snapshot["steps"] = list(self.steps)   # applying a step changes the list in place
         return snapshot
 
     def restore_state(self, snapshot: dict) -> None:
         self.__dict__.update(snapshot)
+        self.steps = list(snapshot["steps"])
 
     # -- loading --------------------------------------------------------------------------
     @property
@@ -577,6 +579,14 @@ class Session:
         each pass restricted to some op (`func.func`) nested in it (the compile worker asks MLIR which)."""
         ans = self.client.request({"op": "nest_pipeline", "pipeline": pipeline})
         return ans["pipeline"] if ans.get("ok") else pipeline
+
+    def pass_options(self, name: str) -> list[str]:
+        """The option names of the pass or pipeline `name` (the compile worker asks MLIR; kept per name)."""
+        cache = self.__dict__.setdefault("_pass_options", {})
+        if name not in cache:
+            ans = self.client.request({"op": "pass_options", "pass": name})
+            cache[name] = list(ans.get("options") or []) if ans.get("ok") else []
+        return cache[name]
 
     def apply(self, step: Step, printed: bool = False) -> AppliedStep:
         """Apply `step` after the current step. The result is printed when first asked for, unless

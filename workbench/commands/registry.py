@@ -144,15 +144,26 @@ class Registry:
         return cmd, parse_args(cmd, rest)
 
     def dispatch(self, line: str, ctx: CommandContext) -> Result:
-        if not getattr(_dispatching, "depth", 0):   # a new command (not a script's line): no cancel pending
-            from workbench.execution.worker_client import begin_command
+        from workbench.execution.worker_client import begin_command, command_cancelled
 
+        outermost = not getattr(_dispatching, "depth", 0)
+        if outermost:   # a new command (not a script's line): no cancel pending
             begin_command()
+        # a cancelled command (Ctrl-C in the REPL, Esc in the TUI) leaves the session as it was, whatever it had
+        # done before (`select --apply` had applied some of its steps)
+        snapshot = ctx.session.state_snapshot() if outermost and hasattr(ctx.session, "state_snapshot") else None
         _dispatching.depth = getattr(_dispatching, "depth", 0) + 1
         try:
-            return self._dispatch(line, ctx)
+            result = self._dispatch(line, ctx)
+        except KeyboardInterrupt:
+            if snapshot is not None:
+                ctx.session.restore_state(snapshot)
+            raise
         finally:
             _dispatching.depth -= 1
+        if snapshot is not None and not result.ok and command_cancelled():
+            ctx.session.restore_state(snapshot)
+        return result
 
     def _dispatch(self, line: str, ctx: CommandContext) -> Result:
         try:

@@ -53,8 +53,11 @@ def _prepare(ctx) -> list[tuple[str, dict]]:
     s = ctx.session
     kept = []
     # front-end dialects first: the target's preparation reads the linalg ops they become
-    for steps_of in (s.target.frontend_steps, s.target.preparation_steps):
-        for line in steps_of(s.inspect()):
+    for phase, steps_of in (("front end", s.target.frontend_steps), ("preparation", s.target.preparation_steps)):
+        lines = steps_of(s.inspect())
+        for i, line in enumerate(lines, 1):
+            # a big module takes seconds a step: say where select is, as `run` and `tune` do
+            ctx.progress(f"select: {phase} step {i}/{len(lines)}: {line}")
             before_steps, before_cursor = list(s.steps), s.cursor
             step = step_from_command(line, Path.cwd())
             step.selected_by = s.target.selector_name or f"{s.target.name}-selector"
@@ -113,6 +116,7 @@ def cmd_select(ctx: CommandContext, a: Args) -> Result:
     saved_steps, saved_cursor = list(s.steps), s.cursor
     try:
         prepared = _prepare(ctx) if index is None else []
+        ctx.progress("select: reading the ops to schedule ...")
         name, chosen, info = _selection_for(ctx, index)
     except (SessionError, StepError, S.SpecError) as e:
         s.steps[:], s.cursor = saved_steps, saved_cursor
@@ -165,7 +169,8 @@ def cmd_select(ctx: CommandContext, a: Args) -> Result:
     except (StepError, S.SpecError) as e:
         return Result.failure(str(e))
     reports = [report for _, report in prepared]
-    for step in steps:
+    for i, step in enumerate(steps, 1):
+        ctx.progress(f"select --apply: step {i}/{len(steps)}: {step.label()}")
         try:
             applied = s.apply(step, printed=True)   # its report carries the sha256 at once
         except SessionError as e:

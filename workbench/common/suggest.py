@@ -14,7 +14,8 @@ from workbench.common.files import broken_link_reason
 
 def close_matches(word: str, candidates: Iterable[str], n: int = 3) -> list[str]:
     """The candidates a typo of `word` most likely meant (none for an empty word)."""
-    pool = list(dict.fromkeys(c for c in candidates if c))
+    pool = list(dict.fromkeys(str(c) for c in candidates if c))
+    word = "" if word is None else str(word)   # a YAML key may be a bool or a number (`true: 1`)
     if not word or not pool:
         return []
     lowered = word.lower()

@@ -79,6 +79,11 @@ def _cancelled_here() -> bool:
     return _cancel.is_set() and threading.get_ident() == _command_thread
 
 
+def command_cancelled() -> bool:
+    """Whether the command this thread runs was cancelled (Esc, Ctrl-C)."""
+    return _cancelled_here()
+
+
 class WorkerProcess:
     """One child process speaking the request/answer protocol over a socket pair."""
 

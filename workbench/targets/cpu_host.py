@@ -249,6 +249,11 @@ def machine_for(name: str | None) -> CpuMachine:
         known = sorted(n for n, t in spec.TARGETS.items() if t.family.name == "x86_64")
         hint = did_you_mean(key, ["host", "avx2", "avx512", *known, *ALIASES])   # znver9: znver4 (LLVM's names too)
         raise MachineError(f"unknown cpu {key!r}{hint} (known: host, avx2, avx512, {', '.join(known)})")
+    family = getattr(target.family, "name", "")
+    if family != "x86_64":   # aarch64 (neoverse_v1 was "on the host CPU", can_run, llvm_cpu an -march string)
+        raise MachineError(f"cpu {key!r} is {'an' if family[:1] in 'aeiou' else 'a'} {family or 'non-x86'} CPU: the cpu target generates x86-64 code "
+                           f"(its CPUs: host, avx2, avx512, the x86-64 levels and names such as znver4, "
+                           f"sapphirerapids; `lh-workbench targets --cpu NAME` says what one has)")
     llvm_cpu = _llvm_name(target)
     if not llvm_cpu:
         raise MachineError(f"cpu {key!r}: archspec knows no LLVM name for it")

@@ -15,6 +15,7 @@ Requests (all answers carry "ok" and, on failure, "error" and "diagnostics"):
   {"op": "inspect", IR}                           -> {"info"}
   {"op": "knobs", "text", "path"}                 -> {"knobs": [{"name", "options", "selected", ...}]}
   {"op": "nest_pipeline", "pipeline"}             -> {"pipeline"}: mlir-opt's implicit nesting of pass flags
+  {"op": "pass_options", "pass"}                  -> {"options"}: the option names of a pass or pipeline
   {"op": "ping"}
 IR names a module: "key" (the sha256 of its text, or the key a lazy apply answered), plus its
 "text" or "bytecode" when this worker may not hold it (a fresh worker, an evicted entry); a
@@ -35,6 +36,8 @@ prepare_run also takes "prelude": stages applied before the wrapper is inserted.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import importlib.util
 import io
@@ -92,50 +95,192 @@ def _unknown_pass_hint(line: str) -> str:
 
 #: MLIR's option parser on a key the pass does not have (`canonicalize{max-iteration=3}`); its next line names the pass
 _NO_SUCH_OPTION = re.compile(r"no such option (\S+)")
-_ADDING = re.compile(r"failed to add `([^`]+)` with options")
+_ADDING = re.compile(r"failed to add `([^`]+)` with options `([^`]*)`")
+#: the anchors a pass is tried under when it is parsed alone
+_ANCHORS = ("any({})", "builtin.module({})", "builtin.module(func.func({}))")
+_OPTION_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789-"
+
+
+@contextlib.contextmanager
+def _stderr_text():
+    """What MLIR's C++ writes to fd 2 meanwhile, as the list's one string once the block ends: the pass option
+    parser says why it refused an option there (`no such option foo` of a pipeline's options, `'x' value invalid
+    for long argument`), not in the exception."""
+    sys.stderr.flush()
+    out: list[str] = []
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield out
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            out.append(tmp.read().decode(errors="replace"))
+
+
+def _clean_option_reason(line: str) -> str:
+    """LLVM's option parser's words as ours: `<Pass-Options-Parser>: no such option x` -> `no such option x`,
+    `: for the --vl option: 'x' value invalid for integer argument!` -> `option vl: 'x' value invalid ...`."""
+    line = re.sub(r"^<Pass-Options-Parser>:\s*", "", line.strip())
+    line = re.sub(r"^:?\s*for the -+([\w-]+) option:\s*", r"option \1: ", line)
+    return line.rstrip("!").strip()
+
+
+def parse_pipeline(text: str) -> passmanager.PassManager:
+    """PassManager.parse, whose error also carries what the option parser wrote to stderr (the reason an option
+    was refused), first, in our words."""
+    with _stderr_text() as written:
+        try:
+            return passmanager.PassManager.parse(text)
+        except (ValueError, ir.MLIRError) as e:
+            error = e
+    said = [*written[0].splitlines(), *str(error).strip().splitlines()]
+    is_reason = re.compile(r"^(<Pass-Options-Parser>:|:?\s*for the -+[\w-]+ option:)").match
+    reasons = list(dict.fromkeys(_clean_option_reason(line) for line in said if is_reason(line.strip())))
+    raised = [line for line in str(error).strip().splitlines() if not is_reason(line.strip())]
+    if not reasons:
+        raise error
+    added = next((m for m in map(_ADDING.search, raised) if m), None)
+    first = f"{added.group(1)}: {reasons[0]}" if added else reasons[0]
+    raise ValueError("\n".join([first, *reasons[1:], *raised]))
+
+
+def _parses(text: str) -> str:
+    """'' where `text` parses as a pass pipeline, else the parser's words (stderr's included)."""
+    try:
+        parse_pipeline(text)
+        return ""
+    except (ValueError, ir.MLIRError) as e:
+        return str(e) or "error"
+
+
+@functools.lru_cache(maxsize=None)
+def _anchor(name: str) -> str | None:
+    """The first of _ANCHORS under which the pass (or pipeline) `name` parses alone, as a format string."""
+    return next((a for a in _ANCHORS if not _parses(a.format(name))), None)
 
 
 def pass_options(name: str) -> list[str] | None:
     """The options MLIR knows for the pass `name`: those its textual pipeline prints (with their values) once
     parsed alone; list options without a default are not printed. None where no anchor takes the pass alone
     or it prints as other passes (a pipeline such as `sparsifier`)."""
-    for anchored in (f"any({name})", f"builtin.module({name})", f"builtin.module(func.func({name}))"):
+    anchored = _anchor(name)
+    if anchored is None:
+        return None
+    printed = str(passmanager.PassManager.parse(anchored.format(name)))
+    m = re.search(r"(?<![\w-])" + re.escape(name) + r"(\{|(?![\w-]))", printed)
+    if not m:
+        return None
+    if m.group(1) != "{":
+        return []
+    depth, end = 1, m.end()
+    while end < len(printed) and depth:
+        depth += {"{": 1, "}": -1}.get(printed[end], 0)
+        end += 1
+    body = printed[m.end():end - 1]
+    while True:   # option values that are pipelines or lists of their own: not options of this pass
+        inner = re.sub(r"\{[^{}]*\}|\([^()]*\)|\[[^\[\]]*\]", "", body)
+        if inner == body:
+            break
+        body = inner
+    return list(dict.fromkeys(re.findall(r"(?:^|\s)([A-Za-z][\w-]*)=", body)))
+
+
+@functools.lru_cache(maxsize=None)
+def _expansion_option_names(name: str) -> tuple[str, ...]:
+    """The option names in what the pass or pipeline `name` prints as, parsed alone (a pipeline prints as its
+    passes, with their options: `sparsifier` -> `sparsification-and-bufferization{parallelization-strategy=..}`)."""
+    anchored = _anchor(name)
+    if anchored is None:
+        return ()
+    printed = str(passmanager.PassManager.parse(anchored.format(name)))
+    return tuple(dict.fromkeys(re.findall(r"(?<=[{\s])([A-Za-z][\w-]*)=", printed)))
+
+
+@functools.lru_cache(maxsize=1)
+def _known_option_names() -> tuple[str, ...]:
+    """Every option name the passes known here print (a lexicon of likely names: a pipeline's options are
+    mostly its passes' options)."""
+    names: dict[str, None] = {}
+    for p in pass_names():
         try:
-            printed = str(passmanager.PassManager.parse(anchored))
+            for option in pass_options(p) or ():
+                names[option] = None
         except (ValueError, ir.MLIRError):
             continue
-        m = re.search(r"(?<![\w-])" + re.escape(name) + r"(\{|(?![\w-]))", printed)
-        if not m:
-            return None
-        if m.group(1) != "{":
-            return []
-        depth, end = 1, m.end()
-        while end < len(printed) and depth:
-            depth += {"{": 1, "}": -1}.get(printed[end], 0)
-            end += 1
-        body = printed[m.end():end - 1]
-        while True:   # option values that are pipelines or lists of their own: not options of this pass
-            inner = re.sub(r"\{[^{}]*\}|\([^()]*\)|\[[^\[\]]*\]", "", body)
-            if inner == body:
-                break
-            body = inner
-        return list(dict.fromkeys(re.findall(r"(?:^|\s)([A-Za-z][\w-]*)=", body)))
-    return None
+    return tuple(names)
+
+
+def has_option(name: str, option: str) -> bool:
+    """Whether the pass or pipeline `name` takes `option`: parsed with it (no value), the option parser says
+    anything but `no such option`; MLIR cannot list the options it does not print (list options without a
+    default, a pipeline's)."""
+    anchored = _anchor(name)
+    if anchored is None or not re.fullmatch(r"[A-Za-z][\w-]*", option):
+        return False
+    said = _parses(anchored.format(f"{name}{{{option}}}"))
+    return f"no such option {option}" not in said
+
+
+def _one_edit_away(word: str, alphabet: str) -> set[str]:
+    """The words one edit from `word`: a letter too many, missing, wrong, or two letters swapped."""
+    near = set()
+    for i in range(len(word) + 1):
+        left, right = word[:i], word[i:]
+        if right:
+            near.add(left + right[1:])
+            if len(right) > 1:
+                near.add(left + right[1] + right[0] + right[2:])
+        for c in alphabet:
+            near.add(left + c + right)
+            if right:
+                near.add(left + c + right[1:])
+    near.discard(word)
+    return near
+
+
+def close_options(name: str, typed: str) -> list[str]:
+    """The options of `name` close to the mistyped `typed`, found by asking the parser about the names one edit
+    away and the option names other passes print that look like it."""
+    typed = typed.lower()
+    near = {typed.replace("_", "-"), *_one_edit_away(typed, _OPTION_ALPHABET)}
+    from workbench.common.suggest import close_matches
+    near.update(close_matches(typed, (*_expansion_option_names(name), *_known_option_names()), n=8))
+    return [o for o in sorted(near) if o and o[0].isalpha() and has_option(name, o)]
+
+
+def options_of(name: str) -> list[str]:
+    """The options of the pass or pipeline `name` as far as MLIR tells (completion of `pass NAME{`): the ones it
+    prints, and the option names other passes print that it takes (a pipeline's are mostly its passes')."""
+    if name in py_passes.OPTIONS:
+        return list(py_passes.OPTIONS[name])
+    if _anchor(name) is None:
+        return []
+    printed = pass_options(name) or []
+    lexicon = dict.fromkeys((*_expansion_option_names(name), *_known_option_names()))
+    probed = [o for o in lexicon if o not in printed and has_option(name, o)]
+    return sorted({*printed, *probed})
 
 
 def _unknown_option_hint(first: str, detail: str) -> str:
     """` (did you mean max-iterations?)` for MLIR's "no such option max-iteration" of the pass the detail names,
     or the pass's options when none is close."""
-    m, added = _NO_SUCH_OPTION.search(first), _ADDING.search(detail)
+    m, added = _NO_SUCH_OPTION.search(first), _ADDING.search(detail) or _ADDING.search(first)
     if not m or not added:
         return ""
-    name = added.group(1)
-    options = pass_options(name)
-    if options is None:
+    name, typed = added.group(1), m.group(1)
+    printed = pass_options(name)
+    options = list(dict.fromkeys([*(printed or []), *close_options(name, typed)]))
+    hint = did_you_mean(typed, options)
+    if hint:
+        return hint
+    if printed is None:
         return ""
-    if not options:
+    if not printed:
         return f" ({name} has no options)"
-    return did_you_mean(m.group(1), options) or f" ({name}'s options: {', '.join(sorted(options))})"
+    return f" ({name}'s options: {', '.join(sorted(printed))})"
 
 
 #: MLIR's parser on a pass restricted to other ops than the pass manager's (`affine-loop-tile` on a module)
@@ -168,7 +313,7 @@ def implicitly_nested(pipeline: str) -> str:
     out = []
     for element in _top_level_passes(text):
         try:
-            passmanager.PassManager.parse(f"builtin.module({element})")
+            parse_pipeline(f"builtin.module({element})")
         except (ValueError, ir.MLIRError) as e:
             m = _RESTRICTED.search(str(e))
             if m:
@@ -223,8 +368,39 @@ def _unbalanced_bracket(text: str) -> str:
     return ""
 
 
+_UNKNOWN_OP = re.compile(r"custom op '([A-Za-z_]\w*)\.([\w.$]+)' is unknown")
+
+
+def _unknown_op_hint(first: str) -> str:
+    """` (MLIR 22.1.8's vector dialect has no such op: ...)` where the parser did not know an op of a dialect it
+    has: a file written for another MLIR version (upstream test files from a newer tree)."""
+    m = _UNKNOWN_OP.search(first)
+    if not m:
+        return ""
+    try:
+        context = ir.Context.current
+        context.get_dialect_descriptor(m.group(1))
+    except Exception:   # no such dialect here, or no context: MLIR's own message says enough
+        return ""
+    # a typo (`transform.structured.vectorise`): the registered ops one edit away (MLIR cannot list a dialect's ops)
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789_."
+    close = sorted(f"{m.group(1)}.{c}" for c in _one_edit_away(m.group(2), alphabet)
+                   if c and context.is_registered_operation(f"{m.group(1)}.{c}"))
+    if close:
+        return f" (did you mean {', '.join(close[:3])}?)"
+    from workbench.common.mlir_libs import mlir_version
+
+    return (f" (MLIR {mlir_version()}'s {m.group(1)} dialect has no such op: a file written for another MLIR "
+            "version?)")
+
+
 def _split_mlir_error(exc: BaseException, label: str) -> tuple[str, str]:
     """One-line message + detail from an MLIR exception, naming `label` for '-' locations."""
+    first, detail = _split_mlir_error_lines(exc, label)
+    return first + _unknown_op_hint(first), detail
+
+
+def _split_mlir_error_lines(exc: BaseException, label: str) -> tuple[str, str]:
     text = str(exc).replace('"-":', f"{label}:").replace("loc(\"-\":", f"loc({label}:")
     lines = [ln for ln in text.splitlines() if ln.strip()]
     diags = getattr(exc, "error_diagnostics", None)
@@ -357,6 +533,8 @@ class CompileWorker:
                     return self.knobs(req)
                 if op == "nest_pipeline":
                     return {"ok": True, "pipeline": implicitly_nested(req["pipeline"])}
+                if op == "pass_options":
+                    return {"ok": True, "options": options_of(str(req["pass"]))}
                 if op == "print":
                     return self._printed(self._module_for(req, req.get("label", "<ir>")))
                 if op == "inspect":
@@ -621,7 +799,7 @@ class CompileWorker:
         if not text.startswith("builtin.module("):
             text = f"builtin.module({text})"
         try:
-            pm = passmanager.PassManager.parse(text)
+            pm = parse_pipeline(text)
         except (ValueError, ir.MLIRError) as e:
             msg = str(e).strip().splitlines()
             detail = "\n".join(line for line in msg[1:] if line.strip() not in ("", "^"))   # not the caret

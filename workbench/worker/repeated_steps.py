@@ -61,24 +61,32 @@ def _producer(value):
     return owner.operation if isinstance(owner, ir.OpView) else (owner if isinstance(owner, ir.Operation) else None)
 
 
-def _shape_text(op) -> str:
+def _shape_text(op, printed: dict | None = None) -> str:
     """The op's name, attributes, types and nested ops, with the values it uses numbered in order of
     first appearance: equal for ops that differ only in which values they use (printing each op was
-    milliseconds an op in a large module)."""
+    milliseconds an op in a large module). `printed`: types and attributes already printed (MLIR uniques
+    them: a function of 100k ops has a few dozen), kept across the calls of one body."""
     names: dict = {}
     parts: list[str] = []
+    printed = {} if printed is None else printed
 
     def name(value) -> str:
         return names.setdefault(value, f"%{len(names)}")
 
+    def text(x) -> str:
+        t = printed.get(x)
+        if t is None:
+            t = printed[x] = str(x)
+        return t
+
     def visit(o):
-        attrs = ",".join(f"{a.name}={a.attr}" for a in (o.attributes[i] for i in range(len(o.attributes))))
+        attrs = ",".join(f"{a.name}={text(a.attr)}" for a in (o.attributes[i] for i in range(len(o.attributes))))
         parts.append(f"{o.name}({','.join(name(v) for v in o.operands)}){{{attrs}}}:"
-                     f"{','.join(str(v.type) for v in o.operands)}->{','.join(str(r.type) for r in o.results)}")
+                     f"{','.join(text(v.type) for v in o.operands)}->{','.join(text(r.type) for r in o.results)}")
         for region in o.regions:
             parts.append("{")
             for block in region.blocks:
-                parts.append("^(" + ",".join(f"{name(a)}:{a.type}" for a in block.arguments) + ")")
+                parts.append("^(" + ",".join(f"{name(a)}:{text(a.type)}" for a in block.arguments) + ")")
                 for nested in block.operations:
                     visit(nested.operation)
                     for r in nested.results:
@@ -133,7 +141,8 @@ class _Body:
         self.index = {op: i for i, op in enumerate(self.work)}
         self.slots = [_captured_slots(op) for op in self.work]
         # a call of a function outlined here matches nothing (the calls of one run would repeat too)
-        texts = [(i,) if _callee(op) in outlined else _shape_text(op) for i, op in enumerate(self.work)]
+        printed: dict = {}
+        texts = [(i,) if _callee(op) in outlined else _shape_text(op, printed) for i, op in enumerate(self.work)]
         ids: dict = {}
         self.shape = np.array([ids.setdefault(t, len(ids)) for t in texts], dtype=np.int64)
         # how many of work[:i] compute (see _computes): whether a run does is a difference, not a walk

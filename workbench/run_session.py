@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workbench.common.parallel_runtime import busy_note
 from workbench.execution.expected import ExpectedOutputs, compare_expected
 from workbench.execution.runner import RunInputError, Timing, compare, make_inputs, select_outputs
 from workbench.session import Session, SessionError
@@ -196,6 +197,9 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         report["error"] = f"run failed: {ans['error']}{_timeout_hint(ans['error'], opts, meta)}"
         report["detail"] = ans.get("diagnostics", "")
         return report
+    if ans.get("other_load"):
+        report["warning"] = "; ".join(w for w in (report.get("warning"), busy_note(ans["other_load"]))
+                                      if w)
     if opts.save_outputs is not None:
         _save(opts.save_outputs, "input", inputs)
         if "args_after" in ans:

@@ -85,3 +85,55 @@ def libraries_for(llvm: str) -> list[str]:
                            f"(install libgomp1, or set {LIBRARY_ENV}); lower it again here to use MLIR's "
                            "async runtime instead")
     return [lib]
+
+
+# -- how libgomp's idle threads wait, by the machine's load -------------------------------------------------
+
+#: the user's own settings of how OpenMP threads wait: either one set, the workbench sets nothing
+WAIT_SETTINGS = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+#: libgomp's spin (pause-loop iterations, tens of microseconds) before a waiting thread sleeps, where other
+#: work shares the cores. libgomp's default, 300000 (milliseconds), keeps a thread that finished its chunk
+#: spinning on its core while a team mate waits in the run queue behind another process, at every region's
+#: end: on the 16-core Xeon of the GPU machine with 6 busy processes, 16 threads, transformer_layer took
+#: 208 ms against 6.0 ms with 1000 (mlp 47.8 against 7.1; idle: 2.4 -> 2.8 and 4.7 -> 4.9 ms); on this 2-core
+#: Zen 4 beside a 1.4-core load, 2 threads, examples/mlp.mlir 32 ms against 1.4 (idle 0.72).
+BUSY_SPINCOUNT = 1000
+#: the environment variable the run worker reads back to say its threads waited briefly (the load it saw)
+OTHER_LOAD_ENV = "LH_WORKBENCH_OTHER_LOAD"
+
+
+def runnable_elsewhere(samples: int = 5, interval_s: float = 0.004) -> int | None:
+    """Tasks running or waiting for a CPU on this machine besides the caller: the median of `samples` reads
+    of /proc/loadavg's running count (a brief wake-up is not load); None where there is no /proc/loadavg."""
+    import statistics
+    import time
+
+    counts = []
+    for i in range(samples):
+        try:
+            with open("/proc/loadavg") as f:
+                running = f.read().split()[3].split("/")[0]
+            counts.append(max(int(running) - 1, 0))   # (this reader is running)
+        except (OSError, IndexError, ValueError):
+            return None
+        if i + 1 < samples:
+            time.sleep(interval_s)
+    return int(statistics.median(counts))
+
+
+def wait_settings(threads: int, cpus: int, others: int | None, environ=os.environ) -> dict[str, str]:
+    """The environment of a run of `threads` OpenMP threads on `cpus` CPUs while `others` other tasks
+    run: BUSY_SPINCOUNT (and OTHER_LOAD_ENV) where they would not all have a CPU; nothing when the machine
+    has room, the load is unknown, one thread runs, or the user set WAIT_SETTINGS."""
+    if others is None or threads <= 1 or any(name in environ for name in WAIT_SETTINGS):
+        return {}
+    if threads + others <= cpus:
+        return {}
+    return {"GOMP_SPINCOUNT": str(BUSY_SPINCOUNT), OTHER_LOAD_ENV: str(others)}
+
+
+def busy_note(others: str) -> str:
+    """The run's warning when its threads waited briefly for a busy machine (OTHER_LOAD_ENV's value)."""
+    return (f"{others} other task{'s' if others != '1' else ''} had this machine's CPUs: the OpenMP threads slept "
+            f"at each parallel loop's end instead of spinning (GOMP_SPINCOUNT={BUSY_SPINCOUNT}); an idle machine "
+            "may time it faster (set OMP_WAIT_POLICY or GOMP_SPINCOUNT to choose)")

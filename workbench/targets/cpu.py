@@ -8,6 +8,7 @@ import math
 import os
 from typing import Any
 
+from workbench.common.parallel_runtime import runnable_elsewhere, wait_settings
 from workbench.paths import LIBRARY_DIR
 from workbench.targets import cpu_rows, cpu_selector
 
@@ -622,6 +623,11 @@ class CpuTarget(Target):
         # libgomp's threads run forall chunks whose scratch buffers are on their stack (up to 4 MiB a
         # chunk: lh-task-buffers-on-stack); the default thread stack is the stack rlimit, 2 MiB when unlimited
         env.setdefault("OMP_STACKSIZE", os.environ.get("OMP_STACKSIZE", "16M"))
+        # a machine whose CPUs other work shares: the team's idle threads sleep soon instead of spinning
+        cpus = self.machine.usable_cpus
+        team = min(threads or cpus, cpus)
+        if team > 1:
+            env.update(wait_settings(team, cpus, runnable_elsewhere()))
         return env
 
     @staticmethod

@@ -1971,6 +1971,27 @@ def nextafter_decomposition(x, other):
     return torch.where(torch.isnan(x) | torch.isnan(y), torch.full((), math.nan, dtype=dtype), out)
 
 
+def sdpa_flash_cpu_decomposition(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None,
+                                 scale=None):
+    """aten._scaled_dot_product_flash_attention_for_cpu (what F.scaled_dot_product_attention exports as): the
+    math attention, its output laid out in memory as the query is (the op's meta: empty_like(query)).
+    torch's own decomposition lays it out (L, N, H, E), nn.MultiheadAttention's case; a model that made
+    (N, H, L, E) from (N, L, H, E) by a transpose (Hugging Face's GPT-2, ...) and views the transposed-back
+    output as (N * L, H * E) (exported as a view: contiguous under the meta) then failed the re-trace:
+    "Cannot view a tensor with shape [2, 16, 64] and strides (64, 128, 1) as ... (32, 64)"."""
+    import torch
+
+    aten = torch.ops.aten
+    output, attn = aten._scaled_dot_product_attention_math.default(
+        query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, dropout_mask=None,
+        scale=scale, enable_gqa=query.size(1) != key.size(1))
+    # the query's dims from the outermost in memory to the innermost (ties: the logical order)
+    order = sorted(range(query.dim()), key=lambda d: (-query.stride(d), d))
+    inverse = [order.index(d) for d in range(query.dim())]
+    output = output.permute(*order).contiguous(memory_format=torch.contiguous_format).permute(*inverse)
+    return output, attn
+
+
 def upstream_decompositions() -> dict:
     """aten op overload -> decomposition, for ops torch-mlir would lower to its own tm_tensor dialect."""
     import torch
@@ -2032,7 +2053,9 @@ def upstream_decompositions() -> dict:
             aten.gcd.default: gcd_decomposition, aten.lcm.default: lcm_decomposition,
             aten.mode.default: mode_decomposition, aten.bincount.default: bincount_decomposition,
             aten.nonzero_static.default: nonzero_static_decomposition,
-            aten.frexp.Tensor: frexp_decomposition, aten.nextafter.default: nextafter_decomposition}
+            aten.frexp.Tensor: frexp_decomposition, aten.nextafter.default: nextafter_decomposition,
+            **({aten._scaled_dot_product_flash_attention_for_cpu.default: sdpa_flash_cpu_decomposition}
+               if hasattr(aten, "_scaled_dot_product_flash_attention_for_cpu") else {})}
 
 
 def export_overrides() -> dict:

@@ -1,0 +1,45 @@
+"""Round 7 (docs/models-round7.md): patterns of Hugging Face `transformers` models (bench/hf_defs.py, run by
+bench/hf_models.py) that the importer or the selector path failed on, reproduced here in plain torch (CI has
+no transformers): each model is imported, run through the selector path on one and two threads (`target
+cpu --threads N`, `select --apply`, `bench`, `cpu-lower`, `run --check --threads N`) and compared with the
+unscheduled payload and torch's own outputs."""
+from __future__ import annotations
+
+from test_torch_import import needs_torch  # (one probe of the torch Python for all the files)
+from test_torch_import_round5 import _import, _selected_runs_checked
+
+
+SDPA_VIEW = '''
+import torch
+import torch.nn.functional as F
+
+class SdpaView(torch.nn.Module):
+    """GPT-2's attention in transformers (sdpa): heads split by view + transpose, the output transposed
+    back, reshaped, made contiguous (a no-op under the op's meta: not traced) and viewed as rows for
+    Conv1D's addmm."""
+    def __init__(self, d=32, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.w_qkv = torch.nn.Parameter(torch.randn(d, 3 * d) * 0.2)
+        self.w_out = torch.nn.Parameter(torch.randn(d, d) * 0.2)
+        self.b_out = torch.nn.Parameter(torch.randn(d) * 0.1)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = (x @ self.w_qkv).split(c, dim=2)
+        q, k, v = (y.view(b, t, self.heads, c // self.heads).transpose(1, 2) for y in (q, k, v))
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = y.transpose(1, 2).reshape(b, t, c).contiguous()
+        return torch.addmm(self.b_out, y.view(-1, c), self.w_out).view(b, t, c)
+'''
+
+
+@needs_torch
+def test_sdpa_output_viewed_as_rows_imports_and_matches_torch(tmp_path):
+    """F.scaled_dot_product_attention exports as _scaled_dot_product_flash_attention_for_cpu, whose output
+    is laid out as the query is; torch's decomposition laid it out (L, N, H, E) (nn.MultiheadAttention's
+    case), and the re-trace failed the view after it: "Cannot view a tensor with shape [2, 8, 32] and
+    strides (32, 64, 1) as a tensor with shape (16, 32)"."""
+    text = _import(tmp_path, SDPA_VIEW, "SdpaView", "2x8x32xf32", "sdpa_view")
+    assert "torch.aten" not in text
+    _selected_runs_checked(tmp_path, "sdpa_view", 1)

@@ -2204,6 +2204,29 @@ def _state_in_lists_as_values(program) -> None:
     program.graph_module.recompile()
 
 
+def _float_comparison_scalars(program) -> None:
+    """A floating-point tensor compared with an *integer* Python scalar (aten.le.Scalar(x, 0): `x <= 0` in a
+    model or in a decomposition here) compares with the scalar as a float: torch-mlir's folder reads a constant
+    float splat's bit pattern as an integer against an int scalar (`full_like(x, 1.5) <= 0` folded to true,
+    `full_like(x, 1.5) > 1` to true, the same `< 2` to false); torch promotes the scalar to the tensor's type."""
+    import torch
+
+    aten = torch.ops.aten
+    comparisons = {aten.lt.Scalar, aten.le.Scalar, aten.gt.Scalar, aten.ge.Scalar, aten.eq.Scalar, aten.ne.Scalar}
+    changed = False
+    for node in program.graph.nodes:
+        if node.op != "call_function" or node.target not in comparisons or len(node.args) < 2:
+            continue
+        x, other = node.args[0], node.args[1]
+        val = getattr(x, "meta", {}).get("val")
+        if (isinstance(other, int) and not isinstance(other, bool) and isinstance(val, torch.Tensor)
+                and val.dtype.is_floating_point):
+            node.update_arg(1, float(other))
+            changed = True
+    if changed:
+        program.graph_module.recompile()
+
+
 def _non_persistent_buffers_as_state(program) -> None:
     """A buffer registered with `persistent=False` (rotary cos/sin tables, causal masks, Swin's attention mask:
     what real models keep out of their checkpoints) is kept by torch.export in `program.constants`, not in
@@ -2503,6 +2526,7 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
             program = program.run_decompositions(decomposition_table())
             _state_in_lists_as_values(program)
             _non_persistent_buffers_as_state(program)
+            _float_comparison_scalars(program)
             mlir_module = fx.export_and_import(program, output_type="torch", func_name="main",
                                                decomposition_table={})
             lower_to_linalg(mlir_module)

@@ -50,19 +50,26 @@ import torch
 
 class IntComparisons(torch.nn.Module):
     """Constant float splats compared with integer literals (a model's own `<= 0` on a constant, and the
-    decompositions' comparisons: lgamma's pole test `v <= 0` of a constant argument)."""
-    def forward(self, x):
+    decompositions' comparisons: lgamma's pole test `v <= 0` of a constant argument), constant integer and
+    bool splats with float / integer literals."""
+    def forward(self, x, i):
         c, n = torch.full_like(x, 1.5), torch.full_like(x, -1.5)
+        k, m = torch.full_like(i, 3), torch.ones_like(i, dtype=torch.bool)
         return ((c <= 0).float() + x, (n < 0).float() + x, (c < 2).float() + x, (c == 1).float() + x,
                 (c > 1).float() + x, (n >= -1).float() + x, (c != 1).float() + x, torch.lgamma(n) + x,
-                torch.where(c >= 2, x, -x))
+                torch.where(c >= 2, x, -x), (k < 2.5).float() + x, (k == 3.0).float() + x, (k > 3.5).float() + x,
+                (k <= 2.9).float() + x, (m == 1).float() + x, (m < 1).float() + x, (m > 0.5).float() + x,
+                (i > 1.5).float() + x)
 '''
 
 
 @needs_torch
-def test_float_splat_compared_with_int_literal_matches_torch(tmp_path):
+def test_constant_splats_compared_with_literals_match_torch(tmp_path):
     """torch-mlir folded aten.le.Scalar(full_like(x, 1.5), 0) to true and (full_like(x, 1.5) > 1) to false
     (the float's bits read as an integer): the importer now passes integer scalars of comparisons of float
-    tensors as floats, as torch promotes them (before: run --check "FAILED (max abs err 4.01, max rel err 2)")."""
-    _import(tmp_path, INT_COMPARISONS, "IntComparisons", "4x5xf32", "int_comparisons")
-    _selected_runs_checked(tmp_path, "int_comparisons", 9)
+    tensors as floats, as torch promotes them (before: run --check "FAILED (max abs err 4.01, max rel err 2)").
+    An integer splat against a float literal crashed the exporter (a segmentation fault in torch-mlir's
+    folder), a bool splat against an int folded wrongly (`ones == 1` false): the tensor is now cast to the
+    promoted type first."""
+    _import(tmp_path, INT_COMPARISONS, "IntComparisons", "4x5xf32,4x5xi64[0:5]", "int_comparisons")
+    _selected_runs_checked(tmp_path, "int_comparisons", 17)

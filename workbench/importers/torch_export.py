@@ -2204,11 +2204,15 @@ def _state_in_lists_as_values(program) -> None:
     program.graph_module.recompile()
 
 
-def _float_comparison_scalars(program) -> None:
+def _promote_comparison_scalars(program) -> None:
     """A floating-point tensor compared with an *integer* Python scalar (aten.le.Scalar(x, 0): `x <= 0` in a
     model or in a decomposition here) compares with the scalar as a float: torch-mlir's folder reads a constant
     float splat's bit pattern as an integer against an int scalar (`full_like(x, 1.5) <= 0` folded to true,
-    `full_like(x, 1.5) > 1` to true, the same `< 2` to false); torch promotes the scalar to the tensor's type."""
+    `full_like(x, 1.5) > 1` to true, the same `< 2` to false); torch promotes the scalar to the tensor's type.
+    An integer or bool tensor whose type the scalar promotes (an int tensor against a float, a bool one against an
+    int or float) is cast to the promoted type first, as torch compares: torch-mlir's folder crashed the exporter
+    (a segmentation fault) on a constant integer splat against a float (`full_like(i, 3) < 2.5`) and folded a
+    constant bool splat against an int wrongly (`ones_like(i, dtype=torch.bool) == 1` false)."""
     import torch
 
     aten = torch.ops.aten
@@ -2219,9 +2223,19 @@ def _float_comparison_scalars(program) -> None:
             continue
         x, other = node.args[0], node.args[1]
         val = getattr(x, "meta", {}).get("val")
-        if (isinstance(other, int) and not isinstance(other, bool) and isinstance(val, torch.Tensor)
-                and val.dtype.is_floating_point):
+        if not isinstance(val, torch.Tensor) or val.dtype.is_complex:
+            continue
+        if not isinstance(other, (int, float)) or isinstance(other, bool):
+            continue
+        dtype = torch.result_type(torch.empty((), dtype=val.dtype), other)
+        if val.dtype.is_floating_point and isinstance(other, int):
             node.update_arg(1, float(other))
+            changed = True
+        elif dtype != val.dtype:
+            with program.graph.inserting_before(node):
+                cast = program.graph.call_function(aten._to_copy.default, (x,), {"dtype": dtype})
+            cast.meta["val"] = val.to(dtype)
+            node.update_arg(0, cast)
             changed = True
     if changed:
         program.graph_module.recompile()
@@ -2526,7 +2540,7 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
             program = program.run_decompositions(decomposition_table())
             _state_in_lists_as_values(program)
             _non_persistent_buffers_as_state(program)
-            _float_comparison_scalars(program)
+            _promote_comparison_scalars(program)
             mlir_module = fx.export_and_import(program, output_type="torch", func_name="main",
                                                decomposition_table={})
             lower_to_linalg(mlir_module)

@@ -5,7 +5,8 @@ cpu --threads N`, `select --apply`, `bench`, `cpu-lower`, `run --check --threads
 unscheduled payload and torch's own outputs."""
 from __future__ import annotations
 
-from test_torch_import import needs_torch  # (one probe of the torch Python for all the files)
+from conftest import run_cli
+from test_torch_import import TORCH_PYTHON, needs_torch  # (one probe of the torch Python for all the files)
 from test_torch_import_round5 import _import, _selected_runs_checked
 
 
@@ -73,3 +74,89 @@ def test_constant_splats_compared_with_literals_match_torch(tmp_path):
     promoted type first."""
     _import(tmp_path, INT_COMPARISONS, "IntComparisons", "4x5xf32,4x5xi64[0:5]", "int_comparisons")
     _selected_runs_checked(tmp_path, "int_comparisons", 17)
+
+
+GROUPED_MOE = '''
+import torch
+import torch.nn.functional as F
+
+
+@torch.library.custom_op("transformers::grouped_mm_fallback", mutates_args=())
+def grouped_mm_fallback(input: torch.Tensor, weight: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+    """transformers' op (integrations/moe.py) as it defines it: opaque to torch.export."""
+    output = torch.zeros(input.size(0), weight.size(2), dtype=input.dtype)
+    start = 0
+    for i, end in enumerate(offs.tolist()):
+        if start != end:
+            torch.mm(input[start:end], weight[i], out=output[start:end])
+        start = end
+    return output
+
+
+@grouped_mm_fallback.register_fake
+def _(input, weight, offs):
+    return torch.empty(input.size(0), weight.size(2), dtype=input.dtype)
+
+
+class GroupedMoe(torch.nn.Module):
+    """Mixtral's experts in transformers 5 (grouped_mm_experts_forward): top-k routing, the (token, slot)
+    pairs sorted by expert, histc + cumsum offsets, the library's grouped matmul per projection (its custom op,
+    what transformers calls under torch.export for f32 weights), unsorted by an index_put."""
+    def __init__(self, d=32, ff=48, experts=4, k=2):
+        super().__init__()
+        self.k, self.experts = k, experts
+        self.router = torch.nn.Linear(d, experts, bias=False)
+        self.gate_up = torch.nn.Parameter(torch.randn(experts, d, 2 * ff) * 0.2)
+        self.down = torch.nn.Parameter(torch.randn(experts, ff, d) * 0.2)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = x.reshape(-1, d)
+        weights, index = torch.topk(torch.softmax(self.router(h), -1), self.k, dim=-1)
+        weights = weights / weights.sum(-1, keepdim=True)
+        expert_ids, perm = torch.sort(index.reshape(-1), stable=True)
+        rows = h[perm // self.k]
+        counts = torch.histc(expert_ids.float(), bins=self.experts, min=0, max=self.experts - 1)
+        offs = torch.cumsum(counts, dim=0, dtype=torch.int32)
+        gate, up = torch.ops.transformers.grouped_mm_fallback(rows, self.gate_up, offs).chunk(2, dim=-1)
+        out = torch.ops.transformers.grouped_mm_fallback(F.silu(gate) * up, self.down, offs)
+        out = out * weights.reshape(-1)[perm].unsqueeze(-1)
+        inverse = torch.empty_like(perm)
+        inverse[perm] = torch.arange(perm.size(0))
+        return out[inverse].reshape(b * t, self.k, d).sum(1).reshape(b, t, d)
+'''
+
+
+@needs_torch
+def test_grouped_mm_moe_imports_and_matches_torch(tmp_path):
+    """transformers' custom op
+    `transformers::grouped_mm_fallback` (its MoE experts under torch.export: Mixtral, Qwen-MoE, ...) reached
+    torch-mlir as an unknown op: "failed to legalize operation 'torch.operator' ... torch.transformers.
+    grouped_mm_fallback". It is now one batched matmul over all groups and a gather of each row's own group."""
+    text = _import(tmp_path, GROUPED_MOE, "GroupedMoe", "2x8x32xf32", "grouped_moe")
+    assert "torch.operator" not in text and "torch.aten" not in text
+    _selected_runs_checked(tmp_path, "grouped_moe", 1)
+
+
+UNLOWERED = '''
+import torch
+
+class Unlowered(torch.nn.Module):
+    def forward(self, x):
+        y = x * 2
+        return torch.special.airy_ai(y) + 1
+'''
+
+
+@needs_torch
+def test_torch_mlir_refusal_names_the_op_and_the_model_line(tmp_path):
+    """torch-mlir prints its diagnostics on stderr, not in the exception: the import's one line was "...
+    Lowering TorchFX IR -> Torch Backend IR failed with the following diagnostics:" and nothing after it
+    (Mixtral's custom op, special.airy_ai). Now it carries the first diagnostic at its source line."""
+    (tmp_path / "model.py").write_text(UNLOWERED)
+    p = run_cli(["import", "model.py:Unlowered", "--inputs", "3x4xf32", "--out", "o"], cwd=tmp_path,
+                env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert p.returncode == 1
+    line = next(ln for ln in (p.stderr + p.stdout).splitlines() if "import failed" in ln)
+    assert "model.py:7: failed to legalize operation 'torch.operator'" in line, line
+    assert "torch.aten.special_airy_ai" in line, line

@@ -56,6 +56,7 @@ import argparse
 import importlib.util
 import json
 import math
+import os
 import re
 import sys
 import traceback
@@ -1992,6 +1993,38 @@ def sdpa_flash_cpu_decomposition(query, key, value, dropout_p=0.0, is_causal=Fal
     return output, attn
 
 
+def grouped_mm_decomposition(input, weight, offs=None, bias=None, out_dtype=None):
+    """A grouped matmul of 2-D rows sorted by group and 3-D weights (transformers' custom op
+    `transformers::grouped_mm_fallback`, which its mixture-of-experts layers call under torch.export for
+    non-bf16 weights: a loop over `offs.tolist()`; aten._grouped_mm's meta takes bf16 only): row s belongs to
+    group #{i: offs[i] <= s} (offs: the groups' cumulative ends), rows past the last end are zero. Static shapes: every row through every group's
+    weight (one batched matmul, G x the work), then the row's own group gathered."""
+    import torch
+
+    if input.dim() != 2 or weight.dim() != 3 or offs is None or bias is not None:
+        return NotImplemented
+    rows, groups, cols = input.shape[0], weight.shape[0], weight.shape[2]
+    group = (torch.arange(rows, device=input.device).unsqueeze(1) >= offs.unsqueeze(0)).sum(1)   # (rows,)
+    every = torch.matmul(input.unsqueeze(0), weight)                                           # (G, rows, cols)
+    own = every.gather(0, group.clamp(max=groups - 1).view(1, rows, 1).expand(1, rows, cols)).squeeze(0)
+    out = torch.where((group < groups).unsqueeze(1), own, torch.zeros_like(own))
+    return out.to(out_dtype) if out_dtype is not None else out
+
+
+def library_op_decompositions() -> dict:
+    """Custom ops of model libraries (torch.library.custom_op: opaque to torch.export, unknown to torch-mlir)
+    whose semantics an aten decomposition here has, where the library is loaded (the model file imported it)."""
+    import torch
+
+    table = {}
+    namespace = getattr(torch.ops, "transformers", None)
+    try:
+        table[namespace.grouped_mm_fallback.default] = grouped_mm_decomposition
+    except (AttributeError, RuntimeError):
+        pass
+    return table
+
+
 def upstream_decompositions() -> dict:
     """aten op overload -> decomposition, for ops torch-mlir would lower to its own tm_tensor dialect."""
     import torch
@@ -2055,7 +2088,8 @@ def upstream_decompositions() -> dict:
             aten.nonzero_static.default: nonzero_static_decomposition,
             aten.frexp.Tensor: frexp_decomposition, aten.nextafter.default: nextafter_decomposition,
             **({aten._scaled_dot_product_flash_attention_for_cpu.default: sdpa_flash_cpu_decomposition}
-               if hasattr(aten, "_scaled_dot_product_flash_attention_for_cpu") else {})}
+               if hasattr(aten, "_scaled_dot_product_flash_attention_for_cpu") else {}),
+            **library_op_decompositions()}
 
 
 def export_overrides() -> dict:
@@ -2525,6 +2559,48 @@ def lower_to_linalg(module) -> None:
                                    "lowering to linalg (scatters as loops, bit casts)")
 
 
+class _StderrCopy:
+    """A context that copies what is written to file descriptor 2 inside it (C++ code's output too) into
+    `.text`, and still writes it to stderr."""
+
+    def __init__(self):
+        self.text = ""
+
+    def __enter__(self):
+        import tempfile
+
+        sys.stderr.flush()
+        self._file = tempfile.TemporaryFile()
+        self._saved = os.dup(2)
+        os.dup2(self._file.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc):
+        sys.stderr.flush()
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._file.seek(0)
+        data = self._file.read()
+        self._file.close()
+        self.text = data.decode(errors="replace")
+        sys.stderr.write(self.text)
+        return False
+
+
+def first_diagnostic(text: str) -> str:
+    """The first `error:` diagnostic of a torch-mlir failure ("Lowering TorchFX IR -> Torch Backend IR failed
+    with the following diagnostics:" is the message's first line; the diagnostics follow, each after its
+    location, `loc(callsite("file.py":634:0 at ...))`), with its innermost source location: `file.py:634:
+    failed to legalize operation ...`; "" if there is none."""
+    for line in text.splitlines():
+        head, sep, message = line.partition("error: ")
+        if not sep:
+            continue
+        where = re.search(r'"([^"]+)":(\d+):(\d+)', head)
+        return (f"{where.group(1)}:{where.group(2)}: " if where else "") + message.strip()
+    return ""
+
+
 def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str = "") -> dict:
     """Export `module` on `inputs`: writes NAME.mlir, the .npy files and the sidecar; returns the sidecar."""
     import torch
@@ -2534,6 +2610,7 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
     out_dir.mkdir(parents=True, exist_ok=True)
     with torch.no_grad():
         expected = flatten_outputs(module(*[t.clone() for t in inputs]))
+        diagnostics = _StderrCopy()
         try:
             with _override_mode():
                 program = torch.export.export(module, tuple(inputs))
@@ -2541,14 +2618,17 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
             _state_in_lists_as_values(program)
             _non_persistent_buffers_as_state(program)
             _promote_comparison_scalars(program)
-            mlir_module = fx.export_and_import(program, output_type="torch", func_name="main",
-                                               decomposition_table={})
-            lower_to_linalg(mlir_module)
+            with diagnostics:   # MLIR prints its diagnostics (not in the exception) on stderr
+                mlir_module = fx.export_and_import(program, output_type="torch", func_name="main",
+                                                   decomposition_table={})
+                lower_to_linalg(mlir_module)
         except ImportFailure:
             raise
         except Exception as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise ImportFailure(f"torch-mlir export failed: {type(e).__name__}: {first[:400]}")
+            diagnostic = first_diagnostic(str(e) + "\n" + diagnostics.text)
+            raise ImportFailure(f"torch-mlir export failed: {type(e).__name__}: {first[:400]}"
+                                + (f" {diagnostic[:400]}" if diagnostic else ""))
     text = str(mlir_module)
     leftover = sorted(set(re.findall(r"\b((?:tm_tensor|torch|torch_c)\.[a-z_.0-9]+)\b(?=[ (<{])", text)))
     mlir_path = out_dir / f"{name}.mlir"

@@ -36,6 +36,7 @@ class _HF(nn.Module):
 
     n_out = 1
     attn = "eager"
+    arg_names: tuple = ()   # the inputs passed by keyword (input_ids, attention_mask, ...)
 
     def __init__(self):
         super().__init__()
@@ -48,7 +49,8 @@ class _HF(nn.Module):
         self.m.eval()
 
     def forward(self, *xs):
-        out = self.m(*xs, return_dict=False, **self.call_kwargs())
+        named = dict(zip(self.arg_names, xs))
+        out = self.m(*xs[len(named):], return_dict=False, **named, **self.call_kwargs())
         if isinstance(out, torch.Tensor):
             return out
         outs = tuple(o for o in out[: self.n_out])
@@ -58,11 +60,12 @@ class _HF(nn.Module):
         return {}
 
 
-def _register(name, spec, model_class, build, attns=("eager",), n_out=1, kwargs=None):
+def _register(name, spec, model_class, build, attns=("eager",), n_out=1, kwargs=None, arg_names=()):
     for attn in attns:
         cls_name = name if len(attns) == 1 else f"{name}_{attn}"
         cls = type(cls_name, (_HF,), {
             "model_class": model_class, "build": staticmethod(build), "attn": attn, "n_out": n_out,
+            "arg_names": tuple(arg_names) or (("input_ids", "attention_mask") if spec in (MASKED, PADDED) else ()),
             "call_kwargs": (lambda self, kw=kwargs or {}: dict(kw)),
         })
         globals()[cls_name] = cls
@@ -70,6 +73,8 @@ def _register(name, spec, model_class, build, attns=("eager",), n_out=1, kwargs=
 
 
 BOTH = ("eager", "sdpa")
+MASKED = "2x16xi64[0:1000],2x16xi64[1:2]"          # all-ones masks: decoders (no fully padded rows)
+PADDED = "2x16xi64[0:1000],2x16xi64[0:2]"          # random padding: encoders
 
 # -- decoders (causal LMs: logits) ---------------------------------------------------------------
 _register("GPT2", TOK, tf.GPT2LMHeadModel,
@@ -145,3 +150,41 @@ def _whisper_encoder():
 
 
 _register("WhisperEncoder", "1x80x32xf32", None, _whisper_encoder)
+
+# -- more architectures, and attention masks as inputs (padding: the mask-building code runs in the graph) -----
+_register("GPT2_mask", MASKED, tf.GPT2LMHeadModel,
+          lambda: tf.GPT2Config(vocab_size=V, n_embd=H, n_layer=L, n_head=NH, n_positions=64, use_cache=False), BOTH)
+_register("Llama_mask", MASKED, tf.LlamaForCausalLM, lambda: _decoder_cfg(tf.LlamaConfig, num_key_value_heads=2),
+          BOTH)
+_register("Bert_mask", PADDED, tf.BertModel, lambda: _text_cfg(tf.BertConfig), BOTH)
+_register("Mixtral", TOK, tf.MixtralForCausalLM,
+          lambda: _decoder_cfg(tf.MixtralConfig, num_key_value_heads=2, num_local_experts=4, num_experts_per_tok=2))
+_register("Qwen3", TOK, tf.Qwen3ForCausalLM, lambda: _decoder_cfg(tf.Qwen3Config, num_key_value_heads=2, head_dim=16))
+_register("Phi3", TOK, tf.Phi3ForCausalLM, lambda: _decoder_cfg(tf.Phi3Config, num_key_value_heads=2, pad_token_id=0))
+_register("GPTJ", TOK, tf.GPTJForCausalLM,
+          lambda: tf.GPTJConfig(vocab_size=V, n_embd=H, n_layer=L, n_head=NH, n_positions=64, rotary_dim=8,
+                                use_cache=False))
+_register("Albert", TOK, tf.AlbertModel,
+          lambda: tf.AlbertConfig(vocab_size=V, embedding_size=32, hidden_size=H, num_hidden_layers=L,
+                                  num_attention_heads=NH, intermediate_size=FF, max_position_embeddings=64), n_out=2)
+_register("Electra", TOK, tf.ElectraModel,
+          lambda: tf.ElectraConfig(vocab_size=V, embedding_size=32, hidden_size=H, num_hidden_layers=L,
+                                   num_attention_heads=NH, intermediate_size=FF, max_position_embeddings=64))
+_register("DebertaV2", TOK, tf.DebertaV2Model,
+          lambda: tf.DebertaV2Config(vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=NH,
+                                     intermediate_size=FF, max_position_embeddings=64, relative_attention=True,
+                                     position_buckets=32, pos_att_type=["p2c", "c2p"]))
+_register("MPNet", TOK, tf.MPNetModel, lambda: _text_cfg(tf.MPNetConfig), n_out=2)
+_register("T5", "2x16xi64[0:1000],2x8xi64[0:1000]", tf.T5ForConditionalGeneration,
+          lambda: tf.T5Config(vocab_size=V, d_model=H, d_kv=16, d_ff=FF, num_layers=L, num_heads=NH, use_cache=False,
+                              decoder_start_token_id=0), arg_names=("input_ids", "decoder_input_ids"))
+_register("Dinov2", IMG, tf.Dinov2Model,
+          lambda: tf.Dinov2Config(image_size=32, patch_size=8, hidden_size=H, num_hidden_layers=L,
+                                  num_attention_heads=NH, mlp_ratio=2), n_out=2)
+_register("Beit", IMG, tf.BeitModel,
+          lambda: tf.BeitConfig(image_size=32, patch_size=8, hidden_size=H, num_hidden_layers=L, num_attention_heads=NH,
+                                intermediate_size=FF, use_relative_position_bias=True))
+_register("Hubert", "1x1600xf32", tf.HubertModel,
+          lambda: tf.HubertConfig(hidden_size=H, num_hidden_layers=L, num_attention_heads=NH, intermediate_size=FF,
+                                  conv_dim=(32, 32), conv_stride=(5, 2), conv_kernel=(10, 3),
+                                  num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4))

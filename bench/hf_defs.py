@@ -8,25 +8,32 @@ returns the main output tensor(s). MODELS maps a class name to its input specs (
 """
 from __future__ import annotations
 
+import os
+
 import torch
 import torch.nn as nn
 import transformers as tf
 
-V, H, L, NH, FF = 1000, 64, 2, 4, 128
-TOK = "2x16xi64[0:1000]"
-IMG = "1x3x32x32xf32"
+#: LH_HF_SIZE=bench: the text and ViT-like models at a larger size (4 layers, hidden 256, 128 tokens, 64x64 images)
+BENCH = os.environ.get("LH_HF_SIZE") == "bench"
+V, H, L, NH, FF = (1000, 256, 4, 4, 1024) if BENCH else (1000, 64, 2, 4, 128)
+P = 256 if BENCH else 64                             # max positions
+T = 128 if BENCH else 16                             # tokens per sequence
+S = 64 if BENCH else 32                              # image side
+TOK = f"2x{T}xi64[0:1000]"
+IMG = f"1x3x{S}x{S}xf32"
 
 MODELS: dict[str, str] = {}
 
 
 def _text_cfg(cls, **kw):
     return cls(vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=NH, intermediate_size=FF,
-               max_position_embeddings=64, **kw)
+               max_position_embeddings=P, **kw)
 
 
 def _decoder_cfg(cls, **kw):
     base = dict(vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=NH, intermediate_size=FF,
-                max_position_embeddings=64, use_cache=False)
+                max_position_embeddings=P, use_cache=False)
     base.update(kw)
     return cls(**base)
 
@@ -73,12 +80,12 @@ def _register(name, spec, model_class, build, attns=("eager",), n_out=1, kwargs=
 
 
 BOTH = ("eager", "sdpa")
-MASKED = "2x16xi64[0:1000],2x16xi64[1:2]"          # all-ones masks: decoders (no fully padded rows)
-PADDED = "2x16xi64[0:1000],2x16xi64[0:2]"          # random padding: encoders
+MASKED = f"2x{T}xi64[0:1000],2x{T}xi64[1:2]"          # all-ones masks: decoders (no fully padded rows)
+PADDED = f"2x{T}xi64[0:1000],2x{T}xi64[0:2]"          # random padding: encoders
 
 # -- decoders (causal LMs: logits) ---------------------------------------------------------------
 _register("GPT2", TOK, tf.GPT2LMHeadModel,
-          lambda: tf.GPT2Config(vocab_size=V, n_embd=H, n_layer=L, n_head=NH, n_positions=64, use_cache=False), BOTH)
+          lambda: tf.GPT2Config(vocab_size=V, n_embd=H, n_layer=L, n_head=NH, n_positions=P, use_cache=False), BOTH)
 _register("Llama", TOK, tf.LlamaForCausalLM, lambda: _decoder_cfg(tf.LlamaConfig, num_key_value_heads=2), BOTH)
 _register("Mistral", TOK, tf.MistralForCausalLM, lambda: _decoder_cfg(tf.MistralConfig, num_key_value_heads=2,
                                                                       sliding_window=8), BOTH)
@@ -87,7 +94,7 @@ _register("Phi", TOK, tf.PhiForCausalLM, lambda: _decoder_cfg(tf.PhiConfig, part
 _register("GPTNeoX", TOK, tf.GPTNeoXForCausalLM, lambda: _decoder_cfg(tf.GPTNeoXConfig, rotary_pct=0.25), BOTH)
 _register("OPT", TOK, tf.OPTForCausalLM,
           lambda: tf.OPTConfig(vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=NH, ffn_dim=FF,
-                               word_embed_proj_dim=H, max_position_embeddings=64, use_cache=False), BOTH)
+                               word_embed_proj_dim=H, max_position_embeddings=P, use_cache=False), BOTH)
 _register("Bloom", TOK, tf.BloomForCausalLM,
           lambda: tf.BloomConfig(vocab_size=V, hidden_size=H, n_layer=L, n_head=NH, use_cache=False))
 _register("Falcon", TOK, tf.FalconForCausalLM,
@@ -100,20 +107,20 @@ _register("Gemma", TOK, tf.GemmaForCausalLM,
 _register("Bert", TOK, tf.BertModel, lambda: _text_cfg(tf.BertConfig), BOTH, n_out=2)
 _register("DistilBert", TOK, tf.DistilBertModel,
           lambda: tf.DistilBertConfig(vocab_size=V, dim=H, n_layers=L, n_heads=NH, hidden_dim=FF,
-                                      max_position_embeddings=64), BOTH)
+                                      max_position_embeddings=P), BOTH)
 _register("Roberta", TOK, tf.RobertaModel, lambda: _text_cfg(tf.RobertaConfig, pad_token_id=1), BOTH)
 _register("T5Encoder", TOK, tf.T5EncoderModel,
           lambda: tf.T5Config(vocab_size=V, d_model=H, d_kv=16, d_ff=FF, num_layers=L, num_heads=NH, use_cache=False))
 _register("Bart", TOK, tf.BartModel,
           lambda: tf.BartConfig(vocab_size=V, d_model=H, encoder_layers=L, decoder_layers=L, encoder_attention_heads=NH,
                                 decoder_attention_heads=NH, encoder_ffn_dim=FF, decoder_ffn_dim=FF,
-                                max_position_embeddings=64, use_cache=False), BOTH)
+                                max_position_embeddings=P, use_cache=False), BOTH)
 _register("CLIPText", TOK, tf.CLIPTextModel,
           lambda: tf.CLIPTextConfig(vocab_size=V, hidden_size=H, intermediate_size=FF, num_hidden_layers=L,
-                                    num_attention_heads=NH, max_position_embeddings=32), BOTH, n_out=2)
+                                    num_attention_heads=NH, max_position_embeddings=P), BOTH, n_out=2)
 
 # -- vision --------------------------------------------------------------------------------------
-_vit_kw = dict(image_size=32, patch_size=8, hidden_size=H, num_hidden_layers=L, num_attention_heads=NH,
+_vit_kw = dict(image_size=S, patch_size=8, hidden_size=H, num_hidden_layers=L, num_attention_heads=NH,
                intermediate_size=FF)
 _register("ViT", IMG, tf.ViTModel, lambda: tf.ViTConfig(**_vit_kw), BOTH)
 _register("DeiT", IMG, tf.DeiTModel, lambda: tf.DeiTConfig(**_vit_kw))
@@ -124,7 +131,7 @@ _register("ResNet", IMG, tf.ResNetModel,
           lambda: tf.ResNetConfig(embedding_size=16, hidden_sizes=[16, 32], depths=[1, 1], layer_type="basic"),
           n_out=2)
 _register("Swin", IMG, tf.SwinModel,
-          lambda: tf.SwinConfig(image_size=32, patch_size=4, embed_dim=16, depths=[2, 2], num_heads=[2, 4],
+          lambda: tf.SwinConfig(image_size=S, patch_size=4, embed_dim=16, depths=[2, 2], num_heads=[2, 4],
                                 window_size=4))
 _register("MobileViT", "1x3x64x64xf32", tf.MobileViTModel,
           lambda: tf.MobileViTConfig(image_size=64, hidden_sizes=[32, 48, 64],
@@ -153,7 +160,7 @@ _register("WhisperEncoder", "1x80x32xf32", None, _whisper_encoder)
 
 # -- more architectures, and attention masks as inputs (padding: the mask-building code runs in the graph) -----
 _register("GPT2_mask", MASKED, tf.GPT2LMHeadModel,
-          lambda: tf.GPT2Config(vocab_size=V, n_embd=H, n_layer=L, n_head=NH, n_positions=64, use_cache=False), BOTH)
+          lambda: tf.GPT2Config(vocab_size=V, n_embd=H, n_layer=L, n_head=NH, n_positions=P, use_cache=False), BOTH)
 _register("Llama_mask", MASKED, tf.LlamaForCausalLM, lambda: _decoder_cfg(tf.LlamaConfig, num_key_value_heads=2),
           BOTH)
 _register("Bert_mask", PADDED, tf.BertModel, lambda: _text_cfg(tf.BertConfig), BOTH)
@@ -162,27 +169,27 @@ _register("Mixtral", TOK, tf.MixtralForCausalLM,
 _register("Qwen3", TOK, tf.Qwen3ForCausalLM, lambda: _decoder_cfg(tf.Qwen3Config, num_key_value_heads=2, head_dim=16))
 _register("Phi3", TOK, tf.Phi3ForCausalLM, lambda: _decoder_cfg(tf.Phi3Config, num_key_value_heads=2, pad_token_id=0))
 _register("GPTJ", TOK, tf.GPTJForCausalLM,
-          lambda: tf.GPTJConfig(vocab_size=V, n_embd=H, n_layer=L, n_head=NH, n_positions=64, rotary_dim=8,
+          lambda: tf.GPTJConfig(vocab_size=V, n_embd=H, n_layer=L, n_head=NH, n_positions=P, rotary_dim=8,
                                 use_cache=False))
 _register("Albert", TOK, tf.AlbertModel,
           lambda: tf.AlbertConfig(vocab_size=V, embedding_size=32, hidden_size=H, num_hidden_layers=L,
-                                  num_attention_heads=NH, intermediate_size=FF, max_position_embeddings=64), n_out=2)
+                                  num_attention_heads=NH, intermediate_size=FF, max_position_embeddings=P), n_out=2)
 _register("Electra", TOK, tf.ElectraModel,
           lambda: tf.ElectraConfig(vocab_size=V, embedding_size=32, hidden_size=H, num_hidden_layers=L,
-                                   num_attention_heads=NH, intermediate_size=FF, max_position_embeddings=64))
+                                   num_attention_heads=NH, intermediate_size=FF, max_position_embeddings=P))
 _register("DebertaV2", TOK, tf.DebertaV2Model,
           lambda: tf.DebertaV2Config(vocab_size=V, hidden_size=H, num_hidden_layers=L, num_attention_heads=NH,
-                                     intermediate_size=FF, max_position_embeddings=64, relative_attention=True,
+                                     intermediate_size=FF, max_position_embeddings=P, relative_attention=True,
                                      position_buckets=32, pos_att_type=["p2c", "c2p"]))
 _register("MPNet", TOK, tf.MPNetModel, lambda: _text_cfg(tf.MPNetConfig), n_out=2)
 _register("T5", "2x16xi64[0:1000],2x8xi64[0:1000]", tf.T5ForConditionalGeneration,
           lambda: tf.T5Config(vocab_size=V, d_model=H, d_kv=16, d_ff=FF, num_layers=L, num_heads=NH, use_cache=False,
                               decoder_start_token_id=0), arg_names=("input_ids", "decoder_input_ids"))
 _register("Dinov2", IMG, tf.Dinov2Model,
-          lambda: tf.Dinov2Config(image_size=32, patch_size=8, hidden_size=H, num_hidden_layers=L,
+          lambda: tf.Dinov2Config(image_size=S, patch_size=8, hidden_size=H, num_hidden_layers=L,
                                   num_attention_heads=NH, mlp_ratio=2), n_out=2)
 _register("Beit", IMG, tf.BeitModel,
-          lambda: tf.BeitConfig(image_size=32, patch_size=8, hidden_size=H, num_hidden_layers=L, num_attention_heads=NH,
+          lambda: tf.BeitConfig(image_size=S, patch_size=8, hidden_size=H, num_hidden_layers=L, num_attention_heads=NH,
                                 intermediate_size=FF, use_relative_position_bias=True))
 _register("Hubert", "1x1600xf32", tf.HubertModel,
           lambda: tf.HubertConfig(hidden_size=H, num_hidden_layers=L, num_attention_heads=NH, intermediate_size=FF,

@@ -4,7 +4,8 @@ selector path, against torch eager on the same threads.
     LH_WORKBENCH_TORCH_PYTHON=/work/torchvenv/bin/python python bench/hf_models.py [--only GPT2_eager,Bert_sdpa]
         [--out /tmp/hf] [--threads 1,2] [--iterations 10] [--reuse] [--json out.json]
 
-Needs `transformers` in the torch Python (not a workbench dependency). Per model: `import
+`LH_HF_SIZE=bench` (in the environment: the import and the torch side read it) builds the text and ViT-like
+models at 4 layers, hidden 256, 128 tokens (use another --out). Needs `transformers` in the torch Python (not a workbench dependency). Per model: `import
 bench/hf_defs.py:NAME --inputs SPEC` (skipped with --reuse where OUT/NAME.mlir exists), then for each thread
 count N: `load`, `target cpu --threads N`, `select --apply`, `bench`, `apply cpu-lower`, `run --check --threads N`
 (the unscheduled payload and torch's outputs). Coverage: the selector's ops that got a vectorized or matmul

@@ -43,6 +43,7 @@ class _HF(nn.Module):
 
     n_out = 1
     attn = "eager"
+    reinit = False          # torch's default init of every layer (HF's vanishes through MobileViT: zero outputs)
     arg_names: tuple = ()   # the inputs passed by keyword (input_ids, attention_mask, ...)
 
     def __init__(self):
@@ -53,6 +54,10 @@ class _HF(nn.Module):
         else:
             cfg_or_model._attn_implementation = self.attn
             self.m = self.model_class(cfg_or_model)
+        if self.reinit:
+            for layer in self.m.modules():
+                if hasattr(layer, "reset_parameters"):
+                    layer.reset_parameters()
         self.m.eval()
 
     def forward(self, *xs):
@@ -67,11 +72,11 @@ class _HF(nn.Module):
         return {}
 
 
-def _register(name, spec, model_class, build, attns=("eager",), n_out=1, kwargs=None, arg_names=()):
+def _register(name, spec, model_class, build, attns=("eager",), n_out=1, kwargs=None, arg_names=(), reinit=False):
     for attn in attns:
         cls_name = name if len(attns) == 1 else f"{name}_{attn}"
         cls = type(cls_name, (_HF,), {
-            "model_class": model_class, "build": staticmethod(build), "attn": attn, "n_out": n_out,
+            "model_class": model_class, "build": staticmethod(build), "attn": attn, "n_out": n_out, "reinit": reinit,
             "arg_names": tuple(arg_names) or (("input_ids", "attention_mask") if spec in (MASKED, PADDED) else ()),
             "call_kwargs": (lambda self, kw=kwargs or {}: dict(kw)),
         })
@@ -135,7 +140,7 @@ _register("Swin", IMG, tf.SwinModel,
                                 window_size=4))
 _register("MobileViT", "1x3x64x64xf32", tf.MobileViTModel,
           lambda: tf.MobileViTConfig(image_size=64, hidden_sizes=[32, 48, 64],
-                                     neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64]))
+                                     neck_hidden_sizes=[8, 8, 16, 16, 24, 32, 64]), reinit=True)
 _register("Segformer", "1x3x64x64xf32", tf.SegformerModel,
           lambda: tf.SegformerConfig(num_encoder_blocks=2, depths=[1, 1], sr_ratios=[2, 1], hidden_sizes=[16, 32],
                                      num_attention_heads=[1, 2], patch_sizes=[7, 3], strides=[4, 2],

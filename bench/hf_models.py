@@ -148,8 +148,8 @@ def main() -> None:
     ok_names = [r["name"] for r in records if r["import"]]
     base = run_torch_worker(python, TORCH_WORKER, [",".join(ok_names), ",".join(map(str, threads)),
                                                    str(args.iterations), str(out), str(DEFS)]) if ok_names else {}
-    print(f"{'model':18s} {'import':6s} {'coverage':>9s} {'check 1t/2t':>12s} {'max err':>9s} "
-          f"{'ours 1t ms':>10s} {'torch 1t':>9s} {'ratio':>6s} {'ours 2t':>8s} {'torch 2t':>8s} {'ratio':>6s}")
+    print(f"{'model':18s} {'import':6s} {'coverage':>9s} {'check ' + '/'.join(f'{t}t' for t in threads):>12s} "
+          f"{'max err':>9s} " + " ".join(f"{f'ours {t}t ms':>10s} {f'torch {t}t':>9s} {'ratio':>6s}" for t in threads))
     ratios: dict[str, list] = {str(t): [] for t in threads}
     for rec in records:
         tb = (base.get(rec["name"]) or {}).get("times") or {}

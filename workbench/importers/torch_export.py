@@ -32,8 +32,9 @@ masked_scatter: tm_tensor.scan) (ctc_loss fails in torch's export itself: export
 polygamma n >= 2, zeta, bessel_j0 / j1, gammainc / gammaincc, gcd / lcm, mode, frexp, nextafter, nonzero_static,
 and exports bincount as tm_tensor (linalg inv / solve / cholesky and cov / corrcoef fail in
 torch's export: export_overrides; argwhere / nonzero / unique_consecutive / bincount without minlength have
-data-dependent sizes and are refused with a one-line reason). They are
-decomposed *in torch,
+data-dependent sizes and are refused with a one-line reason; transformers' grouped_mm_fallback custom op
+(its MoE experts) is unknown to torch-mlir; torch's sdpa decomposition lays its output out unlike the op).
+They are decomposed *in torch,
 before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
 an inclusive scan as blocked masked reductions (`_scan`), a sort as a bitonic network of
 compare-exchanges on reshaped tensors. Doing it in torch keeps the rewrite independent of
@@ -1997,8 +1998,9 @@ def grouped_mm_decomposition(input, weight, offs=None, bias=None, out_dtype=None
     """A grouped matmul of 2-D rows sorted by group and 3-D weights (transformers' custom op
     `transformers::grouped_mm_fallback`, which its mixture-of-experts layers call under torch.export for
     non-bf16 weights: a loop over `offs.tolist()`; aten._grouped_mm's meta takes bf16 only): row s belongs to
-    group #{i: offs[i] <= s} (offs: the groups' cumulative ends), rows past the last end are zero. Static shapes: every row through every group's
-    weight (one batched matmul, G x the work), then the row's own group gathered."""
+    group #{i: offs[i] <= s} (offs: the groups' cumulative ends), rows past the last end are zero. Static
+    shapes: every row through every group's weight (one batched matmul, G x the work), then the row's own
+    group gathered."""
     import torch
 
     if input.dim() != 2 or weight.dim() != 3 or offs is None or bias is not None:

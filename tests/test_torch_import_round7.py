@@ -60,7 +60,8 @@ class IntComparisons(torch.nn.Module):
                 (c > 1).float() + x, (n >= -1).float() + x, (c != 1).float() + x, torch.lgamma(n) + x,
                 torch.where(c >= 2, x, -x), (k < 2.5).float() + x, (k == 3.0).float() + x, (k > 3.5).float() + x,
                 (k <= 2.9).float() + x, (m == 1).float() + x, (m < 1).float() + x, (m > 0.5).float() + x,
-                (i > 1.5).float() + x)
+                (i > 1.5).float() + x, (torch.full_like(x, 0.1) == 0.1).float() + x,
+                ((x * 0 + 16777217) == 16777217).float() + x)
 '''
 
 
@@ -70,10 +71,11 @@ def test_constant_splats_compared_with_literals_match_torch(tmp_path):
     (the float's bits read as an integer): the importer now passes integer scalars of comparisons of float
     tensors as floats, as torch promotes them (before: run --check "FAILED (max abs err 4.01, max rel err 2)").
     An integer splat against a float literal crashed the exporter (a segmentation fault in torch-mlir's
-    folder), a bool splat against an int folded wrongly (`ones == 1` false): the tensor is now cast to the
-    promoted type first."""
+    folder), a bool splat against an int folded wrongly (`ones == 1` false), and f32 against a float scalar
+    compared in f64 (`full_like(x, 0.1) == 0.1` false): each comparison is now one of two tensors in the
+    promoted type, as torch compares."""
     _import(tmp_path, INT_COMPARISONS, "IntComparisons", "4x5xf32,4x5xi64[0:5]", "int_comparisons")
-    _selected_runs_checked(tmp_path, "int_comparisons", 17)
+    _selected_runs_checked(tmp_path, "int_comparisons", 19)
 
 
 GROUPED_MOE = '''

@@ -2241,38 +2241,43 @@ def _state_in_lists_as_values(program) -> None:
 
 
 def _promote_comparison_scalars(program) -> None:
-    """A floating-point tensor compared with an *integer* Python scalar (aten.le.Scalar(x, 0): `x <= 0` in a
-    model or in a decomposition here) compares with the scalar as a float: torch-mlir's folder reads a constant
-    float splat's bit pattern as an integer against an int scalar (`full_like(x, 1.5) <= 0` folded to true,
-    `full_like(x, 1.5) > 1` to true, the same `< 2` to false); torch promotes the scalar to the tensor's type.
-    An integer or bool tensor whose type the scalar promotes (an int tensor against a float, a bool one against an
-    int or float) is cast to the promoted type first, as torch compares: torch-mlir's folder crashed the exporter
-    (a segmentation fault) on a constant integer splat against a float (`full_like(i, 3) < 2.5`) and folded a
-    constant bool splat against an int wrongly (`ones_like(i, dtype=torch.bool) == 1` false)."""
+    """A tensor compared with a Python scalar (aten.le.Scalar(x, 0): `x <= 0` in a model or in a decomposition
+    here) is compared, as torch does, in the type the scalar promotes the tensor to, with the scalar rounded to
+    that type: the comparison becomes one of two tensors (aten.le.Tensor) against a 0-d tensor of that type,
+    the tensor cast first where the type is not its own. torch-mlir's own handling of the Scalar forms is off
+    three ways: its folder reads a constant float splat's bit pattern as an integer against an int scalar
+    (`full_like(x, 1.5) <= 0` folded to true, `> 1` to false), it crashes (a segmentation fault) on a constant
+    integer splat against a float (`full_like(i, 3) < 2.5`) and folds a bool splat against an int wrongly
+    (`ones(bool) == 1` false), and it compares f32 against a float scalar in f64 (`full_like(x, 0.1) == 0.1`
+    false, where torch rounds 0.1 to f32). Integer tensors against integer scalars keep the Scalar form (a bool
+    tensor against an int is cast to int64, as torch promotes it)."""
     import torch
 
     aten = torch.ops.aten
-    comparisons = {aten.lt.Scalar, aten.le.Scalar, aten.gt.Scalar, aten.ge.Scalar, aten.eq.Scalar, aten.ne.Scalar}
-    changed = False
-    for node in program.graph.nodes:
-        if node.op != "call_function" or node.target not in comparisons or len(node.args) < 2:
+    comparisons = {aten.lt.Scalar: aten.lt.Tensor, aten.le.Scalar: aten.le.Tensor, aten.gt.Scalar: aten.gt.Tensor,
+                   aten.ge.Scalar: aten.ge.Tensor, aten.eq.Scalar: aten.eq.Tensor, aten.ne.Scalar: aten.ne.Tensor}
+    graph, changed = program.graph, False
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in comparisons or len(node.args) != 2 or node.kwargs:
             continue
-        x, other = node.args[0], node.args[1]
+        x, other = node.args
         val = getattr(x, "meta", {}).get("val")
-        if not isinstance(val, torch.Tensor) or val.dtype.is_complex:
-            continue
-        if not isinstance(other, (int, float)) or isinstance(other, bool):
+        if (not isinstance(val, torch.Tensor) or val.dtype.is_complex or not isinstance(other, (int, float))
+                or isinstance(other, bool)):
             continue
         dtype = torch.result_type(torch.empty((), dtype=val.dtype), other)
-        if val.dtype.is_floating_point and isinstance(other, int):
-            node.update_arg(1, float(other))
-            changed = True
-        elif dtype != val.dtype:
-            with program.graph.inserting_before(node):
-                cast = program.graph.call_function(aten._to_copy.default, (x,), {"dtype": dtype})
-            cast.meta["val"] = val.to(dtype)
-            node.update_arg(0, cast)
-            changed = True
+        if dtype == val.dtype and not dtype.is_floating_point:
+            continue   # integer against integer of its type: exact, and torch-mlir's Scalar form is right
+        with graph.inserting_before(node):
+            if dtype != val.dtype:
+                cast = graph.call_function(aten._to_copy.default, (x,), {"dtype": dtype})
+                cast.meta["val"] = val.to(dtype)
+                x = cast
+            scalar = graph.call_function(aten.full.default, ([], other), {"dtype": dtype, "device": val.device})
+            scalar.meta["val"] = val.new_full((), other, dtype=dtype)
+        node.target = comparisons[node.target]
+        node.args = (x, scalar)
+        changed = True
     if changed:
         program.graph_module.recompile()
 

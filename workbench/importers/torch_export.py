@@ -32,8 +32,9 @@ masked_scatter: tm_tensor.scan) (ctc_loss fails in torch's export itself: export
 polygamma n >= 2, zeta, bessel_j0 / j1, gammainc / gammaincc, gcd / lcm, mode, frexp, nextafter, nonzero_static,
 and exports bincount as tm_tensor (linalg inv / solve / cholesky and cov / corrcoef fail in
 torch's export: export_overrides; argwhere / nonzero / unique_consecutive / bincount without minlength have
-data-dependent sizes and are refused with a one-line reason). They are
-decomposed *in torch,
+data-dependent sizes and are refused with a one-line reason; transformers' grouped_mm_fallback custom op
+(its MoE experts) is unknown to torch-mlir; torch's sdpa decomposition lays its output out unlike the op).
+They are decomposed *in torch,
 before export* (UPSTREAM_DECOMPOSITIONS below) into ops torch-mlir lowers to upstream linalg/tensor:
 an inclusive scan as blocked masked reductions (`_scan`), a sort as a bitonic network of
 compare-exchanges on reshaped tensors. Doing it in torch keeps the rewrite independent of
@@ -56,6 +57,7 @@ import argparse
 import importlib.util
 import json
 import math
+import os
 import re
 import sys
 import traceback
@@ -1971,6 +1973,60 @@ def nextafter_decomposition(x, other):
     return torch.where(torch.isnan(x) | torch.isnan(y), torch.full((), math.nan, dtype=dtype), out)
 
 
+def sdpa_flash_cpu_decomposition(query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None,
+                                 scale=None):
+    """aten._scaled_dot_product_flash_attention_for_cpu (what F.scaled_dot_product_attention exports as): the
+    math attention, its output laid out in memory as the query is (the op's meta: empty_like(query)).
+    torch's own decomposition lays it out (L, N, H, E), nn.MultiheadAttention's case; a model that made
+    (N, H, L, E) from (N, L, H, E) by a transpose (Hugging Face's GPT-2, ...) and views the transposed-back
+    output as (N * L, H * E) (exported as a view: contiguous under the meta) then failed the re-trace:
+    "Cannot view a tensor with shape [2, 16, 64] and strides (64, 128, 1) as ... (32, 64)"."""
+    import torch
+
+    aten = torch.ops.aten
+    output, attn = aten._scaled_dot_product_attention_math.default(
+        query, key, value, attn_mask=attn_mask, dropout_p=dropout_p, is_causal=is_causal, dropout_mask=None,
+        scale=scale, enable_gqa=query.size(1) != key.size(1))
+    # the query's dims from the outermost in memory to the innermost (ties: the logical order)
+    order = sorted(range(query.dim()), key=lambda d: (-query.stride(d), d))
+    inverse = [order.index(d) for d in range(query.dim())]
+    output = output.permute(*order).contiguous(memory_format=torch.contiguous_format).permute(*inverse)
+    return output, attn
+
+
+def grouped_mm_decomposition(input, weight, offs=None, bias=None, out_dtype=None):
+    """A grouped matmul of 2-D rows sorted by group and 3-D weights (transformers' custom op
+    `transformers::grouped_mm_fallback`, which its mixture-of-experts layers call under torch.export for
+    non-bf16 weights: a loop over `offs.tolist()`; aten._grouped_mm's meta takes bf16 only): row s belongs to
+    group #{i: offs[i] <= s} (offs: the groups' cumulative ends), rows past the last end are zero. Static
+    shapes: every row through every group's weight (one batched matmul, G x the work), then the row's own
+    group gathered."""
+    import torch
+
+    if input.dim() != 2 or weight.dim() != 3 or offs is None or bias is not None:
+        return NotImplemented
+    rows, groups, cols = input.shape[0], weight.shape[0], weight.shape[2]
+    group = (torch.arange(rows, device=input.device).unsqueeze(1) >= offs.unsqueeze(0)).sum(1)   # (rows,)
+    every = torch.matmul(input.unsqueeze(0), weight)                                           # (G, rows, cols)
+    own = every.gather(0, group.clamp(max=groups - 1).view(1, rows, 1).expand(1, rows, cols)).squeeze(0)
+    out = torch.where((group < groups).unsqueeze(1), own, torch.zeros_like(own))
+    return out.to(out_dtype) if out_dtype is not None else out
+
+
+def library_op_decompositions() -> dict:
+    """Custom ops of model libraries (torch.library.custom_op: opaque to torch.export, unknown to torch-mlir)
+    whose semantics an aten decomposition here has, where the library is loaded (the model file imported it)."""
+    import torch
+
+    table = {}
+    namespace = getattr(torch.ops, "transformers", None)
+    try:
+        table[namespace.grouped_mm_fallback.default] = grouped_mm_decomposition
+    except (AttributeError, RuntimeError):
+        pass
+    return table
+
+
 def upstream_decompositions() -> dict:
     """aten op overload -> decomposition, for ops torch-mlir would lower to its own tm_tensor dialect."""
     import torch
@@ -2032,7 +2088,10 @@ def upstream_decompositions() -> dict:
             aten.gcd.default: gcd_decomposition, aten.lcm.default: lcm_decomposition,
             aten.mode.default: mode_decomposition, aten.bincount.default: bincount_decomposition,
             aten.nonzero_static.default: nonzero_static_decomposition,
-            aten.frexp.Tensor: frexp_decomposition, aten.nextafter.default: nextafter_decomposition}
+            aten.frexp.Tensor: frexp_decomposition, aten.nextafter.default: nextafter_decomposition,
+            **({aten._scaled_dot_product_flash_attention_for_cpu.default: sdpa_flash_cpu_decomposition}
+               if hasattr(aten, "_scaled_dot_product_flash_attention_for_cpu") else {}),
+            **library_op_decompositions()}
 
 
 def export_overrides() -> dict:
@@ -2179,6 +2238,48 @@ def _state_in_lists_as_values(program) -> None:
                 values.append(a)
             node.update_arg(position, type(arg)(values))
     program.graph_module.recompile()
+
+
+def _promote_comparison_scalars(program) -> None:
+    """A tensor compared with a Python scalar (aten.le.Scalar(x, 0): `x <= 0` in a model or in a decomposition
+    here) is compared, as torch does, in the type the scalar promotes the tensor to, with the scalar rounded to
+    that type: the comparison becomes one of two tensors (aten.le.Tensor) against a 0-d tensor of that type,
+    the tensor cast first where the type is not its own. torch-mlir's own handling of the Scalar forms is off
+    three ways: its folder reads a constant float splat's bit pattern as an integer against an int scalar
+    (`full_like(x, 1.5) <= 0` folded to true, `> 1` to false), it crashes (a segmentation fault) on a constant
+    integer splat against a float (`full_like(i, 3) < 2.5`) and folds a bool splat against an int wrongly
+    (`ones(bool) == 1` false), and it compares f32 against a float scalar in f64 (`full_like(x, 0.1) == 0.1`
+    false, where torch rounds 0.1 to f32). Integer tensors against integer scalars keep the Scalar form (a bool
+    tensor against an int is cast to int64, as torch promotes it)."""
+    import torch
+
+    aten = torch.ops.aten
+    comparisons = {aten.lt.Scalar: aten.lt.Tensor, aten.le.Scalar: aten.le.Tensor, aten.gt.Scalar: aten.gt.Tensor,
+                   aten.ge.Scalar: aten.ge.Tensor, aten.eq.Scalar: aten.eq.Tensor, aten.ne.Scalar: aten.ne.Tensor}
+    graph, changed = program.graph, False
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in comparisons or len(node.args) != 2 or node.kwargs:
+            continue
+        x, other = node.args
+        val = getattr(x, "meta", {}).get("val")
+        if (not isinstance(val, torch.Tensor) or val.dtype.is_complex or not isinstance(other, (int, float))
+                or isinstance(other, bool)):
+            continue
+        dtype = torch.result_type(torch.empty((), dtype=val.dtype), other)
+        if dtype == val.dtype and not dtype.is_floating_point:
+            continue   # integer against integer of its type: exact, and torch-mlir's Scalar form is right
+        with graph.inserting_before(node):
+            if dtype != val.dtype:
+                cast = graph.call_function(aten._to_copy.default, (x,), {"dtype": dtype})
+                cast.meta["val"] = val.to(dtype)
+                x = cast
+            scalar = graph.call_function(aten.full.default, ([], other), {"dtype": dtype, "device": val.device})
+            scalar.meta["val"] = val.new_full((), other, dtype=dtype)
+        node.target = comparisons[node.target]
+        node.args = (x, scalar)
+        changed = True
+    if changed:
+        program.graph_module.recompile()
 
 
 def _non_persistent_buffers_as_state(program) -> None:
@@ -2465,6 +2566,48 @@ def lower_to_linalg(module) -> None:
                                    "lowering to linalg (scatters as loops, bit casts)")
 
 
+class _StderrCopy:
+    """A context that copies what is written to file descriptor 2 inside it (C++ code's output too) into
+    `.text`, and still writes it to stderr."""
+
+    def __init__(self):
+        self.text = ""
+
+    def __enter__(self):
+        import tempfile
+
+        sys.stderr.flush()
+        self._file = tempfile.TemporaryFile()
+        self._saved = os.dup(2)
+        os.dup2(self._file.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc):
+        sys.stderr.flush()
+        os.dup2(self._saved, 2)
+        os.close(self._saved)
+        self._file.seek(0)
+        data = self._file.read()
+        self._file.close()
+        self.text = data.decode(errors="replace")
+        sys.stderr.write(self.text)
+        return False
+
+
+def first_diagnostic(text: str) -> str:
+    """The first `error:` diagnostic of a torch-mlir failure ("Lowering TorchFX IR -> Torch Backend IR failed
+    with the following diagnostics:" is the message's first line; the diagnostics follow, each after its
+    location, `loc(callsite("file.py":634:0 at ...))`), with its innermost source location: `file.py:634:
+    failed to legalize operation ...`; "" if there is none."""
+    for line in text.splitlines():
+        head, sep, message = line.partition("error: ")
+        if not sep:
+            continue
+        where = re.search(r'"([^"]+)":(\d+):(\d+)', head)
+        return (f"{where.group(1)}:{where.group(2)}: " if where else "") + message.strip()
+    return ""
+
+
 def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str = "") -> dict:
     """Export `module` on `inputs`: writes NAME.mlir, the .npy files and the sidecar; returns the sidecar."""
     import torch
@@ -2474,20 +2617,25 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
     out_dir.mkdir(parents=True, exist_ok=True)
     with torch.no_grad():
         expected = flatten_outputs(module(*[t.clone() for t in inputs]))
+        diagnostics = _StderrCopy()
         try:
             with _override_mode():
                 program = torch.export.export(module, tuple(inputs))
             program = program.run_decompositions(decomposition_table())
             _state_in_lists_as_values(program)
             _non_persistent_buffers_as_state(program)
-            mlir_module = fx.export_and_import(program, output_type="torch", func_name="main",
-                                               decomposition_table={})
-            lower_to_linalg(mlir_module)
+            _promote_comparison_scalars(program)
+            with diagnostics:   # MLIR prints its diagnostics (not in the exception) on stderr
+                mlir_module = fx.export_and_import(program, output_type="torch", func_name="main",
+                                                   decomposition_table={})
+                lower_to_linalg(mlir_module)
         except ImportFailure:
             raise
         except Exception as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
-            raise ImportFailure(f"torch-mlir export failed: {type(e).__name__}: {first[:400]}")
+            diagnostic = first_diagnostic(str(e) + "\n" + diagnostics.text)
+            raise ImportFailure(f"torch-mlir export failed: {type(e).__name__}: {first[:400]}"
+                                + (f" {diagnostic[:400]}" if diagnostic else ""))
     text = str(mlir_module)
     leftover = sorted(set(re.findall(r"\b((?:tm_tensor|torch|torch_c)\.[a-z_.0-9]+)\b(?=[ (<{])", text)))
     mlir_path = out_dir / f"{name}.mlir"

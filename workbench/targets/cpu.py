@@ -624,7 +624,8 @@ class CpuTarget(Target):
         # chunk: lh-task-buffers-on-stack); the default thread stack is the stack rlimit, 2 MiB when unlimited
         env.setdefault("OMP_STACKSIZE", os.environ.get("OMP_STACKSIZE", "16M"))
         # a machine whose CPUs other work shares: the team's idle threads sleep soon instead of spinning
-        cpus = self.machine.usable_cpus
+        # (this host's CPUs: the machine model may be another machine's, `--cpu`)
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         team = min(threads or cpus, cpus)
         if team > 1:
             env.update(wait_settings(team, cpus, runnable_elsewhere()))

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -31,18 +32,10 @@ SPIN = {"GOMP_SPINCOUNT": "300000"}   # libgomp's default, set explicitly: the w
 
 
 def timed(ctx, env: dict, threads: int) -> float:
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
+    with mock.patch.dict(os.environ, env):
         res = ctx.registry.dispatch(f"run --threads {threads}", ctx)
-        assert res.ok, res.error
-        return res.data["run"]["median_s"]
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    assert res.ok, res.error
+    return res.data["run"]["median_s"]
 
 
 def measure(ctx, threads: int, repeats: int) -> tuple[float, float]:

@@ -8,6 +8,7 @@ import math
 import os
 from typing import Any
 
+from workbench.common.cpu_topology import allowed_cpus
 from workbench.common.parallel_runtime import runnable_elsewhere, wait_settings
 from workbench.paths import LIBRARY_DIR
 from workbench.targets import cpu_rows, cpu_selector
@@ -625,7 +626,7 @@ class CpuTarget(Target):
         env.setdefault("OMP_STACKSIZE", os.environ.get("OMP_STACKSIZE", "16M"))
         # a machine whose CPUs other work shares: the team's idle threads sleep soon instead of spinning
         # (this host's CPUs: the machine model may be another machine's, `--cpu`)
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        cpus = len(allowed_cpus())
         team = min(threads or cpus, cpus)
         if team > 1:
             env.update(wait_settings(team, cpus, runnable_elsewhere()))

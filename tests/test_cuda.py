@@ -714,6 +714,24 @@ def test_gpu_run_worker_refuses_without_driver(monkeypatch):
     assert gpu_run_worker.CUDA_ERROR.search("'cuLaunchKernel(...)' failed with 'CUDA_ERROR_INVALID_VALUE'")
 
 
+def test_gpu_run_worker_turns_a_cuda_error_the_runtime_printed_into_a_failure(monkeypatch, capfd):
+    """The CUDA runtime wrappers print a failed call on fd 2 and go on: the worker reads what the run wrote
+    there, fails the run with the first error, and passes the text on to its own stderr."""
+    import os
+
+    from workbench.worker.cuda import run_worker as gpu_run_worker
+
+    def run_printing(req):
+        os.write(2, b"'cuLaunchKernel(...)' failed with 'CUDA_ERROR_INVALID_VALUE'\n")
+        return {"ok": True}
+
+    monkeypatch.setattr(gpu_run_worker.cuda_probe, "probe_here", lambda: {"ok": True, "reason": "a test GPU"})
+    monkeypatch.setattr(gpu_run_worker, "handle_run", run_printing)
+    ans = gpu_run_worker.handle_gpu_run({})
+    assert ans["ok"] is False and ans["error"].startswith("CUDA error in the runtime: 'cuLaunchKernel(...)'")
+    assert "CUDA_ERROR_INVALID_VALUE" in capfd.readouterr().err
+
+
 # -- runs on the GPU ---------------------------------------------------------------------------
 
 @needs_gpu

@@ -36,7 +36,6 @@ prepare_run also takes "prelude": stages applied before the wrapper is inserted.
 """
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import importlib.util
@@ -59,6 +58,7 @@ from workbench.common.suggest import did_you_mean
 from workbench.worker import bench_wrapper, knobs, payload_inspect, payload_schedules, py_passes, rewrites
 from workbench.worker.mpi import sharding
 from workbench.worker.protocol import FOLLOW_UP, serve_requests
+from workbench.worker.stderr_capture import captured_stderr
 
 CACHE_SIZE = 24
 #: the last payloads parsed stay held beyond the cache's LRU order: `run --check`'s reference and a
@@ -101,25 +101,6 @@ _ANCHORS = ("any({})", "builtin.module({})", "builtin.module(func.func({}))")
 _OPTION_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789-"
 
 
-@contextlib.contextmanager
-def _stderr_text():
-    """What MLIR's C++ writes to fd 2 meanwhile, as the list's one string once the block ends: the pass option
-    parser says why it refused an option there (`no such option foo` of a pipeline's options, `'x' value invalid
-    for long argument`), not in the exception."""
-    sys.stderr.flush()
-    out: list[str] = []
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as tmp:
-        os.dup2(tmp.fileno(), 2)
-        try:
-            yield out
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            tmp.seek(0)
-            out.append(tmp.read().decode(errors="replace"))
-
-
 def _clean_option_reason(line: str) -> str:
     """LLVM's option parser's words as ours: `<Pass-Options-Parser>: no such option x` -> `no such option x`,
     `: for the --vl option: 'x' value invalid for integer argument!` -> `option vl: 'x' value invalid ...`."""
@@ -131,7 +112,7 @@ def _clean_option_reason(line: str) -> str:
 def parse_pipeline(text: str) -> passmanager.PassManager:
     """PassManager.parse, whose error also carries what the option parser wrote to stderr (the reason an option
     was refused), first, in our words."""
-    with _stderr_text() as written:
+    with captured_stderr() as written:
         try:
             return passmanager.PassManager.parse(text)
         except (ValueError, ir.MLIRError) as e:

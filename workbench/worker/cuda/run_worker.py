@@ -10,14 +10,13 @@
 """
 from __future__ import annotations
 
-import os
 import re
 import sys
-import tempfile
 
 from workbench.common import cuda_probe
 from workbench.worker.protocol import serve_requests
 from workbench.worker.run_worker import handle_run
+from workbench.worker.stderr_capture import captured_stderr
 
 CUDA_ERROR = re.compile(r"failed with '(CUDA_ERROR_[A-Z_]+|<unknown>)'")
 
@@ -26,18 +25,9 @@ def handle_gpu_run(req: dict) -> dict:
     info = cuda_probe.probe_here()
     if not info["ok"]:
         return {"ok": False, "error": f"cannot run on the GPU: {info['reason']}"}
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as capture:
-        os.dup2(capture.fileno(), 2)
-        try:
-            answer = handle_run(req)
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-        capture.seek(0)
-        text = capture.read().decode(errors="replace")
+    with captured_stderr() as written:
+        answer = handle_run(req)
+    text = written[0]
     if text:
         sys.stderr.write(text)
         sys.stderr.flush()

@@ -143,14 +143,20 @@ def _anchor(name: str) -> str | None:
     return next((a for a in _ANCHORS if not _parses(a.format(name))), None)
 
 
+@functools.lru_cache(maxsize=None)
+def _printed_alone(name: str) -> str | None:
+    """The textual pipeline of the pass (or pipeline) `name` parsed alone under its anchor; None without one."""
+    anchored = _anchor(name)
+    return None if anchored is None else str(passmanager.PassManager.parse(anchored.format(name)))
+
+
 def pass_options(name: str) -> list[str] | None:
     """The options MLIR knows for the pass `name`: those its textual pipeline prints (with their values) once
     parsed alone; list options without a default are not printed. None where no anchor takes the pass alone
     or it prints as other passes (a pipeline such as `sparsifier`)."""
-    anchored = _anchor(name)
-    if anchored is None:
+    printed = _printed_alone(name)
+    if printed is None:
         return None
-    printed = str(passmanager.PassManager.parse(anchored.format(name)))
     m = re.search(r"(?<![\w-])" + re.escape(name) + r"(\{|(?![\w-]))", printed)
     if not m:
         return None
@@ -173,10 +179,9 @@ def pass_options(name: str) -> list[str] | None:
 def _expansion_option_names(name: str) -> tuple[str, ...]:
     """The option names in what the pass or pipeline `name` prints as, parsed alone (a pipeline prints as its
     passes, with their options: `sparsifier` -> `sparsification-and-bufferization{parallelization-strategy=..}`)."""
-    anchored = _anchor(name)
-    if anchored is None:
+    printed = _printed_alone(name)
+    if printed is None:
         return ()
-    printed = str(passmanager.PassManager.parse(anchored.format(name)))
     return tuple(dict.fromkeys(re.findall(r"(?<=[{\s])([A-Za-z][\w-]*)=", printed)))
 
 

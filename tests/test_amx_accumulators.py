@@ -69,3 +69,41 @@ def test_loops_that_write_other_memory_are_left():
         .replace("amx.tile_store %c[%c0, %c0], %r0", "amx.tile_store %c[%k, %c0], %r0").replace("%c64 = arith.constant 64", "%c64 = arith.constant 32")
     n, _ = _carry(varying)
     assert n == 0
+
+
+# a convolution's K step with its window positions unrolled: each position loads, multiplies into and stores
+# the same result tile
+CHAINED = """func.func @k(%a: memref<64x64xbf16>, %b: memref<64x64xbf16>, %c: memref<16x16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c16 = arith.constant 16 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  scf.for %k = %c0 to %c64 step %c16 {
+    %ta = amx.tile_load %a[%k, %c0] : memref<64x64xbf16> into !amx.tile<16x32xbf16>
+    %tb = amx.tile_load %b[%k, %c0] : memref<64x64xbf16> into !amx.tile<16x32xbf16>
+    %tc = amx.tile_load %c[%c0, %c0] : memref<16x16xf32> into !amx.tile<16x16xf32>
+    %r = amx.tile_mulf %ta, %tb, %tc : !amx.tile<16x32xbf16>, !amx.tile<16x32xbf16>, !amx.tile<16x16xf32>
+    amx.tile_store %c[%c0, %c0], %r : memref<16x16xf32>, !amx.tile<16x16xf32>
+    %ta2 = amx.tile_load %a[%k, %c32] : memref<64x64xbf16> into !amx.tile<16x32xbf16>
+    %tb2 = amx.tile_load %b[%k, %c32] : memref<64x64xbf16> into !amx.tile<16x32xbf16>
+    %tc2 = amx.tile_load %c[%c0, %c0] : memref<16x16xf32> into !amx.tile<16x16xf32>
+    %r2 = amx.tile_mulf %ta2, %tb2, %tc2 : !amx.tile<16x32xbf16>, !amx.tile<16x32xbf16>, !amx.tile<16x16xf32>
+    amx.tile_store %c[%c0, %c0], %r2 : memref<16x16xf32>, !amx.tile<16x16xf32>
+  }
+  return
+}
+"""
+
+
+def test_products_chained_into_one_tile_are_carried_as_one_accumulator():
+    n, text = _carry(CHAINED)
+    assert n == 1
+    body = _loop_body(text)
+    # one carried tile: no result-tile load or store left in the loop, the two products chained
+    assert "memref<16x16xf32> into" not in body and "amx.tile_store" not in body, body
+    assert body.count("amx.tile_mulf") == 2 and text.count("iter_args") == 1
+    first, second = [line for line in body.splitlines() if "amx.tile_mulf" in line]
+    first_result = first.split("=")[0].strip()
+    assert second.split(":")[0].rstrip().endswith(f", {first_result}"), body     # the second adds to the first
+    assert text.count("amx.tile_store") == 1 and text.index("amx.tile_store") > text.index("scf.yield")
+    assert text.count("memref<16x16xf32> into") == 1 and text.index("memref<16x16xf32> into") < text.index("scf.for")

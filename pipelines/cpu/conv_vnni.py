@@ -8,7 +8,7 @@ accumulating in f32: a linalg.generic tagged `lh.vnni_conv` over loops (n, f, oh
 with input and filter packed in input-channel pairs (linalg.pack along C by 2: ci, the pair, innermost).
 
 Schedule:
-  1. The pack of the input (its producer): split over the threads like the convolution, one row of pairs
+  1. The pack of the input (its producer): one image per parallel task where threads > 1, one row of pairs
      (1 x 1 x 1 x W outer dims) per step, vectorized (two channel rows read, interleaved by shuffles); the
      filter's pack one output channel and pair at a time.
   2. The convolution: `threads` chunks of loop `split` (scf.forall), then tiles of `tile_f` output channels x
@@ -66,35 +66,7 @@ def conv_vnni_tiling(op: str = "", tile_f: int = 8, tile_w: int = 16, tile_c: in
     order = [int(i) for i in interchange] or DEFAULT_INTERCHANGE
     if sorted(order) != list(range(len(LOOPS))):
         raise ValueError(f"interchange must be a permutation of the {len(LOOPS)} loops {LOOPS}, got {order}")
-    body = (f'    %g_all = transform.structured.match ops{{["linalg.generic"]}} attributes{{lh.op = "{op}"}} in %root'
-            f" : ({ANY}) -> {ANY}\n"
-            f"    %g_count = transform.num_associations %g_all : ({ANY}) -> !transform.param<i64>\n"
-            f"    %g_one = transform.param.constant 1 : i64 -> !transform.param<i64>\n"
-            f"    // op {op} must exist (`inspect` lists the ids)\n"
-            f"    transform.match.param.cmpi eq %g_count, %g_one : !transform.param<i64>\n"
-            f"    %pk_all = transform.get_producer_of_operand %g_all[1] : ({ANY}) -> {ANY}\n"
-            f"    %fpk = transform.get_producer_of_operand %g_all[0] : ({ANY}) -> {ANY}\n")
-    counts = [0] * (split + 1)
-    counts[split] = threads
-    if threads > 1:
-        body += (f"    %g, %g_forall = transform.structured.tile_using_forall %g_all num_threads {counts}"
-                 f" : ({ANY}) -> ({ANY}, {ANY})\n")
-    else:
-        body += f"    %g = transform.merge_handles %g_all : {ANY}\n"
-    # 1. the input's pack: one row of channel pairs per step (its n loop split like the convolution's)
-    pack_threads = [threads] if threads > 1 and split == 0 else [0]
-    if pack_threads[0]:
-        body += (f"    %pk, %pk_forall = transform.structured.tile_using_forall %pk_all num_threads {pack_threads}"
-                 f" : ({ANY}) -> ({ANY}, {ANY})\n")
-    else:
-        body += f"    %pk = transform.merge_handles %pk_all : {ANY}\n"
-    body += (f"    %pkt, %pkt_l:3 = transform.structured.tile_using_for %pk tile_sizes [1, 1, 1, 0]"
-             f" : ({ANY}) -> ({ANY}, {ANY}, {ANY}, {ANY})\n"
-             f"    transform.structured.vectorize %pkt : {ANY}\n"
-             # the filter's pack (a constant's, once per call): all window positions of one pair per step
-             f"    %fpkt, %fpkt_l:2 = transform.structured.tile_using_for %fpk tile_sizes [1, 1, 0, 0]"
-             f" : ({ANY}) -> ({ANY}, {ANY}, {ANY})\n"
-             f"    transform.structured.vectorize %fpkt : {ANY}\n")
+    body = matched_and_packs(op, threads, split)
     # 2. the register tiles
     sizes = [1, tile_f, 1, tile_w, tile_c, 1, 1, 0]
     body += (f"    %t, %t_l:7 = transform.structured.tile_using_for %g tile_sizes {sizes} interchange = {order}"
@@ -160,3 +132,40 @@ def default_params(out_channels: int, out_width: int, pairs: int, threads: int =
     # left is no longer in the VNNI layout: outer products instead of vdpbf16ps)
     tile_c = next((c for c in (4, 2, 3) if pairs % c == 0), pairs if pairs <= MAX_PAIR_TILE else 1)
     return dict(tile_f=tile_f, tile_w=tile_w, tile_c=tile_c, threads=threads, split=split)
+
+
+def matched_and_packs(op: str, threads: int, split: int) -> str:
+    """Transform ops of the schedule's first step: %g = the convolution `op` (an error unless exactly one
+    op has that id), split into `threads` chunks of loop `split` (scf.forall) where threads > 1; the input's
+    pack (its operand 1's producer) tiled one row of channel pairs per step (one image per parallel task where
+    threads > 1), the filter's (operand 0's) one output channel and its second outer dim (the pair; a window
+    row in the AMX layout) at a time, both vectorized."""
+    body = (f'    %g_all = transform.structured.match ops{{["linalg.generic"]}} attributes{{lh.op = "{op}"}} in %root'
+            f" : ({ANY}) -> {ANY}\n"
+            f"    %g_count = transform.num_associations %g_all : ({ANY}) -> !transform.param<i64>\n"
+            f"    %g_one = transform.param.constant 1 : i64 -> !transform.param<i64>\n"
+            f"    // op {op} must exist (`inspect` lists the ids)\n"
+            f"    transform.match.param.cmpi eq %g_count, %g_one : !transform.param<i64>\n"
+            f"    %pk_all = transform.get_producer_of_operand %g_all[1] : ({ANY}) -> {ANY}\n"
+            f"    %fpk = transform.get_producer_of_operand %g_all[0] : ({ANY}) -> {ANY}\n")
+    counts = [0] * (split + 1)
+    counts[split] = threads
+    if threads > 1:
+        body += (f"    %g, %g_forall = transform.structured.tile_using_forall %g_all num_threads {counts}"
+                 f" : ({ANY}) -> ({ANY}, {ANY})\n")
+    else:
+        body += f"    %g = transform.merge_handles %g_all : {ANY}\n"
+    # 1. the input's pack: one row of channel pairs per step, one image per task where the convolution is split
+    if threads > 1:
+        body += (f"    %pk, %pk_forall = transform.structured.tile_using_forall %pk_all tile_sizes [1]"
+                 f" : ({ANY}) -> ({ANY}, {ANY})\n")
+    else:
+        body += f"    %pk = transform.merge_handles %pk_all : {ANY}\n"
+    body += (f"    %pkt, %pkt_l:3 = transform.structured.tile_using_for %pk tile_sizes [1, 1, 1, 0]"
+             f" : ({ANY}) -> ({ANY}, {ANY}, {ANY}, {ANY})\n"
+             f"    transform.structured.vectorize %pkt : {ANY}\n"
+             # the filter's pack (a constant's, once per call): all window positions of one pair per step
+             f"    %fpkt, %fpkt_l:2 = transform.structured.tile_using_for %fpk tile_sizes [1, 1, 0, 0]"
+             f" : ({ANY}) -> ({ANY}, {ANY}, {ANY})\n"
+             f"    transform.structured.vectorize %fpkt : {ANY}\n")
+    return body

@@ -387,7 +387,8 @@ class CpuTarget(Target):
         if any(_pointwise_convolution(op) for op in ops):
             steps.append(self.POINTWISE_CONVS)
         if self.machine.bf16_dot_product and any(_bf16_convolution(op) for op in ops):
-            steps.append(self.VNNI_CONVS)        # (after the pointwise rewrite: a 1x1 one's rows are the plane)
+            # (after the pointwise rewrite: a 1x1 one's rows are the plane)
+            steps.append(self.VNNI_CONVS + ("{amx=1}" if self.machine.amx else ""))
         if any(op.get("op", "").startswith("linalg.conv_") and op.get("dtype") == "f32" for op in ops):
             # (after the VNNI rewrite, which takes the bf16 ones; a no-op, left out, unless a row has no whole
             # vectors)
@@ -426,7 +427,8 @@ class CpuTarget(Target):
             if entries and entries[0][0].endswith("[gen=matmul_epilogue]"):
                 in_epilogue.update(epilogue_chain(ops, index, in_chain))
             per_op += entries
-        amx = any(spec.startswith(self.pipeline_path_for(self.matmul_amx_schedule)) for spec, _ in per_op)
+        amx = any(spec.startswith(self.pipeline_path_for(schedule)) for spec, _ in per_op
+                  for schedule in (self.matmul_amx_schedule, self.conv_amx_schedule))
         # (after the AMX tiles' conversion: their results kept in tile registers across K)
         amx_tail = [(self.pipeline_path_for(self.amx_accumulators_pipeline), {})] if amx else []
         if len(per_op) == 1 and self._bufferizes_itself(per_op[0][0]):
@@ -456,6 +458,8 @@ class CpuTarget(Target):
         """The (spec, params) entries for one inspected op (none: no shipped schedule handles it);
         `ops`: all inspected ops (a matmul's epilogue chain, which stops before the `claimed` ones)."""
         machine = self.machine
+        if op.get("layout") == "amx_conv":
+            return [self.amx_conv_entry(op)]
         if op.get("layout") == "vnni_conv":
             return [self.vnni_conv_entry(op), (self.pipeline_path_for(self.flatten_transfers_pipeline), {})]
         if op.get("layout") == "amx":
@@ -554,6 +558,23 @@ class CpuTarget(Target):
         params = library.default_params(dims["f"], dims["ow"], dims["co"], threads=threads, split=split,
                                         vector_registers=self.machine.vector_registers)
         return f"{self.pipeline_path_for(self.conv_vnni_schedule)}[gen=conv_vnni_tiling]", {**params, "op": op["id"]}
+
+    #: the schedule of bf16 convolutions on AMX tiles (lh-vnni-convs{amx=1}'s lh.amx_conv generics)
+    conv_amx_schedule = "cpu/conv_amx.py"
+
+    def amx_conv_entry(self, op: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """(spec, params) of the AMX convolution schedule for an inspected lh.amx_conv generic: its batch
+        (else its output rows) split over the cores."""
+        dims = op["dims"]
+        library = _load_library_module(self.conv_amx_schedule)
+        cores = self.machine.usable_cpus if op.get("flops", 0) >= MIN_PARALLEL_MATMUL else 1
+        # (the batch where it has as many images as cores, else the output rows: the output channels, split,
+        # would leave chunks of no whole 16-row tile)
+        split = 0 if dims["n"] >= cores else 2
+        threads = min(cores, dims[("n", "f", "oh")[split]])
+        params = library.default_params(dims["f"], dims["ow"], dims["co"], [dims["kh"], dims["kw"]],
+                                        threads=threads, split=split)
+        return f"{self.pipeline_path_for(self.conv_amx_schedule)}[gen=conv_amx_tiling]", {**params, "op": op["id"]}
 
     #: the matmul family's schedules (pipelines/cpu/matmul_family.py): op kind -> generator
     matmul_family_schedule = "cpu/matmul_family.py"

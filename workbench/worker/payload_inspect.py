@@ -269,9 +269,10 @@ def describe_linalg_op(op) -> dict:
         if all(d >= 0 for d in domain):
             info["flops"] = 2 * math.prod(domain)
         return info
-    if name == "linalg.generic" and "lh.vnni_conv" in op.attributes and domain is not None and len(domain) == 8:
-        # a bf16 convolution over channel pairs (lh-vnni-convs): loops (n, f, oh, ow, co, kh, kw, ci)
-        info.update(kind="convolution", layout="vnni_conv",
+    conv_layout = next((a for a in ("vnni_conv", "amx_conv") if f"lh.{a}" in op.attributes), None)
+    if name == "linalg.generic" and conv_layout and domain is not None and len(domain) == 8:
+        # a bf16 convolution over channel pairs (lh-vnni-convs, {amx=1}): loops (n, f, oh, ow, co, kh, kw, ci)
+        info.update(kind="convolution", layout=conv_layout,
                     dims=dict(zip(("n", "f", "oh", "ow", "co", "kh", "kw", "ci"), domain)))
         if all(d >= 0 for d in domain):
             info["flops"] = 2 * math.prod(domain)

@@ -304,7 +304,7 @@ def _pointwise_convs(module, options: dict) -> None:
 def _vnni_convs(module, options: dict) -> None:
     from workbench.worker.cpu import vnni_convs
 
-    vnni_convs.vnni_convs(module)
+    vnni_convs.vnni_convs(module, amx=bool(_int_option(options, "amx", 0)))
 
 
 def _shared_rhs_matmuls(module, options: dict) -> None:
@@ -616,7 +616,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-pad-conv-rows": (_pad_conv_rows, "on tensors: channels-first convolutions (unit stride along w) whose output rows are a little short of a multiple of 16 (at most 1/8 extra: 60, 30) computed over padded rows (input and init padded with zeros, the result sliced): whole vectors along every row, no remainder tile (workbench/worker/cpu/padded_conv_rows.py)"),
     "lh-strided-convs": (_strided_convs, "on tensors: channels-first convolutions with a stride s > 1 along w -> s unit-stride convolutions, one per input phase (the input's rows transposed once to s rows of every s-th element; each phase's taps a strided slice of the filter), accumulated one after another: vectors along w with contiguous loads (workbench/worker/cpu/strided_convs.py) {max-rank=3}: only convolutions of at most that many spatial dims (the selector: 1)"),
     "lh-pointwise-convs": (_pointwise_convs, "on tensors: channels-first 2-D/3-D convolutions with a 1x1(x1) window and unit strides -> linalg.conv_1d_ncw_fcw over the spatial dims collapsed (collapse_shape views, the result expanded back): vectors along the whole plane, not along rows with a remainder (workbench/worker/cpu/pointwise_convs.py)"),
-    "lh-vnni-convs": (_vnni_convs, "on tensors: 2-D NCHW/FCHW convolutions reading bf16 (or f32 extensions of bf16) into f32 -> a convolution over input and filter packed in input-channel pairs (linalg.pack along C by 2, zero-padded), tagged lh.vnni_conv (pipelines/cpu/conv_vnni.py lowers it to vdpbf16ps; workbench/worker/cpu/vnni_convs.py)"),
+    "lh-vnni-convs": (_vnni_convs, "on tensors: 2-D NCHW/FCHW convolutions reading bf16 (or f32 extensions of bf16) into f32 -> a convolution over input and filter packed in input-channel pairs (linalg.pack along C by 2, zero-padded), tagged lh.vnni_conv (pipelines/cpu/conv_vnni.py lowers it to vdpbf16ps; workbench/worker/cpu/vnni_convs.py); {amx=1}: those with output channels a multiple of 16 in the AMX layout instead (the filter F x KH x KW x C/2 x 2, rows padded to 16: an lh.amx_conv generic, pipelines/cpu/conv_amx.py)"),
     "lh-flatten-contiguous-transfers": (_flatten_contiguous_transfers, "on tensors or identity-layout memrefs: n-D vector transfers over whole contiguous trailing rows whose value is flat on the other side (a read used only through shape_casts to 1-D, a write of a shape_cast of a 1-D vector) -> one 1-D transfer of a collapse_shape view (the VNNI micro-kernel's B panel rows and its pack's writes: one 64-byte access instead of 16 of 4 bytes; workbench/worker/cpu/flatten_transfers.py)"),
     "lh-shared-rhs-matmuls": (_shared_rhs_matmuls, "on tensors: a batch_matmul of a matrix broadcast over the batch, or a generic A[m0, m1, k] W[k, n] (a linear layer on a 3-D input) -> one linalg.matmul over the collapsed rows (no broadcast copies; the packed matmul schedules take it; workbench/worker/cpu/shared_rhs.py)"),
     "lh-transposed-b-matmuls": (_transposed_b_matmuls, "on tensors: a (batch) matmul whose B is a linalg.transpose of its last two dims (q @ k.transpose(-1, -2), x @ w.t()) reads the transpose's input with transposed-B maps (the wgmma kernel reads B K-major: no transpose kernel; workbench/worker/cuda/kmajor_operands.py)"),
@@ -652,6 +652,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "lh-parallel-to-gomp": ("runtime",),
     "lh-split-leftover-ops": ("threads", "min-elements"),
     "lh-vnni-contractions": ("amx",),
+    "lh-vnni-convs": ("amx",),
     "lh-pad-contraction-dims": ("lanes",),
     "lh-conv-planes": ("lanes",),
     "lh-pad-copies": ("threads", "min-work", "lanes"),

@@ -45,22 +45,56 @@ def _defined_outside(value, loop) -> bool:
     return True
 
 
+_PRODUCTS = ("amx.tile_mulf", "amx.tile_muli")
+
+
+def _owner(value):
+    owner = value.owner
+    return owner.operation if hasattr(owner, "operation") else owner
+
+
+def _forward_stored_tiles(body) -> None:
+    """In a loop body whose only writes are result-tile stores: a load of a place a store before it wrote
+    reads the stored tile instead, and a store another one to its place follows is dropped. A convolution's
+    window positions, unrolled, each load, multiply into and store the same result tiles: after this their
+    products chain from one load to one store. (Places are told apart by their buffer and indices, as the
+    carry below does: the result tiles of one tile loop do not overlap.)"""
+    stored: dict = {}
+    for op in list(body.operations):
+        op = op.operation
+        if op.name == "amx.tile_load":
+            key = tuple(op.operands)
+            if key in stored:
+                op.results[0].replace_all_uses_with(stored[key].operands[len(key)])
+                op.erase()
+        elif op.name == "amx.tile_store":
+            key = tuple(list(op.operands)[:-1])
+            if key in stored:
+                stored[key].erase()
+            stored[key] = op
+
+
 def _accumulators(loop) -> list[tuple] | None:
-    """(load, product, store) of each result tile `loop` can carry, or None where it does not qualify."""
+    """(load, product, store) of each result tile `loop` can carry (the product stored last: a chain of
+    products from the load), or None where it does not qualify."""
     body = loop.regions[0].blocks[0]
+    if any(not op.operation.name.startswith(_PURE_PREFIXES) and op.operation.name != "amx.tile_store"
+           for op in body.operations):
+        return None      # (a nested loop, a call, another write: left as it is)
+    _forward_stored_tiles(body)
     found = []
     for op in body.operations:
         name = op.operation.name
         if name == "amx.tile_store":
             store = op.operation
             base, *indices, stored = list(store.operands)
-            product = stored.owner
-            product = product.operation if hasattr(product, "operation") else product
-            if getattr(product, "name", "") not in ("amx.tile_mulf", "amx.tile_muli"):
+            product = _owner(stored)
+            if getattr(product, "name", "") not in _PRODUCTS:
                 return None
             acc = product.operands[2]
-            load = acc.owner
-            load = load.operation if hasattr(load, "operation") else load
+            while getattr(_owner(acc), "name", "") in _PRODUCTS and len(list(acc.uses)) == 1:
+                acc = _owner(acc).operands[2]     # (up the chain of products into the same tile)
+            load = _owner(acc)
             if getattr(load, "name", "") != "amx.tile_load" or load.parent != loop:
                 return None
             if list(load.operands) != [base, *indices] or len(list(acc.uses)) != 1:
@@ -68,8 +102,6 @@ def _accumulators(loop) -> list[tuple] | None:
             if not all(_defined_outside(v, loop) for v in (base, *indices)):
                 return None
             found.append((load, product, store))
-        elif not name.startswith(_PURE_PREFIXES):
-            return None      # (a nested loop, a call, another write: left as it is)
     return found or None
 
 

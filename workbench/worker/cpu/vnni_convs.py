@@ -26,6 +26,11 @@ from workbench.worker.cpu.vnni_contractions import (PAIR, _bf16_input, _element,
 
 #: the attribute the rewritten convolution carries (unit): workbench/targets/cpu.py selects by it
 VNNI_CONV_ATTR = "lh.vnni_conv"
+#: the attribute of the AMX layout's convolution (`amx=True`): pipelines/cpu/conv_amx.py schedules it
+AMX_CONV_ATTR = "lh.amx_conv"
+#: an AMX tile's rows (16 output channels) and its result columns (16 f32 output positions): the AMX layout
+#: wants output channels in whole tiles; its output rows are padded to whole tiles
+AMX_TILE = 16
 #: the named convolutions rewritten (their loops: n, f, oh, ow, c, kh, kw)
 CONV_OPS = ("linalg.conv_2d_nchw_fchw", "linalg.conv_1d_ncw_fcw")   # (a 1-D one viewed with a unit height)
 #: output rows (ow) are padded to a multiple of this (the extra positions computed on zeros, sliced off):
@@ -90,28 +95,36 @@ def _pad_high(value, dim: int, amount: int):
     return pad.result
 
 
-def _pack_channel_pairs(value):
+def _pack_channel_pairs(value, pairs_last: bool = False):
     """`value` (d0 x C x ..., bf16) packed as d0 x ceil(C/2) x ... x 2, an odd C first padded with a zero
-    channel (a tensor.pad: the pack itself then has whole tiles only, which it vectorizes)."""
+    channel (a tensor.pad: the pack itself then has whole tiles only, which it vectorizes). `pairs_last`:
+    the pairs' dim after the others, d0 x ... x ceil(C/2) x 2 (a filter row of an AMX A tile: the pairs of
+    one output channel at one window position, contiguous)."""
     from mlir.dialects import linalg, tensor
 
     if _tensor_type(value).shape[1] % PAIR:
         value = _pad_high(value, 1, PAIR - _tensor_type(value).shape[1] % PAIR)
     t = _tensor_type(value)
     shape = list(t.shape)
+    rank = len(shape)
+    if pairs_last:
+        perm = [0] + list(range(2, rank)) + [1]
+        dest = tensor.EmptyOp([shape[i] for i in perm[:-1]] + [shape[1] // PAIR, PAIR], t.element_type).result
+        return linalg.pack(value, dest, [1], [PAIR], outer_dims_perm=perm)
     packed = [shape[0], shape[1] // PAIR] + shape[2:] + [PAIR]
     dest = tensor.EmptyOp(packed, t.element_type).result
     return linalg.pack(value, dest, [1], [PAIR])
 
 
-def _padded_rows(image, out, filter_width: int, strides: list[int], dilations: list[int]):
-    """(image, out) with the output rows (ow) padded to a multiple of ROW_MULTIPLE and the input widened
+def _padded_rows(image, out, filter_width: int, strides: list[int], dilations: list[int],
+                 multiple: int = ROW_MULTIPLE):
+    """(image, out) with the output rows (ow) padded to a multiple of `multiple` and the input widened
     to what the extra positions read (zeros): whole register tiles along the rows; the extra outputs are
     sliced off the result."""
     ow = _tensor_type(out).shape[-1]
-    if ow % ROW_MULTIPLE == 0:
+    if ow % multiple == 0:
         return image, out
-    padded = -(-ow // ROW_MULTIPLE) * ROW_MULTIPLE
+    padded = -(-ow // multiple) * multiple
     needed = (padded - 1) * strides[1] + (filter_width - 1) * dilations[1] + 1
     width = _tensor_type(image).shape[-1]
     if needed > width:
@@ -119,9 +132,10 @@ def _padded_rows(image, out, filter_width: int, strides: list[int], dilations: l
     return image, _pad_high(out, 3, padded - ow)
 
 
-def _vnni_conv_generic(wp, ip, out, strides: list[int], dilations: list[int]):
+def _vnni_conv_generic(wp, ip, out, strides: list[int], dilations: list[int], amx: bool = False):
     """O[n, f, oh, ow] += ext(Wp[f, co, kh, kw, ci]) * ext(Ip[n, co, oh*sh + kh*dh, ow*sw + kw*dw, ci]) over
-    loops (n, f, oh, ow, co, kh, kw, ci), tagged VNNI_CONV_ATTR."""
+    loops (n, f, oh, ow, co, kh, kw, ci), tagged VNNI_CONV_ATTR; `amx`: the filter as Wa[f, kh, kw, co, ci],
+    tagged AMX_CONV_ATTR."""
     from mlir import ir
 
     n, f, oh, ow, co, kh, kw, ci = (ir.AffineDimExpr.get(i) for i in range(8))
@@ -131,12 +145,21 @@ def _vnni_conv_generic(wp, ip, out, strides: list[int], dilations: list[int]):
 
     h = oh * strides[0] + kh * dilations[0]
     w = ow * strides[1] + kw * dilations[1]
-    maps = [amap([f, co, kh, kw, ci]), amap([n, co, h, w, ci]), amap([n, f, oh, ow])]
-    return widening_multiply_add(wp, ip, out, maps, 4, 4, VNNI_CONV_ATTR)
+    filter_map = amap([f, kh, kw, co, ci] if amx else [f, co, kh, kw, ci])
+    maps = [filter_map, amap([n, co, h, w, ci]), amap([n, f, oh, ow])]
+    return widening_multiply_add(wp, ip, out, maps, 4, 4, AMX_CONV_ATTR if amx else VNNI_CONV_ATTR)
 
 
-def vnni_convs(module) -> int:
-    """Rewrite every eligible convolution (module docstring); how many were rewritten."""
+def _amx_layout(op) -> bool:
+    """The convolution's output channels come in whole AMX tiles (16 rows of the A tile)."""
+    return _tensor_type(op.operands[2]).shape[1] % AMX_TILE == 0
+
+
+def vnni_convs(module, amx: bool = False) -> int:
+    """Rewrite every eligible convolution (module docstring); how many were rewritten. `amx`: those whose
+    output channels are whole AMX tiles get the AMX layout instead (the filter as F x KH x KW x C/2 x 2:
+    each output channel's pairs at one window position a contiguous A tile row; output rows padded to whole
+    16-column tiles), tagged AMX_CONV_ATTR (pipelines/cpu/conv_amx.py)."""
     from mlir import ir
 
     from workbench.worker.ir_walk import ops_where
@@ -145,12 +168,14 @@ def vnni_convs(module) -> int:
     for op in ops_where(module, _eligible):
         image, filt, out = op.operands
         strides, dilations = _attr_pair(op, "strides"), _attr_pair(op, "dilations")
+        on_tiles = amx and _amx_layout(op)
         with ir.InsertionPoint(op), op.location:
             image4, out4 = _padded_rows(_with_unit_height(_bf16_input(image)), _with_unit_height(out),
-                                        _tensor_type(filt).shape[-1], strides, dilations)
+                                        _tensor_type(filt).shape[-1], strides, dilations,
+                                        AMX_TILE if on_tiles else ROW_MULTIPLE)
             ip = _pack_channel_pairs(image4)
-            wp = _pack_channel_pairs(_with_unit_height(_bf16_input(filt)))
-            result = _vnni_conv_generic(wp, ip, out4, strides, dilations)
+            wp = _pack_channel_pairs(_with_unit_height(_bf16_input(filt)), pairs_last=on_tiles)
+            result = _vnni_conv_generic(wp, ip, out4, strides, dilations, amx=on_tiles)
             out_shape = list(_tensor_type(out4).shape)
             ow = _tensor_type(out).shape[-1]
             if out_shape[-1] != ow:

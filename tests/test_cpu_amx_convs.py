@@ -115,6 +115,21 @@ def test_machines_without_amx_keep_the_vdpbf16ps_convolution(ctx, tmp_path):
         ok(ctx, "target cpu --cpu host")
 
 
+def test_amx_convolutions_split_images_then_rows_over_the_cores(ctx, tmp_path):
+    payload = tmp_path / "conv.mlir"
+    payload.write_text(_conv(height=30))    # 2 images of 28 output rows
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, "target cpu --cpu sapphirerapids --threads 16")
+        ok(ctx, "select --apply")
+        (params,) = [a.step.params for a in ctx.session.active_steps if "conv_amx.py" in a.step.label()]
+        # both images, each in 8 blocks of rows: 16 tasks (the output channels split would leave no whole tile)
+        assert (params["batch_threads"], params["split"], params["threads"]) == (2, 2, 8), params
+        assert "scf.forall" in ctx.session.current_ir or "omp.parallel" in ctx.session.current_ir
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 1")
+
+
 def _library():
     spec = importlib.util.spec_from_file_location("conv_amx_test", REPO / "pipelines" / "cpu" / "conv_amx.py")
     import sys
@@ -131,7 +146,8 @@ def _library():
 def test_conv_amx_params_fit_the_tiles_and_bad_ones_are_refused():
     amx = _library()
     params = amx.default_params(64, 64, 32, [3, 3])
-    assert params == dict(tile_f=16, tile_w=16, tile_k=16, tiles_f=2, tiles_w=2, window=[3, 3], threads=1, split=0)
+    assert params == dict(tile_f=16, tile_w=16, tile_k=16, tiles_f=2, tiles_w=2, window=[3, 3], threads=1, split=0,
+                          batch_threads=1)
     params = amx.default_params(16, 16, 3, [1, 5])       # one tile of each; 3 pairs in one product
     assert (params["tiles_f"], params["tiles_w"], params["tile_k"]) == (1, 1, 3)
     for bad in (dict(tile_f=32), dict(tile_k=17), dict(tiles_w=3), dict(window=[3]), dict(split=4), dict(op="")):

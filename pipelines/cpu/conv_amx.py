@@ -16,7 +16,8 @@ No im2col: at one window position (kh, kw) the convolution's tile is a matmul of
     O[f, w] += Wa[kh, kw][f, co, ci] * Ip[n, co, oh + kh, w + kw, ci]       (m = f, n = w, k = co pairs)
 
 Schedule:
-  1. The packs (pipelines/cpu/conv_vnni.py's step 1) and the split over the threads (loop `split`).
+  1. The packs (pipelines/cpu/conv_vnni.py's step 1) and the split over the threads (loop `split`, and the
+     batch into `batch_threads` chunks where `split` is the output rows: images x row blocks).
   2. Tiles: loops n, oh, f (tiles_f x tile_f), ow (tiles_w x tile_w), co (tile_k pairs: the K loop), kh,
      kw (by 1, `window` gives their extents); the tile's unit loops folded away
      (fold_unit_extent_dims_via_slices): an AMX matmul tile over (f, ow, co, ci).
@@ -51,16 +52,20 @@ PARAMS = {
     "window": {"help": "the filter's extents [kh, kw] (the window loops, unrolled; set by the selector)"},
     "threads": {"min": 1, "max": 256, "help": "chunks of loop `split` run as parallel tasks (1: one thread)"},
     "split": {"min": 0, "max": 3, "help": "the parallel loop (n, f, oh, ow = 0..3) split over threads"},
+    "batch_threads": {"min": 1, "max": 256, "help": "chunks of the batch too, where `split` is another loop "
+                                                    "(tasks: threads x batch_threads)"},
 }
 CONSTRAINTS: list[str] = []
 
 
 def conv_amx_tiling(op: str = "", tile_f: int = 16, tile_w: int = 16, tile_k: int = 16, tiles_f: int = 2,
-                    tiles_w: int = 2, window: list = [3, 3], threads: int = 1, split: int = 0) -> str:
+                    tiles_w: int = 2, window: list = [3, 3], threads: int = 1, split: int = 0,
+                    batch_threads: int = 1) -> str:
     """The transform module (MLIR text) for the lh.amx_conv convolution `op`."""
     if not op or not all(c.isalnum() or c in "_-." for c in op):
         raise ValueError(f"op must be an op id like generic_0 (`inspect` lists them), got {op!r}")
-    for name, v in (("tile_f", tile_f), ("tile_w", tile_w), ("tile_k", tile_k), ("threads", threads)):
+    for name, v in (("tile_f", tile_f), ("tile_w", tile_w), ("tile_k", tile_k), ("threads", threads),
+                    ("batch_threads", batch_threads)):
         if not isinstance(v, int) or v <= 0:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
     if max(tile_f, tile_w, tile_k) > TILE_ROWS:
@@ -73,7 +78,7 @@ def conv_amx_tiling(op: str = "", tile_f: int = 16, tile_w: int = 16, tile_k: in
         raise ValueError(f"window must be the filter's [kh, kw] extents, got {window!r}")
     if not 0 <= split <= 3:
         raise ValueError(f"split must be a parallel loop (0..3: n, f, oh, ow), got {split}")
-    body = matched_and_packs(op, threads, split)
+    body = matched_and_packs(op, threads, split, batch_threads)
     # 2. tiles in the order n, oh, f, ow, co, kh, kw (a window loop of one position gets no loop)
     kh, kw = window
     sizes = [1, tiles_f * tile_f, 1, tiles_w * tile_w, tile_k, 1 if kh > 1 else 0, 1 if kw > 1 else 0, 0]
@@ -104,7 +109,7 @@ def conv_amx_tiling(op: str = "", tile_f: int = 16, tile_w: int = 16, tile_k: in
 
 
 def default_params(out_channels: int, out_width: int, pairs: int, window: list, threads: int = 1,
-                   split: int = 0) -> dict:
+                   split: int = 0, batch_threads: int = 1) -> dict:
     """Parameters for a convolution with `out_channels` (whole 16-row tiles) x `out_width` (whole 16-column
     tiles) outputs per row over `pairs` input channel pairs: 16 x 16 result tiles, 2 x 2 of them per K step
     where the dims hold them, the most pairs (<= 16) per product that divide the channels'."""
@@ -114,4 +119,4 @@ def default_params(out_channels: int, out_width: int, pairs: int, window: list, 
     tiles_f = 2 if out_channels % (2 * tile_f) == 0 else 1
     tiles_w = 2 if out_width % (2 * tile_w) == 0 else 1
     return dict(tile_f=tile_f, tile_w=tile_w, tile_k=tile_k, tiles_f=tiles_f, tiles_w=tiles_w,
-                window=[int(v) for v in window], threads=threads, split=split)
+                window=[int(v) for v in window], threads=threads, split=split, batch_threads=batch_threads)

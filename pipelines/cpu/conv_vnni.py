@@ -134,9 +134,10 @@ def default_params(out_channels: int, out_width: int, pairs: int, threads: int =
     return dict(tile_f=tile_f, tile_w=tile_w, tile_c=tile_c, threads=threads, split=split)
 
 
-def matched_and_packs(op: str, threads: int, split: int) -> str:
+def matched_and_packs(op: str, threads: int, split: int, batch_threads: int = 1) -> str:
     """Transform ops of the schedule's first step: %g = the convolution `op` (an error unless exactly one
-    op has that id), split into `threads` chunks of loop `split` (scf.forall) where threads > 1; the input's
+    op has that id), split into `threads` chunks of loop `split` (scf.forall) where threads > 1 (and its batch
+    into `batch_threads` chunks too where `split` is another loop: threads x batch_threads tasks); the input's
     pack (its operand 1's producer) tiled one row of channel pairs per step (one image per parallel task where
     threads > 1), the filter's (operand 0's) one output channel and its second outer dim (the pair; a window
     row in the AMX layout) at a time, both vectorized."""
@@ -150,13 +151,15 @@ def matched_and_packs(op: str, threads: int, split: int) -> str:
             f"    %fpk = transform.get_producer_of_operand %g_all[0] : ({ANY}) -> {ANY}\n")
     counts = [0] * (split + 1)
     counts[split] = threads
-    if threads > 1:
+    if split and batch_threads > 1:
+        counts[0] = batch_threads
+    if max(counts) > 1:
         body += (f"    %g, %g_forall = transform.structured.tile_using_forall %g_all num_threads {counts}"
                  f" : ({ANY}) -> ({ANY}, {ANY})\n")
     else:
         body += f"    %g = transform.merge_handles %g_all : {ANY}\n"
     # 1. the input's pack: one row of channel pairs per step, one image per task where the convolution is split
-    if threads > 1:
+    if max(counts) > 1:
         body += (f"    %pk, %pk_forall = transform.structured.tile_using_forall %pk_all tile_sizes [1]"
                  f" : ({ANY}) -> ({ANY}, {ANY})\n")
     else:

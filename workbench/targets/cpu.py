@@ -568,12 +568,17 @@ class CpuTarget(Target):
         dims = op["dims"]
         library = _load_library_module(self.conv_amx_schedule)
         cores = self.machine.usable_cpus if op.get("flops", 0) >= MIN_PARALLEL_MATMUL else 1
-        # (the batch where it has as many images as cores, else the output rows: the output channels, split,
-        # would leave chunks of no whole 16-row tile)
-        split = 0 if dims["n"] >= cores else 2
-        threads = min(cores, dims[("n", "f", "oh")[split]])
+        # the batch where it has as many images as cores, else images x blocks of output rows (the output
+        # channels, split, would leave chunks of no whole 16-row tile): the most images that divide the cores,
+        # the rest of the cores over the rows (8 images, 56 rows, 16 cores: 8 x 2 blocks of 28 rows; 16 blocks
+        # of rows alone are 14 of 4 rows, two cores idle)
+        if dims["n"] >= cores:
+            split, threads, batch_threads = 0, cores, 1
+        else:
+            batch_threads = max(t for t in range(1, dims["n"] + 1) if dims["n"] % t == 0 and cores % t == 0)
+            split, threads = 2, min(cores // batch_threads, dims["oh"])
         params = library.default_params(dims["f"], dims["ow"], dims["co"], [dims["kh"], dims["kw"]],
-                                        threads=threads, split=split)
+                                        threads=threads, split=split, batch_threads=batch_threads)
         return f"{self.pipeline_path_for(self.conv_amx_schedule)}[gen=conv_amx_tiling]", {**params, "op": op["id"]}
 
     #: the matmul family's schedules (pipelines/cpu/matmul_family.py): op kind -> generator

@@ -65,12 +65,15 @@ def _rewrite(text: str, amx: bool = True) -> tuple[int, str]:
 
 
 def test_amx_layout_packs_the_filter_pairs_after_the_window_and_pads_rows_to_tiles():
-    n, text = _rewrite(_conv(channels=6, filters=16, width=16))    # rows of 14 outputs
+    n, text = _rewrite(_conv(channels=6, filters=16, width=52))    # rows of 50 outputs
     assert n == 1 and "lh.amx_conv" in text and "lh.vnni_conv" not in text
     assert "tensor<16x6x3x3xbf16> -> tensor<16x3x3x3x2xbf16>" in text   # F x KH x KW x C/2 x 2
     assert "outer_dims_perm = [0, 2, 3, 1]" in text
-    assert "tensor<2x16x4x14xf32> to tensor<2x16x4x16xf32>" in text        # rows padded to one 16-column tile
-    assert "tensor<2x16x4x16xf32> to tensor<2x16x4x14xf32>" in text        # and sliced back
+    assert "tensor<2x16x4x50xf32> to tensor<2x16x4x64xf32>" in text        # rows padded to four 16-column tiles
+    assert "tensor<2x16x4x64xf32> to tensor<2x16x4x50xf32>" in text        # and sliced back
+    # rows of 14: one 14-column tile fills as much of a tile as padding to 16 would: left as they are
+    n, text = _rewrite(_conv(channels=6, filters=16, width=16))
+    assert n == 1 and "lh.amx_conv" in text and "tensor.pad" not in text and "x16xf32>" not in text
     # output channels that are no whole tile keep the VNNI layout; without amx nothing changes
     n, text = _rewrite(_conv(channels=6, filters=8))
     assert n == 1 and "lh.vnni_conv" in text and "lh.amx_conv" not in text
@@ -143,11 +146,20 @@ def _library():
     return module
 
 
+def test_amx_rows_are_padded_only_where_whole_tiles_fill_better_than_a_divisor():
+    from workbench.worker.cpu.vnni_convs import amx_row_padding
+
+    assert [amx_row_padding(w) for w in (16, 32, 56, 28, 14, 7, 13, 112)] == [16, 32, 56, 28, 14, 7, 13, 112]
+    assert [amx_row_padding(w) for w in (50, 34, 17, 100)] == [64, 48, 32, 112]
+
+
 def test_conv_amx_params_fit_the_tiles_and_bad_ones_are_refused():
     amx = _library()
     params = amx.default_params(64, 64, 32, [3, 3])
     assert params == dict(tile_f=16, tile_w=16, tile_k=16, tiles_f=2, tiles_w=2, window=[3, 3], threads=1, split=0,
                           batch_threads=1)
+    params = amx.default_params(64, 56, 32, [3, 3])      # rows of 56: 2 x 14-column tiles
+    assert (params["tile_w"], params["tiles_w"]) == (14, 2)
     params = amx.default_params(16, 16, 3, [1, 5])       # one tile of each; 3 pairs in one product
     assert (params["tiles_f"], params["tiles_w"], params["tile_k"]) == (1, 1, 3)
     for bad in (dict(tile_f=32), dict(tile_k=17), dict(tiles_w=3), dict(window=[3]), dict(split=4), dict(op="")):
@@ -158,8 +170,9 @@ def test_conv_amx_params_fit_the_tiles_and_bad_ones_are_refused():
 @pytest.mark.skipif(not _host_has_amx(), reason="needs an AMX host (amx_tile in /proc/cpuinfo)")
 @pytest.mark.parametrize("text", [_conv(), _conv(channels=6, filters=16, width=16),
                                   _conv(channels=32, filters=48, height=9, width=40, stride_h=2, dilation_w=2),
+                                  _conv(channels=8, filters=32, height=5, width=52),
                                   _conv(channels=64, filters=16, window=(1, 3), width=20), CONV1D],
-                         ids=["3x3", "odd_pairs_short_rows", "strided_dilated", "window_1x3", "conv1d"])
+                         ids=["3x3", "odd_pairs_short_rows", "strided_dilated", "padded_rows", "window_1x3", "conv1d"])
 @pytest.mark.parametrize("threads", [1, 4])
 def test_amx_convolutions_run_and_match(ctx, tmp_path, text, threads):
     payload = tmp_path / "conv.mlir"

@@ -110,11 +110,12 @@ def conv_amx_tiling(op: str = "", tile_f: int = 16, tile_w: int = 16, tile_k: in
 
 def default_params(out_channels: int, out_width: int, pairs: int, window: list, threads: int = 1,
                    split: int = 0, batch_threads: int = 1) -> dict:
-    """Parameters for a convolution with `out_channels` (whole 16-row tiles) x `out_width` (whole 16-column
-    tiles) outputs per row over `pairs` input channel pairs: 16 x 16 result tiles, 2 x 2 of them per K step
-    where the dims hold them, the most pairs (<= 16) per product that divide the channels'."""
+    """Parameters for a convolution with `out_channels` (whole 16-row tiles) x `out_width` outputs per row over
+    `pairs` input channel pairs: result tiles of 16 rows x the row's largest divisor up to 16, 2 x 2 of them per
+    K step where the dims hold them, the most pairs (<= 16) per product that divide the channels'."""
     tile_f = next(f for f in (16, 8, 4, 2, 1) if out_channels % f == 0)
-    tile_w = next(w for w in (16, 8, 4, 2, 1) if out_width % w == 0)
+    # (the row's largest divisor up to 16: 14 of a row of 56, which lh-vnni-convs{amx=1} leaves unpadded)
+    tile_w = max(w for w in range(1, TILE_ROWS + 1) if out_width % w == 0)
     tile_k = next(k for k in range(min(pairs, TILE_ROWS), 0, -1) if pairs % k == 0)
     tiles_f = 2 if out_channels % (2 * tile_f) == 0 else 1
     tiles_w = 2 if out_width % (2 * tile_w) == 0 else 1

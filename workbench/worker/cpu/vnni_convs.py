@@ -150,6 +150,16 @@ def _vnni_conv_generic(wp, ip, out, strides: list[int], dilations: list[int], am
     return widening_multiply_add(wp, ip, out, maps, 4, 4, AMX_CONV_ATTR if amx else VNNI_CONV_ATTR)
 
 
+def amx_row_padding(width: int) -> int:
+    """The output row length an AMX convolution computes for rows of `width`: `width` itself where a divisor
+    of it (<= 16: the result tile's columns) fills the tiles as well as padding to whole 16-column tiles
+    would (56: 4 tiles of 14, 87.5% of each tile's columns, as 64 would be: no copies into and out of a
+    padded row), else the next multiple of 16 (50: 64 columns, 78% used, against 5 tiles of 10, 62%)."""
+    best_divisor = max(d for d in range(1, AMX_TILE + 1) if width % d == 0)
+    padded = -(-width // AMX_TILE) * AMX_TILE
+    return width if best_divisor / AMX_TILE >= width / padded else padded
+
+
 def _amx_layout(op) -> bool:
     """The convolution's output channels come in whole AMX tiles (16 rows of the A tile)."""
     return _tensor_type(op.operands[2]).shape[1] % AMX_TILE == 0
@@ -159,7 +169,8 @@ def vnni_convs(module, amx: bool = False) -> int:
     """Rewrite every eligible convolution (module docstring); how many were rewritten. `amx`: those whose
     output channels are whole AMX tiles get the AMX layout instead (the filter as F x KH x KW x C/2 x 2:
     each output channel's pairs at one window position a contiguous A tile row; output rows padded to whole
-    16-column tiles), tagged AMX_CONV_ATTR (pipelines/cpu/conv_amx.py)."""
+    16-column tiles where that fills the tiles better than a divisor of the row: amx_row_padding), tagged
+    AMX_CONV_ATTR (pipelines/cpu/conv_amx.py)."""
     from mlir import ir
 
     from workbench.worker.ir_walk import ops_where
@@ -170,9 +181,10 @@ def vnni_convs(module, amx: bool = False) -> int:
         strides, dilations = _attr_pair(op, "strides"), _attr_pair(op, "dilations")
         on_tiles = amx and _amx_layout(op)
         with ir.InsertionPoint(op), op.location:
+            ow = _tensor_type(out).shape[-1]
             image4, out4 = _padded_rows(_with_unit_height(_bf16_input(image)), _with_unit_height(out),
                                         _tensor_type(filt).shape[-1], strides, dilations,
-                                        AMX_TILE if on_tiles else ROW_MULTIPLE)
+                                        amx_row_padding(ow) if on_tiles else ROW_MULTIPLE)
             ip = _pack_channel_pairs(image4)
             wp = _pack_channel_pairs(_with_unit_height(_bf16_input(filt)), pairs_last=on_tiles)
             result = _vnni_conv_generic(wp, ip, out4, strides, dilations, amx=on_tiles)

@@ -4,6 +4,8 @@ schedules them with pipelines/cpu/matmul_amx.py, whose tile products lower to ti
 tilestored; without AMX they keep the vdpbf16ps path. The runs need an AMX host (skipped elsewhere)."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from conftest import ok
@@ -78,6 +80,14 @@ def test_amx_machines_get_amx_tile_products(ctx, tmp_path, template, dims):
         assert any("lh-vnni-contractions{amx=1}" in label for label in labels), labels
         assert any("matmul_amx.py" in label for label in labels), labels
         assert any("amx-accumulators.yaml" in label for label in labels), labels   # tiles carried across K
+        carried = ctx.session.ir_at(1 + next(i for i, label in enumerate(labels) if "amx-accumulators" in label))
+        # the K loop carries the result tiles (no result-tile store in it: each was a load and a store per
+        # product until lh-amx-tile-accumulators merged the views the folded tile products read and wrote)
+        k_loop = carried[carried.index("iter_args"):]
+        k_loop = k_loop[:k_loop.index("scf.yield")]
+        assert "amx.tile_mulf" in k_loop and "amx.tile_store" not in k_loop, k_loop
+        # B tiles are one packed panel's 16 K pairs: 64-byte rows, 1 KiB contiguous
+        assert re.search(r"amx.tile_load .*memref<\d+x32xbf16, strided<\[32, 1\]", k_loop), k_loop
         lowered = ctx.session.ir_at(ctx.session.cursor)
         assert "llvm.x86.tdpbf16ps.internal" in lowered
         assert "llvm.x86.tileloadd64.internal" in lowered and "llvm.x86.tilestored64.internal" in lowered

@@ -1,22 +1,23 @@
 """Transform-dialect schedule for bf16 contractions on AMX tiles (Intel Sapphire Rapids and later: `tdpbf16ps`).
 
 The payload op is what `lh-vnni-contractions{amx=1}` (workbench/worker/cpu/vnni_contractions.py) makes of a
-bf16 matmul accumulating in f32: a linalg.generic tagged `lh.amx` over loops (m, n, ko, ki) (a batch
-matmul's: (b, m, n, ko, ki), `batch=1`),
+bf16 matmul accumulating in f32 whose N is a multiple of 16: a linalg.generic tagged `lh.amx` over loops
+(m, no, ni, ko, ki) (a batch matmul's: (b, m, no, ni, ko, ki), `batch=1`),
 
-    C[m, n] += ext(A3[m, ko, ki]) * ext(Bv[ko, n, ki])
+    C3[m, no, ni] += ext(A3[m, ko, ki]) * ext(Bp[no, ko, ni, ki])
 
-A3 = A viewed in K pairs (M x K/2 x 2, no copy), Bv = B packed by a linalg.pack in K pairs along whole rows
-(K/2 x N x 2: the VNNI layout of an AMX B tile), C as it is.
+A3 = A viewed in K pairs (M x K/2 x 2, no copy), Bp = B packed by a linalg.pack into panels of 16 columns,
+each row of a panel the 16 column pairs (N/16 x K/2 x 16 x 2: an AMX B tile, 16 K pairs of one panel, is
+1 KiB contiguous), C3 = C viewed in panels (M x N/16 x 16, no copy).
 
 Schedule:
-  1. The pack of B: tiled (`pack_tile` K pairs x `pack_n` columns per step) and vectorized.
-  2. Cache blocking, loop order n_c, k_c, m_c (block_k K values = block_k/2 pairs), then the K loop of
-     tiles_m x tiles_n AMX tiles (unrolled): tile_m rows (<= 16) x tile_n columns (<= 16) x tile_k pairs
-     (<= 16: 32 bf16 = one 64-byte tile row).
-  3. Each tile product vectorized to a vector.contract (the bf16 extensions folded into it, a batch's unit
-     dim cast away): A3's
-     tile_m x tile_k x 2, Bv's tile_k x tile_n x 2, C's tile_m x tile_n.
+  1. The pack of B: tiled (`pack_n` / 16 panels x `pack_tile` K pairs per step) and vectorized.
+  2. Cache blocking, loop order n_c, k_c, m_c (block_n columns = block_n/16 panels, block_k K values =
+     block_k/2 pairs), then the K loop of tiles_m x tiles_n AMX tiles (unrolled): tile_m rows (<= 16) x one
+     panel (16 columns) x tile_k pairs (<= 16: 32 bf16 = one 64-byte tile row).
+  3. Each tile product's unit panel loop folded away (fold_unit_extent_dims_via_slices), vectorized to a
+     vector.contract (the bf16 extensions folded into it, a batch's unit dim cast away): A3's
+     tile_m x tile_k x 2, Bp's tile_k x 16 x 2, C's tile_m x 16.
   4. Bufferization; then upstream's `convert-vector-to-amx` turns each contraction, whose operands are
      read straight from buffers, into tile loads, one `amx.tile_mulf` and a tile store (the lowering's
      convert-vector-to-llvm{enable-amx} emits the tileloadd64 / tdpbf16ps / tilestored64 intrinsics; LLVM
@@ -46,13 +47,14 @@ PARAMS = {
     "block_n": {"divides": "N", "min": 1, "max": 4096, "help": "cache block along N"},
     "block_k": {"divides": "K", "min": 2, "max": 8192, "help": "cache block along K (even)"},
     "tile_m": {"divides": "block_m", "min": 1, "max": 16, "space": [8, 16], "help": "AMX tile rows (<= 16)"},
-    "tile_n": {"divides": "block_n", "min": 1, "max": 16, "space": [8, 16], "help": "AMX result tile columns (<= 16 f32)"},
+    "tile_n": {"choices": [16], "help": "AMX result tile columns: one packed panel (16 f32)"},
     "tile_k": {"min": 1, "max": 16, "space": [8, 16], "help": "K pairs per tile product (<= 16: 32 bf16 a row)"},
     "tiles_m": {"choices": [1, 2], "help": "result tiles along M per K step (2 x 2 result tiles + 2 A + 2 B: the 8 tmm "
                                           "registers; lh-amx-tile-accumulators keeps them in registers)"},
     "tiles_n": {"choices": [1, 2], "help": "result tiles along N per K step"},
     "pack_tile": {"min": 1, "space": [1, 2, 4, 8, 16], "help": "K pairs of B packed per step"},
-    "pack_n": {"min": 1, "space": [16, 32, 64], "help": "columns of B packed per step (32: whole 64-byte rows read)"},
+    "pack_n": {"min": 16, "space": [16, 32, 64], "help": "columns of B packed per step (whole 16-column panels; 32: "
+                                                      "whole 64-byte rows of B read)"},
     "threads_m": {"min": 1, "max": 256, "help": "parallel chunks along M (tasks: threads_m x threads_n)"},
     "threads_n": {"min": 1, "max": 256, "help": "parallel chunks along N (the pack of B too)"},
     "batch": {"choices": [0, 1], "help": "1: a batch matmul's contraction (a leading batch loop, one batch per step)"},
@@ -73,6 +75,10 @@ def matmul_amx_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 512,
                     ("threads_n", threads_n)):
         if not isinstance(v, int) or v <= 0:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
+    if tile_n != TILE_ROWS:
+        raise ValueError(f"tile_n must be {TILE_ROWS} (one packed panel of B), got {tile_n}")
+    if pack_n % TILE_ROWS:
+        raise ValueError(f"pack_n must be whole {TILE_ROWS}-column panels, got {pack_n}")
     if tile_m > TILE_ROWS or tile_n > TILE_ROWS or tile_k > TILE_PAIRS:
         raise ValueError(f"an AMX tile has at most {TILE_ROWS} rows of 64 bytes: tile_m={tile_m}, tile_n={tile_n}, "
                          f"tile_k={tile_k} must each be <= 16")
@@ -91,24 +97,27 @@ def matmul_amx_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 512,
     attrs = f'{{lh.op = "{op}"}}' if op else "{lh.amx}"
     body = (f"    %g_all = transform.structured.match ops{{[\"linalg.generic\"]}} attributes{attrs} in %root"
             f" : ({ANY}) -> {ANY}\n") + matmul.expect_one("%g_all", op)
-    # 1. the pack of B (outer dims: K pairs, columns), vectorized per tile (columns split over threads_n)
+    # 1. the pack of B (outer dims: panels, K pairs), vectorized per tile (panels split over threads_n)
     body += f"    %pk_all = transform.get_producer_of_operand %g_all[1] : ({ANY}) -> {ANY}\n"
-    body += _forall("%pk_all", keep + [0, threads_n], "%pk")
-    body += _tile("%pk", lead + [pack_tile, pack_n], "pkt")
-    body += _forall("%g_all", keep + [threads_m, threads_n, 0, 0], "%g")
+    body += _forall("%pk_all", keep + [threads_n, 0], "%pk")
+    body += _tile("%pk", lead + [pack_n // TILE_ROWS, pack_tile], "pkt")
+    body += _forall("%g_all", keep + [threads_m, threads_n, 0, 0, 0], "%g")
     body += f"    transform.structured.vectorize %pkt : {ANY}\n"
-    # 2. cache blocks (n_c, k_c, m_c), then AMX tiles
-    body += _tile("%g", lead + [block_m, block_n, block_k // 2, 0], "t1",
-                  list(range(batch)) + [batch + i for i in (1, 2, 0, 3)])
-    body += _tile("%t1", keep + [tiles_m * tile_m, tiles_n * tile_n, tile_k, 0], "t2")
-    # 3. tile products (tiles_m x tiles_n of them per K step) -> vector.contract over bf16 (extensions folded)
-    products = "%t2"
-    if tiles_m * tiles_n > 1:
-        body += _tile("%t2", keep + [tile_m, tile_n, 0, 0], "t3")
-        products = "%t3"
-    body += f"    transform.structured.vectorize {products} : {ANY}\n"
-    if tiles_m * tiles_n > 1:
-        body += _unroll("%t3_l#1", tiles_n) + _unroll("%t3_l#0", tiles_m)
+    # 2. cache blocks (n_c, k_c, m_c), then AMX tiles (rows x panels x pairs)
+    body += _tile("%g", lead + [block_m, block_n // TILE_ROWS, 0, block_k // 2, 0], "t1",
+                  list(range(batch)) + [batch + i for i in (1, 3, 0, 2, 4)])
+    body += _tile("%t1", keep + [tiles_m * tile_m, tiles_n, 0, tile_k, 0], "t2")
+    # 3. tile products (tiles_m x tiles_n of them per K step), each one panel: the unit panel loop folded
+    # away, then -> vector.contract over bf16 (extensions folded)
+    body += _tile("%t2", keep + [tile_m, 1, 0, 0, 0], "t3")
+    body += f"""    %product_loop = transform.get_parent_op %t3 {{op_name = "scf.for"}} : ({ANY}) -> {ANY}
+    transform.apply_patterns to %product_loop {{
+      transform.apply_patterns.linalg.fold_unit_extent_dims_via_slices
+    }} : {ANY}
+    %products = transform.structured.match ops{{["linalg.generic"]}} in %product_loop : ({ANY}) -> {ANY}
+    transform.structured.vectorize %products : {ANY}
+"""
+    body += _unroll("%t3_l#1", tiles_n) + _unroll("%t3_l#0", tiles_m)
     body += contractions_of_vectorized_tiles() + f"""    transform.apply_patterns to %fe {{
       transform.apply_patterns.vector.cast_away_vector_leading_one_dim
       transform.apply_patterns.canonicalization

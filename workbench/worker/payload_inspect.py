@@ -261,11 +261,11 @@ def describe_linalg_op(op) -> dict:
         if all(d >= 0 for d in domain):
             info["flops"] = 2 * math.prod(domain)
         return info
-    if name == "linalg.generic" and "lh.amx" in op.attributes and domain is not None and len(domain) >= 4:
-        # a bf16 contraction in the AMX layout (lh-vnni-contractions{amx=1}): loops (b.., m, n, ko, ki)
-        *batch, m, n, ko, ki = domain
+    if name == "linalg.generic" and "lh.amx" in op.attributes and domain is not None and len(domain) >= 5:
+        # a bf16 contraction for AMX tiles (lh-vnni-contractions{amx=1}): loops (b.., m, no, ni, ko, ki)
+        *batch, m, no, ni, ko, ki = domain
         info.update(kind="contraction", layout="amx",
-                    dims={**({"b": math.prod(batch)} if batch else {}), "m": m, "n": n, "k": ko * ki})
+                    dims={**({"b": math.prod(batch)} if batch else {}), "m": m, "n": no * ni, "k": ko * ki})
         if all(d >= 0 for d in domain):
             info["flops"] = 2 * math.prod(domain)
         return info

@@ -149,6 +149,11 @@ def carry_tile_accumulators(module) -> int:
 
     from workbench.worker.ir_walk import ops_where
 
+    # a result tile's load and store places are views the bufferization made apiece, inside the loop (the
+    # products of lh.amx tiles whose unit panel loop was folded away: a rank-reducing view to read, another
+    # to write): one view (cse), made before the loop where its operands are (licm; the tile loads and
+    # stores declare no memory effects: they stay)
+    PassManager.parse("builtin.module(cse, loop-invariant-code-motion, cse)", module.context).run(module.operation)
     carried = []
     while True:
         # (post-order walk: inner loops first; a rewritten loop is erased, so walk again after each)

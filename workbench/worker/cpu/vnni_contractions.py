@@ -175,9 +175,10 @@ def _collapse_last(value):
     return tensor.CollapseShapeOp(result, value, reassociation).result
 
 
-def _vnni_generic(a3, bp, c3, batch: int):
+def _vnni_generic(a3, bp, c3, batch: int, mark: str = VNNI_ATTR):
     """C3[b.., m, no, ni] += ext(A3[b.., m, ko, ki]) * ext(Bp[b.., no, ko, ni, ki]) over loops
-    (b.., m, no, ni, ko, ki), tagged VNNI_ATTR."""
+    (b.., m, no, ni, ko, ki), tagged `mark` (VNNI_ATTR, or AMX_ATTR: the same operands are AMX tiles, a B
+    tile one panel's 16 K pairs, 1 KiB contiguous)."""
     from mlir import ir
 
     bs = list(range(batch))
@@ -188,7 +189,7 @@ def _vnni_generic(a3, bp, c3, batch: int):
         return ir.AffineMapAttr.get(ir.AffineMap.get(n_loops, 0, [ir.AffineDimExpr.get(d) for d in dims]))
 
     maps = [amap(bs + [m, ko, ki]), amap(bs + [no, ko, ni, ki]), amap(bs + [m, no, ni])]
-    return widening_multiply_add(a3, bp, c3, maps, batch + 3, 2, VNNI_ATTR)
+    return widening_multiply_add(a3, bp, c3, maps, batch + 3, 2, mark)
 
 
 def widening_multiply_add(lhs, rhs, out, maps: list, parallel: int, reductions: int, mark: str):
@@ -211,40 +212,11 @@ def widening_multiply_add(lhs, rhs, out, maps: list, parallel: int, reductions: 
     return generic.results[0]
 
 
-def _pack_b_pairs(b, batch: int):
-    """B (batch.. x K x N, bf16) packed in K pairs along whole rows: batch.. x K/2 x N x 2 (AMX's VNNI layout
-    of a B tile: each row of the tile 16 column pairs); from W when B = transpose(W)."""
-    from mlir.dialects import linalg, tensor
-
-    rank = batch + 2
-    t = _tensor_type(b)
-    k, n = t.shape[-2:]
-    lead = list(t.shape[:batch])
-    dest = tensor.EmptyOp(lead + [k // PAIR, n, PAIR], t.element_type).result
-    w = _transposed_source(b, rank)
-    if w is not None:   # W: batch.. x N x K: pairs of its K dim, outer dims swapped to (K/2, N)
-        return linalg.PackOp(w, dest, [batch + 1], [], [PAIR], outer_dims_perm=list(range(batch)) + [batch + 1, batch]).result
-    return linalg.PackOp(b, dest, [batch], [], [PAIR]).result
-
-
-def _amx_generic(a3, bv, c, batch: int):
-    """C[b.., m, n] += ext(A3[b.., m, ko, ki]) * ext(Bv[b.., ko, n, ki]) over loops (b.., m, n, ko, ki),
-    tagged AMX_ATTR: the operand layouts of an AMX tile product (tdpbf16ps)."""
-    from mlir import ir
-
-    bs = list(range(batch))
-    m, n, ko, ki = range(batch, batch + 4)
-
-    def amap(dims):
-        return ir.AffineMapAttr.get(ir.AffineMap.get(batch + 4, 0, [ir.AffineDimExpr.get(d) for d in dims]))
-
-    maps = [amap(bs + [m, ko, ki]), amap(bs + [ko, n, ki]), amap(bs + [m, n])]
-    return widening_multiply_add(a3, bv, c, maps, batch + 2, 2, AMX_ATTR)
-
-
 def vnni_contractions(module, amx: bool = False) -> int:
     """Rewrite every eligible contraction (module docstring); how many were rewritten. `amx`: those whose N
-    is a multiple of AMX_COLUMNS get the AMX layout instead (B in K pairs along whole rows, C as it is)."""
+    is a multiple of AMX_COLUMNS are tagged AMX_ATTR instead (their panels 16 columns wide: each AMX B tile
+    one panel's 16 K pairs, 1 KiB contiguous; a B tile of whole rows of B, 2N bytes apart, read 16 rows
+    4 KiB apart at N = 1024: one L1 set and 16 pages per tile load)."""
     from mlir import ir
 
     from workbench.worker.ir_walk import ops_where
@@ -255,12 +227,10 @@ def vnni_contractions(module, amx: bool = False) -> int:
         a, b, c = op.operands
         with ir.InsertionPoint(op), op.location:
             a3 = _expand_last(_bf16_input(a), PAIR)
-            if amx and _tensor_type(c).shape[-1] % AMX_COLUMNS == 0:
-                result = _amx_generic(a3, _pack_b_pairs(_bf16_input(b), batch), c, batch)
-            else:
-                bp = _pack_b(_bf16_input(b), batch)
-                c3 = _expand_last(c, panel_width(_tensor_type(c).shape[-1]))
-                result = _collapse_last(_vnni_generic(a3, bp, c3, batch))
+            on_tiles = amx and _tensor_type(c).shape[-1] % AMX_COLUMNS == 0
+            bp = _pack_b(_bf16_input(b), batch)
+            c3 = _expand_last(c, panel_width(_tensor_type(c).shape[-1]))
+            result = _collapse_last(_vnni_generic(a3, bp, c3, batch, AMX_ATTR if on_tiles else VNNI_ATTR))
         op.results[0].replace_all_uses_with(result)
         op.erase()
         for value in (a, b):

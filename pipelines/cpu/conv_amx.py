@@ -30,7 +30,8 @@ Schedule:
 from __future__ import annotations
 
 from conv_vnni import ANY, matched_and_packs
-from matmul_vnni import _tile, _unroll, contractions_of_vectorized_tiles
+from matmul_amx import amx_tile_contractions
+from matmul_vnni import _tile, _unroll
 from workbench.common.transform_text import transform_module
 
 #: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
@@ -83,7 +84,6 @@ def conv_amx_tiling(op: str = "", tile_f: int = 16, tile_w: int = 16, tile_k: in
     kh, kw = window
     sizes = [1, tiles_f * tile_f, 1, tiles_w * tile_w, tile_k, 1 if kh > 1 else 0, 1 if kw > 1 else 0, 0]
     body += _tile("%g", sizes, "t", [0, 2, 1, 3, 4, 5, 6, 7])
-    loops = sum(1 for s in sizes if s)
     k_loop = f"%t_l#{4}"
     window_loops = [(f"%t_l#{5 + i}", extent) for i, extent in enumerate(e for e in window if e > 1)]
     innermost = window_loops[-1][0] if window_loops else k_loop
@@ -97,15 +97,7 @@ def conv_amx_tiling(op: str = "", tile_f: int = 16, tile_w: int = 16, tile_k: in
     body += _unroll("%p_l#1", tiles_w) + _unroll("%p_l#0", tiles_f)
     for loop, extent in reversed(window_loops):
         body += _unroll(loop, extent)
-    assert loops == 5 + len(window_loops), (loops, window_loops)
-    body += contractions_of_vectorized_tiles() + f"""    transform.apply_patterns to %fe {{
-      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
-      transform.apply_patterns.canonicalization
-    }} : {ANY}
-    transform.apply_cse to %fe : {ANY}
-    transform.bufferization.eliminate_empty_tensors %fe : {ANY}
-"""
-    return transform_module(body)
+    return transform_module(body + amx_tile_contractions())
 
 
 def default_params(out_channels: int, out_width: int, pairs: int, window: list, threads: int = 1,

@@ -118,16 +118,23 @@ def matmul_amx_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 512,
     transform.structured.vectorize %products : {ANY}
 """
     body += _unroll("%t3_l#1", tiles_n) + _unroll("%t3_l#0", tiles_m)
-    body += contractions_of_vectorized_tiles() + f"""    transform.apply_patterns to %fe {{
+    body += amx_tile_contractions()
+    if bufferize:
+        body += matmul.bufferize_and_lower_vectors(amx=True)
+    return transform_module(body)
+
+
+def amx_tile_contractions() -> str:
+    """Transform ops after the tile products are vectorized: the functions' multiply-add tiles -> vector.contract
+    over the bf16 operands (matmul_vnni.contractions_of_vectorized_tiles), unit leading dims cast away (the
+    shapes convert-vector-to-amx takes), empty tensors eliminated for bufferization."""
+    return contractions_of_vectorized_tiles() + f"""    transform.apply_patterns to %fe {{
       transform.apply_patterns.vector.cast_away_vector_leading_one_dim
       transform.apply_patterns.canonicalization
     }} : {ANY}
     transform.apply_cse to %fe : {ANY}
     transform.bufferization.eliminate_empty_tensors %fe : {ANY}
 """
-    if bufferize:
-        body += matmul.bufferize_and_lower_vectors(amx=True)
-    return transform_module(body)
 
 
 def default_params(m: int, n: int, k: int, threads: int = 1, l2_bytes: int = 1 << 20, **_machine) -> dict:

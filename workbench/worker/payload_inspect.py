@@ -474,10 +474,12 @@ def _loop_structures(module, linalg: list) -> list[dict | None]:
     return [_loop_structure(op) if op.name == "linalg.generic" else loops for op, loops in zip(linalg, structures)]
 
 
-def inspect_module(module) -> dict:
+def inspect_module(module, loops: bool = True) -> dict:
     """Functions and linalg ops (walk order). Each op has a stable `id` (workbench/worker/op_ids.py:
     its `lh.op` attribute, else `<kind>_<index>`) and `tagged` (whether the id is on the op yet);
-    `tagged` at the top level: every linalg op carries its id (per-op schedules can match them)."""
+    `tagged` at the top level: every linalg op carries its id (per-op schedules can match them).
+    `loops=False`: the ops without their `loops` (a named op's come from a generalized copy of the whole
+    module, most of the cost): what a step's parameter check reads (dims, ids) before each step."""
     from workbench.worker.frontend_dialects import is_elementwise_on_tensor
 
     funcs = []
@@ -506,7 +508,7 @@ def inspect_module(module) -> dict:
 
     module.operation.walk(visit)
     ops = []
-    structures = _loop_structures(module, linalg)
+    structures = _loop_structures(module, linalg) if loops else [None] * len(linalg)
     for (op, op_id, tagged), loops in zip(assign_ids(linalg), structures):
         info = describe_linalg_op(op)
         if loops is not None:

@@ -1,0 +1,67 @@
+"""What `select --apply` costs in the compile worker (bench/select_time.py times it): each IR inspected once, the
+steps' parameter checks without loop structures, and the printed step results exactly the printer's text."""
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+from conftest import FIXTURES, ok
+
+LAYER = FIXTURES / "torch" / "transformer_layer.mlir"   # a torch-mlir export: weights as dense_resource blobs
+
+
+@pytest.fixture
+def spied(compile_client):
+    """A CommandContext over a fresh session, and the list of the requests it sent to the compile worker."""
+    from workbench.commands import CommandContext, default_registry
+    from workbench.session import Session
+
+    s = Session(client=compile_client)
+    sent: list[dict] = []
+    send = s.client.request
+
+    def request(req, *args, **kwargs):
+        sent.append(dict(req))
+        return send(req, *args, **kwargs)
+
+    s.client.request = request
+    return CommandContext(s, default_registry()), sent
+
+
+def test_select_inspects_each_ir_once_and_checks_parameters_without_loops(spied):
+    ctx, sent = spied
+    ok(ctx, f"load {LAYER}")
+    ok(ctx, "target cpu --threads 1")
+    sent.clear()
+    res = ok(ctx, "select --apply")
+    s = ctx.session
+    assert len(res.data["steps"]) == s.cursor > 10
+    inspections = [(r["key"], r.get("loops", True)) for r in sent if r["op"] == "inspect"]
+    # the front-end and preparation steps, and the selection, read the same IR: asked for once
+    assert len(inspections) == len(set(inspections))
+    # loop structures (a generalized copy of the whole module) only for the preparation and the selection;
+    # the checks of each step's parameters against the payload's dims read the ops alone
+    with_loops = [key for key, loops in inspections if loops]
+    assert 1 <= len(with_loops) <= 2, with_loops
+    assert any(not loops for _, loops in inspections)
+    # a kept inspection is handed out as a copy: a caller's change does not reach the next one
+    info = s.inspect()
+    assert info["ops"]
+    info["ops"].clear()
+    assert s.inspect()["ops"]
+    assert sum(r["op"] == "inspect" for r in sent) == len(inspections) + 1   # (the last IR: asked once)
+
+
+def test_inspection_without_loops_has_the_same_ops():
+    from mlir import ir
+
+    from workbench.worker import payload_inspect
+
+    with ir.Context():
+        module = ir.Module.parse(LAYER.read_text())
+        full = payload_inspect.inspect_module(module)
+        light = payload_inspect.inspect_module(module, loops=False)
+    assert any("loops" in op for op in full["ops"]) and not any("loops" in op for op in light["ops"])
+    assert [{k: v for k, v in op.items() if k != "loops"} for op in full["ops"]] == light["ops"]
+    assert {k: v for k, v in full.items() if k != "ops"} == {k: v for k, v in light.items() if k != "ops"}

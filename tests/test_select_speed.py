@@ -65,3 +65,60 @@ def test_inspection_without_loops_has_the_same_ops():
     assert any("loops" in op for op in full["ops"]) and not any("loops" in op for op in light["ops"])
     assert [{k: v for k, v in op.items() if k != "loops"} for op in full["ops"]] == light["ops"]
     assert {k: v for k, v in full.items() if k != "ops"} == {k: v for k, v in light.items() if k != "ops"}
+
+
+def test_printed_weights_section_is_kept_and_the_text_is_the_printers():
+    from mlir import ir, passmanager
+
+    from workbench.common.compact_text import BlobSender, split_blobs
+    from workbench.worker.resource_print import SectionCache
+
+    def whole(module) -> bytes:
+        return module.operation.get_asm(binary=True, assume_verified=True)
+
+    text = LAYER.read_text()
+    cache = SectionCache()
+    with ir.Context() as context:
+        module = ir.Module.parse(text)
+        first = cache.print(module)
+        assert first.text().encode() == whole(module) and first.sha == hashlib.sha256(whole(module)).hexdigest()
+        assert cache.full_prints == 1
+        # a step that changes the ops, not the weights: the kept section, no whole print
+        before = whole(module)
+        passmanager.PassManager.parse("builtin.module(func.func(linalg-generalize-named-ops))").run(module.operation)
+        assert whole(module) != before
+        second = cache.print(module)
+        assert second.text().encode() == whole(module) and second.sha == hashlib.sha256(whole(module)).hexdigest()
+        assert cache.full_prints == 1
+        # the compact form (what the session keeps) splits the same as the whole text
+        sender = BlobSender()
+        parts, new = second.compact(sender)
+        assert (parts, new) == split_blobs(whole(module).decode())
+        assert len(new) >= 1 and second.compact(sender) == (parts, {})   # (each blob sent once)
+        # the same text parsed again into this context: its blobs are renamed (w -> w_1), so other
+        # references: printed whole once more, still exact
+        again = ir.Module.parse(text, context)
+        third = cache.print(again)
+        assert third.text().encode() == whole(again) and cache.full_prints == 2
+    with ir.Context():   # another context: its blobs are its own, whatever their names
+        other = ir.Module.parse(text)
+        assert cache.print(other).text().encode() == whole(other) and cache.full_prints == 3
+
+
+def test_select_results_are_the_printers_text(spied):
+    """Every IR select --apply stored (printed with the kept weights) hashes to its key and is the text MLIR
+    prints for it after a parse in a fresh context."""
+    from mlir import ir
+
+    ctx, _ = spied
+    ok(ctx, f"load {LAYER}")
+    ok(ctx, "target cpu --threads 1")
+    ok(ctx, "select --apply")
+    s = ctx.session
+    for index in range(s.cursor + 1):
+        text = s.ir_at(index)
+        assert hashlib.sha256(text.encode()).hexdigest() == s.sha_at(index)
+    for index in (1, s.cursor // 2, s.cursor):
+        with ir.Context():
+            reparsed = ir.Module.parse(s.ir_at(index))
+            assert str(reparsed) == s.ir_at(index)

@@ -122,3 +122,14 @@ def test_select_results_are_the_printers_text(spied):
         with ir.Context():
             reparsed = ir.Module.parse(s.ir_at(index))
             assert str(reparsed) == s.ir_at(index)
+
+
+def test_library_modules_are_loaded_once_until_their_file_changes(tmp_path, monkeypatch):
+    import workbench.targets.cpu as cpu
+
+    (tmp_path / "sel.py").write_text("VALUE = 1\n")
+    monkeypatch.setattr(cpu, "LIBRARY_DIR", tmp_path)
+    first = cpu._load_library_module("sel.py")
+    assert cpu._load_library_module("sel.py") is first and first.VALUE == 1
+    (tmp_path / "sel.py").write_text("VALUE = 22\n")   # (another size: seen even within the mtime's granularity)
+    assert cpu._load_library_module("sel.py").VALUE == 22

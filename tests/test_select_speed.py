@@ -37,14 +37,15 @@ def test_select_inspects_each_ir_once_and_checks_parameters_without_loops(spied)
     res = ok(ctx, "select --apply")
     s = ctx.session
     assert len(res.data["steps"]) == s.cursor > 10
-    inspections = [(r["key"], r.get("loops", True)) for r in sent if r["op"] == "inspect"]
+    inspections = [(r["key"], r.get("loops", True), r.get("only")) for r in sent if r["op"] == "inspect"]
     # the front-end and preparation steps, and the selection, read the same IR: asked for once
     assert len(inspections) == len(set(inspections))
     # loop structures (a generalized copy of the whole module) only for the preparation and the selection;
-    # the checks of each step's parameters against the payload's dims read the ops alone
-    with_loops = [key for key, loops in inspections if loops]
+    # the checks of each per-op step's parameters against its op's dims read that op alone
+    with_loops = [key for key, loops, _ in inspections if loops]
     assert 1 <= len(with_loops) <= 2, with_loops
-    assert any(not loops for _, loops in inspections)
+    checks = [only for _, loops, only in inspections if not loops]
+    assert checks and all(checks)
     # a kept inspection is handed out as a copy: a caller's change does not reach the next one
     info = s.inspect()
     assert info["ops"]
@@ -65,6 +66,12 @@ def test_inspection_without_loops_has_the_same_ops():
     assert any("loops" in op for op in full["ops"]) and not any("loops" in op for op in light["ops"])
     assert [{k: v for k, v in op.items() if k != "loops"} for op in full["ops"]] == light["ops"]
     assert {k: v for k, v in full.items() if k != "ops"} == {k: v for k, v in light.items() if k != "ops"}
+    # one op by its id: the same description (the ids of untagged ops counted over the whole module)
+    for op in light["ops"][::7]:
+        with ir.Context():
+            alone = payload_inspect.inspect_module(ir.Module.parse(LAYER.read_text()), loops=False, only=op["id"])
+        assert len(alone["ops"]) == 1 and alone["ops"][0] == {k: op[k] for k in alone["ops"][0]}
+        assert alone["ops"][0]["id"] == op["id"] and alone["ops"][0].get("dims") == op.get("dims")
 
 
 def test_printed_weights_section_is_kept_and_the_text_is_the_printers():

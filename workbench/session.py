@@ -525,12 +525,13 @@ class Session:
         values.update(step.params)
         dims_list: list = [None]
         if schema.needs_payload:
-            try:   # (the ops' dims and ids: no loop structures, which cost most of an inspection)
-                info = self.inspect_key(input_key, loops=False)
+            op_id = values.get("op") or None
+            try:   # (the ops' dims and ids, or a per-op step's op's: no loop structures, most of an inspection)
+                info = self.inspect_key(input_key, loops=False, only=op_id if isinstance(op_id, str) else None)
             except SessionError:
                 info = None
             if info is not None:
-                dims_list = payload_dims(info, schema.payload_op, values.get("op") or None) or [None]
+                dims_list = payload_dims(info, schema.payload_op, op_id) or [None]
         try:
             for dims in dims_list:
                 schema.check(values, dims)
@@ -691,16 +692,18 @@ class Session:
     def inspect(self, index: int | None = None) -> dict:
         return self.inspect_key(self.key_at(self.cursor if index is None else index))
 
-    def inspect_key(self, key: str, loops: bool = True) -> dict:
+    def inspect_key(self, key: str, loops: bool = True, only: str | None = None) -> dict:
         """The compile worker's inspection of the IR stored under `key` (`loops=False`: without each op's
-        loop structure), asked once per IR and kept (pickled: callers may change the dict they get)."""
-        kept = self.inspect_cache.get((key, loops))
+        loop structure; `only=ID`: the op with that id alone, see payload_inspect.inspect_module), asked once
+        per IR and kept (pickled: callers may change the dict they get)."""
+        kept = self.inspect_cache.get((key, loops, only))
         if kept is not None:
             return pickle.loads(kept)
-        ans = self.request_on_ir(key, {"op": "inspect"} if loops else {"op": "inspect", "loops": False})
+        req = {"op": "inspect", **({} if loops else {"loops": False}), **({"only": only} if only else {})}
+        ans = self.request_on_ir(key, req)
         if not ans["ok"]:
             raise SessionError(ans["error"], ans.get("diagnostics", ""))
-        self.inspect_cache.put((key, loops), pickle.dumps(ans["info"], protocol=pickle.HIGHEST_PROTOCOL))
+        self.inspect_cache.put((key, loops, only), pickle.dumps(ans["info"], protocol=pickle.HIGHEST_PROTOCOL))
         return ans["info"]
 
     # -- persistence ----------------------------------------------------------------------

@@ -14,6 +14,7 @@ Requests (all answers carry "ok" and, on failure, "error" and "diagnostics"):
   {"op": "print", IR}                             -> {"ir", "sha"}
   {"op": "inspect", IR}                           -> {"info"}
   {"op": "inspect", IR, "loops": False}           -> {"info"} without each op's "loops" (cheaper)
+  {"op": "inspect", IR, "only": ID}               -> {"info": {"ops": [the op with id ID, no loops]}}
   {"op": "knobs", "text", "path"}                 -> {"knobs": [{"name", "options", "selected", ...}]}
   {"op": "nest_pipeline", "pipeline"}             -> {"pipeline"}: mlir-opt's implicit nesting of pass flags
   {"op": "pass_options", "pass"}                  -> {"options"}: the option names of a pass or pipeline
@@ -529,7 +530,8 @@ class CompileWorker:
                     return self._printed(self._module_for(req, req.get("label", "<ir>")))
                 if op == "inspect":
                     mod = self._module_for(req, req.get("label", "<ir>"))
-                    return {"ok": True, "info": payload_inspect.inspect_module(mod, loops=req.get("loops", True))}
+                    return {"ok": True, "info": payload_inspect.inspect_module(
+                        mod, loops=req.get("loops", True), only=req.get("only"))}
                 return {"ok": False, "error": f"unknown worker request {op!r}"}
             except MissingIR as e:
                 return {"ok": False, "missing": e.args[0], "error": "the compile worker does not hold this IR"}

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 import secrets
 import time
 from dataclasses import dataclass, field
@@ -232,6 +233,9 @@ class Session:
         self.build_ctx = BuildContext(allow_python=allow_python)
         self.last_run: dict | None = None
         self.diff_cache = LRUCache(16)          # unified diffs, by (sha a, sha b, a, b, context)
+        #: `inspect` answers by (store key, with loops): the IR under a key never changes, and `select` reads
+        #: one IR several times (the front-end and preparation steps, each step's parameter check)
+        self.inspect_cache = LRUCache(8)
         #: `run --ranges`: argument index -> [lo, hi) of random inputs, kept for later runs and saved
         self.input_ranges: dict[int, tuple[float, float]] = {}
         self.reference_cache = LRUCache(4)  # reference outputs of `run --check` (see run_session)
@@ -521,9 +525,13 @@ class Session:
         values.update(step.params)
         dims_list: list = [None]
         if schema.needs_payload:
-            ans = self.request_on_ir(input_key, {"op": "inspect"})
-            if ans["ok"]:
-                dims_list = payload_dims(ans["info"], schema.payload_op, values.get("op") or None) or [None]
+            op_id = values.get("op") or None
+            try:   # (the ops' dims and ids, or a per-op step's op's: no loop structures, most of an inspection)
+                info = self.inspect_key(input_key, loops=False, only=op_id if isinstance(op_id, str) else None)
+            except SessionError:
+                info = None
+            if info is not None:
+                dims_list = payload_dims(info, schema.payload_op, op_id) or [None]
         try:
             for dims in dims_list:
                 schema.check(values, dims)
@@ -682,10 +690,20 @@ class Session:
         return rows
 
     def inspect(self, index: int | None = None) -> dict:
-        key = self.key_at(self.cursor if index is None else index)
-        ans = self.request_on_ir(key, {"op": "inspect"})
+        return self.inspect_key(self.key_at(self.cursor if index is None else index))
+
+    def inspect_key(self, key: str, loops: bool = True, only: str | None = None) -> dict:
+        """The compile worker's inspection of the IR stored under `key` (`loops=False`: without each op's
+        loop structure; `only=ID`: the op with that id alone, see payload_inspect.inspect_module), asked once
+        per IR and kept (pickled: callers may change the dict they get)."""
+        kept = self.inspect_cache.get((key, loops, only))
+        if kept is not None:
+            return pickle.loads(kept)
+        req = {"op": "inspect", **({} if loops else {"loops": False}), **({"only": only} if only else {})}
+        ans = self.request_on_ir(key, req)
         if not ans["ok"]:
             raise SessionError(ans["error"], ans.get("diagnostics", ""))
+        self.inspect_cache.put((key, loops, only), pickle.dumps(ans["info"], protocol=pickle.HIGHEST_PROTOCOL))
         return ans["info"]
 
     # -- persistence ----------------------------------------------------------------------

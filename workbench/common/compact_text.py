@@ -162,7 +162,8 @@ class BlobSender:
         #: again is recognised by one string comparison (memcmp) instead of hashing it again
         self._known: dict[tuple[int, str, str], tuple[str, str]] = {}
 
-    def _sha(self, blob: str) -> str:
+    def sha_of(self, blob: str) -> str:
+        """A blob's sha256 (one seen last time: recognised by one comparison, not hashed again)."""
         probe = (len(blob), blob[:64], blob[-64:])
         known = self._known.get(probe)
         if known is not None and known[1] == blob:
@@ -173,7 +174,11 @@ class BlobSender:
 
     def compact(self, text: str) -> tuple[list[str], dict[str, str]]:
         """`text` as parts and the blobs not sent before (marked sent: the caller sends them now)."""
-        parts, new = split_blobs(text, self._sha)
-        new = {sha: blob for sha, blob in new.items() if sha not in self.sent}
+        parts, found = split_blobs(text, self.sha_of)
+        return parts, self.unsent(found)
+
+    def unsent(self, blobs: dict[str, str]) -> dict[str, str]:
+        """Those of `blobs` (by sha256) not sent before, marked sent: the caller sends them now."""
+        new = {sha: blob for sha, blob in blobs.items() if sha not in self.sent}
         self.sent.update(new)
-        return parts, new
+        return new

@@ -6,6 +6,7 @@ import dataclasses
 import importlib.util
 import math
 import os
+from pathlib import Path
 from typing import Any
 
 from workbench.common.cpu_topology import allowed_cpus
@@ -17,9 +18,21 @@ from workbench.targets.base import Target, keep_freed_memory, register
 from workbench.targets.cpu_host import CpuMachine, host_machine, machine_for
 
 
+#: library modules loaded, by path: (mtime_ns, size, module)
+_library_modules: dict[Path, tuple[int, int, Any]] = {}
+
+
 def _load_library_module(relative: str):
-    """Import a module of the installed (trusted) schedule library, e.g. for its parameter selector."""
+    """Import a module of the installed (trusted) schedule library, e.g. for its parameter selector; kept
+    until the file changes (the selector asks per op: a GPT-2 took 0.3 s of `select` compiling them again)."""
     path = LIBRARY_DIR / relative
+    try:
+        st = path.stat()
+    except OSError:
+        st = None
+    kept = _library_modules.get(path)
+    if st is not None and kept is not None and kept[:2] == (st.st_mtime_ns, st.st_size):
+        return kept[2]
     spec = importlib.util.spec_from_file_location(f"lh_library_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     import sys
@@ -29,6 +42,8 @@ def _load_library_module(relative: str):
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(path.parent))
+    if st is not None:
+        _library_modules[path] = (st.st_mtime_ns, st.st_size, module)
     return module
 
 

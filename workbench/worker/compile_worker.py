@@ -13,6 +13,8 @@ Requests (all answers carry "ok" and, on failure, "error" and "diagnostics"):
                                                     then {"key", "bytecode"} (or {"key", "ir", "sha"})
   {"op": "print", IR}                             -> {"ir", "sha"}
   {"op": "inspect", IR}                           -> {"info"}
+  {"op": "inspect", IR, "loops": False}           -> {"info"} without each op's "loops" (cheaper)
+  {"op": "inspect", IR, "only": ID}               -> {"info": {"ops": [the op with id ID, no loops]}}
   {"op": "knobs", "text", "path"}                 -> {"knobs": [{"name", "options", "selected", ...}]}
   {"op": "nest_pipeline", "pipeline"}             -> {"pipeline"}: mlir-opt's implicit nesting of pass flags
   {"op": "pass_options", "pass"}                  -> {"options"}: the option names of a pass or pipeline
@@ -55,7 +57,8 @@ from mlir.dialects.transform import interpreter
 from workbench.common.compact_text import BlobSender
 from workbench.common.pass_names import pass_names
 from workbench.common.suggest import did_you_mean
-from workbench.worker import bench_wrapper, knobs, payload_inspect, payload_schedules, py_passes, rewrites
+from workbench.worker import (bench_wrapper, knobs, payload_inspect, payload_schedules, py_passes, resource_print,
+                              rewrites)
 from workbench.worker.mpi import sharding
 from workbench.worker.protocol import FOLLOW_UP, serve_requests
 from workbench.worker.stderr_capture import captured_stderr
@@ -441,6 +444,8 @@ class CompileWorker:
         self._worker_id = f"{os.getpid()}-{os.urandom(4).hex()}"   # keys of lazy results: unique per worker
         self._lazy_results = 0
         self.blob_sender = BlobSender()      # the blobs the front end holds (see "compact_ir")
+        #: the weights' part of printed modules, kept (workbench/worker/resource_print.py)
+        self.sections = resource_print.SectionCache()
         self._compact_ir = False             # this request's "compact_ir"
 
     # -- module cache --------------------------------------------------------
@@ -525,7 +530,8 @@ class CompileWorker:
                     return self._printed(self._module_for(req, req.get("label", "<ir>")))
                 if op == "inspect":
                     mod = self._module_for(req, req.get("label", "<ir>"))
-                    return {"ok": True, "info": payload_inspect.inspect_module(mod)}
+                    return {"ok": True, "info": payload_inspect.inspect_module(
+                        mod, loops=req.get("loops", True), only=req.get("only"))}
                 return {"ok": False, "error": f"unknown worker request {op!r}"}
             except MissingIR as e:
                 return {"ok": False, "missing": e.args[0], "error": "the compile worker does not hold this IR"}
@@ -563,15 +569,16 @@ class CompileWorker:
 
     def _printed(self, module: ir.Module) -> dict:
         """The answer carrying a module's text and sha256; the module stays cached under that sha256."""
-        text, sha = _print_with_sha(module)
-        self._remember(sha, module)
-        return {"ok": True, **self._ir_fields(text), "sha": sha}
+        printed = self.sections.print(module)
+        self._remember(printed.sha, module)
+        return {"ok": True, **self._printed_fields(printed), "sha": printed.sha}
 
-    def _ir_fields(self, text: str) -> dict:
-        """A printed IR as the answer carries it: whole, or compact (see "compact_ir")."""
+    def _printed_fields(self, printed: resource_print.PrintedModule) -> dict:
+        """A printed module as the answer carries it: whole, or compact (see "compact_ir"); a compact one
+        is split from its parts (the weights' section, kept, is split once)."""
         if not self._compact_ir:
-            return {"ir": text}
-        parts, new_blobs = self.blob_sender.compact(text)
+            return {"ir": printed.text()}
+        parts, new_blobs = printed.compact(self.blob_sender)
         return {"ir_parts": parts, "ir_blobs": new_blobs}
 
     def _backup(self, key: str, module: ir.Module) -> dict:
@@ -580,8 +587,8 @@ class CompileWorker:
             bytecode = _bytecode(module)
             if bytecode is not None and (len(bytecode) <= BYTECODE_BACKUP_MAX or not self._compact_ir):
                 return {"ok": True, "key": key, "bytecode": bytecode}
-            text, sha = _print_with_sha(module)
-            return {"ok": True, "key": key, **self._ir_fields(text), "sha": sha}
+            printed = self.sections.print(module)
+            return {"ok": True, "key": key, **self._printed_fields(printed), "sha": printed.sha}
 
     def apply(self, req: dict) -> dict:
         label = req.get("label", "<step input>")
@@ -922,13 +929,6 @@ def _print(module) -> str:
     """The module's text, byte-identical to str(); the caller has just verified it, so the
     printer's own verification is skipped, and bytes avoid a UTF-8 round trip (~30% faster)."""
     return module.operation.get_asm(binary=True, assume_verified=True).decode()
-
-
-def _print_with_sha(module) -> tuple[str, str]:
-    """The module's text (as `_print`) and its sha256, hashed from the printer's bytes (a 100 MB model
-    is not encoded again for the hash)."""
-    raw = module.operation.get_asm(binary=True, assume_verified=True)
-    return raw.decode(), hashlib.sha256(raw).hexdigest()
 
 
 def _bytecode(module) -> bytes | None:

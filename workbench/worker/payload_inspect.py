@@ -475,10 +475,20 @@ def _loop_structures(module, linalg: list) -> list[dict | None]:
     return [_loop_structure(op) if op.name == "linalg.generic" else loops for op, loops in zip(linalg, structures)]
 
 
-def inspect_module(module) -> dict:
+def inspect_module(module, loops: bool = True, only: str | None = None) -> dict:
     """Functions and linalg ops (walk order). Each op has a stable `id` (workbench/worker/op_ids.py:
     its `lh.op` attribute, else `<kind>_<index>`) and `tagged` (whether the id is on the op yet);
-    `tagged` at the top level: every linalg op carries its id (per-op schedules can match them)."""
+    `tagged` at the top level: every linalg op carries its id (per-op schedules can match them).
+    `loops=False`: the ops without their `loops` (a named op's come from a generalized copy of the whole
+    module, most of the cost): what a step's parameter check reads (dims, ids) before each step.
+    `only=ID`: {"ops": [the op with that id, without loops and consumers], "only": ID} alone (a per-op
+    step's check: one op's dims)."""
+    if only is not None:
+        found = []
+        for op, op_id, tagged in assign_ids(ops_where(module, is_payload_linalg_op)):
+            if op_id == only:
+                found.append(dict(describe_linalg_op(op), func=_func_of(op), id=op_id, tagged=tagged))
+        return {"ops": found, "only": only}
     from workbench.worker.frontend_dialects import is_elementwise_on_tensor
 
     funcs = []
@@ -507,15 +517,12 @@ def inspect_module(module) -> dict:
 
     module.operation.walk(visit)
     ops = []
-    structures = _loop_structures(module, linalg)
+    structures = _loop_structures(module, linalg) if loops else [None] * len(linalg)
     for (op, op_id, tagged), loops in zip(assign_ids(linalg), structures):
         info = describe_linalg_op(op)
         if loops is not None:
             info["loops"] = loops
-        parent = op.parent
-        while parent is not None and parent.name != "func.func":
-            parent = parent.parent
-        info["func"] = _sym(parent) if parent is not None else ""
+        info["func"] = _func_of(op)
         info["id"] = op_id
         info["tagged"] = tagged
         ops.append(info)
@@ -534,6 +541,14 @@ def inspect_module(module) -> dict:
         except Exception:  # noqa: BLE001  (partitioned code, unusual annotations: shapes decide, as before)
             pass
     return info
+
+
+def _func_of(op) -> str:
+    """The name of the function `op` is in ("" outside one)."""
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        parent = parent.parent
+    return _sym(parent) if parent is not None else ""
 
 
 def _add_consumers(linalg: list, ops: list[dict]) -> None:

@@ -56,6 +56,7 @@ from workbench.common.compact_text import BlobSender
 from workbench.common.pass_names import pass_names
 from workbench.common.suggest import did_you_mean
 from workbench.worker import bench_wrapper, knobs, payload_inspect, payload_schedules, py_passes, rewrites
+from workbench.worker.mlir_context import new_context
 from workbench.worker.mpi import sharding
 from workbench.worker.protocol import FOLLOW_UP, serve_requests
 from workbench.worker.stderr_capture import captured_stderr
@@ -428,7 +429,7 @@ class CompileWorker:
     IR_REQUESTS = frozenset({"apply", "prepare_run", "print", "inspect"})
 
     def __init__(self) -> None:
-        self.ctx = ir.Context()
+        self.ctx = new_context()
         self.ctx.allow_unregistered_dialects = False
         self.cache: "OrderedDict[str, ir.Module]" = OrderedDict()
         self._payload_keys: list[str] = []     # the last PINNED_PAYLOADS parsed, never evicted
@@ -483,14 +484,14 @@ class CompileWorker:
         it would rename the blobs (`w` -> `w_1`), and the module would print as other text."""
         op = req.get("op")
         if op == "parse":
-            return ir.Context()
+            return new_context()
         if op in self.IR_REQUESTS:
             key = self._key(req)
             held = self.cache.get(key) if key else None
             if held is not None:
                 return held.context
             if req.get("text") is not None or req.get("bytecode") is not None:
-                return ir.Context()
+                return new_context()
         return self.ctx
 
     @staticmethod
@@ -743,7 +744,7 @@ class CompileWorker:
         if base and self._input_sha and not self._input_sha.startswith(base):
             raise StageError(f"the hand edit {os.path.basename(stage['path'])} was made on different IR "
                              f"(sha256 {base[:12]}..., this input is {self._input_sha[:12]}...): redo the edit")
-        own = ir.Context()
+        own = new_context()
         own.allow_unregistered_dialects = module.context.allow_unregistered_dialects
         with own, ir.Location.unknown():
             try:

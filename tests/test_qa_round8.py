@@ -37,3 +37,64 @@ def test_a_verifier_error_inside_an_isolated_op_fails_at_its_line_every_time(ctx
         assert "SIGABRT" not in error and "nanobind" not in error, error
         assert error.startswith(f"{path}:4:5: 'transform.structured.lower_unpack' op expected 4 results"), error
     ok(ctx, f"load {MATMUL}")     # the same worker goes on
+
+
+OWNERSHIP_BUFFERS_THEN_CONVERT_TO_LLVM = """\
+// RUN: mlir-opt %s -one-shot-bufferize="bufferize-function-boundaries" \\
+// RUN:   -buffer-deallocation-pipeline=private-function-dynamic-ownership -convert-scf-to-cf -convert-to-llvm | \\
+// RUN: mlir-runner -e main -entry-point-result=void -shared-libs=%mlir_runner_utils | FileCheck %s
+func.func private @either(%a: tensor<?xf32>, %b: tensor<?xf32>, %c: i1) -> tensor<?xf32> {
+  %r = scf.if %c -> tensor<?xf32> {
+    scf.yield %a : tensor<?xf32>
+  } else {
+    scf.yield %b : tensor<?xf32>
+  }
+  return %r : tensor<?xf32>
+}
+func.func @main() {
+  %a = arith.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %b = arith.constant dense<[3.0, 4.0]> : tensor<2xf32>
+  %t = arith.constant true
+  %da = tensor.cast %a : tensor<2xf32> to tensor<?xf32>
+  %db = tensor.cast %b : tensor<2xf32> to tensor<?xf32>
+  %r = func.call @either(%da, %db, %t) : (tensor<?xf32>, tensor<?xf32>, i1) -> tensor<?xf32>
+  %u = tensor.cast %r : tensor<?xf32> to tensor<*xf32>
+  func.call @printMemrefF32(%u) : (tensor<*xf32>) -> ()
+  return
+}
+func.func private @printMemrefF32(tensor<*xf32>)
+// CHECK: [1,  2]
+"""
+
+
+def test_run_line_lowering_with_convert_to_llvm_widens_bool_buffers_first(ctx, tmp_path):
+    """`-convert-to-llvm` lowers memrefs as finalize-memref-to-llvm does, and aborts on the memref<?xi1>
+    ownership buffers of buffer-deallocation-pipeline (upstream Tensor/cast-runtime-verification.mlir:
+    `run-line` failed with the compile worker's SIGABRT, `integralElementType.getWidth() >= 8`)."""
+    path = tmp_path / "ownership_convert_to_llvm.mlir"
+    path.write_text(OWNERSHIP_BUFFERS_THEN_CONVERT_TO_LLVM)
+    ok(ctx, f"load {path}")
+    ok(ctx, "run-line")
+    specs = [a.step.spec for a in ctx.session.active_steps]
+    assert specs.index("lh-widen-i1-memrefs") == specs.index("convert-to-llvm") - 1, specs
+    fc = ok(ctx, "run --filecheck --iterations 1").data["run"]["filecheck"]
+    assert fc["passed"] and fc["total"] == 1, fc
+
+
+@pytest.mark.parametrize("flags, expected", [
+    ('-convert-to-llvm="allow-pattern-rollback=0" -reconcile-unrealized-casts',
+     ["buffer-deallocation-pipeline", "lh-widen-i1-memrefs",
+      "convert-to-llvm{allow-pattern-rollback=0},reconcile-unrealized-casts"]),
+    # a --pass-pipeline is split where its memref lowering starts
+    ('--pass-pipeline="builtin.module(func.func(canonicalize),finalize-memref-to-llvm{index-bitwidth=32},'
+     'convert-func-to-llvm)"',
+     ["buffer-deallocation-pipeline", "func.func(canonicalize)", "lh-widen-i1-memrefs",
+      "finalize-memref-to-llvm{index-bitwidth=32},convert-func-to-llvm"]),
+    ('--pass-pipeline="builtin.module(convert-to-llvm)"',
+     ["buffer-deallocation-pipeline", "lh-widen-i1-memrefs", "convert-to-llvm"]),
+])
+def test_every_memref_lowering_of_a_run_line_is_preceded_by_the_bool_widening(flags, expected):
+    from workbench.common.split_input import find_run_lines
+
+    line = f"// RUN: mlir-opt %s -buffer-deallocation-pipeline | mlir-opt {flags}\n"
+    assert find_run_lines(line)[0].mlir_opt_pipelines() == expected

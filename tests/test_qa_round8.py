@@ -98,3 +98,21 @@ def test_every_memref_lowering_of_a_run_line_is_preceded_by_the_bool_widening(fl
 
     line = f"// RUN: mlir-opt %s -buffer-deallocation-pipeline | mlir-opt {flags}\n"
     assert find_run_lines(line)[0].mlir_opt_pipelines() == expected
+
+
+def test_run_filecheck_on_a_file_without_check_lines_says_so_before_running(ctx, tmp_path, monkeypatch):
+    """Upstream MemRef/alloc-runtime-verification.mlir pipes its program into FileCheck and has no CHECK line:
+    `run --filecheck` compiled and ran the program first, then blamed the workbench's own lowering (`the
+    workbench's own lowering ran, not the RUN line's passes: run-line 1 applies them`), which changes nothing."""
+    path = tmp_path / "no_checks.mlir"
+    path.write_text("// RUN: mlir-opt %s -convert-to-llvm | mlir-runner -e main -entry-point-result=void | FileCheck %s\n"
+                    "func.func @main() {\n  return\n}\n")
+    ok(ctx, f"load {path}")
+    from workbench.commands import run_commands
+
+    ran = []
+    run_current = run_commands.run_current
+    monkeypatch.setattr(run_commands, "run_current", lambda *a, **k: ran.append(1) or run_current(*a, **k))
+    error = failed(ctx, "run --filecheck --iterations 1")
+    assert error == "run --filecheck: no_checks.mlir has no CHECK lines to match (`--check-prefixes A,B` names others)"
+    assert not ran

@@ -76,7 +76,12 @@ def plan_filecheck(session, prefixes_override: str | None = None, run_line_numbe
         options = dataclasses.replace(options, prefixes=tuple(p for p in prefixes_override.split(",") if p))
     if runner is not None:
         _check_runner(runner, chosen.number)
-    return FileCheckPlan(text, path.name, options, chosen, runner)
+    plan = FileCheckPlan(text, path.name, options, chosen, runner)
+    empty = plan.check("")       # a file without a line of its prefixes: said before the program compiles and runs
+    if not empty.total and (empty.first_failure or {}).get("line") == 0:
+        raise FileCheckSetupError(f"{path.name} has no {'/'.join(options.prefixes)} lines to match "
+                                  "(`--check-prefixes A,B` names others)")
+    return plan
 
 
 def _check_runner(runner: split_input.RunnerOptions, line: int) -> None:

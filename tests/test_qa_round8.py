@@ -114,5 +114,5 @@ def test_run_filecheck_on_a_file_without_check_lines_says_so_before_running(ctx,
     run_current = run_commands.run_current
     monkeypatch.setattr(run_commands, "run_current", lambda *a, **k: ran.append(1) or run_current(*a, **k))
     error = failed(ctx, "run --filecheck --iterations 1")
-    assert error == "run --filecheck: no_checks.mlir has no CHECK lines to match (`--check-prefixes A,B` names others)"
+    assert error == "filecheck FAILED: no_checks.mlir has no CHECK lines to match"
     assert not ran

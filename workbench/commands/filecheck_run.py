@@ -17,6 +17,10 @@ class FileCheckSetupError(ValueError):
     """Why `run --filecheck` cannot start (one line)."""
 
 
+class NothingToCheck(FileCheckSetupError):
+    """The file has no line of the prefixes to check: the verdict itself, known before the program runs."""
+
+
 @dataclass
 class FileCheckPlan:
     check_text: str            # the payload file (its chunk's lines, file line numbers kept)
@@ -79,8 +83,7 @@ def plan_filecheck(session, prefixes_override: str | None = None, run_line_numbe
     plan = FileCheckPlan(text, path.name, options, chosen, runner)
     empty = plan.check("")       # a file without a line of its prefixes: said before the program compiles and runs
     if not empty.total and (empty.first_failure or {}).get("line") == 0:
-        raise FileCheckSetupError(f"{path.name} has no {'/'.join(options.prefixes)} lines to match "
-                                  "(`--check-prefixes A,B` names others)")
+        raise NothingToCheck(empty.summary())
     return plan
 
 

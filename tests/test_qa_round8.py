@@ -116,3 +116,16 @@ def test_run_filecheck_on_a_file_without_check_lines_says_so_before_running(ctx,
     error = failed(ctx, "run --filecheck --iterations 1")
     assert error == "filecheck FAILED: no_checks.mlir has no CHECK lines to match"
     assert not ran
+
+
+def test_ops_a_lowering_leaves_behind_are_named_with_where_the_first_one_is(ctx, tmp_path):
+    """Upstream Arith/test-lut-extf-f8.mlir on the workbench's lowering: `after lowering, ops remain outside the
+    LLVM dialect: arith.extf, builtin.unrealized_conversion_cast`, without the line of the op (an f8 extf)."""
+    path = tmp_path / "f8_extf.mlir"
+    path.write_text("func.func @widen(%b: tensor<4xi8>) -> tensor<4xf32> {\n"
+                    "  %f8 = arith.bitcast %b : tensor<4xi8> to tensor<4xf8E4M3FN>\n"
+                    "  %f = arith.extf %f8 : tensor<4xf8E4M3FN> to tensor<4xf32>\n  return %f : tensor<4xf32>\n}\n")
+    ok(ctx, f"load {path}")
+    error = failed(ctx, "run --iterations 1")
+    assert error.startswith("after lowering, ops remain outside the LLVM dialect: arith.extf"), error
+    assert error.endswith(f"(the first at {path}:3:8)"), error

@@ -664,8 +664,10 @@ class CompileWorker:
                 return failure
             if not bench_wrapper.is_lowered(work):
                 left = sorted(bench_wrapper.unlowered_ops(work))[:8]
+                first = bench_wrapper.first_unlowered_op(work)   # where the first of them came from, when known
+                where = _format_location(str(first.location), self._location_label(work, label)) if first else ""
                 return {"ok": False, "error": "after lowering, ops remain outside the LLVM dialect: "
-                                              + ", ".join(left)}
+                                              + ", ".join(left) + (f" (the first at {where})" if where else "")}
         return {"ok": True, "llvm": _print(work), "bench": meta, "inserted_wrapper": inserted,
                 "was_lowered": lowered}
 

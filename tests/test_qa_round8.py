@@ -129,3 +129,26 @@ def test_ops_a_lowering_leaves_behind_are_named_with_where_the_first_one_is(ctx,
     error = failed(ctx, "run --iterations 1")
     assert error.startswith("after lowering, ops remain outside the LLVM dialect: arith.extf"), error
     assert error.endswith(f"(the first at {path}:3:8)"), error
+
+
+@pytest.mark.parametrize("indices", [[2, 1, 3], [1, 2, 10**23], [1, 1, 3]])
+def test_a_step_record_out_of_place_fails_the_session_in_one_line(tmp_path, indices):
+    """Round 7 left open: `Workbench.steps[].index` was not checked against the record's position (10^23 was
+    taken); replay reads the records by index, so records out of order compared a step with another's IR."""
+    import json
+
+    from conftest import REPO, run_cli
+
+    text = (REPO / "sessions" / "matmul-cpu.yaml").read_text().replace("../examples/matmul.mlir",
+                                                                      str(REPO / "examples" / "matmul.mlir"))
+    for position, index in enumerate(indices, start=1):
+        text = text.replace(f"- {{index: {position}, ", f"- {{index: @{index}, ", 1)
+    text = text.replace("@", "")
+    path = tmp_path / "shuffled.yaml"
+    path.write_text(text)
+    out = run_cli(["replay", path, "--json", tmp_path / "out.json"])
+    assert out.returncode == 1, out.stdout + out.stderr
+    bad = next(p for p, i in enumerate(indices, start=1) if i != p)
+    assert f"Workbench.steps record {bad} has index {indices[bad - 1]}: the records are numbered 1, 2, ..." \
+        in out.stderr, out.stderr
+    assert out.stderr.count("\n") == 1 and json.loads((tmp_path / "out.json").read_text())["ok"] is False

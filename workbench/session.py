@@ -993,6 +993,12 @@ def _check_meta(meta: dict, path: Path) -> None:
         check, what = _META_FIELDS[key]
         if not check(value):
             raise SessionError(f"{path}: Workbench.{key} must be {what}, not {short_repr(value)}")
+    for position, record in enumerate(meta.get("steps") or [], start=1):
+        # the records are read by their index (`replay` says after which step the IR first differs): one out of
+        # place would compare a step with another step's IR
+        if "index" in record and record["index"] != position:
+            raise SessionError(f"{path}: Workbench.steps record {position} has index {short_repr(record['index'])}: "
+                               f"the records are numbered 1, 2, ... in the order of the steps, as `save` writes them")
     for key, value in (meta.get("payload") or {}).items():
         if key not in _PAYLOAD_FIELDS:
             raise SessionError(f"{path}: unknown key Workbench.payload.{key}{did_you_mean(str(key), _PAYLOAD_FIELDS)} "

@@ -152,3 +152,38 @@ def test_a_step_record_out_of_place_fails_the_session_in_one_line(tmp_path, indi
     assert f"Workbench.steps record {bad} has index {indices[bad - 1]}: the records are numbered 1, 2, ..." \
         in out.stderr, out.stderr
     assert out.stderr.count("\n") == 1 and json.loads((tmp_path / "out.json").read_text())["ok"] is False
+
+
+GENERATORS_THAT_MISBEHAVE = '''\
+import sys
+GENERATORS = ["exits", "surrogate", "raises"]
+def exits():
+    sys.exit(3)
+def surrogate():
+    return "module {}\\udcff"
+def raises():
+    raise ValueError("no schedule for you")
+'''
+
+
+@pytest.mark.parametrize("gen, says, detail", [
+    # SystemExit passed `except Exception`: the compile worker ended (`compile worker process exited with status 3`)
+    ("exits", "schedule generator misbehave.py:exits called sys.exit(3)", "SystemExit: 3"),
+    # the text went on to a file write: `UnicodeEncodeError: 'utf-8' codec can't encode ...` and the worker's traceback
+    ("surrogate", "schedule generator misbehave.py:surrogate returned text that is not UTF-8 "
+                  "(a lone surrogate '\\udcff' at character 9)", None),
+    # the traceback began with the worker's own frame (compile_worker.py, `out = fn(**kwargs)`)
+    ("raises", "schedule generator misbehave.py:raises raised ValueError: no schedule for you", "misbehave.py"),
+])
+def test_a_generator_that_misbehaves_fails_its_step_in_words(ctx, tmp_path, gen, says, detail):
+    path = tmp_path / "misbehave.py"
+    path.write_text(GENERATORS_THAT_MISBEHAVE)
+    ok(ctx, f"load {MATMUL}")
+    ok(ctx, f"trust {path}")
+    proc = ctx.session.client.proc
+    res = ctx.registry.dispatch(f"apply {path}[gen={gen}]", ctx)
+    assert not res.ok and res.error.endswith(says), res.error
+    assert ctx.session.cursor == 0
+    if detail is not None:
+        assert detail in (res.detail or "") and "compile_worker.py" not in res.detail, res.detail
+    assert ctx.session.client.proc is proc and proc.poll() is None    # the same compile worker goes on

@@ -411,6 +411,28 @@ def _split_mlir_error_lines(exc: BaseException, label: str) -> tuple[str, str]:
     return (lines[0] if lines else type(exc).__name__), "\n".join(lines)
 
 
+def _raised(what: str, e: BaseException) -> str:
+    """`WHAT raised ValueError: bad n` (its first line), or `WHAT called sys.exit(3)`."""
+    if isinstance(e, SystemExit):
+        return f"{what} called sys.exit({e.code!r})"
+    return f"{what} raised {type(e).__name__}: {e}".splitlines()[0]
+
+
+def _generator_traceback(e: BaseException) -> str:
+    """The traceback of an exception from a schedule file, from the file's own frames on (not the worker's)."""
+    tb = e.__traceback__
+    return "".join(traceback.format_exception(type(e), e, tb.tb_next if tb is not None and tb.tb_next else tb))
+
+
+def _not_utf8(text: str) -> tuple[int, str] | None:
+    """(position, character) of the first character UTF-8 cannot encode (a lone surrogate), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return e.start, text[e.start]
+    return None
+
+
 def _format_location(loc: str, label: str) -> str:
     # loc("file.mlir":3:5) -> file.mlir:3:5
     s = loc
@@ -865,13 +887,16 @@ class CompileWorker:
         kwargs = dict(stage.get("params") or {})
         if stage.get("wants_payload"):
             kwargs["payload"] = payload_inspect.inspect_module(module)
+        name = f"schedule generator {os.path.basename(path)}:{gen}"
         try:
             out = fn(**kwargs)
-        except Exception as e:
-            tb = traceback.format_exc()
-            raise StageError(f"schedule generator {os.path.basename(path)}:{gen} raised "
-                             f"{type(e).__name__}: {e}".splitlines()[0], tb)
+        except (Exception, SystemExit) as e:   # sys.exit() in a generator ended the compile worker
+            raise StageError(_raised(name, e), _generator_traceback(e))
         if isinstance(out, str):
+            bad = _not_utf8(out)
+            if bad is not None:
+                raise StageError(f"{name} returned text that is not UTF-8 (a lone surrogate {bad[1]!r} at "
+                                 f"character {bad[0]})")
             return self._parse_schedule(out, f"{os.path.basename(path)}[gen={gen}]")
         if isinstance(out, ir.Module):
             return out
@@ -894,9 +919,9 @@ class CompileWorker:
             sys.path.insert(0, os.path.dirname(path))
             try:
                 spec.loader.exec_module(mod)
-            except Exception as e:
-                raise StageError(f"cannot import schedule file {path}: {type(e).__name__}: {e}",
-                                 traceback.format_exc())
+            except (Exception, SystemExit) as e:
+                raise StageError(_raised(f"cannot import schedule file {path}:", e).replace(": raised ", " ", 1),
+                                 _generator_traceback(e))
             finally:
                 sys.path.pop(0)
             self.generators[key] = mod

@@ -187,3 +187,46 @@ def test_a_generator_that_misbehaves_fails_its_step_in_words(ctx, tmp_path, gen,
     if detail is not None:
         assert detail in (res.detail or "") and "compile_worker.py" not in res.detail, res.detail
     assert ctx.session.client.proc is proc and proc.poll() is None    # the same compile worker goes on
+
+
+def _pipeline_files(tmp_path, files: dict) -> None:
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+
+
+@pytest.mark.parametrize("files, applied, says", [
+    ({"a.yaml": "Pipeline:\n- pass: canonicalize\n- include: b.yaml\n", "b.yaml": "Pipeline:\n- include: a.yaml\n"},
+     "a.yaml", "a cycle of includes: a.yaml -> b.yaml -> a.yaml"),
+    ({"self.yaml": "Pipeline:\n- include: self.yaml\n"}, "self.yaml", "a cycle of includes: self.yaml -> self.yaml"),
+    # the same files through a symbolic link to the folder above: still the same cycle
+    ({"a.yaml": "Pipeline:\n- include: d/up/b.yaml\n", "b.yaml": "Pipeline:\n- include: a.yaml\n"},
+     "a.yaml", "a cycle of includes: a.yaml -> b.yaml -> a.yaml"),
+])
+def test_an_include_cycle_is_named_by_its_files(ctx, tmp_path, files, applied, says):
+    """A cycle said `include nesting deeper than 16 at b.yaml (a cycle?)`, after building 16 levels of it."""
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "up").symlink_to("..")
+    _pipeline_files(tmp_path, files)
+    ok(ctx, f"load {MATMUL}")
+    assert failed(ctx, f"apply {tmp_path / applied}") == says
+    assert ctx.session.cursor == 0
+
+
+def test_a_long_include_chain_is_not_called_a_cycle(ctx, tmp_path):
+    _pipeline_files(tmp_path, {f"c{i}.yaml": f"Pipeline:\n- include: c{i + 1}.yaml\n" for i in range(20)})
+    ok(ctx, f"load {MATMUL}")
+    assert failed(ctx, f"apply {tmp_path / 'c0.yaml'}") == "include nesting deeper than 16 at c17.yaml"
+
+
+@pytest.mark.parametrize("variables, says", [
+    ("  a: $b\n  b: $a\n", "variable $a is '$b', which names $b"),
+    ("  a: $a\n", "variable $a is '$a', which names $a"),
+])
+def test_a_variable_whose_value_names_a_variable_fails_at_the_entry(ctx, tmp_path, variables, says):
+    """`Variables: {a: $b, b: $a}` went on as the text `$b` into the pass: `canonicalize: option max-iterations:
+    '$b' value invalid for long argument`, an MLIR error about a name the user never wrote there."""
+    path = tmp_path / "recursive.yaml"
+    path.write_text(f"Variables:\n{variables}Pipeline:\n- pass: \"canonicalize{{max-iterations=$a}}\"\n")
+    ok(ctx, f"load {MATMUL}")
+    error = failed(ctx, f"apply {path}")
+    assert error.startswith(says) and "not substituted again" in error and f"{path}: entry 1" in error, error

@@ -8,6 +8,7 @@ Kinds: pass, transform, schedule, include, bench, pipeline (a target's named pip
 """
 from __future__ import annotations
 
+import contextvars
 import copy
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,8 @@ from workbench.steps.params import ParamError, ParamSpec, Schema, generator_sche
 from workbench.targets import TargetError, all_targets, find_named_pipeline
 
 MAX_INCLUDE_DEPTH = 16
+#: the pipeline files whose stages are being built, outermost first (an include cycle is named by them)
+_INCLUDE_CHAIN: contextvars.ContextVar[tuple[Path, ...]] = contextvars.ContextVar("lh_include_chain", default=())
 
 
 class StepError(ValueError):
@@ -448,16 +451,25 @@ class IncludeKind(StepKind):
         return Schema(params=params, open=False)
 
     def stages(self, step, ctx, depth):
-        if depth > MAX_INCLUDE_DEPTH:
-            raise StepError(f"include nesting deeper than {MAX_INCLUDE_DEPTH} at {step.spec} (a cycle?)")
         path = self._file(step)
+        chain = _INCLUDE_CHAIN.get()
+        resolved = path.resolve()
+        if resolved in chain:   # named by the files, the way round (`a.yaml -> b.yaml -> a.yaml`)
+            cycle = chain[chain.index(resolved):] + (resolved,)
+            raise StepError(f"a cycle of includes: {' -> '.join(_relpath(p, cycle[0].parent) for p in cycle)}")
+        if depth > MAX_INCLUDE_DEPTH:
+            raise StepError(f"include nesting deeper than {MAX_INCLUDE_DEPTH} at {step.spec}")
         entries, defaults = load_pipeline_yaml(path)
         variables = dict(defaults)
         variables.update(step.params)
         out: list[dict] = []
-        for i, entry in enumerate(entries):
-            sub = step_from_entry(entry, path.parent, variables, where=f"{path}: entry {i + 1}")
-            out.extend(sub.kind_impl.stages(sub, ctx, depth + 1))
+        token = _INCLUDE_CHAIN.set(chain + (resolved,))
+        try:
+            for i, entry in enumerate(entries):
+                sub = step_from_entry(entry, path.parent, variables, where=f"{path}: entry {i + 1}")
+                out.extend(sub.kind_impl.stages(sub, ctx, depth + 1))
+        finally:
+            _INCLUDE_CHAIN.reset(token)
         return out
 
     def to_entry(self, step, rel_to):

@@ -230,3 +230,15 @@ def test_a_variable_whose_value_names_a_variable_fails_at_the_entry(ctx, tmp_pat
     ok(ctx, f"load {MATMUL}")
     error = failed(ctx, f"apply {path}")
     assert error.startswith(says) and "not substituted again" in error and f"{path}: entry 1" in error, error
+
+
+def test_a_generator_argument_without_a_default_is_asked_for_before_the_call(ctx, tmp_path):
+    """A session saved before the generator grew an argument without a default replayed into the worker's
+    `raised TypeError: tile() missing 1 required positional argument: 'order'` and the worker's traceback."""
+    path = tmp_path / "grown.py"
+    path.write_text('GENERATORS = ["tile"]\ndef tile(order: str, tile_m: int = 32):\n    return ""\n')
+    ok(ctx, f"load {MATMUL}")
+    ok(ctx, f"trust {path}")
+    error = failed(ctx, f"apply {path}[gen=tile]{{tile_m=16}}")
+    assert error.endswith("grown.py:tile needs order= (str; it has no default)"), error
+    assert ctx.session.cursor == 0

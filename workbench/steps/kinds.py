@@ -261,6 +261,11 @@ class ScheduleKind(StepKind):
             params = schema.validate(step.params)
         except ParamError as e:
             raise StepError(str(e))
+        missing = [n for n, p in schema.params.items() if p.required and n not in params]
+        if missing:   # the function would raise TypeError in the worker (`missing 1 required positional argument`)
+            p = schema.params[missing[0]]
+            raise StepError(f"{path.name}:{gen} needs {missing[0]}= ({p.type}; it has no default)"
+                            + (f", and {', '.join(m + '=' for m in missing[1:])}" if missing[1:] else ""))
         return [{"kind": "schedule", "path": str(path), "gen": gen, "params": params,
                  "entry": step.options.get("seq", "__transform_main"), "wants_payload": wants_payload}]
 

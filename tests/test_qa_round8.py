@@ -242,3 +242,33 @@ def test_a_generator_argument_without_a_default_is_asked_for_before_the_call(ctx
     error = failed(ctx, f"apply {path}[gen=tile]{{tile_m=16}}")
     assert error.endswith("grown.py:tile needs order= (str; it has no default)"), error
     assert ctx.session.cursor == 0
+
+
+PROBE_DIFF_HELPER_AFTER_SIGINT = """\
+import os, signal, time
+from workbench.common import textdiff
+helper = textdiff._Helper()
+proc = helper._ensure()
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+os.killpg(os.getpgid(0), signal.SIGINT)       # what the terminal does on Ctrl-C: SIGINT to the foreground group
+time.sleep(0.5)
+alive = proc.poll() is None
+diff = helper.run("unified", "a\\nb\\n", "a\\nc\\n", "x", "y", 0)
+helper.close()
+print("alive" if alive else "killed", diff.count("\\n"))
+"""
+
+
+def test_the_diff_helper_is_out_of_reach_of_ctrl_c_at_the_terminal():
+    """Ctrl-C at the REPL (SIGINT to the terminal's foreground process group) killed the big-diff helper, which
+    shared the front end's group: a zombie until the next big diff forked a new one (tmux, upstream resnet18).
+    Probed in a process group of its own (the SIGINT reaches nothing else)."""
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    out = subprocess.run([sys.executable, "-c", PROBE_DIFF_HELPER_AFTER_SIGINT], cwd=REPO, capture_output=True,
+                         text=True, timeout=60, start_new_session=True, env={**__import__("os").environ,
+                                                                            "PYTHONPATH": str(REPO)})
+    assert out.stdout.split() == ["alive", "5"], out.stdout + out.stderr   # ---, +++, @@, -b, +c

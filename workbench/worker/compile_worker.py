@@ -54,7 +54,7 @@ from mlir.dialects.transform import interpreter
 
 from workbench.common.compact_text import BlobSender
 from workbench.common.pass_names import pass_names
-from workbench.common.suggest import did_you_mean
+from workbench.common.suggest import close_matches, did_you_mean
 from workbench.worker import bench_wrapper, knobs, payload_inspect, payload_schedules, py_passes, rewrites
 from workbench.worker.mlir_context import new_context
 from workbench.worker.mpi import sharding
@@ -381,10 +381,55 @@ def _unknown_op_hint(first: str) -> str:
             "version?)")
 
 
+_UNKNOWN_DIALECT = re.compile(r"Dialect `([\w.]+)' not found for custom op '[\w.]+?\.([\w.$]+)'")
+#: dialect names MLIR has had (`mlir-opt --show-dialects` of 22.1.8): the candidates of a did-you-mean for a
+#: dialect the parser does not know; only those this MLIR loads are offered (MLIR cannot list its dialects)
+DIALECT_NAMES = ("acc", "affine", "amdgpu", "amx", "arith", "arm_neon", "arm_sme", "arm_sve", "async",
+                 "bufferization", "builtin", "cf", "complex", "dlti", "emitc", "func", "gpu", "index", "irdl",
+                 "linalg", "llvm", "math", "memref", "ml_program", "mpi", "nvgpu", "nvvm", "omp", "pdl",
+                 "pdl_interp", "ptr", "quant", "rocdl", "scf", "shape", "shard", "smt", "sparse_tensor", "spirv",
+                 "tensor", "tosa", "transform", "ub", "vector", "wasmssa", "x86vector", "xegpu", "xevm")
+
+
+def _unknown_dialect_hint(first: str) -> str:
+    """` (did you mean x86vector.avx512.vp2intersect? ...)` where the parser knew no dialect of that name: a
+    dialect this MLIR has under another name holds the op (upstream renamed x86vector to x86 after 22), or the
+    name is a typo of one; else that this MLIR has no such dialect."""
+    m = _UNKNOWN_DIALECT.search(first)
+    if not m:
+        return ""
+    try:
+        context = ir.Context.current
+    except Exception:
+        return ""
+    name, rest = m.group(1), m.group(2)
+
+    def loads(dialect: str) -> bool:
+        try:
+            context.get_dialect_descriptor(dialect)
+            return True
+        except Exception:
+            return False
+
+    from workbench.common.mlir_libs import mlir_version
+
+    holders = [d for d in DIALECT_NAMES if d != name and loads(d) and context.is_registered_operation(f"{d}.{rest}")]
+    typos = close_matches(name, holders)
+    if typos:   # `aritt.addf`
+        return f" (did you mean {typos[0]}.{rest}?)"
+    if holders:   # `x86.avx.rsqrt`: the dialect was renamed
+        return (f" (did you mean {holders[0]}.{rest}? MLIR {mlir_version()} has it in its {holders[0]} dialect: "
+                "a file written for another MLIR version?)")
+    close = did_you_mean(name, [d for d in DIALECT_NAMES if loads(d)])
+    return close or (f" (MLIR {mlir_version()} has no {name} dialect: a file written for another MLIR version? "
+                     "`load --allow-unregistered FILE` takes ops of dialects MLIR does not know)")
+
+
 def _split_mlir_error(exc: BaseException, label: str) -> tuple[str, str]:
     """One-line message + detail from an MLIR exception, naming `label` for '-' locations."""
     first, detail = _split_mlir_error_lines(exc, label)
-    return first + _unknown_op_hint(first), detail
+    hint = _unknown_op_hint(first) or _unknown_dialect_hint(first)
+    return (first.rstrip() + hint if hint else first), detail
 
 
 def _split_mlir_error_lines(exc: BaseException, label: str) -> tuple[str, str]:

@@ -287,3 +287,45 @@ def test_an_op_of_a_dialect_mlir_does_not_know_says_what_was_meant(ctx, tmp_path
     error = failed(ctx, f"load {path}")
     name = op.split()[0]
     assert error == f"{path}:2:8: Dialect `{name.split('.')[0]}' not found for custom op '{name}' {hint}", error
+
+
+IR_AND_PROGRAM_CHECKS = """\
+// RUN: mlir-opt %s -test-lower-to-llvm | mlir-runner -e main -entry-point-result=void \\
+// RUN:   -shared-libs=%mlir_c_runner_utils | FileCheck %s
+// RUN: mlir-opt %s -canonicalize | FileCheck %s --check-prefix=CHECK-IR
+func.func @main() {
+  %v = arith.constant dense<[1.0, 2.0]> : vector<2xf32>
+  // CHECK-IR-COUNT-2: arith.constant
+  %w = arith.constant dense<[3.0, 4.0]> : vector<2xf32>
+  %s = arith.addf %v, %w : vector<2xf32>
+  // CHECK: ( 4, 6 )
+  // CHECK-COUNT-2: ( 4, 6 )
+  vector.print %s : vector<2xf32>
+  vector.print %s : vector<2xf32>
+  vector.print %s : vector<2xf32>
+  return
+}
+"""
+
+
+def test_filecheck_of_a_run_line_that_checks_the_ir_is_refused_before_the_run(ctx, tmp_path):
+    """Upstream Vector/CPU/gather.mlir's RUN line 3 (`mlir-opt ... | FileCheck --check-prefix CHECK-IR`) checks the
+    IR: `run --filecheck --run-line 3` ran the program and matched what it printed against CHECK-IR lines
+    (`'vector.load' not found in the output; nearest output line 1: 'Unranked Memref ...'`)."""
+    path = tmp_path / "ir_and_program.mlir"
+    path.write_text(IR_AND_PROGRAM_CHECKS)
+    ok(ctx, f"load {path}")
+    error = failed(ctx, "run --filecheck --run-line 2 --iterations 1")
+    assert error == ("run --filecheck: RUN line 2 pipes mlir-opt into FileCheck: its CHECK lines are about the IR, "
+                     "not about what a program prints (`run-line 2` applies its passes, `show` prints the IR)")
+    fc = ok(ctx, "run --filecheck --iterations 1").data["run"]["filecheck"]    # RUN line 1 runs the program
+    assert fc["passed"] and fc["total"] == 2, fc
+
+
+def test_a_count_directive_is_named_as_the_file_writes_it(ctx, tmp_path):
+    """The filecheck package names `CHECK-COUNT-2` `CHECK-COUNT2`: failures quoted a directive the file lacks."""
+    path = tmp_path / "count.mlir"
+    path.write_text(IR_AND_PROGRAM_CHECKS.replace("// CHECK-COUNT-2: ( 4, 6 )", "// CHECK-COUNT-2: ( 4, 7 )"))
+    ok(ctx, f"load {path}")
+    error = failed(ctx, "run --filecheck --iterations 1")
+    assert "count.mlir:10: CHECK-COUNT-2: '( 4, 7 )'" in error, error

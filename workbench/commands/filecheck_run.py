@@ -74,6 +74,11 @@ def plan_filecheck(session, prefixes_override: str | None = None, run_line_numbe
     else:
         checked = [r for r in runs if r.filecheck() is not None]
         chosen = next((r for r in checked if r.runner() is not None), checked[0] if checked else None)
+    if chosen is not None and chosen.filecheck() is not None and not chosen.runs_program():
+        number = runs.index(chosen) + 1
+        raise FileCheckSetupError(f"RUN line {number} pipes mlir-opt into FileCheck: its CHECK lines are about the IR, "
+                                  f"not about what a program prints (`run-line {number}` applies its passes, `show` "
+                                  "prints the IR)")
     runner = chosen.runner() if chosen is not None else None
     options = (chosen.filecheck() if chosen is not None else None) or split_input.FileCheckOptions()
     if prefixes_override:

@@ -197,6 +197,11 @@ class RunLine:
                 return RunnerOptions.parse(words[1:])
         return None
 
+    def runs_program(self) -> bool:
+        """Whether the command runs the compiled program (mlir-runner, or lli after mlir-translate): what its
+        FileCheck reads is the program's output; otherwise it reads what mlir-opt printed (the IR)."""
+        return any(_is_tool(words, RUNNER_NAMES + ("lli",)) for words in self.tools())
+
     def filecheck(self) -> FileCheckOptions | None:
         """The chain's FileCheck options (None: the command runs no FileCheck)."""
         for words in self.tools():

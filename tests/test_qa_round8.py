@@ -329,3 +329,18 @@ def test_a_count_directive_is_named_as_the_file_writes_it(ctx, tmp_path):
     ok(ctx, f"load {path}")
     error = failed(ctx, "run --filecheck --iterations 1")
     assert "count.mlir:10: CHECK-COUNT-2: '( 4, 7 )'" in error, error
+
+
+@pytest.mark.parametrize("flags, expected", [
+    ('-naive-convert-vector-to-llvm="enable-x86vector" -convert-func-to-llvm',
+     ["convert-vector-to-llvm{enable-x86vector},convert-func-to-llvm"]),
+    ('--pass-pipeline="builtin.module(func.func(canonicalize),naive-convert-vector-to-llvm,convert-func-to-llvm)"',
+     ["func.func(canonicalize),convert-vector-to-llvm,convert-func-to-llvm"]),
+])
+def test_the_vector_conversion_under_its_other_upstream_name_runs_as_the_wheels_name_it(flags, expected):
+    """Upstream RUN lines of late 2025 (test-arith-expand-ceildivsi.mlir, test-one-shot-bufferize.mlir, X86Vector/*)
+    say `-naive-convert-vector-to-llvm`; earlier and later versions of the same files `-convert-vector-to-llvm`
+    with the same options. `run-line` failed: `'naive-convert-vector-to-llvm' does not refer to a registered pass`."""
+    from workbench.common.split_input import find_run_lines
+
+    assert find_run_lines(f"// RUN: mlir-opt %s {flags}\n")[0].mlir_opt_pipelines() == expected

@@ -344,3 +344,21 @@ def test_the_vector_conversion_under_its_other_upstream_name_runs_as_the_wheels_
     from workbench.common.split_input import find_run_lines
 
     assert find_run_lines(f"// RUN: mlir-opt %s {flags}\n")[0].mlir_opt_pipelines() == expected
+
+
+def test_what_a_generator_prints_comes_back_with_its_step(ctx, tmp_path):
+    """A generator's print() went to the compile worker's stdout and was never shown (applied, or failed)."""
+    path = tmp_path / "talks.py"
+    path.write_text('GENERATORS = ["tile", "fails"]\n'
+                    'def tile():\n    print("tile 64x64: fits L2")\n'
+                    '    return "module attributes {transform.with_named_sequence} {\\n'
+                    '  transform.named_sequence @__transform_main(%r: !transform.any_op {transform.readonly}) {\\n'
+                    '    transform.yield\\n  }\\n}\\n"\n'
+                    'def fails():\n    print("no tile fits")\n    raise ValueError("nothing to do")\n')
+    ok(ctx, f"load {MATMUL}")
+    ok(ctx, f"trust {path}")
+    res = ok(ctx, f"apply {path}[gen=tile]")
+    assert res.body == "schedule generator talks.py:tile printed:\ntile 64x64: fits L2", res.body
+    assert res.data["printed"].endswith("tile 64x64: fits L2\n")
+    res = ctx.registry.dispatch(f"apply {path}[gen=fails]", ctx)
+    assert not res.ok and res.detail.startswith("schedule generator talks.py:fails printed:\nno tile fits\n"), res.detail

@@ -159,6 +159,7 @@ class AppliedStep:
     seconds: float
     stage_seconds: list[float] = field(default_factory=list)
     resolve: Callable[[str], str] = field(default=lambda key: key, repr=False, compare=False)
+    printed: str = field(default="", compare=False)   # what its schedule generators printed (`NAME printed:` ...)
 
     @property
     def input_sha(self) -> str:
@@ -562,7 +563,7 @@ class Session:
             output_key = ans["sha"]
             self.irs.texts[output_key] = ans["ir"]
         return AppliedStep(step, input_key, output_key, ans.get("seconds", wall), ans.get("stage_seconds", []),
-                           resolve=self.sha_of)
+                           resolve=self.sha_of, printed=ans.get("printed") or "")
 
     def complete_params(self, step: Step) -> Step:
         """Fill in schema defaults so the recorded parameter dict is concrete."""

@@ -39,6 +39,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
+import contextlib
 import io
 import os
 import re
@@ -463,6 +464,18 @@ def _raised(what: str, e: BaseException) -> str:
     return f"{what} raised {type(e).__name__}: {e}".splitlines()[0]
 
 
+#: how much of what a schedule generator prints comes back with the step (its end)
+GENERATOR_OUTPUT_MAX = 4000
+
+
+def _printed_by(name: str, text: str) -> str:
+    """`NAME printed:` and the text (its last GENERATOR_OUTPUT_MAX characters), or '' when it printed nothing."""
+    if not text:
+        return ""
+    cut = text[-GENERATOR_OUTPUT_MAX:]
+    return f"{name} printed{' (the end of it)' if len(cut) < len(text) else ''}:\n{cut.rstrip()}\n"
+
+
 def _generator_traceback(e: BaseException) -> str:
     """The traceback of an exception from a schedule file, from the file's own frames on (not the worker's)."""
     tb = e.__traceback__
@@ -510,6 +523,7 @@ class CompileWorker:
         self._lazy_results = 0
         self.blob_sender = BlobSender()      # the blobs the front end holds (see "compact_ir")
         self._compact_ir = False             # this request's "compact_ir"
+        self._generator_output: list[str] = []   # what the schedule generators of this request printed
 
     # -- module cache --------------------------------------------------------
     def _remember(self, sha: str, module: ir.Module) -> None:
@@ -652,6 +666,14 @@ class CompileWorker:
             return {"ok": True, "key": key, **self._ir_fields(text), "sha": sha}
 
     def apply(self, req: dict) -> dict:
+        self._generator_output = []
+        answer = self._apply(req)
+        printed = "".join(self._generator_output)
+        if printed and answer.get("ok"):
+            answer["printed"] = printed
+        return answer
+
+    def _apply(self, req: dict) -> dict:
         label = req.get("label", "<step input>")
         src = self._module_for(req, label)
         label = self._location_label(src, label)
@@ -933,10 +955,14 @@ class CompileWorker:
         if stage.get("wants_payload"):
             kwargs["payload"] = payload_inspect.inspect_module(module)
         name = f"schedule generator {os.path.basename(path)}:{gen}"
+        printed = io.StringIO()   # what it prints (its reasoning, a debug print): shown with the step, not lost
         try:
-            out = fn(**kwargs)
+            with contextlib.redirect_stdout(printed):
+                out = fn(**kwargs)
         except (Exception, SystemExit) as e:   # sys.exit() in a generator ended the compile worker
-            raise StageError(_raised(name, e), _generator_traceback(e))
+            raise StageError(_raised(name, e), _printed_by(name, printed.getvalue()) + _generator_traceback(e))
+        finally:
+            self._generator_output.append(_printed_by(name, printed.getvalue()))
         if isinstance(out, str):
             bad = _not_utf8(out)
             if bad is not None:

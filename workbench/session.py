@@ -160,6 +160,7 @@ class AppliedStep:
     seconds: float
     stage_seconds: list[float] = field(default_factory=list)
     resolve: Callable[[str], str] = field(default=lambda key: key, repr=False, compare=False)
+    printed: str = field(default="", compare=False)   # what its schedule generators printed (`NAME printed:` ...)
 
     @property
     def input_sha(self) -> str:
@@ -570,7 +571,7 @@ class Session:
             output_key = ans["sha"]
             self.irs.texts[output_key] = ans["ir"]
         return AppliedStep(step, input_key, output_key, ans.get("seconds", wall), ans.get("stage_seconds", []),
-                           resolve=self.sha_of)
+                           resolve=self.sha_of, printed=ans.get("printed") or "")
 
     def complete_params(self, step: Step) -> Step:
         """Fill in schema defaults so the recorded parameter dict is concrete."""
@@ -1011,6 +1012,12 @@ def _check_meta(meta: dict, path: Path) -> None:
         check, what = _META_FIELDS[key]
         if not check(value):
             raise SessionError(f"{path}: Workbench.{key} must be {what}, not {short_repr(value)}")
+    for position, record in enumerate(meta.get("steps") or [], start=1):
+        # the records are read by their index (`replay` says after which step the IR first differs): one out of
+        # place would compare a step with another step's IR
+        if "index" in record and record["index"] != position:
+            raise SessionError(f"{path}: Workbench.steps record {position} has index {short_repr(record['index'])}: "
+                               f"the records are numbered 1, 2, ... in the order of the steps, as `save` writes them")
     for key, value in (meta.get("payload") or {}).items():
         if key not in _PAYLOAD_FIELDS:
             raise SessionError(f"{path}: unknown key Workbench.payload.{key}{did_you_mean(str(key), _PAYLOAD_FIELDS)} "

@@ -17,6 +17,10 @@ class FileCheckSetupError(ValueError):
     """Why `run --filecheck` cannot start (one line)."""
 
 
+class NothingToCheck(FileCheckSetupError):
+    """The file has no line of the prefixes to check: the verdict itself, known before the program runs."""
+
+
 @dataclass
 class FileCheckPlan:
     check_text: str            # the payload file (its chunk's lines, file line numbers kept)
@@ -70,13 +74,22 @@ def plan_filecheck(session, prefixes_override: str | None = None, run_line_numbe
     else:
         checked = [r for r in runs if r.filecheck() is not None]
         chosen = next((r for r in checked if r.runner() is not None), checked[0] if checked else None)
+    if chosen is not None and chosen.filecheck() is not None and not chosen.runs_program():
+        number = runs.index(chosen) + 1
+        raise FileCheckSetupError(f"RUN line {number} pipes mlir-opt into FileCheck: its CHECK lines are about the IR, "
+                                  f"not about what a program prints (`run-line {number}` applies its passes, `show` "
+                                  "prints the IR)")
     runner = chosen.runner() if chosen is not None else None
     options = (chosen.filecheck() if chosen is not None else None) or split_input.FileCheckOptions()
     if prefixes_override:
         options = dataclasses.replace(options, prefixes=tuple(p for p in prefixes_override.split(",") if p))
     if runner is not None:
         _check_runner(runner, chosen.number)
-    return FileCheckPlan(text, path.name, options, chosen, runner)
+    plan = FileCheckPlan(text, path.name, options, chosen, runner)
+    empty = plan.check("")       # a file without a line of its prefixes: said before the program compiles and runs
+    if not empty.total and (empty.first_failure or {}).get("line") == 0:
+        raise NothingToCheck(empty.summary())
+    return plan
 
 
 def _check_runner(runner: split_input.RunnerOptions, line: int) -> None:

@@ -136,10 +136,12 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
             return Result.failure(str(e))
     plan = None
     if a.get("filecheck") or a.get("check_prefixes"):
-        from workbench.commands.filecheck_run import FileCheckSetupError, plan_filecheck
+        from workbench.commands.filecheck_run import FileCheckSetupError, NothingToCheck, plan_filecheck
 
         try:
             plan = plan_filecheck(s, a.get("check_prefixes"), a.get("run_line"))
+        except NothingToCheck as e:
+            return Result.failure(str(e))
         except (SessionError, FileCheckSetupError) as e:
             return Result.failure(f"run --filecheck: {e}")
     ranges = _parse_ranges(a.get("ranges"))

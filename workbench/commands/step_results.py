@@ -39,8 +39,10 @@ def applied_result(ctx: CommandContext, applied, index: int) -> Result:
     rep = StepReport(index, applied.step.kind, applied.step.label(), applied.step.params, True,
                      applied.seconds, applied.output_sha, noop=applied.noop)
     change = "no change (no-op)" if applied.noop else f"+{plus} -{minus} lines"
+    printed = getattr(applied, "printed", "")
     return Result(True, f"step {index}: {applied.step.label()}  [{change}, {applied.seconds * 1000:.1f} ms]",
-                  kind="step", data={"step": rep.to_json()})
+                  kind="step", data={"step": rep.to_json(), **({"printed": printed} if printed else {})},
+                  body=printed.rstrip("\n") or None)
 
 
 def apply_step(ctx: CommandContext, step: Step) -> Result:

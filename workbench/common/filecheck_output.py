@@ -161,17 +161,17 @@ def filecheck_output(check_text: str, output: str, prefixes: list[str] | tuple[s
                 pending_not.append(current)
                 continue
             for op in pending_not:
-                report.lines.append(CheckedLine(op.source_line, op.check_name, op.arg, None))
+                report.lines.append(CheckedLine(op.source_line, _directive(op), op.arg, None))
             pending_not = []
             end = finput.range.start
             at = None if current.name == "DAG" else _line_of(content, end - 1 if end and content[end - 1:end] == "\n"
                                                                  and current.name != "EMPTY" else end)
-            report.lines.append(CheckedLine(current.source_line, current.check_name, current.arg, at))
+            report.lines.append(CheckedLine(current.source_line, _directive(current), current.arg, at))
         current = None
         finput.range.start = max(len(content) - 1, 0)
         matcher._post_check(CheckOp("SYNTH", "NOP", "", -1, []))   # CHECK-NOTs after the last positive line
         for op in pending_not:
-            report.lines.append(CheckedLine(op.source_line, op.check_name, op.arg, None))
+            report.lines.append(CheckedLine(op.source_line, _directive(op), op.arg, None))
         report.passed = True
     except ErrorOnMatch as e:                     # a CHECK-NOT's text is in the output
         report.first_failure = _failure(check_file, e.op, "excluded text found in the output",
@@ -188,12 +188,21 @@ def filecheck_output(check_text: str, output: str, prefixes: list[str] | tuple[s
     return report
 
 
+def _directive(op: Any) -> str:
+    """The directive as the file writes it: `CHECK-COUNT-4` (the filecheck package names it `CHECK-COUNT4`)."""
+    name = op.check_name
+    count = getattr(op, "count", None)
+    if op.name == "COUNT" and count is not None:
+        name = name.replace(f"-COUNT{count}", f"-COUNT-{count}", 1)
+    return name
+
+
 def _failure(check_file: str, op: Any, message: str, content: str, pos: int) -> dict:
     lines = content.splitlines()
     line = _line_of(content, pos)
     if content[pos:pos + 1] == "\n" and line < len(lines):
         line += 1                 # at the end of a line: the next one is where the search went on
     nearest = lines[line - 1] if 0 < line <= len(lines) else None
-    return {"location": f"{check_file}:{op.source_line}", "line": op.source_line, "directive": op.check_name,
+    return {"location": f"{check_file}:{op.source_line}", "line": op.source_line, "directive": _directive(op),
             "expected": op.arg, "message": message, "nearest_output_line": line if nearest is not None else None,
             "nearest_output": nearest}

@@ -137,8 +137,11 @@ class _Helper:
             env = dict(os.environ)
             root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
             env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+            # a session of its own, as the workers: Ctrl-C at the REPL (SIGINT to the terminal's process group)
+            # killed it, left a zombie, and the next big diff forked a new one from a front end then large
             self._proc = subprocess.Popen([sys.executable, "-m", "workbench.common.textdiff"], stdin=subprocess.PIPE,
-                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env,
+                                          start_new_session=True)
         return self._proc
 
     def run(self, name: str, *args):

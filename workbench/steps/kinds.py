@@ -8,6 +8,7 @@ Kinds: pass, transform, schedule, include, bench, pipeline (a target's named pip
 """
 from __future__ import annotations
 
+import contextvars
 import copy
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +27,8 @@ from workbench.steps.params import ParamError, ParamSpec, Schema, generator_sche
 from workbench.targets import TargetError, all_targets, find_named_pipeline
 
 MAX_INCLUDE_DEPTH = 16
+#: the pipeline files whose stages are being built, outermost first (an include cycle is named by them)
+_INCLUDE_CHAIN: contextvars.ContextVar[tuple[Path, ...]] = contextvars.ContextVar("lh_include_chain", default=())
 
 
 class StepError(ValueError):
@@ -258,6 +261,11 @@ class ScheduleKind(StepKind):
             params = schema.validate(step.params)
         except ParamError as e:
             raise StepError(str(e))
+        missing = [n for n, p in schema.params.items() if p.required and n not in params]
+        if missing:   # the function would raise TypeError in the worker (`missing 1 required positional argument`)
+            p = schema.params[missing[0]]
+            raise StepError(f"{path.name}:{gen} needs {missing[0]}= ({p.type}; it has no default)"
+                            + (f", and {', '.join(m + '=' for m in missing[1:])}" if missing[1:] else ""))
         return [{"kind": "schedule", "path": str(path), "gen": gen, "params": params,
                  "entry": step.options.get("seq", "__transform_main"), "wants_payload": wants_payload}]
 
@@ -448,16 +456,25 @@ class IncludeKind(StepKind):
         return Schema(params=params, open=False)
 
     def stages(self, step, ctx, depth):
-        if depth > MAX_INCLUDE_DEPTH:
-            raise StepError(f"include nesting deeper than {MAX_INCLUDE_DEPTH} at {step.spec} (a cycle?)")
         path = self._file(step)
+        chain = _INCLUDE_CHAIN.get()
+        resolved = path.resolve()
+        if resolved in chain:   # named by the files, the way round (`a.yaml -> b.yaml -> a.yaml`)
+            cycle = chain[chain.index(resolved):] + (resolved,)
+            raise StepError(f"a cycle of includes: {' -> '.join(_relpath(p, cycle[0].parent) for p in cycle)}")
+        if depth > MAX_INCLUDE_DEPTH:
+            raise StepError(f"include nesting deeper than {MAX_INCLUDE_DEPTH} at {step.spec}")
         entries, defaults = load_pipeline_yaml(path)
         variables = dict(defaults)
         variables.update(step.params)
         out: list[dict] = []
-        for i, entry in enumerate(entries):
-            sub = step_from_entry(entry, path.parent, variables, where=f"{path}: entry {i + 1}")
-            out.extend(sub.kind_impl.stages(sub, ctx, depth + 1))
+        token = _INCLUDE_CHAIN.set(chain + (resolved,))
+        try:
+            for i, entry in enumerate(entries):
+                sub = step_from_entry(entry, path.parent, variables, where=f"{path}: entry {i + 1}")
+                out.extend(sub.kind_impl.stages(sub, ctx, depth + 1))
+        finally:
+            _INCLUDE_CHAIN.reset(token)
         return out
 
     def to_entry(self, step, rel_to):

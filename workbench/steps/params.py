@@ -54,6 +54,7 @@ class ParamSpec:
     power_of_two: bool = False
     space: list | None = None               # explicit candidate values for tuning
     when: str | None = None                 # condition (e.g. "impl == 'codegen'") for divides/multiple_of
+    required: bool = False                  # a generator argument without a default: the call needs it
 
     def describe(self) -> str:
         s = self.type
@@ -380,7 +381,7 @@ def _generator_schema(path_text: str, mtime_ns: int, size: int, gen: str) -> tup
         typ = _annotation_type(a.annotation)
         if typ == "any" and default is not None:
             typ = _infer_type(default)
-        spec = ParamSpec(a.arg, typ, default)
+        spec = ParamSpec(a.arg, typ, default, required=d is None)
         for key, val in (extra.get(a.arg) or {}).items():
             if hasattr(spec, key):
                 setattr(spec, key, val)

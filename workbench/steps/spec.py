@@ -88,7 +88,12 @@ def substitute(text: str, variables: dict[str, Any], where: str = "") -> str:
         name = m.group(1)
         if name not in variables:
             raise SpecError(f"undefined variable ${name}" + (f" in {where}" if where else ""))
-        return format_value(variables[name])
+        value = format_value(variables[name])
+        inner = _VAR.search(value)
+        if inner:   # `a: $b` (or `a: $a`) went on as the text `$b`, into a pass option MLIR refused
+            raise SpecError(f"variable ${name} is {value!r}, which names ${inner.group(1)}: a variable's value is "
+                            "used as it is, not substituted again" + (f" (in {where})" if where else ""))
+        return value
 
     return _VAR.sub(repl, text)
 

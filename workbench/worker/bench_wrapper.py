@@ -524,3 +524,11 @@ TRANSLATABLE_OPS = frozenset({"builtin.module", "gpu.binary", "gpu.launch_func"}
 def unlowered_ops(module) -> set[str]:
     return {op.name for op in ops_where(
         module, lambda op: not (op.name.startswith("llvm.") or op.name in TRANSLATABLE_OPS))}
+
+
+def first_unlowered_op(module):
+    """The first op a lowering left outside the LLVM dialect that is not a cast it left behind (an
+    unrealized_conversion_cast stands beside the op that could not be converted), or None."""
+    left = ops_where(module, lambda op: not (op.name.startswith("llvm.") or op.name in TRANSLATABLE_OPS
+                                             or op.name == "builtin.unrealized_conversion_cast"))
+    return left[0] if left else None

@@ -41,6 +41,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib.util
+import contextlib
 import io
 import os
 import re
@@ -56,9 +57,10 @@ from mlir.dialects.transform import interpreter
 
 from workbench.common.compact_text import BlobSender
 from workbench.common.pass_names import pass_names
-from workbench.common.suggest import did_you_mean
+from workbench.common.suggest import close_matches, did_you_mean
 from workbench.worker import (bench_wrapper, knobs, payload_inspect, payload_schedules, py_passes, resource_print,
                               rewrites)
+from workbench.worker.mlir_context import new_context
 from workbench.worker.mpi import sharding
 from workbench.worker.protocol import FOLLOW_UP, serve_requests
 from workbench.worker.stderr_capture import captured_stderr
@@ -383,10 +385,55 @@ def _unknown_op_hint(first: str) -> str:
             "version?)")
 
 
+_UNKNOWN_DIALECT = re.compile(r"Dialect `([\w.]+)' not found for custom op '[\w.]+?\.([\w.$]+)'")
+#: dialect names MLIR has had (`mlir-opt --show-dialects` of 22.1.8): the candidates of a did-you-mean for a
+#: dialect the parser does not know; only those this MLIR loads are offered (MLIR cannot list its dialects)
+DIALECT_NAMES = ("acc", "affine", "amdgpu", "amx", "arith", "arm_neon", "arm_sme", "arm_sve", "async",
+                 "bufferization", "builtin", "cf", "complex", "dlti", "emitc", "func", "gpu", "index", "irdl",
+                 "linalg", "llvm", "math", "memref", "ml_program", "mpi", "nvgpu", "nvvm", "omp", "pdl",
+                 "pdl_interp", "ptr", "quant", "rocdl", "scf", "shape", "shard", "smt", "sparse_tensor", "spirv",
+                 "tensor", "tosa", "transform", "ub", "vector", "wasmssa", "x86vector", "xegpu", "xevm")
+
+
+def _unknown_dialect_hint(first: str) -> str:
+    """` (did you mean x86vector.avx512.vp2intersect? ...)` where the parser knew no dialect of that name: a
+    dialect this MLIR has under another name holds the op (upstream renamed x86vector to x86 after 22), or the
+    name is a typo of one; else that this MLIR has no such dialect."""
+    m = _UNKNOWN_DIALECT.search(first)
+    if not m:
+        return ""
+    try:
+        context = ir.Context.current
+    except Exception:
+        return ""
+    name, rest = m.group(1), m.group(2)
+
+    def loads(dialect: str) -> bool:
+        try:
+            context.get_dialect_descriptor(dialect)
+            return True
+        except Exception:
+            return False
+
+    from workbench.common.mlir_libs import mlir_version
+
+    holders = [d for d in DIALECT_NAMES if d != name and loads(d) and context.is_registered_operation(f"{d}.{rest}")]
+    typos = close_matches(name, holders)
+    if typos:   # `aritt.addf`
+        return f" (did you mean {typos[0]}.{rest}?)"
+    if holders:   # `x86.avx.rsqrt`: the dialect was renamed
+        return (f" (did you mean {holders[0]}.{rest}? MLIR {mlir_version()} has it in its {holders[0]} dialect: "
+                "a file written for another MLIR version?)")
+    close = did_you_mean(name, [d for d in DIALECT_NAMES if loads(d)])
+    return close or (f" (MLIR {mlir_version()} has no {name} dialect: a file written for another MLIR version? "
+                     "`load --allow-unregistered FILE` takes ops of dialects MLIR does not know)")
+
+
 def _split_mlir_error(exc: BaseException, label: str) -> tuple[str, str]:
     """One-line message + detail from an MLIR exception, naming `label` for '-' locations."""
     first, detail = _split_mlir_error_lines(exc, label)
-    return first + _unknown_op_hint(first), detail
+    hint = _unknown_op_hint(first) or _unknown_dialect_hint(first)
+    return (first.rstrip() + hint if hint else first), detail
 
 
 def _split_mlir_error_lines(exc: BaseException, label: str) -> tuple[str, str]:
@@ -413,6 +460,40 @@ def _split_mlir_error_lines(exc: BaseException, label: str) -> tuple[str, str]:
     return (lines[0] if lines else type(exc).__name__), "\n".join(lines)
 
 
+def _raised(what: str, e: BaseException) -> str:
+    """`WHAT raised ValueError: bad n` (its first line), or `WHAT called sys.exit(3)`."""
+    if isinstance(e, SystemExit):
+        return f"{what} called sys.exit({e.code!r})"
+    return f"{what} raised {type(e).__name__}: {e}".splitlines()[0]
+
+
+#: how much of what a schedule generator prints comes back with the step (its end)
+GENERATOR_OUTPUT_MAX = 4000
+
+
+def _printed_by(name: str, text: str) -> str:
+    """`NAME printed:` and the text (its last GENERATOR_OUTPUT_MAX characters), or '' when it printed nothing."""
+    if not text:
+        return ""
+    cut = text[-GENERATOR_OUTPUT_MAX:]
+    return f"{name} printed{' (the end of it)' if len(cut) < len(text) else ''}:\n{cut.rstrip()}\n"
+
+
+def _generator_traceback(e: BaseException) -> str:
+    """The traceback of an exception from a schedule file, from the file's own frames on (not the worker's)."""
+    tb = e.__traceback__
+    return "".join(traceback.format_exception(type(e), e, tb.tb_next if tb is not None and tb.tb_next else tb))
+
+
+def _not_utf8(text: str) -> tuple[int, str] | None:
+    """(position, character) of the first character UTF-8 cannot encode (a lone surrogate), or None."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return e.start, text[e.start]
+    return None
+
+
 def _format_location(loc: str, label: str) -> str:
     # loc("file.mlir":3:5) -> file.mlir:3:5
     s = loc
@@ -431,7 +512,7 @@ class CompileWorker:
     IR_REQUESTS = frozenset({"apply", "prepare_run", "print", "inspect"})
 
     def __init__(self) -> None:
-        self.ctx = ir.Context()
+        self.ctx = new_context()
         self.ctx.allow_unregistered_dialects = False
         self.cache: "OrderedDict[str, ir.Module]" = OrderedDict()
         self._payload_keys: list[str] = []     # the last PINNED_PAYLOADS parsed, never evicted
@@ -447,6 +528,7 @@ class CompileWorker:
         #: the weights' part of printed modules, kept (workbench/worker/resource_print.py)
         self.sections = resource_print.SectionCache()
         self._compact_ir = False             # this request's "compact_ir"
+        self._generator_output: list[str] = []   # what the schedule generators of this request printed
 
     # -- module cache --------------------------------------------------------
     def _remember(self, sha: str, module: ir.Module) -> None:
@@ -488,14 +570,14 @@ class CompileWorker:
         it would rename the blobs (`w` -> `w_1`), and the module would print as other text."""
         op = req.get("op")
         if op == "parse":
-            return ir.Context()
+            return new_context()
         if op in self.IR_REQUESTS:
             key = self._key(req)
             held = self.cache.get(key) if key else None
             if held is not None:
                 return held.context
             if req.get("text") is not None or req.get("bytecode") is not None:
-                return ir.Context()
+                return new_context()
         return self.ctx
 
     @staticmethod
@@ -591,6 +673,14 @@ class CompileWorker:
             return {"ok": True, "key": key, **self._printed_fields(printed), "sha": printed.sha}
 
     def apply(self, req: dict) -> dict:
+        self._generator_output = []
+        answer = self._apply(req)
+        printed = "".join(self._generator_output)
+        if printed and answer.get("ok"):
+            answer["printed"] = printed
+        return answer
+
+    def _apply(self, req: dict) -> dict:
         label = req.get("label", "<step input>")
         src = self._module_for(req, label)
         label = self._location_label(src, label)
@@ -670,8 +760,10 @@ class CompileWorker:
                 return failure
             if not bench_wrapper.is_lowered(work):
                 left = sorted(bench_wrapper.unlowered_ops(work))[:8]
+                first = bench_wrapper.first_unlowered_op(work)   # where the first of them came from, when known
+                where = _format_location(str(first.location), self._location_label(work, label)) if first else ""
                 return {"ok": False, "error": "after lowering, ops remain outside the LLVM dialect: "
-                                              + ", ".join(left)}
+                                              + ", ".join(left) + (f" (the first at {where})" if where else "")}
         return {"ok": True, "llvm": _print(work), "bench": meta, "inserted_wrapper": inserted,
                 "was_lowered": lowered}
 
@@ -750,7 +842,7 @@ class CompileWorker:
         if base and self._input_sha and not self._input_sha.startswith(base):
             raise StageError(f"the hand edit {os.path.basename(stage['path'])} was made on different IR "
                              f"(sha256 {base[:12]}..., this input is {self._input_sha[:12]}...): redo the edit")
-        own = ir.Context()
+        own = new_context()
         own.allow_unregistered_dialects = module.context.allow_unregistered_dialects
         with own, ir.Location.unknown():
             try:
@@ -869,13 +961,20 @@ class CompileWorker:
         kwargs = dict(stage.get("params") or {})
         if stage.get("wants_payload"):
             kwargs["payload"] = payload_inspect.inspect_module(module)
+        name = f"schedule generator {os.path.basename(path)}:{gen}"
+        printed = io.StringIO()   # what it prints (its reasoning, a debug print): shown with the step, not lost
         try:
-            out = fn(**kwargs)
-        except Exception as e:
-            tb = traceback.format_exc()
-            raise StageError(f"schedule generator {os.path.basename(path)}:{gen} raised "
-                             f"{type(e).__name__}: {e}".splitlines()[0], tb)
+            with contextlib.redirect_stdout(printed):
+                out = fn(**kwargs)
+        except (Exception, SystemExit) as e:   # sys.exit() in a generator ended the compile worker
+            raise StageError(_raised(name, e), _printed_by(name, printed.getvalue()) + _generator_traceback(e))
+        finally:
+            self._generator_output.append(_printed_by(name, printed.getvalue()))
         if isinstance(out, str):
+            bad = _not_utf8(out)
+            if bad is not None:
+                raise StageError(f"{name} returned text that is not UTF-8 (a lone surrogate {bad[1]!r} at "
+                                 f"character {bad[0]})")
             return self._parse_schedule(out, f"{os.path.basename(path)}[gen={gen}]")
         if isinstance(out, ir.Module):
             return out
@@ -898,9 +997,9 @@ class CompileWorker:
             sys.path.insert(0, os.path.dirname(path))
             try:
                 spec.loader.exec_module(mod)
-            except Exception as e:
-                raise StageError(f"cannot import schedule file {path}: {type(e).__name__}: {e}",
-                                 traceback.format_exc())
+            except (Exception, SystemExit) as e:
+                raise StageError(_raised(f"cannot import schedule file {path}:", e).replace(": raised ", " ", 1),
+                                 _generator_traceback(e))
             finally:
                 sys.path.pop(0)
             self.generators[key] = mod

@@ -157,7 +157,9 @@ def handle_run(req: dict) -> dict:
     from mlir import ir
     from mlir.execution_engine import ExecutionEngine
 
-    ctx = ir.Context()
+    from workbench.worker.mlir_context import new_context
+
+    ctx = new_context()
     with ctx, ir.Location.unknown():
         try:
             module = ir.Module.parse(req["llvm"])

@@ -29,9 +29,10 @@ def _run(req: dict, inputs: list, comm) -> dict:
     from mlir import ir
     from mlir.execution_engine import ExecutionEngine
 
+    from workbench.worker.mlir_context import new_context
     from workbench.worker.run_worker import _invoke, output_buffers
 
-    with ir.Context(), ir.Location.unknown():
+    with new_context(), ir.Location.unknown():
         module = ir.Module.parse(req["llvm"])  # the compile worker printed it: it parses
         t0 = time.perf_counter()
         failure = None

@@ -44,6 +44,10 @@ MIN_SLICES = 8
 #: ... or this many reductions of the rows (topk: k rounds of a masked max and the index of its first
 #: occurrence; a norm or a softmax has two, and a matmul between two ends a component)
 MIN_REDUCTIONS = 5
+#: a network's values hold at most this many elements per row (a sort of rows of 1024: its values, indices
+#: and the halves of a stage; a transformer's layers over a batch of 2, whose elementwise and reduction ops
+#: are row ops along the batch too, hold 32 K and more per row: no network)
+MAX_ROW_ELEMENTS = 4096
 #: a chunk holds at most this many elements of the network's widest value per row times its rows (a row
 #: of 1024 f32 values and i64 indices, 12 KiB, in L1 across the stages)
 CHUNK_ELEMENTS = 2048
@@ -326,7 +330,9 @@ def _elements(value) -> int:
     return n
 
 
-def _is_network(group: list) -> bool:
+def _is_network(group: list, rows: int) -> bool:
+    if max(_elements(r) // rows for op in group for r in op.results) > MAX_ROW_ELEMENTS:
+        return False   # (a model's layers over its batch: not a network of small ops over short rows)
     generics = [op for op in group if op.name == "linalg.generic"]
     slices = sum(1 for op in group if op.name == "tensor.extract_slice")
     reductions = sum(1 for op in generics if "reduction" in iterator_types(op))
@@ -343,7 +349,7 @@ def row_networks(module, threads: int = 1, min_work: int = 0) -> int:
         for rows, last in _candidate_rows(block):
             groups, index, row_ops = _components(block, rows, last)
             for group in groups:
-                if _is_network(group):
+                if _is_network(group, rows):
                     done += _rewrite(group, index, row_ops, rows, threads, last, min_work)
                     break   # (the block changed: the next row count reads it anew)
     return done

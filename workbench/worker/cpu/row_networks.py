@@ -124,7 +124,8 @@ def row_operands(op, rows: int, last: bool = False) -> list[int] | None:
         src, res = ranked_tensor_type(op.operands[0], True), ranked_tensor_type(op.results[0], True)
         if src is None or res is None or _rowdim(op.operands[0], last) != rows:
             return None
-        groups = [[ir.IntegerAttr(i).value for i in ir.ArrayAttr(g)] for g in ir.ArrayAttr(op.attributes["reassociation"])]
+        groups = [[ir.IntegerAttr(i).value for i in ir.ArrayAttr(g)]
+                  for g in ir.ArrayAttr(op.attributes["reassociation"])]
         wide = res if name == "tensor.expand_shape" else src
         group = groups[-1] if last else groups[0]
         row = group[-1] if last else group[0]

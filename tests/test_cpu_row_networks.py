@@ -181,7 +181,7 @@ def test_a_network_result_read_before_its_end_is_left_alone(ctx):
 def test_wide_rows_are_no_network(ctx, monkeypatch):
     """A component whose values hold more than MAX_ROW_ELEMENTS per row is a model's layers over its batch
     (GPT-2 at batch 2: 381 row ops along the batch, 32 K elements a row), not a network: left alone (it
-    was wrapped, and its 2-thread run overflowed a task's stack). Here the sort's rows of 8 over a limit
+    was wrapped, and its 2-thread run died of SIGSEGV). Here the sort's rows of 8 over a limit
     of 4."""
     from workbench.worker.cpu import row_networks as rn
 

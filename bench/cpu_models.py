@@ -160,6 +160,9 @@ def main() -> None:
     ap.add_argument("--no-pad-copies", action="store_true",
                     help="the selector without lh-pad-copies (reflect / replicate pads as lh-gather-indices' split "
                          "gathers: the old variant)")
+    ap.add_argument("--no-row-networks", action="store_true",
+                    help="the selector without lh-row-networks (sort / argsort / topk stage by stage, a parallel region "
+                         "and a pass over memory each: the old variant)")
     ap.add_argument("--json", default="", help="write every record here")
     ap.add_argument("--random-inputs", action="store_true",
                     help="seeded random inputs of the fixtures' shapes (integers in the corpus entry's ranges), no check "
@@ -169,6 +172,10 @@ def main() -> None:
         sys.path.insert(0, str(ROOT))
         from workbench.targets.cpu import CpuTarget
         CpuTarget.pad_copies = False
+    if args.no_row_networks:
+        sys.path.insert(0, str(ROOT))
+        from workbench.targets.cpu import CpuTarget
+        CpuTarget.row_networks = False
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-bench-state-"))
     fixtures = Path(args.fixtures)
     names = fixture_names(fixtures, args.only)

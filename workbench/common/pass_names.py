@@ -50,7 +50,7 @@ WORKBENCH_PASSES = (
     "lh-drop-dead-results", "lh-fuse-into-gathers", "lh-widen-bool-reductions", "lh-fuse-elementwise",
     "lh-gather-indices", "lh-dilated-input-convs", "lh-widen-contraction-inputs", "lh-vnni-contractions",
     "lh-pad-contraction-dims", "lh-amx-tile-accumulators", "lh-row-matmuls-as-matvecs", "lh-conv-planes",
-    "lh-fold-constant-weights", "lh-strided-conv-planes", "lh-fold-splat-extracts", "lh-pad-copies",
+    "lh-fold-constant-weights", "lh-strided-conv-planes", "lh-fold-splat-extracts", "lh-pad-copies", "lh-row-networks",
     "lh-pad-conv-rows", "lh-strided-convs", "lh-pointwise-convs", "lh-vnni-convs",
     "lh-flatten-contiguous-transfers", "lh-shared-rhs-matmuls", "lh-transposed-b-matmuls",
     "lh-drop-redundant-stream-syncs", "lh-fuse-elementwise-keep-contractions", "lh-narrow-contraction-inputs",

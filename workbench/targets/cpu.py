@@ -321,6 +321,15 @@ class CpuTarget(Target):
     #: the value, as MLIR's folder does: workbench/worker/cpu/splat_extracts.py
     FOLD_SPLAT_EXTRACTS = "pass lh-fold-splat-extracts"
 
+    #: a network of small ops over the same rows (torch-mlir's sorting networks) as one forall over chunks of
+    #: rows around it: workbench/worker/cpu/row_networks.py
+    ROW_NETWORKS = "pass lh-row-networks"
+    #: whether the preparation has it (off: one parallel region and one pass over memory per stage, the old
+    #: variant of bench/cpu_models.py --no-row-networks)
+    row_networks = True
+    #: (row_networks.MIN_GENERICS: fewer generics hold no network)
+    ROW_NETWORK_MIN_GENERICS = 4
+
     def preparation_steps(self, info: dict[str, Any]) -> list[str]:
         """Repeated runs of ops (an unrolled RNN's time steps) become calls of one function first, so that
         every later step schedules and compiles one of them (a no-op, then left out, without repeats).
@@ -352,6 +361,11 @@ class CpuTarget(Target):
                 # the weight: 128 copies of a 256x768 matrix in a transformer layer's input projection)
                 first = first + [self.SHARED_RHS_MATMULS]
             steps = first + [self.FUSE_ELEMENTWISE]
+            if self.row_networks and generics >= self.ROW_NETWORK_MIN_GENERICS:
+                # (after the fusion, which makes each stage one generic; a no-op, left out, unless the
+                # payload has a network)
+                steps.append(f"{self.ROW_NETWORKS}{{threads={self.machine.usable_cpus} "
+                             f"min-work={cpu_selector.MIN_PARALLEL_WORK}}}")
         else:
             steps = first
         if any(op.get("op", "").startswith("linalg.conv_") for op in ops):

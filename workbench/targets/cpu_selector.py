@@ -120,6 +120,15 @@ def _window_roles(loops: dict) -> dict | None:
     if not window or not spatial <= set(out_dims):
         return None
     w = out_dims[-1]
+    domain = loops.get("domain") or []
+    if len(domain) == len(iterators) and domain[w] == 1:
+        # a unit innermost output loop (torch-mlir's grouped Conv1d: a 2-D convolution over a trailing
+        # width of 1): vectors go along the innermost spatial loop that has more than one position, as
+        # for the 1-D convolution (along the output channels they ran at 2.8 GFLOP/s: Wav2Vec2's
+        # positional convolution, 28% of the model's time)
+        longer = [d for d in out_dims if d in spatial and (domain[d] or 0) > 1]
+        if longer:
+            w = longer[-1]
     if iterators[w] != "parallel":
         return None
     channels = [d for d, it in enumerate(iterators) if it == "reduction" and d not in window]

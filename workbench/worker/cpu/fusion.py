@@ -10,7 +10,8 @@ multiply-add, and the contraction is no longer a matmul the packed schedules tak
 
 `fuse_elementwise(module)`: such operands get a temporary second use (a call of a private
 declaration: upstream fuses single-use producers only; workbench/worker/fusion_guards.py), then
-upstream's pipeline runs (integer powers expanded, elementwise fusion, unit dims folded,
+upstream's pipeline runs (integer powers expanded, and before it squares written as `powf x, 2.0`,
+elementwise fusion, unit dims folded,
 canonicalization), then the calls and declarations go. Last, a producer that several elementwise
 ops read element for element (upstream leaves it: not single-use) is fused with all of them into one
 op with their results (`fuse_shared_producers`): a sort stage's comparison and its selects of the
@@ -106,12 +107,39 @@ def _duplicate_casts(module) -> int:
     return copies
 
 
+def _square_powers(module) -> int:
+    """`math.powf %x, 2.0` (a constant exponent of two: torch's `x.pow(2.0)`, `weight.norm()` as Wav2Vec2's
+    weight norm writes it; torch-mlir keeps it a powf, which LLVM calls libm's powf for, per element) ->
+    `arith.mulf %x, %x`: the same correctly rounded square. (Integer powers, `math.fpowi`, are expanded by
+    the pipeline; other float exponents are left alone.)"""
+    from mlir import ir
+    from mlir.dialects import arith
+
+    from workbench.worker.ir_walk import defining_op, ops_where
+
+    done = 0
+    for op in ops_where(module, lambda o: o.name == "math.powf"):
+        const = defining_op(op.operands[1])
+        if const is None or const.name != "arith.constant" or not isinstance(op.operands[0].type, ir.FloatType):
+            continue
+        value = const.attributes["value"]
+        if not isinstance(value, ir.FloatAttr) or ir.FloatAttr(value).value != 2.0:
+            continue
+        with ir.InsertionPoint(op), op.location:
+            square = arith.MulFOp(op.operands[0], op.operands[0]).result
+        op.results[0].replace_all_uses_with(square)
+        op.erase()
+        done += 1
+    return done
+
+
 def fuse_elementwise(module) -> int:
     """The guarded fusion (module docstring); how many operands were kept from fusing."""
     from workbench.worker.fusion_guards import run_guarded
     from workbench.worker.ir_walk import ops_where
 
     _duplicate_casts(module)
+    _square_powers(module)
     guards: list[tuple[object, object]] = []     # (value, consumer)
     for op in ops_where(module, lambda o: o.name.startswith("linalg.") and o.name not in ("linalg.yield", "linalg.index")):
         for value in _broadcast_operands(op):

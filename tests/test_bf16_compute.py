@@ -256,3 +256,65 @@ def test_bf16_element_moves_of_a_strided_conv_window_are_moves_of_bits(ctx, tmp_
             patch = xd[0, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3]
             want[0, :, i, j] = np.tensordot(wd, patch, axes=([1, 2, 3], [0, 1, 2]))
     assert np.allclose(got, want, rtol=1e-5, atol=1e-4), np.max(np.abs(got - want))
+
+
+# a bf16 max pool, zero-padded, read by a VNNI convolution (HF ResNet's stem in bf16): the padded rows are
+# copied as vector<17xbf16>
+POOL_PAD_CONV = """func.func @main(%x0: tensor<1x16x18x18xbf16>, %w: tensor<16x16x3x3xbf16>) -> tensor<1x16x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %zb = arith.constant 0.0 : bf16
+  %ninf = arith.constant 0xFF80 : bf16
+  %pw = tensor.empty() : tensor<3x3xbf16>
+  %pe = tensor.empty() : tensor<1x16x8x8xbf16>
+  %pf = linalg.fill ins(%ninf : bf16) outs(%pe : tensor<1x16x8x8xbf16>) -> tensor<1x16x8x8xbf16>
+  %p = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+      ins(%x0, %pw : tensor<1x16x18x18xbf16>, tensor<3x3xbf16>) outs(%pf : tensor<1x16x8x8xbf16>) -> tensor<1x16x8x8xbf16>
+  %x = tensor.pad %p low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%a: index, %b: index, %c: index, %d: index):
+    tensor.yield %zb : bf16
+  } : tensor<1x16x8x8xbf16> to tensor<1x16x10x10xbf16>
+  %e = tensor.empty() : tensor<1x16x8x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+      ins(%x, %w : tensor<1x16x10x10xbf16>, tensor<16x16x3x3xbf16>) outs(%f : tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  return %c : tensor<1x16x8x8xf32>
+}
+"""
+
+
+def test_bf16_vector_loads_and_stores_of_any_length_lower(ctx, tmp_path):
+    """LLVM's x86 backend aborted on loads / stores of bf16 vectors of 8k+1 elements (here the padded rows'
+    vector<17xbf16> copies: "Do not know how to soft promote this operator's operand!"); the lowering
+    (lh-bf16-memory-as-bits) loads and stores their i16 bits, and the result is numpy's."""
+    import re
+
+    (tmp_path / "ppc.mlir").write_text(POOL_PAD_CONV)
+    rng = np.random.default_rng(7)
+    x = rng.normal(0.0, 1.0, (1, 16, 18, 18)).astype(np.float32).astype(BF16)
+    w = rng.normal(0.0, 0.3, (16, 16, 3, 3)).astype(np.float32).astype(BF16)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "w.npy", w)
+    ok(ctx, f"load {tmp_path / 'ppc.mlir'}")
+    ok(ctx, "target cpu")
+    ok(ctx, "select --apply")
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-lower")
+    lowered = ctx.session.current_ir
+    assert not re.search(r"llvm\.(load|store)[^\n]*vector<\d+xbf16>", lowered)
+    assert re.search(r"llvm\.(load|store)[^\n]*vector<17xi16>", lowered)   # (the rows the backend refused)
+    out = tmp_path / "out"
+    res = ok(ctx, f"run --check --npy 0={tmp_path / 'x.npy'},1={tmp_path / 'w.npy'} --iterations 1 --warmup 0 "
+                  f"--save-outputs {out}")
+    assert res.data["run"]["check"]["passed"]
+    got = load_npys(out, "output")[0].astype(np.float64)
+    xd, wd = x.astype(np.float64), w.astype(np.float64)
+    pooled = np.full((16, 8, 8), -np.inf)
+    for i in range(8):
+        for j in range(8):
+            pooled[:, i, j] = xd[0, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3].max(axis=(1, 2))
+    padded = np.pad(pooled, ((0, 0), (1, 1), (1, 1)))
+    want = np.zeros((1, 16, 8, 8))
+    for i in range(8):
+        for j in range(8):
+            want[0, :, i, j] = np.tensordot(wd, padded[:, i:i + 3, j:j + 3], axes=([1, 2, 3], [0, 1, 2]))
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-4), np.max(np.abs(got - want))

@@ -185,6 +185,49 @@ def moves_as_bits(module) -> int:
     return len(found)
 
 
+def memory_as_bits(module) -> int:
+    """On the LLVM dialect: every `llvm.load` / `llvm.store` of a vector of bf16 as one of the vector of i16
+    of its length, bitcast (exact). LLVM 22's x86 backend aborts on bf16 vectors of 8k+1 elements
+    (vector<9xbf16>, vector<17xbf16>, vector<33xbf16>: split into legal vectors and one scalar bf16, which
+    it soft-promotes: "LLVM ERROR: Do not know how to soft promote this operator's operand!"): the row
+    copies of a padded bf16 tensor (a bf16 max pool, zero-padded, read by a VNNI convolution: HF ResNet).
+    The number rewritten."""
+    from mlir import ir
+    from mlir.dialects import llvm
+
+    from workbench.worker.ir_walk import ops_where
+
+    def bf16_vector(t) -> bool:
+        t = t.maybe_downcast() if hasattr(t, "maybe_downcast") else t
+        return isinstance(t, ir.VectorType) and _is_bf16(t)
+
+    def bits(t):
+        return ir.VectorType.get(t.maybe_downcast().shape, ir.IntegerType.get_signless(16))
+
+    def memory(op) -> bool:
+        if op.name == "llvm.load":
+            return bf16_vector(op.results[0].type)
+        return op.name == "llvm.store" and bf16_vector(op.operands[0].type)
+
+    found = ops_where(module, memory)
+    for op in found:
+        attributes = {}
+        for i in range(len(op.attributes)):
+            named = op.attributes[i]
+            attributes[named.name] = named.attr
+        with ir.InsertionPoint(op), op.location:
+            if op.name == "llvm.load":
+                new = ir.Operation.create("llvm.load", results=[bits(op.results[0].type)],
+                                          operands=list(op.operands), attributes=attributes)
+                op.results[0].replace_all_uses_with(llvm.BitcastOp(op.results[0].type, new.results[0]).result)
+            else:
+                value = llvm.BitcastOp(bits(op.operands[0].type), op.operands[0]).result
+                ir.Operation.create("llvm.store", results=[], operands=[value, *list(op.operands)[1:]],
+                                    attributes=attributes)
+        op.erase()
+    return len(found)
+
+
 def expand_conversions(module) -> int:
     """Every `arith.extf` bf16 -> f32 and `arith.truncf` f32 -> bf16 (scalars, vectors) as integer ops:
     extf is the bf16 bits shifted into the high half of an f32 (exact); truncf rounds to nearest even

@@ -2,13 +2,15 @@
 selector path, against torch eager on the same threads.
 
     LH_WORKBENCH_TORCH_PYTHON=/work/torchvenv/bin/python python bench/hf_models.py [--only GPT2_eager,Bert_sdpa]
-        [--out /tmp/hf] [--threads 1,2] [--iterations 10] [--reuse] [--json out.json]
+        [--out /tmp/hf] [--threads 1,2] [--iterations 10] [--reuse] [--json out.json] [--dtype bf16] [--cpu avx2]
 
 `LH_HF_SIZE=bench` (in the environment: the import and the torch side read it) builds the text and ViT-like
 models at 4 layers, hidden 256, 128 tokens (use another --out). Needs `transformers` in the torch Python (not a workbench dependency). Per model: `import
 bench/hf_defs.py:NAME --inputs SPEC` (skipped with --reuse where OUT/NAME.mlir exists), then for each thread
 count N: `load`, `target cpu --threads N`, `select --apply`, `bench`, `apply cpu-lower`, `run --check --threads N`
-(the unscheduled payload and torch's outputs). Coverage: the selector's ops that got a vectorized or matmul
+(the unscheduled payload and torch's outputs). `--dtype bf16` imports with `import --dtype bf16` (the
+parameters and the floating inputs cast: `model.to(torch.bfloat16)`) and times torch on the same bf16 model
+(use another --out); `--cpu NAME` is passed to `target cpu` (`--cpu avx2`: no bf16 dot product). Coverage: the selector's ops that got a vectorized or matmul
 schedule / all ops it scheduled (`class: scalar` entries are loops). Ratios: torch median / ours (> 1: faster).
 Last line: RESULT imported=K/N checked=K/N geomean_vs_torch_1t_ratio=...
 """
@@ -31,6 +33,7 @@ DEFS = ROOT / "bench" / "hf_defs.py"
 TORCH_WORKER = TORCH_PRELUDE + r'''
 import importlib.util
 names, threads_list, iterations, out, defs = sys.argv[2].split(","), [int(t) for t in sys.argv[3].split(",")], int(sys.argv[4]), sys.argv[5], sys.argv[6]
+dtype = getattr(torch, {"bf16": "bfloat16", "f16": "float16", "f32": "float32"}[sys.argv[7]]) if len(sys.argv) > 7 and sys.argv[7] else None
 spec = importlib.util.spec_from_file_location("hf_defs", defs)
 hf = importlib.util.module_from_spec(spec); spec.loader.exec_module(hf)
 for name in names:
@@ -39,6 +42,9 @@ for name in names:
         torch.manual_seed(0)
         module = getattr(hf, name)().eval()
         xs = [torch.from_numpy(np.load(f"{out}/{p}")) for p in side["inputs"]]
+        if dtype is not None:   # the import's --dtype: the same casts (inputs saved widened to f32: exact)
+            module = module.to(dtype)
+            xs = [x.to(dtype) if x.is_floating_point() else x for x in xs]
         times = {}
         with torch.inference_mode():
             for threads in threads_list:
@@ -64,6 +70,15 @@ def model_specs(python: str) -> dict[str, str]:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+def schedules(data: dict) -> dict[str, int]:
+    """How many selector entries each schedule (the pipeline file's stem: matmul_vnni, conv_vnni, ...) got."""
+    counts: dict[str, int] = {}
+    for sel in data.get("selections", []):
+        stem = Path(str(sel.get("schedule", "?")).split("[")[0]).stem
+        counts[stem] = counts.get(stem, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def coverage(data: dict) -> tuple[int, int]:
     vec = total = 0
     for sel in data.get("selections", []):
@@ -76,13 +91,14 @@ def coverage(data: dict) -> tuple[int, int]:
     return vec, total
 
 
-def ours(ctx, name: str, spec: str, out: Path, threads: list[int], iterations: int, reuse: bool, python: str) -> dict:
+def ours(ctx, name: str, spec: str, out: Path, threads: list[int], iterations: int, reuse: bool, python: str,
+         dtype: str = "", cpu: str = "") -> dict:
     rec: dict = {"name": name, "import": False, "runs": {}}
     mlir = out / f"{name}.mlir"
     if not (reuse and mlir.exists()):
         t0 = time.perf_counter()
         res = ctx.registry.dispatch(f"import {DEFS}:{name} --inputs {spec} --out {out} --name {name} --no-load "
-                                    f"--torch-python {python}", ctx)
+                                    f"--torch-python {python}" + (f" --dtype {dtype}" if dtype else ""), ctx)
         rec["import_s"] = time.perf_counter() - t0
         if not res.ok:
             rec["error"] = f"import: {res.error}"
@@ -91,7 +107,7 @@ def ours(ctx, name: str, spec: str, out: Path, threads: list[int], iterations: i
     for n in threads:
         run: dict = {"ok": False}
         rec["runs"][str(n)] = run
-        for line in (f"load {mlir}", f"target cpu --threads {n}", "select --apply",
+        for line in (f"load {mlir}", f"target cpu --threads {n}" + (f" --cpu {cpu}" if cpu else ""), "select --apply",
                      f"bench warmup=2 iterations={iterations}", "apply cpu-lower",
                      f"run --check --threads {n} --timeout 600"):
             t0 = time.perf_counter()
@@ -100,6 +116,7 @@ def ours(ctx, name: str, spec: str, out: Path, threads: list[int], iterations: i
                 run["select_s"] = time.perf_counter() - t0
                 if res.ok:
                     run["coverage"] = coverage(res.data or {})
+                    run["schedules"] = schedules(res.data or {})
             if not res.ok:
                 run["error"] = f"`{line.split()[0]}`: {res.error}"
                 break
@@ -121,6 +138,9 @@ def main() -> None:
     ap.add_argument("--reuse", action="store_true", help="keep OUT/NAME.mlir where it exists (no import)")
     ap.add_argument("--torch-python", default=None)
     ap.add_argument("--json", default="")
+    ap.add_argument("--dtype", default="", choices=["", "f32", "bf16", "f16"],
+                    help="import --dtype: the model's parameters and floating inputs in this type (torch too)")
+    ap.add_argument("--cpu", default="", help="target cpu --cpu NAME (e.g. avx2)")
     args = ap.parse_args()
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-bench-state-"))
     python = torch_python(args.torch_python)
@@ -140,14 +160,14 @@ def main() -> None:
         s.journal_enabled = False
         try:
             rec = ours(CommandContext(s, default_registry()), name, specs[name], out, threads, args.iterations,
-                       args.reuse, python)
+                       args.reuse, python, args.dtype, args.cpu)
         finally:
             s.close()
         records.append(rec)
         print(json.dumps(rec), flush=True)
     ok_names = [r["name"] for r in records if r["import"]]
     base = run_torch_worker(python, TORCH_WORKER, [",".join(ok_names), ",".join(map(str, threads)),
-                                                   str(args.iterations), str(out), str(DEFS)]) if ok_names else {}
+                                                   str(args.iterations), str(out), str(DEFS), args.dtype]) if ok_names else {}
     print(f"{'model':18s} {'import':6s} {'coverage':>9s} {'check ' + '/'.join(f'{t}t' for t in threads):>12s} "
           f"{'max err':>9s} " + " ".join(f"{f'ours {t}t ms':>10s} {f'torch {t}t':>9s} {'ratio':>6s}" for t in threads))
     ratios: dict[str, list] = {str(t): [] for t in threads}

@@ -208,3 +208,113 @@ def test_f16_chains_are_computed_in_f32_too(ctx, tmp_path):
     assert np.all(np.abs(got - once) <= np.abs(once) * 2.0 ** -10 + 1e-6)
     central = np.abs(xd) <= 2.0
     assert np.count_nonzero(got[central] != once[central]) <= np.count_nonzero(central) // 100
+
+
+# a strided bf16 convolution into f32 as torch-mlir writes a bf16 model's (HF ResNet's downsampling 3x3):
+# not the VNNI layout (stride 2), so the f32 window schedule vectorizes it on bf16 operands
+STRIDED_CONV = """func.func @main(%x: tensor<1x16x10x10xbf16>, %w: tensor<32x16x3x3xbf16>) -> tensor<1x32x4x4xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x32x4x4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x32x4x4xf32>) -> tensor<1x32x4x4xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+      ins(%x, %w : tensor<1x16x10x10xbf16>, tensor<32x16x3x3xbf16>) outs(%f : tensor<1x32x4x4xf32>) -> tensor<1x32x4x4xf32>
+  return %c : tensor<1x32x4x4xf32>
+}
+"""
+
+
+def test_bf16_element_moves_of_a_strided_conv_window_are_moves_of_bits(ctx, tmp_path):
+    """The vectorized window takes the filter (vector<16x8x3xbf16>) apart tap by tap and regathers the taps
+    (vector.from_elements of bf16), and transposes input rows (vector.shuffle of vector<72xbf16>): LLVM's
+    x86 backend aborted on those bf16 element moves ("Do not know how to soft promote this operator's
+    operand!"); the pass moves their i16 bits instead, and the result is torch's (f32 accumulation)."""
+    (tmp_path / "conv.mlir").write_text(STRIDED_CONV)
+    rng = np.random.default_rng(5)
+    x = rng.normal(0.0, 1.0, (1, 16, 10, 10)).astype(np.float32).astype(BF16)
+    w = rng.normal(0.0, 0.3, (32, 16, 3, 3)).astype(np.float32).astype(BF16)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "w.npy", w)
+    ok(ctx, f"load {tmp_path / 'conv.mlir'}")
+    ok(ctx, "target cpu")
+    ok(ctx, "select --apply")
+    ok(ctx, "pass lh-bf16-compute-f32")
+    ir = ctx.session.current_ir
+    for line in ir.splitlines():   # no element move on bf16 is left
+        if any(f"{name} " in line for name in ("vector.extract", "vector.from_elements", "vector.shuffle",
+                                               "vector.insert_strided_slice", "vector.insert")):
+            assert "bf16" not in line.split(":")[-1], line
+    assert "xi16>" in ir
+    out = tmp_path / "out"
+    res = ok(ctx, f"run --check --npy 0={tmp_path / 'x.npy'},1={tmp_path / 'w.npy'} --iterations 1 --warmup 0 "
+                  f"--save-outputs {out}")
+    assert res.data["run"]["check"]["passed"]
+    got = load_npys(out, "output")[0].astype(np.float64)
+    xd, wd = x.astype(np.float64), w.astype(np.float64)
+    want = np.zeros((1, 32, 4, 4))
+    for i in range(4):
+        for j in range(4):
+            patch = xd[0, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3]
+            want[0, :, i, j] = np.tensordot(wd, patch, axes=([1, 2, 3], [0, 1, 2]))
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-4), np.max(np.abs(got - want))
+
+
+# a bf16 max pool, zero-padded, read by a VNNI convolution (HF ResNet's stem in bf16): the padded rows are
+# copied as vector<17xbf16>
+POOL_PAD_CONV = """func.func @main(%x0: tensor<1x16x18x18xbf16>, %w: tensor<16x16x3x3xbf16>) -> tensor<1x16x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %zb = arith.constant 0.0 : bf16
+  %ninf = arith.constant 0xFF80 : bf16
+  %pw = tensor.empty() : tensor<3x3xbf16>
+  %pe = tensor.empty() : tensor<1x16x8x8xbf16>
+  %pf = linalg.fill ins(%ninf : bf16) outs(%pe : tensor<1x16x8x8xbf16>) -> tensor<1x16x8x8xbf16>
+  %p = linalg.pooling_nchw_max {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+      ins(%x0, %pw : tensor<1x16x18x18xbf16>, tensor<3x3xbf16>) outs(%pf : tensor<1x16x8x8xbf16>) -> tensor<1x16x8x8xbf16>
+  %x = tensor.pad %p low[0, 0, 1, 1] high[0, 0, 1, 1] {
+  ^bb0(%a: index, %b: index, %c: index, %d: index):
+    tensor.yield %zb : bf16
+  } : tensor<1x16x8x8xbf16> to tensor<1x16x10x10xbf16>
+  %e = tensor.empty() : tensor<1x16x8x8xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %c = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+      ins(%x, %w : tensor<1x16x10x10xbf16>, tensor<16x16x3x3xbf16>) outs(%f : tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  return %c : tensor<1x16x8x8xf32>
+}
+"""
+
+
+def test_bf16_vector_loads_and_stores_of_any_length_lower(ctx, tmp_path):
+    """LLVM's x86 backend aborted on loads / stores of bf16 vectors of 8k+1 elements (here the padded rows'
+    vector<17xbf16> copies: "Do not know how to soft promote this operator's operand!"); the lowering
+    (lh-bf16-memory-as-bits) loads and stores their i16 bits, and the result is numpy's."""
+    import re
+
+    (tmp_path / "ppc.mlir").write_text(POOL_PAD_CONV)
+    rng = np.random.default_rng(7)
+    x = rng.normal(0.0, 1.0, (1, 16, 18, 18)).astype(np.float32).astype(BF16)
+    w = rng.normal(0.0, 0.3, (16, 16, 3, 3)).astype(np.float32).astype(BF16)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "w.npy", w)
+    ok(ctx, f"load {tmp_path / 'ppc.mlir'}")
+    ok(ctx, "target cpu")
+    ok(ctx, "select --apply")
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-lower")
+    lowered = ctx.session.current_ir
+    assert not re.search(r"llvm\.(load|store)[^\n]*vector<\d+xbf16>", lowered)
+    assert re.search(r"llvm\.(load|store)[^\n]*vector<17xi16>", lowered)   # (the rows the backend refused)
+    out = tmp_path / "out"
+    res = ok(ctx, f"run --check --npy 0={tmp_path / 'x.npy'},1={tmp_path / 'w.npy'} --iterations 1 --warmup 0 "
+                  f"--save-outputs {out}")
+    assert res.data["run"]["check"]["passed"]
+    got = load_npys(out, "output")[0].astype(np.float64)
+    xd, wd = x.astype(np.float64), w.astype(np.float64)
+    pooled = np.full((16, 8, 8), -np.inf)
+    for i in range(8):
+        for j in range(8):
+            pooled[:, i, j] = xd[0, :, 2 * i:2 * i + 3, 2 * j:2 * j + 3].max(axis=(1, 2))
+    padded = np.pad(pooled, ((0, 0), (1, 1), (1, 1)))
+    want = np.zeros((1, 16, 8, 8))
+    for i in range(8):
+        for j in range(8):
+            want[0, :, i, j] = np.tensordot(wd, padded[:, i:i + 3, j:j + 3], axes=([1, 2, 3], [0, 1, 2]))
+    assert np.allclose(got, want, rtol=1e-5, atol=1e-4), np.max(np.abs(got - want))

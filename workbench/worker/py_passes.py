@@ -67,6 +67,12 @@ def _bf16_compute_f32(module, options: dict) -> None:
     bf16_compute.widen(module)
 
 
+def _bf16_memory_as_bits(module, options: dict) -> None:
+    from workbench.worker.cpu import bf16_compute
+
+    bf16_compute.memory_as_bits(module)
+
+
 def _exp_approx(module, options: dict) -> None:
     from workbench.worker.cpu import math_approx
 
@@ -587,6 +593,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-parallel-dims-first": (_parallel_dims_first, "host linalg.generic ops that reduce a dim outside a parallel one get their parallel dims first (interchange): one kernel with the reduction inside each thread, not a host loop of kernel launches (amin / argmin / sums over dim 0 on cuda)"),
     "lh-gpu-linear-map": (_linear_map, "static top-level scf.parallel loops of host code -> one gpu.launch each over the linearized iteration space {threads=256}: innermost loop on consecutive threads (coalesced), bounds-checked last block"),
     "lh-barrier-after-async-wait": (_barrier_after_async_wait, "gpu.barrier after each nvgpu.device_async_wait marked lh.barrier_after (pipelined cp.async schedules)"),
+    "lh-bf16-memory-as-bits": (_bf16_memory_as_bits, "on the LLVM dialect: loads and stores of bf16 vectors as loads and stores of i16 vectors, bitcast (LLVM's x86 backend aborts on bf16 vectors of 8k+1 elements: 'Do not know how to soft promote this operator's operand!'; workbench/worker/cpu/bf16_compute.py)"),
     "lh-bf16-compute-f32": (_bf16_compute_f32, "arith/math ops on bf16 and f16 (scalars, vectors) -> the same ops on f32, extended at the inputs and rounded once where a value leaves the chain (a chain of pointwise bf16 ops is rounded once, as torch's f32 opmath; math functions then get lh-math-approx's f32 polynomials; bf16 conversions as integer vector ops; workbench/worker/cpu/bf16_compute.py)"),
     "lh-flat-vector-math": (_flat_vector_math, "math.absi/ctlz/cttz on n-D vectors -> the op on the flat 1-D vector between vector.shape_casts (convert-math-to-llvm lowers them on scalars and 1-D vectors only; workbench/worker/cpu/flat_vector_math.py)"),
     "lh-contiguous-gather-sources": (_contiguous_gather_sources, "on memrefs: a vector.gather from a non-contiguous view (its linear positions assume row-major strides) reads a contiguous copy of the view, made before the outermost op around the gathers and freed after it (workbench/worker/cpu/contiguous_gathers.py)"),

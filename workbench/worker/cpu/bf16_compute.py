@@ -130,6 +130,101 @@ def widen(module) -> int:
         if not list(op.results[0].uses):
             op.erase()
     expand_conversions(module)
+    moves_as_bits(module)
+    return len(found)
+
+
+#: vector ops that only move elements (no arithmetic): on bf16, rebuilt on their i16 bits (`moves_as_bits`)
+MOVES = {"vector.extract", "vector.insert", "vector.shuffle", "vector.extract_strided_slice",
+         "vector.insert_strided_slice", "vector.from_elements", "vector.transpose", "vector.shape_cast",
+         "vector.to_elements"}
+
+
+def moves_as_bits(module) -> int:
+    """Every MOVES op on bf16 (scalars or vectors) rebuilt on i16: its bf16 operands bitcast to i16
+    (`vector.bitcast`, same shape; `arith.bitcast` for scalars), the same op (same attributes) on them,
+    its results bitcast back to bf16 -- exact, and the bitcast pairs between moves fold away. Why: LLVM
+    22's x86 backend soft-promotes scalar bf16 and aborts on element moves of bf16 vectors of types it
+    widens or splits ("LLVM ERROR: Do not know how to soft promote this operator's operand!"): a
+    strided bf16 convolution's vectorized window (HF ResNet in bf16) reads the filter as
+    vector<16x8x3xbf16> and takes it apart tap by tap, and transposes the input rows with a
+    vector.shuffle of vector<72xbf16>. The number rebuilt."""
+    from mlir import ir
+    from mlir.dialects import arith, vector
+
+    from workbench.worker.ir_walk import ops_where
+
+    def moves_bf16(op) -> bool:
+        return (op.name in MOVES and not _in_named_op(op)
+                and any(_is_bf16(v.type) for v in list(op.operands) + list(op.results)))
+
+    i16 = ir.IntegerType.get_signless(16)
+
+    def bits_type(t):
+        t = t.maybe_downcast()
+        return ir.VectorType.get(t.shape, i16) if isinstance(t, ir.VectorType) else i16
+
+    def cast(v, to):
+        if isinstance(to.maybe_downcast() if hasattr(to, "maybe_downcast") else to, ir.VectorType):
+            return vector.BitCastOp(to, v).result
+        return arith.BitcastOp(to, v).result
+
+    found = ops_where(module, moves_bf16)
+    for op in found:
+        with ir.InsertionPoint(op), op.location:
+            operands = [cast(v, bits_type(v.type)) if _is_bf16(v.type) else v for v in op.operands]
+            results = [bits_type(r.type) if _is_bf16(r.type) else r.type for r in op.results]
+            attributes = {}
+            for i in range(len(op.attributes)):
+                named = op.attributes[i]
+                attributes[named.name] = named.attr
+            new = ir.Operation.create(op.name, results=results, operands=operands, attributes=attributes)
+            for old, res in zip(op.results, new.results):
+                old.replace_all_uses_with(cast(res, old.type) if _is_bf16(old.type) else res)
+        op.erase()
+    return len(found)
+
+
+def memory_as_bits(module) -> int:
+    """On the LLVM dialect: every `llvm.load` / `llvm.store` of a vector of bf16 as one of the vector of i16
+    of its length, bitcast (exact). LLVM 22's x86 backend aborts on bf16 vectors of 8k+1 elements
+    (vector<9xbf16>, vector<17xbf16>, vector<33xbf16>: split into legal vectors and one scalar bf16, which
+    it soft-promotes: "LLVM ERROR: Do not know how to soft promote this operator's operand!"): the row
+    copies of a padded bf16 tensor (a bf16 max pool, zero-padded, read by a VNNI convolution: HF ResNet).
+    The number rewritten."""
+    from mlir import ir
+    from mlir.dialects import llvm
+
+    from workbench.worker.ir_walk import ops_where
+
+    def bf16_vector(t) -> bool:
+        t = t.maybe_downcast() if hasattr(t, "maybe_downcast") else t
+        return isinstance(t, ir.VectorType) and _is_bf16(t)
+
+    def bits(t):
+        return ir.VectorType.get(t.maybe_downcast().shape, ir.IntegerType.get_signless(16))
+
+    def memory(op) -> bool:
+        if op.name == "llvm.load":
+            return bf16_vector(op.results[0].type)
+        return op.name == "llvm.store" and bf16_vector(op.operands[0].type)
+
+    found = ops_where(module, memory)
+    for op in found:
+        attributes = {}
+        for i in range(len(op.attributes)):
+            named = op.attributes[i]
+            attributes[named.name] = named.attr
+        with ir.InsertionPoint(op), op.location:
+            if op.name == "llvm.load":
+                new = ir.Operation.create("llvm.load", results=[bits(op.results[0].type)],
+                                          operands=list(op.operands), attributes=attributes)
+                op.results[0].replace_all_uses_with(llvm.BitcastOp(op.results[0].type, new.results[0]).result)
+            else:
+                value = llvm.BitcastOp(bits(op.operands[0].type), op.operands[0]).result
+                ir.Operation.create("llvm.store", results=[], operands=[value, *list(op.operands)[1:]],
+                                    attributes=attributes)
+        op.erase()
     return len(found)
 
 

@@ -47,6 +47,61 @@ def test_vnni_rewrite_packs_b_in_k_pairs():
     assert text.count("arith.extf") == 3   # the bias's extension and the contraction body's two
 
 
+# a bf16 linear layer on a 3-D input after the fusion's reshape propagation and lh-shared-rhs-matmuls: the
+# matmul over collapsed rows reads collapse_shape(extf(x)) (HF GPT-2 in bf16)
+COLLAPSED_EXTENSION = """#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @main(%x: tensor<2x16x64xbf16>, %w: tensor<64x48xbf16>) -> tensor<32x48xf32> {
+  %z = arith.constant 0.0 : f32
+  %e3 = tensor.empty() : tensor<2x16x64xf32>
+  %xf = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x : tensor<2x16x64xbf16>) outs(%e3 : tensor<2x16x64xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %v = arith.extf %in : bf16 to f32
+    linalg.yield %v : f32
+  } -> tensor<2x16x64xf32>
+  %rows = tensor.collapse_shape %xf [[0, 1], [2]] : tensor<2x16x64xf32> into tensor<32x64xf32>
+  %e2 = tensor.empty() : tensor<64x48xf32>
+  %wf = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x48xbf16>) outs(%e2 : tensor<64x48xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %v = arith.extf %in : bf16 to f32
+    linalg.yield %v : f32
+  } -> tensor<64x48xf32>
+  %e = tensor.empty() : tensor<32x48xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<32x48xf32>) -> tensor<32x48xf32>
+  %r = linalg.matmul ins(%rows, %wf : tensor<32x64xf32>, tensor<64x48xf32>) outs(%c : tensor<32x48xf32>) -> tensor<32x48xf32>
+  return %r : tensor<32x48xf32>
+}
+"""
+
+
+def test_vnni_rewrite_reads_bf16_through_a_reshape_of_the_extension(ctx, tmp_path):
+    from mlir import ir
+
+    from workbench.worker.cpu.vnni_contractions import vnni_contractions
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(COLLAPSED_EXTENSION)
+        assert vnni_contractions(module) == 1
+        assert module.operation.verify()
+        text = str(module)
+    # the collapse is made of the bf16 tensor; the f32 extension and its collapse are gone
+    assert "tensor<2x16x64xbf16> into tensor<32x64xbf16>" in text and "tensor<2x16x64xf32>" not in text
+    assert "linalg.matmul" not in text and "lh.vnni" in text
+    if not _host_has_bf16_dot():
+        return
+    payload = tmp_path / "collapsed_bf16.mlir"
+    payload.write_text(COLLAPSED_EXTENSION)
+    ok(ctx, f"load {payload}")
+    with _vdpbf16ps_machine(ctx):
+        ok(ctx, "select --apply")
+        assert any("matmul_vnni.py" in label for label in _steps(ctx)), _steps(ctx)
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+
+
 def test_vnni_rewrite_leaves_what_it_cannot_pack():
     from mlir import ir
 

@@ -394,11 +394,17 @@ class CpuTarget(Target):
             # out, where none is a generic)
             steps.append(self.PLAIN_MATMUL_LAYOUT)
         if any(op.get("op") == "linalg.batch_matmul" or (op.get("op") == "linalg.generic" and op.get("kind") in
-                                                         ("contraction", "reduction")) for op in ops):
+                                                         ("contraction", "reduction"))
+               # (a matmul the fusion makes a generic: the reshape after a linear layer on a 3-D input
+               # propagated into it)
+               or (self.FUSE_ELEMENTWISE in steps and op.get("kind") == "contraction") for op in ops):
             steps.append(self.SHARED_RHS_MATMULS)   # (after the fusion, which folds the reshapes around them)
         if any(op.get("kind") == "contraction" for op in ops):
             steps.append(self.COLLAPSE_EXPANDED_ELEMENTWISE)   # (after the matmuls over collapsed rows are made)
-        if self.machine.bf16_dot_product and any(_bf16_contraction(op, ops) for op in ops):
+        if self.machine.bf16_dot_product and (any(_bf16_contraction(op, ops) for op in ops) or (
+                # (an extension read through a reshape: the fusion and lh-shared-rhs-matmuls may make a matmul
+                # of it; a no-op, left out, where none results)
+                any(_bf16_extension(op) for op in ops) and any(op.get("kind") == "contraction" for op in ops))):
             # (last: it takes the plain matmuls the steps above leave; on AMX, those with N a multiple of 16
             # in the AMX tiles' layout)
             steps.append(self.VNNI_CONTRACTIONS + ("{amx=1}" if self.machine.amx else ""))

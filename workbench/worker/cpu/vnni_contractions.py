@@ -68,11 +68,35 @@ def _extension_source(value):
     return source if _element(source) == "bf16" else None
 
 
-def _bf16_input(value):
-    """`value` itself when bf16, the bf16 tensor it extends when an f32 extension of one, else None."""
+#: reshapes a bf16 operand's extension may be read through (the fusion's reshape propagation leaves a
+#: linear layer's matmul over collapsed rows reading collapse_shape(extf(x)): lh-shared-rhs-matmuls)
+_RESHAPES = ("tensor.collapse_shape", "tensor.expand_shape")
+
+
+def _bf16_input(value, build: bool = False):
+    """`value` itself when bf16, the bf16 tensor it extends when an f32 extension of one, else None. An f32
+    reshape (collapse / expand_shape) of such an extension: with `build`, the same reshape of the bf16 tensor
+    (made at the current insertion point); without, the bf16 tensor (a check: nothing is made)."""
     if _element(value) == "bf16":
         return value
-    return _extension_source(value) if _element(value) == "f32" else None
+    if _element(value) != "f32":
+        return None
+    owner = value.owner
+    op = owner.operation if hasattr(owner, "operation") else owner
+    if getattr(op, "name", "") in _RESHAPES and len(op.results) == 1:
+        source = _bf16_input(op.operands[0], build)
+        if source is None or not build:
+            return source
+        from mlir import ir
+        from mlir.dialects import tensor
+
+        shape = list(_tensor_type(value).shape)
+        result = ir.RankedTensorType.get(shape, _tensor_type(source).element_type)
+        reassociation = op.attributes["reassociation"]
+        if op.name == "tensor.collapse_shape":
+            return tensor.CollapseShapeOp(result, source, reassociation).result
+        return tensor.ExpandShapeOp(result, source, reassociation, [], shape).result
+    return _extension_source(value)
 
 
 def _transposed_source(value, rank: int):
@@ -226,9 +250,9 @@ def vnni_contractions(module, amx: bool = False) -> int:
         batch = 1 if op.name == "linalg.batch_matmul" else 0
         a, b, c = op.operands
         with ir.InsertionPoint(op), op.location:
-            a3 = _expand_last(_bf16_input(a), PAIR)
+            a3 = _expand_last(_bf16_input(a, build=True), PAIR)
             on_tiles = amx and _tensor_type(c).shape[-1] % AMX_COLUMNS == 0
-            bp = _pack_b(_bf16_input(b), batch)
+            bp = _pack_b(_bf16_input(b, build=True), batch)
             c3 = _expand_last(c, panel_width(_tensor_type(c).shape[-1]))
             result = _collapse_last(_vnni_generic(a3, bp, c3, batch, AMX_ATTR if on_tiles else VNNI_ATTR))
         op.results[0].replace_all_uses_with(result)
@@ -244,4 +268,4 @@ def _erase_if_dead(value) -> None:
     uses it, and so on up its operands."""
     from workbench.worker.ir_walk import erase_unread
 
-    erase_unread(value, ("linalg.generic", "linalg.transpose", "tensor.empty"))
+    erase_unread(value, ("linalg.generic", "linalg.transpose", "tensor.empty") + _RESHAPES)

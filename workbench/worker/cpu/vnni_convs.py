@@ -182,11 +182,11 @@ def vnni_convs(module, amx: bool = False) -> int:
         on_tiles = amx and _amx_layout(op)
         with ir.InsertionPoint(op), op.location:
             ow = _tensor_type(out).shape[-1]
-            image4, out4 = _padded_rows(_with_unit_height(_bf16_input(image)), _with_unit_height(out),
+            image4, out4 = _padded_rows(_with_unit_height(_bf16_input(image, build=True)), _with_unit_height(out),
                                         _tensor_type(filt).shape[-1], strides, dilations,
                                         amx_row_padding(ow) if on_tiles else ROW_MULTIPLE)
             ip = _pack_channel_pairs(image4)
-            wp = _pack_channel_pairs(_with_unit_height(_bf16_input(filt)), pairs_last=on_tiles)
+            wp = _pack_channel_pairs(_with_unit_height(_bf16_input(filt, build=True)), pairs_last=on_tiles)
             result = _vnni_conv_generic(wp, ip, out4, strides, dilations, amx=on_tiles)
             out_shape = list(_tensor_type(out4).shape)
             ow = _tensor_type(out).shape[-1]

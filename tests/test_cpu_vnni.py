@@ -89,16 +89,21 @@ def test_vnni_rewrite_reads_bf16_through_a_reshape_of_the_extension(ctx, tmp_pat
     # the collapse is made of the bf16 tensor; the f32 extension and its collapse are gone
     assert "tensor<2x16x64xbf16> into tensor<32x64xbf16>" in text and "tensor<2x16x64xf32>" not in text
     assert "linalg.matmul" not in text and "lh.vnni" in text
-    if not _host_has_bf16_dot():
-        return
-    payload = tmp_path / "collapsed_bf16.mlir"
-    payload.write_text(COLLAPSED_EXTENSION)
+    if _host_has_bf16_dot():
+        _selected_lowered_and_checked(ctx, tmp_path / "collapsed_bf16.mlir", COLLAPSED_EXTENSION, "matmul_vnni.py")
+
+
+def _selected_lowered_and_checked(ctx, payload, text: str, expected_step: str) -> None:
+    """`text` through select (on a vdpbf16ps machine model), bench, cpu-lower and run --check: a step
+    labelled with `expected_step` selected, vdpbf16ps in the lowered module, the check passed."""
+    payload.write_text(text)
     ok(ctx, f"load {payload}")
     with _vdpbf16ps_machine(ctx):
         ok(ctx, "select --apply")
-        assert any("matmul_vnni.py" in label for label in _steps(ctx)), _steps(ctx)
+        assert any(expected_step in label for label in _steps(ctx)), _steps(ctx)
         ok(ctx, "bench warmup=1 iterations=2")
         ok(ctx, "apply cpu-lower")
+        assert DPBF16 in ctx.session.current_ir
         assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
 
 
@@ -180,16 +185,7 @@ BATCH_MATMUL_BF16 = """func.func @main(%a: tensor<3x16x32xbf16>, %b: tensor<3x32
 def test_vnni_schedule_takes_a_batch_matmul(ctx, tmp_path):
     if not _host_has_bf16_dot():
         pytest.skip("this host has no AVX512-BF16")
-    payload = tmp_path / "bmm_bf16.mlir"
-    payload.write_text(BATCH_MATMUL_BF16)
-    ok(ctx, f"load {payload}")
-    with _vdpbf16ps_machine(ctx):
-        ok(ctx, "select --apply")
-        assert any("batch=1" in label for label in _steps(ctx)), _steps(ctx)
-        ok(ctx, "bench warmup=1 iterations=2")
-        ok(ctx, "apply cpu-lower")
-        assert DPBF16 in ctx.session.current_ir
-        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    _selected_lowered_and_checked(ctx, tmp_path / "bmm_bf16.mlir", BATCH_MATMUL_BF16, "batch=1")
 
 
 def test_avx2_override_keeps_the_widening_path(ctx):

@@ -84,7 +84,7 @@ def conv_amx_tiling(op: str = "", tile_f: int = 16, tile_w: int = 16, tile_k: in
     kh, kw = window
     sizes = [1, tiles_f * tile_f, 1, tiles_w * tile_w, tile_k, 1 if kh > 1 else 0, 1 if kw > 1 else 0, 0]
     body += _tile("%g", sizes, "t", [0, 2, 1, 3, 4, 5, 6, 7])
-    k_loop = f"%t_l#{4}"
+    k_loop = "%t_l#4"
     window_loops = [(f"%t_l#{5 + i}", extent) for i, extent in enumerate(e for e in window if e > 1)]
     innermost = window_loops[-1][0] if window_loops else k_loop
     body += (f"    transform.apply_patterns to {innermost} {{\n"

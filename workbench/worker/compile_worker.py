@@ -38,10 +38,10 @@ prepare_run also takes "prelude": stages applied before the wrapper is inserted.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.util
-import contextlib
 import io
 import os
 import re

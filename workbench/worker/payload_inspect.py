@@ -518,10 +518,10 @@ def inspect_module(module, loops: bool = True, only: str | None = None) -> dict:
     module.operation.walk(visit)
     ops = []
     structures = _loop_structures(module, linalg) if loops else [None] * len(linalg)
-    for (op, op_id, tagged), loops in zip(assign_ids(linalg), structures):
+    for (op, op_id, tagged), structure in zip(assign_ids(linalg), structures):
         info = describe_linalg_op(op)
-        if loops is not None:
-            info["loops"] = loops
+        if structure is not None:
+            info["loops"] = structure
         info["func"] = _func_of(op)
         info["id"] = op_id
         info["tagged"] = tagged

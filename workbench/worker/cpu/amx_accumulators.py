@@ -74,14 +74,19 @@ def _forward_stored_tiles(body) -> None:
             stored[key] = op
 
 
+def _writes_only_result_tiles(body) -> bool:
+    """The block's ops are result-tile stores and ops that write no memory (no nested loop, call or other
+    write)."""
+    return all(op.operation.name.startswith(_PURE_PREFIXES) or op.operation.name == "amx.tile_store"
+               for op in body.operations)
+
+
 def _accumulators(loop) -> list[tuple] | None:
     """(load, product, store) of each result tile `loop` can carry (the product stored last: a chain of
     products from the load), or None where it does not qualify."""
     body = loop.regions[0].blocks[0]
-    if any(not op.operation.name.startswith(_PURE_PREFIXES) and op.operation.name != "amx.tile_store"
-           for op in body.operations):
+    if not _writes_only_result_tiles(body):
         return None      # (a nested loop, a call, another write: left as it is)
-    _forward_stored_tiles(body)
     found = []
     for op in body.operations:
         name = op.operation.name
@@ -154,6 +159,10 @@ def carry_tile_accumulators(module) -> int:
     # to write): one view (cse), made before the loop where its operands are (licm; the tile loads and
     # stores declare no memory effects: they stay)
     PassManager.parse("builtin.module(cse, loop-invariant-code-motion, cse)", module.context).run(module.operation)
+    for loop in ops_where(module, lambda o: o.name == "scf.for"):
+        body = loop.regions[0].blocks[0]
+        if _writes_only_result_tiles(body):
+            _forward_stored_tiles(body)
     carried = []
     while True:
         # (post-order walk: inner loops first; a rewritten loop is erased, so walk again after each)

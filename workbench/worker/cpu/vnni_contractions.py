@@ -239,8 +239,8 @@ def widening_multiply_add(lhs, rhs, out, maps: list, parallel: int, reductions: 
 def vnni_contractions(module, amx: bool = False) -> int:
     """Rewrite every eligible contraction (module docstring); how many were rewritten. `amx`: those whose N
     is a multiple of AMX_COLUMNS are tagged AMX_ATTR instead (their panels 16 columns wide: each AMX B tile
-    one panel's 16 K pairs, 1 KiB contiguous; a B tile of whole rows of B, 2N bytes apart, read 16 rows
-    4 KiB apart at N = 1024: one L1 set and 16 pages per tile load)."""
+    one panel's 16 K pairs, 1 KiB contiguous, where a B tile of whole rows of B read 16 rows 2N bytes apart;
+    on the device the change of layout alone measured within noise)."""
     from mlir import ir
 
     from workbench.worker.ir_walk import ops_where

@@ -189,7 +189,6 @@ def vnni_convs(module, amx: bool = False) -> int:
             wp = _pack_channel_pairs(_with_unit_height(_bf16_input(filt, build=True)), pairs_last=on_tiles)
             result = _vnni_conv_generic(wp, ip, out4, strides, dilations, amx=on_tiles)
             out_shape = list(_tensor_type(out4).shape)
-            ow = _tensor_type(out).shape[-1]
             if out_shape[-1] != ow:
                 from mlir.dialects import tensor
 

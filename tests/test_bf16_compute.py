@@ -223,20 +223,27 @@ STRIDED_CONV = """func.func @main(%x: tensor<1x16x10x10xbf16>, %w: tensor<32x16x
 """
 
 
+def _selected_with_bf16_inputs(ctx, tmp_path, text: str, x_shape: tuple, w_shape: tuple, seed: int):
+    """`text` (a payload of an input and a filter) loaded and selected on the host's cpu target, with random bf16
+    input and filter saved as tmp_path/x.npy and w.npy (what `run --npy` reads); (x, w)."""
+    (tmp_path / "payload.mlir").write_text(text)
+    rng = np.random.default_rng(seed)
+    x = rng.normal(0.0, 1.0, x_shape).astype(np.float32).astype(BF16)
+    w = rng.normal(0.0, 0.3, w_shape).astype(np.float32).astype(BF16)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "w.npy", w)
+    ok(ctx, f"load {tmp_path / 'payload.mlir'}")
+    ok(ctx, "target cpu")
+    ok(ctx, "select --apply")
+    return x, w
+
+
 def test_bf16_element_moves_of_a_strided_conv_window_are_moves_of_bits(ctx, tmp_path):
     """The vectorized window takes the filter (vector<16x8x3xbf16>) apart tap by tap and regathers the taps
     (vector.from_elements of bf16), and transposes input rows (vector.shuffle of vector<72xbf16>): LLVM's
     x86 backend aborted on those bf16 element moves ("Do not know how to soft promote this operator's
     operand!"); the pass moves their i16 bits instead, and the result is torch's (f32 accumulation)."""
-    (tmp_path / "conv.mlir").write_text(STRIDED_CONV)
-    rng = np.random.default_rng(5)
-    x = rng.normal(0.0, 1.0, (1, 16, 10, 10)).astype(np.float32).astype(BF16)
-    w = rng.normal(0.0, 0.3, (32, 16, 3, 3)).astype(np.float32).astype(BF16)
-    np.save(tmp_path / "x.npy", x)
-    np.save(tmp_path / "w.npy", w)
-    ok(ctx, f"load {tmp_path / 'conv.mlir'}")
-    ok(ctx, "target cpu")
-    ok(ctx, "select --apply")
+    x, w = _selected_with_bf16_inputs(ctx, tmp_path, STRIDED_CONV, (1, 16, 10, 10), (32, 16, 3, 3), seed=5)
     ok(ctx, "pass lh-bf16-compute-f32")
     ir = ctx.session.current_ir
     for line in ir.splitlines():   # no element move on bf16 is left
@@ -288,15 +295,7 @@ def test_bf16_vector_loads_and_stores_of_any_length_lower(ctx, tmp_path):
     (lh-bf16-memory-as-bits) loads and stores their i16 bits, and the result is numpy's."""
     import re
 
-    (tmp_path / "ppc.mlir").write_text(POOL_PAD_CONV)
-    rng = np.random.default_rng(7)
-    x = rng.normal(0.0, 1.0, (1, 16, 18, 18)).astype(np.float32).astype(BF16)
-    w = rng.normal(0.0, 0.3, (16, 16, 3, 3)).astype(np.float32).astype(BF16)
-    np.save(tmp_path / "x.npy", x)
-    np.save(tmp_path / "w.npy", w)
-    ok(ctx, f"load {tmp_path / 'ppc.mlir'}")
-    ok(ctx, "target cpu")
-    ok(ctx, "select --apply")
+    x, w = _selected_with_bf16_inputs(ctx, tmp_path, POOL_PAD_CONV, (1, 16, 18, 18), (16, 16, 3, 3), seed=7)
     ok(ctx, "bench warmup=0 iterations=1")
     ok(ctx, "apply cpu-lower")
     lowered = ctx.session.current_ir

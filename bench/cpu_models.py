@@ -140,6 +140,8 @@ def ours(name: str, fixtures: Path, threads: int, iterations: int, timeout: floa
                     return rec
             rec.setdefault("steps", len(s.active_steps))
             rec[key] = res.data["run"]["median_s"]
+            if res.data["run"].get("warning"):   # e.g. the machine was busy: the team slept between loops
+                rec[f"warning_{key}"] = res.data["run"]["warning"]
         rec["ok"] = True
         return rec
     finally:
@@ -206,6 +208,8 @@ def main() -> None:
                      f"{rec['torch_all'] * 1e3:10.4f} {rec['ratio_all']:6.2f}")
         else:
             line += f" {'-':>10s} {'-':>6s}   {rec['tall'] * 1e3:10.4f}"
+        if rec.get("warning_t1") or rec.get("warning_tall"):   # (the whole warning is in --json's record)
+            line += "  (machine busy: see --json)"
         print(line, flush=True)
     covered = sum(r["ok"] for r in records)
     print(f"covered {covered}/{len(records)} in {time.perf_counter() - t_start:.0f} s")

@@ -82,12 +82,14 @@ def _lowering_stages(session: Session, pipeline_name: str) -> list[dict]:
 
 
 def _prepare(session: Session, key: str, pipeline_name: str, bench_params: dict,
-             prelude: list[dict] | None = None, artifact: str = "llvm", wrapper: str = "required") -> dict:
+             prelude: list[dict] | None = None, artifact: str = "llvm", wrapper: str = "required",
+             bytecode: bool = False) -> dict:
     """The compile worker's `prepare_run`: the wrapper inserted where missing (`wrapper="optional"`: a
-    module already lowered without one is taken as it is), the lowering applied where needed."""
+    module already lowered without one is taken as it is), the lowering applied where needed. `bytecode`:
+    the lowered module also as MLIR bytecode (`llvm_bytecode`), its text without the weights' blobs."""
     ans = session.request_on_ir(key, {"op": "prepare_run", "artifact": artifact, "bench_params": bench_params,
                                       "prelude": prelude or [], "lowering": _lowering_stages(session, pipeline_name),
-                                      "wrapper": wrapper})
+                                      "wrapper": wrapper, "bytecode": bytecode})
     if not ans["ok"]:
         error = ans["error"]
         if "cannot pick the entry function" in error and session.payload_chunk is None and session.payload_chunks > 1:
@@ -141,7 +143,7 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
             return report
         prepared = _prepare(session, profile_base(session) if opts.profile else session.current_key,
                             target.default_lowering, bench_params, artifact=target.run_artifact,
-                            prelude=[{"kind": "pass", "pipeline": "lh-profile-regions"}] if opts.profile else None)
+                            bytecode=target.jit_bytecode, prelude=[{"kind": "pass", "pipeline": "lh-profile-regions"}] if opts.profile else None)
     except SessionError as e:
         report["error"] = str(e)
         report["detail"] = e.detail
@@ -192,6 +194,7 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
     call = (opts.check or opts.save_outputs is not None or expected is not None or not meta["outputs"]
             or opts.print_result not in ("", "void") or opts.capture_output)
     ans = target.execute(_artifact(prepared), meta, inputs, call=call, bench=True, timeout=opts.timeout,
+                         bytecode=prepared.get("llvm_bytecode"),
                          threads=opts.threads)
     if not ans["ok"]:
         report["error"] = f"run failed: {ans['error']}{_timeout_hint(ans['error'], opts, meta)}"
@@ -334,7 +337,8 @@ def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: 
         try:
             ref = _prepare(session, base, target.reference_lowering,
                            {"warmup": 0, "iterations": 1, **({"entry": entry} if entry else {})},
-                           prelude=target.reference_prelude(), artifact=reference_target.run_artifact)
+                           prelude=target.reference_prelude(), artifact=reference_target.run_artifact,
+                           bytecode=reference_target.jit_bytecode)
         except SessionError as e:
             return {"passed": False, "error": f"reference lowering failed: {e}"}
         cached = {"ref": ref, "want": None}
@@ -352,6 +356,7 @@ def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: 
                 + ", ".join(s["type"] for s in got_specs) + " vs " + ", ".join(s["type"] for s in ref_specs) + ")"}
     if cached["want"] is None:
         rans = reference_target.execute(_artifact(ref), rmeta, inputs[:len(ref_specs)], call=True, bench=False,
+                                        bytecode=ref.get("llvm_bytecode"),
                                         timeout=opts.timeout, opt_level=REFERENCE_OPT_LEVEL)
         if not rans["ok"]:
             return {"passed": False, "error": f"reference run failed: {rans['error']}"

@@ -66,6 +66,11 @@ class Target:
     #: workbench/worker/sycl/spirv_kernels.py)
     run_artifact: ClassVar[str] = "llvm"
 
+    #: whether `run` hands the run worker the lowered module as MLIR bytecode (its text then leaves out the
+    #: weights: `dense_resource` blobs): printing and parsing a model's weights as hex text cost ~20 s a GB
+    #: each way, bytecode ~3 s and half the bytes. Off where the run worker reads the text itself (MPI ranks).
+    jit_bytecode: ClassVar[bool] = False
+
     #: whether the target runs one program on several processes (`run --ranks N`)
     multi_rank: ClassVar[bool] = False
 
@@ -140,8 +145,9 @@ class Target:
     run_worker_name: ClassVar[str] = "run worker"
 
     def execute(self, artifact: Any, meta: dict, inputs: list, *, call: bool, bench: bool, timeout: float,
-                threads: int | None = None, opt_level: int = 3) -> dict:
-        """Run `artifact` in an isolated run worker; returns the worker's answer (never raises for code faults)."""
+                threads: int | None = None, opt_level: int = 3, bytecode: bytes | None = None) -> dict:
+        """Run `artifact` in an isolated run worker; returns the worker's answer (never raises for code faults).
+        `bytecode`: the same module as MLIR bytecode (`jit_bytecode`), which the worker parses instead."""
         from workbench.execution.runner import RunClient
 
         ok, why = self.can_run()
@@ -151,6 +157,8 @@ class Target:
             req = self.run_request(artifact, meta, inputs, call=call, bench=bench, opt_level=opt_level)
         except RuntimeError as e:  # a library the code needs is missing: a clear failure, not a JIT error
             return {"ok": False, "error": str(e)}
+        if bytecode is not None:
+            req["llvm_bytecode"] = bytecode
         client = RunClient(env=self.run_env(threads), module=self.run_worker_module, name=self.run_worker_name)
         return client.run(req, timeout=timeout)
 

@@ -162,6 +162,7 @@ class CpuTarget(Target):
     }
     default_lowering = "cpu-lower"
     profiles_ops = True
+    jit_bytecode = True
     # the async runtime runs scf.parallel loops lowered by async-parallel-for (parallel schedules)
     runtime_libraries = ("mlir_c_runner_utils", "mlir_runner_utils", "mlir_async_runtime")
 

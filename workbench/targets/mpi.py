@@ -195,7 +195,7 @@ class MpiTarget(Target):
         return host
 
     def execute(self, llvm: str, meta: dict, inputs: list, *, call: bool, bench: bool, timeout: float,
-                threads: int | None = None, opt_level: int = 3) -> dict:
+                threads: int | None = None, opt_level: int = 3, bytecode: bytes | None = None) -> dict:
         from workbench.execution.mpi_launch import run_ranks
 
         ok, why = self.can_run()

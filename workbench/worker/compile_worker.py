@@ -764,8 +764,8 @@ class CompileWorker:
                 where = _format_location(str(first.location), self._location_label(work, label)) if first else ""
                 return {"ok": False, "error": "after lowering, ops remain outside the LLVM dialect: "
                                               + ", ".join(left) + (f" (the first at {where})" if where else "")}
-        return {"ok": True, "llvm": _print(work), "bench": meta, "inserted_wrapper": inserted,
-                "was_lowered": lowered}
+        return {"ok": True, **_lowered_module(work, req.get("bytecode", False)), "bench": meta,
+                "inserted_wrapper": inserted, "was_lowered": lowered}
 
     def _lower_for_run(self, work: ir.Module, stages: list[dict], label: str) -> dict | None:
         """Apply a run lowering in place; None on success, else the failure answer."""
@@ -1028,6 +1028,16 @@ def _print(module) -> str:
     """The module's text, byte-identical to str(); the caller has just verified it, so the
     printer's own verification is skipped, and bytes avoid a UTF-8 round trip (~30% faster)."""
     return module.operation.get_asm(binary=True, assume_verified=True).decode()
+
+
+def _lowered_module(module, bytecode: bool) -> dict:
+    """{"llvm": text} of a lowered module; with `bytecode`, {"llvm": its text without the resource blobs
+    (the ops' lines are the same: the blobs come last), "llvm_bytecode": the whole module as bytecode}."""
+    data = _bytecode(module) if bytecode else None
+    if data is None:
+        return {"llvm": _print(module)}
+    text = module.operation.get_asm(binary=True, assume_verified=True, large_resource_limit=0).decode()
+    return {"llvm": text, "llvm_bytecode": data}
 
 
 def _bytecode(module) -> bytes | None:

@@ -3,8 +3,8 @@
 Started fresh for every run (`RunClient`), so generated code that segfaults, aborts or
 loops forever takes only this process down. Requests:
 
-  {"op": "run", "llvm": text, "libs": [paths], "opt_level": 3, "llvm_target": {"cpu", "features"} | None,
-   "object_file": path | None,
+  {"op": "run", "llvm": text, "llvm_bytecode": bytes | None, "libs": [paths], "opt_level": 3,
+   "llvm_target": {"cpu", "features"} | None, "object_file": path | None,
    "inputs": [ndarray, ...], "outputs": [{"shape", "dtype"}, ...], "times_len": N,
    "call": "_lh_call" | None, "bench": "_lh_bench" | None, "preload": [paths]}
   -> {"ok", "args_after": [ndarray], "outputs": [ndarray], "times": [float], "compile_s"}
@@ -15,6 +15,9 @@ loops forever takes only this process down. Requests:
 `target_features` on every function, which LLVM's code generator uses instead of the host's CPU and
 features (ExecutionEngine's target machine is the host's); without it the code is for this host.
 `object_file` writes the JIT-compiled object code there (to read the instructions it chose).
+`llvm_bytecode`: the module as MLIR bytecode, parsed instead of `llvm` (then its text without the weights'
+blobs); where the JIT fails on it, the run is tried again on the module's whole text, so that the error quotes
+the lines of that text as it does for a module sent as text.
 """
 from __future__ import annotations
 
@@ -151,6 +154,17 @@ def jit_failure_reason(diagnostics: list, text: str) -> str:
     return ""
 
 
+def _text_of_bytecode(data: bytes) -> str:
+    """The text of a module sent as bytecode, parsed in a context of its own (in the run's context its
+    resource names are taken: a second parse renames them)."""
+    from mlir import ir
+
+    from workbench.worker.mlir_context import new_context
+
+    with new_context():
+        return str(ir.Module.parse(data))
+
+
 def handle_run(req: dict) -> dict:
     for lib in req.get("preload") or []:
         ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
@@ -162,7 +176,7 @@ def handle_run(req: dict) -> dict:
     ctx = new_context()
     with ctx, ir.Location.unknown():
         try:
-            module = ir.Module.parse(req["llvm"])
+            module = ir.Module.parse(req["llvm_bytecode"] if req.get("llvm_bytecode") else req["llvm"])
         except ir.MLIRError as e:
             return {"ok": False, "error": f"lowered module does not parse: {str(e).splitlines()[0]}",
                     "diagnostics": str(e)}
@@ -175,18 +189,23 @@ def handle_run(req: dict) -> dict:
         # creating the ExecutionEngine"
         diagnostics: list = []
         handler = ctx.attach_diagnostic_handler(lambda d: diagnostics.append(_kept(d)) or True)
+        failed_on_bytecode = False
         try:
             engine = ExecutionEngine(module, opt_level=int(req.get("opt_level", 3)), shared_libs=list(req["libs"]),
                                      enable_object_dump=bool(req.get("object_file")))
             if req.get("initialize"):
                 engine.initialize()
         except Exception as e:
-            reason = jit_failure_reason(diagnostics, req["llvm"])
-            return {"ok": False, "error": "JIT compilation failed: " + (reason or (str(e).splitlines()[0] if str(e)
-                                                                                  else type(e).__name__)),
-                    "diagnostics": "\n".join(_diagnostic_lines(diagnostics, req["llvm"])) or traceback.format_exc()}
+            failed_on_bytecode = bool(req.get("llvm_bytecode"))
+            if not failed_on_bytecode:
+                reason = jit_failure_reason(diagnostics, req["llvm"])
+                return {"ok": False, "error": "JIT compilation failed: " + (reason or (str(e).splitlines()[0] if str(e)
+                                                                                      else type(e).__name__)),
+                        "diagnostics": "\n".join(_diagnostic_lines(diagnostics, req["llvm"])) or traceback.format_exc()}
         finally:
             handler.detach()
+        if failed_on_bytecode:   # again on the whole text, as sent without bytecode: the diagnostics quote its lines
+            return handle_run({**req, "llvm": _text_of_bytecode(req["llvm_bytecode"]), "llvm_bytecode": None})
         compile_s = time.perf_counter() - t0
         inputs = [np.ascontiguousarray(a) for a in req["inputs"]]
         answer: dict = {"ok": True, "compile_s": compile_s}

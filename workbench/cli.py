@@ -44,9 +44,16 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str):
         if message.startswith("unrecognized arguments:"):
             known = [o for action in self._actions for o in action.option_strings]
-            hints = [did_you_mean(word.split("=")[0], known) for word in message.split(":", 1)[1].split()
-                     if word.startswith("-")]
-            message += next((h for h in hints if h), "")
+            words = message.split(":", 1)[1].split()
+            if any(word.split("=")[0] in known for word in words if word.startswith("-")):
+                # a known option refused: it came after `--`, where every word is a positional argument (the
+                # hint was `--script` for `--script`)
+                message += " (options after `--` are taken as arguments: put them before it)"
+            else:
+                files = [word for word in words if word.startswith("-") and Path(word).exists()]
+                hints = [f" ({files[0]} is a file: name it ./{files[0]} or after `--`)"] if files else []
+                hints += [did_you_mean(word.split("=")[0], known) for word in words if word.startswith("-")]
+                message += next((h for h in hints if h), "")
         self.last_error = message
         super().error(message)
 
@@ -240,7 +247,7 @@ def _write_output(what: str, path: str, text: str) -> bool:
     try:
         atomic_write(Path(path), text)
     except OSError as e:
-        print(f"lh-workbench: cannot write {what} {path}: {one_line_error(e)}", file=sys.stderr)
+        print(f"lh-workbench: cannot write {what} {path}: {e.strerror or one_line_error(e)}", file=sys.stderr)
         return False
     return True
 
@@ -394,6 +401,24 @@ def cmd_import(argv: list[str]) -> int:
     return EXIT_OK if res.ok else EXIT_FAILED
 
 
+#: the words `lh-workbench WORD ...` takes as a subcommand (`help`: what a new user types for --help)
+SUBCOMMANDS = ("import", "replay", "targets")
+
+
+def _mistyped_subcommand(argv: list[str]) -> str | None:
+    """What a first word that names no file but looks like a subcommand was meant to be: `lh-workbench replya
+    s.yaml` was refused for its second word (`unrecognized arguments: s.yaml`) and `lh-workbench targest` as a
+    payload that does not exist, neither naming the subcommand."""
+    if not argv or argv[0].startswith("-") or Path(argv[0]).exists() or any(c in argv[0] for c in "/.:[\\"):
+        return None
+    word = argv[0]
+    if word.lower() in ("help", "h", "usage"):
+        return f"{word}: no such file or subcommand (lh-workbench --help lists the options; subcommands: " \
+               f"{', '.join(SUBCOMMANDS)}, each with --help)"
+    hint = did_you_mean(word, SUBCOMMANDS)
+    return f"{word}: no such file or subcommand{hint}" if hint else None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "import":
@@ -402,6 +427,9 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_replay(argv[1:])
     if argv and argv[0] == "targets":
         return cmd_targets(argv[1:])
+    mistyped = _mistyped_subcommand(argv)
+    if mistyped:
+        return _usage_failure(_json_arg(argv), mistyped)
     args = _parse(_main_parser(), argv)
     bad = _check_output_paths(args)
     if bad:   # a --json that can never be written gets no document

@@ -1,0 +1,162 @@
+"""Ninth QA round: a new user at the terminal, hostile session files (odd keys, hashes, hand edits, a state
+folder that cannot be written) and real torch models; each test failed before its fix (docs/qa-round9.md)."""
+from __future__ import annotations
+
+import datetime
+import json
+import math
+
+import pytest
+
+from conftest import MATMUL, REPO, do, ok, run_cli
+
+
+# -- the command line -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv, meant", [
+    (["replya", "s.yaml"], "(did you mean replay?)"),     # was: unrecognized arguments: s.yaml
+    (["targest"], "(did you mean targets?)"),             # was: error: targest: no such file
+    (["imprt", "m.py:Net"], "(did you mean import?)"),
+    (["help"], "lh-workbench --help lists the options; subcommands: import, replay, targets"),
+])
+def test_a_mistyped_subcommand_says_which_was_meant(argv, meant, tmp_path):
+    out = run_cli(argv, cwd=tmp_path)
+    assert out.returncode == 2, out
+    lines = out.stderr.strip().splitlines()
+    assert lines == [f"lh-workbench: {argv[0]}: no such file or subcommand {meant}" if meant.startswith("(")
+                     else f"lh-workbench: {argv[0]}: no such file or subcommand ({meant}, each with --help)"], lines
+
+
+def test_a_file_named_like_a_subcommand_is_still_a_payload(tmp_path):
+    """Only a word that names no file is taken for a mistyped subcommand."""
+    (tmp_path / "targest").write_text(MATMUL.read_text())
+    out = run_cli(["targest", "--script", "-"], cwd=tmp_path)
+    assert "subcommand" not in out.stderr, out.stderr
+    assert out.returncode == 0, out.stderr
+
+
+def test_an_option_after_double_dash_or_a_file_named_like_an_option_is_explained(tmp_path):
+    """`lh-workbench -- -m.mlir --script s.lhw` answered `unrecognized arguments: --script s.lhw (did you mean
+    --script?)`; `lh-workbench -m.mlir` (a file of that name) only `unrecognized arguments: -m.mlir`."""
+    (tmp_path / "-m.mlir").write_text(MATMUL.read_text())
+    (tmp_path / "s.lhw").write_text("inspect\n")
+    out = run_cli(["--", "-m.mlir", "--script", "s.lhw"], cwd=tmp_path)
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1] == ("lh-workbench: error: unrecognized arguments: --script s.lhw "
+                                                   "(options after `--` are taken as arguments: put them before it)")
+    out = run_cli(["-m.mlir"], cwd=tmp_path)
+    assert out.stderr.strip().splitlines()[-1].endswith(
+        "unrecognized arguments: -m.mlir (-m.mlir is a file: name it ./-m.mlir or after `--`)"), out.stderr
+    out = run_cli(["./-m.mlir", "--script", "s.lhw"], cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+
+
+def test_an_output_that_cannot_be_written_is_named_not_its_temporary_file(monkeypatch, capsys):
+    """--json / --emit on a read-only file system named atomic_write's temporary file
+    (`cannot write --json ro/o.json: [Errno 30] Read-only file system: '/x/ro/.o.json.1y982ptz'`)."""
+    from workbench import cli
+
+    def read_only(path, text):
+        raise OSError(30, "Read-only file system", str(path.parent / f".{path.name}.1y982ptz"))
+
+    monkeypatch.setattr(cli, "atomic_write", read_only)
+    assert not cli._write_output("--json", "ro/o.json", "{}")
+    err = capsys.readouterr().err
+    assert err == "lh-workbench: cannot write --json ro/o.json: Read-only file system\n", err
+
+
+# -- hostile session files --------------------------------------------------------------------------------
+
+def test_strict_json_of_keys_that_are_not_strings():
+    """json.dumps refused a NaN key (`ValueError: Out of range float values are not JSON compliant`) and a date
+    or tuple key (TypeError): a session file's parameter dict may have any YAML key."""
+    from workbench.result import json_text
+
+    doc = {"params": {float("nan"): 1, float("-inf"): 2, datetime.date(2001, 12, 14): 3, (1, 2): 4, 5: 6,
+                      True: 7, None: 8, "k": [float("inf")]}}
+    back = json.loads(json_text(doc), parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
+    assert back == {"params": {"nan": 1, "-inf": 2, "2001-12-14": 3, "(1, 2)": 4, "5": 6, "true": 7, "null": 8,
+                               "k": ["inf"]}}
+
+
+def _saved_session(ctx, tmp_path):
+    ok(ctx, f"load {MATMUL}")
+    ok(ctx, "apply pipelines/lib/tile.py[gen=tile_matmul]{tile_m=64}")
+    ok(ctx, "pass canonicalize")
+    path = tmp_path / "saved.yaml"
+    ok(ctx, f"save {path}")
+    return path, path.read_text()
+
+
+@pytest.mark.parametrize("key", [".nan", "2001-12-14"])
+def test_a_parameter_key_that_is_no_string_fails_its_step_with_strict_json(key, tmp_path):
+    """`params: {.nan: 64}` failed the step in one line, then `--json` ended in json.dumps' traceback."""
+    session = tmp_path / "odd_key.yaml"
+    session.write_text("Pipeline:\n- schedule: pipelines/lib/tile.py[gen=tile_matmul]\n"
+                       f"  params: {{tile_m: 64, {key}: 3}}\n")
+    out = run_cli(["replay", session, "--payload", MATMUL, "--json", "-"])
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    doc = json.loads(out.stdout, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
+    assert "unknown parameter" in doc["error"], doc["error"]
+    assert doc["steps"][0]["params"]["tile_m"] == 64
+
+
+@pytest.mark.parametrize("bad", ["abc", "upper"])
+def test_a_step_record_hash_that_is_no_sha256_is_refused(ctx, tmp_path, bad):
+    """Workbench.steps[].ir_sha256 took any string (`abc`, the hash in capitals) and compared it with the
+    replayed IR's; Workbench.ir_sha256 `0000` was refused (an int), `abc` taken."""
+    path, text = _saved_session(ctx, tmp_path)
+    first = text.split("steps:\n  - {index: 1, ir_sha256: ", 1)[1][:64]
+    wrong = "abc" if bad == "abc" else first.upper()
+    path.write_text(text.replace(f"ir_sha256: {first}", f"ir_sha256: {wrong}", 1))
+    res = do(ctx, f"replay {path}")
+    assert not res.ok and "Workbench.steps must be a list of step records" in res.error, res.error
+    final = text.split("\n  ir_sha256: ", 1)[1][:64]
+    path.write_text(text.replace(f"\n  ir_sha256: {final}", "\n  ir_sha256: abc", 1))
+    res = do(ctx, f"replay {path}")
+    assert not res.ok and "Workbench.ir_sha256 must be a sha256 hex string, not 'abc'" in res.error, res.error
+
+
+def test_a_step_whose_ir_differs_from_its_record_is_said_when_the_final_ir_matches(ctx, tmp_path):
+    """A step record whose ir_sha256 is not what the step gives (hand-edited) replayed as `reproduced: true`
+    without a word: only a differing final IR was compared with the records."""
+    path, text = _saved_session(ctx, tmp_path)
+    first = text.split("steps:\n  - {index: 1, ir_sha256: ", 1)[1][:64]
+    other = ("0" if first[0] != "0" else "1") + first[1:]
+    path.write_text(text.replace(f"ir_sha256: {first}", f"ir_sha256: {other}", 1))
+    res = ok(ctx, f"replay {path}")
+    assert res.data["reproduced"] is True
+    assert any("the IR after a step differs from the session's record of it (first after step 1: "
+               "pipelines/lib/tile.py[gen=tile_matmul]" in w and "the final IR is as recorded" in w
+               for w in res.data["warnings"]), res.data
+    path.write_text(text)
+    assert "warnings" not in ok(ctx, f"replay {path}").data
+
+
+def test_a_hand_edit_of_a_references_parameter_beside_params_is_said(ctx, tmp_path):
+    """`save` writes a step's parameters twice (the reference's {k=v} and `params:`), and `params:` wins; an edit
+    of {tile_m=16} was replayed as tile_m=64 without a word (and `reproduced: true`)."""
+    path, text = _saved_session(ctx, tmp_path)
+    assert "{tile_m=64 tile_n=32" in text and "params: {tile_m: 64," in text
+    path.write_text(text.replace("{tile_m=64 tile_n=32", "{tile_m=16 tile_n=32", 1))
+    res = ok(ctx, f"replay {path}")
+    assert ctx.session.active_steps[0].step.params["tile_m"] == 64
+    assert f"{path}: entry 1: tile_m is 16 in the `schedule:` reference's {{...}} and 64 in `params:`; " \
+           "`params:` is used" in res.data["warnings"], res.data
+    assert "tile_m is 16" in res.summary
+    ok(ctx, "undo")
+
+
+def test_a_state_folder_that_cannot_be_made_leaves_sessions_working(tmp_path):
+    """A state folder that cannot be made (a read-only home, a file in its path) failed every `load`
+    (`error: load: .../state: Read-only file system`); a full disk there was only warned about."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    script = tmp_path / "s.lhw"
+    saved = tmp_path / "saved.yaml"
+    script.write_text(f"apply pipelines/lib/tile.py[gen=tile_matmul]{{tile_m=64}}\nsave {saved}\nhistory\n")
+    out = run_cli([MATMUL, "--script", script], env_extra={"LH_WORKBENCH_STATE_DIR": str(blocker / "state")})
+    assert "Traceback" not in out.stderr, out.stderr
+    assert "cannot write the crash journal" in out.stderr, out.stderr
+    assert "saved 1 steps" in out.stdout and saved.is_file(), out.stdout + out.stderr
+    assert out.returncode == 1    # as with a full disk: the journal could not be kept

@@ -160,3 +160,48 @@ def test_a_state_folder_that_cannot_be_made_leaves_sessions_working(tmp_path):
     assert "cannot write the crash journal" in out.stderr, out.stderr
     assert "saved 1 steps" in out.stdout and saved.is_file(), out.stdout + out.stderr
     assert out.returncode == 1    # as with a full disk: the journal could not be kept
+
+
+# -- checks against torch's outputs ------------------------------------------------------------------------
+
+TINY_OUTPUTS = """\
+#id = affine_map<(d0) -> (d0)>
+func.func @tiny(%x: tensor<64xf32>, %out: tensor<64xf32>) -> tensor<64xf32> {
+  %s = arith.constant 1.0e-12 : f32
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]}
+      ins(%x : tensor<64xf32>) outs(%out : tensor<64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %m = arith.mulf %a, %s : f32
+    linalg.yield %m : f32
+  } -> tensor<64xf32>
+  return %r : tensor<64xf32>
+}
+"""
+
+
+def test_a_check_against_outputs_below_its_absolute_tolerance_says_it_cannot_fail(ctx, tmp_path):
+    """torchvision's EfficientNet-B0, MnasNet and MobileNetV3-small at their default init give logits of 1e-14 ..
+    1e-8: `run --check` passed `vs expected outputs` with atol 1e-3 whatever the run computed, without a word."""
+    import numpy as np
+
+    payload = tmp_path / "tiny.mlir"
+    payload.write_text(TINY_OUTPUTS)
+    x = np.random.default_rng(0).uniform(-1, 1, 64).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "out.npy", np.zeros(64, np.float32))
+    np.save(tmp_path / "right.npy", (x * np.float32(1e-12)).astype(np.float32))
+    np.save(tmp_path / "wrong.npy", (x * np.float32(-3e-12)).astype(np.float32))
+    ok(ctx, f"load {payload}")
+    for want in ("right", "wrong"):
+        run = ok(ctx, f"run --iterations 1 --npy {tmp_path / 'x.npy'},{tmp_path / 'out.npy'} "
+                      f"--expect {tmp_path / want}.npy").data["run"]
+        check = run["expected_check"]
+        assert check["passed"] and check["outputs"][0]["below_atol"], check   # allclose's verdict, as documented
+        assert "expected output 0: every value is below atol (largest |want| " in run["warning"], run
+        assert "so the elementwise check cannot fail there; its error relative to that largest value is" \
+            in run["warning"]
+        assert check["max_rel_err"] < 1e-6 if want == "right" else check["max_rel_err"] > 1.0, check
+    np.save(tmp_path / "big.npy", x)
+    run = do(ctx, f"run --iterations 1 --npy {tmp_path / 'x.npy'},{tmp_path / 'out.npy'} "
+                  f"--expect {tmp_path / 'big.npy'}").data["run"]
+    assert not run["expected_check"]["passed"] and "below atol" not in (run.get("warning") or "")

@@ -226,6 +226,8 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
     if expected is not None:
         report["expected_check"] = compare_expected(select_outputs(meta, ans["args_after"], ans["outputs"]),
                                                     expected)
+        if report["expected_check"].get("warning"):
+            report["warning"] = "; ".join(w for w in (report.get("warning"), report["expected_check"]["warning"]) if w)
     if opts.check:
         report["check"] = _check(session, target, meta, inputs, ans, opts)
         if report["check"].get("error"):

@@ -205,3 +205,14 @@ def test_a_check_against_outputs_below_its_absolute_tolerance_says_it_cannot_fai
     run = do(ctx, f"run --iterations 1 --npy {tmp_path / 'x.npy'},{tmp_path / 'out.npy'} "
                   f"--expect {tmp_path / 'big.npy'}").data["run"]
     assert not run["expected_check"]["passed"] and "below atol" not in (run.get("warning") or "")
+
+
+def test_a_run_killed_at_its_time_limit_says_the_limit_covers_the_compile(ctx):
+    """torchvision's DenseNet-121 (64x64) failed `run --check` with `run worker timed out after 120 s ... (it makes
+    1 + 10 calls)`: 67 s of the limit went to the JIT compile of its 320k-line module, 0.5 s to the calls."""
+    from conftest import failed
+
+    ok(ctx, f"load {REPO / 'tests' / 'payloads' / 'spin.mlir'}")
+    err = failed(ctx, "run --iterations 1 --warmup 0 --timeout 3")
+    lines = int(err.split("it covers compiling the module (")[1].split(" lines of LLVM dialect) and then 0 + 1 calls)")[0])
+    assert lines > 10, err

@@ -216,3 +216,17 @@ def test_a_run_killed_at_its_time_limit_says_the_limit_covers_the_compile(ctx):
     err = failed(ctx, "run --iterations 1 --warmup 0 --timeout 3")
     lines = int(err.split("it covers compiling the module (")[1].split(" lines of LLVM dialect) and then 0 + 1 calls)")[0])
     assert lines > 10, err
+
+
+def test_a_replay_report_has_its_warnings_key_whether_or_not_there_are_warnings(tmp_path):
+    """`replay --json` had `warnings` only when there were some: a consumer reading `doc["warnings"]` failed on a
+    clean replay (README: the same keys whether it worked or where it stopped, null when nothing to say)."""
+    session = tmp_path / "s.yaml"
+    session.write_text("Pipeline:\n- pass: canonicalize\n")
+    keys = []
+    for payload in (MATMUL, tmp_path / "missing.mlir"):
+        out = run_cli(["replay", session, "--payload", payload, "--json", "-"])
+        doc = json.loads(out.stdout)
+        assert doc["warnings"] is None, doc
+        keys.append(set(doc))
+    assert keys[0] == keys[1], keys

@@ -316,8 +316,9 @@ def cmd_replay(argv: list[str]) -> int:
             from workbench.commands.registry import one_line_error
 
             res = Result.failure(f"replay: internal error: {type(e).__name__}: {one_line_error(e)}")
+        # present when the session cannot be read, too (`warnings` was there only when there were some)
         extra: dict[str, Any] = {"payload": None, "session": str(args.session), "expected_ir_sha256": None,
-                                 "reproduced": None}   # present when the session cannot be read, too
+                                 "reproduced": None, "warnings": None}
         extra.update((k, v) for k, v in res.data.items() if k not in ("steps", "command"))
         if not res.ok:
             extra["error"] = res.error

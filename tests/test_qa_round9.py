@@ -230,3 +230,52 @@ def test_a_replay_report_has_its_warnings_key_whether_or_not_there_are_warnings(
         assert doc["warnings"] is None, doc
         keys.append(set(doc))
     assert keys[0] == keys[1], keys
+
+
+# -- a torch model file as the payload ---------------------------------------------------------------------
+
+def test_a_model_payload_takes_its_input_specs_on_the_command_line(tmp_path):
+    """`lh-workbench model.py:Net` on a model without get_inputs() was refused with `no --inputs and the file has no
+    get_inputs()`, and `--inputs` was an unrecognized argument of that form."""
+    import argparse
+
+    from workbench.cli import _load_line
+
+    args = argparse.Namespace(payload="model.py:Net", inputs="2x16xi64[0:1000],1x3xf32", chunk=None,
+                              allow_unregistered_dialects=False)
+    assert _load_line(args) == "import model.py:Net --inputs 2x16xi64[0:1000],1x3xf32"
+    out = run_cli([MATMUL, "--inputs", "1x2xf32", "--json", tmp_path / "r.json"], cwd=tmp_path)
+    assert out.returncode == 2 and out.stderr.strip().splitlines() == [
+        "lh-workbench: --inputs gives the input specs of a torch model payload (MODEL.py[:NAME]); an MLIR "
+        "payload's inputs are `run --inputs random|zeros|ones` or `run --npy`"], out.stderr
+    assert json.loads((tmp_path / "r.json").read_text())["usage_error"] is True
+
+
+NO_GET_INPUTS = '''
+import torch
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(50, 8)
+        self.lin = torch.nn.Linear(8, 4)
+
+    def forward(self, idx):
+        return self.lin(self.emb(idx)).relu()
+'''
+
+
+@pytest.mark.skipif(not __import__("test_torch_import")._torch_available(), reason="torch + torch-mlir not here")
+def test_a_model_payload_without_get_inputs_imports_with_inputs_given(tmp_path):
+    from test_torch_import import TORCH_PYTHON
+
+    (tmp_path / "net.py").write_text(NO_GET_INPUTS)
+    (tmp_path / "s.lhw").write_text("run --check --iterations 2\n")
+    env = {"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}
+    out = run_cli(["net.py:Net", "--script", "s.lhw"], cwd=tmp_path, env_extra=env, timeout=600)
+    assert out.returncode == 1 and "no --inputs and the file has no get_inputs()" in out.stderr, out.stderr
+    out = run_cli(["net.py:Net", "--inputs", "2x5xi64[0:50]", "--script", "s.lhw", "--json", "r.json"],
+                  cwd=tmp_path, env_extra=env, timeout=600)
+    assert out.returncode == 0, out.stderr
+    run = json.loads((tmp_path / "r.json").read_text())["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run

@@ -206,6 +206,9 @@ def _main_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk", type=int, metavar="K",
                    help="load only chunk K (1-based) of a payload split by `// -----` lines (upstream test files, "
                         "as mlir-opt --split-input-file reads them)")
+    p.add_argument("--inputs", metavar="SPECS",
+                   help="input specs of a torch model payload (MODEL.py[:NAME]), as `lh-workbench import --inputs` "
+                        "takes them: 1x3x224x224xf32,4x16xi64[0:100] (default: the file's get_inputs())")
     resume = p.add_mutually_exclusive_group()
     resume.add_argument("--resume", action="store_true", help="restore the autosaved session of this payload")
     resume.add_argument("--no-resume", action="store_true",
@@ -432,6 +435,9 @@ def main(argv: list[str] | None = None) -> int:
     if mistyped:
         return _usage_failure(_json_arg(argv), mistyped)
     args = _parse(_main_parser(), argv)
+    if args.inputs and not (args.payload or "").partition(":")[0].endswith(".py"):
+        return _usage_failure(args.json, "--inputs gives the input specs of a torch model payload (MODEL.py[:NAME]); "
+                                         "an MLIR payload's inputs are `run --inputs random|zeros|ones` or `run --npy`")
     bad = _check_output_paths(args)
     if bad:   # a --json that can never be written gets no document
         print(f"lh-workbench: {bad}", file=sys.stderr)
@@ -557,7 +563,8 @@ def _load_line(args: argparse.Namespace) -> str:
     """`load PAYLOAD`, or `import MODEL.py[:NAME]` for a torch model (exported in a process of its own,
     its payload, inputs and torch's outputs written under out/, then loaded)."""
     if args.payload.partition(":")[0].endswith(".py"):
-        return f"import {_quote(args.payload)}"
+        # a model file without get_inputs() was refused with `no --inputs`, an option this form did not take
+        return f"import {_quote(args.payload)}" + (f" --inputs {_quote(args.inputs)}" if args.inputs else "")
     flag = "--allow-unregistered " if args.allow_unregistered_dialects else ""
     if args.chunk is not None:
         flag += f"--chunk {args.chunk} "

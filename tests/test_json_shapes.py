@@ -9,7 +9,7 @@ import json
 from conftest import MATMUL, REPO, run_cli
 
 REPLAY_KEYS = {"ok", "ir_sha256", "steps", "target", "run", "error", "payload", "session", "expected_ir_sha256",
-               "reproduced"}
+               "reproduced", "warnings"}
 SCRIPT_KEYS = {"ok", "ir_sha256", "steps", "target", "run", "error", "commands"}
 
 

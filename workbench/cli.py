@@ -44,9 +44,16 @@ class ArgumentParser(argparse.ArgumentParser):
     def error(self, message: str):
         if message.startswith("unrecognized arguments:"):
             known = [o for action in self._actions for o in action.option_strings]
-            hints = [did_you_mean(word.split("=")[0], known) for word in message.split(":", 1)[1].split()
-                     if word.startswith("-")]
-            message += next((h for h in hints if h), "")
+            words = message.split(":", 1)[1].split()
+            if any(word.split("=")[0] in known for word in words if word.startswith("-")):
+                # a known option refused: it came after `--`, where every word is a positional argument (the
+                # hint was `--script` for `--script`)
+                message += " (options after `--` are taken as arguments: put them before it)"
+            else:
+                files = [word for word in words if word.startswith("-") and Path(word).exists()]
+                hints = [f" ({files[0]} is a file: name it ./{files[0]} or after `--`)"] if files else []
+                hints += [did_you_mean(word.split("=")[0], known) for word in words if word.startswith("-")]
+                message += next((h for h in hints if h), "")
         self.last_error = message
         super().error(message)
 
@@ -199,6 +206,9 @@ def _main_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk", type=int, metavar="K",
                    help="load only chunk K (1-based) of a payload split by `// -----` lines (upstream test files, "
                         "as mlir-opt --split-input-file reads them)")
+    p.add_argument("--inputs", metavar="SPECS",
+                   help="input specs of a torch model payload (MODEL.py[:NAME]), as `lh-workbench import --inputs` "
+                        "takes them: 1x3x224x224xf32,4x16xi64[0:100] (default: the file's get_inputs())")
     resume = p.add_mutually_exclusive_group()
     resume.add_argument("--resume", action="store_true", help="restore the autosaved session of this payload")
     resume.add_argument("--no-resume", action="store_true",
@@ -240,7 +250,7 @@ def _write_output(what: str, path: str, text: str) -> bool:
     try:
         atomic_write(Path(path), text)
     except OSError as e:
-        print(f"lh-workbench: cannot write {what} {path}: {one_line_error(e)}", file=sys.stderr)
+        print(f"lh-workbench: cannot write {what} {path}: {e.strerror or one_line_error(e)}", file=sys.stderr)
         return False
     return True
 
@@ -309,8 +319,9 @@ def cmd_replay(argv: list[str]) -> int:
             from workbench.commands.registry import one_line_error
 
             res = Result.failure(f"replay: internal error: {type(e).__name__}: {one_line_error(e)}")
+        # present when the session cannot be read, too (`warnings` was there only when there were some)
         extra: dict[str, Any] = {"payload": None, "session": str(args.session), "expected_ir_sha256": None,
-                                 "reproduced": None}   # present when the session cannot be read, too
+                                 "reproduced": None, "warnings": None}
         extra.update((k, v) for k, v in res.data.items() if k not in ("steps", "command"))
         if not res.ok:
             extra["error"] = res.error
@@ -394,6 +405,24 @@ def cmd_import(argv: list[str]) -> int:
     return EXIT_OK if res.ok else EXIT_FAILED
 
 
+#: the words `lh-workbench WORD ...` takes as a subcommand (`help`: what a new user types for --help)
+SUBCOMMANDS = ("import", "replay", "targets")
+
+
+def _mistyped_subcommand(argv: list[str]) -> str | None:
+    """What a first word that names no file but looks like a subcommand was meant to be: `lh-workbench replya
+    s.yaml` was refused for its second word (`unrecognized arguments: s.yaml`) and `lh-workbench targest` as a
+    payload that does not exist, neither naming the subcommand."""
+    if not argv or argv[0].startswith("-") or Path(argv[0]).exists() or any(c in argv[0] for c in "/.:[\\"):
+        return None
+    word = argv[0]
+    if word.lower() in ("help", "h", "usage"):
+        return f"{word}: no such file or subcommand (lh-workbench --help lists the options; subcommands: " \
+               f"{', '.join(SUBCOMMANDS)}, each with --help)"
+    hint = did_you_mean(word, SUBCOMMANDS)
+    return f"{word}: no such file or subcommand{hint}" if hint else None
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "import":
@@ -402,7 +431,13 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_replay(argv[1:])
     if argv and argv[0] == "targets":
         return cmd_targets(argv[1:])
+    mistyped = _mistyped_subcommand(argv)
+    if mistyped:
+        return _usage_failure(_json_arg(argv), mistyped)
     args = _parse(_main_parser(), argv)
+    if args.inputs and not (args.payload or "").partition(":")[0].endswith(".py"):
+        return _usage_failure(args.json, "--inputs gives the input specs of a torch model payload (MODEL.py[:NAME]); "
+                                         "an MLIR payload's inputs are `run --inputs random|zeros|ones` or `run --npy`")
     bad = _check_output_paths(args)
     if bad:   # a --json that can never be written gets no document
         print(f"lh-workbench: {bad}", file=sys.stderr)
@@ -528,7 +563,8 @@ def _load_line(args: argparse.Namespace) -> str:
     """`load PAYLOAD`, or `import MODEL.py[:NAME]` for a torch model (exported in a process of its own,
     its payload, inputs and torch's outputs written under out/, then loaded)."""
     if args.payload.partition(":")[0].endswith(".py"):
-        return f"import {_quote(args.payload)}"
+        # a model file without get_inputs() was refused with `no --inputs`, an option this form did not take
+        return f"import {_quote(args.payload)}" + (f" --inputs {_quote(args.inputs)}" if args.inputs else "")
     flag = "--allow-unregistered " if args.allow_unregistered_dialects else ""
     if args.chunk is not None:
         flag += f"--chunk {args.chunk} "

@@ -21,13 +21,18 @@ LIBRARY_DIR = _library_dir()
 
 
 def state_dir() -> Path:
-    """Where journals and histories live ($LH_WORKBENCH_STATE_DIR, else XDG state)."""
+    """Where journals and histories live ($LH_WORKBENCH_STATE_DIR, else XDG state). Made if it is missing; one
+    that cannot be made (a read-only home or file system) is still returned: reading from it finds nothing,
+    and each writer says in one line what it could not keep (a read-only state folder failed every `load`)."""
     env = os.environ.get("LH_WORKBENCH_STATE_DIR")
     if env:
         p = Path(env)
     else:
         p = Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "lh-workbench"
-    p.mkdir(parents=True, exist_ok=True)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass
     return p
 
 

@@ -26,15 +26,21 @@ def json_text(document: Any, indent: int | None = 2) -> str:
     """`document` as strict JSON: a float that is inf or NaN (a check's error against a reference that holds
     -inf, an output's statistics) is written as the string "inf", "-inf" or "nan" (`float()` reads them back);
     Python's json wrote `Infinity` / `NaN`, which no other JSON reader (jq, JSON.parse) accepts. Objects that
-    are not JSON types are written as their str()."""
+    are not JSON types are written as their str(), as keys too: a session file's parameter dict may have any
+    YAML key (`.nan: 1`, `2001-12-14: 1`), which json.dumps refused with a traceback."""
     import json
     import math
+
+    def key(k: Any) -> Any:
+        if isinstance(k, float) and not math.isfinite(k):
+            return str(k)
+        return k if k is None or isinstance(k, (str, int, float, bool)) else str(k)
 
     def finite(value: Any) -> Any:
         if isinstance(value, float) and not math.isfinite(value):
             return str(value)
         if isinstance(value, dict):
-            return {k: finite(v) for k, v in value.items()}
+            return {key(k): finite(v) for k, v in value.items()}
         if isinstance(value, (list, tuple)):
             return [finite(v) for v in value]
         return value

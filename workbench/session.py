@@ -903,6 +903,9 @@ class LoadedSession:
     path: Path
     steps: list[Step]
     meta: dict
+    #: what replay should say about the file's entries (a parameter whose `params:` value overrides its
+    #: reference's {k=v})
+    notes: list[str] = field(default_factory=list)
 
     def _payload_meta(self) -> dict:
         payload = self.meta.get("payload") or {}
@@ -942,14 +945,15 @@ def read_session_file(path: str | Path) -> LoadedSession:
     if not isinstance(meta, dict):
         raise SessionError(f"{path}: 'Workbench' must be a mapping")
     _check_meta(meta, path)
-    steps = []
+    steps, notes = [], []
     for i, entry in enumerate(entries, start=1):
         try:
-            steps.append(step_from_entry(entry, path.parent.resolve(), variables, where=f"{path}: entry {i}"))
+            steps.append(step_from_entry(entry, path.parent.resolve(), variables, where=f"{path}: entry {i}",
+                                         notes=notes))
         except (StepError, SpecError) as e:
             message = str(e)   # a parameter's own check (`tile_m='abc': expected int`) does not say where it is
             raise SessionError(message if str(path) in message else f"{path}: entry {i}: {message}")
-    return LoadedSession(path, steps, meta)
+    return LoadedSession(path, steps, meta, notes)
 
 
 SESSION_TOP_KEYS = ("Pipeline", "Variables", "Workbench")
@@ -957,6 +961,11 @@ SESSION_TOP_KEYS = ("Pipeline", "Variables", "Workbench")
 
 def _is_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_sha256(v: Any) -> bool:
+    """64 lowercase hex digits, as `save` writes a sha256 (`abc` was taken as a step's recorded hash, and compared)."""
+    return isinstance(v, str) and len(v) == 64 and all(c in "0123456789abcdef" for c in v)
 
 
 def _is_range(v: Any) -> bool:
@@ -971,7 +980,7 @@ def _is_range(v: Any) -> bool:
 #: what `to_yaml` writes for each step under `Workbench.steps`: key -> check
 _STEP_RECORD_FIELDS: dict[str, Callable[[Any], bool]] = {
     "index": lambda v: _is_int(v) and v >= 1,
-    "ir_sha256": lambda v: v is None or isinstance(v, str),
+    "ir_sha256": lambda v: v is None or _is_sha256(v),
     "seconds": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < float("inf"),
     "noop": lambda v: isinstance(v, bool),
 }
@@ -993,7 +1002,7 @@ _META_FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
                      "a mapping of argument indices to [lo, hi] (finite, lo < hi)"),
     "cpu": (lambda v: isinstance(v, str), "a CPU name"),
     "cpu_threads": (lambda v: _is_int(v) and 1 <= v <= MAX_CPU_THREADS, f"an integer in [1, {MAX_CPU_THREADS}]"),
-    "ir_sha256": (lambda v: v is None or isinstance(v, str), "a sha256 hex string"),
+    "ir_sha256": (lambda v: v is None or _is_sha256(v), "a sha256 hex string"),
     "steps": (lambda v: isinstance(v, list) and all(_is_step_record(x) for x in v),
               "a list of step records ({index: N, ir_sha256: HEX, seconds: S, noop: true|false}, as `save` writes)"),
     "last_run": (lambda v: isinstance(v, dict), "a mapping"),
@@ -1022,7 +1031,7 @@ def _check_meta(meta: dict, path: Path) -> None:
         if key not in _PAYLOAD_FIELDS:
             raise SessionError(f"{path}: unknown key Workbench.payload.{key}{did_you_mean(str(key), _PAYLOAD_FIELDS)} "
                                f"(known: {', '.join(_PAYLOAD_FIELDS)})")
-        if key == "sha256" and not isinstance(value, str):
+        if key == "sha256" and not _is_sha256(value):
             raise SessionError(f"{path}: Workbench.payload.sha256 must be a sha256 hex string, not {short_repr(value)}")
 
 

@@ -75,7 +75,7 @@ def _replay_file(ctx: CommandContext, path: Path, payload: Path | None, allow_un
     elif own and loaded.meta.get("from_elsewhere"):   # a journal of a session replayed from elsewhere
         s.foreign_source = Path(str(loaded.meta["from_elsewhere"]))
     expected_payload = (loaded.meta.get("payload") or {}).get("sha256")
-    warnings = []
+    warnings = list(loaded.notes)
     if expected_payload and expected_payload != s.payload_file_sha:
         warnings.append(f"payload {payload} changed since the session was saved (sha256 differs)")
     try:
@@ -93,6 +93,11 @@ def _replay_file(ctx: CommandContext, path: Path, payload: Path | None, allow_un
         if ok and expected != s.current_sha:
             warnings.append("final IR differs from the one recorded in the session" + _first_difference(loaded, reports)
                             + _versions_differ(loaded.meta))
+    if ok and (not expected or expected == s.current_sha) and _first_difference(loaded, reports):
+        # the final IR is as recorded (or none is), a step's is not: a record edited by hand, or steps that
+        # reach the same IR another way; said, where it was taken without a word
+        warnings.append("the IR after a step differs from the session's record of it" + _first_difference(
+            loaded, reports) + ("; the final IR is as recorded" if expected else "") + _versions_differ(loaded.meta))
     if warnings:
         data["warnings"] = warnings
     if not ok:

@@ -365,8 +365,9 @@ def load_pipeline_yaml(path: Path) -> tuple[list[dict], dict[str, Any]]:
 
 
 def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None = None,
-                    where: str = "") -> Step:
-    """One `Pipeline:` list entry -> Step (variables substituted)."""
+                    where: str = "", notes: list[str] | None = None) -> Step:
+    """One `Pipeline:` list entry -> Step (variables substituted). `notes` receives what the reader should be
+    told about the entry (a parameter whose `params:` value overrides another in the reference's {k=v})."""
     if not isinstance(entry, dict):
         raise StepError(f"{where}: a pipeline entry must be a mapping like `pass: ...`, got {entry!r}")
     keys = [k for k in entry if k in ENTRY_KEYS]
@@ -411,10 +412,9 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
     if key in ("pipeline", "bundle", "rewrite"):
         name, opts, ptext = S.split_ref(S.substitute(value, variables, where))
         return Step("pipeline" if key != "rewrite" else "rewrite", name,
-                    {**S.parse_params(ptext, variables, where), **given}, opts, base_dir)
+                    _merge_params(S.parse_params(ptext, variables, where), given, key, where, notes), opts, base_dir)
     path, opts, ptext = S.split_ref(value)
-    params = S.parse_params(ptext, variables, where)
-    params.update(given)
+    params = _merge_params(S.parse_params(ptext, variables, where), given, key, where, notes)
     kind = {"include": "include", "schedule": "schedule", "edit": "edit"}.get(key)
     if key == "transform":
         kind = "schedule" if path.endswith(".py") else "transform"
@@ -560,6 +560,18 @@ KINDS: dict[str, StepKind] = {k.name: k for k in (PassKind(), TransformKind(), S
 ENTRY_KEYS = ("pass", "transform", "schedule", "include", "bench", "pipeline", "bundle", "edit", "rewrite")
 #: what an entry may hold besides its one ENTRY_KEYS key (what `save` writes)
 ENTRY_EXTRA_KEYS = ("params", "selected_by")
+
+
+def _merge_params(in_ref: dict[str, Any], given: dict[str, Any], key: str, where: str,
+                  notes: list[str] | None) -> dict[str, Any]:
+    """The reference's {k=v} updated by the entry's `params:` mapping, which `save` writes with the same values.
+    Where the two disagree one was edited by hand; `params:` wins (an edit of it is used), and `notes` says so:
+    an edit of the reference's {k=v} was dropped without a word (the replay said `reproduced: true`)."""
+    for name, value in given.items():
+        if notes is not None and name in in_ref and S.format_value(in_ref[name]) != S.format_value(value):
+            notes.append(f"{where}: {name} is {S.format_value(in_ref[name])} in the `{key}:` reference's {{...}} and "
+                         f"{S.format_value(value)} in `params:`; `params:` is used")
+    return {**in_ref, **given}
 
 
 def step_from_command(text: str, base_dir: Path) -> Step:

@@ -10,8 +10,9 @@ Taken: one result, all loops parallel, no `linalg.index` and no tensor read from
 gather), static shapes, the output read with the identity map. The collapsed loops are the shortest
 trailing run (at least two) whose extents multiply to whole vectors when the innermost alone is not; every
 operand reads either all of them, as the trailing results of its map in order, or none. Not taken where an
-input comes from, or the result goes to, an op other than a linalg.generic or a tensor reshape (a
-convolution or a matmul, whose schedules read their own producers and epilogues at the op's shape).
+input comes from, or the result goes to, an op other than an elementwise linalg.generic or data movement (a
+convolution, a matmul or a reduction, whose schedules read their own producers and epilogues at the op's
+shape).
 """
 from __future__ import annotations
 
@@ -26,6 +27,16 @@ from workbench.worker.ir_walk import defining_op, ops_where
 _NEIGHBOURS = {"linalg.generic", "linalg.fill", "tensor.empty", "tensor.expand_shape", "tensor.collapse_shape",
                "tensor.extract_slice", "tensor.parallel_insert_slice", "tensor.insert_slice", "func.return",
                "arith.constant"}
+
+
+def _neighbour(op) -> bool:
+    """Whether a producer or user `op` (None: a block argument) leaves the rewrite free: data movement, or
+    an elementwise generic (a contraction written as a generic reads its operands at its own shape)."""
+    if op is None:
+        return True
+    if op.name == "linalg.generic":
+        return _parallel_generic(op)
+    return op.name in _NEIGHBOURS
 
 
 def _run(op, lanes: int) -> int | None:
@@ -46,12 +57,10 @@ def _run(op, lanes: int) -> int | None:
     for value in op.operands:
         if not (isinstance(value.type, ir.RankedTensorType) and value.type.has_static_shape):
             return None
-        src = defining_op(value)
-        if src is not None and src.name not in _NEIGHBOURS:
+        if not _neighbour(defining_op(value)):
             return None
     for use in op.results[0].uses:
-        owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
-        if owner.name not in _NEIGHBOURS:
+        if not _neighbour(use.owner.operation if hasattr(use.owner, "operation") else use.owner):
             return None
     extent = t.shape[-1]
     for first in range(rank - 2, 0, -1):

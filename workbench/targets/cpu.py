@@ -555,7 +555,10 @@ class CpuTarget(Target):
             return [(spec, {**softmax.default_params(shape[0], shape[1], threads=machine.usable_cpus), "op": op["id"]})]
         if op["op"] in cpu_selector.GROUPED_WITH_CONSUMER:
             return []  # an init of its consumer (matmul, reduction): scheduled there or lowered as a memset loop
-        generic = cpu_selector.generic_params(op, machine.vector_bits, machine.usable_cpus, machine.vector_registers)
+        # (an op in a chunk of a forall, a row network's: the forall is what runs on the cores, its chunks'
+        # ops are not split again)
+        cores = 1 if op.get("in_parallel_loop") else machine.usable_cpus
+        generic = cpu_selector.generic_params(op, machine.vector_bits, cores, machine.vector_registers)
         if generic is None:
             return []  # no loop structure (linalg.softmax of another rank, pack, ...): cpu-lower lowers it
         generic.pop("class")

@@ -428,7 +428,9 @@ def row_networks(module, threads: int = 1, min_work: int = 0) -> int:
                     done += _rewrite(group, index, row_ops, rows, threads, last, min_work)
                     break   # (the block changed: the next row count reads it anew)
                 row_bytes = _reread_row_bytes(group, rows, row_ops) if not last else 0
-                if row_bytes:
+                # (only with a row per core at least: the ops in a chunk run on one core, and a batch short
+                # of the cores is better split inside each op, as before)
+                if row_bytes and rows >= threads:
                     chunk = max([c for c in range(1, rows + 1) if rows % c == 0
                                  and c * row_bytes <= STATISTICS_CHUNK_BYTES], default=1)
                     done += _rewrite(group, index, row_ops, rows, threads, last, min_work, chunk_rows=chunk)

@@ -4,7 +4,7 @@
 #map3 = affine_map<(d0, d1, d2, d3) -> (0, d1, d2, d3)>
 #map4 = affine_map<(d0, d1) -> (d0, d1)>
 module {
-  func.func @main(%arg0: tensor<2x16x24x24xf32>) -> tensor<2x16x24x24xf32> {
+  func.func @main(%arg0: tensor<2x16x56x56xf32>) -> tensor<2x16x56x56xf32> {
     %c1_i64 = arith.constant 1 : i64
     %c2_i64 = arith.constant 2 : i64
     %c4_i64 = arith.constant 4 : i64
@@ -14,8 +14,8 @@ module {
     %cst_1 = arith.constant dense_resource<torch_tensor_16_torch.float32_1> : tensor<16xf32>
     %cst_2 = arith.constant dense_resource<torch_tensor_16_torch.float32> : tensor<16xf32>
     %cst_3 = arith.constant 1.000000e-05 : f64
-    %cst_4 = arith.constant 2.304000e+03 : f64
-    %cst_5 = arith.constant 2.304000e+03 : f32
+    %cst_4 = arith.constant 1.254400e+04 : f64
+    %cst_5 = arith.constant 1.254400e+04 : f32
     %cst_6 = arith.constant dense_resource<torch_tensor_2_16_torch.int64> : tensor<2x16xi64>
     %cst_7 = arith.constant dense_resource<torch_tensor_2_16_torch.int64_1> : tensor<2x16xi64>
     %cst_8 = arith.constant dense_resource<torch_tensor_2_16_torch.int64_2> : tensor<2x16xi64>
@@ -24,17 +24,17 @@ module {
     %cst_11 = arith.constant dense_resource<torch_tensor_2_16_torch.int64_5> : tensor<2x16xi64>
     %cst_12 = arith.constant dense_resource<torch_tensor_2_16_torch.int64_6> : tensor<2x16xi64>
     %cst_13 = arith.constant dense_resource<torch_tensor_2_16_torch.int64_7> : tensor<2x16xi64>
-    %collapsed = tensor.collapse_shape %arg0 [[0], [1], [2, 3]] : tensor<2x16x24x24xf32> into tensor<2x16x576xf32>
-    %expanded = tensor.expand_shape %collapsed [[0], [1, 2], [3]] output_shape [2, 4, 4, 576] : tensor<2x16x576xf32> into tensor<2x4x4x576xf32>
-    %0 = tensor.empty() : tensor<2x4x4x576xf64>
-    %1 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%expanded : tensor<2x4x4x576xf32>) outs(%0 : tensor<2x4x4x576xf64>) {
+    %collapsed = tensor.collapse_shape %arg0 [[0], [1], [2, 3]] : tensor<2x16x56x56xf32> into tensor<2x16x3136xf32>
+    %expanded = tensor.expand_shape %collapsed [[0], [1, 2], [3]] output_shape [2, 4, 4, 3136] : tensor<2x16x3136xf32> into tensor<2x4x4x3136xf32>
+    %0 = tensor.empty() : tensor<2x4x4x3136xf64>
+    %1 = linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%expanded : tensor<2x4x4x3136xf32>) outs(%0 : tensor<2x4x4x3136xf64>) {
     ^bb0(%in: f32, %out: f64):
       %28 = arith.extf %in : f32 to f64
       linalg.yield %28 : f64
-    } -> tensor<2x4x4x576xf64>
+    } -> tensor<2x4x4x3136xf64>
     %2 = tensor.empty() : tensor<2x4x1x1xf64>
     %3 = linalg.fill ins(%cst : f64) outs(%2 : tensor<2x4x1x1xf64>) -> tensor<2x4x1x1xf64>
-    %4 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%1 : tensor<2x4x4x576xf64>) outs(%3 : tensor<2x4x1x1xf64>) {
+    %4 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%1 : tensor<2x4x4x3136xf64>) outs(%3 : tensor<2x4x1x1xf64>) {
     ^bb0(%in: f64, %out: f64):
       %28 = arith.addf %in, %out : f64
       linalg.yield %28 : f64
@@ -44,17 +44,17 @@ module {
       %28 = arith.divf %in, %cst_4 : f64
       linalg.yield %28 : f64
     } -> tensor<2x4x1x1xf64>
-    %6 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%1, %5 : tensor<2x4x4x576xf64>, tensor<2x4x1x1xf64>) outs(%0 : tensor<2x4x4x576xf64>) {
+    %6 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%1, %5 : tensor<2x4x4x3136xf64>, tensor<2x4x1x1xf64>) outs(%0 : tensor<2x4x4x3136xf64>) {
     ^bb0(%in: f64, %in_18: f64, %out: f64):
       %28 = arith.subf %in, %in_18 : f64
       linalg.yield %28 : f64
-    } -> tensor<2x4x4x576xf64>
-    %7 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%6, %6 : tensor<2x4x4x576xf64>, tensor<2x4x4x576xf64>) outs(%0 : tensor<2x4x4x576xf64>) {
+    } -> tensor<2x4x4x3136xf64>
+    %7 = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%6, %6 : tensor<2x4x4x3136xf64>, tensor<2x4x4x3136xf64>) outs(%0 : tensor<2x4x4x3136xf64>) {
     ^bb0(%in: f64, %in_18: f64, %out: f64):
       %28 = arith.mulf %in, %in_18 : f64
       linalg.yield %28 : f64
-    } -> tensor<2x4x4x576xf64>
-    %8 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%7 : tensor<2x4x4x576xf64>) outs(%3 : tensor<2x4x1x1xf64>) {
+    } -> tensor<2x4x4x3136xf64>
+    %8 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%7 : tensor<2x4x4x3136xf64>) outs(%3 : tensor<2x4x1x1xf64>) {
     ^bb0(%in: f64, %out: f64):
       %28 = arith.addf %in, %out : f64
       linalg.yield %28 : f64
@@ -71,7 +71,7 @@ module {
       linalg.yield %28 : f32
     } -> tensor<2x4x1x1xf32>
     %12 = linalg.fill ins(%cst_0 : f32) outs(%10 : tensor<2x4x1x1xf32>) -> tensor<2x4x1x1xf32>
-    %13 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%expanded : tensor<2x4x4x576xf32>) outs(%12 : tensor<2x4x1x1xf32>) {
+    %13 = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%expanded : tensor<2x4x4x3136xf32>) outs(%12 : tensor<2x4x1x1xf32>) {
     ^bb0(%in: f32, %out: f32):
       %28 = arith.addf %in, %out : f32
       linalg.yield %28 : f32
@@ -160,18 +160,18 @@ module {
     } -> tensor<2x16xf32>
     %expanded_16 = tensor.expand_shape %23 [[0], [1, 2, 3]] output_shape [2, 16, 1, 1] : tensor<2x16xf32> into tensor<2x16x1x1xf32>
     %expanded_17 = tensor.expand_shape %24 [[0], [1, 2, 3]] output_shape [2, 16, 1, 1] : tensor<2x16xf32> into tensor<2x16x1x1xf32>
-    %25 = tensor.empty() : tensor<2x16x24x24xf32>
-    %26 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0, %expanded_16 : tensor<2x16x24x24xf32>, tensor<2x16x1x1xf32>) outs(%25 : tensor<2x16x24x24xf32>) {
+    %25 = tensor.empty() : tensor<2x16x56x56xf32>
+    %26 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0, %expanded_16 : tensor<2x16x56x56xf32>, tensor<2x16x1x1xf32>) outs(%25 : tensor<2x16x56x56xf32>) {
     ^bb0(%in: f32, %in_18: f32, %out: f32):
       %28 = arith.mulf %in, %in_18 : f32
       linalg.yield %28 : f32
-    } -> tensor<2x16x24x24xf32>
-    %27 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%26, %expanded_17 : tensor<2x16x24x24xf32>, tensor<2x16x1x1xf32>) outs(%25 : tensor<2x16x24x24xf32>) {
+    } -> tensor<2x16x56x56xf32>
+    %27 = linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%26, %expanded_17 : tensor<2x16x56x56xf32>, tensor<2x16x1x1xf32>) outs(%25 : tensor<2x16x56x56xf32>) {
     ^bb0(%in: f32, %in_18: f32, %out: f32):
       %28 = arith.addf %in, %in_18 : f32
       linalg.yield %28 : f32
-    } -> tensor<2x16x24x24xf32>
-    return %27 : tensor<2x16x24x24xf32>
+    } -> tensor<2x16x56x56xf32>
+    return %27 : tensor<2x16x56x56xf32>
   }
 }
 

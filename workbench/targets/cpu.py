@@ -325,6 +325,12 @@ class CpuTarget(Target):
     #: a network of small ops over the same rows (torch-mlir's sorting networks) as one forall over chunks of
     #: rows around it: workbench/worker/cpu/row_networks.py
     ROW_NETWORKS = "pass lh-row-networks"
+    #: elementwise ops over images whose rows are no whole vectors run over the flattened plane (N x C x 56 x 56
+    #: as N x C x 3136): workbench/worker/cpu/collapsed_planes.py
+    COLLAPSE_PLANES = "pass lh-collapse-planes"
+    #: gathers over constant index tables that read their source in order (a group norm's per-group
+    #: statistics broadcast to the channels) as reshapes: workbench/worker/cpu/reshape_gathers.py
+    RESHAPE_GATHERS = "pass lh-reshape-gathers"
     #: whether the preparation has it (off: one parallel region and one pass over memory per stage, the old
     #: variant of bench/cpu_models.py --no-row-networks)
     row_networks = True
@@ -350,7 +356,9 @@ class CpuTarget(Target):
         if gathers:
             # (first: the steps after it, and the selector, then see the value, not a gather; a no-op, left
             # out, unless an extract reads a splat)
-            first = [self.FOLD_SPLAT_EXTRACTS] + first
+            # (then gathers that are reshapes become views before the fusion, which folds them with the
+            # reshapes around; a no-op, left out, unless a gather's constant tables read in order)
+            first = [self.FOLD_SPLAT_EXTRACTS] + first + [self.RESHAPE_GATHERS]
         if any(op.get("op") == "linalg.transpose" for op in ops):
             # the weights torch-mlir transposes (x @ W.T) folded before the repeated layers become calls of
             # one function, where they would be arguments (a no-op, left out, unless one is a constant's)
@@ -431,6 +439,13 @@ class CpuTarget(Target):
             steps.append(f"{self.CONV_PLANES}{{lanes={self.machine.f32_lanes}}}")
         if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
             steps.append(self.PAD_CONV_ROWS)     # (a no-op, left out, unless a row is just short of whole vectors)
+        lanes = self.machine.f32_lanes
+        if any(op.get("op") == "linalg.generic" and len((op.get("loops") or {}).get("domain") or []) >= 3
+               and all(it == "parallel" for it in op["loops"].get("iterators") or ["reduction"])
+               and (op["loops"]["domain"][-1] or lanes) % lanes for op in ops):
+            # (last: the rewrites above read the ops at their shapes; a no-op, left out, unless an elementwise
+            # op's rows are no whole vectors but its plane is)
+            steps.append(f"{self.COLLAPSE_PLANES}{{lanes={lanes}}}")
         return steps
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
@@ -541,7 +556,10 @@ class CpuTarget(Target):
             return [(spec, {**softmax.default_params(shape[0], shape[1], threads=machine.usable_cpus), "op": op["id"]})]
         if op["op"] in cpu_selector.GROUPED_WITH_CONSUMER:
             return []  # an init of its consumer (matmul, reduction): scheduled there or lowered as a memset loop
-        generic = cpu_selector.generic_params(op, machine.vector_bits, machine.usable_cpus, machine.vector_registers)
+        # (an op in a chunk of a forall, a row network's: the forall is what runs on the cores, its chunks'
+        # ops are not split again)
+        cores = 1 if op.get("in_parallel_loop") else machine.usable_cpus
+        generic = cpu_selector.generic_params(op, machine.vector_bits, cores, machine.vector_registers)
         if generic is None:
             return []  # no loop structure (linalg.softmax of another rank, pack, ...): cpu-lower lowers it
         generic.pop("class")

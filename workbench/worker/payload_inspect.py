@@ -523,6 +523,8 @@ def inspect_module(module, loops: bool = True, only: str | None = None) -> dict:
         if structure is not None:
             info["loops"] = structure
         info["func"] = _func_of(op)
+        if _in_parallel_loop(op):
+            info["in_parallel_loop"] = True
         info["id"] = op_id
         info["tagged"] = tagged
         ops.append(info)
@@ -541,6 +543,17 @@ def inspect_module(module, loops: bool = True, only: str | None = None) -> dict:
         except Exception:  # noqa: BLE001  (partitioned code, unusual annotations: shapes decide, as before)
             pass
     return info
+
+
+def _in_parallel_loop(op) -> bool:
+    """Whether `op` is in the body of an scf.forall or scf.parallel (its loops run in one chunk of it: a
+    row network's ops, lh-row-networks)."""
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        if parent.name in ("scf.forall", "scf.parallel"):
+            return True
+        parent = parent.parent
+    return False
 
 
 def _func_of(op) -> str:

@@ -57,6 +57,13 @@ CHUNK_ELEMENTS = 2048
 LAST_CHUNK_ELEMENTS = 32768
 MIN_LAST_CHUNK = 16
 
+#: a norm's statistics (several reductions of the same wide rows, each a pass over memory of its own) are
+#: computed chunk by chunk where at least this many reductions read the same value ...
+MIN_STATISTICS_READS = 2
+#: ... in chunks of rows whose share of that value is at most this many bytes (L2 holds it across the
+#: reductions; at least one row)
+STATISTICS_CHUNK_BYTES = 512 * 1024
+
 _SHAPE_OPS = ("tensor.expand_shape", "tensor.collapse_shape")
 
 
@@ -234,7 +241,8 @@ def _replace_at(values: list, pos: int, value) -> list:
     return values
 
 
-def _rewrite(group: list, index: dict, row_ops: dict, rows: int, threads: int, last: bool, min_work: int) -> bool:
+def _rewrite(group: list, index: dict, row_ops: dict, rows: int, threads: int, last: bool, min_work: int,
+             chunk_rows: int = 0) -> bool:
     members = set(group)
     final = group[-1]
     block_ops = sorted(index, key=lambda o: index[o])
@@ -259,6 +267,8 @@ def _rewrite(group: list, index: dict, row_ops: dict, rows: int, threads: int, l
     widest = max(_elements(r) // rows for op in group for r in op.results)
     # (a small network on one thread: a parallel region costs more than its rows)
     chunk = _chunk(rows, widest, threads if widest * rows >= min_work else 1, last)
+    if chunk_rows:
+        chunk = min(chunk, chunk_rows)
     loc = final.location
     index_t = ir.IndexType.get()
     dyn = ir.ShapedType.get_dynamic_size()
@@ -306,6 +316,8 @@ def _rewrite(group: list, index: dict, row_ops: dict, rows: int, threads: int, l
                 values = list(ir.DenseI64ArrayAttr(clone.attributes[attr]))
                 pos = _pos(len(values), last)
                 clone.attributes[attr] = ir.DenseI64ArrayAttr.get(_replace_at(values, pos, chunk))
+        for r, out in zip(outputs, shared):
+            _write_in_place(mapping[r], out, slice_attrs(ranked_tensor_type(r, True)), offset)
         term = ir.Operation.create("scf.forall.in_parallel", regions=1)
     with ir.InsertionPoint(term.regions[0].blocks.append()), loc:
         for r, out in zip(outputs, shared):
@@ -324,6 +336,25 @@ def _rewrite(group: list, index: dict, row_ops: dict, rows: int, threads: int, l
     return True
 
 
+def _write_in_place(value, shared, attrs: dict, offset) -> None:
+    """A chunk's result computed by a generic into a fresh tensor (`tensor.empty`) is computed into its
+    rows of the forall's shared output instead (a slice of it as the generic's init): bufferized in
+    place, not into a buffer of its own copied into the output after (a normalization's wide result:
+    one more pass over it)."""
+    gen = defining_op(value)
+    if gen is None or gen.name != "linalg.generic" or len(gen.results) != 1:
+        return
+    init = gen.operands[len(gen.operands) - 1]
+    empty = defining_op(init)
+    if empty is None or empty.name != "tensor.empty" or init.type != value.type:
+        return
+    with ir.InsertionPoint(gen), gen.location:
+        dest = ir.Operation.create(
+            "tensor.extract_slice", results=[value.type], operands=[shared, offset],
+            attributes=dict(attrs, operandSegmentSizes=ir.DenseI32ArrayAttr.get([1, 1, 0, 0]))).results[0]
+    gen.operands[len(gen.operands) - 1] = dest
+
+
 def _elements(value) -> int:
     n = 1
     for d in ranked_tensor_type(value, True).shape:
@@ -340,6 +371,49 @@ def _is_network(group: list, rows: int) -> bool:
     return len(generics) >= MIN_GENERICS and (slices >= MIN_SLICES or reductions >= MIN_REDUCTIONS)
 
 
+def _reread_row_bytes(group: list, rows: int, row_ops: dict) -> int:
+    """Bytes per row of the widest value that several reductions of `group` read along the rows while
+    every value the group computes (its generics' results) is narrow: a norm's statistics (a group norm's
+    mean and variance, each a reduction over the same input rows, one pass over memory each); 0 when the
+    group is not that."""
+    generics = [op for op in group if op.name == "linalg.generic"]
+    members = set(group)
+    for op in generics:
+        for r in op.results:
+            if _elements(r) // rows <= MAX_ROW_ELEMENTS:
+                continue
+            # (a wide result: only the normalization the statistics feed, read after the group alone)
+            if "reduction" in iterator_types(op) or any(_top(use.owner, members) for use in r.uses):
+                return 0
+    readers: dict = {}
+    for op in generics:
+        if "reduction" not in iterator_types(op):
+            continue
+        for k in row_ops[op]:
+            v = op.operands[k]
+            if _elements(v) // rows > MAX_ROW_ELEMENTS:
+                readers.setdefault(v, set()).add(op)
+    wide = [v for v, ops in readers.items() if len(ops) >= MIN_STATISTICS_READS]
+    if not wide:
+        return 0
+    return max(_elements(v) // rows * _element_bytes(v) for v in wide)
+
+
+def _top(owner, members: set) -> bool:
+    """Whether `owner` (a use's owner) is one of `members` or nested in one."""
+    op = owner.operation if hasattr(owner, "operation") else owner
+    while op is not None:
+        if op in members:
+            return True
+        op = op.parent if hasattr(op, "parent") else None
+    return False
+
+
+def _element_bytes(value) -> int:
+    t = ranked_tensor_type(value, True).element_type
+    return max(getattr(t, "width", 32) // 8, 1) if hasattr(t, "width") else 4
+
+
 def row_networks(module, threads: int = 1, min_work: int = 0) -> int:
     """Rewrite every network of row ops in `module`'s functions (module docstring); how many."""
     done = 0
@@ -353,4 +427,12 @@ def row_networks(module, threads: int = 1, min_work: int = 0) -> int:
                 if _is_network(group, rows):
                     done += _rewrite(group, index, row_ops, rows, threads, last, min_work)
                     break   # (the block changed: the next row count reads it anew)
+                row_bytes = _reread_row_bytes(group, rows, row_ops) if not last else 0
+                # (only with a row per core at least: the ops in a chunk run on one core, and a batch short
+                # of the cores is better split inside each op, as before)
+                if row_bytes and rows >= threads:
+                    chunk = max([c for c in range(1, rows + 1) if rows % c == 0
+                                 and c * row_bytes <= STATISTICS_CHUNK_BYTES], default=1)
+                    done += _rewrite(group, index, row_ops, rows, threads, last, min_work, chunk_rows=chunk)
+                    break
     return done

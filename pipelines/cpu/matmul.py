@@ -137,12 +137,17 @@ def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
         return _ukernel_schedule(op, bufferize)
     if impl != "codegen":
         raise ValueError(f"impl must be codegen or ukernel, got {impl!r}")
-    steps = row_parts("%mm", block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n,
-                      reg_k=reg_k, pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b, pack_b=pack_b, main_m=main_m,
-                      tail_m=tail_m, tail_reg_m=tail_reg_m, mark=op or "all", in_region=not bufferize)
+    return tiling_module(block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n, reg_k=reg_k,
+                         pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b, op=op, bufferize=bufferize, pack_b=pack_b,
+                         main_m=main_m, tail_m=tail_m, tail_reg_m=tail_reg_m, in_region=not bufferize)
+
+
+def tiling_module(*, op: str, bufferize: bool, in_region: bool, **tiles: int) -> str:
+    """matmul_tiling's codegen module; `in_region`: row_parts' (matmul_parallel.py: False, its chunks' forall)."""
+    steps = row_parts("%mm", **tiles, mark=op or "all", in_region=in_region)
     return transform_module(f"""    %mm = {match_op("linalg.matmul", op)}
 {expect_one("%mm", op)}{steps}{bufferize_and_lower_vectors() if bufferize else ""}""",
-                            extra_sequences="" if bufferize else STEP_REGION_MATCHERS)
+                            extra_sequences=STEP_REGION_MATCHERS if in_region else "")
 
 
 def _check_tiles(block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int, reg_k: int, pack_tile_a: int,

@@ -97,6 +97,9 @@ def _packed_contraction(handle: str, block_m: int, block_n: int, block_k: int, r
     lowering), each scheduled the same way with pack buffers of its own; the block sizes and main_m /
     tail_m apply to a chunk."""
     split = ""
+    # (in parallel chunks the elimination stays whole-function: analyzed from the chunks' scf.forall it left
+    # packing buffers that the function's analysis replaces: GPT-2's linear layers on 2 threads)
+    in_region = in_region and not (chunks and any(c > 1 for c in chunks))
     if chunks and any(c > 1 for c in chunks):
         split = (f"    %chunk, %chunks = transform.structured.tile_using_forall {handle} num_threads "
                  f"[{', '.join(str(int(c)) for c in list(chunks) + [0])}] : ({_ANY}) -> ({_ANY}, {_ANY})\n")
@@ -142,7 +145,7 @@ def batch_matmul_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 25
     return _module(_batch_loops_to_matmul(match, batch_dims, [threads_b, threads_b2], fill_init) + _packed_contraction(
         "%mm", block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b,
         chunks=[threads_m, threads], main_m=main_m, tail_m=tail_m, tail_reg_m=tail_reg_m, mark=op or "all",
-        in_region=not bufferize), bufferize)
+        in_region=not bufferize and threads_b * threads_b2 == 1), bufferize)
 
 
 def _batch_loops_to_matmul(match: str, batch_dims: int, threads_b: list, fill_init: bool = False) -> str:

@@ -1,6 +1,6 @@
 """How long `select --apply` takes (the CPU target, one thread), against another checkout in the same run.
 
-    python bench/select_time.py [--layers 4,8] [--mlir A.mlir,B.mlir] [--repeats 3] [--against DIR | --against-rev REV]
+    python bench/select_time.py [--layers 4,8,16] [--mlir A.mlir,B.mlir] [--repeats 3] [--against DIR | --against-rev REV]
 
 Payloads: tests/fixtures/torch/transformer_layer.mlir (a torch-mlir export: attention + MLP, hidden 32)
 stacked N times in one function (`--layers`: each layer its own copy of the weights), generated here
@@ -105,7 +105,7 @@ def archive(rev: str, into: Path) -> Path:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--layers", default="4,8", help="stacked transformer layers, comma-separated (empty: none)")
+    ap.add_argument("--layers", default="4,8,16", help="stacked transformer layers, comma-separated (empty: none)")
     ap.add_argument("--mlir", default="", help="more payloads, comma-separated")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--against", type=Path, help="another checkout's root (holding workbench/ and pipelines/)")

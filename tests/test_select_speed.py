@@ -3,10 +3,14 @@ steps' parameter checks without loop structures, and the printed step results ex
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import re
+import sys
+from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, ok
+from conftest import FIXTURES, REPO as ROOT, ok
 
 LAYER = FIXTURES / "torch" / "transformer_layer.mlir"   # a torch-mlir export: weights as dense_resource blobs
 
@@ -140,3 +144,118 @@ def test_library_modules_are_loaded_once_until_their_file_changes(tmp_path, monk
     assert cpu._load_library_module("sel.py") is first and first.VALUE == 1
     (tmp_path / "sel.py").write_text("VALUE = 22\n")   # (another size: seen even within the mtime's granularity)
     assert cpu._load_library_module("sel.py").VALUE == 22
+
+
+def _stacked(n: int) -> str:
+    """bench/select_time.py's payload: the transformer layer fixture applied n times in one function."""
+    spec = importlib.util.spec_from_file_location("select_time", ROOT / "bench" / "select_time.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.stacked_layers(n)
+
+
+def _schedule_text(stage: dict) -> str:
+    """What the compile worker generates for a `schedule` stage (its generator called with its params)."""
+    path = Path(stage["path"])
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec = importlib.util.spec_from_file_location(f"s21_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.pop(0)
+    return getattr(module, stage["gen"])(**stage["params"])
+
+
+SCOPED = "    transform.bufferization.eliminate_empty_tensors %step_loops : !transform.any_op\n"
+
+
+def _selected(ctx, layers: int, tmp_path: Path) -> list[tuple[str, str, str]]:
+    """select --apply on `layers` stacked layers: (input IR, schedule text, output IR) of each per-op step
+    whose schedule eliminates empty tensors in its own loops."""
+    payload = tmp_path / f"layers{layers}.mlir"
+    payload.write_text(_stacked(layers))
+    ok(ctx, f"load {payload}")
+    ok(ctx, "target cpu --threads 1")
+    ok(ctx, "select --apply")
+    s = ctx.session
+    steps = []
+    for index, applied in enumerate(s.steps):
+        stages = applied.step.stages(s.build_ctx)
+        if len(stages) == 1 and stages[0]["kind"] == "schedule":
+            text = _schedule_text(stages[0])
+            if SCOPED in text:
+                steps.append((s.ir_at(index), text, s.ir_at(index + 1)))
+    return steps
+
+
+def _apply(ir_text: str, schedule: str) -> str:
+    """The IR after `schedule` (parsed in a fresh context); what the interpreter remarks goes to stderr."""
+    from mlir import ir
+    from mlir.dialects.transform import interpreter
+
+    from workbench.worker.compile_worker import _find_named_sequence
+    from workbench.worker.mlir_context import new_context
+
+    with new_context(), ir.Location.unknown():
+        module = ir.Module.parse(ir_text)
+        sched = ir.Module.parse(schedule)
+        interpreter.apply_named_sequence(module.operation, _find_named_sequence(sched, "__transform_main"),
+                                         sched.operation)
+        return str(module)
+
+
+LOOP_MATCHER = """  transform.named_sequence @test_loop(%op: !transform.any_op {transform.readonly}) -> !transform.any_op {
+    transform.match.operation_name %op ["scf.for", "scf.forall"] : !transform.any_op
+    transform.yield %op : !transform.any_op
+  }
+"""
+
+
+def _counted(prefix: str, handle: str) -> str:
+    """Transform ops emitting, as remarks, how many ops `handle` holds and how many loops are nested in them
+    (consumes `handle`; needs LOOP_MATCHER and @lh_keep in the module)."""
+    a = "!transform.any_op"
+    return (f"    %{prefix}_n = transform.num_associations {handle} : ({a}) -> !transform.param<i64>\n"
+            f'    transform.debug.emit_param_as_remark %{prefix}_n, "{prefix} ops" : !transform.param<i64>\n'
+            f"    %{prefix}_walked, %{prefix}_in = transform.foreach_match flatten_results in {handle}"
+            f" @test_loop -> @lh_keep : ({a}) -> ({a}, {a})\n"
+            f"    %{prefix}_loops = transform.num_associations %{prefix}_in : ({a}) -> !transform.param<i64>\n"
+            f'    transform.debug.emit_param_as_remark %{prefix}_loops, "{prefix} loops" : !transform.param<i64>\n')
+
+
+def test_per_op_steps_eliminate_empty_tensors_in_their_own_region(compile_client, tmp_path, capfd):
+    """A per-op matmul step's empty tensor elimination (a One-Shot analysis: it cost each step as much as the
+    whole function, 60% of select --apply on 16 stacked layers) looks at the region its schedule made: as
+    many loops for the first layer's matmul on 1 stacked layer as on 3, and every step's IR is the one the
+    whole-function elimination gives."""
+    from workbench.commands import CommandContext, default_registry
+    from workbench.session import Session
+
+    whole = ("    %all_funcs = transform.structured.match ops{[\"func.func\"]} in %root"
+             " : (!transform.any_op) -> !transform.any_op\n"
+             "    transform.bufferization.eliminate_empty_tensors %all_funcs : !transform.any_op\n")
+    in_module = ("    %module_loops = transform.structured.match ops{[\"scf.for\", \"scf.forall\"]} in %root"
+                 " : (!transform.any_op) -> !transform.any_op\n"
+                 "    %module_n = transform.num_associations %module_loops : (!transform.any_op) -> !transform.param<i64>\n"
+                 '    transform.debug.emit_param_as_remark %module_n, "function loops" : !transform.param<i64>\n')
+    first: dict[int, dict[str, int]] = {}
+    for layers in (1, 3):
+        ctx = CommandContext(Session(client=compile_client), default_registry())
+        steps = _selected(ctx, layers, tmp_path)
+        # (each layer: attention's projections and two batch matmuls, the MLP's two linear layers)
+        assert len(steps) >= 5 * layers
+        for before, schedule, after in steps:
+            # (counted after the elimination, which changes no loops)
+            instrumented = schedule.replace(SCOPED, SCOPED + _counted("scope", "%step_loops") + in_module)
+            instrumented = instrumented.replace("  transform.named_sequence @__transform_main",
+                                                LOOP_MATCHER + "  transform.named_sequence @__transform_main")
+            capfd.readouterr()
+            assert _apply(before, instrumented) == after   # (what the session's compile worker made)
+            numbers = {name: int(n) for name, n in re.findall(r": (\w+ \w+) (\d+) : i64", capfd.readouterr().err)}
+            assert numbers["scope ops"] >= 1 and 1 <= numbers["scope loops"] < numbers["function loops"], numbers
+            first.setdefault(layers, numbers)
+            assert _apply(before, schedule.replace(SCOPED, whole)) == after
+    # the first matmul's step: its region is the same on 1 and 3 layers, the function's loops are not
+    assert first[1]["scope loops"] == first[3]["scope loops"]
+    assert first[1]["function loops"] < first[3]["function loops"]

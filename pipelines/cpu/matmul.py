@@ -46,7 +46,7 @@ Parameters / constraints (shapes must be static):
 After the schedule, `apply cpu-matmul-lower` (pipelines/cpu/matmul-lower.yaml) reaches the LLVM
 dialect for ExecutionEngine.
 """
-from workbench.common.transform_text import transform_module
+from workbench.common.transform_text import STEP_REGION_MATCHERS, step_region, transform_module
 
 
 # Parameter schema (read with `ast` by the workbench; see workbench/steps/params.py).
@@ -137,11 +137,17 @@ def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
         return _ukernel_schedule(op, bufferize)
     if impl != "codegen":
         raise ValueError(f"impl must be codegen or ukernel, got {impl!r}")
-    steps = row_parts("%mm", block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n,
-                      reg_k=reg_k, pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b, pack_b=pack_b, main_m=main_m,
-                      tail_m=tail_m, tail_reg_m=tail_reg_m, mark=op or "all")
+    return tiling_module(block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n, reg_k=reg_k,
+                         pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b, op=op, bufferize=bufferize, pack_b=pack_b,
+                         main_m=main_m, tail_m=tail_m, tail_reg_m=tail_reg_m, in_region=not bufferize)
+
+
+def tiling_module(*, op: str, bufferize: bool, in_region: bool, **tiles: int) -> str:
+    """matmul_tiling's codegen module; `in_region`: row_parts' (matmul_parallel.py: False, its chunks' forall)."""
+    steps = row_parts("%mm", **tiles, mark=op or "all", in_region=in_region)
     return transform_module(f"""    %mm = {match_op("linalg.matmul", op)}
-{expect_one("%mm", op)}{steps}{bufferize_and_lower_vectors() if bufferize else ""}""")
+{expect_one("%mm", op)}{steps}{bufferize_and_lower_vectors() if bufferize else ""}""",
+                            extra_sequences=STEP_REGION_MATCHERS if in_region else "")
 
 
 def _check_tiles(block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int, reg_k: int, pack_tile_a: int,
@@ -169,7 +175,8 @@ def _check_tiles(block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: in
 
 def row_parts(handle: str, *, block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int, reg_k: int,
               pack_tile_a: int, pack_tile_b: int, pack_b: int, main_m: int = 0, tail_m: int = 0,
-              tail_reg_m: int = 4, mark: str = "all", transpose_b: bool = False, leading_ones: bool = False) -> str:
+              tail_reg_m: int = 4, mark: str = "all", transpose_b: bool = False, leading_ones: bool = False,
+              in_region: bool = False) -> str:
     """Steps 1-4 (module doc) of the matmuls in `handle`; with `main_m`, of the two parts each is split
     into along M (its first main_m rows in block_m blocks of reg_m-row tiles, its last tail_m rows in one
     block of tail_reg_m-row tiles; the tail packs B where pack_b_pays says so, or always for a transposed
@@ -177,14 +184,22 @@ def row_parts(handle: str, *, block_m: int, block_n: int, block_k: int, reg_m: i
     Binds %fe (the functions; %fe_main and %fe_tail with a split). Each part is found again by a
     mark (ROW_PART = "<part>_<mark>") just before its schedule: the first part's canonicalizations can
     replace the other's op (inside an scf.forall chunk its handle was left empty: the tail stayed a
-    plain linalg.matmul, scalar loops)."""
+    plain linalg.matmul, scalar loops). `in_region` (a step of a payload of several ops, K in several
+    reg_k steps): empty tensors are eliminated in the region this schedule made (`step_region`: the
+    function-level loops around its K loops and what they read; the module needs STEP_REGION_MATCHERS), not
+    in the whole function, whose One-Shot analysis made each step cost more the more of the model it held
+    (the same IR: the rest of the function is other steps' work, where it eliminated nothing more)."""
     _check_tiles(block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b, main_m, tail_m, tail_reg_m)
     any_op = "!transform.any_op"
     shared = dict(block_n=block_n, block_k=block_k, reg_n=reg_n, reg_k=reg_k, pack_tile_a=pack_tile_a,
                   pack_tile_b=pack_tile_b, transpose_b=transpose_b, leading_ones=leading_ones)
+    # the micro-kernel's K loop (several trips: still there after the schedule's canonicalizations) marks the
+    # region the elimination looks at (`step_region`)
+    def own_loops(s: str) -> list[str]:
+        return [f"%l3{s}"] if in_region and reg_k < block_k else []
     if not main_m:
         return (_block_schedule(handle, "", block_m=block_m, reg_m=reg_m, pack_b=pack_b, **shared)
-                + f"    transform.bufferization.eliminate_empty_tensors %fe : {any_op}\n")
+                + _eliminate_empty_tensors("%fe", own_loops("")))
     if not all(c.isalnum() or c in "_-." for c in mark):
         raise ValueError(f"mark must be an op id like matmul_0, got {mark!r}")
     steps = f"""    // 0. The rows in whole blocks of {reg_m}-row tiles, and the {tail_m} rows after them.
@@ -205,7 +220,18 @@ def row_parts(handle: str, *, block_m: int, block_n: int, block_k: int, reg_m: i
         in %root : ({any_op}) -> {any_op}
 """
                   + _block_schedule(f"%mm_{part}", f"_{part}", block_m=rows, reg_m=tile_rows, pack_b=pack, **shared))
-    return steps + f"    transform.bufferization.eliminate_empty_tensors %fe_tail : {any_op}\n"
+    return steps + _eliminate_empty_tensors("%fe_tail", own_loops("_main") + own_loops("_tail"))
+
+
+def _eliminate_empty_tensors(funcs: str, loops: list[str]) -> str:
+    """Empty tensor elimination in the region of the function that holds `loops` (`step_region`: handles that
+    outlive the schedule's canonicalizations), else (no `loops`) in the functions `funcs`."""
+    any_op = "!transform.any_op"
+    if not loops:
+        return f"    transform.bufferization.eliminate_empty_tensors {funcs} : {any_op}\n"
+    text = f"    %own_loops = transform.merge_handles {', '.join(loops)} : {any_op}\n"
+    return (text + step_region("%own_loops", "%step_loops")
+            + f"    transform.bufferization.eliminate_empty_tensors %step_loops : {any_op}\n")
 
 
 def _block_schedule(handle: str, s: str, block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import matmul
 from matmul_parallel import thread_grid
-from workbench.common.transform_text import transform_module
+from workbench.common.transform_text import STEP_REGION_MATCHERS, transform_module
 
 # no PAYLOAD_OP: the constraints name the dims of the payload's contractions (M, N, K)
 #: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
@@ -90,13 +90,16 @@ def _check(**values: int) -> None:
 def _packed_contraction(handle: str, block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int,
                         reg_k: int, pack_tile_a: int, pack_tile_b: int, transpose_b: bool = False,
                         chunks: list[int] | None = None, pack_b: bool = True, main_m: int = 0, tail_m: int = 0,
-                        tail_reg_m: int = 4, mark: str = "all") -> str:
+                        tail_reg_m: int = 4, mark: str = "all", in_region: bool = False) -> str:
     """The matmul.py schedule (steps 1-4, on tensors: matmul.row_parts, with its split along M where
     main_m is set) of the (m, n, k) contraction ops in `handle`. `chunks` (m and n counts): the op is
     first split into that many chunks per dim (tile_using_forall: tasks on the async runtime after
     lowering), each scheduled the same way with pack buffers of its own; the block sizes and main_m /
     tail_m apply to a chunk."""
     split = ""
+    # (in parallel chunks the elimination stays whole-function: analyzed from the chunks' scf.forall it left
+    # packing buffers that the function's analysis replaces: GPT-2's linear layers on 2 threads)
+    in_region = in_region and not (chunks and any(c > 1 for c in chunks))
     if chunks and any(c > 1 for c in chunks):
         split = (f"    %chunk, %chunks = transform.structured.tile_using_forall {handle} num_threads "
                  f"[{', '.join(str(int(c)) for c in list(chunks) + [0])}] : ({_ANY}) -> ({_ANY}, {_ANY})\n")
@@ -104,7 +107,7 @@ def _packed_contraction(handle: str, block_m: int, block_n: int, block_k: int, r
     return "\n" + split + matmul.row_parts(
         handle, block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n, reg_k=reg_k,
         pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b, pack_b=int(pack_b), main_m=main_m, tail_m=tail_m,
-        tail_reg_m=tail_reg_m, mark=mark, transpose_b=transpose_b, leading_ones=True)
+        tail_reg_m=tail_reg_m, mark=mark, transpose_b=transpose_b, leading_ones=True, in_region=in_region)
 
 
 def _module(body: str, bufferize: bool = True) -> str:
@@ -112,7 +115,7 @@ def _module(body: str, bufferize: bool = True) -> str:
     it the ops stay on tensors, for a payload of several ops scheduled one step each (pipelines/cpu/finish.py
     finishes)."""
     tail = matmul.bufferize_and_lower_vectors() if bufferize else ""
-    return transform_module(body.lstrip("\n") + tail)
+    return transform_module(body.lstrip("\n") + tail, extra_sequences="" if bufferize else STEP_REGION_MATCHERS)
 
 
 def batch_matmul_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4,
@@ -141,7 +144,8 @@ def batch_matmul_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 25
                  f"    %g = transform.structured.generalize %named : ({_ANY}) -> {_ANY}\n")
     return _module(_batch_loops_to_matmul(match, batch_dims, [threads_b, threads_b2], fill_init) + _packed_contraction(
         "%mm", block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b,
-        chunks=[threads_m, threads], main_m=main_m, tail_m=tail_m, tail_reg_m=tail_reg_m, mark=op or "all"), bufferize)
+        chunks=[threads_m, threads], main_m=main_m, tail_m=tail_m, tail_reg_m=tail_reg_m, mark=op or "all",
+        in_region=not bufferize and threads_b * threads_b2 == 1), bufferize)
 
 
 def _batch_loops_to_matmul(match: str, batch_dims: int, threads_b: list, fill_init: bool = False) -> str:
@@ -216,7 +220,8 @@ def matmul_transpose_b_tiling(block_m: int = 64, block_n: int = 256, block_k: in
     _check(threads_m=threads_m, threads=threads)
     return _module(match + _packed_contraction(
         "%mm", block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b, transpose_b=True,
-        chunks=[threads_m, threads], main_m=main_m, tail_m=tail_m, tail_reg_m=tail_reg_m, mark=op or "all"), bufferize)
+        chunks=[threads_m, threads], main_m=main_m, tail_m=tail_m, tail_reg_m=tail_reg_m, mark=op or "all",
+        in_region=not bufferize), bufferize)
 
 
 def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4, reg_n: int = 16,
@@ -235,7 +240,8 @@ def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, r
         previous = f"%e{i}"
     body = "".join(chain) + _packed_contraction("%mm", block_m, block_n, block_k, reg_m, reg_n, reg_k,
                                                 pack_tile_a, pack_tile_b, chunks=[threads_m, threads], pack_b=bool(pack_b),
-                                                main_m=main_m, tail_m=tail_m, tail_reg_m=tail_reg_m, mark=op or "all")
+                                                main_m=main_m, tail_m=tail_m, tail_reg_m=tail_reg_m, mark=op or "all",
+                                                in_region=not bufferize)
     last = f"%e{epilogue - 1}"
     if threads_m * threads > 1:   # the chain in the same chunks, each a parallel task
         body += (f"    %echunk, %eforall = transform.structured.tile_using_forall {last} num_threads [{threads_m}, {threads}]"

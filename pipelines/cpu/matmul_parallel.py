@@ -34,10 +34,12 @@ def matmul_parallel(threads: int = 2, block_m: int = 64, block_n: int = 512, blo
     for name, value in (("threads", threads), ("threads_m", threads_m)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
-    text = matmul.matmul_tiling(block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m,
+    # (empty tensors eliminated in the whole function: analyzed from the chunks' scf.forall, the elimination
+    # left packing buffers that the function's analysis replaces; matmul_family.py's chunks too)
+    text = matmul.tiling_module(block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m,
                                 reg_n=reg_n, reg_k=reg_k, pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b,
                                 op=op, bufferize=bufferize, pack_b=pack_b, main_m=main_m, tail_m=tail_m,
-                                tail_reg_m=tail_reg_m)
+                                tail_reg_m=tail_reg_m, in_region=False)
     anchor = "%mm = " + matmul.match_op("linalg.matmul", op)
     if anchor not in text:
         raise ValueError("matmul.py changed: cannot find where to insert the forall tiling")

@@ -249,6 +249,8 @@ def test_import_writes_payload_inputs_expected_and_next_command(tmp_path):
     assert "tm_tensor" not in text and "func.func @main(%arg0: tensor<6x9xf32>)" in text
     side = json.loads((tmp_path / "out" / "scans.expected.json").read_text())
     assert side["expected_types"] == ["6x9xf32", "6x9xf32"] and side["unsupported_ops"] == []
+    # bf16 outputs are checked with an atol proportional to their largest magnitude (expected.py)
+    assert side["tolerances"]["bf16"] == {"rtol": 0.05, "atol": 0.0, "atol_scale": 2.0 ** -5}
     x = np.load(tmp_path / "out" / "scans.input0.npy").astype(np.float64)
     np.testing.assert_allclose(np.load(tmp_path / "out" / "scans.expected0.npy"), np.cumsum(x, 1), rtol=1e-4,
                                atol=1e-5)

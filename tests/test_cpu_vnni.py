@@ -221,3 +221,120 @@ def test_named_machine_with_bf16_gets_the_vnni_path(ctx):
         assert ("pass lh-vnni-contractions{amx=1}" if machine.amx else "pass lh-vnni-contractions") in steps
     finally:
         ok(ctx, "target cpu --cpu host")
+
+
+# after the fusion, the extension of a bf16 tensor a linear layer reads is fused into the op computing it:
+# a layer norm's f32 body ends in truncf to bf16 and extf back (HF GPT-2 / ViT / Bert in bf16), a bf16 GELU
+# in its bf16 ops and extf; the f32 result is exactly a bf16 tensor's extension (here the bf16 values are
+# the same in the unscheduled run: a product of two bf16 values is exact in f32, rounded once either way)
+FUSED_ROUNDING = """#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+func.func @main(%x: tensor<2x16x64xbf16>, %s: tensor<2x16xf32>, %w: tensor<64x48xbf16>, %v: tensor<48x32xbf16>,
+                %y: tensor<32x48xf32>, %bias: tensor<48xf32>) -> (tensor<32x32xf32>, tensor<2x16x64xf32>, tensor<32x48xf32>) {
+  %z = arith.constant 0.0 : f32
+  %e3 = tensor.empty() : tensor<2x16x64xf32>
+  %norm = linalg.generic {indexing_maps = [#id3, #row, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%x, %s : tensor<2x16x64xbf16>, tensor<2x16xf32>) outs(%e3 : tensor<2x16x64xf32>) {
+  ^bb0(%in: bf16, %sc: f32, %out: f32):
+    %a = arith.extf %in : bf16 to f32
+    %m = arith.mulf %a, %sc : f32
+    %t = arith.truncf %m : f32 to bf16
+    %u = arith.extf %t : bf16 to f32
+    linalg.yield %u : f32
+  } -> tensor<2x16x64xf32>
+  %rows = tensor.collapse_shape %norm [[0, 1], [2]] : tensor<2x16x64xf32> into tensor<32x64xf32>
+  %e2 = tensor.empty() : tensor<64x48xf32>
+  %wf = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<64x48xbf16>) outs(%e2 : tensor<64x48xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %a = arith.extf %in : bf16 to f32
+    linalg.yield %a : f32
+  } -> tensor<64x48xf32>
+  %e = tensor.empty() : tensor<32x48xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<32x48xf32>) -> tensor<32x48xf32>
+  %h = linalg.matmul ins(%rows, %wf : tensor<32x64xf32>, tensor<64x48xf32>) outs(%c : tensor<32x48xf32>) -> tensor<32x48xf32>
+  %g = linalg.generic {indexing_maps = [#id2, #col, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%y, %bias : tensor<32x48xf32>, tensor<48xf32>) outs(%e : tensor<32x48xf32>) {
+  ^bb0(%in: f32, %b: f32, %out: f32):
+    %a = arith.addf %in, %b : f32
+    %t = arith.truncf %a : f32 to bf16
+    %sq = arith.mulf %t, %t : bf16
+    %u = arith.extf %sq : bf16 to f32
+    linalg.yield %u : f32
+  } -> tensor<32x48xf32>
+  %e4 = tensor.empty() : tensor<32x32xf32>
+  %c2 = linalg.fill ins(%z : f32) outs(%e4 : tensor<32x32xf32>) -> tensor<32x32xf32>
+  %r = linalg.matmul ins(%g, %v : tensor<32x48xf32>, tensor<48x32xbf16>) outs(%c2 : tensor<32x32xf32>) -> tensor<32x32xf32>
+  return %r, %norm, %h : tensor<32x32xf32>, tensor<2x16x64xf32>, tensor<32x48xf32>
+}
+"""
+
+
+def test_vnni_rewrite_has_a_producer_with_a_fused_rounding_write_bf16(ctx, tmp_path):
+    from mlir import ir
+
+    from workbench.worker.cpu.vnni_contractions import vnni_contractions
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(FUSED_ROUNDING)
+        assert vnni_contractions(module) == 2
+        assert module.operation.verify()
+        text = str(module)
+    assert "linalg.matmul" not in text and text.count("lh.vnni") == 2
+    # the layer norm writes bf16 (its truncf yielded), the matmul reads its collapse; the function's other
+    # result reads the f32 extension of that tensor
+    assert "outs(%0 : tensor<2x16x64xbf16>)" in text and "tensor<2x16x64xbf16> into tensor<32x64xbf16>" in text
+    assert re.search(r"arith\.truncf %\w+ : f32 to bf16\n\s+linalg\.yield %\w+ : bf16", text)
+    assert re.search(r"ins\(%\w+ : tensor<2x16x64xbf16>\) outs\(%\w+ : tensor<2x16x64xf32>\)", text)
+    # the GELU-like op yields its bf16 square, read by the second contraction as it is: no f32 copy left
+    assert re.search(r"arith\.mulf %\w+, %\w+ : bf16\n\s+linalg\.yield %\w+ : bf16", text)
+    assert "tensor<32x48xbf16> into tensor<32x24x2xbf16>" in text
+    assert not re.search(r"ins\(%\w+ : tensor<32x48xbf16>\) outs\(%\w+ : tensor<32x48xf32>\)", text)
+    assert "tensor<64x48xf32>" not in text   # (the weight's extension: read as bf16, erased)
+    if _host_has_bf16_dot():
+        path = tmp_path / "fused_rounding.mlir"
+        path.write_text(FUSED_ROUNDING)
+        ok(ctx, f"load {path}")
+        with _vdpbf16ps_machine(ctx):
+            ok(ctx, "select --apply")
+            assert sum("matmul_vnni.py" in label for label in _steps(ctx)) == 2, _steps(ctx)
+            ok(ctx, "bench warmup=1 iterations=2")
+            ok(ctx, "apply cpu-lower")
+            assert DPBF16 in ctx.session.current_ir
+            assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+
+
+def test_select_adds_the_vnni_rewrite_for_an_extension_fused_into_its_producer(ctx, tmp_path):
+    # no extension of its own: B is bf16, A the f32 result of an op whose body ends in an extension
+    text = """#id2 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @main(%x: tensor<32x64xf32>, %w: tensor<64x48xbf16>) -> tensor<32x48xf32> {
+  %z = arith.constant 0.0 : f32
+  %e2 = tensor.empty() : tensor<32x64xf32>
+  %g = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<32x64xf32>) outs(%e2 : tensor<32x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %t = arith.truncf %in : f32 to bf16
+    %y = arith.mulf %t, %t : bf16
+    %u = arith.extf %y : bf16 to f32
+    linalg.yield %u : f32
+  } -> tensor<32x64xf32>
+  %e = tensor.empty() : tensor<32x48xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<32x48xf32>) -> tensor<32x48xf32>
+  %r = linalg.matmul ins(%g, %w : tensor<32x64xf32>, tensor<64x48xbf16>) outs(%c : tensor<32x48xf32>) -> tensor<32x48xf32>
+  return %r : tensor<32x48xf32>
+}
+"""
+    path = tmp_path / "fused_gelu.mlir"
+    path.write_text(text)
+    ok(ctx, f"load {path}")
+    try:
+        ok(ctx, "target cpu --cpu zen4")
+        assert ctx.session.target.machine.bf16_dot_product
+        steps = ctx.session.target.preparation_steps(ctx.session.inspect())
+        assert "pass lh-vnni-contractions" in steps
+        ok(ctx, "target cpu --cpu avx2")
+        assert "pass lh-vnni-contractions" not in ctx.session.target.preparation_steps(ctx.session.inspect())
+    finally:
+        ok(ctx, "target cpu --cpu host")

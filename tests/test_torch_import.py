@@ -57,6 +57,60 @@ def test_compare_expected_is_elementwise_allclose(tmp_path):
     assert not count["passed"] and "0 outputs" in count["error"]
 
 
+def test_bf16_expected_atol_scales_with_the_output(tmp_path):
+    """bf16 outputs get an atol of 2^-5 max|want| (about 4 bf16 ulps of the largest element), not 5e-2: an
+    output of small magnitude off by 5% of its largest element fails (it passed the absolute 5e-2), and a
+    large one off by 2 ulps of its largest element on a small element passes (it failed)."""
+    import ml_dtypes
+
+    from workbench.execution.expected import ExpectedOutputs, compare_expected
+
+    bf16 = ml_dtypes.bfloat16
+    small = np.linspace(-0.2, 0.2, 64).astype(bf16).astype(np.float32)   # logits of max |y| 0.2
+    np.save(tmp_path / "small.npy", small)
+    exp = ExpectedOutputs(expected=[tmp_path / "small.npy"], source="t")
+    off = compare_expected([(small + 0.01).astype(bf16)], exp)            # 5% of max|want| on every element
+    # (those of |want| < 0.075: there 0.01 > 2^-5 * 0.2 + 5% |want|)
+    assert not off["passed"] and off["outputs"][0]["mismatched"] == 22, off
+    assert off["outputs"][0]["atol"] == float(np.abs(small).max()) * 2.0 ** -5
+    near = compare_expected([(small + 0.004).astype(bf16)], exp)          # 2% of max|want| (~1 ulp there)
+    assert near["passed"], near
+    large = np.linspace(-100.0, 100.0, 65).astype(bf16).astype(np.float32)
+    np.save(tmp_path / "large.npy", large)
+    big = ExpectedOutputs(expected=[tmp_path / "large.npy"], source="t")
+    got = large.copy()
+    got[32] += 1.0                                                         # 0 -> 1: 2 ulps of 100
+    assert compare_expected([got.astype(bf16)], big)["passed"]
+    got[32] += 3.0                                                         # 0 -> 4: 8 ulps of 100
+    assert not compare_expected([got.astype(bf16)], big)["passed"]
+    # f32 keeps its absolute atol
+    f32 = compare_expected([small + 0.01], exp)
+    assert not f32["passed"] and f32["outputs"][0]["atol"] == 1e-4
+
+
+def test_bf16_sidecar_tolerances_old_new_and_given(tmp_path):
+    """A sidecar's bf16 entry: the importer's new one (atol_scale) and its former default (5e-2/5e-2, in every
+    sidecar imported before) check against the scaled atol; an entry of one's own without atol_scale keeps
+    its absolute atol as written."""
+    import json
+
+    import ml_dtypes
+
+    from workbench.execution.expected import find_sidecar, compare_expected
+
+    small = np.linspace(-0.2, 0.2, 64).astype(np.float32)
+    got = (small + 0.01).astype(ml_dtypes.bfloat16)
+    (tmp_path / "m.mlir").write_text("")
+    np.save(tmp_path / "m.expected0.npy", small)
+    verdicts = {}
+    for name, entry in (("new", {"rtol": 0.05, "atol": 0.0, "atol_scale": 2.0 ** -5}),
+                        ("former", {"rtol": 0.05, "atol": 0.05}), ("own", {"rtol": 0.05, "atol": 0.02})):
+        (tmp_path / "m.expected.json").write_text(json.dumps(
+            {"expected": ["m.expected0.npy"], "inputs": [], "tolerances": {"bf16": entry}}))
+        verdicts[name] = compare_expected([got], find_sidecar(tmp_path / "m.mlir"))["passed"]
+    assert verdicts == {"new": False, "former": False, "own": True}
+
+
 # -- the sidecar in `load` and `run` ---------------------------------------------------------------
 
 def test_run_uses_the_sidecar_inputs_and_checks_torch_outputs(ctx, tmp_path):
@@ -195,6 +249,8 @@ def test_import_writes_payload_inputs_expected_and_next_command(tmp_path):
     assert "tm_tensor" not in text and "func.func @main(%arg0: tensor<6x9xf32>)" in text
     side = json.loads((tmp_path / "out" / "scans.expected.json").read_text())
     assert side["expected_types"] == ["6x9xf32", "6x9xf32"] and side["unsupported_ops"] == []
+    # bf16 outputs are checked with an atol proportional to their largest magnitude (expected.py)
+    assert side["tolerances"]["bf16"] == {"rtol": 0.05, "atol": 0.0, "atol_scale": 2.0 ** -5}
     x = np.load(tmp_path / "out" / "scans.input0.npy").astype(np.float64)
     np.testing.assert_allclose(np.load(tmp_path / "out" / "scans.expected0.npy"), np.cumsum(x, 1), rtol=1e-4,
                                atol=1e-5)

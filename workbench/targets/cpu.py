@@ -101,6 +101,14 @@ def _bf16_extension(op: dict[str, Any]) -> bool:
             and (op.get("body") or [])[:1] == ["arith.extf"])
 
 
+def _fused_extension(op: dict[str, Any]) -> bool:
+    """An inspected elementwise op into f32 whose body ends in an extension (`arith.extf`, yielded): after the
+    fusion, a bf16 value's extension fused into the op that computes it (a bf16 layer norm's or GELU's output
+    read by a linear layer; lh-vnni-contractions then has the op write the bf16 tensor)."""
+    return (op.get("kind") == "elementwise" and op.get("dtype") == "f32"
+            and (op.get("body") or [])[-2:] == ["arith.extf", "linalg.yield"])
+
+
 def _bf16_contraction(op: dict[str, Any], ops: list[dict[str, Any]]) -> bool:
     """A named matmul / batch matmul into f32 whose inputs are bf16, or f32 extensions of bf16 tensors."""
     if op.get("op") not in ("linalg.matmul", "linalg.batch_matmul") or op.get("dtype") != "f32":
@@ -413,7 +421,9 @@ class CpuTarget(Target):
         if self.machine.bf16_dot_product and (any(_bf16_contraction(op, ops) for op in ops) or (
                 # (an extension read through a reshape: the fusion and lh-shared-rhs-matmuls may make a matmul
                 # of it; a no-op, left out, where none results)
-                any(_bf16_extension(op) for op in ops) and any(op.get("kind") == "contraction" for op in ops))):
+                # (or an extension fused into its producer: the preparation of an already fused payload)
+                any(_bf16_extension(op) or _fused_extension(op) for op in ops)
+                and any(op.get("kind") == "contraction" for op in ops))):
             # (last: it takes the plain matmuls the steps above leave; on AMX, those with N a multiple of 16
             # in the AMX tiles' layout)
             steps.append(self.VNNI_CONTRACTIONS + ("{amx=1}" if self.machine.amx else ""))

@@ -15,6 +15,10 @@ The body extends both bf16 operands and accumulates in f32, as torch does; the s
 upstream's x86vector patterns turn into `x86vector.avx512.dot` (vdpbf16ps: 16 f32 lanes, each adding two
 bf16 products). The rewritten op carries VNNI_ATTR (the selector picks the schedule by it).
 
+An operand may also be the f32 result of a generic whose body yields the extension of a bf16 value (after the
+elementwise fusion, torch-mlir's `extf` of a bf16 layer-norm or GELU output is fused into that op): the op is
+rebuilt to write the bf16 tensor, which the contraction reads; any other reader gets its f32 extension.
+
 Eligible: static shapes, K even, N a multiple of 4 (the panel is 16 columns where N allows, else 8 or 4),
 default indexing maps.
 """
@@ -76,7 +80,9 @@ _RESHAPES = ("tensor.collapse_shape", "tensor.expand_shape")
 def _bf16_input(value, build: bool = False):
     """`value` itself when bf16, the bf16 tensor it extends when an f32 extension of one, else None. An f32
     reshape (collapse / expand_shape) of such an extension: with `build`, the same reshape of the bf16 tensor
-    (made at the current insertion point); without, the bf16 tensor (a check: nothing is made)."""
+    (made at the current insertion point); without, the bf16 tensor (a check: nothing is made). A generic's
+    f32 result that is a bf16 rounding extended back (`_rounding`): with `build`, the producer rebuilt to
+    yield the bf16 tensor (`_bf16_result`), that tensor; without, `value` (not None: a check)."""
     if _element(value) == "bf16":
         return value
     if _element(value) != "f32":
@@ -96,7 +102,102 @@ def _bf16_input(value, build: bool = False):
         if op.name == "tensor.collapse_shape":
             return tensor.CollapseShapeOp(result, source, reassociation).result
         return tensor.ExpandShapeOp(result, source, reassociation, [], shape).result
-    return _extension_source(value)
+    source = _extension_source(value)
+    if source is not None or _rounding(value) is None:
+        return source
+    return _bf16_result(value) if build else value
+
+
+def _rounding(value):
+    """The bf16 value in a linalg.generic's body whose `arith.extf` to f32 the body yields as `value`, when
+    the body does not read that result's init; else None. Then `value` is exactly a bf16 tensor's extension,
+    the extension fused into its producer: the fusion folds torch-mlir's `extf` of a bf16 layer-norm output
+    into the layer norm (whose f32 body then ends in truncf to bf16, extf back to f32), of a bf16 GELU's
+    output into the GELU (its bf16 ops, then extf)."""
+    from mlir import ir
+
+    owner = value.owner
+    op = owner.operation if hasattr(owner, "operation") else owner
+    if getattr(op, "name", "") != "linalg.generic" or _tensor_type(value) is None:
+        return None
+    index = ir.OpResult(value).result_number
+    block = op.regions[0].blocks[0]
+    n_inputs = len(op.operands) - len(op.results)
+    if list(block.arguments[n_inputs + index].uses):
+        return None
+    extf = list(block.operations)[-1].operands[index].owner
+    if not isinstance(extf, (ir.Operation, ir.OpView)) or extf.operation.name != "arith.extf":
+        return None
+    narrow = extf.operands[0]
+    return narrow if str(narrow.type) == "bf16" and str(extf.results[0].type) == "f32" else None
+
+
+def _bf16_result(value):
+    """`value`'s producer (`_rounding` holds) rebuilt to yield the bf16 tensor for it (the extension's
+    operand, into a bf16 init); what else read `value` reads that tensor's f32 extension (an elementwise generic,
+    which `_extension_source` takes and the rewrite erases once nothing reads it). The bf16 result."""
+    from mlir import ir
+    from mlir.dialects import tensor
+
+    owner = value.owner
+    op = owner.operation if hasattr(owner, "operation") else owner
+    index = ir.OpResult(value).result_number
+    narrow = _rounding(value)
+    block = op.regions[0].blocks[0]
+    yield_op = list(block.operations)[-1]
+    extf = yield_op.operands[index].owner
+    n_inputs = len(op.operands) - len(op.results)
+    bf16 = ir.BF16Type.get()
+    shape = list(_tensor_type(value).shape)
+    attributes = {a.name: a.attr for a in (op.attributes[n] for n in range(len(op.attributes)))}
+    with ir.InsertionPoint(op), op.location:
+        init = tensor.EmptyOp(shape, bf16).result
+        operands = list(op.operands)
+        operands[n_inputs + index] = init
+        types = [r.type for r in op.results]
+        types[index] = init.type
+        new = ir.Operation.create("linalg.generic", results=types, operands=operands, attributes=attributes,
+                                  regions=1)
+        arg_types = [a.type for a in block.arguments]
+        arg_types[n_inputs + index] = bf16
+        fresh = new.regions[0].blocks.append(*arg_types)
+        for old_arg, new_arg in zip(block.arguments, fresh.arguments):
+            old_arg.replace_all_uses_with(new_arg)
+        for inner in list(block.operations):
+            fresh.append(inner.operation)
+        if isinstance(narrow.owner, ir.Block):   # (the extension of a bf16 input: its new argument)
+            narrow = fresh.arguments[ir.BlockArgument(narrow).arg_number]
+        yield_op.operands[index] = narrow
+        if not list(extf.results[0].uses):
+            extf.operation.erase()
+        rounded = new.results[index]
+        widened = _extension(rounded, _tensor_type(value))
+    for n, (old, result) in enumerate(zip(op.results, new.results)):
+        old.replace_all_uses_with(widened if n == index else result)
+    old_init = op.operands[n_inputs + index]
+    op.erase()
+    from workbench.worker.ir_walk import erase_unread
+
+    erase_unread(old_init, ("tensor.empty",))
+    return rounded
+
+
+def _extension(value, f32_type):
+    """An elementwise linalg.generic extending the bf16 tensor `value` to `f32_type` (at the current
+    insertion point)."""
+    from mlir import ir
+    from mlir.dialects import arith, linalg, tensor
+
+    rank = len(f32_type.shape)
+    identity = ir.AffineMapAttr.get(ir.AffineMap.get_identity(rank))
+    parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
+    init = tensor.EmptyOp(list(f32_type.shape), f32_type.element_type).result
+    generic = linalg.GenericOp([f32_type], [value], [init], ir.ArrayAttr.get([identity, identity]),
+                               ir.ArrayAttr.get([parallel] * rank))
+    block = generic.regions[0].blocks.append(_tensor_type(value).element_type, f32_type.element_type)
+    with ir.InsertionPoint(block):
+        linalg.YieldOp([arith.ExtFOp(f32_type.element_type, block.arguments[0]).result])
+    return generic.results[0]
 
 
 def _transposed_source(value, rank: int):
@@ -248,11 +349,14 @@ def vnni_contractions(module, amx: bool = False) -> int:
     rewritten = 0
     for op in ops_where(module, _eligible):
         batch = 1 if op.name == "linalg.batch_matmul" else 0
-        a, b, c = op.operands
         with ir.InsertionPoint(op), op.location:
-            a3 = _expand_last(_bf16_input(a, build=True), PAIR)
+            a16 = _bf16_input(op.operands[0], build=True)
+            b16 = _bf16_input(op.operands[1], build=True)
+            # (read after: a rounding fused into a producer was split off it, the producer replaced)
+            a, b, c = op.operands
+            a3 = _expand_last(a16, PAIR)
             on_tiles = amx and _tensor_type(c).shape[-1] % AMX_COLUMNS == 0
-            bp = _pack_b(_bf16_input(b, build=True), batch)
+            bp = _pack_b(b16, batch)
             c3 = _expand_last(c, panel_width(_tensor_type(c).shape[-1]))
             result = _collapse_last(_vnni_generic(a3, bp, c3, batch, AMX_ATTR if on_tiles else VNNI_ATTR))
         op.results[0].replace_all_uses_with(result)

@@ -127,6 +127,16 @@ def clone_mapped(op, mapping: dict, ip=None):
     return clone
 
 
+def element_bits(element_type) -> int | None:
+    """The width in bits of a float or integer element type, None for another (index, complex, ...)."""
+    for cls in (ir.FloatType, ir.IntegerType):
+        try:
+            return cls(element_type).width
+        except (ValueError, TypeError):
+            continue
+    return None
+
+
 def ranked_tensor_type(value, static: bool = False):
     """`value`'s ranked tensor type (with `static`: only when its shape is static), else None."""
     t = value.type

@@ -29,17 +29,6 @@ _MOVING = ("linalg.transpose", "tensor.pad", "linalg.generic")
 _RESHAPES = ("tensor.collapse_shape", "tensor.expand_shape")
 
 
-def _element_bits(element_type) -> int | None:
-    from mlir import ir
-
-    for cls in (ir.FloatType, ir.IntegerType):
-        try:
-            return cls(element_type).width
-        except (ValueError, TypeError):
-            continue
-    return None
-
-
 def _static_type(value):
     from workbench.worker.ir_walk import ranked_tensor_type
 
@@ -49,7 +38,9 @@ def _static_type(value):
 def _numpy_dtype(tensor_type):
     import numpy as np
 
-    bits = _element_bits(tensor_type.element_type)
+    from workbench.worker.ir_walk import element_bits
+
+    bits = element_bits(tensor_type.element_type)
     return np.dtype(_UNSIGNED[bits]) if bits in _UNSIGNED else None
 
 
@@ -116,7 +107,7 @@ def pad_value(op):
     import numpy as np
     from mlir import ir
 
-    from workbench.worker.ir_walk import defining_op
+    from workbench.worker.ir_walk import defining_op, element_bits
 
     body = op.regions[0].blocks[0].operations
     yielded = defining_op(list(body)[-1].operands[0]) if len(list(body)[-1].operands) == 1 else None
@@ -124,7 +115,7 @@ def pad_value(op):
         return None
     attr = yielded.attributes["value"]
     t = _static_type(op.results[0])
-    bits = _element_bits(t.element_type)
+    bits = element_bits(t.element_type)
     try:
         value = ir.FloatAttr(attr).value
         floats = {16: "float16", 32: "float32", 64: "float64"}

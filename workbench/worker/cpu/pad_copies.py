@@ -37,7 +37,7 @@ import numpy as np
 from mlir import ir
 
 from workbench.worker.cpu import gathers
-from workbench.worker.ir_walk import iterator_types, ops_where
+from workbench.worker.ir_walk import element_bits, iterator_types, ops_where
 
 #: a row with more single (non-run) elements than this is left to lh-gather-indices (a reflection of
 #: most of a long row: unrolled scalar copies would be a large body for little)
@@ -121,7 +121,7 @@ def pad_plan(op) -> dict | None:
     if not source_type.has_static_shape or not domain:
         return None
     element = source_type.element_type
-    if not isinstance(element, (ir.FloatType, ir.IntegerType)) or _bits(element) < 8:
+    if not isinstance(element, (ir.FloatType, ir.IntegerType)) or element_bits(element) < 8:
         return None
     # each loop read by one index of the load, in order (no transpose), the innermost by the last
     # index (rows stay rows); an index that depends on no loop is a constant (a slice of the input)
@@ -157,12 +157,6 @@ def pad_plan(op) -> dict | None:
             "maps": [kinds[d] for d in range(len(domain))]}
 
 
-def _bits(element) -> int:
-    if isinstance(element, ir.IntegerType):
-        return ir.IntegerType(element).width
-    return ir.FloatType(element).width
-
-
 def _pad_text(source_type, out_shape: list[int], reads: list, tables: list[np.ndarray], lanes: int,
               parallel: bool) -> str:
     """A function @pad(%src) -> the padded tensor, the rows' copies (module docstring): an scf.forall over the
@@ -172,7 +166,7 @@ def _pad_text(source_type, out_shape: list[int], reads: list, tables: list[np.nd
     rank = len(out_shape)
     src_t = str(source_type)
     out_t = f"tensor<{'x'.join(map(str, out_shape))}x{et}>"
-    chunk = max(1, lanes * 32 // _bits(element))
+    chunk = max(1, lanes * 32 // element_bits(element))
     zero = "0.0" if isinstance(element, ir.FloatType) else "0"
     lines = [f"func.func @pad(%src: {src_t}) -> {out_t} {{",
              f"  %zero = arith.constant {zero} : {et}",

@@ -35,7 +35,7 @@ import re
 
 from mlir import ir
 
-from workbench.worker.ir_walk import defining_op, iterator_types, ops_where, ranked_tensor_type
+from workbench.worker.ir_walk import defining_op, element_bits, iterator_types, ops_where, ranked_tensor_type
 
 #: a component is a network with at least this many generics and this many slices (a softmax or a norm's
 #: chain, which the rows schedule fuses, has no slices; see MIN_REDUCTIONS)
@@ -396,7 +396,8 @@ def _reread_row_bytes(group: list, rows: int, row_ops: dict) -> int:
     wide = [v for v, ops in readers.items() if len(ops) >= MIN_STATISTICS_READS]
     if not wide:
         return 0
-    return max(_elements(v) // rows * _element_bytes(v) for v in wide)
+    return max(_elements(v) // rows * max((element_bits(ranked_tensor_type(v, True).element_type) or 32) // 8, 1)
+               for v in wide)
 
 
 def _top(owner, members: set) -> bool:
@@ -407,11 +408,6 @@ def _top(owner, members: set) -> bool:
             return True
         op = op.parent if hasattr(op, "parent") else None
     return False
-
-
-def _element_bytes(value) -> int:
-    t = ranked_tensor_type(value, True).element_type
-    return max(getattr(t, "width", 32) // 8, 1) if hasattr(t, "width") else 4
 
 
 def row_networks(module, threads: int = 1, min_work: int = 0) -> int:

@@ -143,7 +143,8 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
             return report
         prepared = _prepare(session, profile_base(session) if opts.profile else session.current_key,
                             target.default_lowering, bench_params, artifact=target.run_artifact,
-                            bytecode=target.jit_bytecode, prelude=[{"kind": "pass", "pipeline": "lh-profile-regions"}] if opts.profile else None)
+                            bytecode=target.jit_bytecode,
+                            prelude=[{"kind": "pass", "pipeline": "lh-profile-regions"}] if opts.profile else None)
     except SessionError as e:
         report["error"] = str(e)
         report["detail"] = e.detail
@@ -194,8 +195,7 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
     call = (opts.check or opts.save_outputs is not None or expected is not None or not meta["outputs"]
             or opts.print_result not in ("", "void") or opts.capture_output)
     ans = target.execute(_artifact(prepared), meta, inputs, call=call, bench=True, timeout=opts.timeout,
-                         bytecode=prepared.get("llvm_bytecode"),
-                         threads=opts.threads)
+                         threads=opts.threads, bytecode=prepared.get("llvm_bytecode"))
     if not ans["ok"]:
         report["error"] = f"run failed: {ans['error']}{_timeout_hint(ans['error'], opts, meta, _artifact(prepared))}"
         report["detail"] = ans.get("diagnostics", "")

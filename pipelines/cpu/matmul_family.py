@@ -97,10 +97,11 @@ def _packed_contraction(handle: str, block_m: int, block_n: int, block_k: int, r
     lowering), each scheduled the same way with pack buffers of its own; the block sizes and main_m /
     tail_m apply to a chunk."""
     split = ""
+    chunked = bool(chunks) and any(c > 1 for c in chunks)
     # (in parallel chunks the elimination stays whole-function: analyzed from the chunks' scf.forall it left
     # packing buffers that the function's analysis replaces: GPT-2's linear layers on 2 threads)
-    in_region = in_region and not (chunks and any(c > 1 for c in chunks))
-    if chunks and any(c > 1 for c in chunks):
+    in_region = in_region and not chunked
+    if chunked:
         split = (f"    %chunk, %chunks = transform.structured.tile_using_forall {handle} num_threads "
                  f"[{', '.join(str(int(c)) for c in list(chunks) + [0])}] : ({_ANY}) -> ({_ANY}, {_ANY})\n")
         handle = "%chunk"

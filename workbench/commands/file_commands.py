@@ -87,17 +87,18 @@ def _replay_file(ctx: CommandContext, path: Path, payload: Path | None, allow_un
     expected = loaded.meta.get("ir_sha256")
     data: dict[str, Any] = {"steps": [r.to_json() for r in reports], "ir_sha256": s.current_sha,
                             "payload": str(payload), "session": str(path)}
+    first_difference = _first_difference(loaded, reports)
     if expected:
         data["expected_ir_sha256"] = expected
         data["reproduced"] = ok and expected == s.current_sha
         if ok and expected != s.current_sha:
-            warnings.append("final IR differs from the one recorded in the session" + _first_difference(loaded, reports)
+            warnings.append("final IR differs from the one recorded in the session" + first_difference
                             + _versions_differ(loaded.meta))
-    if ok and (not expected or expected == s.current_sha) and _first_difference(loaded, reports):
+    if ok and (not expected or expected == s.current_sha) and first_difference:
         # the final IR is as recorded (or none is), a step's is not: a record edited by hand, or steps that
         # reach the same IR another way; said, where it was taken without a word
-        warnings.append("the IR after a step differs from the session's record of it" + _first_difference(
-            loaded, reports) + ("; the final IR is as recorded" if expected else "") + _versions_differ(loaded.meta))
+        warnings.append("the IR after a step differs from the session's record of it" + first_difference
+                        + ("; the final IR is as recorded" if expected else "") + _versions_differ(loaded.meta))
     if warnings:
         data["warnings"] = warnings
     if not ok:

@@ -63,3 +63,45 @@ def test_asm_of_a_cuda_module_is_the_kernels_ptx(ctx, fake_h100_driver, monkeypa
     res = ctx.registry.dispatch("asm nothing_like_this", ctx)
     assert not res.ok and "no kernel named like 'nothing_like_this'" in res.error
     ok(ctx, "target cpu")
+
+
+_SMALL_ELEMENTWISE = """
+func.func @main(%x: tensor<64x256xf32>) -> tensor<64x256xf32> {
+  %e = tensor.empty() : tensor<64x256xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]} ins(%x : tensor<64x256xf32>) outs(%e : tensor<64x256xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %a, %z : f32
+    %s = arith.mulf %m, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<64x256xf32>
+  return %r : tensor<64x256xf32>
+}
+"""
+
+
+def test_code_for_another_machine_has_none_of_the_hosts_wider_instructions(ctx, tmp_path):
+    """A session for an AVX2 machine on a wider host: ExecutionEngine calls the public functions through
+    wrappers it compiles for the host, and LLVM inlined a small payload (and the benchmark wrapper over
+    it) into them: zmm registers, {1to16} broadcasts and mask registers in code for AVX2. Every function,
+    the engine's wrappers included, is AVX2 code now, the payload and the benchmark wrapper stay
+    functions of their own, and the run still checks."""
+    _needs_objdump()
+    from workbench.targets.cpu_host import machine_for
+
+    payload = tmp_path / "relu_mul.mlir"
+    payload.write_text(_SMALL_ELEMENTWISE)
+    ok(ctx, f"load {payload}")
+    ok(ctx, "target cpu --cpu avx2 --threads 1")
+    ok(ctx, "select --apply")
+    ok(ctx, "bench warmup=1 iterations=3")
+    ok(ctx, "apply cpu-lower")
+    whole = ok(ctx, "asm").body
+    assert "ymm" in whole
+    for wider in ("zmm", "{1to", "%k1"):
+        assert wider not in whole, wider
+    assert "<main>:" in whole and "<_lh_bench>:" in whole
+    if not machine_for("avx2").missing_here():
+        assert ok(ctx, "run --check").data["run"]["check"]["passed"]
+    ok(ctx, "target cpu --cpu host --threads 0")

@@ -359,5 +359,6 @@ def register(reg: Registry) -> None:
          Flag("--timeout", "seconds before the compiling worker is killed", True, type="float", minimum=0.1)],
         details="Lowers like `run` (benchmark wrapper and the target's default lowering where the module still "
                 "needs them) and compiles in a separate worker for the target's CPU and features (`target --cpu`); "
-                "the object is disassembled with llvm-objdump. The session is not changed.",
+                "the object is disassembled with llvm-objdump; ExecutionEngine's `_mlir_NAME` wrappers (they unpack the "
+                "arguments of a public function) are compiled for the host. The session is not changed.",
         category="5-run"))

@@ -330,7 +330,15 @@ def _call_and_time(engine, req: dict, inputs: list, answer: dict) -> None:
 
 
 def set_llvm_target(module, cpu: str, features: list[str]) -> None:
-    """Compile every function of `module` for `cpu` with exactly `features` (`+avx2`, `-avx512f`, ...)."""
+    """Compile every function of `module` for `cpu` with exactly `features` (`+avx2`, `-avx512f`, ...).
+
+    ExecutionEngine calls a module's public functions through wrappers it adds to the LLVM module
+    (`_mlir_NAME`, arguments packed in one pointer) with no target attributes: the host's CPU and
+    features. LLVM's inliner may put a callee whose features are a subset of the caller's into it, so
+    a public function small enough to inline (the benchmark wrapper with the payload under it) was
+    compiled again inside its wrapper for the host: AVX-512 code in a session for an AVX2 machine.
+    Public functions are therefore kept out of line (`no_inline`); what they call inlines as before,
+    within the machine's features."""
     from mlir import ir
 
     cpu_attr = ir.StringAttr.get(cpu)
@@ -339,6 +347,17 @@ def set_llvm_target(module, cpu: str, features: list[str]) -> None:
         if op.operation.name == "llvm.func":
             op.attributes["target_cpu"] = cpu_attr
             op.attributes["target_features"] = features_attr
+            if _packed_by_the_engine(op):
+                op.attributes["no_inline"] = ir.UnitAttr.get()
+
+
+def _packed_by_the_engine(func) -> bool:
+    """Whether ExecutionEngine adds a packed-arguments wrapper for this llvm.func: a definition whose
+    linkage is not local (its packFunctionArguments skips declarations and internal/private ones)."""
+    if not func.regions[0].blocks:
+        return False
+    linkage = str(func.attributes["linkage"]) if "linkage" in func.attributes else "#llvm.linkage<external>"
+    return linkage not in ("#llvm.linkage<internal>", "#llvm.linkage<private>")
 
 
 def limit_cores() -> None:

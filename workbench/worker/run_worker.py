@@ -15,6 +15,8 @@ loops forever takes only this process down. Requests:
 `target_features` on every function, which LLVM's code generator uses instead of the host's CPU and
 features (ExecutionEngine's target machine is the host's); without it the code is for this host.
 `object_file` writes the JIT-compiled object code there (to read the instructions it chose).
+The JIT's code generation is forced (a lookup of the entry) before the first call, and `protocol.compiled()`
+reported: the client's run limit starts then, the compile has its own (worker_client.WorkerProcess.request).
 `llvm_bytecode`: the module as MLIR bytecode, parsed instead of `llvm` (then its text without the weights'
 blobs); where the JIT fails on it, the run is tried again on the module's whole text, so that the error quotes
 the lines of that text as it does for a module sent as text.
@@ -32,7 +34,7 @@ import numpy as np
 
 from workbench.common.dtypes import dtype_by_name, raw_view
 from workbench.common.parallel_runtime import OTHER_LOAD_ENV
-from workbench.worker.protocol import serve_requests
+from workbench.worker.protocol import compiled, serve_requests
 
 
 def _descriptor_ptr(arr: np.ndarray):
@@ -206,7 +208,16 @@ def handle_run(req: dict) -> dict:
             handler.detach()
         if failed_on_bytecode:   # again on the whole text, as sent without bytecode: the diagnostics quote its lines
             return handle_run({**req, "llvm": _text_of_bytecode(req["llvm_bytecode"]), "llvm_bytecode": None})
+        # the JIT generates the machine code at the first lookup: done here, so that the run's time limit
+        # (protocol.compiled) starts after the compile, and a program the JIT cannot link fails as a compile
+        entry = req.get("call") or req.get("bench")
+        if entry:
+            try:
+                engine.lookup(entry)
+            except RuntimeError as e:
+                return _link_failure(e, module, list(req["libs"]))
         compile_s = time.perf_counter() - t0
+        compiled(compile_s=compile_s)
         inputs = [np.ascontiguousarray(a) for a in req["inputs"]]
         answer: dict = {"ok": True, "compile_s": compile_s}
         if os.environ.get(OTHER_LOAD_ENV):   # the target saw other load: the OpenMP team waits briefly
@@ -214,21 +225,23 @@ def handle_run(req: dict) -> dict:
         t_wait = time.perf_counter()
         with measurement_lock():
             answer["lock_wait_s"] = time.perf_counter() - t_wait
-            try:
-                _call_and_time(engine, req, inputs, answer)
-            except RuntimeError as e:   # the JIT could not link the program: name what it lacks
-                missing = unresolved_functions(module, list(req["libs"])) if "Unknown function" in str(e) else []
-                if not missing:
-                    raise
-                libs = ", ".join(os.path.basename(lib) for lib in req["libs"]) or "none"
-                return {"ok": False, "error": f"missing runtime function{'s' if len(missing) > 1 else ''} "
-                        f"{', '.join('@' + m for m in missing)}: defined by none of the runtime libraries loaded "
-                        f"({libs}) nor by the process", "diagnostics": str(e)}
+            _call_and_time(engine, req, inputs, answer)
         if profile_labels:
             answer["profile"] = _read_profile(engine, profile_labels)
         if req.get("object_file"):
             engine.dump_to_object_file(req["object_file"])
         return answer
+
+
+def _link_failure(e: RuntimeError, module, libs: list[str]) -> dict:
+    """The answer when the JIT could not link the program (its lookup failed): what it lacks, by name."""
+    missing = unresolved_functions(module, libs) if "Unknown function" in str(e) else []
+    if not missing:
+        raise e
+    names = ", ".join(os.path.basename(lib) for lib in libs) or "none"
+    return {"ok": False, "error": f"missing runtime function{'s' if len(missing) > 1 else ''} "
+            f"{', '.join('@' + m for m in missing)}: defined by none of the runtime libraries loaded "
+            f"({names}) nor by the process", "diagnostics": str(e)}
 
 
 @contextlib.contextmanager

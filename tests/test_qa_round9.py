@@ -207,15 +207,16 @@ def test_a_check_against_outputs_below_its_absolute_tolerance_says_it_cannot_fai
     assert not run["expected_check"]["passed"] and "below atol" not in (run.get("warning") or "")
 
 
-def test_a_run_killed_at_its_time_limit_says_the_limit_covers_the_compile(ctx):
+def test_a_run_killed_at_its_time_limit_says_the_limit_covers_the_calls_not_the_compile(ctx):
     """torchvision's DenseNet-121 (64x64) failed `run --check` with `run worker timed out after 120 s ... (it makes
-    1 + 10 calls)`: 67 s of the limit went to the JIT compile of its 320k-line module, 0.5 s to the calls."""
+    1 + 10 calls)`: 67 s of the limit went to the JIT compile of its 320k-line module, 0.5 s to the calls. The
+    compile has its own limit since (tests/test_run_phases.py); the hint says what `--timeout` covers."""
     from conftest import failed
 
     ok(ctx, f"load {REPO / 'tests' / 'payloads' / 'spin.mlir'}")
     err = failed(ctx, "run --iterations 1 --warmup 0 --timeout 3")
-    lines = int(err.split("it covers compiling the module (")[1].split(" lines of LLVM dialect) and then 0 + 1 calls)")[0])
-    assert lines > 10, err
+    assert "while running the compiled code" in err and err.endswith(
+        "it covers the 0 + 1 calls of the compiled code, not its compile)"), err
 
 
 def test_a_replay_report_has_its_warnings_key_whether_or_not_there_are_warnings(tmp_path):

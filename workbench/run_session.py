@@ -15,11 +15,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from workbench.common.parallel_runtime import busy_note
 from workbench.execution.expected import ExpectedOutputs, compare_expected
-from workbench.execution.runner import RunInputError, Timing, compare, make_inputs, select_outputs
+from workbench.execution.runner import RunInputError, Timing, compare, jit_compile_timeout, make_inputs, select_outputs
+from workbench.execution.worker_client import COMPILE_PHASE
 from workbench.session import Session, SessionError
 from workbench.steps.kinds import Step, StepError
 from workbench.targets import TargetError
@@ -34,7 +35,9 @@ class RunOptions:
     seed: int = 0
     npy: dict[int, Path] = field(default_factory=dict)
     threads: int | None = None
-    timeout: float = DEFAULT_TIMEOUT_S
+    timeout: float = DEFAULT_TIMEOUT_S   # the calls into the compiled code
+    #: the run worker's JIT compile before the calls (`run --compile-timeout`; None: max(600 s, 5 x timeout))
+    compile_timeout: float | None = None
     warmup: int | None = None
     iterations: int | None = None
     calls_per_sample: int | None = None
@@ -120,8 +123,9 @@ def assembly_of_current(session: Session, function: str = "", timeout: float = D
     return target.assembly(_artifact(prepared), function, timeout)
 
 
-def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
-    """Run the live module; returns the `run` JSON object (error set on failure, never raises for code faults)."""
+def run_current(session: Session, opts: RunOptions, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Run the live module; returns the `run` JSON object (error set on failure, never raises for code faults).
+    `progress` hears the run worker's phases (JIT-compiling, compiled in N s)."""
     session.require_loaded()
     target = session.target
     report: dict[str, Any] = {"target": target.name, "entry": None, "iterations": None, "warmup": None,
@@ -195,7 +199,8 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
     call = (opts.check or opts.save_outputs is not None or expected is not None or not meta["outputs"]
             or opts.print_result not in ("", "void") or opts.capture_output)
     ans = target.execute(_artifact(prepared), meta, inputs, call=call, bench=True, timeout=opts.timeout,
-                         threads=opts.threads, bytecode=prepared.get("llvm_bytecode"))
+                         threads=opts.threads, bytecode=prepared.get("llvm_bytecode"),
+                         compile_timeout=opts.compile_timeout, progress=progress)
     if not ans["ok"]:
         report["error"] = f"run failed: {ans['error']}{_timeout_hint(ans['error'], opts, meta, _artifact(prepared))}"
         report["detail"] = ans.get("diagnostics", "")
@@ -232,7 +237,7 @@ def run_current(session: Session, opts: RunOptions) -> dict[str, Any]:
         if report["expected_check"].get("warning"):
             report["warning"] = "; ".join(w for w in (report.get("warning"), report["expected_check"]["warning"]) if w)
     if opts.check:
-        report["check"] = _check(session, target, meta, inputs, ans, opts)
+        report["check"] = _check(session, target, meta, inputs, ans, opts, progress)
         if report["check"].get("error"):
             report["error"] = report["check"]["error"]
     return report
@@ -257,15 +262,17 @@ def wrapper_conflict(session: Session, opts: RunOptions, meta: dict) -> str:
 
 
 def _timeout_hint(error: str, opts: RunOptions, meta: dict | None, artifact: Any = None) -> str:
-    """What to do about a run killed at its time limit (the limit is `run --timeout`, 120 s by default). The
-    limit covers the run worker's JIT compile of the module too: torchvision's DenseNet-121 at 64x64 spent 67 s
-    of it compiling (320k lines) and 0.5 s in its 11 calls, and the hint named only the calls."""
+    """What to do about a run killed at a time limit. The run worker's JIT compile has its own limit (`run
+    --compile-timeout`, max(600 s, 5 x --timeout) by default: torchvision's DenseNet-121 at 64x64 spent 67 s
+    compiling its 320k lines, 0.5 s in its 11 calls); `run --timeout` (120 s) covers the calls only."""
     if "timed out after" not in error:
         return ""
-    compiled = (f"compiling the module ({artifact.count(chr(10)) + 1} lines of LLVM dialect) and then "
-                if isinstance(artifact, str) else "")
-    calls = (f"; it covers {compiled}{meta['warmup']} + {meta['iterations'] * meta.get('calls_per_sample', 1)} "
-             f"calls" if meta else (f"; it covers {compiled.removesuffix(' and then ')}" if compiled else ""))
+    if COMPILE_PHASE in error:
+        size = (f" of {artifact.count(chr(10)) + 1} lines of LLVM dialect" if isinstance(artifact, str) else "")
+        limit = opts.compile_timeout or jit_compile_timeout(opts.timeout)
+        return f" (`run --compile-timeout {limit * 4:g}` allows longer; it covers the JIT compile of the module{size})"
+    calls = (f"; it covers the {meta['warmup']} + {meta['iterations'] * meta.get('calls_per_sample', 1)} calls of the "
+             f"compiled code, not its compile" if meta else "; it covers the calls of the compiled code, not its compile")
     return f" (`run --timeout {max(opts.timeout * 4, 600):g}` allows longer{calls})"
 
 
@@ -329,7 +336,8 @@ def reference_base(session: Session) -> str:
 REFERENCE_OPT_LEVEL = 2
 
 
-def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: RunOptions) -> dict:
+def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: RunOptions,
+           progress: Callable[[str], None] | None = None) -> dict:
     from workbench.targets import get_target
 
     reference_target = get_target(target.reference_target)
@@ -362,8 +370,9 @@ def _check(session: Session, target, meta: dict, inputs: list, ans: dict, opts: 
                 + ", ".join(s["type"] for s in got_specs) + " vs " + ", ".join(s["type"] for s in ref_specs) + ")"}
     if cached["want"] is None:
         rans = reference_target.execute(_artifact(ref), rmeta, inputs[:len(ref_specs)], call=True, bench=False,
-                                        bytecode=ref.get("llvm_bytecode"),
-                                        timeout=opts.timeout, opt_level=REFERENCE_OPT_LEVEL)
+                                        bytecode=ref.get("llvm_bytecode"), timeout=opts.timeout,
+                                        compile_timeout=opts.compile_timeout, opt_level=REFERENCE_OPT_LEVEL,
+                                        progress=(lambda m: progress(f"reference: {m}")) if progress else None)
         if not rans["ok"]:
             return {"passed": False, "error": f"reference run failed: {rans['error']}"
                                               f"{_timeout_hint(rans['error'], opts, None, _artifact(ref))}"}

@@ -147,7 +147,8 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
     ranges = _parse_ranges(a.get("ranges"))
     opts = RunOptions(ranges=ranges, check=a["check"], inputs=a.get("inputs") or "random", seed=a.get("seed") or 0,
                       npy=_parse_npy(a.get("npy")), threads=a.get("threads"),
-                      timeout=a.get("timeout") or 120.0, warmup=a.get("warmup"), iterations=a.get("iterations"),
+                      timeout=a.get("timeout") or 120.0, compile_timeout=a.get("compile_timeout"),
+                      warmup=a.get("warmup"), iterations=a.get("iterations"),
                       calls_per_sample=a.get("calls_per_sample"), entry=a.get("entry") or _runner_entry(s, plan),
                       save_outputs=Path(a["save_outputs"]) if a.get("save_outputs") else None,
                       ranks=a.get("ranks"), expect=[Path(f) for f in (a.get("expect") or "").split(",") if f],
@@ -158,7 +159,7 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
                                       if a.get(k) not in (None, "")))
     ctx.progress(f"lowering and running on {s.target_name} ...")
     try:
-        report = run_current(s, opts)
+        report = run_current(s, opts, ctx.progress)
     except SessionError as e:
         return Result.failure(str(e), e.detail or None)
     filecheck = None
@@ -321,7 +322,10 @@ def register(reg: Registry) -> None:
          Flag("--threads", "threads for OpenMP/async code", True, type="int", minimum=0),
          Flag("--ranks", "processes of a multi-rank target (mpi; default: what the partition was made for)",
               True, type="int", minimum=1),
-         Flag("--timeout", "seconds before the run worker is killed", True, type="float", minimum=0.1),
+         Flag("--timeout", "seconds the calls into the compiled code may take before the run worker is killed "
+              "(default 120; the JIT compile before them has --compile-timeout)", True, type="float", minimum=0.1),
+         Flag("--compile-timeout", "seconds the run worker's JIT compile may take (default max(600, 5 x --timeout))",
+              True, type="float", minimum=0.1),
          Flag("--warmup", "warm-up calls (when run inserts the wrapper)", True, type="int", minimum=0,
               maximum=MAX_BENCH_CALLS),
          Flag("--iterations", "timed calls (when run inserts the wrapper)", True, type="int", minimum=1,

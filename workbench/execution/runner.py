@@ -4,7 +4,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -155,6 +155,16 @@ def select_outputs(meta: dict, args_after: list[np.ndarray], outputs: list[np.nd
     return chosen
 
 
+#: the least time a run worker's JIT compile gets (`run --compile-timeout` sets it): an LLVM -O3 compile of a
+#: model that carries its weights takes 20-70 s on a loaded machine (DenseNet-121), more than many runs need
+MIN_JIT_COMPILE_TIMEOUT_S = 600.0
+
+
+def jit_compile_timeout(run_timeout: float) -> float:
+    """The default limit of a run worker's JIT compile, given the run's own limit: max(600 s, 5 x it)."""
+    return max(MIN_JIT_COMPILE_TIMEOUT_S, 5 * run_timeout)
+
+
 class RunClient(WorkerProcess):
     """A run worker process (`module`); `run()` starts a fresh one each time and always stops it."""
 
@@ -162,8 +172,22 @@ class RunClient(WorkerProcess):
                  name: str = "run worker"):
         super().__init__(module, env=env, name=name)
 
-    def run(self, req: dict, timeout: float) -> dict:
+    def run(self, req: dict, timeout: float, compile_timeout: float | None = None,
+            progress: Callable[[str], None] | None = None) -> dict:
+        """One run request. `timeout` limits the calls into the compiled code; the JIT compile before them has
+        `compile_timeout` (default: `jit_compile_timeout(timeout)`). `progress` hears when the compile is done."""
+        import time
+
+        t0 = time.monotonic()
+
+        def compiled(message: dict) -> None:
+            if progress is not None:
+                progress(f"compiled in {time.monotonic() - t0:.1f} s; running ...")
+
+        if progress is not None:
+            progress(f"JIT-compiling the module ({self.name}) ...")
         try:
-            return self.request(dict(req, op="run"), timeout=timeout)
+            return self.request(dict(req, op="run"), timeout=timeout,
+                                compile_timeout=compile_timeout or jit_compile_timeout(timeout), on_progress=compiled)
         finally:
             self.kill()

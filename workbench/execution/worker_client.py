@@ -42,6 +42,10 @@ def describe_exit(returncode: int) -> str:
     return f"exited with status {returncode}"
 
 
+#: the phases of a two-phase request (`WorkerProcess.request(compile_timeout=...)`), as its failures name them
+COMPILE_PHASE, RUN_PHASE = "while JIT-compiling the module", "while running the compiled code"
+
+
 class WorkerCrashed(RuntimeError):
     pass
 
@@ -161,11 +165,14 @@ class WorkerProcess:
 
     # -- requests -------------------------------------------------------------------
     def request(self, req: dict, timeout: float | None = None,
-                on_follow_up: Callable[[dict], None] | None = None) -> dict:
+                on_follow_up: Callable[[dict], None] | None = None, compile_timeout: float | None = None,
+                on_progress: Callable[[dict], None] | None = None) -> dict:
         """Send one request; on crash/timeout return a failure answer (never raise). An answer marked
         `follow_up` is followed by a second message (workbench/worker/protocol.py), handed to
         `on_follow_up` before the next request goes out (or by `settle()`); a failure dict when the
-        worker died first."""
+        worker died first. `compile_timeout`: the request runs in two phases (a run worker's JIT compile,
+        then its calls): `compile_timeout` holds until the worker reports its code compiled (a progress
+        message, handed to `on_progress`), then `timeout` starts; a failure names the phase it ended in."""
         timeout = (self.timeout_s or compile_timeout_s()) if timeout is None else timeout
         if _cancelled_here():
             return self._failure(f"{self.name} request cancelled")
@@ -178,11 +185,19 @@ class WorkerProcess:
             with _in_flight_lock:
                 _in_flight.add(self)
             try:
+                limits = {"time_limit_s": timeout, **({"compile_limit_s": compile_timeout} if compile_timeout else {})}
                 try:
-                    self.conn.send(dict(req, time_limit_s=timeout))
+                    self.conn.send(dict(req, **limits))
                 except (BrokenPipeError, ConnectionResetError, OSError, AttributeError):
                     return self._failure(f"{self.name} request cancelled") if self.conn is None else self._crashed()
-                answer = self._receive(timeout)
+                if compile_timeout:
+                    answer = self._receive(compile_timeout, COMPILE_PHASE)
+                    if answer.get("progress") == "compiled":
+                        if on_progress is not None:
+                            on_progress(answer)
+                        answer = self._receive(timeout, RUN_PHASE)
+                else:
+                    answer = self._receive(timeout)
             except BaseException:
                 # interrupted while the worker works on it (Ctrl-C, a test's timeout): its answer would come
                 # back as the answer to the next request, so the worker goes (the next request starts one)
@@ -207,32 +222,34 @@ class WorkerProcess:
                 self._failure(f"{self.name} stopped before it sent the rest of its answer")
             handler(message)
 
-    def _receive(self, timeout: float) -> dict:
-        """The next message from the worker, or a failure answer (timed out: killed; crashed; cancelled)."""
+    def _receive(self, timeout: float, phase: str = "") -> dict:
+        """The next message from the worker, or a failure answer (timed out: killed; crashed; cancelled);
+        `phase` (COMPILE_PHASE, RUN_PHASE) is named in a failure."""
+        during = f" {phase}" if phase else ""
         try:
             deadline = time.monotonic() + timeout
             while True:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     self.kill()
-                    return self._failure(f"{self.name} timed out after {timeout:g} s and was killed")
+                    return self._failure(f"{self.name} timed out after {timeout:g} s{during} and was killed")
                 conn, proc = self.conn, self.proc
                 if conn is None or proc is None:  # cancel() killed the worker from another thread
                     return self._failure(f"{self.name} request cancelled")
                 if conn.poll(min(remaining, 0.2)):
                     return self._absorb(conn.recv())
                 if proc.poll() is not None and not conn.poll(0):
-                    return self._crashed()
+                    return self._crashed(during)
         except (EOFError, BrokenPipeError, ConnectionResetError, OSError, AttributeError):
             if self.conn is None:
                 return self._failure(f"{self.name} request cancelled")
-            return self._crashed()
+            return self._crashed(during)
 
     def _absorb(self, message: dict) -> dict:
         """A message as the caller gets it (a subclass takes what it keeps for itself out of it)."""
         return message
 
-    def _crashed(self) -> dict:
+    def _crashed(self, during: str = "") -> dict:
         proc = self.proc
         code = proc.wait() if proc is not None else -1
         if self._reader is not None:
@@ -240,7 +257,7 @@ class WorkerProcess:
         self.kill()
         if _cancel.is_set():   # killed by cancel_command, not a crash
             return self._failure(f"{self.name} request cancelled")
-        return self._failure(f"{self.name} process {describe_exit(code)}")
+        return self._failure(f"{self.name} process {describe_exit(code)}{during}")
 
     def _failure(self, message: str) -> dict:
         tail = [ln for ln in self.output_tail if ln.strip()]

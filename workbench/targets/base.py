@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, Callable, ClassVar
 
 from workbench.common.suggest import did_you_mean
 from workbench.paths import LIBRARY_DIR
@@ -145,9 +145,12 @@ class Target:
     run_worker_name: ClassVar[str] = "run worker"
 
     def execute(self, artifact: Any, meta: dict, inputs: list, *, call: bool, bench: bool, timeout: float,
-                threads: int | None = None, opt_level: int = 3, bytecode: bytes | None = None) -> dict:
+                threads: int | None = None, opt_level: int = 3, bytecode: bytes | None = None,
+                compile_timeout: float | None = None, progress: Callable[[str], None] | None = None) -> dict:
         """Run `artifact` in an isolated run worker; returns the worker's answer (never raises for code faults).
-        `bytecode`: the same module as MLIR bytecode (`jit_bytecode`), which the worker parses instead."""
+        `bytecode`: the same module as MLIR bytecode (`jit_bytecode`), which the worker parses instead.
+        `timeout` limits the calls; the worker's compile before them has `compile_timeout` (RunClient.run).
+        `progress` hears the phases (compiling, compiled)."""
         from workbench.execution.runner import RunClient
 
         ok, why = self.can_run()
@@ -160,7 +163,7 @@ class Target:
         if bytecode is not None:
             req["llvm_bytecode"] = bytecode
         client = RunClient(env=self.run_env(threads), module=self.run_worker_module, name=self.run_worker_name)
-        return client.run(req, timeout=timeout)
+        return client.run(req, timeout=timeout, compile_timeout=compile_timeout, progress=progress)
 
     def run_request(self, artifact: Any, meta: dict, inputs: list, *, call: bool, bench: bool,
                     opt_level: int = 3) -> dict:
@@ -207,7 +210,7 @@ class Target:
             except RuntimeError as e:
                 return {"ok": False, "error": str(e)}
             ans = RunClient(env=self.run_env(None), module=self.run_worker_module,
-                            name=self.run_worker_name).run(req, timeout=timeout)
+                            name=self.run_worker_name).run(req, timeout=timeout, compile_timeout=timeout)
             if not ans["ok"]:
                 return ans
             cmd = [objdump, "-d", "--no-show-raw-insn", "--no-addresses"] + (

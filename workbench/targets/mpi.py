@@ -195,7 +195,10 @@ class MpiTarget(Target):
         return host
 
     def execute(self, llvm: str, meta: dict, inputs: list, *, call: bool, bench: bool, timeout: float,
-                threads: int | None = None, opt_level: int = 3, bytecode: bytes | None = None) -> dict:
+                threads: int | None = None, opt_level: int = 3, bytecode: bytes | None = None,
+                compile_timeout: float | None = None, progress=None) -> dict:
+        """The ranks run under mpiexec, not the run worker's protocol: `timeout` covers each rank's JIT compile
+        and its calls (`compile_timeout` and `progress` are not used)."""
         from workbench.execution.mpi_launch import run_ranks
 
         ok, why = self.can_run()

@@ -7,6 +7,10 @@ time limit the client gave it, even when the client is gone (SIGKILL) and cannot
 - a watchdog thread checks every 0.25 s that the parent is still ours and that the request in
   flight is within its limit (+ a grace period), and ends the process otherwise. Generated code
   runs through ctypes, which releases the GIL, so the watchdog runs while a kernel spins.
+
+A request in two phases (a run worker's: compile the module, then run it) carries `compile_limit_s` beside
+`time_limit_s`: the first limit holds until the handler calls `compiled()`, which tells the client (a
+`{"progress": "compiled"}` message before the answer) and starts the second.
 """
 from __future__ import annotations
 
@@ -24,6 +28,11 @@ GRACE_S = 5.0
 PDEATHSIG_ENV, PARENT_PID_ENV = "LH_WORKBENCH_PDEATHSIG", "LH_WORKBENCH_PARENT_PID"
 
 _deadline: list[float | None] = [None]
+#: the run limit of a two-phase request still in its compile phase (see compiled())
+_run_limit: list[float | None] = [None]
+_connection: list[Connection | None] = [None]
+#: test hook: seconds `compiled()` sleeps first, as a slow compile would (tests/test_run_phases.py)
+COMPILE_DELAY_ENV = "LH_WORKBENCH_TEST_COMPILE_DELAY_S"
 #: the answer key of a function whose result is sent after the answer (see serve_requests)
 FOLLOW_UP = "_follow_up"
 
@@ -64,17 +73,33 @@ def guard_worker() -> None:
     threading.Thread(target=_watchdog, args=(parent,), name="lh-worker-watchdog", daemon=True).start()
 
 
+def compiled(**info) -> None:
+    """The request's code is compiled (a run worker forced the JIT's code generation): where the request came in
+    two phases, the client hears so (`{"progress": "compiled", **info}`) and the run's own time limit starts now.
+    Any run worker calls this once, between its compile and its first call into the compiled code."""
+    delay = os.environ.get(COMPILE_DELAY_ENV)
+    if delay:
+        time.sleep(float(delay))
+    limit, _run_limit[0] = _run_limit[0], None
+    if limit is None or _connection[0] is None:
+        return
+    _deadline[0] = time.monotonic() + limit + GRACE_S
+    _connection[0].send({"progress": "compiled", **info})
+
+
 def serve_requests(fd: int, handle: Callable[[dict], dict]) -> None:
     """Answer request dicts from the connection on `fd` until EOF or {"op": "exit"}.
 
     A Python exception in `handle` becomes a failure answer; only a real crash ends the process.
-    A request may carry `time_limit_s`: past it (+ GRACE_S) the watchdog ends the process.
+    A request may carry `time_limit_s`: past it (+ GRACE_S) the watchdog ends the process; with
+    `compile_limit_s` too, that one holds until the handler calls `compiled()` (see the module docstring).
     An answer may carry `FOLLOW_UP`, a function: the answer goes out marked `"follow_up": True`, then
     the function runs (within the same time limit) and what it returns goes out as a second message,
     which the client reads before its next request (work the caller need not wait for).
     """
     guard_worker()
     conn = Connection(fd)
+    _connection[0] = conn
     while True:
         try:
             req = conn.recv()
@@ -86,6 +111,9 @@ def serve_requests(fd: int, handle: Callable[[dict], dict]) -> None:
             conn.send({"ok": True})
             continue
         limit = req.pop("time_limit_s", None)
+        compile_limit = req.pop("compile_limit_s", None)
+        _run_limit[0] = float(limit) if limit and compile_limit else None
+        limit = compile_limit or limit
         _deadline[0] = time.monotonic() + float(limit) + GRACE_S if limit else None
         try:
             try:
@@ -103,7 +131,7 @@ def serve_requests(fd: int, handle: Callable[[dict], dict]) -> None:
                     message = _failure(e)
                 conn.send(message)
         finally:
-            _deadline[0] = None
+            _deadline[0] = _run_limit[0] = None
 
 
 def _failure(e: Exception) -> dict:

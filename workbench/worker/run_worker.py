@@ -15,6 +15,8 @@ loops forever takes only this process down. Requests:
 `target_features` on every function, which LLVM's code generator uses instead of the host's CPU and
 features (ExecutionEngine's target machine is the host's); without it the code is for this host.
 `object_file` writes the JIT-compiled object code there (to read the instructions it chose).
+The JIT's code generation is forced (a lookup of the entry) before the first call, and `protocol.compiled()`
+reported: the client's run limit starts then, the compile has its own (worker_client.WorkerProcess.request).
 `llvm_bytecode`: the module as MLIR bytecode, parsed instead of `llvm` (then its text without the weights'
 blobs); where the JIT fails on it, the run is tried again on the module's whole text, so that the error quotes
 the lines of that text as it does for a module sent as text.
@@ -32,7 +34,7 @@ import numpy as np
 
 from workbench.common.dtypes import dtype_by_name, raw_view
 from workbench.common.parallel_runtime import OTHER_LOAD_ENV
-from workbench.worker.protocol import serve_requests
+from workbench.worker.protocol import compiled, serve_requests
 
 
 def _descriptor_ptr(arr: np.ndarray):
@@ -154,6 +156,65 @@ def jit_failure_reason(diagnostics: list, text: str) -> str:
     return ""
 
 
+#: a `dense_resource` global of fewer bytes stays in the code (a small table LLVM may fold into it)
+MIN_EXTERNAL_BYTES = 4096
+#: set (to anything): the weights stay constants of the code, as before (bench/weights_as_data.py compares)
+WEIGHTS_AS_CODE_ENV = "LH_WORKBENCH_WEIGHTS_AS_CODE"
+
+
+def external_weights(module, bytecode: bytes) -> list[tuple[str, int, np.ndarray]]:
+    """The LLVM-dialect module's constant globals initialised from a `dense_resource` blob of MIN_EXTERNAL_BYTES or
+    more made external declarations, each to be bound to its blob's bytes in `bytecode` (read in place where
+    aligned as the global says, else copied): [(symbol, address, the array that holds the bytes)], to register
+    with the ExecutionEngine before its first lookup and keep alive as long as it. Translating GPT-2 small's
+    500 MB of weights to LLVM constants and emitting them into the object took ~16 s of its 39 s `run`.
+    A global whose blob is missing or of another size than its type is left alone: the translation reports it."""
+    from mlir import ir
+
+    from workbench.worker.bytecode_resources import builtin_blobs
+
+    candidates = []
+    for op in module.body.operations:
+        op = op.operation
+        if op.name != "llvm.mlir.global" or "value" not in op.attributes or "constant" not in op.attributes:
+            continue
+        value = op.attributes["value"]
+        if not str(value).startswith("dense_resource<"):   # (str prints the name, not the blob)
+            continue
+        candidates.append((op, value))
+    if not candidates:
+        return []
+    blobs = builtin_blobs(bytecode)
+    bound = []
+    for op, value in candidates:
+        name = str(value)[len("dense_resource<"):].split(">", 1)[0]
+        blob = blobs.get(name)
+        try:
+            shaped = ir.ShapedType(value.type)
+            width = shaped.element_type.width
+            elements = int(np.prod(shaped.shape)) if shaped.has_static_shape else -1
+        except (ValueError, AttributeError, TypeError):
+            continue
+        if blob is None or width % 8 or blob.nbytes != elements * width // 8 or blob.nbytes < MIN_EXTERNAL_BYTES:
+            continue
+        alignment = max(ir.IntegerAttr(op.attributes["alignment"]).value if "alignment" in op.attributes else 1,
+                        width // 8)
+        data = np.frombuffer(blob, dtype=np.uint8)
+        if data.ctypes.data % alignment:
+            raw = np.empty(data.nbytes + alignment, dtype=np.uint8)
+            skip = -raw.ctypes.data % alignment
+            data = raw[skip:skip + blob.nbytes]
+            data[:] = np.frombuffer(blob, dtype=np.uint8)
+        # a declaration (external, no value): references to it go through the GOT, wherever the bytes are
+        del op.attributes["value"]
+        op.attributes["linkage"] = ir.Attribute.parse("#llvm.linkage<external>")
+        for attr in ("dso_local", "unnamed_addr"):
+            if attr in op.attributes:
+                del op.attributes[attr]
+        bound.append((ir.StringAttr(op.attributes["sym_name"]).value, data.ctypes.data, data))
+    return bound
+
+
 def _text_of_bytecode(data: bytes) -> str:
     """The text of a module sent as bytecode, parsed in a context of its own (in the run's context its
     resource names are taken: a second parse renames them)."""
@@ -184,6 +245,9 @@ def handle_run(req: dict) -> dict:
             set_llvm_target(module, req["llvm_target"]["cpu"], req["llvm_target"]["features"])
         profile_labels = _profile_labels(module)
         t0 = time.perf_counter()
+        # a model's weights bound as data: the JIT no longer emits them as constants of the object code
+        weights = external_weights(module, req["llvm_bytecode"]) \
+            if req.get("llvm_bytecode") and not os.environ.get(WEIGHTS_AS_CODE_ENV) else []
         # the translation to LLVM IR reports why it fails (a `dense_resource` without its blob or of the wrong
         # size, an op it cannot translate) as MLIR diagnostics; the exception says only "Failure while
         # creating the ExecutionEngine"
@@ -193,6 +257,8 @@ def handle_run(req: dict) -> dict:
         try:
             engine = ExecutionEngine(module, opt_level=int(req.get("opt_level", 3)), shared_libs=list(req["libs"]),
                                      enable_object_dump=bool(req.get("object_file")))
+            for name, address, _ in weights:
+                engine.raw_register_runtime(name, ctypes.c_void_p(address))
             if req.get("initialize"):
                 engine.initialize()
         except Exception as e:
@@ -206,29 +272,42 @@ def handle_run(req: dict) -> dict:
             handler.detach()
         if failed_on_bytecode:   # again on the whole text, as sent without bytecode: the diagnostics quote its lines
             return handle_run({**req, "llvm": _text_of_bytecode(req["llvm_bytecode"]), "llvm_bytecode": None})
+        # the JIT generates the machine code at the first lookup: done here, so that the run's time limit
+        # (protocol.compiled) starts after the compile, and a program the JIT cannot link fails as a compile
+        entry = req.get("call") or req.get("bench")
+        if entry:
+            try:
+                engine.lookup(entry)
+            except RuntimeError as e:
+                return _link_failure(e, module, list(req["libs"]))
         compile_s = time.perf_counter() - t0
+        compiled(compile_s=compile_s)
         inputs = [np.ascontiguousarray(a) for a in req["inputs"]]
         answer: dict = {"ok": True, "compile_s": compile_s}
+        if weights:
+            answer["external_weights"] = {"globals": len(weights), "bytes": sum(w[2].nbytes for w in weights)}
         if os.environ.get(OTHER_LOAD_ENV):   # the target saw other load: the OpenMP team waits briefly
             answer["other_load"] = os.environ[OTHER_LOAD_ENV]
         t_wait = time.perf_counter()
         with measurement_lock():
             answer["lock_wait_s"] = time.perf_counter() - t_wait
-            try:
-                _call_and_time(engine, req, inputs, answer)
-            except RuntimeError as e:   # the JIT could not link the program: name what it lacks
-                missing = unresolved_functions(module, list(req["libs"])) if "Unknown function" in str(e) else []
-                if not missing:
-                    raise
-                libs = ", ".join(os.path.basename(lib) for lib in req["libs"]) or "none"
-                return {"ok": False, "error": f"missing runtime function{'s' if len(missing) > 1 else ''} "
-                        f"{', '.join('@' + m for m in missing)}: defined by none of the runtime libraries loaded "
-                        f"({libs}) nor by the process", "diagnostics": str(e)}
+            _call_and_time(engine, req, inputs, answer)
         if profile_labels:
             answer["profile"] = _read_profile(engine, profile_labels)
         if req.get("object_file"):
             engine.dump_to_object_file(req["object_file"])
         return answer
+
+
+def _link_failure(e: RuntimeError, module, libs: list[str]) -> dict:
+    """The answer when the JIT could not link the program (its lookup failed): what it lacks, by name."""
+    missing = unresolved_functions(module, libs) if "Unknown function" in str(e) else []
+    if not missing:
+        raise e
+    names = ", ".join(os.path.basename(lib) for lib in libs) or "none"
+    return {"ok": False, "error": f"missing runtime function{'s' if len(missing) > 1 else ''} "
+            f"{', '.join('@' + m for m in missing)}: defined by none of the runtime libraries loaded "
+            f"({names}) nor by the process", "diagnostics": str(e)}
 
 
 @contextlib.contextmanager

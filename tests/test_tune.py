@@ -148,3 +148,24 @@ def test_a_tune_never_hands_back_worse_than_the_current_dict(ctx, tmp_path):
     assert rep["best"]["kept_current"] and rep["best"]["tuned"] == {"reg_m": 8, "reg_n": 32}
     assert "current parameters stay best" in res.summary
     assert ctx.session.steps[0].step.params == before and ctx.session.steps[0].step.selected_by != "tune:flattered"
+
+
+def test_a_candidate_whose_compile_runs_past_its_limit_fails_the_trial(ctx, tmp_path, monkeypatch):
+    """tune's candidates have their own JIT-compile limit (`--compile-timeout`, default
+    CANDIDATE_COMPILE_TIMEOUT_S), not run's ten-minute floor: a compile that sleeps 4 s under a 1 s limit is
+    a FAIL naming the compile, and the study goes on to the next candidate."""
+    from workbench.commands.tune_commands import CANDIDATE_COMPILE_TIMEOUT_S
+    from workbench.execution.runner import jit_compile_timeout
+
+    assert CANDIDATE_COMPILE_TIMEOUT_S < jit_compile_timeout(60.0)
+    ok(ctx, f"load {mm_payload(tmp_path / 'mm.mlir', 64)}")
+    ok(ctx, f"apply {FIX / 'variants.py'}[gen=variant]{{mode=ok tile=32}}")
+    monkeypatch.setenv("LH_WORKBENCH_TEST_COMPILE_DELAY_S", "4")
+    res = ctx.registry.dispatch(f"tune 1 --sampler grid --trials 2 --iterations 2 --no-baseline --compile-timeout 1 "
+                                f"--storage {tmp_path / 'c.db'} tile=[16,32]", ctx)
+    assert not res.ok and "no candidate succeeded" in res.error
+    trials = res.data["tune"]["trials"]
+    assert len(trials) == 2
+    for t in trials:
+        assert t["state"] == "FAIL" and "JIT-compil" in t["error"], t
+    assert ctx.session.steps[0].step.params["tile"] == 32

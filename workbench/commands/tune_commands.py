@@ -13,6 +13,9 @@ from workbench.steps.kinds import StepError, step_from_command
 
 
 TAG_OPS = "rewrite tag-ops"
+#: the default limit of a tune candidate's JIT compile (`run` has max(600 s, 5 x its --timeout)): every candidate
+#: compiles alike, and one whose compile blows up should fail the trial, not stall the study
+CANDIDATE_COMPILE_TIMEOUT_S = 180.0
 
 
 def _selection_for(ctx, index: int | None):
@@ -230,7 +233,8 @@ def cmd_tune(ctx: CommandContext, a: Args) -> Result:
     except S.SpecError as e:
         return Result.failure(str(e))
     run = RunOptions(check=not a["no_check"], iterations=a.get("iterations") or 5, warmup=a.get("warmup") or 1,
-                     timeout=a.get("run_timeout") or 60.0, seed=a.get("seed") or 0)
+                     timeout=a.get("run_timeout") or 60.0, seed=a.get("seed") or 0,
+                     compile_timeout=a.get("compile_timeout") or CANDIDATE_COMPILE_TIMEOUT_S)
     opts = TuneOptions(trials=a.get("trials") or 20, timeout_s=a.get("timeout"), sampler=sampler,
                        seed=a.get("seed") or 0, storage=a.get("storage") or None,
                        workers=a.get("workers") or 1, measure_slots=a.get("measure_slots") or 1,
@@ -340,6 +344,9 @@ def register(reg: Registry) -> None:
          Flag("--warmup", "warm-up calls per candidate (default 1)", True, type="int", minimum=0,
               maximum=MAX_BENCH_CALLS),
          Flag("--run-timeout", "seconds before a candidate's run is killed", True, type="float", minimum=0.1),
+         Flag("--compile-timeout", f"seconds a candidate's JIT compile may take (default {CANDIDATE_COMPILE_TIMEOUT_S:.0f}: "
+              "a candidate whose compile blows up is a FAIL, not ten minutes of the study)", True, type="float",
+              minimum=0.1),
          Flag("--apply-best", "set the winning dict on the step (selected_by: tune:<study>)"),
          Flag("--no-baseline", "skip the baseline runs before and after"),
          Flag("--no-check", "do not check candidates' results (not recommended)")],

@@ -58,8 +58,8 @@ from mlir.dialects.transform import interpreter
 from workbench.common.compact_text import BlobSender
 from workbench.common.pass_names import pass_names
 from workbench.common.suggest import close_matches, did_you_mean
-from workbench.worker import (bench_wrapper, knobs, payload_inspect, payload_schedules, py_passes, resource_print,
-                              rewrites)
+from workbench.worker import (bench_wrapper, knobs, payload_inspect, payload_schedules, print_flags, py_passes,
+                              resource_print, rewrites)
 from workbench.worker.mlir_context import new_context
 from workbench.worker.mpi import sharding
 from workbench.worker.protocol import FOLLOW_UP, serve_requests
@@ -807,7 +807,10 @@ class CompileWorker:
 
     def _stage_schedule(self, module: ir.Module, stage: dict, label: str) -> None:
         sched = self._generate_schedule(module, stage)
-        self._run_transform(module, sched, stage.get("entry") or "__transform_main", label)
+        # (a fusion prints its ops into a remark it drops on success: not verifying the function first each
+        # time; workbench/worker/print_flags.py)
+        with print_flags.unverified_diagnostic_ops():
+            self._run_transform(module, sched, stage.get("entry") or "__transform_main", label)
 
     def _stage_rewrite(self, module: ir.Module, stage: dict, label: str) -> None:
         try:

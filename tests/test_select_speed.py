@@ -311,3 +311,43 @@ def test_row_chain_steps_give_the_ir_of_verified_printing(compile_client, tmp_pa
             chains += 1
     assert chains >= 2 * 2   # (each layer: softmax and norms)
 
+
+def test_large_results_are_backed_up_as_text_without_writing_bytecode(monkeypatch):
+    """A lazy result's backup is its bytecode up to BYTECODE_BACKUP_MAX, else its compact text. Once a result
+    of a context went over (a model's weights), later ones there are printed at once: one bytecode written
+    for a whole select, not one per step dropped (GPT-2 small's weights: 500 MB each); the text is the
+    printer's."""
+    from workbench.common.compact_text import BlobStore, CompactText
+    from workbench.worker import compile_worker
+    from workbench.worker.protocol import FOLLOW_UP
+
+    text = LAYER.read_text()
+
+    store = BlobStore()
+
+    def backups(limit: int) -> tuple[list[dict], int]:
+        monkeypatch.setattr(compile_worker, "BYTECODE_BACKUP_MAX", limit)
+        worker = compile_worker.CompileWorker()
+        parsed = worker.handle({"op": "parse", "text": text, "filename": None, "compact_ir": True})
+        assert parsed["ok"]
+        store.add(parsed["ir_blobs"])
+        key, out = parsed["sha"], []
+        for pipeline in ("linalg-generalize-named-ops", "canonicalize", "cse", "canonicalize"):
+            ans = worker.handle({"op": "apply", "key": key, "lazy": True, "compact_ir": True,
+                                 "stages": [{"kind": "pass", "pipeline": f"func.func({pipeline})"}]})
+            assert ans["ok"], ans
+            out.append(ans[FOLLOW_UP]())
+            key = ans["key"]
+            # the text of the result, printed whole here: what a text backup must hold
+            out[-1]["whole"] = worker.cache[key].operation.get_asm(binary=True, assume_verified=True).decode()
+        return out, worker.bytecode_writes
+
+    small, writes = backups(1 << 30)    # every result's bytecode under the limit: bytecode backups
+    assert writes == len(small) and all("bytecode" in b for b in small)
+    large, writes = backups(1000)        # over it: the first result's bytecode written, no other
+    assert writes == 1
+    for b in large:
+        assert "bytecode" not in b and b["ok"]
+        store.add(b["ir_blobs"])
+        restored = CompactText(b["ir_parts"], store).expand()
+        assert restored == b["whole"] and b["sha"] == hashlib.sha256(restored.encode()).hexdigest()

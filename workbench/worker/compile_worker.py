@@ -529,6 +529,9 @@ class CompileWorker:
         self.sections = resource_print.SectionCache()
         self._compact_ir = False             # this request's "compact_ir"
         self._generator_output: list[str] = []   # what the schedule generators of this request printed
+        #: the contexts whose lazy results' bytecode went over BYTECODE_BACKUP_MAX (see `_backup`)
+        self._large_bytecode: "weakref.WeakKeyDictionary[ir.Context, bool]" = weakref.WeakKeyDictionary()
+        self.bytecode_writes = 0              # bytecode written for backups (tests count them)
 
     # -- module cache --------------------------------------------------------
     def _remember(self, sha: str, module: ir.Module) -> None:
@@ -664,11 +667,18 @@ class CompileWorker:
         return {"ir_parts": parts, "ir_blobs": new_blobs}
 
     def _backup(self, key: str, module: ir.Module) -> dict:
-        """What the session keeps of a lazy result: its bytecode (its text when bytecode cannot be written)."""
+        """What the session keeps of a lazy result: its bytecode (its text when bytecode cannot be written).
+        Where an earlier result in the same context had bytecode over BYTECODE_BACKUP_MAX (a model's weights,
+        which the steps leave alone), the text at once: its bytecode, the weights copied whole (GPT-2 small:
+        500 MB), would be written only to be dropped, each step."""
         with module.context, ir.Location.unknown():
-            bytecode = _bytecode(module)
-            if bytecode is not None and (len(bytecode) <= BYTECODE_BACKUP_MAX or not self._compact_ir):
-                return {"ok": True, "key": key, "bytecode": bytecode}
+            if not (self._compact_ir and module.context in self._large_bytecode):
+                bytecode = _bytecode(module)
+                self.bytecode_writes += 1
+                if bytecode is not None and (len(bytecode) <= BYTECODE_BACKUP_MAX or not self._compact_ir):
+                    return {"ok": True, "key": key, "bytecode": bytecode}
+                if bytecode is not None:
+                    self._large_bytecode[module.context] = True
             printed = self.sections.print(module)
             return {"ok": True, "key": key, **self._printed_fields(printed), "sha": printed.sha}
 

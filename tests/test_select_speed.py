@@ -259,3 +259,95 @@ def test_per_op_steps_eliminate_empty_tensors_in_their_own_region(compile_client
     # the first matmul's step: its region is the same on 1 and 3 layers, the function's loops are not
     assert first[1]["scope loops"] == first[3]["scope loops"]
     assert first[1]["function loops"] < first[3]["function loops"]
+
+
+def test_diagnostic_ops_print_unverified_only_within():
+    """While a schedule runs, an op MLIR prints with its default flags (what a transform writes into a
+    diagnostic: fusion's "could not fuse <producer> into <loop>", made before each fusion and dropped when it
+    succeeds) is not verified first, from its function down; before and after, it is (an invalid op then
+    prints in generic form)."""
+    from mlir import ir
+    from mlir.dialects import func
+
+    from workbench.worker import print_flags
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.create()
+        i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
+        with ir.InsertionPoint(module.body):
+            f = func.FuncOp("f", ([i32, i64], []))
+            entry = f.add_entry_block()
+            with ir.InsertionPoint(entry):   # operands of two types: fails to verify
+                bad = ir.Operation.create("arith.addi", results=[i32], operands=list(entry.arguments))
+                func.ReturnOp([])
+        verified = str(bad)
+        assert verified.startswith('%0 = "arith.addi"(')          # verified: generic form
+        with print_flags.unverified_diagnostic_ops() as on:
+            assert on
+            assert str(bad) == "%0 = arith.addi %arg0, %arg1 : i32"   # printed as it is, unverified
+        assert str(bad) == verified
+
+
+def test_row_chain_steps_give_the_ir_of_verified_printing(compile_client, tmp_path):
+    """On 2 stacked layers every row chain's step (one fusion per producer) gives, in the session's compile
+    worker (diagnostic ops printed unverified), the IR its schedule gives applied here with MLIR's defaults."""
+    from workbench.commands import CommandContext, default_registry
+    from workbench.session import Session
+
+    ctx = CommandContext(Session(client=compile_client), default_registry())
+    payload = tmp_path / "layers2.mlir"
+    payload.write_text(_stacked(2))
+    ok(ctx, f"load {payload}")
+    ok(ctx, "target cpu --threads 1")
+    ok(ctx, "select --apply")
+    s = ctx.session
+    chains = 0
+    for index, applied in enumerate(s.steps):
+        stages = applied.step.stages(s.build_ctx)
+        if len(stages) == 1 and stages[0]["kind"] == "schedule" and stages[0]["gen"] == "fuse_rows":
+            schedule = _schedule_text(stages[0])
+            assert "fuse_into_containing_op" in schedule
+            assert _apply(s.ir_at(index), schedule) == s.ir_at(index + 1)
+            chains += 1
+    assert chains >= 2 * 2   # (each layer: softmax and norms)
+
+
+def test_large_results_are_backed_up_as_text_without_writing_bytecode(monkeypatch):
+    """A lazy result's backup is its bytecode up to BYTECODE_BACKUP_MAX, else its compact text. Once a result
+    of a context went over (a model's weights), later ones there are printed at once: one bytecode written
+    for a whole select, not one per step dropped (GPT-2 small's weights: 500 MB each); the text is the
+    printer's."""
+    from workbench.common.compact_text import BlobStore, CompactText
+    from workbench.worker import compile_worker
+    from workbench.worker.protocol import FOLLOW_UP
+
+    text = LAYER.read_text()
+
+    store = BlobStore()
+
+    def backups(limit: int) -> tuple[list[dict], int]:
+        monkeypatch.setattr(compile_worker, "BYTECODE_BACKUP_MAX", limit)
+        worker = compile_worker.CompileWorker()
+        parsed = worker.handle({"op": "parse", "text": text, "filename": None, "compact_ir": True})
+        assert parsed["ok"]
+        store.add(parsed["ir_blobs"])
+        key, out = parsed["sha"], []
+        for pipeline in ("linalg-generalize-named-ops", "canonicalize", "cse", "canonicalize"):
+            ans = worker.handle({"op": "apply", "key": key, "lazy": True, "compact_ir": True,
+                                 "stages": [{"kind": "pass", "pipeline": f"func.func({pipeline})"}]})
+            assert ans["ok"], ans
+            out.append(ans[FOLLOW_UP]())
+            key = ans["key"]
+            # the text of the result, printed whole here: what a text backup must hold
+            out[-1]["whole"] = worker.cache[key].operation.get_asm(binary=True, assume_verified=True).decode()
+        return out, worker.bytecode_writes
+
+    small, writes = backups(1 << 30)    # every result's bytecode under the limit: bytecode backups
+    assert writes == len(small) and all("bytecode" in b for b in small)
+    large, writes = backups(1000)        # over it: the first result's bytecode written, no other
+    assert writes == 1
+    for b in large:
+        assert "bytecode" not in b and b["ok"]
+        store.add(b["ir_blobs"])
+        restored = CompactText(b["ir_parts"], store).expand()
+        assert restored == b["whole"] and b["sha"] == hashlib.sha256(restored.encode()).hexdigest()

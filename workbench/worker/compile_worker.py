@@ -58,8 +58,8 @@ from mlir.dialects.transform import interpreter
 from workbench.common.compact_text import BlobSender
 from workbench.common.pass_names import pass_names
 from workbench.common.suggest import close_matches, did_you_mean
-from workbench.worker import (bench_wrapper, knobs, payload_inspect, payload_schedules, py_passes, resource_print,
-                              rewrites)
+from workbench.worker import (bench_wrapper, knobs, payload_inspect, payload_schedules, print_flags, py_passes,
+                              resource_print, rewrites)
 from workbench.worker.mlir_context import new_context
 from workbench.worker.mpi import sharding
 from workbench.worker.protocol import FOLLOW_UP, serve_requests
@@ -529,6 +529,9 @@ class CompileWorker:
         self.sections = resource_print.SectionCache()
         self._compact_ir = False             # this request's "compact_ir"
         self._generator_output: list[str] = []   # what the schedule generators of this request printed
+        #: the contexts whose lazy results' bytecode went over BYTECODE_BACKUP_MAX (see `_backup`)
+        self._large_bytecode: "weakref.WeakKeyDictionary[ir.Context, bool]" = weakref.WeakKeyDictionary()
+        self.bytecode_writes = 0              # bytecode written for backups (tests count them)
 
     # -- module cache --------------------------------------------------------
     def _remember(self, sha: str, module: ir.Module) -> None:
@@ -664,11 +667,18 @@ class CompileWorker:
         return {"ir_parts": parts, "ir_blobs": new_blobs}
 
     def _backup(self, key: str, module: ir.Module) -> dict:
-        """What the session keeps of a lazy result: its bytecode (its text when bytecode cannot be written)."""
+        """What the session keeps of a lazy result: its bytecode (its text when bytecode cannot be written).
+        Where an earlier result in the same context had bytecode over BYTECODE_BACKUP_MAX (a model's weights,
+        which the steps leave alone), the text at once: its bytecode, the weights copied whole (GPT-2 small:
+        500 MB), would be written only to be dropped, each step."""
         with module.context, ir.Location.unknown():
-            bytecode = _bytecode(module)
-            if bytecode is not None and (len(bytecode) <= BYTECODE_BACKUP_MAX or not self._compact_ir):
-                return {"ok": True, "key": key, "bytecode": bytecode}
+            if not (self._compact_ir and module.context in self._large_bytecode):
+                bytecode = _bytecode(module)
+                self.bytecode_writes += 1
+                if bytecode is not None and (len(bytecode) <= BYTECODE_BACKUP_MAX or not self._compact_ir):
+                    return {"ok": True, "key": key, "bytecode": bytecode}
+                if bytecode is not None:
+                    self._large_bytecode[module.context] = True
             printed = self.sections.print(module)
             return {"ok": True, "key": key, **self._printed_fields(printed), "sha": printed.sha}
 
@@ -807,7 +817,10 @@ class CompileWorker:
 
     def _stage_schedule(self, module: ir.Module, stage: dict, label: str) -> None:
         sched = self._generate_schedule(module, stage)
-        self._run_transform(module, sched, stage.get("entry") or "__transform_main", label)
+        # (a fusion prints its ops into a remark it drops on success: not verifying the function first each
+        # time; workbench/worker/print_flags.py)
+        with print_flags.unverified_diagnostic_ops():
+            self._run_transform(module, sched, stage.get("entry") or "__transform_main", label)
 
     def _stage_rewrite(self, module: ir.Module, stage: dict, label: str) -> None:
         try:

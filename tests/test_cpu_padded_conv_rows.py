@@ -72,3 +72,48 @@ def test_padded_rows_run_and_match(ctx, tmp_path, cpu, width, dilation):
         assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
     finally:
         ok(ctx, "target cpu --cpu host")
+
+
+CONV3D = """func.func @main(%i: tensor<1x2x16x32x32xf32>, %w: tensor<3x2x3x3x3xf32>, %b: tensor<3xf32>) -> tensor<1x3x14x30x30xf32> {
+  %e = tensor.empty() : tensor<1x3x14x30x30xf32>
+  %bias = linalg.broadcast ins(%b : tensor<3xf32>) outs(%e : tensor<1x3x14x30x30xf32>) dimensions = [0, 2, 3, 4]
+  %r = linalg.conv_3d_ncdhw_fcdhw {dilations = dense<1> : vector<3xi64>, strides = dense<1> : vector<3xi64>}
+       ins(%i, %w : tensor<1x2x16x32x32xf32>, tensor<3x2x3x3x3xf32>) outs(%bias : tensor<1x3x14x30x30xf32>) -> tensor<1x3x14x30x30xf32>
+  return %r : tensor<1x3x14x30x30xf32>
+}
+"""
+
+
+def test_aliasing_channel_planes_get_a_row_more():
+    """Padded to 34, the 16 x 32 x 34 f32 planes are 17 x 4 KiB apart: every channel's rows in the same L1 sets;
+    a row more per plane (16 x 33 x 34) is not. The bias broadcast is made anew at the padded shape."""
+    from workbench.worker.cpu.padded_conv_rows import unaliased_rows
+
+    assert unaliased_rows([1, 2, 16, 32, 34], 32) == 1
+    assert unaliased_rows([1, 2, 16, 30, 34], 32) == 0     # 16320 bytes: no multiple of 4 KiB
+    assert unaliased_rows([1, 2, 16, 32, 34], 16) == 0     # bf16: 8.5 KiB planes
+    assert unaliased_rows([1, 2, 2, 512], 32) == 1        # 2-D: two rows of 2 KiB
+    assert unaliased_rows([1, 2, 2, 2, 1024], 32) == 0     # rows of 4 KiB: a row more does not help
+    assert unaliased_rows([1, 2, 32, 34], 32) == 0         # 1-D
+    n, text = _rewrite(CONV3D)
+    assert n == 1
+    assert "tensor<1x2x16x32x32xf32> to tensor<1x2x16x33x34xf32>" in text
+    assert "outs(%1 : tensor<1x3x14x30x32xf32>) dimensions = [0, 2, 3, 4]" in text   # the broadcast anew
+    assert text.count("tensor.pad") == 1                                               # the input's only
+    n, text = _rewrite(_conv(62))   # 2 x 4 x 5 x 66 planes (5 x 66 x 4 bytes): no alias, no extra row
+    assert "tensor<2x4x5x62xf32> to tensor<2x4x5x66xf32>" in text
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_unaliased_conv3d_runs_and_matches(ctx, tmp_path, threads):
+    payload = tmp_path / "conv3d_rows.mlir"
+    payload.write_text(CONV3D)
+    ok(ctx, f"load {payload}")
+    ok(ctx, f"target cpu --threads {threads}")
+    ok(ctx, "select --apply")
+    labels = " ".join(a.step.label() for a in ctx.session.active_steps)
+    assert "lh-pad-conv-rows" in labels and "lh-conv-planes" not in labels
+    assert "16x33x34" in ctx.session.current_ir
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, f"run --check --iterations 1 --warmup 0 --threads {threads}").data["run"]["check"]["passed"]

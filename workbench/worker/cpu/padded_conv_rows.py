@@ -8,10 +8,17 @@ The window schedule vectorizes along the rows; a row that is no multiple of the 
 whole vectors and one tile of the rest (60 = 48 + 12: the 12 wide tile is lowered as an 8 and a 4 wide
 one). Padded to 64 every tile is whole, at the price of ROW_WASTE at most of extra multiply-adds and a
 copy of the input and of the result.
+
+Where the padded input's channel planes are a multiple of ALIAS_BYTES apart (conv3d's 32 x 32 x 34 f32 planes:
+136 KiB, 34 x 4 KiB), the register tile's rows of consecutive input channels, read one after another at each
+window position, all fall into the same L1 sets (an 8- or 12-way L1 of 64 sets holds 8 or 12 of them, the tile
+reads 16 channels a window position): the pad, a copy anyway, adds a row to each plane, which puts channel c's
+rows c rows further along the sets.
 """
 from __future__ import annotations
 
-from workbench.worker.cpu.vnni_convs import _pad_high, _tensor_type
+from workbench.worker.cpu.vnni_convs import _tensor_type
+from workbench.worker.ir_walk import element_bits
 
 #: named channels-first convolutions and the rank of their spatial dims
 CONVS = {"linalg.conv_1d_ncw_fcw": 1, "linalg.conv_2d_nchw_fchw": 2, "linalg.conv_3d_ncdhw_fcdhw": 3}
@@ -19,6 +26,9 @@ CONVS = {"linalg.conv_1d_ncw_fcw": 1, "linalg.conv_2d_nchw_fchw": 2, "linalg.con
 ROW_MULTIPLE = 16
 #: at most this fraction of extra positions (60 -> 64, 30 -> 32; not 56 -> 64, which half vectors divide)
 ROW_WASTE = 1 / 8
+#: L1 sets x line size of the x86 cores we run on (32 KiB 8-way, 48 KiB 12-way: 64 sets of 64-byte lines): rows
+#: this many bytes apart share their sets
+ALIAS_BYTES = 4096
 
 
 def conv_ints(op, name: str, rank: int) -> list[int]:
@@ -50,6 +60,35 @@ def padded_width(ow: int) -> int:
     return padded if padded - ow <= ROW_WASTE * ow else ow
 
 
+def unaliased_rows(shape: list[int], element_bits: int) -> int:
+    """Rows to append to the planes of a channels-first `shape` (N x C x spatial..., rank >= 2 spatial dims)
+    so that its channel planes are no multiple of ALIAS_BYTES apart (0: they are not, or one row does not
+    help: rows that are themselves a multiple)."""
+    if len(shape) < 4 or element_bits % 8:
+        return 0
+    row = shape[-1] * element_bits // 8
+    plane = row
+    for d in shape[2:-1]:
+        plane *= d
+    if plane % ALIAS_BYTES or row % ALIAS_BYTES == 0:
+        return 0
+    return 1
+
+
+def _pad_highs(value, high: list[int]):
+    """`value` with high[d] zeros appended along each dim d (one tensor.pad)."""
+    from mlir import ir
+    from mlir.dialects import arith, tensor
+
+    t = _tensor_type(value)
+    shape = [s + h for s, h in zip(t.shape, high)]
+    pad = tensor.PadOp(ir.RankedTensorType.get(shape, t.element_type), value, [], [], [0] * len(shape), high)
+    block = pad.region.blocks.append(*[ir.IndexType.get()] * len(shape))
+    with ir.InsertionPoint(block):
+        tensor.YieldOp(arith.ConstantOp(t.element_type, 0.0).result)
+    return pad.result
+
+
 def _eligible(op) -> bool:
     rank = static_conv_rank(op, CONVS)
     if rank is None:
@@ -63,6 +102,7 @@ def pad_conv_rows(module) -> int:
     from mlir import ir
     from mlir.dialects import tensor
 
+    from workbench.worker.cpu.conv_planes import _widened_init   # (conv_planes imports this module)
     from workbench.worker.ir_walk import ops_where
 
     rewritten = 0
@@ -75,9 +115,16 @@ def pad_conv_rows(module) -> int:
         dilation = conv_ints(op, "dilations", rank)[-1]
         needed = padded + (_tensor_type(filt).shape[-1] - 1) * dilation
         with ir.InsertionPoint(op), op.location:
-            width = _tensor_type(image).shape[-1]
-            wide = _pad_high(image, len(out_shape) - 1, needed - width) if needed > width else image
-            wide_init = _pad_high(init, len(out_shape) - 1, padded - ow)
+            image_type = _tensor_type(image)
+            high = [0] * len(out_shape)
+            high[-1] = max(needed - image_type.shape[-1], 0)
+            wide_shape = [s + h for s, h in zip(image_type.shape, high)]
+            if any(high):
+                # (the extra row is never read: the convolution reads what its output positions need)
+                high[-2] += unaliased_rows(wide_shape, element_bits(image_type.element_type) or 0) if rank >= 2 else 0
+            wide = _pad_highs(image, high) if any(high) else image
+            # (a fill or broadcast init made anew at the padded shape: no fill of zeros and copy into them)
+            wide_init = _widened_init(init, [0] * (len(out_shape) - 1) + [padded - ow])
             piece = op.clone(ip=ir.InsertionPoint(op))
             piece.operands[0] = wide
             piece.operands[2] = wide_init

@@ -29,3 +29,63 @@ def test_a_word_longer_than_any_name_has_no_edits_to_try_on_the_parser(monkeypat
         assert cw.close_options("canonicalize", "x" * 20000) == []
         assert len(asked) <= 16, len(asked)    # the word itself and the few names close_matches gives
         assert "max-iterations" in cw.close_options("canonicalize", "max-iteratoins")
+
+
+# -- torch models: refusals that name the model's line ------------------------------------------------------
+
+needs_torch = pytest.mark.skipif(not __import__("test_torch_import")._torch_available(),
+                                 reason="torch + torch-mlir not here")
+
+MASKED = '''
+import torch
+
+class Head(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        return y[y.sum(-1) > 0]
+
+class Selected(torch.nn.Module):
+    def forward(self, x):
+        return torch.masked_select(x, x > 0)
+
+class MissingPackage(torch.nn.Module):
+    def forward(self, x):
+        import no_such_package_here
+        return x
+'''
+
+
+def _import(tmp_path, spec: str, inputs: str):
+    from test_torch_import import TORCH_PYTHON
+
+    (tmp_path / "net.py").write_text(MASKED)
+    return run_cli(["import", spec, "--inputs", inputs, "--out", "out", "--json", "i.json"], cwd=tmp_path,
+                   env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+
+
+@needs_torch
+@pytest.mark.parametrize("spec, line, op", [("net.py:Head", 11, "aten.index.Tensor gives a u0x4 tensor"),
+                                            ("net.py:Selected", 15, "aten.masked_select.default gives a u0 tensor")])
+def test_a_boolean_mask_read_is_refused_at_the_models_line(tmp_path, spec, line, op):
+    """A detection head's `boxes[scores > t]` exported with an unbacked size and failed in torch-mlir's lowering
+    with `'arith.cmpi' op requires all operands to have the same type` (README: ops whose output size depends
+    on the data fail the import with one line saying what has a static shape)."""
+    out = _import(tmp_path, spec, "6x8xf32")
+    assert out.returncode == 1
+    error = json.loads((tmp_path / "i.json").read_text())["error"]
+    assert error.startswith(f"import failed: {tmp_path / 'net.py'}:{line}: {op}: its size depends on the input's values"), error
+    assert "torch.where(mask, x, 0) keeps the shape" in error and "arith.cmpi" not in out.stderr, out.stderr
+
+
+@needs_torch
+def test_a_model_that_raises_in_torch_names_its_line(tmp_path):
+    """A model whose forward raised (here an import torchvision that the torch Python lacks) said only
+    `import failed: ModuleNotFoundError: No module named 'torchvision'`, the traceback after it."""
+    out = _import(tmp_path, "net.py:MissingPackage", "2x3xf32")
+    assert out.returncode == 1
+    error = json.loads((tmp_path / "i.json").read_text())["error"]
+    assert error == (f"import failed: {tmp_path / 'net.py'}:19: ModuleNotFoundError: No module named 'no_such_package_here'"), error

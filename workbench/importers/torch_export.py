@@ -2611,6 +2611,44 @@ def first_diagnostic(text: str) -> str:
     return ""
 
 
+def _source_line(stack_trace: str) -> str:
+    """`model.py:138: ` of the innermost frame of an exported node's stack trace; "" without one."""
+    frames = re.findall(r'File "([^"]+)", line (\d+)', stack_trace or "")
+    return f"{frames[-1][0]}:{frames[-1][1]}: " if frames else ""
+
+
+def _refuse_data_dependent_shapes(program) -> None:
+    """Fail in one line, at the model's line, where an op's result has a size the input's values decide
+    (`x[mask]`, masked_select, repeat_interleave by a tensor, ...): torch.export traces it with an unbacked
+    size (`u0`), which torch-mlir lowered into IR that does not verify ('arith.cmpi' op requires all operands
+    to have the same type) or a dynamic shape the importer does not write."""
+    import torch
+
+    for node in program.graph.nodes:
+        if node.op != "call_function":
+            continue
+        val = node.meta.get("val")
+        for t in val if isinstance(val, (list, tuple)) else (val,):
+            if isinstance(t, torch.Tensor) and not all(isinstance(d, int) for d in t.shape):
+                shape = "x".join(str(d) for d in t.shape)
+                raise ImportFailure(
+                    f"{_source_line(node.meta.get('stack_trace', ''))}{node.target} gives a {shape} tensor: its "
+                    "size depends on the input's values (a mask's count), and the importer writes only static "
+                    "shapes; torch.where(mask, x, 0) keeps the shape, torch.nonzero_static(mask, size=K) gives "
+                    "the first K indices")
+
+
+def _model_frame(e: BaseException) -> str:
+    """`model.py:130: ` for the innermost frame of an exception's traceback outside torch, transformers and
+    this file (the model's own code, where a bug in it raised); "" if every frame is theirs."""
+    own = str(Path(__file__).resolve())
+    for frame in reversed(traceback.extract_tb(e.__traceback__)):
+        name = frame.filename
+        if name != own and "site-packages" not in name and "dist-packages" not in name and not name.startswith("<"):
+            return f"{name}:{frame.lineno}: "
+    return ""
+
+
 def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str = "") -> dict:
     """Export `module` on `inputs`: writes NAME.mlir, the .npy files and the sidecar; returns the sidecar."""
     import torch
@@ -2624,6 +2662,7 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
         try:
             with _override_mode():
                 program = torch.export.export(module, tuple(inputs))
+            _refuse_data_dependent_shapes(program)
             program = program.run_decompositions(decomposition_table())
             _state_in_lists_as_values(program)
             _non_persistent_buffers_as_state(program)
@@ -2760,7 +2799,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except Exception as e:  # a bug in the model or in torch: one line, the traceback on stderr
         traceback.print_exc()
-        print(json.dumps({"ok": False, "error": f"{type(e).__name__}: {e}".splitlines()[0][:500]}))
+        print(json.dumps({"ok": False, "error": f"{_model_frame(e)}{type(e).__name__}: {e}".splitlines()[0][:500]}))
         return 1
     out = Path(args.out)
     print(json.dumps({"ok": True, "mlir": str(out / sidecar["mlir"]), "sidecar": str(out / f"{name}.expected.json"),

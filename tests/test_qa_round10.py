@@ -89,3 +89,25 @@ def test_a_model_that_raises_in_torch_names_its_line(tmp_path):
     assert out.returncode == 1
     error = json.loads((tmp_path / "i.json").read_text())["error"]
     assert error == (f"import failed: {tmp_path / 'net.py'}:19: ModuleNotFoundError: No module named 'no_such_package_here'"), error
+
+
+# -- a session replayed for another machine -----------------------------------------------------------------
+
+def test_a_replay_for_another_machine_says_the_steps_were_selected_for_the_recorded_one(tmp_path):
+    """`replay --cpu znver4` of a session selected with `--cpu avx2` compiled the avx2 parameters for znver4
+    without a word (round 9's left open)."""
+    (tmp_path / "a.lhw").write_text("target cpu --cpu avx2\nselect --apply\nsave s.yaml\n")
+    env = {"LH_WORKBENCH_STATE_DIR": str(tmp_path / "state")}
+    assert run_cli([MATMUL, "--script", "a.lhw"], cwd=tmp_path, env_extra=env).returncode == 0
+    out = run_cli(["replay", "s.yaml", "--cpu", "znver4", "--json", "r.json"], cwd=tmp_path, env_extra=env)
+    assert out.returncode == 0, out.stderr
+    note = ("the session was built for --cpu avx2; its steps (1 with parameters a selector or tune chose for that "
+            "machine) are compiled for --cpu znver4 as recorded, not selected again (`select --apply` picks "
+            "parameters for --cpu znver4)")
+    assert f"warning: {note}" in out.stdout.splitlines(), out.stdout
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["ok"] and doc["reproduced"] and doc["warnings"] == [note], doc
+    # the machine it was built for: nothing to say
+    out = run_cli(["replay", "s.yaml", "--cpu", "avx2", "--json", "r2.json"], cwd=tmp_path, env_extra=env)
+    assert out.returncode == 0 and "warning" not in out.stdout, out.stdout
+    assert json.loads((tmp_path / "r2.json").read_text())["warnings"] is None

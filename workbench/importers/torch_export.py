@@ -2662,8 +2662,8 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
         try:
             with _override_mode():
                 program = torch.export.export(module, tuple(inputs))
-            _refuse_data_dependent_shapes(program)
             program = program.run_decompositions(decomposition_table())
+            _refuse_data_dependent_shapes(program)     # (bincount with minlength is static once decomposed)
             _state_in_lists_as_values(program)
             _non_persistent_buffers_as_state(program)
             _promote_comparison_scalars(program)

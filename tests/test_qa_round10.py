@@ -56,6 +56,20 @@ class MissingPackage(torch.nn.Module):
     def forward(self, x):
         import no_such_package_here
         return x
+
+class WithNone(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(3, 4)
+
+    def forward(self, x):
+        return {"logits": self.lin(x), "aux": None, "hidden": [x * 2]}
+
+class Branchy(torch.nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:
+            return x * 2
+        return x - 1
 '''
 
 
@@ -111,3 +125,34 @@ def test_a_replay_for_another_machine_says_the_steps_were_selected_for_the_recor
     out = run_cli(["replay", "s.yaml", "--cpu", "avx2", "--json", "r2.json"], cwd=tmp_path, env_extra=env)
     assert out.returncode == 0 and "warning" not in out.stdout, out.stdout
     assert json.loads((tmp_path / "r2.json").read_text())["warnings"] is None
+
+
+@needs_torch
+def test_python_control_flow_on_a_tensor_value_names_the_models_line(tmp_path):
+    """`if x.sum() > 0:` failed with torch.export's `GuardOnDataDependentSymNode: Could not guard on
+    data-dependent expression Eq(u0, 1)` and nothing said where or why."""
+    out = _import(tmp_path, "net.py:Branchy", "2x3xf32")
+    assert out.returncode == 1
+    error = json.loads((tmp_path / "i.json").read_text())["error"]
+    assert error.startswith(f"import failed: {tmp_path / 'net.py'}:32: torch-mlir export failed: "
+                            "GuardOnDataDependentSymNode"), error
+    assert error.endswith("(Python control flow on a tensor's value: torch.export traces one path; torch.where "
+                          "or torch.cond keeps both)"), error
+
+
+@needs_torch
+def test_a_model_whose_outputs_hold_none_imports_and_checks_against_torch(tmp_path):
+    """HF-style outputs with a None (`{"logits": y, "aux": None, ...}`): torch's outputs were written without
+    it, while torch-mlir's function returned `!torch.none` and failed the backend contract (`failed to
+    legalize operation 'func.func'`)."""
+    from test_torch_import import TORCH_PYTHON
+
+    out = _import(tmp_path, "net.py:WithNone", "2x3xf32")
+    assert out.returncode == 0, out.stderr
+    (tmp_path / "s.lhw").write_text("run --check --iterations 2\n")
+    out = run_cli([tmp_path / "out" / "with_none.mlir", "--script", "s.lhw", "--json", "r.json"], cwd=tmp_path,
+                  env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert out.returncode == 0, out.stderr
+    run = json.loads((tmp_path / "r.json").read_text())["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    assert [o["size"] for o in run["expected_check"]["outputs"]] == [8, 6], run   # logits 2x4, hidden 2x3

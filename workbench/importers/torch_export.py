@@ -2190,6 +2190,30 @@ def load_module(target: str):
 # ---------------------------------------------------------------------------------------------
 # export
 
+def _holds_none(out) -> bool:
+    if out is None:
+        return True
+    if isinstance(out, (list, tuple)):
+        return any(_holds_none(o) for o in out)
+    if isinstance(out, dict):
+        return any(_holds_none(o) for o in out.values())
+    return False
+
+
+def _with_flat_outputs(model):
+    """`model` with its outputs as flatten_outputs lists them (Nones dropped), for the export."""
+    import torch
+
+    class FlatOutputs(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, *args):
+            return tuple(flatten_outputs(self.model(*args)))
+    return FlatOutputs()
+
+
 def flatten_outputs(out) -> list:
     import torch
 
@@ -2657,7 +2681,10 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
 
     out_dir.mkdir(parents=True, exist_ok=True)
     with torch.no_grad():
-        expected = flatten_outputs(module(*[t.clone() for t in inputs]))
+        eager = module(*[t.clone() for t in inputs])
+        expected = flatten_outputs(eager)
+        if _holds_none(eager):   # torch-mlir cannot return a None (`!torch.none` failed its backend contract)
+            module = _with_flat_outputs(module)
         diagnostics = _StderrCopy()
         try:
             with _override_mode():
@@ -2676,8 +2703,10 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
         except Exception as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             diagnostic = first_diagnostic(str(e) + "\n" + diagnostics.text)
-            raise ImportFailure(f"torch-mlir export failed: {type(e).__name__}: {first[:400]}"
-                                + (f" {diagnostic[:400]}" if diagnostic else ""))
+            hint = (" (Python control flow on a tensor's value: torch.export traces one path; torch.where or "
+                    "torch.cond keeps both)" if type(e).__name__ == "GuardOnDataDependentSymNode" else "")
+            raise ImportFailure(f"{_model_frame(e)}torch-mlir export failed: {type(e).__name__}: {first[:400]}"
+                                + (f" {diagnostic[:400]}" if diagnostic else "") + hint)
     text = str(mlir_module)
     leftover = sorted(set(re.findall(r"\b((?:tm_tensor|torch|torch_c)\.[a-z_.0-9]+)\b(?=[ (<{])", text)))
     mlir_path = out_dir / f"{name}.mlir"

@@ -65,6 +65,15 @@ class WithNone(torch.nn.Module):
     def forward(self, x):
         return {"logits": self.lin(x), "aux": None, "hidden": [x * 2]}
 
+class Quantized(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.m = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(torch.nn.Linear(3, 4)),
+                                                        {torch.nn.Linear}, dtype=torch.qint8)
+
+    def forward(self, x):
+        return self.m(x)
+
 class Branchy(torch.nn.Module):
     def forward(self, x):
         if x.sum() > 0:
@@ -156,3 +165,31 @@ def test_a_model_whose_outputs_hold_none_imports_and_checks_against_torch(tmp_pa
     run = json.loads((tmp_path / "r.json").read_text())["run"]
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
     assert [o["size"] for o in run["expected_check"]["outputs"]] == [8, 6], run   # logits 2x4, hidden 2x3
+
+
+@needs_torch
+def test_a_quantized_module_is_refused_by_name(tmp_path):
+    """quantize_dynamic's Linear failed with `AttributeError: __torch__.torch.classes.quantized.
+    LinearPackedParamsBase ... does not have a field with name '__obj_flatten__'`, located in contextlib.py."""
+    out = _import(tmp_path, "net.py:Quantized", "2x3xf32")
+    assert out.returncode == 1
+    error = json.loads((tmp_path / "i.json").read_text())["error"]
+    assert error == ("import failed: m.0 is a quantized torch.ao.nn.quantized.dynamic.modules.linear.Linear: "
+                     "torch.export cannot export torch.ao's packed quantized weights; import the float model "
+                     "(QAT's fake_quantize ops on float modules import)"), error
+
+
+def test_the_model_line_of_a_failure_skips_the_standard_library(tmp_path):
+    """The innermost frame outside torch was taken for the model's line even in Python's own library
+    (`contextlib.py:137: torch-mlir export failed: ...`)."""
+    import importlib.util
+
+    from workbench.importers.torch_export import _model_frame
+
+    (tmp_path / "model.py").write_text("import json\n\ndef forward():\n    return json.loads('{')\n")
+    spec = importlib.util.spec_from_file_location("qa10_model", tmp_path / "model.py")
+    model = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(model)
+    with pytest.raises(ValueError) as info:
+        model.forward()
+    assert _model_frame(info.value) == f"{tmp_path / 'model.py'}:4: "

@@ -2662,13 +2662,28 @@ def _refuse_data_dependent_shapes(program) -> None:
                     "the first K indices")
 
 
+def _refuse_quantized_modules(module) -> None:
+    """torch.ao's quantized modules (quantize_dynamic / convert) hold their weights in packed C++ objects that
+    torch.export cannot flatten (`LinearPackedParamsBase ... does not have a field with name
+    '__obj_flatten__'`): refused by name. QAT's fake-quantize ops on float modules are decomposed."""
+    for name, sub in module.named_modules():
+        kind = type(sub).__module__
+        if kind.startswith(("torch.ao.nn.quantized", "torch.nn.quantized", "torch.ao.nn.intrinsic.quantized")):
+            raise ImportFailure(f"{name or 'the model'} is a quantized {type(sub).__module__}.{type(sub).__name__}: "
+                                "torch.export cannot export torch.ao's packed quantized weights; import the float "
+                                "model (QAT's fake_quantize ops on float modules import)")
+
+
 def _model_frame(e: BaseException) -> str:
     """`model.py:130: ` for the innermost frame of an exception's traceback outside torch, transformers and
     this file (the model's own code, where a bug in it raised); "" if every frame is theirs."""
+    import sysconfig
+
     own = str(Path(__file__).resolve())
+    libraries = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
     for frame in reversed(traceback.extract_tb(e.__traceback__)):
         name = frame.filename
-        if name != own and "site-packages" not in name and "dist-packages" not in name and not name.startswith("<"):
+        if name != own and not name.startswith(("<", *libraries)) and "-packages/" not in name:
             return f"{name}:{frame.lineno}: "
     return ""
 
@@ -2680,6 +2695,7 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
     from torch_mlir import fx
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    _refuse_quantized_modules(module)
     with torch.no_grad():
         eager = module(*[t.clone() for t in inputs])
         expected = flatten_outputs(eager)

@@ -193,3 +193,23 @@ def test_the_model_line_of_a_failure_skips_the_standard_library(tmp_path):
     with pytest.raises(ValueError) as info:
         model.forward()
     assert _model_frame(info.value) == f"{tmp_path / 'model.py'}:4: "
+
+
+# -- the selector and ops nothing reads -------------------------------------------------------------------
+
+def test_an_op_read_only_by_a_reshape_nothing_reads_is_unread():
+    """A bf16 Conformer (`import --dtype bf16`) failed `select --apply` at a group step, `expected parameter
+    to be equal to 1, got 0`: lh-vnni-contractions left the f32 widening (extf) of a contraction's input read
+    only by a collapse_shape nothing reads; inspect counted that a read, the selector grouped it with live
+    ops, and the conv step before it canonicalized it away. Such an op is unread now (the selector skips
+    unread ops)."""
+    from mlir import ir
+
+    from workbench.worker.payload_inspect import inspect_module
+
+    with ir.Context():
+        module = ir.Module.parse((REPO / "tests" / "fixtures" / "unread_through_reshape.mlir").read_text())
+        ops = inspect_module(module, loops=False)["ops"]
+    generics = [o for o in ops if o["id"].startswith("generic")]
+    assert [o["unread"] for o in generics] == [True, False], generics
+    assert not any(o["unread"] for o in ops if o["id"].startswith("matmul"))

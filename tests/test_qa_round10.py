@@ -74,6 +74,10 @@ class Quantized(torch.nn.Module):
     def forward(self, x):
         return self.m(x)
 
+class Exits(torch.nn.Module):
+    def forward(self, x):
+        raise SystemExit(3)
+
 class Branchy(torch.nn.Module):
     def forward(self, x):
         if x.sum() > 0:
@@ -143,7 +147,7 @@ def test_python_control_flow_on_a_tensor_value_names_the_models_line(tmp_path):
     out = _import(tmp_path, "net.py:Branchy", "2x3xf32")
     assert out.returncode == 1
     error = json.loads((tmp_path / "i.json").read_text())["error"]
-    assert error.startswith(f"import failed: {tmp_path / 'net.py'}:32: torch-mlir export failed: "
+    assert error.startswith(f"import failed: {tmp_path / 'net.py'}:45: torch-mlir export failed: "
                             "GuardOnDataDependentSymNode"), error
     assert error.endswith("(Python control flow on a tensor's value: torch.export traces one path; torch.where "
                           "or torch.cond keeps both)"), error
@@ -213,3 +217,12 @@ def test_an_op_read_only_by_a_reshape_nothing_reads_is_unread():
     generics = [o for o in ops if o["id"].startswith("generic")]
     assert [o["unread"] for o in generics] == [True, False], generics
     assert not any(o["unread"] for o in ops if o["id"].startswith("matmul"))
+
+
+@needs_torch
+def test_a_model_that_exits_says_so_at_its_line(tmp_path):
+    """`sys.exit()` in a model's forward: `torch export (...) exited with status 3 and no answer`."""
+    out = _import(tmp_path, "net.py:Exits", "2x3xf32")
+    assert out.returncode == 1
+    error = json.loads((tmp_path / "i.json").read_text())["error"]
+    assert error == f"import failed: {tmp_path / 'net.py'}:41: the model called sys.exit(3)", error

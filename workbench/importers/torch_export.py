@@ -2842,6 +2842,9 @@ def main(argv: list[str] | None = None) -> int:
     except ImportFailure as e:
         print(json.dumps({"ok": False, "error": str(e)}))
         return 1
+    except SystemExit as e:   # the model's code called sys.exit(): no answer but this one
+        print(json.dumps({"ok": False, "error": f"{_model_frame(e)}the model called sys.exit({e.code!r})"}))
+        return 1
     except Exception as e:  # a bug in the model or in torch: one line, the traceback on stderr
         traceback.print_exc()
         print(json.dumps({"ok": False, "error": f"{_model_frame(e)}{type(e).__name__}: {e}".splitlines()[0][:500]}))

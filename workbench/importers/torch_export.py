@@ -2657,9 +2657,9 @@ def _refuse_data_dependent_shapes(program) -> None:
                 shape = "x".join(str(d) for d in t.shape)
                 raise ImportFailure(
                     f"{_source_line(node.meta.get('stack_trace', ''))}{node.target} gives a {shape} tensor: its "
-                    "size depends on the input's values (a mask's count), and the importer writes only static "
-                    "shapes; torch.where(mask, x, 0) keeps the shape, torch.nonzero_static(mask, size=K) gives "
-                    "the first K indices")
+                    "size depends on the input's values (a mask's count, a repeat by a tensor), and the importer "
+                    "writes only static shapes; torch.where(mask, x, 0) keeps the shape, "
+                    "torch.nonzero_static(mask, size=K) gives the first K indices")
 
 
 def _refuse_quantized_modules(module) -> None:

@@ -78,6 +78,10 @@ class Exits(torch.nn.Module):
     def forward(self, x):
         raise SystemExit(3)
 
+class Scalar(torch.nn.Module):
+    def forward(self, x):
+        return x.sum().item()
+
 class Branchy(torch.nn.Module):
     def forward(self, x):
         if x.sum() > 0:
@@ -147,7 +151,7 @@ def test_python_control_flow_on_a_tensor_value_names_the_models_line(tmp_path):
     out = _import(tmp_path, "net.py:Branchy", "2x3xf32")
     assert out.returncode == 1
     error = json.loads((tmp_path / "i.json").read_text())["error"]
-    assert error.startswith(f"import failed: {tmp_path / 'net.py'}:45: torch-mlir export failed: "
+    assert error.startswith(f"import failed: {tmp_path / 'net.py'}:49: torch-mlir export failed: "
                             "GuardOnDataDependentSymNode"), error
     assert error.endswith("(Python control flow on a tensor's value: torch.export traces one path; torch.where "
                           "or torch.cond keeps both)"), error
@@ -226,3 +230,38 @@ def test_a_model_that_exits_says_so_at_its_line(tmp_path):
     assert out.returncode == 1
     error = json.loads((tmp_path / "i.json").read_text())["error"]
     assert error == f"import failed: {tmp_path / 'net.py'}:41: the model called sys.exit(3)", error
+
+
+# -- a scalar result against torch's -------------------------------------------------------------------------
+
+def test_a_scalar_result_compares_with_a_zero_dimensional_expected_output(tmp_path):
+    """A function returning a scalar (`-> f64`, torch's `x.sum().item()`) has its result stored in a
+    memref<1xT>: `run --check` failed with `output 0: shape [1] vs expected []`."""
+    import numpy as np
+
+    from workbench.execution.expected import ExpectedOutputs, compare_expected
+
+    np.save(tmp_path / "e.npy", np.array(2.5))
+    exp = ExpectedOutputs([tmp_path / "e.npy"], source="e.npy")
+    assert compare_expected([np.array([2.5])], exp)["passed"]
+    bad = compare_expected([np.array([2.75])], exp)
+    assert not bad["passed"] and bad["outputs"][0]["mismatched"] == 1, bad
+    assert not compare_expected([np.array([2.5, 2.5])], exp)["passed"]   # two values are no scalar
+
+
+@needs_torch
+def test_a_model_returning_a_python_float_checks_against_torch(tmp_path):
+    """`.item()` of a float32 sum is a Python float, which torch-mlir returns as an f64; the expected output
+    was written as a float32 0-d array."""
+    from test_torch_import import TORCH_PYTHON
+
+    out = _import(tmp_path, "net.py:Scalar", "2x3xf32")
+    assert out.returncode == 0, out.stderr
+    import numpy as np
+    assert np.load(tmp_path / "out" / "scalar.expected0.npy").dtype == np.float64
+    (tmp_path / "s.lhw").write_text("run --check --iterations 2\n")
+    out = run_cli([tmp_path / "out" / "scalar.mlir", "--script", "s.lhw", "--json", "r.json"], cwd=tmp_path,
+                  env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert out.returncode == 0, out.stderr
+    run = json.loads((tmp_path / "r.json").read_text())["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run

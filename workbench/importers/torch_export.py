@@ -2225,6 +2225,8 @@ def flatten_outputs(out) -> list:
         return [t for k in out for t in flatten_outputs(out[k])]
     if out is None:
         return []
+    if isinstance(out, float):   # a Python float (`x.sum().item()`): torch-mlir returns it as an f64
+        return [torch.tensor(out, dtype=torch.float64)]
     return [torch.as_tensor(out)]
 
 

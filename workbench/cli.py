@@ -258,7 +258,7 @@ def _write_output(what: str, path: str, text: str) -> bool:
 def _finish(session: Session, args, ok: bool, extra: dict[str, Any]) -> int:
     if session.journal_error:
         # the steps ran, but a crash would have lost them: that is what failed
-        extra.setdefault("warnings", []).append(session.journal_error)
+        extra["warnings"] = [*(extra.get("warnings") or []), session.journal_error]   # (replay's may be None)
         print(f"lh-workbench: {session.journal_error}", file=sys.stderr)
         ok = False
     written = True
@@ -329,11 +329,16 @@ def cmd_replay(argv: list[str]) -> int:
         printer.result(res)
         ok = res.ok
         if ok and (args.target or args.cpu):
+            recorded_cpu = session.cpu_name
             r = ctx.registry.dispatch(_target_line(args), ctx)
             ok = r.ok
             if not r.ok:
                 printer.result(r)
                 extra["error"] = r.error
+            elif session.cpu_name != recorded_cpu:
+                note = _other_machine_note(session, recorded_cpu)
+                extra["warnings"] = [*(extra.get("warnings") or []), note]
+                print(f"warning: {note}", file=printer.out, flush=True)
         if ok and (args.run or args.check):
             r = ctx.registry.dispatch("run" + (" --check" if args.check else ""), ctx)
             printer.result(r)
@@ -344,6 +349,17 @@ def cmd_replay(argv: list[str]) -> int:
         return _finish(session, args, ok, extra)
     finally:
         session.close()
+
+
+def _other_machine_note(session: Session, recorded_cpu: str) -> str:
+    """`replay --cpu X` of a session built for another machine model: its steps (and the parameters the
+    selector chose for that machine) are compiled for X as recorded, not selected again."""
+    chosen = sum(1 for a in session.active_steps if a.step.selected_by)
+    was = f"--cpu {recorded_cpu}" if recorded_cpu else "the machine it was saved on (no `cpu:`)"
+    now = f"--cpu {session.cpu_name}" if session.cpu_name else "this host"
+    return (f"the session was built for {was}; its steps"
+            + (f" ({chosen} with parameters a selector or tune chose for that machine)" if chosen else "")
+            + f" are compiled for {now} as recorded, not selected again (`select --apply` picks parameters for {now})")
 
 
 def cmd_targets(argv: list[str]) -> int:

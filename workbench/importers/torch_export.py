@@ -2190,6 +2190,30 @@ def load_module(target: str):
 # ---------------------------------------------------------------------------------------------
 # export
 
+def _holds_none(out) -> bool:
+    if out is None:
+        return True
+    if isinstance(out, (list, tuple)):
+        return any(_holds_none(o) for o in out)
+    if isinstance(out, dict):
+        return any(_holds_none(o) for o in out.values())
+    return False
+
+
+def _with_flat_outputs(model):
+    """`model` with its outputs as flatten_outputs lists them (Nones dropped), for the export."""
+    import torch
+
+    class FlatOutputs(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, *args):
+            return tuple(flatten_outputs(self.model(*args)))
+    return FlatOutputs()
+
+
 def flatten_outputs(out) -> list:
     import torch
 
@@ -2201,6 +2225,8 @@ def flatten_outputs(out) -> list:
         return [t for k in out for t in flatten_outputs(out[k])]
     if out is None:
         return []
+    if isinstance(out, float):   # a Python float (`x.sum().item()`): torch-mlir returns it as an f64
+        return [torch.tensor(out, dtype=torch.float64)]
     return [torch.as_tensor(out)]
 
 
@@ -2611,6 +2637,59 @@ def first_diagnostic(text: str) -> str:
     return ""
 
 
+def _source_line(stack_trace: str) -> str:
+    """`model.py:138: ` of the innermost frame of an exported node's stack trace; "" without one."""
+    frames = re.findall(r'File "([^"]+)", line (\d+)', stack_trace or "")
+    return f"{frames[-1][0]}:{frames[-1][1]}: " if frames else ""
+
+
+def _refuse_data_dependent_shapes(program) -> None:
+    """Fail in one line, at the model's line, where an op's result has a size the input's values decide
+    (`x[mask]`, masked_select, repeat_interleave by a tensor, ...): torch.export traces it with an unbacked
+    size (`u0`), which torch-mlir lowered into IR that does not verify ('arith.cmpi' op requires all operands
+    to have the same type) or a dynamic shape the importer does not write."""
+    import torch
+
+    for node in program.graph.nodes:
+        if node.op != "call_function":
+            continue
+        val = node.meta.get("val")
+        for t in val if isinstance(val, (list, tuple)) else (val,):
+            if isinstance(t, torch.Tensor) and not all(isinstance(d, int) for d in t.shape):
+                shape = "x".join(str(d) for d in t.shape)
+                raise ImportFailure(
+                    f"{_source_line(node.meta.get('stack_trace', ''))}{node.target} gives a {shape} tensor: its "
+                    "size depends on the input's values (a mask's count, a repeat by a tensor), and the importer "
+                    "writes only static shapes; torch.where(mask, x, 0) keeps the shape, "
+                    "torch.nonzero_static(mask, size=K) gives the first K indices")
+
+
+def _refuse_quantized_modules(module) -> None:
+    """torch.ao's quantized modules (quantize_dynamic / convert) hold their weights in packed C++ objects that
+    torch.export cannot flatten (`LinearPackedParamsBase ... does not have a field with name
+    '__obj_flatten__'`): refused by name. QAT's fake-quantize ops on float modules are decomposed."""
+    for name, sub in module.named_modules():
+        kind = type(sub).__module__
+        if kind.startswith(("torch.ao.nn.quantized", "torch.nn.quantized", "torch.ao.nn.intrinsic.quantized")):
+            raise ImportFailure(f"{name or 'the model'} is a quantized {type(sub).__module__}.{type(sub).__name__}: "
+                                "torch.export cannot export torch.ao's packed quantized weights; import the float "
+                                "model (QAT's fake_quantize ops on float modules import)")
+
+
+def _model_frame(e: BaseException) -> str:
+    """`model.py:130: ` for the innermost frame of an exception's traceback outside torch, transformers and
+    this file (the model's own code, where a bug in it raised); "" if every frame is theirs."""
+    import sysconfig
+
+    own = str(Path(__file__).resolve())
+    libraries = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")})
+    for frame in reversed(traceback.extract_tb(e.__traceback__)):
+        name = frame.filename
+        if name != own and not name.startswith(("<", *libraries)) and "-packages/" not in name:
+            return f"{name}:{frame.lineno}: "
+    return ""
+
+
 def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str = "") -> dict:
     """Export `module` on `inputs`: writes NAME.mlir, the .npy files and the sidecar; returns the sidecar."""
     import torch
@@ -2618,13 +2697,18 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
     from torch_mlir import fx
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    _refuse_quantized_modules(module)
     with torch.no_grad():
-        expected = flatten_outputs(module(*[t.clone() for t in inputs]))
+        eager = module(*[t.clone() for t in inputs])
+        expected = flatten_outputs(eager)
+        if _holds_none(eager):   # torch-mlir cannot return a None (`!torch.none` failed its backend contract)
+            module = _with_flat_outputs(module)
         diagnostics = _StderrCopy()
         try:
             with _override_mode():
                 program = torch.export.export(module, tuple(inputs))
             program = program.run_decompositions(decomposition_table())
+            _refuse_data_dependent_shapes(program)     # (bincount with minlength is static once decomposed)
             _state_in_lists_as_values(program)
             _non_persistent_buffers_as_state(program)
             _promote_comparison_scalars(program)
@@ -2637,8 +2721,10 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
         except Exception as e:
             first = (str(e).strip().splitlines() or [type(e).__name__])[0]
             diagnostic = first_diagnostic(str(e) + "\n" + diagnostics.text)
-            raise ImportFailure(f"torch-mlir export failed: {type(e).__name__}: {first[:400]}"
-                                + (f" {diagnostic[:400]}" if diagnostic else ""))
+            hint = (" (Python control flow on a tensor's value: torch.export traces one path; torch.where or "
+                    "torch.cond keeps both)" if type(e).__name__ == "GuardOnDataDependentSymNode" else "")
+            raise ImportFailure(f"{_model_frame(e)}torch-mlir export failed: {type(e).__name__}: {first[:400]}"
+                                + (f" {diagnostic[:400]}" if diagnostic else "") + hint)
     text = str(mlir_module)
     leftover = sorted(set(re.findall(r"\b((?:tm_tensor|torch|torch_c)\.[a-z_.0-9]+)\b(?=[ (<{])", text)))
     mlir_path = out_dir / f"{name}.mlir"
@@ -2758,9 +2844,12 @@ def main(argv: list[str] | None = None) -> int:
     except ImportFailure as e:
         print(json.dumps({"ok": False, "error": str(e)}))
         return 1
+    except SystemExit as e:   # the model's code called sys.exit(): no answer but this one
+        print(json.dumps({"ok": False, "error": f"{_model_frame(e)}the model called sys.exit({e.code!r})"}))
+        return 1
     except Exception as e:  # a bug in the model or in torch: one line, the traceback on stderr
         traceback.print_exc()
-        print(json.dumps({"ok": False, "error": f"{type(e).__name__}: {e}".splitlines()[0][:500]}))
+        print(json.dumps({"ok": False, "error": f"{_model_frame(e)}{type(e).__name__}: {e}".splitlines()[0][:500]}))
         return 1
     out = Path(args.out)
     print(json.dumps({"ok": True, "mlir": str(out / sidecar["mlir"]), "sidecar": str(out / f"{name}.expected.json"),

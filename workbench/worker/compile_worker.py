@@ -215,9 +215,18 @@ def has_option(name: str, option: str) -> bool:
     return f"no such option {option}" not in said
 
 
+#: longer than any name MLIR gives a pass option or an op (the longest are about 45 characters): a word this long
+#: is no typo of one, and its edits (2 x alphabet per character, each as long as the word) took minutes to try
+#: on the parser for a 20 kB option string
+_LONGEST_NAME = 64
+
+
 def _one_edit_away(word: str, alphabet: str) -> set[str]:
-    """The words one edit from `word`: a letter too many, missing, wrong, or two letters swapped."""
+    """The words one edit from `word`: a letter too many, missing, wrong, or two letters swapped (none for a
+    word longer than a name can be)."""
     near = set()
+    if len(word) > _LONGEST_NAME:
+        return near
     for i in range(len(word) + 1):
         left, right = word[:i], word[i:]
         if right:

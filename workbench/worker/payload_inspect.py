@@ -564,6 +564,21 @@ def _func_of(op) -> str:
     return _sym(parent) if parent is not None else ""
 
 
+#: ops without side effects that only view their operand: a result they alone read, and nothing reads theirs,
+#: is unread
+_VIEWS = ("tensor.collapse_shape", "tensor.expand_shape", "tensor.cast", "tensor.extract_slice")
+
+
+def _read(results, depth: int = 0) -> bool:
+    """Whether anything reads `results`, through views (_VIEWS) that something reads."""
+    for r in results:
+        for use in r.uses:
+            owner = use.owner
+            if getattr(owner, "name", None) not in _VIEWS or depth >= 32 or _read(owner.results, depth + 1):
+                return True
+    return False
+
+
 def _add_consumers(linalg: list, ops: list[dict]) -> None:
     """ops[i]["consumers"]: indices (into `ops`, the linalg ops in walk order) of the linalg ops that use
     op i's first result (how the selector finds a matmul's epilogue chain: bias add, relu, ...)."""
@@ -583,7 +598,10 @@ def _add_consumers(linalg: list, ops: list[dict]) -> None:
         ops[i]["other_uses"] = other
         # results that nothing reads (an argmax whose index no op uses once a splat's extract is folded): the
         # op is trivially dead on tensors, and the first canonicalization of any step erases it
-        ops[i]["unread"] = bool(len(h.results)) and not any(True for r in h.results for _ in r.uses)
+        # (read only by reshapes nothing reads: a widening extf whose contraction now reads the bf16 source,
+        # lh-vnni-contractions, is as dead: a group schedule listing it failed once a step's canonicalization
+        # erased it)
+        ops[i]["unread"] = bool(len(h.results)) and not _read(h.results)
     for i, h in enumerate(linalg):
         # which linalg op (index into `ops`) produced each operand, -1 for none (a fused row kernel's
         # chain: reductions whose results the next ops of the same rows read)

@@ -178,7 +178,10 @@ def external_weights(module, bytecode: bytes) -> list[tuple[str, int, np.ndarray
         op = op.operation
         if op.name != "llvm.mlir.global" or "value" not in op.attributes or "constant" not in op.attributes:
             continue
-        value = op.attributes["value"]
+        try:
+            value = op.attributes["value"]
+        except TypeError:   # the bindings cast a dense attribute to its Python class: none for complex elements
+            continue
         if not str(value).startswith("dense_resource<"):   # (str prints the name, not the blob)
             continue
         candidates.append((op, value))

@@ -129,3 +129,43 @@ def test_params_drops_redo_tail(three):
     s.undo()
     s.set_params(1, {"tile": 16})
     assert s.cursor == 2 and len(s.steps) == 2
+
+
+def test_undo_takes_back_a_params_edit_and_redo_brings_it_again(three):
+    """QA round 10: undo after `params` undid the last step, and the edited step's old dict was gone. Now undo
+    takes the edit back (the old dict and IRs of every re-applied step), and a linear history holds: undo past
+    the edit moves the cursor, redo brings the steps and then the edit back; an apply after an undone edit
+    drops it."""
+    s = three
+    before = ([a.output_sha for a in s.steps], [dict(a.step.params) for a in s.steps])
+    s.set_params(1, {"tile": 16})
+    edited = ([a.output_sha for a in s.steps], [dict(a.step.params) for a in s.steps])
+    assert edited != before
+    assert s.undo() == 3 and s.last_edit_moved is not None and s.last_edit_moved.index == 1
+    assert ([a.output_sha for a in s.steps], [dict(a.step.params) for a in s.steps]) == before
+    assert "tensor<64x64xf32>" in s.current_ir
+    assert s.undo() == 2 and s.last_edit_moved is None        # then the steps, as before
+    assert s.redo() == 3 and s.last_edit_moved is None
+    assert s.redo() == 3 and s.last_edit_moved.index == 1      # and the edit again
+    assert ([a.output_sha for a in s.steps], [dict(a.step.params) for a in s.steps]) == edited
+    with pytest.raises(SessionError, match="nothing to redo"):
+        s.redo()
+    s.undo()
+    s.apply(Step("pass", "cse"))                              # a new step: the undone edit can't come back
+    with pytest.raises(SessionError, match="nothing to redo"):
+        s.redo()
+    assert s.steps[0].step.params["tile"] == 64
+
+
+def test_undo_and_redo_commands_name_the_edit(three):
+    reg = default_registry()
+    ctx = CommandContext(three, reg)
+    assert reg.dispatch("params 1 tile=16", ctx).ok
+    r = reg.dispatch("undo", ctx)
+    assert r.ok and r.summary == "undone: the parameter edit of step 1 (tile=64 (was 16)); now at step 3 of 3"
+    assert r.data["params_edit"] == {"step": 1, "params": {"tile": 64, "mode": "forall", "interchange": False}}
+    r = reg.dispatch("redo", ctx)
+    assert r.ok and r.summary.startswith("redone: the parameter edit of step 1 (tile=16 (was 64))")
+    r = reg.dispatch("undo", ctx)
+    r = reg.dispatch("undo", ctx)
+    assert r.ok and r.summary == "undone: now at step 2 of 3" and "params_edit" not in r.data

@@ -197,6 +197,24 @@ class StepReport:
         return d
 
 
+@dataclass
+class ParamEdit:
+    """One `params` edit (Session.set_params) as undo and redo move it: the steps before and after it (the
+    edited step and those re-applied after it), the cursor, and the edited step's dict before and after."""
+    index: int
+    before: list[AppliedStep]
+    after: list[AppliedStep]
+    cursor: int
+    old_params: dict
+    new_params: dict
+
+    def changed(self, undone: bool = False) -> str:
+        """`key=now (was before)` for each key whose value the edit changed (`undone`: as its undo left it)."""
+        was, now = (self.new_params, self.old_params) if undone else (self.old_params, self.new_params)
+        keys = [k for k in now if was.get(k) != now[k]]
+        return ", ".join(f"{k}={now[k]} (was {was.get(k)})" for k in keys) or "no change"
+
+
 class _SessionClient:
     """The compile client as one session uses it: the session's parse options go with every request."""
 
@@ -228,6 +246,7 @@ class Session:
         self.initial_sha: str | None = None
         self.steps: list[AppliedStep] = []
         self.cursor = 0
+        self._forget_param_edits()
         self.target_name = "cpu"
         self.cpu_name = ""   # `--cpu NAME`: the CPU machine model selected and compiled for ("" = this host)
         self.cpu_threads = 0  # `target --threads N`: the cores schedules are planned for (0 = all usable)
@@ -463,6 +482,7 @@ class Session:
         self.saved_path = None
         self.steps = []
         self.cursor = 0
+        self._forget_param_edits()
         self._saved_state = ()
         self.foreign_source = None
         self.last_run = None
@@ -609,18 +629,54 @@ class Session:
         return applied
 
     def undo(self) -> int:
+        """Take back the last change: a `params` edit while the steps are as it left them (the edited step's
+        old dict and what was re-applied after it come back; `last_edit_moved` says which), else the current
+        step (the cursor moves back). Returns the cursor."""
         self.require_loaded()
+        if self._move_param_edit(self._edits_done, self._edits_undone, restore="before"):
+            return self.cursor
         if self.cursor == 0:
             raise SessionError("nothing to undo")
         self.cursor -= 1
         return self.cursor
 
     def redo(self) -> int:
+        """Bring back what `undo` took back: a `params` edit while the steps are as its undo left them, else
+        the next undone step. Returns the cursor."""
         self.require_loaded()
+        if self._move_param_edit(self._edits_undone, self._edits_done, restore="after"):
+            return self.cursor
         if self.cursor >= len(self.steps):
             raise SessionError("nothing to redo")
         self.cursor += 1
         return self.cursor
+
+    def _forget_param_edits(self) -> None:
+        # `params` edits as undo / redo take them back and bring them again: ParamEdit records, each valid
+        # while the steps are exactly as the edit (or its undo) left them
+        self._edits_done: list[ParamEdit] = []
+        self._edits_undone: list[ParamEdit] = []
+        #: the edit the last undo / redo took back or brought again (None: it moved the cursor)
+        self.last_edit_moved: ParamEdit | None = None
+
+    def _move_param_edit(self, source: list[ParamEdit], target: list[ParamEdit], restore: str) -> bool:
+        """Restore the `restore` side ("before" / "after") of the newest edit in `source` if the steps are
+        now its other side; stale edits (other steps applied, undone or edited since) are dropped."""
+        self.last_edit_moved = None
+        if not source:
+            return False
+        edit = source[-1]
+        now = edit.after if restore == "before" else edit.before
+        if len(now) != len(self.steps) or any(a is not b for a, b in zip(now, self.steps)):
+            source.clear()   # other steps applied or edited since: this edit and older ones are stale
+            return False
+        if self.cursor != edit.cursor:   # steps undone after the edit's undo: redo brings them back first
+            return False
+        source.pop()
+        self.steps = list(getattr(edit, restore))
+        target.append(edit)
+        self.last_edit_moved = edit
+        return True
 
     def no_active_step(self, index: int) -> str:
         """The one-line error for a step number that is not an active step."""
@@ -656,8 +712,12 @@ class Session:
             applied = self._apply_on(key, step, i)
             replaced.append(applied)
             key = applied.output_key
+        before = list(self.steps)
         self.steps[index - 1: self.cursor] = replaced
         del self.steps[self.cursor:]
+        self._edits_done.append(ParamEdit(index, before, list(self.steps), self.cursor,
+                                          dict(old.step.params), dict(new_params)))
+        self._edits_undone.clear()
         return replaced
 
     # -- views ----------------------------------------------------------------------------

@@ -9,19 +9,27 @@ from workbench.session import SessionError
 
 
 def cmd_undo(ctx: CommandContext, a: Args) -> Result:
-    try:
-        c = ctx.session.undo()
-    except SessionError as e:
-        return fail(e)
-    return Result(True, f"undone: now at step {c} of {len(ctx.session.steps)}", data={"cursor": c})
+    return _history_move(ctx, ctx.session.undo, "undone")
 
 
 def cmd_redo(ctx: CommandContext, a: Args) -> Result:
+    return _history_move(ctx, ctx.session.redo, "redone")
+
+
+def _history_move(ctx: CommandContext, move, done: str) -> Result:
+    """undo / redo: a step (the cursor moved) or a `params` edit (the edited step's dict came back)."""
     try:
-        c = ctx.session.redo()
+        c = move()
     except SessionError as e:
         return fail(e)
-    return Result(True, f"redone: now at step {c} of {len(ctx.session.steps)}", data={"cursor": c})
+    s = ctx.session
+    edit = s.last_edit_moved
+    if edit is None:
+        return Result(True, f"{done}: now at step {c} of {len(s.steps)}", data={"cursor": c})
+    params = s.steps[edit.index - 1].step.params
+    what = edit.changed(undone=done == "undone")
+    return Result(True, f"{done}: the parameter edit of step {edit.index} ({what}); now at step {c} of {len(s.steps)}",
+                  data={"cursor": c, "params_edit": {"step": edit.index, "params": params}})
 
 
 def cmd_show(ctx: CommandContext, a: Args) -> Result:

@@ -112,6 +112,15 @@ def test_param_edit_reapplies_from_that_step(wb_ctx):
             assert ctx.session.cursor == 2
             assert app.results[-1].data["command"] == "params"
             assert "c16" in ctx.session.current_ir
+            # Ctrl+Z takes the edit back (the old dict and IR; still 2 steps), Ctrl+Y brings it again
+            await pilot.press("ctrl+z")
+            await settle(app, pilot)
+            assert ctx.session.steps[0].step.params["tile_m"] == 64 and ctx.session.cursor == 2
+            assert "c16" not in ctx.session.current_ir
+            assert "parameter edit of step 1" in app.results[-1].summary
+            await pilot.press("ctrl+y")
+            await settle(app, pilot)
+            assert ctx.session.steps[0].step.params["tile_m"] == 16 and "c16" in ctx.session.current_ir
 
     run(go())
 

@@ -28,10 +28,9 @@ contraction (one multiply-add per tap and output), and their plane form ran 1.2x
 """
 from __future__ import annotations
 
-from workbench.worker.cpu.constant_folds import pad_value
-from workbench.worker.cpu.padded_conv_rows import conv_ints, padded_width, static_conv_rank
+from workbench.worker.cpu.padded_conv_rows import conv_ints, padded_high, padded_width, static_conv_rank, widened_init
 from workbench.worker.cpu.pointwise_convs import collapse_spatial, static_shape
-from workbench.worker.ir_walk import defining_op, erase_unread
+from workbench.worker.ir_walk import erase_unread
 
 #: named convolutions and their spatial rank
 CONVS = {"linalg.conv_2d_nchw_fchw": 2, "linalg.conv_3d_ncdhw_fcdhw": 3}
@@ -69,71 +68,6 @@ def _eligible(op, lanes: int) -> bool:
     for d in out[2:]:
         useful *= d
     return _computed_positions(image[2:], out[2:]) <= (1 + MAX_WASTE) * useful
-
-
-def padded_high(value, high: list[int]):
-    """`value` with zeros appended (`high` per dim); an existing zero-valued tensor.pad producing it is widened
-    instead (one copy of the input, not two) when this is its only use."""
-    from mlir import ir
-    from mlir.dialects import arith, tensor
-
-    if not any(high):
-        return value
-    source, low, base_high = value, [0] * len(high), [0] * len(high)
-    producer = defining_op(value)
-    if (producer is not None and producer.name == "tensor.pad" and _single_use(value)
-            and len(producer.operands) == 1 and pad_value(producer) == 0):   # (static low and high)
-        pad = producer.opview
-        source = pad.source
-        low = [int(v) for v in pad.static_low]
-        base_high = [int(v) for v in pad.static_high]
-    t = ir.RankedTensorType(value.type)
-    shape = [d + h for d, h in zip(t.shape, high)]
-    new_pad = tensor.PadOp(ir.RankedTensorType.get(shape, t.element_type), source, [], [], low,
-                           [b + h for b, h in zip(base_high, high)])
-    block = new_pad.region.blocks.append(*[ir.IndexType.get()] * len(shape))
-    with ir.InsertionPoint(block):
-        tensor.YieldOp(arith.ConstantOp(t.element_type, 0.0).result)
-    return new_pad.result
-
-
-def _widened_init(init, high: list[int]):
-    """The init with `high` more positions per dim: a fill or a broadcast of a tensor without those dims
-    made anew at the wider shape (no copy), anything else padded with zeros (the extra positions are
-    sliced off the result: their values do not matter)."""
-    from mlir import ir
-    from mlir.dialects import linalg, tensor
-
-    producer = defining_op(init)
-    t = ir.RankedTensorType(init.type)
-    shape = [d + h for d, h in zip(t.shape, high)]
-    if producer is not None and _single_use(init) and producer.name == "tensor.extract_slice":
-        # the leading corner of a tensor of the wider shape (the result of a convolution over the same plane:
-        # lh-strided-conv-planes' phases, each accumulating into the one before): that tensor, no copy
-        source = producer.operands[0]
-        view = producer.opview
-        if (len(producer.operands) == 1 and list(ir.RankedTensorType(source.type).shape) == shape
-                and all(int(v) == 0 for v in view.static_offsets) and all(int(v) == 1 for v in view.static_strides)):
-            return source
-    if producer is not None and _single_use(init):
-        if producer.name == "linalg.fill":
-            empty = tensor.EmptyOp(shape, t.element_type).result
-            return _value(linalg.fill(producer.operands[0], outs=[empty]))
-        if producer.name == "linalg.broadcast":
-            added = [int(d) for d in ir.DenseI64ArrayAttr(producer.attributes["dimensions"])]
-            if all(d in added for d, h in enumerate(high) if h):
-                empty = tensor.EmptyOp(shape, t.element_type).result
-                return _value(linalg.broadcast(producer.operands[0], outs=[empty], dimensions=added))
-    return padded_high(init, high)
-
-
-def _value(built):
-    """The result of what a linalg builder returned (a value, or an op view)."""
-    return built.results[0] if hasattr(built, "results") else built
-
-
-def _single_use(value) -> bool:
-    return sum(1 for _ in value.uses) == 1
 
 
 def _plane_generic(image, filt, init, rank: int, dilations: list[int], row_strides: list[int]):
@@ -188,7 +122,7 @@ def conv_planes(module, lanes: int = 16) -> int:
         with ir.InsertionPoint(op), op.location:
             wide_image = padded_high(image, [0, 0, extra_rows] + [0] * (rank - 1))
             flat_image, _ = collapse_spatial(wide_image, 2)
-            wide_init = _widened_init(init, [0, 0, 0] + [i - o for i, o in zip(in_sp[1:], out_sp[1:])])
+            wide_init = widened_init(init, [0, 0, 0] + [i - o for i, o in zip(in_sp[1:], out_sp[1:])])
             flat_init, reassociation = collapse_spatial(wide_init, 2)
             flat = _plane_generic(flat_image, filt, flat_init, rank, dilations, row_strides)
             wide_type = ir.RankedTensorType(wide_init.type)

@@ -17,8 +17,9 @@ rows c rows further along the sets.
 """
 from __future__ import annotations
 
+from workbench.worker.cpu.constant_folds import pad_value
 from workbench.worker.cpu.vnni_convs import _tensor_type
-from workbench.worker.ir_walk import element_bits
+from workbench.worker.ir_walk import defining_op, element_bits
 
 #: named channels-first convolutions and the rank of their spatial dims
 CONVS = {"linalg.conv_1d_ncw_fcw": 1, "linalg.conv_2d_nchw_fchw": 2, "linalg.conv_3d_ncdhw_fcdhw": 3}
@@ -102,7 +103,6 @@ def pad_conv_rows(module) -> int:
     from mlir import ir
     from mlir.dialects import tensor
 
-    from workbench.worker.cpu.conv_planes import _widened_init   # (conv_planes imports this module)
     from workbench.worker.ir_walk import ops_where
 
     rewritten = 0
@@ -124,7 +124,7 @@ def pad_conv_rows(module) -> int:
                 high[-2] += unaliased_rows(wide_shape, element_bits(image_type.element_type) or 0) if rank >= 2 else 0
             wide = _pad_highs(image, high) if any(high) else image
             # (a fill or broadcast init made anew at the padded shape: no fill of zeros and copy into them)
-            wide_init = _widened_init(init, [0] * (len(out_shape) - 1) + [padded - ow])
+            wide_init = widened_init(init, [0] * (len(out_shape) - 1) + [padded - ow])
             piece = op.clone(ip=ir.InsertionPoint(op))
             piece.operands[0] = wide
             piece.operands[2] = wide_init
@@ -135,3 +135,68 @@ def pad_conv_rows(module) -> int:
         op.erase()
         rewritten += 1
     return rewritten
+
+
+def padded_high(value, high: list[int]):
+    """`value` with zeros appended (`high` per dim); an existing zero-valued tensor.pad producing it is widened
+    instead (one copy of the input, not two) when this is its only use."""
+    from mlir import ir
+    from mlir.dialects import arith, tensor
+
+    if not any(high):
+        return value
+    source, low, base_high = value, [0] * len(high), [0] * len(high)
+    producer = defining_op(value)
+    if (producer is not None and producer.name == "tensor.pad" and single_use(value)
+            and len(producer.operands) == 1 and pad_value(producer) == 0):   # (static low and high)
+        pad = producer.opview
+        source = pad.source
+        low = [int(v) for v in pad.static_low]
+        base_high = [int(v) for v in pad.static_high]
+    t = ir.RankedTensorType(value.type)
+    shape = [d + h for d, h in zip(t.shape, high)]
+    new_pad = tensor.PadOp(ir.RankedTensorType.get(shape, t.element_type), source, [], [], low,
+                           [b + h for b, h in zip(base_high, high)])
+    block = new_pad.region.blocks.append(*[ir.IndexType.get()] * len(shape))
+    with ir.InsertionPoint(block):
+        tensor.YieldOp(arith.ConstantOp(t.element_type, 0.0).result)
+    return new_pad.result
+
+
+def widened_init(init, high: list[int]):
+    """The init with `high` more positions per dim: a fill or a broadcast of a tensor without those dims
+    made anew at the wider shape (no copy), anything else padded with zeros (the extra positions are
+    sliced off the result: their values do not matter)."""
+    from mlir import ir
+    from mlir.dialects import linalg, tensor
+
+    producer = defining_op(init)
+    t = ir.RankedTensorType(init.type)
+    shape = [d + h for d, h in zip(t.shape, high)]
+    if producer is not None and single_use(init) and producer.name == "tensor.extract_slice":
+        # the leading corner of a tensor of the wider shape (the result of a convolution over the same plane:
+        # lh-strided-conv-planes' phases, each accumulating into the one before): that tensor, no copy
+        source = producer.operands[0]
+        view = producer.opview
+        if (len(producer.operands) == 1 and list(ir.RankedTensorType(source.type).shape) == shape
+                and all(int(v) == 0 for v in view.static_offsets) and all(int(v) == 1 for v in view.static_strides)):
+            return source
+    if producer is not None and single_use(init):
+        if producer.name == "linalg.fill":
+            empty = tensor.EmptyOp(shape, t.element_type).result
+            return built_value(linalg.fill(producer.operands[0], outs=[empty]))
+        if producer.name == "linalg.broadcast":
+            added = [int(d) for d in ir.DenseI64ArrayAttr(producer.attributes["dimensions"])]
+            if all(d in added for d, h in enumerate(high) if h):
+                empty = tensor.EmptyOp(shape, t.element_type).result
+                return built_value(linalg.broadcast(producer.operands[0], outs=[empty], dimensions=added))
+    return padded_high(init, high)
+
+
+def built_value(built):
+    """The result of what a linalg builder returned (a value, or an op view)."""
+    return built.results[0] if hasattr(built, "results") else built
+
+
+def single_use(value) -> bool:
+    return sum(1 for _ in value.uses) == 1

@@ -31,6 +31,15 @@ def _register_dense_elements_caster() -> None:
 _register_dense_elements_caster()
 
 
+def is_dense_resource(attr) -> bool:
+    """Whether an attribute is a `dense_resource<name>` (its bytes in the module's resource blobs)."""
+    try:
+        ir.DenseResourceElementsAttr(attr)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
 def ops_where(root, keep: Callable[[object], bool]) -> list:
     """Every op nested in `root` (a module or an op, itself included) for which `keep(op)` holds, in walk order."""
     found = []

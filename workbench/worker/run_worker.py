@@ -172,19 +172,18 @@ def external_weights(module, bytecode: bytes) -> list[tuple[str, int, np.ndarray
     from mlir import ir
 
     from workbench.worker.bytecode_resources import builtin_blobs
+    # (ir_walk also registers the bindings' caster of dense attributes with complex elements: reading such a
+    # global's `value` raised TypeError without it)
+    from workbench.worker.ir_walk import is_dense_resource
 
     candidates = []
     for op in module.body.operations:
         op = op.operation
         if op.name != "llvm.mlir.global" or "value" not in op.attributes or "constant" not in op.attributes:
             continue
-        try:
-            value = op.attributes["value"]
-        except TypeError:   # the bindings cast a dense attribute to its Python class: none for complex elements
-            continue
-        if not str(value).startswith("dense_resource<"):   # (str prints the name, not the blob)
-            continue
-        candidates.append((op, value))
+        value = op.attributes["value"]
+        if is_dense_resource(value):
+            candidates.append((op, value))
     if not candidates:
         return []
     blobs = builtin_blobs(bytecode)

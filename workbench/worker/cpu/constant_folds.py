@@ -59,23 +59,13 @@ def _resource_bytes(constant_op) -> bytes | None:
     return bytes.fromhex(text[start + 3 + 8:end])     # (after the 4-byte alignment)
 
 
-def _is_resource(attr) -> bool:
-    from mlir import ir
-
-    try:
-        ir.DenseResourceElementsAttr(attr)
-    except (ValueError, TypeError):
-        return False
-    return True
-
-
 def constant_array(value):
     """The static tensor `value` as a numpy array of unsigned integers of its element width, when it is an
     arith.constant (`dense_resource` or `dense` elements), else None."""
     import numpy as np
     from mlir import ir
 
-    from workbench.worker.ir_walk import defining_op
+    from workbench.worker.ir_walk import defining_op, is_dense_resource
 
     t = _static_type(value)
     op = defining_op(value)
@@ -83,7 +73,7 @@ def constant_array(value):
         return None
     dtype, shape = _numpy_dtype(t), tuple(t.shape)
     attr = op.attributes["value"]
-    if _is_resource(attr):
+    if is_dense_resource(attr):
         data = _resource_bytes(op)
     else:
         try:

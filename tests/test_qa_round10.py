@@ -98,6 +98,18 @@ def _import(tmp_path, spec: str, inputs: str):
                    env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
 
 
+def _run_check(tmp_path, name: str) -> dict:
+    """`run --check` of the imported out/NAME.mlir from a script (against the payload and torch's outputs):
+    the run's JSON record, after asserting the command succeeded."""
+    from test_torch_import import TORCH_PYTHON
+
+    (tmp_path / "s.lhw").write_text("run --check --iterations 2\n")
+    out = run_cli([tmp_path / "out" / f"{name}.mlir", "--script", "s.lhw", "--json", "r.json"], cwd=tmp_path,
+                  env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert out.returncode == 0, out.stderr
+    return json.loads((tmp_path / "r.json").read_text())["run"]
+
+
 @needs_torch
 @pytest.mark.parametrize("spec, line, op", [("net.py:Head", 11, "aten.index.Tensor gives a u0x4 tensor"),
                                             ("net.py:Selected", 15, "aten.masked_select.default gives a u0 tensor")])
@@ -162,15 +174,9 @@ def test_a_model_whose_outputs_hold_none_imports_and_checks_against_torch(tmp_pa
     """HF-style outputs with a None (`{"logits": y, "aux": None, ...}`): torch's outputs were written without
     it, while torch-mlir's function returned `!torch.none` and failed the backend contract (`failed to
     legalize operation 'func.func'`)."""
-    from test_torch_import import TORCH_PYTHON
-
     out = _import(tmp_path, "net.py:WithNone", "2x3xf32")
     assert out.returncode == 0, out.stderr
-    (tmp_path / "s.lhw").write_text("run --check --iterations 2\n")
-    out = run_cli([tmp_path / "out" / "with_none.mlir", "--script", "s.lhw", "--json", "r.json"], cwd=tmp_path,
-                  env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
-    assert out.returncode == 0, out.stderr
-    run = json.loads((tmp_path / "r.json").read_text())["run"]
+    run = _run_check(tmp_path, "with_none")
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
     assert [o["size"] for o in run["expected_check"]["outputs"]] == [8, 6], run   # logits 2x4, hidden 2x3
 
@@ -253,15 +259,9 @@ def test_a_scalar_result_compares_with_a_zero_dimensional_expected_output(tmp_pa
 def test_a_model_returning_a_python_float_checks_against_torch(tmp_path):
     """`.item()` of a float32 sum is a Python float, which torch-mlir returns as an f64; the expected output
     was written as a float32 0-d array."""
-    from test_torch_import import TORCH_PYTHON
-
     out = _import(tmp_path, "net.py:Scalar", "2x3xf32")
     assert out.returncode == 0, out.stderr
     import numpy as np
     assert np.load(tmp_path / "out" / "scalar.expected0.npy").dtype == np.float64
-    (tmp_path / "s.lhw").write_text("run --check --iterations 2\n")
-    out = run_cli([tmp_path / "out" / "scalar.mlir", "--script", "s.lhw", "--json", "r.json"], cwd=tmp_path,
-                  env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
-    assert out.returncode == 0, out.stderr
-    run = json.loads((tmp_path / "r.json").read_text())["run"]
+    run = _run_check(tmp_path, "scalar")
     assert run["check"]["passed"] and run["expected_check"]["passed"], run

@@ -238,3 +238,26 @@ def test_a_large_family_op_is_split_over_the_cores(ctx, tmp_path, monkeypatch, p
     monkeypatch.setattr(cpu, "MIN_PARALLEL_MATMUL", 1 << 40)
     ok(ctx, f"load {path}")
     assert not any(k.startswith("threads") for k in _selected(ctx)[1])
+
+
+def test_an_epilogue_step_inside_an_earlier_steps_loop(ctx):
+    """A matmul and its epilogue inside one loop of an earlier step (an MLP-Mixer's token-mixing linear layer in
+    the rows schedule's batch forall): the matmul's empty-tensor elimination (its region: the loops that hold
+    it, the forall included) consumed handles that invalidated the epilogue's, and `select --apply` failed with
+    "op uses a handle invalidated by a previously executed transform op". The chain is scheduled before it."""
+    ok(ctx, f"load {ROOT / 'tests' / 'payloads' / 'batched_linear_bias_relu.mlir'}")
+    ok(ctx, "target cpu --threads 1")
+    try:
+        (spec, params), = ctx.session.target.select_params(ctx.session.inspect())
+        assert spec.endswith("[gen=matmul_epilogue]") and params["epilogue"] == 1
+        # the per-op step a model's select makes (one op of several: on tensors, the finishing step after)
+        params.update(op="matmul_0", bufferize=False)
+        ok(ctx, "apply rewrite tag-ops")
+        ok(ctx, f"apply {spec}{{{' '.join(f'{k}={v}' for k, v in params.items())}}}")
+        assert "linalg.generic" not in ctx.session.current_ir and "scf.forall" in ctx.session.current_ir
+        ok(ctx, "apply pipelines/cpu/finish.py[gen=bufferize_and_lower_vectors]")
+        ok(ctx, "bench warmup=0 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --threads 0")

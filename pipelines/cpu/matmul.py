@@ -176,7 +176,7 @@ def _check_tiles(block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: in
 def row_parts(handle: str, *, block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int, reg_k: int,
               pack_tile_a: int, pack_tile_b: int, pack_b: int, main_m: int = 0, tail_m: int = 0,
               tail_reg_m: int = 4, mark: str = "all", transpose_b: bool = False, leading_ones: bool = False,
-              in_region: bool = False) -> str:
+              in_region: bool = False, then: str = "") -> str:
     """Steps 1-4 (module doc) of the matmuls in `handle`; with `main_m`, of the two parts each is split
     into along M (its first main_m rows in block_m blocks of reg_m-row tiles, its last tail_m rows in one
     block of tail_reg_m-row tiles; the tail packs B where pack_b_pays says so, or always for a transposed
@@ -188,7 +188,10 @@ def row_parts(handle: str, *, block_m: int, block_n: int, block_k: int, reg_m: i
     reg_k steps): empty tensors are eliminated in the region this schedule made (`step_region`: the
     function-level loops around its K loops and what they read; the module needs STEP_REGION_MATCHERS), not
     in the whole function, whose One-Shot analysis made each step cost more the more of the model it held
-    (the same IR: the rest of the function is other steps' work, where it eliminated nothing more)."""
+    (the same IR: the rest of the function is other steps' work, where it eliminated nothing more).
+    `then`: transform ops on other handles the caller holds (matmul_family's epilogue chain), placed before the
+    elimination: the region it finds takes the loops that hold the matmul, and where an earlier step put the
+    matmul and its consumers in one loop (a batch forall) the region's handles, consumed, invalidated them."""
     _check_tiles(block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b, main_m, tail_m, tail_reg_m)
     any_op = "!transform.any_op"
     shared = dict(block_n=block_n, block_k=block_k, reg_n=reg_n, reg_k=reg_k, pack_tile_a=pack_tile_a,
@@ -198,7 +201,7 @@ def row_parts(handle: str, *, block_m: int, block_n: int, block_k: int, reg_m: i
     def own_loops(s: str) -> list[str]:
         return [f"%l3{s}"] if in_region and reg_k < block_k else []
     if not main_m:
-        return (_block_schedule(handle, "", block_m=block_m, reg_m=reg_m, pack_b=pack_b, **shared)
+        return (_block_schedule(handle, "", block_m=block_m, reg_m=reg_m, pack_b=pack_b, **shared) + then
                 + _eliminate_empty_tensors("%fe", own_loops("")))
     if not all(c.isalnum() or c in "_-." for c in mark):
         raise ValueError(f"mark must be an op id like matmul_0, got {mark!r}")
@@ -220,7 +223,7 @@ def row_parts(handle: str, *, block_m: int, block_n: int, block_k: int, reg_m: i
         in %root : ({any_op}) -> {any_op}
 """
                   + _block_schedule(f"%mm_{part}", f"_{part}", block_m=rows, reg_m=tile_rows, pack_b=pack, **shared))
-    return steps + _eliminate_empty_tensors("%fe_tail", own_loops("_main") + own_loops("_tail"))
+    return steps + then + _eliminate_empty_tensors("%fe_tail", own_loops("_main") + own_loops("_tail"))
 
 
 def _eliminate_empty_tensors(funcs: str, loops: list[str]) -> str:

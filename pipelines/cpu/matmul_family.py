@@ -90,12 +90,12 @@ def _check(**values: int) -> None:
 def _packed_contraction(handle: str, block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int,
                         reg_k: int, pack_tile_a: int, pack_tile_b: int, transpose_b: bool = False,
                         chunks: list[int] | None = None, pack_b: bool = True, main_m: int = 0, tail_m: int = 0,
-                        tail_reg_m: int = 4, mark: str = "all", in_region: bool = False) -> str:
+                        tail_reg_m: int = 4, mark: str = "all", in_region: bool = False, then: str = "") -> str:
     """The matmul.py schedule (steps 1-4, on tensors: matmul.row_parts, with its split along M where
     main_m is set) of the (m, n, k) contraction ops in `handle`. `chunks` (m and n counts): the op is
     first split into that many chunks per dim (tile_using_forall: tasks on the async runtime after
     lowering), each scheduled the same way with pack buffers of its own; the block sizes and main_m /
-    tail_m apply to a chunk."""
+    tail_m apply to a chunk. `then`: transform ops before the empty-tensor elimination (matmul.row_parts)."""
     split = ""
     chunked = bool(chunks) and any(c > 1 for c in chunks)
     # (in parallel chunks the elimination stays whole-function: analyzed from the chunks' scf.forall it left
@@ -108,7 +108,7 @@ def _packed_contraction(handle: str, block_m: int, block_n: int, block_k: int, r
     return "\n" + split + matmul.row_parts(
         handle, block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n, reg_k=reg_k,
         pack_tile_a=pack_tile_a, pack_tile_b=pack_tile_b, pack_b=int(pack_b), main_m=main_m, tail_m=tail_m,
-        tail_reg_m=tail_reg_m, mark=mark, transpose_b=transpose_b, leading_ones=True, in_region=in_region)
+        tail_reg_m=tail_reg_m, mark=mark, transpose_b=transpose_b, leading_ones=True, in_region=in_region, then=then)
 
 
 def _module(body: str, bufferize: bool = True) -> str:
@@ -239,24 +239,28 @@ def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, r
     for i in range(epilogue):
         chain.append(f"    %e{i} = transform.get_consumers_of_result {previous}[0] : ({_ANY}) -> {_ANY}\n")
         previous = f"%e{i}"
+    # the chain's schedule goes before the matmul's empty-tensor elimination (row_parts' `then`), which holds no
+    # handle to it: the matmul and its chain in one loop of an earlier step (a batch forall) had the elimination's
+    # region handles, consumed, invalidate %e0 ("op uses a handle invalidated by a previously executed transform op")
+    last = f"%e{epilogue - 1}"
+    epilogue_ops = ""
+    if threads_m * threads > 1:   # the chain in the same chunks, each a parallel task
+        epilogue_ops += (f"    %echunk, %eforall = transform.structured.tile_using_forall {last} num_threads "
+                         f"[{threads_m}, {threads}] : ({_ANY}) -> ({_ANY}, {_ANY})\n")
+        last = "%echunk"
+    epilogue_ops += (f"    %et, %el:2 = transform.structured.tile_using_for {last} tile_sizes [{epi_m}, {epi_n}]"
+                     f" : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY})\n")
+    fused = []
+    for i in reversed(range(epilogue - 1)):
+        epilogue_ops += (f"    %ef{i}, %efl{i} = transform.structured.fuse_into_containing_op %e{i} into %el#1"
+                         f" : ({_ANY}, {_ANY}) -> ({_ANY}, {_ANY})\n")
+        fused.append(f"%ef{i}")
+    for handle in ["%et"] + fused:
+        epilogue_ops += f"    transform.structured.vectorize {handle} : {_ANY}\n"
     body = "".join(chain) + _packed_contraction("%mm", block_m, block_n, block_k, reg_m, reg_n, reg_k,
                                                 pack_tile_a, pack_tile_b, chunks=[threads_m, threads], pack_b=bool(pack_b),
                                                 main_m=main_m, tail_m=tail_m, tail_reg_m=tail_reg_m, mark=op or "all",
-                                                in_region=not bufferize)
-    last = f"%e{epilogue - 1}"
-    if threads_m * threads > 1:   # the chain in the same chunks, each a parallel task
-        body += (f"    %echunk, %eforall = transform.structured.tile_using_forall {last} num_threads [{threads_m}, {threads}]"
-                 f" : ({_ANY}) -> ({_ANY}, {_ANY})\n")
-        last = "%echunk"
-    body += (f"    %et, %el:2 = transform.structured.tile_using_for {last} tile_sizes [{epi_m}, {epi_n}]"
-             f" : ({_ANY}) -> ({_ANY}, {_ANY}, {_ANY})\n")
-    fused = []
-    for i in reversed(range(epilogue - 1)):
-        body += (f"    %ef{i}, %efl{i} = transform.structured.fuse_into_containing_op %e{i} into %el#1"
-                 f" : ({_ANY}, {_ANY}) -> ({_ANY}, {_ANY})\n")
-        fused.append(f"%ef{i}")
-    for handle in ["%et"] + fused:
-        body += f"    transform.structured.vectorize {handle} : {_ANY}\n"
+                                                in_region=not bufferize, then=epilogue_ops)
     # the fused links' originals are dead now: erase them before bufferization gives them a buffer to write
     body += (f"    %fd = transform.structured.match ops{{[\"func.func\"]}} in %root : ({_ANY}) -> {_ANY}\n"
              f"    transform.apply_dce to %fd : {_ANY}\n")

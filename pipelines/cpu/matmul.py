@@ -92,7 +92,7 @@ CONSTRAINTS = [
 # the whole module bufferized (function boundaries, identity layouts, copies as linalg.copy), then
 # canonicalized and CSE'd: %b is the module, %f2 its functions (codegen and ukernel paths)
 _BUFFERIZE = """    %mod = transform.structured.match ops{["builtin.module"]} in %root : (!transform.any_op) -> !transform.any_op
-    %b = transform.bufferization.one_shot_bufferize %mod {bufferize_function_boundaries = true,
+    %b = transform.bufferization.one_shot_bufferize %mod {bufferize_function_boundaries = true, allow_return_allocs_from_loops = true,
         function_boundary_type_conversion = 1 : i32, memcpy_op = "linalg.copy"} : (!transform.any_op) -> !transform.any_op
     %f2 = transform.structured.match ops{["func.func"]} in %b : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %f2 {

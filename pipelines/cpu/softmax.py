@@ -112,7 +112,7 @@ _EXPECT_ONE = """    %count = transform.num_associations %all : (!transform.any_
 """
 _BUFFERIZE = """    // 5. bufferize (the forall writes the output tiles in place); parallel=0: the forall becomes a loop
     %mod = transform.structured.match ops{["builtin.module"]} in %root : (!transform.any_op) -> !transform.any_op
-    %b = transform.bufferization.one_shot_bufferize %mod {bufferize_function_boundaries = true,
+    %b = transform.bufferization.one_shot_bufferize %mod {bufferize_function_boundaries = true, allow_return_allocs_from_loops = true,
         function_boundary_type_conversion = 1 : i32} : (!transform.any_op) -> !transform.any_op
     %fb = transform.structured.match ops{["func.func"]} in %b : (!transform.any_op) -> !transform.any_op
     transform.apply_patterns to %fb {

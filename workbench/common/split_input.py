@@ -110,7 +110,7 @@ RENAMED_PASSES = {"naive-convert-vector-to-llvm": "convert-vector-to-llvm"}
 #: pass options MLIR has removed that older RUN lines still pass: what they asked for is what the pass does now
 #: (one-shot-bufferize returns new allocations since LLVM 18; deallocation is a pipeline of its own)
 REMOVED_PASS_OPTIONS = {
-    "one-shot-bufferize": frozenset({"allow-return-allocs", "allow-return-allocs-from-loops", "create-deallocs"}),
+    "one-shot-bufferize": frozenset({"allow-return-allocs", "create-deallocs"}),
 }
 
 

@@ -18,7 +18,9 @@ except ModuleNotFoundError:  # pragma: no cover - exercised only on machines wit
 
 _NUMPY = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i8": np.int8, "i16": np.int16,
           "i32": np.int32, "i64": np.int64, "i1": np.bool_, "index": np.int64,
-          "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64}
+          "ui8": np.uint8, "ui16": np.uint16, "ui32": np.uint32, "ui64": np.uint64,
+          # MLIR lays a complex element out as numpy does: the real part, then the imaginary part
+          "complex<f32>": np.complex64, "complex<f64>": np.complex128}
 # MLIR float types numpy lacks -> ml_dtypes attribute names
 _ML_DTYPES = {"bf16": "bfloat16", "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2",
               "f8E4M3": "float8_e4m3", "f8E4M3FNUZ": "float8_e4m3fnuz", "f8E5M2FNUZ": "float8_e5m2fnuz",
@@ -26,7 +28,7 @@ _ML_DTYPES = {"bf16": "bfloat16", "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8
               "f6E2M3FN": "float6_e2m3fn", "f6E3M2FN": "float6_e3m2fn", "f4E2M1FN": "float4_e2m1fn"}
 # maximum error of the correctness check relative to the reference's largest magnitude, by element
 # type: about 2^-(mantissa bits) times a small factor for accumulation-order differences
-TOLERANCE = {"f64": 1e-9, "f32": 1e-4, "f16": 2e-2, "bf16": 3e-2,
+TOLERANCE = {"f64": 1e-9, "f32": 1e-4, "complex<f64>": 1e-9, "complex<f32>": 1e-4, "f16": 2e-2, "bf16": 3e-2,
              "f8E4M3FN": 1.25e-1, "f8E4M3": 1.25e-1, "f8E4M3FNUZ": 1.25e-1, "f8E4M3B11FNUZ": 1.25e-1,
              "f8E5M2": 2.5e-1, "f8E5M2FNUZ": 2.5e-1, "f8E3M4": 6.25e-2}
 INPUT_KINDS = ("random", "zeros", "ones")
@@ -89,6 +91,16 @@ def is_extended_float(dtype) -> bool:
 
 def is_float(dtype) -> bool:
     return np.issubdtype(np.dtype(dtype), np.floating) or is_extended_float(dtype)
+
+
+def is_complex(dtype) -> bool:
+    return np.issubdtype(np.dtype(dtype), np.complexfloating)
+
+
+def widened(arr: np.ndarray) -> np.ndarray:
+    """`arr` as float64 (bf16/fp8/bool/int), or complex128 for complex elements (a float64 cast drops
+    the imaginary part), for comparisons."""
+    return np.asarray(arr).astype(np.complex128 if is_complex(np.asarray(arr).dtype) else np.float64)
 
 
 def raw_view(arr: np.ndarray) -> np.ndarray:

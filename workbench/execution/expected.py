@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from workbench.common.dtypes import widened
+
 SIDECAR_SUFFIX = ".expected.json"
 # elementwise: |got - want| <= atol + atol_scale * max|want| + rtol * |want|, by the output's element type
 # (integers: exact; max|want| over the output's finite elements)
@@ -101,7 +103,7 @@ def compare_expected(got: list[np.ndarray], expected: ExpectedOutputs) -> dict[s
         etype = element_type(g)
         exact = not np.issubdtype(np.dtype(want.dtype), np.floating) and etype not in expected.tolerances
         rtol, atol = (0.0, 0.0) if exact else expected.tolerances.get(etype, DEFAULT_TOLERANCES["f32"])
-        g64, w64 = np.asarray(g).astype(np.float64), want.astype(np.float64)
+        g64, w64 = widened(g), widened(want)
         if g64.size == 0:
             report["outputs"].append({"index": j, "type": etype, "passed": True})
             continue

@@ -8,7 +8,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from workbench.common.dtypes import INPUT_KINDS, TOLERANCE, RunInputError, is_extended_float, is_float, numpy_dtype, tolerance  # noqa: F401  (re-exported)
+from workbench.common.dtypes import INPUT_KINDS, TOLERANCE, RunInputError, is_complex, is_extended_float, is_float, numpy_dtype, tolerance, widened  # noqa: F401  (re-exported)
 from workbench.execution.worker_client import WorkerProcess
 
 def make_inputs(specs: list[dict], kind: str = "random", seed: int = 0,
@@ -36,6 +36,8 @@ def make_inputs(specs: list[dict], kind: str = "random", seed: int = 0,
             except (OSError, ValueError) as e:
                 raise RunInputError(f"input {i}: cannot read {path}: {e}")
             arr = _as_element_type(arr, np.dtype(dtype))
+            if arr.shape == () and shape == (1,):   # a scalar argument's value (the wrapper takes a memref<1xT>)
+                arr = arr.reshape(1)
             if arr.shape != shape or arr.dtype != np.dtype(dtype):
                 raise RunInputError(f"input {i} from {path}: got {arr.dtype}{list(arr.shape)}, expected "
                                     f"{np.dtype(dtype)}{list(shape)} ({spec.get('type', '')})")
@@ -45,6 +47,9 @@ def make_inputs(specs: list[dict], kind: str = "random", seed: int = 0,
             arrays.append(np.zeros(shape, dtype))
         elif kind == "ones":
             arrays.append(np.ones(shape, dtype))
+        elif is_complex(dtype):   # real and imaginary parts each uniform (in the range where one is given)
+            lo, hi = ranges[i] if ranges and i in ranges else (-1.0, 1.0)
+            arrays.append((rng.uniform(lo, hi, shape) + 1j * rng.uniform(lo, hi, shape)).astype(dtype))
         elif ranges and i in ranges:
             lo, hi = ranges[i]
             if is_float(dtype):
@@ -119,7 +124,7 @@ def compare(outputs: list[np.ndarray], references: list[np.ndarray], dtype: str 
             return Check(False, float("inf"), float("inf"), max(tols), details)
         if o.size == 0:
             continue
-        o64, r64 = o.astype(np.float64), r.astype(np.float64)  # bf16/fp8/bool/int compare as f64
+        o64, r64 = widened(o), widened(r)  # bf16/fp8/bool/int compare as f64, complex as complex128
         # inf and NaN must be where the reference has them, the same ones; the error is that of the finite
         # elements, relative to the largest finite reference magnitude (a reference with one -inf, a log of
         # zero, made every error relative to inf: 0, and NaNs at other places than the reference's were

@@ -8,7 +8,8 @@ Two functions are added next to the payload:
 
 Inputs are memrefs: a tensor argument of the entry arrives as a memref of the same shape and
 is turned into a tensor with `bufferization.to_tensor restrict`; a memref argument is passed
-through with its exact type (strided layouts included). Tensor results are written with
+through with its exact type (strided layouts included); a scalar argument (f32, i1, index, ...)
+arrives as a `memref<1xT>` and is loaded before the call. Tensor results are written with
 `bufferization.to_buffer` + `memref.copy`, memref results with `memref.copy`, scalar results
 are stored into a `memref<1xT>`. An entry with no results (destination-passing style, e.g.
 after bufferization dropped equivalent results) reports its output arguments: by default the
@@ -254,8 +255,12 @@ def insert_wrapper(module, params: dict) -> None:
                 call_operands.append(f"%v{i}")
             arg_roles.append("memref")
         elif _is_scalar(t):
-            raise BenchError(f"scalar argument #{i} ({t}) of @{name}: the wrapper supports "
-                             "tensor and memref arguments only")
+            # a scalar (a pad value, a flag, a bound) arrives as a one-element memref, loaded before the call
+            wrapper_args.append(f"memref<1x{t}>")
+            pre.append(f"    %c0_a{i} = arith.constant 0 : index\n"
+                       f"    %s{i} = memref.load %a{i}[%c0_a{i}] : memref<1x{t}>")
+            call_operands.append(f"%s{i}")
+            arg_roles.append("scalar")
         else:
             raise BenchError(f"unsupported argument type {t} of @{name}")
 

@@ -2784,10 +2784,14 @@ def _root_module_classes(source) -> list:
             if not any(c.__name__ in names_in.get(o.__name__, ()) for o in classes if o is not c)]
 
 
-def _get_inputs_serves(source, name: str) -> bool:
-    """Whether the file's get_inputs() is meant for the class NAME: KernelBench's Model (or no NAME), or
-    the one model class of the file (the one nn.Module the others do not use)."""
-    return name in ("", "Model") or [c.__name__ for c in _root_module_classes(source)] == [name]
+def _get_inputs_serves(source, name: str, module=None) -> bool:
+    """Whether the file's get_inputs() is meant for NAME: KernelBench's Model (or no NAME), the one model
+    class of the file (the one nn.Module the others do not use), or a factory (`get_model`) whose
+    `module` is an instance of that class."""
+    roots = [c.__name__ for c in _root_module_classes(source)]
+    return (name in ("", "Model") or roots == [name]
+            or (module is not None and not isinstance(getattr(source, name, None), type)
+                and roots == [type(module).__name__]))
 
 
 def snake_case(name: str) -> str:
@@ -2825,7 +2829,7 @@ def main(argv: list[str] | None = None) -> int:
         generator = torch.Generator().manual_seed(args.seed)
         if args.inputs:
             inputs = [make_input(parse_input_spec(s), generator) for s in split_specs(args.inputs)]
-        elif hasattr(source, "get_inputs") and _get_inputs_serves(source, args.model.partition(":")[2]):
+        elif hasattr(source, "get_inputs") and _get_inputs_serves(source, args.model.partition(":")[2], module):
             inputs = list(source.get_inputs())
         elif hasattr(source, "get_inputs"):
             roots = [c.__name__ for c in _root_module_classes(source)]

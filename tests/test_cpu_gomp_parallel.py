@@ -74,6 +74,19 @@ def test_a_forall_on_libgomp_covers_every_iteration(ctx, tmp_path, threads):
     np.testing.assert_allclose(out, 2 * a + i * j, rtol=1e-6)
 
 
+@needs_gomp
+def test_identical_parallel_bodies_are_compiled_once(ctx, tmp_path):
+    """Two loops that outline to the same body (a model's repeated block of one shape) call one function:
+    before, each had its own copy (ResNet-50: 52 groups of copies, 23% of the lowered lines, each compiled
+    by LLVM again), its own dispatcher and its own thread function."""
+    a, out, lowered = _run(ctx, FIXTURES / "payloads" / "forall_2d_odd_twice.mlir", 2, tmp_path)
+    bodies = re.findall(r"llvm\.func @(f_lh_par\d+)\(", lowered)
+    assert bodies == ["f_lh_par0"], bodies
+    assert lowered.count("llvm.call @f_lh_par0_dispatch(") == 2, lowered
+    i, j = np.indices(a.shape)
+    np.testing.assert_allclose(out, 2 * (2 * a + i * j) + i * j, rtol=1e-6)
+
+
 def test_nested_foralls_run_sequentially_in_their_chunk(ctx, tmp_path):
     """The inner forall becomes a loop in the outer one's chunk; with the async runtime (or libgomp) the
     result is right and the run ends (the async runtime's nested tasks ran past the 120 s timeout)."""

@@ -267,14 +267,38 @@ _DECLARATIONS = {
 }
 
 
+def merge_identical_bodies(module, bodies: dict) -> int:
+    """Outlined bodies that print the same (a model's repeated blocks of one shape: ResNet-50's 16
+    bottlenecks gave 52 groups, 23% of its lowered lines) become one: calls of the others go to the
+    first, which LLVM then compiles once. `bodies` (name -> llvm.func) loses the merged ones; how many."""
+    first: dict = {}
+    alias: dict[str, str] = {}
+    for name, op in bodies.items():
+        # the function as printed, its own name aside (locations are not printed; the SSA names restart
+        # in each function, so two bodies of the same ops print alike)
+        text = op.get_asm(assume_verified=True).replace(f"@{name}(", "@_(", 1)
+        keep = first.setdefault(text, name)
+        if keep != name:
+            alias[name] = keep
+    if not alias:
+        return 0
+    for call in ops_where(module, lambda o: o.name == "llvm.call" and callee_name(o) in alias):
+        call.attributes["callee"] = ir.FlatSymbolRefAttr.get(alias[callee_name(call)])
+    for name in alias:
+        bodies.pop(name).operation.erase()
+    return len(alias)
+
+
 def dispatch_on_gomp(module) -> int:
-    """Send each call of an outlined parallel body through GOMP_parallel (module docstring); how many bodies."""
+    """Send each call of an outlined parallel body through GOMP_parallel (module docstring), identical
+    bodies merged first (`merge_identical_bodies`); how many bodies."""
     bodies = {}
     for op in module.body.operations:
         if op.name == "llvm.func" and MARK in op.attributes and len(op.regions[0].blocks):
             bodies[ir.StringAttr(op.attributes["sym_name"]).value] = op
     if not bodies:
         return 0
+    merge_identical_bodies(module, bodies)
     text = []
     for name, op in bodies.items():
         types = [str(a.type) for a in op.regions[0].blocks[0].arguments]

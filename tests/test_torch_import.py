@@ -482,40 +482,29 @@ def test_get_inputs_serves_the_one_module_a_file_defines(tmp_path):
     assert "several models: Scans, Sorts, Model" in p.stderr + p.stdout
 
 
+# a model file with a helper module (Norm) used by its block, a factory of each, and get_inputs()
+BLOCK_FILE = ("import torch\n\nclass Norm(torch.nn.Module):\n    def forward(self, x):\n        return x * 0.5\n\n"
+              "class Block(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+              "        self.norm = Norm()\n    def forward(self, x):\n        return self.norm(x) + 1.0\n\n"
+              "def get_model():\n    return Block().eval()\n\ndef get_norm():\n    return Norm()\n\n"
+              "def get_inputs():\n    return [torch.randn(2, 5)]\n")
+
+
 @needs_torch
-def test_get_inputs_serves_a_block_built_of_helper_modules(tmp_path):
+@pytest.mark.parametrize("name, stem", [("Block", "block"), ("get_model", "get_model")])
+def test_get_inputs_serves_the_files_model_and_its_factory(tmp_path, name, stem):
     """A real model file defines helper modules (RMSNorm) next to its block: get_inputs() serves the one
-    class the file's other classes do not use (before: "it defines 2"), and not a helper named explicitly."""
-    (tmp_path / "block.py").write_text(
-        "import torch\n\nclass Norm(torch.nn.Module):\n    def forward(self, x):\n        return x * 0.5\n\n"
-        "class Block(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-        "        self.norm = Norm()\n    def forward(self, x):\n        return self.norm(x) + 1.0\n\n"
-        "def get_inputs():\n    return [torch.randn(2, 5)]\n")
+    class the file's other classes do not use (before: "it defines 2"), and not a helper named explicitly.
+    A factory (`import resnet.py:get_model`, as model zoos write them) whose module is that class takes it
+    too (before: "the file's get_inputs() is taken for its Model (KernelBench) or its one nn.Module only");
+    one returning a helper does not."""
+    (tmp_path / "block.py").write_text(BLOCK_FILE)
     env = {"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}
-    p = run_cli(["import", "block.py:Block", "--out", "out"], cwd=tmp_path, env_extra=env, timeout=600)
+    p = run_cli(["import", f"block.py:{name}", "--out", "out"], cwd=tmp_path, env_extra=env, timeout=600)
     assert p.returncode == 0, p.stderr
-    assert "func.func @main(%arg0: tensor<2x5xf32>)" in (tmp_path / "out" / "block.mlir").read_text()
-    p = run_cli(["import", "block.py:Norm", "--out", "out"], cwd=tmp_path, env_extra=env, timeout=600)
-    assert p.returncode != 0 and "here Block, which builds the others" in p.stderr + p.stdout
-
-
-@needs_torch
-def test_get_inputs_serves_a_factory_of_the_files_model(tmp_path):
-    """`import resnet.py:get_model` (a factory building the file's one model, as model zoos write them)
-    without --inputs failed: "the file's get_inputs() is taken for its Model (KernelBench) or its one
-    nn.Module only (here Block, ...)". A factory whose module is that class takes get_inputs() too; one
-    returning a helper class does not."""
-    (tmp_path / "zoo.py").write_text(
-        "import torch\n\nclass Norm(torch.nn.Module):\n    def forward(self, x):\n        return x * 0.5\n\n"
-        "class Block(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-        "        self.norm = Norm()\n    def forward(self, x):\n        return self.norm(x) + 1.0\n\n"
-        "def get_model():\n    return Block().eval()\n\ndef get_norm():\n    return Norm()\n\n"
-        "def get_inputs():\n    return [torch.randn(2, 5)]\n")
-    env = {"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}
-    p = run_cli(["import", "zoo.py:get_model", "--out", "out"], cwd=tmp_path, env_extra=env, timeout=600)
-    assert p.returncode == 0, p.stderr
-    assert "func.func @main(%arg0: tensor<2x5xf32>)" in (tmp_path / "out" / "get_model.mlir").read_text()
-    p = run_cli(["import", "zoo.py:get_norm", "--out", "out"], cwd=tmp_path, env_extra=env, timeout=600)
+    assert "func.func @main(%arg0: tensor<2x5xf32>)" in (tmp_path / "out" / f"{stem}.mlir").read_text()
+    helper = {"Block": "Norm", "get_model": "get_norm"}[name]
+    p = run_cli(["import", f"block.py:{helper}", "--out", "out"], cwd=tmp_path, env_extra=env, timeout=600)
     assert p.returncode != 0 and "here Block, which builds the others" in p.stderr + p.stdout
 
 

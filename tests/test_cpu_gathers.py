@@ -183,3 +183,45 @@ def test_a_zero_fill_the_gather_never_reads_is_dropped(ctx):
     for threads in (1, 2):
         run = ok(ctx, f"run --check --threads {threads} {fixture_io_flags(fixture)}").data["run"]
         assert run["check"]["passed"] and run["expected_check"]["passed"], run
+
+
+@pytest.mark.parametrize("indices", [96, 3000])
+def test_a_row_gather_splits_over_one_core_per_l2_share_of_its_output(ctx, tmp_path, monkeypatch, indices):
+    """index_select's rows (contiguous loads along 1024-float rows): a 16-core machine model splits the gather
+    over one core per L2 / GATHER_L2_SHARE bytes of output (96 rows of 4 KiB: fewer than 16 threads), all 16 for
+    a gather of 3000 rows (no divisor needed: not a tile multiple); both run and match on this host."""
+    import dataclasses
+
+    from workbench.targets import cpu, cpu_selector
+
+    machine = dataclasses.replace(cpu.host_machine(), usable_cpus=16)
+    monkeypatch.setattr(cpu, "host_machine", lambda: machine)
+    text = f"""#map = affine_map<(d0, d1) -> (d0)>
+#map1 = affine_map<(d0, d1) -> (d0, d1)>
+func.func @main(%t: tensor<2000x1024xf32>, %i: tensor<{indices}xi64>) -> tensor<{indices}x1024xf32> {{
+  %e = tensor.empty() : tensor<{indices}x1024xf32>
+  %r = linalg.generic {{indexing_maps = [#map, #map1], iterator_types = ["parallel", "parallel"]}}
+      ins(%i : tensor<{indices}xi64>) outs(%e : tensor<{indices}x1024xf32>) {{
+  ^bb0(%in: i64, %out: f32):
+    %row = arith.index_cast %in : i64 to index
+    %col = linalg.index 1 : index
+    %x = tensor.extract %t[%row, %col] : tensor<2000x1024xf32>
+    linalg.yield %x : f32
+  }} -> tensor<{indices}x1024xf32>
+  return %r : tensor<{indices}x1024xf32>
+}}
+"""
+    payload = tmp_path / "index_select.mlir"
+    payload.write_text(text)
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, "target cpu --threads 16")
+        generic = _generic_params(ctx)
+        expected = min(16, max(1, indices * 1024 * 4 // (machine.l2_bytes // cpu_selector.GATHER_L2_SHARE)))
+        assert len(generic) == 1 and generic[0].get("gather") == 1, generic
+        assert generic[0]["threads"] == expected and (expected < 16) == (indices == 96), (generic, expected)
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0 --threads 16").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --threads 0")

@@ -246,3 +246,42 @@ def test_a_whole_tensor_sum_accumulates_whole_vectors(ctx):
     selected = ctx.session.ir_at(ctx.session.cursor - 2)   # before the bench and the lowering
     assert "vector.from_elements" not in selected and "vector.multi_reduction" not in selected
     assert re.search(r"arith\.addf %\w+, %\w+ : vector<\d+xf32>", selected)
+
+
+def test_a_matvec_reduces_several_rows_at_a_time_and_matches(ctx, tmp_path):
+    """A matrix-vector product (torch.mv: the product fused into the row sum) reduces REDUCED_ROWS rows per tile
+    (a divisor of the rows: 30 rows -> 3), each row's partials along 200 columns (6 vector pairs of 16 and a
+    tail): several load streams at once; the result matches on rows and columns that are no tile multiples."""
+    from workbench.targets import cpu_selector
+
+    text = """#map = affine_map<(d0, d1) -> (d0, d1)>
+#map1 = affine_map<(d0, d1) -> (d1)>
+#map2 = affine_map<(d0, d1) -> (d0)>
+func.func @main(%a: tensor<30x200xf32>, %x: tensor<200xf32>) -> tensor<30xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<30xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<30xf32>) -> tensor<30xf32>
+  %r = linalg.generic {indexing_maps = [#map, #map1, #map2], iterator_types = ["parallel", "reduction"]}
+      ins(%a, %x : tensor<30x200xf32>, tensor<200xf32>) outs(%init : tensor<30xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<30xf32>
+  return %r : tensor<30xf32>
+}
+"""
+    payload = tmp_path / "matvec.mlir"
+    payload.write_text(text)
+    ok(ctx, f"load {payload}")
+    ok(ctx, "target cpu --threads 1")
+    try:
+        data = ok(ctx, "select --apply").data
+        ok(ctx, "bench warmup=0 iterations=1")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --threads 0")
+    generic = [e["params"] for e in data["selections"] if "generic.py" in e["schedule"]]
+    assert generic and generic[0]["partial_reduction"] == 1, generic
+    assert generic[0]["tile"][0] == 3 == min(cpu_selector.REDUCED_ROWS, 3), generic

@@ -41,7 +41,8 @@ def test_classification_by_structure():
     # a row sum reads x[r, k]: r is not contiguous there, the row stays the vector loop (partial sums)
     rowsum = loops(["parallel", "reduction"], [[0, 1], [0]], ["arith.addf"], domain=[64, 4096])
     p = generic_params({"id": "generic_0", "loops": rowsum}, 256, 1)
-    assert p["tile"] == [1, 16] and p["partial_reduction"] == 1
+    # (REDUCED_ROWS rows at a time: independent load streams and accumulator chains)
+    assert p["tile"] == [4, 16] and p["partial_reduction"] == 1
     # a reduction over bools stays scalar loops (vector.multi_reduction on i1 is not lowered); an elementwise
     # op on bools is vectorized (bool buffers are bytes: lh-widen-i1-memrefs)
     all_true = {"id": "generic_0", "operand_types": ["tensor<64x4096xf32>", "tensor<64xi1>"],
@@ -91,7 +92,7 @@ def test_selector_path_runs_checked(ctx, monkeypatch, name, threads):
     # chain or powers to expand; the selection is for the IR it leaves
     prepared = res.data["prepared"]
     # (a strided 2-D convolution's phases, each over its flattened plane: conv_pool's stride-2 conv)
-    conv_steps = ("pass lh-strided-conv-planes", f"pass lh-conv-planes{{lanes={machine.f32_lanes}}}")
+    conv_steps = (f"pass lh-strided-conv-planes{{lanes={machine.f32_lanes}}}", f"pass lh-conv-planes{{lanes={machine.f32_lanes}}}")
     assert not set(conv_steps) & set(prepared) or any(o["op"] == "linalg.conv_2d_nchw_fchw" for o in ops_before)
     pad_copies = (f"pass lh-pad-copies{{lanes={machine.f32_lanes} threads={threads} "
                   f"min-work={cpu_selector.MIN_PARALLEL_WORK}}}")

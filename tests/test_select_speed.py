@@ -376,7 +376,8 @@ def test_per_op_matmul_step_cleans_up_its_own_loops_only():
     """A per-op matmul step (bufferize=false) canonicalizes and CSEs the loop nest it made, not the whole
     function (which cost each step as much as the function: most of a matmul step on 16 stacked layers): ops
     outside its loops that a canonicalization would change stay as they were (a dead reshape of its result,
-    a reshape and its inverse), while its own loops are cleaned up (its micro-kernel vectorized to outer products)."""
+    a reshape and its inverse), while its own loops are cleaned up (its micro-kernel vectorized to outer products,
+    its C tile hoisted out of the K loop)."""
     spec = importlib.util.spec_from_file_location("s23_matmul", ROOT / "pipelines" / "cpu" / "matmul.py")
     matmul = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(matmul)
@@ -384,6 +385,9 @@ def test_per_op_matmul_step_cleans_up_its_own_loops_only():
                   op="matmul_0")
     per_op = _apply(OUTSIDE_THE_STEP, matmul.matmul_tiling(**params, bufferize=False))
     assert "linalg.matmul" not in per_op and "vector.outerproduct" in per_op and "vector.contract" not in per_op
+    # the C tile stays in registers along the K loop (its reads and writes hoisted: the constants the scoped
+    # canonicalization leaves in the loops are moved out first)
+    assert re.search(r"scf\.for %\w+ = %\w+ to %\w+ step %c4\w* iter_args\(%\w+ = %\w+\) -> \(vector<8x32xf32>\)", per_op)
     outside = per_op[per_op.rindex("scf.yield"):]   # (after the step's outermost loop)
     assert re.search(r"tensor\.collapse_shape %\d+ \[\[0, 1\]\] : tensor<64x64xf32> into tensor<4096xf32>", outside)
     assert "tensor.collapse_shape %arg2 [[0, 1]]" in outside and "tensor.expand_shape %collapsed" in outside

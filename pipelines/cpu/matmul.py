@@ -330,6 +330,11 @@ def micro_kernel_k_loop(tile_sizes: str, several_steps: bool, s: str = "", clean
       transform.apply_patterns.canonicalization
     }} : {any_op}
     transform.apply_cse to {cleaned} : {any_op}"""
+    if cleaned != f"%fe{s}":
+        # (a canonicalization of a loop's body leaves the constants it makes in the loops, where the function's
+        # put them at its entry: moved out, the C tile's reads and writes are invariant in the K loop again)
+        text += (f"\n    %cleaned_loops{s} = transform.structured.match ops{{[\"scf.for\"]}} in {cleaned}"
+                 f" : ({any_op}) -> {any_op}\n    transform.apply_licm to %cleaned_loops{s} : {any_op}")
     if several_steps:
         text += f"\n    transform.loop.hoist_loop_invariant_subsets %l3{s} : {any_op}"
     return text

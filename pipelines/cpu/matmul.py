@@ -201,7 +201,8 @@ def row_parts(handle: str, *, block_m: int, block_n: int, block_k: int, reg_m: i
     def own_loops(s: str) -> list[str]:
         return [f"%l3{s}"] if in_region and reg_k < block_k else []
     if not main_m:
-        return (_block_schedule(handle, "", block_m=block_m, reg_m=reg_m, pack_b=pack_b, **shared) + then
+        return (_block_schedule(handle, "", block_m=block_m, reg_m=reg_m, pack_b=pack_b, scoped=in_region, **shared)
+                + then
                 + _eliminate_empty_tensors("%fe", own_loops("")))
     if not all(c.isalnum() or c in "_-." for c in mark):
         raise ValueError(f"mark must be an op id like matmul_0, got {mark!r}")
@@ -222,7 +223,8 @@ def row_parts(handle: str, *, block_m: int, block_n: int, block_k: int, reg_m: i
         steps += (f"""    %mm_{part} = transform.structured.match ops{{["linalg.matmul"]}} attributes {{{ROW_PART} = "{part}_{mark}"}}
         in %root : ({any_op}) -> {any_op}
 """
-                  + _block_schedule(f"%mm_{part}", f"_{part}", block_m=rows, reg_m=tile_rows, pack_b=pack, **shared))
+                  + _block_schedule(f"%mm_{part}", f"_{part}", block_m=rows, reg_m=tile_rows, pack_b=pack,
+                                    scoped=in_region, **shared))
     return steps + then + _eliminate_empty_tensors("%fe_tail", own_loops("_main") + own_loops("_tail"))
 
 
@@ -239,11 +241,19 @@ def _eliminate_empty_tensors(funcs: str, loops: list[str]) -> str:
 
 def _block_schedule(handle: str, s: str, block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int,
                     reg_k: int, pack_tile_a: int, pack_tile_b: int, pack_b: int, transpose_b: bool = False,
-                    leading_ones: bool = False) -> str:
+                    leading_ones: bool = False, scoped: bool = False) -> str:
     """Steps 1-4 (module doc) of the matmuls in `handle`, on tensors; `s` suffixes every handle it binds
     (binds %fe{s}: the functions). `transpose_b`: B is read (n, k) and packed transposed;
-    `leading_ones`: the vector patterns also cast away leading unit dims (matmul_family's schedules)."""
+    `leading_ones`: the vector patterns also cast away leading unit dims (matmul_family's schedules).
+    `scoped` (a per-op step of a payload of several ops): the loop-invariant code motion, canonicalizations and
+    CSE look at the loop nest the cache blocking made (its outermost loop, %l1{s}#0, holds every op the
+    schedule makes), not at the whole function: the rest of it is other steps' work, and a cleanup of the
+    whole function costs as much as the function (most of such a step on a large model). That loop itself
+    is not canonicalized (a one-trip one stays, for the final lowering to fold)."""
     any_op = "!transform.any_op"
+    cleaned = f"%l1{s}#0" if scoped else f"%fe{s}"
+    # (scoped: the nest's loops, the outermost one among them)
+    loops_in = f"%l1{s}#0" if scoped else "%root"
     return f"""    // 1. Cache blocking, loop order n_c, k_c, m_c.
     %t1{s}, %l1{s}:3 = transform.structured.tile_using_for {handle} tile_sizes [{block_m}, {block_n}, {block_k}] interchange = [1, 2, 0]
         : ({any_op}) -> ({any_op}, {any_op}, {any_op}, {any_op})
@@ -256,7 +266,7 @@ def _block_schedule(handle: str, s: str, block_m: int, block_n: int, block_k: in
         padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [0, 1, 2],
         nofold_flags = [1, {1 if pack_b else 0}, 0], copy_back_op = "none"}}
         : ({any_op}) -> ({any_op}, {any_op}, {any_op})
-    %loops{s} = transform.structured.match ops{{["scf.for"]}} in %root : ({any_op}) -> {any_op}
+    %loops{s} = transform.structured.match ops{{["scf.for"]}} in {loops_in} : ({any_op}) -> {any_op}
     transform.apply_licm to %loops{s} : {any_op}
     %padA{s} = transform.get_producer_of_operand %padded{s}[0] : ({any_op}) -> {any_op}
     %hA{s} = transform.structured.hoist_pad %padA{s} by 1 loops : ({any_op}) -> {any_op}
@@ -265,8 +275,8 @@ def _block_schedule(handle: str, s: str, block_m: int, block_n: int, block_k: in
     transform.structured.vectorize %cA{s} vector_sizes [{reg_m}, {pack_tile_a}] : {any_op}
 
     // 4. Micro-kernel: K loop of reg_k steps, vector.contract -> outer products.
-{micro_kernel_k_loop(f"0, 0, {reg_k}", reg_k < block_k, s)}
-    transform.apply_patterns to %fe{s} {{
+{micro_kernel_k_loop(f"0, 0, {reg_k}", reg_k < block_k, s, cleaned)}
+    transform.apply_patterns to {cleaned} {{
 {"      transform.apply_patterns.vector.cast_away_vector_leading_one_dim" + chr(10) if leading_ones else ""}\
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
       transform.apply_patterns.vector.transfer_permutation_patterns
@@ -300,11 +310,13 @@ def pack_b_pays(m: int, reg_m: int) -> int:
     return int(m >= PACK_B_MIN_ROW_TILES * reg_m)
 
 
-def micro_kernel_k_loop(tile_sizes: str, several_steps: bool, s: str = "") -> str:
+def micro_kernel_k_loop(tile_sizes: str, several_steps: bool, s: str = "", cleaned: str = "") -> str:
     """Step 4's K loop over the padded micro-kernel contraction `%padded` (tiled by `tile_sizes`),
     vectorized, with the C tile hoisted into registers across the loop; binds %fe (the functions).
     One step (reg_k = block_k) has no loop: canonicalization would fold a one-trip loop away under
-    the handle that the hoisting needs, so the contraction is vectorized as it is."""
+    the handle that the hoisting needs, so the contraction is vectorized as it is. `cleaned`: the ops whose
+    bodies the canonicalization and CSE look at (default %fe{s}, the functions)."""
+    cleaned = cleaned or f"%fe{s}"
     any_op = "!transform.any_op"
     tiled = f"%padded{s}"
     text = ""
@@ -314,10 +326,15 @@ def micro_kernel_k_loop(tile_sizes: str, several_steps: bool, s: str = "") -> st
         tiled = f"%t3{s}"
     text += f"""    transform.structured.vectorize {tiled} {{create_named_contraction}} : {any_op}
     %fe{s} = transform.structured.match ops{{["func.func"]}} in %root : ({any_op}) -> {any_op}
-    transform.apply_patterns to %fe{s} {{
+    transform.apply_patterns to {cleaned} {{
       transform.apply_patterns.canonicalization
     }} : {any_op}
-    transform.apply_cse to %fe{s} : {any_op}"""
+    transform.apply_cse to {cleaned} : {any_op}"""
+    if cleaned != f"%fe{s}":
+        # (a canonicalization of a loop's body leaves the constants it makes in the loops, where the function's
+        # put them at its entry: moved out, the C tile's reads and writes are invariant in the K loop again)
+        text += (f"\n    %cleaned_loops{s} = transform.structured.match ops{{[\"scf.for\"]}} in {cleaned}"
+                 f" : ({any_op}) -> {any_op}\n    transform.apply_licm to %cleaned_loops{s} : {any_op}")
     if several_steps:
         text += f"\n    transform.loop.hoist_loop_invariant_subsets %l3{s} : {any_op}"
     return text

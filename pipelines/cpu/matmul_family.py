@@ -111,12 +111,24 @@ def _packed_contraction(handle: str, block_m: int, block_n: int, block_k: int, r
         tail_reg_m=tail_reg_m, mark=mark, transpose_b=transpose_b, leading_ones=True, in_region=in_region, then=then)
 
 
-def _module(body: str, bufferize: bool = True) -> str:
+def _module(body: str, bufferize: bool = True, extra_sequences: str = "") -> str:
     """The transform module: `body`, then (bufferize) matmul.py's bufferization and vector lowering; without
     it the ops stay on tensors, for a payload of several ops scheduled one step each (pipelines/cpu/finish.py
-    finishes)."""
+    finishes). `extra_sequences`: matchers `body` uses (@lh_keep comes with STEP_REGION_MATCHERS)."""
     tail = matmul.bufferize_and_lower_vectors() if bufferize else ""
-    return transform_module(body.lstrip("\n") + tail, extra_sequences="" if bufferize else STEP_REGION_MATCHERS)
+    matchers = extra_sequences + (STEP_REGION_MATCHERS if extra_sequences or not bufferize else "")
+    return transform_module(body.lstrip("\n") + tail, extra_sequences=matchers)
+
+
+#: a matcher for foreach_match keeping the linalg ops of a handle (with @lh_keep, STEP_REGION_MATCHERS)
+LINALG_OP_MATCHER = f"""  transform.named_sequence @lh_linalg_op(%op: {_ANY} {{transform.readonly}}) -> {_ANY} {{
+    %linalg = transform.match.structured failures(propagate) %op : ({_ANY}) -> {_ANY} {{
+    ^bb0(%s: {_ANY}):
+      transform.match.structured.yield %s : {_ANY}
+    }}
+    transform.yield %linalg : {_ANY}
+  }}
+"""
 
 
 def batch_matmul_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4,
@@ -237,7 +249,11 @@ def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, r
     chain = [f"\n    %mm = {_match('linalg.matmul', op)}\n{matmul.expect_one('%mm', op)}"]
     previous = "%mm"
     for i in range(epilogue):
-        chain.append(f"    %e{i} = transform.get_consumers_of_result {previous}[0] : ({_ANY}) -> {_ANY}\n")
+        # (the linalg consumers: a per-op step cleans up its own loops only, so a dead reshape of the result that an
+        # earlier step left, which a whole-function canonicalization had erased before, can be a consumer too)
+        chain.append(f"    %e{i}_all = transform.get_consumers_of_result {previous}[0] : ({_ANY}) -> {_ANY}\n"
+                     f"    %e{i}_walked, %e{i} = transform.foreach_match restrict_root flatten_results in %e{i}_all"
+                     f" @lh_linalg_op -> @lh_keep : ({_ANY}) -> ({_ANY}, {_ANY})\n")
         previous = f"%e{i}"
     # the chain's schedule goes before the matmul's empty-tensor elimination (row_parts' `then`), which holds no
     # handle to it: the matmul and its chain in one loop of an earlier step (a batch forall) had the elimination's
@@ -264,7 +280,7 @@ def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, r
     # the fused links' originals are dead now: erase them before bufferization gives them a buffer to write
     body += (f"    %fd = transform.structured.match ops{{[\"func.func\"]}} in %root : ({_ANY}) -> {_ANY}\n"
              f"    transform.apply_dce to %fd : {_ANY}\n")
-    return _module(body, bufferize)
+    return _module(body, bufferize, extra_sequences=LINALG_OP_MATCHER)
 
 
 def epilogue_params(m: int, n: int, k: int, epilogue: int, threads: int = 1, **machine) -> dict:

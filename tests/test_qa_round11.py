@@ -25,3 +25,51 @@ def test_a_library_generator_refusing_a_parameter_is_one_line_without_a_tracebac
     res = do(ctx, f"apply {mine}[gen=gen]")
     assert not res.ok and "raised ValueError" in res.error
     assert "Traceback" in (res.detail or "") and "mine.py" in res.detail, res.detail
+
+
+# -- torch models ----------------------------------------------------------------------------------------
+
+needs_torch = pytest.mark.skipif(not __import__("test_torch_import")._torch_available(),
+                                 reason="torch + torch-mlir not here")
+
+NETS = '''
+import torch
+import torch.nn.functional as F
+
+class FoldCrop(torch.nn.Module):
+    def forward(self, x):
+        y = F.fold(F.unfold(x, 3, padding=1), (6, 6), 3, padding=1)
+        return F.pad(y, (-1, 2, -2, -1), value=3.0)
+'''
+
+
+def _import(tmp_path, spec: str, inputs: str):
+    from test_torch_import import TORCH_PYTHON
+
+    (tmp_path / "net.py").write_text(NETS)
+    return run_cli(["import", spec, "--inputs", inputs, "--out", "out", "--json", "i.json"], cwd=tmp_path,
+                   env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+
+
+def _script(tmp_path, name: str, lines: str) -> dict:
+    """Run SCRIPT on the imported out/NAME.mlir; the JSON record, after asserting the command succeeded."""
+    from test_torch_import import TORCH_PYTHON
+
+    (tmp_path / "s.lhw").write_text(lines)
+    out = run_cli([tmp_path / "out" / f"{name}.mlir", "--script", "s.lhw", "--json", "r.json"], cwd=tmp_path,
+                  env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert out.returncode == 0, out.stderr
+    return json.loads((tmp_path / "r.json").read_text())
+
+
+@needs_torch
+def test_a_negative_pad_of_a_fold_with_padding_lowers_and_checks_against_torch(tmp_path):
+    """F.fold with padding (torch's col2im decomposition crops with a negative F.pad) and F.pad with negative
+    amounts became a `tensor.pad` with negative low/high: every lowering failed in one-shot-bufferize with
+    `expected offsets to be non-negative, but got -1` (a subview at offset -1). The crop is slices now."""
+    out = _import(tmp_path, "net.py:FoldCrop", "1x2x6x6xf32")
+    assert out.returncode == 0, out.stderr
+    text = (tmp_path / "out" / "fold_crop.mlir").read_text()
+    assert not __import__("re").search(r"tensor\.pad [^\n]*low\[[^\]]*-\d", text)
+    run = _script(tmp_path, "fold_crop", "select --apply\nbench\napply cpu-lower\nrun --check --iterations 2\n")["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"], (run["check"], run["expected_check"])

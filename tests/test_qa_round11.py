@@ -73,3 +73,16 @@ def test_a_negative_pad_of_a_fold_with_padding_lowers_and_checks_against_torch(t
     assert not __import__("re").search(r"tensor\.pad [^\n]*low\[[^\]]*-\d", text)
     run = _script(tmp_path, "fold_crop", "select --apply\nbench\napply cpu-lower\nrun --check --iterations 2\n")["run"]
     assert run["check"]["passed"] and run["expected_check"]["passed"], (run["check"], run["expected_check"])
+
+
+# -- hostile saved sessions: paths -----------------------------------------------------------------------
+
+def test_a_session_whose_payload_is_a_symlink_loop_is_one_line(ctx, tmp_path):
+    """`payload: {path: loop.mlir}` where loop.mlir links to itself: `replay: internal error: RuntimeError:
+    Symlink loop from ...` (Python 3.11's Path.resolve); `trust` of such a file the same."""
+    (tmp_path / "loop.mlir").symlink_to("loop.mlir")
+    (tmp_path / "s.yaml").write_text("Pipeline: []\nWorkbench: {payload: {path: loop.mlir}}\n")
+    res = do(ctx, f"replay {tmp_path / 's.yaml'}")
+    assert not res.ok and "symbolic link loop" in res.error and "internal error" not in res.error, res.error
+    res = do(ctx, f"trust {tmp_path / 'loop.mlir'}")
+    assert not res.ok and "internal error" not in res.error, res.error

@@ -86,3 +86,21 @@ def test_a_session_whose_payload_is_a_symlink_loop_is_one_line(ctx, tmp_path):
     assert not res.ok and "symbolic link loop" in res.error and "internal error" not in res.error, res.error
     res = do(ctx, f"trust {tmp_path / 'loop.mlir'}")
     assert not res.ok and "internal error" not in res.error, res.error
+
+
+def test_a_session_of_too_many_nodes_without_aliases_is_refused_as_it_composes(monkeypatch):
+    """200,000 step records (no alias, 3 MB) were refused as `document expands to more than 200000 nodes
+    through aliases (an alias bomb?)` after PyYAML had composed all of them (70-100 s here). The count is kept
+    while composing: it stops at the limit (a syntax error further on is never reached) and says what it is;
+    an alias bomb is still named as one."""
+    from workbench.common import safe_yaml
+
+    monkeypatch.setattr(safe_yaml, "MAX_EXPANDED_NODES", 1000)
+    many = "Workbench:\n  steps:\n" + "".join(f"  - {{index: {i}}}\n" for i in range(1, 2000)) + "  - [unclosed\n"
+    with pytest.raises(safe_yaml.YAMLTooLarge) as e:
+        safe_yaml.load(many)
+    assert "more than 1000 nodes" in str(e.value) and "alias" not in str(e.value), str(e.value)
+    bomb = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+    with pytest.raises(safe_yaml.YAMLTooLarge) as e:
+        safe_yaml.load(bomb)
+    assert "through aliases" in str(e.value)

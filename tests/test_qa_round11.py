@@ -104,3 +104,41 @@ def test_a_session_of_too_many_nodes_without_aliases_is_refused_as_it_composes(m
     with pytest.raises(safe_yaml.YAMLTooLarge) as e:
         safe_yaml.load(bomb)
     assert "through aliases" in str(e.value)
+
+
+# -- a bf16 squeeze-excite block on an AMX machine --------------------------------------------------------
+
+SE_CONV = """func.func @main(%i: tensor<1x64x1x1xbf16>, %w: tensor<16x64x1x1xbf16>) -> tensor<1x16x1x1xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x16x1x1xf32>
+  %o = linalg.fill ins(%z : f32) outs(%e : tensor<1x16x1x1xf32>) -> tensor<1x16x1x1xf32>
+  %r = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}
+       ins(%i, %w : tensor<1x64x1x1xbf16>, tensor<16x64x1x1xbf16>) outs(%o : tensor<1x16x1x1xf32>) -> tensor<1x16x1x1xf32>
+  return %r : tensor<1x16x1x1xf32>
+}
+"""
+
+
+def test_a_one_by_one_convolution_of_a_pooled_image_is_no_amx_convolution(ctx, tmp_path):
+    """A MobileNetV3 block in bf16 (`import --dtype bf16`): its squeeze-excite 1x1 convolution of the pooled
+    1x1 image (16 output channels: whole AMX tiles) was laid out for AMX with rows of one output; conv_amx's
+    tile lost its `ow` loop to the unit-extent folding and `select --apply` failed at the schedule's line 22:
+    `too many tiles provided, expected at most 3 found 4`. Rows of one position keep the VNNI layout."""
+    from mlir import ir
+
+    from workbench.worker.cpu.vnni_convs import vnni_convs
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(SE_CONV)
+        assert vnni_convs(module, amx=True) == 1
+        assert "lh.amx_conv" not in str(module) and "lh.vnni_conv" in str(module)
+    payload = tmp_path / "se.mlir"
+    payload.write_text(SE_CONV)
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, "target cpu --cpu sapphirerapids --threads 1")
+        ok(ctx, "select --apply")
+        labels = " ".join(a.step.label() for a in ctx.session.active_steps)
+        assert "conv_amx.py" not in labels, labels
+    finally:
+        ok(ctx, "target cpu --cpu host")

@@ -142,3 +142,16 @@ def test_a_one_by_one_convolution_of_a_pooled_image_is_no_amx_convolution(ctx, t
         assert "conv_amx.py" not in labels, labels
     finally:
         ok(ctx, "target cpu --cpu host")
+
+
+# -- hostile scripts ---------------------------------------------------------------------------------------
+
+def test_a_nul_in_a_pass_pipeline_is_named_not_cut_off(tmp_path):
+    """A script line `pass canonicalize<NUL>` failed with `bad pass pipeline: 'canonicalize` and nothing after
+    it: MLIR's parser reads a C string, so the NUL ended the text and the diagnostic quoting it. A control
+    character in a pipeline is named with its column."""
+    (tmp_path / "s.lhw").write_bytes(b"pass canonicalize\x00\n")
+    out = run_cli([MATMUL, "--script", tmp_path / "s.lhw"], cwd=tmp_path, timeout=120,
+                  env_extra={"LH_WORKBENCH_STATE_DIR": str(tmp_path / "state")})
+    assert out.returncode == 1 and "Traceback" not in out.stderr
+    assert "a control character '\\x00' at column 13" in out.stderr, out.stderr

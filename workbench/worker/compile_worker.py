@@ -914,6 +914,10 @@ class CompileWorker:
                 raise StageError(f"{pipeline.strip()}: {e}".splitlines()[0], traceback.format_exc())
             return False
         text = pipeline.strip()
+        control = next(((i, c) for i, c in enumerate(text) if (c < " " and c != "\t") or c == "\x7f"), None)
+        if control:   # MLIR's parser reads a C string: a NUL ended the text, and the message with it
+            raise StageError(f"bad pass pipeline: a control character {control[1]!r} at column {control[0] + 1} "
+                             f"of {text!r}")
         unbalanced = _unbalanced_bracket(text)
         if unbalanced:   # MLIR's parser said "expected pass pipeline to be wrapped with the anchor operation type"
             raise StageError(f"bad pass pipeline: {unbalanced}")

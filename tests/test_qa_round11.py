@@ -155,3 +155,25 @@ def test_a_nul_in_a_pass_pipeline_is_named_not_cut_off(tmp_path):
                   env_extra={"LH_WORKBENCH_STATE_DIR": str(tmp_path / "state")})
     assert out.returncode == 1 and "Traceback" not in out.stderr
     assert "a control character '\\x00' at column 13" in out.stderr, out.stderr
+
+
+def test_an_export_failure_shows_no_traceback_torch_logged(tmp_path):
+    """HF Nystromformer's export failed in one line at the model's line, then the detail: the last 4000
+    characters of the exporter's stderr, 30 lines of the traceback torch's fake-tensor logging writes
+    (`E1127 20:25:55.519000 17628 torch/_subclasses/fake_tensor.py:3090]   File ...`), the first cut in the
+    middle. The detail keeps what else the exporter wrote (a warning, the model's prints), in whole lines."""
+    from workbench.execution.torch_import import TorchImportError, import_torch_model
+
+    fake = tmp_path / "fake_python"
+    log = "".join(f"E1127 20:25:55.519000 17628 torch/_subclasses/fake_tensor.py:3090]   File \\\"x.py\\\", line {i}\\n"
+                  for i in range(300))
+    fake.write_text("#!/bin/sh\n"
+                    f"printf '{log}' >&2\n"
+                    "echo 'UserWarning: the model printed this' >&2\n"
+                    "echo '{\"ok\": false, \"error\": \"net.py:3: torch-mlir export failed: RuntimeError: broadcast\"}'\n")
+    fake.chmod(0o755)
+    with pytest.raises(TorchImportError) as e:
+        import_torch_model("net.py:Net", python=str(fake), out=tmp_path / "out")
+    assert str(e.value).startswith("net.py:3: torch-mlir export failed")
+    assert "File" not in e.value.detail and "fake_tensor" not in e.value.detail, e.value.detail[:300]
+    assert e.value.detail == "UserWarning: the model printed this", e.value.detail[:300]

@@ -474,7 +474,7 @@ class Session:
         self.irs.texts[ans["sha"]] = ans["ir"]
         self.parse_options["allow_unregistered"] = allow_unregistered
         self.input_ranges = {}
-        self.payload_path = path.resolve()
+        self.payload_path = resolved(path)
         self.payload_chunk = chunk
         self.payload_chunks = chunks
         self.payload_file_sha = hashlib.sha256(data).hexdigest()
@@ -817,7 +817,7 @@ class Session:
 
     @staticmethod
     def _journal_prefix(payload: Path, chunk: int | None = None) -> str:
-        name = str(payload.resolve()) + (f"#chunk{chunk}" if chunk is not None else "")
+        name = str(resolved(payload)) + (f"#chunk{chunk}" if chunk is not None else "")
         key = hashlib.sha256(name.encode()).hexdigest()[:16]
         return f"{payload.stem}-{key}"
 
@@ -978,7 +978,7 @@ class LoadedSession:
         p = self._payload_meta().get("path")
         if p is not None and not isinstance(p, str):
             raise SessionError(f"{self.path}: Workbench.payload.path must be a string")
-        return (self.path.parent / p).resolve() if p else None
+        return resolved(self.path.parent / p) if p else None
 
     @property
     def payload_chunk(self) -> int | None:

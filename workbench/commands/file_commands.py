@@ -7,6 +7,7 @@ from typing import Any
 from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry
 from workbench.commands.step_results import confirm_losing_steps, fail
 from workbench.common import trust_store
+from workbench.common.files import resolved
 from workbench.common.suggest import did_you_mean_path
 from workbench.paths import in_shipped_sessions
 from workbench.result import Result, clip_lines
@@ -66,12 +67,12 @@ def _replay_file(ctx: CommandContext, path: Path, payload: Path | None, allow_un
     foreign = not own and not in_shipped_sessions(path) and not trust_store.is_trusted(path, trust_store.SESSION)
     try:   # a payload the session names (not `--payload FILE`): its parse error quotes only MLIR files' text
         s.load(payload, allow_unregistered=allow_unregistered or bool(loaded.meta.get("allow_unregistered_dialects")),
-               chunk=chunk, named_by=Path(path).resolve() if foreign and payload == loaded.payload else None)
+               chunk=chunk, named_by=resolved(Path(path)) if foreign and payload == loaded.payload else None)
     except SessionError as e:
         return fail(e)
     s.input_ranges = {int(i): tuple(r) for i, r in (loaded.meta.get("input_ranges") or {}).items()}
     if foreign:
-        s.foreign_source = Path(path).resolve()
+        s.foreign_source = resolved(Path(path))
     elif own and loaded.meta.get("from_elsewhere"):   # a journal of a session replayed from elsewhere
         s.foreign_source = Path(str(loaded.meta["from_elsewhere"]))
     expected_payload = (loaded.meta.get("payload") or {}).get("sha256")
@@ -155,7 +156,7 @@ def cmd_resume(ctx: CommandContext, a: Args) -> Result:
 
 
 def cmd_trust(ctx: CommandContext, a: Args) -> Result:
-    p = Path(a["file"]).resolve()
+    p = resolved(Path(a["file"]))
     if not p.is_file():
         return Result.failure(f"{a['file']}: " + ("a directory, not a file" if p.is_dir() else
                                                   "not a regular file" if p.exists() else "no such file"))

@@ -30,6 +30,7 @@ class BoundedSafeLoader(yaml.SafeLoader):
     composer out of Python stack: a RecursionError traceback)."""
 
     _depth = 0
+    _composed = 0   # nodes composed so far (an alias adds none)
 
     def compose_node(self, parent, index):
         self._depth += 1
@@ -37,6 +38,14 @@ class BoundedSafeLoader(yaml.SafeLoader):
             if self._depth > MAX_DEPTH:
                 mark = self.peek_event().start_mark
                 raise YAMLTooLarge(f"line {mark.line + 1}: collections nested deeper than {MAX_DEPTH} levels")
+            # a file of 200,000 step records (no alias) was refused as an alias bomb, after composing all of
+            # it: 70-100 s of PyYAML. Counting as it composes stops at the limit and says what it is.
+            if not self.check_event(yaml.AliasEvent):
+                self._composed += 1
+                if self._composed > MAX_EXPANDED_NODES:
+                    mark = self.peek_event().start_mark
+                    raise YAMLTooLarge(f"line {mark.line + 1}: more than {MAX_EXPANDED_NODES} nodes (a session "
+                                       "or pipeline file has a few thousand)")
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,26 @@ class TorchImportError(RuntimeError):
     def __init__(self, message: str, detail: str = ""):
         super().__init__(message)
         self.detail = detail
+
+
+#: a line torch's logging writes in glog form (`E1127 20:25:55.519000 17628 torch/_subclasses/fake_tensor.py:3090] ...`):
+#: an export that fails under fake tensors logs the traceback of the failing op this way, line by line
+_TORCH_LOG_LINE = re.compile(r"^[EWIF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ \S+:\d+\] ")
+
+
+def _stderr_detail(stderr: str, limit: int = 4000) -> str:
+    """What the exporter wrote to stderr, as a failure's detail: its last `limit` characters in whole lines,
+    without torch's logged traceback lines (30 lines of `E1127 ... fake_tensor.py:3090]   File ...` after a
+    one-line error that already names the model's line, the first of them cut in the middle)."""
+    lines = [line for line in (stderr or "").splitlines() if not _TORCH_LOG_LINE.match(line)]
+    kept: list[str] = []
+    size = 0
+    for line in reversed(lines):
+        size += len(line) + 1
+        if size > limit:
+            break
+        kept.append(line)
+    return "\n".join(reversed(kept)).strip()
 
 
 def torch_python(explicit: str | None = None) -> str:
@@ -57,7 +78,7 @@ def import_torch_model(model: str, *, inputs: str | None = None, out: str | Path
         raise TorchImportError(f"torch export ({exe}) exited with status {proc.returncode} and no answer"
                                + (f": {tail[-1]}" if tail else ""), "\n".join(tail))
     if not answer.get("ok"):
-        raise TorchImportError(answer.get("error") or "torch export failed", proc.stderr[-4000:])
+        raise TorchImportError(answer.get("error") or "torch export failed", _stderr_detail(proc.stderr))
     return answer
 
 

@@ -2016,6 +2016,24 @@ def grouped_mm_decomposition(input, weight, offs=None, bias=None, out_dtype=None
     return out.to(out_dtype) if out_dtype is not None else out
 
 
+def constant_pad_nd_decomposition(x, pad, value=0):
+    """A pad with negative amounts (a crop: `F.pad(x, (-1, -1))`, and torch's own col2im decomposition behind
+    F.fold with padding) as slices, then the pad of what is left: torch-mlir lowered it to a `tensor.pad` with
+    negative low/high, which bufferizes to a subview at offset -1 (`expected offsets to be non-negative`)."""
+    import torch
+
+    if all(p >= 0 for p in pad):
+        return NotImplemented
+    for i in range(len(pad) // 2):
+        dim, low, high = x.dim() - 1 - i, pad[2 * i], pad[2 * i + 1]
+        start = -low if low < 0 else 0
+        end = x.shape[dim] + (high if high < 0 else 0)
+        if start or end != x.shape[dim]:
+            x = x.narrow(dim, start, max(end - start, 0))
+    rest = [max(p, 0) for p in pad]
+    return torch.constant_pad_nd(x, rest, value) if any(rest) else x.clone()
+
+
 def library_op_decompositions() -> dict:
     """Custom ops of model libraries (torch.library.custom_op: opaque to torch.export, unknown to torch-mlir)
     whose semantics an aten decomposition here has, where the library is loaded (the model file imported it)."""
@@ -2092,6 +2110,7 @@ def upstream_decompositions() -> dict:
             aten.mode.default: mode_decomposition, aten.bincount.default: bincount_decomposition,
             aten.nonzero_static.default: nonzero_static_decomposition,
             aten.frexp.Tensor: frexp_decomposition, aten.nextafter.default: nextafter_decomposition,
+            aten.constant_pad_nd.default: constant_pad_nd_decomposition,
             **({aten._scaled_dot_product_flash_attention_for_cpu.default: sdpa_flash_cpu_decomposition}
                if hasattr(aten, "_scaled_dot_product_flash_attention_for_cpu") else {}),
             **library_op_decompositions()}

@@ -51,6 +51,7 @@ import time
 import traceback
 import weakref
 from collections import OrderedDict
+from pathlib import Path
 
 from mlir import ir, passmanager
 from mlir.dialects.transform import interpreter
@@ -488,9 +489,22 @@ def _printed_by(name: str, text: str) -> str:
     return f"{name} printed{' (the end of it)' if len(cut) < len(text) else ''}:\n{cut.rstrip()}\n"
 
 
+#: the schedule library shipped with the workbench (`pipelines/` beside the package in a checkout, inside it in
+#: a wheel): a ValueError raised there is a generator refusing its parameters, said in full by its message
+_LIBRARY_DIRS = tuple(str(p / "pipelines") + os.sep for p in (Path(__file__).resolve().parents[2],
+                                                                Path(__file__).resolve().parents[1]))
+
+
 def _generator_traceback(e: BaseException) -> str:
-    """The traceback of an exception from a schedule file, from the file's own frames on (not the worker's)."""
+    """The traceback of an exception from a schedule file, from the file's own frames on (not the worker's);
+    none for a ValueError raised by the shipped library (`block_m must be a positive int, got -1` from a
+    saved session's or a `params` edit's value: the one line says it, a traceback through the library's
+    helpers added ten lines of noise)."""
     tb = e.__traceback__
+    if isinstance(e, ValueError) and tb is not None:
+        last = traceback.extract_tb(tb)[-1].filename
+        if os.path.realpath(last).startswith(_LIBRARY_DIRS):
+            return ""
     return "".join(traceback.format_exception(type(e), e, tb.tb_next if tb is not None and tb.tb_next else tb))
 
 
@@ -900,6 +914,10 @@ class CompileWorker:
                 raise StageError(f"{pipeline.strip()}: {e}".splitlines()[0], traceback.format_exc())
             return False
         text = pipeline.strip()
+        control = next(((i, c) for i, c in enumerate(text) if (c < " " and c != "\t") or c == "\x7f"), None)
+        if control:   # MLIR's parser reads a C string: a NUL ended the text, and the message with it
+            raise StageError(f"bad pass pipeline: a control character {control[1]!r} at column {control[0] + 1} "
+                             f"of {text!r}")
         unbalanced = _unbalanced_bracket(text)
         if unbalanced:   # MLIR's parser said "expected pass pipeline to be wrapped with the anchor operation type"
             raise StageError(f"bad pass pipeline: {unbalanced}")

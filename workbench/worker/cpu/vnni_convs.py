@@ -161,8 +161,12 @@ def amx_row_padding(width: int) -> int:
 
 
 def _amx_layout(op) -> bool:
-    """The convolution's output channels come in whole AMX tiles (16 rows of the A tile)."""
-    return _tensor_type(op.operands[2]).shape[1] % AMX_TILE == 0
+    """The convolution's output channels come in whole AMX tiles (16 rows of the A tile) and its output rows
+    have more than one position (the B tile's columns: a row of one, a squeeze-excite 1x1 convolution of a
+    pooled 1x1 image, is a matrix-vector product; conv_amx's tile lost its `ow` loop to the unit-extent
+    folding and the schedule failed with `too many tiles provided, expected at most 3 found 4`)."""
+    out = _tensor_type(op.operands[2])
+    return out.shape[1] % AMX_TILE == 0 and out.shape[-1] > 1
 
 
 def vnni_convs(module, amx: bool = False) -> int:

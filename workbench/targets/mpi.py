@@ -197,8 +197,8 @@ class MpiTarget(Target):
     def execute(self, llvm: str, meta: dict, inputs: list, *, call: bool, bench: bool, timeout: float,
                 threads: int | None = None, opt_level: int = 3, bytecode: bytes | None = None,
                 compile_timeout: float | None = None, progress=None) -> dict:
-        """The ranks run under mpiexec, not the run worker's protocol: `timeout` covers each rank's JIT compile
-        and its calls (`compile_timeout` and `progress` are not used)."""
+        """The ranks run under mpiexec (execution/mpi_launch.py), with a run worker's two limits: the JIT compile
+        (`compile_timeout`) until every rank has compiled, then the calls (`timeout`); `progress` hears both."""
         from workbench.execution.mpi_launch import run_ranks
 
         ok, why = self.can_run()
@@ -222,7 +222,8 @@ class MpiTarget(Target):
             def assemble(parts, i):
                 return _assemble(parts, split[i])
         req = self.jit_request(llvm, meta, local, call=call, bench=bench, opt_level=opt_level)
-        ans = run_ranks(req, rank_inputs, timeout=timeout, env=self.run_env(threads))
+        ans = run_ranks(req, rank_inputs, timeout=timeout, compile_timeout=compile_timeout, progress=progress,
+                        env=self.run_env(threads))
         if not ans["ok"]:
             return ans
         per_rank = ans["ranks"]

@@ -9,6 +9,12 @@ MPI_Allreduce, ... from the same `libmpi`), and finalised after. The answer of r
 to `rank{R}.pkl`: the run worker's answer dict (`args_after`, `outputs`, `times`, ...).
 All ranks pass a barrier before the timed wrapper so their iterations start together.
 
+A run has two time limits, as in the run worker (workbench/worker/protocol.py): the request's
+`compile_limit_s` until the rank has generated its code (a lookup of the entry) and called
+`protocol.compiled()`, which writes `compiled{R}` (the host starts the run limit, `time_limit_s`, when
+every rank has), then the calls'. The host kills every rank at either limit; a rank ends itself past
+them (+ a grace) or when the host process is gone.
+
 Everything that can abort (an MLIR assertion, generated code that segfaults) takes this
 rank down; mpiexec then tears the others down and the host reports the failure.
 """
@@ -20,9 +26,15 @@ import sys
 import traceback
 from pathlib import Path
 
+#: the launching process's pid (execution/mpi_launch.py HOST_PID_ENV): the rank ends itself when it is gone
+HOST_PID_ENV = "LH_WORKBENCH_MPI_HOST_PID"
+#: test hook: the ranks (comma-separated) whose compile phase sleeps protocol.COMPILE_DELAY_ENV seconds (all if unset)
+DELAYED_RANKS_ENV = "LH_WORKBENCH_TEST_DELAYED_RANKS"
+
 
 def _run(req: dict, inputs: list, comm) -> dict:
     """The run worker's request (see run_worker.handle_run), with a barrier before the timed wrapper."""
+    from workbench.worker.protocol import compiled
     import time
 
     import numpy as np
@@ -38,13 +50,20 @@ def _run(req: dict, inputs: list, comm) -> dict:
         failure = None
         try:
             engine = ExecutionEngine(module, opt_level=int(req.get("opt_level", 3)), shared_libs=list(req["libs"]))
+            # the JIT generates the machine code at the first lookup: here, so that it is the compile phase's
+            for entry in (req.get("call"), req.get("bench")):
+                if entry:
+                    engine.lookup(entry)
         except Exception as e:
             failure = {"ok": False, "diagnostics": traceback.format_exc(),
                        "error": f"JIT compilation failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}"}
+        compile_s = time.perf_counter() - t0
+        if failure is None:
+            compiled(compile_s=compile_s)   # the host hears it (compiled{R}); the run limit starts
         # every rank must be ready before any of them calls into code that may wait on the others
         if not comm.allreduce(failure is None, op=_land()):
             return failure or {"ok": False, "error": "another rank failed before running"}
-        answer: dict = {"ok": True, "compile_s": time.perf_counter() - t0}
+        answer: dict = {"ok": True, "compile_s": compile_s}
         inputs = [np.ascontiguousarray(a) for a in inputs]
         out_specs = req.get("outputs") or []
         if req.get("call"):
@@ -119,6 +138,27 @@ def _pin_to_own_cores(comm, MPI) -> list[int] | None:
     return cpus
 
 
+def _guard(req: dict, wd: Path, rank: int) -> None:
+    """The run's two time limits and the compiled report (workbench/worker/protocol.py), for this rank: the
+    report is the file `compiled{rank}`, which the host watches (execution/mpi_launch.py)."""
+    from workbench.worker.protocol import COMPILE_DELAY_ENV, guard_rank
+
+    delayed = os.environ.get(DELAYED_RANKS_ENV)
+    if delayed is not None and str(rank) not in delayed.split(","):
+        os.environ.pop(COMPILE_DELAY_ENV, None)
+
+    def report(message: dict) -> None:
+        tmp = wd / f"compiled{rank}.tmp"
+        tmp.write_text(repr(message))
+        os.replace(tmp, wd / f"compiled{rank}")
+
+    host = os.environ.get(HOST_PID_ENV, "")
+    # the rank may wait for the others' compile after its own: its run limit is the compile's and the run's
+    compile_limit, run_limit = req.pop("compile_limit_s", None), req.pop("time_limit_s", None)
+    guard_rank(int(host) if host.isdigit() else None, compile_limit,
+               compile_limit + run_limit if compile_limit and run_limit else None, report)
+
+
 def _land():
     from mpi4py import MPI
 
@@ -141,6 +181,7 @@ def main(workdir: str) -> int:
     faulthandler.enable(file=fault_file, all_threads=False)
     with open(wd / "request.pkl", "rb") as f:
         req = pickle.load(f)
+    _guard(req, wd, rank)
     with open(wd / f"inputs{rank}.pkl", "rb") as f:
         inputs = pickle.load(f)
     try:

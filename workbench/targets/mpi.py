@@ -66,6 +66,8 @@ class MpiTarget(Target):
     reference_lowering = "cpu-reference"
     reference_target = "cpu"
     multi_rank = True
+    # the ranks compile as the cpu run worker does (run_worker.jit_compile): bytecode, big weights bound as data
+    jit_bytecode = True
 
     def can_run(self) -> tuple[bool, str]:
         from workbench.execution.mpi_launch import availability
@@ -222,6 +224,8 @@ class MpiTarget(Target):
             def assemble(parts, i):
                 return _assemble(parts, split[i])
         req = self.jit_request(llvm, meta, local, call=call, bench=bench, opt_level=opt_level)
+        if bytecode is not None:
+            req["llvm_bytecode"] = bytecode
         ans = run_ranks(req, rank_inputs, timeout=timeout, compile_timeout=compile_timeout, progress=progress,
                         env=self.run_env(threads))
         if not ans["ok"]:
@@ -231,6 +235,8 @@ class MpiTarget(Target):
                                "report": {"ranks": ranks}}
         if any(a.get("cpus") for a in per_rank):   # where each rank ran (pinned to its own cores)
             out["report"]["rank_cpus"] = [a.get("cpus") for a in per_rank]
+        if any(a.get("external_weights") for a in per_rank):   # weights bound to each rank's JIT as data
+            out["report"]["rank_external_weights"] = [a.get("external_weights") for a in per_rank]
         if all(a.get("comm_splits") is not None for a in per_rank):   # communicators made (lh-mpi-reuse-comm)
             out["report"]["rank_comm_splits"] = [a["comm_splits"] for a in per_rank]
         if call:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import time
 import sys
 import traceback
 from pathlib import Path
@@ -33,37 +34,30 @@ DELAYED_RANKS_ENV = "LH_WORKBENCH_TEST_DELAYED_RANKS"
 
 
 def _run(req: dict, inputs: list, comm) -> dict:
-    """The run worker's request (see run_worker.handle_run), with a barrier before the timed wrapper."""
-    from workbench.worker.protocol import compiled
-    import time
-
+    """The run worker's request (see run_worker.handle_run), with a barrier before the timed wrapper. The module
+    is compiled as the run worker compiles it (run_worker.jit_compile: bytecode, weights bound as data)."""
     import numpy as np
     from mlir import ir
-    from mlir.execution_engine import ExecutionEngine
 
-    from workbench.worker.mlir_context import new_context
-    from workbench.worker.run_worker import _invoke, output_buffers
+    from workbench.worker.protocol import compiled
+    from workbench.worker.run_worker import Jit, _invoke, jit_compile, output_buffers, weights_bound
 
-    with new_context(), ir.Location.unknown():
-        module = ir.Module.parse(req["llvm"])  # the compile worker printed it: it parses
-        t0 = time.perf_counter()
-        failure = None
-        try:
-            engine = ExecutionEngine(module, opt_level=int(req.get("opt_level", 3)), shared_libs=list(req["libs"]))
-            # the JIT generates the machine code at the first lookup: here, so that it is the compile phase's
-            for entry in (req.get("call"), req.get("bench")):
-                if entry:
-                    engine.lookup(entry)
-        except Exception as e:
-            failure = {"ok": False, "diagnostics": traceback.format_exc(),
-                       "error": f"JIT compilation failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}"}
-        compile_s = time.perf_counter() - t0
-        if failure is None:
-            compiled(compile_s=compile_s)   # the host hears it (compiled{R}); the run limit starts
-        # every rank must be ready before any of them calls into code that may wait on the others
-        if not comm.allreduce(failure is None, op=_land()):
-            return failure or {"ok": False, "error": "another rank failed before running"}
-        answer: dict = {"ok": True, "compile_s": compile_s}
+    try:
+        jit = jit_compile(req)
+    except Exception as e:   # every rank must reach the agreement below, or the others wait there for ever
+        jit = {"ok": False, "diagnostics": traceback.format_exc(),
+               "error": f"JIT compilation failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}"}
+    failure = None if isinstance(jit, Jit) else jit
+    if failure is None:
+        compiled(compile_s=jit.compile_s)   # the host hears it (compiled{R}); the run limit starts
+    # every rank must be ready before any of them calls into code that may wait on the others
+    if not comm.allreduce(failure is None, op=_land()):
+        return failure or {"ok": False, "error": "another rank failed before running"}
+    with jit.context, ir.Location.unknown():
+        engine = jit.engine
+        answer: dict = {"ok": True, "compile_s": jit.compile_s}
+        if jit.weights:
+            answer["external_weights"] = weights_bound(jit.weights)
         inputs = [np.ascontiguousarray(a) for a in inputs]
         out_specs = req.get("outputs") or []
         if req.get("call"):

@@ -136,3 +136,31 @@ def _pids(workdir: Path) -> list[int]:
         except OSError:
             pass
     return out
+
+
+def test_a_cancel_kills_the_ranks_at_once(ctx, tmp_path, monkeypatch):
+    """Escape in the TUI (worker_client.cancel_command) while rank 1 hangs: the run stops at once, its ranks
+    killed, instead of at --timeout (the host waited on mpiexec, which no cancel reached)."""
+    import threading
+
+    from workbench.execution import worker_client
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    ok(ctx, f"load {PAYLOADS / 'mpi_rank_hang.mlir'}")
+    result = {}
+    thread = threading.Thread(target=lambda: result.update(
+        res=do(ctx, "run --target mpi --ranks 2 --iterations 1 --warmup 0 --timeout 120")))
+    t0 = time.monotonic()
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob("lh-mpi-*/rank0.pkl")):   # rank 0 is done, rank 1 spins
+        assert time.monotonic() < deadline and thread.is_alive(), result
+        time.sleep(0.05)
+    worker_client.cancel_command()
+    thread.join(30)
+    assert not thread.is_alive() and time.monotonic() - t0 < 60
+    res = result["res"]
+    assert not res.ok and "MPI run on 2 ranks cancelled while running the compiled code; all ranks were killed" \
+        in res.error, res.error
+    assert not _rank_processes(tmp_path)
+    ok(ctx, "history")

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from workbench.common.spawn import child_env, module_command
 from workbench.execution.runner import RunPhases
-from workbench.execution.worker_client import COMPILE_PHASE, describe_exit
+from workbench.execution.worker_client import COMPILE_PHASE, command_cancelled, describe_exit
 
 MPIEXEC_ENV = "LH_WORKBENCH_MPIEXEC"
 #: the pid of the process that launched the ranks: a rank ends itself when it is gone (worker/mpi/rank.py)
@@ -156,7 +156,7 @@ def run_ranks(req: dict, rank_inputs: list[list], *, timeout: float, compile_tim
         reader.start()
         phases.start(f"{ranks} MPI ranks")
         deadline = time.monotonic() + phases.limit
-        timed_out = False
+        timed_out = cancelled = False
         not_compiled: list[int] = []
         try:
             while True:
@@ -170,12 +170,17 @@ def run_ranks(req: dict, rank_inputs: list[list], *, timeout: float, compile_tim
                     if not not_compiled:   # every rank has compiled: the run's own limit starts
                         phases.compiled()
                         deadline = time.monotonic() + phases.limit
-                        continue
+                if command_cancelled():   # Escape in the TUI (worker_client.cancel_command)
+                    cancelled = True
+                    break
                 if time.monotonic() > deadline:
                     timed_out = True
                     break
         finally:
             _kill_all(proc, wd)
+        if phases.phase == COMPILE_PHASE and not (timed_out or cancelled) and all(
+                (wd / f"compiled{r}").exists() for r in range(ranks)):
+            phases.compiled()   # (a run over between two looks: the front end hears the compile all the same)
         reader.join(timeout=2)
         lines = [ln for ln in tail if ln.strip()]
         answers: dict[int, dict] = {}
@@ -195,6 +200,9 @@ def run_ranks(req: dict, rank_inputs: list[list], *, timeout: float, compile_tim
                     pass
     diagnostics = "\n".join(lines[-60:])
     missing = [r for r in range(ranks) if r not in answers]
+    if cancelled:
+        return {"ok": False, "error": f"MPI run on {ranks} ranks cancelled {phases.phase}; all ranks were killed",
+                "diagnostics": diagnostics, "crashed": True}
     if timed_out:
         late, done = (not_compiled, "compiled") if phases.phase == COMPILE_PHASE else (missing, "finished")
         where = f" (rank{'s' if len(late) != 1 else ''} {', '.join(map(str, late))} had not {done})" if late else ""

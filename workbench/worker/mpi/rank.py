@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import os
 import pickle
-import time
 import sys
+import time
 import traceback
 from pathlib import Path
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from workbench.common.spawn import child_env, module_command
 from workbench.execution.runner import RunPhases
-from workbench.execution.worker_client import COMPILE_PHASE, command_cancelled, describe_exit
+from workbench.execution.worker_client import COMPILE_PHASE, RUN_PHASE, command_cancelled, describe_exit
 
 MPIEXEC_ENV = "LH_WORKBENCH_MPIEXEC"
 #: the pid of the process that launched the ranks: a rank ends itself when it is gone (worker/mpi/rank.py)
@@ -198,6 +198,9 @@ def run_ranks(req: dict, rank_inputs: list[list], *, timeout: float, compile_tim
                         answers[r] = pickle.load(f)
                 except Exception:
                     pass
+        # (read while the work directory is there: the fault files were read after it was removed)
+        crashed = _crashed_ranks(wd, ranks)   # the root cause: ranks that crashed by themselves
+        compiled = {r for r in range(ranks) if (wd / f"compiled{r}").exists()}
     diagnostics = "\n".join(lines[-60:])
     missing = [r for r in range(ranks) if r not in answers]
     if cancelled:
@@ -215,11 +218,11 @@ def run_ranks(req: dict, rank_inputs: list[list], *, timeout: float, compile_tim
                 "diagnostics": (a.get("diagnostics") or "") + "\n" + diagnostics}
     if missing or proc.returncode != 0:
         how = describe_exit(proc.returncode)
-        crashed = _crashed_ranks(wd, ranks)   # the root cause: ranks that crashed by themselves
         bad = sorted(crashed) or _reported_ranks(lines, pids)
         exit_string = crashed[bad[0]] if crashed else _exit_string(lines)
-        if bad:
-            who = f"rank{'s' if len(bad) != 1 else ''} {', '.join(map(str, bad))} died"
+        if bad:   # in the phase the first of them was in (it had written compiled{R} or not)
+            who = (f"rank{'s' if len(bad) != 1 else ''} {', '.join(map(str, bad))} died "
+                   f"{RUN_PHASE if bad[0] in compiled else COMPILE_PHASE}")
         elif missing:
             who = f"rank{'s' if len(missing) != 1 else ''} {', '.join(map(str, missing))} did not finish"
         else:

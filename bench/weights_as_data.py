@@ -4,8 +4,10 @@ weights bound to the JIT as data (external globals, the default) and as constant
 whose outputs must be identical bit for bit.
 
     PYTHONPATH=$PWD python bench/weights_as_data.py [--layers 32 --dim 2048 --rows 8 --repeats 3 --threads 2]
+    PYTHONPATH=$PWD python bench/weights_as_data.py --target mpi --ranks 2 --threads 1 ...   # on MPI ranks
 
-The default payload carries 32 matmuls' 2048x2048 f32 weights: 512 MB, about GPT-2 small's 500 MB.
+The default payload carries 32 matmuls' 2048x2048 f32 weights: 512 MB, about GPT-2 small's 500 MB. On the mpi
+target every rank holds the whole (replicated) payload; its JIT compile is the slowest rank's.
 """
 from __future__ import annotations
 
@@ -52,6 +54,8 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--payload", help="write (or reuse) the payload here")
+    p.add_argument("--target", default="cpu", help="cpu, or mpi (with --ranks)")
+    p.add_argument("--ranks", type=int, default=2, help="ranks of the mpi target")
     args = p.parse_args(argv)
     from workbench.commands import CommandContext, default_registry
     from workbench.session import Session
@@ -77,6 +81,9 @@ def main(argv=None) -> int:
     try:
         wall, _ = do(f"load {path}")
         print(f"load: {wall:.1f} s", flush=True)
+        if args.target != "cpu":
+            do(f"target {args.target}")
+        where = f" --ranks {args.ranks}" if args.target == "mpi" else ""
         modes = {"data": None, "code": "1"}
         walls: dict[str, list] = {m: [] for m in modes}
         for r in range(args.repeats):
@@ -85,7 +92,7 @@ def main(argv=None) -> int:
                     os.environ[AS_CODE] = env
                 else:
                     os.environ.pop(AS_CODE, None)
-                wall, run = do(f"run --iterations 1 --warmup 0 --threads {args.threads} --timeout 600")
+                wall, run = do(f"run --iterations 1 --warmup 0 --threads {args.threads} --timeout 600{where}")
                 walls[mode].append((wall, run["compile_s"]))
                 print(f"run, weights as {mode}: {wall:.1f} s (JIT compile {run['compile_s']:.1f} s)", flush=True)
         outs = {}
@@ -95,7 +102,7 @@ def main(argv=None) -> int:
             else:
                 os.environ.pop(AS_CODE, None)
             d = tmp / f"out-{mode}"
-            wall, run = do(f"run --check --iterations 1 --warmup 0 --threads {args.threads} --save-outputs {d}")
+            wall, run = do(f"run --check --iterations 1 --warmup 0 --threads {args.threads} --save-outputs {d}{where}")
             outs[mode] = np.load(d / "output0.npy")
             print(f"run --check, weights as {mode}: {wall:.1f} s (JIT compile {run['compile_s']:.1f} s), check "
                   f"{'passed' if run['check']['passed'] else 'FAILED'} (max abs err {run['check']['max_abs_err']:.3g}, "

@@ -2,8 +2,10 @@
 
 `run_ranks` writes the run request and each rank's inputs to a temporary directory, starts
 `mpiexec -n N python -m workbench.worker.mpi.rank DIR` in a new session (its own process
-group), waits with a time limit and reads `rank{R}.pkl`. Whatever happens (a rank aborts,
-a hang, Ctrl-C), the whole process group is killed before returning, so no rank outlives
+group), waits and reads `rank{R}.pkl`. The wait has a run's two limits (runner.RunPhases): the JIT
+compile's, until every rank has said it has compiled (`compiled{R}`, written by the rank's
+`protocol.compiled()`), then the calls'. Whatever happens (a rank aborts, a hang in either phase,
+Ctrl-C), mpiexec, its proxies and every rank are killed before returning, so no rank outlives
 the run; failures come back as an answer with `ok: False` and a one-line `error`.
 """
 from __future__ import annotations
@@ -24,9 +26,14 @@ import time
 from pathlib import Path
 
 from workbench.common.spawn import child_env, module_command
-from workbench.execution.worker_client import describe_exit
+from workbench.execution.runner import RunPhases
+from workbench.execution.worker_client import COMPILE_PHASE, RUN_PHASE, command_cancelled, describe_exit
 
 MPIEXEC_ENV = "LH_WORKBENCH_MPIEXEC"
+#: the pid of the process that launched the ranks: a rank ends itself when it is gone (worker/mpi/rank.py)
+HOST_PID_ENV = "LH_WORKBENCH_MPI_HOST_PID"
+#: how often the host looks for the ranks' `compiled{R}` files and mpiexec's exit
+POLL_S = 0.1
 
 
 def find_mpiexec() -> str | None:
@@ -107,8 +114,11 @@ def _key_line(lines: list[str]) -> str | None:
     return None
 
 
-def run_ranks(req: dict, rank_inputs: list[list], *, timeout: float, env: dict | None = None) -> dict:
-    """Run `req` (see mpi_rank) on len(rank_inputs) ranks; rank R gets rank_inputs[R].
+def run_ranks(req: dict, rank_inputs: list[list], *, timeout: float, compile_timeout: float | None = None,
+              progress=None, env: dict | None = None) -> dict:
+    """Run `req` (see mpi_rank) on len(rank_inputs) ranks; rank R gets rank_inputs[R]. `timeout` limits the
+    calls into the compiled code, from when every rank has compiled; the compile before has `compile_timeout`
+    (runner.RunPhases: its default, and what `progress` hears).
 
     Returns {"ok": True, "ranks": [answer of rank 0, ...]} or {"ok": False, "error", "diagnostics"}.
     """
@@ -116,9 +126,12 @@ def run_ranks(req: dict, rank_inputs: list[list], *, timeout: float, env: dict |
     mpiexec = find_mpiexec()
     if not mpiexec:
         return {"ok": False, "error": availability()[1]}
+    phases = RunPhases(timeout, compile_timeout, progress)
+    req = dict(req, compile_limit_s=phases.compile_timeout, time_limit_s=phases.timeout)
     full_env = child_env()
     full_env.setdefault("PYTHONUNBUFFERED", "1")
     full_env.update(env or {})
+    full_env[HOST_PID_ENV] = str(os.getpid())
     tail: collections.deque[str] = collections.deque(maxlen=80)
     with tempfile.TemporaryDirectory(prefix="lh-mpi-") as tmp:
         wd = Path(tmp)
@@ -141,13 +154,33 @@ def run_ranks(req: dict, rank_inputs: list[list], *, timeout: float, env: dict |
 
         reader = threading.Thread(target=drain, daemon=True)
         reader.start()
-        timed_out = False
+        phases.start(f"{ranks} MPI ranks")
+        deadline = time.monotonic() + phases.limit
+        timed_out = cancelled = False
+        not_compiled: list[int] = []
         try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
+            while True:
+                try:
+                    proc.wait(timeout=POLL_S)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                if phases.phase == COMPILE_PHASE:
+                    not_compiled = [r for r in range(ranks) if not (wd / f"compiled{r}").exists()]
+                    if not not_compiled:   # every rank has compiled: the run's own limit starts
+                        phases.compiled()
+                        deadline = time.monotonic() + phases.limit
+                if command_cancelled():   # Escape in the TUI (worker_client.cancel_command)
+                    cancelled = True
+                    break
+                if time.monotonic() > deadline:
+                    timed_out = True
+                    break
         finally:
             _kill_all(proc, wd)
+        if phases.phase == COMPILE_PHASE and not (timed_out or cancelled) and all(
+                (wd / f"compiled{r}").exists() for r in range(ranks)):
+            phases.compiled()   # (a run over between two looks: the front end hears the compile all the same)
         reader.join(timeout=2)
         lines = [ln for ln in tail if ln.strip()]
         answers: dict[int, dict] = {}
@@ -165,13 +198,19 @@ def run_ranks(req: dict, rank_inputs: list[list], *, timeout: float, env: dict |
                         answers[r] = pickle.load(f)
                 except Exception:
                     pass
+        # (read while the work directory is there: the fault files were read after it was removed)
+        crashed = _crashed_ranks(wd, ranks)   # the root cause: ranks that crashed by themselves
+        compiled = {r for r in range(ranks) if (wd / f"compiled{r}").exists()}
     diagnostics = "\n".join(lines[-60:])
     missing = [r for r in range(ranks) if r not in answers]
+    if cancelled:
+        return {"ok": False, "error": f"MPI run on {ranks} ranks cancelled {phases.phase}; all ranks were killed",
+                "diagnostics": diagnostics, "crashed": True}
     if timed_out:
-        where = f" (rank{'s' if len(missing) != 1 else ''} {', '.join(map(str, missing))} had not finished)" \
-            if missing else ""
-        return {"ok": False, "error": f"MPI run on {ranks} ranks timed out after {timeout:g} s; all ranks were "
-                                      f"killed{where}", "diagnostics": diagnostics, "crashed": True}
+        late, done = (not_compiled, "compiled") if phases.phase == COMPILE_PHASE else (missing, "finished")
+        where = f" (rank{'s' if len(late) != 1 else ''} {', '.join(map(str, late))} had not {done})" if late else ""
+        return {"ok": False, "error": f"MPI run on {ranks} ranks timed out after {phases.limit:g} s {phases.phase}; "
+                                      f"all ranks were killed{where}", "diagnostics": diagnostics, "crashed": True}
     failed = [a for _, a in sorted(answers.items()) if not a.get("ok")]
     if failed:
         a = failed[0]
@@ -179,11 +218,11 @@ def run_ranks(req: dict, rank_inputs: list[list], *, timeout: float, env: dict |
                 "diagnostics": (a.get("diagnostics") or "") + "\n" + diagnostics}
     if missing or proc.returncode != 0:
         how = describe_exit(proc.returncode)
-        crashed = _crashed_ranks(wd, ranks)   # the root cause: ranks that crashed by themselves
         bad = sorted(crashed) or _reported_ranks(lines, pids)
         exit_string = crashed[bad[0]] if crashed else _exit_string(lines)
-        if bad:
-            who = f"rank{'s' if len(bad) != 1 else ''} {', '.join(map(str, bad))} died"
+        if bad:   # in the phase the first of them was in (it had written compiled{R} or not)
+            who = (f"rank{'s' if len(bad) != 1 else ''} {', '.join(map(str, bad))} died "
+                   f"{RUN_PHASE if bad[0] in compiled else COMPILE_PHASE}")
         elif missing:
             who = f"rank{'s' if len(missing) != 1 else ''} {', '.join(map(str, missing))} did not finish"
         else:

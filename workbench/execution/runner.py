@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 
 from workbench.common.dtypes import INPUT_KINDS, TOLERANCE, RunInputError, is_complex, is_extended_float, is_float, numpy_dtype, tolerance, widened  # noqa: F401  (re-exported)
-from workbench.execution.worker_client import WorkerProcess
+from workbench.execution.worker_client import COMPILE_PHASE, RUN_PHASE, WorkerProcess
 
 def make_inputs(specs: list[dict], kind: str = "random", seed: int = 0,
                 npy_files: dict[int, Path] | None = None,
@@ -170,6 +170,43 @@ def jit_compile_timeout(run_timeout: float) -> float:
     return max(MIN_JIT_COMPILE_TIMEOUT_S, 5 * run_timeout)
 
 
+class RunPhases:
+    """A run's two time limits and what the front end hears of them: the JIT compile (`compile_timeout`, default
+    `jit_compile_timeout(timeout)`), then the calls into the compiled code (`timeout`), which start when the code
+    is compiled. One for every way a run is carried out: a run worker (RunClient.run: the worker's
+    `protocol.compiled()` message) and MPI ranks (mpi_launch.run_ranks: when every rank has said so). A failure
+    names `phase` (worker_client.COMPILE_PHASE / RUN_PHASE)."""
+
+    def __init__(self, timeout: float, compile_timeout: float | None = None,
+                 progress: Callable[[str], None] | None = None):
+        self.timeout = timeout
+        self.compile_timeout = compile_timeout or jit_compile_timeout(timeout)
+        self.progress = progress
+        self.phase = COMPILE_PHASE
+        self._t0 = 0.0
+
+    def start(self, who: str) -> None:
+        """The compile begins (`who`: "run worker", "2 MPI ranks")."""
+        import time
+
+        self._t0, self.phase = time.monotonic(), COMPILE_PHASE
+        if self.progress is not None:
+            self.progress(f"JIT-compiling the module ({who}) ...")
+
+    def compiled(self, *_: Any) -> None:
+        """The code is compiled: the run limit starts."""
+        import time
+
+        self.phase = RUN_PHASE
+        if self.progress is not None:
+            self.progress(f"compiled in {time.monotonic() - self._t0:.1f} s; running ...")
+
+    @property
+    def limit(self) -> float:
+        """The limit of the phase the run is in."""
+        return self.compile_timeout if self.phase == COMPILE_PHASE else self.timeout
+
+
 class RunClient(WorkerProcess):
     """A run worker process (`module`); `run()` starts a fresh one each time and always stops it."""
 
@@ -181,18 +218,10 @@ class RunClient(WorkerProcess):
             progress: Callable[[str], None] | None = None) -> dict:
         """One run request. `timeout` limits the calls into the compiled code; the JIT compile before them has
         `compile_timeout` (default: `jit_compile_timeout(timeout)`). `progress` hears when the compile is done."""
-        import time
-
-        t0 = time.monotonic()
-
-        def compiled(message: dict) -> None:
-            if progress is not None:
-                progress(f"compiled in {time.monotonic() - t0:.1f} s; running ...")
-
-        if progress is not None:
-            progress(f"JIT-compiling the module ({self.name}) ...")
+        phases = RunPhases(timeout, compile_timeout, progress)
+        phases.start(self.name)
         try:
-            return self.request(dict(req, op="run"), timeout=timeout,
-                                compile_timeout=compile_timeout or jit_compile_timeout(timeout), on_progress=compiled)
+            return self.request(dict(req, op="run"), timeout=phases.timeout, compile_timeout=phases.compile_timeout,
+                                on_progress=phases.compiled)
         finally:
             self.kill()

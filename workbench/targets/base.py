@@ -68,7 +68,7 @@ class Target:
 
     #: whether `run` hands the run worker the lowered module as MLIR bytecode (its text then leaves out the
     #: weights: `dense_resource` blobs): printing and parsing a model's weights as hex text cost ~20 s a GB
-    #: each way, bytecode ~3 s and half the bytes. Off where the run worker reads the text itself (MPI ranks).
+    #: each way, bytecode ~3 s and half the bytes; big weights are then bound to the JIT as data (run_worker.py).
     jit_bytecode: ClassVar[bool] = False
 
     #: whether the target runs one program on several processes (`run --ranks N`)

@@ -66,6 +66,8 @@ class MpiTarget(Target):
     reference_lowering = "cpu-reference"
     reference_target = "cpu"
     multi_rank = True
+    # the ranks compile as the cpu run worker does (run_worker.jit_compile): bytecode, big weights bound as data
+    jit_bytecode = True
 
     def can_run(self) -> tuple[bool, str]:
         from workbench.execution.mpi_launch import availability
@@ -197,8 +199,8 @@ class MpiTarget(Target):
     def execute(self, llvm: str, meta: dict, inputs: list, *, call: bool, bench: bool, timeout: float,
                 threads: int | None = None, opt_level: int = 3, bytecode: bytes | None = None,
                 compile_timeout: float | None = None, progress=None) -> dict:
-        """The ranks run under mpiexec, not the run worker's protocol: `timeout` covers each rank's JIT compile
-        and its calls (`compile_timeout` and `progress` are not used)."""
+        """The ranks run under mpiexec (execution/mpi_launch.py), with a run worker's two limits: the JIT compile
+        (`compile_timeout`) until every rank has compiled, then the calls (`timeout`); `progress` hears both."""
         from workbench.execution.mpi_launch import run_ranks
 
         ok, why = self.can_run()
@@ -222,7 +224,10 @@ class MpiTarget(Target):
             def assemble(parts, i):
                 return _assemble(parts, split[i])
         req = self.jit_request(llvm, meta, local, call=call, bench=bench, opt_level=opt_level)
-        ans = run_ranks(req, rank_inputs, timeout=timeout, env=self.run_env(threads))
+        if bytecode is not None:
+            req["llvm_bytecode"] = bytecode
+        ans = run_ranks(req, rank_inputs, timeout=timeout, compile_timeout=compile_timeout, progress=progress,
+                        env=self.run_env(threads))
         if not ans["ok"]:
             return ans
         per_rank = ans["ranks"]
@@ -230,6 +235,8 @@ class MpiTarget(Target):
                                "report": {"ranks": ranks}}
         if any(a.get("cpus") for a in per_rank):   # where each rank ran (pinned to its own cores)
             out["report"]["rank_cpus"] = [a.get("cpus") for a in per_rank]
+        if any(a.get("external_weights") for a in per_rank):   # weights bound to each rank's JIT as data
+            out["report"]["rank_external_weights"] = [a.get("external_weights") for a in per_rank]
         if all(a.get("comm_splits") is not None for a in per_rank):   # communicators made (lh-mpi-reuse-comm)
             out["report"]["rank_comm_splits"] = [a["comm_splits"] for a in per_rank]
         if call:

@@ -11,6 +11,11 @@ time limit the client gave it, even when the client is gone (SIGKILL) and cannot
 A request in two phases (a run worker's: compile the module, then run it) carries `compile_limit_s` beside
 `time_limit_s`: the first limit holds until the handler calls `compiled()`, which tells the client (a
 `{"progress": "compiled"}` message before the answer) and starts the second.
+
+An MPI rank (workbench/worker/mpi/rank.py) is started by mpiexec, not by the client, and answers through files:
+`guard_rank()` gives it the same two limits and the same `compiled()`, which it reports through a function of
+its own (a file in the run's work directory, which the host watches); its watchdog ends it when the host
+process is gone (mpiexec's proxy is its parent, not the host).
 """
 from __future__ import annotations
 
@@ -30,7 +35,8 @@ PDEATHSIG_ENV, PARENT_PID_ENV = "LH_WORKBENCH_PDEATHSIG", "LH_WORKBENCH_PARENT_P
 _deadline: list[float | None] = [None]
 #: the run limit of a two-phase request still in its compile phase (see compiled())
 _run_limit: list[float | None] = [None]
-_connection: list[Connection | None] = [None]
+#: how the client hears of `compiled()` (set per request: see serve_requests, guard_rank)
+_report: list[Callable[[dict], None] | None] = [None]
 #: test hook: seconds `compiled()` sleeps first, as a slow compile would (tests/test_run_phases.py)
 COMPILE_DELAY_ENV = "LH_WORKBENCH_TEST_COMPILE_DELAY_S"
 #: the answer key of a function whose result is sent after the answer (see serve_requests)
@@ -51,16 +57,31 @@ def _set_parent_death_signal() -> None:
         pass
 
 
-def _watchdog(parent_pid: int) -> None:
+def _watchdog(parent_pid: int | None, host_pid: int | None = None) -> None:
     while True:
         time.sleep(0.25)
-        if os.getppid() != parent_pid:
+        if (parent_pid is not None and os.getppid() != parent_pid) or (host_pid is not None and not _running(host_pid)):
             os._exit(70)
         deadline = _deadline[0]
         if deadline is not None and time.monotonic() > deadline:
             sys.stderr.write("error: worker request exceeded its time limit; the worker ends itself\n")
             sys.stderr.flush()
             os._exit(71)
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` exists and is not a zombie (a host killed while its parent lives on)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
 
 
 def guard_worker() -> None:
@@ -81,10 +102,23 @@ def compiled(**info) -> None:
     if delay:
         time.sleep(float(delay))
     limit, _run_limit[0] = _run_limit[0], None
-    if limit is None or _connection[0] is None:
-        return
-    _deadline[0] = time.monotonic() + limit + GRACE_S
-    _connection[0].send({"progress": "compiled", **info})
+    report, _report[0] = _report[0], None
+    if limit is not None:
+        _deadline[0] = time.monotonic() + limit + GRACE_S
+    if report is not None:
+        report({"progress": "compiled", **info})
+
+
+def guard_rank(host_pid: int | None, compile_limit: float | None, run_limit: float | None,
+               report: Callable[[dict], None]) -> None:
+    """A process of a run that the client did not start itself (an MPI rank, started by mpiexec): its
+    compile has `compile_limit`, then `compiled()` hands `report` the compiled message and `run_limit` starts;
+    past either (+ GRACE_S), or once the process `host_pid` (the client) is gone, the watchdog ends it."""
+    if compile_limit and run_limit:
+        _run_limit[0] = float(run_limit)
+        _deadline[0] = time.monotonic() + float(compile_limit) + GRACE_S
+    _report[0] = report
+    threading.Thread(target=_watchdog, args=(None, host_pid), name="lh-rank-watchdog", daemon=True).start()
 
 
 def serve_requests(fd: int, handle: Callable[[dict], dict]) -> None:
@@ -99,7 +133,6 @@ def serve_requests(fd: int, handle: Callable[[dict], dict]) -> None:
     """
     guard_worker()
     conn = Connection(fd)
-    _connection[0] = conn
     while True:
         try:
             req = conn.recv()
@@ -113,6 +146,7 @@ def serve_requests(fd: int, handle: Callable[[dict], dict]) -> None:
         limit = req.pop("time_limit_s", None)
         compile_limit = req.pop("compile_limit_s", None)
         _run_limit[0] = float(limit) if limit and compile_limit else None
+        _report[0] = conn.send if _run_limit[0] is not None else None   # a one-phase client expects no message
         limit = compile_limit or limit
         _deadline[0] = time.monotonic() + float(limit) + GRACE_S if limit else None
         try:
@@ -131,7 +165,7 @@ def serve_requests(fd: int, handle: Callable[[dict], dict]) -> None:
                     message = _failure(e)
                 conn.send(message)
         finally:
-            _deadline[0] = _run_limit[0] = None
+            _deadline[0] = _run_limit[0] = _report[0] = None
 
 
 def _failure(e: Exception) -> dict:

@@ -29,6 +29,7 @@ import os
 import sys
 import time
 import traceback
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -228,9 +229,21 @@ def _text_of_bytecode(data: bytes) -> str:
         return str(ir.Module.parse(data))
 
 
-def handle_run(req: dict) -> dict:
-    for lib in req.get("preload") or []:
-        ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+class Jit(NamedTuple):
+    """A module the JIT has compiled (jit_compile): call it inside `context`; `weights` (the arrays the external
+    globals are bound to) must live as long as `engine`."""
+    context: Any
+    module: Any
+    engine: Any
+    weights: list
+    compile_s: float
+    profile_labels: list
+
+
+def jit_compile(req: dict) -> Jit | dict:
+    """The run request's module (`llvm_bytecode`, else `llvm`) parsed and JIT-compiled in a context of its own,
+    its machine code generated (a lookup of the entry), its big weights bound as data: a `Jit`, or the failure
+    answer. Used by the run worker (handle_run) and by each MPI rank (worker/mpi/rank.py)."""
     from mlir import ir
     from mlir.execution_engine import ExecutionEngine
 
@@ -273,7 +286,7 @@ def handle_run(req: dict) -> dict:
         finally:
             handler.detach()
         if failed_on_bytecode:   # again on the whole text, as sent without bytecode: the diagnostics quote its lines
-            return handle_run({**req, "llvm": _text_of_bytecode(req["llvm_bytecode"]), "llvm_bytecode": None})
+            return jit_compile({**req, "llvm": _text_of_bytecode(req["llvm_bytecode"]), "llvm_bytecode": None})
         # the JIT generates the machine code at the first lookup: done here, so that the run's time limit
         # (protocol.compiled) starts after the compile, and a program the JIT cannot link fails as a compile
         entry = req.get("call") or req.get("bench")
@@ -282,23 +295,40 @@ def handle_run(req: dict) -> dict:
                 engine.lookup(entry)
             except RuntimeError as e:
                 return _link_failure(e, module, list(req["libs"]))
-        compile_s = time.perf_counter() - t0
-        compiled(compile_s=compile_s)
+        return Jit(ctx, module, engine, weights, time.perf_counter() - t0, profile_labels)
+
+
+def handle_run(req: dict) -> dict:
+    for lib in req.get("preload") or []:
+        ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+    from mlir import ir
+
+    jit = jit_compile(req)
+    if not isinstance(jit, Jit):
+        return jit
+    with jit.context, ir.Location.unknown():
+        engine = jit.engine
+        compiled(compile_s=jit.compile_s)
         inputs = [np.ascontiguousarray(a) for a in req["inputs"]]
-        answer: dict = {"ok": True, "compile_s": compile_s}
-        if weights:
-            answer["external_weights"] = {"globals": len(weights), "bytes": sum(w[2].nbytes for w in weights)}
+        answer: dict = {"ok": True, "compile_s": jit.compile_s}
+        if jit.weights:
+            answer["external_weights"] = weights_bound(jit.weights)
         if os.environ.get(OTHER_LOAD_ENV):   # the target saw other load: the OpenMP team waits briefly
             answer["other_load"] = os.environ[OTHER_LOAD_ENV]
         t_wait = time.perf_counter()
         with measurement_lock():
             answer["lock_wait_s"] = time.perf_counter() - t_wait
             _call_and_time(engine, req, inputs, answer)
-        if profile_labels:
-            answer["profile"] = _read_profile(engine, profile_labels)
+        if jit.profile_labels:
+            answer["profile"] = _read_profile(engine, jit.profile_labels)
         if req.get("object_file"):
             engine.dump_to_object_file(req["object_file"])
         return answer
+
+
+def weights_bound(weights: list) -> dict:
+    """What an answer says of the weights bound as data (external_weights)."""
+    return {"globals": len(weights), "bytes": sum(w[2].nbytes for w in weights)}
 
 
 def _link_failure(e: RuntimeError, module, libs: list[str]) -> dict:

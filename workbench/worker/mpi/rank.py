@@ -9,6 +9,12 @@ MPI_Allreduce, ... from the same `libmpi`), and finalised after. The answer of r
 to `rank{R}.pkl`: the run worker's answer dict (`args_after`, `outputs`, `times`, ...).
 All ranks pass a barrier before the timed wrapper so their iterations start together.
 
+A run has two time limits, as in the run worker (workbench/worker/protocol.py): the request's
+`compile_limit_s` until the rank has generated its code (a lookup of the entry) and called
+`protocol.compiled()`, which writes `compiled{R}` (the host starts the run limit, `time_limit_s`, when
+every rank has), then the calls'. The host kills every rank at either limit; a rank ends itself past
+them (+ a grace) or when the host process is gone.
+
 Everything that can abort (an MLIR assertion, generated code that segfaults) takes this
 rank down; mpiexec then tears the others down and the host reports the failure.
 """
@@ -17,34 +23,41 @@ from __future__ import annotations
 import os
 import pickle
 import sys
+import time
 import traceback
 from pathlib import Path
 
+#: the launching process's pid (execution/mpi_launch.py HOST_PID_ENV): the rank ends itself when it is gone
+HOST_PID_ENV = "LH_WORKBENCH_MPI_HOST_PID"
+#: test hook: the ranks (comma-separated) whose compile phase sleeps protocol.COMPILE_DELAY_ENV seconds (all if unset)
+DELAYED_RANKS_ENV = "LH_WORKBENCH_TEST_DELAYED_RANKS"
+
 
 def _run(req: dict, inputs: list, comm) -> dict:
-    """The run worker's request (see run_worker.handle_run), with a barrier before the timed wrapper."""
-    import time
-
+    """The run worker's request (see run_worker.handle_run), with a barrier before the timed wrapper. The module
+    is compiled as the run worker compiles it (run_worker.jit_compile: bytecode, weights bound as data)."""
     import numpy as np
     from mlir import ir
-    from mlir.execution_engine import ExecutionEngine
 
-    from workbench.worker.mlir_context import new_context
-    from workbench.worker.run_worker import _invoke, output_buffers
+    from workbench.worker.protocol import compiled
+    from workbench.worker.run_worker import Jit, _invoke, jit_compile, output_buffers, weights_bound
 
-    with new_context(), ir.Location.unknown():
-        module = ir.Module.parse(req["llvm"])  # the compile worker printed it: it parses
-        t0 = time.perf_counter()
-        failure = None
-        try:
-            engine = ExecutionEngine(module, opt_level=int(req.get("opt_level", 3)), shared_libs=list(req["libs"]))
-        except Exception as e:
-            failure = {"ok": False, "diagnostics": traceback.format_exc(),
-                       "error": f"JIT compilation failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}"}
-        # every rank must be ready before any of them calls into code that may wait on the others
-        if not comm.allreduce(failure is None, op=_land()):
-            return failure or {"ok": False, "error": "another rank failed before running"}
-        answer: dict = {"ok": True, "compile_s": time.perf_counter() - t0}
+    try:
+        jit = jit_compile(req)
+    except Exception as e:   # every rank must reach the agreement below, or the others wait there for ever
+        jit = {"ok": False, "diagnostics": traceback.format_exc(),
+               "error": f"JIT compilation failed: {str(e).splitlines()[0] if str(e) else type(e).__name__}"}
+    failure = None if isinstance(jit, Jit) else jit
+    if failure is None:
+        compiled(compile_s=jit.compile_s)   # the host hears it (compiled{R}); the run limit starts
+    # every rank must be ready before any of them calls into code that may wait on the others
+    if not comm.allreduce(failure is None, op=_land()):
+        return failure or {"ok": False, "error": "another rank failed before running"}
+    with jit.context, ir.Location.unknown():
+        engine = jit.engine
+        answer: dict = {"ok": True, "compile_s": jit.compile_s}
+        if jit.weights:
+            answer["external_weights"] = weights_bound(jit.weights)
         inputs = [np.ascontiguousarray(a) for a in inputs]
         out_specs = req.get("outputs") or []
         if req.get("call"):
@@ -119,6 +132,27 @@ def _pin_to_own_cores(comm, MPI) -> list[int] | None:
     return cpus
 
 
+def _guard(req: dict, wd: Path, rank: int) -> None:
+    """The run's two time limits and the compiled report (workbench/worker/protocol.py), for this rank: the
+    report is the file `compiled{rank}`, which the host watches (execution/mpi_launch.py)."""
+    from workbench.worker.protocol import COMPILE_DELAY_ENV, guard_rank
+
+    delayed = os.environ.get(DELAYED_RANKS_ENV)
+    if delayed is not None and str(rank) not in delayed.split(","):
+        os.environ.pop(COMPILE_DELAY_ENV, None)
+
+    def report(message: dict) -> None:
+        tmp = wd / f"compiled{rank}.tmp"
+        tmp.write_text(repr(message))
+        os.replace(tmp, wd / f"compiled{rank}")
+
+    host = os.environ.get(HOST_PID_ENV, "")
+    # the rank may wait for the others' compile after its own: its run limit is the compile's and the run's
+    compile_limit, run_limit = req.pop("compile_limit_s", None), req.pop("time_limit_s", None)
+    guard_rank(int(host) if host.isdigit() else None, compile_limit,
+               compile_limit + run_limit if compile_limit and run_limit else None, report)
+
+
 def _land():
     from mpi4py import MPI
 
@@ -141,6 +175,7 @@ def main(workdir: str) -> int:
     faulthandler.enable(file=fault_file, all_threads=False)
     with open(wd / "request.pkl", "rb") as f:
         req = pickle.load(f)
+    _guard(req, wd, rank)
     with open(wd / f"inputs{rank}.pkl", "rb") as f:
         inputs = pickle.load(f)
     try:

@@ -549,27 +549,6 @@ def _batch_and_channel_split(loops: dict, params: dict, window: dict, cores: int
     return {**params, "threads": chunks, "split_also": [outer, outer_chunks]}, alt
 
 
-#: a gather's output per thread: at least 1 / GATHER_L2_SHARE of the core's L2 (index_select's 512 rows of 4 KiB,
-#: 2 MB: 4 threads with a 2 MB L2, not 16 that each fetch 32 rows and wait on DRAM for most of a parallel
-#: region's start-up and join; 0.69x torch on the 16-core Xeon's 16 threads)
-GATHER_L2_SHARE = 4
-CACHE_LINE_BYTES = 64
-
-
-def _element_bytes(types: set[str]) -> int:
-    """The widest element of `types` (f32, bf16, i64, ...) in bytes; 4 when none is known."""
-    sizes = [max(1, int(t.lstrip("bfuic") or 32) // 8) for t in types if t.lstrip("bfuic").isdigit()]
-    return max(sizes, default=4)
-
-
-def gather_cores(elements: int, element_bytes: int, l2_bytes: int | None) -> int:
-    """Cores worth splitting a gather of `elements` outputs over: one per L2 / GATHER_L2_SHARE bytes of
-    output (at least one); any number without an L2 size."""
-    if not l2_bytes:
-        return 1 << 30
-    return max(1, elements * element_bytes // max(1, l2_bytes // GATHER_L2_SHARE))
-
-
 def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_registers: int = 32,
                    l2_bytes: int | None = None) -> dict[str, Any] | None:
     """pipelines/cpu/generic.py parameters for one op (None: no loop structure known); `l2_bytes`: the
@@ -597,11 +576,6 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_regi
     # partial results per chunk combine correctly for one result folded by its combiner alone; a body that
     # selects (top-k's masked first index of the max, an argmax) is left whole
     plain_fold = len(loops["operand_dims"]) - (n_inputs or 0) == 1 and "arith.select" not in loops.get("body", [])
-    if kind == "gather" and loops.get("contiguous_loads") and domain and (domain[vector_loop(loops)] or 0) * \
-            _element_bytes(result_types) >= CACHE_LINE_BYTES:
-        # a gather of rows (contiguous loads along rows of a cache line or more: index_select, embedding):
-        # memory-bound row copies, split only as far as each thread copies a share of L2 (gather_cores)
-        cores = min(cores, gather_cores(work, _element_bytes(result_types), l2_bytes))
     if kind == "gather":
         work *= GATHER_WORK
     threads, split, split_reduction = thread_split(loops, "reduction-by-steps" if contraction else kind,

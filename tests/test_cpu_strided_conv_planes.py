@@ -41,7 +41,7 @@ STEM = _conv(1, 3, 64, 64, 8, 7, 7, 2, 3)
 UNREAD_COLUMN = _conv(1, 2, 11, 11, 4, 4, 4, 2, 0)
 
 
-def _rewrite(text: str, planes: bool = True, lanes: int = 0) -> tuple[int, str]:
+def _rewrite(text: str, planes: bool = True) -> tuple[int, str]:
     from mlir import ir
 
     from workbench.worker.cpu.conv_planes import conv_planes
@@ -49,7 +49,7 @@ def _rewrite(text: str, planes: bool = True, lanes: int = 0) -> tuple[int, str]:
 
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(text)
-        n = strided_conv_planes(module, lanes)
+        n = strided_conv_planes(module)
         assert module.operation.verify()
         if planes:
             conv_planes(module, 16)
@@ -84,48 +84,6 @@ def test_each_phase_runs_over_its_flattened_plane_and_reads_the_last_one_whole()
     # no pad of a phase, no copy of a phase's result into the next one's init: one pad, one slice at the end
     assert text.count("tensor.pad") == 1
     assert text.count("tensor<1x8x8x9xf32> to tensor<1x8x8x8xf32>") == 1
-
-
-def test_phases_of_rows_short_of_whole_vectors_become_one_generic_over_all_phase_planes():
-    """{lanes=16}: rows of 8 are no whole number of vectors: one generic (n, f, p, c, kh, kw) over the four phase
-    planes flattened, tap (kh, kw) from phase (kh mod 2, kw mod 2) at p + (kh floordiv 2) * 9 + kw floordiv 2,
-    the bias broadcast made anew at 9 columns, the 9th sliced off; rows of 32 (the stem) stay one conv a phase."""
-    n, text = _rewrite(STRIDED, planes=False, lanes=16)
-    assert n == 1 and "linalg.conv_2d_nchw_fchw" not in text
-    generics = re.findall(r"linalg.generic .*", text)
-    assert len(generics) == 1, generics
-    assert "(d0, d1, d2, d3, d4, d5) -> (d4 mod 2, d5 mod 2, d0, d3, d2 + (d4 floordiv 2) * 9 + d5 floordiv 2)" in text
-    assert "ins(%" in generics[0] and "tensor<2x2x1x4x90xf32>, tensor<8x4x3x3xf32>) outs(" in generics[0]
-    assert ": tensor<1x8x72xf32>)" in generics[0]
-    assert text.count("tensor.pad") == 1 and text.count("linalg.transpose") == 1
-    assert text.count("linalg.broadcast") == 1 and "outs(%" in text and "tensor<1x8x8x9xf32>) dimensions" in text
-    assert text.count("tensor<1x8x8x9xf32> to tensor<1x8x8x8xf32>") == 1
-    n, text = _rewrite(STEM, planes=False, lanes=16)
-    assert n == 1 and text.count("linalg.conv_2d_nchw_fchw") == 4 and "floordiv" not in text
-
-
-@pytest.mark.parametrize("channels", [64, 8])
-def test_fused_phases_sweep_the_plane_outside_the_channel_blocks_where_the_input_exceeds_l2(ctx, tmp_path, channels):
-    """The fused phases of 64 input channels at 112 x 112 read 4 planes of 58 x 57 a channel per sweep of an
-    output-channel block (3.4 MB): more than L2, so the plane loop goes outside the blocks; with 8 channels
-    (0.4 MB) the blocks stay outside. Both run and match (planes of 3192 positions: a remainder tile)."""
-    payload = tmp_path / "fused.mlir"
-    payload.write_text(_conv(1, channels, 112, 112, 16, 3, 3, 2, 1))
-    ok(ctx, f"load {payload}")
-    try:
-        ok(ctx, "target cpu --threads 1 --cpu host")
-        data = ok(ctx, "select --apply").data
-        labels = " ".join(a.step.label() for a in ctx.session.active_steps)
-        assert f"lh-strided-conv-planes{{lanes={ctx.session.target.machine.f32_lanes}}}" in labels
-        fused = [e["params"] for e in data["selections"] if "generic" in str(e["params"].get("op", ""))]
-        assert len(fused) == 1 and fused[0]["contraction"] == 1, fused
-        order = fused[0]["interchange"]
-        assert (order.index(2) < order.index(1)) == (channels == 64), order
-        ok(ctx, "bench warmup=1 iterations=2")
-        ok(ctx, "apply cpu-lower")
-        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
-    finally:
-        ok(ctx, "target cpu --cpu host")
 
 
 def test_the_unread_last_column_and_a_stem_of_whole_rows():

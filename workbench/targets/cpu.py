@@ -392,8 +392,7 @@ class CpuTarget(Target):
                                                 for op in ops):
                 # (before the plane and pointwise rewrites, which take its phases; a no-op, left out, unless a
                 # 2-D conv has strides along h and w)
-                # (the phases of rows that are no whole vectors as one generic over all phase planes: {lanes=})
-                steps.append(f"{self.STRIDED_CONV_PLANES}{{lanes={self.machine.f32_lanes}}}")
+                steps.append(self.STRIDED_CONV_PLANES)
         if gathers and self.pad_copies:
             # (after the fusion, which writes each index table as one generic; before the gathers' split,
             # which takes the other gathers; a no-op, left out, unless a gather is a pad)
@@ -570,8 +569,7 @@ class CpuTarget(Target):
         # (an op in a chunk of a forall, a row network's: the forall is what runs on the cores, its chunks'
         # ops are not split again)
         cores = 1 if op.get("in_parallel_loop") else machine.usable_cpus
-        generic = cpu_selector.generic_params(op, machine.vector_bits, cores, machine.vector_registers,
-                                              machine.l2_bytes)
+        generic = cpu_selector.generic_params(op, machine.vector_bits, cores, machine.vector_registers)
         if generic is None:
             return []  # no loop structure (linalg.softmax of another rank, pack, ...): cpu-lower lowers it
         generic.pop("class")

@@ -137,13 +137,11 @@ def _window_roles(loops: dict) -> dict | None:
 
 
 def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset(), split: int | None = None,
-                  threads: int = 1, name: str = "", vector_registers: int = 32,
-                  l2_bytes: int | None = None) -> dict | None:
+                  threads: int = 1, name: str = "", vector_registers: int = 32) -> dict | None:
     """pipelines/cpu/generic.py parameters (tile, interchange, fold_unit_dims, contraction) for a window
     op, each tile a divisor of its loop (of the thread chunk for loop `split`): the folded tile is
     vectorized at its static size. None when the op is no window op or its body no multiply-add or
-    combiner. `l2_bytes` (the core's L2): where one output-channel block's sweep of the spatial loops
-    reads more input than that, the spatial loops go outside the block (sweep_footprint)."""
+    combiner."""
     roles = _window_roles(loops)
     if roles is None or SCALAR_BODY_OPS & set(loops["body"]) or SCALAR_ELEMENT_TYPES & element_types:
         return None
@@ -213,13 +211,6 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
         # whole vectors along w: the register tile accumulates over the window and the channels inside the
         # spatial loops (a tile of half vectors keeps the order above: a 3x3 conv, w = 56, 20 -> 26 ms)
         interchange = others + spatial + roles["window"] + roles["channels"]
-        if block is not None and l2_bytes and sweep_footprint(loops, others, element_types) > l2_bytes:
-            # each output-channel block sweeps the spatial loops over the whole input: where that is more
-            # than L2 holds, every block streams it from L3 / memory again (lh-strided-conv-planes' fused
-            # phases read sh * sw planes, 3.4 MB an image at 64 x 112^2, stride 2: JIT 59 -> 40 ms a call
-            # on the Zen 4 host with the spatial loops outside the blocks); the blocks inside the spatial
-            # tile share its input rows in L1 / L2 instead
-            interchange = [d for d in others if d != block] + spatial + [block] + roles["window"] + roles["channels"]
         f_block = tile[block] if block is not None else 1
         if 2 * f_block <= vector_registers * CONV_ACCUMULATOR_FRACTION:
             if not remainder and extent[w] % (2 * lanes) == 0:
@@ -256,20 +247,6 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
     if remainder:
         params["remainder"] = remainder
     return params
-
-
-def sweep_footprint(loops: dict, outer: list[int], element_types: set[str] = frozenset()) -> int:
-    """Bytes of the first input that one iteration of the `outer` loops reads (a convolution's input per
-    image, for one output-channel block): each index's extent from its terms (sum of (loop extent - 1) x
-    coefficient, plus one), an index of an outer loop alone taken once."""
-    domain, terms = loops["domain"], loops["operand_terms"][0]
-    elements = 1
-    for expr in terms:
-        if len(expr) == 1 and expr[0][0] in outer:
-            continue
-        elements *= 1 + sum((domain[d] - 1) * abs(c) for d, c in expr)
-    size = 2 if element_types and element_types <= {"bf16", "f16"} else 4
-    return elements * size
 
 
 def _decomposed_params(loops: dict, roles: dict, block: int | None, extent: list, lanes: int,
@@ -525,7 +502,7 @@ def broadcast_row_loop(loops: dict, vdim: int) -> int | None:
 
 
 def _batch_and_channel_split(loops: dict, params: dict, window: dict, cores: int, lanes: int, types: set[str],
-                             name: str, vector_registers: int, l2_bytes: int | None = None) -> tuple[dict, dict]:
+                             name: str, vector_registers: int) -> tuple[dict, dict]:
     """A convolution split over its output channels while an outer parallel loop (the batch) has fewer
     iterations than cores: split that loop too (a 2-D forall: `split_also`), the channels into the cores
     it leaves. Every task then reads its batch's share of the input instead of all of it, and keeps wider
@@ -541,7 +518,7 @@ def _batch_and_channel_split(loops: dict, params: dict, window: dict, cores: int
     chunks = _divisor_at_most(domain[split], cores // outer_chunks)
     if chunks < 2 or outer_chunks * chunks < params["threads"]:
         return params, window     # (no fewer tasks than the channel split had)
-    alt = window_params(loops, lanes, types, split, chunks, name, vector_registers, l2_bytes)
+    alt = window_params(loops, lanes, types, split, chunks, name, vector_registers)
     if alt is None or any(alt.get(k) != window.get(k) for k in ("contraction", "decompose")):
         return params, window
     if (alt.get("tile") or [0] * len(domain))[outer] != 1:
@@ -549,10 +526,8 @@ def _batch_and_channel_split(loops: dict, params: dict, window: dict, cores: int
     return {**params, "threads": chunks, "split_also": [outer, outer_chunks]}, alt
 
 
-def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_registers: int = 32,
-                   l2_bytes: int | None = None) -> dict[str, Any] | None:
-    """pipelines/cpu/generic.py parameters for one op (None: no loop structure known); `l2_bytes`: the
-    core's L2 (window_params)."""
+def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_registers: int = 32) -> dict[str, Any] | None:
+    """pipelines/cpu/generic.py parameters for one op (None: no loop structure known)."""
     loops = op.get("loops")
     if not loops or not loops.get("iterators"):
         return None
@@ -591,7 +566,7 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_regi
     if kind == "window":
         types = {_element_type(t) for t in op.get("operand_types", [])}
         window = window_params(loops, lanes, types, split if threads > 1 else None, threads, op.get("op", ""),
-                               vector_registers, l2_bytes)
+                               vector_registers)
         if threads > 1 and window is not None and not window.get("contraction"):
             # a split that leaves a convolution's chunks too few output channels for its register tile
             # (conv3d's 16 channels on 16 cores: one each, no outer-product tile; 63 ms on 16 cores of
@@ -600,14 +575,14 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_regi
                 chunks = _divisor_at_most(size, cores) if it == "parallel" and loop != split else 1
                 if 2 * chunks < threads:
                     continue
-                alt = window_params(loops, lanes, types, loop, chunks, op.get("op", ""), vector_registers, l2_bytes)
+                alt = window_params(loops, lanes, types, loop, chunks, op.get("op", ""), vector_registers)
                 if alt is not None and alt.get("contraction"):
                     params.update(threads=chunks, split=loop)
                     window = alt
                     break
         if threads > 1 and window is not None and (window.get("contraction") or window.get("decompose")):
             params, window = _batch_and_channel_split(loops, params, window, cores, lanes, types,
-                                                      op.get("op", ""), vector_registers, l2_bytes)
+                                                      op.get("op", ""), vector_registers)
         return {**params, **window, "vector": 1, "class": kind}
     if contraction:
         # a contraction (matmul-like, any element type): the reduction step by step, an output tile of

@@ -357,23 +357,15 @@ def index_ranges(func_op) -> dict[int, list[int]]:
     return ranges
 
 
-def _linear_terms(expr, reductions: frozenset = frozenset()) -> dict[int, int] | None:
+def _linear_terms(expr) -> dict[int, int] | None:
     """An affine expression as {loop dim: coefficient} (constant terms dropped), None when it is not a
-    linear combination of dims (floordiv, mod, products of dims). A floordiv or mod of one of the
-    `reductions` loops by a constant counts as that loop (coefficient 1): a window tap's phase and row
-    (`kh mod 2`, `(kh floordiv 2) * 57`: lh-strided-conv-planes' fused phases), a window loop all the same."""
+    linear combination of dims (floordiv, mod, products of dims)."""
     if isinstance(expr, ir.AffineDimExpr):
         return {expr.position: 1}
     if isinstance(expr, ir.AffineConstantExpr):
         return {}
-    if isinstance(expr, (ir.AffineFloorDivExpr, ir.AffineModExpr)):
-        lhs, rhs = expr.lhs, expr.rhs
-        if (isinstance(lhs, ir.AffineDimExpr) and ir.AffineDimExpr(lhs).position in reductions
-                and isinstance(rhs, ir.AffineConstantExpr) and ir.AffineConstantExpr(rhs).value > 0):
-            return {ir.AffineDimExpr(lhs).position: 1}
-        return None
     if isinstance(expr, ir.AffineAddExpr):
-        lhs, rhs = _linear_terms(expr.lhs, reductions), _linear_terms(expr.rhs, reductions)
+        lhs, rhs = _linear_terms(expr.lhs), _linear_terms(expr.rhs)
         if lhs is None or rhs is None:
             return None
         for dim, coefficient in rhs.items():
@@ -382,7 +374,7 @@ def _linear_terms(expr, reductions: frozenset = frozenset()) -> dict[int, int] |
     if isinstance(expr, ir.AffineMulExpr):
         for terms, factor in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
             if isinstance(factor, ir.AffineConstantExpr):
-                inner = _linear_terms(terms, reductions)
+                inner = _linear_terms(terms)
                 return None if inner is None else {d: c * factor.value for d, c in inner.items()}
     return None
 
@@ -419,11 +411,10 @@ def _loop_structure(op) -> dict | None:
     except Exception:
         body = []
     operand_dims, operand_terms = [], []
-    reductions = frozenset(d for d, kind in enumerate(iterators) if kind == "reduction")
     for amap in maps:
         operand_dims.append([ir.AffineDimExpr(e).position if isinstance(e, ir.AffineDimExpr) else -1
                              for e in amap.results])
-        terms = [_linear_terms(e, reductions) for e in amap.results]
+        terms = [_linear_terms(e) for e in amap.results]
         operand_terms.append([None if t is None else sorted([d, c] for d, c in t.items() if c) for t in terms])
     structure = {"domain": domain, "iterators": iterators, "projected": all(_projected(m) for m in maps),
                  "operand_dims": operand_dims, "operand_terms": operand_terms,

@@ -37,16 +37,6 @@ from workbench.worker.cpu.padded_conv_rows import conv_ints, static_conv_rank
 from workbench.worker.cpu.pointwise_convs import static_shape
 from workbench.worker.cpu.strided_convs import MEMOIZED_MAPS
 
-#: FUSED (`{lanes=16}`, the selector's form): the phases as one generic (n, f, p, c, kh, kw) over the phase
-#: planes, flattened as lh-conv-planes does, tap (kh, kw) read from phase (kh mod sh, kw mod sw) at
-#: p + (kh floordiv sh) * Wq + kw floordiv sw: one nest, whose register tile of outputs accumulates all
-#: KH x KW taps before it is stored (one read and write of the output instead of one per phase; the
-#: one-tap phase of the per-phase form ran at a quarter of the four-tap phase's rate). The selector puts its
-#: spatial loop outside the output-channel blocks where a block's sweep reads more than L2 (sh * sw planes:
-#: cpu_selector.sweep_footprint). Measured (JIT CPU time a call under perf, one thread, the corpus's
-#: conv2d_strided at 8x64x112x112 on the 2-core Zen 4 host, busy): per phase 42.0 ms (median of 5), fused 39.3
-#: (median of 5; 59-67 with the channel blocks outside the plane loop).
-
 CONVS = {"linalg.conv_2d_nchw_fchw": 2}
 #: at most this many phases (sh * sw): ViT's 16x16 stride-16 patch embedding would become 256 convolutions, each
 #: selected, scheduled and compiled on its own (the A/B run of that shape had not finished after 10 minutes);
@@ -91,67 +81,8 @@ def _phase_planes(image, strides: list[int], planes: list[int]):
     return linalg.transpose(view, outs=[empty.result], permutation=[3, 5, 0, 1, 2, 4])
 
 
-def _fused_phases_generic(phases, filt, init, strides: list[int], wq: int):
-    """The whole convolution over the phase planes as one generic (n, f, p, c, kh, kw): tap (kh, kw) reads
-    phase (kh mod sh, kw mod sw) at p + (kh floordiv sh) * Wq + kw floordiv sw of its flattened plane;
-    `phases` is [sh, sw, n, c, Hq * Wq], `init` [n, f, OH * Wq]."""
-    from mlir import ir
-    from mlir.dialects import arith, linalg
-
-    n, f, p, c, kh, kw = (ir.AffineDimExpr.get(i) for i in range(6))
-    sh, sw = strides
-
-    def amap(exprs):
-        return ir.AffineMapAttr.get(ir.AffineMap.get(6, 0, exprs))
-
-    tap = p + ir.AffineFloorDivExpr.get(kh, ir.AffineConstantExpr.get(sh)) * wq \
-        + ir.AffineFloorDivExpr.get(kw, ir.AffineConstantExpr.get(sw))
-    maps = [amap([ir.AffineModExpr.get(kh, ir.AffineConstantExpr.get(sh)),
-                  ir.AffineModExpr.get(kw, ir.AffineConstantExpr.get(sw)), n, c, tap]),
-            amap([f, c, kh, kw]), amap([n, f, p])]
-    par, red = (ir.Attribute.parse(f"#linalg.iterator_type<{k}>") for k in ("parallel", "reduction"))
-    generic = linalg.GenericOp([init.type], [phases, filt], [init], ir.ArrayAttr.get(maps),
-                               ir.ArrayAttr.get([par] * 3 + [red] * 3))
-    element = ir.RankedTensorType(init.type).element_type
-    block = generic.regions[0].blocks.append(element, element, element)
-    with ir.InsertionPoint(block):
-        x, w, acc = block.arguments
-        linalg.YieldOp([arith.AddFOp(acc, arith.MulFOp(x, w).result).result])
-    return generic.results[0]
-
-
-def _fused(op, phases, filt, init, strides: list[int], planes: list[int]):
-    """The convolution `op` as _fused_phases_generic over the phase planes (the init widened to Wq
-    columns, the extra ones sliced off the result as lh-conv-planes does)."""
-    from mlir import ir
-    from mlir.dialects import tensor
-
-    from workbench.worker.cpu.padded_conv_rows import widened_init
-    from workbench.worker.cpu.pointwise_convs import collapse_spatial
-
-    out_shape = static_shape(init)
-    hq, wq = planes
-    sh, sw = strides
-    t = ir.RankedTensorType(phases.type)
-    i64 = ir.IntegerType.get_signless(64)
-    groups = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g])
-                               for g in [[0], [1], [2], [3], [4, 5]]])
-    flat_phases = tensor.CollapseShapeOp(
-        ir.RankedTensorType.get(list(t.shape)[:4] + [hq * wq], t.element_type), phases, groups).result
-    wide_init = widened_init(init, [0, 0, 0, wq - out_shape[3]])
-    flat_init, reassociation = collapse_spatial(wide_init, 2)
-    flat = _fused_phases_generic(flat_phases, filt, flat_init, strides, wq)
-    wide_type = ir.RankedTensorType(wide_init.type)
-    result = tensor.ExpandShapeOp(wide_type, flat, reassociation, [], list(wide_type.shape)).result
-    if list(wide_type.shape) != out_shape:
-        result = tensor.ExtractSliceOp(init.type, result, [], [], [], [0] * 4, out_shape, [1] * 4).result
-    return result
-
-
-def strided_conv_planes(module, lanes: int = 0) -> int:
-    """Rewrite every eligible convolution (module docstring); how many were rewritten. `lanes` > 0: one whose
-    output rows are no whole number of `lanes` (those lh-conv-planes would take over their planes) becomes one
-    generic over all phase planes (FUSED) instead of one convolution per phase."""
+def strided_conv_planes(module) -> int:
+    """Rewrite every eligible convolution (module docstring); how many were rewritten."""
     from mlir import ir
     from mlir.dialects import tensor
 
@@ -170,10 +101,9 @@ def strided_conv_planes(module, lanes: int = 0) -> int:
         with ir.InsertionPoint(op), op.location:
             wide = padded_high(image, [0, 0] + [s * q - d for s, q, d in zip(strides, planes, x_shape[2:])])
             phases = _phase_planes(wide, strides, planes)
-            fused = lanes > 0 and out[1] % lanes != 0
             unit = _unit_strides(op)
             result = init
-            for rh in (() if fused else range(strides[0])):
+            for rh in range(strides[0]):
                 for rw in range(strides[1]):
                     th, tw = (-(-(k - r) // s) for k, r, s in zip(window, (rh, rw), strides))
                     plane = tensor.ExtractSliceOp(
@@ -190,12 +120,8 @@ def strided_conv_planes(module, lanes: int = 0) -> int:
                     if MEMOIZED_MAPS in piece.attributes:   # (the strided op's maps: derived again from the strides)
                         del piece.attributes[MEMOIZED_MAPS]
                     result = piece.results[0]
-            if fused:
-                result = _fused(op, phases.results[0], filt, init, strides, planes)
         op.results[0].replace_all_uses_with(result)
         op.erase()
         erase_unread(image, ("tensor.pad",))   # (the input's pad, when padded_high made a wider one)
-        if fused:
-            erase_unread(init, ("tensor.empty", "linalg.fill", "linalg.broadcast"))   # (made anew at Wq columns)
         rewritten += 1
     return rewritten

@@ -41,8 +41,6 @@ def bufferize_and_lower_vectors(amx: int = 0) -> str:
       !transform.op<"linalg.transpose">, !transform.op<"tensor.collapse_shape">, !transform.op<"tensor.extract_slice">)
     %fe = transform.structured.match ops{{["func.func"]}} in %root : ({any_op}) -> {any_op}
     transform.apply_patterns to %fe {{
-      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
-      transform.apply_patterns.vector.transfer_permutation_patterns
       transform.apply_patterns.canonicalization
     }} : {any_op}
     transform.apply_cse to %fe : {any_op}

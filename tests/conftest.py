@@ -95,6 +95,33 @@ def ok(ctx, line: str):
     return res
 
 
+def with_progress(ctx, line: str):
+    """Dispatch one command line, collecting the progress messages it sends; (Result, messages)."""
+    heard: list[str] = []
+    before, ctx.progress = ctx.progress, heard.append
+    try:
+        return do(ctx, line), heard
+    finally:
+        ctx.progress = before
+
+
+def rank_processes(workdir: Path) -> list[str]:
+    """Live processes whose command line names a directory under `workdir` (an MPI run's mpiexec and
+    ranks), zombies aside."""
+    mine = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        if str(workdir) in cmd and stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
+            mine.append(cmd)
+    return mine
+
+
 def failed(ctx, line: str) -> str:
     """Dispatch one command line that must fail with a one-line error; that error."""
     res = do(ctx, line)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from workbench.execution.mpi_launch import availability
-from conftest import do, ok, run_cli
+from conftest import do, ok, rank_processes, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -107,7 +107,7 @@ def test_one_rank_crashing_is_reported_and_session_continues(ctx, tmp_path, monk
     assert not res.ok
     assert "rank 1 died while running the compiled code (Aborted (signal 6))" in res.error, res.error
     assert "all ranks were killed" in res.error
-    assert not _rank_processes(tmp_path)
+    assert not rank_processes(tmp_path)
     ok(ctx, "pass canonicalize")
     ok(ctx, "undo")
 
@@ -117,7 +117,7 @@ def test_hanging_rank_times_out_and_all_ranks_are_killed(ctx, tmp_path, monkeypa
     ok(ctx, f"load {PAYLOADS / 'mpi_rank_hang.mlir'}")
     res = do(ctx, "run --target mpi --ranks 2 --iterations 1 --warmup 0 --timeout 4")
     assert not res.ok and "timed out after 4 s" in res.error and "rank 1 had not finished" in res.error
-    assert not _rank_processes(tmp_path)
+    assert not rank_processes(tmp_path)
     ok(ctx, "history")
 
 
@@ -129,22 +129,6 @@ def test_mpiexec_missing_is_a_clear_error(ctx, monkeypatch):
     assert not res.ok and "cannot run here" in res.error and "mpiexec not found" in res.error
     monkeypatch.delenv("LH_WORKBENCH_MPIEXEC")
     ok(ctx, "run --target mpi --iterations 1")
-
-
-def _rank_processes(workdir: Path) -> list[str]:
-    """Live processes of the MPI runs whose work directory is under `workdir` (mpiexec, ranks)."""
-    mine = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            stat = (d / "stat").read_text()
-        except OSError:
-            continue
-        if str(workdir) in cmd and stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
-            mine.append(cmd)
-    return mine
 
 
 def test_shipped_mpi_script_and_session(tmp_path):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import do, ok
+from conftest import do, ok, rank_processes, with_progress
 from workbench.execution.mpi_launch import availability
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -23,31 +23,6 @@ _ok, _why = availability()
 pytestmark = pytest.mark.skipif(not _ok, reason=f"mpi target unavailable: {_why}")
 
 
-def _with_progress(ctx, line: str):
-    heard: list[str] = []
-    before, ctx.progress = ctx.progress, heard.append
-    try:
-        return do(ctx, line), heard
-    finally:
-        ctx.progress = before
-
-
-def _rank_processes(workdir: Path) -> list[str]:
-    """Live processes whose command line names a directory under `workdir` (mpiexec, the ranks)."""
-    mine = []
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            stat = (d / "stat").read_text()
-        except OSError:
-            continue
-        if str(workdir) in cmd and stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X"):
-            mine.append(cmd)
-    return mine
-
-
 def test_a_rank_hanging_after_a_slow_compile_times_out_in_its_run(ctx, tmp_path, monkeypatch):
     """Every rank's compile sleeps 6 s, past the 3 s run limit (and the ranks' own 5 s grace) but within the
     compile limit: the run is killed 3 s after the ranks compiled, in its run, naming the rank that hung."""
@@ -55,7 +30,7 @@ def test_a_rank_hanging_after_a_slow_compile_times_out_in_its_run(ctx, tmp_path,
     ok(ctx, f"load {PAYLOADS / 'mpi_rank_hang.mlir'}")
     monkeypatch.setenv(DELAY, "6")
     t0 = time.monotonic()
-    res, heard = _with_progress(ctx, "run --target mpi --ranks 2 --iterations 1 --warmup 0 --timeout 3 "
+    res, heard = with_progress(ctx, "run --target mpi --ranks 2 --iterations 1 --warmup 0 --timeout 3 "
                                      "--compile-timeout 60")
     took = time.monotonic() - t0
     assert not res.ok
@@ -66,7 +41,7 @@ def test_a_rank_hanging_after_a_slow_compile_times_out_in_its_run(ctx, tmp_path,
     compiled = [m for m in heard if m.startswith("compiled in ")]
     assert compiled and float(compiled[0].split()[2]) >= 6 and compiled[0].endswith("; running ..."), heard
     assert 9 <= took < 40, took
-    assert not _rank_processes(tmp_path)
+    assert not rank_processes(tmp_path)
     ok(ctx, "history")
 
 
@@ -79,14 +54,14 @@ def test_a_compile_past_its_limit_names_the_compile_and_the_rank(ctx, tmp_path, 
     monkeypatch.setenv(DELAY, "60")
     monkeypatch.setenv(DELAYED_RANKS, "1")
     t0 = time.monotonic()
-    res, heard = _with_progress(ctx, "run --target mpi --iterations 1 --warmup 0 --timeout 60 --compile-timeout 3")
+    res, heard = with_progress(ctx, "run --target mpi --iterations 1 --warmup 0 --timeout 60 --compile-timeout 3")
     assert time.monotonic() - t0 < 30
     assert not res.ok
     assert "MPI run on 2 ranks timed out after 3 s while JIT-compiling the module; all ranks were killed " \
            "(rank 1 had not compiled)" in res.error, res.error
     assert "(`run --compile-timeout 12` allows longer; it covers the JIT compile of the module of " in res.error
     assert not [m for m in heard if m.startswith("compiled in ")], heard
-    assert not _rank_processes(tmp_path)
+    assert not rank_processes(tmp_path)
     monkeypatch.delenv(DELAY)
     run = ok(ctx, "run --target mpi --iterations 1 --warmup 0 --check").data["run"]
     assert run["error"] is None and run["check"]["passed"]
@@ -115,13 +90,13 @@ def test_ranks_end_themselves_when_the_workbench_is_killed(tmp_path):
             assert host.poll() is None and time.monotonic() < deadline, "the ranks did not start"
             time.sleep(0.2)
         time.sleep(1)   # rank 0 has finished its run; rank 1 spins in its own
-        assert _rank_processes(runs)
+        assert rank_processes(runs)
         os.killpg(host.pid, signal.SIGKILL)   # the workbench and its compile worker
         host.wait()
         deadline = time.monotonic() + 15
-        while _rank_processes(runs) and time.monotonic() < deadline:
+        while rank_processes(runs) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not _rank_processes(runs)
+        assert not rank_processes(runs)
     finally:
         for pid in _pids(runs):
             os.kill(pid, signal.SIGKILL)
@@ -162,5 +137,5 @@ def test_a_cancel_kills_the_ranks_at_once(ctx, tmp_path, monkeypatch):
     res = result["res"]
     assert not res.ok and "MPI run on 2 ranks cancelled while running the compiled code; all ranks were killed" \
         in res.error, res.error
-    assert not _rank_processes(tmp_path)
+    assert not rank_processes(tmp_path)
     ok(ctx, "history")

@@ -4,21 +4,12 @@ either names the phase. Session 21: DenseNet-121's `run --check` needed `--timeo
 compile alone took 20-67 s of the 120 s meant for its calls."""
 from __future__ import annotations
 
-from conftest import do, failed, matmul_payload, ok
+from conftest import failed, matmul_payload, ok, with_progress
 
 from pathlib import Path
 
 PAYLOADS = Path(__file__).parent / "payloads"
 DELAY = "LH_WORKBENCH_TEST_COMPILE_DELAY_S"   # protocol.COMPILE_DELAY_ENV: the compile phase sleeps this long
-
-
-def _with_progress(ctx, line: str):
-    heard: list[str] = []
-    before, ctx.progress = ctx.progress, heard.append
-    try:
-        return do(ctx, line), heard
-    finally:
-        ctx.progress = before
 
 
 def test_a_slow_compile_does_not_count_against_the_run_timeout(ctx, tmp_path, monkeypatch):
@@ -27,7 +18,7 @@ def test_a_slow_compile_does_not_count_against_the_run_timeout(ctx, tmp_path, mo
     matmul_payload(tmp_path / "mm.mlir", 8, 8, 8)
     ok(ctx, f"load {tmp_path / 'mm.mlir'}")
     monkeypatch.setenv(DELAY, "8")
-    res, heard = _with_progress(ctx, "run --check --iterations 2 --warmup 0 --timeout 2")
+    res, heard = with_progress(ctx, "run --check --iterations 2 --warmup 0 --timeout 2")
     assert res.ok, res.error
     assert res.data["run"]["check"]["passed"]
     assert [m for m in heard if m.startswith("JIT-compiling")] and [m for m in heard if m.startswith("compiled in ")]

@@ -123,6 +123,23 @@ def expect_one(handle: str, op: str) -> str:
             f"    transform.match.param.cmpi eq %{name}_count, %{name}_one : !transform.param<i64>\n")
 
 
+def forall_chunks(handle: str, chunk: str, forall: str, counts: list[int], fill_init: bool = False) -> str:
+    """Transform ops splitting the contraction(s) in `handle` into `counts` parallel chunks (one count per
+    parallel dim, 0 = not split; tile_using_forall) bound to `chunk` (the chunks' ops) and `forall`.
+    `fill_init`: the producer of the output's init (operand 2: a fill) is fused into the forall, so each task
+    zeroes its own chunk, in cache and in parallel, instead of one core writing the whole output before
+    (`handle` must hold one op: the producer is fused into one forall)."""
+    name = forall.lstrip("%")
+    text = f"    %{name}_init = transform.get_producer_of_operand {handle}[2] : (!transform.any_op) -> !transform.any_op\n" \
+        if fill_init else ""
+    text += (f"    {chunk}, {forall} = transform.structured.tile_using_forall {handle} num_threads "
+             f"[{', '.join(str(int(c)) for c in counts)}] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)\n")
+    if fill_init:
+        text += (f"    %{name}_fill, %{name}_filled = transform.structured.fuse_into_containing_op %{name}_init into {forall}"
+                 f" : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)\n")
+    return text
+
+
 def matmul_tiling(block_m: int = 64, block_n: int = 512, block_k: int = 256,
                   reg_m: int = 8, reg_n: int = 32, reg_k: int = 4,
                   pack_tile_a: int = 32, pack_tile_b: int = 8, impl: str = "codegen",

@@ -48,8 +48,9 @@ PARAMS = {
                                                "attention's heads; threads_b x threads_b2 tasks)"},
     "batch_dims": {"min": 1, "max": 8, "help": "leading batch loops of a generic batch matmul (generic=true; "
                                               "b0, b1, m, n, k: 2)"},
-    "fill_init": {"help": "with batch_dims > 1 and threads_b (or threads_b2) > 1: the producer of the output's init (a fill) is "
-                          "fused into the parallel chunks, then into the batch loops"},
+    "fill_init": {"help": "the producer of the output's init (a fill) is fused into the parallel chunks (each task "
+                          "zeroes its own chunk, in cache); batch_matmul_tiling: into the threads_b (threads_b2) "
+                          "chunks, then into the batch loops"},
     "pack_b": {"choices": [0, 1], "help": "matmul_epilogue: 1 = B packed into [k][reg_n] panels per block; 0 = the "
                                          "micro-kernel reads B in place (few row tiles read each B element: "
                                          "matmul.pack_b_pays)"},
@@ -90,20 +91,21 @@ def _check(**values: int) -> None:
 def _packed_contraction(handle: str, block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int,
                         reg_k: int, pack_tile_a: int, pack_tile_b: int, transpose_b: bool = False,
                         chunks: list[int] | None = None, pack_b: bool = True, main_m: int = 0, tail_m: int = 0,
-                        tail_reg_m: int = 4, mark: str = "all", in_region: bool = False, then: str = "") -> str:
+                        tail_reg_m: int = 4, mark: str = "all", in_region: bool = False, then: str = "",
+                        fill_init: bool = False) -> str:
     """The matmul.py schedule (steps 1-4, on tensors: matmul.row_parts, with its split along M where
     main_m is set) of the (m, n, k) contraction ops in `handle`. `chunks` (m and n counts): the op is
     first split into that many chunks per dim (tile_using_forall: tasks on the async runtime after
     lowering), each scheduled the same way with pack buffers of its own; the block sizes and main_m /
-    tail_m apply to a chunk. `then`: transform ops before the empty-tensor elimination (matmul.row_parts)."""
+    tail_m apply to a chunk (`fill_init`: the init's producer fused into them: matmul.forall_chunks). `then`:
+    transform ops before the empty-tensor elimination (matmul.row_parts)."""
     split = ""
     chunked = bool(chunks) and any(c > 1 for c in chunks)
     # (in parallel chunks the elimination stays whole-function: analyzed from the chunks' scf.forall it left
     # packing buffers that the function's analysis replaces: GPT-2's linear layers on 2 threads)
     in_region = in_region and not chunked
     if chunked:
-        split = (f"    %chunk, %chunks = transform.structured.tile_using_forall {handle} num_threads "
-                 f"[{', '.join(str(int(c)) for c in list(chunks) + [0])}] : ({_ANY}) -> ({_ANY}, {_ANY})\n")
+        split = matmul.forall_chunks(handle, "%chunk", "%chunks", list(chunks) + [0], fill_init=fill_init)
         handle = "%chunk"
     return "\n" + split + matmul.row_parts(
         handle, block_m=block_m, block_n=block_n, block_k=block_k, reg_m=reg_m, reg_n=reg_n, reg_k=reg_k,
@@ -225,7 +227,8 @@ def thread_chunks(b: int, m: int, n: int, threads: int, b2: int = 1) -> tuple[in
 def matmul_transpose_b_tiling(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4,
                               reg_n: int = 16, reg_k: int = 8, pack_tile_a: int = 32, pack_tile_b: int = 8,
                               op: str = "", generic: bool = False, bufferize: bool = True, threads_m: int = 1,
-                              threads: int = 1, main_m: int = 0, tail_m: int = 0, tail_reg_m: int = 4) -> str:
+                              threads: int = 1, main_m: int = 0, tail_m: int = 0, tail_reg_m: int = 4,
+                              fill_init: bool = False) -> str:
     """`x @ w.T`: a linalg.matmul whose B is indexed (n, k) (or the one with id `op`); B is packed
     transposed into [k][reg_n] panels, so the micro-kernel is matmul.py's. `generic`: the op is the
     linalg.generic torch-mlir emits for it (`op` names it), made a linalg.matmul first (specialize)."""
@@ -234,13 +237,14 @@ def matmul_transpose_b_tiling(block_m: int = 64, block_n: int = 256, block_k: in
     return _module(match + _packed_contraction(
         "%mm", block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b, transpose_b=True,
         chunks=[threads_m, threads], main_m=main_m, tail_m=tail_m, tail_reg_m=tail_reg_m, mark=op or "all",
-        in_region=not bufferize), bufferize)
+        in_region=not bufferize, fill_init=fill_init), bufferize)
 
 
 def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, reg_m: int = 4, reg_n: int = 16,
                     reg_k: int = 8, pack_tile_a: int = 32, pack_tile_b: int = 8, epilogue: int = 1,
                     epi_m: int = 4, epi_n: int = 64, op: str = "", bufferize: bool = True, threads_m: int = 1,
-                    threads: int = 1, pack_b: int = 1, main_m: int = 0, tail_m: int = 0, tail_reg_m: int = 4) -> str:
+                    threads: int = 1, pack_b: int = 1, main_m: int = 0, tail_m: int = 0, tail_reg_m: int = 4,
+                    fill_init: bool = False) -> str:
     """A linalg.matmul (or the one with id `op`) followed by a chain of `epilogue` elementwise ops
     (bias add, relu, gelu, ...: each the only consumer of the previous result): the packed matmul
     schedule, then the chain tiled by epi_m x epi_n with the earlier links fused into the last one's
@@ -276,7 +280,7 @@ def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, r
     body = "".join(chain) + _packed_contraction("%mm", block_m, block_n, block_k, reg_m, reg_n, reg_k,
                                                 pack_tile_a, pack_tile_b, chunks=[threads_m, threads], pack_b=bool(pack_b),
                                                 main_m=main_m, tail_m=tail_m, tail_reg_m=tail_reg_m, mark=op or "all",
-                                                in_region=not bufferize, then=epilogue_ops)
+                                                in_region=not bufferize, then=epilogue_ops, fill_init=fill_init)
     # the fused links' originals are dead now: erase them before bufferization gives them a buffer to write
     body += (f"    %fd = transform.structured.match ops{{[\"func.func\"]}} in %root : ({_ANY}) -> {_ANY}\n"
              f"    transform.apply_dce to %fd : {_ANY}\n")

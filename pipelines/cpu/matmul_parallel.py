@@ -20,6 +20,9 @@ PAYLOAD_OP = "linalg.matmul"
 PARAMS = {
     "threads": {"min": 1, "max": 256, "help": "parallel chunks along N (one task each)"},
     "threads_m": {"min": 1, "max": 256, "help": "parallel chunks along M (tasks: threads_m x threads)"},
+    "fill_init": {"help": "the producer of the output's init (a fill; `op` names one matmul) "
+                                            "is fused into the chunks: each task zeroes its own chunk, in parallel and "
+                                            "in cache, not the whole output on one core before"},
 }
 
 
@@ -27,10 +30,10 @@ def matmul_parallel(threads: int = 2, block_m: int = 64, block_n: int = 512, blo
                     reg_m: int = 8, reg_n: int = 32, reg_k: int = 4,
                     pack_tile_a: int = 32, pack_tile_b: int = 8, op: str = "", bufferize: bool = True,
                     threads_m: int = 1, pack_b: int = 1, main_m: int = 0, tail_m: int = 0,
-                    tail_reg_m: int = 4) -> str:
+                    tail_reg_m: int = 4, fill_init: bool = False) -> str:
     """The transform module (MLIR text): forall over threads_m x threads (M x N) chunks, then
     matmul.matmul_tiling in each (`op`, `bufferize`, `main_m`/`tail_m`/`tail_reg_m`: as in matmul.py, for a
-    chunk's rows)."""
+    chunk's rows; `fill_init`: the init's producer fused into the chunks)."""
     for name, value in (("threads", threads), ("threads_m", threads_m)):
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
@@ -44,8 +47,7 @@ def matmul_parallel(threads: int = 2, block_m: int = 64, block_n: int = 512, blo
     if anchor not in text:
         raise ValueError("matmul.py changed: cannot find where to insert the forall tiling")
     split = ("%mm_all = " + matmul.match_op("linalg.matmul", op) + "\n"
-             f'    %mm, %chunks = transform.structured.tile_using_forall %mm_all num_threads [{threads_m}, {threads}]'
-             ' : (!transform.any_op) -> (!transform.any_op, !transform.any_op)')
+             + matmul.forall_chunks("%mm_all", "%mm", "%chunks", [threads_m, threads], fill_init=bool(fill_init)).strip())
     return text.replace(anchor, split)
 
 

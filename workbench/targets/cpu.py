@@ -554,8 +554,8 @@ class CpuTarget(Target):
                 threads_m, threads_n = parallel.thread_grid(dims["m"], dims["n"], machine.usable_cpus)
                 if threads_m * threads_n > 1:
                     spec = f"{self.pipeline_path_for(self.matmul_parallel_schedule)}[gen=matmul_parallel]"
-                    params = parallel.default_params(dims["m"], dims["n"], dims["k"], threads=machine.usable_cpus,
-                                                     **matmul_machine_args(machine))
+                    params = chunk_fills(parallel.default_params(dims["m"], dims["n"], dims["k"], threads=machine.usable_cpus,
+                                                                 **matmul_machine_args(machine)), op, ops)
             return [(spec, {**params, "op": op["id"]})]
         shape = op.get("shape") or []
         if (op["op"] == "linalg.softmax" and op.get("dtype") == "f32" and len(shape) == 2
@@ -682,21 +682,20 @@ class CpuTarget(Target):
                 params.update(generic=True, op=op["id"])
             if len(batch) > 1:
                 params["batch_dims"] = len(batch)
-            init = (op.get("producers") or [-1])[-1]
-            if max(params.get("threads_b", 1), params.get("threads_b2", 1)) > 1 and 0 <= init < len(ops) and ops[init].get("op") == "linalg.fill":
+            if max(params.get("threads_b", 1), params.get("threads_b2", 1)) > 1 and init_is_fill(op, ops):
                 params["fill_init"] = True   # zeroed per chunk and batch, in cache
             return f"{path}[gen=batch_matmul_tiling]", params
         if op.get("layout") == "transpose_b" and (op["op"] == "linalg.matmul" or op.get("id")):
             params = family.default_params(1, dims["m"], dims["n"], dims["k"], threads=threads, **machine)
             if op["op"] == "linalg.generic":
                 params.update(generic=True, op=op["id"])
-            return f"{path}[gen=matmul_transpose_b_tiling]", params
+            return f"{path}[gen=matmul_transpose_b_tiling]", chunk_fills(params, op, ops)
         chain = epilogue_chain(list(ops), list(ops).index(op), claimed) if op in ops else []
         if op["op"] == "linalg.matmul" and op.get("layout", "normal") == "normal" and chain:
             params = family.epilogue_params(dims["m"], dims["n"], dims["k"], len(chain), threads=threads, **machine)
             if op.get("id"):
                 params["op"] = op["id"]
-            return f"{path}[gen=matmul_epilogue]", params
+            return f"{path}[gen=matmul_epilogue]", chunk_fills(params, op, ops)
         return None
 
     def extra_libraries(self, llvm: str) -> list[str]:
@@ -725,3 +724,18 @@ class CpuTarget(Target):
     @staticmethod
     def pipeline_path_for(relative: str) -> str:
         return f"pipelines/{relative}"
+
+
+def init_is_fill(op: dict[str, Any], ops: list[dict[str, Any]]) -> bool:
+    """Whether the inspected contraction `op`'s output init (its last operand) is a linalg.fill's result."""
+    init = (op.get("producers") or [-1])[-1]
+    return 0 <= init < len(ops) and ops[init].get("op") == "linalg.fill"
+
+
+def chunk_fills(params: dict[str, Any], op: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """`params` of a contraction split into parallel M x N chunks, with fill_init set where its init is a
+    fill: each task zeroes its own chunk (in cache, on its own core), not one core the whole output first
+    (a 1024^2 matmul on 16 cores: the serial fill was 13% of its time)."""
+    if params.get("threads_m", 1) * params.get("threads", 1) > 1 and init_is_fill(op, ops):
+        return dict(params, fill_init=True)
+    return params

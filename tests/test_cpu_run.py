@@ -71,6 +71,20 @@ def test_run_without_bench_step_inserts_it_at_the_end(ctx):
     assert ctx.session.current_ir == ir_before  # the session's steps are unchanged
 
 
+def test_run_after_the_targets_lowering_without_bench_wraps_before_it(ctx):
+    """`apply cpu-lower` then `run` (no `bench` step): an entry with arguments has nothing left to wrap once
+    lowered, so run puts the wrapper in before the lowering step and lowers again, says so, and leaves the
+    session as it was; a second run does the same (it was refused before, `run --profile` was not)."""
+    ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
+    ok(ctx, "apply cpu-lower")
+    lowered = ctx.session.current_ir
+    for _ in range(2):
+        res = ok(ctx, "run --check --iterations 2 --warmup 0")
+        assert res.data["run"]["check"]["passed"] and res.data["run"]["inserted_wrapper"] is True
+        assert "no `bench` step before step 1 (`apply cpu-lower`)" in res.data["run"]["warning"]
+        assert ctx.session.current_ir == lowered and len(ctx.session.active_steps) == 1
+
+
 def test_mlp_checked_against_numpy(ctx, tmp_path):
     ok(ctx, f"load {EXAMPLES / 'mlp.mlir'}")
     ok(ctx, "apply pipelines/lib/mlp-cpu.yaml")

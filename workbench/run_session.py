@@ -145,10 +145,13 @@ def run_current(session: Session, opts: RunOptions, progress: Callable[[str], No
         if opts.profile and not target.profiles_ops:
             report["error"] = f"run --profile: target {target.name} does not time its ops (the cpu target does)"
             return report
-        prepared = _prepare(session, profile_base(session) if opts.profile else session.current_key,
-                            target.default_lowering, bench_params, artifact=target.run_artifact,
+        base, relowered = (profile_base(session), None) if opts.profile else unwrapped_lowering_base(session)
+        prepared = _prepare(session, base, target.default_lowering, bench_params, artifact=target.run_artifact,
                             bytecode=target.jit_bytecode,
                             prelude=[{"kind": "pass", "pipeline": "lh-profile-regions"}] if opts.profile else None)
+        if relowered is not None:
+            report["warning"] = (f"no `bench` step before step {relowered} (`apply {target.default_lowering}`): "
+                                 "run put the wrapper in before it and lowered again (the session is unchanged)")
     except SessionError as e:
         report["error"] = str(e)
         report["detail"] = e.detail
@@ -293,6 +296,19 @@ def profile_base(session: Session) -> str:
         if applied.step.kind == "pipeline" and applied.step.spec.split("{")[0].strip() == lowering:
             return applied.input_key
     return session.current_key
+
+
+def unwrapped_lowering_base(session: Session) -> tuple[str, int | None]:
+    """The IR a plain `run` starts from: the live module, or where its last step is the target's default
+    lowering (`apply cpu-lower`) with no `bench` step before it, that step's input (the wrapper goes in
+    there and the lowering runs again, as for a module not lowered yet; after it, an entry with arguments
+    has nothing left to wrap) and the step's number."""
+    active = session.active_steps
+    if (active and active[-1].step.kind == "pipeline"
+            and active[-1].step.spec.split("{")[0].strip() == session.target.default_lowering
+            and not any(applied.step.kind == "bench" for applied in active)):
+        return active[-1].input_key, len(active)
+    return session.current_key, None
 
 
 def input_ranges(session: Session, entry: str, opts: RunOptions) -> dict[int, tuple[float, float]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -159,8 +160,26 @@ def geomean(values: list[float]) -> float:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
-def fixture_names(fixtures: Path, only: str = "") -> list[str]:
+def fixture_names(fixtures: Path, only: str = "", shard: str = "") -> list[str]:
     """The exported fixtures under `fixtures` (NAME.expected.json sidecars), sorted; only those named in
-    the comma-separated `only` when it is set."""
+    `only` when it is set: comma-separated names, or `@FILE`, a list of names (one or several a line,
+    `#` comments: bench/device_corpus.txt, the fixed set whose numbers compare across sessions); a name
+    that is not exported there exits with its name. `shard` "K/N": the K-th of N interleaved parts (K from 0),
+    for runs split over several calls."""
     names = sorted(p.name.removesuffix(".expected.json") for p in Path(fixtures).glob("*.expected.json"))
-    return [n for n in names if n in set(only.split(","))] if only else names
+    if only:
+        if only.startswith("@"):
+            listed = [n for line in Path(only[1:]).read_text().splitlines()
+                      for n in line.split("#")[0].replace(",", " ").split()]
+        else:
+            listed = [n for n in only.split(",") if n]
+        missing = [n for n in listed if n not in names]
+        if missing:
+            sys.exit(f"--only: not exported under {fixtures}: {', '.join(missing)}")
+        names = [n for n in names if n in set(listed)]
+    if shard:
+        k, _, n = shard.partition("/")
+        if not (k.isdigit() and n.isdigit() and int(k) < int(n)):
+            sys.exit(f"--shard: expected K/N with 0 <= K < N, got {shard!r}")
+        names = names[int(k)::int(n)]
+    return names

@@ -151,7 +151,9 @@ def ours(name: str, fixtures: Path, threads: int, iterations: int, timeout: floa
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fixtures", default=str(ROOT / "tests" / "fixtures" / "torch"))
-    ap.add_argument("--only", default="", help="comma-separated fixture names")
+    ap.add_argument("--only", default="", help="comma-separated fixture names, or @FILE (bench/device_corpus.txt: "
+                                               "the fixed set for comparisons across sessions)")
+    ap.add_argument("--shard", default="", help="K/N: the K-th (from 0) of N interleaved parts of the fixtures")
     ap.add_argument("--threads", type=int, default=0, help="the all-threads run (default: usable cores)")
     ap.add_argument("--torch-python", default=None)
     ap.add_argument("--cpu", default="", help="the machine model to select and compile for (`target --cpu`: "
@@ -180,7 +182,7 @@ def main() -> None:
         CpuTarget.row_networks = False
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-bench-state-"))
     fixtures = Path(args.fixtures)
-    names = fixture_names(fixtures, args.only)
+    names = fixture_names(fixtures, args.only, args.shard)
     threads = args.threads or usable_cores()
     python = torch_python(args.torch_python)
     base = (torch_times(python, fixtures, names, sorted({1, threads}), args.iterations, args.random_inputs)

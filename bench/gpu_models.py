@@ -145,7 +145,9 @@ def cause(error: str) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fixtures", default=str(ROOT / "tests" / "fixtures" / "torch"))
-    ap.add_argument("--only", default="", help="comma-separated fixture names")
+    ap.add_argument("--only", default="", help="comma-separated fixture names, or @FILE (bench/device_corpus.txt: "
+                                               "the fixed set for comparisons across sessions)")
+    ap.add_argument("--shard", default="", help="K/N: the K-th (from 0) of N interleaved parts of the fixtures")
     ap.add_argument("--jobs", type=int, default=0, help="fixtures compiled and checked at once")
     ap.add_argument("--iterations", type=int, default=20)
     ap.add_argument("--calls-per-sample", type=int, default=1,
@@ -159,7 +161,7 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-bench-state-"))
     fixtures = Path(args.fixtures)
-    names = fixture_names(fixtures, args.only)
+    names = fixture_names(fixtures, args.only, args.shard)
     jobs = args.jobs or max(1, usable_cores() - 2)
     t_start = time.perf_counter()
     python = None if (args.no_torch or args.compile_only) else torch_python(args.torch_python, "import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)")

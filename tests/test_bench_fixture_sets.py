@@ -1,0 +1,50 @@
+"""The benchmark scripts' fixture selection (bench/_common.py: fixture_names): the committed device set
+(bench/device_corpus.txt) names only fixtures the corpus exports, `@FILE` lists and shards select what
+they say, and an unknown name stops the run with its name instead of measuring fewer fixtures."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import fixture_names  # noqa: E402
+
+
+@pytest.fixture
+def exported(tmp_path):
+    for name in ("addmm", "conv3d", "gelu", "matmul", "softmax"):
+        (tmp_path / f"{name}.expected.json").write_text("{}")
+    return tmp_path
+
+
+def test_lists_files_and_shards_select_what_they_name(exported, tmp_path):
+    listed = tmp_path / "set.txt"
+    listed.write_text("# a comment line\nmatmul gelu  # two on a line\nsoftmax,conv3d\n")
+    assert fixture_names(exported, f"@{listed}") == ["conv3d", "gelu", "matmul", "softmax"]
+    assert fixture_names(exported, "softmax,addmm") == ["addmm", "softmax"]
+    parts = [fixture_names(exported, f"@{listed}", f"{k}/2") for k in range(2)]
+    assert parts == [["conv3d", "matmul"], ["gelu", "softmax"]]
+    assert fixture_names(exported) == ["addmm", "conv3d", "gelu", "matmul", "softmax"]
+
+
+@pytest.mark.parametrize("only,shard,word", [("matmul,nope", "", "nope"), ("", "2/2", "--shard"),
+                                             ("", "x", "--shard")])
+def test_unknown_names_and_bad_shards_stop_with_their_name(exported, only, shard, word):
+    with pytest.raises(SystemExit) as stop:
+        fixture_names(exported, only, shard)
+    assert word in str(stop.value)
+
+
+def test_the_committed_device_set_names_corpus_entries():
+    """Every name in bench/device_corpus.txt is an entry of the torch corpus (examples/torch/corpus.py), which
+    scripts/export_corpus.py --shapes bench exports under that name."""
+    corpus = (ROOT / "examples" / "torch" / "corpus.py").read_text()
+    names = [n for line in (ROOT / "bench" / "device_corpus.txt").read_text().splitlines()
+             for n in line.split("#")[0].replace(",", " ").split()]
+    assert len(names) == len(set(names)) >= 30
+    missing = [n for n in names if f'"{n}"' not in corpus and f"'{n}'" not in corpus and f"def {n}(" not in corpus]
+    assert not missing, missing

@@ -58,3 +58,20 @@ def test_the_check_sees_a_wrong_imaginary_part():
     ref = np.array([1 + 2j, 3 - 1j], np.complex64)
     assert compare([ref.copy()], [ref], "complex<f32>").passed
     assert not compare([ref.real.astype(np.complex64)], [ref], "complex<f32>").passed
+
+
+@pytest.mark.parametrize("payload", ["scalar_arguments", "complex_multiply"])
+def test_scalar_and_complex_payloads_lower_for_cuda_and_run_checked_on_a_gpu(ctx, payload):
+    """The same payloads through cuda-lower: the scalar arguments' memref<1xT> loads and the host control
+    flow stay on the host, complex arithmetic lowers to the kernels' f32 ops (PTX checked everywhere); on a
+    GPU the run matches the CPU reference."""
+    from cuda_helpers import GPU_MISSING, ptx_of
+
+    ok(ctx, f"load {PAYLOADS / (payload + '.mlir')}")
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cuda-lower{chip=sm_90}")
+    assert ".entry" in ptx_of(ctx.session.current_ir)
+    if GPU_MISSING:
+        pytest.skip(f"no usable NVIDIA GPU: {GPU_MISSING}")
+    ok(ctx, "target cuda")
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]

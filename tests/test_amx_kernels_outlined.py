@@ -144,8 +144,7 @@ def test_outlined_are_the_amx_loop_nests_that_read_no_tile_from_outside():
 
     from workbench.worker.cpu.outline_loops import outline_loops
 
-    with ir.Context() as context, ir.Location.unknown():
-        context.allow_unregistered_dialects = False
+    with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(AMX_LOOPS)
         # AMX ops in four top-level ops: the first and last loops go out of line; the middle one reads the
         # tile loaded before it (a call cannot pass a tile) and stays, with that load

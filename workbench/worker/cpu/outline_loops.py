@@ -9,12 +9,25 @@ outlined function has a single call site). A call per loop nest costs nanosecond
 `outline_loops(module, min_loops=N)`: functions with at least N top-level loop ops (scf.for,
 scf.forall, scf.parallel, affine.for) get each of them outlined (transform.loop.outline, which
 passes the values used from above as arguments); smaller functions are left alone.
+
+AMX kernels, whatever the function's size: a function whose AMX tile ops (`amx.*`) lie in two or more
+top-level ops gets each of those loop nests outlined. LLVM configures the eight tmm registers once per
+function (one ldtilecfg: a register keeps one tile shape, rows x bytes, in the whole function; its
+register allocator takes for a tile only a register that is free or holds that shape). Two AMX kernels
+of other tile shapes in one function share the eight: a bf16 MobileNetV3 block's expand convolution
+(A tiles 16x32 B, B tiles 8x64 B, result tiles 16x64 B) took six of them, its project convolution (four
+16x64 B tiles live at once) had two left, and the JIT failed with "ran out of registers during register
+allocation" (docs/models-round12-bf16.md). Each kernel alone fits (the schedules plan at most eight
+live tiles); in a function of its own it gets its own tile configuration. A loop that reads a tile
+defined outside it stays (a tile cannot be passed to a call).
 """
 from __future__ import annotations
 
 MARK = "lh.outline"
 LOOP_OPS = ("scf.for", "scf.forall", "scf.parallel", "affine.for")
 DEFAULT_MIN_LOOPS = 64
+#: the dialect of the tile ops whose register shapes are configured per function
+AMX_PREFIX = "amx."
 
 
 def _schedule(names: list[str]) -> str:
@@ -27,6 +40,47 @@ def _schedule(names: list[str]) -> str:
                  f'    %f{i}, %c{i} = transform.loop.outline %l{i} {{func_name = "{name}"}} : ({a}) -> ({a}, {a})',
                  f'    transform.annotate %f{i} "passthrough" = %noinline : {a}, !transform.any_param']
     return "\n".join(body) + "\n"
+
+
+def _holds_amx(op) -> bool:
+    from workbench.worker.ir_walk import ops_where
+
+    return bool(ops_where(op, lambda o: o.operation.name.startswith(AMX_PREFIX)))
+
+
+def _reads_tile_from_outside(loop) -> bool:
+    """Some op in `loop` reads an AMX tile defined outside it (outlined, the tile would be a call argument)."""
+    from workbench.worker.ir_walk import ops_where
+
+    for op in ops_where(loop, lambda o: o.operation.name.startswith(AMX_PREFIX)):
+        for value in op.operation.operands:
+            if "amx.tile" in str(value.type) and not _nested_in(value, loop):
+                return True
+    return False
+
+
+def _nested_in(value, loop) -> bool:
+    """`value` is defined in `loop` (an op result or block argument somewhere inside it)."""
+    from mlir import ir
+
+    owner = value.owner
+    op = owner.owner if isinstance(owner, ir.Block) else owner
+    op = op.operation if hasattr(op, "operation") else op
+    while op is not None:
+        if op == loop.operation:
+            return True
+        parent = op.parent
+        op = parent.operation if parent is not None and hasattr(parent, "operation") else parent
+    return False
+
+
+def _amx_kernels(func) -> list:
+    """The top-level loops of `func` holding AMX tile ops, where such ops lie in two or more of its top-level
+    ops (module docstring); a loop that reads a tile from outside it is left in place."""
+    holders = [op for block in func.regions[0].blocks for op in block.operations if _holds_amx(op)]
+    if len(holders) < 2:
+        return []
+    return [op for op in holders if op.operation.name in LOOP_OPS and not _reads_tile_from_outside(op)]
 
 
 def outline_loops(module, min_loops: int = DEFAULT_MIN_LOOPS) -> int:
@@ -43,7 +97,9 @@ def outline_loops(module, min_loops: int = DEFAULT_MIN_LOOPS) -> int:
         loops = [op for block in func.regions[0].blocks for op in block.operations
                  if op.operation.name in LOOP_OPS]
         if len(loops) < min_loops:
-            continue
+            loops = _amx_kernels(func)
+            if not loops:
+                continue
         base = ir.StringAttr(func.attributes["sym_name"]).value
         for loop in loops:
             name = f"{base}_loop{len(names)}"

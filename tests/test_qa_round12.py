@@ -74,3 +74,47 @@ def test_a_transposed_convolution_without_bias_selects_lowers_and_checks(ctx, tm
     ok(ctx, "apply cpu-lower")
     res = ok(ctx, "run --check --iterations 2")
     assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+
+
+# -- upstream MLIR files: a pass option MLIR removed ---------------------------------------------------------
+
+COLLAPSE = """// RUN: mlir-opt %s -linalg-bufferize \\\\
+// RUN: -arith-bufferize -tensor-bufferize -func-bufferize \\\\
+// RUN: -finalizing-bufferize -buffer-deallocation-pipeline=allow-cloning=true -convert-bufferization-to-memref \\\\
+// RUN: -convert-scf-to-cf -expand-strided-metadata -lower-affine -convert-cf-to-llvm -convert-arith-to-llvm \\\\
+// RUN: -finalize-memref-to-llvm -convert-func-to-llvm -reconcile-unrealized-casts | \\\\
+// RUN: mlir-cpu-runner -e main -entry-point-result=void \\\\
+// RUN:   -shared-libs=%mlir_runner_utils \\\\
+// RUN: | FileCheck %s
+
+func.func @main() {
+  %const = arith.constant dense<[[[[1.0, 2.0], [3.0, 4.0]]]]> : tensor<1x1x2x2xf32>
+  %dynamic = tensor.cast %const : tensor<1x1x2x2xf32> to tensor<1x?x?x?xf32>
+  %collapsed = call @collapse(%dynamic) : (tensor<1x?x?x?xf32>) -> (tensor<1x?x?xf32>)
+  %unranked = tensor.cast %collapsed : tensor<1x?x?xf32> to tensor<*xf32>
+  call @printMemrefF32(%unranked) : (tensor<*xf32>) -> ()
+  // CHECK: rank = 3 offset = 0 sizes = [1, 2, 2] strides = [4, 2, 1] data =
+  // CHECK-NEXT{LITERAL}: [[[1,    2],
+  return
+}
+
+func.func private @printMemrefF32(%ptr : tensor<*xf32>)
+
+func.func @collapse(%arg0 : tensor<1x?x?x?xf32>) -> tensor<1x?x?xf32> {
+  %0 = tensor.collapse_shape %arg0 [[0], [1, 2], [3]] : tensor<1x?x?x?xf32> into tensor<1x?x?xf32>
+  return %0 : tensor<1x?x?xf32>
+}
+"""
+
+
+def test_a_run_line_passing_buffer_deallocation_pipeline_allow_cloning_runs(ctx, tmp_path):
+    """Linalg/CPU/test-collapse-tensor.mlir of late 2023 passes `-buffer-deallocation-pipeline=allow-cloning=true`,
+    an option the pipeline no longer has: `run-line` failed (`buffer-deallocation-pipeline: no such option
+    allow-cloning`). The option is dropped as one-shot-bufferize's removed ones are; the program's output
+    passes the file's CHECK lines."""
+    path = tmp_path / "test-collapse-tensor.mlir"
+    path.write_text(COLLAPSE)
+    ok(ctx, f"load {path}")
+    ok(ctx, "run-line")
+    res = ok(ctx, "run --filecheck")
+    assert res.data["run"]["filecheck"]["passed"], res.data["run"]["filecheck"]

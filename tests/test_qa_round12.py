@@ -118,3 +118,15 @@ def test_a_run_line_passing_buffer_deallocation_pipeline_allow_cloning_runs(ctx,
     ok(ctx, "run-line")
     res = ok(ctx, "run --filecheck")
     assert res.data["run"]["filecheck"]["passed"], res.data["run"]["filecheck"]
+
+
+# -- a new user: commands with a step number --------------------------------------------------------------
+
+def test_diff_of_a_step_past_the_last_names_that_step(ctx):
+    """`diff 5` in a session of one step said `no step 4` (the step before it, which it would have compared
+    with): the step the user named is the one that is missing."""
+    ok(ctx, f"load {MATMUL}")
+    ok(ctx, "pass canonicalize")
+    assert failed(ctx, "diff 5").startswith("no step 5 "), failed(ctx, "diff 5")
+    assert failed(ctx, "diff -1").startswith("no step -1 "), failed(ctx, "diff -1")
+    assert ok(ctx, "diff 1").data["to"] == 1

@@ -130,3 +130,13 @@ def test_diff_of_a_step_past_the_last_names_that_step(ctx):
     assert failed(ctx, "diff 5").startswith("no step 5 "), failed(ctx, "diff 5")
     assert failed(ctx, "diff -1").startswith("no step -1 "), failed(ctx, "diff -1")
     assert ok(ctx, "diff 1").data["to"] == 1
+
+
+def test_a_value_of_the_wrong_type_names_its_command_as_a_value_out_of_range_does(ctx):
+    """`run --iterations 0` said `run: --iterations must be >= 1`, `run --iterations 1e3` only `--iterations must
+    be an integer` (and `show abc` `step must be ...`): in a script of many commands the command is named."""
+    ok(ctx, f"load {MATMUL}")
+    assert failed(ctx, "run --iterations 0").startswith("run: --iterations must be >= 1")
+    assert failed(ctx, "run --iterations 1e3") == "run: --iterations must be an integer, got '1e3'"
+    assert failed(ctx, "run --timeout nan").startswith("run: --timeout must be a finite number")
+    assert failed(ctx, "show abc") == "show: step must be an integer, got 'abc'"

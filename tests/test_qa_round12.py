@@ -140,3 +140,27 @@ def test_a_value_of_the_wrong_type_names_its_command_as_a_value_out_of_range_doe
     assert failed(ctx, "run --iterations 1e3") == "run: --iterations must be an integer, got '1e3'"
     assert failed(ctx, "run --timeout nan").startswith("run: --timeout must be a finite number")
     assert failed(ctx, "show abc") == "show: step must be an integer, got 'abc'"
+
+
+# -- hostile / stale saved sessions: an op id the payload does not have ----------------------------------------
+
+def test_a_failed_check_of_a_generated_schedule_says_what_it_checks(ctx, tmp_path):
+    """A saved session whose schedule names an op id the payload lacks (a payload edited since, no `rewrite
+    tag-ops` step, Conv-TasNet's erased copy) failed with `transform failed: generic.py[gen=tile_vectorize]:7:5:
+    expected parameter to be equal to 1, got 0`: the generated script's comment above that line says which op
+    must exist; the message quotes it. A transform file's own comment is quoted the same way."""
+    ok(ctx, f"load {MATMUL}")
+    err = failed(ctx, "apply pipelines/cpu/generic.py[gen=tile_vectorize]{op=nope_0 tile=[8,8,8]}")
+    assert "expected parameter to be equal to 1, got 0 (the script says there: op nope_0 must exist" in err, err
+    script = tmp_path / "t.mlir"
+    script.write_text('module attributes {transform.with_named_sequence} {\n'
+                      '  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {\n'
+                      '    %m = transform.structured.match ops{["linalg.matmul"]} in %root : (!transform.any_op) -> !transform.any_op\n'
+                      '    %n = transform.num_associations %m : (!transform.any_op) -> !transform.param<i64>\n'
+                      '    %two = transform.param.constant 2 : i64 -> !transform.param<i64>\n'
+                      '    // two matmuls, the second one\n    // added by the MLP\n'
+                      '    transform.match.param.cmpi eq %n, %two : !transform.param<i64>\n'
+                      '    transform.yield\n  }\n}\n')
+    err = failed(ctx, f"apply {script}")
+    assert err.endswith("got 1 (the script says there: two matmuls, the second one added by the MLP)"), err
+    assert "(the script says there:" not in failed(ctx, "apply pipelines/cpu/generic.py[gen=tile_vectorize]{op=matmul tile=[-1]}")

@@ -542,6 +542,7 @@ class CompileWorker:
         self.generators: dict[tuple[str, float], object] = {}
         self._input_sha = ""
         self._aliases: dict[str, str] = {}  # temp file of a generated schedule -> its label
+        self._script_text: tuple[str | None, str] = (None, "")   # the last transform script parsed: (label, text)
         # the file a module parsed from text stands for (a `--chunk K` of it): its locations are "-":LINE:COL
         # with the file's own line numbers, and so are those of every module derived from it (same context)
         self._text_sources: "weakref.WeakKeyDictionary[ir.Context, str]" = weakref.WeakKeyDictionary()
@@ -953,6 +954,7 @@ class CompileWorker:
         """Parse a transform module so that its locations name `path` (not "-", which is the
         step input): from the file itself when it holds `text`, else from a short-lived temp
         file whose directory is stripped from messages (see `_clean`)."""
+        self._script_text = (path, text)   # the comment at a failing line (`_run_transform`)
         try:
             if os.path.isfile(path) and _read(path) == text:
                 return ir.Module.parseFile(path)
@@ -993,7 +995,24 @@ class CompileWorker:
                 interpreter.apply_named_sequence(module.operation, sequence, sched.operation)
         except (ValueError, ir.MLIRError) as e:
             msg, detail = _split_mlir_error(e, label)
-            raise StageError(self._clean(f"transform failed: {msg}"), self._clean(detail))
+            msg = self._clean(msg)
+            raise StageError(f"transform failed: {msg}{self._script_comment(msg)}", self._clean(detail))
+
+    def _script_comment(self, msg: str) -> str:
+        """` (the script says there: op generic_54 must exist ...)`: the comment line(s) right above the line of
+        the script that a transform failure names (`generic.py[gen=tile_vectorize]:76:5: expected parameter to be
+        equal to 1, got 0` is a generated check whose comment says what it checks); "" where there is none."""
+        path, text = self._script_text
+        m = re.match(r"(.+?):(\d+):\d+: ", msg)
+        if not m or m.group(1) != path:
+            return ""
+        lines, number = text.splitlines(), int(m.group(2))
+        said = []
+        while 2 <= number <= len(lines) + 1 and lines[number - 2].lstrip().startswith("//"):
+            said.insert(0, lines[number - 2].lstrip()[2:].strip())
+            number -= 1
+        said = " ".join(s for s in said if s)
+        return f" (the script says there: {said[:300]})" if said else ""
 
     def _generate_schedule(self, module: ir.Module, stage: dict) -> ir.Module:
         path, gen = stage["path"], stage["gen"]

@@ -164,3 +164,21 @@ def test_a_failed_check_of_a_generated_schedule_says_what_it_checks(ctx, tmp_pat
     err = failed(ctx, f"apply {script}")
     assert err.endswith("got 1 (the script says there: two matmuls, the second one added by the MLP)"), err
     assert "(the script says there:" not in failed(ctx, "apply pipelines/cpu/generic.py[gen=tile_vectorize]{op=matmul tile=[-1]}")
+
+
+# -- a new user: bench's outputs ----------------------------------------------------------------------------
+
+def test_bench_outputs_that_are_not_argument_indices_fail_in_one_line(ctx, tmp_path):
+    """`bench outputs=abc` (or a saved session's `outputs: "0 } x"`) on a function without results failed with
+    the compile worker's `ValueError: invalid literal for int()` and its traceback."""
+    payload = tmp_path / "mm.mlir"
+    payload.write_text("func.func @mm(%A: memref<16x16xf32>, %B: memref<16x16xf32>, %C: memref<16x16xf32>) {\n"
+                       "  linalg.matmul ins(%A, %B : memref<16x16xf32>, memref<16x16xf32>) outs(%C : memref<16x16xf32>)\n"
+                       "  return\n}\n")
+    ok(ctx, f"load {payload}")
+    for value in ("abc", '"0 } x"', "-1", "1.5"):
+        res = do(ctx, f"bench outputs={value}")
+        assert not res.ok and "expected the indices of the entry's output arguments" in res.error, res.error
+        assert "Traceback" not in (res.detail or "") and ctx.session.cursor == 0, res.detail
+    ok(ctx, "bench outputs=2")
+    assert ctx.session.cursor == 1

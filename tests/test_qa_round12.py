@@ -182,3 +182,16 @@ def test_bench_outputs_that_are_not_argument_indices_fail_in_one_line(ctx, tmp_p
         assert "Traceback" not in (res.detail or "") and ctx.session.cursor == 0, res.detail
     ok(ctx, "bench outputs=2")
     assert ctx.session.cursor == 1
+
+
+# -- hostile saved sessions: look-alike and invisible characters in a pass name ---------------------------------
+
+@pytest.mark.parametrize("pipeline, char", [("c\u0455e", "U+0455 CYRILLIC SMALL LETTER DZE"),
+                                            ("cse\u200b", "U+200B ZERO WIDTH SPACE")])
+def test_a_non_ascii_character_in_a_pass_name_is_named(ctx, pipeline, char):
+    """A session whose `pass:` holds `cѕe` (a Cyrillic dze) or `cse` and a zero-width space failed with
+    `'cѕe' does not refer to a registered pass` / `'cse​' ... (did you mean cse?)`: the name looks right."""
+    ok(ctx, f"load {MATMUL}")
+    err = failed(ctx, f"pass {pipeline}")
+    assert f"({char}) at column" in err, err
+    assert ctx.session.cursor == 0

@@ -439,6 +439,19 @@ def _unknown_dialect_hint(first: str) -> str:
                      "`load --allow-unregistered FILE` takes ops of dialects MLIR does not know)")
 
 
+def _non_ascii_hint(text: str) -> str:
+    """` (a non-ASCII character 'ѕ' (U+0455 CYRILLIC SMALL LETTER DZE) at column 2)` for a pipeline that did not
+    parse: a look-alike letter or an invisible one (a zero-width space pasted with the text) in a pass name reads
+    as the name it imitates in the message ('cѕe' does not refer to a registered pass; did you mean cse?)."""
+    import unicodedata
+
+    at = next(((i, c) for i, c in enumerate(text) if not c.isascii()), None)
+    if at is None:
+        return ""
+    i, c = at
+    return f" (a non-ASCII character {c!r} (U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}) at column {i + 1})"
+
+
 def _split_mlir_error(exc: BaseException, label: str) -> tuple[str, str]:
     """One-line message + detail from an MLIR exception, naming `label` for '-' locations."""
     first, detail = _split_mlir_error_lines(exc, label)
@@ -930,7 +943,7 @@ class CompileWorker:
             msg = str(e).strip().splitlines()
             detail = "\n".join(line for line in msg[1:] if line.strip() not in ("", "^"))   # not the caret
             first = _unknown_pass_hint(msg[0]) if msg else str(e)
-            first += _unknown_option_hint(first, detail)
+            first += _unknown_option_hint(first, detail) + _non_ascii_hint(pipeline.strip())
             nested = implicitly_nested(pipeline) if _RESTRICTED.search(first) else ""
             if nested and nested != text:
                 first += f" (as mlir-opt's pass flags nest it: `pass {nested}`)"

@@ -195,3 +195,105 @@ def test_a_non_ascii_character_in_a_pass_name_is_named(ctx, pipeline, char):
     err = failed(ctx, f"pass {pipeline}")
     assert f"({char}) at column" in err, err
     assert ctx.session.cursor == 0
+
+
+# -- upstream MLIR files: the Arm integration tests' runner -------------------------------------------------
+
+NEON = """// RUN: mlir-opt %s \\\\
+// RUN:   -one-shot-bufferize="bufferize-function-boundaries" -buffer-deallocation-pipeline -cse -canonicalize -convert-vector-to-scf \\\\
+// RUN:   -convert-vector-to-llvm="enable-arm-neon" -test-lower-to-llvm -o %t
+
+// RUN: %mcr_aarch64_cmd %t -e entry -entry-point-result=void --march=aarch64 --mattr="+neon" \\\\
+// RUN:    -shared-libs=%native_mlir_runner_utils,%native_mlir_c_runner_utils | \\\\
+// RUN: FileCheck %s
+
+func.func @entry() {
+  %pi = arith.constant 3.14 : f32
+  %zero = arith.constant 0.0 : f32
+  %A0 = tensor.empty() : tensor<2x3xf32>
+  %B0 = tensor.empty() : tensor<3x4xf32>
+  %C0 = tensor.empty() : tensor<2x4xf32>
+  %A = linalg.fill ins(%pi : f32) outs(%A0 : tensor<2x3xf32>) -> tensor<2x3xf32>
+  %B = linalg.fill ins(%pi : f32) outs(%B0 : tensor<3x4xf32>) -> tensor<3x4xf32>
+  %C = linalg.fill ins(%zero : f32) outs(%C0 : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %D = linalg.matmul ins(%A, %B : tensor<2x3xf32>, tensor<3x4xf32>) outs(%C : tensor<2x4xf32>) -> tensor<2x4xf32>
+  // CHECK-LABEL: NEON: START OF TEST OUTPUT
+  vector.print str "NEON: START OF TEST OUTPUT\\n"
+  // CHECK-NEXT: Unranked Memref {{.*}} rank = 2 offset = 0 sizes = [2, 4] strides = [4, 1] data =
+  // CHECK-COUNT-2: [29.5788, 29.5788, 29.5788, 29.5788]
+  %xf = tensor.cast %D : tensor<2x4xf32> to tensor<*xf32>
+  call @printMemrefF32(%xf) : (tensor<*xf32>) -> ()
+  return
+}
+
+func.func private @printMemrefF32(%ptr : tensor<*xf32>)
+"""
+
+
+def test_the_arm_tests_runner_and_native_libraries_are_read_as_mlir_runners(ctx, tmp_path):
+    """Linalg/CPU/ArmNeon/matmul-f32.mlir (and the ArmSVE / ArmSME tests) run the program with lit's
+    `%mcr_aarch64_cmd ... -shared-libs=%native_mlir_runner_utils`: `run --filecheck` said `RUN line 2 pipes
+    mlir-opt into FileCheck: its CHECK lines are about the IR` (no runner found), and with the runner read, that
+    `%native_mlir_runner_utils` is not one of MLIR's runtime libraries. Both are mlir-runner's; the program's
+    output passes its CHECK lines (nothing of it is NEON-specific)."""
+    path = tmp_path / "matmul-f32.mlir"
+    path.write_text(NEON)
+    ok(ctx, f"load {path}")
+    ok(ctx, "run-line")
+    res = ok(ctx, "run --filecheck")
+    assert res.data["run"]["filecheck"]["passed"] and res.data["run"]["filecheck"]["total"] == 3, res.data["run"]["filecheck"]
+
+
+SVE = """// RUN: mlir-opt %s -transform-interpreter -test-transform-dialect-erase-schedule \\\\
+// RUN:    -one-shot-bufferize="bufferize-function-boundaries" -buffer-deallocation-pipeline -cse -canonicalize \\\\
+// RUN:    -convert-vector-to-scf -arm-sve-legalize-vector-storage -convert-vector-to-llvm="enable-arm-sve" \\\\
+// RUN:    -test-lower-to-llvm -o %t
+// RUN: %mcr_aarch64_cmd %t -e entry -entry-point-result=void --march=aarch64 --mattr="+sve" \\\\
+// RUN:    -shared-libs=%native_mlir_runner_utils,%native_mlir_c_runner_utils | FileCheck %s
+
+func.func @entry() {
+  %pi = arith.constant 3.1416 : f32
+  %zero = arith.constant 0.0 : f32
+  %A0 = tensor.empty() : tensor<1000xf32>
+  %C0 = tensor.empty() : tensor<f32>
+  %A = linalg.fill ins(%pi : f32) outs(%A0 : tensor<1000xf32>) -> tensor<1000xf32>
+  %C = linalg.fill ins(%zero : f32) outs(%C0 : tensor<f32>) -> tensor<f32>
+  %R = linalg.reduce ins(%A : tensor<1000xf32>) outs(%C : tensor<f32>) dimensions = [0]
+    (%in: f32, %init: f32) {
+      %0 = arith.addf %in, %init : f32
+      linalg.yield %0 : f32
+    }
+  // CHECK: [3141.6]
+  %xf = tensor.cast %R : tensor<f32> to tensor<*xf32>
+  call @printMemrefF32(%xf) : (tensor<*xf32>) -> ()
+  return
+}
+
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%module: !transform.any_op {transform.readonly}) {
+    %reduce = transform.structured.match ops{["linalg.reduce"]} in %module : (!transform.any_op) -> !transform.any_op
+    %tiled, %loop = transform.structured.tile_using_for %reduce tile_sizes [[4]] : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.structured.vectorize %tiled vector_sizes [[4]] : !transform.any_op
+    %func = transform.structured.match ops{["func.func"]} in %module : (!transform.any_op) -> !transform.any_op
+    transform.apply_patterns to %func {
+      transform.apply_patterns.vector.lower_masked_transfers
+      transform.apply_patterns.vector.lower_multi_reduction lowering_strategy = "innerreduction"
+    } : !transform.any_op
+    transform.yield
+  }
+}
+
+func.func private @printMemrefF32(%ptr : tensor<*xf32>)
+"""
+
+
+def test_arm_sve_intrinsics_left_after_a_run_lines_lowering_say_they_are_aarch64_ops(ctx, tmp_path):
+    """An ArmSVE test's RUN line lowers its scalable vectors to `arm_sve.intr.*` ops, which stay outside the LLVM
+    dialect here: `run` said only that they remain. They are AArch64 intrinsics this host cannot run, as the
+    message says now."""
+    path = tmp_path / "reduce_1d.mlir"
+    path.write_text(SVE)
+    ok(ctx, f"load {path}")
+    ok(ctx, "run-line")
+    err = failed(ctx, "run --filecheck")
+    assert "ops remain outside the LLVM dialect: arm_sve." in err and "arm_sve ops are AArch64 intrinsics" in err, err

@@ -248,10 +248,13 @@ class FileCheckOptions:
                    tuple(variables))
 
 
-#: the JIT runner's names in RUN lines (mlir-cpu-runner was renamed mlir-runner in LLVM 20)
-RUNNER_NAMES = ("mlir-runner", "mlir-cpu-runner")
-#: lit substitutions of the runtime libraries upstream RUN lines pass to -shared-libs
-_LIB_SUBSTITUTION = re.compile(r"%(?:mlir_lib_dir/lib|mlir_)?(mlir_\w+?)(?:%shlibext|\.so)?$")
+#: the JIT runner's names in RUN lines (mlir-cpu-runner was renamed mlir-runner in LLVM 20; the Arm integration
+#: tests (Linalg/CPU/ArmNeon, ArmSVE, ArmSME, Vector/CPU/ArmSVE ...) run it as lit's `%mcr_aarch64_cmd`: mlir-runner,
+#: under an emulator where the host is not AArch64)
+RUNNER_NAMES = ("mlir-runner", "mlir-cpu-runner", "mcr_aarch64_cmd")
+#: lit substitutions of the runtime libraries upstream RUN lines pass to -shared-libs (`%native_mlir_runner_utils`:
+#: the host's build of the library, next to the cross-compiled one, in the Arm tests' `%mcr_aarch64_cmd` lines)
+_LIB_SUBSTITUTION = re.compile(r"%(?:mlir_lib_dir/lib|mlir_|native_)?(mlir_\w+?)(?:%shlibext|\.so)?$")
 
 
 @dataclass(frozen=True)

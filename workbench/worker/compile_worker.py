@@ -809,8 +809,12 @@ class CompileWorker:
                 left = sorted(bench_wrapper.unlowered_ops(work))[:8]
                 first = bench_wrapper.first_unlowered_op(work)   # where the first of them came from, when known
                 where = _format_location(str(first.location), self._location_label(work, label)) if first else ""
+                arm = sorted({op.split(".")[0] for op in left if op.startswith(("arm_sve.", "arm_neon.", "arm_sme."))})
                 return {"ok": False, "error": "after lowering, ops remain outside the LLVM dialect: "
-                                              + ", ".join(left) + (f" (the first at {where})" if where else "")}
+                                              + ", ".join(left) + (f" (the first at {where})" if where else "")
+                                              + (f"; {', '.join(arm)} ops are AArch64 intrinsics, which this host does "
+                                                 "not run (upstream runs such a test on AArch64 or under an emulator: "
+                                                 "its `%mcr_aarch64_cmd ... --march=aarch64`)" if arm else "")}
         return {"ok": True, **_lowered_module(work, req.get("bytecode", False)), "bench": meta,
                 "inserted_wrapper": inserted, "was_lowered": lowered}
 

@@ -297,3 +297,17 @@ def test_arm_sve_intrinsics_left_after_a_run_lines_lowering_say_they_are_aarch64
     ok(ctx, "run-line")
     err = failed(ctx, "run --filecheck")
     assert "ops remain outside the LLVM dialect: arm_sve." in err and "arm_sve ops are AArch64 intrinsics" in err, err
+
+
+# -- a new user at the terminal -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("argv", [["run", "matmul.mlir"], ["select", "--apply"], ["bench"]])
+def test_a_workbench_command_typed_as_a_subcommand_says_where_it_goes(argv, tmp_path):
+    """`lh-workbench run matmul.mlir` answered `unrecognized arguments: matmul.mlir` (the word `run` taken for
+    the payload), `lh-workbench bench` `bench: no such file`: these are commands inside the workbench."""
+    (tmp_path / "matmul.mlir").write_text(MATMUL.read_text())
+    out = run_cli(argv, cwd=tmp_path)
+    assert out.returncode == 2, out
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"`{argv[0]}` is a command inside the workbench: `lh-workbench FILE.mlir` opens" \
+        in lines[0], lines

@@ -76,6 +76,49 @@ def test_a_transposed_convolution_without_bias_selects_lowers_and_checks(ctx, tm
     assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
 
 
+needs_torch = pytest.mark.skipif(not __import__("test_torch_import")._torch_available(),
+                                 reason="torch + torch-mlir not here")
+
+TASNET_ENDS = """
+import torch
+
+
+class Ends(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.enc = torch.nn.Conv1d(1, 16, 8, stride=4, bias=False)
+        self.mask = torch.nn.Conv1d(16, 32, 1)
+        self.dec = torch.nn.ConvTranspose1d(16, 1, 8, stride=4, bias=False)
+
+    def forward(self, wav):
+        w = torch.relu(self.enc(wav))
+        m = torch.sigmoid(self.mask(w)).view(wav.shape[0], 2, 16, -1)
+        s = (w.unsqueeze(1) * m).view(wav.shape[0] * 2, 16, -1)
+        return self.dec(s).view(wav.shape[0], 2, -1)
+"""
+
+
+@needs_torch
+def test_conv_tasnet_ends_select_lower_and_check_against_torch(tmp_path):
+    """Conv-TasNet's encoder, masks for two speakers and ConvTranspose1d decoder without bias, imported from
+    torch: `select --apply` failed (`op generic_... must exist`) before lh-dilated-input-convs gave each phase a
+    fill of its own; it checks against the payload and torch now."""
+    from test_torch_import import TORCH_PYTHON
+
+    (tmp_path / "tasnet.py").write_text(TASNET_ENDS)
+    env = {"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}
+    out = run_cli(["import", "tasnet.py:Ends", "--inputs", "2x1x64xf32", "--out", "out"], cwd=tmp_path,
+                  env_extra=env, timeout=600)
+    assert out.returncode == 0, out.stderr
+    (tmp_path / "s.lhw").write_text("select --apply\nbench\napply cpu-lower\nrun --check --iterations 2\n")
+    out = run_cli([tmp_path / "out" / "ends.mlir", "--script", "s.lhw", "--json", "r.json"], cwd=tmp_path,
+                  env_extra=env, timeout=600)
+    assert out.returncode == 0, out.stderr
+    run = json.loads((tmp_path / "r.json").read_text())["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"], (run["check"], run["expected_check"])
+
+
 # -- upstream MLIR files: a pass option MLIR removed ---------------------------------------------------------
 
 COLLAPSE = """// RUN: mlir-opt %s -linalg-bufferize \\\\

@@ -354,3 +354,24 @@ def test_a_workbench_command_typed_as_a_subcommand_says_where_it_goes(argv, tmp_
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and f"`{argv[0]}` is a command inside the workbench: `lh-workbench FILE.mlir` opens" \
         in lines[0], lines
+
+
+# -- upstream MLIR files: private kernels -------------------------------------------------------------------
+
+def test_bench_without_a_public_entry_names_the_private_functions(ctx, tmp_path):
+    """Dialect/Linalg/fuse_fill_op_with_reduce_op.mlir's kernels are `func.func private`: `bench` said `no public
+    function that is not called by another; name it`, without a name to give. It lists the private ones, and
+    `bench entry=NAME` runs one."""
+    path = tmp_path / "k.mlir"
+    path.write_text("func.func private @reduce_kernel(%arg0: tensor<1024xi8>) -> tensor<i8> {\n"
+                    "  %e = tensor.empty() : tensor<i8>\n  %c0 = arith.constant 0 : i8\n"
+                    "  %f = linalg.fill ins(%c0 : i8) outs(%e : tensor<i8>) -> tensor<i8>\n"
+                    "  %r = linalg.reduce ins(%arg0 : tensor<1024xi8>) outs(%f : tensor<i8>) dimensions = [0]\n"
+                    "    (%in: i8, %init: i8) {\n      %s = arith.addi %in, %init : i8\n      linalg.yield %s : i8\n    }\n"
+                    "  return %r : tensor<i8>\n}\n")
+    ok(ctx, f"load {path}")
+    err = failed(ctx, "bench")
+    assert "no public function that is not called by another (private ones: @reduce_kernel)" in err, err
+    ok(ctx, "bench entry=reduce_kernel")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]

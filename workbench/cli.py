@@ -436,6 +436,10 @@ def _mistyped_subcommand(argv: list[str]) -> str | None:
         return f"{word}: no such file or subcommand (lh-workbench --help lists the options; subcommands: " \
                f"{', '.join(SUBCOMMANDS)}, each with --help)"
     hint = did_you_mean(word, SUBCOMMANDS)
+    if not hint and word in default_registry().names():
+        # `lh-workbench run matmul.mlir` was `unrecognized arguments: matmul.mlir` (`run` taken for the payload)
+        return (f"{word}: no such file or subcommand (`{word}` is a command inside the workbench: `lh-workbench "
+                f"FILE.mlir` opens the payload, then `{word}`; headless: `lh-workbench FILE.mlir --script FILE.lhw`)")
     return f"{word}: no such file or subcommand{hint}" if hint else None
 
 

@@ -58,6 +58,7 @@ def cmd_diff(ctx: CommandContext, a: Args) -> Result:
             if a["a"] == 0:
                 return Result.failure("step 0 is the payload: nothing before it to diff "
                                       "(`diff N` compares step N with the step before it; `diff 0 N` the payload with N)")
+            s.key_at(a["a"])   # `diff 5` of a session of 1 step: "no step 5", not the step before it it would compare with
             i, j = a["a"] - 1, a["a"]
         else:
             i, j = a["a"], a["b"]

@@ -258,7 +258,7 @@ def parse_args(cmd: Command, rest: str) -> dict[str, Any]:
                     _first_token(after[1:] if inline else after, cmd.name)
                 if not value.strip():
                     raise UsageError(f"{cmd.name}: option {key} needs a value")
-                out[dest] = _convert(value, flag.type, key)
+                out[dest] = _convert(value, flag.type, f"{cmd.name}: {key}")   # as the range errors name it
                 if flag.minimum is not None and out[dest] < flag.minimum:
                     raise UsageError(f"{cmd.name}: {key} must be >= {flag.minimum:g}, got {value}")
                 if flag.maximum is not None and out[dest] > flag.maximum:
@@ -291,7 +291,7 @@ def parse_args(cmd: Command, rest: str) -> dict[str, Any]:
         tok, text = _first_token(text, cmd.name)
         if not tok.strip():   # `save ""` was "cannot write : Is a directory", `save "  "` a file named two spaces
             raise UsageError(f"{cmd.name}: {arg.name.upper()} is empty ({cmd.usage_hint()})")
-        out[arg.name] = _convert(tok, arg.type, arg.name)
+        out[arg.name] = _convert(tok, arg.type, f"{cmd.name}: {arg.name}")
     for arg in positionals:
         if arg.optional:
             out.setdefault(arg.name, [] if arg.type == "kv" else None)

@@ -108,9 +108,13 @@ RENAMED_PASSES = {"naive-convert-vector-to-llvm": "convert-vector-to-llvm"}
 
 
 #: pass options MLIR has removed that older RUN lines still pass: what they asked for is what the pass does now
-#: (one-shot-bufferize returns new allocations since LLVM 18; deallocation is a pipeline of its own)
+#: (one-shot-bufferize returns new allocations since LLVM 18; deallocation is a pipeline of its own;
+#: buffer-deallocation-pipeline's `allow-cloning`, which its RUN lines of late 2023 pass as
+#: `-buffer-deallocation-pipeline=allow-cloning=true` (Linalg/CPU/test-collapse-tensor.mlir), went with the
+#: function-boundary ABI it relaxed: the pipeline inserts the clones it needs)
 REMOVED_PASS_OPTIONS = {
     "one-shot-bufferize": frozenset({"allow-return-allocs", "create-deallocs"}),
+    "buffer-deallocation-pipeline": frozenset({"allow-cloning"}),
 }
 
 
@@ -244,10 +248,13 @@ class FileCheckOptions:
                    tuple(variables))
 
 
-#: the JIT runner's names in RUN lines (mlir-cpu-runner was renamed mlir-runner in LLVM 20)
-RUNNER_NAMES = ("mlir-runner", "mlir-cpu-runner")
-#: lit substitutions of the runtime libraries upstream RUN lines pass to -shared-libs
-_LIB_SUBSTITUTION = re.compile(r"%(?:mlir_lib_dir/lib|mlir_)?(mlir_\w+?)(?:%shlibext|\.so)?$")
+#: the JIT runner's names in RUN lines (mlir-cpu-runner was renamed mlir-runner in LLVM 20; the Arm integration
+#: tests (Linalg/CPU/ArmNeon, ArmSVE, ArmSME, Vector/CPU/ArmSVE ...) run it as lit's `%mcr_aarch64_cmd`: mlir-runner,
+#: under an emulator where the host is not AArch64)
+RUNNER_NAMES = ("mlir-runner", "mlir-cpu-runner", "mcr_aarch64_cmd")
+#: lit substitutions of the runtime libraries upstream RUN lines pass to -shared-libs (`%native_mlir_runner_utils`:
+#: the host's build of the library, next to the cross-compiled one, in the Arm tests' `%mcr_aarch64_cmd` lines)
+_LIB_SUBSTITUTION = re.compile(r"%(?:mlir_lib_dir/lib|mlir_|native_)?(mlir_\w+?)(?:%shlibext|\.so)?$")
 
 
 @dataclass(frozen=True)

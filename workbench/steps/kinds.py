@@ -334,6 +334,10 @@ class BenchKind(StepKind):
             params = self._SCHEMA.validate(step.params)
         except ParamError as e:
             raise StepError(str(e))
+        outputs = str(params.get("outputs") or "").replace(",", " ").split()
+        if not all(o.isdigit() and o.isascii() for o in outputs):   # `outputs=abc` was the worker's ValueError
+            raise StepError(f"outputs={params['outputs']!r}: expected the indices of the entry's output arguments, "
+                            "e.g. `outputs=2` or `outputs=1,2`")
         return [{"kind": "bench", "params": params}]
 
     def label(self, step):

@@ -98,9 +98,15 @@ def find_entry(module, name: str = "") -> "ir.Operation":
         referenced = _referenced_symbols(module)
         candidates = [f for f in candidates if _sym(f) not in referenced] or candidates
     if len(candidates) != 1:
+        # upstream's Dialect tests define their kernels private (`func.func private @test_reduce_sum_kernel`): named,
+        # as the candidates are, the user has the NAME to give
+        private = [_sym(f) for f in funcs if len(f.regions[0].blocks) > 0 and not _sym(f).startswith("_lh_")
+                   and "sym_visibility" in f.attributes and _sym(f) not in called]
+        shown = ", ".join("@" + n for n in private[:6]) + (", ..." if len(private) > 6 else "")
         raise BenchError("cannot pick the entry function: "
                          + (f"candidates {', '.join('@' + _sym(f) for f in candidates)}" if candidates
-                            else "no public function that is not called by another")
+                            else "no public function that is not called by another"
+                            + (f" (private ones: {shown})" if private else ""))
                          + "; name it: `run --entry NAME`, or the bench step's `entry` parameter (`bench entry=NAME`)")
     return candidates[0]
 

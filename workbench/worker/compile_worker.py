@@ -439,6 +439,19 @@ def _unknown_dialect_hint(first: str) -> str:
                      "`load --allow-unregistered FILE` takes ops of dialects MLIR does not know)")
 
 
+def _non_ascii_hint(text: str) -> str:
+    """` (a non-ASCII character 'ѕ' (U+0455 CYRILLIC SMALL LETTER DZE) at column 2)` for a pipeline that did not
+    parse: a look-alike letter or an invisible one (a zero-width space pasted with the text) in a pass name reads
+    as the name it imitates in the message ('cѕe' does not refer to a registered pass; did you mean cse?)."""
+    import unicodedata
+
+    at = next(((i, c) for i, c in enumerate(text) if not c.isascii()), None)
+    if at is None:
+        return ""
+    i, c = at
+    return f" (a non-ASCII character {c!r} (U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}) at column {i + 1})"
+
+
 def _split_mlir_error(exc: BaseException, label: str) -> tuple[str, str]:
     """One-line message + detail from an MLIR exception, naming `label` for '-' locations."""
     first, detail = _split_mlir_error_lines(exc, label)
@@ -542,6 +555,7 @@ class CompileWorker:
         self.generators: dict[tuple[str, float], object] = {}
         self._input_sha = ""
         self._aliases: dict[str, str] = {}  # temp file of a generated schedule -> its label
+        self._script_text: tuple[str | None, str] = (None, "")   # the last transform script parsed: (label, text)
         # the file a module parsed from text stands for (a `--chunk K` of it): its locations are "-":LINE:COL
         # with the file's own line numbers, and so are those of every module derived from it (same context)
         self._text_sources: "weakref.WeakKeyDictionary[ir.Context, str]" = weakref.WeakKeyDictionary()
@@ -795,8 +809,12 @@ class CompileWorker:
                 left = sorted(bench_wrapper.unlowered_ops(work))[:8]
                 first = bench_wrapper.first_unlowered_op(work)   # where the first of them came from, when known
                 where = _format_location(str(first.location), self._location_label(work, label)) if first else ""
+                arm = sorted({op.split(".")[0] for op in left if op.startswith(("arm_sve.", "arm_neon.", "arm_sme."))})
                 return {"ok": False, "error": "after lowering, ops remain outside the LLVM dialect: "
-                                              + ", ".join(left) + (f" (the first at {where})" if where else "")}
+                                              + ", ".join(left) + (f" (the first at {where})" if where else "")
+                                              + (f"; {', '.join(arm)} ops are AArch64 intrinsics, which this host does "
+                                                 "not run (upstream runs such a test on AArch64 or under an emulator: "
+                                                 "its `%mcr_aarch64_cmd ... --march=aarch64`)" if arm else "")}
         return {"ok": True, **_lowered_module(work, req.get("bytecode", False)), "bench": meta,
                 "inserted_wrapper": inserted, "was_lowered": lowered}
 
@@ -929,7 +947,7 @@ class CompileWorker:
             msg = str(e).strip().splitlines()
             detail = "\n".join(line for line in msg[1:] if line.strip() not in ("", "^"))   # not the caret
             first = _unknown_pass_hint(msg[0]) if msg else str(e)
-            first += _unknown_option_hint(first, detail)
+            first += _unknown_option_hint(first, detail) + _non_ascii_hint(pipeline.strip())
             nested = implicitly_nested(pipeline) if _RESTRICTED.search(first) else ""
             if nested and nested != text:
                 first += f" (as mlir-opt's pass flags nest it: `pass {nested}`)"
@@ -953,6 +971,7 @@ class CompileWorker:
         """Parse a transform module so that its locations name `path` (not "-", which is the
         step input): from the file itself when it holds `text`, else from a short-lived temp
         file whose directory is stripped from messages (see `_clean`)."""
+        self._script_text = (path, text)   # the comment at a failing line (`_run_transform`)
         try:
             if os.path.isfile(path) and _read(path) == text:
                 return ir.Module.parseFile(path)
@@ -993,7 +1012,24 @@ class CompileWorker:
                 interpreter.apply_named_sequence(module.operation, sequence, sched.operation)
         except (ValueError, ir.MLIRError) as e:
             msg, detail = _split_mlir_error(e, label)
-            raise StageError(self._clean(f"transform failed: {msg}"), self._clean(detail))
+            msg = self._clean(msg)
+            raise StageError(f"transform failed: {msg}{self._script_comment(msg)}", self._clean(detail))
+
+    def _script_comment(self, msg: str) -> str:
+        """` (the script says there: op generic_54 must exist ...)`: the comment line(s) right above the line of
+        the script that a transform failure names (`generic.py[gen=tile_vectorize]:76:5: expected parameter to be
+        equal to 1, got 0` is a generated check whose comment says what it checks); "" where there is none."""
+        path, text = self._script_text
+        m = re.match(r"(.+?):(\d+):\d+: ", msg)
+        if not m or m.group(1) != path:
+            return ""
+        lines, number = text.splitlines(), int(m.group(2))
+        said = []
+        while 2 <= number <= len(lines) + 1 and lines[number - 2].lstrip().startswith("//"):
+            said.insert(0, lines[number - 2].lstrip()[2:].strip())
+            number -= 1
+        said = " ".join(s for s in said if s)
+        return f" (the script says there: {said[:300]})" if said else ""
 
     def _generate_schedule(self, module: ir.Module, stage: dict) -> ir.Module:
         path, gen = stage["path"], stage["gen"]

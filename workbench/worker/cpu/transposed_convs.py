@@ -93,6 +93,18 @@ def _phase_init(init, o_offsets, o_sizes, o_strides, phase_dims):
     """The init of one phase's convolution, dense: a broadcast along the phase's dims (a bias) broadcast
     again into the phase's shape, anything else copied out of its strided phase."""
     broadcast = _op(init)
+    if broadcast is not None and broadcast.name == "linalg.fill":
+        # a constant init (a convolution without bias: zeros): the same fill of a fresh dense tensor. A copy of
+        # the fill's strided phase is an identity generic, which the first function-wide canonicalization of
+        # an earlier step erased (the selector had read it as an op to schedule: `select --apply` failed on
+        # a ConvTranspose1d without bias, `op generic_54 must exist`)
+        t = ir.RankedTensorType(init.type)
+        fresh = ir.Operation.create("bufferization.alloc_tensor", results=[ir.RankedTensorType.get(o_sizes, t.element_type)],
+                                    operands=[], attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0, 0])})
+        again = broadcast.clone()
+        again.operands[1] = fresh.result
+        again.results[0].set_type(fresh.result.type)
+        return again.results[0]
     if broadcast is not None and broadcast.name == "linalg.broadcast":
         dimensions = set(ir.DenseI64ArrayAttr(broadcast.attributes["dimensions"]))
         if set(phase_dims) <= dimensions:

@@ -71,6 +71,10 @@ def to_device_wrapper(module) -> bool:
             raise GpuWrapperError(f"wrapper argument of type {t}: the GPU wrapper handles memrefs only")
     n = len(types)
     forward_result_buffers(call)
+    # a scalar argument (the wrapper's memref<1xT>, loaded before the entry's call) is read on the host:
+    # it stays a host buffer (a device copy read by the host call's memref.load was a SIGSEGV)
+    host_read = {i for i, arg in enumerate(call.regions[0].blocks[0].arguments)
+                 if _only_loaded(arg)} if len(call.regions[0].blocks) else set()
     # the old call becomes the device-side call
     call.attributes["sym_name"] = ir.StringAttr.get(DEVICE_CALL)
     if "llvm.emit_c_interface" in call.attributes:
@@ -80,11 +84,11 @@ def to_device_wrapper(module) -> bool:
         timed_copy.attributes["sym_name"] = ir.StringAttr.get(TIMED_DEVICE_CALL)
     sig = ", ".join(f"%h{i}: {t}" for i, t in enumerate(types))
     all_types = ", ".join(types)
-    dev_args = ", ".join(f"%d{i}" for i in range(n))
-    alloc = "\n".join(f"    %d{i} = gpu.alloc () : {t}\n    gpu.memcpy %d{i}, %h{i} : {t}, {t}"
-                      for i, t in enumerate(types))
-    back = "\n".join(f"    gpu.memcpy %h{i}, %d{i} : {t}, {t}" for i, t in enumerate(types))
-    free = "\n".join(f"    gpu.dealloc %d{i} : {t}" for i, t in enumerate(types))
+    dev_args = ", ".join(f"%h{i}" if i in host_read else f"%d{i}" for i in range(n))
+    on_device = [(i, t) for i, t in enumerate(types) if i not in host_read]
+    alloc = "\n".join(f"    %d{i} = gpu.alloc () : {t}\n    gpu.memcpy %d{i}, %h{i} : {t}, {t}" for i, t in on_device)
+    back = "\n".join(f"    gpu.memcpy %h{i}, %d{i} : {t}, {t}" for i, t in on_device)
+    free = "\n".join(f"    gpu.dealloc %d{i} : {t}" for i, t in on_device)
     text = f"""
 func.func private @{DEVICE_CALL}({all_types})
 func.func private @{TIMED_DEVICE_CALL}({all_types})
@@ -125,6 +129,12 @@ func.func @{WRAPPER_BENCH}({sig}{', ' if sig else ''}%times: memref<{iterations}
     new_bench.attributes["lh.bench"] = bench.attributes["lh.bench"]
     bench.operation.erase()
     return True
+
+
+def _only_loaded(value) -> bool:
+    """Whether every use of `value` (a wrapper argument) is a memref.load: a scalar the host reads."""
+    uses = list(value.uses)
+    return bool(uses) and all(use.owner.name == "memref.load" for use in uses)
 
 
 def _timed_device_loops(dev_args: str, types: str, iterations: int, calls: int) -> str:

@@ -392,7 +392,7 @@ class CpuTarget(Target):
                                                 for op in ops):
                 # (before the plane and pointwise rewrites, which take its phases; a no-op, left out, unless a
                 # 2-D conv has strides along h and w)
-                steps.append(self.STRIDED_CONV_PLANES)
+                steps.append(f"{self.STRIDED_CONV_PLANES}{{lanes={self.machine.f32_lanes}}}")
         if gathers and self.pad_copies:
             # (after the fusion, which writes each index table as one generic; before the gathers' split,
             # which takes the other gathers; a no-op, left out, unless a gather is a pad)

@@ -251,3 +251,68 @@ def test_a_dilated_strided_conv_is_left_to_the_window_schedule_and_matches(ctx, 
         assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
     finally:
         ok(ctx, "target cpu --cpu host")
+
+
+def _depthwise(n, c, h, w, k, s, p) -> str:
+    """torch-mlir's form of a depthwise Conv2d(c, c, k, stride s, padding p, groups=c) with a bias."""
+    hp, wp = h + 2 * p, w + 2 * p
+    oh, ow = (hp - k) // s + 1, (wp - k) // s + 1
+    x, wt, o = f"tensor<{n}x{c}x{h}x{w}xf32>", f"tensor<{c}x{k}x{k}xf32>", f"tensor<{n}x{c}x{oh}x{ow}xf32>"
+    return f"""func.func @main(%x: {x}, %w: {wt}, %b: tensor<{c}xf32>) -> {o} {{
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 0, {p}, {p}] high[0, 0, {p}, {p}] {{
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  }} : {x} to tensor<{n}x{c}x{hp}x{wp}xf32>
+  %e = tensor.empty() : {o}
+  %init = linalg.broadcast ins(%b : tensor<{c}xf32>) outs(%e : {o}) dimensions = [0, 2, 3]
+  %r = linalg.depthwise_conv_2d_nchw_chw {{dilations = dense<1> : vector<2xi64>, strides = dense<{s}> : vector<2xi64>}}
+       ins(%p, %w : tensor<{n}x{c}x{hp}x{wp}xf32>, {wt}) outs(%init : {o}) -> {o}
+  return %r : {o}
+}}
+"""
+
+
+def test_a_strided_depthwise_conv_becomes_one_unit_stride_depthwise_conv_per_phase_over_bordered_planes():
+    """efficientnet's 5x5 stride-2 depthwise (here 8 channels of 16 x 16, padding 2): four unit-stride depthwise
+    convolutions, each over a 4-D view of the zero-bordered buffer (its input phase from its own offset: padding
+    2 shifts every phase by one row and column), with the taps W[c, rh::2, rw::2]; no pad of the input."""
+    n, text = _rewrite(_depthwise(1, 8, 16, 16, 5, 2, 2), planes=False)
+    assert n == 1 and "tensor.pad" not in text and text.count("linalg.transpose") == 1
+    convs = re.findall(r"linalg.depthwise_conv_2d_nchw_chw .*", text)
+    assert len(convs) == 4 and all("strides = dense<1>" in c for c in convs)
+    # input phase (r - 2) mod 2 = r from row / column (r - 2) floordiv 2 + 1 = 0 of a 2x2x1x8x11x10 buffer whose
+    # interior (8 x 8) starts at row 1, column 1 (10 columns: the widest phase reads 8 + 3 - 1 of them)
+    assert "[0, 0, 0, 0, 1, 1] [2, 2, 1, 8, 8, 8] [1, 1, 1, 1, 1, 1] : tensor<2x2x1x8x11x10xf32> to " \
+           "tensor<2x2x1x8x8x8xf32>" in text
+    for offsets, plane, taps in (("[0, 0, 0, 0, 0, 0]", "10x10", "8x3x3"), ("[0, 1, 0, 0, 0, 0]", "10x9", "8x3x2"),
+                                 ("[1, 0, 0, 0, 0, 0]", "9x10", "8x2x3"), ("[1, 1, 0, 0, 0, 0]", "9x9", "8x2x2")):
+        assert f"{offsets} [1, 1, 1, 8, {plane.replace('x', ', ')}] [1, 1, 1, 1, 1, 1] : " \
+               f"tensor<2x2x1x8x11x10xf32> to tensor<1x8x{plane}xf32>" in text, offsets
+        assert f"[{taps.replace('x', ', ')}] [1, 2, 2] : tensor<8x5x5xf32> to tensor<{taps}xf32>" in text, taps
+
+
+@pytest.mark.parametrize("shape", [
+    # (n, c, h, w, k, stride, padding): efficientnet's 3x3 and 5x5 stride-2 ones, odd sizes, padding 0, stride 3
+    (1, 8, 16, 16, 3, 2, 1),
+    (2, 5, 15, 13, 5, 2, 2),
+    (1, 6, 17, 17, 3, 2, 0),
+    (1, 4, 20, 19, 3, 3, 1),
+])
+def test_strided_depthwise_phases_run_and_match(ctx, tmp_path, shape):
+    payload = tmp_path / "dw.mlir"
+    payload.write_text(_depthwise(*shape))
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, "target cpu --threads 1 --cpu host")
+        ok(ctx, "select --apply")
+        labels = [a.step.label() for a in ctx.session.active_steps]
+        step = next(i for i, label in enumerate(labels) if "lh-strided-conv-planes" in label)
+        text = ctx.session.ir_at(step + 1)
+        assert text.count("linalg.depthwise_conv_2d_nchw_chw") == shape[5] ** 2
+        assert "strides = dense<2>" not in text and "strides = dense<3>" not in text
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host")

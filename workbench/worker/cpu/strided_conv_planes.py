@@ -18,6 +18,20 @@ positions, contiguous loads; no pad of its own), and all phases' plane results h
 whole: no copy between them). Where a phase plane's rows are whole vectors (OW = 112), the window
 schedule vectorizes each phase along its contiguous rows.
 
+Where lh-conv-planes would flatten the phases (their output rows are no whole number of {lanes=16}: 56,
+28, 14), they are written here as its plane generics (tap (th, tw) at p + th * Wb + tw) over one buffer
+[sh, sw, n, c, Hb, Wb] without any pad of the input: the unpadded input is transposed once into the
+buffer's interior (rows y0.., columns x0..: its phases, each at the same place), and only the border
+around it is zeroed (whole rows above and below, a column or two beside: a broadcast of a zero into each
+slice). Padded phase r along a dim (low pad l) is input phase (r - l) mod s shifted by (r - l) floordiv s,
+so each phase's flattened plane is the buffer's plane of its input phase read from its own offset
+(y0 + shift_h) * Wb + x0 + shift_w, as long as its taps reach. One read of the input and one write of
+the phases, where the pad (a fill of the whole padded buffer and a copy of the input into it) and the
+transpose were three passes over ~n * c * H * W elements: on the 2-core Icelake host, conv2d_strided's
+preparation went from ~10 ms (fill 3.5, copy 3.8, transpose 3.0) to ~7.5 ms of ~30 quiet, and from 45-68
+ms to 18-36 ms of 107-152 under load (docs/models-round12.md). A W or H that is no multiple of the stride
+is padded to one first (a copy, as before).
+
 Only where every phase has taps (KH >= sh, KW >= sw: a 1x1 stride-2 shortcut reads one phase of four, whose
 transpose would cost more than it saves), on f32, and with at most MAX_PHASES phases.
 
@@ -39,6 +53,9 @@ from workbench.worker.cpu.pointwise_convs import collapse_spatial, static_shape
 from workbench.worker.cpu.strided_convs import MEMOIZED_MAPS
 
 CONVS = {"linalg.conv_2d_nchw_fchw": 2}
+#: depthwise ones (filter c x kh x kw): one unit-stride depthwise convolution per phase over a 4-D view of the
+#: zero-bordered buffer (they are not flattened: lh-conv-planes leaves depthwise convolutions)
+DEPTHWISE = {"linalg.depthwise_conv_2d_nchw_chw": 2}
 #: at most this many phases (sh * sw): ViT's 16x16 stride-16 patch embedding would become 256 convolutions, each
 #: selected, scheduled and compiled on its own (the A/B run of that shape had not finished after 10 minutes);
 #: ConvNeXt's 4x4 stride 4 (16) measured 1.5x faster
@@ -48,12 +65,12 @@ MAX_PHASES = 16
 def _eligible(op) -> bool:
     from mlir import ir
 
-    if static_conv_rank(op, CONVS) is None:
+    if static_conv_rank(op, CONVS) is None and static_conv_rank(op, DEPTHWISE) is None:
         return False
     if any(not isinstance(ir.RankedTensorType(v.type).element_type, ir.F32Type) for v in op.operands):
         return False
     strides, dilations = conv_ints(op, "strides", 2), conv_ints(op, "dilations", 2)
-    window = static_shape(op.operands[1])[2:]
+    window = static_shape(op.operands[1])[-2:]
     return (all(s > 1 for s in strides) and strides[0] * strides[1] <= MAX_PHASES and dilations == [1, 1]
             and all(k >= s for k, s in zip(window, strides)))
 
@@ -202,6 +219,45 @@ def _flat_phases(op) -> object:
     return result
 
 
+def _depthwise_phases(op) -> object:
+    """The depthwise convolution `op` as one unit-stride depthwise convolution per phase, each over a 4-D view
+    of _bordered_phase_planes' buffer (its input phase's plane from the phase's offset), accumulated one after
+    another."""
+    from mlir import ir
+    from mlir.dialects import tensor
+
+    image, filt, init = op.operands
+    f_shape, o_shape = static_shape(filt), static_shape(init)
+    strides = conv_ints(op, "strides", 2)
+    window, out = f_shape[1:], o_shape[2:]
+    source, low = _zero_padded_source(image)
+    taps = [[-(-(k - r) // s) for r in range(s)] for k, s in zip(window, strides)]
+    buffer, where = _bordered_phase_planes(source, strides, low[2:], out, taps)
+    lead = static_shape(buffer)[2:4]
+    element = ir.RankedTensorType(image.type).element_type
+    unit = _unit_strides(op)
+    result = init
+    for rh in range(strides[0]):
+        for rw in range(strides[1]):
+            th, tw = taps[0][rh], taps[1][rw]
+            a, b, row, col = where[(rh, rw)]
+            plane = [out[0] + th - 1, out[1] + tw - 1]
+            view = tensor.ExtractSliceOp(ir.RankedTensorType.get(lead + plane, element), buffer, [], [], [],
+                                         [a, b, 0, 0, row, col], [1, 1] + lead + plane, [1] * 6).result
+            taps_of = tensor.ExtractSliceOp(
+                ir.RankedTensorType.get(f_shape[:1] + [th, tw], element), filt, [], [], [],
+                [0, rh, rw], f_shape[:1] + [th, tw], [1] + strides).result
+            piece = op.clone(ip=ir.InsertionPoint(op))
+            piece.operands[0] = view
+            piece.operands[1] = taps_of
+            piece.operands[2] = result
+            piece.attributes["strides"] = unit
+            if MEMOIZED_MAPS in piece.attributes:
+                del piece.attributes[MEMOIZED_MAPS]
+            result = piece.results[0]
+    return result
+
+
 def strided_conv_planes(module, lanes: int = 16) -> int:
     """Rewrite every eligible convolution (module docstring); how many were rewritten."""
     from mlir import ir
@@ -211,10 +267,11 @@ def strided_conv_planes(module, lanes: int = 16) -> int:
 
     rewritten = 0
     for op in ops_where(module, _eligible):
-        if _flat_plane_phases(op, lanes):
+        depthwise = op.name in DEPTHWISE
+        if depthwise or _flat_plane_phases(op, lanes):
             image, init = op.operands[0], op.operands[2]
             with ir.InsertionPoint(op), op.location:
-                result = _flat_phases(op)
+                result = _depthwise_phases(op) if depthwise else _flat_phases(op)
             op.results[0].replace_all_uses_with(result)
             op.erase()
             for value in (image, init):

@@ -32,6 +32,13 @@ preparation went from ~10 ms (fill 3.5, copy 3.8, transpose 3.0) to ~7.5 ms of ~
 ms to 18-36 ms of 107-152 under load (docs/models-round12.md). A W or H that is no multiple of the stride
 is padded to one first (a copy, as before).
 
+Strided depthwise convolutions (`linalg.depthwise_conv_2d_nchw_chw`, efficientnet's / MobileNet's 3x3 and 5x5
+stride 2) take the same buffer and become one unit-stride depthwise convolution per phase, each over a 4-D view
+of its input phase's plane from the phase's offset (row stride Wb: lh-conv-planes does not flatten depthwise
+ones), taps W[c, rh::sh, rw::sw]. The window schedule had taken the strided ones along strided rows (0.8
+GFLOP/s): 1x144x56x56 5x5 s2 4.7-7.0 -> 1.1-2.0 ms, 1x96x112x112 3x3 s2 4.5-6.8 -> 2.4 ms (one thread, busy
+2-core host).
+
 Only where every phase has taps (KH >= sh, KW >= sw: a 1x1 stride-2 shortcut reads one phase of four, whose
 transpose would cost more than it saves), on f32, and with at most MAX_PHASES phases.
 

@@ -91,9 +91,12 @@ def test_selector_path_runs_checked(ctx, monkeypatch, name, threads):
     # the preparation (elementwise fusion, integer powers expanded) comes first when there are generics to
     # chain or powers to expand; the selection is for the IR it leaves
     prepared = res.data["prepared"]
-    # (a strided 2-D convolution's phases, each over its flattened plane: conv_pool's stride-2 conv)
-    conv_steps = ("pass lh-strided-conv-planes", f"pass lh-conv-planes{{lanes={machine.f32_lanes}}}")
-    assert not set(conv_steps) & set(prepared) or any(o["op"] == "linalg.conv_2d_nchw_fchw" for o in ops_before)
+    # (a strided 2-D convolution's phases, each over its flattened plane: conv_pool's stride-2 conv; a strided
+    # depthwise one's phases)
+    conv_steps = (f"pass lh-strided-conv-planes{{lanes={machine.f32_lanes}}}",
+                  f"pass lh-conv-planes{{lanes={machine.f32_lanes}}}")
+    assert not set(conv_steps) & set(prepared) or any(
+        o["op"] in ("linalg.conv_2d_nchw_fchw", "linalg.depthwise_conv_2d_nchw_chw") for o in ops_before)
     pad_copies = (f"pass lh-pad-copies{{lanes={machine.f32_lanes} threads={threads} "
                   f"min-work={cpu_selector.MIN_PARALLEL_WORK}}}")
     gather_steps = ("pass lh-gather-indices", pad_copies)

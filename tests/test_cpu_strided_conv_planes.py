@@ -41,7 +41,7 @@ STEM = _conv(1, 3, 64, 64, 8, 7, 7, 2, 3)
 UNREAD_COLUMN = _conv(1, 2, 11, 11, 4, 4, 4, 2, 0)
 
 
-def _rewrite(text: str, planes: bool = True) -> tuple[int, str]:
+def _rewrite(text: str, planes: bool = True, lanes: int = 16) -> tuple[int, str]:
     from mlir import ir
 
     from workbench.worker.cpu.conv_planes import conv_planes
@@ -49,7 +49,7 @@ def _rewrite(text: str, planes: bool = True) -> tuple[int, str]:
 
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(text)
-        n = strided_conv_planes(module)
+        n = strided_conv_planes(module, lanes)
         assert module.operation.verify()
         if planes:
             conv_planes(module, 16)
@@ -58,7 +58,8 @@ def _rewrite(text: str, planes: bool = True) -> tuple[int, str]:
 
 
 def test_a_stride_2_conv_becomes_four_phase_convolutions_over_one_transposed_input():
-    n, text = _rewrite(STRIDED, planes=False)
+    # (rows of 8: whole vectors of 8 lanes, the phases stay named convolutions)
+    n, text = _rewrite(STRIDED, planes=False, lanes=8)
     assert n == 1
     # the input's own pad widened to 2 * (8 + 2) rows x 2 * (8 + 1) columns, one transpose to 2x2 phase planes
     assert text.count("tensor.pad") == 1 and "high[0, 0, 3, 1]" in text and "to tensor<1x4x20x18xf32>" in text
@@ -79,11 +80,32 @@ def test_each_phase_runs_over_its_flattened_plane_and_reads_the_last_one_whole()
     n, text = _rewrite(STRIDED)
     assert n == 1 and "linalg.conv_2d_nchw_fchw" not in text
     generics = re.findall(r"linalg.generic .*", text)
-    assert len(generics) == 4 and all("tensor<1x4x90xf32>" in g and ": tensor<1x8x72xf32>)" in g for g in generics)
+    assert len(generics) == 4 and all(": tensor<1x8x72xf32>)" in g for g in generics)
     assert text.count("d2 + d4 * 9 + d5") >= 1
-    # no pad of a phase, no copy of a phase's result into the next one's init: one pad, one slice at the end
-    assert text.count("tensor.pad") == 1
+    # no copy of a phase's result into the next one's init: one slice at the end
     assert text.count("tensor<1x8x8x9xf32> to tensor<1x8x8x8xf32>") == 1
+
+
+def test_the_input_is_transposed_once_into_zero_bordered_phase_planes_without_a_pad():
+    """Phase planes whose rows lh-conv-planes would flatten: no pad of the input (a fill of the whole padded
+    buffer and a copy into it, then the transpose: three passes), the unpadded input transposed once into the
+    interior of a 2x2x1x4x10x9 buffer whose border rows and column are zeroed; each padded phase's plane is
+    an input phase's plane read from its own offset: (rh, rw) reads input phase ((rh - 1) mod 2, (rw - 1) mod 2)
+    from row (rh - 1) floordiv 2 + 1, column (rw - 1) floordiv 2 + 1 of the flattened 10 x 9 plane."""
+    n, text = _rewrite(STRIDED)
+    assert n == 1 and "tensor.pad" not in text
+    assert text.count("linalg.transpose") == 1 and "permutation = [3, 5, 0, 1, 2, 4]" in text
+    assert "tensor.expand_shape %arg0" in text and "into tensor<1x4x8x2x8x2xf32>" in text
+    assert "tensor<2x2x1x4x10x9xf32> to tensor<2x2x1x4x8x8xf32>" in text   # the interior, from row 1, column 1
+    # the border: rows 0 and 9 whole, column 0 of rows 1..8 (zeros broadcast into slices, inserted back)
+    for offsets, box in (("[0, 0, 0, 0, 0, 0]", "2x2x1x4x1x9"), ("[0, 0, 0, 0, 9, 0]", "2x2x1x4x1x9"),
+                         ("[0, 0, 0, 0, 1, 0]", "2x2x1x4x8x1")):
+        assert re.search(rf"tensor.insert_slice %\S+ into %\S+{re.escape(offsets)} \[{box.replace('x', ', ')}\]", text), box
+    # phase (0, 0): input phase (1, 1) from 0 (rows 0 and column 0 zero); (0, 1): (1, 0) from 1; (1, 0): (0, 1)
+    # from 9; (1, 1): (0, 0) from 10 (the plane's row 1, column 1); each as long as its taps reach
+    for plane, start, length in (("1, 1", 0, 82), ("1, 0", 1, 81), ("0, 1", 9, 73), ("0, 0", 10, 72)):
+        assert f"[{plane}, 0, 0, {start}] [1, 1, 1, 4, {length}] [1, 1, 1, 1, 1] : tensor<2x2x1x4x90xf32> to " \
+               f"tensor<1x4x{length}xf32>" in text, (plane, start, length)
 
 
 def test_the_unread_last_column_and_a_stem_of_whole_rows():
@@ -175,6 +197,120 @@ def test_a_long_phase_plane_takes_whole_vectors_and_keeps_its_output_tile_in_reg
         lanes = ctx.session.target.machine.vector_bits // 32
         assert phases and all(p["tile"][2] % lanes == 0 and p.get("remainder", [0])[0] == 2 for p in phases), phases
         assert all(p["interchange"][-1] != 2 for p in phases), "the plane loop is not innermost"
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host")
+
+
+@pytest.mark.parametrize("shape", [
+    # (n, c, h, w, f, kh, kw, stride, padding): odd and even H / W, paddings 0 / 1 / 2, strides 2 and 3,
+    # windows wider than the stride and equal to it, non-square
+    (1, 3, 15, 13, 8, 3, 3, 2, 1),
+    (2, 4, 16, 17, 8, 3, 3, 2, 0),
+    (1, 4, 14, 14, 16, 5, 5, 2, 2),
+    (1, 5, 19, 20, 8, 3, 3, 3, 1),
+    (1, 4, 17, 16, 8, 3, 4, 3, 2),
+    (1, 2, 12, 12, 4, 2, 2, 2, 0),
+])
+def test_zero_bordered_phase_planes_run_and_match(ctx, tmp_path, shape):
+    """The selector path over the zero-bordered phase planes (no pad of the input) on shapes that are no tile
+    multiples: every step applies and lowers, and the result matches the unscheduled payload."""
+    payload = tmp_path / "conv.mlir"
+    payload.write_text(_conv(*shape))
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, "target cpu --threads 1 --cpu host")
+        ok(ctx, "select --apply")
+        labels = [a.step.label() for a in ctx.session.active_steps]
+        step = next(i for i, label in enumerate(labels) if "lh-strided-conv-planes" in label)
+        text = ctx.session.ir_at(step + 1)   # (the IR the pass left)
+        assert "linalg.conv_2d_nchw_fchw" not in text and text.count("linalg.transpose") == 1
+        # (a pad only to whole phases: of an input whose H or W is no multiple of the stride)
+        n, c, h, w, f, kh, kw, stride, padding = shape
+        assert ("tensor.pad" in text) == (h % stride != 0 or w % stride != 0)
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host")
+
+
+def test_a_dilated_strided_conv_is_left_to_the_window_schedule_and_matches(ctx, tmp_path):
+    """A stride-2 conv with dilation 2 (taps of one phase only: no phase planes) keeps its own path."""
+    payload = tmp_path / "dilated.mlir"
+    payload.write_text(STRIDED.replace("dilations = dense<1>", "dilations = dense<2>").replace("1x8x8x8", "1x8x7x7"))
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, "target cpu --threads 1 --cpu host")
+        ok(ctx, "select --apply")
+        assert not any("lh-strided-conv-planes" in a.step.label() for a in ctx.session.active_steps)
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host")
+
+
+def _depthwise(n, c, h, w, k, s, p) -> str:
+    """torch-mlir's form of a depthwise Conv2d(c, c, k, stride s, padding p, groups=c) with a bias."""
+    hp, wp = h + 2 * p, w + 2 * p
+    oh, ow = (hp - k) // s + 1, (wp - k) // s + 1
+    x, wt, o = f"tensor<{n}x{c}x{h}x{w}xf32>", f"tensor<{c}x{k}x{k}xf32>", f"tensor<{n}x{c}x{oh}x{ow}xf32>"
+    return f"""func.func @main(%x: {x}, %w: {wt}, %b: tensor<{c}xf32>) -> {o} {{
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 0, {p}, {p}] high[0, 0, {p}, {p}] {{
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  }} : {x} to tensor<{n}x{c}x{hp}x{wp}xf32>
+  %e = tensor.empty() : {o}
+  %init = linalg.broadcast ins(%b : tensor<{c}xf32>) outs(%e : {o}) dimensions = [0, 2, 3]
+  %r = linalg.depthwise_conv_2d_nchw_chw {{dilations = dense<1> : vector<2xi64>, strides = dense<{s}> : vector<2xi64>}}
+       ins(%p, %w : tensor<{n}x{c}x{hp}x{wp}xf32>, {wt}) outs(%init : {o}) -> {o}
+  return %r : {o}
+}}
+"""
+
+
+def test_a_strided_depthwise_conv_becomes_one_unit_stride_depthwise_conv_per_phase_over_bordered_planes():
+    """efficientnet's 5x5 stride-2 depthwise (here 8 channels of 16 x 16, padding 2): four unit-stride depthwise
+    convolutions, each over a 4-D view of the zero-bordered buffer (its input phase from its own offset: padding
+    2 shifts every phase by one row and column), with the taps W[c, rh::2, rw::2]; no pad of the input."""
+    n, text = _rewrite(_depthwise(1, 8, 16, 16, 5, 2, 2), planes=False)
+    assert n == 1 and "tensor.pad" not in text and text.count("linalg.transpose") == 1
+    convs = re.findall(r"linalg.depthwise_conv_2d_nchw_chw .*", text)
+    assert len(convs) == 4 and all("strides = dense<1>" in c for c in convs)
+    # input phase (r - 2) mod 2 = r from row / column (r - 2) floordiv 2 + 1 = 0 of a 2x2x1x8x11x10 buffer whose
+    # interior (8 x 8) starts at row 1, column 1 (10 columns: the widest phase reads 8 + 3 - 1 of them)
+    assert "[0, 0, 0, 0, 1, 1] [2, 2, 1, 8, 8, 8] [1, 1, 1, 1, 1, 1] : tensor<2x2x1x8x11x10xf32> to " \
+           "tensor<2x2x1x8x8x8xf32>" in text
+    for offsets, plane, taps in (("[0, 0, 0, 0, 0, 0]", "10x10", "8x3x3"), ("[0, 1, 0, 0, 0, 0]", "10x9", "8x3x2"),
+                                 ("[1, 0, 0, 0, 0, 0]", "9x10", "8x2x3"), ("[1, 1, 0, 0, 0, 0]", "9x9", "8x2x2")):
+        assert f"{offsets} [1, 1, 1, 8, {plane.replace('x', ', ')}] [1, 1, 1, 1, 1, 1] : " \
+               f"tensor<2x2x1x8x11x10xf32> to tensor<1x8x{plane}xf32>" in text, offsets
+        assert f"[{taps.replace('x', ', ')}] [1, 2, 2] : tensor<8x5x5xf32> to tensor<{taps}xf32>" in text, taps
+
+
+@pytest.mark.parametrize("shape", [
+    # (n, c, h, w, k, stride, padding): efficientnet's 3x3 and 5x5 stride-2 ones, odd sizes, padding 0, stride 3
+    (1, 8, 16, 16, 3, 2, 1),
+    (2, 5, 15, 13, 5, 2, 2),
+    (1, 6, 17, 17, 3, 2, 0),
+    (1, 4, 20, 19, 3, 3, 1),
+])
+def test_strided_depthwise_phases_run_and_match(ctx, tmp_path, shape):
+    payload = tmp_path / "dw.mlir"
+    payload.write_text(_depthwise(*shape))
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, "target cpu --threads 1 --cpu host")
+        ok(ctx, "select --apply")
+        labels = [a.step.label() for a in ctx.session.active_steps]
+        step = next(i for i, label in enumerate(labels) if "lh-strided-conv-planes" in label)
+        text = ctx.session.ir_at(step + 1)
+        assert text.count("linalg.depthwise_conv_2d_nchw_chw") == shape[5] ** 2
+        assert "strides = dense<2>" not in text and "strides = dense<3>" not in text
         ok(ctx, "bench warmup=1 iterations=2")
         ok(ctx, "apply cpu-lower")
         assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]

@@ -388,11 +388,12 @@ class CpuTarget(Target):
         if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
             steps.append(self.DILATED_INPUT_CONVS)   # (a no-op, left out, unless an input is stride-dilated)
             steps.append(self.STRIDED_1D_CONVS)      # (a no-op, left out, unless a conv1d has a stride)
-            if self.strided_conv_planes and any(op.get("op") == "linalg.conv_2d_nchw_fchw" and op.get("dtype") == "f32"
-                                                for op in ops):
-                # (before the plane and pointwise rewrites, which take its phases; a no-op, left out, unless a
-                # 2-D conv has strides along h and w)
-                steps.append(self.STRIDED_CONV_PLANES)
+        if self.strided_conv_planes and any(op.get("op") in ("linalg.conv_2d_nchw_fchw",
+                                                           "linalg.depthwise_conv_2d_nchw_chw")
+                                            and op.get("dtype") == "f32" for op in ops):
+            # (before the plane and pointwise rewrites, which take its phases; a no-op, left out, unless a
+            # 2-D conv has strides along h and w)
+            steps.append(f"{self.STRIDED_CONV_PLANES}{{lanes={self.machine.f32_lanes}}}")
         if gathers and self.pad_copies:
             # (after the fusion, which writes each index table as one generic; before the gathers' split,
             # which takes the other gathers; a no-op, left out, unless a gather is a pad)

@@ -291,7 +291,7 @@ def _fold_constant_weights(module, options: dict) -> None:
 def _strided_conv_planes(module, options: dict) -> None:
     from workbench.worker.cpu import strided_conv_planes
 
-    strided_conv_planes.strided_conv_planes(module)
+    strided_conv_planes.strided_conv_planes(module, _int_option(options, "lanes", 16, minimum=1))
 
 
 def _fold_splat_extracts(module, options: dict) -> None:
@@ -636,7 +636,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-row-matmuls-as-matvecs": (_row_matmuls_as_matvecs, "on tensors: a one-row f32 matmul reading a transposed weight (x @ W.T of a batch-1 linear layer: linalg.transpose of W, linalg.matmul) -> linalg.matvec of W itself (no pass over the weight to transpose it on every call; W's rows read contiguously) (workbench/worker/cpu/row_matvecs.py)"),
     "lh-conv-planes": (_conv_planes, "on tensors: channels-first f32 2-D/3-D convolutions with unit strides whose output rows are no whole number of {lanes=16} (56, 28, 14, 7; not those lh-pad-conv-rows pads: 60, 30) -> a convolution over the input's flattened plane (taps at kh*W + kw; the output computed over whole input rows, the extra columns sliced off, at most half as many extra positions): whole vectors, two per register tile (workbench/worker/cpu/conv_planes.py)"),
     "lh-fold-constant-weights": (_fold_constant_weights, "on tensors: transposes (linalg.transpose, permuting copy generics) and constant-valued pads of constants, through the reshapes between, computed at compile time into constants of their own (x @ W.T's transpose of W no longer a pass over the weight on every call; workbench/worker/cpu/constant_folds.py)"),
-    "lh-strided-conv-planes": (_strided_conv_planes, "on tensors: f32 2-D channels-first convolutions with strides sh, sw > 1 along h and w (every phase with taps) -> sh * sw unit-stride convolutions, one per input phase, each over a contiguous phase plane (the input padded and transposed once to sh x sw x n x c x Hq x Wq; each phase's taps a strided slice of the filter), accumulated one after another: lh-conv-planes then takes each over its flattened plane (workbench/worker/cpu/strided_conv_planes.py)"),
+    "lh-strided-conv-planes": (_strided_conv_planes, "on tensors: f32 2-D channels-first convolutions with strides sh, sw > 1 along h and w (every phase with taps) -> sh * sw unit-stride convolutions, one per input phase, each over a contiguous phase plane (each phase's taps a strided slice of the filter), accumulated one after another; phases whose output rows are no whole number of {lanes=16} (those lh-conv-planes would flatten) as plane generics over one zero-bordered buffer that the unpadded input is transposed into once (no pad), the others as named convolutions over the input padded and transposed once to sh x sw x n x c x Hq x Wq; strided f32 depthwise convolutions as one unit-stride depthwise convolution per phase over 4-D views of the zero-bordered buffer (workbench/worker/cpu/strided_conv_planes.py)"),
     "lh-fold-splat-extracts": (_fold_splat_extracts, "tensor.extract of a tensor whose elements are known (a splat constant: dense<0.01>, zeros, ones; a tensor.splat; a dense constant at constant indices) -> that value (the extracts MLIR's folder removes: inspect's generalized copy and the IR the selector schedules then agree; a splat weight's filter flip is a broadcast, not a gather; workbench/worker/cpu/splat_extracts.py)"),
     "lh-pad-copies": (_pad_copies, "on tensors: reflection, replication and circular pads written by torch-mlir as gathers (loads at index arithmetic of index tables, a gather per padded dim), recognized from the values their indices take (the pad map of widths p, q of each dim), -> one loop over the output's rows (an scf.forall where {threads=1} is more than 1 and the output has at least {min-work=0} elements, else scf.for loops), each row's runs of unit stride copied as vector transfers of {lanes=16} x 32 bits and its border elements as scalar loads and stores: one pass over the output, no gathers (workbench/worker/cpu/pad_copies.py)"),
     "lh-row-networks": (_row_networks, "on tensors: a network of many small ops over the same independent rows (torch-mlir's sort / argsort / topk: a compare-and-swap stage per expand_shape, half slices, generic and collapse_shape) -> one scf.forall over chunks of rows around the whole network, each chunk's values in L1 across every stage and one parallel region instead of one per stage; at least {threads=1} chunks where the network has {min-work=0} elements or more, else one (workbench/worker/cpu/row_networks.py)"),
@@ -684,6 +684,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "lh-vnni-convs": ("amx",),
     "lh-pad-contraction-dims": ("lanes",),
     "lh-conv-planes": ("lanes",),
+    "lh-strided-conv-planes": ("lanes",),
     "lh-pad-copies": ("threads", "min-work", "lanes"),
     "lh-row-networks": ("threads", "min-work"),
     "lh-collapse-planes": ("lanes",),

@@ -18,6 +18,27 @@ positions, contiguous loads; no pad of its own), and all phases' plane results h
 whole: no copy between them). Where a phase plane's rows are whole vectors (OW = 112), the window
 schedule vectorizes each phase along its contiguous rows.
 
+Where lh-conv-planes would flatten the phases (their output rows are no whole number of {lanes=16}: 56,
+28, 14), they are written here as its plane generics (tap (th, tw) at p + th * Wb + tw) over one buffer
+[sh, sw, n, c, Hb, Wb] without any pad of the input: the unpadded input is transposed once into the
+buffer's interior (rows y0.., columns x0..: its phases, each at the same place), and only the border
+around it is zeroed (whole rows above and below, a column or two beside: a broadcast of a zero into each
+slice). Padded phase r along a dim (low pad l) is input phase (r - l) mod s shifted by (r - l) floordiv s,
+so each phase's flattened plane is the buffer's plane of its input phase read from its own offset
+(y0 + shift_h) * Wb + x0 + shift_w, as long as its taps reach. One read of the input and one write of
+the phases, where the pad (a fill of the whole padded buffer and a copy of the input into it) and the
+transpose were three passes over ~n * c * H * W elements: on the 2-core Icelake host, conv2d_strided's
+preparation went from ~10 ms (fill 3.5, copy 3.8, transpose 3.0) to ~7.5 ms of ~30 quiet, and from 45-68
+ms to 18-36 ms of 107-152 under load (docs/models-round12.md). A W or H that is no multiple of the stride
+is padded to one first (a copy, as before).
+
+Strided depthwise convolutions (`linalg.depthwise_conv_2d_nchw_chw`, efficientnet's / MobileNet's 3x3 and 5x5
+stride 2) take the same buffer and become one unit-stride depthwise convolution per phase, each over a 4-D view
+of its input phase's plane from the phase's offset (row stride Wb: lh-conv-planes does not flatten depthwise
+ones), taps W[c, rh::sh, rw::sw]. The window schedule had taken the strided ones along strided rows (0.8
+GFLOP/s): 1x144x56x56 5x5 s2 4.7-7.0 -> 1.1-2.0 ms, 1x96x112x112 3x3 s2 4.5-6.8 -> 2.4 ms (one thread, busy
+2-core host).
+
 Only where every phase has taps (KH >= sh, KW >= sw: a 1x1 stride-2 shortcut reads one phase of four, whose
 transpose would cost more than it saves), on f32, and with at most MAX_PHASES phases.
 
@@ -32,12 +53,16 @@ old -> new ms, host (AVX-512) / --cpu icelake / --cpu avx2:
 """
 from __future__ import annotations
 
-from workbench.worker.cpu.conv_planes import padded_high
-from workbench.worker.cpu.padded_conv_rows import conv_ints, static_conv_rank
-from workbench.worker.cpu.pointwise_convs import static_shape
+from workbench.worker.cpu.conv_planes import _plane_generic
+from workbench.worker.cpu.padded_conv_rows import (built_value, conv_ints, padded_high, padded_width, static_conv_rank,
+                                                   widened_init)
+from workbench.worker.cpu.pointwise_convs import collapse_spatial, static_shape
 from workbench.worker.cpu.strided_convs import MEMOIZED_MAPS
 
 CONVS = {"linalg.conv_2d_nchw_fchw": 2}
+#: depthwise ones (filter c x kh x kw): one unit-stride depthwise convolution per phase over a 4-D view of the
+#: zero-bordered buffer (they are not flattened: lh-conv-planes leaves depthwise convolutions)
+DEPTHWISE = {"linalg.depthwise_conv_2d_nchw_chw": 2}
 #: at most this many phases (sh * sw): ViT's 16x16 stride-16 patch embedding would become 256 convolutions, each
 #: selected, scheduled and compiled on its own (the A/B run of that shape had not finished after 10 minutes);
 #: ConvNeXt's 4x4 stride 4 (16) measured 1.5x faster
@@ -47,12 +72,12 @@ MAX_PHASES = 16
 def _eligible(op) -> bool:
     from mlir import ir
 
-    if static_conv_rank(op, CONVS) is None:
+    if static_conv_rank(op, CONVS) is None and static_conv_rank(op, DEPTHWISE) is None:
         return False
     if any(not isinstance(ir.RankedTensorType(v.type).element_type, ir.F32Type) for v in op.operands):
         return False
     strides, dilations = conv_ints(op, "strides", 2), conv_ints(op, "dilations", 2)
-    window = static_shape(op.operands[1])[2:]
+    window = static_shape(op.operands[1])[-2:]
     return (all(s > 1 for s in strides) and strides[0] * strides[1] <= MAX_PHASES and dilations == [1, 1]
             and all(k >= s for k, s in zip(window, strides)))
 
@@ -64,8 +89,8 @@ def _unit_strides(op):
     return ir.Attribute.parse(f"dense<1> : {attr.type}")
 
 
-def _phase_planes(image, strides: list[int], planes: list[int]):
-    """[n, c, sh*Hq, sw*Wq] -> [sh, sw, n, c, Hq, Wq] (an expand_shape and one transpose)."""
+def _phase_planes(image, strides: list[int], planes: list[int], outs=None):
+    """[n, c, sh*Hq, sw*Wq] -> [sh, sw, n, c, Hq, Wq] (an expand_shape and one transpose; into `outs` if given)."""
     from mlir import ir
     from mlir.dialects import linalg, tensor
 
@@ -77,11 +102,170 @@ def _phase_planes(image, strides: list[int], planes: list[int]):
                                for g in [[0], [1], [2, 3], [4, 5]]])
     grouped = [n, c, hq, sh, wq, sw]
     view = tensor.ExpandShapeOp(ir.RankedTensorType.get(grouped, t.element_type), image, groups, [], grouped).result
-    empty = tensor.EmptyOp([sh, sw, n, c, hq, wq], t.element_type)
-    return linalg.transpose(view, outs=[empty.result], permutation=[3, 5, 0, 1, 2, 4])
+    if outs is None:
+        outs = tensor.EmptyOp([sh, sw, n, c, hq, wq], t.element_type).result
+    return built_value(linalg.transpose(view, outs=[outs], permutation=[3, 5, 0, 1, 2, 4]))
 
 
-def strided_conv_planes(module) -> int:
+def _zero_padded_source(image):
+    """(source, low) where `image` is a zero tensor.pad of `source` with static lows (torch-mlir's padding),
+    else (image, zeros)."""
+    from workbench.worker.cpu.constant_folds import pad_value
+    from workbench.worker.ir_walk import defining_op
+
+    producer = defining_op(image)
+    if (producer is not None and producer.name == "tensor.pad" and len(producer.operands) == 1
+            and pad_value(producer) == 0):
+        pad = producer.opview
+        low, high = [int(v) for v in pad.static_low], [int(v) for v in pad.static_high]
+        if min(low + high) >= 0 and low[:2] == high[:2] == [0, 0]:   # (static: no dynamic pad sizes)
+            return pad.source, low
+    return image, [0] * len(static_shape(image))
+
+
+def _flat_plane_phases(op, lanes: int) -> bool:
+    """Whether lh-conv-planes computes the phases of `op` over their flattened planes (their output rows are
+    no whole number of {lanes} and lh-pad-conv-rows does not pad them): then the phases are written here as
+    plane generics over one zero-bordered buffer (module docstring), not as named convolutions."""
+    ow = static_shape(op.operands[2])[3]
+    return ow % lanes != 0 and padded_width(ow) == ow
+
+
+def _fill_zero(dest, offsets: list[int], sizes: list[int]):
+    """`dest` with zeros in the box at `offsets` of `sizes` (a fill of a slice, inserted back: in place)."""
+    from mlir import ir
+    from mlir.dialects import arith, linalg, tensor
+
+    element = ir.RankedTensorType(dest.type).element_type
+    box = ir.RankedTensorType.get(sizes, element)
+    ones = [1] * len(sizes)
+    part = tensor.ExtractSliceOp(box, dest, [], [], [], offsets, sizes, ones).result
+    # (a broadcast of a zero scalar, not a linalg.fill: the selector schedules it as any broadcast; a fill is
+    # left to its consumer's group, and an insert_slice is none)
+    scalar = ir.RankedTensorType.get([], element)
+    zero = arith.ConstantOp(scalar, ir.DenseElementsAttr.get_splat(scalar, ir.FloatAttr.get(element, 0.0))).result
+    filled = built_value(linalg.broadcast(zero, outs=[part], dimensions=list(range(len(sizes)))))
+    return tensor.InsertSliceOp(filled, dest, [], [], [], offsets, sizes, ones).result
+
+
+def _bordered_phase_planes(source, strides: list[int], low: list[int], out: list[int], taps: list[list[int]]):
+    """The phases of the unpadded input written once into the interiors of zero-bordered planes:
+    (buffer [sh, sw, n, c, Hb, Wb], per phase (rh, rw) its (a, b, row, col): the plane of padded phase
+    (rh, rw) is the buffer's plane (a, b) from (row, col) on, row stride Wb)."""
+    from mlir import ir
+    from mlir.dialects import tensor
+
+    x_shape = static_shape(source)
+    n, c = x_shape[:2]
+    # the input's rows and columns to whole phases (a copy only where they are not: an odd H or W)
+    wide = padded_high(source, [0, 0] + [-d % s for d, s in zip(x_shape[2:], strides)])
+    inner = [-(-d // s) for d, s in zip(x_shape[2:], strides)]            # rows, columns of each input phase
+    # padded phase r along a dim: input phase (r - low) mod s, shifted by (r - low) floordiv s (<= 0)
+    shifts = [[((r - lo) % s, (r - lo) // s) for r in range(s)] for s, lo in zip(strides, low)]
+    origin = [max(-d for _, d in dim) for dim in shifts]                  # the interior's row, column
+    width = max([origin[1] + inner[1]] + [origin[1] + d + out[1] + t - 1
+                                          for (_, d), t in zip(shifts[1], taps[1])])
+    reach = max((origin[0] + dh) * width + origin[1] + dw + (out[0] + th - 1) * width + tw - 1
+                for (_, dh), th in zip(shifts[0], taps[0]) for (_, dw), tw in zip(shifts[1], taps[1]))
+    height = max(origin[0] + inner[0], -(-reach // width))
+    element = ir.RankedTensorType(source.type).element_type
+    lead = list(strides) + [n, c]
+    buffer = tensor.EmptyOp(lead + [height, width], element).result
+    (y0, x0), (hx, wx) = origin, inner
+    for offsets, sizes in (([0, 0], [y0, width]), ([y0 + hx, 0], [height - y0 - hx, width]),
+                           ([y0, 0], [hx, x0]), ([y0, x0 + wx], [hx, width - x0 - wx])):
+        if all(sizes):
+            buffer = _fill_zero(buffer, [0] * 4 + offsets, lead + sizes)
+    ones = [1] * 6
+    interior = tensor.ExtractSliceOp(ir.RankedTensorType.get(lead + inner, element), buffer, [], [], [],
+                                     [0] * 4 + origin, lead + inner, ones).result
+    phases = _phase_planes(wide, strides, inner, outs=interior)
+    buffer = tensor.InsertSliceOp(phases, buffer, [], [], [], [0] * 4 + origin, lead + inner, ones).result
+    where = {(rh, rw): (a, b, y0 + dh, x0 + dw)
+             for rh, (a, dh) in enumerate(shifts[0]) for rw, (b, dw) in enumerate(shifts[1])}
+    return buffer, where
+
+
+def _flat_phases(op) -> object:
+    """The convolution `op` as one plane generic per phase over _bordered_phase_planes' buffer (flattened:
+    tap (th, tw) of a phase at p + th * Wb + tw, as lh-conv-planes computes a unit-stride one), accumulated one
+    after another; the result's extra columns sliced off."""
+    from mlir import ir
+    from mlir.dialects import tensor
+
+    image, filt, init = op.operands
+    f_shape, o_shape = static_shape(filt), static_shape(init)
+    strides = conv_ints(op, "strides", 2)
+    window, out = f_shape[2:], o_shape[2:]
+    source, low = _zero_padded_source(image)
+    taps = [[-(-(k - r) // s) for r in range(s)] for k, s in zip(window, strides)]
+    buffer, where = _bordered_phase_planes(source, strides, low[2:], out, taps)
+    shape = static_shape(buffer)
+    lead, (height, width) = shape[:4], shape[4:]
+    flat_buffer, _ = collapse_spatial(buffer, 4)
+    element = ir.RankedTensorType(image.type).element_type
+    wide_init = widened_init(init, [0, 0, 0, width - out[1]])
+    result, reassociation = collapse_spatial(wide_init, 2)
+    for rh in range(strides[0]):
+        for rw in range(strides[1]):
+            th, tw = taps[0][rh], taps[1][rw]
+            a, b, row, col = where[(rh, rw)]
+            start = row * width + col
+            length = (out[0] + th - 1) * width + tw - 1
+            plane = tensor.ExtractSliceOp(ir.RankedTensorType.get(lead[2:] + [length], element), flat_buffer,
+                                          [], [], [], [a, b, 0, 0, start], [1, 1] + lead[2:] + [length],
+                                          [1] * 5).result
+            taps_of = tensor.ExtractSliceOp(
+                ir.RankedTensorType.get(f_shape[:2] + [th, tw], element), filt, [], [], [],
+                [0, 0, rh, rw], f_shape[:2] + [th, tw], [1, 1] + strides).result
+            result = _plane_generic(plane, taps_of, result, 2, [1, 1], [width, 1])
+    wide_type = ir.RankedTensorType(wide_init.type)
+    result = tensor.ExpandShapeOp(wide_type, result, reassociation, [], list(wide_type.shape)).result
+    if list(wide_type.shape) != o_shape:
+        result = tensor.ExtractSliceOp(init.type, result, [], [], [], [0] * 4, o_shape, [1] * 4).result
+    return result
+
+
+def _depthwise_phases(op) -> object:
+    """The depthwise convolution `op` as one unit-stride depthwise convolution per phase, each over a 4-D view
+    of _bordered_phase_planes' buffer (its input phase's plane from the phase's offset), accumulated one after
+    another."""
+    from mlir import ir
+    from mlir.dialects import tensor
+
+    image, filt, init = op.operands
+    f_shape, o_shape = static_shape(filt), static_shape(init)
+    strides = conv_ints(op, "strides", 2)
+    window, out = f_shape[1:], o_shape[2:]
+    source, low = _zero_padded_source(image)
+    taps = [[-(-(k - r) // s) for r in range(s)] for k, s in zip(window, strides)]
+    buffer, where = _bordered_phase_planes(source, strides, low[2:], out, taps)
+    lead = static_shape(buffer)[2:4]
+    element = ir.RankedTensorType(image.type).element_type
+    unit = _unit_strides(op)
+    result = init
+    for rh in range(strides[0]):
+        for rw in range(strides[1]):
+            th, tw = taps[0][rh], taps[1][rw]
+            a, b, row, col = where[(rh, rw)]
+            plane = [out[0] + th - 1, out[1] + tw - 1]
+            view = tensor.ExtractSliceOp(ir.RankedTensorType.get(lead + plane, element), buffer, [], [], [],
+                                         [a, b, 0, 0, row, col], [1, 1] + lead + plane, [1] * 6).result
+            taps_of = tensor.ExtractSliceOp(
+                ir.RankedTensorType.get(f_shape[:1] + [th, tw], element), filt, [], [], [],
+                [0, rh, rw], f_shape[:1] + [th, tw], [1] + strides).result
+            piece = op.clone(ip=ir.InsertionPoint(op))
+            piece.operands[0] = view
+            piece.operands[1] = taps_of
+            piece.operands[2] = result
+            piece.attributes["strides"] = unit
+            if MEMOIZED_MAPS in piece.attributes:
+                del piece.attributes[MEMOIZED_MAPS]
+            result = piece.results[0]
+    return result
+
+
+def strided_conv_planes(module, lanes: int = 16) -> int:
     """Rewrite every eligible convolution (module docstring); how many were rewritten."""
     from mlir import ir
     from mlir.dialects import tensor
@@ -90,6 +274,17 @@ def strided_conv_planes(module) -> int:
 
     rewritten = 0
     for op in ops_where(module, _eligible):
+        depthwise = op.name in DEPTHWISE
+        if depthwise or _flat_plane_phases(op, lanes):
+            image, init = op.operands[0], op.operands[2]
+            with ir.InsertionPoint(op), op.location:
+                result = _depthwise_phases(op) if depthwise else _flat_phases(op)
+            op.results[0].replace_all_uses_with(result)
+            op.erase()
+            for value in (image, init):
+                erase_unread(value, ("tensor.pad", "tensor.empty", "linalg.fill", "linalg.broadcast"))
+            rewritten += 1
+            continue
         image, filt, init = op.operands
         x_shape, f_shape, o_shape = (static_shape(v) for v in op.operands)
         strides = conv_ints(op, "strides", 2)

@@ -89,6 +89,18 @@ def _dense_copy(value):
     return generic.results[0]
 
 
+def _again_into_fresh(producer, init, o_sizes):
+    """A clone of the init's `producer` (a fill or broadcast: its operand 1 the output) writing a fresh dense
+    tensor of a phase's sizes `o_sizes`: its result."""
+    t = ir.RankedTensorType(init.type)
+    fresh = ir.Operation.create("bufferization.alloc_tensor", results=[ir.RankedTensorType.get(o_sizes, t.element_type)],
+                                operands=[], attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0, 0])})
+    again = producer.clone()
+    again.operands[1] = fresh.result
+    again.results[0].set_type(fresh.result.type)
+    return again.results[0]
+
+
 def _phase_init(init, o_offsets, o_sizes, o_strides, phase_dims):
     """The init of one phase's convolution, dense: a broadcast along the phase's dims (a bias) broadcast
     again into the phase's shape, anything else copied out of its strided phase."""
@@ -98,23 +110,11 @@ def _phase_init(init, o_offsets, o_sizes, o_strides, phase_dims):
         # the fill's strided phase is an identity generic, which the first function-wide canonicalization of
         # an earlier step erased (the selector had read it as an op to schedule: `select --apply` failed on
         # a ConvTranspose1d without bias, `op generic_54 must exist`)
-        t = ir.RankedTensorType(init.type)
-        fresh = ir.Operation.create("bufferization.alloc_tensor", results=[ir.RankedTensorType.get(o_sizes, t.element_type)],
-                                    operands=[], attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0, 0])})
-        again = broadcast.clone()
-        again.operands[1] = fresh.result
-        again.results[0].set_type(fresh.result.type)
-        return again.results[0]
+        return _again_into_fresh(broadcast, init, o_sizes)
     if broadcast is not None and broadcast.name == "linalg.broadcast":
         dimensions = set(ir.DenseI64ArrayAttr(broadcast.attributes["dimensions"]))
         if set(phase_dims) <= dimensions:
-            t = ir.RankedTensorType(init.type)
-            fresh = ir.Operation.create("bufferization.alloc_tensor", results=[ir.RankedTensorType.get(o_sizes, t.element_type)],
-                                        operands=[], attributes={"operandSegmentSizes": ir.DenseI32ArrayAttr.get([0, 0, 0])})
-            again = broadcast.clone()
-            again.operands[1] = fresh.result
-            again.results[0].set_type(fresh.result.type)
-            return again.results[0]
+            return _again_into_fresh(broadcast, init, o_sizes)
     return _dense_copy(_extract(init, o_offsets, o_sizes, o_strides))
 
 

@@ -381,9 +381,8 @@ class CpuTarget(Target):
             if self.row_networks and generics >= self.ROW_NETWORK_MIN_GENERICS:
                 # (after the fusion, which makes each stage one generic; a no-op, left out, unless the
                 # payload has a network)
-                # (l2: a norm's statistics over narrow rows only where the input is more than L2 holds)
                 steps.append(f"{self.ROW_NETWORKS}{{threads={self.machine.usable_cpus} "
-                             f"min-work={cpu_selector.MIN_PARALLEL_WORK} l2={self.machine.l2_bytes}}}")
+                             f"min-work={cpu_selector.MIN_PARALLEL_WORK}}}")
         else:
             steps = first
         if any(op.get("op", "").startswith("linalg.conv_") for op in ops):

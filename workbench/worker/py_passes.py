@@ -311,7 +311,7 @@ def _row_networks(module, options: dict) -> None:
     from workbench.worker.cpu import row_networks
 
     row_networks.row_networks(module, _int_option(options, "threads", 1, minimum=1),
-                              _int_option(options, "min-work", 0, minimum=0), _int_option(options, "l2", 0, minimum=0))
+                              _int_option(options, "min-work", 0, minimum=0))
 
 
 def _strided_convs(module, options: dict) -> None:
@@ -639,7 +639,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-strided-conv-planes": (_strided_conv_planes, "on tensors: f32 2-D channels-first convolutions with strides sh, sw > 1 along h and w (every phase with taps) -> sh * sw unit-stride convolutions, one per input phase, each over a contiguous phase plane (the input padded and transposed once to sh x sw x n x c x Hq x Wq; each phase's taps a strided slice of the filter), accumulated one after another: lh-conv-planes then takes each over its flattened plane (workbench/worker/cpu/strided_conv_planes.py)"),
     "lh-fold-splat-extracts": (_fold_splat_extracts, "tensor.extract of a tensor whose elements are known (a splat constant: dense<0.01>, zeros, ones; a tensor.splat; a dense constant at constant indices) -> that value (the extracts MLIR's folder removes: inspect's generalized copy and the IR the selector schedules then agree; a splat weight's filter flip is a broadcast, not a gather; workbench/worker/cpu/splat_extracts.py)"),
     "lh-pad-copies": (_pad_copies, "on tensors: reflection, replication and circular pads written by torch-mlir as gathers (loads at index arithmetic of index tables, a gather per padded dim), recognized from the values their indices take (the pad map of widths p, q of each dim), -> one loop over the output's rows (an scf.forall where {threads=1} is more than 1 and the output has at least {min-work=0} elements, else scf.for loops), each row's runs of unit stride copied as vector transfers of {lanes=16} x 32 bits and its border elements as scalar loads and stores: one pass over the output, no gathers (workbench/worker/cpu/pad_copies.py)"),
-    "lh-row-networks": (_row_networks, "on tensors: a network of many small ops over the same independent rows (torch-mlir's sort / argsort / topk: a compare-and-swap stage per expand_shape, half slices, generic and collapse_shape) -> one scf.forall over chunks of rows around the whole network, each chunk's values in L1 across every stage and one parallel region instead of one per stage; at least {threads=1} chunks where the network has {min-work=0} elements or more, else one; a norm's statistics (several reductions re-reading the same rows, narrow rows where the input is more than {l2=0: 512 KiB} bytes) likewise (workbench/worker/cpu/row_networks.py)"),
+    "lh-row-networks": (_row_networks, "on tensors: a network of many small ops over the same independent rows (torch-mlir's sort / argsort / topk: a compare-and-swap stage per expand_shape, half slices, generic and collapse_shape) -> one scf.forall over chunks of rows around the whole network, each chunk's values in L1 across every stage and one parallel region instead of one per stage; at least {threads=1} chunks where the network has {min-work=0} elements or more, else one (workbench/worker/cpu/row_networks.py)"),
     "lh-pad-conv-rows": (_pad_conv_rows, "on tensors: channels-first convolutions (unit stride along w) whose output rows are a little short of a multiple of 16 (at most 1/8 extra: 60, 30) computed over padded rows (input and init padded with zeros, the result sliced): whole vectors along every row, no remainder tile (workbench/worker/cpu/padded_conv_rows.py)"),
     "lh-strided-convs": (_strided_convs, "on tensors: channels-first convolutions with a stride s > 1 along w -> s unit-stride convolutions, one per input phase (the input's rows transposed once to s rows of every s-th element; each phase's taps a strided slice of the filter), accumulated one after another: vectors along w with contiguous loads (workbench/worker/cpu/strided_convs.py) {max-rank=3}: only convolutions of at most that many spatial dims (the selector: 1)"),
     "lh-pointwise-convs": (_pointwise_convs, "on tensors: channels-first 2-D/3-D convolutions with a 1x1(x1) window and unit strides -> linalg.conv_1d_ncw_fcw over the spatial dims collapsed (collapse_shape views, the result expanded back): vectors along the whole plane, not along rows with a remainder (workbench/worker/cpu/pointwise_convs.py)"),
@@ -685,7 +685,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "lh-pad-contraction-dims": ("lanes",),
     "lh-conv-planes": ("lanes",),
     "lh-pad-copies": ("threads", "min-work", "lanes"),
-    "lh-row-networks": ("threads", "min-work", "l2"),
+    "lh-row-networks": ("threads", "min-work"),
     "lh-collapse-planes": ("lanes",),
     "lh-strided-convs": ("max-rank",),
     "lh-fuse-elementwise-keep-contractions": ("batch-operands",),

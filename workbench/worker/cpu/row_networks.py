@@ -393,14 +393,13 @@ def _reduced_loops(op) -> int:
     return sum(1 for i, it in enumerate(iterator_types(op)) if it == "reduction" and sizes.get(i, 2) != 1)
 
 
-def _reread_row_bytes(group: list, rows: int, row_ops: dict, l2_bytes: int = 0) -> int:
+def _reread_row_bytes(group: list, rows: int, row_ops: dict) -> int:
     """Bytes per row of the widest value that several reductions of `group` read along the rows while
     every value the group computes (its generics' results) is narrow: a norm's statistics (a group norm's
     mean and variance, each a reduction over the same input rows, one pass over memory each); 0 when the
     group is not that. Rows of MAX_ROW_ELEMENTS or fewer count too where each of the reductions reduces
     several loops (an instance norm's H x W: no row of the rows schedule's chains, which reduce one) and
-    the whole value is more than L2 holds (`l2_bytes`, else STATISTICS_CHUNK_BYTES): each of their passes
-    over it goes to memory (a value L2 holds is read faster by the separate passes than chunk by chunk)."""
+    the whole value is more than STATISTICS_CHUNK_BYTES (each of their passes over it goes to memory)."""
     generics = [op for op in group if op.name == "linalg.generic"]
     members = set(group)
     for op in generics:
@@ -418,7 +417,7 @@ def _reread_row_bytes(group: list, rows: int, row_ops: dict, l2_bytes: int = 0) 
             v = op.operands[k]
             if _elements(v) // rows > MAX_ROW_ELEMENTS or (
                     _reduced_loops(op) >= 2 and _elements(v) // rows > 1
-                    and _elements(v) * _bytes(v) > (l2_bytes or STATISTICS_CHUNK_BYTES)):
+                    and _elements(v) * _bytes(v) > STATISTICS_CHUNK_BYTES):
                 readers.setdefault(v, set()).add(op)
     wide = [v for v, ops in readers.items() if len(ops) >= MIN_STATISTICS_READS]
     if not wide:
@@ -441,9 +440,8 @@ def _top(owner, members: set) -> bool:
     return False
 
 
-def row_networks(module, threads: int = 1, min_work: int = 0, l2_bytes: int = 0) -> int:
-    """Rewrite every network of row ops in `module`'s functions (module docstring); how many. `l2_bytes`:
-    the machine's L2 per core (norm statistics over narrow rows: _reread_row_bytes)."""
+def row_networks(module, threads: int = 1, min_work: int = 0) -> int:
+    """Rewrite every network of row ops in `module`'s functions (module docstring); how many."""
     done = 0
     for func in ops_where(module, lambda o: o.name == "func.func"):
         if not len(func.regions[0].blocks):
@@ -455,7 +453,7 @@ def row_networks(module, threads: int = 1, min_work: int = 0, l2_bytes: int = 0)
                 if _is_network(group, rows):
                     done += _rewrite(group, index, row_ops, rows, threads, last, min_work)
                     break   # (the block changed: the next row count reads it anew)
-                row_bytes = _reread_row_bytes(group, rows, row_ops, l2_bytes) if not last else 0
+                row_bytes = _reread_row_bytes(group, rows, row_ops) if not last else 0
                 # (only with a row per core at least: the ops in a chunk run on one core, and a batch short
                 # of the cores is better split inside each op, as before)
                 if row_bytes and rows >= threads:

@@ -164,3 +164,34 @@ def test_per_channel_scale_runs_over_the_plane(ctx, tmp_path, width, collapsed):
     flat = f"tensor<2x8x{width * width}xf32>"
     assert (flat in text and "tensor.expand_shape" in text) == collapsed, text
     _check(ctx, 2)
+
+
+INSTANCE_NORM = Path(__file__).parent / "payloads" / "norm_statistics" / "instance_norm_2x40x45x45.mlir"
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_instance_norm_statistics_and_normalization_in_one_forall(ctx, threads):
+    """nn.InstanceNorm2d(40) over 2 x 40 x 45 x 45 (torch-mlir's export: 80 rows of 2025 elements, narrower
+    than the group norm's but each statistic reducing H x W, and 648 KB in all, more than L2 keeps for the
+    passes): one forall over the rows holding the three reductions (the f64 mean, the f64 variance, the f32
+    mean) and the normalization, nothing of them outside: the input read from memory once instead of four
+    times. Through the selector path (rows of 2025: no whole vectors, no tile multiple), lowered and run on
+    1 and 2 threads against the unscheduled payload."""
+    text = _passes(ctx, INSTANCE_NORM, "lh-fuse-elementwise", f"lh-row-networks{{threads={threads}}}")
+    assert text.count("scf.forall (") == 1
+    body = _forall_body(text)
+    assert body.count('"reduction"') >= 3 and "x45x45xf32>) outs" in body
+    rest = text.replace(body, "")
+    assert '"reduction"' not in rest and "tensor<80x45x45xf32>) outs" not in rest
+    ok(ctx, f"load {INSTANCE_NORM}")
+    ok(ctx, f"target cpu --threads {threads}")
+    prepared = " ".join(ok(ctx, "select --apply").data["prepared"])
+    assert "lh-row-networks" in prepared, prepared
+    assert "scf.forall" in ctx.session.current_ir
+    _check(ctx, threads)
+
+
+def test_small_instance_norm_statistics_are_left_alone(ctx):
+    """The test-shape instance norm (2 x 3 x 5 x 5: 600 bytes, in L1 for every pass) gets no forall."""
+    text = _passes(ctx, FIXTURES / "instance_norm.mlir", "lh-fuse-elementwise", "lh-row-networks{threads=2}")
+    assert "scf.forall" not in text

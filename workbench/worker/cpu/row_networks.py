@@ -247,7 +247,7 @@ def _rewrite(group: list, index: dict, row_ops: dict, rows: int, threads: int, l
     final = group[-1]
     block_ops = sorted(index, key=lambda o: index[o])
     # results read after the network (and not before its end: the forall goes after its last op)
-    outputs = []
+    outputs, dead = [], []
     for op in group:
         if op.name == "tensor.empty":
             continue   # (ops outside keep the original: the forall's body makes its own)
@@ -257,6 +257,12 @@ def _rewrite(group: list, index: dict, row_ops: dict, rows: int, threads: int, l
                 while top not in index and top.parent is not None:
                     top = top.parent
                 if top in members:
+                    continue
+                if (chunk_rows and top in index and top.name in _SHAPE_OPS
+                        and not any(len(list(x.uses)) for x in top.results)):
+                    # (a reshape nothing reads, which the fusion leaves of the statistics it folded: an
+                    # instance norm's 1 x N*C x 1 x 1 mean; erased with the statistics' ops)
+                    dead.append(top)
                     continue
                 if top not in index or index[top] <= index[final]:
                     return False
@@ -330,6 +336,8 @@ def _rewrite(group: list, index: dict, row_ops: dict, rows: int, threads: int, l
             owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
             if owner != forall and not _nested_in(owner, forall):
                 owner.operands[use.operand_number] = new
+    for op in dead:
+        op.erase()
     for op in reversed(group):
         if not any(len(list(r.uses)) for r in op.results):
             op.erase()
@@ -371,11 +379,27 @@ def _is_network(group: list, rows: int) -> bool:
     return len(generics) >= MIN_GENERICS and (slices >= MIN_SLICES or reductions >= MIN_REDUCTIONS)
 
 
+def _reduced_loops(op) -> int:
+    """How many of a generic's reduction loops have more than one iteration (static sizes read off the
+    operands' shapes through their maps)."""
+    sizes: dict = {}
+    for v, m in zip(op.operands, _maps(op)):
+        t = ranked_tensor_type(v, True)
+        if t is None:
+            continue
+        for d, e in zip(t.shape, m.results):
+            if re.fullmatch(r"d\d+", str(e)):
+                sizes[int(str(e)[1:])] = d
+    return sum(1 for i, it in enumerate(iterator_types(op)) if it == "reduction" and sizes.get(i, 2) != 1)
+
+
 def _reread_row_bytes(group: list, rows: int, row_ops: dict) -> int:
     """Bytes per row of the widest value that several reductions of `group` read along the rows while
     every value the group computes (its generics' results) is narrow: a norm's statistics (a group norm's
     mean and variance, each a reduction over the same input rows, one pass over memory each); 0 when the
-    group is not that."""
+    group is not that. Rows of MAX_ROW_ELEMENTS or fewer count too where each of the reductions reduces
+    several loops (an instance norm's H x W: no row of the rows schedule's chains, which reduce one) and
+    the whole value is more than STATISTICS_CHUNK_BYTES (each of their passes over it goes to memory)."""
     generics = [op for op in group if op.name == "linalg.generic"]
     members = set(group)
     for op in generics:
@@ -391,13 +415,19 @@ def _reread_row_bytes(group: list, rows: int, row_ops: dict) -> int:
             continue
         for k in row_ops[op]:
             v = op.operands[k]
-            if _elements(v) // rows > MAX_ROW_ELEMENTS:
+            if _elements(v) // rows > MAX_ROW_ELEMENTS or (
+                    _reduced_loops(op) >= 2 and _elements(v) // rows > 1
+                    and _elements(v) * _bytes(v) > STATISTICS_CHUNK_BYTES):
                 readers.setdefault(v, set()).add(op)
     wide = [v for v, ops in readers.items() if len(ops) >= MIN_STATISTICS_READS]
     if not wide:
         return 0
-    return max(_elements(v) // rows * max((element_bits(ranked_tensor_type(v, True).element_type) or 32) // 8, 1)
-               for v in wide)
+    return max(_elements(v) // rows * _bytes(v) for v in wide)
+
+
+def _bytes(value) -> int:
+    """Bytes per element of a tensor value."""
+    return max((element_bits(ranked_tensor_type(value, True).element_type) or 32) // 8, 1)
 
 
 def _top(owner, members: set) -> bool:

@@ -42,6 +42,41 @@ def splat_payload(text: str, value: str) -> str | None:
     return text[:start] if start >= 0 else text
 
 
+_RESOURCE_NAMED = re.compile(r"dense_resource<(?P<name>[^>]+)>(?P<type>\s*:\s*tensor<(?:[^>]*x)?(?P<elt>[a-z0-9]+)>)")
+_BLOB = re.compile(r'^\s*(?P<name>[^\s:]+):\s*"0x[0-9A-Fa-f]*",?\s*$')
+
+
+def splat_float_weights(text: str, value: str) -> str | None:
+    """The module with its float dense_resource constants (weights) replaced by splats of `value` and its
+    integer and bool ones (index tables: a group norm's channel-to-group maps, gathers' indices) kept as
+    blobs, which a splat would make wrong programs of (every channel read group 0's statistics); None
+    when it has no float resource. For shrinking bench-shape exports (scripts/random_weights.py puts random
+    float weights back)."""
+    kept: set[str] = set()
+    replaced = 0
+
+    def literal(m: re.Match) -> str:
+        nonlocal replaced
+        if not m.group("elt").startswith(("f", "bf")):
+            kept.add(m.group("name"))
+            return m.group(0)
+        replaced += 1
+        return f"dense<{value}>{m.group('type')}"
+
+    text = _RESOURCE_NAMED.sub(literal, text)
+    if not replaced:
+        return None
+    start = text.find("{-#")
+    if start < 0:
+        return text
+    blobs = [line for line in text[start:].splitlines() if (m := _BLOB.match(line)) and m.group("name") in kept]
+    if not blobs:
+        return text[:start]
+    blobs = [b.rstrip().rstrip(",") for b in blobs]
+    return (text[:start] + "{-#\n  dialect_resources: {\n    builtin: {\n      "
+            + ",\n      ".join(b.strip() for b in blobs) + "\n    }\n  }\n#-}\n")
+
+
 def check(path: Path, threads: int, cpu: str, timeout: float) -> str:
     """'' when select -> bench -> cpu-lower -> run --check all work, else the failing step and its error."""
     sys.path.insert(0, str(ROOT))

@@ -48,3 +48,33 @@ def test_the_committed_device_set_names_corpus_entries():
     assert len(names) == len(set(names)) >= 30
     missing = [n for n in names if f'"{n}"' not in corpus and f"'{n}'" not in corpus and f"def {n}(" not in corpus]
     assert not missing, missing
+
+
+def test_shrinking_an_export_keeps_its_index_tables():
+    """scripts/sweep_constant_weights.splat_float_weights: float weights become splats (random_weights.py puts
+    random ones back), integer tables stay blobs: splatting a group norm's channel-to-group maps to 0 had
+    every channel normalized with group 0's statistics, and the device measured that program."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from sweep_constant_weights import splat_float_weights
+
+    text = """func.func @main() -> (tensor<2xf32>, tensor<2xi64>) {
+  %w = arith.constant dense_resource<w_f32> : tensor<2xf32>
+  %i = arith.constant dense_resource<idx_i64> : tensor<2xi64>
+  return %w, %i : tensor<2xf32>, tensor<2xi64>
+}
+{-#
+  dialect_resources: {
+    builtin: {
+      w_f32: "0x040000000000803F00000040",
+      idx_i64: "0x0800000000000000000000000100000000000000"
+    }
+  }
+#-}
+"""
+    shrunk = splat_float_weights(text, "1.0e-02")
+    assert "dense<1.0e-02> : tensor<2xf32>" in shrunk and "dense_resource<idx_i64> : tensor<2xi64>" in shrunk
+    assert "idx_i64: \"0x0800000000000000000000000100000000000000\"" in shrunk and "w_f32:" not in shrunk
+    from mlir import ir
+    with ir.Context():
+        ir.Module.parse(shrunk)   # the kept blob section still parses
+    assert splat_float_weights(text.replace("w_f32> : tensor<2xf32>", "w_f32> : tensor<2xi32>"), "0.0") is None

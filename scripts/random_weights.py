@@ -53,8 +53,11 @@ def random_weights(text: str, value: str = "1.000000e-02", scale: float = 0.05, 
         return text, 0
     entries = ",\n".join(f'      {name}: "{hexdata}"' for name, hexdata in blobs)
     section = "{-#\n  dialect_resources: {\n    builtin: {\n" + entries + "\n    }\n  }\n#-}\n"
-    if "{-#" in out:   # a section already there: one more builtin block is not allowed; refuse plainly
-        raise ValueError("the module already has a resource section; merge by hand")
+    if "{-#" in out:   # a section already there (kept integer tables): the blobs join its builtin block
+        head, sep, rest = out.partition("builtin: {")
+        if not sep:
+            raise ValueError("the module's resource section has no builtin block to add the weights to")
+        return head + sep + "\n" + entries + "," + rest, len(blobs)
     return out.rstrip() + "\n\n" + section, len(blobs)
 
 

@@ -74,7 +74,11 @@ def test_shrinking_an_export_keeps_its_index_tables():
     shrunk = splat_float_weights(text, "1.0e-02")
     assert "dense<1.0e-02> : tensor<2xf32>" in shrunk and "dense_resource<idx_i64> : tensor<2xi64>" in shrunk
     assert "idx_i64: \"0x0800000000000000000000000100000000000000\"" in shrunk and "w_f32:" not in shrunk
+    from random_weights import random_weights
+    weighted, made = random_weights(shrunk, "1.0e-02")
+    assert made == 1 and "dense_resource<lh_random_weight_0> : tensor<2xf32>" in weighted
     from mlir import ir
     with ir.Context():
-        ir.Module.parse(shrunk)   # the kept blob section still parses
+        for module in (shrunk, weighted):   # the kept blob section parses, and with the random weights in it
+            ir.Module.parse(module)
     assert splat_float_weights(text.replace("w_f32> : tensor<2xf32>", "w_f32> : tensor<2xi32>"), "0.0") is None

@@ -28,6 +28,12 @@ def _if_else(x, y):
     return (x + y if x[0] > 0 else y * x) * np.float32(2)
 
 
+def _loop_if_else(x, y):
+    for _ in range(4):
+        x = x + y if x[0] > 0 else x * y
+    return x
+
+
 def _impure_loop(x):
     n = 0
     while True:
@@ -38,7 +44,10 @@ def _impure_loop(x):
         n += 1
 
 
-EXPECTED = {"while_loop": _while_loop, "if_else": _if_else, "impure_loop": _impure_loop}
+#: (if_else, a diamond without a loop, lowered before too: the deallocation takes unstructured branches, not
+#: loops; it is here for the lifting, which makes it an scf.if)
+EXPECTED = {"while_loop": _while_loop, "if_else": _if_else, "loop_if_else": _loop_if_else,
+            "impure_loop": _impure_loop}
 
 
 @pytest.mark.parametrize("route", ["cpu-lower", "select"])

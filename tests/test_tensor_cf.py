@@ -106,3 +106,20 @@ func.func @plain(%x: tensor<4xf32>) -> tensor<4xf32> {
         assert "scf.while" in after["main"] and "cf.br" not in after["main"], after["main"]
         assert "cf.cond_br" not in after["main"] and "ub.poison" not in after["main"], after["main"]
         assert {k: v for k, v in after.items() if k != "main"} == others
+
+
+def _mpi_unavailable() -> str:
+    from workbench.execution.mpi_launch import availability
+
+    ok_, why = availability()
+    return "" if ok_ else why
+
+
+@pytest.mark.skipif(bool(_mpi_unavailable()), reason=f"mpi target unavailable: {_mpi_unavailable()}")
+def test_mpi_lowering_lifts_the_loop_too(ctx):
+    """mpi's bufferization (its own deallocation pass) refused the loop the same way."""
+    ok(ctx, f"load {PAYLOADS / 'while_loop.mlir'}")
+    ok(ctx, "target mpi")
+    ok(ctx, "apply mpi-lower")
+    res = ok(ctx, "run --check --iterations 2")
+    assert res.data["run"]["check"]["passed"], res.data["run"]["check"]

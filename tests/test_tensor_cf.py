@@ -123,3 +123,12 @@ def test_mpi_lowering_lifts_the_loop_too(ctx):
     ok(ctx, "apply mpi-lower")
     res = ok(ctx, "run --check --iterations 2")
     assert res.data["run"]["check"]["passed"], res.data["run"]["check"]
+
+
+def test_a_dynamic_shape_loop_bufferizes(ctx):
+    """A poison tensor of dynamic shape becomes a tensor.empty of size 0 (run needs static shapes: the
+    bufferization is what this payload can show)."""
+    ok(ctx, f"load {PAYLOADS / 'while_loop_dynamic.mlir'}")
+    ok(ctx, "apply cpu-bufferize")
+    ir = ok(ctx, "show").body
+    assert "scf.while" in ir and "cf.br" not in ir and "ub.poison" not in ir, ir

@@ -40,7 +40,7 @@ def pass_names() -> list[str]:
 #: the worker side), for completion; tests/test_qa_round6.py keeps the two lists equal
 WORKBENCH_PASSES = (
     "lh-frontend-to-linalg", "lh-apply-payload-schedule", "lh-erase-transform-schedules",
-    "lh-buffer-deallocation", "lh-profile-regions", "lh-specialize-shapes", "lh-gpu-device-wrapper",
+    "lh-lift-tensor-cf", "lh-buffer-deallocation", "lh-profile-regions", "lh-specialize-shapes", "lh-gpu-device-wrapper",
     "lh-gpu-device-memory", "lh-gpu-serial-kernels", "lh-parallel-dims-first", "lh-gpu-linear-map",
     "lh-barrier-after-async-wait", "lh-bf16-memory-as-bits", "lh-bf16-compute-f32", "lh-flat-vector-math", "lh-contiguous-gather-sources",
     "lh-math-approx", "lh-math-exp-approx", "lh-outline-loops", "lh-outline-repeated-steps",

@@ -303,6 +303,10 @@ class CpuTarget(Target):
     #: old variant)
     strided_conv_planes = True
 
+    #: cf branches over tensors (upstream's detensorize_while) as scf loops and ifs before the schedules, whose
+    #: bufferization's deallocation takes structured loops only: workbench/worker/tensor_cf.py
+    LIFT_TENSOR_CF = "pass lh-lift-tensor-cf"
+
     #: repeated runs of ops (an unrolled RNN's time steps) as calls of one function:
     #: workbench/worker/repeated_steps.py
     OUTLINE_REPEATED_STEPS = "pass lh-outline-repeated-steps"
@@ -359,7 +363,8 @@ class CpuTarget(Target):
         generics = sum(1 for op in ops if op.get("op") == "linalg.generic")
         powers = any("math.fpowi" in (op.get("loops") or {}).get("body", []) for op in ops)
         gathers = any("tensor.extract" in (op.get("loops") or {}).get("body", []) for op in ops)
-        first = [self.OUTLINE_REPEATED_STEPS, self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS,
+        # (a no-op, left out, unless a function branches over tensors)
+        first = [self.LIFT_TENSOR_CF, self.OUTLINE_REPEATED_STEPS, self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS,
                  self.DROP_DEAD_RESULTS, self.FUSE_INTO_GATHERS, self.WIDEN_BOOL_REDUCTIONS]
         if gathers:
             # (first: the steps after it, and the selector, then see the value, not a gather; a no-op, left

@@ -485,6 +485,12 @@ def _frontend_to_linalg(module, options: dict) -> None:
     lower_frontend_dialects(module)
 
 
+def _lift_tensor_cf(module, options: dict) -> None:
+    from workbench.worker.tensor_cf import lift_tensor_cf
+
+    lift_tensor_cf(module)
+
+
 def _erase_transform_schedules(module, options: dict) -> None:
     from workbench.worker.payload_schedules import erase_schedules
 
@@ -596,6 +602,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-frontend-to-linalg": (_frontend_to_linalg, "front-end dialects lowered to linalg by upstream's pipelines, only where the module holds their ops (TOSA: tosa-to-linalg-pipeline; workbench/worker/frontend_dialects.py); a transform script the payload carries is erased (lh-apply-payload-schedule runs it)"),
     "lh-apply-payload-schedule": (_apply_payload_schedule, "the payload's own transform script (upstream test files: a `module attributes {transform.with_named_sequence}` next to the code) run as one step {entry=__transform_main}, then erased (transform-interpreter + -test-transform-dialect-erase-schedule; workbench/worker/payload_schedules.py)"),
     "lh-erase-transform-schedules": (_erase_transform_schedules, "the payload's own transform scripts erased without running them (mlir-opt's -test-transform-dialect-erase-schedule; lh-frontend-to-linalg does it first)"),
+    "lh-lift-tensor-cf": (_lift_tensor_cf, "unstructured control flow over tensors (cf branches whose block arguments are tensors: upstream's detensorize_while) lifted to scf, its poison tensors (values no path reads) made tensor.empty, only in the functions that have such branches (lift-cf-to-scf; workbench/worker/tensor_cf.py): bufferization's deallocation takes structured loops only"),
     "lh-buffer-deallocation": (_buffer_deallocation, "upstream's buffer-deallocation-pipeline, except on a module that frees its own buffers (memref.dealloc: upstream's memref test programs; the pipeline refuses existing frees)"),
     "lh-profile-regions": (_profile_regions, "each top-level op of the public functions timed with rtclock into the global __lh_profile_seconds, its label in lh.profile_regions (`run --profile`; workbench/worker/profile_regions.py)"),
     "lh-specialize-shapes": (_specialize_shapes, "on tensors: dynamic dims of a function's arguments made static {shapes=0:64x32,1:32x48 function=NAME}: casts folded by canonicalization, static results returned as such (run and the selectors need static shapes; workbench/worker/specialize_shapes.py)"),

@@ -35,7 +35,8 @@ from workbench.common.compact_text import BlobStore, CompactText, as_elided, as_
 from workbench.execution.worker_client import CompileClient, take_prestarted_compile_worker
 from workbench.execution.expected import ExpectedError, ExpectedOutputs, find_sidecar
 from workbench.paths import state_dir
-from workbench.steps.kinds import BuildContext, Step, StepError, load_pipeline_yaml, short_repr, step_from_entry
+from workbench.steps.kinds import (BuildContext, Step, StepError, pipeline_of, read_pipeline_doc, short_repr,
+                                    step_from_entry)
 from workbench.steps.params import ParamError, payload_dims
 from workbench.steps.spec import SpecError
 from workbench.targets import TargetError, get_target
@@ -993,11 +994,8 @@ class LoadedSession:
 
 def read_session_file(path: str | Path) -> LoadedSession:
     path = Path(path)
-    entries, variables = load_pipeline_yaml(path)
-    try:
-        doc = safe_yaml.load_file(path)
-    except (OSError, yaml.YAMLError) as e:  # already reported by load_pipeline_yaml, kept for completeness
-        raise SessionError(f"{path}: invalid YAML: {e}")
+    doc = read_pipeline_doc(path)   # read and parsed once (PyYAML's scanner is the slow part of a long file)
+    entries, variables = pipeline_of(doc, path)
     unknown = sorted(str(k) for k in doc if k not in SESSION_TOP_KEYS)
     if unknown:
         raise SessionError(f"{path}: unknown top-level key {unknown[0]!r} (known: {', '.join(SESSION_TOP_KEYS)})")

@@ -1,0 +1,95 @@
+"""Over-long input refused early and long work that reports progress (docs/qa-round11.md and qa-round12.md,
+"Left open"); each test failed before its fix."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import MATMUL, REPO, do, ok
+
+TILE = REPO / "pipelines" / "lib" / "tile.py"
+
+
+def _session(tmp_path: Path, pipeline: str, name: str = "s.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(f"Pipeline:\n{pipeline}Workbench: {{payload: {{path: {MATMUL}}}}}\n")
+    return p
+
+
+# -- 1. a parameter value longer than any real one ------------------------------------------------------------
+
+def test_a_saved_session_with_a_huge_list_parameter_is_refused_while_it_is_read(ctx, tmp_path):
+    """A 100,000-entry list parameter took 38-47 s (the generator, then the transform parser of a 200 kB
+    script) before a clipped error. It is refused as the session is read: one line naming the entry, the
+    step, the key and the limit, and the session is the one it was."""
+    ok(ctx, f"load {MATMUL}")
+    before = (ctx.session.payload_path, ctx.session.current_sha, ctx.session.cursor)
+    sizes = "[" + ", ".join(["8"] * 20_000) + "]"
+    for pipeline in (f"- schedule: {TILE}[gen=tile_op]\n  params: {{tile_sizes: {sizes}}}\n",   # `params:`
+                     f"- schedule: {TILE}[gen=tile_op]{{tile_sizes={sizes}}}\n"):              # the reference's {}
+        t0 = time.perf_counter()
+        res = do(ctx, f"replay {_session(tmp_path, pipeline)}")
+        assert time.perf_counter() - t0 < 15
+        assert not res.ok and "\n" not in res.error, res.error
+        assert "entry 1 (tile.py): parameter tile_sizes: 20000 list items, more than the 4096 allowed" in res.error, \
+            res.error
+        assert (ctx.session.payload_path, ctx.session.current_sha, ctx.session.cursor) == before
+    long_name = "x" * (70 << 10)
+    res = do(ctx, f"replay {_session(tmp_path, f'- bench: {{entry: {long_name}}}' + chr(10))}")
+    assert not res.ok and "entry 1 (bench): parameter entry: a string of 71680 characters, more than the 65536 " \
+        "allowed" in res.error, res.error
+
+
+def test_apply_and_params_refuse_a_huge_list_parameter_naming_the_step(ctx):
+    ok(ctx, f"load {MATMUL}")
+    sizes = "[" + ",".join(["8"] * 5000) + "]"
+    res = do(ctx, f"apply {TILE}[gen=tile_op]{{tile_sizes={sizes}}}")
+    assert not res.ok and res.error.endswith("(tile.py): parameter tile_sizes: 5000 list items, more than the "
+                                             "4096 allowed"), res.error
+    ok(ctx, f"apply {TILE}[gen=tile_op]{{tile_sizes=[8,8,8]}}")
+    sha = ctx.session.current_sha
+    res = do(ctx, f"params 1 tile_sizes={sizes}")
+    assert not res.ok and "params (step 1: " in res.error and "parameter tile_sizes: 5000 list items" in res.error, \
+        res.error
+    nested = "[" + ",".join(["[8,8]"] * 1500) + "]"   # nested lists' items count too
+    res = do(ctx, f"params 1 tile_sizes={nested}")
+    assert not res.ok and "more than the 4096 allowed" in res.error, res.error
+    assert ctx.session.current_sha == sha and ctx.session.cursor == 1
+
+
+def test_the_limits_allow_what_a_real_parameter_holds():
+    from workbench.steps import spec as S
+
+    assert S.parse_params("t=[" + ",".join(["123456789"] * 4096) + "]")["t"] == [123456789] * 4096
+    assert S.parse_params("n=" + "y" * (64 << 10))["n"] == "y" * (64 << 10)
+    with pytest.raises(S.SpecError, match="parameter n: a string of 65537 characters"):
+        S.parse_params("n=" + "y" * ((64 << 10) + 1))
+
+
+# -- 2. a session file far larger than any real one -----------------------------------------------------------
+
+def test_a_session_file_of_200000_step_records_is_refused_before_it_is_parsed(ctx, tmp_path):
+    """200,000 step records (3 MB, no alias) took 20 s under load to reach the node limit in PyYAML's
+    pure-Python scanner; the file's size is checked first. Every shipped session and pipeline still loads."""
+    from workbench.common import safe_yaml
+    from workbench.session import read_session_file
+
+    record = "  - {index: 1, ir_sha256: " + "a" * 64 + ", seconds: 0.001, noop: false}\n"
+    p = tmp_path / "big.yaml"
+    p.write_text(f"Pipeline: []\nWorkbench:\n  payload: {{path: {MATMUL}}}\n  steps:\n" + record * 40_000)
+    t0 = time.perf_counter()
+    res = do(ctx, f"replay {p}")
+    assert time.perf_counter() - t0 < 2
+    assert not res.ok and "larger than 1 MiB (a session or pipeline file has a few KiB)" in res.error, res.error
+    with pytest.raises(safe_yaml.YAMLTooLarge, match="larger than 1 MiB"):
+        safe_yaml.load(p.read_text())
+    for f in sorted((REPO / "sessions").glob("*.yaml")):
+        assert read_session_file(f).steps, f
+    for f in [*REPO.glob("pipelines/**/*.yaml"), *REPO.glob("tests/**/*.yaml"), *REPO.glob("examples/**/*.yaml")]:
+        assert f.stat().st_size < safe_yaml.MAX_BYTES // 16, f
+    # 20,000 `cse` steps (240 kB) are under the size and node limits: read (once: it was parsed twice)
+    p = tmp_path / "long.yaml"
+    p.write_text("Pipeline: [" + "{pass: cse}, " * 20_000 + f"]\nWorkbench: {{payload: {{path: {MATMUL}}}}}\n")
+    assert len(read_session_file(p).steps) == 20_000

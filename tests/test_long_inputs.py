@@ -2,6 +2,7 @@
 "Left open"); each test failed before its fix."""
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -93,3 +94,58 @@ def test_a_session_file_of_200000_step_records_is_refused_before_it_is_parsed(ct
     p = tmp_path / "long.yaml"
     p.write_text("Pipeline: [" + "{pass: cse}, " * 20_000 + f"]\nWorkbench: {{payload: {{path: {MATMUL}}}}}\n")
     assert len(read_session_file(p).steps) == 20_000
+
+
+# -- 3. files written for another MLIR version: errors at an op whose syntax or verifier changed ----------------
+
+OLD_TILE = """\
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%arg1: !transform.any_op {transform.readonly}) {
+    %0 = transform.structured.match ops{["linalg.matmul"]} in %arg1 : (!transform.any_op) -> !transform.any_op
+    %1, %loops:3 = transform.structured.tile_using_for %0 [8, [16], 1]
+      : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}
+"""
+NEWER_SUBVIEW = """\
+func.func @main(%m: memref<4x8xf32>) -> memref<8xf32, strided<[1]>> {
+  %0 = memref.subview %m[1, 0][1, 8][1, 1] : memref<4x8xf32> to memref<8xf32, strided<[1]>>
+  return %0 : memref<8xf32, strided<[1]>>
+}
+"""
+
+
+def test_old_transform_syntax_and_a_newer_verifier_get_the_other_mlir_version_hint(ctx, tmp_path):
+    """`tile_using_for %op [8, [16], 1]` (before `tile_sizes`) and a rank-reducing subview's `strided<[1]>`
+    result (a newer tree's verifier accepts it) failed with MLIR's message alone: only unknown ops and dialects
+    got the hint. An error at an op whose syntax or verifier changed between versions, while a file is read
+    (a payload, a transform script), gets it, in the one line at file:line:col."""
+    from workbench.common.mlir_libs import mlir_version
+
+    script = tmp_path / "old.mlir"
+    script.write_text(OLD_TILE)
+    ok(ctx, f"load {MATMUL}")
+    res = do(ctx, f"apply {script}")
+    assert not res.ok and "\n" not in res.error, res.error
+    assert (f"{script}:4:59: custom op 'transform.structured.tile_using_for' expected 'tile_sizes' "
+            "(transform.structured.tile_using_for changed between MLIR versions: tile sizes follow `tile_sizes` "
+            f"since LLVM 19, `%op [8, 16]` before; this is MLIR {mlir_version()}, a file written for another MLIR "
+            "version?)") in res.error, res.error
+    payload = tmp_path / "payload.mlir"       # the script inside the payload, as upstream test files have it
+    payload.write_text("func.func @f() {\n  return\n}\n" + OLD_TILE)
+    res = do(ctx, f"load {payload}")
+    assert not res.ok and f"{payload}:7:59:" in res.error and "another MLIR version?" in res.error, res.error
+    newer = tmp_path / "subview.mlir"
+    newer.write_text(NEWER_SUBVIEW)
+    res = do(ctx, f"load {newer}")
+    assert not res.ok and res.error.startswith(f"{newer}:2:8: expected result type to be"), res.error
+    assert res.error.endswith("(memref.subview changed between MLIR versions: which result layouts a "
+                              "rank-reducing subview may have, `strided<[1]>` without `offset: ?`; this is MLIR "
+                              f"{mlir_version()}, a file written for another MLIR version?)"), res.error
+    # an op that did not change (`arith.addf` of mismatched types) gets MLIR's message alone
+    bad = tmp_path / "bad.mlir"
+    bad.write_text("func.func @f(%a: f32, %b: f64) -> f32 {\n  %r = arith.addf %a, %b : f32\n  return %r : f32\n}\n")
+    res = do(ctx, f"load {bad}")
+    assert not res.ok and "another MLIR version" not in res.error, res.error
+

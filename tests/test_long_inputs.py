@@ -149,3 +149,86 @@ def test_old_transform_syntax_and_a_newer_verifier_get_the_other_mlir_version_hi
     res = do(ctx, f"load {bad}")
     assert not res.ok and "another MLIR version" not in res.error, res.error
 
+
+# -- 4. a long replay: progress (steps done / total, rate) and cancellable --------------------------------------
+
+def _long_session(tmp_path: Path, steps: int) -> Path:
+    p = tmp_path / f"long{steps}.yaml"
+    p.write_text("Pipeline: [" + "{pass: cse}, " * steps + f"]\nWorkbench: {{payload: {{path: {MATMUL}}}}}\n")
+    return p
+
+
+def test_a_long_replay_reports_steps_done_of_total_and_a_rate_not_a_line_per_step(ctx, tmp_path, monkeypatch):
+    """20,000 steps replayed at ~145 steps/s printed a line per step for 2.3 minutes, nothing said how far it
+    was. A replay of more than LONG_REPLAY_STEPS says `replay: step K/N (P%), R steps/s, about T left` every
+    PROGRESS_INTERVAL_S and its total at the end; a short one still says each step."""
+    from conftest import with_progress
+    from workbench.commands import file_commands
+
+    monkeypatch.setattr(file_commands, "PROGRESS_INTERVAL_S", 0.05)
+    res, heard = with_progress(ctx, f"replay {_long_session(tmp_path, 400)}")
+    assert res.ok, res.error
+    assert not [m for m in heard if m.startswith("step ")], heard[:5]
+    lines = [m for m in heard if m.startswith("replay: step ")]
+    assert lines and len(lines) < 400, heard
+    for m in lines:
+        assert re.fullmatch(r"replay: step \d+/400 \(\d+%\), \d+ steps/s, about \d+(\.\d)? (s|min|h) left", m), m
+    assert re.fullmatch(r"replay: 400/400 steps in \d+\.\d s \(\d+ steps/s\)", heard[-1]), heard[-1]
+    res, heard = with_progress(ctx, f"replay {_long_session(tmp_path, 3)}")
+    assert res.ok and [m.split(":")[0] for m in heard if m.startswith("step ")] == ["step 1/3 ok", "step 2/3 ok",
+                                                                                   "step 3/3 ok"], heard
+
+
+def test_a_long_replay_is_cancelled_where_it_is_and_the_session_is_unchanged(ctx, tmp_path):
+    """Esc in the TUI (worker_client.cancel_command) stops the replay before its next step, in one line saying
+    where; the session is the one it was."""
+    import threading
+
+    from workbench.commands import CommandContext
+    from workbench.execution import worker_client
+
+    ok(ctx, f"load {MATMUL}")
+    before = (ctx.session.payload_path, ctx.session.current_sha, ctx.session.cursor)
+    heard: list[str] = []
+    started = threading.Event()
+
+    def progress(message: str) -> None:
+        heard.append(message)
+        started.set()
+
+    here = CommandContext(ctx.session, ctx.registry, progress=progress)
+    result = {}
+    line = f"replay {_long_session(tmp_path, 5000)}"
+    thread = threading.Thread(target=lambda: result.setdefault("res", do(here, line)))
+    thread.start()
+    assert started.wait(120), heard
+    worker_client.cancel_command()
+    thread.join(60)
+    assert not thread.is_alive()
+    res = result["res"]
+    assert not res.ok and "\n" not in res.error, res.error
+    assert re.search(r"replay cancelled (before|at) step \d+ of 5000", res.error), res.error
+    assert (ctx.session.payload_path, ctx.session.current_sha, ctx.session.cursor) == before
+
+
+def test_ctrl_c_stops_a_headless_replay_in_one_line_with_a_clean_json_document(tmp_path):
+    """`lh-workbench replay --json -` of 20,000 steps: Ctrl-C was a KeyboardInterrupt traceback and no document."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "workbench.cli", "replay", str(_long_session(tmp_path, 20_000)),
+                          "--json", "-"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO), "LH_WORKBENCH_STATE_DIR": str(tmp_path / "st")})
+    try:
+        first = p.stderr.readline()
+        assert re.match(r"  \.\. replay: step \d+/20000 \(\d+%\), \d+ steps/s", first), first
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        p.kill()
+    assert p.returncode == 1 and "Traceback" not in err, err
+    doc = json.loads(out)
+    assert doc["ok"] is False and re.fullmatch(r"replay cancelled at step \d+ of 20000 \(Ctrl-C\)", doc["error"]), doc

@@ -32,7 +32,7 @@ from workbench.common.files import UTF8_BOM, atomic_write, read_regular_file, re
 from workbench.common.mlir_libs import mlir_version
 from workbench.common import diagnostics, split_input
 from workbench.common.compact_text import BlobStore, CompactText, as_elided, as_text
-from workbench.execution.worker_client import CompileClient, take_prestarted_compile_worker
+from workbench.execution.worker_client import CompileClient, command_cancelled, take_prestarted_compile_worker
 from workbench.execution.expected import ExpectedError, ExpectedOutputs, find_sidecar
 from workbench.paths import state_dir
 from workbench.steps.kinds import (BuildContext, Step, StepError, pipeline_of, read_pipeline_doc, short_repr,
@@ -1104,8 +1104,12 @@ def replay_into(session: Session, loaded: LoadedSession,
         session.select_cpu(str(loaded.meta["cpu"]))  # the machine the session was built for
     if loaded.meta.get("cpu_threads") is not None:
         session.select_cpu_threads(loaded.meta["cpu_threads"])  # and the cores it planned for
-    for step in loaded.steps:
+    for n, step in enumerate(loaded.steps, start=1):
         index = session.cursor + 1
+        if command_cancelled():   # Esc in the TUI (Ctrl-C elsewhere): a replay of cached steps sends no request
+            reports.append(StepReport(index, step.kind, step.label(), step.params, False, 0.0, None,
+                                      f"replay cancelled before step {n} of {len(loaded.steps)}"))
+            break
         t0 = time.perf_counter()
         try:
             applied = session.apply(step, printed=True)   # the report carries its sha256 at once

@@ -96,6 +96,21 @@ def test_a_session_file_of_200000_step_records_is_refused_before_it_is_parsed(ct
     assert len(read_session_file(p).steps) == 20_000
 
 
+def test_save_warns_of_a_file_that_replay_would_refuse(ctx, tmp_path, monkeypatch):
+    """`save` of thousands of steps (~140 bytes each) writes a file over the limit: it says so as it saves."""
+    from workbench.common import safe_yaml
+
+    ok(ctx, f"load {MATMUL}")
+    ok(ctx, "apply pass cse")
+    monkeypatch.setattr(safe_yaml, "MAX_BYTES", 300)
+    res = ok(ctx, f"save {tmp_path / 'big.yaml'}")
+    assert res.data["warnings"] == [f"{tmp_path / 'big.yaml'} is 0 KiB, more than the 0 MiB that replay reads (save "
+                                    "fewer steps: `history` and `undo`, or split the session)"], res.data
+    assert not do(ctx, f"replay {tmp_path / 'big.yaml'}").ok
+    monkeypatch.undo()
+    assert "warnings" not in ok(ctx, f"save {tmp_path / 'small.yaml'}").data
+
+
 # -- 3. files written for another MLIR version: errors at an op whose syntax or verifier changed ----------------
 
 OLD_TILE = """\

@@ -7,7 +7,7 @@ from typing import Any, Callable
 
 from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry
 from workbench.commands.step_results import confirm_losing_steps, fail
-from workbench.common import trust_store
+from workbench.common import safe_yaml, trust_store
 from workbench.common.files import resolved
 from workbench.common.suggest import did_you_mean_path
 from workbench.paths import in_shipped_sessions
@@ -66,7 +66,12 @@ def cmd_save(ctx: CommandContext, a: Args) -> Result:
         path = s.save(a["file"])
     except OSError as e:
         return Result.failure(f"cannot write {a['file']}: {e.strerror}")
-    return Result(True, f"saved {len(s.active_steps)} steps to {path}", data={"path": str(path)})
+    data: dict[str, Any] = {"path": str(path)}
+    size = Path(path).stat().st_size
+    if size > safe_yaml.MAX_BYTES:   # replay refuses it before parsing: say so now, not when it is read back
+        data["warnings"] = [f"{path} is {size >> 10} KiB, more than the {safe_yaml.MAX_BYTES >> 20} MiB that "
+                            "replay reads (save fewer steps: `history` and `undo`, or split the session)"]
+    return Result(True, f"saved {len(s.active_steps)} steps to {path}", data=data)
 
 
 def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None,

@@ -1118,6 +1118,8 @@ def replay_into(session: Session, loaded: LoadedSession,
         except SessionError as e:
             # a failure before the step ran (its parameters, an include's) says which step it is
             error = str(e) if str(e).startswith(f"step {index} ") else f"step {index} ({step.label()}): {e}"
+            if command_cancelled():   # Esc while the step ran: its request was cancelled, not the step wrong
+                error = f"replay cancelled at step {n} of {len(loaded.steps)}"
             rep = StepReport(index, step.kind, step.label(), step.params, False, time.perf_counter() - t0, None,
                              error, e.detail)
         reports.append(rep)

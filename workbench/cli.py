@@ -319,6 +319,12 @@ def cmd_replay(argv: list[str]) -> int:
             from workbench.commands.registry import one_line_error
 
             res = Result.failure(f"replay: internal error: {type(e).__name__}: {one_line_error(e)}")
+        except KeyboardInterrupt:   # Ctrl-C before the steps (loading the payload): as one during them
+            from workbench.execution.worker_client import cancel_command
+
+            cancel_command()
+            session.client.cancel()
+            res = Result.failure("replay cancelled (Ctrl-C)")
         # present when the session cannot be read, too (`warnings` was there only when there were some)
         extra: dict[str, Any] = {"payload": None, "session": str(args.session), "expected_ir_sha256": None,
                                  "reproduced": None, "warnings": None}

@@ -32,10 +32,11 @@ from workbench.common.files import UTF8_BOM, atomic_write, read_regular_file, re
 from workbench.common.mlir_libs import mlir_version
 from workbench.common import diagnostics, split_input
 from workbench.common.compact_text import BlobStore, CompactText, as_elided, as_text
-from workbench.execution.worker_client import CompileClient, take_prestarted_compile_worker
+from workbench.execution.worker_client import CompileClient, command_cancelled, take_prestarted_compile_worker
 from workbench.execution.expected import ExpectedError, ExpectedOutputs, find_sidecar
 from workbench.paths import state_dir
-from workbench.steps.kinds import BuildContext, Step, StepError, load_pipeline_yaml, short_repr, step_from_entry
+from workbench.steps.kinds import (BuildContext, Step, StepError, pipeline_of, read_pipeline_doc, short_repr,
+                                    step_from_entry)
 from workbench.steps.params import ParamError, payload_dims
 from workbench.steps.spec import SpecError
 from workbench.targets import TargetError, get_target
@@ -993,11 +994,8 @@ class LoadedSession:
 
 def read_session_file(path: str | Path) -> LoadedSession:
     path = Path(path)
-    entries, variables = load_pipeline_yaml(path)
-    try:
-        doc = safe_yaml.load_file(path)
-    except (OSError, yaml.YAMLError) as e:  # already reported by load_pipeline_yaml, kept for completeness
-        raise SessionError(f"{path}: invalid YAML: {e}")
+    doc = read_pipeline_doc(path)   # read and parsed once (PyYAML's scanner is the slow part of a long file)
+    entries, variables = pipeline_of(doc, path)
     unknown = sorted(str(k) for k in doc if k not in SESSION_TOP_KEYS)
     if unknown:
         raise SessionError(f"{path}: unknown top-level key {unknown[0]!r} (known: {', '.join(SESSION_TOP_KEYS)})")
@@ -1106,8 +1104,12 @@ def replay_into(session: Session, loaded: LoadedSession,
         session.select_cpu(str(loaded.meta["cpu"]))  # the machine the session was built for
     if loaded.meta.get("cpu_threads") is not None:
         session.select_cpu_threads(loaded.meta["cpu_threads"])  # and the cores it planned for
-    for step in loaded.steps:
+    for n, step in enumerate(loaded.steps, start=1):
         index = session.cursor + 1
+        if command_cancelled():   # Esc in the TUI (Ctrl-C elsewhere): a replay of cached steps sends no request
+            reports.append(StepReport(index, step.kind, step.label(), step.params, False, 0.0, None,
+                                      f"replay cancelled before step {n} of {len(loaded.steps)}"))
+            break
         t0 = time.perf_counter()
         try:
             applied = session.apply(step, printed=True)   # the report carries its sha256 at once
@@ -1116,6 +1118,8 @@ def replay_into(session: Session, loaded: LoadedSession,
         except SessionError as e:
             # a failure before the step ran (its parameters, an include's) says which step it is
             error = str(e) if str(e).startswith(f"step {index} ") else f"step {index} ({step.label()}): {e}"
+            if command_cancelled():   # Esc while the step ran: its request was cancelled, not the step wrong
+                error = f"replay cancelled at step {n} of {len(loaded.steps)}"
             rep = StepReport(index, step.kind, step.label(), step.params, False, time.perf_counter() - t0, None,
                              error, e.detail)
         reports.append(rep)

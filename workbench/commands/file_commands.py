@@ -1,12 +1,13 @@
 """Sessions on disk and consent: `save`, `replay`, `resume`, `trust`. Each handler takes (ctx, args) and returns a Result."""
 from __future__ import annotations
 
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry
 from workbench.commands.step_results import confirm_losing_steps, fail
-from workbench.common import trust_store
+from workbench.common import safe_yaml, trust_store
 from workbench.common.files import resolved
 from workbench.common.suggest import did_you_mean_path
 from workbench.paths import in_shipped_sessions
@@ -14,6 +15,47 @@ from workbench.result import Result, clip_lines
 from workbench.session import SessionError, read_session_file, replay_into
 from workbench.steps import spec as S
 from workbench.steps.kinds import StepError
+
+
+#: a replay of more steps than this reports progress as steps done / total and a rate, at most every
+#: PROGRESS_INTERVAL_S, instead of a line per step (20,000 steps printed 20,000 lines over 2.3 minutes)
+LONG_REPLAY_STEPS = 50
+PROGRESS_INTERVAL_S = 1.0
+
+
+class ReplayProgress:
+    """What a replay tells its progress callback: a line per step for a short session; for a long one
+    `replay: step 1450/20000 (7%), 145 steps/s, about 2 min left` now and then, failed steps always."""
+
+    def __init__(self, say: Callable[[str], None], total: int):
+        self.say, self.total, self.done = say, total, 0
+        self.long = total > LONG_REPLAY_STEPS
+        self.t0 = self.last = time.monotonic()
+
+    def step(self, report: Any) -> None:
+        self.done += 1 if report.ok else 0
+        if not self.long or not report.ok:
+            self.say(clip_lines(f"step {report.index}/{self.total} {'ok' if report.ok else 'FAILED'}: "
+                                f"{report.spec}", 300))
+            return
+        now = time.monotonic()
+        if now - self.last >= PROGRESS_INTERVAL_S and self.done < self.total:
+            self.last = now
+            self.say(self.line(now))
+
+    def line(self, now: float) -> str:
+        rate = self.done / max(now - self.t0, 1e-9)
+        left = (self.total - self.done) / rate if rate > 0 else float("inf")
+        when = (f"about {left:.0f} s left" if left < 90 else f"about {left / 60:.0f} min left"
+                if left < 5400 else f"about {left / 3600:.1f} h left")
+        return (f"replay: step {self.done}/{self.total} ({100 * self.done // self.total}%), {rate:.0f} steps/s, "
+                f"{when}")
+
+    def finish(self) -> None:
+        if self.long and self.done == self.total:
+            elapsed = time.monotonic() - self.t0
+            self.say(f"replay: {self.done}/{self.total} steps in {elapsed:.1f} s "
+                     f"({self.done / max(elapsed, 1e-9):.0f} steps/s)")
 
 
 def cmd_save(ctx: CommandContext, a: Args) -> Result:
@@ -24,7 +66,12 @@ def cmd_save(ctx: CommandContext, a: Args) -> Result:
         path = s.save(a["file"])
     except OSError as e:
         return Result.failure(f"cannot write {a['file']}: {e.strerror}")
-    return Result(True, f"saved {len(s.active_steps)} steps to {path}", data={"path": str(path)})
+    data: dict[str, Any] = {"path": str(path)}
+    size = Path(path).stat().st_size
+    if size > safe_yaml.MAX_BYTES:   # replay refuses it before parsing: say so now, not when it is read back
+        data["warnings"] = [f"{path} is {size >> 10} KiB, more than the {safe_yaml.MAX_BYTES >> 20} MiB that "
+                            "replay reads (save fewer steps: `history` and `undo`, or split the session)"]
+    return Result(True, f"saved {len(s.active_steps)} steps to {path}", data=data)
 
 
 def replay_file(ctx: CommandContext, path: Path, payload: Path | None = None,
@@ -79,11 +126,18 @@ def _replay_file(ctx: CommandContext, path: Path, payload: Path | None, allow_un
     warnings = list(loaded.notes)
     if expected_payload and expected_payload != s.payload_file_sha:
         warnings.append(f"payload {payload} changed since the session was saved (sha256 differs)")
+    progress = ReplayProgress(ctx.progress, len(loaded.steps))
     try:
-        reports = replay_into(s, loaded, on_step=lambda r: ctx.progress(
-            clip_lines(f"step {r.index}/{len(loaded.steps)} {'ok' if r.ok else 'FAILED'}: {r.spec}", 300)))
+        reports = replay_into(s, loaded, on_step=progress.step)
     except SessionError as e:  # e.g. the session names an unknown target
         return fail(e)
+    except KeyboardInterrupt:   # Ctrl-C (the REPL, a headless replay): the workers stop, one line says where
+        from workbench.execution.worker_client import cancel_command
+
+        cancel_command()
+        s.client.cancel()
+        return Result.failure(f"replay cancelled at step {progress.done + 1} of {len(loaded.steps)} (Ctrl-C)")
+    progress.finish()
     ok = all(r.ok for r in reports) and len(reports) == len(loaded.steps)
     expected = loaded.meta.get("ir_sha256")
     data: dict[str, Any] = {"steps": [r.to_json() for r in reports], "ir_sha256": s.current_sha,

@@ -108,7 +108,7 @@ def cmd_run_line(ctx: CommandContext, a: Args) -> Result:
 
 def cmd_bench(ctx: CommandContext, a: Args) -> Result:
     try:
-        params = S.parse_params(" ".join(a["params"]))
+        params = S.parse_params(" ".join(a["params"]), step="bench")
     except S.SpecError as e:
         return fail(e)
     return apply_step(ctx, Step("bench", "bench", params, {}, Path.cwd()))
@@ -135,7 +135,7 @@ def cmd_params(ctx: CommandContext, a: Args) -> Result:
     selected_by = None
     if a.get("import"):
         try:
-            updates = _read_params_file(Path(a["import"]))
+            updates = S.check_params(_read_params_file(Path(a["import"])), f"step {index}")
         except (OSError, ValueError, yaml.YAMLError) as e:
             why = e.strerror if isinstance(e, OSError) and e.strerror else str(e).splitlines()[0]
             return Result.failure(f"cannot import parameters from {a['import']}: {why}")
@@ -157,7 +157,7 @@ def cmd_params(ctx: CommandContext, a: Args) -> Result:
                       + (f" (selected by {step.selected_by})" if step.selected_by else ""), kind="table", data=data)
     else:
         try:
-            updates = S.parse_params(" ".join(a["values"]))
+            updates = S.parse_params(" ".join(a["values"]), where="params", step=f"step {index}: {step.label()[:60]}")
         except S.SpecError as e:
             return fail(e)
     try:

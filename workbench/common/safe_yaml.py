@@ -8,6 +8,7 @@ refuses it above a limit before anything is constructed. Files are capped in siz
 """
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,11 @@ import yaml
 
 from workbench.common.files import read_regular_file
 
-MAX_BYTES = 16 << 20          # a session or pipeline file is a few KiB; 16 MiB is generous
+# a session or pipeline file is a few KiB (the shipped ones are under 6 KiB; `save` writes ~140 bytes a step).
+# PyYAML's pure-Python scanner reads ~0.5 MiB/s, so the size is checked before parsing: a file of 200,000
+# step records (3 MB) took 20 s under load to reach the node limit; at 1 MiB it is refused at once, and the
+# largest file parsed takes ~2 s.
+MAX_BYTES = 1 << 20
 MAX_EXPANDED_NODES = 200_000  # nodes after expanding aliases (a long session has a few thousand)
 MAX_DEPTH = 64                # nested collections (a session nests 4 deep; the composer recurses per level)
 
@@ -131,8 +136,8 @@ class YAMLCharacterError(yaml.YAMLError):
 
 def load(text: str) -> Any:
     """`yaml.safe_load` with the size limits above (raises yaml.YAMLError)."""
-    if len(text) > MAX_BYTES:
-        raise YAMLTooLarge(f"document larger than {MAX_BYTES >> 20} MiB")
+    if len(text) > MAX_BYTES:   # characters: at most 4 bytes each, and never fewer characters than bytes read
+        raise YAMLTooLarge(f"document larger than {MAX_BYTES >> 20} MiB (a session or pipeline file has a few KiB)")
     try:
         return yaml.load(text, Loader=BoundedSafeLoader)
     except yaml.reader.ReaderError as e:
@@ -146,7 +151,12 @@ def load(text: str) -> Any:
 def read_text(path: Path) -> str:
     """A YAML file's text: OSError (one-line strerror) for what is not a regular file or is over
     MAX_BYTES, yaml.YAMLError for bytes that are not UTF-8."""
-    data = read_regular_file(Path(path), MAX_BYTES)   # OSError for a directory, /dev/zero, a FIFO, > 16 MiB
+    try:
+        data = read_regular_file(Path(path), MAX_BYTES)   # OSError for a directory, /dev/zero, a FIFO, > 1 MiB
+    except OSError as e:
+        if e.errno == errno.EFBIG:
+            raise OSError(e.errno, f"{e.strerror} (a session or pipeline file has a few KiB)", e.filename) from None
+        raise
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:

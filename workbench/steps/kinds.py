@@ -349,6 +349,11 @@ class BenchKind(StepKind):
 
 def load_pipeline_yaml(path: Path) -> tuple[list[dict], dict[str, Any]]:
     """(stage entries, declared variable defaults) of a Lighthouse pipeline YAML file."""
+    return pipeline_of(read_pipeline_doc(path), path)
+
+
+def read_pipeline_doc(path: Path) -> Any:
+    """A pipeline or session YAML file's document (StepError in one line for what cannot be read)."""
     try:
         doc = safe_yaml.load_file(path)
     except OSError as e:
@@ -360,6 +365,11 @@ def load_pipeline_yaml(path: Path) -> tuple[list[dict], dict[str, Any]]:
         if "'\\t'" in problem:   # a hand edit with tabs: say what to do, not only what the scanner met
             problem += " (a tab: write spaces there; YAML indents with spaces, and this parser wants them after ':' and '-' too)"
         raise StepError(f"{where}: invalid YAML: {problem}")
+    return doc
+
+
+def pipeline_of(doc: Any, path: Path) -> tuple[list[dict], dict[str, Any]]:
+    """(stage entries, declared variable defaults) of a pipeline document read from `path`."""
     if not isinstance(doc, dict) or not isinstance(doc.get("Pipeline"), list):
         raise StepError(f"{path}: not a pipeline: expected a top-level 'Pipeline:' list")
     variables = doc.get("Variables") or {}
@@ -405,7 +415,7 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
         if value is not None and not isinstance(value, dict):
             raise StepError(f"{where}: `bench:` expects a mapping of its parameters (entry, warmup, iterations, "
                             f"outputs), got {short_repr(value)}")
-        return Step("bench", "bench", dict(value or {}), {}, base_dir)
+        return Step("bench", "bench", S.check_params(dict(value or {}), f"{where} (bench)"), {}, base_dir)
     if not isinstance(value, str):
         raise StepError(f"{where}: `{key}:` expects a string, got {value!r}")
     if key == "pass":
@@ -415,10 +425,13 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
         return Step("pass", pipeline, {}, {}, base_dir)
     if key in ("pipeline", "bundle", "rewrite"):
         name, opts, ptext = S.split_ref(S.substitute(value, variables, where))
+        S.check_params(given, f"{where} ({name})")
         return Step("pipeline" if key != "rewrite" else "rewrite", name,
-                    _merge_params(S.parse_params(ptext, variables, where), given, key, where, notes), opts, base_dir)
+                    _merge_params(S.parse_params(ptext, variables, where, step=name), given, key, where, notes),
+                    opts, base_dir)
     path, opts, ptext = S.split_ref(value)
-    params = _merge_params(S.parse_params(ptext, variables, where), given, key, where, notes)
+    S.check_params(given, f"{where} ({Path(path).name})")   # before a generator or a transform parser sees them
+    params = _merge_params(S.parse_params(ptext, variables, where, step=Path(path).name), given, key, where, notes)
     kind = {"include": "include", "schedule": "schedule", "edit": "edit"}.get(key)
     if key == "transform":
         kind = "schedule" if path.endswith(".py") else "transform"
@@ -590,7 +603,7 @@ def step_from_command(text: str, base_dir: Path) -> Step:
             if key == "bench":
                 if rest.startswith("{") and rest.endswith("}"):
                     rest = rest[1:-1]
-                return Step("bench", "bench", S.parse_params(rest), {}, base_dir)
+                return Step("bench", "bench", S.parse_params(rest, where="apply", step="bench"), {}, base_dir)
             return step_from_entry({key: rest}, base_dir, where="command")
     path, opts, _ = S.split_ref(text)
     if path.endswith(".py"):

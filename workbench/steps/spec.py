@@ -98,6 +98,36 @@ def substitute(text: str, variables: dict[str, Any], where: str = "") -> str:
     return _VAR.sub(repl, text)
 
 
+#: limits on one parameter's value: a real one is a few numbers or a name. A session with a 100,000-entry
+#: list took 38-47 s (the generator, then the transform parser of a 200 kB script) before a clipped error.
+MAX_LIST_ITEMS = 4096          # items of a list value, nested lists' items counted too
+MAX_STRING_CHARS = 64 << 10    # characters of a string value (64 KiB)
+MAX_VALUE_TEXT = 128 << 10     # characters of one value's text in {k=v} (4096 items of up to 31 characters)
+
+
+def check_value(key: Any, value: Any, where: str = "") -> None:
+    """SpecError in one line (naming `where`, the key and the limit) for a value longer than the limits above."""
+    items, stack = 0, [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if len(v) > MAX_STRING_CHARS:
+                raise SpecError((f"{where}: " if where else "") + f"parameter {key}: a string of {len(v)} characters, "
+                                f"more than the {MAX_STRING_CHARS} allowed")
+        elif isinstance(v, (list, tuple, dict)):
+            items += len(v)
+            if items > MAX_LIST_ITEMS:
+                raise SpecError((f"{where}: " if where else "") + f"parameter {key}: {items} list items, more than "
+                                f"the {MAX_LIST_ITEMS} allowed")
+            stack.extend(v.values() if isinstance(v, dict) else v)
+
+
+def check_params(params: dict[str, Any], where: str = "") -> dict[str, Any]:
+    for k, v in params.items():
+        check_value(k, v, where)
+    return params
+
+
 def parse_value(text: str) -> Any:
     try:
         value = safe_yaml.load(text)
@@ -106,7 +136,10 @@ def parse_value(text: str) -> Any:
     return text if value is None else value
 
 
-def parse_params(params_text: str | None, variables: dict[str, Any] | None = None, where: str = "") -> dict[str, Any]:
+def parse_params(params_text: str | None, variables: dict[str, Any] | None = None, where: str = "",
+                 step: str = "") -> dict[str, Any]:
+    """{k=v} text -> dict; `where` places errors, `step` (with it) names the step in a too-long value's error."""
+    at = f"{where} ({step})" if where and step else where or step
     if not params_text or not params_text.strip():
         return {}
     out: dict[str, Any] = {}
@@ -118,7 +151,12 @@ def parse_params(params_text: str | None, variables: dict[str, Any] | None = Non
             raise SpecError(f"expected key=value, got {tok!r}" + (" (the name is missing)" if eq and not k else ""))
         if k in out:   # `params 2 tile_m=64 tile_m=32`: the last one won without a word
             raise SpecError(f"{k} given twice ({k}={format_value(out[k])} and {tok.strip()})")
-        out[k] = parse_value(v.strip()) if eq else True   # a bare name is a flag: True
+        v = v.strip()
+        if len(v) > MAX_VALUE_TEXT:   # refused before YAML reads it
+            raise SpecError((f"{at}: " if at else "") + f"parameter {k}: a value written in {len(v)} characters, "
+                            f"more than the {MAX_VALUE_TEXT} allowed")
+        out[k] = parse_value(v) if eq else True   # a bare name is a flag: True
+        check_value(k, out[k], at)
     return out
 
 

@@ -452,10 +452,77 @@ def _non_ascii_hint(text: str) -> str:
     return f" (a non-ASCII character {c!r} (U+{ord(c):04X} {unicodedata.name(c, 'unnamed')}) at column {i + 1})"
 
 
-def _split_mlir_error(exc: BaseException, label: str) -> tuple[str, str]:
-    """One-line message + detail from an MLIR exception, naming `label` for '-' locations."""
+#: ops whose custom syntax or verifier changed between recent MLIR releases: a file written for another version
+#: fails to parse or verify at one of them (upstream test files from a newer tree, scripts from an older one).
+#: An error at such an op while a file is read gets the same "another MLIR version?" hint as an unknown op.
+CHANGED_OPS = {
+    "transform.structured.tile_using_for": "tile sizes follow `tile_sizes` since LLVM 19, `%op [8, 16]` before",
+    "transform.structured.tile_using_forall": "`num_threads` / `tile_sizes` operands, was tile_to_forall_op",
+    "transform.structured.vectorize": "`vector_sizes`, was masked_vectorize",
+    "transform.structured.pad": "`nofold_flags` was `pack_paddings`, `copy_back_op`, `pad_to_multiple_of`",
+    "transform.structured.fuse": "`tile_sizes` / `interchange` operands, attributes before",
+    "transform.structured.fuse_into_containing_op": "two results, the fused op and the new containing op",
+    "transform.structured.tile_reduction_using_for": "results and the `by tile_sizes` syntax",
+    "transform.structured.tile_reduction_using_forall": "results and the `by num_threads` syntax",
+    "transform.structured.split_reduction": "attributes",
+    "transform.structured.multitile_sizes": "result types",
+    "transform.structured.pack": "`packed_sizes`",
+    "transform.structured.pack_greedily": "`matmul_packed_sizes`",
+    "transform.structured.lower_pack": "linalg.pack, was tensor.pack",
+    "transform.structured.lower_unpack": "linalg.unpack, was tensor.unpack",
+    "transform.structured.promote": "attributes",
+    "transform.bufferization.one_shot_bufferize": "its attribute names",
+    "transform.foreach": "several operands and a yield since LLVM 19",
+    "transform.sequence": "`failures(...)`, replaced by transform.named_sequence",
+    "memref.subview": "which result layouts a rank-reducing subview may have, `strided<[1]>` without `offset: ?`",
+    "memref.expand_shape": "`output_shape` since LLVM 19",
+    "tensor.expand_shape": "`output_shape` since LLVM 19",
+    "vector.transfer_read": "`in_bounds` required, padding optional",
+    "vector.transfer_write": "`in_bounds` required",
+    "vector.extract": "dynamic positions and `from` type syntax",
+    "vector.insert": "dynamic positions syntax",
+    "vector.contract": "attributes",
+    "bufferization.to_tensor": "`restrict writable` and its type syntax",
+    "linalg.matmul": "`indexing_maps`, `cast`",
+    "linalg.batch_matmul": "`indexing_maps`",
+    "scf.forall": "`shared_outs` and mapping",
+    "llvm.call": "callee type and attribute syntax",
+    "llvm.func": "attribute syntax",
+}
+_CUSTOM_OP = re.compile(r"custom op '([\w.$]+)'")
+_VERIFIED_OP = re.compile(r"^(?:\S+:\d+:\d+: )?'([\w.$]+)' op ")
+_CURRENT_OP = re.compile(r"see current operation: (?:[^=\n]*= )?\"([\w.$]+)\"")
+
+
+def _failing_op(first: str, detail: str) -> str:
+    """The op an MLIR error is about: `custom op 'X'` (a parse error), `'X' op ...` (a verifier error), or the
+    verifier's `see current operation: ... "X"(...)` note; '' when none is named."""
+    for pattern, text in ((_CUSTOM_OP, first), (_VERIFIED_OP, first), (_CURRENT_OP, detail)):
+        m = pattern.search(text)
+        if m:
+            return m.group(1)
+    return ""
+
+
+def _changed_op_hint(first: str, detail: str) -> str:
+    """` (transform.structured.tile_using_for changed between MLIR versions: ...)` for an error, while a file is
+    read, at an op of CHANGED_OPS: its text may be another version's syntax (`tile_using_for %op [8, [16], 1]`,
+    before `tile_sizes`) or hold what another version's verifier accepts (a rank-reducing subview's layout)."""
+    op = _failing_op(first, detail)
+    if op not in CHANGED_OPS:
+        return ""
+    from workbench.common.mlir_libs import mlir_version
+
+    return (f" ({op} changed between MLIR versions: {CHANGED_OPS[op]}; this is MLIR {mlir_version()}, a file "
+            "written for another MLIR version?)")
+
+
+def _split_mlir_error(exc: BaseException, label: str, reading: bool = False) -> tuple[str, str]:
+    """One-line message + detail from an MLIR exception, naming `label` for '-' locations. `reading`: the error
+    came while a file was parsed and verified (not from a step), where another MLIR version's text is likely."""
     first, detail = _split_mlir_error_lines(exc, label)
-    hint = _unknown_op_hint(first) or _unknown_dialect_hint(first)
+    hint = _unknown_op_hint(first) or _unknown_dialect_hint(first) or (_changed_op_hint(first, detail)
+                                                                       if reading else "")
     return (first.rstrip() + hint if hint else first), detail
 
 
@@ -672,7 +739,7 @@ class CompileWorker:
             else:
                 mod = ir.Module.parse(req["text"])
         except ir.MLIRError as e:
-            msg, detail = _split_mlir_error(e, label)
+            msg, detail = _split_mlir_error(e, label, reading=True)
             return {"ok": False, "error": msg, "diagnostics": detail}
         try:
             mod.operation.verify()
@@ -903,7 +970,7 @@ class CompileWorker:
                 edited = ir.Module.parse(stage["text"])
                 edited.operation.verify()
             except ir.MLIRError as e:
-                raise StageError(*_split_mlir_error(e, stage["path"]))
+                raise StageError(*_split_mlir_error(e, stage["path"], reading=True))
         return edited
 
     def _run_passes(self, module: ir.Module, pipeline: str, label: str) -> bool:
@@ -984,7 +1051,7 @@ class CompileWorker:
             finally:
                 os.unlink(tmp)
         except ir.MLIRError as e:
-            msg, detail = _split_mlir_error(e, path)
+            msg, detail = _split_mlir_error(e, path, reading=True)
             raise StageError(self._clean(f"transform module does not parse: {msg}"), self._clean(detail))
 
     def _clean(self, text: str) -> str:

@@ -186,6 +186,20 @@ def _bordered_phase_planes(source, strides: list[int], low: list[int], out: list
     return buffer, where
 
 
+def _phases_in_bordered_buffer(op, window_from: int):
+    """A strided convolution `op`'s filter and output shapes, strides, output sizes, taps per phase and its input's
+    phases in _bordered_phase_planes' buffer (with where each phase lies); `window_from`: the filter's first
+    window dim (2: f, c, kh, kw; 1: a depthwise c, kh, kw)."""
+    image, filt, init = op.operands
+    f_shape, o_shape = static_shape(filt), static_shape(init)
+    strides = conv_ints(op, "strides", 2)
+    window, out = f_shape[window_from:], o_shape[2:]
+    source, low = _zero_padded_source(image)
+    taps = [[-(-(k - r) // s) for r in range(s)] for k, s in zip(window, strides)]
+    buffer, where = _bordered_phase_planes(source, strides, low[2:], out, taps)
+    return f_shape, o_shape, strides, out, taps, buffer, where
+
+
 def _flat_phases(op) -> object:
     """The convolution `op` as one plane generic per phase over _bordered_phase_planes' buffer (flattened:
     tap (th, tw) of a phase at p + th * Wb + tw, as lh-conv-planes computes a unit-stride one), accumulated one
@@ -194,12 +208,7 @@ def _flat_phases(op) -> object:
     from mlir.dialects import tensor
 
     image, filt, init = op.operands
-    f_shape, o_shape = static_shape(filt), static_shape(init)
-    strides = conv_ints(op, "strides", 2)
-    window, out = f_shape[2:], o_shape[2:]
-    source, low = _zero_padded_source(image)
-    taps = [[-(-(k - r) // s) for r in range(s)] for k, s in zip(window, strides)]
-    buffer, where = _bordered_phase_planes(source, strides, low[2:], out, taps)
+    f_shape, o_shape, strides, out, taps, buffer, where = _phases_in_bordered_buffer(op, window_from=2)
     shape = static_shape(buffer)
     lead, (height, width) = shape[:4], shape[4:]
     flat_buffer, _ = collapse_spatial(buffer, 4)
@@ -234,12 +243,7 @@ def _depthwise_phases(op) -> object:
     from mlir.dialects import tensor
 
     image, filt, init = op.operands
-    f_shape, o_shape = static_shape(filt), static_shape(init)
-    strides = conv_ints(op, "strides", 2)
-    window, out = f_shape[1:], o_shape[2:]
-    source, low = _zero_padded_source(image)
-    taps = [[-(-(k - r) // s) for r in range(s)] for k, s in zip(window, strides)]
-    buffer, where = _bordered_phase_planes(source, strides, low[2:], out, taps)
+    f_shape, o_shape, strides, out, taps, buffer, where = _phases_in_bordered_buffer(op, window_from=1)
     lead = static_shape(buffer)[2:4]
     element = ir.RankedTensorType(image.type).element_type
     unit = _unit_strides(op)

@@ -347,3 +347,17 @@ def test_an_unscheduled_integer_power_runs(tmp_path):
     assert proc.returncode == 0, proc.stderr
     run = json.loads(out.read_text())["run"]
     assert run["error"] is None and run["expected_check"]["passed"], run
+
+
+def test_the_lowering_run_applies_again_keeps_the_steps_options(ctx):
+    """The step `run` lowers again from is the session's own, options included (`cuda-lower{chip=sm_80}`, not
+    the target's defaults); lowering needs no GPU."""
+    from workbench.run_session import unwrapped_lowering_base
+
+    ok(ctx, f"load {EXAMPLES / 'matmul.mlir'}")
+    ok(ctx, "target cuda")
+    ok(ctx, "apply cuda-lower{chip=sm_80}")
+    key, step, options = unwrapped_lowering_base(ctx.session)
+    assert step == 1 and key == ctx.session.key_at(0) and options.get("chip") == "sm_80", options
+    ok(ctx, "pass canonicalize")   # a later step: the live module is what runs
+    assert unwrapped_lowering_base(ctx.session)[1:] == (None, None)

@@ -77,21 +77,22 @@ def expected_for(session: Session, opts: RunOptions) -> tuple[ExpectedOutputs | 
     return None, npy
 
 
-def _lowering_stages(session: Session, pipeline_name: str) -> list[dict]:
+def _lowering_stages(session: Session, pipeline_name: str, params: dict | None = None) -> list[dict]:
     try:
-        return Step("pipeline", pipeline_name, {}, {}, Path.cwd()).stages(session.build_ctx)
+        return Step("pipeline", pipeline_name, dict(params or {}), {}, Path.cwd()).stages(session.build_ctx)
     except StepError as e:
         raise SessionError(str(e))
 
 
 def _prepare(session: Session, key: str, pipeline_name: str, bench_params: dict,
              prelude: list[dict] | None = None, artifact: str = "llvm", wrapper: str = "required",
-             bytecode: bool = False) -> dict:
+             bytecode: bool = False, lowering_params: dict | None = None) -> dict:
     """The compile worker's `prepare_run`: the wrapper inserted where missing (`wrapper="optional"`: a
     module already lowered without one is taken as it is), the lowering applied where needed. `bytecode`:
-    the lowered module also as MLIR bytecode (`llvm_bytecode`), its text without the weights' blobs."""
+    the lowered module also as MLIR bytecode (`llvm_bytecode`), its text without the weights' blobs.
+    `lowering_params`: the named pipeline's options (a session step's own, `cuda-lower{chip=sm_90}`)."""
     ans = session.request_on_ir(key, {"op": "prepare_run", "artifact": artifact, "bench_params": bench_params,
-                                      "prelude": prelude or [], "lowering": _lowering_stages(session, pipeline_name),
+                                      "prelude": prelude or [], "lowering": _lowering_stages(session, pipeline_name, lowering_params),
                                       "wrapper": wrapper, "bytecode": bytecode})
     if not ans["ok"]:
         error = ans["error"]
@@ -145,9 +146,10 @@ def run_current(session: Session, opts: RunOptions, progress: Callable[[str], No
         if opts.profile and not target.profiles_ops:
             report["error"] = f"run --profile: target {target.name} does not time its ops (the cpu target does)"
             return report
-        base, relowered = (profile_base(session), None) if opts.profile else unwrapped_lowering_base(session)
+        base, relowered, options = (profile_base(session), None, None) if opts.profile \
+            else unwrapped_lowering_base(session)
         prepared = _prepare(session, base, target.default_lowering, bench_params, artifact=target.run_artifact,
-                            bytecode=target.jit_bytecode,
+                            bytecode=target.jit_bytecode, lowering_params=options,
                             prelude=[{"kind": "pass", "pipeline": "lh-profile-regions"}] if opts.profile else None)
         if relowered is not None:
             report["warning"] = (f"no `bench` step before step {relowered} (`apply {target.default_lowering}`): "
@@ -298,17 +300,17 @@ def profile_base(session: Session) -> str:
     return session.current_key
 
 
-def unwrapped_lowering_base(session: Session) -> tuple[str, int | None]:
+def unwrapped_lowering_base(session: Session) -> tuple[str, int | None, dict | None]:
     """The IR a plain `run` starts from: the live module, or where its last step is the target's default
     lowering (`apply cpu-lower`) with no `bench` step before it, that step's input (the wrapper goes in
     there and the lowering runs again, as for a module not lowered yet; after it, an entry with arguments
-    has nothing left to wrap) and the step's number."""
+    has nothing left to wrap), the step's number and its options (the lowering runs again with them)."""
     active = session.active_steps
     if (active and active[-1].step.kind == "pipeline"
             and active[-1].step.spec.split("{")[0].strip() == session.target.default_lowering
             and not any(applied.step.kind == "bench" for applied in active)):
-        return active[-1].input_key, len(active)
-    return session.current_key, None
+        return active[-1].input_key, len(active), dict(active[-1].step.params)
+    return session.current_key, None, None
 
 
 def input_ranges(session: Session, entry: str, opts: RunOptions) -> dict[int, tuple[float, float]]:

@@ -236,7 +236,10 @@ def test_ctrl_c_stops_a_headless_replay_in_one_line_with_a_clean_json_document(t
 
     p = subprocess.Popen([sys.executable, "-m", "workbench.cli", "replay", str(_long_session(tmp_path, 20_000)),
                           "--json", "-"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env={**os.environ, "PYTHONPATH": str(REPO), "LH_WORKBENCH_STATE_DIR": str(tmp_path / "st")})
+                         env={**os.environ, "PYTHONPATH": str(REPO), "LH_WORKBENCH_STATE_DIR": str(tmp_path / "st")},
+                         # Ctrl-C as a terminal delivers it: a test run started in the background (`cmd &` in a
+                         # script) ignores SIGINT, and a Python started with it ignored keeps ignoring it
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         first = p.stderr.readline()
         assert re.match(r"  \.\. replay: step \d+/20000 \(\d+%\), \d+ steps/s", first), first

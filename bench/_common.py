@@ -84,6 +84,34 @@ def write_matmul_payload(path: Path, n: int) -> Path:
                     f"  return %0 : {t}\n}}\n")
     return path
 
+def conv_payload(n: int, c: int, h: int, w: int, f: int, kh: int, kw: int, s: int, p: int,
+                 bias: bool = True, depthwise: bool = False) -> str:
+    """torch-mlir's form of a Conv2d(c, f, (kh, kw), stride s, padding p) on an n x c x h x w input: a zero pad of
+    the input, the bias broadcast as the init (or a zero fill); `depthwise`: groups=c (f = c, a c x kh x kw filter,
+    linalg.depthwise_conv_2d_nchw_chw)."""
+    hp, wp = h + 2 * p, w + 2 * p
+    oh, ow = (hp - kh) // s + 1, (wp - kw) // s + 1
+    f = c if depthwise else f
+    x, o = f"tensor<{n}x{c}x{h}x{w}xf32>", f"tensor<{n}x{f}x{oh}x{ow}xf32>"
+    wt = f"tensor<{c}x{kh}x{kw}xf32>" if depthwise else f"tensor<{f}x{c}x{kh}x{kw}xf32>"
+    op = "linalg.depthwise_conv_2d_nchw_chw" if depthwise else "linalg.conv_2d_nchw_fchw"
+    init = (f"%init = linalg.broadcast ins(%b : tensor<{f}xf32>) outs(%e : {o}) dimensions = [0, 2, 3]" if bias else
+            f"%init = linalg.fill ins(%zero : f32) outs(%e : {o}) -> {o}")
+    return f"""func.func @main(%x: {x}, %w: {wt}, %b: tensor<{f}xf32>) -> {o} {{
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 0, {p}, {p}] high[0, 0, {p}, {p}] {{
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  }} : {x} to tensor<{n}x{c}x{hp}x{wp}xf32>
+  %e = tensor.empty() : {o}
+  {init}
+  %r = {op} {{dilations = dense<1> : vector<2xi64>, strides = dense<{s}> : vector<2xi64>}}
+       ins(%p, %w : tensor<{n}x{c}x{hp}x{wp}xf32>, {wt}) outs(%init : {o}) -> {o}
+  return %r : {o}
+}}
+"""
+
+
 # -- the torch side of the corpus benches (run under the torch Python: torch never shares a process with
 # the MLIR wheels). TORCH_PRELUDE loads examples/torch/corpus.py (argv[1] = the repository root) and
 # defines tensor(path, dtype): a fixture's .npy as a torch tensor (bf16 stored as raw 16-bit words).

@@ -27,6 +27,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _common import conv_payload  # noqa: E402  (bench/_common.py)
 
 #: name -> (n, c, h, w, f, k, stride, pad)
 CASES = {"conv2d_strided": (8, 64, 112, 112, 64, 3, 2, 1), "resnet_down": (1, 64, 56, 56, 128, 3, 2, 1),
@@ -36,22 +39,8 @@ CASES = {"conv2d_strided": (8, 64, 112, 112, 64, 3, 2, 1), "resnet_down": (1, 64
 
 
 def payload(n: int, c: int, h: int, w: int, f: int, k: int, s: int, p: int) -> str:
-    hp, wp = h + 2 * p, w + 2 * p
-    oh, ow = (hp - k) // s + 1, (wp - k) // s + 1
-    x, wt, o = f"tensor<{n}x{c}x{h}x{w}xf32>", f"tensor<{f}x{c}x{k}x{k}xf32>", f"tensor<{n}x{f}x{oh}x{ow}xf32>"
-    return f"""func.func @main(%x: {x}, %w: {wt}, %b: tensor<{f}xf32>) -> {o} {{
-  %zero = arith.constant 0.0 : f32
-  %p = tensor.pad %x low[0, 0, {p}, {p}] high[0, 0, {p}, {p}] {{
-  ^bb0(%i: index, %j: index, %k: index, %l: index):
-    tensor.yield %zero : f32
-  }} : {x} to tensor<{n}x{c}x{hp}x{wp}xf32>
-  %e = tensor.empty() : {o}
-  %init = linalg.broadcast ins(%b : tensor<{f}xf32>) outs(%e : {o}) dimensions = [0, 2, 3]
-  %r = linalg.conv_2d_nchw_fchw {{dilations = dense<1> : vector<2xi64>, strides = dense<{s}> : vector<2xi64>}}
-       ins(%p, %w : tensor<{n}x{c}x{hp}x{wp}xf32>, {wt}) outs(%init : {o}) -> {o}
-  return %r : {o}
-}}
-"""
+    """torch-mlir's form of the case's k x k convolution with a bias (bench/_common.py: conv_payload)."""
+    return conv_payload(n, c, h, w, f, k, k, s, p)
 
 
 TORCH = r'''

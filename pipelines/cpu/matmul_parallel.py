@@ -21,8 +21,8 @@ PARAMS = {
     "threads": {"min": 1, "max": 256, "help": "parallel chunks along N (one task each)"},
     "threads_m": {"min": 1, "max": 256, "help": "parallel chunks along M (tasks: threads_m x threads)"},
     "fill_init": {"help": "the producer of the output's init (a fill; `op` names one matmul) "
-                                            "is fused into the chunks: each task zeroes its own chunk, in parallel and "
-                                            "in cache, not the whole output on one core before"},
+                           "is fused into the chunks: each task zeroes its own chunk, in parallel and "
+                           "in cache, not the whole output on one core before"},
 }
 
 

@@ -164,14 +164,32 @@ def torch_python(explicit: str | None, check: str = "import torch") -> str | Non
     return None
 
 
-def run_torch_worker(python: str, script: str, args: list[str], timeout: float = 3600) -> dict:
-    """Run `script` (TORCH_PRELUDE + a loop printing one JSON record per fixture) under `python`:
-    {name: record}."""
+#: the environment that keeps torch (its ATen kernels, oneDNN, MKL) and OpenBLAS to AVX2 code on a host with
+#: wider vectors: the baseline of a build for an AVX2-only machine model (`--cpu avx2`) on an AVX-512 host
+AVX2_BASELINE_ENV = {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+                     "OPENBLAS_CORETYPE": "Haswell"}
+
+
+def baseline_isa_env(cpu: str) -> dict[str, str]:
+    """AVX2_BASELINE_ENV where the machine model `cpu` (`target cpu --cpu`) has 256-bit vectors and this host
+    wider ones (both sides then run AVX2 code), else nothing (torch's own dispatch is the machine's)."""
+    if not cpu:
+        return {}
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from workbench.targets.cpu_host import host_machine, machine_for
+
+    return dict(AVX2_BASELINE_ENV) if machine_for(cpu).vector_bits == 256 < host_machine().vector_bits else {}
+
+
+def run_torch_worker(python: str, script: str, args: list[str], timeout: float = 3600,
+                     env: dict[str, str] | None = None) -> dict:
+    """Run `script` (TORCH_PRELUDE + a loop printing one JSON record per fixture) under `python`, with `env`
+    added to this environment: {name: record}."""
     import json
     import subprocess
 
     p = subprocess.run([python, "-c", script, str(Path(__file__).resolve().parents[1]), *args],
-                       capture_output=True, text=True, timeout=timeout)
+                       capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
     out = {}
     for line in p.stdout.splitlines():
         if line.startswith("{"):

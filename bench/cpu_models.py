@@ -18,7 +18,8 @@ by `scripts/export_corpus.py --shapes bench`) when every step and both runs work
 geometric means over the covered fixtures that torch timed. `matmul2048_1t_ratio` comes from
 bench/cpu_matmul.py (f32 2048^3 against numpy, 1 thread) unless --no-matmul. `--cpu NAME` selects and
 compiles for another machine model (`target cpu --cpu`: `--cpu avx2` on an AVX-512 host measures the
-AVX2-only build: 16 ymm registers, AVX2 code; torch keeps its own dispatch).
+AVX2-only build: 16 ymm registers, AVX2 code; torch is then held to AVX2 code too, as on an AVX2 machine:
+bench/_common.py's AVX2_BASELINE_ENV; `--torch-own-isa` keeps its own dispatch).
 
 Last line: RESULT coverage=K/N geomean_vs_torch_1t_ratio=... geomean_vs_torch_all_ratio=... matmul2048_1t_ratio=...
 """
@@ -36,7 +37,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from _common import (TORCH_PRELUDE, fixture_names, geomean, run_torch_worker, torch_python,  # noqa: E402
+from _common import (TORCH_PRELUDE, baseline_isa_env, fixture_names, geomean, run_torch_worker, torch_python,  # noqa: E402
                      usable_cores)
 
 #: untimed calls before the timed ones, the same on both sides (with one, our first timed calls of a
@@ -106,9 +107,10 @@ for name in names:
 
 
 def torch_times(python: str, fixtures: Path, names: list[str], threads: list[int], iterations: int,
-                random_inputs: bool) -> dict:
+                random_inputs: bool, env: dict[str, str] | None = None) -> dict:
     return run_torch_worker(python, TORCH_WORKER, [",".join(names), ",".join(map(str, threads)), str(iterations),
-                                                   str(fixtures), "1" if random_inputs else "0", str(WARMUP_CALLS)])
+                                                   str(fixtures), "1" if random_inputs else "0", str(WARMUP_CALLS)],
+                            env=env)
 
 
 # -- the workbench side ------------------------------------------------------------------------------
@@ -158,6 +160,9 @@ def main() -> None:
     ap.add_argument("--torch-python", default=None)
     ap.add_argument("--cpu", default="", help="the machine model to select and compile for (`target --cpu`: "
                                               "avx2, avx512, a CPU name; default this host)")
+    ap.add_argument("--torch-own-isa", action="store_true",
+                    help="with an AVX2 --cpu on a wider host: torch keeps its own (AVX-512) kernels instead of "
+                         "being held to AVX2 (ATEN_CPU_CAPABILITY, ONEDNN_MAX_CPU_ISA, MKL_ENABLE_INSTRUCTIONS)")
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds per run")
     ap.add_argument("--no-matmul", action="store_true")
@@ -185,9 +190,11 @@ def main() -> None:
     names = fixture_names(fixtures, args.only, args.shard)
     threads = args.threads or usable_cores()
     python = torch_python(args.torch_python)
-    base = (torch_times(python, fixtures, names, sorted({1, threads}), args.iterations, args.random_inputs)
+    torch_env = {} if args.torch_own_isa else baseline_isa_env(args.cpu)
+    base = (torch_times(python, fixtures, names, sorted({1, threads}), args.iterations, args.random_inputs, torch_env)
             if python else {})
-    print(f"{len(names)} fixtures, 1 and {threads} threads, CPU model {args.cpu or 'host'}; torch: {python or 'not available'}")
+    print(f"{len(names)} fixtures, 1 and {threads} threads, CPU model {args.cpu or 'host'}; torch: {python or 'not available'}"
+          + (f" held to AVX2 code ({' '.join(f'{k}={v}' for k, v in torch_env.items())})" if torch_env else ""))
     print(f"{'fixture (ms)':28s} {'ours 1t':>10s} {'torch 1t':>10s} {'ratio':>6s}   {'ours Nt':>10s} {'torch Nt':>10s} {'ratio':>6s}")
     records, r1, rall = [], [], []
     t_start = time.perf_counter()

@@ -103,3 +103,33 @@ def test_random_weights_look_like_a_models():
     bound = (3 / (16 * 9)) ** 0.5
     assert w.size == 64 * 16 * 9 and np.abs(w).max() <= bound and np.abs(w).max() > 0.9 * bound
     assert v.size == 64 and v.min() >= 0.5 and v.max() <= 1.5
+
+
+@pytest.mark.parametrize("host_bits,cpu,held", [(512, "avx2", True), (512, "avx512", False), (512, "", False),
+                                                (256, "avx2", False)])
+def test_an_avx2_build_on_a_wider_host_holds_the_torch_baseline_to_avx2(monkeypatch, host_bits, cpu, held):
+    """`cpu_models.py --cpu avx2` on an AVX-512 host compiles AVX2 code; its torch baseline is held to AVX2 code
+    too (ATen's capability, oneDNN's ISA, MKL's instructions, OpenBLAS's core), as on an AVX2 machine. On an
+    AVX2 host, or for the host's own model, torch keeps its dispatch."""
+    import dataclasses
+
+    import workbench.targets.cpu_host as cpu_host
+    from _common import AVX2_BASELINE_ENV, baseline_isa_env
+
+    host = cpu_host.machine_for("avx512" if host_bits == 512 else "avx2")
+    monkeypatch.setattr(cpu_host, "host_machine", lambda: dataclasses.replace(host, is_host=True))
+    env = baseline_isa_env(cpu)
+    assert env == (AVX2_BASELINE_ENV if held else {})
+    if held:
+        assert env["ATEN_CPU_CAPABILITY"] == "avx2" and env["ONEDNN_MAX_CPU_ISA"] == "AVX2"
+
+
+def test_the_torch_worker_runs_with_the_baseline_environment():
+    """run_torch_worker passes its `env` to the worker process (on top of this one's environment)."""
+    from _common import run_torch_worker
+
+    script = ("import json, os, sys\n"
+              "print(json.dumps({'name': 'env', 'isa': os.environ.get('ATEN_CPU_CAPABILITY'), 'path': bool(os.environ.get('PATH'))}))\n")
+    out = run_torch_worker(sys.executable, script, [], timeout=60, env={"ATEN_CPU_CAPABILITY": "avx2"})
+    assert out["env"]["isa"] == "avx2" and out["env"]["path"]
+    assert run_torch_worker(sys.executable, script, [], timeout=60)["env"]["isa"] in (None, "")

@@ -500,7 +500,13 @@ def default_params(m: int, n: int, k: int, vector_bits: int = 512, l2_bytes: int
     tail_reg_m = reg_m
     if split:
         reg_m, block_m, main_m, tail_m = split
-    block_n = _largest_divisor(n, 1024 if big else 512, reg_n) or reg_n
+    cap_n = 1024 if big else 512
+    block_n = _largest_divisor(n, cap_n, reg_n) or reg_n
+    if block_n * 4 < min(n, cap_n) and n <= 4 * cap_n:
+        # N with a large prime factor (a LLaMA MLP's 688 = 16 x 43): its only blocks of whole register tiles
+        # are a few of them wide, and A would be packed again for every one (688 columns in blocks of 16: 43
+        # times); one block of all N instead (block_k below keeps it within L2)
+        block_n = n
     block_k = _largest_divisor(k, 256) or k
     # Keep pack buffers <= 1 MiB each (stack allocas) and the B block within L2.
     while block_n * block_k * 4 > min(1 << 20, max(l2_bytes, 1 << 16)) and block_k % 2 == 0:

@@ -10,6 +10,11 @@ the bias / relu applied to each register tile while in cache, not one more pass 
 Taken: all loops parallel, one result, no `linalg.index` in the body; every input read with the identity
 map is that expand_shape's result or gets the same collapse (a contiguous view); every other input reads
 only loops the expansion keeps whole (a bias along the last dim); static shapes.
+
+The same pass gives such a matmul's init, a `tensor.collapse_shape` of a `linalg.fill` (the zeroed 3-D output
+collapsed with it), a fill of its own collapsed shape (`collapse_filled_inits`): the selector then sees the fill
+(`init_is_fill`), and the epilogue schedule fuses it into the register tiles (accumulators that start at
+zero, no pass zeroing the output; a reshape is no op it can fuse).
 """
 from __future__ import annotations
 
@@ -118,5 +123,38 @@ def collapse_expanded_elementwise(module) -> int:
                 attributes={"reassociation": reassociation, "static_output_shape": expand.attributes["static_output_shape"]})
         op.results[0].replace_all_uses_with(expanded.results[0])
         op.erase()
+        rewritten += 1
+    return rewritten
+
+
+def collapse_filled_inits(module) -> int:
+    """Every linalg.matmul whose init is a static tensor.collapse_shape of a linalg.fill read by nothing else
+    gets a fill of the collapsed shape (of a tensor.empty) instead (module docstring); how many."""
+    from mlir import ir
+    from mlir.dialects import linalg, tensor
+
+    from workbench.worker.cpu.padded_conv_rows import built_value, single_use
+    from workbench.worker.ir_walk import ops_where
+
+    rewritten = 0
+    for op in ops_where(module, lambda o: o.name == "linalg.matmul"):
+        init = op.operands[len(op.operands) - 1]
+        collapse = init.owner
+        if not (isinstance(collapse, (ir.Operation, ir.OpView)) and collapse.name == "tensor.collapse_shape"
+                and single_use(init)):
+            continue
+        fill = collapse.operands[0].owner
+        if not (isinstance(fill, (ir.Operation, ir.OpView)) and fill.name == "linalg.fill"
+                and single_use(collapse.operands[0])):
+            continue
+        t = ir.RankedTensorType(init.type)
+        if not t.has_static_shape:
+            continue
+        with ir.InsertionPoint(op), op.location:
+            empty = tensor.EmptyOp(list(t.shape), t.element_type).result
+            filled = built_value(linalg.fill(fill.operands[0], outs=[empty]))
+        op.operands[len(op.operands) - 1] = filled
+        collapse.erase()
+        fill.erase()
         rewritten += 1
     return rewritten

@@ -356,15 +356,18 @@ def _epilogue_in_registers(block_m: int, block_n: int, reg_m: int, reg_n: int, r
     text += level("bm", f"{block_m}, 0")
     text += level("rm", f"{reg_m}, 0")
     text += level("rn", f"0, {reg_n}")
-    # the micro-kernel: A and B packed through hoisted nofold pads (matmul.py's step 3; the canonicalization
-    # first folds the fused levels' nested slices and moves the pads' constants out of the loops), K in reg_k steps
+    # the micro-kernel: A and B packed through hoisted nofold pads (matmul.py's step 3; the fused levels' nested
+    # slices merged first, and the pads' constants moved out of the loops; no canonicalization, which would fold
+    # a one-trip loop of a block the size of its dim, and the loops the hoisting counts with it), K in reg_k steps
     text += f"""    %padded_r, %pad_r, %copy_r = transform.structured.pad {state['mm']} {{
         padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [0, 1, 2],
         nofold_flags = [1, {1 if pack_b else 0}, 0], copy_back_op = "none"}}
         : ({any_op}) -> ({any_op}, {any_op}, {any_op})
     transform.apply_patterns to {outer} {{
-      transform.apply_patterns.canonicalization
+      transform.apply_patterns.tensor.merge_consecutive_insert_extract_slice
     }} : {any_op}
+    %loops_r = transform.structured.match ops{{["scf.for"]}} in {outer} : ({any_op}) -> {any_op}
+    transform.apply_licm to %loops_r : {any_op}
     %padA_r = transform.get_producer_of_operand %padded_r[0] : ({any_op}) -> {any_op}
     %hA_r = transform.structured.hoist_pad %padA_r by 1 loops : ({any_op}) -> {any_op}
 {matmul._pack_b(reg_n, pack_tile_b, "_r") if pack_b else ""}\

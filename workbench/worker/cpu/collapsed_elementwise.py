@@ -9,7 +9,8 @@ the bias / relu applied to each register tile while in cache, not one more pass 
 
 Taken: all loops parallel, one result, no `linalg.index` in the body; every input read with the identity
 map is that expand_shape's result or gets the same collapse (a contiguous view); every other input reads
-only loops the expansion keeps whole (a bias along the last dim); static shapes.
+loops the expansion keeps whole (a bias along the last dim), or all the loops of a split one, in order (a
+QKV projection's bias, expanded to 3 x 256 with its output: collapsed with them); static shapes.
 
 The same pass gives such a matmul's init, a `tensor.collapse_shape` of a `linalg.fill` (the zeroed 3-D output
 collapsed with it), a fill of its own collapsed shape (`collapse_filled_inits`): the selector then sees the fill
@@ -55,13 +56,27 @@ def _collapsible(op):
     if expand is None:
         return None
     groups = _reassociation(expand)
-    whole = {g[0] for g in groups if len(g) == 1}
     for value, d in zip(list(op.operands), dims):
         if not (isinstance(value.type, ir.RankedTensorType) and value.type.has_static_shape):
             return None
-        if d != identity and not set(d) <= whole:
-            return None   # reads a loop the expansion splits, but not all of them: no collapsed map
+        if d != identity and _operand_groups(d, groups) is None:
+            return None   # reads a loop the expansion splits, but not all of them in order: no collapsed map
     return expand, groups
+
+
+def _operand_groups(d: tuple[int, ...], groups: list[list[int]]) -> list[tuple[list[int], int]] | None:
+    """For an input read at loops `d`: its dims in runs that each read one whole group of the expansion, in
+    order (a dim a group of its own, or the dims of a split one: a QKV bias expanded to 3 x 256 read at the two
+    loops the 768 columns were split into), each with that group's index; None when a run reads part of one."""
+    group_of = {x: i for i, group in enumerate(groups) for x in group}
+    runs, p = [], 0
+    while p < len(d):
+        group = groups[group_of[d[p]]] if d[p] in group_of else None
+        if group is None or tuple(d[p:p + len(group)]) != tuple(group):
+            return None
+        runs.append((list(range(p, p + len(group))), group_of[d[p]]))
+        p += len(group)
+    return runs
 
 
 def _collapse_shape(value, groups: list[list[int]], reassociation):
@@ -108,8 +123,15 @@ def collapse_expanded_elementwise(module) -> int:
                     operands.append(source if source is not None else _collapse_shape(value, groups, reassociation))
                     maps.append(ir.AffineMap.get_identity(len(groups)))
                 else:
-                    maps.append(ir.AffineMap.get(len(groups), 0, [ir.AffineDimExpr.get(group_of[x]) for x in d]))
-                    operands.append(value)
+                    runs = _operand_groups(d, groups)
+                    maps.append(ir.AffineMap.get(len(groups), 0, [ir.AffineDimExpr.get(g) for _, g in runs]))
+                    if all(len(dims_) == 1 for dims_, _ in runs):
+                        operands.append(value)
+                    else:   # (the input's dims of a split group collapsed with it)
+                        operand_groups = [dims_ for dims_, _ in runs]
+                        operands.append(_collapse_shape(value, operand_groups, ir.ArrayAttr.get([
+                            ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), x) for x in g])
+                            for g in operand_groups])))
             attributes = {a.name: a.attr for a in (op.attributes[n] for n in range(len(op.attributes)))}
             attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in maps])
             attributes["iterator_types"] = ir.ArrayAttr.get([ir.Attribute.parse("#linalg.iterator_type<parallel>")]

@@ -707,8 +707,11 @@ class CpuTarget(Target):
                 params["op"] = op["id"]
             if not self.epilogue_in_registers:
                 params.pop("in_registers", None)
-            if params.get("in_registers") and init_is_fill(op, ops):
+            init = (op.get("producers") or [-1])[-1]
+            if params.get("in_registers") and init_is_fill(op, ops) and len(ops[init].get("consumers") or []) == 1:
                 # the fill fused down to the register tiles: accumulators that start at zero, no pass zeroing C
+                # (a fill that other ops read too, BERT's Q, K and V projections', stays: fusing it into one of
+                # them aborted in fuse_into_containing_op, "cast<scf::ForallOp>() argument of incompatible type")
                 params["fill_init"] = True
             return f"{path}[gen=matmul_epilogue]", chunk_fills(params, op, ops)
         return None

@@ -172,6 +172,9 @@ def main() -> None:
     ap.add_argument("--no-row-networks", action="store_true",
                     help="the selector without lh-row-networks (sort / argsort / topk stage by stage, a parallel region "
                          "and a pass over memory each: the old variant)")
+    ap.add_argument("--no-epilogue-in-registers", action="store_true",
+                    help="the selector without matmul_epilogue's in_registers (a fill pass, the matmul, then the "
+                         "epilogue chain as a pass over its result, also where K is one cache block: the old variant)")
     ap.add_argument("--json", default="", help="write every record here")
     ap.add_argument("--random-inputs", action="store_true",
                     help="seeded random inputs of the fixtures' shapes (integers in the corpus entry's ranges), no check "
@@ -185,6 +188,10 @@ def main() -> None:
         sys.path.insert(0, str(ROOT))
         from workbench.targets.cpu import CpuTarget
         CpuTarget.row_networks = False
+    if args.no_epilogue_in_registers:
+        sys.path.insert(0, str(ROOT))
+        from workbench.targets.cpu import CpuTarget
+        CpuTarget.epilogue_in_registers = False
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-bench-state-"))
     fixtures = Path(args.fixtures)
     names = fixture_names(fixtures, args.only, args.shard)

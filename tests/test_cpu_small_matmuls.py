@@ -125,6 +125,48 @@ func.func @linear(%x: tensor<32x64xf32>, %w: tensor<64x128xf32>, %bias: tensor<1
 """
 
 
+#: a QKV projection as torch-mlir writes it: x @ W (W: 64 x 3*32) expanded to 2 x 16 x 3 x 32 (batch, tokens, q/k/v,
+#: features), the bias (96) expanded to 3 x 32 with it and read at the two loops the 96 columns were split into
+QKV_BIAS = """#e4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#b2 = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
+func.func @qkv(%x: tensor<32x64xf32>, %w: tensor<64x96xf32>, %bias: tensor<96xf32>) -> tensor<2x16x3x32xf32> {
+  %c0 = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<32x96xf32>
+  %f = linalg.fill ins(%c0 : f32) outs(%e : tensor<32x96xf32>) -> tensor<32x96xf32>
+  %m = linalg.matmul ins(%x, %w : tensor<32x64xf32>, tensor<64x96xf32>) outs(%f : tensor<32x96xf32>) -> tensor<32x96xf32>
+  %m4 = tensor.expand_shape %m [[0, 1], [2, 3]] output_shape [2, 16, 3, 32] : tensor<32x96xf32> into tensor<2x16x3x32xf32>
+  %b2 = tensor.expand_shape %bias [[0, 1]] output_shape [3, 32] : tensor<96xf32> into tensor<3x32xf32>
+  %e4 = tensor.empty() : tensor<2x16x3x32xf32>
+  %g = linalg.generic {indexing_maps = [#e4, #b2, #e4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%m4, %b2 : tensor<2x16x3x32xf32>, tensor<3x32xf32>) outs(%e4 : tensor<2x16x3x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %s = arith.addf %a, %b : f32
+    linalg.yield %s : f32
+  } -> tensor<2x16x3x32xf32>
+  return %g : tensor<2x16x3x32xf32>
+}
+"""
+
+
+def test_a_qkv_projections_split_bias_becomes_its_epilogue(ctx, tmp_path):
+    """lh-collapse-expanded-elementwise: a bias expanded with the output's columns (a QKV projection's 768 as
+    3 x 256) and read at both loops they were split into is collapsed with them: the bias add runs 2-D, reading
+    the bias along n, and becomes the matmul's epilogue (a transformer layer's QKV bias was a pass of its own
+    over the 3 MiB result, and the matmul's fill another); the result matches the reference."""
+    payload = tmp_path / "qkv.mlir"
+    payload.write_text(QKV_BIAS)
+    ok(ctx, f"load {payload}")
+    ok(ctx, "pass lh-collapse-expanded-elementwise")
+    ir_text = ctx.session.current_ir
+    generic = ir_text[ir_text.index("linalg.generic"):]
+    assert 'iterator_types = ["parallel", "parallel"]' in generic.splitlines()[0], ir_text
+    ok(ctx, "undo")
+    ok(ctx, "select --apply")
+    labels = [a.step.label() for a in ctx.session.active_steps]
+    assert any("matmul_epilogue" in label for label in labels) and not any("generic.py" in label for label in labels), labels
+    _checked_run(ctx)
+
+
 def test_an_expanded_matmul_results_bias_add_becomes_its_epilogue(ctx, tmp_path):
     """lh-collapse-expanded-elementwise: the 3-D bias add (+ residual, relu) runs 2-D over the matmul's
     result (the residual collapsed, the bias read along n), its result expanded; the selector then makes

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import matmul
 from matmul_parallel import thread_grid
-from workbench.common.transform_text import STEP_REGION_MATCHERS, transform_module
+from workbench.common.transform_text import STEP_REGION_MATCHERS, step_region, transform_module
 
 # no PAYLOAD_OP: the constraints name the dims of the payload's contractions (M, N, K)
 #: the functions a session may call as generators (`file.py[gen=NAME]`); nothing else here is callable
@@ -54,6 +54,11 @@ PARAMS = {
     "pack_b": {"choices": [0, 1], "help": "matmul_epilogue: 1 = B packed into [k][reg_n] panels per block; 0 = the "
                                          "micro-kernel reads B in place (few row tiles read each B element: "
                                          "matmul.pack_b_pays)"},
+    "in_registers": {"choices": [0, 1], "help": "matmul_epilogue: 1 = the chain's last op tiled down to register tiles "
+                                               "with the links, the matmul (its whole K: block_k unused) and its "
+                                               "init's fill (fill_init) fused in: the epilogue runs on the "
+                                               "accumulators, one store per tile (epilogue_params: K one cache block); "
+                                               "0 = a pass over the matmul's result after it"},
     "bufferize": {"help": "end with bufferization and vector lowering (false: stay on tensors, for a "
                           "payload of several ops scheduled one step each; pipelines/cpu/finish.py finishes)"},
 }
@@ -244,12 +249,19 @@ def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, r
                     reg_k: int = 8, pack_tile_a: int = 32, pack_tile_b: int = 8, epilogue: int = 1,
                     epi_m: int = 4, epi_n: int = 64, op: str = "", bufferize: bool = True, threads_m: int = 1,
                     threads: int = 1, pack_b: int = 1, main_m: int = 0, tail_m: int = 0, tail_reg_m: int = 4,
-                    fill_init: bool = False) -> str:
+                    fill_init: bool = False, in_registers: int = 0) -> str:
     """A linalg.matmul (or the one with id `op`) followed by a chain of `epilogue` elementwise ops
     (bias add, relu, gelu, ...: each the only consumer of the previous result): the packed matmul
     schedule, then the chain tiled by epi_m x epi_n with the earlier links fused into the last one's
-    loops, and vectorized (one pass over the matmul's result instead of one per op)."""
+    loops, and vectorized (one pass over the matmul's result instead of one per op). `in_registers`: the chain
+    on the register tiles instead (`_epilogue_in_registers`: no pass over the result; block_k, epi_m, epi_n
+    unused)."""
     _check(epilogue=epilogue, epi_m=epi_m, epi_n=epi_n, threads_m=threads_m, threads=threads)
+    if in_registers:
+        if main_m:
+            raise ValueError("in_registers=1 takes no main_m / tail_m split")
+        return _epilogue_in_registers(block_m, block_n, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b,
+                                      epilogue, op, bufferize, threads_m, threads, pack_b, fill_init)
     chain = [f"\n    %mm = {_match('linalg.matmul', op)}\n{matmul.expect_one('%mm', op)}"]
     previous = "%mm"
     for i in range(epilogue):
@@ -287,15 +299,127 @@ def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, r
     return _module(body, bufferize, extra_sequences=LINALG_OP_MATCHER)
 
 
+def _epilogue_in_registers(block_m: int, block_n: int, reg_m: int, reg_n: int, reg_k: int,
+                           pack_tile_a: int, pack_tile_b: int, epilogue: int, op: str, bufferize: bool,
+                           threads_m: int, threads: int, pack_b: int, fill_init: bool) -> str:
+    """matmul_epilogue with in_registers=1: the chain's last op is tiled (N blocks, M blocks, then reg_m x reg_n
+    register tiles; in the threads_m x threads chunks of a forall first) with the earlier links, the matmul and
+    (`fill_init`) its init's fill fused into every level, so that a register tile's accumulators start at zero
+    (the fill's vector write folds into the read of the C tile), take the whole K, and go through the epilogue
+    before the one store of its result: no fill pass, no C in memory, no epilogue pass over it (a transformer's
+    K = d_model projections: 3 passes over the output in 1). For a K of one cache block (epilogue_params): the
+    A panel (reg_m x K) and the packed B block (K x block_n) are the packed schedule's with block_k = K."""
+    any_op = _ANY
+    text = f"\n    %mm = {_match('linalg.matmul', op)}\n{matmul.expect_one('%mm', op)}"
+    mm = "%mm"
+    if fill_init:
+        text += f"    %mminit = transform.get_producer_of_operand {mm}[2] : ({any_op}) -> {any_op}\n"
+    previous = mm
+    for i in range(epilogue):
+        text += (f"    %e{i}_all = transform.get_consumers_of_result {previous}[0] : ({any_op}) -> {any_op}\n"
+                 f"    %e{i}_walked, %e{i} = transform.foreach_match restrict_root flatten_results in %e{i}_all"
+                 f" @lh_linalg_op -> @lh_keep : ({any_op}) -> ({any_op}, {any_op})\n")
+        previous = f"%e{i}"
+    state = {"last": f"%e{epilogue - 1}", "links": [f"%e{i}" for i in range(epilogue - 1)], "mm": mm,
+             "fill": "%mminit" if fill_init else ""}
+
+    def level(tag: str, sizes: str, forall: bool = False) -> str:
+        """The chain's last op tiled by `sizes` (a forall of that many chunks), its earlier links (last first),
+        the matmul and its fill fused into the loop; the handles name the tiles."""
+        if forall:
+            out = (f"    %{tag}t, %{tag}loop = transform.structured.tile_using_forall {state['last']} num_threads "
+                   f"[{sizes}] : ({any_op}) -> ({any_op}, {any_op})\n")
+        else:
+            out = (f"    %{tag}t, %{tag}loop = transform.structured.tile_using_for {state['last']} tile_sizes [{sizes}]"
+                   f" : ({any_op}) -> ({any_op}, {any_op})\n")
+        loop = f"%{tag}loop"
+        state["last"] = f"%{tag}t"
+        fused = [("l", i) for i in reversed(range(len(state["links"])))] + [("mm", None)] + (
+            [("fill", None)] if state["fill"] else [])
+        for kind, i in fused:
+            name = f"%{tag}{kind}{'' if i is None else i}"
+            source = state["links"][i] if kind == "l" else state[kind]
+            out += (f"    {name}, {name}_loop = transform.structured.fuse_into_containing_op {source} into {loop}"
+                    f" : ({any_op}, {any_op}) -> ({any_op}, {any_op})\n")
+            loop = f"{name}_loop"
+            if kind == "l":
+                state["links"][i] = name
+            else:
+                state[kind] = name
+        return out
+
+    if threads_m * threads > 1:   # the chain, the matmul and its fill in the same chunks, each a parallel task
+        text += level("c", f"{threads_m}, {threads}", forall=True)
+    # cache blocks (N, then M: the packed B block is reused across the M blocks), then register tiles
+    text += level("bn", f"0, {block_n}")
+    outer = "%bnloop"
+    text += level("bm", f"{block_m}, 0")
+    text += level("rm", f"{reg_m}, 0")
+    text += level("rn", f"0, {reg_n}")
+    # the micro-kernel: A and B packed through hoisted nofold pads (matmul.py's step 3; the fused levels' nested
+    # slices merged first, and the pads' constants moved out of the loops; no canonicalization, which would fold
+    # a one-trip loop of a block the size of its dim, and the loops the hoisting counts with it), K in reg_k steps
+    text += f"""    %padded_r, %pad_r, %copy_r = transform.structured.pad {state['mm']} {{
+        padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [0, 1, 2],
+        nofold_flags = [1, {1 if pack_b else 0}, 0], copy_back_op = "none"}}
+        : ({any_op}) -> ({any_op}, {any_op}, {any_op})
+    transform.apply_patterns to {outer} {{
+      transform.apply_patterns.tensor.merge_consecutive_insert_extract_slice
+    }} : {any_op}
+    %loops_r = transform.structured.match ops{{["scf.for"]}} in {outer} : ({any_op}) -> {any_op}
+    transform.apply_licm to %loops_r : {any_op}
+    %padA_r = transform.get_producer_of_operand %padded_r[0] : ({any_op}) -> {any_op}
+    %hA_r = transform.structured.hoist_pad %padA_r by 1 loops : ({any_op}) -> {any_op}
+{matmul._pack_b(reg_n, pack_tile_b, "_r") if pack_b else ""}\
+    %cA_r, %lcA_r = transform.structured.tile_using_for %hA_r tile_sizes [0, {pack_tile_a}] : ({any_op}) -> ({any_op}, {any_op})
+    transform.structured.vectorize %cA_r vector_sizes [{reg_m}, {pack_tile_a}] : {any_op}
+    %t3_r, %l3_r = transform.structured.tile_using_for %padded_r tile_sizes [0, 0, {reg_k}] : ({any_op}) -> ({any_op}, {any_op})
+    transform.structured.vectorize %t3_r {{create_named_contraction}} : {any_op}
+"""
+    for handle in [h for h in [state["last"]] + state["links"] + [state["fill"]] if h]:
+        text += f"    transform.structured.vectorize {handle} : {any_op}\n"
+    text += f"""    transform.apply_patterns to {outer} {{
+      transform.apply_patterns.canonicalization
+    }} : {any_op}
+    transform.apply_cse to {outer} : {any_op}
+    %cleaned_loops_r = transform.structured.match ops{{["scf.for"]}} in {outer} : ({any_op}) -> {any_op}
+    transform.apply_licm to %cleaned_loops_r : {any_op}
+    transform.loop.hoist_loop_invariant_subsets %l3_r : {any_op}
+    transform.apply_patterns to {outer} {{
+      transform.apply_patterns.vector.cast_away_vector_leading_one_dim
+      transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
+      transform.apply_patterns.vector.transfer_permutation_patterns
+      transform.apply_patterns.vector.lower_transpose
+      transform.apply_patterns.canonicalization
+    }} : {any_op}
+"""
+    text += (f"    %fe_r = transform.structured.match ops{{[\"func.func\"]}} in %root : ({any_op}) -> {any_op}\n"
+             f"    transform.apply_dce to %fe_r : {any_op}\n")
+    if bufferize:
+        text += f"    transform.bufferization.eliminate_empty_tensors %fe_r : {any_op}\n"
+    else:
+        text += (f"    %own_loops_r = transform.merge_handles %l3_r : {any_op}\n"
+                 + step_region("%own_loops_r", "%step_loops_r")
+                 + f"    transform.bufferization.eliminate_empty_tensors %step_loops_r : {any_op}\n")
+    return _module(text, bufferize, extra_sequences=LINALG_OP_MATCHER)
+
+
 def epilogue_params(m: int, n: int, k: int, epilogue: int, threads: int = 1, **machine) -> dict:
     """matmul_epilogue parameters: the matmul's (matmul.default_params, per chunk with `threads`) and an
-    epilogue tile of rows x 4 vectors (divisors of a chunk's M and N)."""
+    epilogue tile of rows x 4 vectors (divisors of a chunk's M and N); in_registers=1 where K is one cache block
+    and M takes no row split (transformer layers' d_model = 256 projections, 1 thread on the AVX-512 host: 3.76
+    -> 3.16 ms for 1024 x 1024 x 256 + bias + relu, the layer 16.6 -> 14.5 ms; K of several blocks measured
+    even with the last block's epilogue in registers: docs/models-round13-linear.md)."""
     params = default_params(1, m, n, k, threads=threads, **machine)
     lanes = max(machine.get("vector_bits", 512) // 32, 1)
     cm, cn = m // params.get("threads_m", 1), n // params.get("threads", 1)
     epi_n = next(t for t in (4 * lanes, 2 * lanes, lanes, 8, 4, 2, 1) if cn % t == 0)
     epi_m = next(t for t in (4, 2, 1) if cm % t == 0)
-    return dict(params, epilogue=epilogue, epi_m=epi_m, epi_n=epi_n, pack_b=matmul.pack_b_pays(cm, params["reg_m"]))
+    params = dict(params, epilogue=epilogue, epi_m=epi_m, epi_n=epi_n, pack_b=matmul.pack_b_pays(cm, params["reg_m"]))
+    if params["block_k"] == k and not params.get("main_m"):
+        # K in one cache block: the epilogue on the accumulators (no pass over the result; with fill_init, no fill)
+        params["in_registers"] = 1
+    return params
 
 
 def matvec_tiling(rows: int = 8, vec_k: int = 64, op: str = "", bufferize: bool = True, threads: int = 1) -> str:

@@ -653,6 +653,10 @@ class CpuTarget(Target):
 
     #: the matmul family's schedules (pipelines/cpu/matmul_family.py): op kind -> generator
     matmul_family_schedule = "cpu/matmul_family.py"
+    #: whether a matmul whose K is one cache block runs its epilogue chain (and its init's fill) on the register
+    #: tiles (matmul_epilogue's in_registers; off: a fill pass, the matmul, then a pass of the chain over its result:
+    #: the old variant of bench/cpu_models.py --no-epilogue-in-registers)
+    epilogue_in_registers = True
 
     def matmul_family_entry(self, op: dict[str, Any], ops: list[dict[str, Any]] = (),
                             claimed: frozenset[int] = frozenset()) -> tuple[str, dict[str, Any]] | None:
@@ -701,6 +705,14 @@ class CpuTarget(Target):
             params = family.epilogue_params(dims["m"], dims["n"], dims["k"], len(chain), threads=threads, **machine)
             if op.get("id"):
                 params["op"] = op["id"]
+            if not self.epilogue_in_registers:
+                params.pop("in_registers", None)
+            init = (op.get("producers") or [-1])[-1]
+            if params.get("in_registers") and init_is_fill(op, ops) and len(ops[init].get("consumers") or []) == 1:
+                # the fill fused down to the register tiles: accumulators that start at zero, no pass zeroing C
+                # (a fill that other ops read too, BERT's Q, K and V projections', stays: fusing it into one of
+                # them aborted in fuse_into_containing_op, "cast<scf::ForallOp>() argument of incompatible type")
+                params["fill_init"] = True
             return f"{path}[gen=matmul_epilogue]", chunk_fills(params, op, ops)
         return None
 

@@ -200,6 +200,7 @@ def _collapse_expanded_elementwise(module, options: dict) -> None:
     from workbench.worker.cpu import collapsed_elementwise
 
     collapsed_elementwise.collapse_expanded_elementwise(module)
+    collapsed_elementwise.collapse_filled_inits(module)
 
 
 def _reshape_gathers(module, options: dict) -> None:
@@ -660,7 +661,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-narrow-widened-results": (_narrow_widened_results, "on tensors: an elementwise op yielding the extf of an f16/bf16 value that several ops read is written narrow, each reader widens as it reads (half the bytes where it is materialized; workbench/worker/cuda/narrow_results.py)"),
     "lh-reshape-gathers": (_reshape_gathers, "on tensors: a gather over constant index tables that reads its source in row-major order (torch-mlir's broadcast of a group norm's per-group statistics to its channels) -> a tensor.collapse_shape / expand_shape of the source (workbench/worker/cpu/reshape_gathers.py)"),
     "lh-collapse-planes": (_collapse_planes, "on tensors: an elementwise linalg.generic over images whose rows are no whole number of {lanes=16} vectors (N x C x 56 x 56) runs over the flattened trailing dims (N x C x 3136: whole vectors, 64-byte aligned planes), its result expanded (workbench/worker/cpu/collapsed_planes.py)"),
-    "lh-collapse-expanded-elementwise": (_collapse_expanded_elementwise, "on tensors: an elementwise linalg.generic reading a matmul's result through a tensor.expand_shape (a linear layer on a 3-D input as one matmul over the collapsed rows, its bias add after it) runs over the collapsed shape, its result expanded: the matmul's epilogue then (workbench/worker/cpu/collapsed_elementwise.py)"),
+    "lh-collapse-expanded-elementwise": (_collapse_expanded_elementwise, "on tensors: an elementwise linalg.generic reading a matmul's result through a tensor.expand_shape (a linear layer on a 3-D input as one matmul over the collapsed rows, its bias add after it) runs over the collapsed shape, its result expanded: the matmul's epilogue then; a matmul's init that is a collapsed fill becomes a fill of the collapsed shape (workbench/worker/cpu/collapsed_elementwise.py)"),
     "lh-plain-matmul-layout": (_plain_matmul_layout, "on tensors: a matmul with a transposed operand (x @ w.T: named with transposed maps, or a multiply-add generic) -> linalg.transpose of that operand + a plain linalg.matmul, and a plain matmul written as a multiply-add generic -> linalg.matmul (the packed schedule's micro-kernel reads B as [k][n]; workbench/worker/cpu/matmul_layout.py)"),
     "lh-report-failed-asserts": (_report_failed_asserts, "every cf.assert prints its message (puts) when it fails and the program goes on, as mlir-opt's -test-cf-assert lowers it (upstream's runtime-verification tests; the default lowering aborts at the first)"),
     "lh-widen-i1-memrefs": (_widen_i1, "memref<..xi1> -> memref<..xi8> (one byte per bool, as numpy stores them; MemRefToLLVM refuses sub-byte memrefs), loads/stores keep i1 values"),

@@ -185,12 +185,13 @@ def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, co
             text += (f"    %chunks_fill, %chunk, %chunks_combine, %forall = transform.structured.tile_reduction_using_forall"
                      f"" f" %target by num_threads = {counts} : ({a}) -> ({a}, {a}, {a}, {a})\n")
         else:
+            if init_operand >= 0:
+                text += f"    %init_c = transform.get_producer_of_operand %target[{init_operand}] : ({a}) -> {a}\n"
             text += (f"    %chunk, %forall = transform.structured.tile_using_forall %target num_threads {counts}"
                      f" : ({a}) -> ({a}, {a})\n")
             if init_operand >= 0:
                 # each chunk writes its own init (in its cache, on its core), not one core the whole output
-                text += (f"    %init_c = transform.get_producer_of_operand %chunk[{init_operand}] : ({a}) -> {a}\n"
-                         f"    %init_cf, %forall_f = transform.structured.fuse_into_containing_op %init_c into %forall"
+                text += (f"    %init_cf, %forall_f = transform.structured.fuse_into_containing_op %init_c into %forall"
                          f" : ({a}, {a}) -> ({a}, {a})\n")
         handle = "%chunk"
         scope = "%forall"

@@ -209,7 +209,7 @@ def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, co
         fused = "%init_cf"
         if fuse_init:
             # the tiles of the fuse_init loops, each with its slice of the init computed in it (in cache,
-            # right before the op's tile reads it; a register tile's init folds into its accumulators)
+            # right before the op's tile reads it: a register tile's init is written and read back in L1)
             outer = [tile[d] if d in fuse_init else 0 for d in range(len(tile))]
             text += (f"    %init_p = transform.get_producer_of_operand {handle}[{init_operand}] : ({a}) -> {a}\n"
                      f"    %tiled_p, %forall_p = transform.structured.tile_using_forall {handle} tile_sizes {outer}"

@@ -686,7 +686,7 @@ def init_fusion(op: dict[str, Any], ops: list[dict[str, Any]], params: dict[str,
     (in its loop order, increasing, up to the remainder's loop) computes its slice of the init right before
     the op reads it, instead of one pass over the whole output first (a 1x1 conv block's fill cost 0.5-0.8
     ms against the conv's 0.38; on threads it ran on one core). Where those loops are all the output's, the
-    fused tile is the register tile: its init folds into the accumulators. {} where it does not apply."""
+    fused tile is the register tile (its init written and read back in L1). {} where it does not apply."""
     loops = op.get("loops") or {}
     n_inputs = loops.get("num_inputs")
     init = (op.get("producers") or [-1])[-1]

@@ -9,6 +9,7 @@ become AMX tile operations right after bufferization.
 """
 from __future__ import annotations
 
+import generic
 import matmul
 from workbench.common.transform_text import transform_module
 
@@ -45,4 +46,22 @@ def bufferize_and_lower_vectors(amx: int = 0) -> str:
     }} : {any_op}
     transform.apply_cse to %fe : {any_op}
     transform.bufferization.eliminate_empty_tensors %fe : {any_op}
-{matmul.bufferize_and_lower_vectors(amx=bool(amx))}""")
+{matmul.bufferize_and_lower_vectors(amx=bool(amx))}{_serial_foralls()}""")
+
+
+#: most loops of a serial forall (generic.py's fuse_init)
+MAX_SERIAL_LOOPS = 6
+
+
+def _serial_foralls() -> str:
+    """The foralls generic.py's fuse_init made (attribute SERIAL_FORALL + their loop count), bufferized, as
+    nested scf.for loops: they fused the init's producer into the op's tiles; they are no parallel loops."""
+    a = "!transform.any_op"
+    text = ""
+    for n in range(1, MAX_SERIAL_LOOPS + 1):
+        text += (f"    %serial{n} = transform.structured.match ops{{[\"scf.forall\"]}} attributes{{{generic.SERIAL_FORALL}{n}}}"
+                 f" in %b : ({a}) -> {a}\n"
+                 f"    transform.foreach %serial{n} : {a} {{\n    ^bb0(%one{n}: {a}):\n"
+                 f"      %for{n}:{n} = transform.loop.forall_to_for %one{n} : ({a}) -> ({', '.join([a] * n)})\n"
+                 f"      transform.yield\n    }}\n")
+    return text

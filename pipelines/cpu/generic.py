@@ -54,6 +54,15 @@ PARAMS = {
     "partial_steps": {"help": "with partial_reduction: other reduction loops (outer rows of the same sum: an instance norm's H of H x W) walked one step at a time inside the accumulation into the partial vector, reduced once per output instead of once per row (empty: each row summed into fresh partials)"},
     "split_reduction": {"choices": [0, 1], "help": "1: loop `split` is a reduction loop, split over the `threads` chunks with partial results per chunk (tile_reduction_using_forall: a fill, the chunks' op, a combining op over the chunks' results): a reduction without a parallel loop (a whole-tensor sum) on every thread"},
     "cache_tile": {"help": "block sizes per loop (0: unblocked) of a first tiling, before `tile`: loops over cache-sized blocks (a reduction over rows read a block of rows at a time; a transpose by square blocks); empty: none"},
+    "fuse_init": {"help": "with fold_unit_dims=1: the loops (outermost first, parallel ones in increasing order) of an "
+                          "scf.forall (run serially: pipelines/cpu/finish.py makes it scf.for loops) whose tiles each "
+                          "compute their slice of the init's producer (operand `init_operand`: a fill or a broadcast), "
+                          "fused into it (and into the thread chunks): no pass over the whole output before the op; "
+                          "empty: the init as it is (with threads > 1 and init_operand >= 0: fused into the chunks only)"},
+    "init_operand": {"min": -1, "help": "the operand whose producer fuse_init fuses (-1: none)"},
+    "init_tile": {"help": "with fuse_init: tile sizes (per dim of the fused init op) of a loop nest around its tile, "
+                          "vectorized with masks at these sizes (a tile of the init larger than a register tile); "
+                          "empty: the fused tile vectorized as it is (static: every output loop in fuse_init)"},
     "gather": {"choices": [0, 1], "help": "1: `tensor.extract` in the body is vectorized too (vectorize_nd_extract): a contiguous load where the index is affine in the vector loop, else a vector.gather (lowered to 1-D gathers)"},
 }
 
@@ -73,6 +82,11 @@ def match_one(op: str, handle: str = "%target") -> str:
             f"    %{n}_one = transform.param.constant 1 : i64 -> !transform.param<i64>\n"
             f"    // op {op} must exist (`inspect` lists the ids)\n"
             f"    transform.match.param.cmpi eq %{n}_count, %{n}_one : !transform.param<i64>\n")
+
+
+#: the attribute (+ its number of loops) of a fuse_init forall: run serially (finish.py makes it scf.for
+#: loops once bufferized; an scf.forall of tensors has no conversion to scf.for)
+SERIAL_FORALL = "lh.serial_forall"
 
 
 # applied to the op's own loop nest only (other ops' vector code, e.g. a matmul's, is left alone); a
@@ -96,7 +110,8 @@ def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, thread
                    folded_order: list = [], decompose: int = 0, remainder: list = [],
                    partial_reduction: int = -1, partial_chunk: int = 0, gather: int = 0,
                    cache_tile: list = [], split_reduction: int = 0, partial_steps: list = [],
-                   split_also: list = []) -> str:
+                   split_also: list = [], fuse_init: list = [], init_operand: int = -1,
+                   init_tile: list = []) -> str:
     """The transform module (MLIR text) scheduling op `op`: one id, or a list of ids (ops of the same
     shape and kind, e.g. the same layer at every time step of an unrolled RNN) that all take these
     parameters: one step instead of one per op."""
@@ -107,7 +122,7 @@ def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, thread
         _check_id(i)
     body = _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, contraction, folded_order,
                           decompose, remainder, partial_reduction, partial_chunk, gather, cache_tile,
-                          split_reduction, partial_steps, split_also)
+                          split_reduction, partial_steps, split_also, fuse_init, init_operand, init_tile)
     if len(ids) == 1:
         return transform_module(match_one(ids[0]) + body)
     # the schedule once, as a sequence applied to each op in turn
@@ -120,7 +135,8 @@ def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, thread
 
 def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, contraction, folded_order,
                    decompose, remainder, partial_reduction, partial_chunk, gather=0, cache_tile=(),
-                   split_reduction=0, partial_steps=(), split_also=()) -> str:
+                   split_reduction=0, partial_steps=(), split_also=(), fuse_init=(), init_operand=-1,
+                   init_tile=()) -> str:
     """The schedule of the op bound to %target (transform ops, one per line)."""
     tile = [int(t) for t in tile]
     interchange = [int(i) for i in interchange]
@@ -149,6 +165,17 @@ def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, co
                        or split_also[0] >= max(len(tile), 1) or split_also[1] < 1 or split_reduction or threads < 2):
         raise ValueError(f"split_also is [loop, chunks]: a parallel loop other than split={split} and its chunk "
                          f"count, with threads > 1 and no split_reduction; got {split_also}")
+    init_operand = int(init_operand)
+    fuse_init = [int(d) for d in fuse_init]
+    init_tile = [int(t) for t in init_tile]
+    if (fuse_init or init_tile) and init_operand < 0:
+        raise ValueError("fuse_init and init_tile need init_operand (the operand whose producer is fused)")
+    if init_operand >= 0 and (not fold_unit_dims or split_reduction or cache_tile):
+        raise ValueError("init_operand (fusing the init's producer) needs fold_unit_dims=1, without split_reduction "
+                         "or cache_tile")
+    if fuse_init and (len(set(fuse_init)) != len(fuse_init) or any(not 0 <= d < len(tile) or not tile[d] for d in fuse_init)
+                      or (remainder and int(remainder[0]) in fuse_init) or fuse_init != sorted(fuse_init)):
+        raise ValueError(f"fuse_init must list tiled loops in increasing order, not the remainder's; got {fuse_init}")
     if threads > 1:
         counts = [0] * (max(split, split_also[0] if split_also else 0) + 1)
         counts[split] = threads
@@ -158,8 +185,14 @@ def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, co
             text += (f"    %chunks_fill, %chunk, %chunks_combine, %forall = transform.structured.tile_reduction_using_forall"
                      f"" f" %target by num_threads = {counts} : ({a}) -> ({a}, {a}, {a}, {a})\n")
         else:
+            if init_operand >= 0:
+                text += f"    %init_c = transform.get_producer_of_operand %target[{init_operand}] : ({a}) -> {a}\n"
             text += (f"    %chunk, %forall = transform.structured.tile_using_forall %target num_threads {counts}"
                      f" : ({a}) -> ({a}, {a})\n")
+            if init_operand >= 0:
+                # each chunk writes its own init (in its cache, on its core), not one core the whole output
+                text += (f"    %init_cf, %forall_f = transform.structured.fuse_into_containing_op %init_c into %forall"
+                         f" : ({a}, {a}) -> ({a}, {a})\n")
         handle = "%chunk"
         scope = "%forall"
     cache_tile = [int(t) for t in cache_tile]
@@ -172,6 +205,32 @@ def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, co
         scope = scope or ("%loops_block#0" if blocks > 1 else "%loop_block" if blocks else None)
     if decompose:
         return text + _tile(handle, tile, interchange)[0] + _decompose_and_vectorize("%tiled", vector)
+    if fold_unit_dims and init_operand >= 0 and (fuse_init or threads > 1):
+        fused = "%init_cf"
+        if fuse_init:
+            # the tiles of the fuse_init loops, each with its slice of the init computed in it (in cache,
+            # right before the op's tile reads it: a register tile's init is written and read back in L1)
+            outer = [tile[d] if d in fuse_init else 0 for d in range(len(tile))]
+            text += (f"    %init_p = transform.get_producer_of_operand {handle}[{init_operand}] : ({a}) -> {a}\n"
+                     f"    %tiled_p, %forall_p = transform.structured.tile_using_forall {handle} tile_sizes {outer}"
+                     f" : ({a}) -> ({a}, {a})\n"
+                     f"    %init_pf, %forall_pf = transform.structured.fuse_into_containing_op %init_p into %forall_p"
+                     f" : ({a}, {a}) -> ({a}, {a})\n"
+                     f"    transform.annotate %forall_pf \"{SERIAL_FORALL}{len(fuse_init)}\" : {a}\n")
+            handle, fused = "%tiled_p", "%init_pf"
+            tile = [0 if d in fuse_init else t for d, t in enumerate(tile)]
+        if not fuse_init and not init_tile:
+            raise ValueError("an init fused into the thread chunks alone needs init_tile (its chunk is no register tile)")
+        if init_tile and (len(init_tile) < 1 or any(t < 1 for t in init_tile)):
+            raise ValueError(f"init_tile needs a size >= 1 per dim of the init, got {init_tile}")
+        if init_tile:
+            loops = sum(1 for t in init_tile if t)
+            names = f"%init_loops:{loops}" if loops > 1 else "%init_loop"
+            text += (f"    %init_t, {names} = transform.structured.tile_using_for {fused} tile_sizes {init_tile}"
+                     f" : ({a}) -> ({', '.join([a] * (loops + 1))})\n"
+                     f"    transform.structured.vectorize %init_t vector_sizes {init_tile} : {a}\n")
+        elif vector:
+            text += f"    transform.structured.vectorize {fused} : {a}\n"
     if fold_unit_dims:
         folded_order = [int(i) for i in folded_order]
         if folded_order and sorted(folded_order) != list(range(len(folded_order))):

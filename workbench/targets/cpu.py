@@ -572,15 +572,38 @@ class CpuTarget(Target):
             return [(spec, {**softmax.default_params(shape[0], shape[1], threads=machine.usable_cpus), "op": op["id"]})]
         if op["op"] in cpu_selector.GROUPED_WITH_CONSUMER:
             return []  # an init of its consumer (matmul, reduction): scheduled there or lowered as a memset loop
+        if op["op"] in cpu_selector.FUSABLE_INITS and self._fused_init_of_consumer(op, ops):
+            return []  # computed tile by tile in its consumer's schedule (fuse_init)
         # (an op in a chunk of a forall, a row network's: the forall is what runs on the cores, its chunks'
         # ops are not split again)
-        cores = 1 if op.get("in_parallel_loop") else machine.usable_cpus
-        generic = cpu_selector.generic_params(op, machine.vector_bits, cores, machine.vector_registers)
+        generic = self._generic_entry_params(op, ops)
         if generic is None:
             return []  # no loop structure (linalg.softmax of another rank, pack, ...): cpu-lower lowers it
-        generic.pop("class")
         return [(f"{self.pipeline_path_for(cpu_selector.GENERIC_SCHEDULE)}[gen={cpu_selector.GENERIC_GENERATOR}]",
                  generic)]
+
+    def _generic_entry_params(self, op: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any] | None:
+        """The generic schedule's parameters for `op` (None: none), its init fused where that applies."""
+        cores = 1 if op.get("in_parallel_loop") else self.machine.usable_cpus
+        generic = cpu_selector.generic_params(op, self.machine.vector_bits, cores, self.machine.vector_registers)
+        if generic is None:
+            return None
+        generic.pop("class")
+        if ops and op in ops:
+            generic.update(cpu_selector.init_fusion(op, list(ops), generic, max(self.machine.vector_bits // 32, 4)))
+        return generic
+
+    def _fused_init_of_consumer(self, op: dict[str, Any], ops: list[dict[str, Any]]) -> bool:
+        """Whether `op` (a fill or broadcast) is the init its one consumer's window schedule fuses."""
+        consumers = op.get("consumers") or []
+        if len(consumers) != 1 or not ops or not 0 <= consumers[0] < len(ops):
+            return False
+        consumer = ops[consumers[0]]
+        if (consumer["op"] in cpu_selector.GROUPED_WITH_CONSUMER or consumer.get("layout")
+                or consumer["op"] in ("linalg.matmul", "linalg.batch_matmul", "linalg.matvec", "linalg.softmax")):
+            return False
+        params = self._generic_entry_params(consumer, ops)
+        return params is not None and params.get("init_operand", -1) >= 0
 
     #: the schedule of bf16 contractions in the VNNI layout (lh-vnni-contractions' lh.vnni generics)
     matmul_vnni_schedule = "cpu/matmul_vnni.py"

@@ -29,7 +29,7 @@ contraction (one multiply-add per tap and output), and their plane form ran 1.2x
 from __future__ import annotations
 
 from workbench.worker.cpu.padded_conv_rows import conv_ints, padded_high, padded_width, static_conv_rank, widened_init
-from workbench.worker.cpu.pointwise_convs import collapse_spatial, static_shape
+from workbench.worker.cpu.pointwise_convs import collapse_spatial, collapsed_init, static_shape
 from workbench.worker.ir_walk import erase_unread
 
 #: named convolutions and their spatial rank
@@ -123,9 +123,11 @@ def conv_planes(module, lanes: int = 16) -> int:
             wide_image = padded_high(image, [0, 0, extra_rows] + [0] * (rank - 1))
             flat_image, _ = collapse_spatial(wide_image, 2)
             wide_init = widened_init(init, [0, 0, 0] + [i - o for i, o in zip(in_sp[1:], out_sp[1:])])
-            flat_init, reassociation = collapse_spatial(wide_init, 2)
-            flat = _plane_generic(flat_image, filt, flat_init, rank, dilations, row_strides)
             wide_type = ir.RankedTensorType(wide_init.type)
+            flat_init, reassociation = collapsed_init(wide_init, 2)
+            if wide_init is not init:
+                erase_unread(wide_init, _PURE)   # (made anew at the collapsed shape)
+            flat = _plane_generic(flat_image, filt, flat_init, rank, dilations, row_strides)
             result = tensor.ExpandShapeOp(wide_type, flat, reassociation, [], list(wide_type.shape)).result
             if list(wide_type.shape) != out_shape:
                 result = tensor.ExtractSliceOp(init.type, result, [], [], [], [0] * len(out_shape), out_shape,

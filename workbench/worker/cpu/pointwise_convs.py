@@ -11,6 +11,8 @@ channels at 28 x 28).
 """
 from __future__ import annotations
 
+import math
+
 from workbench.worker.cpu.padded_conv_rows import conv_ints
 
 #: named channels-first convolutions and the rank of their spatial dims
@@ -59,12 +61,46 @@ def collapse_spatial(value, keep: int):
     return tensor.CollapseShapeOp(result, value, reassociation).result, reassociation
 
 
+def collapsed_init(value, keep: int):
+    """`value` (a convolution's init) viewed as collapse_spatial does, with its reassociation; a fill, or a
+    broadcast that adds every collapsed dim (a bias), read by nothing else (the convolution, or not yet) is made anew at the collapsed shape
+    instead of collapsed: the convolution's init is then the fill / broadcast itself, which its schedule
+    fuses into its tiles (`fuse_init`: each tile writes its own init, no pass over the whole output
+    before the convolution). The old producer is left for the caller to erase once unread."""
+    from mlir import ir
+    from mlir.dialects import linalg, tensor
+
+    from workbench.worker.cpu.padded_conv_rows import built_value
+    from workbench.worker.ir_walk import defining_op
+
+    producer = defining_op(value)
+    if producer is None or sum(1 for _ in value.uses) > 1 or producer.name not in ("linalg.fill", "linalg.broadcast"):
+        return collapse_spatial(value, keep)
+    shape = list(ir.RankedTensorType(value.type).shape)
+    flat_shape = shape[:keep] + [math.prod(shape[keep:])]
+    element = ir.RankedTensorType(value.type).element_type
+    if producer.name == "linalg.fill":
+        empty = tensor.EmptyOp(flat_shape, element).result
+        new = built_value(linalg.fill(producer.operands[0], outs=[empty]))
+    else:
+        added = [int(d) for d in ir.DenseI64ArrayAttr(producer.attributes["dimensions"])]
+        if not set(range(keep, len(shape))) <= set(added):
+            return collapse_spatial(value, keep)
+        empty = tensor.EmptyOp(flat_shape, element).result
+        new = built_value(linalg.broadcast(producer.operands[0], outs=[empty],
+                                           dimensions=[d for d in added if d < keep] + [keep]))
+    i64 = ir.IntegerType.get_signless(64)
+    groups = [[i] for i in range(keep)] + [list(range(keep, len(shape)))]
+    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups])
+    return new, reassociation
+
+
 def pointwise_convs(module) -> int:
     """Rewrite every eligible convolution (module docstring); how many were rewritten."""
     from mlir import ir
     from mlir.dialects import linalg, tensor
 
-    from workbench.worker.ir_walk import ops_where
+    from workbench.worker.ir_walk import erase_unread, ops_where
 
     rewritten = 0
     for op in ops_where(module, _eligible):
@@ -73,10 +109,11 @@ def pointwise_convs(module) -> int:
         with ir.InsertionPoint(op), op.location:
             i1, _ = collapse_spatial(image, 2)
             w1, _ = collapse_spatial(filt, 2)   # F x C x 1
-            o1, reassociation = collapse_spatial(init, 2)
+            o1, reassociation = collapsed_init(init, 2)
             conv = linalg.conv_1d_ncw_fcw(i1, w1, outs=[o1], strides=[1], dilations=[1])
             result = tensor.ExpandShapeOp(out_type, conv, reassociation, [], list(out_type.shape)).result
         op.results[0].replace_all_uses_with(result)
         op.erase()
+        erase_unread(init, ("linalg.fill", "linalg.broadcast", "tensor.empty"))
         rewritten += 1
     return rewritten

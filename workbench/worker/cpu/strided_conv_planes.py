@@ -56,8 +56,9 @@ from __future__ import annotations
 from workbench.worker.cpu.conv_planes import _plane_generic
 from workbench.worker.cpu.padded_conv_rows import (built_value, conv_ints, padded_high, padded_width, static_conv_rank,
                                                    widened_init)
-from workbench.worker.cpu.pointwise_convs import collapse_spatial, static_shape
+from workbench.worker.cpu.pointwise_convs import collapse_spatial, collapsed_init, static_shape
 from workbench.worker.cpu.strided_convs import MEMOIZED_MAPS
+from workbench.worker.ir_walk import erase_unread
 
 CONVS = {"linalg.conv_2d_nchw_fchw": 2}
 #: depthwise ones (filter c x kh x kw): one unit-stride depthwise convolution per phase over a 4-D view of the
@@ -214,7 +215,10 @@ def _flat_phases(op) -> object:
     flat_buffer, _ = collapse_spatial(buffer, 4)
     element = ir.RankedTensorType(image.type).element_type
     wide_init = widened_init(init, [0, 0, 0, width - out[1]])
-    result, reassociation = collapse_spatial(wide_init, 2)
+    wide_type = ir.RankedTensorType(wide_init.type)
+    result, reassociation = collapsed_init(wide_init, 2)
+    if wide_init is not init:
+        erase_unread(wide_init, ("linalg.fill", "linalg.broadcast", "tensor.empty"))   # (made anew, collapsed)
     for rh in range(strides[0]):
         for rw in range(strides[1]):
             th, tw = taps[0][rh], taps[1][rw]
@@ -228,7 +232,6 @@ def _flat_phases(op) -> object:
                 ir.RankedTensorType.get(f_shape[:2] + [th, tw], element), filt, [], [], [],
                 [0, 0, rh, rw], f_shape[:2] + [th, tw], [1, 1] + strides).result
             result = _plane_generic(plane, taps_of, result, 2, [1, 1], [width, 1])
-    wide_type = ir.RankedTensorType(wide_init.type)
     result = tensor.ExpandShapeOp(wide_type, result, reassociation, [], list(wide_type.shape)).result
     if list(wide_type.shape) != o_shape:
         result = tensor.ExtractSliceOp(init.type, result, [], [], [], [0] * 4, o_shape, [1] * 4).result

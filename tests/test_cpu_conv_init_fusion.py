@@ -1,0 +1,146 @@
+"""A convolution's init (a zero fill, or its bias broadcast) is computed tile by tile inside the window
+schedule's loop nest (generic.py's fuse_init / init_operand: fused into a serial forall over the leading
+parallel tiles and into the thread chunks), not in a pass of its own over the whole output before the
+convolution; the selector path applies, lowers, runs and matches on shapes that are no tile multiples."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import ok
+
+
+def _conv(n, c, h, w, f, kh, kw, s, p, bias=True) -> str:
+    """torch-mlir's form of Conv2d(c, f, (kh, kw), stride s, padding p): a zero pad of the input (none for
+    p = 0), the bias broadcast as the init (or a zero fill)."""
+    hp, wp = h + 2 * p, w + 2 * p
+    oh, ow = (hp - kh) // s + 1, (wp - kw) // s + 1
+    x, wt, o = f"tensor<{n}x{c}x{h}x{w}xf32>", f"tensor<{f}x{c}x{kh}x{kw}xf32>", f"tensor<{n}x{f}x{oh}x{ow}xf32>"
+    xp = f"tensor<{n}x{c}x{hp}x{wp}xf32>"
+    init = (f"%init = linalg.broadcast ins(%b : tensor<{f}xf32>) outs(%e : {o}) dimensions = [0, 2, 3]" if bias else
+            f"%init = linalg.fill ins(%zero : f32) outs(%e : {o}) -> {o}")
+    pad = (f"""%p = tensor.pad %x low[0, 0, {p}, {p}] high[0, 0, {p}, {p}] {{
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  }} : {x} to {xp}""" if p else f"%p = tensor.cast %x : {x} to {xp}")
+    return f"""func.func @main(%x: {x}, %w: {wt}, %b: tensor<{f}xf32>) -> {o} {{
+  %zero = arith.constant 0.0 : f32
+  {pad}
+  %e = tensor.empty() : {o}
+  {init}
+  %r = linalg.conv_2d_nchw_fchw {{dilations = dense<1> : vector<2xi64>, strides = dense<{s}> : vector<2xi64>}}
+       ins(%p, %w : {xp}, {wt}) outs(%init : {o}) -> {o}
+  return %r : {o}
+}}
+"""
+
+
+def _depthwise(n, c, h, w, k, s, p) -> str:
+    """torch-mlir's form of a depthwise Conv2d(c, c, k, stride s, padding p, groups=c) with a bias."""
+    hp, wp = h + 2 * p, w + 2 * p
+    oh, ow = (hp - k) // s + 1, (wp - k) // s + 1
+    x, wt, o = f"tensor<{n}x{c}x{h}x{w}xf32>", f"tensor<{c}x{k}x{k}xf32>", f"tensor<{n}x{c}x{oh}x{ow}xf32>"
+    return f"""func.func @main(%x: {x}, %w: {wt}, %b: tensor<{c}xf32>) -> {o} {{
+  %zero = arith.constant 0.0 : f32
+  %p = tensor.pad %x low[0, 0, {p}, {p}] high[0, 0, {p}, {p}] {{
+  ^bb0(%i: index, %j: index, %k: index, %l: index):
+    tensor.yield %zero : f32
+  }} : {x} to tensor<{n}x{c}x{hp}x{wp}xf32>
+  %e = tensor.empty() : {o}
+  %init = linalg.broadcast ins(%b : tensor<{c}xf32>) outs(%e : {o}) dimensions = [0, 2, 3]
+  %r = linalg.depthwise_conv_2d_nchw_chw {{dilations = dense<1> : vector<2xi64>, strides = dense<{s}> : vector<2xi64>}}
+       ins(%p, %w : tensor<{n}x{c}x{hp}x{wp}xf32>, {wt}) outs(%init : {o}) -> {o}
+  return %r : {o}
+}}
+"""
+
+
+def _select(ctx, tmp_path, text: str, threads: int) -> list[str]:
+    payload = tmp_path / "conv.mlir"
+    payload.write_text(text)
+    ok(ctx, f"load {payload}")
+    ok(ctx, f"target cpu --threads {threads} --cpu host")
+    ok(ctx, "select --apply")
+    return [a.step.label() for a in ctx.session.active_steps]
+
+
+def _top_level_writers(text: str) -> list[str]:
+    """The names of the function's top-level ops that write vectors or run linalg fills / broadcasts, each
+    with whether it holds the convolution's multiply-adds (`+fma`)."""
+    from mlir import ir
+
+    found = []
+    with ir.Context() as context:
+        context.allow_unregistered_dialects = True
+        module = ir.Module.parse(text)
+        func = next(op for op in module.body.operations if op.operation.name == "func.func")
+        for op in func.regions[0].blocks[0].operations:
+            names = set()
+
+            def walk(o):
+                names.add(o.name)
+                for region in o.regions:
+                    for block in region.blocks:
+                        for inner in block.operations:
+                            walk(inner.operation)
+
+            walk(op.operation)
+            if names & {"vector.transfer_write", "vector.store", "linalg.fill", "linalg.broadcast"}:
+                found.append(op.operation.name + ("+fma" if "vector.fma" in names else ""))
+    return found
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_init_is_written_inside_the_convolutions_loop_nest(ctx, tmp_path, bias, threads):
+    """A 1x1 conv (lh-pointwise-convs: a conv_1d over the collapsed plane of 7 x 9 = 63 positions, a
+    remainder tile) and a 3x3 one over rows of whole vectors (no pad, no plane): the only top-level nest that
+    writes anything is the convolution's (its init written tile by tile inside it); before, the fill or the
+    bias broadcast was a top-level pass (a loop nest or a linalg.fill) over the whole output."""
+    try:
+        for text in (_conv(2, 24, 7, 9, 20, 1, 1, 1, 0, bias), _conv(1, 8, 6, 34, 16, 3, 3, 1, 0, bias)):
+            labels = _select(ctx, tmp_path, text, threads)
+            assert any("init_operand=2" in label for label in labels), labels
+            writers = _top_level_writers(ctx.session.current_ir)
+            assert len(writers) == 1 and writers[0].endswith("+fma"), writers
+            ok(ctx, "apply cpu-lower")
+            assert ok(ctx, f"run --check --threads {threads} --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host")
+
+
+SHAPES = [
+    # (n, c, h, w, f, kh, kw, stride, padding, bias): odd H / W, channels no multiple of 8 or 16, batch 1 and 3
+    (1, 3, 15, 13, 10, 3, 3, 1, 1, True),      # planes (rows of 13), padding 1
+    (3, 5, 17, 17, 20, 3, 3, 2, 0, False),     # stride 2, padding 0: phases, zero fill
+    (3, 7, 11, 9, 5, 5, 5, 1, 2, True),        # padding 2, 5 output channels
+    (1, 16, 14, 14, 24, 1, 1, 1, 0, True),     # pointwise, 196 positions
+    (3, 6, 19, 21, 12, 3, 3, 2, 1, True),      # stride 2, padding 1, odd H / W
+]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_fused_inits_run_and_match(ctx, tmp_path, shape, threads):
+    """The selector path with the init fused on shapes that are no tile multiples: every step applies and
+    lowers, and the result matches the unscheduled payload, on 1 and 2 threads."""
+    try:
+        labels = _select(ctx, tmp_path, _conv(*shape), threads)
+        assert any("init_operand=2" in label for label in labels), labels
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, f"run --check --threads {threads} --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host")
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape", [(1, 12, 15, 15, 3, 1, 1), (3, 20, 13, 11, 3, 2, 0), (1, 10, 17, 17, 5, 2, 2)])
+def test_fused_depthwise_inits_run_and_match(ctx, tmp_path, shape, threads):
+    """Depthwise convolutions (unit stride: the window schedule's elementwise tile; stride 2: one per phase)
+    with their bias broadcast fused: every step applies, lowers, and the result matches."""
+    try:
+        labels = _select(ctx, tmp_path, _depthwise(*shape), threads)
+        assert any("init_operand=2" in label for label in labels), labels
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, f"run --check --threads {threads} --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host")

@@ -175,6 +175,9 @@ def main() -> None:
     ap.add_argument("--no-epilogue-in-registers", action="store_true",
                     help="the selector without matmul_epilogue's in_registers (a fill pass, the matmul, then the "
                          "epilogue chain as a pass over its result, also where K is one cache block: the old variant)")
+    ap.add_argument("--init-fusion", action="store_true",
+                    help="the selector with window schedules' fill / broadcast inits fused into their tiles "
+                         "(CpuTarget.init_fusion, off by default)")
     ap.add_argument("--json", default="", help="write every record here")
     ap.add_argument("--random-inputs", action="store_true",
                     help="seeded random inputs of the fixtures' shapes (integers in the corpus entry's ranges), no check "
@@ -192,6 +195,10 @@ def main() -> None:
         sys.path.insert(0, str(ROOT))
         from workbench.targets.cpu import CpuTarget
         CpuTarget.epilogue_in_registers = False
+    if args.init_fusion:
+        sys.path.insert(0, str(ROOT))
+        from workbench.targets.cpu import CpuTarget
+        CpuTarget.init_fusion = True
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-bench-state-"))
     fixtures = Path(args.fixtures)
     names = fixture_names(fixtures, args.only, args.shard)

@@ -589,7 +589,7 @@ class CpuTarget(Target):
         if generic is None:
             return None
         generic.pop("class")
-        if ops and op in ops:
+        if ops and op in ops and self.init_fusion:
             generic.update(cpu_selector.init_fusion(op, list(ops), generic, max(self.machine.vector_bits // 32, 4)))
         return generic
 
@@ -680,6 +680,12 @@ class CpuTarget(Target):
     #: tiles (matmul_epilogue's in_registers; off: a fill pass, the matmul, then a pass of the chain over its result:
     #: the old variant of bench/cpu_models.py --no-epilogue-in-registers)
     epilogue_in_registers = True
+    #: a window schedule's fill / broadcast init fused into its tiles (cpu_selector.init_fusion; False: the init
+    #: its own step, one pass over the output). Off by default: on the device's 16-core Xeon (session 25, one
+    #: alternated round, 1 thread / 16 threads, ms) conv_block 18.6 -> 29.1 / 3.11 -> 3.08, conv2d_3x3 17.0 -> 15.6
+    #: / 2.68 -> 2.97, conv_transpose2d 6.84 -> 5.71 / 1.28 -> 1.22, conv2d_1x1 even: not a clear gain yet
+    #: (`bench/cpu_models.py --init-fusion` measures it on)
+    init_fusion = False
 
     def matmul_family_entry(self, op: dict[str, Any], ops: list[dict[str, Any]] = (),
                             claimed: frozenset[int] = frozenset()) -> tuple[str, dict[str, Any]] | None:

@@ -51,7 +51,7 @@ def cmd_pass(ctx: CommandContext, a: Args) -> Result:
     return apply_step(ctx, Step("pass", text, {}, {}, Path.cwd()))
 
 
-def _apply_pipelines(ctx: CommandContext, pipelines: list[str], what: str) -> Result:
+def _apply_pipelines(ctx: CommandContext, pipelines: list[str], what: str, run_line: int | None = None) -> Result:
     """One pass step per pipeline of mlir-opt flags, nested as mlir-opt nests them (`-affine-loop-tile`:
     `func.func(affine-loop-tile)`), all or nothing: on a failure the earlier ones are undone (redo brings
     them back)."""
@@ -59,7 +59,7 @@ def _apply_pipelines(ctx: CommandContext, pipelines: list[str], what: str) -> Re
     results = []
     for pipeline in pipelines:
         pipeline = s.nested_as_mlir_opt_does(pipeline)
-        res = apply_step(ctx, Step("pass", pipeline, {}, {}, Path.cwd()))
+        res = apply_step(ctx, Step("pass", pipeline, {}, {}, Path.cwd(), run_line=run_line))
         if not res.ok:
             for _ in results:
                 s.undo()
@@ -97,7 +97,7 @@ def cmd_run_line(ctx: CommandContext, a: Args) -> Result:
         return fail(e)
     if not pipelines:
         return Result.failure(f"RUN line {run.number} runs no mlir-opt: {run.command[:80]}")
-    res = _apply_pipelines(ctx, pipelines, f"RUN line {run.number}")
+    res = _apply_pipelines(ctx, pipelines, f"RUN line {run.number}", run_line=number)
     if (not res.ok and res.error and "split-input-file" in run.command and s.payload_chunk is None
             and s.payload_chunks > 1):
         # mlir-opt ran it on each chunk alone: on the whole file a script matches what another chunk holds

@@ -76,3 +76,73 @@ def test_a_sessions_run_line_key_is_checked(ctx, tmp_path, entry, why):
     ok(ctx, f"load {MATMUL}")
     error = failed(ctx, f"replay {session}")
     assert why in error and "\n" not in error, error
+
+
+# -- torch import: where the failure is ----------------------------------------------------------------------
+
+def test_import_json_has_the_detail_its_clipped_line_points_to(tmp_path):
+    """A failed `lh-workbench import` printed the exporter's stderr (torch's dump of the traced graph) with its
+    long lines clipped: `... (+359 characters; --json has the whole message)`, but `import --json` wrote only
+    `ok` and `error`. The document holds the detail now."""
+    fake = tmp_path / "fake-python"
+    graph = "def forward(self, " + ", ".join(f"arg{i}_1: 'f32[4]'" for i in range(80)) + "):"
+    fake.write_text("#!/bin/sh\n"
+                    f"echo \"{graph}\" >&2\n"
+                    "echo '{\"ok\": false, \"error\": \"m.py:3: torch-mlir export failed: Boom\"}'\n")
+    fake.chmod(0o755)
+    (tmp_path / "m.py").write_text("import torch\n")
+    out = run_cli(["import", "m.py", "--json", "-"], cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": str(fake)})
+    assert out.returncode == 1
+    assert "--json has the whole message" in out.stderr, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["ok"] is False and doc["error"] == "import failed: m.py:3: torch-mlir export failed: Boom"
+    assert graph in doc["detail"], doc
+
+
+needs_torch = pytest.mark.skipif(not __import__("test_torch_import")._torch_available(),
+                                 reason="torch + torch-mlir not here")
+
+#: a library's model code (installed: under a `site-packages` directory) with Python control flow on a tensor
+LIBRARY_PAD = """import torch
+
+
+def pad_if_short(x):
+    if x.abs().sum() > 3.0:
+        return x * 2
+    return x
+"""
+
+LIBRARY_MODEL = """import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).parent / "site-packages"))
+import padlib
+
+
+class Net(torch.nn.Module):
+    def forward(self, x):
+        return padlib.pad_if_short(x) + 1
+"""
+
+
+@needs_torch
+def test_an_import_failing_in_a_librarys_model_code_names_that_line_too(tmp_path):
+    """HF Encodec's encoder failed to import at the model file's line that called it (`nets.py:224:
+    torch-mlir export failed: GuardOnDataDependentSymNode ...`): the data-dependent `if` was in transformers'
+    modeling_encodec.py, which the one line did not name (only the 4 kB graph dump on stderr hinted at it). The
+    innermost frame of an installed library's code is named after it: `(in padlib/__init__.py:5,
+    pad_if_short: `if x.abs().sum() > 3.0:`)`."""
+    from test_torch_import import TORCH_PYTHON
+
+    lib = tmp_path / "site-packages" / "padlib"
+    lib.mkdir(parents=True)
+    (lib / "__init__.py").write_text(LIBRARY_PAD)
+    (tmp_path / "net.py").write_text(LIBRARY_MODEL)
+    out = run_cli(["import", "net.py:Net", "--inputs", "4xf32", "--out", "out", "--json", "r.json"], cwd=tmp_path,
+                  env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert out.returncode == 1, out.stderr
+    error = json.loads((tmp_path / "r.json").read_text())["error"]
+    assert f"{tmp_path / 'net.py'}:12: " in error, error
+    assert error.endswith("(in padlib/__init__.py:5, pad_if_short: `if x.abs().sum() > 3.0:`)"), error

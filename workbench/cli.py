@@ -419,7 +419,8 @@ def cmd_import(argv: list[str]) -> int:
     res = run_import(vars(args), printer.progress)
     printer.result(res)
     if args.json:   # failed too: {"ok": false, "error": ...}, as the other --json documents
-        doc = json_text({"ok": res.ok, "error": res.error, **res.data})
+        # the detail too (the exporter's stderr): a clipped line on the terminal says `--json has the whole message`
+        doc = json_text({"ok": res.ok, "error": res.error, "detail": res.detail, **res.data})
         if args.json == "-":
             print(doc)
         else:

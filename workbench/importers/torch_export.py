@@ -2709,6 +2709,33 @@ def _model_frame(e: BaseException) -> str:
     return ""
 
 
+#: the packages whose frames are torch's own machinery (tracing, fake tensors, decompositions), not a model's code
+_TORCH_PACKAGES = ("torch", "torch_mlir", "functorch", "sympy", "triton", "numpy", "typing_extensions")
+
+
+def _library_frame(e: BaseException) -> str:
+    """` (in transformers/models/encodec/modeling_encodec.py:150, _pad1d: `if length <= max_pad:`)` for the
+    innermost frame of an installed library's model code (transformers, timm, ...) that lies deeper than the
+    model's own file: where a model built from a library raised, which its own line (the call into the
+    library) does not show; "" where the innermost such frame is the model's or there is none."""
+    import sysconfig
+
+    own = str(Path(__file__).resolve())
+    stdlib = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")})
+    for frame in reversed(traceback.extract_tb(e.__traceback__)):
+        name = frame.filename
+        if "-packages/" not in name:   # (a venv's platstdlib holds its site-packages: asked after this)
+            if name == own or name.startswith(("<", *stdlib)):
+                continue
+            return ""          # the model's own file is the innermost: its line says it
+        short = name.split("-packages/", 1)[1]
+        if short.split("/", 1)[0] in _TORCH_PACKAGES:
+            continue
+        code = (frame.line or "").strip()
+        return f" (in {short}:{frame.lineno}, {frame.name}" + (f": `{code[:120]}`)" if code else ")")
+    return ""
+
+
 def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str = "") -> dict:
     """Export `module` on `inputs`: writes NAME.mlir, the .npy files and the sidecar; returns the sidecar."""
     import torch
@@ -2743,7 +2770,7 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
             hint = (" (Python control flow on a tensor's value: torch.export traces one path; torch.where or "
                     "torch.cond keeps both)" if type(e).__name__ == "GuardOnDataDependentSymNode" else "")
             raise ImportFailure(f"{_model_frame(e)}torch-mlir export failed: {type(e).__name__}: {first[:400]}"
-                                + (f" {diagnostic[:400]}" if diagnostic else "") + hint)
+                                + (f" {diagnostic[:400]}" if diagnostic else "") + hint + _library_frame(e))
     text = str(mlir_module)
     leftover = sorted(set(re.findall(r"\b((?:tm_tensor|torch|torch_c)\.[a-z_.0-9]+)\b(?=[ (<{])", text)))
     mlir_path = out_dir / f"{name}.mlir"
@@ -2872,7 +2899,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except Exception as e:  # a bug in the model or in torch: one line, the traceback on stderr
         traceback.print_exc()
-        print(json.dumps({"ok": False, "error": f"{_model_frame(e)}{type(e).__name__}: {e}".splitlines()[0][:500]}))
+        print(json.dumps({"ok": False, "error": f"{_model_frame(e)}{type(e).__name__}: {e}".splitlines()[0][:500]
+                          + _library_frame(e)}))
         return 1
     out = Path(args.out)
     print(json.dumps({"ok": True, "mlir": str(out / sidecar["mlir"]), "sidecar": str(out / f"{name}.expected.json"),

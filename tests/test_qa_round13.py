@@ -146,3 +146,32 @@ def test_an_import_failing_in_a_librarys_model_code_names_that_line_too(tmp_path
     error = json.loads((tmp_path / "r.json").read_text())["error"]
     assert f"{tmp_path / 'net.py'}:12: " in error, error
     assert error.endswith("(in padlib/__init__.py:5, pad_if_short: `if x.abs().sum() > 3.0:`)"), error
+
+
+# -- a new user: what a pass or a transform script prints ----------------------------------------------------
+
+PRINT_MATCHED = """module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%arg0: !transform.any_op {transform.readonly}) {
+    %0 = transform.structured.match ops{["linalg.matmul"]} in %arg0 : (!transform.any_op) -> !transform.any_op
+    transform.print %0 {name = "MATCHED"} : !transform.any_op
+    transform.yield
+  }
+}
+"""
+
+
+def test_what_a_pass_or_a_transform_script_prints_comes_back_with_the_step(ctx, tmp_path):
+    """`pass print-op-stats`, `pass print-ir{label=...}` and a script's `transform.print` (how mlir-opt users look
+    at IR mid-pipeline) answered `no change (no-op)` and nothing else: MLIR printed on the compile worker's own
+    output, which nobody reads. It comes back with the step, as a schedule generator's prints do (the result's
+    body, `printed` in --json)."""
+    ok(ctx, f"load {MATMUL}")
+    res = ok(ctx, "pass print-op-stats")
+    assert "linalg.matmul , 1" in res.data["printed"] and "pass print-op-stats printed:" in res.body, res.data
+    res = ok(ctx, "pass print-ir{label=HELLO}")
+    assert "IR Dump HELLO" in res.data["printed"], res.data
+    script = tmp_path / "print.mlir"
+    script.write_text(PRINT_MATCHED)
+    res = ok(ctx, f"apply {script}")
+    assert "[[[ IR printer: MATCHED ]]]" in res.data["printed"] and "linalg.matmul ins(" in res.data["printed"]
+    assert "printed" not in ok(ctx, "pass cse").data      # a pass that prints nothing adds nothing

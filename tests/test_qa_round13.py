@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import MATMUL, do, failed, ok, run_cli
+from conftest import MATMUL, do, failed, ok, run_cli, with_progress
 
 
 # -- upstream MLIR files: `run --filecheck` after `run-line N` ------------------------------------------------
@@ -175,3 +175,17 @@ def test_what_a_pass_or_a_transform_script_prints_comes_back_with_the_step(ctx, 
     res = ok(ctx, f"apply {script}")
     assert "[[[ IR printer: MATCHED ]]]" in res.data["printed"] and "linalg.matmul ins(" in res.data["printed"]
     assert "printed" not in ok(ctx, "pass cse").data      # a pass that prints nothing adds nothing
+
+
+@pytest.mark.parametrize("kind, said", [
+    ("3x3xf32", "(shapes are `lh-workbench import --inputs`'s; a run's inputs come from files: --npy a.npy,b.npy)"),
+    ("zeroes", "(did you mean zeros?)"),
+])
+def test_run_inputs_of_an_unknown_kind_are_refused_before_the_lowering(ctx, kind, said):
+    """`run --inputs 3x3xf32` (the shape spec `import --inputs` takes, which a new user tries next) lowered the
+    module and started the run worker before it said `unknown input kind '3x3xf32' (choose from random, zeros,
+    ones)`; `zeroes` got no did-you-mean. Refused as the line is read now, a usage error naming the command."""
+    ok(ctx, f"load {MATMUL}")
+    res, heard = with_progress(ctx, f"run --inputs {kind} --iterations 1")
+    assert not res.ok and not heard, (res.error, heard)
+    assert res.error.startswith(f"run: --inputs '{kind}': expected one of random, zeros, ones {said}"), res.error

@@ -9,6 +9,7 @@ import re
 
 from workbench.commands.registry import Arg, Args, CommandContext, Command, Flag, Registry, UsageError
 from workbench.common.bench_defaults import MAX_BENCH_CALLS, MAX_CALLS_PER_SAMPLE
+from workbench.common.dtypes import INPUT_KINDS
 from workbench.common.suggest import did_you_mean_path
 from workbench.result import Result
 from workbench.run_session import RunOptions, assembly_of_current, run_current
@@ -128,6 +129,14 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
                or _missing_files("--expect", [f for f in (a.get("expect") or "").split(",") if f]))
     if missing:   # before the run: a missing --expect file read as `outputs differ` after it
         return Result.failure(missing)
+    kind = a.get("inputs")
+    if kind is not None and kind not in INPUT_KINDS:   # was said after the lowering, by the run worker
+        from workbench.common.suggest import did_you_mean
+
+        shape = (" (shapes are `lh-workbench import --inputs`'s; a run's inputs come from files: --npy a.npy,b.npy)"
+                 if re.fullmatch(r"[0-9x?]+[a-z]+[0-9]*(\[.*\])?(,.*)?", kind) else "")
+        raise UsageError(f"run: --inputs {kind!r}: expected one of {', '.join(INPUT_KINDS)}"
+                         f"{did_you_mean(kind, INPUT_KINDS)}{shape}")
     previous = s.target_name
     if a.get("target"):
         try:

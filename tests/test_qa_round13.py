@@ -189,3 +189,21 @@ def test_run_inputs_of_an_unknown_kind_are_refused_before_the_lowering(ctx, kind
     res, heard = with_progress(ctx, f"run --inputs {kind} --iterations 1")
     assert not res.ok and not heard, (res.error, heard)
     assert res.error.startswith(f"run: --inputs '{kind}': expected one of random, zeros, ones {said}"), res.error
+
+
+def test_run_line_completes_the_payloads_own_run_lines(ctx, tmp_path):
+    """`run-line <Tab>` offered 1, 2, 3 whatever the payload held (none for examples/matmul.mlir, four for
+    mathtofuncs_ipowi.mlir), and `run --run-line <Tab>` nothing: both offer the file's RUN lines now, each with
+    the start of its command."""
+    from workbench.commands import default_registry
+    from workbench.completion import Completer
+
+    payload = tmp_path / "two_runs.mlir"
+    payload.write_text(TWO_RUNS)
+    ok(ctx, f"load {MATMUL}")
+    completer = Completer(default_registry(), ctx.session)
+    assert completer.complete("run-line ") == []
+    ok(ctx, f"load {payload}")
+    for line in ("run-line ", "run --run-line "):
+        got = [(c.text, c.meta[:22]) for c in completer.complete(line)]
+        assert got == [("1", "line 1: mlir-opt %s -p"), ("2", "line 4: mlir-opt %s -p")], (line, got)

@@ -242,7 +242,7 @@ def register(reg: Registry) -> None:
                      complete="pass")], category="2-steps"))
     add(Command("run-line", "apply the passes of the payload file's `// RUN: mlir-opt ...` line N (default 1) "
                 "as pass steps", cmd_run_line,
-                [Arg("n", "which RUN line (1-based)", type="int", optional=True, complete="choice:1,2,3")],
+                [Arg("n", "which RUN line (1-based)", type="int", optional=True, complete="run_line")],
                 details="Upstream test files say how mlir-opt runs them: `run-line` turns each mlir-opt of the "
                         "RUN line's `|` chain into a pass step (--pass-pipeline=... or --pass-name{options} "
                         "flags; output options such as --split-input-file are left out: `load --chunk K` "

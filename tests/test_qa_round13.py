@@ -207,3 +207,28 @@ def test_run_line_completes_the_payloads_own_run_lines(ctx, tmp_path):
     for line in ("run-line ", "run --run-line "):
         got = [(c.text, c.meta[:22]) for c in completer.complete(line)]
         assert got == [("1", "line 1: mlir-opt %s -p"), ("2", "line 4: mlir-opt %s -p")], (line, got)
+
+
+def test_a_check_against_an_all_zero_expected_output_says_what_it_checks(ctx, tmp_path):
+    """HF MobileViTV2 at its default init (1x3x64x64): its late activations underflow to subnormals and its
+    logits are exactly 0, so `vs expected outputs passed (max abs err 0, max rel err 0)` said nothing while any
+    output within atol of 0 passes; outputs below atol but not 0 (round 9) got a note, exact zeros did not."""
+    import numpy as np
+
+    from test_qa_round9 import TINY_OUTPUTS
+
+    payload = tmp_path / "tiny.mlir"
+    payload.write_text(TINY_OUTPUTS)
+    x = np.random.default_rng(0).uniform(-1, 1, 64).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "out.npy", np.zeros(64, np.float32))
+    np.save(tmp_path / "zeros.npy", np.zeros(64, np.float32))
+    ok(ctx, f"load {payload}")
+    run = ok(ctx, f"run --iterations 1 --npy {tmp_path / 'x.npy'},{tmp_path / 'out.npy'} "
+                  f"--expect {tmp_path / 'zeros.npy'}").data["run"]
+    check = run["expected_check"]
+    assert check["passed"] and check["outputs"][0]["below_atol"], check
+    assert "expected output 0: every value is 0, so the check says only that the run's values are within atol" \
+        in run["warning"], run["warning"]
+    largest = float(abs(x * np.float32(1e-12)).max())
+    assert f"within atol 0.0001 of 0 (largest |got| {largest:.3g})" in run["warning"], run["warning"]

@@ -232,3 +232,13 @@ def test_a_check_against_an_all_zero_expected_output_says_what_it_checks(ctx, tm
         in run["warning"], run["warning"]
     largest = float(abs(x * np.float32(1e-12)).max())
     assert f"within atol 0.0001 of 0 (largest |got| {largest:.3g})" in run["warning"], run["warning"]
+
+
+@pytest.mark.parametrize("argv", [["targets", "--bogus", "--json", "-"], ["targets", "--bogus", "--json"]])
+def test_targets_refusing_its_command_line_still_answers_json(argv):
+    """`lh-workbench targets --bogus --json -` printed argparse's usage on stderr and nothing on stdout (import,
+    replay and a script write the failure document); `targets --json` alone prints, so a bare one does too."""
+    out = run_cli(argv)
+    assert out.returncode == 2
+    doc = json.loads(out.stdout)
+    assert doc["ok"] is False and doc["error"] == "unrecognized arguments: --bogus" and doc["usage_error"], doc

@@ -242,3 +242,20 @@ def test_targets_refusing_its_command_line_still_answers_json(argv):
     assert out.returncode == 2
     doc = json.loads(out.stdout)
     assert doc["ok"] is False and doc["error"] == "unrecognized arguments: --bogus" and doc["usage_error"], doc
+
+
+def test_a_parameter_edit_that_drops_undone_steps_says_so(ctx):
+    """`params 1 tile_m=32` after two `undo`s re-applied step 1 and dropped the two undone steps without a word
+    (`redo` then said `nothing to redo`), where a new step after `undo` says `(replaces 2 undone steps: ...)`.
+    The edit says it too, and that `undo` (of the edit) brings them back."""
+    ok(ctx, f"load {MATMUL}")
+    ok(ctx, "apply pipelines/lib/tile.py[gen=tile_matmul]{tile_m=64}")
+    ok(ctx, "pass canonicalize")
+    ok(ctx, "pass cse")
+    ok(ctx, "undo")
+    ok(ctx, "undo")
+    res = ok(ctx, "params 1 tile_m=32")
+    assert res.summary.endswith("(drops 2 undone steps: canonicalize, ...; `undo` brings them back)"), res.summary
+    assert res.data["dropped_undone"] == ["canonicalize", "cse"]
+    ok(ctx, "undo")
+    assert ctx.session.cursor == 1 and len(ctx.session.steps) == 3

@@ -160,12 +160,18 @@ def cmd_params(ctx: CommandContext, a: Args) -> Result:
             updates = S.parse_params(" ".join(a["values"]), where="params", step=f"step {index}: {step.label()[:60]}")
         except S.SpecError as e:
             return fail(e)
+    undone = [a.step.label() for a in s.steps[s.cursor:]]
     try:
         replaced = s.set_params(index, updates, selected_by=selected_by)
     except SessionError as e:
         return _with_steps_having(s, e, index, updates)
     res = applied_result(ctx, replaced[0], index)
     res.summary = f"re-applied steps {index}..{s.cursor}; " + res.summary
+    if undone:   # the edit drops the undone steps, as a new step does: say so (`undo` of the edit brings them back)
+        shown = undone[0] if len(undone) == 1 else f"{undone[0]}, ..."
+        res.summary += (f" (drops {len(undone)} undone step{'s' if len(undone) > 1 else ''}: {shown}; `undo` "
+                        "brings them back)")
+        res.data["dropped_undone"] = undone
     res.data["reapplied"] = [StepReport(index + i, r.step.kind, r.step.label(), r.step.params, True, r.seconds,
                                         r.output_sha, noop=r.noop).to_json() for i, r in enumerate(replaced)]
     return res

@@ -259,3 +259,34 @@ def test_a_parameter_edit_that_drops_undone_steps_says_so(ctx):
     assert res.data["dropped_undone"] == ["canonicalize", "cse"]
     ok(ctx, "undo")
     assert ctx.session.cursor == 1 and len(ctx.session.steps) == 3
+
+
+TWO_INPUTS = """import torch
+
+
+class SinkhornOT(torch.nn.Module):
+    def forward(self, a, b, eps=0.1):
+        return torch.logsumexp(a @ b.transpose(1, 2) / eps, dim=2)
+"""
+
+
+@needs_torch
+def test_a_model_named_in_another_case_or_given_too_few_inputs_says_so_before_it_runs(tmp_path):
+    """`import nets.py:Sinkhornot` listed the file's classes without the one meant (SinkhornOT); `--inputs` with one
+    spec for a forward(a, b) failed in the exporter's own call: `TypeError: SinkhornOT.forward() missing 1 required
+    positional argument: 'b'` and a traceback naming no line of the model."""
+    from test_torch_import import TORCH_PYTHON
+
+    (tmp_path / "nets.py").write_text(TWO_INPUTS)
+    env = {"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}
+
+    def error(*argv):
+        out = run_cli(["import", *argv, "--out", "out", "--json", "-"], cwd=tmp_path, env_extra=env, timeout=600)
+        assert out.returncode == 1, out.stderr
+        return json.loads(out.stdout)["error"]
+
+    assert "nets.py: no 'Sinkhornot' (did you mean SinkhornOT?)" in error("nets.py:Sinkhornot", "--inputs", "2x3x4xf32")
+    assert error("nets.py:SinkhornOT", "--inputs", "2x3x4xf32") == \
+        "import failed: nets.py:SinkhornOT: forward(a, b, eps) takes 2 to 3 inputs; --inputs gives 1"
+    assert error("nets.py:SinkhornOT", "--inputs", "2x3x4xf32,2x5x4xf32,1xf32,1xf32").endswith(
+        "takes 2 to 3 inputs; --inputs gives 4")

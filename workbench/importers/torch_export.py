@@ -2192,7 +2192,13 @@ def load_module(target: str):
         name = classes[0].__name__ if not hasattr(source, "Model") and len(classes) == 1 else "Model"
     if not hasattr(source, name):
         found = [c.__name__ for c in _module_classes(source)]
-        raise ImportFailure(f"{path}: no {name!r} (nn.Module classes here: {', '.join(found) or 'none'}; "
+        # `nets.py:Sinkhornot` for SinkhornOT: the name as typed in another case, else a close one
+        import difflib
+
+        close = ([n for n in dir(source) if n.lower() == name.lower()]
+                 or difflib.get_close_matches(name, [n for n in dir(source) if not n.startswith("_")], n=2))
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise ImportFailure(f"{path}: no {name!r}{hint} (nn.Module classes here: {', '.join(found) or 'none'}; "
                             f"name one as {path}:NAME)")
     obj = getattr(source, name)
     # KernelBench's convention: get_init_inputs() builds its `Model`
@@ -2846,6 +2852,28 @@ def snake_case(name: str) -> str:
     return re.sub(r"(?<!^)(?<!_)(?=[A-Z][a-z])", "_", name).lower()
 
 
+def _check_input_count(module, inputs: list, model: str, given: bool) -> None:
+    """The number of inputs against forward()'s positional parameters, before the model runs: too few or too many
+    raised `TypeError: SinkhornOT.forward() missing 1 required positional argument: 'b'` from the exporter's own
+    call, a traceback naming no line of the model."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):   # a forward without a signature Python can read: the call says it
+        return
+    positional = [q for q in params if q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD)]
+    if any(q.kind == q.VAR_POSITIONAL for q in params):
+        return
+    required = [q for q in positional if q.default is q.empty]
+    if len(required) <= len(inputs) <= len(positional):
+        return
+    takes = (f"{len(required)}" if len(required) == len(positional) else f"{len(required)} to {len(positional)}")
+    gave = f"--inputs gives {len(inputs)}" if given else f"get_inputs() gives {len(inputs)}"
+    raise ImportFailure(f"{model}: forward({', '.join(q.name for q in positional)}) takes {takes} input"
+                        f"{'s' if len(positional) != 1 else ''}; {gave}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="torch_export", description=__doc__.split("\n\n")[0])
     p.add_argument("model", help="MODEL.py[:NAME]")
@@ -2885,6 +2913,7 @@ def main(argv: list[str] | None = None) -> int:
                                 f"(KernelBench) or its one nn.Module only ({which})")
         else:
             raise ImportFailure(f"{args.model}: no --inputs and the file has no get_inputs()")
+        _check_input_count(module, inputs, args.model, given=bool(args.inputs))
         if args.dtype:
             dtype = getattr(torch, _DTYPE_NAMES[args.dtype])
             module = module.to(dtype)

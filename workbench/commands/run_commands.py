@@ -353,7 +353,8 @@ def register(reg: Registry) -> None:
          Flag("--check-prefixes", "FileCheck prefixes for --filecheck (default: the RUN line's, else CHECK)", True,
               metavar="A,B"),
          Flag("--run-line", "the RUN line (1-based) whose mlir-runner / FileCheck options --filecheck follows "
-              "(default: the first that pipes mlir-runner into FileCheck)", True, type="int", minimum=1,
+              "(default: the line `run-line N` applied, else the first that pipes mlir-runner into FileCheck)", True,
+              type="int", minimum=1,
               complete="run_line"),
          Flag("--profile", "time each top-level op of the payload (loop nests after scheduling, linalg ops, "
               "calls) and list them by time per call (cpu)")],

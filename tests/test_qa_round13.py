@@ -175,6 +175,8 @@ def test_what_a_pass_or_a_transform_script_prints_comes_back_with_the_step(ctx, 
     res = ok(ctx, f"apply {script}")
     assert "[[[ IR printer: MATCHED ]]]" in res.data["printed"] and "linalg.matmul ins(" in res.data["printed"]
     assert "printed" not in ok(ctx, "pass cse").data      # a pass that prints nothing adds nothing
+    res = do(ctx, "pass print-ir{label=BEFORE},transform-interpreter{entry-point=nope}")   # failing: in the detail
+    assert not res.ok and "IR Dump BEFORE" in res.detail, (res.error, res.detail)
 
 
 @pytest.mark.parametrize("kind, said", [

@@ -1019,9 +1019,11 @@ class CompileWorker:
             if nested and nested != text:
                 first += f" (as mlir-opt's pass flags nest it: `pass {nested}`)"
             raise StageError(f"bad pass pipeline: {first}", detail)
+        written: list[str] = []
         try:
             # what a pass prints (print-op-stats, print-ir{label=...}, view-op-graph) comes back with the step, as
-            # a generator's prints do: it went to the worker's own output, which nobody reads
+            # a generator's prints do (with its failure's detail when it fails): it went to the worker's own
+            # output, which nobody reads
             with captured_output() as written:
                 pm.run(module.operation)
         except ir.MLIRError as e:
@@ -1034,7 +1036,8 @@ class CompileWorker:
                 # a pass on an op interface (FunctionOpInterface: affine-loop-unroll), which mlir-opt's flags
                 # do not nest either
                 msg += " (a pass that runs on functions nests in them: `func.func(...)`, as upstream's RUN lines write it)"
-            raise StageError(f"pass pipeline failed: {msg}", detail)
+            printed = _printed_by(f"pass {pipeline.strip()}", written[0] if written else "")
+            raise StageError(f"pass pipeline failed: {msg}", printed + detail)
         self._generator_output.append(_printed_by(f"pass {pipeline.strip()}", written[0]))
         return True
 

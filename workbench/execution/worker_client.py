@@ -148,6 +148,11 @@ class WorkerProcess:
                 except ProcessLookupError:
                     pass
             proc.wait()
+        if proc is not None:   # killed mid-step (a time limit, Esc): its spill file, if it left one
+            try:
+                os.unlink(output_spill_path(proc.pid))
+            except OSError:
+                pass
         conn, self.conn = self.conn, None
         if conn is not None:
             try:

@@ -93,7 +93,7 @@ FREE_TEXT_FLAGS = {"--entry", "--study", "--params", "--ranges", ("asm", "--grep
 
 def test_completion_hints_present_for_every_argument():
     reg = default_registry()
-    known = ("path", "step", "command", "spec", "param", "target", "pass", "choice", "function")
+    known = ("path", "step", "command", "spec", "param", "target", "pass", "choice", "function", "run_line")
     for name in reg.names():
         cmd = reg.get(name)
         for a in cmd.args:

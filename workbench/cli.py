@@ -58,13 +58,14 @@ class ArgumentParser(argparse.ArgumentParser):
         super().error(message)
 
 
-def _json_arg(argv: list[str]) -> str | None:
-    """The --json path of a command line argparse refused (`--json X` or `--json=X`), if one is given."""
+def _json_arg(argv: list[str], bare: str | None = None) -> str | None:
+    """The --json path of a command line argparse refused (`--json X` or `--json=X`), if one is given; `bare`
+    for a `--json` without a value (`targets --json` prints)."""
     for i, word in enumerate(argv):
         if word.startswith("--json="):
             return word.split("=", 1)[1] or None
-        if word == "--json" and i + 1 < len(argv) and not argv[i + 1].startswith("--"):
-            return argv[i + 1]
+        if word == "--json":
+            return argv[i + 1] if i + 1 < len(argv) and not argv[i + 1].startswith("--") else bare
     return None
 
 
@@ -83,13 +84,14 @@ def _usage_failure(json_path: str | None, message: str, prefix: str = "lh-workbe
     return EXIT_USAGE
 
 
-def _parse(parser: ArgumentParser, argv: list[str]) -> argparse.Namespace:
-    """parse_args, writing the --json failure document when argparse refuses the command line."""
+def _parse(parser: ArgumentParser, argv: list[str], bare_json: str | None = None) -> argparse.Namespace:
+    """parse_args, writing the --json failure document when argparse refuses the command line (`bare_json`:
+    where a `--json` without a value writes, for a command whose --json takes none)."""
     try:
         return parser.parse_args(argv)
     except SystemExit as e:
         if e.code == EXIT_USAGE and getattr(parser, "last_error", None):
-            json_path = _json_arg(argv)
+            json_path = _json_arg(argv, bare_json)
             if json_path and (json_path == "-" or not Path(json_path).is_dir()):
                 _usage_failure(json_path, parser.last_error, prefix="")
         raise
@@ -375,7 +377,7 @@ def cmd_targets(argv: list[str]) -> int:
     p.add_argument("--json", metavar="OUT.json", nargs="?", const="-",
                    help="print JSON, or write it to OUT.json ('-' for stdout)")
     p.add_argument("--cpu", metavar="NAME", default="", help="describe this CPU machine instead of the host")
-    args = p.parse_args(argv)
+    args = _parse(p, argv, bare_json="-")   # `targets --bogus --json -` wrote nothing on stdout
     from workbench.commands.target_commands import machine_summary, target_listing
     from workbench.targets.cpu_host import MachineError
 
@@ -419,7 +421,8 @@ def cmd_import(argv: list[str]) -> int:
     res = run_import(vars(args), printer.progress)
     printer.result(res)
     if args.json:   # failed too: {"ok": false, "error": ...}, as the other --json documents
-        doc = json_text({"ok": res.ok, "error": res.error, **res.data})
+        # the detail too (the exporter's stderr): a clipped line on the terminal says `--json has the whole message`
+        doc = json_text({"ok": res.ok, "error": res.error, "detail": res.detail, **res.data})
         if args.json == "-":
             print(doc)
         else:

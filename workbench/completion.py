@@ -151,6 +151,8 @@ class Completer:
             return self._paths(current, start, exts)
         if kind == "choice":
             return [Completion(c, start, c, "") for c in extra.split(",") if c and c.startswith(current)]
+        if kind == "run_line":   # the payload file's RUN lines (was `1, 2, 3` whatever the file holds)
+            return self._run_lines(current, start)
         if kind == "step":   # `step:applied`: the active steps only (params, tune, select: not the payload)
             return self._steps(current, start, applied_only=extra == "applied")
         if kind == "function":   # `function:entry`: those a run can call, not the benchmark wrapper's
@@ -192,6 +194,22 @@ class Completer:
                 if o.startswith(tok) and o not in given]
 
     # -- hint implementations ---------------------------------------------------------------------
+    def _run_lines(self, current: str, start: int) -> list[Completion]:
+        """The numbers of the payload file's `// RUN:` lines, each with the start of its command."""
+        from workbench.common import split_input
+
+        path = getattr(self.session, "payload_path", None)
+        try:
+            runs = split_input.find_run_lines(Path(path).read_text()) if path else []
+        except (OSError, UnicodeDecodeError):
+            return []
+        out = []
+        for i, run in enumerate(runs, start=1):
+            text = " ".join(run.command.split())
+            if str(i).startswith(current):
+                out.append(Completion(str(i), start, str(i), f"line {run.number}: {text[:60]}"))
+        return out
+
     def _paths(self, current: str, start: int, exts: tuple[str, ...] | None,
                roots: Iterable[Path] | None = None) -> list[Completion]:
         head, _, base = current.rpartition("/")

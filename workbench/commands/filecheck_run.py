@@ -74,6 +74,14 @@ def plan_filecheck(session, prefixes_override: str | None = None, run_line_numbe
     else:
         checked = [r for r in runs if r.filecheck() is not None]
         chosen = next((r for r in checked if r.runner() is not None), checked[0] if checked else None)
+        # after `run-line N` the program is that line's: its runner (-e, -entry-point-result) and FileCheck
+        # options (--check-prefix), not the first line's (mathtofuncs_ipowi.mlir: four RUN lines of one
+        # pipeline, each running another function under a prefix of its own)
+        applied = next((a.step.run_line for a in reversed(session.active_steps) if a.step.run_line), None)
+        if applied is not None and applied <= len(runs):
+            line = runs[applied - 1]
+            if line.filecheck() is not None and line.runner() is not None:
+                chosen = line
     if chosen is not None and chosen.filecheck() is not None and not chosen.runs_program():
         number = runs.index(chosen) + 1
         raise FileCheckSetupError(f"RUN line {number} pipes mlir-opt into FileCheck: its CHECK lines are about the IR, "

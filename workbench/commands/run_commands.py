@@ -9,6 +9,7 @@ import re
 
 from workbench.commands.registry import Arg, Args, CommandContext, Command, Flag, Registry, UsageError
 from workbench.common.bench_defaults import MAX_BENCH_CALLS, MAX_CALLS_PER_SAMPLE
+from workbench.common.dtypes import INPUT_KINDS
 from workbench.common.suggest import did_you_mean_path
 from workbench.result import Result
 from workbench.run_session import RunOptions, assembly_of_current, run_current
@@ -128,6 +129,14 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
                or _missing_files("--expect", [f for f in (a.get("expect") or "").split(",") if f]))
     if missing:   # before the run: a missing --expect file read as `outputs differ` after it
         return Result.failure(missing)
+    kind = a.get("inputs")
+    if kind is not None and kind not in INPUT_KINDS:   # was said after the lowering, by the run worker
+        from workbench.common.suggest import did_you_mean
+
+        shape = (" (shapes are `lh-workbench import --inputs`'s; a run's inputs come from files: --npy a.npy,b.npy)"
+                 if re.fullmatch(r"[0-9x?]+[a-z]+[0-9]*(\[.*\])?(,.*)?", kind) else "")
+        raise UsageError(f"run: --inputs {kind!r}: expected one of {', '.join(INPUT_KINDS)}"
+                         f"{did_you_mean(kind, INPUT_KINDS)}{shape}")
     previous = s.target_name
     if a.get("target"):
         try:
@@ -344,7 +353,9 @@ def register(reg: Registry) -> None:
          Flag("--check-prefixes", "FileCheck prefixes for --filecheck (default: the RUN line's, else CHECK)", True,
               metavar="A,B"),
          Flag("--run-line", "the RUN line (1-based) whose mlir-runner / FileCheck options --filecheck follows "
-              "(default: the first that pipes mlir-runner into FileCheck)", True, type="int", minimum=1),
+              "(default: the line `run-line N` applied, else the first that pipes mlir-runner into FileCheck)", True,
+              type="int", minimum=1,
+              complete="run_line"),
          Flag("--profile", "time each top-level op of the payload (loop nests after scheduling, linalg ops, "
               "calls) and list them by time per call (cpu)")],
         details="Without a `bench` step, run inserts the benchmark wrapper at the end. The module is lowered "

@@ -51,7 +51,7 @@ def cmd_pass(ctx: CommandContext, a: Args) -> Result:
     return apply_step(ctx, Step("pass", text, {}, {}, Path.cwd()))
 
 
-def _apply_pipelines(ctx: CommandContext, pipelines: list[str], what: str) -> Result:
+def _apply_pipelines(ctx: CommandContext, pipelines: list[str], what: str, run_line: int | None = None) -> Result:
     """One pass step per pipeline of mlir-opt flags, nested as mlir-opt nests them (`-affine-loop-tile`:
     `func.func(affine-loop-tile)`), all or nothing: on a failure the earlier ones are undone (redo brings
     them back)."""
@@ -59,7 +59,7 @@ def _apply_pipelines(ctx: CommandContext, pipelines: list[str], what: str) -> Re
     results = []
     for pipeline in pipelines:
         pipeline = s.nested_as_mlir_opt_does(pipeline)
-        res = apply_step(ctx, Step("pass", pipeline, {}, {}, Path.cwd()))
+        res = apply_step(ctx, Step("pass", pipeline, {}, {}, Path.cwd(), run_line=run_line))
         if not res.ok:
             for _ in results:
                 s.undo()
@@ -97,7 +97,7 @@ def cmd_run_line(ctx: CommandContext, a: Args) -> Result:
         return fail(e)
     if not pipelines:
         return Result.failure(f"RUN line {run.number} runs no mlir-opt: {run.command[:80]}")
-    res = _apply_pipelines(ctx, pipelines, f"RUN line {run.number}")
+    res = _apply_pipelines(ctx, pipelines, f"RUN line {run.number}", run_line=number)
     if (not res.ok and res.error and "split-input-file" in run.command and s.payload_chunk is None
             and s.payload_chunks > 1):
         # mlir-opt ran it on each chunk alone: on the whole file a script matches what another chunk holds
@@ -160,12 +160,18 @@ def cmd_params(ctx: CommandContext, a: Args) -> Result:
             updates = S.parse_params(" ".join(a["values"]), where="params", step=f"step {index}: {step.label()[:60]}")
         except S.SpecError as e:
             return fail(e)
+    undone = [a.step.label() for a in s.steps[s.cursor:]]
     try:
         replaced = s.set_params(index, updates, selected_by=selected_by)
     except SessionError as e:
         return _with_steps_having(s, e, index, updates)
     res = applied_result(ctx, replaced[0], index)
     res.summary = f"re-applied steps {index}..{s.cursor}; " + res.summary
+    if undone:   # the edit drops the undone steps, as a new step does: say so (`undo` of the edit brings them back)
+        shown = undone[0] if len(undone) == 1 else f"{undone[0]}, ..."
+        res.summary += (f" (drops {len(undone)} undone step{'s' if len(undone) > 1 else ''}: {shown}; `undo` "
+                        "brings them back)")
+        res.data["dropped_undone"] = undone
     res.data["reapplied"] = [StepReport(index + i, r.step.kind, r.step.label(), r.step.params, True, r.seconds,
                                         r.output_sha, noop=r.noop).to_json() for i, r in enumerate(replaced)]
     return res
@@ -242,7 +248,7 @@ def register(reg: Registry) -> None:
                      complete="pass")], category="2-steps"))
     add(Command("run-line", "apply the passes of the payload file's `// RUN: mlir-opt ...` line N (default 1) "
                 "as pass steps", cmd_run_line,
-                [Arg("n", "which RUN line (1-based)", type="int", optional=True, complete="choice:1,2,3")],
+                [Arg("n", "which RUN line (1-based)", type="int", optional=True, complete="run_line")],
                 details="Upstream test files say how mlir-opt runs them: `run-line` turns each mlir-opt of the "
                         "RUN line's `|` chain into a pass step (--pass-pipeline=... or --pass-name{options} "
                         "flags; output options such as --split-input-file are left out: `load --chunk K` "

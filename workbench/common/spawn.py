@@ -42,3 +42,12 @@ def child_env(base: dict[str, str] | None = None, **extra: str) -> dict[str, str
     env["PYTHONPATH"] = os.pathsep.join([str(PACKAGE_ROOT), *rest])
     env["PYTHONSAFEPATH"] = "1"   # 3.11+: no cwd / script dir on sys.path, in grandchildren too
     return env
+
+
+def output_spill_path(pid: int) -> str:
+    """Where worker process `pid` keeps what native code prints during a step (`transform.print`, `print-ir`),
+    read back when the step ends; when the worker dies mid-step (an MLIR assertion), its client reads the
+    reason from here."""
+    import tempfile
+
+    return os.path.join(tempfile.gettempdir(), f"lh-workbench-worker-output-{pid}")

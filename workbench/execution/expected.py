@@ -130,6 +130,15 @@ def compare_expected(got: list[np.ndarray], expected: ExpectedOutputs) -> dict[s
                     f"{max_abs / scale:.3g}")
             item["below_atol"] = True
             report["warning"] = "; ".join(w for w in (report.get("warning"), note) if w)
+        elif not exact and magnitude == 0.0 and not bad.any() and not np.isnan(w64).all():
+            # every expected value is 0 (HF MobileViTV2 at its default init: its activations underflow to
+            # subnormals, its logits to 0): passing says only that the run's values are within atol of 0
+            largest = float(np.max(np.abs(np.where(np.isfinite(g64), g64, 0.0))))
+            note = (f"expected output {j}: every value is 0, so the check says only that the run's values are "
+                    f"within atol {atol_total:g} of 0 (largest |got| {largest:.3g}); a model whose output is 0 at "
+                    f"these inputs is not checked by it")
+            item["below_atol"] = True
+            report["warning"] = "; ".join(w for w in (report.get("warning"), note) if w)
         report["outputs"].append(item)
         report["max_abs_err"] = max(report["max_abs_err"], max_abs)
         report["max_rel_err"] = max(report["max_rel_err"], max_abs / scale)

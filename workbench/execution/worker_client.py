@@ -19,6 +19,7 @@ from typing import Callable
 
 from workbench.common.compact_text import BlobStore, CompactText
 from workbench.common.spawn import PACKAGE_ROOT, child_env, module_command  # noqa: F401  (PACKAGE_ROOT re-exported)
+from workbench.common.spawn import output_spill_path
 
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -147,6 +148,11 @@ class WorkerProcess:
                 except ProcessLookupError:
                     pass
             proc.wait()
+        if proc is not None:   # killed mid-step (a time limit, Esc): its spill file, if it left one
+            try:
+                os.unlink(output_spill_path(proc.pid))
+            except OSError:
+                pass
         conn, self.conn = self.conn, None
         if conn is not None:
             try:
@@ -254,6 +260,14 @@ class WorkerProcess:
         code = proc.wait() if proc is not None else -1
         if self._reader is not None:
             self._reader.join(timeout=1)
+        if proc is not None:   # what it printed in a step that captures the output (the assertion that killed it)
+            spill = output_spill_path(proc.pid)
+            try:
+                with open(spill, "rb") as f:
+                    self.output_tail.extend(f.read().decode(errors="replace").splitlines())
+                os.unlink(spill)
+            except OSError:
+                pass
         self.kill()
         if _cancel.is_set():   # killed by cancel_command, not a crash
             return self._failure(f"{self.name} request cancelled")

@@ -2192,7 +2192,13 @@ def load_module(target: str):
         name = classes[0].__name__ if not hasattr(source, "Model") and len(classes) == 1 else "Model"
     if not hasattr(source, name):
         found = [c.__name__ for c in _module_classes(source)]
-        raise ImportFailure(f"{path}: no {name!r} (nn.Module classes here: {', '.join(found) or 'none'}; "
+        # `nets.py:Sinkhornot` for SinkhornOT: the name as typed in another case, else a close one
+        import difflib
+
+        close = ([n for n in dir(source) if n.lower() == name.lower()]
+                 or difflib.get_close_matches(name, [n for n in dir(source) if not n.startswith("_")], n=2))
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise ImportFailure(f"{path}: no {name!r}{hint} (nn.Module classes here: {', '.join(found) or 'none'}; "
                             f"name one as {path}:NAME)")
     obj = getattr(source, name)
     # KernelBench's convention: get_init_inputs() builds its `Model`
@@ -2709,6 +2715,33 @@ def _model_frame(e: BaseException) -> str:
     return ""
 
 
+#: the packages whose frames are torch's own machinery (tracing, fake tensors, decompositions), not a model's code
+_TORCH_PACKAGES = ("torch", "torch_mlir", "functorch", "sympy", "triton", "numpy", "typing_extensions")
+
+
+def _library_frame(e: BaseException) -> str:
+    """` (in transformers/models/encodec/modeling_encodec.py:150, _pad1d: `if length <= max_pad:`)` for the
+    innermost frame of an installed library's model code (transformers, timm, ...) that lies deeper than the
+    model's own file: where a model built from a library raised, which its own line (the call into the
+    library) does not show; "" where the innermost such frame is the model's or there is none."""
+    import sysconfig
+
+    own = str(Path(__file__).resolve())
+    stdlib = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib")})
+    for frame in reversed(traceback.extract_tb(e.__traceback__)):
+        name = frame.filename
+        if "-packages/" not in name:   # (a venv's platstdlib holds its site-packages: asked after this)
+            if name == own or name.startswith(("<", *stdlib)):
+                continue
+            return ""          # the model's own file is the innermost: its line says it
+        short = name.split("-packages/", 1)[1]
+        if short.split("/", 1)[0] in _TORCH_PACKAGES:
+            continue
+        code = (frame.line or "").strip()
+        return f" (in {short}:{frame.lineno}, {frame.name}" + (f": `{code[:120]}`)" if code else ")")
+    return ""
+
+
 def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str = "") -> dict:
     """Export `module` on `inputs`: writes NAME.mlir, the .npy files and the sidecar; returns the sidecar."""
     import torch
@@ -2743,7 +2776,7 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
             hint = (" (Python control flow on a tensor's value: torch.export traces one path; torch.where or "
                     "torch.cond keeps both)" if type(e).__name__ == "GuardOnDataDependentSymNode" else "")
             raise ImportFailure(f"{_model_frame(e)}torch-mlir export failed: {type(e).__name__}: {first[:400]}"
-                                + (f" {diagnostic[:400]}" if diagnostic else "") + hint)
+                                + (f" {diagnostic[:400]}" if diagnostic else "") + hint + _library_frame(e))
     text = str(mlir_module)
     leftover = sorted(set(re.findall(r"\b((?:tm_tensor|torch|torch_c)\.[a-z_.0-9]+)\b(?=[ (<{])", text)))
     mlir_path = out_dir / f"{name}.mlir"
@@ -2819,6 +2852,28 @@ def snake_case(name: str) -> str:
     return re.sub(r"(?<!^)(?<!_)(?=[A-Z][a-z])", "_", name).lower()
 
 
+def _check_input_count(module, inputs: list, model: str, given: bool) -> None:
+    """The number of inputs against forward()'s positional parameters, before the model runs: too few or too many
+    raised `TypeError: SinkhornOT.forward() missing 1 required positional argument: 'b'` from the exporter's own
+    call, a traceback naming no line of the model."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):   # a forward without a signature Python can read: the call says it
+        return
+    positional = [q for q in params if q.kind in (q.POSITIONAL_ONLY, q.POSITIONAL_OR_KEYWORD)]
+    if any(q.kind == q.VAR_POSITIONAL for q in params):
+        return
+    required = [q for q in positional if q.default is q.empty]
+    if len(required) <= len(inputs) <= len(positional):
+        return
+    takes = (f"{len(required)}" if len(required) == len(positional) else f"{len(required)} to {len(positional)}")
+    gave = f"--inputs gives {len(inputs)}" if given else f"get_inputs() gives {len(inputs)}"
+    raise ImportFailure(f"{model}: forward({', '.join(q.name for q in positional)}) takes {takes} input"
+                        f"{'s' if len(positional) != 1 else ''}; {gave}")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="torch_export", description=__doc__.split("\n\n")[0])
     p.add_argument("model", help="MODEL.py[:NAME]")
@@ -2858,6 +2913,7 @@ def main(argv: list[str] | None = None) -> int:
                                 f"(KernelBench) or its one nn.Module only ({which})")
         else:
             raise ImportFailure(f"{args.model}: no --inputs and the file has no get_inputs()")
+        _check_input_count(module, inputs, args.model, given=bool(args.inputs))
         if args.dtype:
             dtype = getattr(torch, _DTYPE_NAMES[args.dtype])
             module = module.to(dtype)
@@ -2872,7 +2928,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except Exception as e:  # a bug in the model or in torch: one line, the traceback on stderr
         traceback.print_exc()
-        print(json.dumps({"ok": False, "error": f"{_model_frame(e)}{type(e).__name__}: {e}".splitlines()[0][:500]}))
+        print(json.dumps({"ok": False, "error": f"{_model_frame(e)}{type(e).__name__}: {e}".splitlines()[0][:500]
+                          + _library_frame(e)}))
         return 1
     out = Path(args.out)
     print(json.dumps({"ok": True, "mlir": str(out / sidecar["mlir"]), "sidecar": str(out / f"{name}.expected.json"),

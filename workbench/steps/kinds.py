@@ -70,6 +70,9 @@ class Step:
     #: who produced the parameter dict (`cpu-selector`, `tune:<study>`, `file:<name>`); None: the user.
     #: Saved with the step so that replay uses the recorded dict, never the selector's later answer.
     selected_by: str | None = None
+    #: the payload file's RUN line (1-based) a `pass` step came from (`run-line N`): `run --filecheck` follows
+    #: that line's runner and FileCheck options. Saved with the step (`run_line: N`).
+    run_line: int | None = None
 
     @property
     def kind_impl(self) -> "StepKind":
@@ -200,7 +203,7 @@ class PassKind(StepKind):
         return step.spec
 
     def to_entry(self, step, rel_to):
-        return {"pass": step.spec}
+        return {"pass": step.spec, **({"run_line": step.run_line} if step.run_line else {})}
 
 
 class TransformKind(StepKind):
@@ -399,6 +402,12 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
                         f"{', '.join(ENTRY_EXTRA_KEYS)})")
     if entry.get("selected_by") is not None and not isinstance(entry["selected_by"], str):
         raise StepError(f"{where}: `selected_by:` must be a string, got {short_repr(entry['selected_by'])}")
+    run_line = entry.get("run_line")
+    if run_line is not None:
+        if key != "pass":
+            raise StepError(f"{where}: `run_line:` on a `{key}:` entry (only a `pass:` entry comes from a RUN line)")
+        if isinstance(run_line, bool) or not isinstance(run_line, int) or run_line < 1:
+            raise StepError(f"{where}: `run_line:` must be a RUN line number (1, 2, ...), got {short_repr(run_line)}")
     variables = variables or {}
     if entry.get("params") is not None and not isinstance(entry.get("params"), dict):
         raise StepError(f"{where}: `params:` must be a mapping of names to values, got "
@@ -422,7 +431,7 @@ def step_from_entry(entry: Any, base_dir: Path, variables: dict[str, Any] | None
         pipeline = S.substitute(value, variables, where).strip()
         if not pipeline:   # replayed as a step that runs nothing (`pass ""` typed is refused)
             raise StepError(f"{where}: `pass:` needs a pass pipeline, got {value!r}")
-        return Step("pass", pipeline, {}, {}, base_dir)
+        return Step("pass", pipeline, {}, {}, base_dir, run_line=run_line)
     if key in ("pipeline", "bundle", "rewrite"):
         name, opts, ptext = S.split_ref(S.substitute(value, variables, where))
         S.check_params(given, f"{where} ({name})")
@@ -576,7 +585,7 @@ KINDS: dict[str, StepKind] = {k.name: k for k in (PassKind(), TransformKind(), S
                                                    BenchKind(), NamedPipelineKind(), EditKind(), RewriteKind())}
 ENTRY_KEYS = ("pass", "transform", "schedule", "include", "bench", "pipeline", "bundle", "edit", "rewrite")
 #: what an entry may hold besides its one ENTRY_KEYS key (what `save` writes)
-ENTRY_EXTRA_KEYS = ("params", "selected_by")
+ENTRY_EXTRA_KEYS = ("params", "selected_by", "run_line")
 
 
 def _merge_params(in_ref: dict[str, Any], given: dict[str, Any], key: str, where: str,

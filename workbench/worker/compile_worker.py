@@ -64,7 +64,7 @@ from workbench.worker import (bench_wrapper, knobs, payload_inspect, payload_sch
 from workbench.worker.mlir_context import new_context
 from workbench.worker.mpi import sharding
 from workbench.worker.protocol import FOLLOW_UP, serve_requests
-from workbench.worker.stderr_capture import captured_stderr
+from workbench.worker.stderr_capture import captured_output, captured_stderr
 
 CACHE_SIZE = 24
 #: the last payloads parsed stay held beyond the cache's LRU order: `run --check`'s reference and a
@@ -1019,8 +1019,13 @@ class CompileWorker:
             if nested and nested != text:
                 first += f" (as mlir-opt's pass flags nest it: `pass {nested}`)"
             raise StageError(f"bad pass pipeline: {first}", detail)
+        written: list[str] = []
         try:
-            pm.run(module.operation)
+            # what a pass prints (print-op-stats, print-ir{label=...}, view-op-graph) comes back with the step, as
+            # a generator's prints do (with its failure's detail when it fails): it went to the worker's own
+            # output, which nobody reads
+            with captured_output() as written:
+                pm.run(module.operation)
         except ir.MLIRError as e:
             msg, detail = _split_mlir_error(e, label)
             if "could not find a nested named sequence" in msg:   # transform-interpreter on a payload without one
@@ -1031,7 +1036,9 @@ class CompileWorker:
                 # a pass on an op interface (FunctionOpInterface: affine-loop-unroll), which mlir-opt's flags
                 # do not nest either
                 msg += " (a pass that runs on functions nests in them: `func.func(...)`, as upstream's RUN lines write it)"
-            raise StageError(f"pass pipeline failed: {msg}", detail)
+            printed = _printed_by(f"pass {pipeline.strip()}", written[0] if written else "")
+            raise StageError(f"pass pipeline failed: {msg}", printed + detail)
+        self._generator_output.append(_printed_by(f"pass {pipeline.strip()}", written[0]))
         return True
 
     def _parse_schedule(self, text: str, path: str) -> ir.Module:
@@ -1074,13 +1081,18 @@ class CompileWorker:
                 raise StageError(f"transform module has no named sequence @{entry} (has: {have})")
             raise StageError(f"transform module holds no transform script (no `transform.named_sequence "
                              f"@{entry}`, no `transform.sequence`): a payload? (`load` opens one)")
+        written: list[str] = []
         try:
-            for sequence in legacy or [seq]:
-                interpreter.apply_named_sequence(module.operation, sequence, sched.operation)
+            with captured_output() as written:   # transform.print writes to llvm::outs(): shown with the step
+                for sequence in legacy or [seq]:
+                    interpreter.apply_named_sequence(module.operation, sequence, sched.operation)
         except (ValueError, ir.MLIRError) as e:
             msg, detail = _split_mlir_error(e, label)
             msg = self._clean(msg)
-            raise StageError(f"transform failed: {msg}{self._script_comment(msg)}", self._clean(detail))
+            printed = _printed_by(f"transform {self._script_text[0]}", self._clean(written[0] if written else ""))
+            raise StageError(f"transform failed: {msg}{self._script_comment(msg)}",
+                             printed + self._clean(detail))
+        self._generator_output.append(_printed_by(f"transform {self._script_text[0]}", self._clean(written[0])))
 
     def _script_comment(self, msg: str) -> str:
         """` (the script says there: op generic_54 must exist ...)`: the comment line(s) right above the line of

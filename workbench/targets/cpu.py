@@ -393,7 +393,7 @@ class CpuTarget(Target):
         if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
             steps.append(self.DILATED_INPUT_CONVS)   # (a no-op, left out, unless an input is stride-dilated)
             steps.append(self.STRIDED_1D_CONVS)      # (a no-op, left out, unless a conv1d has a stride)
-        if self.strided_conv_planes and any(op.get("op") in ("linalg.conv_2d_nchw_fchw",
+        if self.strided_conv_planes and any(op.get("op") in ("linalg.conv_2d_nchw_fchw", "linalg.conv_2d_ngchw_gfchw",
                                                            "linalg.depthwise_conv_2d_nchw_chw")
                                             and op.get("dtype") == "f32" for op in ops):
             # (before the plane and pointwise rewrites, which take its phases; a no-op, left out, unless a

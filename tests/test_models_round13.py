@@ -114,3 +114,139 @@ def test_grouped_convs_run_and_match(ctx, tmp_path, cpu, threads, name):
         assert ok(ctx, f"run --check --iterations 1 --warmup 0 --threads {threads}").data["run"]["check"]["passed"]
     finally:
         ok(ctx, "target cpu --cpu host --threads 0")
+
+
+# -- 1x1 convolutions of one image as matmuls -------------------------------------------------------------------
+def _pointwise(n, C, H, W, F, bias=True) -> str:
+    """torch-mlir's 1x1 Conv2d with its bias broadcast as the init, a ReLU after it."""
+    x, w, o = f"tensor<{n}x{C}x{H}x{W}xf32>", f"tensor<{F}x{C}x1x1xf32>", f"tensor<{n}x{F}x{H}x{W}xf32>"
+    init = (f"%init = linalg.broadcast ins(%b : tensor<{F}xf32>) outs(%e : {o}) dimensions = [0, 2, 3]" if bias else
+            f"%init = linalg.fill ins(%zero : f32) outs(%e : {o}) -> {o}")
+    return f"""#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func @main(%x: {x}, %w: {w}, %b: tensor<{F}xf32>) -> {o} {{
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : {o}
+  {init}
+  %r = linalg.conv_2d_nchw_fchw {{dilations = dense<1> : vector<2xi64>, strides = dense<1> : vector<2xi64>}}
+       ins(%x, %w : {x}, {w}) outs(%init : {o}) -> {o}
+  %e2 = tensor.empty() : {o}
+  %relu = linalg.generic {{indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}}
+      ins(%r : {o}) outs(%e2 : {o}) {{
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.maximumf %in, %zero : f32
+    linalg.yield %m : f32
+  }} -> {o}
+  return %relu : {o}
+}}
+"""
+
+
+def test_a_pointwise_conv_of_one_image_becomes_a_matmul_of_views():
+    """DenseNet's 1x1 convolutions (192 -> 128 channels at 56 x 56): as a 1-D convolution, every block of 8
+    output channels streamed the whole 2.4 MB input (7-11 ms on this host; as a matmul 0.9-1.0 ms)."""
+    from mlir import ir
+
+    from workbench.worker.cpu.pointwise_convs import pointwise_convs
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(_pointwise(1, 24, 7, 9, 40))
+        assert pointwise_convs(module) == 1 and module.operation.verify()
+        text = str(module)
+    assert "linalg.conv" not in text and "linalg.copy" not in text
+    assert "tensor<1x24x7x9xf32> into tensor<24x63xf32>" in text          # views, no copies
+    assert "tensor<40x24x1x1xf32> into tensor<40x24xf32>" in text
+    assert "linalg.matmul" in text and "-> tensor<40x63xf32>" in text
+    assert "tensor<40x63xf32> into tensor<1x40x7x9xf32>" in text
+    assert "tensor<1x40x7x9xf32> into tensor<40x63xf32>" in text          # the bias broadcast as the init
+    # two images stay one 1-D convolution over the plane
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(_pointwise(2, 24, 7, 9, 40))
+        assert pointwise_convs(module) == 1
+        assert "linalg.conv_1d_ncw_fcw" in str(module) and "linalg.matmul" not in str(module)
+
+
+@pytest.mark.parametrize("cpu", ["host", "avx2"])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("shape", [(1, 24, 7, 9, 40, True), (1, 64, 14, 14, 32, False), (3, 24, 7, 9, 40, True)])
+def test_pointwise_convs_run_and_match(ctx, tmp_path, cpu, threads, shape):
+    payload = tmp_path / "pointwise.mlir"
+    payload.write_text(_pointwise(*shape))
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, f"target cpu --cpu {cpu} --threads {threads}")
+        data = ok(ctx, "select --apply").data
+        schedules = " ".join(str(sel["schedule"]) for sel in data["selections"])
+        assert ("matmul" in schedules) == (shape[0] == 1), schedules
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, f"run --check --iterations 1 --warmup 0 --threads {threads}").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")
+
+
+# -- 1-D convolutions with many channels as one matmul per tap --------------------------------------------------
+def _conv1d(n, C, W, F, k, s, d=1, pad=0) -> str:
+    """torch-mlir's Conv1d (a zero pad of the input where padded), a zero init."""
+    wp = W + 2 * pad
+    ow = (wp - d * (k - 1) - 1) // s + 1
+    x, xp, w, o = (f"tensor<{n}x{C}x{W}xf32>", f"tensor<{n}x{C}x{wp}xf32>", f"tensor<{F}x{C}x{k}xf32>",
+                   f"tensor<{n}x{F}x{ow}xf32>")
+    padded = (f"""%p = tensor.pad %x low[0, 0, {pad}] high[0, 0, {pad}] {{
+  ^bb0(%a: index, %b: index, %c: index):
+    tensor.yield %zero : f32
+  }} : {x} to {xp}""" if pad else f"%p = tensor.cast %x : {x} to {xp}")
+    return f"""func.func @main(%x: {x}, %w: {w}) -> {o} {{
+  %zero = arith.constant 0.0 : f32
+  {padded}
+  %e = tensor.empty() : {o}
+  %init = linalg.fill ins(%zero : f32) outs(%e : {o}) -> {o}
+  %r = linalg.conv_1d_ncw_fcw {{dilations = dense<{d}> : vector<1xi64>, strides = dense<{s}> : vector<1xi64>}}
+       ins(%p, %w : {xp}, {w}) outs(%init : {o}) -> {o}
+  return %r : {o}
+}}
+"""
+
+
+def test_a_wide_conv1d_of_one_image_becomes_one_matmul_per_tap():
+    """wav2vec2's 512 -> 512, 3 taps, stride 2 over 3199 positions: as a window op every block of 8 output
+    channels streamed the whole 6.5 MB input (196-226 ms a call on this busy host; as matmuls 56-69 ms)."""
+    from mlir import ir
+
+    from workbench.worker.cpu.tap_matmuls import tap_matmuls
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(_conv1d(1, 48, 101, 40, 3, 2, pad=1))
+        assert tap_matmuls(module) == 1 and module.operation.verify()
+        text = str(module)
+    assert "linalg.conv" not in text and text.count("linalg.matmul") == 3
+    # tap t: the filter's column t and every second input column from t (views), accumulated in turn
+    for t in range(3):
+        assert f"[0, 0, {t}] [40, 48, 1] [1, 1, 1] : tensor<40x48x3xf32> to tensor<40x48xf32>" in text
+        assert f"[0, 0, {t}] [1, 48, 51] [1, 1, 2] : tensor<1x48x103xf32> to tensor<48x51xf32>" in text
+    assert "tensor<40x51xf32> into tensor<1x40x51xf32>" in text
+    # a dilation spaces the taps; under min-bytes, two images, few channels or a 1-tap unit-stride one: left
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(_conv1d(1, 48, 101, 40, 3, 1, d=4))
+        assert tap_matmuls(module) == 1 and "[0, 0, 8] [1, 48, 93] [1, 1, 1]" in str(module)
+        for text, min_bytes in ((_conv1d(1, 48, 101, 40, 3, 2), 48 * 101 * 4 + 1), (_conv1d(2, 48, 101, 40, 3, 2), 0),
+                                (_conv1d(1, 16, 101, 40, 3, 2), 0), (_conv1d(1, 48, 101, 40, 1, 1), 0)):
+            module = ir.Module.parse(text)
+            assert tap_matmuls(module, min_bytes) == 0 and "linalg.conv_1d_ncw_fcw" in str(module)
+
+
+@pytest.mark.parametrize("cpu", ["host", "avx2"])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_wide_conv1d_tap_matmuls_run_and_match(ctx, tmp_path, cpu, threads):
+    """An input past the L2 size (the selector's min-bytes): 64 channels x 17001 positions, 4.4 MB."""
+    payload = tmp_path / "conv1d.mlir"
+    payload.write_text(_conv1d(1, 64, 17001, 40, 3, 2, pad=1))
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, f"target cpu --cpu {cpu} --threads {threads}")
+        ok(ctx, "select --apply")
+        assert "lh-tap-matmuls" in " ".join(a.step.label() for a in ctx.session.active_steps)
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, f"run --check --iterations 1 --warmup 0 --threads {threads}").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")

@@ -288,6 +288,12 @@ def _fold_constant_weights(module, options: dict) -> None:
     constant_folds.fold_constant_weights(module)
 
 
+def _tap_matmuls(module, options: dict) -> None:
+    from workbench.worker.cpu import tap_matmuls
+
+    tap_matmuls.tap_matmuls(module, _int_option(options, "min-bytes", 0, minimum=0))
+
+
 def _strided_conv_planes(module, options: dict) -> None:
     from workbench.worker.cpu import strided_conv_planes
 
@@ -649,6 +655,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-row-networks": (_row_networks, "on tensors: a network of many small ops over the same independent rows (torch-mlir's sort / argsort / topk: a compare-and-swap stage per expand_shape, half slices, generic and collapse_shape) -> one scf.forall over chunks of rows around the whole network, each chunk's values in L1 across every stage and one parallel region instead of one per stage; at least {threads=1} chunks where the network has {min-work=0} elements or more, else one (workbench/worker/cpu/row_networks.py)"),
     "lh-pad-conv-rows": (_pad_conv_rows, "on tensors: channels-first convolutions (unit stride along w) whose output rows are a little short of a multiple of 16 (at most 1/8 extra: 60, 30) computed over padded rows (input and init padded with zeros, the result sliced): whole vectors along every row, no remainder tile (workbench/worker/cpu/padded_conv_rows.py)"),
     "lh-strided-convs": (_strided_convs, "on tensors: channels-first convolutions with a stride s > 1 along w -> s unit-stride convolutions, one per input phase (the input's rows transposed once to s rows of every s-th element; each phase's taps a strided slice of the filter), accumulated one after another: vectors along w with contiguous loads (workbench/worker/cpu/strided_convs.py) {max-rank=3}: only convolutions of at most that many spatial dims (the selector: 1)"),
+    "lh-tap-matmuls": (_tap_matmuls, "on tensors: f32 1-D convolutions of one image with at least 32 input and output channels, at most 8 taps and an input of at least {min-bytes=0} -> one linalg.matmul per tap (W[:, :, t] x the input shifted by the tap, every s-th column for a stride s: slices), accumulated one into the next: the matmul schedule's cache blocking, where the window schedule streamed the whole input once per block of output channels (workbench/worker/cpu/tap_matmuls.py)"),
     "lh-pointwise-convs": (_pointwise_convs, "on tensors: channels-first 2-D/3-D convolutions with a 1x1(x1) window and unit strides -> linalg.conv_1d_ncw_fcw over the spatial dims collapsed (collapse_shape views, the result expanded back): vectors along the whole plane, not along rows with a remainder (workbench/worker/cpu/pointwise_convs.py)"),
     "lh-vnni-convs": (_vnni_convs, "on tensors: 2-D NCHW/FCHW convolutions reading bf16 (or f32 extensions of bf16) into f32 -> a convolution over input and filter packed in input-channel pairs (linalg.pack along C by 2, zero-padded), tagged lh.vnni_conv (pipelines/cpu/conv_vnni.py lowers it to vdpbf16ps; workbench/worker/cpu/vnni_convs.py); {amx=1}: those with output channels a multiple of 16 in the AMX layout instead (the filter F x KH x KW x C/2 x 2, rows padded to 16: an lh.amx_conv generic, pipelines/cpu/conv_amx.py)"),
     "lh-flatten-contiguous-transfers": (_flatten_contiguous_transfers, "on tensors or identity-layout memrefs: n-D vector transfers over whole contiguous trailing rows whose value is flat on the other side (a read used only through shape_casts to 1-D, a write of a shape_cast of a 1-D vector) -> one 1-D transfer of a collapse_shape view (the VNNI micro-kernel's B panel rows and its pack's writes: one 64-byte access instead of 16 of 4 bytes; workbench/worker/cpu/flatten_transfers.py)"),
@@ -692,6 +699,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "lh-pad-contraction-dims": ("lanes",),
     "lh-conv-planes": ("lanes",),
     "lh-strided-conv-planes": ("lanes",),
+    "lh-tap-matmuls": ("min-bytes",),
     "lh-pad-copies": ("threads", "min-work", "lanes"),
     "lh-row-networks": ("threads", "min-work"),
     "lh-collapse-planes": ("lanes",),

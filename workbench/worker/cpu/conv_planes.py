@@ -69,6 +69,8 @@ def _eligible(op, lanes: int) -> bool:
         return False   # pointwise: lh-pointwise-convs collapses the plane with nothing to slice off
     if out[-1] % lanes == 0 or padded_width(out[-1]) != out[-1]:
         return False   # whole vectors along the rows already, or once lh-pad-conv-rows pads them
+    if lead == 3 and out[-1] == 1:
+        return False   # torch-mlir's grouped Conv1d (rows of one): the window schedule's vectors go along h
     useful = 1
     for d in out[lead:]:
         useful *= d

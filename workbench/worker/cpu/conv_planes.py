@@ -19,6 +19,10 @@ of (Wi - OW) / OW extra positions (2 / 56 for a 3x3 window) and, unless the init
 An init that is the leading corner of a tensor of the wider shape (a slice of the convolution before over the
 same plane: lh-strided-conv-planes' phases) is that tensor, no copy. A 1x1 window whose input is larger than
 its output (a stride-2 phase: lh-pointwise-convs leaves it) is computed over the plane too.
+Grouped 2-D convolutions (`linalg.conv_2d_ngchw_gfchw`) become the same plane generic with a group loop (image
+n x g x c x plane, filter g x f x c x window; torch-mlir's padded 4-D input is widened and viewed, not copied
+again): RegNet's 3x3 over 14x14 / 7x7 1.6x faster, 28x28 even (docs/models-round13-real.md); not a grouped
+Conv1d (rows of one, vectorized along h by the window schedule).
 Only where that price is at most MAX_WASTE, on f32 (the bf16 ones take the VNNI/AMX paths), and where
 lh-pad-conv-rows does not pad the rows to whole vectors instead (60 -> 64, 30 -> 32: conv3d's 30-wide rows
 ran 1.4x slower over the plane). Measured on the 16-core Xeon (bench/cpu_models.py, the same run), one

@@ -39,6 +39,14 @@ ones), taps W[c, rh::sh, rw::sw]. The window schedule had taken the strided ones
 GFLOP/s): 1x144x56x56 5x5 s2 4.7-7.0 -> 1.1-2.0 ms, 1x96x112x112 3x3 s2 4.5-6.8 -> 2.4 ms (one thread, busy
 2-core host).
 
+Strided grouped convolutions (`linalg.conv_2d_ngchw_gfchw`: RegNet's and ResNeXt's 3x3 stride 2, 8-64 channels a
+group) whose phases would be flattened take the same buffer, built from the 4-D input behind torch-mlir's expand
+to n x g x c (its pad folded as above): each phase's plane n x (g * c) x positions is read as n x g x c x positions
+by a grouped plane generic (filter g x f x c x taps). The window schedule had taken them along strided rows with
+vectors along a group's few output channels (2 GFLOP/s): 1x32x112x112 -> 56x56 in 2 groups 5.35 -> 0.48 ms,
+1x48x112x112 in 6 groups 3.80 -> 0.56 ms (one thread, busy 2-core Icelake host; docs/models-round13-real.md).
+Grouped ones with rows of whole vectors are left.
+
 Only where every phase has taps (KH >= sh, KW >= sw: a 1x1 stride-2 shortcut reads one phase of four, whose
 transpose would cost more than it saves), on f32, and with at most MAX_PHASES phases.
 

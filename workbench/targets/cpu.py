@@ -420,7 +420,8 @@ class CpuTarget(Target):
         pointwise_matmuls = any(_pointwise_convolution(op) and _one_f32_image(op) for op in ops)
         if any(_pointwise_convolution(op) for op in ops):
             steps.append(self.POINTWISE_CONVS)
-        pointwise_matmuls = pointwise_matmuls or any(step.startswith(self.TAP_MATMULS) for step in steps)
+        tap_matmuls = any(step.startswith(self.TAP_MATMULS) for step in steps)
+        pointwise_matmuls = pointwise_matmuls or tap_matmuls
         if gathers and self.pad_copies:
             # (after the fusion, which writes each index table as one generic; before the gathers' split,
             # which takes the other gathers; a no-op, left out, unless a gather is a pad)
@@ -458,7 +459,7 @@ class CpuTarget(Target):
         if any(op.get("op") == "linalg.transpose" for op in ops):
             # (a no-op, left out, unless a one-row matmul reads a transposed W)
             steps.append(self.ROW_MATMULS_AS_MATVECS)
-        if pointwise_matmuls or any(op.get("kind") == "contraction" and op.get("dtype") == "f32"
+        if tap_matmuls or any(op.get("kind") == "contraction" and op.get("dtype") == "f32"
                                     and {"m", "n"} <= set(op.get("dims") or {}) for op in ops):
             # (after the steps that make the matmuls: a no-op, left out, unless M or N has no whole tile)
             steps.append(f"{self.PAD_CONTRACTION_DIMS}{{lanes={self.machine.f32_lanes}}}")

@@ -61,11 +61,11 @@ for name in names:
 '''
 
 
-def model_specs(python: str) -> dict[str, str]:
+def model_specs(python: str, defs: Path = DEFS) -> dict[str, str]:
     import subprocess
 
-    code = (f"import sys; sys.path.insert(0, {str(DEFS.parent)!r}); import json, hf_defs; "
-            "print(json.dumps(hf_defs.MODELS))")
+    code = (f"import sys; sys.path.insert(0, {str(defs.parent)!r}); import json, {defs.stem} as d; "
+            "print(json.dumps(d.MODELS))")
     p = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(p.stdout.strip().splitlines()[-1])
 
@@ -92,12 +92,12 @@ def coverage(data: dict) -> tuple[int, int]:
 
 
 def ours(ctx, name: str, spec: str, out: Path, threads: list[int], iterations: int, reuse: bool, python: str,
-         dtype: str = "", cpu: str = "") -> dict:
+         dtype: str = "", cpu: str = "", defs: Path = DEFS) -> dict:
     rec: dict = {"name": name, "import": False, "runs": {}}
     mlir = out / f"{name}.mlir"
     if not (reuse and mlir.exists()):
         t0 = time.perf_counter()
-        res = ctx.registry.dispatch(f"import {DEFS}:{name} --inputs {spec} --out {out} --name {name} --no-load "
+        res = ctx.registry.dispatch(f"import {defs}:{name} --inputs {spec} --out {out} --name {name} --no-load "
                                     f"--torch-python {python}" + (f" --dtype {dtype}" if dtype else ""), ctx)
         rec["import_s"] = time.perf_counter() - t0
         if not res.ok:
@@ -141,12 +141,15 @@ def main() -> None:
     ap.add_argument("--dtype", default="", choices=["", "f32", "bf16", "f16"],
                     help="import --dtype: the model's parameters and floating inputs in this type (torch too)")
     ap.add_argument("--cpu", default="", help="target cpu --cpu NAME (e.g. avx2)")
+    ap.add_argument("--defs", default=str(DEFS), help="the models file (bench/real_defs.py: real architectures "
+                                                      "at realistic sizes)")
     args = ap.parse_args()
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-bench-state-"))
     python = torch_python(args.torch_python)
     if not python:
         raise SystemExit("no torch Python (--torch-python or LH_WORKBENCH_TORCH_PYTHON)")
-    specs = model_specs(python)
+    defs = Path(args.defs).resolve()
+    specs = model_specs(python, defs)
     names = [n for n in args.only.split(",") if n] or list(specs)
     out = Path(args.out or tempfile.mkdtemp(prefix="lh-hf-"))
     threads = [int(t) for t in args.threads.split(",")]
@@ -160,14 +163,14 @@ def main() -> None:
         s.journal_enabled = False
         try:
             rec = ours(CommandContext(s, default_registry()), name, specs[name], out, threads, args.iterations,
-                       args.reuse, python, args.dtype, args.cpu)
+                       args.reuse, python, args.dtype, args.cpu, defs)
         finally:
             s.close()
         records.append(rec)
         print(json.dumps(rec), flush=True)
     ok_names = [r["name"] for r in records if r["import"]]
     base = run_torch_worker(python, TORCH_WORKER, [",".join(ok_names), ",".join(map(str, threads)),
-                                                   str(args.iterations), str(out), str(DEFS), args.dtype]) if ok_names else {}
+                                                   str(args.iterations), str(out), str(defs), args.dtype]) if ok_names else {}
     print(f"{'model':18s} {'import':6s} {'coverage':>9s} {'check ' + '/'.join(f'{t}t' for t in threads):>12s} "
           f"{'max err':>9s} " + " ".join(f"{f'ours {t}t ms':>10s} {f'torch {t}t':>9s} {'ratio':>6s}" for t in threads))
     ratios: dict[str, list] = {str(t): [] for t in threads}

@@ -136,7 +136,7 @@ SHAPES = [
     (1, 3, 15, 13, 10, 3, 3, 1, 1, True),      # planes (rows of 13), padding 1
     (3, 5, 17, 17, 20, 3, 3, 2, 0, False),     # stride 2, padding 0: phases, zero fill
     (3, 7, 11, 9, 5, 5, 5, 1, 2, True),        # padding 2, 5 output channels
-    (1, 16, 14, 14, 24, 1, 1, 1, 0, True),     # pointwise, 196 positions
+    (3, 16, 14, 14, 24, 1, 1, 1, 0, True),     # pointwise, 196 positions (batch 3: one image is a matmul)
     (3, 6, 19, 21, 12, 3, 3, 2, 1, True),      # stride 2, padding 1, odd H / W
 ]
 

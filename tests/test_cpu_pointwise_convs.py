@@ -50,8 +50,14 @@ def test_pointwise_convs_become_1d_over_the_plane():
     assert n == 1 and "linalg.conv_2d_nchw_fchw" not in text and "linalg.conv_1d_ncw_fcw" in text
     assert "tensor<2x16x6x10xf32> into tensor<2x16x60xf32>" in text and "tensor<8x16x1xf32>" in text
     assert "tensor.expand_shape" in text and "tensor<2x8x6x10xf32>" in text
+    # one f32 image: the matmul W x I over the collapsed plane (tests/test_models_round13.py)
     n, text = _rewrite(CONV3D)
-    assert n == 1 and "linalg.conv_1d_ncw_fcw" in text and "tensor<1x4x90xf32>" in text
+    assert n == 1 and "linalg.conv_1d_ncw_fcw" not in text
+    assert "linalg.matmul ins(%collapsed_0, %collapsed : tensor<8x4xf32>, tensor<4x90xf32>)" in text
+    assert "tensor<90x1xf32>" not in text and "tensor<8x90xf32> into tensor<1x8x3x5x6xf32>" in text
+    # bf16 (the VNNI convolution path takes the 1-D form) stays a 1-D convolution
+    n, text = _rewrite(CONV3D.replace("f32", "bf16").replace("0.0 : bf16", "0.0 : bf16"))
+    assert n == 1 and "linalg.conv_1d_ncw_fcw" in text and "tensor<1x4x90xbf16>" in text
 
 
 def test_windows_and_strides_are_left():

@@ -138,6 +138,13 @@ def _pointwise_convolution(op: dict[str, Any]) -> bool:
     return bool(window) and all(d == "1" for d in window)
 
 
+def _one_f32_image(op: dict[str, Any]) -> bool:
+    """A convolution of one f32 image (batch 1): lh-pointwise-convs makes a 1x1 one a matmul."""
+    types = op.get("operand_types") or []
+    return (len(types) == 3 and all(t.endswith("xf32>") for t in types)
+            and types[0].split("<", 1)[-1].split("x")[0] == "1")
+
+
 def matmul_machine_args(machine: CpuMachine) -> dict[str, int]:
     """The machine model's numbers the matmul family's `default_params` take."""
     return {"vector_bits": machine.vector_bits, "vector_registers": machine.vector_registers,
@@ -243,8 +250,13 @@ class CpuTarget(Target):
     VNNI_CONVS = "pass lh-vnni-convs"
 
     #: 1x1 (x1) convolutions with unit strides as 1-D convolutions over the collapsed plane (vectors along
-    #: all of it, no row remainders): workbench/worker/cpu/pointwise_convs.py
+    #: all of it, no row remainders), those of one f32 image as matmuls W x I (the matmul schedule's packing
+    #: and cache blocks): workbench/worker/cpu/pointwise_convs.py
     POINTWISE_CONVS = "pass lh-pointwise-convs"
+
+    #: unit-stride 1-D convolutions of one f32 image with many channels as one matmul per tap over shifted
+    #: views of the input (the matmul schedule's cache blocks): workbench/worker/cpu/tap_matmuls.py
+    TAP_MATMULS = "pass lh-tap-matmuls"
 
     #: unit-stride convolutions whose output rows are no whole number of vectors (56, 28, 14, 7) computed over
     #: the input's flattened plane, the extra columns sliced off: workbench/worker/cpu/conv_planes.py
@@ -390,15 +402,26 @@ class CpuTarget(Target):
                              f"min-work={cpu_selector.MIN_PARALLEL_WORK}}}")
         else:
             steps = first
+        if any(op.get("op") == "linalg.conv_1d_ncw_fcw" and _one_f32_image(op) for op in ops):
+            # (before lh-strided-convs: a stride is read by the matmuls' packing; a no-op, left out, unless a
+            # conv1d has the channels)
+            steps.append(f"{self.TAP_MATMULS}{{min-bytes={self.machine.l2_bytes}}}")
         if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
             steps.append(self.DILATED_INPUT_CONVS)   # (a no-op, left out, unless an input is stride-dilated)
             steps.append(self.STRIDED_1D_CONVS)      # (a no-op, left out, unless a conv1d has a stride)
-        if self.strided_conv_planes and any(op.get("op") in ("linalg.conv_2d_nchw_fchw",
+        if self.strided_conv_planes and any(op.get("op") in ("linalg.conv_2d_nchw_fchw", "linalg.conv_2d_ngchw_gfchw",
                                                            "linalg.depthwise_conv_2d_nchw_chw")
                                             and op.get("dtype") == "f32" for op in ops):
             # (before the plane and pointwise rewrites, which take its phases; a no-op, left out, unless a
             # 2-D conv has strides along h and w)
             steps.append(f"{self.STRIDED_CONV_PLANES}{{lanes={self.machine.f32_lanes}}}")
+        # (before the steps that prepare matmuls: a 1x1 convolution of one f32 image becomes one, whose
+        # epilogue the expanded-elementwise collapse then puts on its rows, and whose dims get padded)
+        pointwise_matmuls = any(_pointwise_convolution(op) and _one_f32_image(op) for op in ops)
+        if any(_pointwise_convolution(op) for op in ops):
+            steps.append(self.POINTWISE_CONVS)
+        tap_matmuls = any(step.startswith(self.TAP_MATMULS) for step in steps)
+        pointwise_matmuls = pointwise_matmuls or tap_matmuls
         if gathers and self.pad_copies:
             # (after the fusion, which writes each index table as one generic; before the gathers' split,
             # which takes the other gathers; a no-op, left out, unless a gather is a pad)
@@ -422,7 +445,7 @@ class CpuTarget(Target):
                # propagated into it)
                or (self.FUSE_ELEMENTWISE in steps and op.get("kind") == "contraction") for op in ops):
             steps.append(self.SHARED_RHS_MATMULS)   # (after the fusion, which folds the reshapes around them)
-        if any(op.get("kind") == "contraction" for op in ops):
+        if pointwise_matmuls or any(op.get("kind") == "contraction" for op in ops):
             steps.append(self.COLLAPSE_EXPANDED_ELEMENTWISE)   # (after the matmuls over collapsed rows are made)
         if self.machine.bf16_dot_product and (any(_bf16_contraction(op, ops) for op in ops) or (
                 # (an extension read through a reshape: the fusion and lh-shared-rhs-matmuls may make a matmul
@@ -436,16 +459,14 @@ class CpuTarget(Target):
         if any(op.get("op") == "linalg.transpose" for op in ops):
             # (a no-op, left out, unless a one-row matmul reads a transposed W)
             steps.append(self.ROW_MATMULS_AS_MATVECS)
-        if any(op.get("kind") == "contraction" and op.get("dtype") == "f32" and {"m", "n"} <= set(op.get("dims") or {})
-               for op in ops):
+        if tap_matmuls or any(op.get("kind") == "contraction" and op.get("dtype") == "f32"
+                                    and {"m", "n"} <= set(op.get("dims") or {}) for op in ops):
             # (after the steps that make the matmuls: a no-op, left out, unless M or N has no whole tile)
             steps.append(f"{self.PAD_CONTRACTION_DIMS}{{lanes={self.machine.f32_lanes}}}")
         if any(op.get("op") == "linalg.transpose" or op.get("kind") == "contraction" for op in ops):
             # (after the steps that transpose and pad matmul operands: a no-op, left out, unless one is a
             # constant's)
             steps.append(self.FOLD_CONSTANT_WEIGHTS)
-        if any(_pointwise_convolution(op) for op in ops):
-            steps.append(self.POINTWISE_CONVS)
         if self.machine.bf16_dot_product and any(_bf16_convolution(op) for op in ops):
             # (after the pointwise rewrite: a 1x1 one's rows are the plane)
             steps.append(self.VNNI_CONVS + ("{amx=1}" if self.machine.amx else ""))

@@ -19,6 +19,10 @@ of (Wi - OW) / OW extra positions (2 / 56 for a 3x3 window) and, unless the init
 An init that is the leading corner of a tensor of the wider shape (a slice of the convolution before over the
 same plane: lh-strided-conv-planes' phases) is that tensor, no copy. A 1x1 window whose input is larger than
 its output (a stride-2 phase: lh-pointwise-convs leaves it) is computed over the plane too.
+Grouped 2-D convolutions (`linalg.conv_2d_ngchw_gfchw`) become the same plane generic with a group loop (image
+n x g x c x plane, filter g x f x c x window; torch-mlir's padded 4-D input is widened and viewed, not copied
+again): RegNet's 3x3 over 14x14 / 7x7 1.6x faster, 28x28 even (docs/models-round13-real.md); not a grouped
+Conv1d (rows of one, vectorized along h by the window schedule).
 Only where that price is at most MAX_WASTE, on f32 (the bf16 ones take the VNNI/AMX paths), and where
 lh-pad-conv-rows does not pad the rows to whole vectors instead (60 -> 64, 30 -> 32: conv3d's 30-wide rows
 ran 1.4x slower over the plane). Measured on the 16-core Xeon (bench/cpu_models.py, the same run), one
@@ -34,6 +38,10 @@ from workbench.worker.ir_walk import erase_unread
 
 #: named convolutions and their spatial rank
 CONVS = {"linalg.conv_2d_nchw_fchw": 2, "linalg.conv_3d_ncdhw_fcdhw": 3}
+#: grouped ones (image n x g x c x h x w, filter g x f x c x kh x kw): the plane generic keeps the group loop
+GROUPED = {"linalg.conv_2d_ngchw_gfchw": 2}
+#: ops without side effects that a grouped rewrite reads through (torch-mlir's expand of the padded input)
+_VIEWS = ("tensor.expand_shape", "tensor.collapse_shape")
 #: at most this fraction of extra (sliced off) output positions
 MAX_WASTE = 0.5
 #: ops without side effects that the rewrite leaves unread (the input's pad it widened, the init it made anew)
@@ -51,34 +59,78 @@ def _computed_positions(in_spatial: list[int], out_spatial: list[int]) -> int:
 def _eligible(op, lanes: int) -> bool:
     from mlir import ir
 
-    rank = static_conv_rank(op, CONVS)
+    rank = static_conv_rank(op, CONVS) or static_conv_rank(op, GROUPED)
     if rank is None:
         return False
+    lead = 3 if op.name in GROUPED else 2
     shapes = [static_shape(v) for v in op.operands]
     if any(not isinstance(ir.RankedTensorType(v.type).element_type, ir.F32Type) for v in op.operands):
         return False
     if conv_ints(op, "strides", rank) != [1] * rank:
         return False
     image, filt, out = shapes
-    if filt[-rank:] == [1] * rank and image[2:] == out[2:]:
+    if filt[-rank:] == [1] * rank and image[lead:] == out[lead:]:
         return False   # pointwise: lh-pointwise-convs collapses the plane with nothing to slice off
     if out[-1] % lanes == 0 or padded_width(out[-1]) != out[-1]:
         return False   # whole vectors along the rows already, or once lh-pad-conv-rows pads them
+    if lead == 3 and out[-1] == 1:
+        return False   # torch-mlir's grouped Conv1d (rows of one): the window schedule's vectors go along h
     useful = 1
-    for d in out[2:]:
+    for d in out[lead:]:
         useful *= d
-    return _computed_positions(image[2:], out[2:]) <= (1 + MAX_WASTE) * useful
+    return _computed_positions(image[lead:], out[lead:]) <= (1 + MAX_WASTE) * useful
 
 
-def _plane_generic(image, filt, init, rank: int, dilations: list[int], row_strides: list[int]):
-    """The convolution over the plane (module docstring), on the collapsed image and init."""
+def ungrouped_image(image):
+    """A grouped convolution's image (n x g x c x spatial..) as n x (g * c) x spatial..: the source of
+    torch-mlir's expand_shape where it is one (so that its pad can be widened: one copy), else a collapse."""
+    from mlir import ir
+    from mlir.dialects import tensor
+
+    from workbench.worker.ir_walk import defining_op
+
+    producer = defining_op(image)
+    groups = [[0], [1, 2]] + [[i] for i in range(3, len(static_shape(image)))]
+    if producer is not None and producer.name == "tensor.expand_shape":
+        found = [[int(ir.IntegerAttr(i).value) for i in ir.ArrayAttr(g)]
+                 for g in ir.ArrayAttr(producer.attributes["reassociation"])]
+        if found == groups:
+            return producer.operands[0]
+    i64 = ir.IntegerType.get_signless(64)
+    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups])
+    t = ir.RankedTensorType(image.type)
+    shape = list(t.shape)
+    flat = ir.RankedTensorType.get([shape[0], shape[1] * shape[2]] + shape[3:], t.element_type)
+    return tensor.CollapseShapeOp(flat, image, reassociation).result
+
+
+def split_groups(flat, groups: int):
+    """n x (g * c) x L -> n x g x c x L (an expand_shape)."""
+    from mlir import ir
+    from mlir.dialects import tensor
+
+    t = ir.RankedTensorType(flat.type)
+    n, gc, length = list(t.shape)
+    shape = [n, groups, gc // groups, length]
+    i64 = ir.IntegerType.get_signless(64)
+    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g])
+                                      for g in ([0], [1, 2], [3])])
+    return tensor.ExpandShapeOp(ir.RankedTensorType.get(shape, t.element_type), flat, reassociation, [], shape).result
+
+
+def _plane_generic(image, filt, init, rank: int, dilations: list[int], row_strides: list[int],
+                   grouped: bool = False):
+    """The convolution over the plane (module docstring), on the collapsed image and init; `grouped`: a
+    grouped one (image n x g x c x plane, filter g x f x c x window, init n x g x f x plane)."""
     from mlir import ir
     from mlir.dialects import arith, linalg
 
-    loops = 4 + rank
+    lead = 4 if grouped else 3                    # the parallel loops: n, (g,) f, p
+    loops = lead + 1 + rank
     dims = [ir.AffineDimExpr.get(i) for i in range(loops)]
-    n, f, p, c = dims[:4]
-    window = dims[4:]
+    n, group = dims[0], dims[1:lead - 2]          # ([g] or [])
+    f, p, c = dims[lead - 2:lead + 1]
+    window = dims[lead + 1:]
     tap = p
     for k, dilation, stride in zip(window, dilations, row_strides):
         tap = tap + k * (dilation * stride)
@@ -86,9 +138,9 @@ def _plane_generic(image, filt, init, rank: int, dilations: list[int], row_strid
     def amap(exprs):
         return ir.AffineMapAttr.get(ir.AffineMap.get(loops, 0, exprs))
 
-    maps = [amap([n, c, tap]), amap([f, c] + list(window)), amap([n, f, p])]
+    maps = [amap([n] + group + [c, tap]), amap(group + [f, c] + list(window)), amap([n] + group + [f, p])]
     par, red = (ir.Attribute.parse(f"#linalg.iterator_type<{k}>") for k in ("parallel", "reduction"))
-    iterators = ir.ArrayAttr.get([par] * 3 + [red] * (loops - 3))
+    iterators = ir.ArrayAttr.get([par] * lead + [red] * (loops - lead))
     generic = linalg.GenericOp([init.type], [image, filt], [init], ir.ArrayAttr.get(maps), iterators)
     f32 = ir.F32Type.get()
     block = generic.regions[0].blocks.append(f32, f32, f32)
@@ -107,11 +159,13 @@ def conv_planes(module, lanes: int = 16) -> int:
 
     rewritten = 0
     for op in ops_where(module, lambda o: _eligible(o, lanes)):
-        rank = CONVS[op.name]
+        grouped = op.name in GROUPED
+        rank = GROUPED[op.name] if grouped else CONVS[op.name]
+        lead = 3 if grouped else 2                 # n, (g,) c / f
         image, filt, init = op.operands
         in_shape, filt_shape, out_shape = (static_shape(v) for v in op.operands)
         dilations = conv_ints(op, "dilations", rank)
-        in_sp, out_sp, window = in_shape[2:], out_shape[2:], filt_shape[-rank:]
+        in_sp, out_sp, window = in_shape[lead:], out_shape[lead:], filt_shape[-rank:]
         row_strides = [1] * rank                  # elements between steps of each spatial dim in the plane
         for i in range(rank - 2, -1, -1):
             row_strides[i] = row_strides[i + 1] * in_sp[i + 1]
@@ -120,14 +174,17 @@ def conv_planes(module, lanes: int = 16) -> int:
         plane = row_strides[0] * in_sp[0]
         extra_rows = -(-(reach - plane) // row_strides[0]) if reach > plane else 0
         with ir.InsertionPoint(op), op.location:
-            wide_image = padded_high(image, [0, 0, extra_rows] + [0] * (rank - 1))
+            source = ungrouped_image(image) if grouped else image     # (n x c x spatial..)
+            wide_image = padded_high(source, [0, 0, extra_rows] + [0] * (rank - 1))
             flat_image, _ = collapse_spatial(wide_image, 2)
-            wide_init = widened_init(init, [0, 0, 0] + [i - o for i, o in zip(in_sp[1:], out_sp[1:])])
+            if grouped:
+                flat_image = split_groups(flat_image, in_shape[1])
+            wide_init = widened_init(init, [0] * (lead + 1) + [i - o for i, o in zip(in_sp[1:], out_sp[1:])])
             wide_type = ir.RankedTensorType(wide_init.type)
-            flat_init, reassociation = collapsed_init(wide_init, 2)
+            flat_init, reassociation = collapsed_init(wide_init, lead)
             if wide_init is not init:
                 erase_unread(wide_init, _PURE)   # (made anew at the collapsed shape)
-            flat = _plane_generic(flat_image, filt, flat_init, rank, dilations, row_strides)
+            flat = _plane_generic(flat_image, filt, flat_init, rank, dilations, row_strides, grouped)
             result = tensor.ExpandShapeOp(wide_type, flat, reassociation, [], list(wide_type.shape)).result
             if list(wide_type.shape) != out_shape:
                 result = tensor.ExtractSliceOp(init.type, result, [], [], [], [0] * len(out_shape), out_shape,
@@ -135,7 +192,7 @@ def conv_planes(module, lanes: int = 16) -> int:
         op.results[0].replace_all_uses_with(result)
         op.erase()
         for value in (image, init):
-            erase_unread(value, _PURE)   # (an unread op would make inspect's generalized copy differ)
+            erase_unread(value, _PURE + _VIEWS)   # (an unread op would make inspect's generalized copy differ)
         rewritten += 1
     return rewritten
 

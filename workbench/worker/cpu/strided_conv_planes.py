@@ -39,6 +39,14 @@ ones), taps W[c, rh::sh, rw::sw]. The window schedule had taken the strided ones
 GFLOP/s): 1x144x56x56 5x5 s2 4.7-7.0 -> 1.1-2.0 ms, 1x96x112x112 3x3 s2 4.5-6.8 -> 2.4 ms (one thread, busy
 2-core host).
 
+Strided grouped convolutions (`linalg.conv_2d_ngchw_gfchw`: RegNet's and ResNeXt's 3x3 stride 2, 8-64 channels a
+group) whose phases would be flattened take the same buffer, built from the 4-D input behind torch-mlir's expand
+to n x g x c (its pad folded as above): each phase's plane n x (g * c) x positions is read as n x g x c x positions
+by a grouped plane generic (filter g x f x c x taps). The window schedule had taken them along strided rows with
+vectors along a group's few output channels (2 GFLOP/s): 1x32x112x112 -> 56x56 in 2 groups 5.35 -> 0.48 ms,
+1x48x112x112 in 6 groups 3.80 -> 0.56 ms (one thread, busy 2-core Icelake host; docs/models-round13-real.md).
+Grouped ones with rows of whole vectors are left.
+
 Only where every phase has taps (KH >= sh, KW >= sw: a 1x1 stride-2 shortcut reads one phase of four, whose
 transpose would cost more than it saves), on f32, and with at most MAX_PHASES phases.
 
@@ -53,7 +61,7 @@ old -> new ms, host (AVX-512) / --cpu icelake / --cpu avx2:
 """
 from __future__ import annotations
 
-from workbench.worker.cpu.conv_planes import _plane_generic
+from workbench.worker.cpu.conv_planes import GROUPED, _plane_generic, split_groups, ungrouped_image
 from workbench.worker.cpu.padded_conv_rows import (built_value, conv_ints, padded_high, padded_width, static_conv_rank,
                                                    widened_init)
 from workbench.worker.cpu.pointwise_convs import collapse_spatial, collapsed_init, static_shape
@@ -73,7 +81,7 @@ MAX_PHASES = 16
 def _eligible(op) -> bool:
     from mlir import ir
 
-    if static_conv_rank(op, CONVS) is None and static_conv_rank(op, DEPTHWISE) is None:
+    if all(static_conv_rank(op, kind) is None for kind in (CONVS, DEPTHWISE, GROUPED)):
         return False
     if any(not isinstance(ir.RankedTensorType(v.type).element_type, ir.F32Type) for v in op.operands):
         return False
@@ -128,7 +136,7 @@ def _flat_plane_phases(op, lanes: int) -> bool:
     """Whether lh-conv-planes computes the phases of `op` over their flattened planes (their output rows are
     no whole number of {lanes} and lh-pad-conv-rows does not pad them): then the phases are written here as
     plane generics over one zero-bordered buffer (module docstring), not as named convolutions."""
-    ow = static_shape(op.operands[2])[3]
+    ow = static_shape(op.operands[2])[-1]
     return ow % lanes != 0 and padded_width(ow) == ow
 
 
@@ -190,12 +198,13 @@ def _bordered_phase_planes(source, strides: list[int], low: list[int], out: list
 def _phases_in_bordered_buffer(op, window_from: int):
     """A strided convolution `op`'s filter and output shapes, strides, output sizes, taps per phase and its input's
     phases in _bordered_phase_planes' buffer (with where each phase lies); `window_from`: the filter's first
-    window dim (2: f, c, kh, kw; 1: a depthwise c, kh, kw)."""
+    window dim (2: f, c, kh, kw; 1: a depthwise c, kh, kw; 3: a grouped g, f, c, kh, kw, whose image's groups
+    and channels are one dim in the buffer)."""
     image, filt, init = op.operands
     f_shape, o_shape = static_shape(filt), static_shape(init)
     strides = conv_ints(op, "strides", 2)
-    window, out = f_shape[window_from:], o_shape[2:]
-    source, low = _zero_padded_source(image)
+    window, out = f_shape[window_from:], o_shape[-2:]
+    source, low = _zero_padded_source(ungrouped_image(image) if op.name in GROUPED else image)
     taps = [[-(-(k - r) // s) for r in range(s)] for k, s in zip(window, strides)]
     buffer, where = _bordered_phase_planes(source, strides, low[2:], out, taps)
     return f_shape, o_shape, strides, out, taps, buffer, where
@@ -204,19 +213,22 @@ def _phases_in_bordered_buffer(op, window_from: int):
 def _flat_phases(op) -> object:
     """The convolution `op` as one plane generic per phase over _bordered_phase_planes' buffer (flattened:
     tap (th, tw) of a phase at p + th * Wb + tw, as lh-conv-planes computes a unit-stride one), accumulated one
-    after another; the result's extra columns sliced off."""
+    after another; the result's extra columns sliced off. A grouped one (RegNet's, ResNeXt's 3x3 stride 2)
+    reads each phase's plane n x (g * c) x positions as n x g x c x positions: grouped plane generics."""
     from mlir import ir
     from mlir.dialects import tensor
 
     image, filt, init = op.operands
-    f_shape, o_shape, strides, out, taps, buffer, where = _phases_in_bordered_buffer(op, window_from=2)
+    grouped = op.name in GROUPED
+    kept = 3 if grouped else 2                  # the filter's and the output's dims before the window / plane
+    f_shape, o_shape, strides, out, taps, buffer, where = _phases_in_bordered_buffer(op, window_from=kept)
     shape = static_shape(buffer)
     lead, (height, width) = shape[:4], shape[4:]
     flat_buffer, _ = collapse_spatial(buffer, 4)
     element = ir.RankedTensorType(image.type).element_type
-    wide_init = widened_init(init, [0, 0, 0, width - out[1]])
+    wide_init = widened_init(init, [0] * (kept + 1) + [width - out[1]])
     wide_type = ir.RankedTensorType(wide_init.type)
-    result, reassociation = collapsed_init(wide_init, 2)
+    result, reassociation = collapsed_init(wide_init, kept)
     if wide_init is not init:
         erase_unread(wide_init, ("linalg.fill", "linalg.broadcast", "tensor.empty"))   # (made anew, collapsed)
     for rh in range(strides[0]):
@@ -228,13 +240,16 @@ def _flat_phases(op) -> object:
             plane = tensor.ExtractSliceOp(ir.RankedTensorType.get(lead[2:] + [length], element), flat_buffer,
                                           [], [], [], [a, b, 0, 0, start], [1, 1] + lead[2:] + [length],
                                           [1] * 5).result
+            if grouped:
+                plane = split_groups(plane, f_shape[0])
             taps_of = tensor.ExtractSliceOp(
-                ir.RankedTensorType.get(f_shape[:2] + [th, tw], element), filt, [], [], [],
-                [0, 0, rh, rw], f_shape[:2] + [th, tw], [1, 1] + strides).result
-            result = _plane_generic(plane, taps_of, result, 2, [1, 1], [width, 1])
+                ir.RankedTensorType.get(f_shape[:kept] + [th, tw], element), filt, [], [], [],
+                [0] * kept + [rh, rw], f_shape[:kept] + [th, tw], [1] * kept + strides).result
+            result = _plane_generic(plane, taps_of, result, 2, [1, 1], [width, 1], grouped)
     result = tensor.ExpandShapeOp(wide_type, result, reassociation, [], list(wide_type.shape)).result
     if list(wide_type.shape) != o_shape:
-        result = tensor.ExtractSliceOp(init.type, result, [], [], [], [0] * 4, o_shape, [1] * 4).result
+        rank = len(o_shape)
+        result = tensor.ExtractSliceOp(init.type, result, [], [], [], [0] * rank, o_shape, [1] * rank).result
     return result
 
 
@@ -282,6 +297,8 @@ def strided_conv_planes(module, lanes: int = 16) -> int:
     rewritten = 0
     for op in ops_where(module, _eligible):
         depthwise = op.name in DEPTHWISE
+        if op.name in GROUPED and not _flat_plane_phases(op, lanes):
+            continue   # (grouped: the flat phases only; rows of whole vectors keep the window schedule's strided tiles)
         if depthwise or _flat_plane_phases(op, lanes):
             image, init = op.operands[0], op.operands[2]
             with ir.InsertionPoint(op), op.location:
@@ -289,7 +306,8 @@ def strided_conv_planes(module, lanes: int = 16) -> int:
             op.results[0].replace_all_uses_with(result)
             op.erase()
             for value in (image, init):
-                erase_unread(value, ("tensor.pad", "tensor.empty", "linalg.fill", "linalg.broadcast"))
+                erase_unread(value, ("tensor.pad", "tensor.empty", "linalg.fill", "linalg.broadcast",
+                                     "tensor.expand_shape", "tensor.collapse_shape"))
             rewritten += 1
             continue
         image, filt, init = op.operands

@@ -85,10 +85,10 @@ def write_matmul_payload(path: Path, n: int) -> Path:
     return path
 
 def conv_payload(n: int, c: int, h: int, w: int, f: int, kh: int, kw: int, s: int, p: int,
-                 bias: bool = True, depthwise: bool = False) -> str:
+                 bias: bool = True, depthwise: bool = False, cast_unpadded: bool = False) -> str:
     """torch-mlir's form of a Conv2d(c, f, (kh, kw), stride s, padding p) on an n x c x h x w input: a zero pad of
     the input, the bias broadcast as the init (or a zero fill); `depthwise`: groups=c (f = c, a c x kh x kw filter,
-    linalg.depthwise_conv_2d_nchw_chw)."""
+    linalg.depthwise_conv_2d_nchw_chw); `cast_unpadded`: padding 0 is a tensor.cast of the input, no pad op."""
     hp, wp = h + 2 * p, w + 2 * p
     oh, ow = (hp - kh) // s + 1, (wp - kw) // s + 1
     f = c if depthwise else f
@@ -97,12 +97,15 @@ def conv_payload(n: int, c: int, h: int, w: int, f: int, kh: int, kw: int, s: in
     op = "linalg.depthwise_conv_2d_nchw_chw" if depthwise else "linalg.conv_2d_nchw_fchw"
     init = (f"%init = linalg.broadcast ins(%b : tensor<{f}xf32>) outs(%e : {o}) dimensions = [0, 2, 3]" if bias else
             f"%init = linalg.fill ins(%zero : f32) outs(%e : {o}) -> {o}")
-    return f"""func.func @main(%x: {x}, %w: {wt}, %b: tensor<{f}xf32>) -> {o} {{
-  %zero = arith.constant 0.0 : f32
-  %p = tensor.pad %x low[0, 0, {p}, {p}] high[0, 0, {p}, {p}] {{
+    xp = f"tensor<{n}x{c}x{hp}x{wp}xf32>"
+    pad = (f"%p = tensor.cast %x : {x} to {xp}" if cast_unpadded and not p else
+           f"""%p = tensor.pad %x low[0, 0, {p}, {p}] high[0, 0, {p}, {p}] {{
   ^bb0(%i: index, %j: index, %k: index, %l: index):
     tensor.yield %zero : f32
-  }} : {x} to tensor<{n}x{c}x{hp}x{wp}xf32>
+  }} : {x} to {xp}""")
+    return f"""func.func @main(%x: {x}, %w: {wt}, %b: tensor<{f}xf32>) -> {o} {{
+  %zero = arith.constant 0.0 : f32
+  {pad}
   %e = tensor.empty() : {o}
   {init}
   %r = {op} {{dilations = dense<1> : vector<2xi64>, strides = dense<{s}> : vector<2xi64>}}

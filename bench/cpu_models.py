@@ -183,22 +183,14 @@ def main() -> None:
                     help="seeded random inputs of the fixtures' shapes (integers in the corpus entry's ranges), no check "
                          "(bench-shape exports without .npy)")
     args = ap.parse_args()
-    if args.no_pad_copies:
-        sys.path.insert(0, str(ROOT))
-        from workbench.targets.cpu import CpuTarget
-        CpuTarget.pad_copies = False
-    if args.no_row_networks:
-        sys.path.insert(0, str(ROOT))
-        from workbench.targets.cpu import CpuTarget
-        CpuTarget.row_networks = False
-    if args.no_epilogue_in_registers:
-        sys.path.insert(0, str(ROOT))
-        from workbench.targets.cpu import CpuTarget
-        CpuTarget.epilogue_in_registers = False
-    if args.init_fusion:
-        sys.path.insert(0, str(ROOT))
-        from workbench.targets.cpu import CpuTarget
-        CpuTarget.init_fusion = True
+    # the selector's switches the options turn (the old variants of an A/B)
+    switches = {"pad_copies": not args.no_pad_copies, "row_networks": not args.no_row_networks,
+                "epilogue_in_registers": not args.no_epilogue_in_registers, "init_fusion": args.init_fusion}
+    sys.path.insert(0, str(ROOT))
+    from workbench.targets.cpu import CpuTarget
+    for name, value in switches.items():
+        if value != getattr(CpuTarget, name):
+            setattr(CpuTarget, name, value)
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-bench-state-"))
     fixtures = Path(args.fixtures)
     names = fixture_names(fixtures, args.only, args.shard)

@@ -4,54 +4,26 @@ parallel tiles and into the thread chunks), not in a pass of its own over the wh
 convolution; the selector path applies, lowers, runs and matches on shapes that are no tile multiples."""
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
 from conftest import ok
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from _common import conv_payload  # noqa: E402  (bench/_common.py: torch-mlir's conv forms)
 
 
 def _conv(n, c, h, w, f, kh, kw, s, p, bias=True) -> str:
     """torch-mlir's form of Conv2d(c, f, (kh, kw), stride s, padding p): a zero pad of the input (none for
     p = 0), the bias broadcast as the init (or a zero fill)."""
-    hp, wp = h + 2 * p, w + 2 * p
-    oh, ow = (hp - kh) // s + 1, (wp - kw) // s + 1
-    x, wt, o = f"tensor<{n}x{c}x{h}x{w}xf32>", f"tensor<{f}x{c}x{kh}x{kw}xf32>", f"tensor<{n}x{f}x{oh}x{ow}xf32>"
-    xp = f"tensor<{n}x{c}x{hp}x{wp}xf32>"
-    init = (f"%init = linalg.broadcast ins(%b : tensor<{f}xf32>) outs(%e : {o}) dimensions = [0, 2, 3]" if bias else
-            f"%init = linalg.fill ins(%zero : f32) outs(%e : {o}) -> {o}")
-    pad = (f"""%p = tensor.pad %x low[0, 0, {p}, {p}] high[0, 0, {p}, {p}] {{
-  ^bb0(%i: index, %j: index, %k: index, %l: index):
-    tensor.yield %zero : f32
-  }} : {x} to {xp}""" if p else f"%p = tensor.cast %x : {x} to {xp}")
-    return f"""func.func @main(%x: {x}, %w: {wt}, %b: tensor<{f}xf32>) -> {o} {{
-  %zero = arith.constant 0.0 : f32
-  {pad}
-  %e = tensor.empty() : {o}
-  {init}
-  %r = linalg.conv_2d_nchw_fchw {{dilations = dense<1> : vector<2xi64>, strides = dense<{s}> : vector<2xi64>}}
-       ins(%p, %w : {xp}, {wt}) outs(%init : {o}) -> {o}
-  return %r : {o}
-}}
-"""
+    return conv_payload(n, c, h, w, f, kh, kw, s, p, bias=bias, cast_unpadded=True)
 
 
 def _depthwise(n, c, h, w, k, s, p) -> str:
     """torch-mlir's form of a depthwise Conv2d(c, c, k, stride s, padding p, groups=c) with a bias."""
-    hp, wp = h + 2 * p, w + 2 * p
-    oh, ow = (hp - k) // s + 1, (wp - k) // s + 1
-    x, wt, o = f"tensor<{n}x{c}x{h}x{w}xf32>", f"tensor<{c}x{k}x{k}xf32>", f"tensor<{n}x{c}x{oh}x{ow}xf32>"
-    return f"""func.func @main(%x: {x}, %w: {wt}, %b: tensor<{c}xf32>) -> {o} {{
-  %zero = arith.constant 0.0 : f32
-  %p = tensor.pad %x low[0, 0, {p}, {p}] high[0, 0, {p}, {p}] {{
-  ^bb0(%i: index, %j: index, %k: index, %l: index):
-    tensor.yield %zero : f32
-  }} : {x} to tensor<{n}x{c}x{hp}x{wp}xf32>
-  %e = tensor.empty() : {o}
-  %init = linalg.broadcast ins(%b : tensor<{c}xf32>) outs(%e : {o}) dimensions = [0, 2, 3]
-  %r = linalg.depthwise_conv_2d_nchw_chw {{dilations = dense<1> : vector<2xi64>, strides = dense<{s}> : vector<2xi64>}}
-       ins(%p, %w : tensor<{n}x{c}x{hp}x{wp}xf32>, {wt}) outs(%init : {o}) -> {o}
-  return %r : {o}
-}}
-"""
+    return conv_payload(n, c, h, w, c, k, k, s, p, depthwise=True)
 
 
 def _select(ctx, tmp_path, text: str, threads: int) -> list[str]:

@@ -185,3 +185,18 @@ def test_a_script_that_loads_its_own_payload_needs_none_on_the_command_line(tmp_
     script.write_text("inspect\n")
     p = run_cli(["--script", script])
     assert p.returncode == 2 and "--script needs a payload" in p.stderr and "`load FILE`" in p.stderr
+
+
+@pytest.mark.parametrize("order", ["before", "after", "file"])
+def test_version_with_json_is_one_json_document(tmp_path, order):
+    """`--version --json -` (or `--json - --version`, or --json FILE) writes a JSON document with the version,
+    not the text line a script would have to parse; alone, --version prints the line on stdout."""
+    out = tmp_path / "v.json"
+    argv = {"before": ["--version", "--json", "-"], "after": ["--json", "-", "--version"],
+            "file": ["--version", "--json", out]}[order]
+    p = run_cli(argv)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text() if order == "file" else p.stdout)
+    assert doc["ok"] is True and doc["version"] and doc["mlir_python_bindings"]
+    plain = run_cli(["--version"])
+    assert plain.returncode == 0 and plain.stdout.startswith("lh-workbench ") and doc["version"] in plain.stdout

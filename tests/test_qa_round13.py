@@ -63,6 +63,25 @@ def test_run_filecheck_after_run_line_n_follows_that_lines_runner_and_prefix(ctx
     assert _filecheck(ok(ctx, "run --filecheck --iterations 1")) == (["CHECK_EIGHT"], True, "8")
 
 
+def test_a_saved_run_line_the_edited_file_no_longer_has_is_said(ctx, tmp_path):
+    """A session saved after `run-line 2`, replayed on the file edited down to one RUN line: `run --filecheck`
+    checked against RUN line 1 without a word; it says the step's RUN line is gone and how to pick one."""
+    payload = tmp_path / "two_runs.mlir"
+    payload.write_text(TWO_RUNS)
+    ok(ctx, f"load {payload}")
+    ok(ctx, "run-line 2")
+    saved = tmp_path / "s.yaml"
+    ok(ctx, f"save {saved}")
+    lines = TWO_RUNS.splitlines(keepends=True)
+    payload.write_text("".join(lines[:2] + lines[5:]))     # RUN line 1 only
+    ok(ctx, f"load {payload}")
+    ok(ctx, f"replay {saved}")
+    error = failed(ctx, "run --filecheck --iterations 1")
+    assert "RUN line 2 of two_runs.mlir, which has 1 RUN line(s) now" in error and "--run-line N" in error
+    assert "\n" not in error
+    assert _filecheck(ok(ctx, "run --filecheck --run-line 1 --iterations 1")) == (["CHECK_SEVEN"], True, "7")
+
+
 @pytest.mark.parametrize("entry, why", [
     ("{pass: canonicalize, run_line: 0}", "`run_line:` must be a RUN line number (1, 2, ...), got 0"),
     ("{pass: canonicalize, run_line: two}", "`run_line:` must be a RUN line number (1, 2, ...), got 'two'"),

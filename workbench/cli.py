@@ -84,9 +84,33 @@ def _usage_failure(json_path: str | None, message: str, prefix: str = "lh-workbe
     return EXIT_USAGE
 
 
+class _VersionAction(argparse.Action):
+    """--version: the version line, or with --json on the command line (before or after it) a JSON document
+    {"ok", "version", "mlir_python_bindings"} written where --json says (`--version --json -` printed text)."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show the version (with --json: as a JSON document) and exit"):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from workbench import __version__
+
+        json_path = _json_arg(getattr(parser, "argv", None) or [])
+        if not json_path:
+            print(_version())
+            parser.exit()
+        doc = json_text({"ok": True, "version": __version__, "mlir_python_bindings": _mlir_bindings_version()})
+        if json_path == "-":
+            print(doc)
+        elif not _write_output("--json", json_path, doc + "\n"):
+            parser.exit(1)
+        parser.exit()
+
+
 def _parse(parser: ArgumentParser, argv: list[str], bare_json: str | None = None) -> argparse.Namespace:
     """parse_args, writing the --json failure document when argparse refuses the command line (`bare_json`:
     where a `--json` without a value writes, for a command whose --json takes none)."""
+    parser.argv = list(argv)   # (--version reads --json from the whole line)
     try:
         return parser.parse_args(argv)
     except SystemExit as e:
@@ -165,16 +189,19 @@ def _seconds(text: str) -> float:
     return value
 
 
-def _version() -> str:
-    from workbench import __version__
-
+def _mlir_bindings_version() -> str:
     try:
         from importlib.metadata import version
 
-        mlir = version("xtc-mlir-python-bindings")
+        return version("xtc-mlir-python-bindings")
     except Exception:   # (an upstream `mlir` wheel, or none: the version is not ours to fail on)
-        mlir = "unknown"
-    return f"lh-workbench {__version__} (MLIR python bindings {mlir})"
+        return "unknown"
+
+
+def _version() -> str:
+    from workbench import __version__
+
+    return f"lh-workbench {__version__} (MLIR python bindings {_mlir_bindings_version()})"
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -204,7 +231,7 @@ def _main_parser() -> argparse.ArgumentParser:
                    "first, as `lh-workbench import MODEL.py` does)")
     p.add_argument("--script", metavar="FILE.lhw", help="run a command file headless (`-`: the commands on stdin)")
     p.add_argument("--repl", action="store_true", help="use the prompt-toolkit REPL instead of the TUI")
-    p.add_argument("--version", action="version", version=_version())
+    p.add_argument("--version", action=_VersionAction)
     p.add_argument("--chunk", type=int, metavar="K",
                    help="load only chunk K (1-based) of a payload split by `// -----` lines (upstream test files, "
                         "as mlir-opt --split-input-file reads them)")

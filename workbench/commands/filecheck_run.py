@@ -78,7 +78,12 @@ def plan_filecheck(session, prefixes_override: str | None = None, run_line_numbe
         # options (--check-prefix), not the first line's (mathtofuncs_ipowi.mlir: four RUN lines of one
         # pipeline, each running another function under a prefix of its own)
         applied = next((a.step.run_line for a in reversed(session.active_steps) if a.step.run_line), None)
-        if applied is not None and applied <= len(runs):
+        if applied is not None and applied > len(runs):
+            # (a session saved against another version of the file: its RUN lines changed since)
+            raise FileCheckSetupError(f"a step came from RUN line {applied} of {path.name}, which has {len(runs)} RUN "
+                                      f"line(s) now: edited since the session was saved? `run --filecheck "
+                                      f"--run-line N` picks the line to check against")
+        if applied is not None:
             line = runs[applied - 1]
             if line.filecheck() is not None and line.runner() is not None:
                 chosen = line

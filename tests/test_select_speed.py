@@ -224,7 +224,7 @@ def _counted(prefix: str, handle: str) -> str:
             f'    transform.debug.emit_param_as_remark %{prefix}_loops, "{prefix} loops" : !transform.param<i64>\n')
 
 
-def test_per_op_steps_eliminate_empty_tensors_in_their_own_region(compile_client, tmp_path, capfd):
+def test_per_op_steps_eliminate_empty_tensors_in_their_own_region(compile_client, tmp_path, capfd, monkeypatch):
     """A per-op matmul step's empty tensor elimination (a One-Shot analysis: it cost each step as much as the
     whole function, 60% of select --apply on 16 stacked layers) looks at the region its schedule made: as
     many loops for the first layer's matmul on 1 stacked layer as on 3, and every step's IR is the one the
@@ -234,7 +234,11 @@ def test_per_op_steps_eliminate_empty_tensors_in_their_own_region(compile_client
     from workbench.commands import CommandContext, default_registry
     from workbench.common.transform_text import transform_module
     from workbench.session import Session
+    from workbench.targets.cpu import CpuTarget
 
+    # (the packed epilogue schedule, as for a K of several cache blocks: with the epilogue on the register tiles,
+    # the default for these layers' K of one block, the steps leave the empty tensors to finish.py's elimination)
+    monkeypatch.setattr(CpuTarget, "epilogue_in_registers", False)
     whole = ("    %all_funcs = transform.structured.match ops{[\"func.func\"]} in %root"
              " : (!transform.any_op) -> !transform.any_op\n"
              "    transform.bufferization.eliminate_empty_tensors %all_funcs : !transform.any_op\n")

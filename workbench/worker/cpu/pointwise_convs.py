@@ -52,21 +52,36 @@ def _eligible(op) -> bool:
             and shapes[0][2:] == shapes[2][2:])
 
 
-def collapse_spatial(value, keep: int):
-    """`value` (d0 x d1 x spatial..) viewed as d0 x d1 x prod(spatial); `keep` leading dims kept."""
+def _spatial_groups(rank: int, keep: int) -> list[list[int]]:
+    """The reassociation groups that keep `keep` leading dims and collapse the rest into one."""
+    return [[i] for i in range(keep)] + [list(range(keep, rank))]
+
+
+def _reassociation(groups: list[list[int]]):
+    from mlir import ir
+
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups])
+
+
+def _collapse(value, groups: list[list[int]]):
+    """`value` collapsed by `groups` (a collapse_shape view) and the reassociation."""
     from mlir import ir
     from mlir.dialects import tensor
 
     t = ir.RankedTensorType(value.type)
     shape = list(t.shape)
-    i64 = ir.IntegerType.get_signless(64)
-    groups = [[i] for i in range(keep)] + [list(range(keep, len(shape)))]
-    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups])
-    flat = 1
-    for d in shape[keep:]:
-        flat *= d
-    result = ir.RankedTensorType.get(shape[:keep] + [flat], t.element_type)
-    return tensor.CollapseShapeOp(result, value, reassociation).result, reassociation
+    reassociation = _reassociation(groups)
+    sizes = [math.prod(shape[i] for i in g) for g in groups]
+    return tensor.CollapseShapeOp(ir.RankedTensorType.get(sizes, t.element_type), value, reassociation).result, \
+        reassociation
+
+
+def collapse_spatial(value, keep: int):
+    """`value` (d0 x d1 x spatial..) viewed as d0 x d1 x prod(spatial); `keep` leading dims kept."""
+    from mlir import ir
+
+    return _collapse(value, _spatial_groups(len(ir.RankedTensorType(value.type).shape), keep))
 
 
 def collapsed_init(value, keep: int):
@@ -97,29 +112,7 @@ def collapsed_init(value, keep: int):
         empty = tensor.EmptyOp(flat_shape, element).result
         new = built_value(linalg.broadcast(producer.operands[0], outs=[empty],
                                            dimensions=[d for d in added if d < keep] + [keep]))
-    i64 = ir.IntegerType.get_signless(64)
-    groups = [[i] for i in range(keep)] + [list(range(keep, len(shape)))]
-    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups])
-    return new, reassociation
-
-
-def _collapse(value, groups: list[list[int]]):
-    """`value` collapsed by `groups` (a collapse_shape view) and the reassociation."""
-    from mlir import ir
-    from mlir.dialects import tensor
-
-    t = ir.RankedTensorType(value.type)
-    shape = list(t.shape)
-    i64 = ir.IntegerType.get_signless(64)
-    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups])
-    sizes = []
-    for g in groups:
-        size = 1
-        for i in g:
-            size *= shape[i]
-        sizes.append(size)
-    return tensor.CollapseShapeOp(ir.RankedTensorType.get(sizes, t.element_type), value, reassociation).result, \
-        reassociation
+    return new, _reassociation(_spatial_groups(len(shape), keep))
 
 
 def _as_matmul(op) -> bool:

@@ -201,8 +201,8 @@ def test_a_k_of_one_register_step_has_no_k_loop(ctx, tmp_path, text, k):
 ])
 def test_a_large_family_op_is_split_over_the_cores(ctx, tmp_path, monkeypatch, payload, generator, chunk_keys):
     """On a machine model with 2 cores, a family op of 2^24 multiply-adds or more is split into 2 chunks
-    (over the batch where it divides, else M x N; an epilogue chain in the same chunks), each a task on
-    the async runtime; it runs through cpu-lower and matches. Small ones stay on one core."""
+    (over the batch where it divides, else M x N; an epilogue chain in the same chunks), each a share of
+    the thread team; it runs through cpu-lower and matches. Small ones stay on one core."""
     import dataclasses
 
     import workbench.targets.cpu as cpu
@@ -236,6 +236,7 @@ def test_a_large_family_op_is_split_over_the_cores(ctx, tmp_path, monkeypatch, p
     assert runs_parallel_loops_on_threads(ctx.session.current_ir)
     assert ok(ctx, "run --check").data["run"]["check"]["passed"]
     monkeypatch.setattr(cpu, "MIN_PARALLEL_MATMUL", 1 << 40)
+    monkeypatch.setattr(cpu, "MIN_TASK_MACS", 1 << 40)   # (nor a mid-size split over fewer cores)
     ok(ctx, f"load {path}")
     assert not any(k.startswith("threads") for k in _selected(ctx)[1])
 

@@ -197,8 +197,11 @@ def test_headless_run_json_contract(tmp_path):
     assert set(run["check"]) >= {"passed", "max_abs_err", "max_rel_err"}
 
 
-def test_cpu_selector_and_shipped_matmul_schedule(ctx, tmp_path):
+def test_cpu_selector_and_shipped_matmul_schedule(ctx, tmp_path, monkeypatch):
+    import workbench.targets.cpu as cpu
     from workbench.targets import get_target
+
+    monkeypatch.setattr(cpu, "MIN_TASK_MACS", 1 << 40)   # the one-core schedule (2M multiply-adds: 2 cores)
 
     n, m, k = 128, 256, 64
     payload = matmul_payload(tmp_path / "mm.mlir", m, n, k, "mm")

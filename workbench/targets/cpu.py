@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import importlib.util
 import math
 import os
@@ -10,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.common.cpu_topology import allowed_cpus
-from workbench.common.parallel_runtime import runnable_elsewhere, wait_settings
+from workbench.common.parallel_runtime import RUNTIME_ENV, parallel_runtime, runnable_elsewhere, wait_settings
 from workbench.paths import LIBRARY_DIR
 from workbench.targets import cpu_rows, cpu_selector
 
@@ -91,6 +92,31 @@ def _reads_another_contraction(ops: list[dict[str, Any]], index: int, matmul: in
 
 #: multiply-adds above which a plain f32 matmul is split over the cores (matmul_parallel.py)
 MIN_PARALLEL_MATMUL = 1 << 24
+#: multiply-adds each chunk of a smaller f32 contraction gets at the least: it is split over fewer cores,
+#: not at all below twice this. On the 16-core Xeon of the GPU machine, 16 threads (one round): an LSTM's
+#: 16 x 1024 x 256 step matmuls on 4 cores 11.5 -> 6.8 ms, BERT's 128 x 256 x 256 projections on 8 cores
+#: 5.0 -> 2.7-3.0 ms, ViT-tiny 6.4 -> 4.0 ms; GPT-2, LLaMA, a transformer layer and an MLP within 7%
+#: (their contractions are past MIN_PARALLEL_MATMUL). It needs every region on the whole libgomp team
+#: (workbench/worker/cpu/gomp_parallel.py): split over MLIR's async runtime or teams of each loop's size,
+#: the same split made BERT's encoder twice as slow (session 25).
+MIN_TASK_MACS = 1 << 20
+
+
+def contraction_cores(macs: int, cores: int, team: bool | None = None) -> int:
+    """How many of `cores` a contraction of `macs` multiply-adds is split over: every core from
+    MIN_PARALLEL_MATMUL on, else one per MIN_TASK_MACS (1: not split) where the parallel loops run on a
+    thread team (`team`; None: whether this machine's runtime is libgomp's), else none."""
+    if macs >= MIN_PARALLEL_MATMUL:
+        return cores
+    if not (_runs_on_team(os.environ.get(RUNTIME_ENV, "")) if team is None else team):
+        return 1
+    return max(1, min(cores, macs // MIN_TASK_MACS))
+
+
+@functools.lru_cache(maxsize=4)
+def _runs_on_team(asked_runtime: str) -> bool:
+    """Whether parallel loops run on libgomp's team here (its search runs ldconfig: once per setting)."""
+    return parallel_runtime() == "gomp"
 #: input element types of contractions widened to f32 before selection (lh-widen-contraction-inputs)
 NARROW_FLOATS = ("bf16", "f16")
 
@@ -575,13 +601,13 @@ class CpuTarget(Target):
                 # N is no multiple of a vector: codegen without remainder handling runs at scalar-ish
                 # speed, so the configuration picks the microkernel (lowered by cpu-matmul-lower)
                 params["impl"] = "ukernel"
-            elif machine.usable_cpus > 1 and dims["m"] * dims["n"] * dims["k"] >= MIN_PARALLEL_MATMUL:
-                # every core: the same schedule in each chunk of an M x N forall (async runtime tasks)
+            elif (cores := contraction_cores(dims["m"] * dims["n"] * dims["k"], machine.usable_cpus)) > 1:
+                # the same schedule in each chunk of an M x N forall (chunks on the thread team)
                 parallel = _load_library_module(self.matmul_parallel_schedule)
-                threads_m, threads_n = parallel.thread_grid(dims["m"], dims["n"], machine.usable_cpus)
+                threads_m, threads_n = parallel.thread_grid(dims["m"], dims["n"], cores)
                 if threads_m * threads_n > 1:
                     spec = f"{self.pipeline_path_for(self.matmul_parallel_schedule)}[gen=matmul_parallel]"
-                    params = chunk_fills(parallel.default_params(dims["m"], dims["n"], dims["k"], threads=machine.usable_cpus,
+                    params = chunk_fills(parallel.default_params(dims["m"], dims["n"], dims["k"], threads=cores,
                                                                  **matmul_machine_args(machine)), op, ops)
             return [(spec, {**params, "op": op["id"]})]
         shape = op.get("shape") or []
@@ -721,8 +747,8 @@ class CpuTarget(Target):
         family = _load_library_module(self.matmul_family_schedule)
         path = self.pipeline_path_for(self.matmul_family_schedule)
         machine = matmul_machine_args(self.machine)
-        # every core for a large one: its chunks are tasks on the async runtime
-        threads = self.machine.usable_cpus if math.prod(dims.values()) >= MIN_PARALLEL_MATMUL else 1
+        # every core for a large one, fewer for a mid-size one: its chunks run on the thread team
+        threads = contraction_cores(math.prod(dims.values()), self.machine.usable_cpus)
         if op["op"] == "linalg.matvec":
             # memory bound: every core once the matrix is past the L2 (its rows split over the cores)
             params = family.matvec_params(dims["m"], dims["k"], threads=self.machine.usable_cpus

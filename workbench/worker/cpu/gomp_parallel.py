@@ -16,8 +16,11 @@ occupies the threads; tasks of the async runtime awaited inside its tasks ran pa
 
 `lh-gomp-dispatch` (on the LLVM dialect, after the lowering): each call of such a body goes to a
 dispatcher with the same arguments that stores them in a frame and calls
-`GOMP_parallel(thread_fn, frame, min(omp_get_max_threads(), trip count), 0)`; `thread_fn` runs the
-thread's contiguous share of begin..end (`_dispatch_text`). The library is
+`GOMP_parallel(thread_fn, frame, omp_get_max_threads(), 0)`; `thread_fn` runs the thread's contiguous
+share of begin..end (`_dispatch_text`). Every region asks for the whole team, also a loop of fewer iterations
+than threads (the threads past them find no share): a team whose size changes from region to region re-forms
+it (a model's 4-chunk contraction between 16-chunk elementwise loops; on the 16-core Xeon of the GPU machine,
+BERT's encoder at 16 threads took 4.2 ms this way against 5.0 ms with teams of the loops' sizes). The library is
 loaded at run time by the CPU target (`extra_libraries`) for modules that call GOMP_parallel.
 """
 from __future__ import annotations
@@ -219,15 +222,13 @@ def _dispatch_text(body: str, arg_types: list[str]) -> str:
 {nl.join(stores)}
     %fn = llvm.mlir.addressof @{body}_thread : !llvm.ptr
     %max = llvm.call @omp_get_max_threads() : () -> i32
-    %max64 = llvm.sext %max : i32 to i64
+    %zero32 = llvm.mlir.constant(0 : i32) : i32
+    %one32 = llvm.mlir.constant(1 : i32) : i32
     %trip = llvm.sub %a1, %a0 : i64
-    %fewer = llvm.icmp "slt" %trip, %max64 : i64
-    %want = llvm.select %fewer, %trip, %max64 : i1, i64
-    %none = llvm.icmp "slt" %want, %one : i64
-    %n64 = llvm.select %none, %one, %want : i1, i64
-    %n = llvm.trunc %n64 : i64 to i32
-    %flags = llvm.mlir.constant(0 : i32) : i32
-    llvm.call @GOMP_parallel(%fn, %frame, %n, %flags) : (!llvm.ptr, !llvm.ptr, i32, i32) -> ()
+    %zero64 = llvm.mlir.constant(0 : i64) : i64
+    %empty = llvm.icmp "sle" %trip, %zero64 : i64
+    %n = llvm.select %empty, %one32, %max : i1, i32
+    llvm.call @GOMP_parallel(%fn, %frame, %n, %zero32) : (!llvm.ptr, !llvm.ptr, i32, i32) -> ()
     llvm.return
   }}
   llvm.func @{body}_thread(%frame: !llvm.ptr) {{

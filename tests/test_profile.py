@@ -2,9 +2,11 @@
 time per call, on the unscheduled payload, after `select --apply` and after the lowering step."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from conftest import ok
+from conftest import do, ok
 
 MATMUL_RELU = """func.func @mm(%a: tensor<256x256xf32>, %b: tensor<256x256xf32>) -> tensor<256x256xf32> {
   %z = arith.constant 0.0 : f32
@@ -94,3 +96,59 @@ def test_the_instrumentation_pass_brackets_work_and_skips_views(ctx, payload):
     assert "lh.profile_regions = [" in ir and "_lh_profile_seconds_address" in ir
     res = ctx.registry.dispatch("pass lh-profile-regions", ctx)
     assert not res.ok and "instrumented already" in res.error
+
+
+def test_the_nests_of_a_decomposed_convolution_are_told_apart_by_their_op_ids(ctx, tmp_path):
+    """A strided convolution that the preparation decomposes (phase buffers, transposes, one convolution per
+    phase) comes from one payload line: every nest was `scf.for <- linalg.conv_2d_nchw_fchw (conv.mlir:N)`. The
+    ids `tag-ops` gives the pieces survive tiling and vectorization in their locations: each nest names its op."""
+    conv = tmp_path / "conv.mlir"
+    conv.write_text("""func.func @conv(%x: tensor<1x8x18x18xf32>, %w: tensor<16x8x3x3xf32>) -> tensor<1x16x8x8xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x16x8x8xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  %r = linalg.conv_2d_nchw_fchw {dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}
+       ins(%x, %w : tensor<1x8x18x18xf32>, tensor<16x8x3x3xf32>) outs(%c : tensor<1x16x8x8xf32>) -> tensor<1x16x8x8xf32>
+  return %r : tensor<1x16x8x8xf32>
+}
+""")
+    ok(ctx, f"load {conv}")
+    ok(ctx, "target cpu --threads 1")
+    ok(ctx, "select --apply")
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    res = ok(ctx, "run --profile --check")
+    assert res.data["run"]["check"]["passed"]
+    _, regions = _regions(res)
+    nests = [label for label in regions if label.startswith("scf.")]
+    assert len(nests) >= 3, regions
+    assert all("(conv.mlir:5)" in label for label in nests), regions
+    # each nest names the op (or ops) it was scheduled from: no two alike
+    assert all(re.search(r"\b[a-z0-9]+(_[a-z0-9]+)*_\d+\b", label.split("<-")[0]) for label in nests), nests
+    assert len(set(nests)) == len(nests), nests
+
+
+def test_a_steps_error_still_names_the_payload_file_line_and_column(ctx, tmp_path):
+    """Tagged ops carry their id as a name around their file location; a failing step's one line still reads
+    `FILE:LINE:COL: message` (not `generic_0(FILE:LINE:COL)`)."""
+    from workbench.worker.compile_worker import _format_location
+
+    assert _format_location('loc("generic_0"("/x/m.mlir":12:5))', "-") == "/x/m.mlir:12:5"
+    assert _format_location('loc(fused["generic_0"("/x/m.mlir":12:5), "b.mlir":3:4])', "-") == \
+        "fused[/x/m.mlir:12:5, b.mlir:3:4]"
+    p = tmp_path / "mm.mlir"
+    p.write_text(MATMUL_RELU)
+    ok(ctx, f"load {p}")
+    bad = tmp_path / "bad.mlir"   # vector sizes below the matmul's static sizes: the op refuses
+    bad.write_text("""module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %m = transform.structured.match ops{["linalg.matmul"]} in %root : (!transform.any_op) -> !transform.any_op
+    transform.structured.vectorize %m vector_sizes [4, 4, 4] : !transform.any_op
+    transform.yield
+  }
+}
+""")
+    ok(ctx, "apply rewrite tag-ops")
+    res = do(ctx, f"apply {bad}")
+    assert not res.ok
+    assert re.search(r"mm\.mlir:5:\d+: ", res.error) and "matmul_0(" not in res.error, res.error

@@ -597,9 +597,13 @@ def _not_utf8(text: str) -> tuple[int, str] | None:
     return None
 
 
+#: a name location around a file location, as `tag-ops` leaves on a payload op (`"generic_0"("f.mlir":3:5)`)
+_NAMED_FILE_LOCATION = re.compile(r'"[^"()]*"\(("[^"]*":\d+:\d+)\)')
+
+
 def _format_location(loc: str, label: str) -> str:
-    # loc("file.mlir":3:5) -> file.mlir:3:5
-    s = loc
+    # loc("file.mlir":3:5) -> file.mlir:3:5 (also under the name tag-ops gives a payload op)
+    s = _NAMED_FILE_LOCATION.sub(r"\1", loc)
     if s.startswith("loc(") and s.endswith(")"):
         s = s[4:-1]
     s = s.replace('"-"', label).replace('"', "")

@@ -8,6 +8,8 @@ taken by tagged ops. `payload_inspect` reports these ids and `tag-ops` writes th
 """
 from __future__ import annotations
 
+import re
+
 from mlir import ir
 
 from workbench.worker.ir_walk import ops_where
@@ -57,7 +59,10 @@ def linalg_ops(module) -> list:
 
 
 def tag_ops(module) -> int:
-    """The `tag-ops` rewrite: set `lh.op = "<id>"` on every linalg op that has none; returns how many."""
+    """The `tag-ops` rewrite: set `lh.op = "<id>"` on every linalg op that has none; returns how many.
+    Each op's location is named after its id too (`loc("generic_0"("model.mlir":12:5))`): the loops and
+    vector ops a schedule makes of it inherit its location, not its attributes, so `run --profile` names
+    a loop nest after the ops it came from (a decomposed convolution's nests all came from one payload line)."""
     ops = [op.operation for op in linalg_ops(module)]
     count = 0
     with module.context:
@@ -65,4 +70,20 @@ def tag_ops(module) -> int:
             if not tagged:
                 op.attributes[ID_ATTR] = ir.StringAttr.get(op_id)
                 count += 1
+            if location_id(op.location) != op_id:
+                op.location = ir.Location.name(op_id, childLoc=op.location)
     return count
+
+
+#: the name `tag_ops` gives an op's location, as printed: `loc("generic_0"(...` (ids are `kind_N` or the user's)
+_NAMED = re.compile(r'(?:^loc\(|[\[(,] ?)"([A-Za-z_][\w.$-]*)"\(')
+
+
+def location_ids(location) -> list[str]:
+    """The names of the name locations in `location` (an ir.Location or its text), outermost first."""
+    return _NAMED.findall(str(location))
+
+
+def location_id(location) -> str | None:
+    names = location_ids(location)
+    return names[0] if names else None

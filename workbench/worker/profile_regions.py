@@ -55,14 +55,18 @@ def _public_bodies(module) -> list:
 
 
 def _ids_inside(op) -> list[str]:
-    """`lh.op` ids of `op` and of the ops nested in it, in order, each once."""
+    """`lh.op` ids of `op` and of the ops nested in it, in order, each once: their `lh.op` attributes
+    (matmul schedules keep them on their loops' bodies) and the names `tag-ops` gave their locations
+    (what tiling and vectorization keep)."""
     from mlir import ir
+
+    from workbench.worker.op_ids import location_ids
 
     seen: list[str] = []
 
     def visit(o):
-        if "lh.op" in o.attributes:
-            ident = ir.StringAttr(o.attributes["lh.op"]).value
+        found = [ir.StringAttr(o.attributes["lh.op"]).value] if "lh.op" in o.attributes else []
+        for ident in found + location_ids(o.location):
             if ident not in seen:
                 seen.append(ident)
         for region in o.regions:

@@ -171,6 +171,7 @@ def test_knob_values_written_back_as_selected(compile_client):
 def test_selector_recorded_and_replayed_without_asking_it_again(ctx, tmp_path, monkeypatch):
     payload = mm_payload(tmp_path / "mm.mlir", 128, 256, 64)
     ok(ctx, f"load {payload}")
+    ok(ctx, "target cpu --threads 1")   # (the one-core schedule: 2M multiply-adds go to 2 cores on a team)
     res = ok(ctx, "select")
     (spec, chosen), = ((e["schedule"], e["params"]) for e in res.data["selections"])
     assert res.data["selected_by"] == "cpu-selector" and spec.endswith("cpu/matmul.py[gen=matmul_tiling]")

@@ -64,6 +64,7 @@ def test_rewrite_is_a_noop_without_marks_and_rejects_tensors(ctx, tmp_path):
 
 def test_codegen_and_ukernel_compared_by_tune(ctx, tmp_path):
     ok(ctx, f"load {mm_payload(tmp_path / 'mm.mlir', 128, 128, 128)}")
+    ok(ctx, "target cpu --threads 1")   # (the one-core schedule, whose `impl` chooses the microkernel)
     ok(ctx, "select --apply")
     ok(ctx, "bench iterations=3")
     ok(ctx, "apply cpu-matmul-lower")

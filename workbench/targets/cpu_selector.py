@@ -725,6 +725,38 @@ def init_fusion(op: dict[str, Any], ops: list[dict[str, Any]], params: dict[str,
     return extra
 
 
+def phase_chains(entries: list[tuple[str, dict[str, Any]]], ops: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """generic.py's chain for a grouped window schedule whose ops accumulate one into the next (each op's init the
+    result of the one before, read by nothing else: lh-strided-conv-planes' phases), taken image by image along
+    loop 0 (their batch: tile 1, the thread split if any): all phases of one image run one after another, its
+    accumulated output in L2 between them, instead of each phase streaming the whole output through memory
+    (conv2d_strided: 8 x 64 x 56 x 57 floats, 6.5 MB, read and written back by each of four phases). Where
+    loop 0 has one position (a batch of one: nothing to chain along) an entry stays as it is. On threads (split
+    along loop 0) each core's chunk of images is the outer forall, the chain image by image inside it."""
+    by_id = {op.get("id"): i for i, op in enumerate(ops)}
+    out = []
+    for spec, params in entries:
+        ids = params.get("op")
+        if (GENERIC_SCHEDULE not in spec or not isinstance(ids, list) or len(ids) < 2 or not params.get("fold_unit_dims")
+                or params.get("init_operand", -1) >= 0 or params.get("split_reduction") or params.get("split_also")
+                or (params.get("threads", 1) > 1 and params.get("split", 0) != 0) or any(i not in by_id for i in ids)):
+            out.append((spec, params))
+            continue
+        idx = [by_id[i] for i in ids]
+        loops = ops[idx[-1]].get("loops") or {}
+        n_inputs, domain = loops.get("num_inputs"), loops.get("domain") or []
+        tile = params.get("tile") or []
+        linked = n_inputs is not None and all(
+            len(ops[b].get("producers") or []) == n_inputs + 1 and (ops[b].get("producers") or [])[-1] == a
+            and ops[a].get("consumers") == [b] and not ops[a].get("other_uses") for a, b in zip(idx, idx[1:]))
+        if (not linked or not domain or not tile or tile[0] != 1 or loops.get("iterators", ["?"])[0] != "parallel"
+                or (domain[0] or 0) < 2):
+            out.append((spec, params))
+            continue
+        out.append((spec, dict(params, chain=1, chain_operand=n_inputs)))
+    return out
+
+
 def group_same_params(entries: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
     """Generic-schedule entries whose parameters differ only in `op` become one entry naming all their
     ops (`op=[generic_3, generic_7, ...]`), at the place of the first: an unrolled RNN's 128 time steps

@@ -609,8 +609,10 @@ class CpuTarget(Target):
     def _generic_entry_params(self, op: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any] | None:
         """The generic schedule's parameters for `op` (None: none), its init fused where that applies."""
         cores = 1 if op.get("in_parallel_loop") else self.machine.usable_cpus
+        # (no plane_order with the init fusion on: its fused loops are the leading ones before the remainder's, the
+        # plane loop; the channel blocks inside it would leave nothing to fuse on one thread)
         generic = cpu_selector.generic_params(op, self.machine.vector_bits, cores, self.machine.vector_registers,
-                                               self.machine.l2_bytes)
+                                               0 if self.init_fusion else self.machine.l2_bytes)
         if generic is None:
             return None
         generic.pop("class")

@@ -19,13 +19,13 @@ def _conv(n, c, h, w, f, kh, kw, s, p, bias=True) -> str:
     return conv_payload(n, c, h, w, f, kh, kw, s, p, bias=bias, cast_unpadded=True)
 
 
-def _plane_steps(ctx, tmp_path, text: str, threads: int) -> list[str]:
+def _plane_steps(ctx, tmp_path, text: str, threads: int, cpu: str = "host") -> list[str]:
     """The labels of the selector's steps for the plane generics (window schedules with a remainder or long
     plane tiles: fold_unit_dims and contraction)."""
     payload = tmp_path / "conv.mlir"
     payload.write_text(text)
     ok(ctx, f"load {payload}")
-    ok(ctx, f"target cpu --threads {threads} --cpu host")
+    ok(ctx, f"target cpu --threads {threads} --cpu {cpu}")
     ok(ctx, "select --apply")
     labels = [a.step.label() for a in ctx.session.active_steps]
     return [label for label in labels if "fold_unit_dims=1" in label and "contraction=1" in label]
@@ -52,6 +52,18 @@ def test_a_filter_larger_than_half_of_l2_keeps_the_channel_blocks_outside(ctx, t
     try:
         steps = _plane_steps(ctx, tmp_path, _conv(1, 256, 18, 18, 288, 3, 3, 1, 1), 1)
         assert steps and not any("interchange=[0,2,1" in label for label in steps), steps
+    finally:
+        ok(ctx, "target cpu --cpu host")
+
+
+def test_avx2_tiles_of_16_positions_keep_the_channel_blocks_outside(ctx, tmp_path):
+    """Under --cpu avx2 (register tiles of 2 x 8 plane positions) the same stride-2 conv keeps n, f, p: the
+    filter would be read from L2 once per 16 positions."""
+    try:
+        steps = _plane_steps(ctx, tmp_path, _conv(2, 64, 46, 46, 64, 3, 3, 2, 1), 1, cpu="avx2")
+        assert steps and not any("interchange=[0,2,1" in label for label in steps), steps
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --threads 1 --iterations 1 --warmup 0").data["run"]["check"]["passed"]
     finally:
         ok(ctx, "target cpu --cpu host")
 

@@ -526,6 +526,12 @@ def _batch_and_channel_split(loops: dict, params: dict, window: dict, cores: int
     return {**params, "threads": chunks, "split_also": [outer, outer_chunks]}, alt
 
 
+#: plane_order only where a register tile spans at least this many plane positions: the whole filter is read from L2
+#: once per block of positions (AVX2's tiles of 2 x 8 would read it twice as often as AVX-512's 2 x 16; resnet18
+#: under --cpu avx2 on the 2-core host: JIT time 23.2-23.8 ms before, 24.0-24.2 with them reordered)
+PLANE_ORDER_MIN_POSITIONS = 32
+
+
 def plane_order(loops: dict, window: dict, lanes: int, l2_bytes: int) -> dict:
     """A convolution's window schedule over long rows (a plane of lh-conv-planes / lh-strided-conv-planes:
     3192 positions of a stride-2 phase) with its register tiles' output-channel blocks outside the spatial
@@ -554,7 +560,8 @@ def plane_order(loops: dict, window: dict, lanes: int, l2_bytes: int) -> dict:
     for d in filter_dims:
         filter_bytes *= domain[d]
     if (len(blocks) != 1 or order != others + spatial + roles["window"] + roles["channels"]
-            or domain[w] < LONG_ROW_VECTORS * lanes or 2 * filter_bytes > l2_bytes):
+            or domain[w] < LONG_ROW_VECTORS * lanes or 2 * filter_bytes > l2_bytes
+            or tile[w] < PLANE_ORDER_MIN_POSITIONS):
         return window
     outer = [d for d in others if d != blocks[0]]
     return dict(window, interchange=outer + spatial + blocks + roles["window"] + roles["channels"])

@@ -178,6 +178,9 @@ def main() -> None:
     ap.add_argument("--init-fusion", action="store_true",
                     help="the selector with window schedules' fill / broadcast inits fused into their tiles "
                          "(CpuTarget.init_fusion, off by default)")
+    ap.add_argument("--phase-chain", action="store_true",
+                    help="the selector with a strided convolution's phases fused image by image (CpuTarget.phase_chain, "
+                         "off by default)")
     ap.add_argument("--json", default="", help="write every record here")
     ap.add_argument("--random-inputs", action="store_true",
                     help="seeded random inputs of the fixtures' shapes (integers in the corpus entry's ranges), no check "
@@ -185,7 +188,8 @@ def main() -> None:
     args = ap.parse_args()
     # the selector's switches the options turn (the old variants of an A/B)
     switches = {"pad_copies": not args.no_pad_copies, "row_networks": not args.no_row_networks,
-                "epilogue_in_registers": not args.no_epilogue_in_registers, "init_fusion": args.init_fusion}
+                "epilogue_in_registers": not args.no_epilogue_in_registers, "init_fusion": args.init_fusion,
+                "phase_chain": args.phase_chain}
     sys.path.insert(0, str(ROOT))
     from workbench.targets.cpu import CpuTarget
     for name, value in switches.items():

@@ -550,8 +550,11 @@ class CpuTarget(Target):
             # found by its id only: it keeps op=)
             return [(spec, {k: v for k, v in params.items() if k != "op" or params.get("generic")})
                     for spec, params in per_op] + amx_tail
+        grouped = cpu_selector.group_same_params(per_op)
+        if self.phase_chain:
+            grouped = cpu_selector.phase_chains(grouped, list(ops))
         entries = [(spec, dict(params, bufferize=False) if self._bufferizes_itself(spec) else params)
-                   for spec, params in cpu_selector.group_same_params(per_op)]
+                   for spec, params in grouped]
         entries.append((f"{self.pipeline_path_for(self.finish_schedule)}[gen={self.finish_generator}]",
                         {"amx": 1} if amx else {}))
         entries += amx_tail
@@ -632,7 +635,10 @@ class CpuTarget(Target):
     def _generic_entry_params(self, op: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any] | None:
         """The generic schedule's parameters for `op` (None: none), its init fused where that applies."""
         cores = 1 if op.get("in_parallel_loop") else self.machine.usable_cpus
-        generic = cpu_selector.generic_params(op, self.machine.vector_bits, cores, self.machine.vector_registers)
+        # (no plane_order with the init fusion on: its fused loops are the leading ones before the remainder's, the
+        # plane loop; the channel blocks inside it would leave nothing to fuse on one thread)
+        generic = cpu_selector.generic_params(op, self.machine.vector_bits, cores, self.machine.vector_registers,
+                                               0 if self.init_fusion else self.machine.l2_bytes)
         if generic is None:
             return None
         generic.pop("class")
@@ -733,6 +739,11 @@ class CpuTarget(Target):
     #: / 2.68 -> 2.97, conv_transpose2d 6.84 -> 5.71 / 1.28 -> 1.22, conv2d_1x1 even: not a clear gain yet
     #: (`bench/cpu_models.py --init-fusion` measures it on)
     init_fusion = False
+    #: the phases of a strided convolution (lh-strided-conv-planes: each accumulates into the next) fused image by
+    #: image (cpu_selector.phase_chains, generic.py's chain: one image's output in L2 across its phases). Off by
+    #: default: on the 2-core Icelake host conv2d_strided was even on 1 thread (23.2-26.0 ms both, 4 alternated
+    #: rounds) and 0-8% faster on 2 (docs/models-round14-conv.md); `bench/cpu_models.py --phase-chain` for the A/B
+    phase_chain = False
 
     def matmul_family_entry(self, op: dict[str, Any], ops: list[dict[str, Any]] = (),
                             claimed: frozenset[int] = frozenset()) -> tuple[str, dict[str, Any]] | None:

@@ -526,8 +526,51 @@ def _batch_and_channel_split(loops: dict, params: dict, window: dict, cores: int
     return {**params, "threads": chunks, "split_also": [outer, outer_chunks]}, alt
 
 
-def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_registers: int = 32) -> dict[str, Any] | None:
-    """pipelines/cpu/generic.py parameters for one op (None: no loop structure known)."""
+#: plane_order only where a register tile spans at least this many plane positions: the whole filter is read from L2
+#: once per block of positions (AVX2's tiles of 2 x 8 would read it twice as often as AVX-512's 2 x 16; resnet18
+#: under --cpu avx2 on the 2-core host: JIT time 23.2-23.8 ms before, 24.0-24.2 with them reordered)
+PLANE_ORDER_MIN_POSITIONS = 32
+
+
+def plane_order(loops: dict, window: dict, lanes: int, l2_bytes: int) -> dict:
+    """A convolution's window schedule over long rows (a plane of lh-conv-planes / lh-strided-conv-planes:
+    3192 positions of a stride-2 phase) with its register tiles' output-channel blocks outside the spatial
+    loops (n, f, p, taps, c) takes the spatial loops outside the blocks (n, p, f, taps, c) where the whole
+    filter fits in half of L2: each block of plane positions is read from memory once and stays in L1 for every
+    block of output channels, the filter (f x c x taps) re-read from L2 for each, where before each block of
+    output channels swept the whole input plane (64 channels x 3306 positions, 0.85 MB a phase and image) from
+    L2 again, the output streamed once either way. conv2d_strided (8 x 64 x 112 x 112, 3x3 s2, 64 -> 64), one
+    thread on the 2-core Icelake host: 25.7-26.0 -> 20.6-22.3 ms (docs/models-round14-conv.md). The window
+    params unchanged where it does not apply."""
+    roles = _window_roles(loops)
+    order = window.get("interchange")
+    if (roles is None or not window.get("fold_unit_dims") or not window.get("contraction") or not order
+            or window.get("decompose") or not l2_bytes):
+        return window
+    domain, tile = loops["domain"], window["tile"]
+    out_dims = loops["operand_dims"][-1]
+    w = roles["w"]
+    spatial = [d for d in out_dims if d in roles["spatial"] or d == w]
+    others = [d for d in order if d not in spatial and d not in roles["window"] and d not in roles["channels"]]
+    first_input = {d for expr in loops["operand_terms"][0] for d, _ in expr}
+    blocks = [d for d in others if d not in first_input and tile[d] and domain[d] > tile[d]]
+    filter_terms = loops["operand_terms"][1] if len(loops["operand_terms"]) > 2 else []
+    filter_dims = {d for expr in filter_terms for d, _ in expr}
+    filter_bytes = 4
+    for d in filter_dims:
+        filter_bytes *= domain[d]
+    if (len(blocks) != 1 or order != others + spatial + roles["window"] + roles["channels"]
+            or domain[w] < LONG_ROW_VECTORS * lanes or 2 * filter_bytes > l2_bytes
+            or tile[w] < PLANE_ORDER_MIN_POSITIONS):
+        return window
+    outer = [d for d in others if d != blocks[0]]
+    return dict(window, interchange=outer + spatial + blocks + roles["window"] + roles["channels"])
+
+
+def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_registers: int = 32,
+                   l2_bytes: int = 0) -> dict[str, Any] | None:
+    """pipelines/cpu/generic.py parameters for one op (None: no loop structure known). `l2_bytes`: the L2 of a
+    core (0: unknown; plane_order)."""
     loops = op.get("loops")
     if not loops or not loops.get("iterators"):
         return None
@@ -583,6 +626,8 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_regi
         if threads > 1 and window is not None and (window.get("contraction") or window.get("decompose")):
             params, window = _batch_and_channel_split(loops, params, window, cores, lanes, types,
                                                       op.get("op", ""), vector_registers)
+        if window is not None:
+            window = plane_order(loops, window, lanes, l2_bytes)
         return {**params, **window, "vector": 1, "class": kind}
     if contraction:
         # a contraction (matmul-like, any element type): the reduction step by step, an output tile of
@@ -723,6 +768,38 @@ def init_fusion(op: dict[str, Any], ops: list[dict[str, Any]], params: dict[str,
         extent = tile[last] if last in covered else domain[last] // chunks.get(last, 1)
         extra["init_tile"] = [1] * (len(out_dims) - 1) + [max(1, min(extent, 2 * lanes))]
     return extra
+
+
+def phase_chains(entries: list[tuple[str, dict[str, Any]]], ops: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """generic.py's chain for a grouped window schedule whose ops accumulate one into the next (each op's init the
+    result of the one before, read by nothing else: lh-strided-conv-planes' phases), taken image by image along
+    loop 0 (their batch: tile 1, the thread split if any): all phases of one image run one after another, its
+    accumulated output in L2 between them, instead of each phase streaming the whole output through memory
+    (conv2d_strided: 8 x 64 x 56 x 57 floats, 6.5 MB, read and written back by each of four phases). Where
+    loop 0 has one position (a batch of one: nothing to chain along) an entry stays as it is. On threads (split
+    along loop 0) each core's chunk of images is the outer forall, the chain image by image inside it."""
+    by_id = {op.get("id"): i for i, op in enumerate(ops)}
+    out = []
+    for spec, params in entries:
+        ids = params.get("op")
+        if (GENERIC_SCHEDULE not in spec or not isinstance(ids, list) or len(ids) < 2 or not params.get("fold_unit_dims")
+                or params.get("init_operand", -1) >= 0 or params.get("split_reduction") or params.get("split_also")
+                or (params.get("threads", 1) > 1 and params.get("split", 0) != 0) or any(i not in by_id for i in ids)):
+            out.append((spec, params))
+            continue
+        idx = [by_id[i] for i in ids]
+        loops = ops[idx[-1]].get("loops") or {}
+        n_inputs, domain = loops.get("num_inputs"), loops.get("domain") or []
+        tile = params.get("tile") or []
+        linked = n_inputs is not None and all(
+            len(ops[b].get("producers") or []) == n_inputs + 1 and (ops[b].get("producers") or [])[-1] == a
+            and ops[a].get("consumers") == [b] and not ops[a].get("other_uses") for a, b in zip(idx, idx[1:]))
+        if (not linked or not domain or not tile or tile[0] != 1 or loops.get("iterators", ["?"])[0] != "parallel"
+                or (domain[0] or 0) < 2):
+            out.append((spec, params))
+            continue
+        out.append((spec, dict(params, chain=1, chain_operand=n_inputs)))
+    return out
 
 
 def group_same_params(entries: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:

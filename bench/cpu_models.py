@@ -181,6 +181,10 @@ def main() -> None:
     ap.add_argument("--phase-chain", action="store_true",
                     help="the selector with a strided convolution's phases fused image by image (CpuTarget.phase_chain, "
                          "off by default)")
+    ap.add_argument("--reduced-rows", type=int, default=0,
+                    help="rows an inner reduction sums at a time into its partial vectors (the selector's "
+                         "REDUCED_ROWS: independent load streams; 0: the selector's own, 4): sum_dim's row interleave "
+                         "on another machine (docs/models-round14-rows.md)")
     ap.add_argument("--json", default="", help="write every record here")
     ap.add_argument("--random-inputs", action="store_true",
                     help="seeded random inputs of the fixtures' shapes (integers in the corpus entry's ranges), no check "
@@ -195,6 +199,9 @@ def main() -> None:
     for name, value in switches.items():
         if value != getattr(CpuTarget, name):
             setattr(CpuTarget, name, value)
+    if args.reduced_rows > 0:
+        from workbench.targets import cpu_selector
+        cpu_selector.REDUCED_ROWS = args.reduced_rows
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", tempfile.mkdtemp(prefix="lh-bench-state-"))
     fixtures = Path(args.fixtures)
     names = fixture_names(fixtures, args.only, args.shard)

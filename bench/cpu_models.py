@@ -1,7 +1,7 @@
 """The torch corpus through the CPU selector path, against torch on the CPU with the same threads.
 
     python bench/cpu_models.py [--fixtures tests/fixtures/torch] [--only a,b] [--threads N]
-                               [--torch-python PY] [--iterations K] [--no-matmul] [--cpu avx2]
+                               [--torch-python PY] [--iterations K] [--no-matmul] [--cpu avx2] [--reduced-rows N]
 
 For every exported fixture (NAME.mlir + NAME.expected.json, written by scripts/export_corpus.py;
 `--shapes bench` exports the larger bench shapes of examples/torch/corpus.py): `select --apply`

@@ -133,3 +133,28 @@ def test_the_torch_worker_runs_with_the_baseline_environment():
     out = run_torch_worker(sys.executable, script, [], timeout=60, env={"ATEN_CPU_CAPABILITY": "avx2"})
     assert out["env"]["isa"] == "avx2" and out["env"]["path"]
     assert run_torch_worker(sys.executable, script, [], timeout=60)["env"]["isa"] in (None, "")
+
+
+@pytest.mark.parametrize("flag,rows", [([], None), (["--reduced-rows", "1"], 1)])
+def test_cpu_models_reduced_rows_sets_the_selectors_row_interleave(monkeypatch, exported, capsys, flag, rows):
+    """`cpu_models.py --reduced-rows N` selects with the selector's REDUCED_ROWS = N (an inner reduction's rows
+    per tile: sum_dim's A/B on another machine); without it the selector keeps its own."""
+    import cpu_models
+
+    from workbench.targets import cpu_selector
+
+    default = cpu_selector.REDUCED_ROWS
+    monkeypatch.setattr(cpu_selector, "REDUCED_ROWS", default)   # (restored after the test)
+    seen = []
+
+    def fake_ours(name, *args, **kwargs):
+        seen.append(cpu_selector.REDUCED_ROWS)
+        return {"name": name, "ok": True, "t1": 1e-3, "tall": 1e-3}
+
+    monkeypatch.setattr(cpu_models, "ours", fake_ours)
+    monkeypatch.setattr(cpu_models, "torch_python", lambda _: None)
+    monkeypatch.setattr(sys, "argv", ["cpu_models.py", "--fixtures", str(exported), "--only", "gelu", "--no-matmul",
+                                      "--threads", "1"] + flag)
+    cpu_models.main()
+    assert seen == [rows or default]
+    assert "RESULT coverage=1/1" in capsys.readouterr().out

@@ -152,3 +152,30 @@ def test_a_steps_error_still_names_the_payload_file_line_and_column(ctx, tmp_pat
     res = do(ctx, f"apply {bad}")
     assert not res.ok
     assert re.search(r"mm\.mlir:5:\d+: ", res.error) and "matmul_0(" not in res.error, res.error
+
+
+def test_only_the_names_tag_ops_gave_count_as_op_ids(ctx, tmp_path):
+    """A front end's own name locations (`"aten::add"(...)`, `"layer1.conv"(...)`) stay out of the labels: the
+    ids are the outermost names, also of each part of a fused location and inside a call site."""
+    from workbench.worker.op_ids import location_ids
+
+    assert location_ids('loc("generic_0"("layer1.conv"("m.mlir":1:2)))') == ["generic_0"]
+    assert location_ids('loc(fused["add_0"("a.mlir":1:2), "mul_0"("b.mlir":3:4)])') == ["add_0", "mul_0"]
+    assert location_ids('loc(callsite("x_0"("a.mlir":1:1) at "b.mlir":2:2))') == ["x_0"]
+    assert location_ids('loc("m.mlir":1:2)') == []
+    p = tmp_path / "named.mlir"
+    p.write_text("""#l = loc("model.py":10:3)
+func.func @f(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %e = tensor.empty() : tensor<64x64xf32>
+  %r = linalg.add ins(%a, %b : tensor<64x64xf32>, tensor<64x64xf32>) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32> loc("layer1.add"(#l))
+  return %r : tensor<64x64xf32>
+}
+""")
+    ok(ctx, f"load {p}")
+    ok(ctx, "target cpu --threads 1")
+    ok(ctx, "select --apply")
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    _, regions = _regions(ok(ctx, "run --profile"))
+    (nest,) = [label for label in regions if label.startswith("scf.")]
+    assert "add_0" in nest and "layer1" not in nest, regions

@@ -530,6 +530,12 @@ def _batch_and_channel_split(loops: dict, params: dict, window: dict, cores: int
 #: once per block of positions (AVX2's tiles of 2 x 8 would read it twice as often as AVX-512's 2 x 16; resnet18
 #: under --cpu avx2 on the 2-core host: JIT time 23.2-23.8 ms before, 24.0-24.2 with them reordered)
 PLANE_ORDER_MIN_POSITIONS = 32
+#: plane_order only for a convolution split into at least this many thread chunks. On the 16-core Xeon of the
+#: H200 machine (one alternated round, medians of 30 calls, against the order before): 16 threads conv2d_3x3
+#: 3.21 -> 2.25 ms, resnet18 7.44 -> 4.98, conv2d_strided 4.86 -> 4.31, unet 7.08 -> 5.96; one thread
+#: conv2d_3x3 21.4 -> 28.3 (min 19.0 -> 20.3), resnet18 24.3 -> 31.2 (min 23.8 -> 29.7), conv_block 19.1 -> 24.7
+#: (docs/models-round14.md), where the 2-core host had measured conv2d_strided 25.7 -> 21.6 on one thread
+PLANE_ORDER_MIN_THREADS = 2
 
 
 def plane_order(loops: dict, window: dict, lanes: int, l2_bytes: int) -> dict:
@@ -626,7 +632,7 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_regi
         if threads > 1 and window is not None and (window.get("contraction") or window.get("decompose")):
             params, window = _batch_and_channel_split(loops, params, window, cores, lanes, types,
                                                       op.get("op", ""), vector_registers)
-        if window is not None:
+        if window is not None and params.get("threads", 1) >= PLANE_ORDER_MIN_THREADS:
             window = plane_order(loops, window, lanes, l2_bytes)
         return {**params, **window, "vector": 1, "class": kind}
     if contraction:

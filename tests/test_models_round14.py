@@ -66,3 +66,21 @@ def test_patch_embeddings_run_and_match(ctx, tmp_path, threads, shape):
         assert ok(ctx, f"run --check --iterations 1 --warmup 0 --threads {threads}").data["run"]["check"]["passed"]
     finally:
         ok(ctx, "target cpu --cpu host --threads 0")
+
+
+def test_a_transposed_conv_whose_taps_are_strided_filter_slices_still_runs(ctx):
+    """lh-pointwise-convs now runs wherever a 2-D conv of one f32 image is (for the patch embeddings): the 1x1
+    phases lh-dilated-input-convs makes of a transposed convolution read their filter through a strided
+    extract_slice, which as a matmul's A the micro-kernel call refused (`the marked matmul's A memref<6x4xf32,
+    strided<[36, 9]>`): they stay 1-D convolutions."""
+    from pathlib import Path
+
+    fixture = Path(__file__).parent / "fixtures" / "torch" / "conv_transpose2d.mlir"
+    ok(ctx, f"load {fixture}")
+    ok(ctx, "target cpu --threads 1")
+    try:
+        ok(ctx, "select --apply")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0 --threads 1").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")

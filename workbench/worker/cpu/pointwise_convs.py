@@ -69,6 +69,13 @@ def _patch_eligible(op) -> bool:
         return False
     if not all(isinstance(ir.RankedTensorType(v.type).element_type, ir.F32Type) for v in op.operands):
         return False
+    from workbench.worker.ir_walk import defining_op
+
+    # (a filter as the model has it, an argument or a constant: one another rewrite made, e.g. the flipped and
+    # strided taps of lh-dilated-input-convs' transposed convolutions, is no contiguous matrix to view)
+    producer = defining_op(op.operands[1])
+    if producer is not None and producer.name != "arith.constant":
+        return False
     window, strides = shapes[1][2:], conv_ints(op, "strides", 2)
     return (window == strides and window != [1, 1] and conv_ints(op, "dilations", 2) == [1, 1]
             and shapes[0][2:] == [o * k for o, k in zip(shapes[2][2:], window)])
@@ -165,6 +172,14 @@ def _as_matmul(op) -> bool:
     matmul schedule packs and blocks for the caches."""
     from mlir import ir
 
+    from workbench.worker.ir_walk import defining_op
+
+    # (not a filter sliced with strides, lh-dilated-input-convs' taps of a transposed convolution: its view as
+    # a matrix is strided, which the matmul's micro-kernel call does not take)
+    producer = defining_op(op.operands[1])
+    if producer is not None and producer.name == "tensor.extract_slice" and any(
+            s != 1 for s in ir.DenseI64ArrayAttr(producer.attributes["static_strides"])):
+        return False
     return (static_shape(op.operands[0])[0] == 1
             and all(isinstance(ir.RankedTensorType(v.type).element_type, ir.F32Type) for v in op.operands))
 

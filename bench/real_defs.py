@@ -298,6 +298,66 @@ class Wav2Vec2Features(nn.Module):
         return self.proj(self.ln(x.transpose(1, 2)))
 
 
+# -- ConvNeXt-T stem and stage 1 (torchvision's CNBlock: dw 7x7, channels-last LayerNorm, MLP x4, layer scale) --
+class _LN2d(nn.LayerNorm):
+    def forward(self, x):
+        return super().forward(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+class _CNBlock(nn.Module):
+    def __init__(self, d):
+        super().__init__()
+        self.dw = nn.Conv2d(d, d, 7, padding=3, groups=d)
+        self.norm = nn.LayerNorm(d, eps=1e-6)
+        self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))
+        self.gamma = nn.Parameter(torch.rand(d, 1, 1) * 0.5)
+
+    def forward(self, x):
+        y = self.mlp(self.norm(self.dw(x).permute(0, 2, 3, 1))).permute(0, 3, 1, 2)
+        return x + self.gamma * y
+
+
+@_reg(f"1x3x{IMG}x{IMG}xf32")
+class ConvNeXtTStage1(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 96, 4, 4), _LN2d(96, eps=1e-6))
+        self.blocks = nn.Sequential(*[_CNBlock(96) for _ in range(3)])
+        self.down = nn.Sequential(_LN2d(96, eps=1e-6), nn.Conv2d(96, 192, 2, 2))
+
+    def forward(self, x):
+        return self.down(self.blocks(self.stem(x)))
+
+
+# -- EfficientNetV2-S stages 1-2 (torchvision's FusedMBConv: 3x3 expand conv, SiLU, 1x1 project) ---------------
+class _FusedMB(nn.Module):
+    def __init__(self, cin, cout, s, e):
+        super().__init__()
+        mid = cin * e
+        layers = [nn.Conv2d(cin, mid, 3, s, 1, bias=False), nn.BatchNorm2d(mid), nn.SiLU()]
+        if e != 1:
+            layers += [nn.Conv2d(mid, cout, 1, bias=False), nn.BatchNorm2d(cout)]
+        self.block = nn.Sequential(*layers)
+        self.res = s == 1 and cin == cout
+
+    def forward(self, x):
+        y = self.block(x)
+        return x + y if self.res else y
+
+
+@_reg(f"1x3x{IMG}x{IMG}xf32")
+class EffNetV2SFused(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 24, 3, 2, 1, bias=False), nn.BatchNorm2d(24), nn.SiLU())
+        self.s1 = nn.Sequential(_FusedMB(24, 24, 1, 1), _FusedMB(24, 24, 1, 1))
+        self.s2 = nn.Sequential(_FusedMB(24, 48, 2, 4), *[_FusedMB(48, 48, 1, 4) for _ in range(3)])
+        _randomize_bn(self)
+
+    def forward(self, x):
+        return self.s2(self.s1(self.stem(x)))
+
+
 # -- transformers text models at real widths (few layers) --------------------------------------------------------
 try:
     import transformers as tf
@@ -352,3 +412,39 @@ if tf is not None:
         model_class = staticmethod(lambda: tf.SwinModel)
         config = staticmethod(lambda: tf.SwinConfig(image_size=IMG, patch_size=4, embed_dim=96, depths=[2, 2],
                                                     num_heads=[3, 6], window_size=7))
+
+    @_reg(f"1x{SEQ * 2}xi64[0:1000]")
+    class Qwen2Half2L(_HF):          # Qwen2-0.5B widths: 896, 14 heads, 2 KV heads, MLP 4864
+        model_class = staticmethod(lambda: tf.Qwen2Model)
+        config = staticmethod(lambda: tf.Qwen2Config(vocab_size=1000, hidden_size=896, intermediate_size=4864,
+                                                     num_hidden_layers=2, num_attention_heads=14,
+                                                     num_key_value_heads=2, use_cache=False))
+
+    @_reg(f"1x{SEQ}xi64[0:1000]")
+    class Phi15Block1L(_HF):         # phi-1.5 widths: parallel attention + MLP, partial rotary (0.5)
+        model_class = staticmethod(lambda: tf.PhiModel)
+        config = staticmethod(lambda: tf.PhiConfig(vocab_size=1000, hidden_size=2048, intermediate_size=8192,
+                                                   num_hidden_layers=1, num_attention_heads=32,
+                                                   partial_rotary_factor=0.5, use_cache=False))
+
+    @_reg(f"1x{SEQ * 2}xi64[0:1000]")
+    class Pythia410m2L(_HF):         # GPT-NeoX: fused QKV, parallel residual, rotary on 25% of the head
+        model_class = staticmethod(lambda: tf.GPTNeoXModel)
+        config = staticmethod(lambda: tf.GPTNeoXConfig(vocab_size=1000, hidden_size=1024, intermediate_size=4096,
+                                                       num_hidden_layers=2, num_attention_heads=16,
+                                                       rotary_pct=0.25, use_cache=False))
+
+    @_reg(f"1x3x{IMG}x{IMG}xf32")
+    class CLIPViTB32Vision2L(_HF):   # 50 tokens, quick_gelu, pre-LN
+        arg_names = ("pixel_values",)
+        model_class = staticmethod(lambda: tf.CLIPVisionModel)
+        config = staticmethod(lambda: tf.CLIPVisionConfig(image_size=IMG, patch_size=32, num_hidden_layers=2))
+
+    @_reg(f"1x80x{400 if SMALL else 3000}xf32")
+    class WhisperBaseEncoder2L(_HF):  # conv1d stem (80 -> 512, stride 2), 1500 tokens, 8 heads
+        arg_names = ("input_features",)
+        model_class = staticmethod(lambda: __import__("transformers.models.whisper.modeling_whisper",
+                                                      fromlist=["x"]).WhisperEncoder)
+        config = staticmethod(lambda: tf.WhisperConfig(d_model=512, encoder_layers=2, encoder_attention_heads=8,
+                                                       encoder_ffn_dim=2048, num_mel_bins=80,
+                                                       max_source_positions=200 if SMALL else 1500))

@@ -444,7 +444,9 @@ class CpuTarget(Target):
         # (before the steps that prepare matmuls: a 1x1 convolution of one f32 image becomes one, whose
         # epilogue the expanded-elementwise collapse then puts on its rows, and whose dims get padded)
         pointwise_matmuls = any(_pointwise_convolution(op) and _one_f32_image(op) for op in ops)
-        if any(_pointwise_convolution(op) for op in ops):
+        if any(_pointwise_convolution(op) or (op.get("op") == "linalg.conv_2d_nchw_fchw" and _one_f32_image(op))
+               for op in ops):
+            # (a no-op, left out, unless a 2-D conv is 1x1 or a patch embedding: window = strides)
             steps.append(self.POINTWISE_CONVS)
         tap_matmuls = any(step.startswith(self.TAP_MATMULS) for step in steps)
         pointwise_matmuls = pointwise_matmuls or tap_matmuls

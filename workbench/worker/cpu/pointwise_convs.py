@@ -16,6 +16,12 @@ output channels streams the whole input (DenseNet's 192 -> 128 at 56 x 56, a 2.4
 matmul, packed and blocked for the caches, 0.9 ms; ShuffleNet's 464 -> 1024 at 7 x 7 0.82 -> 0.43 ms;
 docs/models-round13-real.md). Batches of several images and bf16 ones (the VNNI convolution path) keep the
 1-D convolution.
+
+A patch embedding (ViT's 16 x 16 stride 16, CLIP's 32 x 32 stride 32: a window equal to its strides over an
+input of whole windows) of one f32 image is the matmul W[f, c * kh * kw] x P[c * kh * kw, positions] too,
+with P the image's patches as columns (an expand_shape and one transpose copy of the image: f times less
+data than the matmul reads). Its strides are above lh-strided-conv-planes' phases, and the window schedule
+took CLIP's (3 -> 768, 224 x 224) at ~15 GFLOP/s (8 ms of the model's ~40 in a profile).
 """
 from __future__ import annotations
 
@@ -50,6 +56,52 @@ def _eligible(op) -> bool:
     # positions are no output's; lh-conv-planes takes it)
     return (shapes[1][2:] == [1] * rank and conv_ints(op, "strides", rank) == [1] * rank
             and shapes[0][2:] == shapes[2][2:])
+
+
+def _patch_eligible(op) -> bool:
+    """A 2-D convolution of one f32 image whose window equals its strides (> 1) over whole windows."""
+    from mlir import ir
+
+    if op.name != "linalg.conv_2d_nchw_fchw" or len(op.operands) != 3 or len(op.results) != 1:
+        return False
+    shapes = [static_shape(v) for v in op.operands]
+    if any(s is None for s in shapes) or shapes[0][0] != 1:
+        return False
+    if not all(isinstance(ir.RankedTensorType(v.type).element_type, ir.F32Type) for v in op.operands):
+        return False
+    from workbench.worker.ir_walk import defining_op
+
+    # (a filter as the model has it, an argument or a constant: one another rewrite made, e.g. the flipped and
+    # strided taps of lh-dilated-input-convs' transposed convolutions, is no contiguous matrix to view)
+    producer = defining_op(op.operands[1])
+    if producer is not None and producer.name != "arith.constant":
+        return False
+    window, strides = shapes[1][2:], conv_ints(op, "strides", 2)
+    return (window == strides and window != [1, 1] and conv_ints(op, "dilations", 2) == [1, 1]
+            and shapes[0][2:] == [o * k for o, k in zip(shapes[2][2:], window)])
+
+
+def _patch_matmul(op):
+    """W[f, c*kh*kw] x P[c*kh*kw, oh*ow] for a `_patch_eligible` convolution; (product, reassociation)."""
+    from mlir import ir
+    from mlir.dialects import linalg, tensor
+
+    image, filt, init = op.operands
+    _, c, _, _ = static_shape(image)
+    _, _, kh, kw = static_shape(filt)
+    _, _, oh, ow = static_shape(init)
+    element = ir.RankedTensorType(image.type).element_type
+    six = ir.RankedTensorType.get([1, c, oh, kh, ow, kw], element)
+    windows = tensor.ExpandShapeOp(six, image, _reassociation([[0], [1], [2, 3], [4, 5]]), [],
+                                   [1, c, oh, kh, ow, kw]).result
+    empty = tensor.EmptyOp([1, c, kh, kw, oh, ow], element).result
+    from workbench.worker.cpu.padded_conv_rows import built_value
+
+    patches = built_value(linalg.transpose(windows, outs=[empty], permutation=[0, 1, 3, 5, 2, 4]))
+    p2, _ = _collapse(patches, [[0, 1, 2, 3], [4, 5]])          # c*kh*kw x P
+    w2, _ = _collapse(filt, [[0], [1, 2, 3]])                   # F x c*kh*kw
+    o2, reassociation = _collapse(init, [[0, 1], [2, 3]])       # F x P
+    return linalg.matmul(w2, p2, outs=[o2]), reassociation
 
 
 def _spatial_groups(rank: int, keep: int) -> list[list[int]]:
@@ -120,6 +172,14 @@ def _as_matmul(op) -> bool:
     matmul schedule packs and blocks for the caches."""
     from mlir import ir
 
+    from workbench.worker.ir_walk import defining_op
+
+    # (not a filter sliced with strides, lh-dilated-input-convs' taps of a transposed convolution: its view as
+    # a matrix is strided, which the matmul's micro-kernel call does not take)
+    producer = defining_op(op.operands[1])
+    if producer is not None and producer.name == "tensor.extract_slice" and any(
+            s != 1 for s in ir.DenseI64ArrayAttr(producer.attributes["static_strides"])):
+        return False
     return (static_shape(op.operands[0])[0] == 1
             and all(isinstance(ir.RankedTensorType(v.type).element_type, ir.F32Type) for v in op.operands))
 
@@ -132,12 +192,14 @@ def pointwise_convs(module) -> int:
     from workbench.worker.ir_walk import erase_unread, ops_where
 
     rewritten = 0
-    for op in ops_where(module, _eligible):
+    for op in ops_where(module, lambda o: _eligible(o) or _patch_eligible(o)):
         image, filt, init = op.operands
         out_type = ir.RankedTensorType(op.results[0].type)
         rank = len(out_type.shape)
         with ir.InsertionPoint(op), op.location:
-            if _as_matmul(op):
+            if _patch_eligible(op):
+                product, reassociation = _patch_matmul(op)
+            elif _as_matmul(op):
                 spatial = list(range(2, rank))
                 i2, _ = _collapse(image, [[0, 1], spatial])            # C x P
                 w2, _ = _collapse(filt, [[0], [1] + spatial])          # F x C

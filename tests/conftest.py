@@ -186,3 +186,54 @@ def runs_parallel_loops_on_threads(llvm_ir: str) -> bool:
     """Whether lowered code hands its parallel loops to a thread runtime: libgomp's team (where the
     machine has libgomp) or MLIR's async runtime (workbench/common/parallel_runtime.py)."""
     return "llvm.call @GOMP_parallel(" in llvm_ir or "llvm.call @mlirAsyncRuntimeExecute(" in llvm_ir
+
+
+def top_level_ops_with_nested_names(text: str) -> list[tuple[str, set[str]]]:
+    """(name, names of the ops nested in it, its own included) of each top-level op of the module's first
+    function: which nests of a schedule hold what (vector.fma, fills, stores)."""
+    from mlir import ir
+
+    out = []
+    with ir.Context() as context:
+        context.allow_unregistered_dialects = True
+        module = ir.Module.parse(text)
+        func = next(op for op in module.body.operations if op.operation.name == "func.func")
+        for op in func.regions[0].blocks[0].operations:
+            names: set[str] = set()
+
+            def walk(o):
+                names.add(o.name)
+                for region in o.regions:
+                    for block in region.blocks:
+                        for inner in block.operations:
+                            walk(inner.operation)
+
+            walk(op.operation)
+            out.append((op.operation.name, names))
+    return out
+
+
+def selector_path_runs_and_matches(ctx, payload: Path, threads: int, cpu: str = "host") -> str:
+    """`select --apply`, `bench`, `apply cpu-lower`, `run --check` on `payload` at `threads` (the target restored
+    after); the selected schedules' specs, space-separated."""
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, f"target cpu --cpu {cpu} --threads {threads}")
+        data = ok(ctx, "select --apply").data
+        schedules = " ".join(str(sel["schedule"]) for sel in data["selections"])
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, f"run --check --iterations 1 --warmup 0 --threads {threads}").data["run"]["check"]["passed"]
+        return schedules
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")
+
+
+def selected_step_labels(ctx, tmp_path: Path, text: str, threads: int, cpu: str = "host") -> list[str]:
+    """The labels of the session's steps after `select --apply` on the payload `text` at `threads`."""
+    payload = tmp_path / "selected.mlir"
+    payload.write_text(text)
+    ok(ctx, f"load {payload}")
+    ok(ctx, f"target cpu --threads {threads} --cpu {cpu}")
+    ok(ctx, "select --apply")
+    return [a.step.label() for a in ctx.session.active_steps]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ok
+from conftest import ok, selected_step_labels, top_level_ops_with_nested_names
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from _common import conv_payload  # noqa: E402  (bench/_common.py: torch-mlir's conv forms)
@@ -27,38 +27,14 @@ def _depthwise(n, c, h, w, k, s, p) -> str:
 
 
 def _select(ctx, tmp_path, text: str, threads: int) -> list[str]:
-    payload = tmp_path / "conv.mlir"
-    payload.write_text(text)
-    ok(ctx, f"load {payload}")
-    ok(ctx, f"target cpu --threads {threads} --cpu host")
-    ok(ctx, "select --apply")
-    return [a.step.label() for a in ctx.session.active_steps]
+    return selected_step_labels(ctx, tmp_path, text, threads)
 
 
 def _top_level_writers(text: str) -> list[str]:
     """The names of the function's top-level ops that write vectors or run linalg fills / broadcasts, each
     with whether it holds the convolution's multiply-adds (`+fma`)."""
-    from mlir import ir
-
-    found = []
-    with ir.Context() as context:
-        context.allow_unregistered_dialects = True
-        module = ir.Module.parse(text)
-        func = next(op for op in module.body.operations if op.operation.name == "func.func")
-        for op in func.regions[0].blocks[0].operations:
-            names = set()
-
-            def walk(o):
-                names.add(o.name)
-                for region in o.regions:
-                    for block in region.blocks:
-                        for inner in block.operations:
-                            walk(inner.operation)
-
-            walk(op.operation)
-            if names & {"vector.transfer_write", "vector.store", "linalg.fill", "linalg.broadcast"}:
-                found.append(op.operation.name + ("+fma" if "vector.fma" in names else ""))
-    return found
+    return [name + ("+fma" if "vector.fma" in names else "") for name, names in top_level_ops_with_nested_names(text)
+            if names & {"vector.transfer_write", "vector.store", "linalg.fill", "linalg.broadcast"}]
 
 
 @pytest.fixture(autouse=True)

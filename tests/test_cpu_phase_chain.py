@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ok
+from conftest import ok, selected_step_labels, top_level_ops_with_nested_names
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from _common import conv_payload  # noqa: E402  (bench/_common.py: torch-mlir's conv forms)
@@ -20,36 +20,12 @@ def _conv(n, c, h, w, f, kh, kw, s, p, bias=True) -> str:
 
 
 def _select(ctx, tmp_path, text: str, threads: int) -> list[str]:
-    payload = tmp_path / "conv.mlir"
-    payload.write_text(text)
-    ok(ctx, f"load {payload}")
-    ok(ctx, f"target cpu --threads {threads} --cpu host")
-    ok(ctx, "select --apply")
-    return [a.step.label() for a in ctx.session.active_steps]
+    return selected_step_labels(ctx, tmp_path, text, threads)
 
 
 def _top_level_fma_nests(text: str) -> int:
     """How many of the function's top-level ops hold vector FMAs (the phases' register tiles)."""
-    from mlir import ir
-
-    count = 0
-    with ir.Context() as context:
-        context.allow_unregistered_dialects = True
-        module = ir.Module.parse(text)
-        func = next(op for op in module.body.operations if op.operation.name == "func.func")
-        for op in func.regions[0].blocks[0].operations:
-            names = set()
-
-            def walk(o):
-                names.add(o.name)
-                for region in o.regions:
-                    for block in region.blocks:
-                        for inner in block.operations:
-                            walk(inner.operation)
-
-            walk(op.operation)
-            count += "vector.fma" in names
-    return count
+    return sum("vector.fma" in names for _, names in top_level_ops_with_nested_names(text))
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import workbench.targets.cpu_selector as cpu_selector
-from conftest import ok
+from conftest import ok, selected_step_labels
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from _common import conv_payload  # noqa: E402  (bench/_common.py: torch-mlir's conv forms)
@@ -42,12 +42,7 @@ def test_a_convolution_keeps_the_old_order_on_one_thread_by_default(ctx, tmp_pat
 def _plane_steps(ctx, tmp_path, text: str, threads: int, cpu: str = "host") -> list[str]:
     """The labels of the selector's steps for the plane generics (window schedules with a remainder or long
     plane tiles: fold_unit_dims and contraction)."""
-    payload = tmp_path / "conv.mlir"
-    payload.write_text(text)
-    ok(ctx, f"load {payload}")
-    ok(ctx, f"target cpu --threads {threads} --cpu {cpu}")
-    ok(ctx, "select --apply")
-    labels = [a.step.label() for a in ctx.session.active_steps]
+    labels = selected_step_labels(ctx, tmp_path, text, threads, cpu)
     return [label for label in labels if "fold_unit_dims=1" in label and "contraction=1" in label]
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import ok
+from conftest import ok, selector_path_runs_and_matches
 
 
 def _grouped(n, C, H, W, G, F, k=3, s=1, p=1) -> str:
@@ -171,17 +171,8 @@ def test_a_pointwise_conv_of_one_image_becomes_a_matmul_of_views():
 def test_pointwise_convs_run_and_match(ctx, tmp_path, cpu, threads, shape):
     payload = tmp_path / "pointwise.mlir"
     payload.write_text(_pointwise(*shape))
-    ok(ctx, f"load {payload}")
-    try:
-        ok(ctx, f"target cpu --cpu {cpu} --threads {threads}")
-        data = ok(ctx, "select --apply").data
-        schedules = " ".join(str(sel["schedule"]) for sel in data["selections"])
-        assert ("matmul" in schedules) == (shape[0] == 1), schedules
-        ok(ctx, "bench warmup=1 iterations=2")
-        ok(ctx, "apply cpu-lower")
-        assert ok(ctx, f"run --check --iterations 1 --warmup 0 --threads {threads}").data["run"]["check"]["passed"]
-    finally:
-        ok(ctx, "target cpu --cpu host --threads 0")
+    schedules = selector_path_runs_and_matches(ctx, payload, threads, cpu)
+    assert ("matmul" in schedules) == (shape[0] == 1), schedules
 
 
 # -- 1-D convolutions with many channels as one matmul per tap --------------------------------------------------

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import ok
+from conftest import ok, selector_path_runs_and_matches
 
 
 def _patch(n, C, H, W, F, k) -> str:
@@ -55,17 +55,8 @@ def test_a_patch_embedding_of_one_image_becomes_a_matmul_over_its_patches():
 def test_patch_embeddings_run_and_match(ctx, tmp_path, threads, shape):
     payload = tmp_path / "patch.mlir"
     payload.write_text(_patch(*shape))
-    ok(ctx, f"load {payload}")
-    try:
-        ok(ctx, f"target cpu --threads {threads}")
-        data = ok(ctx, "select --apply").data
-        schedules = " ".join(str(sel["schedule"]) for sel in data["selections"])
-        assert ("matmul" in schedules) == (shape[0] == 1), schedules
-        ok(ctx, "bench warmup=1 iterations=2")
-        ok(ctx, "apply cpu-lower")
-        assert ok(ctx, f"run --check --iterations 1 --warmup 0 --threads {threads}").data["run"]["check"]["passed"]
-    finally:
-        ok(ctx, "target cpu --cpu host --threads 0")
+    schedules = selector_path_runs_and_matches(ctx, payload, threads)
+    assert ("matmul" in schedules) == (shape[0] == 1), schedules
 
 
 def test_a_transposed_conv_whose_taps_are_strided_filter_slices_still_runs(ctx):

@@ -160,6 +160,8 @@ def test_only_the_names_tag_ops_gave_count_as_op_ids(ctx, tmp_path):
     from workbench.worker.op_ids import location_ids
 
     assert location_ids('loc("generic_0"("layer1.conv"("m.mlir":1:2)))') == ["generic_0"]
+    # (a front end's scopes nested deeper: none of them either)
+    assert location_ids('loc("add_0"("model"("layer1"("block"("m.mlir":1:2)))))') == ["add_0"]
     assert location_ids('loc(fused["add_0"("a.mlir":1:2), "mul_0"("b.mlir":3:4)])') == ["add_0", "mul_0"]
     assert location_ids('loc(callsite("x_0"("a.mlir":1:1) at "b.mlir":2:2))') == ["x_0"]
     assert location_ids('loc("m.mlir":1:2)') == []

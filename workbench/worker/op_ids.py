@@ -75,12 +75,15 @@ def tag_ops(module) -> int:
     return count
 
 
-#: the name `tag_ops` gives an op's location, as printed: `loc("generic_0"(...` (ids are `kind_N` or the user's)
-_NAMED = re.compile(r'(?:^loc\(|[\[(,] ?)"([A-Za-z_][\w.$-]*)"\(')
+#: the name `tag_ops` gives an op's location, as printed: `loc("generic_0"(...` (ids are `kind_N` or the user's),
+#: also of each part of a fused location and of a call site's callee (`fused["add_0"(..), "mul_0"(..)]`,
+#: `callsite("x_0"(..) at ..)`); a name nested inside another (a front end's own, `"add_0"("aten::add"(..))`)
+#: is no id
+_NAMED = re.compile(r'(?:^loc\(|\[|, |callsite\()"([A-Za-z_][\w.$-]*)"\(')
 
 
 def location_ids(location) -> list[str]:
-    """The names of the name locations in `location` (an ir.Location or its text), outermost first."""
+    """The outermost names of `location` (an ir.Location or its text): the ids tag_ops gave."""
     return _NAMED.findall(str(location))
 
 

@@ -127,21 +127,20 @@ def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, thread
         raise ValueError("op must name at least one op")
     for i in ids:
         _check_id(i)
-    body = _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, contraction, folded_order,
-                          decompose, remainder, partial_reduction, partial_chunk, gather, cache_tile,
-                          split_reduction, partial_steps, split_also, fuse_init, init_operand, init_tile)
     chain, chain_operand = int(chain), int(chain_operand)
+    # with a chain on threads, the thread chunks are the chain's outer forall (each core runs every op on its
+    # images): each op's own schedule has none
+    chunked = not (chain and threads > 1)
+    body = _schedule_body(tile, vector, threads if chunked else 1, split if chunked else 0, interchange,
+                          fold_unit_dims, contraction, folded_order, decompose, remainder, partial_reduction,
+                          partial_chunk, gather, cache_tile, split_reduction if chunked else 0, partial_steps,
+                          split_also if chunked else [], fuse_init, init_operand, init_tile)
     if chain < 0 or (chain and (len(ids) < 2 or chain_operand < 0 or (threads > 1 and (split or split_also
                                                                                      or split_reduction))
                                 or init_operand >= 0 or not tile or not tile[0] or chain % int(tile[0]))):
         raise ValueError("chain needs a list of ops, chain_operand, threads split along loop 0 (split=0) if any, "
                          f"no init_operand, and a multiple of tile[0]; got chain={chain} with {len(ids)} ops, "
                          f"chain_operand={chain_operand}")
-    if chain and threads > 1:
-        # the thread chunks are the chain's outer forall (each core runs every op on its images)
-        body = _schedule_body(tile, vector, 1, 0, interchange, fold_unit_dims, contraction, folded_order,
-                              decompose, remainder, partial_reduction, partial_chunk, gather, cache_tile,
-                              0, partial_steps, [], fuse_init, init_operand, init_tile)
     if len(ids) == 1:
         return transform_module(match_one(ids[0]) + body)
     # the schedule once, as a sequence applied to each op in turn

@@ -28,6 +28,8 @@ def _cpuinfo_flags() -> set[str]:
 
 
 def test_host_model_reads_this_host():
+    if os.environ.get("LH_WORKBENCH_HOST_CPU"):
+        pytest.skip("LH_WORKBENCH_HOST_CPU models another machine's ISA")
     host = host_machine()
     flags = _cpuinfo_flags()
     assert host.is_host and host.llvm_target() is None  # the host itself: LLVM's own host detection
@@ -213,3 +215,30 @@ def test_without_archspec_the_host_comes_from_cpuinfo():
     assert first == f"/proc/cpuinfo {host_machine().vector_bits} x86-64-v3"
     assert second.startswith("refused unknown cpu 'skylake-avx512': without the archspec package only")
     assert "znver3" not in second and "x86_64_v3" in second
+
+
+def _host_in_subprocess(override: str) -> subprocess.CompletedProcess:
+    code = ("from workbench.targets.cpu_host import host_machine\n"
+            "h = host_machine(); t = h.llvm_target()\n"
+            "print(h.name, h.is_host, h.vector_bits, h.vector_registers, t and t['cpu'], h.physical_cores)\n")
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT), LH_WORKBENCH_HOST_CPU=override))
+
+
+def test_host_override_models_another_machine_on_this_hosts_cores():
+    """LH_WORKBENCH_HOST_CPU=zen3: the host model takes zen3's ISA (AVX2, 16 registers) and keeps this host's
+    cores; the JIT compiles for znver3 (an explicit target, not LLVM's host detection). A name that needs
+    features this host lacks, or no known name, is refused in one line."""
+    if "avx2" not in host_machine().features:
+        pytest.skip("the host has no AVX2")
+    out = _host_in_subprocess("zen3")
+    assert out.returncode == 0, out.stderr
+    name, is_host, bits, regs, llvm_cpu, cores = out.stdout.split()
+    assert (name, is_host, bits, regs, llvm_cpu) == ("zen3", "True", "256", "16", "znver3")
+    assert int(cores) == host_machine().physical_cores
+    assert _host_in_subprocess("host").stdout.split()[4] == "None"   # the real host: LLVM's own detection
+    bad = _host_in_subprocess("znver9")
+    assert bad.returncode != 0 and "unknown cpu 'znver9'" in bad.stderr.strip().splitlines()[-1]
+    if "avx512f" not in host_machine().features:
+        lacking = _host_in_subprocess("skylake-avx512")
+        assert lacking.returncode != 0 and "lacks" in lacking.stderr.strip().splitlines()[-1]

@@ -17,6 +17,11 @@ Sources, and why:
 - Cores: sysfs topology (core_id per package) for physical cores, `os.sched_getaffinity` for the
   CPUs this process may run on (a container or `taskset` may allow fewer than the machine has).
 A named machine other than the host keeps the host's cores and caches (a name says nothing about them).
+
+`LH_WORKBENCH_HOST_CPU=NAME` makes the host model that machine's ISA (this host's cores and caches), for the
+whole process and its workers: what the workbench (and its tests) would do on such a host, e.g. an AVX2-only
+AMD (`zen3`) on an AVX-512 Xeon; the JIT compiles for that machine, and code for features it lacks is refused
+as on a real one.
 """
 from __future__ import annotations
 
@@ -51,6 +56,8 @@ ALIASES = {"avx2": "x86_64_v3", "avx512": "x86_64_v4", "sse": "x86_64", "x86-64"
            "znver1": "zen", "znver2": "zen2", "znver3": "zen3", "znver4": "zen4", "znver5": "zen5",
            "icelake-client": "icelake", "icelake-server": "icelake"}
 HOST_NAMES = ("", "host", "native")
+#: names another machine whose ISA the host model takes (see the module's docstring)
+HOST_OVERRIDE_ENV = "LH_WORKBENCH_HOST_CPU"
 
 
 class MachineError(ValueError):
@@ -107,7 +114,7 @@ class CpuMachine:
     def llvm_target(self) -> dict | None:
         """What the run worker sets on every function (target_cpu, target_features); None for the
         host itself: LLVM's own host detection (which also sees features a hypervisor masks off)."""
-        if self.is_host:
+        if self.is_host and self.source != HOST_OVERRIDE_ENV:
             return None
         return {"cpu": self.llvm_cpu, "features": self.llvm_target_features()}
 
@@ -206,6 +213,21 @@ def _llvm_name(target) -> str:
 
 @lru_cache(maxsize=1)
 def host_machine() -> CpuMachine:
+    """This host's model, or (with LH_WORKBENCH_HOST_CPU set) the named machine's ISA on this host's cores."""
+    real = _real_host()
+    override = os.environ.get(HOST_OVERRIDE_ENV, "").strip()
+    if not override or override.lower() in HOST_NAMES:
+        return real
+    named = _named_machine(override, real)
+    if named.features - real.features:
+        raise MachineError(f"{HOST_OVERRIDE_ENV}={override}: needs {', '.join(sorted(named.features - real.features))}, "
+                           f"which this host ({real.name}) lacks")
+    return CpuMachine(**{**asdict(named), "features": named.features, "notes": named.notes,
+                         "is_host": True, "source": HOST_OVERRIDE_ENV})
+
+
+@lru_cache(maxsize=1)
+def _real_host() -> CpuMachine:
     topology = {**read_cores(), **read_caches()}
     flags, vendor = _cpuinfo_flags()
     spec = _archspec()
@@ -230,7 +252,10 @@ def machine_for(name: str | None) -> CpuMachine:
     key = (name or "").strip()
     if key.lower() in HOST_NAMES:
         return host_machine()
-    host = host_machine()
+    return _named_machine(key, host_machine())
+
+
+def _named_machine(key: str, host: CpuMachine) -> CpuMachine:
     canonical = ALIASES.get(key, ALIASES.get(key.lower(), key.replace("-", "_").lower()))
     keep = dict(physical_cores=host.physical_cores, logical_cpus=host.logical_cpus, usable_cpus=host.usable_cpus,
                 l1d_bytes=host.l1d_bytes, l2_bytes=host.l2_bytes, l3_bytes=host.l3_bytes,

@@ -406,3 +406,39 @@ def test_epilogues_on_the_register_tiles_of_matmuls_sharing_a_fill(ctx, monkeypa
     ok(ctx, "bench warmup=0 iterations=2")
     ok(ctx, "apply cpu-lower")
     assert ok(ctx, "run --check --threads 1").data["run"]["check"]["passed"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_an_epilogue_on_the_register_tiles_with_one_k_step(ctx, tmp_path, threads):
+    """in_registers with reg_k = block_k = K (an LSTM step's 2 x 8 @ 8 x 32 projection, which the AVX2 machine
+    model gives reg_k 8): one K step, no K loop (canonicalization folded the one-trip loop under the handle
+    the hoisting and the step's region needed: "tracking listener failed to find replacement op"). It applies,
+    lowers and matches, on one thread and split over two."""
+    path = tmp_path / "p.mlir"
+    path.write_text(_bias_relu(8, 8, 64))
+    ok(ctx, f"load {path}")
+    ok(ctx, f"target cpu --threads {threads}")
+    ok(ctx, "select --apply")
+    index = next(i for i, a in enumerate(ctx.session.active_steps, 1) if "matmul_epilogue" in a.step.label())
+    params = ctx.session.active_steps[index - 1].step.params
+    assert params.get("in_registers") == 1 and params["block_k"] == 8, params
+    ok(ctx, f"params {index} reg_k=8 pack_tile_a=8 pack_tile_b=8")
+    assert "scf.for" in ctx.session.current_ir
+    ok(ctx, "bench warmup=0 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, f"run --check --threads {threads}").data["run"]["check"]["passed"]
+
+
+def test_an_lstm_selected_for_avx2_runs(ctx):
+    """tests/fixtures/torch/lstm.mlir selected for an AVX2 machine (its step projection's reg_k = K = 8): the
+    selection applies, lowers and matches torch (it failed to apply before)."""
+    from workbench.targets.cpu_host import host_machine
+
+    if "avx2" not in host_machine().features:
+        pytest.skip("the host has no AVX2")
+    ok(ctx, f"load {ROOT / 'tests' / 'fixtures' / 'torch' / 'lstm.mlir'}")
+    ok(ctx, "target cpu --cpu avx2 --threads 1")
+    ok(ctx, "select --apply")
+    ok(ctx, "bench warmup=0 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check").data["run"]["check"]["passed"]

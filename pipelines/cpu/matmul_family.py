@@ -260,7 +260,7 @@ def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, r
     if in_registers:
         if main_m:
             raise ValueError("in_registers=1 takes no main_m / tail_m split")
-        return _epilogue_in_registers(block_m, block_n, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b,
+        return _epilogue_in_registers(block_m, block_n, block_k, reg_m, reg_n, reg_k, pack_tile_a, pack_tile_b,
                                       epilogue, op, bufferize, threads_m, threads, pack_b, fill_init)
     chain = [f"\n    %mm = {_match('linalg.matmul', op)}\n{matmul.expect_one('%mm', op)}"]
     previous = "%mm"
@@ -299,7 +299,7 @@ def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, r
     return _module(body, bufferize, extra_sequences=LINALG_OP_MATCHER)
 
 
-def _epilogue_in_registers(block_m: int, block_n: int, reg_m: int, reg_n: int, reg_k: int,
+def _epilogue_in_registers(block_m: int, block_n: int, block_k: int, reg_m: int, reg_n: int, reg_k: int,
                            pack_tile_a: int, pack_tile_b: int, epilogue: int, op: str, bufferize: bool,
                            threads_m: int, threads: int, pack_b: int, fill_init: bool) -> str:
     """matmul_epilogue with in_registers=1: the chain's last op is tiled (N blocks, M blocks, then reg_m x reg_n
@@ -308,8 +308,14 @@ def _epilogue_in_registers(block_m: int, block_n: int, reg_m: int, reg_n: int, r
     (the fill's vector write folds into the read of the C tile), take the whole K, and go through the epilogue
     before the one store of its result: no fill pass, no C in memory, no epilogue pass over it (a transformer's
     K = d_model projections: 3 passes over the output in 1). For a K of one cache block (epilogue_params): the
-    A panel (reg_m x K) and the packed B block (K x block_n) are the packed schedule's with block_k = K."""
+    A panel (reg_m x K) and the packed B block (K x block_n) are the packed schedule's with block_k = K. One K step
+    (reg_k >= block_k, the selector's block_k being K) has no K loop: canonicalization would fold a one-trip loop
+    away under the handle the hoisting needs (an LSTM step's K = 8 on AVX2, reg_k 8)."""
     any_op = _ANY
+    several_steps = reg_k < block_k
+    k_loop = (f"    %t3_r, %l3_r = transform.structured.tile_using_for %padded_r tile_sizes [0, 0, {reg_k}] : ({any_op}) -> "
+              f"({any_op}, {any_op})\n") if several_steps else ""
+    k_step = "%t3_r" if several_steps else "%padded_r"
     text = f"\n    %mm = {_match('linalg.matmul', op)}\n{matmul.expect_one('%mm', op)}"
     mm = "%mm"
     if fill_init:
@@ -373,19 +379,18 @@ def _epilogue_in_registers(block_m: int, block_n: int, reg_m: int, reg_n: int, r
 {matmul._pack_b(reg_n, pack_tile_b, "_r") if pack_b else ""}\
     %cA_r, %lcA_r = transform.structured.tile_using_for %hA_r tile_sizes [0, {pack_tile_a}] : ({any_op}) -> ({any_op}, {any_op})
     transform.structured.vectorize %cA_r vector_sizes [{reg_m}, {pack_tile_a}] : {any_op}
-    %t3_r, %l3_r = transform.structured.tile_using_for %padded_r tile_sizes [0, 0, {reg_k}] : ({any_op}) -> ({any_op}, {any_op})
-    transform.structured.vectorize %t3_r {{create_named_contraction}} : {any_op}
+{k_loop}    transform.structured.vectorize {k_step} {{create_named_contraction}} : {any_op}
 """
     for handle in [h for h in [state["last"]] + state["links"] + [state["fill"]] if h]:
         text += f"    transform.structured.vectorize {handle} : {any_op}\n"
+    hoist = f"    transform.loop.hoist_loop_invariant_subsets %l3_r : {any_op}\n" if several_steps else ""
     text += f"""    transform.apply_patterns to {outer} {{
       transform.apply_patterns.canonicalization
     }} : {any_op}
     transform.apply_cse to {outer} : {any_op}
     %cleaned_loops_r = transform.structured.match ops{{["scf.for"]}} in {outer} : ({any_op}) -> {any_op}
     transform.apply_licm to %cleaned_loops_r : {any_op}
-    transform.loop.hoist_loop_invariant_subsets %l3_r : {any_op}
-    transform.apply_patterns to {outer} {{
+{hoist}    transform.apply_patterns to {outer} {{
       transform.apply_patterns.vector.cast_away_vector_leading_one_dim
       transform.apply_patterns.vector.lower_contraction lowering_strategy = "outerproduct"
       transform.apply_patterns.vector.transfer_permutation_patterns
@@ -395,7 +400,7 @@ def _epilogue_in_registers(block_m: int, block_n: int, reg_m: int, reg_n: int, r
 """
     text += (f"    %fe_r = transform.structured.match ops{{[\"func.func\"]}} in %root : ({any_op}) -> {any_op}\n"
              f"    transform.apply_dce to %fe_r : {any_op}\n")
-    if bufferize:
+    if bufferize or not several_steps:   # (no K loop to find the step's region by: the whole function, as row_parts)
         text += f"    transform.bufferization.eliminate_empty_tensors %fe_r : {any_op}\n"
     else:
         text += (f"    %own_loops_r = transform.merge_handles %l3_r : {any_op}\n"

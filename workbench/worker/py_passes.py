@@ -149,6 +149,12 @@ def _gomp_dispatch(module, options: dict) -> None:
     gomp_parallel.dispatch_on_gomp(module)
 
 
+def _flush_denormals(module, options: dict) -> None:
+    from workbench.worker.cpu import denormals
+
+    denormals.flush_denormals(module, force=bool(_int_option(options, "force", 0)))
+
+
 def _split_leftover_ops(module, options: dict) -> None:
     from workbench.worker.cpu import leftover_splits
 
@@ -630,6 +636,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-contiguous-copies-as-memcpy": (_contiguous_copies, "linalg.copy between row-major contiguous buffers of one static shape -> memref.copy (one llvm.memcpy, no loop nest to compile: an unrolled RNN's copies into its output; workbench/worker/cpu/contiguous_copies.py)"),
     "lh-parallel-to-gomp": (_parallel_to_gomp, "on buffers, after scf-forall-to-parallel: each outermost scf.parallel -> a call of an outlined function running a range of its linearized iterations {runtime=auto|gomp|async: auto uses libgomp where the machine has it}; lh-gomp-dispatch then runs the range on libgomp's thread team (async-parallel-for lowers what is left; workbench/worker/cpu/gomp_parallel.py)"),
     "lh-gomp-dispatch": (_gomp_dispatch, "on the LLVM dialect: calls of lh-parallel-to-gomp's outlined loops -> GOMP_parallel over the threads' shares of the iterations (workbench/worker/cpu/gomp_parallel.py)"),
+    "lh-flush-denormals": (_flush_denormals, "on the LLVM dialect, x86, a module marked lh.flush_denormals (pipelines/cpu/finish.py: the selector's tail) or {force=1}: the functions entered from outside (public ones, those whose address is taken: libgomp's thread functions) set MXCSR's flush-to-zero and denormals-are-zero bits on entry and restore the caller's MXCSR at return (an FMA with a subnormal operand takes a ~100-cycle microcode assist: a softmax of -100-masked scores gave subnormal probabilities, a batch matmul of them ran 5-7x slower; workbench/worker/cpu/denormals.py)"),
     "lh-defer-accumulator-loads": (_defer_accumulator_loads, "on buffers: a loop whose vector accumulators are read from memory before it and written back after it (register-blocked matmul and conv kernels) starts them at zero, prefetches the tile and adds the read after the loop, where the next tile's work overlaps a cache miss; only where that is the same sum (workbench/worker/cpu/accumulator_loads.py)"),
     "lh-task-buffers-on-stack": (_task_buffers_on_stack, "on buffers: static scratch buffers a forall chunk allocates once (packing buffers of the multi-threaded schedules, at most 1 MiB each, 4 MiB a chunk) on the stack of the task that runs the chunk, not a malloc per chunk and call (workbench/worker/cpu/task_buffers.py)"),
     "lh-split-leftover-ops": (_split_leftover_ops, "on buffers: large all-parallel linalg ops no schedule touched (what bufferization adds: a tensor.pad's fill and copy, a padded tile's copies in and out) -> scf.forall of {threads=N} chunks of their first loop with N iterations (min-elements=131072: smaller ones stay): run on every core like the scheduled ops, not on one after them (workbench/worker/cpu/leftover_splits.py)"),
@@ -692,6 +699,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "lh-gpu-linear-map": ("threads",),
     "lh-math-approx": ("ops",),
     "lh-outline-loops": ("min-loops",),
+    "lh-flush-denormals": ("force",),
     "lh-outline-repeated-steps": ("min-repeats", "min-ops"),
     "lh-parallel-to-gomp": ("runtime",),
     "lh-split-leftover-ops": ("threads", "min-elements"),

@@ -38,13 +38,18 @@ def _symbol(op) -> str:
 
 
 def _entered_from_outside(module) -> list:
-    """The defined llvm.func ops that code outside the module calls: public ones, and those whose
-    address the module takes (llvm.mlir.addressof)."""
+    """The defined llvm.func ops that code outside the module enters: public ones that no code of the
+    module calls (lh-outline-loops' nests, called from their function, run in its mode already), and
+    those whose address the module takes (llvm.mlir.addressof: libgomp's thread functions, the async
+    runtime's resume functions)."""
     taken: set[str] = set()
+    called: set[str] = set()
 
     def visit(op):
         if op.name == "llvm.mlir.addressof":
             taken.add(ir.FlatSymbolRefAttr(op.attributes["global_name"]).value)
+        elif op.name == "llvm.call" and "callee" in op.attributes:
+            called.add(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
         for region in op.regions:
             for block in region.blocks:
                 for inner in block.operations:
@@ -56,9 +61,10 @@ def _entered_from_outside(module) -> list:
         op = op.operation
         if op.name != "llvm.func" or not len(op.regions[0].blocks):
             continue
+        name = _symbol(op)
         linkage = str(op.attributes["linkage"]) if "linkage" in op.attributes else ""
-        local = "private" in linkage or "internal" in linkage
-        if not local or _symbol(op) in taken:
+        public = "private" not in linkage and "internal" not in linkage
+        if name in taken or (public and name not in called):
             found.append(op)
     return found
 

@@ -6,7 +6,9 @@ see the same load, where separate `run`s (each a fresh JIT compile of a model: a
         [--rounds 6] [--iterations 20] [--threads 1]
 
 Prints per variant the median of each round's median and the min over rounds (ms), and per round the
-variants' medians. Run it with the MLIR wheels' Python, from the repository root (PYTHONPATH=.).
+variants' medians; `cpu`: this thread's CPU time per call over the whole wrapper call (warm-up included,
+divided by --iterations), which other processes' load on the cores changes less than the wall clock
+(with --threads 1 the code runs on this thread). Run it with the MLIR wheels' Python, from the repository root (PYTHONPATH=.).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import os
 import re
 import statistics
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -57,18 +60,22 @@ def main() -> None:
         print(f"compiled {path} in {jit.compile_s:.1f} s", flush=True)
         jits.append(jit)
     medians: list[list[float]] = [[] for _ in jits]
+    cpu: list[list[float]] = [[] for _ in jits]
     for r in range(args.rounds):
         row = []
         for i, jit in enumerate(jits):
             with jit.context, ir.Location.unknown():
                 times = np.zeros(args.iterations, dtype=np.float64)
+                t0 = time.thread_time()
                 run_worker._invoke(jit.engine, "_lh_bench",
                                    [a.copy() for a in inputs] + run_worker.output_buffers(specs) + [times])
+                cpu[i].append((time.thread_time() - t0) / args.iterations * 1e3)
             medians[i].append(float(np.median(times)) * 1e3)
-            row.append(f"{medians[i][-1]:8.3f}")
+            row.append(f"{medians[i][-1]:8.3f} (cpu {cpu[i][-1]:8.3f})")
         print(f"round {r}: " + " ".join(row), flush=True)
-    for path, m in zip(args.modules, medians):
-        print(f"{Path(path).name}: median of medians {statistics.median(m):.3f} ms, min {min(m):.3f} ms")
+    for path, m, c in zip(args.modules, medians, cpu):
+        print(f"{Path(path).name}: median of medians {statistics.median(m):.3f} ms, min {min(m):.3f} ms; "
+              f"cpu per call: median {statistics.median(c):.3f} ms, min {min(c):.3f} ms")
 
 
 if __name__ == "__main__":

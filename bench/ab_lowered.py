@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
 import sys
 import time
@@ -53,7 +52,6 @@ def main() -> None:
     jits = []
     for path in args.modules:
         text = Path(path).read_text()
-        bench = re.search(r"llvm\.func @(_mlir_ciface__lh_bench)\(", text)
         jit = run_worker.jit_compile({"llvm": text, "libs": target.shared_libs() + target.extra_libraries(text),
                                       "opt_level": 3, "bench": "_lh_bench"})
         assert isinstance(jit, run_worker.Jit), jit

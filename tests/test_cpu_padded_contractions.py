@@ -143,3 +143,40 @@ def test_bad_options_fail_in_one_line_without_a_traceback(ctx, tmp_path):
         assert not res.ok and message in res.error, res.error
         assert "\n" not in res.error and "Traceback" not in (res.detail or "")
         assert ctx.session.cursor == 0
+
+
+def test_a_prime_depth_is_padded_to_whole_k_steps_where_rows_are_padded():
+    from mlir import ir
+
+    from workbench.worker.cpu.padded_contractions import pad_contraction_dims, padded_depth
+
+    assert [padded_depth(k, 4) for k in (49, 197, 52, 3, 50)] == [52, 200, 52, 3, 52]
+    assert padded_depth(49, 0) == 49
+    # Swin's attention times V: 49 rows (-> 52) and K = 49 (-> 52); B's rows padded with zeros too
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(_payload(BATCH, 49, 32, 49))
+        assert pad_contraction_dims(module, 16, 4) == 1 and module.operation.verify()
+        text = str(module)
+    assert "tensor<3x49x49xf32> to tensor<3x52x52xf32>" in text
+    assert "tensor<3x49x32xf32> to tensor<3x52x32xf32>" in text
+    # rows of whole tiles: A is not copied for K alone
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(_payload(BATCH, 48, 32, 49))
+        assert pad_contraction_dims(module, 16, 4) == 0
+
+
+def test_the_selector_pads_a_prime_depth_and_the_kernel_unrolls_k(ctx, tmp_path):
+    payload = tmp_path / "window.mlir"
+    payload.write_text(_payload(BATCH, 49, 32, 49))
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, "target cpu --threads 1")
+        ok(ctx, "select --apply")
+        schedule = next(a.step for a in ctx.session.active_steps if "reg_k" in (a.step.params or {}))
+        # (without K padded: block_k 49, reg_k 1, pack tiles of 1)
+        assert schedule.params["block_k"] == 52 and schedule.params["reg_k"] == 4
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host")

@@ -5,7 +5,12 @@ step then bufferizes the whole module once (function boundaries, identity layout
 out of loops and redundant vector transfers out of loops, and lowers the vector ops (outer
 products, transfers, broadcasts) to what `cpu-lower` takes to LLVM. Linalg ops no schedule touched
 stay linalg (on memrefs) and become loops in the lowering. `amx=1`: the AMX schedule's tile products
-become AMX tile operations right after bufferization.
+become AMX tile operations right after bufferization. `flush_denormals=1` (the default) marks the module
+`lh.flush_denormals`: cpu-lower's lh-flush-denormals then runs its code with subnormals flushed to zero
+and read as zero (x86 MXCSR FTZ + DAZ, set in the entry points, restored at return), as fast-math modes
+do: an FMA with a subnormal operand takes a ~100-cycle microcode assist (a softmax of -100-masked scores,
+Swin's shifted windows, gave subnormal probabilities: its attention-times-V batch matmuls ran 5-7x slower
+in the model; docs/swin-round14.md). 0: IEEE subnormals kept.
 """
 from __future__ import annotations
 
@@ -21,10 +26,13 @@ GENERATORS = ["bufferize_and_lower_vectors"]
 PARAMS = {
     "amx": {"choices": [0, 1], "help": "1: bf16 contractions of AMX tile shapes (pipelines/cpu/matmul_amx.py) become "
                                       "AMX tile operations after bufferization"},
+    "flush_denormals": {"choices": [0, 1], "help": "1: the module runs with subnormal floats flushed to zero and "
+                                                  "read as zero (x86 MXCSR FTZ + DAZ, set by cpu-lower's "
+                                                  "lh-flush-denormals in the entry points); 0: IEEE subnormals"},
 }
 
 
-def bufferize_and_lower_vectors(amx: int = 0) -> str:
+def bufferize_and_lower_vectors(amx: int = 0, flush_denormals: int = 1) -> str:
     """The transform module (MLIR text)."""
     any_op = "!transform.any_op"
     # packs / unpacks no schedule vectorized (a payload's own: upstream tests) have no bufferization:
@@ -32,7 +40,8 @@ def bufferize_and_lower_vectors(amx: int = 0) -> str:
     pack, unpack = '!transform.op<"linalg.pack">', '!transform.op<"linalg.unpack">'
     # a linalg.softmax no schedule took: its generic ops (as cpu-lower's decomposition step does); bufferized
     # whole, the lowering's decomposition aborted on it (it casts the operands to tensors)
-    return transform_module(f"""    %sm = transform.structured.match ops{{["linalg.softmax"]}} in %root : ({any_op}) -> {any_op}
+    mark = f'    transform.annotate %root "lh.flush_denormals" : {any_op}\n' if flush_denormals else ""
+    return transform_module(f"""{mark}    %sm = transform.structured.match ops{{["linalg.softmax"]}} in %root : ({any_op}) -> {any_op}
     %sm_parts = transform.structured.decompose_interface %sm : ({any_op}) -> {any_op}
     %packs = transform.structured.match ops{{["linalg.pack"]}} in %root : ({any_op}) -> {pack}
     %lp:3 = transform.structured.lower_pack %packs : ({pack}) -> (!transform.op<"tensor.pad">,

@@ -44,7 +44,7 @@ WORKBENCH_PASSES = (
     "lh-gpu-device-memory", "lh-gpu-serial-kernels", "lh-parallel-dims-first", "lh-gpu-linear-map",
     "lh-barrier-after-async-wait", "lh-bf16-memory-as-bits", "lh-bf16-compute-f32", "lh-flat-vector-math", "lh-contiguous-gather-sources",
     "lh-math-approx", "lh-math-exp-approx", "lh-outline-loops", "lh-outline-repeated-steps",
-    "lh-contiguous-copies-as-memcpy", "lh-parallel-to-gomp", "lh-gomp-dispatch", "lh-defer-accumulator-loads",
+    "lh-contiguous-copies-as-memcpy", "lh-parallel-to-gomp", "lh-gomp-dispatch", "lh-flush-denormals", "lh-defer-accumulator-loads",
     "lh-task-buffers-on-stack",
     "lh-split-leftover-ops", "lh-split-long-reductions", "lh-drop-body-asserts", "lh-fold-slices-of-concat",
     "lh-drop-dead-results", "lh-fuse-into-gathers", "lh-widen-bool-reductions", "lh-fuse-elementwise",

@@ -149,6 +149,12 @@ def _gomp_dispatch(module, options: dict) -> None:
     gomp_parallel.dispatch_on_gomp(module)
 
 
+def _flush_denormals(module, options: dict) -> None:
+    from workbench.worker.cpu import denormals
+
+    denormals.flush_denormals(module, force=bool(_int_option(options, "force", 0)))
+
+
 def _split_leftover_ops(module, options: dict) -> None:
     from workbench.worker.cpu import leftover_splits
 
@@ -268,7 +274,8 @@ def _conv_planes(module, options: dict) -> None:
 def _pad_contraction_dims(module, options: dict) -> None:
     from workbench.worker.cpu import padded_contractions
 
-    padded_contractions.pad_contraction_dims(module, _int_option(options, "lanes", 16, minimum=1))
+    padded_contractions.pad_contraction_dims(module, _int_option(options, "lanes", 16, minimum=1),
+                                             _int_option(options, "k-multiple", 0, minimum=0))
 
 
 def _amx_tile_accumulators(module, options: dict) -> None:
@@ -630,6 +637,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-contiguous-copies-as-memcpy": (_contiguous_copies, "linalg.copy between row-major contiguous buffers of one static shape -> memref.copy (one llvm.memcpy, no loop nest to compile: an unrolled RNN's copies into its output; workbench/worker/cpu/contiguous_copies.py)"),
     "lh-parallel-to-gomp": (_parallel_to_gomp, "on buffers, after scf-forall-to-parallel: each outermost scf.parallel -> a call of an outlined function running a range of its linearized iterations {runtime=auto|gomp|async: auto uses libgomp where the machine has it}; lh-gomp-dispatch then runs the range on libgomp's thread team (async-parallel-for lowers what is left; workbench/worker/cpu/gomp_parallel.py)"),
     "lh-gomp-dispatch": (_gomp_dispatch, "on the LLVM dialect: calls of lh-parallel-to-gomp's outlined loops -> GOMP_parallel over the threads' shares of the iterations (workbench/worker/cpu/gomp_parallel.py)"),
+    "lh-flush-denormals": (_flush_denormals, "on the LLVM dialect, x86, a module marked lh.flush_denormals (pipelines/cpu/finish.py: the selector's tail) or {force=1}: the functions entered from outside (public ones, those whose address is taken: libgomp's thread functions) set MXCSR's flush-to-zero and denormals-are-zero bits on entry and restore the caller's MXCSR at return (an FMA with a subnormal operand takes a ~100-cycle microcode assist: a softmax of -100-masked scores gave subnormal probabilities, a batch matmul of them ran 5-7x slower; workbench/worker/cpu/denormals.py)"),
     "lh-defer-accumulator-loads": (_defer_accumulator_loads, "on buffers: a loop whose vector accumulators are read from memory before it and written back after it (register-blocked matmul and conv kernels) starts them at zero, prefetches the tile and adds the read after the loop, where the next tile's work overlaps a cache miss; only where that is the same sum (workbench/worker/cpu/accumulator_loads.py)"),
     "lh-task-buffers-on-stack": (_task_buffers_on_stack, "on buffers: static scratch buffers a forall chunk allocates once (packing buffers of the multi-threaded schedules, at most 1 MiB each, 4 MiB a chunk) on the stack of the task that runs the chunk, not a malloc per chunk and call (workbench/worker/cpu/task_buffers.py)"),
     "lh-split-leftover-ops": (_split_leftover_ops, "on buffers: large all-parallel linalg ops no schedule touched (what bufferization adds: a tensor.pad's fill and copy, a padded tile's copies in and out) -> scf.forall of {threads=N} chunks of their first loop with N iterations (min-elements=131072: smaller ones stay): run on every core like the scheduled ops, not on one after them (workbench/worker/cpu/leftover_splits.py)"),
@@ -644,7 +652,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-dilated-input-convs": (_dilated_input_convs, "on tensors: a stride-1 named convolution of a zero tensor into which the input was inserted with strides s (torch-mlir's transposed convolutions) -> one dense convolution per output phase (s^d of them: a slice of the input, a strided slice of the filter, into a dense copy of the phase's init, inserted back with strides s): no multiply-adds of zeros (workbench/worker/cpu/transposed_convs.py)"),
     "lh-widen-contraction-inputs": (_widen_contraction_inputs, "on tensors: named linalg contractions (matmul, batch_matmul, ...) reading bf16/f16 inputs into f32 -> the same op on f32 inputs, each extended once by an elementwise extf generic (the packed f32 schedules take it; workbench/worker/cpu/widen_contractions.py)"),
     "lh-vnni-contractions": (_vnni_contractions, "on tensors: bf16 matmuls / batch matmuls into f32 (bf16 inputs, or f32 extensions of bf16 tensors, also one fused into the op computing the bf16 value, which then writes that tensor) -> a contraction over B packed in K pairs (linalg.pack, N/16 x K/2 x 16 x 2; from W for x @ W.T), A and C viewed in pairs / panels without copies, tagged lh.vnni (pipelines/cpu/matmul_vnni.py lowers it to vdpbf16ps; workbench/worker/cpu/vnni_contractions.py); {amx=1}: those with N a multiple of 16 tagged lh.amx instead (the same layout, 16-column panels: each AMX B tile 1 KiB contiguous; pipelines/cpu/matmul_amx.py)"),
-    "lh-pad-contraction-dims": (_pad_contraction_dims, "on tensors: f32 contractions (matmuls in any layout, batch matmuls, their generic forms) computed over padded rows where M has no wide register tile (197 tokens -> 200) and over padded columns where whole vectors of {lanes=16} use the lanes better than the tiles that divide N (1000 -> 1008); the operands padded with zeros, the result sliced (workbench/worker/cpu/padded_contractions.py)"),
+    "lh-pad-contraction-dims": (_pad_contraction_dims, "on tensors: f32 contractions (matmuls in any layout, batch matmuls, their generic forms) computed over padded rows where M has no wide register tile (197 tokens -> 200) and over padded columns where whole vectors of {lanes=16} use the lanes better than the tiles that divide N (1000 -> 1008), and where rows are padded, over K padded to a multiple of {k-multiple=0: off} (a prime K, 49 -> 52: whole steps of the kernel's K unrolling); the operands padded with zeros, the result sliced (workbench/worker/cpu/padded_contractions.py)"),
 
     "lh-amx-tile-accumulators": (_amx_tile_accumulators, "on buffers, after the AMX conversion: loops whose only stores are AMX result tiles loaded and stored at the same loop-invariant place carry those tiles instead (loaded before, stored after: no 1 KiB load and store per tile product), then the repeated A / B tile loads are merged (cse) (workbench/worker/cpu/amx_accumulators.py)"),
     "lh-row-matmuls-as-matvecs": (_row_matmuls_as_matvecs, "on tensors: a one-row f32 matmul reading a transposed weight (x @ W.T of a batch-1 linear layer: linalg.transpose of W, linalg.matmul) -> linalg.matvec of W itself (no pass over the weight to transpose it on every call; W's rows read contiguously) (workbench/worker/cpu/row_matvecs.py)"),
@@ -692,12 +700,13 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "lh-gpu-linear-map": ("threads",),
     "lh-math-approx": ("ops",),
     "lh-outline-loops": ("min-loops",),
+    "lh-flush-denormals": ("force",),
     "lh-outline-repeated-steps": ("min-repeats", "min-ops"),
     "lh-parallel-to-gomp": ("runtime",),
     "lh-split-leftover-ops": ("threads", "min-elements"),
     "lh-vnni-contractions": ("amx",),
     "lh-vnni-convs": ("amx",),
-    "lh-pad-contraction-dims": ("lanes",),
+    "lh-pad-contraction-dims": ("lanes", "k-multiple"),
     "lh-conv-planes": ("lanes",),
     "lh-strided-conv-planes": ("lanes",),
     "lh-tap-matmuls": ("min-bytes",),

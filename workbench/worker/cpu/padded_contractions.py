@@ -7,7 +7,9 @@ that the padded loop indexes widened with zeros, the extra results sliced off.
 The matmul schedules tile by register tiles that must divide the dims (no remainder tiles). A token count
 such as ViT's 197 (a prime) left them a 1-row tile: a pass over the packed B panel per row, about half the
 speed of an 8-row tile. M is padded to a multiple of 8 or 4 where the wider tile pays for the extra rows
-(`padded_rows`), N to whole vectors when they use the lanes better than the tiles that
+(`padded_rows`), where it is, K to a multiple of {k-multiple} (`padded_depth`: a prime K such as a 7x7
+window's 49 left the packed schedules one-step K tiles; 52 gives them reg_k 4 and 4-deep pack tiles: Swin's
+192 x 49x49 @ 49x32 0.72 -> 0.63 ms, ViT's 12 x 197x197 @ 197x64 0.81 -> 0.74 ms), N to whole vectors when they use the lanes better than the tiles that
 divide N (1000 columns: half vectors; 20: quarter ones): whole tiles everywhere, at the price of copying the padded operands (O(m k + k n) against O(m n k) multiply-adds).
 The pads are upstream's (transform.structured.pad), so every layout of every contraction is padded the same
 way; a fill of the init folds into a fill of the padded one (the function is canonicalized).
@@ -47,8 +49,17 @@ def padded_columns(extent: int, lanes: int) -> int:
     return rounded if extent / rounded > min(divisor, lanes) / lanes else extent
 
 
-def _contraction_dims(op) -> tuple[int, int, int, int] | None:
-    """(m, n, m loop, n loop) of an f32 contraction on static tensors (its loops are (batch..., m, n, k)),
+def padded_depth(extent: int, multiple: int) -> int:
+    """`extent` (K) rounded up to a multiple of `multiple` where it is no multiple of it (0: unchanged).
+    The packed schedules unroll K by the largest of 4, 2, 1 dividing their K block and pack A / B in
+    K tiles that divide it: a prime K (49 of a 7x7 window) got one-step tiles (reg_k 1, pack tiles 1)."""
+    if multiple <= 1 or extent % multiple == 0 or extent < multiple:
+        return extent
+    return -(-extent // multiple) * multiple
+
+
+def _contraction_dims(op) -> tuple[int, int, int, int, int] | None:
+    """(m, n, k, m loop, n loop) of an f32 contraction on static tensors (its loops are (batch..., m, n, k)),
     else None."""
     from mlir import ir
 
@@ -66,15 +77,15 @@ def _contraction_dims(op) -> tuple[int, int, int, int] | None:
     domain = _iteration_domain(op)
     if domain is None or len(domain) < 3:
         return None
-    return dims["m"], dims["n"], len(domain) - 3, len(domain) - 2
+    return dims["m"], dims["n"], dims["k"], len(domain) - 3, len(domain) - 2
 
 
-def _plan(op, lanes: int) -> tuple[list[int], list[int]] | None:
+def _plan(op, lanes: int, k_multiple: int = 0) -> tuple[list[int], list[int]] | None:
     """(padding dims, multiples) for `op`, or None where nothing is padded."""
     found = _contraction_dims(op)
     if found is None:
         return None
-    m, n, m_loop, n_loop = found
+    m, n, k, m_loop, n_loop = found
     dims, multiples = [], []
     new_m = padded_rows(m)
     if new_m != m:
@@ -85,17 +96,22 @@ def _plan(op, lanes: int) -> tuple[list[int], list[int]] | None:
     if m >= 8 and padded_columns(n, lanes) != n:
         dims.append(n_loop)
         multiples.append(lanes)
+    # depth: whole K steps of the unrolled kernel (zeros in A's extra columns and B's extra rows add
+    # nothing), only where rows are padded anyway (A is copied then: its extra columns come with that copy)
+    if dims and dims[0] == m_loop and padded_depth(k, k_multiple) != k:
+        dims.append(n_loop + 1)
+        multiples.append(k_multiple)
     return (dims, multiples) if dims else None
 
 
-def pad_contraction_dims(module, lanes: int = 16) -> int:
+def pad_contraction_dims(module, lanes: int = 16, k_multiple: int = 0) -> int:
     """Pad every eligible contraction (module docstring); how many were padded."""
     from mlir import ir
 
     from workbench.worker.ir_walk import apply_transform, ops_where
 
     plans = [(op, plan) for op in ops_where(module, lambda o: o.name.startswith("linalg."))
-             if (plan := _plan(op, lanes)) is not None]
+             if (plan := _plan(op, lanes, k_multiple)) is not None]
     any_op = "!transform.any_op"
     for op, (dims, multiples) in plans:
         op.attributes[_TAG] = ir.UnitAttr.get()

@@ -126,3 +126,26 @@ def test_only_entry_points_and_address_taken_functions_are_instrumented():
     assert funcs["entry"].count("llvm.x86.sse.ldmxcsr") == 3
     assert "llvm.x86.sse" in funcs["thread"]
     assert "llvm.x86.sse" not in funcs["outlined"] and "llvm.x86.sse" not in funcs["helper"]
+
+
+def test_a_subnormal_result_flushed_to_zero_passes_the_check(ctx, tmp_path):
+    """The check against the unscheduled payload (which keeps subnormals) counts a difference below the smallest
+    normal float as none: the flushed product (0 where the reference has 1e-40, its whole output subnormal)
+    passed nothing before, its error relative to its own largest magnitude being 1. A real error still fails."""
+    from workbench.execution.runner import compare
+
+    (prod, _), _ = _run_selected(ctx, tmp_path, None)
+    reference = np.full(64, np.float32(1e-20) * np.float32(1e-20), np.float32)
+    reference[1::2] = 0.0
+    assert prod[0] == 0.0 and reference[0] != 0.0
+    assert compare([prod], [reference], "f32").passed
+    assert not compare([prod + np.float32(1e-30)], [reference + np.float32(1e-30) * 2], "f32").passed
+    ok(ctx, f"load {tmp_path / 'denormals.mlir'}")
+    try:
+        ok(ctx, "target cpu --threads 1")
+        ok(ctx, "select --apply")
+        ok(ctx, "apply cpu-lower")
+        check = ok(ctx, f"run --check --iterations 1 --warmup 0 --npy {tmp_path / 'a.npy'},{tmp_path / 'b.npy'}")
+        assert check.data["run"]["check"]["passed"], check.data["run"]["check"]
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")

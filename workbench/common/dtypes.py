@@ -103,6 +103,20 @@ def widened(arr: np.ndarray) -> np.ndarray:
     return np.asarray(arr).astype(np.complex128 if is_complex(np.asarray(arr).dtype) else np.float64)
 
 
+def smallest_normal(dtype: np.dtype) -> float:
+    """The smallest normal magnitude of a floating (or complex) element type, 0.0 for others: what a code
+    that flushes subnormals to zero (x86 FTZ/DAZ, lh-flush-denormals) cannot tell from zero."""
+    dtype = np.dtype(dtype)
+    try:
+        return float(np.finfo(dtype).smallest_normal) if (is_float(dtype) or is_complex(dtype)) else 0.0
+    except (TypeError, ValueError):   # (an ml_dtypes float numpy's finfo does not know)
+        try:
+            import ml_dtypes
+            return float(ml_dtypes.finfo(dtype).smallest_normal)
+        except Exception:
+            return 0.0
+
+
 def raw_view(arr: np.ndarray) -> np.ndarray:
     """The same memory as unsigned integers of the same itemsize when ctypes has no type for the
     elements (ml_dtypes floats): generated code only needs the bytes, the pointer and the strides."""

@@ -75,6 +75,18 @@ class BoundedSafeLoader(yaml.SafeLoader):
                         None, None, f"key {key!r} given twice (first on line {first.start_mark.line + 1})", mark)
         return super().construct_mapping(node, deep=deep)
 
+    def construct_scalar(self, node):
+        # a double-quoted "\ud800" is a lone UTF-16 surrogate, not a character: a pass name holding one reached
+        # MLIR's parser (which takes UTF-8) as a TypeError and a traceback; refused here, at its line and column
+        value = super().construct_scalar(node)
+        if isinstance(value, str):
+            bad = next((i for i, c in enumerate(value) if "\ud800" <= c <= "\udfff"), None)
+            if bad is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{value[bad]!r} at character {bad + 1} of a string is a lone UTF-16 surrogate, "
+                    "not a character (UTF-8 cannot hold it)", node.start_mark)
+        return value
+
     def get_single_node(self):
         node = super().get_single_node()
         if node is not None:

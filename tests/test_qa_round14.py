@@ -39,3 +39,26 @@ def test_an_output_path_ending_in_a_slash_is_not_written_as_a_file(ctx, tmp_path
     error = failed(ctx, line.format(d=target))
     assert f"cannot write {target}/: that is a folder's name (it ends in '/'): name a file in it" in error
     assert not target.exists()
+
+
+# -- upstream MLIR files ------------------------------------------------------------------------------------------
+
+#: Integration/Dialect/Vector/CPU/X86/AMX/mulf.mlir's first kernel (upstream's tree after 22 spells the amx
+#: dialect's ops `x86.amx.*`)
+X86_AMX = """func.func @kernel1(%arg0: memref<2x4xbf16>, %arg1: memref<2x4xbf16>, %arg2: memref<2x2xf32>) {
+  %0 = arith.constant 0 : index
+  %1 = x86.amx.tile_load %arg0[%0, %0] : memref<2x4xbf16>  into vector<2x4xbf16>
+  return
+}
+"""
+
+
+def test_an_op_of_a_dialect_folded_into_x86_names_its_op_in_this_mlir(ctx, tmp_path):
+    """`x86.amx.tile_load` (upstream folded amx into the x86 dialect after MLIR 22): the load said `did you mean
+    x86vector?`, a dialect that has no such op; MLIR 22.1.8's op is `amx.tile_load`, now named."""
+    payload = tmp_path / "mulf.mlir"
+    payload.write_text(X86_AMX)
+    error = failed(ctx, f"load {payload}")
+    assert "mulf.mlir:3:8: Dialect `x86' not found for custom op 'x86.amx.tile_load'" in error
+    assert "(did you mean amx.tile_load? MLIR 22.1.8 has it in its amx dialect" in error
+    assert "x86vector" not in error

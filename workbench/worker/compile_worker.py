@@ -428,6 +428,12 @@ def _unknown_dialect_hint(first: str) -> str:
     from workbench.common.mlir_libs import mlir_version
 
     holders = [d for d in DIALECT_NAMES if d != name and loads(d) and context.is_registered_operation(f"{d}.{rest}")]
+    inner = rest.split(".", 1)[0]
+    if not holders and "." in rest and inner != name and loads(inner) and context.is_registered_operation(rest):
+        # `x86.amx.tile_load`: upstream folded the amx dialect into x86 after 22 (as x86vector); MLIR 22's op is
+        # `amx.tile_load`, which the search above (`x86vector.amx.tile_load`) missed: it offered `x86vector?`
+        return (f" (did you mean {rest}? MLIR {mlir_version()} has it in its {inner} dialect: a file written for "
+                "another MLIR version?)")
     typos = close_matches(name, holders)
     if typos:   # `aritt.addf`
         return f" (did you mean {typos[0]}.{rest}?)"

@@ -62,3 +62,21 @@ def test_an_op_of_a_dialect_folded_into_x86_names_its_op_in_this_mlir(ctx, tmp_p
     assert "mulf.mlir:3:8: Dialect `x86' not found for custom op 'x86.amx.tile_load'" in error
     assert "(did you mean amx.tile_load? MLIR 22.1.8 has it in its amx dialect" in error
     assert "x86vector" not in error
+
+
+# -- Ctrl-C, then the next command -------------------------------------------------------------------------------
+
+def test_a_run_after_the_compile_worker_was_stopped_sends_the_module_again(ctx):
+    """Ctrl-C during `run` (`.. lowering and running on cpu ...`) stops the compile worker; the next `run` failed:
+    `error: TypeError: parse(): incompatible function arguments ... Invoked with types: bool` and a traceback.
+    prepare_run's flag for a bytecode answer was named "bytecode", which is also the field that carries a module's
+    bytecode to a worker that does not hold it: the fresh worker parsed the flag as the module."""
+    ok(ctx, f"load {MATMUL}")
+    ok(ctx, "pass canonicalize")
+    ctx.session.client.cancel()          # what Ctrl-C / Esc do to the worker in flight
+    res = ok(ctx, "run --iterations 1")
+    assert "median" in res.summary
+    ok(ctx, "pass cse")
+    ctx.session.client.cancel()
+    res = ok(ctx, "run --check --iterations 1")
+    assert "check passed" in res.summary

@@ -34,7 +34,8 @@ the session keeps so that a worker crash loses nothing; the text is printed when
 Stage dicts: {"kind": "pass", "pipeline"} | {"kind": "transform", "text", "path", "entry"}
   | {"kind": "schedule", "path", "gen", "params", "entry", "wants_payload"}
   | {"kind": "rewrite", "name", "params"} | {"kind": "bench", "params"} | {"kind": "strip_sharding"}.
-prepare_run also takes "prelude": stages applied before the wrapper is inserted.
+prepare_run also takes "prelude": stages applied before the wrapper is inserted, and "lowered_bytecode": the
+lowered module as bytecode too (not "bytecode": that field carries a module to a worker that does not hold it).
 """
 from __future__ import annotations
 
@@ -892,7 +893,7 @@ class CompileWorker:
                                               + (f"; {', '.join(arm)} ops are AArch64 intrinsics, which this host does "
                                                  "not run (upstream runs such a test on AArch64 or under an emulator: "
                                                  "its `%mcr_aarch64_cmd ... --march=aarch64`)" if arm else "")}
-        return {"ok": True, **_lowered_module(work, req.get("bytecode", False)), "bench": meta,
+        return {"ok": True, **_lowered_module(work, req.get("lowered_bytecode", False)), "bench": meta,
                 "inserted_wrapper": inserted, "was_lowered": lowered}
 
     def _lower_for_run(self, work: ir.Module, stages: list[dict], label: str) -> dict | None:

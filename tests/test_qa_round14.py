@@ -25,6 +25,24 @@ def test_a_lone_surrogate_in_a_session_string_is_refused_at_its_line(tmp_path):
     assert "Traceback" not in res.stderr and len(res.stderr.strip().splitlines()) == 1
 
 
+
+@pytest.mark.parametrize("entry", ['{include: "a\\0b.yaml"}', '{transform: "a\\0b.mlir"}',
+                                   '{schedule: "a\\0b.py[gen=f]"}', '{edit: "a\\0b.mlir"}'])
+def test_a_nul_in_a_session_path_is_refused_at_its_line(tmp_path, entry):
+    """A `\\0` escape in a path of a session (include, transform, schedule, edit, the payload's): `replay: internal
+    error: ValueError: embedded null byte`. Refused as the file is read, at the string's line and column."""
+    session = tmp_path / "s.yaml"
+    session.write_text(f"Pipeline:\n- {entry}\n")
+    res = run_cli(["replay", str(session), "--payload", str(MATMUL), "--json", "-"])
+    error = json.loads(res.stdout)["error"]
+    assert res.returncode == 1 and "s.yaml:2:" in error, error
+    assert "invalid YAML: '\\x00' at character 2 of a string is a NUL character" in error
+    assert "internal error" not in error
+    session.write_text(f"Pipeline:\n- {{pass: cse}}\nWorkbench:\n  payload: {{path: \"a\\0b.mlir\"}}\n")
+    error = json.loads(run_cli(["replay", str(session), "--json", "-"]).stdout)["error"]
+    assert "s.yaml:4:19: invalid YAML: '\\x00' at character 2 of a string is a NUL character" in error, error
+
+
 # -- a new user's lines -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("line", ["save {d}/", "export reproducer {d}/", "export cmdline {d}/",

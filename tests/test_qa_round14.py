@@ -43,6 +43,21 @@ def test_a_nul_in_a_session_path_is_refused_at_its_line(tmp_path, entry):
     assert "s.yaml:4:19: invalid YAML: '\\x00' at character 2 of a string is a NUL character" in error, error
 
 
+
+def test_an_include_variable_given_a_mapping_is_refused_by_name(tmp_path):
+    """`{include: part.yaml, params: {x: {a: 1}}}` with `pass: $x` in part.yaml: the mapping's repr went into the
+    text and on to MLIR's pass parser: `'' does not refer to a registered pass or pass pipeline`, and `{'a': 1}`
+    on a stray line of stderr. The variable is named, with what a value may be."""
+    (tmp_path / "part.yaml").write_text("Pipeline:\n- {pass: $x}\n")
+    session = tmp_path / "s.yaml"
+    session.write_text("Pipeline:\n- {include: part.yaml, params: {x: {a: 1}}}\n")
+    res = run_cli(["replay", str(session), "--payload", str(MATMUL), "--json", "-"])
+    error = json.loads(res.stdout)["error"]
+    assert "variable $x is a mapping ({'a': 1}): a variable's value is put into the text as it is" in error, error
+    assert "registered pass" not in error
+    assert [line for line in res.stderr.splitlines() if not line.startswith("  ..")] == [f"error: {error}"]
+
+
 # -- a new user's lines -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("line", ["save {d}/", "export reproducer {d}/", "export cmdline {d}/",

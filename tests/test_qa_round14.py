@@ -58,6 +58,19 @@ def test_an_include_variable_given_a_mapping_is_refused_by_name(tmp_path):
     assert [line for line in res.stderr.splitlines() if not line.startswith("  ..")] == [f"error: {error}"]
 
 
+
+def test_a_bidi_override_in_a_session_is_escaped_on_the_terminal(tmp_path):
+    """`pass: "\\u202ecse"` (RIGHT-TO-LEFT OVERRIDE): the JSON escaped it, but the progress and error lines on
+    stderr printed it raw, which turns the rest of the terminal line around (what is shown is not the text). It
+    is written as `\\u202e` there, as a control character is written `\\x1b`."""
+    session = tmp_path / "s.yaml"
+    session.write_text('Pipeline:\n- {pass: "\\u202ecse"}\n- {pass: "\\u2067canonicalize"}\n')
+    res = run_cli(["replay", str(session), "--payload", str(MATMUL)])
+    assert res.returncode == 1
+    assert "\u202e" not in res.stderr and "\u2067" not in res.stderr
+    assert "error: step 1 (\\u202ecse) failed: bad pass pipeline: '\\u202ecse'" in res.stderr, res.stderr
+
+
 # -- a new user's lines -------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("line", ["save {d}/", "export reproducer {d}/", "export cmdline {d}/",

@@ -126,3 +126,41 @@ def test_a_run_after_the_compile_worker_was_stopped_sends_the_module_again(ctx):
     ctx.session.client.cancel()
     res = ok(ctx, "run --check --iterations 1")
     assert "check passed" in res.summary
+
+
+# -- import: input specs torch refuses later ---------------------------------------------------------------------
+
+needs_torch = pytest.mark.skipif(not __import__("test_torch_import")._torch_available(),
+                                 reason="torch + torch-mlir not here")
+
+TWO_INPUTS = """import torch
+
+
+class Net(torch.nn.Module):
+    def forward(self, x, ids):
+        return x * 2, ids + 1
+"""
+
+
+@needs_torch
+@pytest.mark.parametrize("specs, said", [
+    ("2x0x3xf32,4xi64", "'2x0x3xf32': a dimension of size 0"),
+    ("2x3xf32,4xi64[5:1]", "'4xi64[5:1]': the range [5:1] is empty"),
+    ("2x3xf32[0:1],4xi64", "'2x3xf32[0:1]': a [lo:hi] range is for integer inputs"),
+    ("2x3xf32,4xi8[0:1000]", "'4xi8[0:1000]': the range [0:1000] does not fit in i8 (-128 to 127)"),
+    ("99999999x99999999x99999xf32,4xi64", "1e+21 elements, more than a tensor can hold"),
+])
+def test_an_input_spec_torch_cannot_draw_is_refused_in_one_line(tmp_path, specs, said):
+    """`--inputs` that torch refused while drawing the inputs, with a traceback (`RuntimeError: random_ expects
+    'from' to be less than 'to'`, `Storage size calculation overflowed`), or that the exporter died of (a
+    dimension of 0: status -8, SIGFPE, and stray FutureWarnings), or that was dropped without a word (a range on
+    a float input): one line each, naming the spec."""
+    from test_torch_import import TORCH_PYTHON
+
+    (tmp_path / "net.py").write_text(TWO_INPUTS)
+    out = run_cli(["import", "net.py:Net", "--inputs", specs, "--out", "out", "--json", "-"], cwd=tmp_path,
+                  env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert out.returncode == 1, out.stderr
+    error = json.loads(out.stdout)["error"]
+    assert error.startswith("import failed: bad input spec ") and said in error, error
+    assert "Traceback" not in out.stderr and "status -8" not in error

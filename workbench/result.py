@@ -18,8 +18,10 @@ ERROR_LINE_LIMIT = 1000
 
 
 #: control characters (C0 but tab and newline, DEL, C1) that a message may echo from a hostile script or file:
-#: written raw, `\x1b[2J` would clear the user's terminal and `\x1b]52;...` set its clipboard
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: written raw, `\x1b[2J` would clear the user's terminal and `\x1b]52;...` set its clipboard. And Unicode's
+#: bidirectional overrides and isolates: a session's `pass: "\u202ecse"` printed as it is turned the rest of the
+#: terminal line around (the "Trojan Source" trick: what is shown is not the text)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def json_text(document: Any, indent: int | None = 2) -> str:
@@ -49,8 +51,9 @@ def json_text(document: Any, indent: int | None = 2) -> str:
 
 
 def printable(text: str) -> str:
-    """`text` with its control characters written as escapes (`\\x1b`), tabs and newlines kept."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """`text` with its control characters written as escapes (`\\x1b`, `\\u202e`), tabs and newlines kept."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
+                        text)
 
 
 def clip_lines(text: str, limit: int = ERROR_LINE_LIMIT) -> str:

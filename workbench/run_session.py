@@ -93,7 +93,7 @@ def _prepare(session: Session, key: str, pipeline_name: str, bench_params: dict,
     `lowering_params`: the named pipeline's options (a session step's own, `cuda-lower{chip=sm_90}`)."""
     ans = session.request_on_ir(key, {"op": "prepare_run", "artifact": artifact, "bench_params": bench_params,
                                       "prelude": prelude or [], "lowering": _lowering_stages(session, pipeline_name, lowering_params),
-                                      "wrapper": wrapper, "bytecode": bytecode})
+                                      "wrapper": wrapper, "lowered_bytecode": bytecode})
     if not ans["ok"]:
         error = ans["error"]
         if "cannot pick the entry function" in error and session.payload_chunk is None and session.payload_chunks > 1:

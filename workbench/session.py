@@ -28,7 +28,7 @@ import workbench
 from workbench.common.suggest import did_you_mean, did_you_mean_path
 from workbench.common.textdiff import unified_diff
 from workbench.common import safe_yaml, trust_store
-from workbench.common.files import UTF8_BOM, atomic_write, read_regular_file, resolved, without_bom  # noqa: F401  (atomic_write re-exported)
+from workbench.common.files import UTF8_BOM, atomic_write, output_file, read_regular_file, resolved, without_bom  # noqa: F401  (atomic_write re-exported)
 from workbench.common.mlir_libs import mlir_version
 from workbench.common import diagnostics, split_input
 from workbench.common.compact_text import BlobStore, CompactText, as_elided, as_text
@@ -797,7 +797,7 @@ class Session:
         return SESSION_HEADER + safe_yaml.dump(doc, sort_keys=False, default_flow_style=None, width=110)
 
     def save(self, path: str | Path) -> Path:
-        path = Path(path)
+        path = output_file(path)
         where = resolved(path)
         for a in self.active_steps:
             a.step = a.step.portable(where)

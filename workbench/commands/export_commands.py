@@ -18,6 +18,7 @@ from pathlib import Path
 from workbench.commands.registry import Args, Arg, Command, CommandContext, Registry, UsageError
 from workbench.paths import state_dir
 from workbench.result import Result
+from workbench.common.files import output_file
 from workbench.session import atomic_write
 
 WHAT = ("reproducer", "cmdline")
@@ -132,7 +133,10 @@ def export_reproducer(ctx: CommandContext, file: str | None) -> Result:
     if refused is not None:
         return refused
     stem = s.payload_path.stem if s.payload_path else "module"
-    out = Path(file) if file else Path(f"{stem}-repro.mlir")
+    try:
+        out = output_file(file) if file else Path(f"{stem}-repro.mlir")
+    except OSError as e:
+        return Result.failure(f"cannot write {file}: {e.strerror}")
     transforms = _write_transforms(plan, out.with_suffix(""))
     cmd = command_line(plan, str(out), transforms)
     ir_text = s.ir_at(plan.start)
@@ -186,7 +190,7 @@ def export_cmdline(ctx: CommandContext, file: str | None) -> Result:
     cmd = command_line(plan, input_path, transforms)
     if file:
         try:
-            atomic_write(Path(file), "#!/bin/sh\n" + cmd + "\n")
+            atomic_write(output_file(file), "#!/bin/sh\n" + cmd + "\n")
         except OSError as e:
             return Result.failure(f"cannot write {file}: {e.strerror}")
     note = f" (input: IR after step {plan.start})" if plan.start else ""

@@ -10,6 +10,7 @@ import re
 from workbench.commands.registry import Arg, Args, CommandContext, Command, Flag, Registry, UsageError
 from workbench.common.bench_defaults import MAX_BENCH_CALLS, MAX_CALLS_PER_SAMPLE
 from workbench.common.dtypes import INPUT_KINDS
+from workbench.common.files import output_file
 from workbench.common.suggest import did_you_mean_path
 from workbench.result import Result
 from workbench.run_session import RunOptions, assembly_of_current, run_current
@@ -279,11 +280,11 @@ def cmd_asm(ctx: CommandContext, a: Args) -> Result:
     else:
         summary = f"{what} of step {s.cursor} ({len(lines)} lines, target {s.target_name})"
     if a.get("out"):
-        out = Path(a["out"])
         try:
+            out = output_file(a["out"])
             out.write_text(ans["text"])
         except OSError as e:
-            return Result.failure(f"asm: cannot write {out}: {e.strerror}")
+            return Result.failure(f"asm: cannot write {a['out']}: {e.strerror}")
         data["path"] = str(out)
         summary += f"; written to {out}"
         text = "" if pattern is None else text

@@ -8,6 +8,7 @@ import yaml
 from workbench.commands.registry import Arg, Args, Command, CommandContext, Flag, Registry, UsageError
 from workbench.commands.step_results import apply_step, applied_result, fail
 from workbench.common import split_input, trust_store
+from workbench.common.files import output_file
 from workbench.result import Result
 from workbench.session import SessionError, StepReport
 from workbench.steps import spec as S
@@ -131,7 +132,11 @@ def cmd_params(ctx: CommandContext, a: Args) -> Result:
     if len(given) > 1:   # one of them was silently dropped: --export won, --import ignored the values
         raise UsageError(f"params: {' and '.join(given)} do different things: give one of them")
     if a.get("export"):
-        return _export_params(step, index, Path(a["export"]))
+        try:
+            out = output_file(a["export"])
+        except OSError as e:
+            return Result.failure(f"cannot write {a['export']}: {e.strerror}")
+        return _export_params(step, index, out)
     selected_by = None
     if a.get("import"):
         try:

@@ -46,6 +46,15 @@ def _umask() -> int:
     return mask
 
 
+def output_file(text: str | Path) -> Path:
+    """The file a command is to write, as typed: a name ending in '/' means a folder, and Path() drops the slash
+    (`save out/` wrote a file named `out`, `export reproducer dir/` one named `dir`): refused with an OSError
+    whose strerror says so, which the commands' `cannot write X: ...` lines carry."""
+    if isinstance(text, str) and text.endswith(("/", os.sep)):
+        raise IsADirectoryError(errno.EISDIR, "that is a folder's name (it ends in '/'): name a file in it", text)
+    return Path(text)
+
+
 def atomic_write(path: Path, text: str | bytes) -> None:
     """Write a file whole or not at all: a temporary file next to it, fsync, rename over it, fsync of the folder.
     A symbolic link is written through (its target gets the text, the link stays); what is not a regular file

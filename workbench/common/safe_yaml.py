@@ -75,6 +75,21 @@ class BoundedSafeLoader(yaml.SafeLoader):
                         None, None, f"key {key!r} given twice (first on line {first.start_mark.line + 1})", mark)
         return super().construct_mapping(node, deep=deep)
 
+    def construct_scalar(self, node):
+        # a double-quoted "\ud800" is a lone UTF-16 surrogate, not a character: a pass name holding one reached
+        # MLIR's parser (which takes UTF-8) as a TypeError and a traceback; refused here, at its line and column
+        # and a "\0" (a NUL) in a path ended replay with `internal error: ValueError: embedded null byte`: no
+        # path, pass or parameter of a session holds one
+        value = super().construct_scalar(node)
+        if isinstance(value, str):
+            bad = next((i for i, c in enumerate(value) if "\ud800" <= c <= "\udfff" or c == "\0"), None)
+            if bad is not None:
+                what = ("a NUL character, which no path, pass or parameter holds" if value[bad] == "\0" else
+                        "a lone UTF-16 surrogate, not a character (UTF-8 cannot hold it)")
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"{value[bad]!r} at character {bad + 1} of a string is {what}", node.start_mark)
+        return value
+
     def get_single_node(self):
         node = super().get_single_node()
         if node is not None:

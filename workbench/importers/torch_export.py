@@ -92,8 +92,30 @@ def parse_input_spec(text: str) -> dict:
                             f"(element types: {', '.join(_DTYPE_NAMES)})")
     shape = [int(d) for d in m.group("dims").split("x") if d]
     spec = {"shape": shape, "dtype": m.group("dtype")}
+    # what torch would refuse later with a traceback (or the exporter with SIGFPE: a dimension of 0)
+    if 0 in shape:
+        raise ImportFailure(f"bad input spec {text!r}: a dimension of size 0 (an empty tensor: the model would "
+                            "compute nothing to check)")
+    elements = 1
+    for d in shape:
+        elements *= d
+    if elements >= 1 << 63:
+        raise ImportFailure(f"bad input spec {text!r}: {elements:.3g} elements, more than a tensor can hold")
     if m.group("lo") is not None:
-        spec["range"] = [int(m.group("lo")), int(m.group("hi"))]
+        lo, hi = int(m.group("lo")), int(m.group("hi"))
+        dtype = _DTYPE_NAMES[spec["dtype"]]
+        if dtype.startswith("float") or dtype == "bfloat16" or dtype == "bool":
+            raise ImportFailure(f"bad input spec {text!r}: a [lo:hi] range is for integer inputs (ids, indices); "
+                                f"{spec['dtype']} inputs are drawn as they are (normal floats, bools 0/1)")
+        if lo >= hi:
+            raise ImportFailure(f"bad input spec {text!r}: the range [{lo}:{hi}] is empty (integers are drawn "
+                                f"from lo up to hi - 1)")
+        bits = int(re.sub(r"\D", "", dtype))
+        least, most = (0, (1 << bits) - 1) if dtype.startswith("uint") else (-(1 << bits - 1), (1 << bits - 1) - 1)
+        if lo < least or hi - 1 > most:
+            raise ImportFailure(f"bad input spec {text!r}: the range [{lo}:{hi}] does not fit in "
+                                f"{spec['dtype']} ({least} to {most})")
+        spec["range"] = [lo, hi]
     return spec
 
 
@@ -107,6 +129,14 @@ def make_input(spec: dict, generator):
 
     dtype = getattr(torch, _DTYPE_NAMES[spec["dtype"]])
     shape = spec["shape"]
+    try:
+        return _random_input(torch, dtype, shape, spec, generator)
+    except (RuntimeError, MemoryError) as e:   # 10^5 x 10^5 floats: torch's allocator refuses (a traceback)
+        what = "x".join(map(str, shape)) + "x" + spec["dtype"]
+        raise ImportFailure(f"input {what}: {str(e).splitlines()[0] if str(e) else type(e).__name__}")
+
+
+def _random_input(torch, dtype, shape, spec, generator):
     if dtype.is_floating_point:
         return torch.randn(shape, generator=generator, dtype=torch.float32).to(dtype)
     if dtype == torch.bool:

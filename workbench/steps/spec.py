@@ -83,11 +83,20 @@ def tokenize(params_text: str) -> list[str]:
 _VAR = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 
 
+def _short(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def substitute(text: str, variables: dict[str, Any], where: str = "") -> str:
     def repl(m: re.Match) -> str:
         name = m.group(1)
         if name not in variables:
             raise SpecError(f"undefined variable ${name}" + (f" in {where}" if where else ""))
+        if isinstance(variables[name], dict):   # `params: {x: {a: 1}}`: its repr went into the text, and on
+            # into MLIR's pass parser: "'' does not refer to a registered pass", `{'a': 1}` on a line of its own
+            raise SpecError(f"variable ${name} is a mapping ({_short(repr(variables[name]))}): a variable's value "
+                            "is put into the text as it is, so it is a string, a number or a list"
+                            + (f" (in {where})" if where else ""))
         value = format_value(variables[name])
         inner = _VAR.search(value)
         if inner:   # `a: $b` (or `a: $a`) went on as the text `$b`, into a pass option MLIR refused

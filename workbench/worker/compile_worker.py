@@ -34,7 +34,8 @@ the session keeps so that a worker crash loses nothing; the text is printed when
 Stage dicts: {"kind": "pass", "pipeline"} | {"kind": "transform", "text", "path", "entry"}
   | {"kind": "schedule", "path", "gen", "params", "entry", "wants_payload"}
   | {"kind": "rewrite", "name", "params"} | {"kind": "bench", "params"} | {"kind": "strip_sharding"}.
-prepare_run also takes "prelude": stages applied before the wrapper is inserted.
+prepare_run also takes "prelude": stages applied before the wrapper is inserted, and "lowered_bytecode": the
+lowered module as bytecode too (not "bytecode": that field carries a module to a worker that does not hold it).
 """
 from __future__ import annotations
 
@@ -428,6 +429,12 @@ def _unknown_dialect_hint(first: str) -> str:
     from workbench.common.mlir_libs import mlir_version
 
     holders = [d for d in DIALECT_NAMES if d != name and loads(d) and context.is_registered_operation(f"{d}.{rest}")]
+    inner = rest.split(".", 1)[0]
+    if not holders and "." in rest and inner != name and loads(inner) and context.is_registered_operation(rest):
+        # `x86.amx.tile_load`: upstream folded the amx dialect into x86 after 22 (as x86vector); MLIR 22's op is
+        # `amx.tile_load`, which the search above (`x86vector.amx.tile_load`) missed: it offered `x86vector?`
+        return (f" (did you mean {rest}? MLIR {mlir_version()} has it in its {inner} dialect: a file written for "
+                "another MLIR version?)")
     typos = close_matches(name, holders)
     if typos:   # `aritt.addf`
         return f" (did you mean {typos[0]}.{rest}?)"
@@ -886,7 +893,7 @@ class CompileWorker:
                                               + (f"; {', '.join(arm)} ops are AArch64 intrinsics, which this host does "
                                                  "not run (upstream runs such a test on AArch64 or under an emulator: "
                                                  "its `%mcr_aarch64_cmd ... --march=aarch64`)" if arm else "")}
-        return {"ok": True, **_lowered_module(work, req.get("bytecode", False)), "bench": meta,
+        return {"ok": True, **_lowered_module(work, req.get("lowered_bytecode", False)), "bench": meta,
                 "inserted_wrapper": inserted, "was_lowered": lowered}
 
     def _lower_for_run(self, work: ir.Module, stages: list[dict], label: str) -> dict | None:

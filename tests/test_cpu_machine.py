@@ -204,15 +204,18 @@ def test_saved_session_keeps_the_machine(ctx, tmp_path):
 
 def test_without_archspec_the_host_comes_from_cpuinfo():
     """The GPU machine's bundle may lack archspec: /proc/cpuinfo and the generic x86-64 levels still work."""
+    from workbench.targets.cpu_host import _real_host
+
     code = ("import sys; sys.modules['archspec'] = None; sys.modules['archspec.cpu'] = None\n"
             "from workbench.targets.cpu_host import host_machine, machine_for, MachineError\n"
             "h = host_machine(); print(h.source, h.vector_bits, machine_for('avx2').llvm_cpu)\n"
             "try:\n    machine_for('skylake-avx512')\nexcept MachineError as e:\n    print('refused', e)\n")
+    env = {k: v for k, v in os.environ.items() if k != "LH_WORKBENCH_HOST_CPU"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                         env=dict(os.environ, PYTHONPATH=str(ROOT)))
+                         env=dict(env, PYTHONPATH=str(ROOT)))
     assert out.returncode == 0, out.stderr
     first, second = out.stdout.splitlines()[:2]
-    assert first == f"/proc/cpuinfo {host_machine().vector_bits} x86-64-v3"
+    assert first == f"/proc/cpuinfo {_real_host().vector_bits} x86-64-v3"
     assert second.startswith("refused unknown cpu 'skylake-avx512': without the archspec package only")
     assert "znver3" not in second and "x86_64_v3" in second
 
@@ -239,6 +242,26 @@ def test_host_override_models_another_machine_on_this_hosts_cores():
     assert _host_in_subprocess("host").stdout.split()[4] == "None"   # the real host: LLVM's own detection
     bad = _host_in_subprocess("znver9")
     assert bad.returncode != 0 and "unknown cpu 'znver9'" in bad.stderr.strip().splitlines()[-1]
-    if "avx512f" not in host_machine().features:
+    from workbench.targets.cpu_host import _real_host
+
+    if "avx512f" not in _real_host().features:
         lacking = _host_in_subprocess("skylake-avx512")
         assert lacking.returncode != 0 and "lacks" in lacking.stderr.strip().splitlines()[-1]
+
+
+def test_code_for_an_amd_machine_runs_on_a_host_without_its_vendor_extensions(ctx):
+    """`--cpu zen3` code held SSE4A's `insertq` (LLVM's znver3 uses it in torch's cumsum): SIGILL on an Intel
+    host whose tracked ISA covers zen3's. Vendor extensions this host lacks are turned off in the code."""
+    from workbench.targets.cpu_host import _cpuinfo_flags
+
+    zen3 = machine_for("zen3")
+    if zen3.missing_here():
+        pytest.skip("the host lacks zen3's ISA")
+    has_sse4a = "sse4a" in _cpuinfo_flags()[0]
+    assert ("-sse4a" in zen3.llvm_target_features()) == (not has_sse4a)
+    ok(ctx, f"load {ROOT / 'tests' / 'fixtures' / 'torch' / 'cumsum.mlir'}")
+    ok(ctx, "target cpu --cpu zen3 --threads 1")
+    try:
+        assert ok(ctx, "run --check").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")

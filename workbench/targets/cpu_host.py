@@ -40,6 +40,11 @@ ISA_FEATURES = {
     "avx512_fp16": "avx512fp16", "amx_tile": "amx-tile", "amx_bf16": "amx-bf16", "amx_int8": "amx-int8",
 }
 
+#: one vendor's extensions (AMD's), which LLVM's target CPUs of that vendor use (znver3 code held `insertq`, SSE4A,
+#: in a cumsum: SIGILL on an Intel host): turned off in the code for such a machine where this host lacks them, so
+#: that what `--cpu zen3` compiles runs here too (they are no part of the model: its vector width and registers)
+VENDOR_EXTENSIONS = {"sse4a": "sse4a", "fma4": "fma4", "xop": "xop", "tbm": "tbm"}
+
 _V2 = {"sse2", "sse4_2"}
 _V3 = _V2 | {"avx", "avx2", "fma", "f16c"}
 _V4 = _V3 | {"avx512f", "avx512cd", "avx512bw", "avx512dq", "avx512vl"}
@@ -109,7 +114,9 @@ class CpuMachine:
 
     def llvm_target_features(self) -> list[str]:
         """`+f` / `-f` for every tracked feature: the JIT's function attributes for a named machine."""
-        return [("+" if f in self.features else "-") + llvm for f, llvm in ISA_FEATURES.items()]
+        here = _cpuinfo_flags()[0]
+        return ([("+" if f in self.features else "-") + llvm for f, llvm in ISA_FEATURES.items()]
+                + [f"-{llvm}" for f, llvm in VENDOR_EXTENSIONS.items() if f not in here])
 
     def llvm_target(self) -> dict | None:
         """What the run worker sets on every function (target_cpu, target_features); None for the

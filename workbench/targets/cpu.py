@@ -353,6 +353,10 @@ class CpuTarget(Target):
     #: that compute only them: a plain reduction for the vectorizer (workbench/worker/cpu/dead_results.py)
     DROP_DEAD_RESULTS = "pass lh-drop-dead-results"
 
+    #: torch's _safe_softmax guard (a row all -inf: an and-reduction of the scores' `oeq -inf`) read off the
+    #: softmax's max of the same scores, no pass over them (workbench/worker/cpu/softmax_guards.py)
+    FOLD_ALL_NEG_INF_CHECKS = "pass lh-fold-all-neg-inf-checks"
+
     #: a gather of a few elements of an elementwise op's result (nll_loss's pick from the log-softmax)
     #: computes those elements only: workbench/worker/cpu/gather_fusion.py
     FUSE_INTO_GATHERS = "pass lh-fuse-into-gathers"
@@ -403,7 +407,8 @@ class CpuTarget(Target):
         gathers = any("tensor.extract" in (op.get("loops") or {}).get("body", []) for op in ops)
         # (a no-op, left out, unless a function branches over tensors)
         first = [self.LIFT_TENSOR_CF, self.OUTLINE_REPEATED_STEPS, self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS,
-                 self.DROP_DEAD_RESULTS, self.FUSE_INTO_GATHERS, self.WIDEN_BOOL_REDUCTIONS]
+                 self.DROP_DEAD_RESULTS, self.FOLD_ALL_NEG_INF_CHECKS, self.FUSE_INTO_GATHERS,
+                 self.WIDEN_BOOL_REDUCTIONS]
         if gathers:
             # (first: the steps after it, and the selector, then see the value, not a gather; a no-op, left
             # out, unless an extract reads a splat)

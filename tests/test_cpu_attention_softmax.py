@@ -1,0 +1,86 @@
+"""Attention's softmax on long sequences (docs/attention-round14.md): torch's scaled_dot_product_attention in
+torch-mlir's form reads its scores as few times as the answer allows.
+
+- lh-fold-all-neg-inf-checks: `_safe_softmax`'s "row all -inf" guard (an and-reduction of `scores oeq -inf`)
+  is `max oeq -inf` of the softmax's own row max: no pass over the scores; rows that are all -inf (fully
+  masked) still give 0.
+
+The fixture tests/fixtures/sdpa/sdpa_masked.* is torch's sdpa with an additive causal mask whose row 1 is
+all -inf (tests/fixtures/sdpa/sdpa_modules.py:SdpaMasked, `lh-workbench import ... --inputs 1x2x16x8xf32 x3`),
+with torch's inputs and outputs.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import fixture_io_flags, load_npys, ok
+
+SDPA = Path(__file__).parent / "fixtures" / "sdpa"
+MASKED = SDPA / "sdpa_masked.mlir"
+
+
+def _and_reductions(text: str) -> int:
+    return text.count("arith.andi")
+
+
+def _folded(text: str) -> tuple[int, str]:
+    from mlir import ir
+
+    from workbench.worker.cpu.dead_results import drop_dead_results
+    from workbench.worker.cpu.softmax_guards import fold_all_neg_inf_checks
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(text)
+        drop_dead_results(module)
+        n = fold_all_neg_inf_checks(module)
+        assert module.operation.verify()
+        return n, str(module)
+
+
+def test_the_all_neg_inf_guard_is_read_off_the_row_max():
+    text = MASKED.read_text()
+    # (the fixture's mask itself has one andi, elementwise: the tril mask)
+    assert "oeq" in text and "tensor<1x2x16x16xi1>" in text and _and_reductions(text) == 2
+    n, folded = _folded(text)
+    assert n == 1
+    assert "tensor<1x2x16x16xi1>" not in folded           # no i1 tensor of the scores
+    assert _and_reductions(folded) == 1                    # the mask's andi only
+    # the guard: an elementwise compare of the row max (1x2x16) into the 1x2x16x1 bools
+    assert "ins(%" in folded and "tensor<1x2x16xf32>) outs(" in folded and "-> tensor<1x2x16x1xi1>" in folded
+
+
+def test_the_guard_stays_without_a_max_of_the_same_scores():
+    text = MASKED.read_text()
+    # a max that ignores NaN (maxnumf: a row of -inf and NaN has max -inf, yet is not all -inf) is no witness
+    n, folded = _folded(text.replace("arith.maximumf", "arith.maxnumf"))
+    assert n == 0 and "tensor<1x2x16x16xi1>" in folded and _and_reductions(folded) == 2
+    # nor is a max from 0 (a row all -inf has max 0)
+    lines = text.splitlines()
+    fills = [i for i, line in enumerate(lines) if "linalg.fill ins(%cst_0 : f32)" in line and "1x2x16xf32" in line]
+    assert len(fills) == 1
+    lines[fills[0]] = lines[fills[0]].replace("%cst_0", "%cst")
+    n, folded = _folded("\n".join(lines))
+    assert n == 0 and "tensor<1x2x16x16xi1>" in folded
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_fully_masked_row_gives_zeros_on_the_selector_path(ctx, tmp_path, threads):
+    ok(ctx, f"load {MASKED}")
+    try:
+        ok(ctx, f"target cpu --threads {threads}")
+        ok(ctx, "select --apply")
+        labels = [a.step.label() for a in ctx.session.active_steps]
+        assert any("lh-fold-all-neg-inf-checks" in label for label in labels), labels
+        ok(ctx, "bench warmup=0 iterations=1")
+        ok(ctx, "apply cpu-lower")
+        run = ok(ctx, f"run --check --iterations 1 --warmup 0 --threads {threads} {fixture_io_flags(MASKED)} "
+                      f"--save-outputs {tmp_path}").data["run"]
+        assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")
+    out = load_npys(tmp_path, "output")[0]
+    assert np.all(out[0, :, 1, :] == 0.0)                    # the fully masked row
+    assert np.all(np.isfinite(out)) and np.abs(out[0, :, 0, :]).max() > 0.1

@@ -84,3 +84,67 @@ def test_a_fully_masked_row_gives_zeros_on_the_selector_path(ctx, tmp_path, thre
     out = load_npys(tmp_path, "output")[0]
     assert np.all(out[0, :, 1, :] == 0.0)                    # the fully masked row
     assert np.all(np.isfinite(out)) and np.abs(out[0, :, 0, :]).max() > 0.1
+
+
+def test_the_softmax_division_runs_on_the_attention_output(ctx, tmp_path):
+    """lh-scale-after-contractions (opt-in: in the selector's preparation it splits the rows chain of the
+    softmax, docs/attention-round14.md): P @ V with P = select(all -inf, 0, E / sum) becomes (E @ V) / sum
+    (select after), the division over 2x16x8, not 2x16x16; torch's outputs, a fully masked row included."""
+    ok(ctx, f"load {MASKED}")
+    for p in ("lh-drop-dead-results", "lh-fold-all-neg-inf-checks", "lh-fuse-elementwise"):
+        ok(ctx, f"pass {p}")
+    before = ctx.session.current_ir
+    ok(ctx, "pass lh-scale-after-contractions")
+    after = ctx.session.current_ir
+
+    def division_header(text: str) -> str:
+        (chunk,) = [c for c in text.split("linalg.generic")[1:] if "arith.divf" in c.split("linalg.yield")[0]]
+        return chunk.splitlines()[0]
+
+    assert "outs(%" in division_header(before) and division_header(before).endswith("tensor<2x16x16xf32>) {")
+    assert division_header(after).endswith("tensor<2x16x8xf32>) {")        # over P @ V's result
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-lower")
+    run = ok(ctx, f"run --check --iterations 1 --warmup 0 {fixture_io_flags(MASKED)} --save-outputs {tmp_path}"
+             ).data["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    assert np.all(load_npys(tmp_path, "output")[0][0, :, 1, :] == 0.0)
+
+
+def test_no_scaling_moves_where_it_varies_along_the_contraction():
+    """A scale read along the contraction's reduction dim (x / s[k], not s[m]) does not commute: kept."""
+    from mlir import ir
+
+    from workbench.worker.cpu.scaled_contractions import scale_after_contractions
+
+    text = """#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (k, n)>
+#c = affine_map<(m, n, k) -> (m, n)>
+func.func @f(%e: tensor<8x16xf32>, %s: tensor<SHAPExf32>, %v: tensor<16x4xf32>) -> tensor<8x4xf32> {
+  %z = arith.constant 0.0 : f32
+  %0 = tensor.empty() : tensor<8x16xf32>
+  %p = linalg.generic {indexing_maps = [#id, #MAP, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%e, %s : tensor<8x16xf32>, tensor<SHAPExf32>) outs(%0 : tensor<8x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %d = arith.divf %x, %y : f32
+    linalg.yield %d : f32
+  } -> tensor<8x16xf32>
+  %1 = tensor.empty() : tensor<8x4xf32>
+  %f = linalg.fill ins(%z : f32) outs(%1 : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %r = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<8x16xf32>, tensor<16x4xf32>) outs(%f : tensor<8x4xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %m = arith.mulf %x, %y : f32
+    %a = arith.addf %o, %m : f32
+    linalg.yield %a : f32
+  } -> tensor<8x4xf32>
+  return %r : tensor<8x4xf32>
+}
+"""
+    for shape, map_name, moved in (("8", "row", 1), ("16", "col", 0)):
+        with ir.Context(), ir.Location.unknown():
+            module = ir.Module.parse(text.replace("SHAPE", shape).replace("MAP", map_name))
+            assert scale_after_contractions(module) == moved and module.operation.verify()

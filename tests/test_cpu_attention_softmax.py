@@ -148,3 +148,87 @@ func.func @f(%e: tensor<8x16xf32>, %s: tensor<SHAPExf32>, %v: tensor<16x4xf32>) 
         with ir.Context(), ir.Location.unknown():
             module = ir.Module.parse(text.replace("SHAPE", shape).replace("MAP", map_name))
             assert scale_after_contractions(module) == moved and module.operation.verify()
+
+
+def _prepared(ctx, passes) -> str:
+    ok(ctx, f"load {MASKED}")
+    for p in passes:
+        ok(ctx, f"pass {p}")
+    return ctx.session.current_ir
+
+
+def test_the_softmax_divides_by_the_row_sums_once_per_row(ctx):
+    """lh-softmax-reciprocals: x / sum becomes x * (1 / sum), 1 / sum an op over the rows (2x16)."""
+    passes = ["lh-drop-dead-results", "lh-fold-all-neg-inf-checks", "lh-fuse-elementwise"]
+    before = _prepared(ctx, passes)
+    ok(ctx, "pass lh-softmax-reciprocals")
+    after = ctx.session.current_ir
+    bodies = lambda text: [c.split("linalg.yield")[0] for c in text.split("linalg.generic")[1:]]  # noqa: E731
+    assert [b for b in bodies(before) if "arith.divf" in b and "tensor<2x16x16xf32>) {" in b.splitlines()[0]]
+    (reciprocal,) = [b for b in bodies(after) if "arith.divf" in b]
+    assert reciprocal.splitlines()[0].endswith("tensor<2x16xf32>) outs(%" + reciprocal.splitlines()[0].split(
+        "outs(%")[1]) and reciprocal.splitlines()[0].endswith(": tensor<2x16xf32>) {")      # over the rows
+    assert "1.000000e+00" in reciprocal
+    assert "arith.divf" not in "".join(b for b in bodies(after) if "tensor<2x16x16xf32>) {" in b.splitlines()[0])
+
+
+def test_a_division_by_a_sum_of_no_exponentials_stays():
+    """A mean's division (a plain sum) may be by 0 or a tiny value: not the softmax's sum >= 1, kept."""
+    from mlir import ir
+
+    from workbench.worker.cpu.softmax_reciprocals import softmax_reciprocals
+
+    text = """#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+func.func @f(%x: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %z = arith.constant 0.0 : f32
+  %0 = tensor.empty() : tensor<8x16xf32>
+  %e = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x16xf32>) outs(%0 : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = math.FN %a : f32
+    linalg.yield %v : f32
+  } -> tensor<8x16xf32>
+  %1 = tensor.empty() : tensor<8xf32>
+  %f = linalg.fill ins(%z : f32) outs(%1 : tensor<8xf32>) -> tensor<8xf32>
+  %s = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%e : tensor<8x16xf32>) outs(%f : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.addf %a, %o : f32
+    linalg.yield %v : f32
+  } -> tensor<8xf32>
+  %d = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%e, %s : tensor<8x16xf32>, tensor<8xf32>) outs(%0 : tensor<8x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %v = arith.divf %a, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<8x16xf32>
+  return %d : tensor<8x16xf32>
+}
+"""
+    for fn, moved in (("exp", 1), ("absf", 0)):
+        with ir.Context(), ir.Location.unknown():
+            module = ir.Module.parse(text.replace("FN", fn))
+            assert softmax_reciprocals(module) == moved and module.operation.verify()
+            assert ("arith.mulf" in str(module)) == bool(moved)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_reciprocals_join_the_softmax_rows_chain(ctx, tmp_path, threads):
+    """On the selector path the reciprocals are a "rows" member of the softmax's row chain (one loop over
+    the rows for the whole chain), and the result is torch's."""
+    ok(ctx, f"load {SDPA / 'sdpa_masked.mlir'}")
+    try:
+        ok(ctx, f"target cpu --threads {threads}")
+        data = ok(ctx, "select --apply").data
+        labels = [a.step.label() for a in ctx.session.active_steps]
+        assert any("lh-softmax-reciprocals" in label for label in labels), labels
+        rows = [s for s in data["selections"] if "rows.py" in str(s["schedule"])]
+        assert any(s["params"]["roles"].count("rows") >= 2 for s in rows), rows
+        ok(ctx, "bench warmup=0 iterations=1")
+        ok(ctx, "apply cpu-lower")
+        run = ok(ctx, f"run --check --iterations 1 --warmup 0 --threads {threads} {fixture_io_flags(MASKED)}"
+                 ).data["run"]
+        assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")

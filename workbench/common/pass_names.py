@@ -47,7 +47,7 @@ WORKBENCH_PASSES = (
     "lh-contiguous-copies-as-memcpy", "lh-parallel-to-gomp", "lh-gomp-dispatch", "lh-defer-accumulator-loads",
     "lh-task-buffers-on-stack",
     "lh-split-leftover-ops", "lh-split-long-reductions", "lh-drop-body-asserts", "lh-fold-slices-of-concat",
-    "lh-drop-dead-results", "lh-fold-all-neg-inf-checks", "lh-scale-after-contractions", "lh-fuse-into-gathers", "lh-widen-bool-reductions", "lh-fuse-elementwise",
+    "lh-drop-dead-results", "lh-fold-all-neg-inf-checks", "lh-scale-after-contractions", "lh-softmax-reciprocals", "lh-fuse-into-gathers", "lh-widen-bool-reductions", "lh-fuse-elementwise",
     "lh-gather-indices", "lh-dilated-input-convs", "lh-widen-contraction-inputs", "lh-vnni-contractions",
     "lh-pad-contraction-dims", "lh-amx-tile-accumulators", "lh-row-matmuls-as-matvecs", "lh-conv-planes",
     "lh-fold-constant-weights", "lh-strided-conv-planes", "lh-fold-splat-extracts", "lh-pad-copies", "lh-row-networks",

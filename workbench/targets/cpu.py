@@ -357,6 +357,10 @@ class CpuTarget(Target):
     #: softmax's max of the same scores, no pass over them (workbench/worker/cpu/softmax_guards.py)
     FOLD_ALL_NEG_INF_CHECKS = "pass lh-fold-all-neg-inf-checks"
 
+    #: a softmax's division by its row sums as a multiplication by their reciprocals, one per row
+    #: (workbench/worker/cpu/softmax_reciprocals.py)
+    SOFTMAX_RECIPROCALS = "pass lh-softmax-reciprocals"
+
     #: a gather of a few elements of an elementwise op's result (nll_loss's pick from the log-softmax)
     #: computes those elements only: workbench/worker/cpu/gather_fusion.py
     FUSE_INTO_GATHERS = "pass lh-fuse-into-gathers"
@@ -425,7 +429,9 @@ class CpuTarget(Target):
                 # fold the reshapes after it into the batch matmul (a generic over a broadcast copy of
                 # the weight: 128 copies of a 256x768 matrix in a transformer layer's input projection)
                 first = first + [self.SHARED_RHS_MATMULS]
-            steps = first + [self.FUSE_ELEMENTWISE]
+            # (after the fusion, which makes the division one op with the guard's select; a no-op, left out,
+            # unless a division is by a sum of exponentials)
+            steps = first + [self.FUSE_ELEMENTWISE, self.SOFTMAX_RECIPROCALS]
             if self.row_networks and generics >= self.ROW_NETWORK_MIN_GENERICS:
                 # (after the fusion, which makes each stage one generic; a no-op, left out, unless the
                 # payload has a network)

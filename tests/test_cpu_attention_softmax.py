@@ -232,3 +232,49 @@ def test_the_reciprocals_join_the_softmax_rows_chain(ctx, tmp_path, threads):
         assert run["check"]["passed"] and run["expected_check"]["passed"], run
     finally:
         ok(ctx, "target cpu --cpu host --threads 0")
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("name", ["sdpa_masked_240", "sdpa_200"])
+def test_long_attention_runs_a_block_of_query_rows_at_a_time(ctx, monkeypatch, tmp_path, name, threads):
+    """Scores past the threshold (the L2; lowered here for small payloads): the selector's first step is
+    attention_blocks (P V tiled by batch and query rows, the softmax chain and Q K^T fused in), and the
+    result is torch's: a causal mask with a fully masked row (240 tokens, 2 blocks of 120 rows per head),
+    and 200 tokens whose Q K^T is padded to 208 columns (its block padded again, attention-pad.yaml)."""
+    from workbench.targets import cpu
+
+    monkeypatch.setattr(cpu, "ATTENTION_SCORE_BYTES", 1 << 16)
+    fixture = SDPA / f"{name}.mlir"
+    tokens = int(name.rsplit("_", 1)[1])
+    ok(ctx, f"load {fixture}")
+    try:
+        ok(ctx, f"target cpu --threads {threads}")
+        data = ok(ctx, "select --apply").data
+        specs = [str(s["schedule"]) for s in data["selections"]]
+        assert "attention_blocks" in specs[0], specs
+        params = data["selections"][0]["params"]
+        assert params["parallel"] == int(threads > 1) and tokens % params["rows"] == 0 and params["rows"] < tokens
+        assert ("attention-pad.yaml" in " ".join(specs)) == (name == "sdpa_200")
+        ir = ctx.session.current_ir
+        assert f"x{tokens}x{tokens}xf32>" not in ir and "x200x208xf32>" not in ir    # no whole scores tensor
+        ok(ctx, "bench warmup=0 iterations=1")
+        ok(ctx, "apply cpu-lower")
+        run = ok(ctx, f"run --check --iterations 1 --warmup 0 --threads {threads} {fixture_io_flags(fixture)} "
+                      f"--save-outputs {tmp_path}").data["run"]
+        assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")
+    if name == "sdpa_masked_240":
+        out = load_npys(tmp_path, "output")[0]
+        assert np.all(out[0, :, 1, :] == 0.0) and np.all(np.isfinite(out))
+
+
+def test_short_attention_keeps_its_scores_whole(ctx):
+    """At the default threshold (the L2) the small masked fixture's 2x16x16 scores are no block's."""
+    ok(ctx, f"load {MASKED}")
+    try:
+        ok(ctx, "target cpu --threads 1")
+        data = ok(ctx, "select --apply").data
+        assert not [s for s in data["selections"] if "attention" in str(s["schedule"])]
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")

@@ -621,7 +621,7 @@ class CpuTarget(Target):
             if ops[qk].get("batch_dims", batch) != batch or qd.get("m") != pd.get("m"):
                 continue
             scores = 4 * math.prod(batch) * qd["m"] * qd["n"]
-            if scores <= self.machine.l2_bytes:
+            if scores <= (self.machine.l2_bytes if ATTENTION_SCORE_BYTES is None else ATTENTION_SCORE_BYTES):
                 continue   # (the scores stay in cache as they are)
             rows = self._attention_rows(family, machine, qd, pd)
             if not rows:
@@ -932,6 +932,8 @@ class CpuTarget(Target):
 #: rows: the Q K^T and P V blocks are matmuls too thin for the register tiles' reuse of K^T and V)
 ATTENTION_MAX_ROWS = 128
 ATTENTION_MIN_ROWS = 24
+#: scores (bytes, all heads) past which attention is blocked; None: the machine's L2 (tests set it lower)
+ATTENTION_SCORE_BYTES: int | None = None
 
 
 def init_is_fill(op: dict[str, Any], ops: list[dict[str, Any]]) -> bool:

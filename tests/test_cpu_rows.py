@@ -61,8 +61,11 @@ def _rows_steps(ctx, tmp_path, text):
     path = tmp_path / "p.mlir"
     path.write_text(text)
     ok(ctx, f"load {path}")
-    ops = {o["id"]: o for o in ctx.session.inspect()["ops"]}
-    data = ok(ctx, "select").data
+    data = ok(ctx, "select --apply").data
+    # the ops of the IR the selection is for: after the preparation steps (the fusion; a softmax's
+    # reciprocals, one op more), then the payload loaded afresh
+    ops = {o["id"]: o for o in ctx.session.inspect(len(data["prepared"]))["ops"]}
+    ok(ctx, f"load {path}")
     return ops, [s["params"] for s in data["selections"] if "rows.py" in s["schedule"]]
 
 
@@ -93,8 +96,12 @@ def test_an_op_read_outside_the_chain_ends_a_chain_of_its_own(ctx, tmp_path):
     would be computed twice. They end a chain of their own (max, exp), the division another (sum, divide)."""
     ops, steps = _rows_steps(ctx, tmp_path, EXP_READ_OUTSIDE)
     exp = next(i for i, o in ops.items() if "math.exp" in o["loops"]["body"])
-    divide = next(i for i, o in ops.items() if "arith.divf" in o["loops"]["body"])
-    product = next(i for i, o in ops.items() if o["loops"]["body"][:1] == ["arith.mulf"])
+    # (prepared: the division by the sums is a multiplication by their reciprocals, an op over the rows)
+    order = list(ops)
+    reciprocal = next(n for n, o in enumerate(ops.values()) if "arith.divf" in o["loops"]["body"])
+    divide = next(i for i, o in ops.items() if reciprocal in (o.get("producers") or []))
+    product = next(i for i, o in ops.items() if o["loops"]["body"][:1] == ["arith.mulf"] and i != divide)
+    assert order[reciprocal] in next(c["op"] for c in steps if c["op"][0] == divide)
     assert sorted(c["op"][0] for c in steps) == sorted([exp, divide]), steps
     members = [i for c in steps for i in c["op"]]
     assert len(members) == len(set(members)) and product not in members

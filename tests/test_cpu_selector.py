@@ -100,7 +100,11 @@ def test_selector_path_runs_checked(ctx, monkeypatch, name, threads):
     pad_copies = (f"pass lh-pad-copies{{lanes={machine.f32_lanes} threads={threads} "
                   f"min-work={cpu_selector.MIN_PARALLEL_WORK}}}")
     gather_steps = ("pass lh-gather-indices", pad_copies)
-    assert [p for p in prepared if p not in ("pass lh-drop-body-asserts",) + gather_steps + conv_steps] == (
+    # (a softmax's division by its row sums: one reciprocal per row, docs/attention-round14.md)
+    reciprocals = ("pass lh-softmax-reciprocals",)
+    assert not set(reciprocals) & set(prepared) or any("math.exp" in o["loops"]["body"] for o in ops_before)
+    assert [p for p in prepared
+            if p not in ("pass lh-drop-body-asserts",) + gather_steps + conv_steps + reciprocals] == (
         ["pass lh-fuse-elementwise"] if fuses else []) or (prepared == [] and fuses)
     # gathers (tensor.extract in a body) are prepared for contiguous loads (pads as row copies), nothing else is
     assert not set(gather_steps) & set(prepared) or any("tensor.extract" in o["loops"]["body"] for o in ops_before)

@@ -248,6 +248,12 @@ class CpuTarget(Target):
     finish_schedule = "cpu/finish.py"
     #: chains of ops over the same rows, fused by rows: pipelines/cpu/rows.py (workbench/targets/cpu_rows.py)
     rows_schedule = "cpu/rows.py"
+    #: attention over long sequences, a block of query rows at a time: pipelines/cpu/attention.py
+    attention_schedule = "cpu/attention.py"
+    #: its Q K^T block padded to whole vectors again (pipelines/cpu/attention-pad.yaml)
+    attention_pad_pipeline = "cpu/attention-pad.yaml"
+    #: whether the selector blocks attention (off: the scores whole, the old variant)
+    attention_blocks = True
     finish_generator = "bufferize_and_lower_vectors"
 
     #: elementwise producers fused into their consumers (one pass over memory instead of one per op), then
@@ -356,6 +362,14 @@ class CpuTarget(Target):
     #: that compute only them: a plain reduction for the vectorizer (workbench/worker/cpu/dead_results.py)
     DROP_DEAD_RESULTS = "pass lh-drop-dead-results"
 
+    #: torch's _safe_softmax guard (a row all -inf: an and-reduction of the scores' `oeq -inf`) read off the
+    #: softmax's max of the same scores, no pass over them (workbench/worker/cpu/softmax_guards.py)
+    FOLD_ALL_NEG_INF_CHECKS = "pass lh-fold-all-neg-inf-checks"
+
+    #: a softmax's division by its row sums as a multiplication by their reciprocals, one per row
+    #: (workbench/worker/cpu/softmax_reciprocals.py)
+    SOFTMAX_RECIPROCALS = "pass lh-softmax-reciprocals"
+
     #: a gather of a few elements of an elementwise op's result (nll_loss's pick from the log-softmax)
     #: computes those elements only: workbench/worker/cpu/gather_fusion.py
     FUSE_INTO_GATHERS = "pass lh-fuse-into-gathers"
@@ -406,7 +420,8 @@ class CpuTarget(Target):
         gathers = any("tensor.extract" in (op.get("loops") or {}).get("body", []) for op in ops)
         # (a no-op, left out, unless a function branches over tensors)
         first = [self.LIFT_TENSOR_CF, self.OUTLINE_REPEATED_STEPS, self.FOLD_SLICES_OF_CONCAT, self.DROP_BODY_ASSERTS,
-                 self.DROP_DEAD_RESULTS, self.FUSE_INTO_GATHERS, self.WIDEN_BOOL_REDUCTIONS]
+                 self.DROP_DEAD_RESULTS, self.FOLD_ALL_NEG_INF_CHECKS, self.FUSE_INTO_GATHERS,
+                 self.WIDEN_BOOL_REDUCTIONS]
         if gathers:
             # (first: the steps after it, and the selector, then see the value, not a gather; a no-op, left
             # out, unless an extract reads a splat)
@@ -423,7 +438,9 @@ class CpuTarget(Target):
                 # fold the reshapes after it into the batch matmul (a generic over a broadcast copy of
                 # the weight: 128 copies of a 256x768 matrix in a transformer layer's input projection)
                 first = first + [self.SHARED_RHS_MATMULS]
-            steps = first + [self.FUSE_ELEMENTWISE]
+            # (after the fusion, which makes the division one op with the guard's select; a no-op, left out,
+            # unless a division is by a sum of exponentials)
+            steps = first + [self.FUSE_ELEMENTWISE, self.SOFTMAX_RECIPROCALS]
             if self.row_networks and generics >= self.ROW_NETWORK_MIN_GENERICS:
                 # (after the fusion, which makes each stage one generic; a no-op, left out, unless the
                 # payload has a network)
@@ -547,6 +564,8 @@ class CpuTarget(Target):
             if entries and entries[0][0].endswith("[gen=matmul_epilogue]"):
                 in_epilogue.update(epilogue_chain(ops, index, in_chain))
             per_op += entries
+        if self.attention_blocks:
+            per_op = self._attention_blocks(ops, chains, per_op)
         amx = any(spec.startswith(self.pipeline_path_for(schedule)) for spec, _ in per_op
                   for schedule in (self.matmul_amx_schedule, self.conv_amx_schedule))
         # (after the AMX tiles' conversion: their results kept in tile registers across K)
@@ -568,6 +587,82 @@ class CpuTarget(Target):
             # what bufferization added (pads' fills and copies) split over the cores too
             entries.append((self.pipeline_path_for(self.split_leftovers_pipeline), {"threads": self.machine.usable_cpus}))
         return entries
+
+    def _attention_blocks(self, ops: list[dict[str, Any]], chains: dict[int, list[tuple[int, str]]],
+                          per_op: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+        """`per_op` with attention over long sequences taken a block of query rows at a time: where a row
+        chain (a softmax) reads a batch contraction's result (Q K^T) that nothing else reads, and its sink is
+        read by another batch contraction as its left operand (P V) alone, and the scores are larger than
+        the L2, an attention_blocks entry first (P V tiled by batch and `rows` rows, the chain, Q K^T and its
+        fill fused in) and the two contractions' entries for one block (`rows` x N x K, one batch)."""
+        family = _load_library_module(self.matmul_family_schedule)
+        machine = matmul_machine_args(self.machine)
+        family_spec = f"{self.pipeline_path_for(self.matmul_family_schedule)}[gen=batch_matmul_tiling]"
+        by_id = {params.get("op"): n for n, (spec, params) in enumerate(per_op)
+                 if spec == family_spec and params.get("generic") and isinstance(params.get("op"), str)}
+        rows_spec = f"{self.pipeline_path_for(self.rows_schedule)}[gen=fuse_rows]"
+        entries = list(per_op)
+        blocks = []
+        for sink, chain in chains.items():
+            members = {i for i, _ in chain}
+            consumers = ops[sink].get("consumers") or []
+            if len(consumers) != 1 or ops[sink].get("other_uses"):
+                continue
+            pv = consumers[0]
+            if ops[pv].get("id") not in by_id or (ops[pv].get("producers") or [-1])[0] != sink:
+                continue
+            # (Q K^T read directly, or through the slice that drops the columns lh-pad-contraction-dims added)
+            sources = {q for q, op in enumerate(ops) if q not in members and op.get("id") in by_id
+                       and (set(op.get("consumers") or []) | set(op.get("slice_consumers") or [])) & members}
+            if len(sources) != 1:
+                continue
+            qk = sources.pop()
+            readers = set(ops[qk].get("consumers") or []) | set(ops[qk].get("slice_consumers") or [])
+            if not readers <= members or (ops[qk].get("other_uses") and not ops[qk].get("slice_consumers")):
+                continue
+            qd, pd = ops[qk].get("dims") or {}, ops[pv].get("dims") or {}
+            batch = ops[pv].get("batch_dims") or [pd.get("b", 1)]
+            if ops[qk].get("batch_dims", batch) != batch or qd.get("m") != pd.get("m"):
+                continue
+            scores = 4 * math.prod(batch) * qd["m"] * qd["n"]
+            if scores <= (self.machine.l2_bytes if ATTENTION_SCORE_BYTES is None else ATTENTION_SCORE_BYTES):
+                continue   # (the scores stay in cache as they are)
+            rows = self._attention_rows(family, machine, qd, pd)
+            if not rows:
+                continue
+            fill = (ops[qk].get("producers") or [-1])[-1]
+            fused = [ops[i]["id"] for i, _ in chain] + [ops[qk]["id"]]
+            if init_is_fill(ops[qk], ops) and ops[fill].get("consumers") == [qk] and ops[fill].get("id"):
+                fused.append(ops[fill]["id"])
+            parallel = int(self.machine.usable_cpus > 1)
+            blocks.append((f"{self.pipeline_path_for(self.attention_schedule)}[gen=attention_blocks]",
+                           {"op": [ops[pv]["id"]] + fused, "rows": rows, "batch_dims": len(batch),
+                            "parallel": parallel}))
+            if ops[qk].get("slice_consumers"):
+                blocks.append((self.pipeline_path_for(self.attention_pad_pipeline), {"lanes": self.machine.f32_lanes}))
+            for index, d in ((qk, qd), (pv, pd)):
+                params = dict(family.default_params(1, rows, d["n"], d["k"], threads=1, **machine),
+                              generic=True, op=ops[index]["id"])
+                if len(batch) > 1:
+                    params["batch_dims"] = len(batch)
+                entries[by_id[ops[index]["id"]]] = (family_spec, params)
+            for n, (spec, params) in enumerate(entries):
+                if spec == rows_spec and params.get("op") == [ops[i]["id"] for i, _ in chain]:
+                    entries[n] = (spec, dict(params, parallel=0))   # (the blocks are the parallel loop)
+        return blocks + entries
+
+    def _attention_rows(self, family, machine: dict[str, int], qk: dict[str, int], pv: dict[str, int]) -> int:
+        """Query rows per attention block: the most (up to ATTENTION_MAX_ROWS) that divide the rows, whose
+        scores and probabilities (rows x N f32 each) take half the L2 at most, and for which both
+        contractions' schedules take the block in whole register tiles (no row split); 0 where none does."""
+        m = qk["m"]
+        for rows in range(min(m, ATTENTION_MAX_ROWS), 0, -1):
+            if m % rows or 2 * 4 * rows * qk["n"] > self.machine.l2_bytes // 2:
+                continue
+            if all("main_m" not in family.default_params(1, rows, d["n"], d["k"], threads=1, **machine)
+                   for d in (qk, pv)):
+                return rows if rows >= ATTENTION_MIN_ROWS else 0
+        return 0
 
     def _bufferizes_itself(self, spec: str) -> bool:
         """Schedules with a `bufferize` parameter (matmul, softmax, the matmul family): whole-module
@@ -835,6 +930,14 @@ class CpuTarget(Target):
     @staticmethod
     def pipeline_path_for(relative: str) -> str:
         return f"pipelines/{relative}"
+
+
+#: query rows per attention block: at most (a block's scores in L2 beside the next one's) and at least (fewer
+#: rows: the Q K^T and P V blocks are matmuls too thin for the register tiles' reuse of K^T and V)
+ATTENTION_MAX_ROWS = 128
+ATTENTION_MIN_ROWS = 24
+#: scores (bytes, all heads) past which attention is blocked; None: the machine's L2 (tests set it lower)
+ATTENTION_SCORE_BYTES: int | None = None
 
 
 def init_is_fill(op: dict[str, Any], ops: list[dict[str, Any]]) -> bool:

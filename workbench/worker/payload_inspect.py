@@ -594,6 +594,22 @@ def _add_consumers(linalg: list, ops: list[dict]) -> None:
                     results = list(use.owner.results)
                     other = other or not results or any(list(r.uses) for r in results)
         ops[i]["consumers"] = users
+        # the linalg ops that read it through a tensor.extract_slice (a contraction padded to whole vectors,
+        # lh-pad-contraction-dims, read back at its size: attention's Q K^T), where that is its every other use
+        sliced, through_slices = [], bool(len(h.results))
+        for use in (h.results[0].uses if len(h.results) else []):
+            if index.get(use.owner) is not None:
+                continue
+            if getattr(use.owner, "name", None) != "tensor.extract_slice":
+                through_slices = False
+                break
+            for inner in use.owner.results[0].uses:
+                j = index.get(inner.owner)
+                if j is None:
+                    through_slices = False
+                elif j not in sliced:
+                    sliced.append(j)
+        ops[i]["slice_consumers"] = sliced if through_slices else []
         # (a use by anything else: a return, a reshape: the selector's row chains leave such ops out)
         ops[i]["other_uses"] = other
         # results that nothing reads (an argmax whose index no op uses once a splat's extract is folded): the

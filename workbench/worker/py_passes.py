@@ -202,6 +202,24 @@ def _drop_dead_results(module, options: dict) -> None:
     dead_results.drop_dead_results(module)
 
 
+def _fold_all_neg_inf_checks(module, options: dict) -> None:
+    from workbench.worker.cpu import softmax_guards
+
+    softmax_guards.fold_all_neg_inf_checks(module)
+
+
+def _scale_after_contractions(module, options: dict) -> None:
+    from workbench.worker.cpu import scaled_contractions
+
+    scaled_contractions.scale_after_contractions(module)
+
+
+def _softmax_reciprocals(module, options: dict) -> None:
+    from workbench.worker.cpu import softmax_reciprocals
+
+    softmax_reciprocals.softmax_reciprocals(module)
+
+
 def _collapse_expanded_elementwise(module, options: dict) -> None:
     from workbench.worker.cpu import collapsed_elementwise
 
@@ -646,6 +664,9 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-fold-slices-of-concat": (_fold_slices_of_concat, "on tensors: a tensor.extract_slice of a tensor.concat that lies within one operand -> a slice of that operand (no copy of every operand into the whole concatenation; workbench/worker/cpu/slices.py)"),
     "lh-drop-dead-results": (_drop_dead_results, "on tensors: linalg.generic results nothing reads dropped with the body ops that compute only them (the unread index of an amin / max(dim): a plain reduction for the vectorizer), and fills of inits the body never reads (torch.gather's zero fill) replaced by the fill's init (workbench/worker/cpu/dead_results.py)"),
     "lh-fuse-into-gathers": (_fuse_into_gathers, "on tensors: a tensor.extract in a linalg body reading a few elements of an elementwise generic's result -> that generic's body on the extracts of its inputs (chains followed; a log-softmax written in full for nll_loss's one element per row is no longer written; workbench/worker/cpu/gather_fusion.py)"),
+    "lh-fold-all-neg-inf-checks": (_fold_all_neg_inf_checks, "on tensors: a row's all -inf check (torch's _safe_softmax guard: an and-reduction of x oeq -inf) read off a maximumf reduction from -inf of the same scores over the same loops (max oeq -inf), no pass over the scores (workbench/worker/cpu/softmax_guards.py)"),
+    "lh-scale-after-contractions": (_scale_after_contractions, "on tensors: a contraction (a generic of mulf/addf from a zero fill) of an elementwise op linear in one full input E and scaled by values free of the contraction's reduction dims (softmax's division by the row sum before attention's P @ V) reads E, and the elementwise op runs on its result (workbench/worker/cpu/scaled_contractions.py)"),
+    "lh-softmax-reciprocals": (_softmax_reciprocals, "on tensors: a softmax's division by its row sums (an addf reduction of exponentials, read constant along the row) as a multiplication by their reciprocals, computed once per row (workbench/worker/cpu/softmax_reciprocals.py)"),
     "lh-widen-bool-reductions": (_widen_bool_reductions, "on tensors: reductions into i1 combined by andi/ori/xori (torch.all / any, attention's all -inf row check) accumulate in i8, truncated after: vectorized like any integer reduction (a multi_reduction over i1 is not lowered; workbench/worker/cpu/bool_reductions.py)"),
     "lh-fuse-elementwise": (_fuse_elementwise, "upstream's elementwise fusion (fpowi expanded, producers fused, unit dims folded, canonicalized) except into consumers that read a producer broadcast or through a window, where the fused body would recompute it per use (workbench/worker/cpu/fusion.py)"),
     "lh-gather-indices": (_gather_indices, "on tensors: all-parallel gathers (tensor.extract in a linalg body: pads, index_select, embeddings) with indices the vectorizer sees as contiguous: index tables computed in the body, ids read outside the vector loop loaded in it, indices of one loop evaluated and written as loop + constant, a last index of unit stride over a long run split off as an op of its own (workbench/worker/cpu/gathers.py)"),

@@ -361,6 +361,8 @@ class CpuTarget(Target):
     #: results nothing reads (the index of an amin or of a log-softmax's row max) dropped with the body ops
     #: that compute only them: a plain reduction for the vectorizer (workbench/worker/cpu/dead_results.py)
     DROP_DEAD_RESULTS = "pass lh-drop-dead-results"
+    #: (workbench/worker/cpu/shared_fills.py)
+    UNSHARE_FILLS = "pass lh-unshare-fills"
 
     #: torch's _safe_softmax guard (a row all -inf: an and-reduction of the scores' `oeq -inf`) read off the
     #: softmax's max of the same scores, no pass over them (workbench/worker/cpu/softmax_guards.py)
@@ -532,6 +534,11 @@ class CpuTarget(Target):
             # (last: the rewrites above read the ops at their shapes; a no-op, left out, unless an elementwise
             # op's rows are no whole vectors but its plane is)
             steps.append(f"{self.COLLAPSE_PLANES}{{lanes={lanes}}}")
+        if any(op.get("op") == "linalg.fill" for op in ops):
+            # (last: the rewrites above may share or make fills; a no-op, left out, unless several ops write
+            # into one fill of an empty tensor: torch-mlir's CSE of same-shaped matmuls' zero fills, whose
+            # first matmul then got a whole-output fill and copy of its own)
+            steps.append(self.UNSHARE_FILLS)
         return steps
 
     def select_params(self, info: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:

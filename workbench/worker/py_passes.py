@@ -202,6 +202,12 @@ def _drop_dead_results(module, options: dict) -> None:
     dead_results.drop_dead_results(module)
 
 
+def _unshare_fills(module, options: dict) -> None:
+    from workbench.worker.cpu import shared_fills
+
+    shared_fills.unshare_fills(module)
+
+
 def _fold_all_neg_inf_checks(module, options: dict) -> None:
     from workbench.worker.cpu import softmax_guards
 
@@ -662,6 +668,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-split-long-reductions": (_split_long_reductions, "on tensors: floating-point reductions of 32k+ elements per output summed into 4096 interleaved partials, then combined (the check's reference: one running sum drifts by percents at 16M elements)"),
     "lh-drop-body-asserts": (_drop_body_asserts, "cf.assert in linalg op bodies erased (torch-mlir's per-element runtime checks, e.g. a reciprocal of zero, where torch gives inf; they keep an op scalar)"),
     "lh-fold-slices-of-concat": (_fold_slices_of_concat, "on tensors: a tensor.extract_slice of a tensor.concat that lies within one operand -> a slice of that operand (no copy of every operand into the whole concatenation; workbench/worker/cpu/slices.py)"),
+    "lh-unshare-fills": (_unshare_fills, "on tensors: a linalg.fill of a tensor.empty that several linalg ops write into (their outs init: torch-mlir's CSE shares one zero fill between same-shaped matmuls) cloned, with its empty, per op after the first, so that each bufferizes in place or fuses into its op (no whole-output fill + copy; workbench/worker/cpu/shared_fills.py)"),
     "lh-drop-dead-results": (_drop_dead_results, "on tensors: linalg.generic results nothing reads dropped with the body ops that compute only them (the unread index of an amin / max(dim): a plain reduction for the vectorizer), and fills of inits the body never reads (torch.gather's zero fill) replaced by the fill's init (workbench/worker/cpu/dead_results.py)"),
     "lh-fuse-into-gathers": (_fuse_into_gathers, "on tensors: a tensor.extract in a linalg body reading a few elements of an elementwise generic's result -> that generic's body on the extracts of its inputs (chains followed; a log-softmax written in full for nll_loss's one element per row is no longer written; workbench/worker/cpu/gather_fusion.py)"),
     "lh-fold-all-neg-inf-checks": (_fold_all_neg_inf_checks, "on tensors: a row's all -inf check (torch's _safe_softmax guard: an and-reduction of x oeq -inf) read off a maximumf reduction from -inf of the same scores over the same loops (max oeq -inf), no pass over the scores (workbench/worker/cpu/softmax_guards.py)"),

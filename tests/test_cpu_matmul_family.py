@@ -391,8 +391,9 @@ def test_a_linear_layers_collapsed_fill_is_fused_too(ctx, tmp_path, monkeypatch)
 
 def test_epilogues_on_the_register_tiles_of_matmuls_sharing_a_fill(ctx, monkeypatch):
     """Matmuls whose inits are one fill (BERT's Q, K and V projections): each runs its epilogue on its register
-    tiles, reading the zeroed init (fusing the shared fill into one of them aborted the compile worker in
-    fuse_into_containing_op), and the results match."""
+    tiles (fusing the shared fill into one of them aborted the compile worker in fuse_into_containing_op; the
+    preparation's lh-unshare-fills now gives each its own fill, which each fuses: fill_init), and the results
+    match."""
     import dataclasses
 
     import workbench.targets.cpu as cpu
@@ -402,7 +403,7 @@ def test_epilogues_on_the_register_tiles_of_matmuls_sharing_a_fill(ctx, monkeypa
     ok(ctx, f"load {ROOT / 'tests' / 'payloads' / 'qkv_shared_fill.mlir'}")
     ok(ctx, "select --apply")
     params = [a.step.params for a in ctx.session.active_steps if "matmul_epilogue" in a.step.label()]
-    assert len(params) == 3 and all(p.get("in_registers") == 1 and not p.get("fill_init") for p in params), params
+    assert len(params) == 3 and all(p.get("in_registers") == 1 and p.get("fill_init") for p in params), params
     ok(ctx, "bench warmup=0 iterations=2")
     ok(ctx, "apply cpu-lower")
     assert ok(ctx, "run --check --threads 1").data["run"]["check"]["passed"]

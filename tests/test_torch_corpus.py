@@ -56,3 +56,29 @@ def test_selected_fixture_runs_and_equals_torch(session, name):
     run = session.last_run
     assert run["check"]["passed"], run["check"]
     assert run["expected_check"]["passed"], run["expected_check"]
+
+
+#: models of several contraction shapes (recurrent steps of a few rows, K of one register step, attention,
+#: convolutions): the AVX2 machine model gives them other tiles (16 registers, 6-row tiles) than the AVX-512 host,
+#: and those tiles hit schedule corners the host's never did (an LSTM step's K = 8 in one register step failed to
+#: apply; tests/test_cpu_matmul_family.py)
+AVX2_MODELS = ["lstm", "gru", "char_rnn_lm", "seq2seq_attention", "conv_autoencoder", "gat", "transformer_layer",
+               "mlp", "attention", "cumsum", "conv_block"]
+
+
+@pytest.mark.parametrize("name", AVX2_MODELS)
+def test_selected_for_an_avx2_machine_runs_and_equals_torch(session, name):
+    """The selector path for `--cpu avx2` (run here: an AVX-512 host runs AVX2 code; a machine without AVX2 skips)."""
+    from workbench.commands import CommandContext, default_registry
+    from workbench.targets.cpu_host import machine_for
+
+    if machine_for("avx2").missing_here():
+        pytest.skip("the host cannot run AVX2 code")
+    ctx = CommandContext(session, default_registry())
+    for line in (f"load {FIXTURES / (name + '.mlir')}", "target cpu --cpu avx2 --threads 1", "select --apply", "bench",
+                 "apply cpu-lower", "run --check --threads 1"):
+        res = ctx.registry.dispatch(line, ctx)
+        assert res.ok, f"{name}: `{line}`: {res.error}"
+    run = session.last_run
+    assert run["check"]["passed"], run["check"]
+    assert run["expected_check"]["passed"], run["expected_check"]

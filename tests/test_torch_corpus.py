@@ -46,10 +46,16 @@ def test_selected_fixture_runs_and_equals_torch(session, name):
     `run --check`) on every fixture: each op's schedule applies, lowers to LLVM and computes what the
     unscheduled payload and torch compute. (The one-thread plan: the split plans are tested on the
     torch-like payloads of test_cpu_selector.py.)"""
+    _selector_path_matches(session, name, "target cpu --threads 1")
+
+
+def _selector_path_matches(session, name: str, target: str) -> None:
+    """`target`, `select --apply`, `bench`, `cpu-lower`, `run --check` on one thread: equal to the unscheduled
+    payload and to torch's outputs."""
     from workbench.commands import CommandContext, default_registry
 
     ctx = CommandContext(session, default_registry())
-    for line in (f"load {FIXTURES / (name + '.mlir')}", "target cpu --threads 1", "select --apply", "bench",
+    for line in (f"load {FIXTURES / (name + '.mlir')}", target, "select --apply", "bench",
                  "apply cpu-lower", "run --check --threads 1"):
         res = ctx.registry.dispatch(line, ctx)
         assert res.ok, f"{name}: `{line}`: {res.error}"
@@ -69,16 +75,8 @@ AVX2_MODELS = ["lstm", "gru", "char_rnn_lm", "seq2seq_attention", "conv_autoenco
 @pytest.mark.parametrize("name", AVX2_MODELS)
 def test_selected_for_an_avx2_machine_runs_and_equals_torch(session, name):
     """The selector path for `--cpu avx2` (run here: an AVX-512 host runs AVX2 code; a machine without AVX2 skips)."""
-    from workbench.commands import CommandContext, default_registry
     from workbench.targets.cpu_host import machine_for
 
     if machine_for("avx2").missing_here():
         pytest.skip("the host cannot run AVX2 code")
-    ctx = CommandContext(session, default_registry())
-    for line in (f"load {FIXTURES / (name + '.mlir')}", "target cpu --cpu avx2 --threads 1", "select --apply", "bench",
-                 "apply cpu-lower", "run --check --threads 1"):
-        res = ctx.registry.dispatch(line, ctx)
-        assert res.ok, f"{name}: `{line}`: {res.error}"
-    run = session.last_run
-    assert run["check"]["passed"], run["check"]
-    assert run["expected_check"]["passed"], run["expected_check"]
+    _selector_path_matches(session, name, "target cpu --cpu avx2 --threads 1")

@@ -115,3 +115,22 @@ def test_fused_depthwise_inits_run_and_match(ctx, tmp_path, shape, threads):
         assert ok(ctx, f"run --check --threads {threads} --iterations 1 --warmup 0").data["run"]["check"]["passed"]
     finally:
         ok(ctx, "target cpu --cpu host")
+
+
+def test_an_avx2_depthwise_remainder_row_of_one_applies_and_matches(ctx, tmp_path):
+    """On AVX2 (zen3: 8 lanes) a stride-2 depthwise window with its bias fused splits off a remainder of one
+    output row: that part's folded tile has one loop left, so the folded order of the main part's two loops is
+    no order for it (it failed: `iterator_interchange` has length (2) different from the number of loops (1))."""
+    from workbench.targets.cpu_host import machine_for
+
+    try:
+        labels = selected_step_labels(ctx, tmp_path, _depthwise(1, 10, 17, 17, 5, 2, 2), 1, cpu="zen3")
+        assert any("init_operand=2" in label and "folded_order=[1,0]" in label and "remainder=[2,8,1]" in label
+                   for label in labels), labels
+        ok(ctx, "apply cpu-lower")
+        missing = machine_for("zen3").missing_here()
+        if missing:
+            pytest.skip(f"zen3 code needs {', '.join(missing)}, which this host lacks: not run")
+        assert ok(ctx, "run --check --threads 1 --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host")

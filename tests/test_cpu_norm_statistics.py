@@ -120,13 +120,19 @@ def test_statistics_of_narrow_rows_are_left_alone(ctx):
 def test_selector_path_writes_the_normalization_in_place(ctx, threads):
     """`select --apply` on the wide group norm: prepared with the three steps, the normalization computed
     into the forall's output rows (no copy of a chunk into the result after it), planes of 3136 = 196
-    vectors; lowered and run on 1 and 2 threads against the reference."""
+    vectors on AVX-512 (on AVX2 rows of 56 are whole vectors: no collapse); lowered and run on 1 and 2 threads
+    against the reference."""
     ok(ctx, f"load {WIDE_GROUP_NORM}")
     ok(ctx, f"target cpu --threads {threads}")
     res = ok(ctx, "select --apply")
     prepared = " ".join(res.data["prepared"])
-    for step in ("lh-reshape-gathers", "lh-row-networks", "lh-collapse-planes"):
+    # rows of 56 are no whole number of AVX-512's 16 lanes (the planes of 3136 are): collapsed; on AVX2 (8 lanes)
+    # they are 7 whole vectors, and the pass is left out
+    lanes = ctx.session.target.machine.vector_bits // 32
+    collapsed = 56 % lanes != 0
+    for step in ("lh-reshape-gathers", "lh-row-networks"):
         assert step in prepared, prepared
+    assert ("lh-collapse-planes" in prepared) == collapsed, prepared
     text = ctx.session.current_ir
     assert "scf.forall" in text
     # the ops in the forall's chunks are planned for one core (the forall is split over the cores)
@@ -134,7 +140,8 @@ def test_selector_path_writes_the_normalization_in_place(ctx, threads):
         if "tile" in entry["params"]:
             assert entry["params"]["threads"] == 1, entry
     assert "linalg.copy" not in text and "memref.copy" not in text, text
-    assert re.search(r"memref<1x16x3136xf32", text), "the normalization over its planes"
+    if collapsed:
+        assert re.search(r"memref<1x16x3136xf32", text), "the normalization over its planes"
     _check(ctx, threads)
 
 

@@ -295,9 +295,10 @@ def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, co
                  f"    %main, %rest = transform.split_handle %parts : ({a}) -> ({a}, {a})\n")
         rest_tile = list(tile)
         rest_tile[dim] = size
-        for part, part_tile in (("main", tile), ("rest", rest_tile)):
+        rest_order = _order_without_unit_loops(folded_order, tile, rest_tile)
+        for part, part_tile, order in (("main", tile, folded_order), ("rest", rest_tile, rest_order)):
             tiling, _ = _tile(f"%{part}", part_tile, interchange, f"_{part}")
-            text += tiling + _fold_and_vectorize(f"%tiled_{part}", vector, contraction, folded_order, f"_{part}",
+            text += tiling + _fold_and_vectorize(f"%tiled_{part}", vector, contraction, order, f"_{part}",
                                                  cleanup=False)
         return text + (_window_cleanup("%func_rest", contraction) if vector else "")
     if partial_reduction >= 0:
@@ -379,6 +380,20 @@ def _partial_reduction(handle: str, tile: list, loop: int, vector: int, chunk: i
         # take the unit-dim reduction apart lane by lane
         text += f"    transform.apply_patterns to {scope} {{\n      transform.apply_patterns.canonicalization\n    }} : {a}\n"
     return text + VECTOR_CLEANUP.replace("%scope", scope)
+
+
+def _order_without_unit_loops(folded_order: list, tile: list, part_tile: list) -> list:
+    """`folded_order` (the order of the loops that folding a `tile` leaves: those not tiled by 1) for a part
+    whose tile `part_tile` is 1 along more loops (a remainder of size 1): those loops fold away too, so their
+    entries leave the order and the rest keep their relative order (empty where one loop or none is left).
+    On AVX2 a depthwise window's remainder row of 1 left the folded op one loop for an order of two."""
+    kept = [d for d, t in enumerate(tile) if t != 1]
+    if not folded_order or len(folded_order) != len(kept):
+        return folded_order
+    left = [i for i, d in enumerate(kept) if part_tile[d] != 1]
+    order = [i for i in folded_order if i in left]
+    order = [left.index(i) for i in order]
+    return order if len(order) > 1 else []
 
 
 def _tile(handle: str, tile: list, interchange: list, suffix: str = "") -> tuple[str, int]:

@@ -90,7 +90,7 @@ def _profile_labels(module) -> list[str]:
 
 
 def _read_profile(engine, labels: list[str]) -> dict:
-    """Seconds per call of each profiled op (the globals lh-profile-regions accumulates into)."""
+    """Seconds per call of each profiled op (the globals lh-profile-regions accumulates into), one row per label."""
     from workbench.worker.profile_regions import ADDRESS_OF, CALLS, SECONDS
 
     def address(name: str) -> int:
@@ -100,8 +100,11 @@ def _read_profile(engine, labels: list[str]) -> dict:
 
     seconds = (ctypes.c_double * len(labels)).from_address(address(SECONDS))
     calls = ctypes.c_double.from_address(address(CALLS)).value
-    per_call = [s / calls if calls else 0.0 for s in seconds]
-    return {"calls": int(calls), "regions": [{"label": lab, "seconds": t} for lab, t in zip(labels, per_call)]}
+    # one row per label: the nests of one payload op (a matmul's packing, main rows and tail rows on AVX2) summed
+    per_label: dict[str, float] = {}
+    for lab, s in zip(labels, seconds):
+        per_label[lab] = per_label.get(lab, 0.0) + (s / calls if calls else 0.0)
+    return {"calls": int(calls), "regions": [{"label": lab, "seconds": t} for lab, t in per_label.items()]}
 
 
 #: characters of the lowered module's line quoted in a JIT failure's one line

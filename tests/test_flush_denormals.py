@@ -149,3 +149,51 @@ def test_a_subnormal_result_flushed_to_zero_passes_the_check(ctx, tmp_path):
         assert check.data["run"]["check"]["passed"], check.data["run"]["check"]
     finally:
         ok(ctx, "target cpu --cpu host --threads 0")
+
+
+BITS = """#map = affine_map<(d0) -> (d0)>
+func.func @main(%a: tensor<64xf32>, %b: tensor<64xf32>) -> (tensor<64xi32>, tensor<64xf32>) {
+  %e = tensor.empty() : tensor<64xi32>
+  %p = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]}
+      ins(%a, %b : tensor<64xf32>, tensor<64xf32>) outs(%e : tensor<64xi32>) {
+  ^bb0(%x: f32, %y: f32, %o: i32):
+    %m = arith.mulf %x, %y : f32
+    %i = arith.bitcast %m : f32 to i32
+    linalg.yield %i : i32
+  } -> tensor<64xi32>
+  %e2 = tensor.empty() : tensor<64xf32>
+  %s = linalg.generic {indexing_maps = [#map, #map, #map], iterator_types = ["parallel"]}
+      ins(%a, %b : tensor<64xf32>, tensor<64xf32>) outs(%e2 : tensor<64xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %t = arith.addf %x, %y : f32
+    linalg.yield %t : f32
+  } -> tensor<64xf32>
+  return %p, %s : tensor<64xi32>, tensor<64xf32>
+}
+"""
+
+
+def test_code_that_reads_float_bits_keeps_subnormals(ctx, tmp_path):
+    """A payload that reads floats' bits (arith.bitcast: torch's frexp, nextafter, view(dtype)) keeps IEEE
+    subnormals on the selector path (finish.py flush_denormals=0): the bits of a subnormal product are the exact
+    ones, as the unscheduled payload's (torch's frexp/nextafter test failed with flushing on)."""
+    payload = tmp_path / "bits.mlir"
+    payload.write_text(BITS)
+    a = np.full(64, 1e-20, np.float32)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", a)
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, "target cpu --threads 1")
+        ok(ctx, "select --apply")
+        finish = [s.step.params for s in ctx.session.active_steps if "finish.py" in s.step.label()]
+        assert finish and finish[0].get("flush_denormals") == 0, finish
+        ok(ctx, "apply cpu-lower")
+        assert "llvm.x86.sse.ldmxcsr" not in ctx.session.current_ir
+        out = tmp_path / "out"
+        ok(ctx, f"run --check --threads 1 --iterations 1 --warmup 0 --npy {tmp_path / 'a.npy'},{tmp_path / 'b.npy'} "
+                f"--save-outputs {out}")
+        bits = load_npys(out, "output")[0]
+        assert np.all(bits == (np.float32(1e-20) * np.float32(1e-20)).view(np.int32)) and bits[0] != 0
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")

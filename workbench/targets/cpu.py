@@ -308,6 +308,10 @@ class CpuTarget(Target):
     #: ... and K to a multiple of this where rows are padded (whole steps of the kernel's K unrolling; Swin's
     #: 192 x 49x49 @ 49x32 attention: 0.72 -> 0.63 ms, ViT's 12 x 197x197 @ 197x64: 0.81 -> 0.74 ms; 0: off)
     PAD_K_MULTIPLE = 4
+    #: body ops that read or write a float's bits (torch's frexp, nextafter, view(dtype)): a payload with them keeps
+    #: IEEE subnormals (finish.py flush_denormals=0), whose bits such code exists to see; the rest of the selector's
+    #: modules flush them (pipelines/cpu/finish.py: an FMA with a subnormal operand takes a microcode assist)
+    BIT_LEVEL_OPS = {"arith.bitcast"}
 
     #: a weight transposed (x @ W.T), or padded for whole register tiles, by an op of its own: computed at
     #: compile time into a constant (workbench/worker/cpu/constant_folds.py)
@@ -587,8 +591,10 @@ class CpuTarget(Target):
             grouped = cpu_selector.phase_chains(grouped, list(ops))
         entries = [(spec, dict(params, bufferize=False) if self._bufferizes_itself(spec) else params)
                    for spec, params in grouped]
-        entries.append((f"{self.pipeline_path_for(self.finish_schedule)}[gen={self.finish_generator}]",
-                        {"amx": 1} if amx else {}))
+        finish = {"amx": 1} if amx else {}
+        if any(self.BIT_LEVEL_OPS & set((op.get("loops") or {}).get("body", [])) for op in ops):
+            finish["flush_denormals"] = 0   # (code that reads or writes floats' bits keeps IEEE subnormals)
+        entries.append((f"{self.pipeline_path_for(self.finish_schedule)}[gen={self.finish_generator}]", finish))
         entries += amx_tail
         if self.machine.usable_cpus > 1:
             # what bufferization added (pads' fills and copies) split over the cores too

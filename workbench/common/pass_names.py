@@ -46,7 +46,7 @@ WORKBENCH_PASSES = (
     "lh-math-approx", "lh-math-exp-approx", "lh-outline-loops", "lh-outline-repeated-steps",
     "lh-contiguous-copies-as-memcpy", "lh-parallel-to-gomp", "lh-gomp-dispatch", "lh-flush-denormals", "lh-defer-accumulator-loads",
     "lh-task-buffers-on-stack",
-    "lh-split-leftover-ops", "lh-split-long-reductions", "lh-drop-body-asserts", "lh-fold-slices-of-concat",
+    "lh-split-leftover-ops", "lh-split-long-reductions", "lh-drop-body-asserts", "lh-fold-slices-of-concat", "lh-unshare-fills",
     "lh-drop-dead-results", "lh-fuse-into-gathers", "lh-fold-all-neg-inf-checks", "lh-scale-after-contractions",
     "lh-softmax-reciprocals", "lh-widen-bool-reductions", "lh-fuse-elementwise",
     "lh-gather-indices", "lh-dilated-input-convs", "lh-widen-contraction-inputs", "lh-vnni-contractions",

@@ -26,7 +26,7 @@ as on a real one.
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -186,7 +186,9 @@ def read_cores(cpu_root: Path = Path("/sys/devices/system/cpu")) -> dict[str, in
     return {"physical_cores": len(cores) or logical, "logical_cpus": logical, "usable_cpus": usable}
 
 
-def _cpuinfo_flags() -> tuple[set[str], str]:
+@lru_cache(maxsize=1)
+def _cpuinfo_flags() -> tuple[frozenset[str], str]:
+    """This host's /proc/cpuinfo flags and vendor (read once: every compile for a named machine asks)."""
     flags: set[str] = set()
     vendor = ""
     for line in _read(Path("/proc/cpuinfo")).splitlines():
@@ -194,7 +196,7 @@ def _cpuinfo_flags() -> tuple[set[str], str]:
             flags = set(line.split(":", 1)[1].split())
         elif line.startswith("vendor_id") and not vendor:
             vendor = line.split(":", 1)[1].strip()
-    return flags, vendor
+    return frozenset(flags), vendor
 
 
 def _archspec():
@@ -229,8 +231,7 @@ def host_machine() -> CpuMachine:
     if named.features - real.features:
         raise MachineError(f"{HOST_OVERRIDE_ENV}={override}: needs {', '.join(sorted(named.features - real.features))}, "
                            f"which this host ({real.name}) lacks")
-    return CpuMachine(**{**asdict(named), "features": named.features, "notes": named.notes,
-                         "is_host": True, "source": HOST_OVERRIDE_ENV})
+    return replace(named, is_host=True, source=HOST_OVERRIDE_ENV)
 
 
 @lru_cache(maxsize=1)
@@ -243,7 +244,7 @@ def _real_host() -> CpuMachine:
         try:
             host = spec.host()
             name, llvm_cpu, source = host.name, _llvm_name(host), "archspec"
-            flags |= set(host.features)
+            flags = flags | set(host.features)
         except Exception:
             pass
     features = frozenset(f for f in flags if f in ISA_FEATURES)

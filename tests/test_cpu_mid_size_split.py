@@ -1,6 +1,6 @@
 """Mid-size f32 contractions split over a few cores (one chunk per MIN_TASK_MACS multiply-adds) where the
 parallel loops run on libgomp's team, and every parallel region on the whole team (a loop of fewer
-iterations than threads included): an LSTM's 16 x 1024 x 256 step matmul on 4 of 16 threads; a small one
+iterations than threads included): an LSTM's 16 x 1024 x 256 step matmul on 8 of 16 threads; a small one
 and every one on MLIR's async runtime stay on one core; the split results equal numpy's."""
 from __future__ import annotations
 
@@ -40,17 +40,19 @@ def _selected_threads(ctx, tmp_path, m, k, n, threads) -> int:
 
 def test_how_many_cores_a_contraction_takes():
     assert contraction_cores(MIN_PARALLEL_MATMUL, 16, team=False) == 16
-    assert contraction_cores(16 * 1024 * 256, 16, team=True) == 4        # the LSTM step
-    assert contraction_cores(128 * 256 * 256, 16, team=True) == 8        # BERT-mini's projections
+    assert contraction_cores(16 * 1024 * 256, 16, team=True) == 16       # the LSTM step
+    assert contraction_cores(128 * 256 * 256, 16, team=True) == 16       # BERT-mini's projections
+    assert contraction_cores(64 * 64 * 256, 16, team=True) == 4          # 1 M multiply-adds: 4 chunks
     assert contraction_cores(16 * 1024 * 256, 16, team=False) == 1       # the async runtime: not split
     assert contraction_cores(2 * MIN_TASK_MACS - 1, 16, team=True) == 1  # one chunk's worth: not split
     assert contraction_cores(64 * MIN_TASK_MACS, 2, team=True) == 2      # never more than the cores
 
 
 @needs_gomp
-def test_an_lstm_step_matmul_is_split_over_four_of_sixteen_threads(ctx, tmp_path, monkeypatch):
+def test_an_lstm_step_matmul_is_split_over_eight_of_sixteen_threads(ctx, tmp_path, monkeypatch):
+    """16 chunks asked (4 M multiply-adds), 8 given: N = 1024 in chunks at least 128 columns wide."""
     monkeypatch.delenv("LH_WORKBENCH_PARALLEL_RUNTIME", raising=False)
-    assert _selected_threads(ctx, tmp_path, 16, 256, 1024, 16) == 4
+    assert _selected_threads(ctx, tmp_path, 16, 256, 1024, 16) == 8
 
 
 def test_on_the_async_runtime_it_stays_on_one_core(ctx, tmp_path, monkeypatch):

@@ -93,13 +93,15 @@ def _reads_another_contraction(ops: list[dict[str, Any]], index: int, matmul: in
 #: multiply-adds above which a plain f32 matmul is split over the cores (matmul_parallel.py)
 MIN_PARALLEL_MATMUL = 1 << 24
 #: multiply-adds each chunk of a smaller f32 contraction gets at the least: it is split over fewer cores,
-#: not at all below twice this. On the 16-core Xeon of the GPU machine, 16 threads (one round): an LSTM's
-#: 16 x 1024 x 256 step matmuls on 4 cores 11.5 -> 6.8 ms, BERT's 128 x 256 x 256 projections on 8 cores
-#: 5.0 -> 2.7-3.0 ms, ViT-tiny 6.4 -> 4.0 ms; GPT-2, LLaMA, a transformer layer and an MLP within 7%
-#: (their contractions are past MIN_PARALLEL_MATMUL). It needs every region on the whole libgomp team
-#: (workbench/worker/cpu/gomp_parallel.py): split over MLIR's async runtime or teams of each loop's size,
-#: the same split made BERT's encoder twice as slow (session 25).
-MIN_TASK_MACS = 1 << 20
+#: not at all below twice this. On the 16-core Xeon of the GPU machine, 16 threads: 1 M multiply-adds a
+#: chunk (session 26, one round) took an LSTM's 16 x 1024 x 256 step matmuls to 4 cores 11.5 -> 6.8 ms,
+#: BERT's 128 x 256 x 256 projections to 8 cores 5.0 -> 2.7-3.0 ms, ViT-tiny 6.4 -> 4.0 ms; 256 K (session
+#: 28, two alternated rounds against 1 M, medians of 30 calls): the LSTM's steps on 8 cores (the N grid's
+#: limit) 7.75 / 8.04 -> 5.02 / 5.59 ms (torch 5.0), BERT's encoder 1.98 / 2.25 -> 1.86 / 1.79, ViT-tiny 4.91
+#: / 3.84 -> 4.31 / 4.14. GPT-2, LLaMA, a transformer layer and an MLP are past MIN_PARALLEL_MATMUL. It
+#: needs every region on the whole libgomp team (workbench/worker/cpu/gomp_parallel.py): split over MLIR's
+#: async runtime or teams of each loop's size, the same split made BERT's encoder twice as slow (session 25).
+MIN_TASK_MACS = 1 << 18
 
 
 def contraction_cores(macs: int, cores: int, team: bool | None = None) -> int:

@@ -392,6 +392,32 @@ def test_epilogue_on_the_register_tiles(ctx, tmp_path, monkeypatch, payload, thr
     assert ok(ctx, f"run --check --threads {threads}").data["run"]["check"]["passed"]
 
 
+@pytest.mark.parametrize("m", [128, 256])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_avx2_epilogue_in_registers_takes_the_row_tile_that_divides_m(ctx, tmp_path, m, threads):
+    """AVX2 (16 registers): 6-row tiles divide no M of 128 or 256, whose matmul then split into a main part and a
+    tail of 4-row tiles, which in_registers does not take (a fill pass, the matmul, a pass of the epilogue over
+    its result). Where K is one cache block the selector takes the 4-row tile that divides M with the epilogue
+    and the fill on its accumulators instead (AVX2 code, 1 thread: 256 x 1024 x 256 + bias + relu 2.11 -> 1.50
+    ms); the run matches."""
+    path = tmp_path / "p.mlir"
+    path.write_text(_bias_relu(m, 256, 512))
+    ok(ctx, f"load {path}")
+    ok(ctx, f"target cpu --cpu avx2 --threads {threads}")
+    ok(ctx, "select --apply")
+    params = [a.step.params for a in ctx.session.active_steps if "matmul_epilogue" in a.step.label()]
+    assert len(params) == 1, [a.step.label() for a in ctx.session.active_steps]
+    assert params[0].get("in_registers") == 1 and params[0].get("fill_init") is True, params
+    assert params[0]["reg_m"] == 4 and not params[0].get("main_m"), params
+    ir = ctx.session.current_ir
+    assert "linalg.fill" not in ir and "linalg.generic" not in ir and "arith.maximumf" in ir, ir
+    assert "vector<4x16xf32>" in ir and "vector<6x16xf32>" not in ir, ir
+    _skip_run_unless_runnable(ctx)
+    ok(ctx, "bench warmup=0 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, f"run --check --threads {threads}").data["run"]["check"]["passed"]
+
+
 def test_a_linear_layers_collapsed_fill_is_fused_too(ctx, tmp_path, monkeypatch):
     """A linear layer on a 3-D input (one matmul over the collapsed rows after lh-shared-rhs-matmuls, its
     init a collapse_shape of the zeroed 3-D output, which no schedule can fuse): lh-collapse-expanded-

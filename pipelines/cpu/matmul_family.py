@@ -204,12 +204,14 @@ def _check_generic_id(op: str) -> None:
         raise ValueError("generic=true needs op= (the id of the linalg.generic to schedule)")
 
 
-def default_params(b: int, m: int, n: int, k: int, threads: int = 1, b2: int = 1, **machine) -> dict:
+def default_params(b: int, m: int, n: int, k: int, threads: int = 1, b2: int = 1, row_split: bool = True,
+                   **machine) -> dict:
     """batch_matmul_tiling parameters for a BxMxNxK f32 batch_matmul (matmul.default_params per chunk);
     `b2`: the second batch loop's extent (a generic with two: attention's batch x heads).
-    `threads` > 1: chunks run in parallel (`thread_chunks`); the block sizes are a chunk's."""
+    `threads` > 1: chunks run in parallel (`thread_chunks`); the block sizes are a chunk's. `row_split`:
+    matmul.default_params' (a wider row tile over whole blocks of M, narrower ones for the rows left)."""
     threads_b, threads_b2, threads_m, threads_n = thread_chunks(b, m, n, threads, b2)
-    params = matmul.default_params(m // threads_m, n // threads_n, k, row_split=True, **machine)
+    params = matmul.default_params(m // threads_m, n // threads_n, k, row_split=row_split, **machine)
     params.pop("impl", None)
     params.pop("pack_b", None)   # (batch and transposed-B contractions always pack; epilogue_params decides)
     chunks = {"threads_b": threads_b, "threads_b2": threads_b2, "threads_m": threads_m, "threads": threads_n}
@@ -409,19 +411,25 @@ def _epilogue_in_registers(block_m: int, block_n: int, block_k: int, reg_m: int,
     return _module(text, bufferize, extra_sequences=LINALG_OP_MATCHER)
 
 
-def epilogue_params(m: int, n: int, k: int, epilogue: int, threads: int = 1, **machine) -> dict:
+def epilogue_params(m: int, n: int, k: int, epilogue: int, threads: int = 1, in_registers: bool = True,
+                    **machine) -> dict:
     """matmul_epilogue parameters: the matmul's (matmul.default_params, per chunk with `threads`) and an
     epilogue tile of rows x 4 vectors (divisors of a chunk's M and N); in_registers=1 where K is one cache block
-    and M takes no row split (transformer layers' d_model = 256 projections, 1 thread on the AVX-512 host: 3.76
-    -> 3.16 ms for 1024 x 1024 x 256 + bias + relu, the layer 16.6 -> 14.5 ms; K of several blocks measured
-    even with the last block's epilogue in registers: docs/models-round13-linear.md)."""
+    (transformer layers' d_model = 256 projections, 1 thread on the AVX-512 host: 3.76 -> 3.16 ms for 1024 x
+    1024 x 256 + bias + relu, the layer 16.6 -> 14.5 ms; K of several blocks measured even with the last block's
+    epilogue in registers: docs/models-round13-linear.md). in_registers takes no row split: where M would get one
+    (AVX2's 6-row tiles: M = 128, 256, 1024), it takes the narrower tile that divides M instead, the epilogue on
+    its accumulators (AVX2 code, 1 thread, + bias + relu: 1024 x 1024 x 256 7.99 -> 5.79 ms, 256 x 1024 x 256
+    2.11 -> 1.50: docs/models-round16-matmul.md). `in_registers` False: never (the split where it applies)."""
     params = default_params(1, m, n, k, threads=threads, **machine)
+    if in_registers and params["block_k"] == k and params.get("main_m"):
+        params = default_params(1, m, n, k, threads=threads, row_split=False, **machine)
     lanes = max(machine.get("vector_bits", 512) // 32, 1)
     cm, cn = m // params.get("threads_m", 1), n // params.get("threads", 1)
     epi_n = next(t for t in (4 * lanes, 2 * lanes, lanes, 8, 4, 2, 1) if cn % t == 0)
     epi_m = next(t for t in (4, 2, 1) if cm % t == 0)
     params = dict(params, epilogue=epilogue, epi_m=epi_m, epi_n=epi_n, pack_b=matmul.pack_b_pays(cm, params["reg_m"]))
-    if params["block_k"] == k and not params.get("main_m"):
+    if in_registers and params["block_k"] == k and not params.get("main_m"):
         # K in one cache block: the epilogue on the accumulators (no pass over the result; with fill_init, no fill)
         params["in_registers"] = 1
     return params

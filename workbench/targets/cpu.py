@@ -903,11 +903,10 @@ class CpuTarget(Target):
             return f"{path}[gen=matmul_transpose_b_tiling]", chunk_fills(params, op, ops)
         chain = epilogue_chain(list(ops), list(ops).index(op), claimed) if op in ops else []
         if op["op"] == "linalg.matmul" and op.get("layout", "normal") == "normal" and chain:
-            params = family.epilogue_params(dims["m"], dims["n"], dims["k"], len(chain), threads=threads, **machine)
+            params = family.epilogue_params(dims["m"], dims["n"], dims["k"], len(chain), threads=threads,
+                                            in_registers=self.epilogue_in_registers, **machine)
             if op.get("id"):
                 params["op"] = op["id"]
-            if not self.epilogue_in_registers:
-                params.pop("in_registers", None)
             init = (op.get("producers") or [-1])[-1]
             if params.get("in_registers") and init_is_fill(op, ops) and len(ops[init].get("consumers") or []) == 1:
                 # the fill fused down to the register tiles: accumulators that start at zero, no pass zeroing C

@@ -19,6 +19,7 @@ Lower with `apply cpu-matmul-lower`.
 from __future__ import annotations
 
 import matmul
+from generic import SERIAL_FORALL
 from matmul_parallel import thread_grid
 from workbench.common.transform_text import STEP_REGION_MATCHERS, step_region, transform_module
 
@@ -118,11 +119,22 @@ def _packed_contraction(handle: str, block_m: int, block_n: int, block_k: int, r
         tail_reg_m=tail_reg_m, mark=mark, transpose_b=transpose_b, leading_ones=True, in_region=in_region, then=then)
 
 
-def _module(body: str, bufferize: bool = True, extra_sequences: str = "") -> str:
+def _module(body: str, bufferize: bool = True, extra_sequences: str = "", serial_foralls: bool = False) -> str:
     """The transform module: `body`, then (bufferize) matmul.py's bufferization and vector lowering; without
     it the ops stay on tensors, for a payload of several ops scheduled one step each (pipelines/cpu/finish.py
-    finishes). `extra_sequences`: matchers `body` uses (@lh_keep comes with STEP_REGION_MATCHERS)."""
+    finishes). `extra_sequences`: matchers `body` uses (@lh_keep comes with STEP_REGION_MATCHERS).
+    `serial_foralls`: `body` made one-loop SERIAL_FORALL foralls, made scf.for loops after the bufferization (as
+    finish.py does for a step that does not bufferize itself)."""
     tail = matmul.bufferize_and_lower_vectors() if bufferize else ""
+    if bufferize and serial_foralls:
+        tail += f"""    %serial = transform.structured.match ops{{["scf.forall"]}} attributes{{{SERIAL_FORALL}1}} in %b
+        : ({_ANY}) -> {_ANY}
+    transform.foreach %serial : {_ANY} {{
+    ^bb0(%one: {_ANY}):
+      %serial_for = transform.loop.forall_to_for %one : ({_ANY}) -> {_ANY}
+      transform.yield
+    }}
+"""
     matchers = extra_sequences + (STEP_REGION_MATCHERS if extra_sequences or not bufferize else "")
     return transform_module(body.lstrip("\n") + tail, extra_sequences=matchers)
 
@@ -258,7 +270,10 @@ def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, r
     loops, and vectorized (one pass over the matmul's result instead of one per op). `in_registers`: the chain
     on the register tiles instead (`_epilogue_in_registers`: no pass over the result; block_k, epi_m, epi_n
     unused)."""
-    _check(epilogue=epilogue, epi_m=epi_m, epi_n=epi_n, threads_m=threads_m, threads=threads)
+    _check(epi_m=epi_m, epi_n=epi_n, threads_m=threads_m, threads=threads)
+    if not isinstance(epilogue, int) or epilogue < 0 or (epilogue == 0 and not (in_registers and fill_init)):
+        raise ValueError(f"epilogue must be an int >= 1 (0: a plain matmul's fill on its register tiles, with "
+                         f"in_registers=1 and fill_init), got {epilogue!r}")
     if in_registers:
         if main_m:
             raise ValueError("in_registers=1 takes no main_m / tail_m split")
@@ -328,21 +343,39 @@ def _epilogue_in_registers(block_m: int, block_n: int, block_k: int, reg_m: int,
                  f"    %e{i}_walked, %e{i} = transform.foreach_match restrict_root flatten_results in %e{i}_all"
                  f" @lh_linalg_op -> @lh_keep : ({any_op}) -> ({any_op}, {any_op})\n")
         previous = f"%e{i}"
-    state = {"last": f"%e{epilogue - 1}", "links": [f"%e{i}" for i in range(epilogue - 1)], "mm": mm,
-             "fill": "%mminit" if fill_init else ""}
+    # (no chain, epilogue = 0: the matmul is the last op, whose fill fuse_into_containing_op cannot take into an
+    # scf.for, its iter_args' init: the N blocks are a serial forall (SERIAL_FORALL, an scf.for after
+    # bufferization), which fuses it through its shared output, and the inner levels transform.structured.fuse,
+    # which fuses the producer of an iter_args' init, here only the fill: A and B are slices of the forall's)
+    plain = epilogue == 0
+    state = {"last": f"%e{epilogue - 1}" if epilogue else mm, "links": [f"%e{i}" for i in range(epilogue - 1)],
+             "mm": "" if plain else mm, "fill": "%mminit" if fill_init else ""}
 
     def level(tag: str, sizes: str, forall: bool = False) -> str:
         """The chain's last op tiled by `sizes` (a forall of that many chunks), its earlier links (last first),
-        the matmul and its fill fused into the loop; the handles name the tiles."""
+        the matmul and its fill fused into the loop; the handles name the tiles. The loop is %{tag}loop (an
+        scf.for, also where a plain matmul tiles it as a serial forall)."""
         if forall:
             out = (f"    %{tag}t, %{tag}loop = transform.structured.tile_using_forall {state['last']} num_threads "
                    f"[{sizes}] : ({any_op}) -> ({any_op}, {any_op})\n")
+        elif plain and tag == "bn":
+            out = (f"    %{tag}t, %{tag}loop = transform.structured.tile_using_forall {state['last']} tile_sizes "
+                   f"[{sizes}] : ({any_op}) -> ({any_op}, {any_op})\n"
+                   f"    transform.annotate %{tag}loop \"{SERIAL_FORALL}1\" : {any_op}\n")
+        elif plain:
+            out = (f"    %{tag}t, %{tag}loop = transform.structured.fuse {state['last']} tile_sizes [{sizes}, 0]"
+                   f" : ({any_op}) -> ({any_op}, {any_op})\n")
+            state["last"] = f"%{tag}t"
+            # (fuse returns no handle to the fill it fused: found again in the register tile's loop)
+            state["fill"] = f"%{tag}fill"
+            return out + (f"    %{tag}fill = transform.structured.match ops{{[\"linalg.fill\"]}} in %{tag}loop"
+                          f" : ({any_op}) -> {any_op}\n")
         else:
             out = (f"    %{tag}t, %{tag}loop = transform.structured.tile_using_for {state['last']} tile_sizes [{sizes}]"
                    f" : ({any_op}) -> ({any_op}, {any_op})\n")
         loop = f"%{tag}loop"
         state["last"] = f"%{tag}t"
-        fused = [("l", i) for i in reversed(range(len(state["links"])))] + [("mm", None)] + (
+        fused = [("l", i) for i in reversed(range(len(state["links"])))] + ([] if plain else [("mm", None)]) + (
             [("fill", None)] if state["fill"] else [])
         for kind, i in fused:
             name = f"%{tag}{kind}{'' if i is None else i}"
@@ -367,6 +400,8 @@ def _epilogue_in_registers(block_m: int, block_n: int, block_k: int, reg_m: int,
     # the micro-kernel: A and B packed through hoisted nofold pads (matmul.py's step 3; the fused levels' nested
     # slices merged first, and the pads' constants moved out of the loops; no canonicalization, which would fold
     # a one-trip loop of a block the size of its dim, and the loops the hoisting counts with it), K in reg_k steps
+    if plain:
+        state["mm"] = state["last"]
     text += f"""    %padded_r, %pad_r, %copy_r = transform.structured.pad {state['mm']} {{
         padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [0, 1, 2],
         nofold_flags = [1, {1 if pack_b else 0}, 0], copy_back_op = "none"}}
@@ -383,7 +418,7 @@ def _epilogue_in_registers(block_m: int, block_n: int, block_k: int, reg_m: int,
     transform.structured.vectorize %cA_r vector_sizes [{reg_m}, {pack_tile_a}] : {any_op}
 {k_loop}    transform.structured.vectorize {k_step} {{create_named_contraction}} : {any_op}
 """
-    for handle in [h for h in [state["last"]] + state["links"] + [state["fill"]] if h]:
+    for handle in [h for h in ([] if plain else [state["last"]]) + state["links"] + [state["fill"]] if h]:
         text += f"    transform.structured.vectorize {handle} : {any_op}\n"
     hoist = f"    transform.loop.hoist_loop_invariant_subsets %l3_r : {any_op}\n" if several_steps else ""
     text += f"""    transform.apply_patterns to {outer} {{
@@ -408,7 +443,7 @@ def _epilogue_in_registers(block_m: int, block_n: int, block_k: int, reg_m: int,
         text += (f"    %own_loops_r = transform.merge_handles %l3_r : {any_op}\n"
                  + step_region("%own_loops_r", "%step_loops_r")
                  + f"    transform.bufferization.eliminate_empty_tensors %step_loops_r : {any_op}\n")
-    return _module(text, bufferize, extra_sequences=LINALG_OP_MATCHER)
+    return _module(text, bufferize, extra_sequences=LINALG_OP_MATCHER, serial_foralls=plain)
 
 
 def epilogue_params(m: int, n: int, k: int, epilogue: int, threads: int = 1, in_registers: bool = True,

@@ -907,13 +907,26 @@ class CpuTarget(Target):
                                             in_registers=self.epilogue_in_registers, **machine)
             if op.get("id"):
                 params["op"] = op["id"]
-            init = (op.get("producers") or [-1])[-1]
-            if params.get("in_registers") and init_is_fill(op, ops) and len(ops[init].get("consumers") or []) == 1:
+            if params.get("in_registers") and _fill_only_it_reads(op, ops):
                 # the fill fused down to the register tiles: accumulators that start at zero, no pass zeroing C
                 # (a fill that other ops read too, BERT's Q, K and V projections', stays: fusing it into one of
                 # them aborted in fuse_into_containing_op, "cast<scf::ForallOp>() argument of incompatible type")
                 params["fill_init"] = True
             return f"{path}[gen=matmul_epilogue]", chunk_fills(params, op, ops)
+        if (op["op"] == "linalg.matmul" and op.get("layout", "normal") == "normal" and threads == 1
+                and dims["m"] > 1 and self.epilogue_in_registers and _fill_only_it_reads(op, ops)):
+            # a plain matmul on one thread whose K is one cache block and whose init is a fill that only it reads:
+            # the fill on its register tiles (matmul_epilogue with no chain): accumulators that start at zero, no
+            # pass zeroing C before and no read of it (Swin's MLP projections, 3136 x 384 x 96, 1 thread: 2.74 ->
+            # 2.36 ms CPU time: docs/models-round16-matmul.md). Not where M takes a row split (AVX2's 6-row tiles):
+            # the narrower tile in registers was even with the split and its fill pass there (3.58 / 3.68 ms)
+            params = family.epilogue_params(dims["m"], dims["n"], dims["k"], 0, threads=1, **machine)
+            if (params.get("in_registers") and params["reg_n"] >= self.machine.f32_lanes
+                    and not family.default_params(1, dims["m"], dims["n"], dims["k"], **machine).get("main_m")):
+                params["fill_init"] = True
+                if op.get("id"):
+                    params["op"] = op["id"]
+                return f"{path}[gen=matmul_epilogue]", params
         return None
 
     def extra_libraries(self, llvm: str) -> list[str]:
@@ -956,6 +969,12 @@ def init_is_fill(op: dict[str, Any], ops: list[dict[str, Any]]) -> bool:
     """Whether the inspected contraction `op`'s output init (its last operand) is a linalg.fill's result."""
     init = (op.get("producers") or [-1])[-1]
     return 0 <= init < len(ops) and ops[init].get("op") == "linalg.fill"
+
+
+def _fill_only_it_reads(op: dict[str, Any], ops: list[dict[str, Any]]) -> bool:
+    """Whether `op`'s init is a fill that no other op reads (one the schedule can fuse into its tiles)."""
+    init = (op.get("producers") or [-1])[-1]
+    return init_is_fill(op, ops) and len(ops[init].get("consumers") or []) == 1
 
 
 def chunk_fills(params: dict[str, Any], op: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:

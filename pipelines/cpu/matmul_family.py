@@ -446,8 +446,27 @@ def _epilogue_in_registers(block_m: int, block_n: int, block_k: int, reg_m: int,
     return _module(text, bufferize, extra_sequences=LINALG_OP_MATCHER, serial_foralls=plain)
 
 
+#: of L1, what the A panel of a register tile's rows over all of K may fill (_whole_k_block)
+WHOLE_K_L1_FRACTION = 0.75
+#: register tiles of N a B block over all of K has at the least (_whole_k_block)
+WHOLE_K_MIN_TILES = 8
+
+
+def _whole_k_block(params: dict, n: int, k: int, l1_bytes: int, l2_bytes: int) -> dict:
+    """block_k = K and the widest block_n (whole register tiles, dividing `n`) whose packed B block over all of K
+    stays within L2 (and the 1 MiB stack-buffer limit), where the A panel (reg_m x K) fits WHOLE_K_L1_FRACTION
+    of L1 and the block has WHOLE_K_MIN_TILES register tiles (or all of N); {} where not."""
+    reg_m, reg_n = params["reg_m"], params["reg_n"]
+    if reg_m * k * 4 > WHOLE_K_L1_FRACTION * l1_bytes or params["reg_k"] > k or k % params["reg_k"]:
+        return {}
+    block_n = matmul._largest_divisor(n, max(min(1 << 20, l2_bytes) // (4 * k), 0), reg_n)
+    if not block_n or block_n < min(n, WHOLE_K_MIN_TILES * reg_n):
+        return {}
+    return {"block_k": k, "block_n": block_n}
+
+
 def epilogue_params(m: int, n: int, k: int, epilogue: int, threads: int = 1, in_registers: bool = True,
-                    **machine) -> dict:
+                    reads_whole_output: bool = False, **machine) -> dict:
     """matmul_epilogue parameters: the matmul's (matmul.default_params, per chunk with `threads`) and an
     epilogue tile of rows x 4 vectors (divisors of a chunk's M and N); in_registers=1 where K is one cache block
     (transformer layers' d_model = 256 projections, 1 thread on the AVX-512 host: 3.76 -> 3.16 ms for 1024 x
@@ -455,7 +474,13 @@ def epilogue_params(m: int, n: int, k: int, epilogue: int, threads: int = 1, in_
     epilogue in registers: docs/models-round13-linear.md). in_registers takes no row split: where M would get one
     (AVX2's 6-row tiles: M = 128, 256, 1024), it takes the narrower tile that divides M instead, the epilogue on
     its accumulators (AVX2 code, 1 thread, + bias + relu: 1024 x 1024 x 256 7.99 -> 5.79 ms, 256 x 1024 x 256
-    2.11 -> 1.50: docs/models-round16-matmul.md). `in_registers` False: never (the split where it applies)."""
+    2.11 -> 1.50: docs/models-round16-matmul.md). `in_registers` False: never (the split where it applies).
+    `reads_whole_output`: the chain reads another tensor of the output's M x N (addmm's C, a residual): on one
+    thread, K of several cache blocks becomes one block where its B block and A panel fit the caches
+    (`_whole_k_block`) and the epilogue goes on the accumulators too: the pass over the result that read that
+    tensor besides C and the fill pass are gone (addmm 1024^3, AVX-512, 1 thread, CPU time: 22.9 -> 18.7,
+    26.9 -> 22.7, 30.6 -> 27.6 ms in three alternated runs; a bias-only chain, 1024 x 256 x 1024, was even,
+    5.32 / 5.29: not taken)."""
     params = default_params(1, m, n, k, threads=threads, **machine)
     if in_registers and params["block_k"] == k and params.get("main_m"):
         params = default_params(1, m, n, k, threads=threads, row_split=False, **machine)
@@ -464,6 +489,8 @@ def epilogue_params(m: int, n: int, k: int, epilogue: int, threads: int = 1, in_
     epi_n = next(t for t in (4 * lanes, 2 * lanes, lanes, 8, 4, 2, 1) if cn % t == 0)
     epi_m = next(t for t in (4, 2, 1) if cm % t == 0)
     params = dict(params, epilogue=epilogue, epi_m=epi_m, epi_n=epi_n, pack_b=matmul.pack_b_pays(cm, params["reg_m"]))
+    if in_registers and reads_whole_output and threads == 1 and params["block_k"] < k and not params.get("main_m"):
+        params.update(_whole_k_block(params, cn, k, machine.get("l1_bytes", 32 << 10), machine.get("l2_bytes", 1 << 20)))
     if in_registers and params["block_k"] == k and not params.get("main_m"):
         # K in one cache block: the epilogue on the accumulators (no pass over the result; with fill_init, no fill)
         params["in_registers"] = 1

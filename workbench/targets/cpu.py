@@ -903,8 +903,12 @@ class CpuTarget(Target):
             return f"{path}[gen=matmul_transpose_b_tiling]", chunk_fills(params, op, ops)
         chain = epilogue_chain(list(ops), list(ops).index(op), claimed) if op in ops else []
         if op["op"] == "linalg.matmul" and op.get("layout", "normal") == "normal" and chain:
+            output = f"tensor<{dims['m']}x{dims['n']}xf32>"
+            # (a link with two inputs of the output's shape: the previous link's result and another: addmm's C)
+            whole = any((ops[i].get("operand_types") or [])[:-1].count(output) >= 2 for i in chain)
             params = family.epilogue_params(dims["m"], dims["n"], dims["k"], len(chain), threads=threads,
-                                            in_registers=self.epilogue_in_registers, **machine)
+                                            in_registers=self.epilogue_in_registers, reads_whole_output=whole,
+                                            **machine)
             if op.get("id"):
                 params["op"] = op["id"]
             if params.get("in_registers") and _fill_only_it_reads(op, ops):

@@ -845,7 +845,8 @@ class CpuTarget(Target):
     matmul_family_schedule = "cpu/matmul_family.py"
     #: whether a matmul whose K is one cache block runs its epilogue chain (and its init's fill) on the register
     #: tiles (matmul_epilogue's in_registers; off: a fill pass, the matmul, then a pass of the chain over its result:
-    #: the old variant of bench/cpu_models.py --no-epilogue-in-registers)
+    #: the old variant of bench/cpu_models.py --no-epilogue-in-registers; off also: AVX2's row split where K is one
+    #: block, a plain matmul's fill as a pass, and no whole-K block for a chain reading an output-sized tensor)
     epilogue_in_registers = True
     #: a window schedule's fill / broadcast init fused into its tiles (cpu_selector.init_fusion; False: the init
     #: its own step, one pass over the output). Off by default: on the device's 16-core Xeon (session 25, one

@@ -476,11 +476,11 @@ def epilogue_params(m: int, n: int, k: int, epilogue: int, threads: int = 1, in_
     its accumulators (AVX2 code, 1 thread, + bias + relu: 1024 x 1024 x 256 7.99 -> 5.79 ms, 256 x 1024 x 256
     2.11 -> 1.50: docs/models-round16-matmul.md). `in_registers` False: never (the split where it applies).
     `reads_whole_output`: the chain reads another tensor of the output's M x N (addmm's C, a residual): on one
-    thread, K of several cache blocks becomes one block where its B block and A panel fit the caches
-    (`_whole_k_block`) and the epilogue goes on the accumulators too: the pass over the result that read that
-    tensor besides C and the fill pass are gone (addmm 1024^3, AVX-512, 1 thread, CPU time: 22.9 -> 18.7,
-    26.9 -> 22.7, 30.6 -> 27.6 ms in three alternated runs; a bias-only chain, 1024 x 256 x 1024, was even,
-    5.32 / 5.29: not taken)."""
+    thread, for an output larger than L2 (the pass over it reads C and that tensor from memory), K of several
+    cache blocks becomes one block where its B block and A panel fit the caches (`_whole_k_block`) and the
+    epilogue goes on the accumulators too: the pass and the fill pass are gone (addmm 1024^3, AVX-512, 1 thread,
+    CPU time: 22.9 -> 18.7, 26.9 -> 22.7, 30.6 -> 27.6, 28.5 -> 25.1 ms in alternated runs; an FFN2 + residual
+    1024 x 256 x 1024, whose 1 MiB output stays in L2, was even, 5.95 / 5.87, and so was a bias-only chain)."""
     params = default_params(1, m, n, k, threads=threads, **machine)
     if in_registers and params["block_k"] == k and params.get("main_m"):
         params = default_params(1, m, n, k, threads=threads, row_split=False, **machine)
@@ -489,7 +489,8 @@ def epilogue_params(m: int, n: int, k: int, epilogue: int, threads: int = 1, in_
     epi_n = next(t for t in (4 * lanes, 2 * lanes, lanes, 8, 4, 2, 1) if cn % t == 0)
     epi_m = next(t for t in (4, 2, 1) if cm % t == 0)
     params = dict(params, epilogue=epilogue, epi_m=epi_m, epi_n=epi_n, pack_b=matmul.pack_b_pays(cm, params["reg_m"]))
-    if in_registers and reads_whole_output and threads == 1 and params["block_k"] < k and not params.get("main_m"):
+    if (in_registers and reads_whole_output and threads == 1 and params["block_k"] < k and not params.get("main_m")
+            and 4 * m * n > machine.get("l2_bytes", 1 << 20)):
         params.update(_whole_k_block(params, cn, k, machine.get("l1_bytes", 32 << 10), machine.get("l2_bytes", 1 << 20)))
     if in_registers and params["block_k"] == k and not params.get("main_m"):
         # K in one cache block: the epilogue on the accumulators (no pass over the result; with fill_init, no fill)

@@ -404,18 +404,21 @@ def test_avx2_epilogue_in_registers_takes_the_row_tile_that_divides_m(ctx, tmp_p
     path.write_text(_bias_relu(m, 256, 512))
     ok(ctx, f"load {path}")
     ok(ctx, f"target cpu --cpu avx2 --threads {threads}")
-    ok(ctx, "select --apply")
-    params = [a.step.params for a in ctx.session.active_steps if "matmul_epilogue" in a.step.label()]
-    assert len(params) == 1, [a.step.label() for a in ctx.session.active_steps]
-    assert params[0].get("in_registers") == 1 and params[0].get("fill_init") is True, params
-    assert params[0]["reg_m"] == 4 and not params[0].get("main_m"), params
-    ir = ctx.session.current_ir
-    assert "linalg.fill" not in ir and "linalg.generic" not in ir and "arith.maximumf" in ir, ir
-    assert "vector<4x16xf32>" in ir and "vector<6x16xf32>" not in ir, ir
-    _skip_run_unless_runnable(ctx)
-    ok(ctx, "bench warmup=0 iterations=2")
-    ok(ctx, "apply cpu-lower")
-    assert ok(ctx, f"run --check --threads {threads}").data["run"]["check"]["passed"]
+    try:
+        ok(ctx, "select --apply")
+        params = [a.step.params for a in ctx.session.active_steps if "matmul_epilogue" in a.step.label()]
+        assert len(params) == 1, [a.step.label() for a in ctx.session.active_steps]
+        assert params[0].get("in_registers") == 1 and params[0].get("fill_init") is True, params
+        assert params[0]["reg_m"] == 4 and not params[0].get("main_m"), params
+        ir = ctx.session.current_ir
+        assert "linalg.fill" not in ir and "linalg.generic" not in ir and "arith.maximumf" in ir, ir
+        assert "vector<4x16xf32>" in ir and "vector<6x16xf32>" not in ir, ir
+        _skip_run_unless_runnable(ctx)
+        ok(ctx, "bench warmup=0 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, f"run --check --threads {threads}").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")   # (the module's other tests select for the host)
 
 
 def _plain_matmuls(m: int, k: int, n: int, n2: int = 0) -> str:

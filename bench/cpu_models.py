@@ -174,7 +174,8 @@ def main() -> None:
                          "and a pass over memory each: the old variant)")
     ap.add_argument("--no-epilogue-in-registers", action="store_true",
                     help="the selector without matmul_epilogue's in_registers (a fill pass, the matmul, then the "
-                         "epilogue chain as a pass over its result, also where K is one cache block: the old variant)")
+                         "epilogue chain as a pass over its result, also where K is one cache block; AVX2's row split kept, a plain "
+                         "matmul's fill a pass of its own, addmm's K in several blocks: the old variant)")
     ap.add_argument("--init-fusion", action="store_true",
                     help="the selector with window schedules' fill / broadcast inits fused into their tiles "
                          "(CpuTarget.init_fusion, off by default)")

@@ -123,7 +123,15 @@ def _family_payloads():
 
     return [("bmm.mlir", BMM, "batch_matmul_tiling"), ("linear.mlir", LINEAR_NAMED, "matmul_transpose_b_tiling"),
             ("linear_generic.mlir", LINEAR_GENERIC, "matmul_transpose_b_tiling"),
-            (ROOT / "tests" / "payloads" / "linear_bias_relu.mlir", None, "matmul_epilogue")]
+            ("linear_bias_relu_k512.mlir", _bias_relu(128, 512, 512), "matmul_epilogue")]
+
+
+def _bias_relu(m: int, k: int, n: int) -> str:
+    """(K of two cache blocks: an epilogue over the result, the split; K of one block takes the epilogue on the
+    register tiles instead, without a split: test_cpu_matmul_family.test_avx2_epilogue_in_registers_*)"""
+    from test_cpu_matmul_family import _bias_relu as bias_relu
+
+    return bias_relu(m, k, n)
 
 
 @pytest.mark.parametrize("name, text, generator", _family_payloads())

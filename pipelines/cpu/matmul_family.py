@@ -19,6 +19,7 @@ Lower with `apply cpu-matmul-lower`.
 from __future__ import annotations
 
 import matmul
+from generic import SERIAL_FORALL
 from matmul_parallel import thread_grid
 from workbench.common.transform_text import STEP_REGION_MATCHERS, step_region, transform_module
 
@@ -118,11 +119,22 @@ def _packed_contraction(handle: str, block_m: int, block_n: int, block_k: int, r
         tail_reg_m=tail_reg_m, mark=mark, transpose_b=transpose_b, leading_ones=True, in_region=in_region, then=then)
 
 
-def _module(body: str, bufferize: bool = True, extra_sequences: str = "") -> str:
+def _module(body: str, bufferize: bool = True, extra_sequences: str = "", serial_foralls: bool = False) -> str:
     """The transform module: `body`, then (bufferize) matmul.py's bufferization and vector lowering; without
     it the ops stay on tensors, for a payload of several ops scheduled one step each (pipelines/cpu/finish.py
-    finishes). `extra_sequences`: matchers `body` uses (@lh_keep comes with STEP_REGION_MATCHERS)."""
+    finishes). `extra_sequences`: matchers `body` uses (@lh_keep comes with STEP_REGION_MATCHERS).
+    `serial_foralls`: `body` made one-loop SERIAL_FORALL foralls, made scf.for loops after the bufferization (as
+    finish.py does for a step that does not bufferize itself)."""
     tail = matmul.bufferize_and_lower_vectors() if bufferize else ""
+    if bufferize and serial_foralls:
+        tail += f"""    %serial = transform.structured.match ops{{["scf.forall"]}} attributes{{{SERIAL_FORALL}1}} in %b
+        : ({_ANY}) -> {_ANY}
+    transform.foreach %serial : {_ANY} {{
+    ^bb0(%one: {_ANY}):
+      %serial_for = transform.loop.forall_to_for %one : ({_ANY}) -> {_ANY}
+      transform.yield
+    }}
+"""
     matchers = extra_sequences + (STEP_REGION_MATCHERS if extra_sequences or not bufferize else "")
     return transform_module(body.lstrip("\n") + tail, extra_sequences=matchers)
 
@@ -204,12 +216,14 @@ def _check_generic_id(op: str) -> None:
         raise ValueError("generic=true needs op= (the id of the linalg.generic to schedule)")
 
 
-def default_params(b: int, m: int, n: int, k: int, threads: int = 1, b2: int = 1, **machine) -> dict:
+def default_params(b: int, m: int, n: int, k: int, threads: int = 1, b2: int = 1, row_split: bool = True,
+                   **machine) -> dict:
     """batch_matmul_tiling parameters for a BxMxNxK f32 batch_matmul (matmul.default_params per chunk);
     `b2`: the second batch loop's extent (a generic with two: attention's batch x heads).
-    `threads` > 1: chunks run in parallel (`thread_chunks`); the block sizes are a chunk's."""
+    `threads` > 1: chunks run in parallel (`thread_chunks`); the block sizes are a chunk's. `row_split`:
+    matmul.default_params' (a wider row tile over whole blocks of M, narrower ones for the rows left)."""
     threads_b, threads_b2, threads_m, threads_n = thread_chunks(b, m, n, threads, b2)
-    params = matmul.default_params(m // threads_m, n // threads_n, k, row_split=True, **machine)
+    params = matmul.default_params(m // threads_m, n // threads_n, k, row_split=row_split, **machine)
     params.pop("impl", None)
     params.pop("pack_b", None)   # (batch and transposed-B contractions always pack; epilogue_params decides)
     chunks = {"threads_b": threads_b, "threads_b2": threads_b2, "threads_m": threads_m, "threads": threads_n}
@@ -256,7 +270,10 @@ def matmul_epilogue(block_m: int = 64, block_n: int = 256, block_k: int = 256, r
     loops, and vectorized (one pass over the matmul's result instead of one per op). `in_registers`: the chain
     on the register tiles instead (`_epilogue_in_registers`: no pass over the result; block_k, epi_m, epi_n
     unused)."""
-    _check(epilogue=epilogue, epi_m=epi_m, epi_n=epi_n, threads_m=threads_m, threads=threads)
+    _check(epi_m=epi_m, epi_n=epi_n, threads_m=threads_m, threads=threads)
+    if not isinstance(epilogue, int) or epilogue < 0 or (epilogue == 0 and not (in_registers and fill_init)):
+        raise ValueError(f"epilogue must be an int >= 1 (0: a plain matmul's fill on its register tiles, with "
+                         f"in_registers=1 and fill_init), got {epilogue!r}")
     if in_registers:
         if main_m:
             raise ValueError("in_registers=1 takes no main_m / tail_m split")
@@ -326,21 +343,39 @@ def _epilogue_in_registers(block_m: int, block_n: int, block_k: int, reg_m: int,
                  f"    %e{i}_walked, %e{i} = transform.foreach_match restrict_root flatten_results in %e{i}_all"
                  f" @lh_linalg_op -> @lh_keep : ({any_op}) -> ({any_op}, {any_op})\n")
         previous = f"%e{i}"
-    state = {"last": f"%e{epilogue - 1}", "links": [f"%e{i}" for i in range(epilogue - 1)], "mm": mm,
-             "fill": "%mminit" if fill_init else ""}
+    # (no chain, epilogue = 0: the matmul is the last op, whose fill fuse_into_containing_op cannot take into an
+    # scf.for, its iter_args' init: the N blocks are a serial forall (SERIAL_FORALL, an scf.for after
+    # bufferization), which fuses it through its shared output, and the inner levels transform.structured.fuse,
+    # which fuses the producer of an iter_args' init, here only the fill: A and B are slices of the forall's)
+    plain = epilogue == 0
+    state = {"last": f"%e{epilogue - 1}" if epilogue else mm, "links": [f"%e{i}" for i in range(epilogue - 1)],
+             "mm": "" if plain else mm, "fill": "%mminit" if fill_init else ""}
 
     def level(tag: str, sizes: str, forall: bool = False) -> str:
         """The chain's last op tiled by `sizes` (a forall of that many chunks), its earlier links (last first),
-        the matmul and its fill fused into the loop; the handles name the tiles."""
+        the matmul and its fill fused into the loop; the handles name the tiles. The loop is %{tag}loop (an
+        scf.for, also where a plain matmul tiles it as a serial forall)."""
         if forall:
             out = (f"    %{tag}t, %{tag}loop = transform.structured.tile_using_forall {state['last']} num_threads "
                    f"[{sizes}] : ({any_op}) -> ({any_op}, {any_op})\n")
+        elif plain and tag == "bn":
+            out = (f"    %{tag}t, %{tag}loop = transform.structured.tile_using_forall {state['last']} tile_sizes "
+                   f"[{sizes}] : ({any_op}) -> ({any_op}, {any_op})\n"
+                   f"    transform.annotate %{tag}loop \"{SERIAL_FORALL}1\" : {any_op}\n")
+        elif plain:
+            out = (f"    %{tag}t, %{tag}loop = transform.structured.fuse {state['last']} tile_sizes [{sizes}, 0]"
+                   f" : ({any_op}) -> ({any_op}, {any_op})\n")
+            state["last"] = f"%{tag}t"
+            # (fuse returns no handle to the fill it fused: found again in the register tile's loop)
+            state["fill"] = f"%{tag}fill"
+            return out + (f"    %{tag}fill = transform.structured.match ops{{[\"linalg.fill\"]}} in %{tag}loop"
+                          f" : ({any_op}) -> {any_op}\n")
         else:
             out = (f"    %{tag}t, %{tag}loop = transform.structured.tile_using_for {state['last']} tile_sizes [{sizes}]"
                    f" : ({any_op}) -> ({any_op}, {any_op})\n")
         loop = f"%{tag}loop"
         state["last"] = f"%{tag}t"
-        fused = [("l", i) for i in reversed(range(len(state["links"])))] + [("mm", None)] + (
+        fused = [("l", i) for i in reversed(range(len(state["links"])))] + ([] if plain else [("mm", None)]) + (
             [("fill", None)] if state["fill"] else [])
         for kind, i in fused:
             name = f"%{tag}{kind}{'' if i is None else i}"
@@ -365,6 +400,8 @@ def _epilogue_in_registers(block_m: int, block_n: int, block_k: int, reg_m: int,
     # the micro-kernel: A and B packed through hoisted nofold pads (matmul.py's step 3; the fused levels' nested
     # slices merged first, and the pads' constants moved out of the loops; no canonicalization, which would fold
     # a one-trip loop of a block the size of its dim, and the loops the hoisting counts with it), K in reg_k steps
+    if plain:
+        state["mm"] = state["last"]
     text += f"""    %padded_r, %pad_r, %copy_r = transform.structured.pad {state['mm']} {{
         padding_values = [0.0 : f32, 0.0 : f32, 0.0 : f32], padding_dimensions = [0, 1, 2],
         nofold_flags = [1, {1 if pack_b else 0}, 0], copy_back_op = "none"}}
@@ -381,7 +418,7 @@ def _epilogue_in_registers(block_m: int, block_n: int, block_k: int, reg_m: int,
     transform.structured.vectorize %cA_r vector_sizes [{reg_m}, {pack_tile_a}] : {any_op}
 {k_loop}    transform.structured.vectorize {k_step} {{create_named_contraction}} : {any_op}
 """
-    for handle in [h for h in [state["last"]] + state["links"] + [state["fill"]] if h]:
+    for handle in [h for h in ([] if plain else [state["last"]]) + state["links"] + [state["fill"]] if h]:
         text += f"    transform.structured.vectorize {handle} : {any_op}\n"
     hoist = f"    transform.loop.hoist_loop_invariant_subsets %l3_r : {any_op}\n" if several_steps else ""
     text += f"""    transform.apply_patterns to {outer} {{
@@ -406,22 +443,56 @@ def _epilogue_in_registers(block_m: int, block_n: int, block_k: int, reg_m: int,
         text += (f"    %own_loops_r = transform.merge_handles %l3_r : {any_op}\n"
                  + step_region("%own_loops_r", "%step_loops_r")
                  + f"    transform.bufferization.eliminate_empty_tensors %step_loops_r : {any_op}\n")
-    return _module(text, bufferize, extra_sequences=LINALG_OP_MATCHER)
+    return _module(text, bufferize, extra_sequences=LINALG_OP_MATCHER, serial_foralls=plain)
 
 
-def epilogue_params(m: int, n: int, k: int, epilogue: int, threads: int = 1, **machine) -> dict:
+#: of L1, what the A panel of a register tile's rows over all of K may fill (_whole_k_block)
+WHOLE_K_L1_FRACTION = 0.75
+#: register tiles of N a B block over all of K has at the least (_whole_k_block)
+WHOLE_K_MIN_TILES = 8
+
+
+def _whole_k_block(params: dict, n: int, k: int, l1_bytes: int, l2_bytes: int) -> dict:
+    """block_k = K and the widest block_n (whole register tiles, dividing `n`) whose packed B block over all of K
+    stays within L2 (and the 1 MiB stack-buffer limit), where the A panel (reg_m x K) fits WHOLE_K_L1_FRACTION
+    of L1 and the block has WHOLE_K_MIN_TILES register tiles (or all of N); {} where not."""
+    reg_m, reg_n = params["reg_m"], params["reg_n"]
+    if reg_m * k * 4 > WHOLE_K_L1_FRACTION * l1_bytes or params["reg_k"] > k or k % params["reg_k"]:
+        return {}
+    block_n = matmul._largest_divisor(n, max(min(1 << 20, l2_bytes) // (4 * k), 0), reg_n)
+    if not block_n or block_n < min(n, WHOLE_K_MIN_TILES * reg_n):
+        return {}
+    return {"block_k": k, "block_n": block_n}
+
+
+def epilogue_params(m: int, n: int, k: int, epilogue: int, threads: int = 1, in_registers: bool = True,
+                    reads_whole_output: bool = False, **machine) -> dict:
     """matmul_epilogue parameters: the matmul's (matmul.default_params, per chunk with `threads`) and an
     epilogue tile of rows x 4 vectors (divisors of a chunk's M and N); in_registers=1 where K is one cache block
-    and M takes no row split (transformer layers' d_model = 256 projections, 1 thread on the AVX-512 host: 3.76
-    -> 3.16 ms for 1024 x 1024 x 256 + bias + relu, the layer 16.6 -> 14.5 ms; K of several blocks measured
-    even with the last block's epilogue in registers: docs/models-round13-linear.md)."""
+    (transformer layers' d_model = 256 projections, 1 thread on the AVX-512 host: 3.76 -> 3.16 ms for 1024 x
+    1024 x 256 + bias + relu, the layer 16.6 -> 14.5 ms; K of several blocks measured even with the last block's
+    epilogue in registers: docs/models-round13-linear.md). in_registers takes no row split: where M would get one
+    (AVX2's 6-row tiles: M = 128, 256, 1024), it takes the narrower tile that divides M instead, the epilogue on
+    its accumulators (AVX2 code, 1 thread, + bias + relu: 1024 x 1024 x 256 7.99 -> 5.79 ms, 256 x 1024 x 256
+    2.11 -> 1.50: docs/models-round16-matmul.md). `in_registers` False: never (the split where it applies).
+    `reads_whole_output`: the chain reads another tensor of the output's M x N (addmm's C, a residual): on one
+    thread, for an output larger than L2 (the pass over it reads C and that tensor from memory), K of several
+    cache blocks becomes one block where its B block and A panel fit the caches (`_whole_k_block`) and the
+    epilogue goes on the accumulators too: the pass and the fill pass are gone (addmm 1024^3, AVX-512, 1 thread,
+    CPU time: 22.9 -> 18.7, 26.9 -> 22.7, 30.6 -> 27.6, 28.5 -> 25.1 ms in alternated runs; an FFN2 + residual
+    1024 x 256 x 1024, whose 1 MiB output stays in L2, was even, 5.95 / 5.87, and so was a bias-only chain)."""
     params = default_params(1, m, n, k, threads=threads, **machine)
+    if in_registers and params["block_k"] == k and params.get("main_m"):
+        params = default_params(1, m, n, k, threads=threads, row_split=False, **machine)
     lanes = max(machine.get("vector_bits", 512) // 32, 1)
     cm, cn = m // params.get("threads_m", 1), n // params.get("threads", 1)
     epi_n = next(t for t in (4 * lanes, 2 * lanes, lanes, 8, 4, 2, 1) if cn % t == 0)
     epi_m = next(t for t in (4, 2, 1) if cm % t == 0)
     params = dict(params, epilogue=epilogue, epi_m=epi_m, epi_n=epi_n, pack_b=matmul.pack_b_pays(cm, params["reg_m"]))
-    if params["block_k"] == k and not params.get("main_m"):
+    if (in_registers and reads_whole_output and threads == 1 and params["block_k"] < k and not params.get("main_m")
+            and 4 * m * n > machine.get("l2_bytes", 1 << 20)):
+        params.update(_whole_k_block(params, cn, k, machine.get("l1_bytes", 32 << 10), machine.get("l2_bytes", 1 << 20)))
+    if in_registers and params["block_k"] == k and not params.get("main_m"):
         # K in one cache block: the epilogue on the accumulators (no pass over the result; with fill_init, no fill)
         params["in_registers"] = 1
     return params

@@ -847,7 +847,8 @@ class CpuTarget(Target):
     matmul_family_schedule = "cpu/matmul_family.py"
     #: whether a matmul whose K is one cache block runs its epilogue chain (and its init's fill) on the register
     #: tiles (matmul_epilogue's in_registers; off: a fill pass, the matmul, then a pass of the chain over its result:
-    #: the old variant of bench/cpu_models.py --no-epilogue-in-registers)
+    #: the old variant of bench/cpu_models.py --no-epilogue-in-registers; off also: AVX2's row split where K is one
+    #: block, a plain matmul's fill as a pass, and no whole-K block for a chain reading an output-sized tensor)
     epilogue_in_registers = True
     #: a window schedule's fill / broadcast init fused into its tiles (cpu_selector.init_fusion; False: the init
     #: its own step, one pass over the output). Off by default: on the device's 16-core Xeon (session 25, one
@@ -905,18 +906,34 @@ class CpuTarget(Target):
             return f"{path}[gen=matmul_transpose_b_tiling]", chunk_fills(params, op, ops)
         chain = epilogue_chain(list(ops), list(ops).index(op), claimed) if op in ops else []
         if op["op"] == "linalg.matmul" and op.get("layout", "normal") == "normal" and chain:
-            params = family.epilogue_params(dims["m"], dims["n"], dims["k"], len(chain), threads=threads, **machine)
+            output = f"tensor<{dims['m']}x{dims['n']}xf32>"
+            # (a link with two inputs of the output's shape: the previous link's result and another: addmm's C)
+            whole = any((ops[i].get("operand_types") or [])[:-1].count(output) >= 2 for i in chain)
+            params = family.epilogue_params(dims["m"], dims["n"], dims["k"], len(chain), threads=threads,
+                                            in_registers=self.epilogue_in_registers, reads_whole_output=whole,
+                                            **machine)
             if op.get("id"):
                 params["op"] = op["id"]
-            if not self.epilogue_in_registers:
-                params.pop("in_registers", None)
-            init = (op.get("producers") or [-1])[-1]
-            if params.get("in_registers") and init_is_fill(op, ops) and len(ops[init].get("consumers") or []) == 1:
+            if params.get("in_registers") and _fill_only_it_reads(op, ops):
                 # the fill fused down to the register tiles: accumulators that start at zero, no pass zeroing C
                 # (a fill that other ops read too, BERT's Q, K and V projections', stays: fusing it into one of
                 # them aborted in fuse_into_containing_op, "cast<scf::ForallOp>() argument of incompatible type")
                 params["fill_init"] = True
             return f"{path}[gen=matmul_epilogue]", chunk_fills(params, op, ops)
+        if (op["op"] == "linalg.matmul" and op.get("layout", "normal") == "normal" and threads == 1
+                and dims["m"] > 1 and self.epilogue_in_registers and _fill_only_it_reads(op, ops)):
+            # a plain matmul on one thread whose K is one cache block and whose init is a fill that only it reads:
+            # the fill on its register tiles (matmul_epilogue with no chain): accumulators that start at zero, no
+            # pass zeroing C before and no read of it (Swin's MLP projections, 3136 x 384 x 96, 1 thread: 2.74 ->
+            # 2.36 ms CPU time: docs/models-round16-matmul.md). Not where M takes a row split (AVX2's 6-row tiles):
+            # the narrower tile in registers was even with the split and its fill pass there (3.58 / 3.68 ms)
+            params = family.epilogue_params(dims["m"], dims["n"], dims["k"], 0, threads=1, **machine)
+            if (params.get("in_registers") and params["reg_n"] >= self.machine.f32_lanes
+                    and not family.default_params(1, dims["m"], dims["n"], dims["k"], **machine).get("main_m")):
+                params["fill_init"] = True
+                if op.get("id"):
+                    params["op"] = op["id"]
+                return f"{path}[gen=matmul_epilogue]", params
         return None
 
     def extra_libraries(self, llvm: str) -> list[str]:
@@ -959,6 +976,12 @@ def init_is_fill(op: dict[str, Any], ops: list[dict[str, Any]]) -> bool:
     """Whether the inspected contraction `op`'s output init (its last operand) is a linalg.fill's result."""
     init = (op.get("producers") or [-1])[-1]
     return 0 <= init < len(ops) and ops[init].get("op") == "linalg.fill"
+
+
+def _fill_only_it_reads(op: dict[str, Any], ops: list[dict[str, Any]]) -> bool:
+    """Whether `op`'s init is a fill that no other op reads (one the schedule can fuse into its tiles)."""
+    init = (op.get("producers") or [-1])[-1]
+    return init_is_fill(op, ops) and len(ops[init].get("consumers") or []) == 1
 
 
 def chunk_fills(params: dict[str, Any], op: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:

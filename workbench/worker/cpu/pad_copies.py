@@ -550,6 +550,8 @@ def constant_pad_rows(module, lanes: int = 16, threads: int = 1, min_work: int =
         text = _constant_pad_text(ir.RankedTensorType(source.type), out_shape, plan["low"], lanes, parallel)
         parsed = ir.Module.parse(text, op.context)
         block = parsed.body.operations[0].regions[0].blocks[0]
+        for made in ops_where(parsed.body.operations[0], lambda o: True):
+            made.location = op.location   # (`run --profile` names the rows' loop after the pad)
         ops = list(block.operations)
         terminator = ops[-1]
         result = terminator.operands[0]

@@ -123,3 +123,24 @@ def test_the_selector_writes_a_convs_pad_as_rows(ctx, tmp_path, monkeypatch, kin
         assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
     finally:
         ok(ctx, "target cpu --threads 0")
+
+
+@pytest.mark.parametrize("name", ["conv2d_3x3", "conv2d_depthwise", "conv_block", "resnet18"])
+def test_torch_fixtures_with_their_pads_as_rows_match_torch(ctx, name):
+    """The corpus exports (test shapes: pads under the default 4096 elements, so `min-elements=0`), their pads
+    rewritten, then the CPU selector's path: torch's outputs (`expected_check`) and the unscheduled payload."""
+    from conftest import FIXTURES
+
+    ok(ctx, f"load {FIXTURES / 'torch' / (name + '.mlir')}")
+    try:
+        ok(ctx, "target cpu --threads 2")
+        ok(ctx, "pass lh-constant-pad-rows{min-elements=0 threads=2}")
+        assert "tensor.pad" not in ok(ctx, "show 1").body
+        ok(ctx, "select --apply")
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        run = ok(ctx, "run --check").data["run"]
+        assert run["check"]["passed"], run["check"]
+        assert run["expected_check"]["passed"], run["expected_check"]
+    finally:
+        ok(ctx, "target cpu --threads 0")

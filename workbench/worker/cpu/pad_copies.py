@@ -353,11 +353,11 @@ def pad_copies(module, lanes: int = 16, threads: int = 1, min_work: int = 0) -> 
 MIN_CONSTANT_PAD_ELEMENTS = 1 << 12
 
 
-def constant_pad_plan(op) -> dict | None:
+def constant_pad_plan(op, min_elements: int = MIN_CONSTANT_PAD_ELEMENTS) -> dict | None:
     """{"source", "value", "low", "high"} of a `tensor.pad` this rewrite takes: static shapes, static non-negative
     widths, a region that yields one value defined outside it, elements of 8+ bits, a convolution's layout (rank
     3 or more, the first two dims, batch and channels, unpadded: not a matmul's padded rows or columns, which
-    its schedule's packing reads), at least MIN_CONSTANT_PAD_ELEMENTS elements; else None."""
+    its schedule's packing reads), at least `min_elements` elements; else None."""
     if op.name != "tensor.pad":
         return None
     source = op.operands[0]
@@ -372,7 +372,7 @@ def constant_pad_plan(op) -> dict | None:
     rank = len(low)
     if rank < 3 or any(v < 0 for v in low + high) or low[0] or low[1] or high[0] or high[1] or not any(low + high):
         return None
-    if int(np.prod(list(out_type.shape))) < MIN_CONSTANT_PAD_ELEMENTS:
+    if int(np.prod(list(out_type.shape))) < min_elements:
         return None
     block = op.regions[0].blocks[0]
     body = list(block.operations)
@@ -537,12 +537,13 @@ def _constant_pad_text(source_type, out_shape: list[int], low: list[int], lanes:
     return "\n".join(lines)
 
 
-def constant_pad_rows(module, lanes: int = 16, threads: int = 1, min_work: int = 0) -> int:
+def constant_pad_rows(module, lanes: int = 16, threads: int = 1, min_work: int = 0,
+                      min_elements: int = MIN_CONSTANT_PAD_ELEMENTS) -> int:
     """Rewrite the module's constant pads (constant_pad_plan) as row copies (above); how many."""
     from mlir.passmanager import PassManager
 
     found = [(op, plan) for op in ops_where(module, lambda o: o.name == "tensor.pad")
-             if (plan := constant_pad_plan(op)) is not None]
+             if (plan := constant_pad_plan(op, min_elements)) is not None]
     for op, plan in found:
         source = plan["source"]
         out_shape = list(ir.RankedTensorType(op.results[0].type).shape)

@@ -176,6 +176,9 @@ def main() -> None:
                     help="the selector without matmul_epilogue's in_registers (a fill pass, the matmul, then the "
                          "epilogue chain as a pass over its result, also where K is one cache block; AVX2's row split kept, a plain "
                          "matmul's fill a pass of its own, addmm's K in several blocks: the old variant)")
+    ap.add_argument("--no-constant-pad-rows", action="store_true",
+                    help="the selector without lh-constant-pad-rows (a convolution's zero pad bufferized as a fill of "
+                         "the whole padded buffer and a copy into it: the old variant)")
     ap.add_argument("--init-fusion", action="store_true",
                     help="the selector with window schedules' fill / broadcast inits fused into their tiles "
                          "(CpuTarget.init_fusion, off by default)")
@@ -194,6 +197,7 @@ def main() -> None:
     # the selector's switches the options turn (the old variants of an A/B)
     switches = {"pad_copies": not args.no_pad_copies, "row_networks": not args.no_row_networks,
                 "epilogue_in_registers": not args.no_epilogue_in_registers, "init_fusion": args.init_fusion,
+                "constant_pad_rows": not args.no_constant_pad_rows,
                 "phase_chain": args.phase_chain}
     sys.path.insert(0, str(ROOT))
     from workbench.targets.cpu import CpuTarget

@@ -389,6 +389,12 @@ class CpuTarget(Target):
     #: reflection / replication / circular pads (torch-mlir's gathers over index tables) as one pass of row
     #: copies, vector transfers and scalar borders: workbench/worker/cpu/pad_copies.py
     PAD_COPIES = "pass lh-pad-copies"
+    #: a convolution's zero pad (a tensor.pad: bufferized as a fill of the whole padded buffer, then a copy of the
+    #: source into it) as one pass of row copies: workbench/worker/cpu/pad_copies.py
+    CONSTANT_PAD_ROWS = "pass lh-constant-pad-rows"
+    #: whether the preparation has it (off: the pads bufferized as before; the old variant of
+    #: bench/cpu_models.py --no-constant-pad-rows)
+    constant_pad_rows = True
     #: whether the preparation has it (off: lh-gather-indices splits the pads' gathers; the old variant of
     #: bench/cpu_models.py --no-pad-copies)
     pad_copies = True
@@ -533,6 +539,12 @@ class CpuTarget(Target):
             steps.append(f"{self.CONV_PLANES}{{lanes={self.machine.f32_lanes}}}")
         if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
             steps.append(self.PAD_CONV_ROWS)     # (a no-op, left out, unless a row is just short of whole vectors)
+        if self.constant_pad_rows and any(op.get("op", "").startswith(("linalg.conv_", "linalg.depthwise_conv_",
+                                                                        "linalg.pooling_")) for op in ops):
+            # (after the convolution rewrites, which widen or replace the input's pad; a no-op, left out,
+            # unless a convolution's or pooling's input is a constant pad)
+            steps.append(f"{self.CONSTANT_PAD_ROWS}{{lanes={self.machine.f32_lanes} "
+                         f"threads={self.machine.usable_cpus} min-work={cpu_selector.MIN_PARALLEL_WORK}}}")
         lanes = self.machine.f32_lanes
         if any(op.get("op") == "linalg.generic" and len((op.get("loops") or {}).get("domain") or []) >= 3
                and all(it == "parallel" for it in op["loops"].get("iterators") or ["reduction"])

@@ -345,6 +345,14 @@ def _pad_copies(module, options: dict) -> None:
                           _int_option(options, "min-work", 0, minimum=0))
 
 
+def _constant_pad_rows(module, options: dict) -> None:
+    from workbench.worker.cpu import pad_copies
+
+    pad_copies.constant_pad_rows(module, _int_option(options, "lanes", 16, minimum=1),
+                                 _int_option(options, "threads", 1, minimum=1), _int_option(options, "min-work", 0, minimum=0),
+                                 _int_option(options, "min-elements", pad_copies.MIN_CONSTANT_PAD_ELEMENTS, minimum=0))
+
+
 def _row_networks(module, options: dict) -> None:
     from workbench.worker.cpu import row_networks
 
@@ -688,6 +696,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-fold-constant-weights": (_fold_constant_weights, "on tensors: transposes (linalg.transpose, permuting copy generics) and constant-valued pads of constants, through the reshapes between, computed at compile time into constants of their own (x @ W.T's transpose of W no longer a pass over the weight on every call; workbench/worker/cpu/constant_folds.py)"),
     "lh-strided-conv-planes": (_strided_conv_planes, "on tensors: f32 2-D channels-first convolutions with strides sh, sw > 1 along h and w (every phase with taps) -> sh * sw unit-stride convolutions, one per input phase, each over a contiguous phase plane (each phase's taps a strided slice of the filter), accumulated one after another; phases whose output rows are no whole number of {lanes=16} (those lh-conv-planes would flatten) as plane generics over one zero-bordered buffer that the unpadded input is transposed into once (no pad), the others as named convolutions over the input padded and transposed once to sh x sw x n x c x Hq x Wq; strided f32 depthwise convolutions as one unit-stride depthwise convolution per phase over 4-D views of the zero-bordered buffer; strided grouped ones (conv_2d_ngchw_gfchw) whose rows are no whole vectors as grouped plane generics over the same buffer (workbench/worker/cpu/strided_conv_planes.py)"),
     "lh-fold-splat-extracts": (_fold_splat_extracts, "tensor.extract of a tensor whose elements are known (a splat constant: dense<0.01>, zeros, ones; a tensor.splat; a dense constant at constant indices) -> that value (the extracts MLIR's folder removes: inspect's generalized copy and the IR the selector schedules then agree; a splat weight's filter flip is a broadcast, not a gather; workbench/worker/cpu/splat_extracts.py)"),
+    "lh-constant-pad-rows": (_constant_pad_rows, "on tensors: a tensor.pad with one value (static shapes and widths, a convolution's layout: rank 3+, batch and channels unpadded, at least {min-elements=4096} elements) -> one loop over the padded output's rows (an scf.forall where {threads=1} is more than 1 and the output has at least {min-work=0} elements, else scf.for loops), a border row written as vectors of the value, an interior row as the value's vectors around the source row's vector copies of {lanes=16} x 32 bits: one pass, where bufferization fills the whole padded buffer and then copies the source into it (workbench/worker/cpu/pad_copies.py)"),
     "lh-pad-copies": (_pad_copies, "on tensors: reflection, replication and circular pads written by torch-mlir as gathers (loads at index arithmetic of index tables, a gather per padded dim), recognized from the values their indices take (the pad map of widths p, q of each dim), -> one loop over the output's rows (an scf.forall where {threads=1} is more than 1 and the output has at least {min-work=0} elements, else scf.for loops), each row's runs of unit stride copied as vector transfers of {lanes=16} x 32 bits and its border elements as scalar loads and stores: one pass over the output, no gathers (workbench/worker/cpu/pad_copies.py)"),
     "lh-row-networks": (_row_networks, "on tensors: a network of many small ops over the same independent rows (torch-mlir's sort / argsort / topk: a compare-and-swap stage per expand_shape, half slices, generic and collapse_shape) -> one scf.forall over chunks of rows around the whole network, each chunk's values in L1 across every stage and one parallel region instead of one per stage; at least {threads=1} chunks where the network has {min-work=0} elements or more, else one (workbench/worker/cpu/row_networks.py)"),
     "lh-pad-conv-rows": (_pad_conv_rows, "on tensors: channels-first convolutions (unit stride along w) whose output rows are a little short of a multiple of 16 (at most 1/8 extra: 60, 30) computed over padded rows (input and init padded with zeros, the result sliced): whole vectors along every row, no remainder tile (workbench/worker/cpu/padded_conv_rows.py)"),
@@ -739,6 +748,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "lh-strided-conv-planes": ("lanes",),
     "lh-tap-matmuls": ("min-bytes",),
     "lh-pad-copies": ("threads", "min-work", "lanes"),
+    "lh-constant-pad-rows": ("threads", "min-work", "lanes", "min-elements"),
     "lh-row-networks": ("threads", "min-work"),
     "lh-collapse-planes": ("lanes",),
     "lh-strided-convs": ("max-rank",),

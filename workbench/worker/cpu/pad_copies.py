@@ -337,3 +337,238 @@ def pad_copies(module, lanes: int = 16, threads: int = 1, min_work: int = 0) -> 
         _rewrite(op, plan, lanes, threads, min_work)
     PassManager.parse("builtin.module(func.func(canonicalize,cse))", context=module.context).run(module.operation)
     return len(found)
+
+
+# -- constant pads (`lh-constant-pad-rows`) ----------------------------------------------------------------
+#
+# A `tensor.pad` with one value bufferizes to a fill of the whole padded buffer (`linalg.map`) and a copy of the
+# source into its interior: two passes over the padded buffer, the interior written twice (a depthwise 3x3's
+# 8 x 128 x 58 x 58 input pad: fill 1.2 + copy 1.7 ms of its ~4.5 on one core of the 2-core Icelake host). Here
+# such a pad is one pass of row copies instead, as the gather pads above: each row of the padded output is
+# written once, a border row (a padded outer dim's index outside the source) as vectors of the value, an
+# interior row as the value's vectors around the source row's vector copies.
+
+#: a constant pad with fewer output elements than this is left as it is (a small pad's fill is no pass over
+#: memory; its rows' loops would be more code than work)
+MIN_CONSTANT_PAD_ELEMENTS = 1 << 12
+
+
+def constant_pad_plan(op, min_elements: int = MIN_CONSTANT_PAD_ELEMENTS) -> dict | None:
+    """{"source", "value", "low", "high"} of a `tensor.pad` this rewrite takes: static shapes, static non-negative
+    widths, a region that yields one value defined outside it, elements of 8+ bits, a convolution's layout (rank
+    3 or more, the first two dims, batch and channels, unpadded: not a matmul's padded rows or columns, which
+    its schedule's packing reads), at least `min_elements` elements; else None."""
+    if op.name != "tensor.pad":
+        return None
+    source = op.operands[0]
+    source_type, out_type = ir.RankedTensorType(source.type), ir.RankedTensorType(op.results[0].type)
+    if not source_type.has_static_shape or not out_type.has_static_shape or len(op.operands) != 1:
+        return None
+    element = source_type.element_type
+    if not isinstance(element, (ir.FloatType, ir.IntegerType)) or element_bits(element) < 8:
+        return None
+    low = [int(v) for v in ir.DenseI64ArrayAttr(op.attributes["static_low"])]
+    high = [int(v) for v in ir.DenseI64ArrayAttr(op.attributes["static_high"])]
+    rank = len(low)
+    if rank < 3 or any(v < 0 for v in low + high) or low[0] or low[1] or high[0] or high[1] or not any(low + high):
+        return None
+    if int(np.prod(list(out_type.shape))) < min_elements:
+        return None
+    block = op.regions[0].blocks[0]
+    body = list(block.operations)
+    if body[-1].operation.name != "tensor.yield":
+        return None
+    value = body[-1].operands[0]
+    if len(body) == 2 and body[0].operation.name == "arith.constant" and value == body[0].results[0]:
+        # (a constant made inside the region, as lh-conv-planes' widened pad has it: made anew before the pad)
+        return {"source": source, "value": None, "constant": body[0].attributes["value"], "low": low, "high": high}
+    if len(body) != 1 or (isinstance(value, ir.BlockArgument) and value.owner == block) or (
+            not isinstance(value, ir.BlockArgument) and value.owner.operation.parent == op.operation):
+        return None
+    return {"source": source, "value": value, "low": low, "high": high}
+
+
+def _constant_pad_text(source_type, out_shape: list[int], low: list[int], lanes: int, parallel: bool) -> str:
+    """A function @pad(%src, %pv) -> the source padded with %pv (widths `low` before each dim, the rest after),
+    row by row (see above): an scf.forall over the rows where `parallel`, else a nest of scf.for loops."""
+    element = source_type.element_type
+    et = str(element)
+    rank = len(out_shape)
+    shape = list(source_type.shape)
+    src_t = str(source_type)
+    out_t = f"tensor<{'x'.join(map(str, out_shape))}x{et}>"
+    chunk = max(1, lanes * 32 // element_bits(element))
+    lines = [f"func.func @pad(%src: {src_t}, %pv: {et}) -> {out_t} {{", f"  %empty = tensor.empty() : {out_t}"]
+    constants: dict[int, str] = {}
+    splats: dict[int, str] = {}
+
+    def const(value: int) -> str:
+        if value not in constants:
+            constants[value] = f"%k{value}"
+            lines.insert(1, f"  %k{value} = arith.constant {value} : index")
+        return constants[value]
+
+    def splat(width: int) -> str:
+        if width not in splats:
+            splats[width] = f"%pv{width}"
+            lines.insert(1, f"  %pv{width} = vector.broadcast %pv : {et} to vector<{width}x{et}>")
+        return splats[width]
+
+    outer = list(range(rank - 1))
+    row_w = out_shape[-1]
+    row_t = f"tensor<{row_w}x{et}>"
+    counter = [0]
+
+    def fresh(prefix: str) -> str:
+        counter[0] += 1
+        return f"%{prefix}{counter[0]}"
+
+    def pieces(length: int) -> list[tuple[int, int]]:
+        full, tail = divmod(length, chunk)
+        return [(c * chunk, chunk) for c in range(full)] + ([(full * chunk, tail)] if tail else [])
+
+    def fill(code: list[str], indent: str, row: str, start: int, length: int) -> str:
+        for offset, width in pieces(length):
+            new = fresh("row")
+            if width == 1:
+                code.append(f"{indent}{new} = tensor.insert %pv into {row}[{const(start + offset)}] : {row_t}")
+            else:
+                code.append(f"{indent}{new} = vector.transfer_write {splat(width)}, {row}[{const(start + offset)}] "
+                            f"{{in_bounds = [true]}} : vector<{width}x{et}>, {row_t}")
+            row = new
+        return row
+
+    def copy(code: list[str], indent: str, row: str, src_rows: list[str]) -> str:
+        start, length = low[-1], shape[-1]
+        full = length // chunk
+        parts = pieces(length)
+        if full > MAX_UNROLLED_CHUNKS:
+            new, j, acc, v, d = fresh("row"), fresh("j"), fresh("acc"), fresh("v"), fresh("d")
+            code += [f"{indent}{new} = scf.for {j} = {const(0)} to {const(full * chunk)} step {const(chunk)} "
+                     f"iter_args({acc} = {row}) -> ({row_t}) {{",
+                     f"{indent}  {d} = arith.addi {j}, {const(start)} : index",
+                     f"{indent}  {v} = vector.transfer_read %src[{', '.join(src_rows + [j])}], %pv {{in_bounds = [true]}} "
+                     f": {src_t}, vector<{chunk}x{et}>"]
+            w = fresh("w")
+            code += [f"{indent}  {w} = vector.transfer_write {v}, {acc}[{d}] {{in_bounds = [true]}} : vector<{chunk}x{et}>, {row_t}",
+                     f"{indent}  scf.yield {w} : {row_t}", f"{indent}}}"]
+            row = new
+            parts = [p for p in parts if p[0] >= full * chunk]
+        for offset, width in parts:
+            v, new = fresh("v"), fresh("row")
+            code.append(f"{indent}{v} = vector.transfer_read %src[{', '.join(src_rows + [const(offset)])}], %pv "
+                        f"{{in_bounds = [true]}} : {src_t}, vector<{width}x{et}>")
+            code.append(f"{indent}{new} = vector.transfer_write {v}, {row}[{const(start + offset)}] {{in_bounds = [true]}} "
+                        f": vector<{width}x{et}>, {row_t}")
+            row = new
+        return row
+
+    offsets = ", ".join([f"%i{k}" for k in outer] + ["0"])
+    sizes = ", ".join(["1"] * len(outer) + [str(row_w)])
+    ones = ", ".join(["1"] * rank)
+    indent = "    " if outer else "  "
+    body: list[str] = []
+    if outer and parallel:
+        ivs = ", ".join(f"%i{k}" for k in outer)
+        bounds = ", ".join(str(out_shape[k]) for k in outer)
+        lines.append(f"  %res = scf.forall ({ivs}) in ({bounds}) shared_outs(%out = %empty) -> ({out_t}) {{")
+        body.append(f"{indent}%row0 = tensor.extract_slice %out[{offsets}] [{sizes}] [{ones}] : {out_t} to {row_t}")
+        row = "%row0"
+    elif outer:
+        carried = "%empty"
+        for k in outer:
+            lines.append(f"  %r{k} = scf.for %i{k} = {const(0)} to {const(out_shape[k])} step {const(1)} "
+                         f"iter_args(%out{k} = {carried}) -> ({out_t}) {{")
+            carried = f"%out{k}"
+        body.append(f"{indent}%row0 = tensor.extract_slice {carried}[{offsets}] [{sizes}] [{ones}] : {out_t} to {row_t}")
+        row = "%row0"
+    else:
+        row = "%empty"
+    # the source row of each outer dim (its index less the low width), and whether the row is inside the source
+    src_rows: list[str] = []
+    inside: list[str] = []
+    for k in outer:
+        if low[k]:
+            body.append(f"{indent}%s{k} = arith.subi %i{k}, {const(low[k])} : index")
+            src_rows.append(f"%s{k}")
+        else:
+            src_rows.append(f"%i{k}")
+        if low[k]:
+            body.append(f"{indent}%ge{k} = arith.cmpi sge, %i{k}, {const(low[k])} : index")
+            inside.append(f"%ge{k}")
+        if low[k] + shape[k] < out_shape[k]:
+            body.append(f"{indent}%lt{k} = arith.cmpi slt, %i{k}, {const(low[k] + shape[k])} : index")
+            inside.append(f"%lt{k}")
+    interior: list[str] = []
+    inner = indent + "  " if inside else indent
+    r = fill(interior, inner, row, 0, low[-1])
+    r = copy(interior, inner, r, src_rows)
+    r = fill(interior, inner, r, low[-1] + shape[-1], row_w - low[-1] - shape[-1])
+    if inside:
+        cond = inside[0]
+        for c in inside[1:]:
+            both = fresh("in")
+            body.append(f"{indent}{both} = arith.andi {cond}, {c} : i1")
+            cond = both
+        border: list[str] = []
+        b = fill(border, inner, row, 0, row_w)
+        body.append(f"{indent}%written_row = scf.if {cond} -> ({row_t}) {{")
+        body += interior + [f"{inner}scf.yield {r} : {row_t}", f"{indent}}} else {{"]
+        body += border + [f"{inner}scf.yield {b} : {row_t}", f"{indent}}}"]
+        row = "%written_row"
+    else:
+        body += interior
+        row = r
+    lines += body
+    if outer and parallel:
+        lines += ["    scf.forall.in_parallel {",
+                  f"      tensor.parallel_insert_slice {row} into %out[{offsets}] [{sizes}] [{ones}] : {row_t} into {out_t}",
+                  "    }", "  }", f"  return %res : {out_t}"]
+    elif outer:
+        last = outer[-1]
+        lines += [f"{indent}%written = tensor.insert_slice {row} into %out{last}[{offsets}] [{sizes}] [{ones}] "
+                  f": {row_t} into {out_t}", f"{indent}scf.yield %written : {out_t}", "  }"]
+        for k in reversed(outer[:-1]):
+            lines += [f"  scf.yield %r{k + 1} : {out_t}", "  }"]
+        lines.append(f"  return %r0 : {out_t}")
+    else:
+        lines.append(f"  return {row} : {out_t}")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def constant_pad_rows(module, lanes: int = 16, threads: int = 1, min_work: int = 0,
+                      min_elements: int = MIN_CONSTANT_PAD_ELEMENTS) -> int:
+    """Rewrite the module's constant pads (constant_pad_plan) as row copies (above); how many."""
+    from mlir.passmanager import PassManager
+
+    found = [(op, plan) for op in ops_where(module, lambda o: o.name == "tensor.pad")
+             if (plan := constant_pad_plan(op, min_elements)) is not None]
+    for op, plan in found:
+        source = plan["source"]
+        out_shape = list(ir.RankedTensorType(op.results[0].type).shape)
+        parallel = threads > 1 and int(np.prod(out_shape)) >= min_work
+        text = _constant_pad_text(ir.RankedTensorType(source.type), out_shape, plan["low"], lanes, parallel)
+        parsed = ir.Module.parse(text, op.context)
+        block = parsed.body.operations[0].regions[0].blocks[0]
+        for made in ops_where(parsed.body.operations[0], lambda o: True):
+            made.location = op.location   # (`run --profile` names the rows' loop after the pad)
+        ops = list(block.operations)
+        terminator = ops[-1]
+        result = terminator.operands[0]
+        terminator.erase()
+        for inner in ops[:-1]:
+            inner.operation.move_before(op)
+        block.arguments[0].replace_all_uses_with(source)
+        value = plan["value"]
+        if value is None:
+            from mlir.dialects import arith
+
+            with ir.InsertionPoint(op), op.location:
+                value = arith.ConstantOp(ir.RankedTensorType(source.type).element_type, plan["constant"]).result
+        block.arguments[1].replace_all_uses_with(value)
+        op.results[0].replace_all_uses_with(result)
+        op.erase()
+    if found:
+        PassManager.parse("builtin.module(func.func(canonicalize,cse))", context=module.context).run(module.operation)
+    return len(found)

@@ -65,3 +65,49 @@ def test_isfinite_and_integer_powers_import(tmp_path, body):
     decomposed in torch now, and checked against torch's outputs (integer pow wraps as torch's)."""
     run = _imported_and_checked(tmp_path, body)
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
+
+
+# -- hostile session files and a new user's lines -----------------------------------------------------------------
+
+@pytest.mark.parametrize("entry, col", [("{bench: {iterations: %s}}", 24),
+                                        ("{include: part.yaml, params: {x: %s}}", 36)])
+def test_an_integer_of_more_than_4300_digits_is_refused_at_its_line(tmp_path, entry, col):
+    """A session integer of 5000 digits: Python's int() refuses it (`Exceeds the limit (4300 digits) for integer
+    string conversion`), and replay ended in `internal error: ValueError`. Refused as the file is read, at its
+    line and column."""
+    (tmp_path / "part.yaml").write_text("Pipeline:\n- {pass: $x}\n")
+    session = tmp_path / "s.yaml"
+    session.write_text("Pipeline:\n- {pass: canonicalize}\n- " + entry % ("9" * 5000) + "\n")
+    res = run_cli(["replay", session, "--payload", MATMUL, "--json", "-"], cwd=tmp_path)
+    error = json.loads(res.stdout)["error"]
+    assert res.returncode == 1 and f"s.yaml:3:{col}: invalid YAML: an integer of 5000 digits (Python reads" in error, error
+    assert "internal error" not in error and "Traceback" not in res.stderr
+
+
+def test_an_integer_of_more_than_4300_digits_on_a_command_line_is_too_large_not_a_non_integer(tmp_path):
+    """`bench iterations=999...` (5000 digits) said `iterations='999...': expected int`, `run --iterations 999...`
+    `must be an integer, got '999...'`: it is an integer, one that does not fit in 64 bits."""
+    big = "9" * 5000
+    script = tmp_path / "s.lhw"
+    for line, said in [(f"bench iterations={big}", "iterations: an integer of 5000 digits does not fit in 64 bits"),
+                       (f"apply pipelines/cpu/matmul.py[gen=matmul_tiling]{{block_m=-{big}}}",
+                        "block_m: an integer of 5000 digits does not fit in 64 bits"),
+                       (f"run --iterations {big}", "--iterations must be an integer that fits in 64 bits, got one "
+                                                   "of 5000 digits")]:
+        script.write_text(line + "\n")
+        res = run_cli([MATMUL, "--script", script, "--json", "-"])
+        error = json.loads(res.stdout)["error"]
+        assert res.returncode == 1 and said in error, error
+
+
+def test_a_newline_in_a_step_is_escaped_in_its_one_line_error(tmp_path):
+    """`pass: "cse\\ncanonicalize"` in a session: the progress line and the error line were printed with the newline
+    as it is, so the error was two lines (and the CLI took the second half for its detail). The step's label is
+    one line: `\\n` written as an escape."""
+    session = tmp_path / "s.yaml"
+    session.write_text('Pipeline:\n- {pass: "cse\\ncanonicalize"}\n')
+    res = run_cli(["replay", session, "--payload", MATMUL, "--json", "-"])
+    error = json.loads(res.stdout)["error"]
+    assert res.returncode == 1 and error.startswith("step 1 (cse\\ncanonicalize) failed: bad pass pipeline"), error
+    said = [line for line in res.stderr.splitlines() if not line.startswith("  ..")]
+    assert said == [f"error: {error}"], res.stderr

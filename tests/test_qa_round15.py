@@ -111,3 +111,15 @@ def test_a_newline_in_a_step_is_escaped_in_its_one_line_error(tmp_path):
     assert res.returncode == 1 and error.startswith("step 1 (cse\\ncanonicalize) failed: bad pass pipeline"), error
     said = [line for line in res.stderr.splitlines() if not line.startswith("  ..")]
     assert said == [f"error: {error}"], res.stderr
+
+
+@needs_torch
+def test_a_reciprocal_of_zero_is_inf_as_in_torch_not_an_abort(tmp_path):
+    """`1.0 / x` (torch: aten.reciprocal) on an input holding zeros: torch-mlir lowers it with a `cf.assert` of a
+    nonzero divisor in the op's body, so `run` of the imported payload (and `run --check`'s reference) died:
+    `run worker process killed by signal SIGABRT`, where torch gives inf. And the check against torch's outputs,
+    comparing inf with inf, wrote numpy's `RuntimeWarning: invalid value encountered in subtract` on stderr."""
+    run = _imported_and_checked(tmp_path, "1.0 / (x * (x.abs() > 0.5)) + torch.reciprocal(a)")
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    p = run_cli([tmp_path / "o" / "net.mlir", "--script", tmp_path / "s.lhw", "--json", "-"], cwd=tmp_path)
+    assert "RuntimeWarning" not in p.stderr and "invalid value" not in p.stderr, p.stderr

@@ -1429,6 +1429,19 @@ def _shift_tensor(left: bool, scalar_first: bool = False):
     return decomposition
 
 
+def reciprocal_decomposition(x):
+    """torch.reciprocal (and `1 / x`, which torch turns into it): torch-mlir lowers it with a `cf.assert` of a
+    nonzero divisor in the op's body ("unimplemented: tensor with zero element"), where torch gives inf: the
+    unscheduled payload (the check's reference, `run` without a schedule) aborted on an input holding a 0.
+    A division of one by x, which torch-mlir lowers to arith.divf alone."""
+    import torch
+
+    if x.dtype.is_complex:
+        return NotImplemented
+    return torch.div(torch.ones((), dtype=x.dtype if x.dtype.is_floating_point else torch.get_default_dtype(),
+                                device=x.device), x)
+
+
 def isfinite_decomposition(x):
     """torch.isfinite (torch-mlir: `failed to legalize operation 'torch.aten.isfinite'`): not NaN and not
     +-inf for floats, all true for integers and bools."""
@@ -2238,7 +2251,7 @@ def upstream_decompositions() -> dict:
             aten.bitwise_left_shift.Tensor: _shift_tensor(True), aten.__lshift__.Tensor: _shift_tensor(True),
             aten.bitwise_right_shift.Tensor: _shift_tensor(False), aten.__rshift__.Tensor: _shift_tensor(False),
             aten.bitwise_left_shift.Scalar_Tensor: _shift_tensor(True, scalar_first=True),
-            aten.isfinite.default: isfinite_decomposition,
+            aten.isfinite.default: isfinite_decomposition, aten.reciprocal.default: reciprocal_decomposition,
             aten.pow.Tensor_Tensor: pow_tensor_tensor_decomposition,
             aten.pow.Tensor_Scalar: pow_tensor_scalar_decomposition, aten.pow.Scalar: pow_scalar_decomposition,
             aten.bitwise_and.Scalar: _bitwise_scalar(torch.bitwise_and),

@@ -57,12 +57,13 @@ def test_integer_shifts_by_a_tensor_follow_torch_past_the_width(tmp_path, body):
 
 @needs_torch
 @pytest.mark.parametrize("body", [
-    "torch.isfinite(torch.log(x)) & torch.isfinite(1.0 / x) | torch.isfinite(a)",
+    "torch.isfinite(torch.log(x)), torch.isfinite(1.0 / (x * (x.abs() > 0.5))), torch.isfinite(a)",
     "a ** 3, torch.pow(a, b.clamp(-2, 45)), 3 ** b.clamp(0, 20), torch.pow(a.int(), 2)"])
 def test_isfinite_and_integer_powers_import(tmp_path, body):
     """torch.isfinite (`failed to legalize operation 'torch.aten.isfinite'`) and pow of integer tensors
     (`unimplemented: non-floating point dtype`: `i ** 2`, `torch.pow(a, b)`, `3 ** b`) failed the import;
-    decomposed in torch now, and checked against torch's outputs (integer pow wraps as torch's)."""
+    decomposed in torch now, and checked against torch's outputs (integer pow wraps as torch's). isfinite is not
+    `x == x & ...`: torch-mlir folds an eq of a tensor with itself to true, NaN or not (a first fix did that)."""
     run = _imported_and_checked(tmp_path, body)
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
 

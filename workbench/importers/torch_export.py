@@ -1451,7 +1451,8 @@ def isfinite_decomposition(x):
         return NotImplemented
     if not x.dtype.is_floating_point:
         return torch.ones_like(x, dtype=torch.bool)
-    return (x == x) & (x.abs() != math.inf)
+    # not `x == x`: torch-mlir folds an eq of a tensor with itself to true, NaN or not
+    return ~torch.isnan(x) & (x.abs() != math.inf)
 
 
 def _integer_power(base, exponent, steps=None):

@@ -124,3 +124,36 @@ def test_a_reciprocal_of_zero_is_inf_as_in_torch_not_an_abort(tmp_path):
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
     p = run_cli([tmp_path / "o" / "net.mlir", "--script", tmp_path / "s.lhw", "--json", "-"], cwd=tmp_path)
     assert "RuntimeWarning" not in p.stderr and "invalid value" not in p.stderr, p.stderr
+
+
+# -- upstream MLIR files of another version ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("op, line, renamed", [
+    ("%1, %loops:3 = transform.structured.tile %0 [0, 5, 5, 5] : (!transform.any_op) -> (!transform.any_op, "
+     "!transform.any_op, !transform.any_op, !transform.any_op)", "transform.structured.tile",
+     "transform.structured.tile_using_for"),
+    ("%1 = transform.structured.masked_vectorize %0 vector_sizes [4] : !transform.any_op",
+     "transform.structured.masked_vectorize", "transform.structured.vectorize")])
+def test_an_op_renamed_before_this_mlir_names_its_new_name(tmp_path, op, line, renamed):
+    """Integration/Dialect/Linalg/CPU/test-conv-3d-ndhwc-dhwcf-call.mlir of an older tree (`transform.structured.tile`,
+    renamed tile_using_for in LLVM 18), and `tensor.pack` (linalg.pack since LLVM 21): the load said `custom op ...
+    is unknown (MLIR 22.1.8's transform dialect has no such op ...)`, not what the op is called now."""
+    f = tmp_path / "old.mlir"
+    f.write_text("module attributes {transform.with_named_sequence} {\n"
+                 "  transform.named_sequence @__transform_main(%0: !transform.any_op) {\n"
+                 f"    {op}\n    transform.yield\n  }}\n}}\n")
+    (tmp_path / "empty.lhw").write_text("")
+    res = run_cli([f, "--script", tmp_path / "empty.lhw", "--json", "-"])
+    error = json.loads(res.stdout)["error"]
+    assert f"old.mlir:3:" in error and f"custom op '{line}' is unknown (did you mean {renamed}? MLIR " in error, error
+
+
+def test_tensor_pack_names_linalg_pack(tmp_path):
+    f = tmp_path / "p.mlir"
+    f.write_text("func.func @f(%a: tensor<16x16xf32>, %b: tensor<2x2x8x8xf32>) -> tensor<2x2x8x8xf32> {\n"
+                 "  %0 = tensor.pack %a inner_dims_pos = [0, 1] inner_tiles = [8, 8] into %b"
+                 " : tensor<16x16xf32> -> tensor<2x2x8x8xf32>\n  return %0 : tensor<2x2x8x8xf32>\n}\n")
+    (tmp_path / "empty.lhw").write_text("")
+    res = run_cli([f, "--script", tmp_path / "empty.lhw", "--json", "-"])
+    error = json.loads(res.stdout)["error"]
+    assert "p.mlir:2:8: custom op 'tensor.pack' is unknown (did you mean linalg.pack?" in error, error

@@ -183,3 +183,18 @@ def test_a_quantized_convolution_is_selected_and_checked(tmp_path, op, i, f, o):
     res = run_cli([payload, "--script", script, "--json", tmp_path / "r.json"])
     answer = json.loads((tmp_path / "r.json").read_text())
     assert res.returncode == 0 and answer["run"]["check"]["passed"], answer["error"]
+
+
+@pytest.mark.parametrize("where, said", [("/dev/full", "a character device exists there, not a folder"),
+                                         ("afile", "a file exists there, not a folder"),
+                                         ("afile/x", "afile is a file, not a folder")])
+def test_run_save_outputs_that_is_no_folder_is_refused_before_the_run(tmp_path, where, said):
+    """`run --save-outputs /dev/full` ran, then failed making the folder: `run: /dev/full: File exists` (`Not a
+    directory` under a file), the run's timings gone with it. Refused before the run, saying what is there."""
+    (tmp_path / "afile").write_text("")
+    script = tmp_path / "s.lhw"
+    script.write_text(f"run --save-outputs {where}\n")
+    res = run_cli([MATMUL, "--script", script, "--json", "-"], cwd=tmp_path)
+    error = json.loads(res.stdout)["error"]
+    assert res.returncode == 1 and f"run: --save-outputs {where}: {said}" in error, error
+    assert "compiled in" not in res.stderr, res.stderr   # refused before the run

@@ -56,6 +56,13 @@ def printable(text: str) -> str:
                         text)
 
 
+def one_line(text: str) -> str:
+    """`text` as one line of a terminal: printable(), and its newlines, carriage returns and tabs escaped too (a
+    step's label: `pass: "cse\\ncanonicalize"` split the step's progress and error lines in two, and the second
+    half of the error was taken for its detail)."""
+    return printable(text).replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+
+
 def clip_lines(text: str, limit: int = ERROR_LINE_LIMIT) -> str:
     """Each line of `text` cut to `limit` characters, saying how many more there were, and its control
     characters escaped: what a terminal may be shown of a message."""

@@ -43,6 +43,18 @@ def _missing_files(flag: str, paths) -> str | None:
     return None
 
 
+def _not_a_folder(path: Path) -> str:
+    """'' where `path` is a folder or can be made one (its first existing ancestor is a folder), else why not."""
+    for p in (path, *path.parents):
+        if p.is_dir():
+            return ""
+        if p.exists() or p.is_symlink():
+            kind = ("a character device" if p.is_char_device() else "a block device" if p.is_block_device()
+                    else "a FIFO" if p.is_fifo() else "a broken symbolic link" if not p.exists() else "a file")
+            return f"{p} is {kind}, not a folder" if p != path else f"{kind} exists there, not a folder"
+    return ""
+
+
 def _parse_ranges(text: str | None) -> dict[int, tuple[float, float]]:
     """`0=0:100,2=-1.5:1.5` -> {0: (0, 100), 2: (-1.5, 1.5)}: [lo, hi) of argument i's random values."""
     ranges: dict[int, tuple[float, float]] = {}
@@ -138,6 +150,11 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
                  if re.fullmatch(r"[0-9x?]+[a-z]+[0-9]*(\[.*\])?(,.*)?", kind) else "")
         raise UsageError(f"run: --inputs {kind!r}: expected one of {', '.join(INPUT_KINDS)}"
                          f"{did_you_mean(kind, INPUT_KINDS)}{shape}")
+    if a.get("save_outputs"):
+        unfit = _not_a_folder(Path(a["save_outputs"]))
+        if unfit:   # found after the run (`run: /dev/full: File exists`), which took the run's results with it
+            return Result.failure(f"run: --save-outputs {a['save_outputs']}: {unfit} (it names the folder that "
+                                  "inputN.npy / outputN.npy are written to)")
     previous = s.target_name
     if a.get("target"):
         try:

@@ -9,6 +9,7 @@ refuses it above a limit before anything is constructed. Files are capped in siz
 from __future__ import annotations
 
 import errno
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,17 @@ class BoundedSafeLoader(yaml.SafeLoader):
                     None, None, f"{value[bad]!r} at character {bad + 1} of a string is {what}", node.start_mark)
         return value
 
+    def construct_yaml_int(self, node):
+        # an integer of more than 4300 decimal digits: Python's int() refuses it (`Exceeds the limit (4300
+        # digits) for integer string conversion`), which ended replay with `internal error: ValueError`
+        try:
+            return super().construct_yaml_int(node)
+        except ValueError:
+            digits = sum(c.isdigit() for c in str(node.value))
+            raise yaml.constructor.ConstructorError(
+                None, None, f"an integer of {digits} digits (Python reads at most {sys.get_int_max_str_digits()}; "
+                "no count, size or parameter has that many)", node.start_mark) from None
+
     def get_single_node(self):
         node = super().get_single_node()
         if node is not None:
@@ -98,6 +110,9 @@ class BoundedSafeLoader(yaml.SafeLoader):
                 raise YAMLTooLarge(f"document expands to more than {MAX_EXPANDED_NODES} nodes through "
                                    f"aliases (an alias bomb?)")
         return node
+
+
+BoundedSafeLoader.add_constructor("tag:yaml.org,2002:int", BoundedSafeLoader.construct_yaml_int)
 
 
 def _expanded_size(root: yaml.Node) -> int:

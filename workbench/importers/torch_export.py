@@ -26,7 +26,9 @@ tm_tensor.scan, sort / argsort / topk -> tm_tensor.sort, scatter / scatter_add -
 its lowering ran out of memory, x[mask] = v -> nonzero, tm_tensor.scan and tm_tensor.scatter), which upstream MLIR cannot load, and fails on cummax / cummin,
 per-channel fake quantization (QAT), cdist, searchsorted, EmbeddingBag max, grid_sample's reflection
 padding, kthvalue and median, and lowers none of lgamma, digamma, trigamma, i0 / i0e / i1 / i1e, histc, erfc,
-erfcx, erfinv, ndtri, hypot, fmod by a scalar, signbit, angle, pdist, constant shifts and & | ^, the orthogonal
+erfcx, erfinv, ndtri, hypot, fmod by a scalar, signbit, angle, pdist, constant shifts and & | ^, `a >> b` / `a << b`
+of tensors (and lowers bitwise_*_shift of tensors to arith's shifts, poison past the width), isfinite,
+integer pow, the orthogonal
 polynomials of a constant degree, nanmedian, index_reduce, put (scatter_reduce, index_put: tm_tensor.scatter;
 masked_scatter: tm_tensor.scan) (ctc_loss fails in torch's export itself: export_overrides),
 polygamma n >= 2, zeta, bessel_j0 / j1, gammainc / gammaincc, gcd / lcm, mode, frexp, nextafter, nonzero_static,
@@ -1373,23 +1375,148 @@ def pdist_decomposition(x, p=2.0):
 
 
 def _shift_scalar(x, k, left: bool):
-    """x << k / x >> k with a Python int k (torch's semantics: a left shift by the width or more, or a
-    negative one, gives 0; a right shift saturates at width - 1, arithmetic for signed types)."""
+    """x << k / x >> k with a Python int k: _shift_rules with a constant shift."""
     import torch
 
     if not isinstance(k, int) or x.dtype.is_floating_point or x.dtype == torch.bool:
         return NotImplemented
+    return _shift_rules(x, torch.full((), k, dtype=torch.int64, device=x.device), left)
+
+
+def _shift_rules(x, k, left: bool):
+    """x << k / x >> k by a tensor of shifts k, by torch's CPU rules (ATen's lshift_wrapper / rshift_wrapper): a
+    left shift by a negative amount or by the width or more gives 0; a right shift by a negative amount or
+    by max_shift or more (width - 1 for a signed type, width for an unsigned one) is x >> max_shift (the sign
+    fill, or 0). arith's shifts by the width or more are poison, and torch-mlir lowers the tensor shifts to
+    them as they are (`a >> b` with b = 70: the compiled code and the reference disagreed, one of them with
+    torch). Shifts are multiplications (which wrap as the shift does) and floor divisions by 2^k, 2^k by
+    square and multiply in x's type (2^(width-1) wraps to the type's minimum)."""
+    import torch
+
     width = torch.iinfo(x.dtype).bits
+    signed = x.dtype.is_signed
+    k64 = k.to(torch.int64)
+    if signed or k.dtype.is_signed:
+        k_neg = k64 < 0
+    else:
+        k_neg = torch.zeros_like(k64, dtype=torch.bool)
+    two = torch.full_like(k64, 2, dtype=x.dtype)
+    power = _integer_power(two, k64.clamp(0, width - 1), steps=(width - 1).bit_length())
+    zero = torch.zeros((), dtype=x.dtype, device=x.device)
     if left:
-        if k < 0 or k >= width:
-            return torch.zeros_like(x)
-        if x.dtype.is_signed and k == width - 1:       # (1 << k) is out of range: only the lowest bit stays
-            return torch.where(x % 2 == 1, torch.iinfo(x.dtype).min, 0).to(x.dtype)
-        return x * (1 << k)                             # wraps as the shift does
-    k = min(max(k, 0), width - 1)
-    if x.dtype.is_signed and k == width - 1:
-        return torch.where(x < 0, -1, 0).to(x.dtype)
-    return torch.div(x, 1 << k, rounding_mode="floor")
+        return torch.where(k_neg | (k64 >= width), zero, x * power)
+    max_shift = width - 1 if signed else width
+    fill = torch.where(x < 0, torch.full((), -1, dtype=x.dtype, device=x.device), zero) if signed else zero
+    safe = torch.where(k_neg | (k64 >= max_shift), torch.ones_like(power), power)
+    return torch.where(k_neg | (k64 >= max_shift), fill, torch.div(x, safe, rounding_mode="floor"))
+
+
+def _shift_tensor(left: bool, scalar_first: bool = False):
+    """x << t / x >> t by a tensor t (aten.__lshift__/__rshift__.Tensor: no torch-mlir lowering at all, `'torch.operator'
+    ... explicitly marked illegal`; bitwise_left/right_shift.Tensor: arith's shifts, poison past the width)."""
+    import torch
+
+    def decomposition(x, other):
+        if scalar_first:
+            x = torch.full((), x, dtype=other.dtype, device=other.device)
+        if not isinstance(other, torch.Tensor):
+            return _shift_scalar(x, other, left)
+        dtype = torch.result_type(x, other)
+        if dtype.is_floating_point or dtype == torch.bool or dtype.is_complex:
+            return NotImplemented
+        return _shift_rules(x.to(dtype), other.to(dtype), left)
+
+    return decomposition
+
+
+def reciprocal_decomposition(x):
+    """torch.reciprocal (and `1 / x`, which torch turns into it): torch-mlir lowers it with a `cf.assert` of a
+    nonzero divisor in the op's body ("unimplemented: tensor with zero element"), where torch gives inf: the
+    unscheduled payload (the check's reference, `run` without a schedule) aborted on an input holding a 0.
+    A division of one by x, which torch-mlir lowers to arith.divf alone."""
+    import torch
+
+    if x.dtype.is_complex:
+        return NotImplemented
+    return torch.div(torch.ones((), dtype=x.dtype if x.dtype.is_floating_point else torch.get_default_dtype(),
+                                device=x.device), x)
+
+
+def isfinite_decomposition(x):
+    """torch.isfinite (torch-mlir: `failed to legalize operation 'torch.aten.isfinite'`): not NaN and not
+    +-inf for floats, all true for integers and bools."""
+    import torch
+
+    if x.dtype.is_complex:
+        return NotImplemented
+    if not x.dtype.is_floating_point:
+        return torch.ones_like(x, dtype=torch.bool)
+    # not `x == x`: torch-mlir folds an eq of a tensor with itself to true, NaN or not
+    return ~torch.isnan(x) & (x.abs() != math.inf)
+
+
+def _integer_power(base, exponent, steps=None):
+    """base ** exponent for integer tensors (torch-mlir: `unimplemented: non-floating point dtype`): square
+    and multiply over the exponent's bits, which wraps as torch's integer pow does; a negative exponent
+    gives what torch's gives (1 for a base of 1, +-1 for -1, else 0). `steps`: the exponent's bits that may
+    be set (all of its type's where not given)."""
+    import torch
+
+    bits = torch.iinfo(exponent.dtype).bits
+    e = exponent.clamp(min=0)
+    result = torch.ones_like(base)
+    square = base
+    one = torch.ones((), dtype=base.dtype, device=base.device)
+    if steps is None:
+        steps = bits - (1 if exponent.dtype.is_signed else 0)
+    for i in range(steps):
+        bit = torch.remainder(e, 2) == 1
+        result = torch.where(bit, result * square, result)
+        e = torch.div(e, 2, rounding_mode="floor")
+        if i < steps - 1:
+            square = square * square
+    if exponent.dtype.is_signed:
+        odd = torch.remainder(exponent, 2) == 1
+        negative = torch.where(base == 1, one, torch.where(base == -1, torch.where(odd, -one, one), one * 0))
+        result = torch.where(exponent < 0, negative, result)
+    return result
+
+
+def pow_tensor_tensor_decomposition(x, other):
+    import torch
+
+    dtype = torch.result_type(x, other)
+    if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+        return NotImplemented
+    base, exponent = torch.broadcast_tensors(x.to(dtype), other.to(dtype))
+    return _integer_power(base, exponent)
+
+
+def pow_tensor_scalar_decomposition(x, exponent):
+    """int_tensor ** k for a Python int k >= 0: square and multiply over k's bits (torch refuses a negative k)."""
+    import torch
+
+    if not isinstance(exponent, int) or isinstance(exponent, bool) or exponent < 0 \
+            or x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == torch.bool:
+        return NotImplemented
+    out, square = torch.ones_like(x), x
+    while exponent:
+        if exponent & 1:
+            out = out * square
+        exponent >>= 1
+        if exponent:
+            square = square * square
+    return out
+
+
+def pow_scalar_decomposition(base, exponent):
+    """k ** int_tensor for a Python int k (aten.pow.Scalar)."""
+    import torch
+
+    if not isinstance(base, int) or isinstance(base, bool) or exponent.dtype.is_floating_point \
+            or exponent.dtype.is_complex or exponent.dtype == torch.bool:
+        return NotImplemented
+    return _integer_power(torch.full_like(exponent, base), exponent)
 
 
 def left_shift_scalar_decomposition(x, other):
@@ -2122,6 +2249,12 @@ def upstream_decompositions() -> dict:
             aten.__lshift__.Scalar: left_shift_scalar_decomposition,
             aten.bitwise_right_shift.Tensor_Scalar: right_shift_scalar_decomposition,
             aten.__rshift__.Scalar: right_shift_scalar_decomposition,
+            aten.bitwise_left_shift.Tensor: _shift_tensor(True), aten.__lshift__.Tensor: _shift_tensor(True),
+            aten.bitwise_right_shift.Tensor: _shift_tensor(False), aten.__rshift__.Tensor: _shift_tensor(False),
+            aten.bitwise_left_shift.Scalar_Tensor: _shift_tensor(True, scalar_first=True),
+            aten.isfinite.default: isfinite_decomposition, aten.reciprocal.default: reciprocal_decomposition,
+            aten.pow.Tensor_Tensor: pow_tensor_tensor_decomposition,
+            aten.pow.Tensor_Scalar: pow_tensor_scalar_decomposition, aten.pow.Scalar: pow_scalar_decomposition,
             aten.bitwise_and.Scalar: _bitwise_scalar(torch.bitwise_and),
             aten.bitwise_or.Scalar: _bitwise_scalar(torch.bitwise_or),
             aten.bitwise_xor.Scalar: _bitwise_scalar(torch.bitwise_xor),

@@ -19,6 +19,7 @@ import yaml
 from workbench.common import safe_yaml, trust_store
 from workbench.common.files import read_regular_text, resolved
 from workbench.common.suggest import did_you_mean, did_you_mean_path
+from workbench.result import one_line
 from workbench.common.bench_defaults import DEFAULT_PARAMS as BENCH_DEFAULTS
 from workbench.common.bench_defaults import MAX_BENCH_CALLS, MAX_CALLS_PER_SAMPLE
 from workbench.paths import LIBRARY_DIR, in_library
@@ -90,7 +91,8 @@ class Step:
         return self.kind_impl.stages(self, ctx, depth=0)
 
     def label(self) -> str:
-        return self.kind_impl.label(self)
+        """The step as one line of text (its control characters, newlines included, escaped)."""
+        return one_line(self.kind_impl.label(self))
 
     def to_entry(self, rel_to: Path | None) -> dict:
         return self.kind_impl.to_entry(self, rel_to)

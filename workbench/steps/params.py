@@ -128,6 +128,9 @@ def _coerce(name: str, typ: str, value: Any) -> Any:
             try:
                 return int(value, 0)
             except ValueError:
+                if value.strip().lstrip("+-").isdigit():   # over Python's 4300 digits: an integer, too large
+                    raise ParamError(f"{name}: an integer of {len(value.strip().lstrip('+-'))} digits does not "
+                                     "fit in 64 bits") from None
                 raise bad()
         raise bad()
     if typ == "float":

@@ -136,6 +136,12 @@ def _window_roles(loops: dict) -> dict | None:
             "stride": stride.get(w, 1)}
 
 
+#: the body ops of a plain multiply-accumulate (with element casts), which `specialize` matches as a named contraction
+MULTIPLY_ADD_BODY = frozenset({"arith.mulf", "arith.addf", "arith.muli", "arith.addi", "arith.extf", "arith.extsi",
+                               "arith.extui", "arith.sitofp", "arith.uitofp", "arith.truncf", "arith.trunci",
+                               "linalg.yield"})
+
+
 def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset(), split: int | None = None,
                   threads: int = 1, name: str = "", vector_registers: int = 32) -> dict | None:
     """pipelines/cpu/generic.py parameters (tile, interchange, fold_unit_dims, contraction) for a window
@@ -233,8 +239,12 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
     # ConvLSTM's head) makes out[w] += in[c, w] W[c] (the matrix first: no vecmat), or, with its batch as the
     # block, out[n, w] += in[n, c, w] W[c], which no named contraction matches either.
     reduces = any(tile[d] > 1 or (tile[d] == 0 and domain[d] > 1) for d in roles["channels"] + roles["window"])
+    # (nor a body with more than a multiply-add and casts: a quantized conv's zero points, `(x - zp_in) *
+    # (w - zp_w)`, fold to no named contraction: `transform.structured.specialize failed to apply`, and
+    # select --apply failed on linalg.conv_2d_nchw_fchw_q)
     specialize = (contraction and roles["stride"] == 1 and tile[w] > 1 and reduces
-                  and block is not None and tile[block] > 1 and block not in first_input)
+                  and block is not None and tile[block] > 1 and block not in first_input
+                  and body <= MULTIPLY_ADD_BODY)
     # the loops the folding leaves (in the op's order), reordered: the output's loops in its order (its
     # innermost last among them, the vector loop), then the channels (a named op such as depthwise's
     # nchw form iterates (n, oh, ow, c, ...): its folded tile would vectorize with transposed reads)

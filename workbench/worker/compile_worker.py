@@ -373,6 +373,17 @@ def _unbalanced_bracket(text: str) -> str:
 _UNKNOWN_OP = re.compile(r"custom op '([A-Za-z_]\w*)\.([\w.$]+)' is unknown")
 
 
+#: ops MLIR renamed (or moved to another dialect) before 22: an older file's op, and the op MLIR 22 has for it
+RENAMED_OPS = {
+    "transform.structured.tile": "transform.structured.tile_using_for",
+    "transform.structured.tile_to_scf_for": "transform.structured.tile_using_for",
+    "transform.structured.tile_to_forall_op": "transform.structured.tile_using_forall",
+    "transform.structured.masked_vectorize": "transform.structured.vectorize",
+    "tensor.pack": "linalg.pack",
+    "tensor.unpack": "linalg.unpack",
+}
+
+
 def _unknown_op_hint(first: str) -> str:
     """` (MLIR 22.1.8's vector dialect has no such op: ...)` where the parser did not know an op of a dialect it
     has: a file written for another MLIR version (upstream test files from a newer tree)."""
@@ -384,14 +395,19 @@ def _unknown_op_hint(first: str) -> str:
         context.get_dialect_descriptor(m.group(1))
     except Exception:   # no such dialect here, or no context: MLIR's own message says enough
         return ""
+    from workbench.common.mlir_libs import mlir_version
+
+    renamed = RENAMED_OPS.get(f"{m.group(1)}.{m.group(2)}")
+    if renamed and renamed != f"{m.group(1)}.{m.group(2)}" and context.is_registered_operation(renamed):
+        # `transform.structured.tile` (an LLVM 17 file): the edit-distance search below finds nothing
+        return (f" (did you mean {renamed}? MLIR {mlir_version()} has the op under that name, its syntax may differ "
+                "too: a file written for an older MLIR version?)")
     # a typo (`transform.structured.vectorise`): the registered ops one edit away (MLIR cannot list a dialect's ops)
     alphabet = "abcdefghijklmnopqrstuvwxyz0123456789_."
     close = sorted(f"{m.group(1)}.{c}" for c in _one_edit_away(m.group(2), alphabet)
                    if c and context.is_registered_operation(f"{m.group(1)}.{c}"))
     if close:
         return f" (did you mean {', '.join(close[:3])}?)"
-    from workbench.common.mlir_libs import mlir_version
-
     return (f" (MLIR {mlir_version()}'s {m.group(1)} dialect has no such op: a file written for another MLIR "
             "version?)")
 

@@ -42,7 +42,7 @@ WORKBENCH_PASSES = (
     "lh-frontend-to-linalg", "lh-apply-payload-schedule", "lh-erase-transform-schedules",
     "lh-lift-tensor-cf", "lh-buffer-deallocation", "lh-profile-regions", "lh-specialize-shapes", "lh-gpu-device-wrapper",
     "lh-gpu-device-memory", "lh-gpu-serial-kernels", "lh-parallel-dims-first", "lh-gpu-linear-map",
-    "lh-barrier-after-async-wait", "lh-bf16-memory-as-bits", "lh-bf16-compute-f32", "lh-flat-vector-math", "lh-contiguous-gather-sources",
+    "lh-barrier-after-async-wait", "lh-bf16-memory-as-bits", "lh-bf16-compute-f32", "lh-flat-vector-math", "lh-unmask-fp-reductions", "lh-contiguous-gather-sources",
     "lh-math-approx", "lh-math-exp-approx", "lh-outline-loops", "lh-outline-repeated-steps",
     "lh-contiguous-copies-as-memcpy", "lh-parallel-to-gomp", "lh-gomp-dispatch", "lh-flush-denormals", "lh-defer-accumulator-loads",
     "lh-task-buffers-on-stack",

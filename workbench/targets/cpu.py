@@ -691,11 +691,22 @@ class CpuTarget(Target):
                     continue
                 keys = next((d for d in range(min(FLASH_MAX_KEYS, qd["n"] - 1), 0, -1) if qd["n"] % d == 0
                              and d % FLASH_KEY_MULTIPLE == 0), 0)
-                rows = next((r for r in range(min(FLASH_MAX_ROWS, qd["m"]), ATTENTION_MIN_ROWS - 1, -1)
-                             if qd["m"] % r == 0), 0)
+                rows = self._flash_rows(qd["m"], keys, qd["k"], pd["n"]) if keys else 0
                 if keys and rows:
                     return rows, keys
         return None
+
+    def _flash_rows(self, m: int, keys: int, d: int, dv: int) -> int:
+        """Query rows per flash block: the most (FLASH_MAX_ROWS down to ATTENTION_MIN_ROWS) that divide the
+        rows and for which both block contractions (rows x keys x d, rows x dv x keys) take whole register
+        tiles (no row split); 0 where none does."""
+        family = _load_library_module(self.matmul_family_schedule)
+        machine = matmul_machine_args(self.machine)
+        for rows in range(min(m, FLASH_MAX_ROWS), ATTENTION_MIN_ROWS - 1, -1):
+            if m % rows == 0 and all("main_m" not in family.default_params(1, rows, n, k, threads=1, **machine)
+                                     for n, k in ((keys, d), (dv, keys))):
+                return rows
+        return 0
 
     def _attention_rows(self, family, machine: dict[str, int], qk: dict[str, int], pv: dict[str, int]) -> int:
         """Query rows per attention block: the most (up to ATTENTION_MAX_ROWS) that divide the rows, whose

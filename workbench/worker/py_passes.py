@@ -220,6 +220,12 @@ def _scale_after_contractions(module, options: dict) -> None:
     scaled_contractions.scale_after_contractions(module)
 
 
+def _unmask_fp_reductions(module, options: dict) -> None:
+    from workbench.worker.cpu import masked_reductions
+
+    masked_reductions.unmask_fp_reductions(module)
+
+
 def _flash_attention(module, options: dict) -> None:
     from workbench.worker.cpu import flash_attention
 
@@ -659,6 +665,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-barrier-after-async-wait": (_barrier_after_async_wait, "gpu.barrier after each nvgpu.device_async_wait marked lh.barrier_after (pipelined cp.async schedules)"),
     "lh-bf16-memory-as-bits": (_bf16_memory_as_bits, "on the LLVM dialect: loads and stores of bf16 vectors as loads and stores of i16 vectors, bitcast (LLVM's x86 backend aborts on bf16 vectors of 8k+1 elements: 'Do not know how to soft promote this operator's operand!'; workbench/worker/cpu/bf16_compute.py)"),
     "lh-bf16-compute-f32": (_bf16_compute_f32, "arith/math ops on bf16 and f16 (scalars, vectors) -> the same ops on f32, extended at the inputs and rounded once where a value leaves the chain (a chain of pointwise bf16 ops is rounded once, as torch's f32 opmath; math functions then get lh-math-approx's f32 polynomials; bf16 conversions as integer vector ops; workbench/worker/cpu/bf16_compute.py)"),
+    "lh-unmask-fp-reductions": (_unmask_fp_reductions, "a masked float max / min vector.reduction -> the unmasked reduction of select(mask, x, -inf / +inf) (convert-vector-to-llvm counted a masked maximumf's lanes as -0.0; workbench/worker/cpu/masked_reductions.py)"),
     "lh-flat-vector-math": (_flat_vector_math, "math.absi/ctlz/cttz on n-D vectors -> the op on the flat 1-D vector between vector.shape_casts (convert-math-to-llvm lowers them on scalars and 1-D vectors only; workbench/worker/cpu/flat_vector_math.py)"),
     "lh-contiguous-gather-sources": (_contiguous_gather_sources, "on memrefs: a vector.gather from a non-contiguous view (its linear positions assume row-major strides) reads a contiguous copy of the view, made before the outermost op around the gathers and freed after it (workbench/worker/cpu/contiguous_gathers.py)"),
     "lh-math-approx": (_math_approx, "math.exp/tanh/erf/log/log1p on f32 / vector<..xf32> -> arith + math.fma polynomials {ops=exp,tanh,...: only those} (no libm calls per element; workbench/worker/cpu/math_approx.py)"),

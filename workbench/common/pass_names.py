@@ -48,7 +48,7 @@ WORKBENCH_PASSES = (
     "lh-task-buffers-on-stack",
     "lh-split-leftover-ops", "lh-split-long-reductions", "lh-drop-body-asserts", "lh-fold-slices-of-concat", "lh-unshare-fills",
     "lh-drop-dead-results", "lh-fuse-into-gathers", "lh-fold-all-neg-inf-checks", "lh-scale-after-contractions",
-    "lh-flash-attention",
+    "lh-flash-attention", "lh-merge-contraction-batches",
     "lh-softmax-reciprocals", "lh-widen-bool-reductions", "lh-fuse-elementwise",
     "lh-gather-indices", "lh-dilated-input-convs", "lh-widen-contraction-inputs", "lh-vnni-contractions",
     "lh-pad-contraction-dims", "lh-amx-tile-accumulators", "lh-row-matmuls-as-matvecs", "lh-conv-planes",

@@ -378,6 +378,9 @@ class CpuTarget(Target):
     #: attention over long key sequences a block of query rows and of keys at a time, an online max and sum
     #: (workbench/worker/cpu/flash_attention.py); `flash_attention` off: the blocks of whole rows only
     FLASH_ATTENTION = "pass lh-flash-attention"
+    #: a contraction over several batch loops (grouped-query attention's K/V heads x group) runs over the merged
+    #: batch where a reshape around it merges or split them (workbench/worker/cpu/attention_batches.py)
+    MERGE_CONTRACTION_BATCHES = "pass lh-merge-contraction-batches"
     flash_attention = True
 
     #: a gather of a few elements of an elementwise op's result (nll_loss's pick from the log-softmax)
@@ -451,6 +454,10 @@ class CpuTarget(Target):
             # (after the fusion, which makes the division one op with the guard's select; a no-op, left out,
             # unless a division is by a sum of exponentials)
             steps = first + [self.FUSE_ELEMENTWISE, self.SOFTMAX_RECIPROCALS]
+            if sum(op.get("op") == "linalg.batch_matmul" for op in ops) >= 2:
+                # (after the fusion, which folds torch-mlir's reshapes around the batch matmuls into them; a
+                # no-op, left out, unless a contraction's batch loops are split around the softmax)
+                steps.append(self.MERGE_CONTRACTION_BATCHES)
             flash = self._flash_params(ops) if self.flash_attention else None
             if flash:
                 # (after the fusion and the reciprocals, whose forms it matches; a no-op, left out, unless the

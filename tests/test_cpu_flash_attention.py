@@ -152,3 +152,44 @@ def test_a_masked_remainder_of_a_max_reduction_counts_no_zeros(ctx, tmp_path, ki
         ok(ctx, "target cpu --cpu host --threads 0")
     out = load_npys(tmp_path / "out", "output")[0]
     assert out[0, 0] == -np.inf * sign and np.all(out[0, 1:] == -5.0 * sign), out[0, :4]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_grouped_query_attention_gets_the_row_blocks(ctx, monkeypatch, tmp_path, threads):
+    """Grouped-query heads (tests/fixtures/sdpa/sdpa_modules.py:SdpaGqa, 4 query heads over 2 K/V heads,
+    transformers' repeat_kv; a causal mask with a fully masked row): the fusion leaves the mask's addition
+    over 2 x 2 heads between reshapes of the 4-head scores; lh-merge-contraction-batches merges its batch
+    loops (and P V's), so the softmax reads Q K^T directly and the selector blocks the attention by query
+    rows (docs/attention-round14.md) as for plain heads; torch's outputs."""
+    from workbench.targets import cpu
+
+    monkeypatch.setattr(cpu, "ATTENTION_SCORE_BYTES", 1 << 16)
+    fixture = SDPA / "sdpa_gqa_256.mlir"
+    ok(ctx, f"load {fixture}")
+    try:
+        ok(ctx, f"target cpu --threads {threads}")
+        data = ok(ctx, "select --apply").data
+        assert "pass lh-merge-contraction-batches" in data["prepared"], data["prepared"]
+        assert "attention_blocks" in str(data["selections"][0]["schedule"]), data["selections"][0]
+        assert "x256x256xf32>" not in ctx.session.current_ir          # no whole scores tensor
+        ok(ctx, "bench warmup=0 iterations=1")
+        ok(ctx, "apply cpu-lower")
+        run = ok(ctx, f"run --check --iterations 1 --warmup 0 --threads {threads} {fixture_io_flags(fixture)} "
+                      f"--save-outputs {tmp_path}").data["run"]
+        assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")
+    out = load_npys(tmp_path, "output")[0]
+    assert np.all(out[0, :, 1, :] == 0.0) and np.all(np.isfinite(out))
+
+
+def test_merged_batches_leave_no_split_heads_around_the_softmax(ctx):
+    ok(ctx, f"load {SDPA / 'sdpa_gqa_256.mlir'}")
+    for p in PREPARATION:
+        ok(ctx, f"pass {p}")
+    before = ctx.session.current_ir
+    ok(ctx, "pass lh-merge-contraction-batches")
+    after = ctx.session.current_ir
+    assert "tensor<2x2x256x256xf32>" in before and "tensor<2x2x256x256xf32>" not in after
+    # the mask (256 x 256, broadcast over the heads) is added over the 4 merged heads
+    assert re.search(r"ins\(%\w+, %\w+ : tensor<4x256x256xf32>, tensor<256x256xf32>\)", after)

@@ -29,14 +29,25 @@ def _merged_leading(reassociation, p: int, rank: int) -> bool:
 
 
 def _batch_loops(op) -> int:
-    """The leading loops every operand and the result read first, in order (parallel): how many."""
+    """The leading parallel loops that every operand indexing any of them reads first, in order (the others,
+    a mask broadcast over the heads, read none of them), and the result reads first: how many."""
     maps = _maps(op)
     its = iterator_types(op)
+    if any(not isinstance(e, ir.AffineDimExpr) for m in maps for e in m.results):
+        return 0
     p = 0
-    while p < len(its) and its[p] == "parallel" and all(
-            len(m.results) > p and isinstance(m.results[p], ir.AffineDimExpr)
-            and ir.AffineDimExpr(m.results[p]).position == p for m in maps):
-        p += 1
+    while p < len(its) and its[p] == "parallel":
+        q = p + 1
+        ok = True
+        for n, m in enumerate(maps):
+            dims = [ir.AffineDimExpr(e).position for e in m.results]
+            if not any(d < q for d in dims) and n < len(maps) - 1:
+                continue
+            if dims[:q] != list(range(q)) or any(d < q for d in dims[q:]):
+                ok = False
+        if not ok:
+            break
+        p = q
     return p
 
 
@@ -61,7 +72,10 @@ def _collapse(value, p: int):
 
 def _merge(op) -> bool:
     op = op.operation
-    if not _contraction_body(op) or not _zero_fill(op.operands[2]):
+    if len(op.results) != 1 or len(op.regions[0].blocks) != 1:
+        return False
+    contraction = _contraction_body(op) and _zero_fill(op.operands[2])
+    if not contraction and set(iterator_types(op)) != {"parallel"}:
         return False
     p = _batch_loops(op)
     if p < 2:
@@ -69,33 +83,41 @@ def _merge(op) -> bool:
     result = op.results[0]
     rank = ir.RankedTensorType(result.type).rank
     users = [u.owner.operation for u in result.uses]
-    collapse = (users[0] if len(users) == 1 and users[0].name == "tensor.collapse_shape"
-                and _merged_leading(users[0].attributes["reassociation"], p, rank) else None)
+    collapses = [u for u in users if u.name == "tensor.collapse_shape"
+                 and _merged_leading(u.attributes["reassociation"], p, rank)]
+    collapse = collapses[0] if collapses and len(collapses) == len(users) else None
     expanded_input = any(_op(v) is not None and _op(v).name == "tensor.expand_shape"
                          and _merged_leading(_op(v).attributes["reassociation"], p, ir.RankedTensorType(v.type).rank)
-                         for v in list(op.operands)[:2])
+                         for v in list(op.operands)[:-1])
     if collapse is None and not expanded_input:
         return False
     maps = _maps(op)
     n_loops = maps[0].n_dims
 
     def merged_map(m):
-        exprs = [ir.AffineDimExpr.get(0)] + [ir.AffineDimExpr.get(ir.AffineDimExpr(e).position - p + 1)
-                                             for e in list(m.results)[p:]]
+        dims = [ir.AffineDimExpr(e).position for e in m.results]
+        batched = bool(dims) and dims[0] == 0
+        exprs = ([ir.AffineDimExpr.get(0)] if batched else []) + [ir.AffineDimExpr.get(d - p + 1)
+                                                                   for d in (dims[p:] if batched else dims)]
         return ir.AffineMap.get(n_loops - p + 1, 0, exprs)
 
     if any(not isinstance(e, ir.AffineDimExpr) for m in maps for e in m.results):
         return False
-    fill = _op(op.operands[2])
+    init_op = _op(op.operands[-1])
+    n_inputs = len(op.operands) - 1
     with ir.InsertionPoint(op), op.location:
         inputs = []
         reassociation = None
-        for v in list(op.operands)[:2]:
+        for n, v in enumerate(list(op.operands)[:n_inputs]):
+            dims = [ir.AffineDimExpr(e).position for e in maps[n].results]
+            if not dims or dims[0] != 0:
+                inputs.append(v)     # (broadcast over the batch loops)
+                continue
             c = _collapse(v, p)
             if isinstance(c, tuple):
                 c, _ = c
             inputs.append(c)
-        out_collapsed = _collapse(op.operands[2], p)
+        out_collapsed = _collapse(op.operands[-1], p)
         out_type = (out_collapsed[0] if isinstance(out_collapsed, tuple) else out_collapsed).type
         if isinstance(out_collapsed, tuple):
             reassociation = out_collapsed[1]
@@ -103,19 +125,24 @@ def _merge(op) -> bool:
         else:
             reassociation = None
         empty = ir.Operation.create("tensor.empty", results=[out_type], operands=[]).results[0]
-        new_fill = linalg.fill(fill.operands[0], outs=[empty])
+        if init_op is not None and init_op.name == "linalg.fill":
+            new_init = linalg.fill(init_op.operands[0], outs=[empty])
+        elif init_op is not None and init_op.name == "tensor.empty":
+            new_init = empty
+        else:
+            return _undo(inputs, empty)
         its = iterator_types(op)
         attributes = {a.name: a.attr for a in (op.attributes[n] for n in range(len(op.attributes)))}
         attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(merged_map(m)) for m in maps])
         attributes["iterator_types"] = ir.ArrayAttr.get(
             [ir.Attribute.parse(f"#linalg.iterator_type<{it}>") for it in ["parallel"] + its[p:]])
-        new = ir.Operation.create("linalg.generic", results=[out_type], operands=inputs + [new_fill],
+        new = ir.Operation.create("linalg.generic", results=[out_type], operands=inputs + [new_init],
                                   attributes=attributes, regions=1)
     op.regions[0].blocks[0].append_to(new.regions[0])
-    if collapse is not None:
-        collapse.results[0].replace_all_uses_with(new.results[0])
-        collapse.erase()
-    else:
+    for c in collapses:
+        c.results[0].replace_all_uses_with(new.results[0])
+        c.erase()
+    if collapse is None:
         if reassociation is None:
             reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
                                                                 for i in range(p)])]
@@ -128,8 +155,8 @@ def _merge(op) -> bool:
                 attributes={"reassociation": reassociation,
                             "static_output_shape": ir.DenseI64ArrayAttr.get(shape)})
         result.replace_all_uses_with(expand.results[0])
-    init = op.operands[2]
-    old_inputs = list(op.operands)[:2]
+    init = op.operands[-1]
+    old_inputs = list(op.operands)[:n_inputs]
     op.erase()
     _erase_unread_init(init)
     for v in old_inputs:
@@ -137,6 +164,15 @@ def _merge(op) -> bool:
         if owner is not None and owner.name in ("tensor.expand_shape", "tensor.collapse_shape") and not list(v.uses):
             owner.erase()
     return True
+
+
+def _undo(created: list, empty) -> bool:
+    empty.owner.erase()
+    for v in created:
+        owner = _op(v)
+        if owner is not None and owner.name == "tensor.collapse_shape" and not list(v.uses):
+            owner.erase()
+    return False
 
 
 def merge_contraction_batches(module) -> int:

@@ -77,6 +77,9 @@ def _merge(op) -> bool:
     contraction = _contraction_body(op) and _zero_fill(op.operands[2])
     if not contraction and set(iterator_types(op)) != {"parallel"}:
         return False
+    if not ir.RankedTensorType(op.results[0].type).has_static_shape or any(
+            o.name == "linalg.index" or o.regions for o in op.regions[0].blocks[0].operations):
+        return False   # (static shapes; a body reading its loop indices would see the merged ones)
     p = _batch_loops(op)
     if p < 2:
         return False
@@ -104,6 +107,8 @@ def _merge(op) -> bool:
     if any(not isinstance(e, ir.AffineDimExpr) for m in maps for e in m.results):
         return False
     init_op = _op(op.operands[-1])
+    if init_op is None or init_op.name not in ("linalg.fill", "tensor.empty"):
+        return False
     n_inputs = len(op.operands) - 1
     with ir.InsertionPoint(op), op.location:
         inputs = []
@@ -125,12 +130,7 @@ def _merge(op) -> bool:
         else:
             reassociation = None
         empty = ir.Operation.create("tensor.empty", results=[out_type], operands=[]).results[0]
-        if init_op is not None and init_op.name == "linalg.fill":
-            new_init = linalg.fill(init_op.operands[0], outs=[empty])
-        elif init_op is not None and init_op.name == "tensor.empty":
-            new_init = empty
-        else:
-            return _undo(inputs, empty)
+        new_init = linalg.fill(init_op.operands[0], outs=[empty]) if init_op.name == "linalg.fill" else empty
         its = iterator_types(op)
         attributes = {a.name: a.attr for a in (op.attributes[n] for n in range(len(op.attributes)))}
         attributes["indexing_maps"] = ir.ArrayAttr.get([ir.AffineMapAttr.get(merged_map(m)) for m in maps])
@@ -164,15 +164,6 @@ def _merge(op) -> bool:
         if owner is not None and owner.name in ("tensor.expand_shape", "tensor.collapse_shape") and not list(v.uses):
             owner.erase()
     return True
-
-
-def _undo(created: list, empty) -> bool:
-    empty.owner.erase()
-    for v in created:
-        owner = _op(v)
-        if owner is not None and owner.name == "tensor.collapse_shape" and not list(v.uses):
-            owner.erase()
-    return False
 
 
 def merge_contraction_batches(module) -> int:

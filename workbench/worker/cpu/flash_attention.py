@@ -143,6 +143,9 @@ def _match(pv):
     qk = producer
     if not _zero_fill(qk.operands[2]):
         return None
+    if any(o.name == "linalg.index" or o.regions for op in score_ops
+           for o in op.regions[0].blocks[0].operations):
+        return None   # (the block ops are clones on slices: a body reading its loop indices would see the block's)
     # Q K^T: loops (batch..., m, n, k) writing S's dims in order; P V: operand 0 read as (batch..., m, key)
     qk_maps = _maps(qk)
     if any(_dims(m) is None for m in qk_maps) or _dims(qk_maps[2]) != list(range(rank)):

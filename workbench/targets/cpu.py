@@ -377,6 +377,13 @@ class CpuTarget(Target):
     #: a softmax's division by its row sums as a multiplication by their reciprocals, one per row
     #: (workbench/worker/cpu/softmax_reciprocals.py)
     SOFTMAX_RECIPROCALS = "pass lh-softmax-reciprocals"
+    #: attention over long key sequences a block of query rows and of keys at a time, an online max and sum
+    #: (workbench/worker/cpu/flash_attention.py); `flash_attention` off: the blocks of whole rows only
+    FLASH_ATTENTION = "pass lh-flash-attention"
+    #: a contraction over several batch loops (grouped-query attention's K/V heads x group) runs over the merged
+    #: batch where a reshape around it merges or split them (workbench/worker/cpu/attention_batches.py)
+    MERGE_CONTRACTION_BATCHES = "pass lh-merge-contraction-batches"
+    flash_attention = True
 
     #: a gather of a few elements of an elementwise op's result (nll_loss's pick from the log-softmax)
     #: computes those elements only: workbench/worker/cpu/gather_fusion.py
@@ -455,6 +462,15 @@ class CpuTarget(Target):
             # (after the fusion, which makes the division one op with the guard's select; a no-op, left out,
             # unless a division is by a sum of exponentials)
             steps = first + [self.FUSE_ELEMENTWISE, self.SOFTMAX_RECIPROCALS]
+            if sum(op.get("op") == "linalg.batch_matmul" for op in ops) >= 2:
+                # (after the fusion, which folds torch-mlir's reshapes around the batch matmuls into them; a
+                # no-op, left out, unless a contraction's batch loops are split around the softmax)
+                steps.append(self.MERGE_CONTRACTION_BATCHES)
+            flash = self._flash_params(ops) if self.flash_attention else None
+            if flash:
+                # (after the fusion and the reciprocals, whose forms it matches; a no-op, left out, unless the
+                # softmax between the contractions is attention's)
+                steps.append(f"{self.FLASH_ATTENTION}{{rows={flash[0]} keys={flash[1]}}}")
             if self.row_networks and generics >= self.ROW_NETWORK_MIN_GENERICS:
                 # (after the fusion, which makes each stage one generic; a no-op, left out, unless the
                 # payload has a network)
@@ -677,6 +693,41 @@ class CpuTarget(Target):
                 if spec == rows_spec and params.get("op") == [ops[i]["id"] for i, _ in chain]:
                     entries[n] = (spec, dict(params, parallel=0))   # (the blocks are the parallel loop)
         return blocks + entries
+
+    def _flash_params(self, ops: list[dict[str, Any]]) -> tuple[int, int] | None:
+        """(rows, keys) of lh-flash-attention for the first pair of batch matmuls shaped like attention's
+        Q K^T (B x M x N) and P V (B x M x N -> Dv) with at least FLASH_MIN_KEYS keys, on one core (the
+        loops it writes are serial); None where there is none or no block size divides."""
+        if self.machine.usable_cpus > 1:
+            return None
+        bmm = [op for op in ops if op.get("op") in ("linalg.batch_matmul", "linalg.generic")
+               and op.get("kind") == "contraction" and op.get("dtype") == "f32" and op.get("dims")]
+        for qk in bmm:
+            qd = qk["dims"]
+            if qd.get("n", 0) < FLASH_MIN_KEYS:
+                continue
+            for pv in bmm:
+                pd = pv["dims"]
+                if pv is qk or pd.get("m") != qd.get("m") or pd.get("k") != qd["n"]:
+                    continue
+                keys = next((d for d in range(min(FLASH_MAX_KEYS, qd["n"] - 1), 0, -1) if qd["n"] % d == 0
+                             and d % FLASH_KEY_MULTIPLE == 0), 0)
+                rows = self._flash_rows(qd["m"], keys, qd["k"], pd["n"]) if keys else 0
+                if keys and rows:
+                    return rows, keys
+        return None
+
+    def _flash_rows(self, m: int, keys: int, d: int, dv: int) -> int:
+        """Query rows per flash block: the most (FLASH_MAX_ROWS down to ATTENTION_MIN_ROWS) that divide the
+        rows and for which both block contractions (rows x keys x d, rows x dv x keys) take whole register
+        tiles (no row split); 0 where none does."""
+        family = _load_library_module(self.matmul_family_schedule)
+        machine = matmul_machine_args(self.machine)
+        for rows in range(min(m, FLASH_MAX_ROWS), ATTENTION_MIN_ROWS - 1, -1):
+            if m % rows == 0 and all("main_m" not in family.default_params(1, rows, n, k, threads=1, **machine)
+                                     for n, k in ((keys, d), (dv, keys))):
+                return rows
+        return 0
 
     def _attention_rows(self, family, machine: dict[str, int], qk: dict[str, int], pv: dict[str, int]) -> int:
         """Query rows per attention block: the most (up to ATTENTION_MAX_ROWS) that divide the rows, whose
@@ -980,6 +1031,12 @@ class CpuTarget(Target):
 #: rows: the Q K^T and P V blocks are matmuls too thin for the register tiles' reuse of K^T and V)
 ATTENTION_MAX_ROWS = 128
 ATTENTION_MIN_ROWS = 24
+#: lh-flash-attention (docs/attention-round15.md): taken from this many keys on (fewer: the blocks of whole
+#: rows above keep a block's scores in L2); keys per block at most, a multiple of; query rows per block at most
+FLASH_MIN_KEYS = 1024
+FLASH_MAX_KEYS = 512
+FLASH_KEY_MULTIPLE = 4
+FLASH_MAX_ROWS = 64
 #: scores (bytes, all heads) past which attention is blocked; None: the machine's L2 (tests set it lower)
 ATTENTION_SCORE_BYTES: int | None = None
 

@@ -220,6 +220,25 @@ def _scale_after_contractions(module, options: dict) -> None:
     scaled_contractions.scale_after_contractions(module)
 
 
+def _unmask_fp_reductions(module, options: dict) -> None:
+    from workbench.worker.cpu import masked_reductions
+
+    masked_reductions.unmask_fp_reductions(module)
+
+
+def _merge_contraction_batches(module, options: dict) -> None:
+    from workbench.worker.cpu import attention_batches
+
+    attention_batches.merge_contraction_batches(module)
+
+
+def _flash_attention(module, options: dict) -> None:
+    from workbench.worker.cpu import flash_attention
+
+    flash_attention.flash_attention(module, _int_option(options, "rows", 64, minimum=1),
+                                    _int_option(options, "keys", 256, minimum=1))
+
+
 def _softmax_reciprocals(module, options: dict) -> None:
     from workbench.worker.cpu import softmax_reciprocals
 
@@ -660,6 +679,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-barrier-after-async-wait": (_barrier_after_async_wait, "gpu.barrier after each nvgpu.device_async_wait marked lh.barrier_after (pipelined cp.async schedules)"),
     "lh-bf16-memory-as-bits": (_bf16_memory_as_bits, "on the LLVM dialect: loads and stores of bf16 vectors as loads and stores of i16 vectors, bitcast (LLVM's x86 backend aborts on bf16 vectors of 8k+1 elements: 'Do not know how to soft promote this operator's operand!'; workbench/worker/cpu/bf16_compute.py)"),
     "lh-bf16-compute-f32": (_bf16_compute_f32, "arith/math ops on bf16 and f16 (scalars, vectors) -> the same ops on f32, extended at the inputs and rounded once where a value leaves the chain (a chain of pointwise bf16 ops is rounded once, as torch's f32 opmath; math functions then get lh-math-approx's f32 polynomials; bf16 conversions as integer vector ops; workbench/worker/cpu/bf16_compute.py)"),
+    "lh-unmask-fp-reductions": (_unmask_fp_reductions, "a masked float max / min vector.reduction -> the unmasked reduction of select(mask, x, -inf / +inf) (convert-vector-to-llvm counted a masked maximumf's lanes as -0.0; workbench/worker/cpu/masked_reductions.py)"),
     "lh-flat-vector-math": (_flat_vector_math, "math.absi/ctlz/cttz on n-D vectors -> the op on the flat 1-D vector between vector.shape_casts (convert-math-to-llvm lowers them on scalars and 1-D vectors only; workbench/worker/cpu/flat_vector_math.py)"),
     "lh-contiguous-gather-sources": (_contiguous_gather_sources, "on memrefs: a vector.gather from a non-contiguous view (its linear positions assume row-major strides) reads a contiguous copy of the view, made before the outermost op around the gathers and freed after it (workbench/worker/cpu/contiguous_gathers.py)"),
     "lh-math-approx": (_math_approx, "math.exp/tanh/erf/log/log1p on f32 / vector<..xf32> -> arith + math.fma polynomials {ops=exp,tanh,...: only those} (no libm calls per element; workbench/worker/cpu/math_approx.py)"),
@@ -681,6 +701,8 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-fuse-into-gathers": (_fuse_into_gathers, "on tensors: a tensor.extract in a linalg body reading a few elements of an elementwise generic's result -> that generic's body on the extracts of its inputs (chains followed; a log-softmax written in full for nll_loss's one element per row is no longer written; workbench/worker/cpu/gather_fusion.py)"),
     "lh-fold-all-neg-inf-checks": (_fold_all_neg_inf_checks, "on tensors: a row's all -inf check (torch's _safe_softmax guard: an and-reduction of x oeq -inf) read off a maximumf reduction from -inf of the same scores over the same loops (max oeq -inf), no pass over the scores (workbench/worker/cpu/softmax_guards.py)"),
     "lh-scale-after-contractions": (_scale_after_contractions, "on tensors: a contraction (a generic of mulf/addf from a zero fill) of an elementwise op linear in one full input E and scaled by values free of the contraction's reduction dims (softmax's division by the row sum before attention's P @ V) reads E, and the elementwise op runs on its result (workbench/worker/cpu/scaled_contractions.py)"),
+    "lh-merge-contraction-batches": (_merge_contraction_batches, "on tensors: a contraction over several leading batch loops whose result is read only through a collapse_shape merging them, or that reads an expand_shape splitting them, runs over the merged batch (grouped-query attention's Q K^T and P V around the softmax's 3-D scores; workbench/worker/cpu/attention_batches.py)"),
+    "lh-flash-attention": (_flash_attention, "on tensors: attention (Q K^T [+ mask], its softmax's max, exp and sum, P V) computed `rows` query rows and `keys` keys at a time with a running max and sum, the division after P V (flash attention; workbench/worker/cpu/flash_attention.py)"),
     "lh-softmax-reciprocals": (_softmax_reciprocals, "on tensors: a softmax's division by its row sums (an addf reduction of exponentials, read constant along the row) as a multiplication by their reciprocals, computed once per row (workbench/worker/cpu/softmax_reciprocals.py)"),
     "lh-widen-bool-reductions": (_widen_bool_reductions, "on tensors: reductions into i1 combined by andi/ori/xori (torch.all / any, attention's all -inf row check) accumulate in i8, truncated after: vectorized like any integer reduction (a multi_reduction over i1 is not lowered; workbench/worker/cpu/bool_reductions.py)"),
     "lh-fuse-elementwise": (_fuse_elementwise, "upstream's elementwise fusion (fpowi expanded, producers fused, unit dims folded, canonicalized) except into consumers that read a producer broadcast or through a window, where the fused body would recompute it per use (workbench/worker/cpu/fusion.py)"),
@@ -749,6 +771,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "lh-tap-matmuls": ("min-bytes",),
     "lh-pad-copies": ("threads", "min-work", "lanes"),
     "lh-constant-pad-rows": ("threads", "min-work", "lanes", "min-elements"),
+    "lh-flash-attention": ("rows", "keys"),
     "lh-row-networks": ("threads", "min-work"),
     "lh-collapse-planes": ("lanes",),
     "lh-strided-convs": ("max-rank",),

@@ -1,0 +1,195 @@
+"""Attention over key blocks with an online softmax (lh-flash-attention, docs/attention-round15.md): for long
+key sequences the CPU selector's preparation computes attention R query rows and K keys at a time with a
+running max and sum, the division (and torch's fully-masked-row guard) after P V; no row of scores is
+materialized past K columns.
+
+Fixtures: tests/fixtures/sdpa/ (torch's sdpa, tests/fixtures/sdpa/sdpa_modules.py, with torch's inputs
+and outputs): sdpa_masked_240 (causal mask, row 1 fully masked), sdpa_200 (no mask).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import fixture_io_flags, load_npys, ok
+
+SDPA = Path(__file__).parent / "fixtures" / "sdpa"
+PREPARATION = ("lh-drop-dead-results", "lh-fold-all-neg-inf-checks", "lh-fuse-elementwise", "lh-softmax-reciprocals")
+
+
+def _flash(ctx, name: str, rows: int, keys: int) -> tuple[str, str]:
+    ok(ctx, f"load {SDPA / (name + '.mlir')}")
+    for p in PREPARATION:
+        ok(ctx, f"pass {p}")
+    before = ctx.session.current_ir
+    ok(ctx, f"pass lh-flash-attention{{rows={rows} keys={keys}}}")
+    return before, ctx.session.current_ir
+
+
+@pytest.mark.parametrize("name,tokens,rows,keys", [("sdpa_masked_240", 240, 40, 80), ("sdpa_200", 200, 50, 40)])
+def test_attention_runs_over_key_blocks(ctx, tmp_path, name, tokens, rows, keys):
+    """The pass alone: a loop over the key blocks inside the loops over heads and row blocks, R x K score
+    blocks only, the division after P V; torch's outputs (the fully masked row: zeros)."""
+    before, after = _flash(ctx, name, rows, keys)
+    assert f"x{tokens}x{tokens}xf32>" in before
+    assert f"x{tokens}x{tokens}xf32>" not in after                     # no whole scores tensor
+    assert f"tensor<1x{rows}x{keys}xf32>" in after                      # a block of scores
+    assert re.search(rf"scf.for %\w+ = %c0 to %c{tokens}\w* step %c{keys}\b", after)   # the key loop
+    assert re.search(rf"scf.for %\w+ = %c0 to %c{tokens}\w* step %c{rows}\b", after)   # the row blocks
+    # the running max / sum: a max reduction and a sum into the loop's carried rows, the rescale exp(m - m')
+    assert after.count("arith.maximumf") == 1 and after.count("math.exp") == 2
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-lower")
+    fixture = SDPA / f"{name}.mlir"
+    run = ok(ctx, f"run --check --iterations 1 --warmup 0 {fixture_io_flags(fixture)} --save-outputs {tmp_path}"
+             ).data["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    out = load_npys(tmp_path, "output")[0]
+    assert np.all(np.isfinite(out))
+    if name == "sdpa_masked_240":
+        assert np.all(out[0, :, 1, :] == 0.0) and np.abs(out[0, :, 0, :]).max() > 0.1
+
+
+def test_blocks_that_do_not_divide_leave_attention_as_it_is(ctx):
+    for rows, keys in ((7, 80), (40, 7), (40, 240)):     # (a key block of the whole row is no flash loop)
+        before, after = _flash(ctx, "sdpa_masked_240", rows, keys)
+        assert after == before
+
+
+@pytest.mark.parametrize("name", ["sdpa_masked_240", "sdpa_200"])
+def test_the_selector_takes_flash_attention_for_long_key_sequences(ctx, monkeypatch, tmp_path, name):
+    """Past FLASH_MIN_KEYS keys (lowered here for small payloads) on one core, the selector's preparation
+    has lh-flash-attention with rows and keys that divide the sequence; its per-op steps then schedule the
+    block contractions with the batch matmul schedule inside the loops; torch's outputs."""
+    from workbench.targets import cpu
+
+    monkeypatch.setattr(cpu, "FLASH_MIN_KEYS", 128)
+    monkeypatch.setattr(cpu, "FLASH_MAX_KEYS", 64)
+    fixture = SDPA / f"{name}.mlir"
+    tokens = int(name.rsplit("_", 1)[1])
+    ok(ctx, f"load {fixture}")
+    try:
+        ok(ctx, "target cpu --threads 1")
+        data = ok(ctx, "select --apply").data
+        (flash,) = [p for p in data["prepared"] if "lh-flash-attention" in p]
+        rows, keys = (int(x) for x in re.fullmatch(r"pass lh-flash-attention\{rows=(\d+) keys=(\d+)\}", flash).groups())
+        assert tokens % rows == 0 and tokens % keys == 0 and keys <= 64 and keys % 4 == 0, flash
+        specs = [str(s["schedule"]) for s in data["selections"]]
+        assert not any("attention_blocks" in s for s in specs), specs
+        family = [s for s in data["selections"] if "batch_matmul_tiling" in str(s["schedule"])]
+        assert len(family) == 2 and {s["params"]["block_m"] for s in family} == {rows}, family
+        ok(ctx, "bench warmup=0 iterations=1")
+        ok(ctx, "apply cpu-lower")
+        run = ok(ctx, f"run --check --iterations 1 --warmup 0 --threads 1 {fixture_io_flags(fixture)} "
+                      f"--save-outputs {tmp_path}").data["run"]
+        assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")
+    if name == "sdpa_masked_240":
+        out = load_npys(tmp_path, "output")[0]
+        assert np.all(out[0, :, 1, :] == 0.0) and np.all(np.isfinite(out))
+
+
+def test_short_sequences_and_several_cores_keep_whole_rows(ctx, monkeypatch):
+    """Below FLASH_MIN_KEYS (240 keys at the default), or on two cores (the flash loops are serial; the
+    blocks of whole rows split over the cores), no lh-flash-attention."""
+    from workbench.targets import cpu
+
+    monkeypatch.setattr(cpu, "ATTENTION_SCORE_BYTES", 1 << 16)
+    for threads, min_keys in ((1, None), (2, 128)):
+        if min_keys is not None:
+            monkeypatch.setattr(cpu, "FLASH_MIN_KEYS", min_keys)
+        ok(ctx, f"load {SDPA / 'sdpa_masked_240.mlir'}")
+        try:
+            ok(ctx, f"target cpu --threads {threads}")
+            data = ok(ctx, "select --apply").data
+            assert not [p for p in data["prepared"] if "flash" in p], data["prepared"]
+            assert "attention_blocks" in str(data["selections"][0]["schedule"])
+        finally:
+            ok(ctx, "target cpu --cpu host --threads 0")
+
+
+MAX_ROWS = """#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#row = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func @main(%x: tensor<1x60x48xf32>, %m: tensor<1x60xf32>) -> tensor<1x60xf32> {
+  %r = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%x : tensor<1x60x48xf32>) outs(%m : tensor<1x60xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = arith.KIND %a, %o : f32
+    linalg.yield %v : f32
+  } -> tensor<1x60xf32>
+  return %r : tensor<1x60xf32>
+}
+"""
+
+
+@pytest.mark.parametrize("kind", ["maximumf", "minimumf"])
+def test_a_masked_remainder_of_a_max_reduction_counts_no_zeros(ctx, tmp_path, kind):
+    """A row max over 48 keys in vector tiles of 32 (the second tile masked: the running max of the flash
+    blocks) of rows all -inf or all -5 is -inf / -5, not the -0.0 the masked lanes gave
+    (lh-unmask-fp-reductions in cpu-lower); the min likewise with +inf / +5."""
+    sign = 1.0 if kind == "maximumf" else -1.0
+    x = np.full((1, 60, 48), -5.0 * sign, np.float32)
+    x[0, 0] = -np.inf * sign
+    m = np.full((1, 60), -np.inf * sign, np.float32)
+    payload = tmp_path / "rows.mlir"
+    payload.write_text(MAX_ROWS.replace("KIND", kind))
+    np.save(tmp_path / "x.npy", x)
+    np.save(tmp_path / "m.npy", m)
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, "target cpu --threads 1")
+        data = ok(ctx, "select --apply").data
+        (generic,) = [s for s in data["selections"] if "tile_vectorize" in str(s["schedule"])]
+        assert 48 % generic["params"]["tile"][-1], generic      # a masked remainder tile
+        ok(ctx, "apply cpu-lower")
+        ok(ctx, f"run --iterations 1 --warmup 0 --npy {tmp_path / 'x.npy'},{tmp_path / 'm.npy'} "
+                f"--save-outputs {tmp_path / 'out'}")
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")
+    out = load_npys(tmp_path / "out", "output")[0]
+    assert out[0, 0] == -np.inf * sign and np.all(out[0, 1:] == -5.0 * sign), out[0, :4]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_grouped_query_attention_gets_the_row_blocks(ctx, monkeypatch, tmp_path, threads):
+    """Grouped-query heads (tests/fixtures/sdpa/sdpa_modules.py:SdpaGqa, 4 query heads over 2 K/V heads,
+    transformers' repeat_kv; a causal mask with a fully masked row): the fusion leaves the mask's addition
+    over 2 x 2 heads between reshapes of the 4-head scores; lh-merge-contraction-batches merges its batch
+    loops (and P V's), so the softmax reads Q K^T directly and the selector blocks the attention by query
+    rows (docs/attention-round14.md) as for plain heads; torch's outputs."""
+    from workbench.targets import cpu
+
+    monkeypatch.setattr(cpu, "ATTENTION_SCORE_BYTES", 1 << 16)
+    fixture = SDPA / "sdpa_gqa_256.mlir"
+    ok(ctx, f"load {fixture}")
+    try:
+        ok(ctx, f"target cpu --threads {threads}")
+        data = ok(ctx, "select --apply").data
+        assert "pass lh-merge-contraction-batches" in data["prepared"], data["prepared"]
+        assert "attention_blocks" in str(data["selections"][0]["schedule"]), data["selections"][0]
+        assert "x256x256xf32>" not in ctx.session.current_ir          # no whole scores tensor
+        ok(ctx, "bench warmup=0 iterations=1")
+        ok(ctx, "apply cpu-lower")
+        run = ok(ctx, f"run --check --iterations 1 --warmup 0 --threads {threads} {fixture_io_flags(fixture)} "
+                      f"--save-outputs {tmp_path}").data["run"]
+        assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")
+    out = load_npys(tmp_path, "output")[0]
+    assert np.all(out[0, :, 1, :] == 0.0) and np.all(np.isfinite(out))
+
+
+def test_merged_batches_leave_no_split_heads_around_the_softmax(ctx):
+    ok(ctx, f"load {SDPA / 'sdpa_gqa_256.mlir'}")
+    for p in PREPARATION:
+        ok(ctx, f"pass {p}")
+    before = ctx.session.current_ir
+    ok(ctx, "pass lh-merge-contraction-batches")
+    after = ctx.session.current_ir
+    assert "tensor<2x2x256x256xf32>" in before and "tensor<2x2x256x256xf32>" not in after
+    # the mask (256 x 256, broadcast over the heads) is added over the 4 merged heads
+    assert re.search(r"ins\(%\w+, %\w+ : tensor<4x256x256xf32>, tensor<256x256xf32>\)", after)

@@ -157,6 +157,60 @@ def pad_plan(op) -> dict | None:
             "maps": [kinds[d] for d in range(len(domain))]}
 
 
+def _row_slice(out_shape: list[int]) -> tuple[str, str, str]:
+    """The offsets, sizes and strides of the output row at the outer loops' indices %i0, %i1, ..."""
+    outer = range(len(out_shape) - 1)
+    return (", ".join([f"%i{k}" for k in outer] + ["0"]), ", ".join(["1"] * len(outer) + [str(out_shape[-1])]),
+            ", ".join(["1"] * len(out_shape)))
+
+
+def _open_row_loops(lines: list[str], body: list[str], out_shape: list[int], out_t: str, row_t: str,
+                    parallel: bool, const) -> str:
+    """Open the loops over the output's rows (an scf.forall where `parallel`, else a nest of scf.for loops,
+    each carrying the output: the innermost writes its row into it, in place once bufferized) in `lines`, the
+    row's extract_slice in `body`; the row's SSA name (%empty for a rank-1 output: no loops)."""
+    outer = list(range(len(out_shape) - 1))
+    if not outer:
+        return "%empty"
+    offsets, sizes, ones = _row_slice(out_shape)
+    if parallel:
+        ivs = ", ".join(f"%i{k}" for k in outer)
+        bounds = ", ".join(str(out_shape[k]) for k in outer)
+        lines.append(f"  %res = scf.forall ({ivs}) in ({bounds}) shared_outs(%out = %empty) -> ({out_t}) {{")
+        carried = "%out"
+    else:
+        carried = "%empty"
+        for k in outer:
+            lines.append(f"  %r{k} = scf.for %i{k} = {const(0)} to {const(out_shape[k])} step {const(1)} "
+                         f"iter_args(%out{k} = {carried}) -> ({out_t}) {{")
+            carried = f"%out{k}"
+    body.append(f"    %row0 = tensor.extract_slice {carried}[{offsets}] [{sizes}] [{ones}] : {out_t} to {row_t}")
+    return "%row0"
+
+
+def _close_row_loops(lines: list[str], body: list[str], row: str, out_shape: list[int], out_t: str, row_t: str,
+                     parallel: bool) -> str:
+    """`body` into `lines`, the row written back into the output, the loops `_open_row_loops` opened closed and
+    the output returned: the function's text."""
+    outer = list(range(len(out_shape) - 1))
+    offsets, sizes, ones = _row_slice(out_shape)
+    lines += body
+    if outer and parallel:
+        lines += ["    scf.forall.in_parallel {",
+                  f"      tensor.parallel_insert_slice {row} into %out[{offsets}] [{sizes}] [{ones}] : {row_t} into {out_t}",
+                  "    }", "  }", f"  return %res : {out_t}"]
+    elif outer:
+        lines += [f"    %written = tensor.insert_slice {row} into %out{outer[-1]}[{offsets}] [{sizes}] [{ones}] "
+                  f": {row_t} into {out_t}", f"    scf.yield %written : {out_t}", "  }"]
+        for k in reversed(outer[:-1]):
+            lines += [f"  scf.yield %r{k + 1} : {out_t}", "  }"]
+        lines.append(f"  return %r0 : {out_t}")
+    else:
+        lines.append(f"  return {row} : {out_t}")
+    lines.append("}")
+    return "\n".join(lines)
+
+
 def _pad_text(source_type, out_shape: list[int], reads: list, tables: list[np.ndarray], lanes: int,
               parallel: bool) -> str:
     """A function @pad(%src) -> the padded tensor, the rows' copies (module docstring): an scf.forall over the
@@ -193,26 +247,7 @@ def _pad_text(source_type, out_shape: list[int], reads: list, tables: list[np.nd
         lines.append(f"  %table{k} = arith.constant dense<[{values}]> : tensor<{out_shape[k]}xindex>")
         body.append(f"{indent}%s{k} = tensor.extract %table{k}[%i{k}] : tensor<{out_shape[k]}xindex>")
         row_index[k] = f"%s{k}"
-    offsets = ", ".join([f"%i{k}" for k in outer] + ["0"])
-    sizes = ", ".join(["1"] * len(outer) + [str(row_w)])
-    ones = ", ".join(["1"] * rank)
-    if outer and parallel:
-        ivs = ", ".join(f"%i{k}" for k in outer)
-        bounds = ", ".join(str(out_shape[k]) for k in outer)
-        lines.append(f"  %res = scf.forall ({ivs}) in ({bounds}) shared_outs(%out = %empty) -> ({out_t}) {{")
-        body.append(f"{indent}%row0 = tensor.extract_slice %out[{offsets}] [{sizes}] [{ones}] : {out_t} to {row_t}")
-        row = "%row0"
-    elif outer:
-        # (each loop carries the output; the innermost writes its row into it: in place once bufferized)
-        carried = "%empty"
-        for k in outer:
-            lines.append(f"  %r{k} = scf.for %i{k} = {const(0)} to {const(out_shape[k])} step {const(1)} "
-                         f"iter_args(%out{k} = {carried}) -> ({out_t}) {{")
-            carried = f"%out{k}"
-        body.append(f"{indent}%row0 = tensor.extract_slice {carried}[{offsets}] [{sizes}] [{ones}] : {out_t} to {row_t}")
-        row = "%row0"
-    else:
-        row = "%empty"
+    row = _open_row_loops(lines, body, out_shape, out_t, row_t, parallel, const)
     count = 0
 
     def src_at(column: str) -> str:
@@ -251,22 +286,7 @@ def _pad_text(source_type, out_shape: list[int], reads: list, tables: list[np.nd
             body.append(f"{indent}%row{count} = vector.transfer_write %v{count}, {row}[{const(start + offset)}] "
                         f"{{in_bounds = [true]}} : vector<{width}x{et}>, {row_t}")
             row = f"%row{count}"
-    lines += body
-    if outer and parallel:
-        lines += ["    scf.forall.in_parallel {",
-                  f"      tensor.parallel_insert_slice {row} into %out[{offsets}] [{sizes}] [{ones}] : {row_t} into {out_t}",
-                  "    }", "  }", f"  return %res : {out_t}"]
-    elif outer:
-        last = outer[-1]
-        lines += [f"{indent}%written = tensor.insert_slice {row} into %out{last}[{offsets}] [{sizes}] [{ones}] "
-                  f": {row_t} into {out_t}", f"{indent}scf.yield %written : {out_t}", "  }"]
-        for k in reversed(outer[:-1]):
-            lines += [f"  scf.yield %r{k + 1} : {out_t}", "  }"]
-        lines.append(f"  return %r0 : {out_t}")
-    else:
-        lines.append(f"  return {row} : {out_t}")
-    lines.append("}")
-    return "\n".join(lines)
+    return _close_row_loops(lines, body, row, out_shape, out_t, row_t, parallel)
 
 
 def _rewrite(op, plan: dict, lanes: int, threads: int, min_work: int) -> None:
@@ -463,27 +483,9 @@ def _constant_pad_text(source_type, out_shape: list[int], low: list[int], lanes:
             row = new
         return row
 
-    offsets = ", ".join([f"%i{k}" for k in outer] + ["0"])
-    sizes = ", ".join(["1"] * len(outer) + [str(row_w)])
-    ones = ", ".join(["1"] * rank)
     indent = "    " if outer else "  "
     body: list[str] = []
-    if outer and parallel:
-        ivs = ", ".join(f"%i{k}" for k in outer)
-        bounds = ", ".join(str(out_shape[k]) for k in outer)
-        lines.append(f"  %res = scf.forall ({ivs}) in ({bounds}) shared_outs(%out = %empty) -> ({out_t}) {{")
-        body.append(f"{indent}%row0 = tensor.extract_slice %out[{offsets}] [{sizes}] [{ones}] : {out_t} to {row_t}")
-        row = "%row0"
-    elif outer:
-        carried = "%empty"
-        for k in outer:
-            lines.append(f"  %r{k} = scf.for %i{k} = {const(0)} to {const(out_shape[k])} step {const(1)} "
-                         f"iter_args(%out{k} = {carried}) -> ({out_t}) {{")
-            carried = f"%out{k}"
-        body.append(f"{indent}%row0 = tensor.extract_slice {carried}[{offsets}] [{sizes}] [{ones}] : {out_t} to {row_t}")
-        row = "%row0"
-    else:
-        row = "%empty"
+    row = _open_row_loops(lines, body, out_shape, out_t, row_t, parallel, const)
     # the source row of each outer dim (its index less the low width), and whether the row is inside the source
     src_rows: list[str] = []
     inside: list[str] = []
@@ -519,22 +521,7 @@ def _constant_pad_text(source_type, out_shape: list[int], low: list[int], lanes:
     else:
         body += interior
         row = r
-    lines += body
-    if outer and parallel:
-        lines += ["    scf.forall.in_parallel {",
-                  f"      tensor.parallel_insert_slice {row} into %out[{offsets}] [{sizes}] [{ones}] : {row_t} into {out_t}",
-                  "    }", "  }", f"  return %res : {out_t}"]
-    elif outer:
-        last = outer[-1]
-        lines += [f"{indent}%written = tensor.insert_slice {row} into %out{last}[{offsets}] [{sizes}] [{ones}] "
-                  f": {row_t} into {out_t}", f"{indent}scf.yield %written : {out_t}", "  }"]
-        for k in reversed(outer[:-1]):
-            lines += [f"  scf.yield %r{k + 1} : {out_t}", "  }"]
-        lines.append(f"  return %r0 : {out_t}")
-    else:
-        lines.append(f"  return {row} : {out_t}")
-    lines.append("}")
-    return "\n".join(lines)
+    return _close_row_loops(lines, body, row, out_shape, out_t, row_t, parallel)
 
 
 def constant_pad_rows(module, lanes: int = 16, threads: int = 1, min_work: int = 0,

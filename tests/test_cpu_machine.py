@@ -91,7 +91,8 @@ def test_cpu_override_drives_the_selector(ctx, tmp_path):
     payload = matmul_payload(tmp_path / "mm.mlir", 64, 128, 64)
     ok(ctx, f"load {payload}")
     try:
-        res = ok(ctx, "target cpu --cpu avx2")
+        # one thread: the 512 K multiply-adds would be split over two cores' 32-row chunks (MIN_TASK_MACS)
+        res = ok(ctx, "target cpu --cpu avx2 --threads 1")
         assert res.data["machine"]["llvm_cpu"] == "x86-64-v3" and ctx.session.cpu_name == "avx2"
         (_, params), = ctx.session.target.select_params(ctx.session.inspect())
         # 6 x 2 ymm (12 accumulators of 16 registers): 64 rows split into 60 in 6-row tiles, 4 in a 4-row one
@@ -104,7 +105,7 @@ def test_cpu_override_drives_the_selector(ctx, tmp_path):
         assert not res.ok and "unknown cpu 'no-such-cpu'" in res.error
         assert ctx.session.cpu_name == "skylake-avx512"  # a failing command changes nothing
     finally:
-        ok(ctx, "target cpu --cpu host")
+        ok(ctx, "target cpu --cpu host --threads 0")
     assert ctx.session.cpu_name == ""
 
 

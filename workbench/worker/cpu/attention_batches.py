@@ -14,6 +14,8 @@ contraction then reads / writes the softmax's 3-D tensors directly; its other op
 """
 from __future__ import annotations
 
+import math
+
 from mlir import ir
 from mlir.dialects import linalg
 
@@ -51,23 +53,31 @@ def _batch_loops(op) -> int:
     return p
 
 
-def _collapse(value, p: int):
-    t = ir.RankedTensorType(value.type)
+def _leading_merge(p: int, rank: int):
+    """The reassociation [[0..p-1], [p], [p+1], ...] of a reshape merging the first `p` of `rank` dims."""
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in range(p)])]
+                            + [ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i)]) for i in range(p, rank)])
+
+
+def _merged_type(value_type, p: int):
+    """`value_type` with its first `p` dims merged into one."""
+    t = ir.RankedTensorType(value_type)
     shape = list(t.shape)
-    merged = 1
-    for d in shape[:p]:
-        merged *= d
-    new_type = ir.RankedTensorType.get([merged] + shape[p:], t.element_type)
-    reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
-                                                        for i in range(p)])]
-                                     + [ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)])
-                                        for i in range(p, len(shape))])
+    return ir.RankedTensorType.get([math.prod(shape[:p])] + shape[p:], t.element_type)
+
+
+def _collapse(value, p: int):
+    """`value` with its first `p` dims merged: the source of the expand_shape that split them, else a
+    collapse_shape of it."""
+    new_type = _merged_type(value.type, p)
+    rank = ir.RankedTensorType(value.type).rank
     producer = _op(value)
     if (producer is not None and producer.name == "tensor.expand_shape" and producer.operands[0].type == new_type
-            and _merged_leading(producer.attributes["reassociation"], p, len(shape))):
+            and _merged_leading(producer.attributes["reassociation"], p, rank)):
         return producer.operands[0]
     return ir.Operation.create("tensor.collapse_shape", results=[new_type], operands=[value],
-                               attributes={"reassociation": reassociation}).results[0], reassociation
+                               attributes={"reassociation": _leading_merge(p, rank)}).results[0]
 
 
 def _merge(op) -> bool:
@@ -104,31 +114,17 @@ def _merge(op) -> bool:
                                                                    for d in (dims[p:] if batched else dims)]
         return ir.AffineMap.get(n_loops - p + 1, 0, exprs)
 
-    if any(not isinstance(e, ir.AffineDimExpr) for m in maps for e in m.results):
-        return False
     init_op = _op(op.operands[-1])
     if init_op is None or init_op.name not in ("linalg.fill", "tensor.empty"):
         return False
     n_inputs = len(op.operands) - 1
     with ir.InsertionPoint(op), op.location:
         inputs = []
-        reassociation = None
         for n, v in enumerate(list(op.operands)[:n_inputs]):
             dims = [ir.AffineDimExpr(e).position for e in maps[n].results]
-            if not dims or dims[0] != 0:
-                inputs.append(v)     # (broadcast over the batch loops)
-                continue
-            c = _collapse(v, p)
-            if isinstance(c, tuple):
-                c, _ = c
-            inputs.append(c)
-        out_collapsed = _collapse(op.operands[-1], p)
-        out_type = (out_collapsed[0] if isinstance(out_collapsed, tuple) else out_collapsed).type
-        if isinstance(out_collapsed, tuple):
-            reassociation = out_collapsed[1]
-            out_collapsed[0].owner.erase()
-        else:
-            reassociation = None
+            # (an input that reads none of the batch loops is broadcast over them: read as it is)
+            inputs.append(_collapse(v, p) if dims and dims[0] == 0 else v)
+        out_type = _merged_type(op.operands[-1].type, p)
         empty = ir.Operation.create("tensor.empty", results=[out_type], operands=[]).results[0]
         new_init = linalg.fill(init_op.operands[0], outs=[empty]) if init_op.name == "linalg.fill" else empty
         its = iterator_types(op)
@@ -143,16 +139,11 @@ def _merge(op) -> bool:
         c.results[0].replace_all_uses_with(new.results[0])
         c.erase()
     if collapse is None:
-        if reassociation is None:
-            reassociation = ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)
-                                                                for i in range(p)])]
-                                             + [ir.ArrayAttr.get([ir.IntegerAttr.get(ir.IntegerType.get_signless(64), i)])
-                                                for i in range(p, rank)])
         with ir.InsertionPoint(op), op.location:
             shape = list(ir.RankedTensorType(result.type).shape)
             expand = ir.Operation.create(
                 "tensor.expand_shape", results=[result.type], operands=[new.results[0]],
-                attributes={"reassociation": reassociation,
+                attributes={"reassociation": _leading_merge(p, rank),
                             "static_output_shape": ir.DenseI64ArrayAttr.get(shape)})
         result.replace_all_uses_with(expand.results[0])
     init = op.operands[-1]

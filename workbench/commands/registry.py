@@ -12,6 +12,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from workbench.common.integers import decimal_digits
 from workbench.common.suggest import did_you_mean
 from workbench.result import Result
 
@@ -204,9 +205,9 @@ def _convert(value: str, typ: str, name: str) -> Any:
         try:
             number = int(value)
         except ValueError:
-            if value.strip().lstrip("+-").isdigit():   # over Python's 4300 digits: an integer, and too large
+            if decimal_digits(value):   # over Python's 4300 digits: an integer, and too large
                 raise UsageError(f"{name} must be an integer that fits in 64 bits, got one of "
-                                 f"{len(value.strip().lstrip('+-'))} digits")
+                                 f"{decimal_digits(value)} digits")
             raise UsageError(f"{name} must be an integer, got {value!r}")
         if abs(number) > MAX_INT:   # `show 10**20` is "no step", `run --iterations 10**20` was an internal error
             raise UsageError(f"{name} must be an integer that fits in 64 bits, got {value}")

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from workbench.common.files import read_regular_text
+from workbench.common.integers import decimal_digits
 from workbench.common.suggest import did_you_mean
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -128,8 +129,8 @@ def _coerce(name: str, typ: str, value: Any) -> Any:
             try:
                 return int(value, 0)
             except ValueError:
-                if value.strip().lstrip("+-").isdigit():   # over Python's 4300 digits: an integer, too large
-                    raise ParamError(f"{name}: an integer of {len(value.strip().lstrip('+-'))} digits does not "
+                if decimal_digits(value):   # over Python's 4300 digits: an integer, too large
+                    raise ParamError(f"{name}: an integer of {decimal_digits(value)} digits does not "
                                      "fit in 64 bits") from None
                 raise bad()
         raise bad()

@@ -398,7 +398,7 @@ def _unknown_op_hint(first: str) -> str:
     from workbench.common.mlir_libs import mlir_version
 
     renamed = RENAMED_OPS.get(f"{m.group(1)}.{m.group(2)}")
-    if renamed and renamed != f"{m.group(1)}.{m.group(2)}" and context.is_registered_operation(renamed):
+    if renamed and context.is_registered_operation(renamed):
         # `transform.structured.tile` (an LLVM 17 file): the edit-distance search below finds nothing
         return (f" (did you mean {renamed}? MLIR {mlir_version()} has the op under that name, its syntax may differ "
                 "too: a file written for an older MLIR version?)")

@@ -30,7 +30,7 @@ query and key counts (static shapes); anything else is left as it is.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, linalg, scf, tensor
+from mlir.dialects import arith, linalg, math, scf, tensor
 
 from workbench.worker.cpu.dead_results import _erase_unread_init
 from workbench.worker.cpu.scaled_contractions import _contraction_body, _dead_views, _maps, _op, _scale, _zero_fill
@@ -245,16 +245,15 @@ def _rewrite(c2, qk, score_ops: list, mx, e, sum_op, rows: int, keys: int) -> No
     rank = len(iterator_types(e))
     s_shape = _static(e.results[0].type)
     batch, m_size, n_size = s_shape[:rank - 2], s_shape[rank - 2], s_shape[rank - 1]
-    element = ir.RankedTensorType(e.results[0].type).element_type
+    f32 = ir.RankedTensorType(e.results[0].type).element_type   # (the scores' type: f32 where the selector adds it)
     c2_maps = _maps(c2)
     e_read = _dims(c2_maps[0])
     c2_out = _dims(c2_maps[2])
     o_shape = _static(c2.results[0].type)
     dv_pos = [p for p, d in enumerate(c2_out) if d not in e_read][0]
     row_shape = [1] * len(batch) + [rows]
-    acc_shape = [1] * len(batch) + [rows]
+    acc_shape = list(row_shape)
     acc_shape.insert(dv_pos, o_shape[dv_pos])
-    f32 = element
     with ir.InsertionPoint(c2), c2.location:
         m_full = tensor.EmptyOp(batch + [m_size], f32).result
         l_full = tensor.EmptyOp(batch + [m_size], f32).result
@@ -288,7 +287,7 @@ def _rewrite(c2, qk, score_ops: list, mx, e, sum_op, rows: int, keys: int) -> No
                 m_safe = _elementwise([m_new], [rows_id], row_shape, f32, lambda x: arith.select(
                     arith.cmpf(arith.CmpFPredicate.OEQ, x, neg_inf), zero, x))
                 alpha = _elementwise([m_old, m_safe], [rows_id, rows_id], row_shape, f32,
-                                     lambda a, b: _exp(arith.subf(a, b)))
+                                     lambda a, b: math.exp(arith.subf(a, b)))
                 e_blk = _clone(e, [s_blk, m_safe], [tensor.EmptyOp(s_blk_shape, f32).result]).results[0]
                 if sum_op is not None:
                     l_scaled = _elementwise([l_old, alpha], [rows_id, rows_id], row_shape, f32, arith.mulf)
@@ -372,11 +371,6 @@ def _rewrite(c2, qk, score_ops: list, mx, e, sum_op, rows: int, keys: int) -> No
     qk.erase()
     for init in inits:
         _erase_unread_init(init)
-
-
-def _exp(x):
-    from mlir.dialects import math
-    return math.exp(x)
 
 
 def flash_attention(module, rows: int, keys: int) -> int:

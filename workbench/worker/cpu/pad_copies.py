@@ -157,6 +157,19 @@ def pad_plan(op) -> dict | None:
             "maps": [kinds[d] for d in range(len(domain))]}
 
 
+def _index_constants(lines: list[str]):
+    """A function naming index constants of the function `lines` writes: each declared once, at its top."""
+    constants: dict[int, str] = {}
+
+    def const(value: int) -> str:
+        if value not in constants:
+            constants[value] = f"%k{value}"
+            lines.insert(1, f"  %k{value} = arith.constant {value} : index")
+        return constants[value]
+
+    return const
+
+
 def _row_slice(out_shape: list[int]) -> tuple[str, str, str]:
     """The offsets, sizes and strides of the output row at the outer loops' indices %i0, %i1, ..."""
     outer = range(len(out_shape) - 1)
@@ -225,13 +238,7 @@ def _pad_text(source_type, out_shape: list[int], reads: list, tables: list[np.nd
     lines = [f"func.func @pad(%src: {src_t}) -> {out_t} {{",
              f"  %zero = arith.constant {zero} : {et}",
              f"  %empty = tensor.empty() : {out_t}"]
-    constants: dict[int, str] = {}
-
-    def const(value: int) -> str:
-        if value not in constants:
-            constants[value] = f"%k{value}"
-            lines.insert(1, f"  %k{value} = arith.constant {value} : index")
-        return constants[value]
+    const = _index_constants(lines)
 
     outer = list(range(rank - 1))
     row_w = out_shape[-1]
@@ -419,14 +426,9 @@ def _constant_pad_text(source_type, out_shape: list[int], low: list[int], lanes:
     out_t = f"tensor<{'x'.join(map(str, out_shape))}x{et}>"
     chunk = max(1, lanes * 32 // element_bits(element))
     lines = [f"func.func @pad(%src: {src_t}, %pv: {et}) -> {out_t} {{", f"  %empty = tensor.empty() : {out_t}"]
-    constants: dict[int, str] = {}
+    const = _index_constants(lines)
     splats: dict[int, str] = {}
 
-    def const(value: int) -> str:
-        if value not in constants:
-            constants[value] = f"%k{value}"
-            lines.insert(1, f"  %k{value} = arith.constant {value} : index")
-        return constants[value]
 
     def splat(width: int) -> str:
         if width not in splats:

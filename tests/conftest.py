@@ -168,6 +168,18 @@ def fixture_io_flags(fixture: Path) -> str:
     return f"--npy {files(side['inputs'])} --expect {files(side['expected'])}"
 
 
+def lower_and_check_fixture(ctx, fixture: Path, threads: int | None = None, save: Path | None = None) -> dict:
+    """The session's schedule benched (one call), lowered (cpu-lower) and run once with `run --check` on an
+    exported fixture's inputs against the payload and torch's outputs (fixture_io_flags), on `threads`, the
+    outputs saved to `save`: the run's data, both checks asserted to pass."""
+    ok(ctx, "bench warmup=0 iterations=1")
+    ok(ctx, "apply cpu-lower")
+    flags = (f" --threads {threads}" if threads else "") + (f" --save-outputs {save}" if save else "")
+    run = ok(ctx, f"run --check --iterations 1 --warmup 0{flags} {fixture_io_flags(fixture)}").data["run"]
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    return run
+
+
 @pytest.fixture(scope="module")
 def fake_h100_driver(tmp_path_factory):
     """tests/fake_libcuda.c built into a shared library (skips without a C compiler)."""

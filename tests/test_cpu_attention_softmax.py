@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import fixture_io_flags, load_npys, ok
+from conftest import load_npys, lower_and_check_fixture, ok
 
 SDPA = Path(__file__).parent / "fixtures" / "sdpa"
 MASKED = SDPA / "sdpa_masked.mlir"
@@ -74,11 +74,7 @@ def test_a_fully_masked_row_gives_zeros_on_the_selector_path(ctx, tmp_path, thre
         ok(ctx, "select --apply")
         labels = [a.step.label() for a in ctx.session.active_steps]
         assert any("lh-fold-all-neg-inf-checks" in label for label in labels), labels
-        ok(ctx, "bench warmup=0 iterations=1")
-        ok(ctx, "apply cpu-lower")
-        run = ok(ctx, f"run --check --iterations 1 --warmup 0 --threads {threads} {fixture_io_flags(MASKED)} "
-                      f"--save-outputs {tmp_path}").data["run"]
-        assert run["check"]["passed"] and run["expected_check"]["passed"], run
+        lower_and_check_fixture(ctx, MASKED, threads=threads, save=tmp_path)
     finally:
         ok(ctx, "target cpu --cpu host --threads 0")
     out = load_npys(tmp_path, "output")[0]
@@ -103,11 +99,7 @@ def test_the_softmax_division_runs_on_the_attention_output(ctx, tmp_path):
 
     assert "outs(%" in division_header(before) and division_header(before).endswith("tensor<2x16x16xf32>) {")
     assert division_header(after).endswith("tensor<2x16x8xf32>) {")        # over P @ V's result
-    ok(ctx, "bench warmup=0 iterations=1")
-    ok(ctx, "apply cpu-lower")
-    run = ok(ctx, f"run --check --iterations 1 --warmup 0 {fixture_io_flags(MASKED)} --save-outputs {tmp_path}"
-             ).data["run"]
-    assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    lower_and_check_fixture(ctx, MASKED, save=tmp_path)
     assert np.all(load_npys(tmp_path, "output")[0][0, :, 1, :] == 0.0)
 
 
@@ -225,11 +217,7 @@ def test_the_reciprocals_join_the_softmax_rows_chain(ctx, tmp_path, threads):
         assert any("lh-softmax-reciprocals" in label for label in labels), labels
         rows = [s for s in data["selections"] if "rows.py" in str(s["schedule"])]
         assert any(s["params"]["roles"].count("rows") >= 2 for s in rows), rows
-        ok(ctx, "bench warmup=0 iterations=1")
-        ok(ctx, "apply cpu-lower")
-        run = ok(ctx, f"run --check --iterations 1 --warmup 0 --threads {threads} {fixture_io_flags(MASKED)}"
-                 ).data["run"]
-        assert run["check"]["passed"] and run["expected_check"]["passed"], run
+        lower_and_check_fixture(ctx, MASKED, threads=threads)
     finally:
         ok(ctx, "target cpu --cpu host --threads 0")
 
@@ -259,11 +247,7 @@ def test_long_attention_runs_a_block_of_query_rows_at_a_time(ctx, monkeypatch, t
         assert ("attention-pad.yaml" in " ".join(specs)) == (tokens % host_machine().f32_lanes != 0)
         ir = ctx.session.current_ir
         assert f"x{tokens}x{tokens}xf32>" not in ir and "x200x208xf32>" not in ir    # no whole scores tensor
-        ok(ctx, "bench warmup=0 iterations=1")
-        ok(ctx, "apply cpu-lower")
-        run = ok(ctx, f"run --check --iterations 1 --warmup 0 --threads {threads} {fixture_io_flags(fixture)} "
-                      f"--save-outputs {tmp_path}").data["run"]
-        assert run["check"]["passed"] and run["expected_check"]["passed"], run
+        lower_and_check_fixture(ctx, fixture, threads=threads, save=tmp_path)
     finally:
         ok(ctx, "target cpu --cpu host --threads 0")
     if name == "sdpa_masked_240":

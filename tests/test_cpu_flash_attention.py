@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import fixture_io_flags, load_npys, ok
+from conftest import load_npys, lower_and_check_fixture, ok
 
 SDPA = Path(__file__).parent / "fixtures" / "sdpa"
 PREPARATION = ("lh-drop-dead-results", "lh-fold-all-neg-inf-checks", "lh-fuse-elementwise", "lh-softmax-reciprocals")
@@ -41,12 +41,7 @@ def test_attention_runs_over_key_blocks(ctx, tmp_path, name, tokens, rows, keys)
     assert re.search(rf"scf.for %\w+ = %c0 to %c{tokens}\w* step %c{rows}\b", after)   # the row blocks
     # the running max / sum: a max reduction and a sum into the loop's carried rows, the rescale exp(m - m')
     assert after.count("arith.maximumf") == 1 and after.count("math.exp") == 2
-    ok(ctx, "bench warmup=0 iterations=1")
-    ok(ctx, "apply cpu-lower")
-    fixture = SDPA / f"{name}.mlir"
-    run = ok(ctx, f"run --check --iterations 1 --warmup 0 {fixture_io_flags(fixture)} --save-outputs {tmp_path}"
-             ).data["run"]
-    assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    lower_and_check_fixture(ctx, SDPA / f"{name}.mlir", save=tmp_path)
     out = load_npys(tmp_path, "output")[0]
     assert np.all(np.isfinite(out))
     if name == "sdpa_masked_240":
@@ -81,11 +76,7 @@ def test_the_selector_takes_flash_attention_for_long_key_sequences(ctx, monkeypa
         assert not any("attention_blocks" in s for s in specs), specs
         family = [s for s in data["selections"] if "batch_matmul_tiling" in str(s["schedule"])]
         assert len(family) == 2 and {s["params"]["block_m"] for s in family} == {rows}, family
-        ok(ctx, "bench warmup=0 iterations=1")
-        ok(ctx, "apply cpu-lower")
-        run = ok(ctx, f"run --check --iterations 1 --warmup 0 --threads 1 {fixture_io_flags(fixture)} "
-                      f"--save-outputs {tmp_path}").data["run"]
-        assert run["check"]["passed"] and run["expected_check"]["passed"], run
+        lower_and_check_fixture(ctx, fixture, threads=1, save=tmp_path)
     finally:
         ok(ctx, "target cpu --cpu host --threads 0")
     if name == "sdpa_masked_240":
@@ -172,11 +163,7 @@ def test_grouped_query_attention_gets_the_row_blocks(ctx, monkeypatch, tmp_path,
         assert "pass lh-merge-contraction-batches" in data["prepared"], data["prepared"]
         assert "attention_blocks" in str(data["selections"][0]["schedule"]), data["selections"][0]
         assert "x256x256xf32>" not in ctx.session.current_ir          # no whole scores tensor
-        ok(ctx, "bench warmup=0 iterations=1")
-        ok(ctx, "apply cpu-lower")
-        run = ok(ctx, f"run --check --iterations 1 --warmup 0 --threads {threads} {fixture_io_flags(fixture)} "
-                      f"--save-outputs {tmp_path}").data["run"]
-        assert run["check"]["passed"] and run["expected_check"]["passed"], run
+        lower_and_check_fixture(ctx, fixture, threads=threads, save=tmp_path)
     finally:
         ok(ctx, "target cpu --cpu host --threads 0")
     out = load_npys(tmp_path, "output")[0]

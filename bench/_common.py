@@ -203,6 +203,73 @@ def run_torch_worker(python: str, script: str, args: list[str], timeout: float =
     return out
 
 
+class TorchWorker:
+    """A torch timing script (TORCH_PRELUDE + a loop over the names in its argv[2]) kept running under `python`
+    with `-` for the names: `record(name)` sends one name on its stdin and reads its JSON record. A bench then
+    times torch for a fixture right before its own run of it, so the minutes a shared machine runs slow
+    (a VM's neighbours: 2x swings within one device call) fall on both sides of each ratio alike, instead of
+    on all of torch's fixtures timed first and then on all of ours. Use as a context manager."""
+
+    def __init__(self, python: str, script: str, args: list[str], env: dict[str, str] | None = None):
+        import queue
+        import subprocess
+        import threading
+
+        self.process = subprocess.Popen([python, "-c", script, str(Path(__file__).resolve().parents[1]), "-", *args],
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                        text=True, bufsize=1, env={**os.environ, **(env or {})})
+        # the worker's lines, read by a thread of their own (a record waits with a timeout; None: it ended)
+        self.lines: queue.Queue = queue.Queue()
+
+        def read(stdout, lines):
+            for line in stdout:
+                lines.put(line)
+            lines.put(None)
+
+        threading.Thread(target=read, args=(self.process.stdout, self.lines), daemon=True).start()
+
+    def record(self, name: str, timeout: float = 3600) -> dict:
+        """The worker's record for `name` ({} where it ended or sent nothing within `timeout` seconds: it is then
+        stopped, and every later record is {} too)."""
+        import json
+        import queue
+
+        p = self.process
+        if p.poll() is not None and self.lines.empty():
+            return {}
+        try:
+            p.stdin.write(name + "\n")
+            p.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            return {}
+        while True:
+            try:
+                line = self.lines.get(timeout=timeout)
+            except queue.Empty:
+                line = None
+            if line is None:   # timed out or the worker ended
+                self.close()
+                return {}
+            if line.startswith("{"):
+                return json.loads(line)
+
+    def close(self) -> None:
+        p = self.process
+        if p.poll() is None:
+            p.kill()
+        p.wait()
+        try:
+            p.stdin.close()
+        except (BrokenPipeError, OSError):
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
 def geomean(values: list[float]) -> float:
     import math
 

@@ -8,8 +8,9 @@ For every exported fixture (NAME.mlir + NAME.expected.json, written by scripts/e
 (planned for the run's thread count: `target cpu --threads N`),
 `bench`, `apply cpu-lower`, `run --check` (torch's inputs and outputs from the sidecar) on 1 thread,
 then `run` on N threads (default: every usable core). The same module is timed in torch
-(`examples/torch/corpus.py`, same input shapes, `torch.set_num_threads`) in a process of its own:
-torch never shares a process with the MLIR wheels. Without torch (no `--torch-python` and none
+(`examples/torch/corpus.py`, same input shapes, `torch.set_num_threads`) in a process of its own
+(torch never shares a process with the MLIR wheels), kept running and asked for one fixture at a time
+right before our run of it, so a shared machine's slow minutes fall on both sides of a ratio. Without torch (no `--torch-python` and none
 importable by `LH_WORKBENCH_TORCH_PYTHON` / this Python) only coverage and our times are reported.
 
 A fixture counts as covered when every step works and the check passes (against the unscheduled
@@ -37,7 +38,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from _common import (TORCH_PRELUDE, baseline_isa_env, fixture_names, geomean, run_torch_worker, torch_python,  # noqa: E402
+from _common import (TORCH_PRELUDE, TorchWorker, baseline_isa_env, fixture_names, geomean, torch_python,  # noqa: E402
                      usable_cores)
 
 #: untimed calls before the timed ones, the same on both sides (with one, our first timed calls of a
@@ -47,7 +48,9 @@ WARMUP_CALLS = 2
 # -- the torch side (runs under the torch Python: only torch, numpy and json) -------------------------
 TORCH_WORKER = TORCH_PRELUDE + r'''
 WARMUP_CALLS = int(sys.argv[7])
-names, threads_list, iterations, fixtures, random_inputs = sys.argv[2].split(","), [int(t) for t in sys.argv[3].split(",")], int(sys.argv[4]), sys.argv[5], sys.argv[6] == "1"
+threads_list, iterations, fixtures, random_inputs = [int(t) for t in sys.argv[3].split(",")], int(sys.argv[4]), sys.argv[5], sys.argv[6] == "1"
+# names: comma-separated, or `-`: one a line on stdin, each record sent as soon as it is measured (TorchWorker)
+names = (line.strip() for line in sys.stdin) if sys.argv[2] == "-" else sys.argv[2].split(",")
 
 TORCH_DTYPES = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
                 "i64": torch.int64, "i32": torch.int32, "i1": torch.bool}
@@ -70,7 +73,7 @@ def random_tensor(spec, entry):
 for name in names:
     entry = corpus.CORPUS.get(name)
     if entry is None:
-        print(json.dumps({"name": name, "error": "not in the corpus"})); continue
+        print(json.dumps({"name": name, "error": "not in the corpus"}), flush=True); continue
     try:
         side = json.load(open(f"{fixtures}/{name}.expected.json"))
         # the module at the fixture's sizes (bench exports: parameters sized for the bench shapes)
@@ -106,11 +109,11 @@ for name in names:
 '''
 
 
-def torch_times(python: str, fixtures: Path, names: list[str], threads: list[int], iterations: int,
-                random_inputs: bool, env: dict[str, str] | None = None) -> dict:
-    return run_torch_worker(python, TORCH_WORKER, [",".join(names), ",".join(map(str, threads)), str(iterations),
-                                                   str(fixtures), "1" if random_inputs else "0", str(WARMUP_CALLS)],
-                            env=env)
+def torch_worker(python: str, fixtures: Path, threads: list[int], iterations: int, random_inputs: bool,
+                 env: dict[str, str] | None = None) -> TorchWorker:
+    """The torch side, kept running: `.record(name)` times one fixture ({"times": {threads: s}, "ranges"})."""
+    return TorchWorker(python, TORCH_WORKER, [",".join(map(str, threads)), str(iterations), str(fixtures),
+                                              "1" if random_inputs else "0", str(WARMUP_CALLS)], env=env)
 
 
 # -- the workbench side ------------------------------------------------------------------------------
@@ -213,17 +216,19 @@ def main() -> None:
     threads = args.threads or usable_cores()
     python = torch_python(args.torch_python)
     torch_env = {} if args.torch_own_isa else baseline_isa_env(args.cpu)
-    base = (torch_times(python, fixtures, names, sorted({1, threads}), args.iterations, args.random_inputs, torch_env)
-            if python else {})
+    # torch times each fixture right before we do (TorchWorker: a slow minute of a shared machine hits both sides)
+    worker = (torch_worker(python, fixtures, sorted({1, threads}), args.iterations, args.random_inputs, torch_env)
+              if python else None)
     print(f"{len(names)} fixtures, 1 and {threads} threads, CPU model {args.cpu or 'host'}; torch: {python or 'not available'}"
           + (f" held to AVX2 code ({' '.join(f'{k}={v}' for k, v in torch_env.items())})" if torch_env else ""))
     print(f"{'fixture (ms)':28s} {'ours 1t':>10s} {'torch 1t':>10s} {'ratio':>6s}   {'ours Nt':>10s} {'torch Nt':>10s} {'ratio':>6s}")
     records, r1, rall = [], [], []
     t_start = time.perf_counter()
     for name in names:
+        torch_rec = worker.record(name) if worker else {}
         rec = ours(name, fixtures, threads, args.iterations, args.timeout, args.random_inputs,
-                   (base.get(name) or {}).get("ranges", ""), args.cpu)
-        tb = (base.get(name) or {}).get("times") or {}
+                   torch_rec.get("ranges", ""), args.cpu)
+        tb = torch_rec.get("times") or {}
         rec["torch_1t"], rec["torch_all"] = tb.get("1"), tb.get(str(threads))
         records.append(rec)
         if not rec["ok"]:
@@ -242,6 +247,8 @@ def main() -> None:
         if rec.get("warning_t1") or rec.get("warning_tall"):   # (the whole warning is in --json's record)
             line += "  (machine busy: see --json)"
         print(line, flush=True)
+    if worker:
+        worker.close()
     covered = sum(r["ok"] for r in records)
     print(f"covered {covered}/{len(records)} in {time.perf_counter() - t_start:.0f} s")
     if args.json:

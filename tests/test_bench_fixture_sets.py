@@ -158,3 +158,56 @@ def test_cpu_models_reduced_rows_sets_the_selectors_row_interleave(monkeypatch, 
     cpu_models.main()
     assert seen == [rows or default]
     assert "RESULT coverage=1/1" in capsys.readouterr().out
+
+
+def test_the_torch_worker_answers_one_name_at_a_time():
+    """TorchWorker keeps the torch script running: each record(name) is answered before the next name is sent
+    (cpu_models times torch for a fixture right before its own run), and a worker that dies or stays silent
+    past the timeout gives {} instead of hanging the bench."""
+    from _common import TorchWorker
+
+    script = ("import json, sys\n"
+              "assert sys.argv[2] == '-' and sys.argv[3] == 'x'\n"
+              "for n, name in enumerate(line.strip() for line in sys.stdin):\n"
+              "    if name == 'hang':\n"
+              "        import time; time.sleep(60)\n"
+              "    print('noise'); print(json.dumps({'name': name, 'n': n}), flush=True)\n")
+    with TorchWorker(sys.executable, script, ["x"]) as worker:
+        assert worker.record("a") == {"name": "a", "n": 0}
+        assert worker.record("b") == {"name": "b", "n": 1}   # the same process: its count went on
+        assert worker.record("hang", timeout=1) == {}
+        assert worker.record("c") == {}   # stopped after the silence
+    crashing = TorchWorker(sys.executable, "import sys; sys.exit(3)", [])
+    assert crashing.record("a") == {}
+    crashing.close()
+
+
+def test_cpu_models_times_torch_right_before_each_fixture(monkeypatch, exported, capsys):
+    """cpu_models asks the torch worker for a fixture just before running it (torch, ours, torch, ours, ...),
+    and its ratios use that record's times."""
+    import cpu_models
+
+    events = []
+
+    class FakeWorker:
+        def record(self, name, timeout=3600):
+            events.append(("torch", name))
+            return {"name": name, "times": {"1": 2e-3, "2": 4e-3}, "ranges": ""}
+
+        def close(self):
+            events.append(("close", None))
+
+    def fake_ours(name, *args, **kwargs):
+        events.append(("ours", name))
+        return {"name": name, "ok": True, "t1": 1e-3, "tall": 1e-3}
+
+    monkeypatch.setattr(cpu_models, "ours", fake_ours)
+    monkeypatch.setattr(cpu_models, "torch_python", lambda _: sys.executable)
+    monkeypatch.setattr(cpu_models, "torch_worker", lambda *a, **k: FakeWorker())
+    names = sorted(p.name[:-len(".expected.json")] for p in exported.glob("*.expected.json"))[:2]
+    monkeypatch.setattr(sys, "argv", ["cpu_models.py", "--fixtures", str(exported), "--only", ",".join(names),
+                                      "--no-matmul", "--threads", "2"])
+    cpu_models.main()
+    assert events == [e for name in names for e in (("torch", name), ("ours", name))] + [("close", None)]
+    out = capsys.readouterr().out
+    assert f"RESULT coverage={len(names)}/{len(names)} geomean_vs_torch_1t_ratio=2.000 geomean_vs_torch_all_ratio=4.000" in out

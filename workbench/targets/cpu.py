@@ -355,6 +355,11 @@ class CpuTarget(Target):
     #: whether the preparation has it (off: the window schedule's decomposed path; bench/cpu_strided_convs.py's
     #: old variant)
     strided_conv_planes = True
+    #: its zero-bordered phase buffer's border written only in the planes that a phase reads it from (False: every
+    #: plane's whole border, the old variant: lh-strided-conv-planes{all-borders=1}, bench/cpu_models.py
+    #: --all-phase-borders). conv2d_strided (3x3 stride 2, padding 1): the column beside the interior in 2 planes of
+    #: 4, the top row in 2, the bottom row in none (1.65 + 0.4 ms of border writes a one-thread call, 2-core Icelake)
+    phase_borders_read = True
 
     #: cf branches over tensors (upstream's detensorize_while) as scf loops and ifs before the schedules, whose
     #: bufferization's deallocation takes structured loops only: workbench/worker/tensor_cf.py
@@ -490,7 +495,8 @@ class CpuTarget(Target):
                                             and op.get("dtype") == "f32" for op in ops):
             # (before the plane and pointwise rewrites, which take its phases; a no-op, left out, unless a
             # 2-D conv has strides along h and w)
-            steps.append(f"{self.STRIDED_CONV_PLANES}{{lanes={self.machine.f32_lanes}}}")
+            steps.append(f"{self.STRIDED_CONV_PLANES}{{lanes={self.machine.f32_lanes}"
+                         + ("" if self.phase_borders_read else " all-borders=1") + "}")
         # (before the steps that prepare matmuls: a 1x1 convolution of one f32 image becomes one, whose
         # epilogue the expanded-elementwise collapse then puts on its rows, and whose dims get padded)
         pointwise_matmuls = any(_pointwise_convolution(op) and _one_f32_image(op) for op in ops)

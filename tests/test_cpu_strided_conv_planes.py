@@ -313,3 +313,26 @@ def test_strided_depthwise_phases_run_and_match(ctx, tmp_path, shape):
         assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
     finally:
         ok(ctx, "target cpu --cpu host")
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_the_border_variants_through_the_selector(ctx, tmp_path, monkeypatch, read_only):
+    """CpuTarget.phase_borders_read (on): the preparation's pass zeroes the border only where a phase reads it
+    (one box fewer than the old variant's three in the IR the selection starts from: no bottom row); off
+    (bench/cpu_models.py --all-phase-borders): `{all-borders=1}`, every plane's whole border; both match."""
+    from workbench.targets.cpu import CpuTarget
+
+    monkeypatch.setattr(CpuTarget, "phase_borders_read", read_only)
+    payload = tmp_path / "strided.mlir"
+    payload.write_text(STRIDED)
+    ok(ctx, f"load {payload}")
+    ok(ctx, "target cpu --threads 1")
+    ok(ctx, "select --apply")
+    labels = [a.step.label() for a in ctx.session.active_steps]
+    assert any(label.startswith("lh-strided-conv-planes") and ("all-borders=1" in label) != read_only
+               for label in labels), labels
+    zero_boxes = [label for label in labels if "op=broadcast" in label or "op=[broadcast" in label]
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    ids = sum(len(label.split("op=[")[1].split("]")[0].split(",")) if "op=[" in label else 1 for label in zero_boxes)
+    assert ids == (2 if read_only else 3), zero_boxes

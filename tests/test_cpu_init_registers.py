@@ -124,10 +124,11 @@ def test_depthwise_inits_in_registers_run_and_match(ctx, tmp_path, shape, thread
 
 
 def test_avx2_applies_and_matches(ctx, tmp_path):
-    """AVX2's 16 ymm (zen3's machine model): the 1x1 and the 3x3 select it with their own register tiles."""
+    """AVX2's 16 ymm (zen3's machine model): the 1x1 and the 3x3 select it with their own register tiles; a
+    stride-2 depthwise 5x5 whose peeled remainder is one output row (its folded tile one loop fewer)."""
     from workbench.targets.cpu_host import machine_for
 
-    for text in (CASES["pointwise"](), _conv(2, 16, 22, 22, 32, 3, 3, 2, 1)):
+    for text in (CASES["pointwise"](), _conv(2, 16, 22, 22, 32, 3, 3, 2, 1), _depthwise(1, 10, 17, 17, 5, 2, 2)):
         labels = selected_step_labels(ctx, tmp_path, text, 1, cpu="zen3")
         assert any("init_registers=1" in label for label in labels), labels
         ok(ctx, "apply cpu-lower")

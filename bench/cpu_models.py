@@ -185,6 +185,12 @@ def main() -> None:
     ap.add_argument("--init-fusion", action="store_true",
                     help="the selector with window schedules' fill / broadcast inits fused into their tiles "
                          "(CpuTarget.init_fusion, off by default)")
+    ap.add_argument("--no-init-registers", action="store_true",
+                    help="the selector without a convolution's bias fused into its register tiles (CpuTarget."
+                         "init_registers: the bias broadcast its own pass over the output, as before)")
+    ap.add_argument("--all-phase-borders", action="store_true",
+                    help="lh-strided-conv-planes zeroing every phase plane's whole border (CpuTarget.phase_borders_read "
+                         "off: the old variant), not only the planes a phase reads it from")
     ap.add_argument("--phase-chain", action="store_true",
                     help="the selector with a strided convolution's phases fused image by image (CpuTarget.phase_chain, "
                          "off by default)")
@@ -201,7 +207,8 @@ def main() -> None:
     switches = {"pad_copies": not args.no_pad_copies, "row_networks": not args.no_row_networks,
                 "epilogue_in_registers": not args.no_epilogue_in_registers, "init_fusion": args.init_fusion,
                 "constant_pad_rows": not args.no_constant_pad_rows,
-                "phase_chain": args.phase_chain}
+                "phase_chain": args.phase_chain, "init_registers": not args.no_init_registers,
+                "phase_borders_read": not args.all_phase_borders}
     sys.path.insert(0, str(ROOT))
     from workbench.targets.cpu import CpuTarget
     for name, value in switches.items():

@@ -44,6 +44,9 @@ def init_fusion_on(monkeypatch, request):
     from workbench.targets.cpu import CpuTarget
 
     monkeypatch.setattr(CpuTarget, "init_fusion", "default" not in request.node.name)
+    # (the init in the register tiles, on by default, is tests/test_cpu_init_registers.py's: these are the
+    # forall fusion's and the old separate pass's)
+    monkeypatch.setattr(CpuTarget, "init_registers", False)
 
 
 def test_by_default_the_init_is_a_step_of_its_own(ctx, tmp_path):

@@ -29,7 +29,7 @@ STEM = _conv(1, 3, 64, 64, 8, 7, 7, 2, 3)
 UNREAD_COLUMN = _conv(1, 2, 11, 11, 4, 4, 4, 2, 0)
 
 
-def _rewrite(text: str, planes: bool = True, lanes: int = 16) -> tuple[int, str]:
+def _rewrite(text: str, planes: bool = True, lanes: int = 16, all_borders: bool = False) -> tuple[int, str]:
     from mlir import ir
 
     from workbench.worker.cpu.conv_planes import conv_planes
@@ -37,7 +37,7 @@ def _rewrite(text: str, planes: bool = True, lanes: int = 16) -> tuple[int, str]
 
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(text)
-        n = strided_conv_planes(module, lanes)
+        n = strided_conv_planes(module, lanes, all_borders)
         assert module.operation.verify()
         if planes:
             conv_planes(module, 16)
@@ -77,15 +77,25 @@ def test_each_phase_runs_over_its_flattened_plane_and_reads_the_last_one_whole()
 def test_the_input_is_transposed_once_into_zero_bordered_phase_planes_without_a_pad():
     """Phase planes whose rows lh-conv-planes would flatten: no pad of the input (a fill of the whole padded
     buffer and a copy into it, then the transpose: three passes), the unpadded input transposed once into the
-    interior of a 2x2x1x4x10x9 buffer whose border rows and column are zeroed; each padded phase's plane is
-    an input phase's plane read from its own offset: (rh, rw) reads input phase ((rh - 1) mod 2, (rw - 1) mod 2)
-    from row (rh - 1) floordiv 2 + 1, column (rw - 1) floordiv 2 + 1 of the flattened 10 x 9 plane."""
+    interior of a 2x2x1x4x10x9 buffer whose border rows and column are zeroed where a phase reads them; each
+    padded phase's plane is an input phase's plane read from its own offset: (rh, rw) reads input phase
+    ((rh - 1) mod 2, (rw - 1) mod 2) from row (rh - 1) floordiv 2 + 1, column (rw - 1) floordiv 2 + 1 of the
+    flattened 10 x 9 plane."""
     n, text = _rewrite(STRIDED)
     assert n == 1 and "tensor.pad" not in text
     assert text.count("linalg.transpose") == 1 and "permutation = [3, 5, 0, 1, 2, 4]" in text
     assert "tensor.expand_shape %arg0" in text and "into tensor<1x4x8x2x8x2xf32>" in text
     assert "tensor<2x2x1x4x10x9xf32> to tensor<2x2x1x4x8x8xf32>" in text   # the interior, from row 1, column 1
-    # the border: rows 0 and 9 whole, column 0 of rows 1..8 (zeros broadcast into slices, inserted back)
+    # the border where a phase reads it for an output (zeros broadcast into slices, inserted back): row 0 of the
+    # odd-row planes (phases rh = 0 read from row 0), column 0 of rows 1..8 of the odd-column ones; row 9 is
+    # read by no output (only the flat planes' extra column, sliced off)
+    boxes = re.findall(r"tensor.insert_slice %\S+ into %\S+\[(\d+, \d+), 0, 0, (\d+, \d+)\] \[(\d+, \d+), 1, 4, (\d+, \d+)\]",
+                       text)
+    # (planes, rows and columns from, planes, rows and columns: the last is the transposed interior)
+    assert boxes == [("1, 0", "0, 0", "1, 2", "1, 9"), ("0, 1", "1, 0", "2, 1", "8, 1"),
+                     ("0, 0", "1, 1", "2, 2", "8, 8")], boxes
+    # the old variant (all-borders=1): rows 0 and 9 whole, column 0 of rows 1..8, in every plane
+    n, text = _rewrite(STRIDED, all_borders=True)
     for offsets, box in (("[0, 0, 0, 0, 0, 0]", "2x2x1x4x1x9"), ("[0, 0, 0, 0, 9, 0]", "2x2x1x4x1x9"),
                          ("[0, 0, 0, 0, 1, 0]", "2x2x1x4x8x1")):
         assert re.search(rf"tensor.insert_slice %\S+ into %\S+{re.escape(offsets)} \[{box.replace('x', ', ')}\]", text), box
@@ -303,3 +313,26 @@ def test_strided_depthwise_phases_run_and_match(ctx, tmp_path, shape):
         assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
     finally:
         ok(ctx, "target cpu --cpu host")
+
+
+@pytest.mark.parametrize("read_only", [True, False])
+def test_the_border_variants_through_the_selector(ctx, tmp_path, monkeypatch, read_only):
+    """CpuTarget.phase_borders_read (on): the preparation's pass zeroes the border only where a phase reads it
+    (one box fewer than the old variant's three in the IR the selection starts from: no bottom row); off
+    (bench/cpu_models.py --all-phase-borders): `{all-borders=1}`, every plane's whole border; both match."""
+    from workbench.targets.cpu import CpuTarget
+
+    monkeypatch.setattr(CpuTarget, "phase_borders_read", read_only)
+    payload = tmp_path / "strided.mlir"
+    payload.write_text(STRIDED)
+    ok(ctx, f"load {payload}")
+    ok(ctx, "target cpu --threads 1")
+    ok(ctx, "select --apply")
+    labels = [a.step.label() for a in ctx.session.active_steps]
+    assert any(label.startswith("lh-strided-conv-planes") and ("all-borders=1" in label) != read_only
+               for label in labels), labels
+    zero_boxes = [label for label in labels if "op=broadcast" in label or "op=[broadcast" in label]
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    ids = sum(len(label.split("op=[")[1].split("]")[0].split(",")) if "op=[" in label else 1 for label in zero_boxes)
+    assert ids == (2 if read_only else 3), zero_boxes

@@ -69,6 +69,12 @@ PARAMS = {
     "init_tile": {"help": "with fuse_init: tile sizes (per dim of the fused init op) of a loop nest around its tile, "
                           "vectorized with masks at these sizes (a tile of the init larger than a register tile); "
                           "empty: the fused tile vectorized as it is (static: every output loop in fuse_init)"},
+    "init_registers": {"choices": [0, 1], "help": "with fold_unit_dims=1, init_operand and fuse_init listing the output's "
+                               "loops (the remainder's one too): the op tiled over those loops by `tile` with the init's "
+                               "producer (a fill or a broadcast) fused into every tile (transform.structured.fuse), the "
+                               "remainder's loop peeled (a last tile of `remainder`'s size): each register tile's "
+                               "accumulators start from the init's vectors (no pass over the output before the op, no "
+                               "write and read back of the init); 0: fuse_init's forall of the leading loops"},
     "gather": {"choices": [0, 1], "help": "1: `tensor.extract` in the body is vectorized too (vectorize_nd_extract): a contiguous load where the index is affine in the vector loop, else a vector.gather (lowered to 1-D gathers)"},
 }
 
@@ -117,7 +123,7 @@ def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, thread
                    partial_reduction: int = -1, partial_chunk: int = 0, gather: int = 0,
                    cache_tile: list = [], split_reduction: int = 0, partial_steps: list = [],
                    split_also: list = [], fuse_init: list = [], init_operand: int = -1,
-                   init_tile: list = [], chain: int = 0, chain_operand: int = -1) -> str:
+                   init_tile: list = [], chain: int = 0, chain_operand: int = -1, init_registers: int = 0) -> str:
     """The transform module (MLIR text) scheduling op `op`: one id, or a list of ids (ops of the same
     shape and kind, e.g. the same layer at every time step of an unrolled RNN) that all take these
     parameters: one step instead of one per op. `chain`: the ops accumulate one into the next (in the
@@ -134,7 +140,7 @@ def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, thread
     body = _schedule_body(tile, vector, threads if chunked else 1, split if chunked else 0, interchange,
                           fold_unit_dims, contraction, folded_order, decompose, remainder, partial_reduction,
                           partial_chunk, gather, cache_tile, split_reduction if chunked else 0, partial_steps,
-                          split_also if chunked else [], fuse_init, init_operand, init_tile)
+                          split_also if chunked else [], fuse_init, init_operand, init_tile, int(init_registers))
     if chain < 0 or (chain and (len(ids) < 2 or chain_operand < 0 or (threads > 1 and (split or split_also
                                                                                      or split_reduction))
                                 or init_operand >= 0 or not tile or not tile[0] or chain % int(tile[0]))):
@@ -186,7 +192,7 @@ def _chain(ids: list[str], size: int, operand: int, rank: int, threads: int = 1)
 def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, contraction, folded_order,
                    decompose, remainder, partial_reduction, partial_chunk, gather=0, cache_tile=(),
                    split_reduction=0, partial_steps=(), split_also=(), fuse_init=(), init_operand=-1,
-                   init_tile=()) -> str:
+                   init_tile=(), init_registers=0) -> str:
     """The schedule of the op bound to %target (transform ops, one per line)."""
     tile = [int(t) for t in tile]
     interchange = [int(i) for i in interchange]
@@ -223,8 +229,11 @@ def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, co
     if init_operand >= 0 and (not fold_unit_dims or split_reduction or cache_tile):
         raise ValueError("init_operand (fusing the init's producer) needs fold_unit_dims=1, without split_reduction "
                          "or cache_tile")
+    if init_registers not in (0, 1) or (init_registers and (not fuse_init or init_tile or decompose)):
+        raise ValueError("init_registers is 0 or 1; 1 needs fuse_init (the output's loops) and no init_tile")
     if fuse_init and (len(set(fuse_init)) != len(fuse_init) or any(not 0 <= d < len(tile) or not tile[d] for d in fuse_init)
-                      or (remainder and int(remainder[0]) in fuse_init) or fuse_init != sorted(fuse_init)):
+                      or (remainder and int(remainder[0]) in fuse_init and not init_registers)
+                      or fuse_init != sorted(fuse_init)):
         raise ValueError(f"fuse_init must list tiled loops in increasing order, not the remainder's; got {fuse_init}")
     if threads > 1:
         counts = [0] * (max(split, split_also[0] if split_also else 0) + 1)
@@ -255,6 +264,9 @@ def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, co
         scope = scope or ("%loops_block#0" if blocks > 1 else "%loop_block" if blocks else None)
     if decompose:
         return text + _tile(handle, tile, interchange)[0] + _decompose_and_vectorize("%tiled", vector)
+    if init_registers:
+        return text + _init_in_registers(handle, tile, interchange, fuse_init, init_operand, remainder, vector,
+                                         contraction, [int(i) for i in folded_order])
     if fold_unit_dims and init_operand >= 0 and (fuse_init or threads > 1):
         fused = "%init_cf"
         if fuse_init:
@@ -323,6 +335,64 @@ def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, co
                                          "      transform.apply_patterns.vector.lower_gather\n") if gather else VECTOR_CLEANUP
         text += cleanup.replace("%scope", scope) if scope else ""
     return text
+
+
+#: attributes that mark the op's register tiles and its fused init's tiles across the peeling (which clones them)
+REGISTER_TILE, REGISTER_INIT = "lh.register_tile", "lh.register_init"
+
+
+def _init_in_registers(handle: str, tile: list, interchange: list, loops: list, init_operand: int, remainder: list,
+                       vector: int, contraction: int, folded_order: list) -> str:
+    """init_registers=1: the op's output loops (`loops`) tiled by `tile` in the interchange's order with the
+    producer of its init (operand `init_operand`) fused into the innermost tile (transform.structured.fuse follows
+    the loops' iter_args to it), the remainder's loop (if any) peeled so that both its parts have static tiles,
+    then in every register tile the other loops tiled, unit dims folded and vectorized as _fold_and_vectorize
+    does: the init's vector write of a tile and the read of the accumulators before the reduction loops fold
+    into one value (the accumulators start from the bias)."""
+    a = "!transform.any_op"
+    order = interchange or list(range(len(tile)))
+    outer = [tile[d] if d in loops else 0 for d in range(len(tile))]
+    inner = [0 if d in loops else t for d, t in enumerate(tile)]
+    tiled = [d for d in order if outer[d]]
+    count = len(tiled)
+    names = f"%rloops:{count}" if count > 1 else "%rloop"
+    text = (f"    %rinit = transform.get_producer_of_operand {handle}[{init_operand}] : ({a}) -> {a}\n"
+            f"    transform.annotate %rinit \"{REGISTER_INIT}\" : {a}\n"
+            f"    transform.annotate {handle} \"{REGISTER_TILE}\" : {a}\n"
+            f"    %rtile, {names} = transform.structured.fuse {handle} tile_sizes {outer} interchange {order}"
+            f" : ({a}) -> ({', '.join([a] * (count + 1))})\n"
+            f"    %rfunc = transform.get_parent_op %rtile {{op_name = \"func.func\"}} : ({a}) -> {a}\n")
+    if remainder:
+        dim = int(remainder[0])
+        if dim not in tiled:
+            raise ValueError(f"init_registers: the remainder's loop {dim} must be one of fuse_init's {loops}")
+        loop = f"%rloops#{tiled.index(dim)}" if count > 1 else "%rloop"
+        text += (f"    %rpeel = transform.cast {loop} : {a} to !transform.op<\"scf.for\">\n"
+                 f"    %rmain, %rrest = transform.loop.peel %rpeel : (!transform.op<\"scf.for\">) -> ({a}, {a})\n")
+    # (the peeled tile's sizes folded to constants: static tiles to vectorize; one-trip loops folded too)
+    text += (f"    transform.apply_patterns to %rfunc {{\n      transform.apply_patterns.canonicalization\n    }} : {a}\n"
+             f"    %rinits = transform.structured.match attributes{{{REGISTER_INIT}}} in %rfunc : ({a}) -> {a}\n"
+             f"    %rops = transform.structured.match attributes{{{REGISTER_TILE}}} in %rfunc : ({a}) -> {a}\n")
+    if vector:
+        text += f"    transform.structured.vectorize %rinits : {a}\n"
+    # (then the init's vector write of a tile (vector<1x..>: its unit dims kept) and the accumulators' read of the
+    # folded tile as one vector value: the write's leading unit dims cast away, the read's rank-reducing slice
+    # folded into it, read-after-write folded)
+    forward = (f"    transform.apply_patterns to %rfunc {{\n"
+               f"      transform.apply_patterns.vector.cast_away_vector_leading_one_dim\n"
+               f"      transform.apply_patterns.tensor.fold_tensor_subset_ops_into_vector_transfers\n"
+               f"      transform.apply_patterns.canonicalization\n    }} : {a}\n") if vector else ""
+    if not remainder:
+        tiling, _ = _tile("%rops", inner, interchange, "_r")
+        return text + tiling + _fold_and_vectorize("%tiled_r", vector, contraction, folded_order, "_r") + forward
+    # the main tiles' op, then the peeled one's (in the function's order)
+    text += f"    %rops_main, %rops_rest = transform.split_handle %rops : ({a}) -> ({a}, {a})\n"
+    rest_tile = list(tile)
+    rest_tile[int(remainder[0])] = int(remainder[2])
+    for part, order in (("main", folded_order), ("rest", _order_without_unit_loops(folded_order, tile, rest_tile))):
+        tiling, _ = _tile(f"%rops_{part}", inner, interchange, f"_r{part}")
+        text += tiling + _fold_and_vectorize(f"%tiled_r{part}", vector, contraction, order, f"_r{part}", cleanup=False)
+    return text + (_window_cleanup("%func_rrest", contraction) if vector else "") + forward
 
 
 def _partial_reduction(handle: str, tile: list, loop: int, vector: int, chunk: int = 0,

@@ -355,6 +355,11 @@ class CpuTarget(Target):
     #: whether the preparation has it (off: the window schedule's decomposed path; bench/cpu_strided_convs.py's
     #: old variant)
     strided_conv_planes = True
+    #: its zero-bordered phase buffer's border written only in the planes that a phase reads it from (False: every
+    #: plane's whole border, the old variant: lh-strided-conv-planes{all-borders=1}, bench/cpu_models.py
+    #: --all-phase-borders). conv2d_strided (3x3 stride 2, padding 1): the column beside the interior in 2 planes of
+    #: 4, the top row in 2, the bottom row in none (1.65 + 0.4 ms of border writes a one-thread call, 2-core Icelake)
+    phase_borders_read = True
 
     #: cf branches over tensors (upstream's detensorize_while) as scf loops and ifs before the schedules, whose
     #: bufferization's deallocation takes structured loops only: workbench/worker/tensor_cf.py
@@ -490,7 +495,8 @@ class CpuTarget(Target):
                                             and op.get("dtype") == "f32" for op in ops):
             # (before the plane and pointwise rewrites, which take its phases; a no-op, left out, unless a
             # 2-D conv has strides along h and w)
-            steps.append(f"{self.STRIDED_CONV_PLANES}{{lanes={self.machine.f32_lanes}}}")
+            steps.append(f"{self.STRIDED_CONV_PLANES}{{lanes={self.machine.f32_lanes}"
+                         + ("" if self.phase_borders_read else " all-borders=1") + "}")
         # (before the steps that prepare matmuls: a 1x1 convolution of one f32 image becomes one, whose
         # epilogue the expanded-elementwise collapse then puts on its rows, and whose dims get padded)
         pointwise_matmuls = any(_pointwise_convolution(op) and _one_f32_image(op) for op in ops)
@@ -823,6 +829,8 @@ class CpuTarget(Target):
         generic.pop("class")
         if ops and op in ops and self.init_fusion:
             generic.update(cpu_selector.init_fusion(op, list(ops), generic, max(self.machine.vector_bits // 32, 4)))
+        elif ops and op in ops and self.init_registers and not self.phase_chain:
+            generic.update(cpu_selector.init_registers(op, list(ops), generic))
         return generic
 
     def _fused_init_of_consumer(self, op: dict[str, Any], ops: list[dict[str, Any]]) -> bool:
@@ -919,6 +927,12 @@ class CpuTarget(Target):
     #: / 2.68 -> 2.97, conv_transpose2d 6.84 -> 5.71 / 1.28 -> 1.22, conv2d_1x1 even: not a clear gain yet
     #: (`bench/cpu_models.py --init-fusion` measures it on)
     init_fusion = False
+    #: a window schedule's fill / broadcast init (a convolution's bias) fused into its register tiles: the
+    #: accumulators start from its vectors, no pass over the output first (cpu_selector.init_registers, generic.py's
+    #: init_registers; where init_fusion is off, and not with phase_chain). False: the init its own step, the old
+    #: variant of bench/cpu_models.py --no-init-registers. conv2d_1x1 one thread on the 2-core Icelake host, 3
+    #: alternated rounds: 6.65, 6.41, 6.21 -> 5.67, 5.89, 5.72 ms (docs/models-round17-conv.md)
+    init_registers = True
     #: the phases of a strided convolution (lh-strided-conv-planes: each accumulates into the next) fused image by
     #: image (cpu_selector.phase_chains, generic.py's chain: one image's output in L2 across its phases). Off by
     #: default: on the 2-core Icelake host conv2d_strided was even on 1 thread (23.2-26.0 ms both, 4 alternated

@@ -626,3 +626,6 @@ def _add_consumers(linalg: list, ops: list[dict]) -> None:
             owner = v.owner
             producers.append(index.get(owner, -1) if hasattr(owner, "name") else -1)
         ops[i]["producers"] = producers
+        # the name of each operand's defining op ("" for a block argument): a tensor.pad is tileable too
+        # (transform.structured.fuse would take it into a consumer's tiles: cpu_selector.init_registers)
+        ops[i]["operand_owners"] = [getattr(v.owner, "name", "") for v in h.operands]

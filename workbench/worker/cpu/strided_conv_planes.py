@@ -157,7 +157,31 @@ def _fill_zero(dest, offsets: list[int], sizes: list[int]):
     return tensor.InsertSliceOp(filled, dest, [], [], [], offsets, sizes, ones).result
 
 
-def _bordered_phase_planes(source, strides: list[int], low: list[int], out: list[int], taps: list[list[int]]):
+def _planes_reading(reads: dict, strides: list[int], offsets: list[int], sizes: list[int], every_plane: bool):
+    """The (a, b) planes whose border box at `offsets` of `sizes` (rows, columns) some phase reads for an output
+    (`reads`: per plane its phases' row and column ranges), as boxes of planes: [([a0, b0], [na, nb])]. A plane
+    no phase reads there keeps its memory as it is (conv2d_strided's 3x3 stride 2, padding 1: the column beside
+    the interior is read in the odd-column planes only, the top row in the odd-row ones, the bottom one by no
+    output: half, half and none of the three writes). `every_plane`: all of them (the old variant)."""
+    sh, sw = strides
+    if every_plane:
+        return [([0, 0], [sh, sw])]
+    (r0, c0), (r1, c1) = offsets, (offsets[0] + sizes[0], offsets[1] + sizes[1])
+    read = {plane for plane, boxes in reads.items()
+            if any(y0 < r1 and r0 < y1 and x0 < c1 and c0 < x1 for y0, y1, x0, x1 in boxes)}
+    if len(read) == sh * sw:
+        return [([0, 0], [sh, sw])]
+    rows = sorted({a for a, _ in read})
+    if all((a, b) in read for a in rows for b in range(sw)):   # whole rows of planes
+        return [([a, 0], [1, sw]) for a in rows]
+    columns = sorted({b for _, b in read})
+    if all((a, b) in read for a in range(sh) for b in columns):
+        return [([0, b], [sh, 1]) for b in columns]
+    return [([a, b], [1, 1]) for a, b in sorted(read)]
+
+
+def _bordered_phase_planes(source, strides: list[int], low: list[int], out: list[int], taps: list[list[int]],
+                           every_plane: bool = False):
     """The phases of the unpadded input written once into the interiors of zero-bordered planes:
     (buffer [sh, sw, n, c, Hb, Wb], per phase (rh, rw) its (a, b, row, col): the plane of padded phase
     (rh, rw) is the buffer's plane (a, b) from (row, col) on, row stride Wb)."""
@@ -181,10 +205,19 @@ def _bordered_phase_planes(source, strides: list[int], low: list[int], out: list
     lead = list(strides) + [n, c]
     buffer = tensor.EmptyOp(lead + [height, width], element).result
     (y0, x0), (hx, wx) = origin, inner
+    # each plane's rows and columns that its phases read for an output (the flat planes read more: their outputs'
+    # extra columns, sliced off)
+    reads: dict[tuple[int, int], list[tuple[int, int, int, int]]] = {}
+    for (a, dh), th in zip(shifts[0], taps[0]):
+        for (b, dw), tw in zip(shifts[1], taps[1]):
+            reads.setdefault((a, b), []).append((y0 + dh, y0 + dh + out[0] + th - 1,
+                                                 x0 + dw, x0 + dw + out[1] + tw - 1))
     for offsets, sizes in (([0, 0], [y0, width]), ([y0 + hx, 0], [height - y0 - hx, width]),
                            ([y0, 0], [hx, x0]), ([y0, x0 + wx], [hx, width - x0 - wx])):
-        if all(sizes):
-            buffer = _fill_zero(buffer, [0] * 4 + offsets, lead + sizes)
+        if not all(sizes):
+            continue
+        for planes, counts in _planes_reading(reads, strides, offsets, sizes, every_plane):
+            buffer = _fill_zero(buffer, planes + [0, 0] + offsets, counts + lead[2:] + sizes)
     ones = [1] * 6
     interior = tensor.ExtractSliceOp(ir.RankedTensorType.get(lead + inner, element), buffer, [], [], [],
                                      [0] * 4 + origin, lead + inner, ones).result
@@ -195,7 +228,7 @@ def _bordered_phase_planes(source, strides: list[int], low: list[int], out: list
     return buffer, where
 
 
-def _phases_in_bordered_buffer(op, window_from: int):
+def _phases_in_bordered_buffer(op, window_from: int, every_plane: bool = False):
     """A strided convolution `op`'s filter and output shapes, strides, output sizes, taps per phase and its input's
     phases in _bordered_phase_planes' buffer (with where each phase lies); `window_from`: the filter's first
     window dim (2: f, c, kh, kw; 1: a depthwise c, kh, kw; 3: a grouped g, f, c, kh, kw, whose image's groups
@@ -206,11 +239,11 @@ def _phases_in_bordered_buffer(op, window_from: int):
     window, out = f_shape[window_from:], o_shape[-2:]
     source, low = _zero_padded_source(ungrouped_image(image) if op.name in GROUPED else image)
     taps = [[-(-(k - r) // s) for r in range(s)] for k, s in zip(window, strides)]
-    buffer, where = _bordered_phase_planes(source, strides, low[2:], out, taps)
+    buffer, where = _bordered_phase_planes(source, strides, low[2:], out, taps, every_plane)
     return f_shape, o_shape, strides, out, taps, buffer, where
 
 
-def _flat_phases(op) -> object:
+def _flat_phases(op, every_plane: bool = False) -> object:
     """The convolution `op` as one plane generic per phase over _bordered_phase_planes' buffer (flattened:
     tap (th, tw) of a phase at p + th * Wb + tw, as lh-conv-planes computes a unit-stride one), accumulated one
     after another; the result's extra columns sliced off. A grouped one (RegNet's, ResNeXt's 3x3 stride 2)
@@ -221,7 +254,7 @@ def _flat_phases(op) -> object:
     image, filt, init = op.operands
     grouped = op.name in GROUPED
     kept = 3 if grouped else 2                  # the filter's and the output's dims before the window / plane
-    f_shape, o_shape, strides, out, taps, buffer, where = _phases_in_bordered_buffer(op, window_from=kept)
+    f_shape, o_shape, strides, out, taps, buffer, where = _phases_in_bordered_buffer(op, kept, every_plane)
     shape = static_shape(buffer)
     lead, (height, width) = shape[:4], shape[4:]
     flat_buffer, _ = collapse_spatial(buffer, 4)
@@ -253,7 +286,7 @@ def _flat_phases(op) -> object:
     return result
 
 
-def _depthwise_phases(op) -> object:
+def _depthwise_phases(op, every_plane: bool = False) -> object:
     """The depthwise convolution `op` as one unit-stride depthwise convolution per phase, each over a 4-D view
     of _bordered_phase_planes' buffer (its input phase's plane from the phase's offset), accumulated one after
     another."""
@@ -261,7 +294,7 @@ def _depthwise_phases(op) -> object:
     from mlir.dialects import tensor
 
     image, filt, init = op.operands
-    f_shape, o_shape, strides, out, taps, buffer, where = _phases_in_bordered_buffer(op, window_from=1)
+    f_shape, o_shape, strides, out, taps, buffer, where = _phases_in_bordered_buffer(op, 1, every_plane)
     lead = static_shape(buffer)[2:4]
     element = ir.RankedTensorType(image.type).element_type
     unit = _unit_strides(op)
@@ -287,8 +320,9 @@ def _depthwise_phases(op) -> object:
     return result
 
 
-def strided_conv_planes(module, lanes: int = 16) -> int:
-    """Rewrite every eligible convolution (module docstring); how many were rewritten."""
+def strided_conv_planes(module, lanes: int = 16, all_borders: bool = False) -> int:
+    """Rewrite every eligible convolution (module docstring); how many were rewritten. `all_borders`: every
+    plane's whole border zeroed (the old variant), not only what a phase reads (_planes_reading)."""
     from mlir import ir
     from mlir.dialects import tensor
 
@@ -302,7 +336,7 @@ def strided_conv_planes(module, lanes: int = 16) -> int:
         if depthwise or _flat_plane_phases(op, lanes):
             image, init = op.operands[0], op.operands[2]
             with ir.InsertionPoint(op), op.location:
-                result = _depthwise_phases(op) if depthwise else _flat_phases(op)
+                result = _depthwise_phases(op, all_borders) if depthwise else _flat_phases(op, all_borders)
             op.results[0].replace_all_uses_with(result)
             op.erase()
             for value in (image, init):

@@ -32,7 +32,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, linalg, math, scf, tensor
 
-from workbench.worker.cpu.dead_results import _erase_unread_init
+from workbench.worker.cpu.dead_results import INIT_OPS
 from workbench.worker.cpu.scaled_contractions import _contraction_body, _dead_views, _maps, _op, _scale, _zero_fill
 from workbench.worker.ir_walk import iterator_types, ops_where
 
@@ -369,8 +369,31 @@ def _rewrite(c2, qk, score_ops: list, mx, e, sum_op, rows: int, keys: int) -> No
     for view in _dead_views(qk.results[0]):
         view.erase()
     qk.erase()
-    for init in inits:
-        _erase_unread_init(init)
+    _erase_unread_inits(inits)
+
+
+def _erase_unread_inits(values: list) -> None:
+    """Erase the fills / empties among `values`' owners (and theirs) that nothing reads any more, each once:
+    the ops of one attention may share an init (nn.MultiheadAttention's export: one tensor.empty for the
+    mask's addition, the exponentials and the probabilities), which erasing per value would free twice."""
+    pending = []
+    todo = list(values)
+    while todo:
+        owner = todo.pop(0).owner
+        if not isinstance(owner, (ir.Operation, ir.OpView)):
+            continue
+        owner = owner.operation
+        if owner.name in INIT_OPS and owner not in pending:
+            pending.append(owner)
+            todo += list(owner.operands)
+    changed = True
+    while changed:
+        changed = False
+        for op in list(pending):
+            if not any(list(r.uses) for r in op.results):
+                pending.remove(op)
+                op.erase()
+                changed = True
 
 
 def flash_attention(module, rows: int, keys: int) -> int:

@@ -1038,7 +1038,9 @@ class CpuTarget(Target):
 ATTENTION_MAX_ROWS = 128
 ATTENTION_MIN_ROWS = 24
 #: lh-flash-attention (docs/attention-round15.md): taken from this many keys on (fewer: the blocks of whole
-#: rows above keep a block's scores in L2); keys per block at most, a multiple of; query rows per block at most
+#: rows above keep a block's scores in L2), on one core or several (docs/attention-round16.md: each core's
+#: traffic is the one-core case's, over as many blocks); keys per block at most, a multiple of; query rows per
+#: block at most
 FLASH_MIN_KEYS = 1024
 FLASH_MAX_KEYS = 512
 FLASH_KEY_MULTIPLE = 4

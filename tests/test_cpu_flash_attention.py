@@ -251,7 +251,8 @@ def test_flash_rows_leave_a_block_per_core():
     block (of batch x rows) per core, else the fewest that fit (the most blocks)."""
     from workbench.targets import get_target
 
-    rows = {t: get_target("cpu").for_cpu("host", threads=t)._flash_rows(256, 128, 64, 64, batch=1) for t in (1, 4, 8, 16)}
+    rows = {t: get_target("cpu").for_cpu("host", threads=t)._flash_rows(256, 128, 64, 64, batch=1)
+            for t in (1, 4, 8, 16)}
     assert rows == {1: 64, 4: 64, 8: 32, 16: 32}, rows
     assert get_target("cpu").for_cpu("host", threads=16)._flash_rows(256, 128, 64, 64, batch=2) == 32
     assert get_target("cpu").for_cpu("host", threads=8)._flash_rows(256, 128, 64, 64, batch=2) == 64

@@ -84,15 +84,13 @@ def test_the_selector_takes_flash_attention_for_long_key_sequences(ctx, monkeypa
         assert np.all(out[0, :, 1, :] == 0.0) and np.all(np.isfinite(out))
 
 
-def test_short_sequences_and_several_cores_keep_whole_rows(ctx, monkeypatch):
-    """Below FLASH_MIN_KEYS (240 keys at the default), or on two cores (the flash loops are serial; the
-    blocks of whole rows split over the cores), no lh-flash-attention."""
+def test_short_sequences_keep_whole_rows(ctx, monkeypatch):
+    """Below FLASH_MIN_KEYS (240 keys at the default), on one core or two, no lh-flash-attention: the
+    blocks of whole rows."""
     from workbench.targets import cpu
 
     monkeypatch.setattr(cpu, "ATTENTION_SCORE_BYTES", 1 << 16)
-    for threads, min_keys in ((1, None), (2, 128)):
-        if min_keys is not None:
-            monkeypatch.setattr(cpu, "FLASH_MIN_KEYS", min_keys)
+    for threads in (1, 2):
         ok(ctx, f"load {SDPA / 'sdpa_masked_240.mlir'}")
         try:
             ok(ctx, f"target cpu --threads {threads}")
@@ -101,6 +99,72 @@ def test_short_sequences_and_several_cores_keep_whole_rows(ctx, monkeypatch):
             assert "attention_blocks" in str(data["selections"][0]["schedule"])
         finally:
             ok(ctx, "target cpu --cpu host --threads 0")
+
+
+@pytest.mark.parametrize("name", ["sdpa_masked_240", "sdpa_200"])
+def test_flash_attention_splits_its_row_blocks_over_the_cores(ctx, monkeypatch, tmp_path, name):
+    """On two cores past FLASH_MIN_KEYS (lowered here) the selector takes lh-flash-attention with
+    parallel=1: one scf.forall over the heads and the row blocks (at least a block per core), the key loop
+    inside it, each block writing its rows of the running max, sum and output with parallel_insert_slice;
+    the block contractions scheduled for one core inside it; lowered, the forall runs on the thread team;
+    torch's outputs (the fully masked row zeros)."""
+    from conftest import runs_parallel_loops_on_threads
+    from workbench.targets import cpu
+
+    monkeypatch.setattr(cpu, "FLASH_MIN_KEYS", 128)
+    monkeypatch.setattr(cpu, "FLASH_MAX_KEYS", 64)
+    fixture = SDPA / f"{name}.mlir"
+    tokens = int(name.rsplit("_", 1)[1])
+    ok(ctx, f"load {fixture}")
+    try:
+        ok(ctx, "target cpu --threads 2")
+        data = ok(ctx, "select --apply").data
+        (flash,) = [p for p in data["prepared"] if "lh-flash-attention" in p]
+        rows, keys = (int(x) for x in re.fullmatch(r"pass lh-flash-attention\{rows=(\d+) keys=(\d+) parallel=1\}",
+                                                   flash).groups())
+        assert tokens % rows == 0 and tokens % keys == 0 and tokens // rows >= 2, flash
+        assert not any("attention_blocks" in str(s["schedule"]) for s in data["selections"])
+        family = [s for s in data["selections"] if "batch_matmul_tiling" in str(s["schedule"])]
+        assert len(family) == 2 and all(s["params"].get("threads", 1) == 1 and s["params"].get("threads_m", 1) == 1
+                                        for s in family), family
+        ok(ctx, f"load {fixture}")
+        for p in PREPARATION:
+            ok(ctx, f"pass {p}")
+        ok(ctx, flash)
+        ir = ctx.session.current_ir
+        # (the fusion merged the unit batch with the 2 heads)
+        heads = 2 if name == "sdpa_masked_240" else 3
+        assert re.search(rf"scf.forall \(%\w+, %\w+\) = \(0, 0\) to \({heads}, {tokens}\) step \(1, {rows}\)", ir)
+        assert ir.count("tensor.parallel_insert_slice") == 3
+        assert re.search(rf"scf.for %\w+ = %c0 to %c{tokens}\w* step %c{keys}\b", ir)
+        ok(ctx, f"load {fixture}")
+        ok(ctx, "select --apply")
+        ok(ctx, "bench warmup=0 iterations=1")
+        ok(ctx, "apply cpu-lower")
+        assert runs_parallel_loops_on_threads(ctx.session.current_ir)
+        ok(ctx, f"load {fixture}")
+        ok(ctx, "select --apply")
+        lower_and_check_fixture(ctx, fixture, threads=2, save=tmp_path)
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")
+    out = load_npys(tmp_path, "output")[0]
+    assert np.all(np.isfinite(out))
+    if name == "sdpa_masked_240":
+        assert np.all(out[0, :, 1, :] == 0.0) and np.abs(out[0, :, 0, :]).max() > 0.1
+
+
+def test_a_contraction_in_a_forall_chunk_runs_on_one_core():
+    """A batch contraction large enough for both cores gets threads=2, the same in a chunk of a forall (the
+    parallel flash attention's blocks: the forall is what runs on the cores) threads=1."""
+    from workbench.targets import get_target
+
+    target = get_target("cpu").for_cpu("host", threads=2)
+    op = {"op": "linalg.generic", "layout": "batch", "id": "generic_2", "dtype": "f32", "in_dtype": "f32",
+          "kind": "contraction", "dims": {"b": 1, "m": 64, "n": 512, "k": 64}, "batch_dims": [1]}
+    _, params = target.matmul_family_entry(op)
+    assert params.get("threads", 1) * params.get("threads_m", 1) == 2, params
+    _, params = target.matmul_family_entry(dict(op, in_parallel_loop=True))
+    assert params.get("threads", 1) == 1 and params.get("threads_m", 1) == 1, params
 
 
 MAX_ROWS = """#id = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
@@ -180,3 +244,15 @@ def test_merged_batches_leave_no_split_heads_around_the_softmax(ctx):
     assert "tensor<2x2x256x256xf32>" in before and "tensor<2x2x256x256xf32>" not in after
     # the mask (256 x 256, broadcast over the heads) is added over the 4 merged heads
     assert re.search(r"ins\(%\w+, %\w+ : tensor<4x256x256xf32>, tensor<256x256xf32>\)", after)
+
+
+def test_flash_rows_leave_a_block_per_core():
+    """The flash blocks' query rows: the most that fit on one core; on several, the most that leave at least a
+    block (of batch x rows) per core, else the fewest that fit (the most blocks)."""
+    from workbench.targets import get_target
+
+    rows = {t: get_target("cpu").for_cpu("host", threads=t)._flash_rows(256, 128, 64, 64, batch=1)
+            for t in (1, 4, 8, 16)}
+    assert rows == {1: 64, 4: 64, 8: 32, 16: 32}, rows
+    assert get_target("cpu").for_cpu("host", threads=16)._flash_rows(256, 128, 64, 64, batch=2) == 32
+    assert get_target("cpu").for_cpu("host", threads=8)._flash_rows(256, 128, 64, 64, batch=2) == 64

@@ -1,6 +1,7 @@
 """Element types beyond numpy's: bf16, f16 and fp8 (e4m3, e5m2) through ml_dtypes, end to end on the CPU."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import ml_dtypes
@@ -155,3 +156,32 @@ def test_bool_operands_vectorized_by_the_selector(ctx, tmp_path, payload):
     ok(ctx, "bench warmup=0 iterations=1")
     ok(ctx, "apply cpu-lower")
     assert ok(ctx, "run --check").data["run"]["check"]["passed"]
+
+
+MASKED_BOOL_STORE = """func.func @main(%x: memref<8x33xf32>, %out: memref<8x33xi1>) {
+  %c0 = arith.constant 0 : index
+  %c32 = arith.constant 32 : index
+  %c1 = arith.constant 1 : index
+  %zero = arith.constant dense<0.0> : vector<32xf32>
+  %mask = vector.create_mask %c1 : vector<32xi1>
+  %v = vector.load %x[%c0, %c32] : memref<8x33xf32>, vector<32xf32>
+  %b = arith.cmpf ogt, %v, %zero : vector<32xf32>
+  vector.maskedstore %out[%c0, %c32], %mask, %b : memref<8x33xi1>, vector<32xi1>, vector<32xi1>
+  return
+}
+"""
+
+
+def test_a_masked_bool_store_into_a_2d_buffer_widens_its_value_not_its_mask(ctx, tmp_path):
+    """vector.maskedstore's value is its last operand (after one index per memref dim, then the mask): the
+    widening extends the stored bools to bytes and leaves the mask i1 (it extended operand 3, the mask of a
+    2-D store: a vector of bytes as the mask, which the verifier refuses; a flash attention's row guard,
+    8 x 1500 bools in tiles of 32, on 2 threads)."""
+    payload = tmp_path / "masked_bool_store.mlir"
+    payload.write_text(MASKED_BOOL_STORE)
+    ok(ctx, f"load {payload}")
+    ok(ctx, "pass lh-widen-i1-memrefs")
+    ir_text = ctx.session.current_ir
+    assert "memref<8x33xi8>" in ir_text and "xi1>" in ir_text   # (the mask and the comparison stay bools)
+    assert re.search(r"vector.maskedstore %\w+\[%\w+, %\w+\], %\w+, %\w+ : memref<8x33xi8>, vector<32xi1>, "
+                     r"vector<32xi8>", ir_text), ir_text

@@ -26,7 +26,7 @@ GENERATORS = ["attention_blocks"]
 PARAMS = {
     "op": {"help": "the op ids (`inspect`; lh.op, set by `rewrite tag-ops`): the P V contraction first, then the "
                    "ops to fuse into its row blocks, each after all its consumers in the list"},
-    "rows": {"min": 1, "help": "query rows per block"},
+    "rows": {"min": 0, "help": "query rows per block (0: all of them, the blocks one batch index each)"},
     "batch_dims": {"min": 1, "help": "leading batch loops of the P V contraction (tiled by 1)"},
     "parallel": {"min": 0, "max": 1, "help": "1: the blocks loop is a forall (tasks on the async runtime); 0: serial"},
 }
@@ -39,8 +39,8 @@ def attention_blocks(op: list = [], rows: int = 64, batch_dims: int = 1, paralle
         raise ValueError(f"op must list the P V contraction and the ops to fuse into it, got {op!r}")
     for i in ids:
         _check_id(i)
-    if not isinstance(rows, int) or rows < 1:
-        raise ValueError(f"rows must be a positive int, got {rows!r}")
+    if not isinstance(rows, int) or rows < 0:
+        raise ValueError(f"rows must be a non-negative int, got {rows!r}")
     if not isinstance(batch_dims, int) or batch_dims < 1:
         raise ValueError(f"batch_dims must be a positive int, got {batch_dims!r}")
     if parallel not in (0, 1):
@@ -64,7 +64,8 @@ def attention_blocks(op: list = [], rows: int = 64, batch_dims: int = 1, paralle
                  f" : ({a}, {a}) -> ({a}, {a})\n")
     last = f"%forall{len(ids) - 1}"
     if not parallel:
-        text += f"    transform.annotate {last} \"{SERIAL_FORALL}{batch_dims + 1}\" : {a}\n"
+        # (rows 0: no loop over the rows, whose one iteration the canonicalizations would fold away)
+        text += f"    transform.annotate {last} \"{SERIAL_FORALL}{batch_dims + bool(rows)}\" : {a}\n"
     fn = "%attn_fn"
     text += (f"    {fn} = transform.get_parent_op {last} {{op_name = \"func.func\"}} : ({a}) -> {a}\n"
              f"    transform.apply_cse to {fn} : {a}\n")

@@ -474,8 +474,11 @@ class CpuTarget(Target):
             flash = self._flash_params(ops) if self.flash_attention else None
             if flash:
                 # (after the fusion and the reciprocals, whose forms it matches; a no-op, left out, unless the
-                # softmax between the contractions is attention's)
-                steps.append(f"{self.FLASH_ATTENTION}{{rows={flash[0]} keys={flash[1]}}}")
+                # softmax between the contractions is attention's; on several cores the blocks of query rows
+                # are one forall, each block's key loop inside it: the per-op steps then schedule the block
+                # ops for one core, as they do in the row blocks' forall)
+                steps.append(f"{self.FLASH_ATTENTION}{{rows={flash[0]} keys={flash[1]}"
+                             + (" parallel=1}" if self.machine.usable_cpus > 1 else "}"))
             if self.row_networks and generics >= self.ROW_NETWORK_MIN_GENERICS:
                 # (after the fusion, which makes each stage one generic; a no-op, left out, unless the
                 # payload has a network)
@@ -685,7 +688,8 @@ class CpuTarget(Target):
                 fused.append(ops[fill]["id"])
             parallel = int(self.machine.usable_cpus > 1)
             blocks.append((f"{self.pipeline_path_for(self.attention_schedule)}[gen=attention_blocks]",
-                           {"op": [ops[pv]["id"]] + fused, "rows": rows, "batch_dims": len(batch),
+                           {"op": [ops[pv]["id"]] + fused, "rows": rows if rows < qd["m"] else 0,
+                            "batch_dims": len(batch),
                             "parallel": parallel}))
             if ops[qk].get("slice_consumers"):
                 blocks.append((self.pipeline_path_for(self.attention_pad_pipeline), {"lanes": self.machine.f32_lanes}))
@@ -702,10 +706,9 @@ class CpuTarget(Target):
 
     def _flash_params(self, ops: list[dict[str, Any]]) -> tuple[int, int] | None:
         """(rows, keys) of lh-flash-attention for the first pair of batch matmuls shaped like attention's
-        Q K^T (B x M x N) and P V (B x M x N -> Dv) with at least FLASH_MIN_KEYS keys, on one core (the
-        loops it writes are serial); None where there is none or no block size divides."""
-        if self.machine.usable_cpus > 1:
-            return None
+        Q K^T (B x M x N) and P V (B x M x N -> Dv) with at least FLASH_MIN_KEYS keys, on any number of cores
+        (on several its blocks are one forall, `parallel=1`: docs/attention-round16.md); None where there is
+        none or no block size divides."""
         bmm = [op for op in ops if op.get("op") in ("linalg.batch_matmul", "linalg.generic")
                and op.get("kind") == "contraction" and op.get("dtype") == "f32" and op.get("dims")]
         for qk in bmm:
@@ -718,22 +721,23 @@ class CpuTarget(Target):
                     continue
                 keys = next((d for d in range(min(FLASH_MAX_KEYS, qd["n"] - 1), 0, -1) if qd["n"] % d == 0
                              and d % FLASH_KEY_MULTIPLE == 0), 0)
-                rows = self._flash_rows(qd["m"], keys, qd["k"], pd["n"]) if keys else 0
+                rows = self._flash_rows(qd["m"], keys, qd["k"], pd["n"], qd.get("b", 1)) if keys else 0
                 if keys and rows:
                     return rows, keys
         return None
 
-    def _flash_rows(self, m: int, keys: int, d: int, dv: int) -> int:
+    def _flash_rows(self, m: int, keys: int, d: int, dv: int, batch: int = 1) -> int:
         """Query rows per flash block: the most (FLASH_MAX_ROWS down to ATTENTION_MIN_ROWS) that divide the
         rows and for which both block contractions (rows x keys x d, rows x dv x keys) take whole register
-        tiles (no row split); 0 where none does."""
+        tiles (no row split), and that leave at least one block (of `batch` x m / rows) per core; where
+        none leaves that many, the fewest rows that fit (the most blocks); 0 where none fits."""
         family = _load_library_module(self.matmul_family_schedule)
         machine = matmul_machine_args(self.machine)
-        for rows in range(min(m, FLASH_MAX_ROWS), ATTENTION_MIN_ROWS - 1, -1):
-            if m % rows == 0 and all("main_m" not in family.default_params(1, rows, n, k, threads=1, **machine)
-                                     for n, k in ((keys, d), (dv, keys))):
-                return rows
-        return 0
+        fits = [rows for rows in range(min(m, FLASH_MAX_ROWS), ATTENTION_MIN_ROWS - 1, -1)
+                if m % rows == 0 and all("main_m" not in family.default_params(1, rows, n, k, threads=1, **machine)
+                                         for n, k in ((keys, d), (dv, keys)))]
+        return next((rows for rows in fits if batch * (m // rows) >= self.machine.usable_cpus),
+                    fits[-1] if fits else 0)
 
     def _attention_rows(self, family, machine: dict[str, int], qk: dict[str, int], pv: dict[str, int]) -> int:
         """Query rows per attention block: the most (up to ATTENTION_MAX_ROWS) that divide the rows, whose
@@ -952,8 +956,10 @@ class CpuTarget(Target):
         family = _load_library_module(self.matmul_family_schedule)
         path = self.pipeline_path_for(self.matmul_family_schedule)
         machine = matmul_machine_args(self.machine)
-        # every core for a large one, fewer for a mid-size one: its chunks run on the thread team
-        threads = contraction_cores(math.prod(dims.values()), self.machine.usable_cpus)
+        # every core for a large one, fewer for a mid-size one: its chunks run on the thread team (one, in a
+        # chunk of a forall: a parallel flash attention's blocks, whose forall is what runs on the cores)
+        threads = 1 if op.get("in_parallel_loop") else contraction_cores(math.prod(dims.values()),
+                                                                          self.machine.usable_cpus)
         if op["op"] == "linalg.matvec":
             # memory bound: every core once the matrix is past the L2 (its rows split over the cores)
             params = family.matvec_params(dims["m"], dims["k"], threads=self.machine.usable_cpus
@@ -1046,7 +1052,9 @@ class CpuTarget(Target):
 ATTENTION_MAX_ROWS = 128
 ATTENTION_MIN_ROWS = 24
 #: lh-flash-attention (docs/attention-round15.md): taken from this many keys on (fewer: the blocks of whole
-#: rows above keep a block's scores in L2); keys per block at most, a multiple of; query rows per block at most
+#: rows above keep a block's scores in L2), on one core or several (docs/attention-round16.md: each core's
+#: traffic is the one-core case's, over as many blocks); keys per block at most, a multiple of; query rows per
+#: block at most
 FLASH_MIN_KEYS = 1024
 FLASH_MAX_KEYS = 512
 FLASH_KEY_MULTIPLE = 4

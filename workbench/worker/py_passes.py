@@ -235,8 +235,11 @@ def _merge_contraction_batches(module, options: dict) -> None:
 def _flash_attention(module, options: dict) -> None:
     from workbench.worker.cpu import flash_attention
 
+    parallel = _int_option(options, "parallel", 0, minimum=0)
+    if parallel > 1:
+        raise PyPassError(f"option parallel={parallel} must be 0 or 1")
     flash_attention.flash_attention(module, _int_option(options, "rows", 64, minimum=1),
-                                    _int_option(options, "keys", 256, minimum=1))
+                                    _int_option(options, "keys", 256, minimum=1), bool(parallel))
 
 
 def _softmax_reciprocals(module, options: dict) -> None:
@@ -702,8 +705,8 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-fuse-into-gathers": (_fuse_into_gathers, "on tensors: a tensor.extract in a linalg body reading a few elements of an elementwise generic's result -> that generic's body on the extracts of its inputs (chains followed; a log-softmax written in full for nll_loss's one element per row is no longer written; workbench/worker/cpu/gather_fusion.py)"),
     "lh-fold-all-neg-inf-checks": (_fold_all_neg_inf_checks, "on tensors: a row's all -inf check (torch's _safe_softmax guard: an and-reduction of x oeq -inf) read off a maximumf reduction from -inf of the same scores over the same loops (max oeq -inf), no pass over the scores (workbench/worker/cpu/softmax_guards.py)"),
     "lh-scale-after-contractions": (_scale_after_contractions, "on tensors: a contraction (a generic of mulf/addf from a zero fill) of an elementwise op linear in one full input E and scaled by values free of the contraction's reduction dims (softmax's division by the row sum before attention's P @ V) reads E, and the elementwise op runs on its result (workbench/worker/cpu/scaled_contractions.py)"),
-    "lh-merge-contraction-batches": (_merge_contraction_batches, "on tensors: a contraction over several leading batch loops whose result is read only through a collapse_shape merging them, or that reads an expand_shape splitting them, runs over the merged batch (grouped-query attention's Q K^T and P V around the softmax's 3-D scores; workbench/worker/cpu/attention_batches.py)"),
-    "lh-flash-attention": (_flash_attention, "on tensors: attention (Q K^T [+ mask], its softmax's max, exp and sum, P V) computed `rows` query rows and `keys` keys at a time with a running max and sum, the division after P V (flash attention; workbench/worker/cpu/flash_attention.py)"),
+    "lh-merge-contraction-batches": (_merge_contraction_batches, "on tensors: a contraction over several leading batch loops whose result is read only through a collapse_shape merging them, or that reads an expand_shape splitting them (not where its left operand is an op's result over the split loops: nn.MultiheadAttention's P V), runs over the merged batch (grouped-query attention's Q K^T and P V around the softmax's 3-D scores; workbench/worker/cpu/attention_batches.py)"),
+    "lh-flash-attention": (_flash_attention, "on tensors: attention (Q K^T [+ mask], its softmax's max, exp and sum, P V) computed `rows` query rows and `keys` keys at a time with a running max and sum, the division after P V (flash attention; `parallel=1`: the blocks of query rows one scf.forall, split over the cores; workbench/worker/cpu/flash_attention.py)"),
     "lh-softmax-reciprocals": (_softmax_reciprocals, "on tensors: a softmax's division by its row sums (an addf reduction of exponentials, read constant along the row) as a multiplication by their reciprocals, computed once per row (workbench/worker/cpu/softmax_reciprocals.py)"),
     "lh-widen-bool-reductions": (_widen_bool_reductions, "on tensors: reductions into i1 combined by andi/ori/xori (torch.all / any, attention's all -inf row check) accumulate in i8, truncated after: vectorized like any integer reduction (a multi_reduction over i1 is not lowered; workbench/worker/cpu/bool_reductions.py)"),
     "lh-fuse-elementwise": (_fuse_elementwise, "upstream's elementwise fusion (fpowi expanded, producers fused, unit dims folded, canonicalized) except into consumers that read a producer broadcast or through a window, where the fused body would recompute it per use (workbench/worker/cpu/fusion.py)"),
@@ -772,7 +775,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "lh-tap-matmuls": ("min-bytes",),
     "lh-pad-copies": ("threads", "min-work", "lanes"),
     "lh-constant-pad-rows": ("threads", "min-work", "lanes", "min-elements"),
-    "lh-flash-attention": ("rows", "keys"),
+    "lh-flash-attention": ("rows", "keys", "parallel"),
     "lh-row-networks": ("threads", "min-work"),
     "lh-collapse-planes": ("lanes",),
     "lh-strided-convs": ("max-rank",),

@@ -21,7 +21,8 @@ _LOADS = {"memref.load": 0, "affine.load": 0, "vector.load": 0, "vector.transfer
           "vector.maskedload": 0, "vector.gather": 0, "vector.expandload": 0}
 #: ops writing elements: (name, (index of the stored value, index of the memref operand))
 _STORES = {"memref.store": (0, 1), "affine.store": (0, 1), "vector.store": (0, 1), "vector.transfer_write": (0, 1),
-           "vector.maskedstore": (3, 0), "vector.scatter": (4, 0), "vector.compressstore": (2, 0)}
+           # (the stored value is their last operand, after one index per memref dim: -1)
+           "vector.maskedstore": (-1, 0), "vector.scatter": (-1, 0), "vector.compressstore": (-1, 0)}
 
 
 def _is_i1(t: ir.Type) -> bool:
@@ -147,7 +148,7 @@ def widen_i1_memrefs(module) -> None:
         else:
             value_index, memref_index = _STORES[op.name]
             if _is_i8_memref(op.operands[memref_index].type):
-                _extend_operand(op, value_index)
+                _extend_operand(op, value_index % len(op.operands))
 
 
 def _is_i8_memref(t: ir.Type) -> bool:

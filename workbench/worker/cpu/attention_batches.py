@@ -11,6 +11,11 @@ is only read through a collapse_shape that merges them, or whose operand is an e
 them, is exact (the same sums, the batch index renumbered row-major as the reshapes do): the
 contraction then reads / writes the softmax's 3-D tensors directly; its other operands are collapsed
 (a view of a contiguous tensor), and a result still needed in the split shape is expanded back.
+
+Not where only an operand is expanded and the left one (the probabilities) is an op's result over the
+split loops: nn.MultiheadAttention's export computes the scores, the mask's addition and the softmax over
+batch x heads and P V over them, with V expanded from the heads merged with the batch; merged, P V would
+read the probabilities through a collapse_shape, and the selector would not see the attention.
 """
 from __future__ import annotations
 
@@ -80,6 +85,16 @@ def _collapse(value, p: int):
                                attributes={"reassociation": _leading_merge(p, rank)}).results[0]
 
 
+def _reads_split_op(op) -> bool:
+    """Whether contraction `op`'s left operand is the result of a linalg op over the split batch loops, read
+    as it is (no reshape between): nn.MultiheadAttention's P V, whose probabilities the softmax computes over
+    batch x heads and whose V torch-mlir expands from their product. Merging it for the expanded V would
+    read the probabilities through a collapse_shape, which hides the attention from the selector."""
+    producer = _op(op.operands[0])
+    dims = [ir.AffineDimExpr(e).position for e in _maps(op)[0].results]
+    return producer is not None and producer.name.startswith("linalg.") and bool(dims) and dims[0] == 0
+
+
 def _merge(op) -> bool:
     op = op.operation
     if len(op.results) != 1 or len(op.regions[0].blocks) != 1:
@@ -103,6 +118,8 @@ def _merge(op) -> bool:
                          and _merged_leading(_op(v).attributes["reassociation"], p, ir.RankedTensorType(v.type).rank)
                          for v in list(op.operands)[:-1])
     if collapse is None and not expanded_input:
+        return False
+    if collapse is None and contraction and _reads_split_op(op):
         return False
     maps = _maps(op)
     n_loops = maps[0].n_dims

@@ -23,6 +23,10 @@ after the last block m, l and acc are mx, sum and E V of the whole rows (a row a
 sum = 0, E V = 0, which the guard turns into torch's 0), and f runs on acc. No score row is materialized
 past K columns: a block's R x K scores stay in L1/L2 however long the sequence.
 
+With `parallel`, the loops over the batch dims and the row blocks are one scf.forall (each block's
+running max, sum and output its own, written back with parallel_insert_slice): the blocks split over the
+cores, the key loop serial inside each.
+
 The block ops are clones of the original generics on slices (the same indexing maps, batch dims kept as
 size 1): the selector's per-op schedules take them inside the loops. Rows and keys must divide the
 query and key counts (static shapes); anything else is left as it is.
@@ -32,7 +36,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, linalg, math, scf, tensor
 
-from workbench.worker.cpu.dead_results import _erase_unread_init
+from workbench.worker.cpu.dead_results import INIT_OPS
 from workbench.worker.cpu.scaled_contractions import _contraction_body, _dead_views, _maps, _op, _scale, _zero_fill
 from workbench.worker.ir_walk import iterator_types, ops_where
 
@@ -219,6 +223,14 @@ def _clone(op, inputs: list, inits: list):
     return clone
 
 
+def _parallel_insert(value, dest, offsets: list) -> None:
+    dyn = ir.ShapedType.get_dynamic_stride_or_offset()
+    static = [o if isinstance(o, int) else dyn for o in offsets]
+    dynamic = [o for o in offsets if not isinstance(o, int)]
+    sizes = _static(value.type)
+    tensor.ParallelInsertSliceOp(value, dest, dynamic, [], [], static, sizes, [1] * len(sizes))
+
+
 def _fill(shape: list[int], element, number: float):
     empty = tensor.EmptyOp(shape, element).result
     cst = arith.ConstantOp(element, number).result
@@ -241,7 +253,7 @@ def _elementwise(inputs: list, input_maps: list, out_shape: list[int], element, 
     return op.results[0]
 
 
-def _rewrite(c2, qk, score_ops: list, mx, e, sum_op, rows: int, keys: int) -> None:
+def _rewrite(c2, qk, score_ops: list, mx, e, sum_op, rows: int, keys: int, parallel: bool = False) -> None:
     rank = len(iterator_types(e))
     s_shape = _static(e.results[0].type)
     batch, m_size, n_size = s_shape[:rank - 2], s_shape[rank - 2], s_shape[rank - 1]
@@ -306,6 +318,13 @@ def _rewrite(c2, qk, score_ops: list, mx, e, sum_op, rows: int, keys: int) -> No
             row_offsets = ivs[:len(batch)] + [ivs[-1]]
             acc_offsets = list(row_offsets)
             acc_offsets.insert(dv_pos, 0)
+            if parallel:
+                # (the forall's terminator: each block writes its own rows of the shared results)
+                with ir.InsertionPoint(forall.terminator().region.blocks[0]):
+                    for value, dest, offsets in ((m_fin, carried[0], row_offsets), (l_fin, carried[1], row_offsets),
+                                                 (acc_fin, carried[2], acc_offsets)):
+                        _parallel_insert(value, dest, offsets)
+                return []
             return [_insert(m_fin, carried[0], row_offsets), _insert(l_fin, carried[1], row_offsets),
                     _insert(acc_fin, carried[2], acc_offsets)]
 
@@ -318,7 +337,16 @@ def _rewrite(c2, qk, score_ops: list, mx, e, sum_op, rows: int, keys: int) -> No
                 scf.YieldOp(nest(level + 1, ivs + [loop.induction_variable], list(loop.inner_iter_args)))
             return list(loop.results)
 
-        results = nest(0, [], [m_full, l_full, o_full])
+        if parallel:
+            # one forall over the batch dims and the row blocks (the blocks split over the cores; each its own
+            # running max, sum and output rows), the key loop inside
+            forall = scf.ForallOp([0] * len(extents), [e for e, _ in extents], [s for _, s in extents],
+                                  [m_full, l_full, o_full])
+            with ir.InsertionPoint(forall.body):
+                block(list(forall.induction_variables), list(forall.inner_iter_args))
+            results = list(forall.results)
+        else:
+            results = nest(0, [], [m_full, l_full, o_full])
     m_res, l_res, o_res = results
     # what reads the row max or sum before the loop (the guard, the reciprocals) moves after it
     for view in _dead_views(mx.results[0]) + (_dead_views(sum_op.results[0]) if sum_op is not None else []):
@@ -369,12 +397,37 @@ def _rewrite(c2, qk, score_ops: list, mx, e, sum_op, rows: int, keys: int) -> No
     for view in _dead_views(qk.results[0]):
         view.erase()
     qk.erase()
-    for init in inits:
-        _erase_unread_init(init)
+    _erase_unread_inits(inits)
 
 
-def flash_attention(module, rows: int, keys: int) -> int:
-    """Rewrite every attention (module docstring) whose query and key counts `rows` and `keys` divide; how many."""
+def _erase_unread_inits(values: list) -> None:
+    """Erase the fills / empties among `values`' owners (and theirs) that nothing reads any more, each once:
+    the ops of one attention may share an init (nn.MultiheadAttention's export: one tensor.empty for the
+    mask's addition, the exponentials and the probabilities), which erasing per value would free twice."""
+    pending = []
+    todo = list(values)
+    while todo:
+        owner = todo.pop(0).owner
+        if not isinstance(owner, (ir.Operation, ir.OpView)):
+            continue
+        owner = owner.operation
+        if owner.name in INIT_OPS and owner not in pending:
+            pending.append(owner)
+            todo += list(owner.operands)
+    changed = True
+    while changed:
+        changed = False
+        for op in list(pending):
+            if not any(list(r.uses) for r in op.results):
+                pending.remove(op)
+                op.erase()
+                changed = True
+
+
+def flash_attention(module, rows: int, keys: int, parallel: bool = False) -> int:
+    """Rewrite every attention (module docstring) whose query and key counts `rows` and `keys` divide; how many.
+    `parallel`: the loops over the batch dims and the row blocks are one scf.forall (the blocks split over the
+    cores), else scf.for loops."""
     done = 0
     while True:
         for pv in ops_where(module, lambda o: o.name == "linalg.generic" and "reduction" in iterator_types(o)):
@@ -393,7 +446,7 @@ def flash_attention(module, rows: int, keys: int) -> int:
             if len(c2) != 1:
                 raise AssertionError("lh-flash-attention: E V not found after the scaling moved")
             pv = c2[0]
-        _rewrite(pv, qk, score_ops, mx, e, sum_op, rows, keys)
+        _rewrite(pv, qk, score_ops, mx, e, sum_op, rows, keys, parallel)
         done += 1
 
 

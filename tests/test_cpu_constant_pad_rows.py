@@ -144,3 +144,23 @@ def test_torch_fixtures_with_their_pads_as_rows_match_torch(ctx, name):
         assert run["expected_check"]["passed"], run["expected_check"]
     finally:
         ok(ctx, "target cpu --threads 0")
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_pad_of_a_pad_reads_the_rows_the_first_became(ctx, tmp_path, threads):
+    """A conv's zero pad whose rows lh-pad-conv-rows widens by a second pad (30-wide rows on AVX-512: 32 + 2):
+    both pads are rewritten, the second reading the rows the first became (its plan read after the first
+    rewrite: the listed source was the first pad's erased result, a SIGSEGV of the compile worker)."""
+    payload = tmp_path / "conv.mlir"
+    payload.write_text(_conv3x3(2, 8, 16, 30, 30))
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, f"target cpu --threads {threads}")
+        ok(ctx, "pass lh-pad-conv-rows")
+        assert ok(ctx, "show 1").body.count("tensor.pad ") == 2
+        ok(ctx, f"pass lh-constant-pad-rows{{lanes=16 threads={threads} min-elements=0}}")
+        assert "tensor.pad" not in ok(ctx, "show 2").body
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --threads 0")

@@ -531,9 +531,14 @@ def constant_pad_rows(module, lanes: int = 16, threads: int = 1, min_work: int =
     """Rewrite the module's constant pads (constant_pad_plan) as row copies (above); how many."""
     from mlir.passmanager import PassManager
 
-    found = [(op, plan) for op in ops_where(module, lambda o: o.name == "tensor.pad")
-             if (plan := constant_pad_plan(op, min_elements)) is not None]
-    for op, plan in found:
+    found = [op for op in ops_where(module, lambda o: o.name == "tensor.pad")
+             if constant_pad_plan(op, min_elements) is not None]
+    for op in found:
+        # the plan read now, not when the pads were listed: a pad of a pad (lh-pad-conv-rows' widened rows
+        # over a conv's zero pad) reads the rows the rewrite of the first made, not its erased result
+        plan = constant_pad_plan(op, min_elements)
+        if plan is None:
+            continue
         source = plan["source"]
         out_shape = list(ir.RankedTensorType(op.results[0].type).shape)
         parallel = threads > 1 and int(np.prod(out_shape)) >= min_work

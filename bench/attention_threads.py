@@ -74,7 +74,8 @@ def main() -> None:
     outputs = ",".join(t[t.index("<") + 1:-1] for t in entry["results"])
     subprocess.run([sys.executable, str(ROOT / "bench" / "ab_lowered.py"), *modules, "--npy", ",".join(npys),
                     "--outputs", outputs, "--rounds", str(args.rounds), "--iterations", str(args.iterations),
-                    "--threads", str(args.threads)], check=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                    "--threads", str(args.threads)], check=True,
+                   env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
 
 
 if __name__ == "__main__":

@@ -56,6 +56,7 @@ call of a linalg.generic of arith.bitcast the same way.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import math
@@ -804,11 +805,12 @@ def searchsorted_decomposition(sorted_sequence, values, *, out_int32=False, righ
     """torch.searchsorted (aten.searchsorted.Tensor: torch-mlir has no lowering, the export failed): the
     insertion index of each value is how many entries of its sorted row are below it (<= with right=True or
     side="right"); a 1-D sequence serves every value, an N-D one the values of the same leading indices.
-    (torch.bucketize, which torch-mlir lowers, is the same count.) With a sorter it is left to torch."""
+    (torch.bucketize, which torch-mlir lowers, is the same count.) A sorter (the indices that sort each row
+    ascending) gathers the sorted rows first: torch counts in that order too."""
     import torch
 
-    if sorter is not None:
-        return NotImplemented
+    if sorter is not None:   # (it was left to torch: torch-mlir's `failed to legalize ... searchsorted.Tensor`)
+        sorted_sequence = torch.gather(sorted_sequence, -1, sorter)
     if side is not None:
         right = side == "right"
     v = values.unsqueeze(-1)
@@ -2324,6 +2326,32 @@ def _override_mode():
     return _Overrides()
 
 
+@contextlib.contextmanager
+def _causal_hint_off():
+    """nn.TransformerEncoder / nn.TransformerDecoder given a mask without an is_causal hint ask whether it is
+    causal (torch.nn.modules.transformer._detect_is_causal_mask: `bool((mask == causal).all())`), a branch on a
+    tensor's value that torch.export refuses (GuardOnDataDependentSymNode), even for the
+    generate_square_subsequent_mask every tutorial passes. While torch.export traces, an absent hint reads as
+    not causal: the mask is then applied as given (the hint only lets attention drop a mask it equals, torch's
+    docstring: "is_causal=False when the mask is in fact causal may lead to reduced performance"); a hint the
+    model gives is kept."""
+    import torch.nn.modules.transformer as transformer
+
+    detect = getattr(transformer, "_detect_is_causal_mask", None)
+    if detect is None:
+        yield
+        return
+
+    def hint_or_not_causal(mask, is_causal=None, size=None):
+        return detect(mask, False if is_causal is None else is_causal, size)
+
+    transformer._detect_is_causal_mask = hint_or_not_causal
+    try:
+        yield
+    finally:
+        transformer._detect_is_causal_mask = detect
+
+
 def decomposition_table() -> dict:
     from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
@@ -2455,6 +2483,45 @@ def _state_in_lists_as_values(program) -> None:
                 values.append(a)
             node.update_arg(position, type(arg)(values))
     program.graph_module.recompile()
+
+
+def _byte_scalars_as_tensors(program) -> None:
+    """Arithmetic of an int8 / uint8 tensor with a Python int (`u - 3`, `i * 3`, `u // 3`, `u % 3`): torch-mlir
+    converts the scalar to the byte type without the original dtypes (`unimplemented: for conversion to byte or
+    char type dstOriginalDtype has to be passed to convertScalarToDtype`), emits that error without failing the
+    pass, and the export process dies of a segmentation fault (`exited with status -11 and no answer`). The
+    scalar becomes a 0-d tensor of the tensor's type, wrapped into its range as torch casts it (`u // 300` is
+    `u // 44` in torch), and the op its Tensor overload."""
+    import torch
+
+    aten = torch.ops.aten
+    packets = {aten.add, aten.sub, aten.rsub, aten.mul, aten.div, aten.floor_divide, aten.remainder, aten.fmod}
+    graph, changed = program.graph, False
+    for node in list(graph.nodes):
+        target = node.target
+        if (node.op != "call_function" or getattr(target, "overloadpacket", None) not in packets
+                or len(node.args) != 2):
+            continue
+        x, other = node.args
+        val, out = getattr(x, "meta", {}).get("val"), node.meta.get("val")
+        if (not isinstance(val, torch.Tensor) or val.dtype not in (torch.int8, torch.uint8)
+                or not isinstance(out, torch.Tensor) or out.dtype != val.dtype
+                or not isinstance(other, int) or isinstance(other, bool)):
+            continue
+        overload = target._overloadname
+        tensor_overload = overload.replace("Scalar", "Tensor") if "Scalar" in overload else overload
+        if not hasattr(target.overloadpacket, tensor_overload):
+            continue
+        wrapped = (other + 128) % 256 - 128 if val.dtype == torch.int8 else other % 256
+        with graph.inserting_before(node):
+            scalar = graph.call_function(aten.full.default, ([], wrapped), {"dtype": val.dtype,
+                                                                           "device": val.device})
+            scalar.meta["val"] = val.new_full((), wrapped, dtype=val.dtype)
+        node.target = getattr(target.overloadpacket, tensor_overload)
+        node.args = (x, scalar)
+        changed = True
+    if changed:
+        program.graph_module.recompile()
 
 
 def _promote_comparison_scalars(program) -> None:
@@ -2920,13 +2987,14 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
             module = _with_flat_outputs(module)
         diagnostics = _StderrCopy()
         try:
-            with _override_mode():
+            with _override_mode(), _causal_hint_off():
                 program = torch.export.export(module, tuple(inputs))
             program = program.run_decompositions(decomposition_table())
             _refuse_data_dependent_shapes(program)     # (bincount with minlength is static once decomposed)
             _state_in_lists_as_values(program)
             _non_persistent_buffers_as_state(program)
             _promote_comparison_scalars(program)
+            _byte_scalars_as_tensors(program)
             with diagnostics:   # MLIR prints its diagnostics (not in the exception) on stderr
                 mlir_module = fx.export_and_import(program, output_type="torch", func_name="main",
                                                    decomposition_table={})

@@ -122,3 +122,23 @@ def test_uint8_comparisons_sums_and_divisions_follow_torch(tmp_path):
         body="u > 200, u < w, u >= 128, u.sum(1), u.sum(), u / 3, u / w.clamp(min=1), u.prod(1), u != w")
     run = _imported_and_checked(tmp_path, source, "3x8xui8[0:256],3x8xui8[0:256]")
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
+
+
+def test_a_command_typed_at_the_resume_offer_is_run_not_dropped(tmp_path, state_dir, compile_client):
+    """On a terminal, the REPL's "an autosaved session ... exists; resume it? [y/N]" took a command typed ahead
+    (`pass canonicalize`) as its answer: no, and the command was gone without a word. The answer is still no,
+    said so, and the line runs as the next command."""
+    from test_security import _ctx, _orphan_journal, _repl
+
+    from conftest import MATMUL
+    from workbench.session import Session
+
+    def new_session():
+        return Session(client=compile_client)
+
+    _orphan_journal(new_session)
+    s = new_session()
+    s.load(MATMUL)
+    failures, out, _ = _repl(_ctx(s), "pass cse\nhistory\nquit\n")
+    assert "is no answer to that: taken as N" in out, out
+    assert failures == 0 and len(s.steps) == 1 and s.steps[0].step.spec == "cse", out

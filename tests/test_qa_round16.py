@@ -142,3 +142,16 @@ def test_a_command_typed_at_the_resume_offer_is_run_not_dropped(tmp_path, state_
     failures, out, _ = _repl(_ctx(s), "pass cse\nhistory\nquit\n")
     assert "is no answer to that: taken as N" in out, out
     assert failures == 0 and len(s.steps) == 1 and s.steps[0].step.spec == "cse", out
+
+
+@needs_torch
+def test_uint8_quotients_remainders_and_right_shifts_follow_torch(tmp_path):
+    """uint8 `u % 3` was read as signed by torch-mlir (wrong for u >= 128: only the check against torch said so);
+    `u // 3`, `torch.div(u, 7, rounding_mode="trunc")`, `torch.fmod(u, 5)` and `u >> 2` (round 15's shift rules
+    divide by 2^k) failed the import (`failed to legalize ... aten.div.Tensor_mode`, or the exporter died).
+    Written out in int16 now (trunc quotient, a - q * b), then narrowed to uint8."""
+    source = OPS_MODEL.replace("def forward(self, u, i, x, v):", "def forward(self, u, w):").format(
+        body="u % 3, u % w.clamp(min=1), u // 3, u // w.clamp(min=1), torch.div(u, 7, rounding_mode='trunc'), "
+             "torch.fmod(u, 5), torch.fmod(u, w.clamp(min=1)), u >> 2, u >> 7")
+    run = _imported_and_checked(tmp_path, source, "3x8xui8[0:256],3x8xui8[0:256]")
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run

@@ -2503,6 +2503,9 @@ def _widen_uint8(program) -> None:
         return isinstance(val, torch.Tensor) and val.dtype == torch.uint8
 
     for node in list(graph.nodes):
+        if _uint8_quotient_or_remainder(graph, node, is_uint8):
+            changed = True
+            continue
         if node.op != "call_function" or getattr(node.target, "overloadpacket", None) not in packets:
             continue
         out = node.meta.get("val")
@@ -2520,6 +2523,45 @@ def _widen_uint8(program) -> None:
         changed = True
     if changed:
         program.graph_module.recompile()
+
+
+def _uint8_quotient_or_remainder(graph, node, is_uint8) -> bool:
+    """A uint8 floor / trunc division, remainder or fmod (`u // 3`, `u % v`, `u >> 2` as round 15's shift rules
+    divide): torch-mlir read the operands as signed (`u % 3` wrong for u >= 128) or failed to legalize
+    `aten.div.Tensor_mode`, and a plain widening died in its own fmod / remainder decompositions. Written out in
+    int16 instead: q = trunc(a / b) (floor and trunc agree on values >= 0), a - q * b for the remainders, then
+    narrowed to uint8 (a conversion torch-mlir gets right). True where `node` was rewritten."""
+    import torch
+
+    aten = torch.ops.aten
+    packet = getattr(node.target, "overloadpacket", None) if node.op == "call_function" else None
+    out = node.meta.get("val")
+    if (packet not in (aten.div, aten.floor_divide, aten.remainder, aten.fmod) or len(node.args) != 2
+            or not isinstance(out, torch.Tensor) or out.dtype != torch.uint8 or not is_uint8(node.args[0])):
+        return False
+    if packet is aten.div and node.kwargs.get("rounding_mode") not in ("floor", "trunc"):
+        return False
+    a, b = node.args
+    if not (is_uint8(b) or (isinstance(b, int) and not isinstance(b, bool) and 0 <= b < 256)):
+        return False
+    wide = out.to(torch.int16)
+
+    def call(target, args, kwargs=None, val=wide):
+        n = graph.call_function(target, args, kwargs or {})
+        n.meta["val"] = val
+        return n
+
+    with graph.inserting_before(node):
+        a16 = call(aten._to_copy.default, (a,), {"dtype": torch.int16}, a.meta["val"].to(torch.int16))
+        b16 = (call(aten._to_copy.default, (b,), {"dtype": torch.int16}, b.meta["val"].to(torch.int16))
+               if is_uint8(b) else b)
+        result = call(aten.div.Tensor_mode, (a16, b16), {"rounding_mode": "trunc"})
+        if packet in (aten.remainder, aten.fmod):
+            result = call(aten.sub.Tensor, (a16, call(aten.mul.Tensor, (result, b16))))
+        narrow = call(aten._to_copy.default, (result,), {"dtype": torch.uint8}, out)
+    node.replace_all_uses_with(narrow)
+    graph.erase_node(node)
+    return True
 
 
 def _byte_scalars_as_tensors(program) -> None:

@@ -155,3 +155,14 @@ def test_uint8_quotients_remainders_and_right_shifts_follow_torch(tmp_path):
              "torch.fmod(u, 5), torch.fmod(u, w.clamp(min=1)), u >> 2, u >> 7")
     run = _imported_and_checked(tmp_path, source, "3x8xui8[0:256],3x8xui8[0:256]")
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
+
+
+@needs_torch
+def test_int8_floor_division_imports(tmp_path):
+    """int8 `i // 3`, `i // j`, `torch.div(i, j, rounding_mode="floor")`: `unimplemented: for conversion to byte or
+    char type dstOriginalDtype has to be passed to convertScalarToDtype` (torch-mlir's floor division of a byte
+    type). Done in int16 and narrowed back now."""
+    source = OPS_MODEL.replace("def forward(self, u, i, x, v):", "def forward(self, i, j):").format(
+        body="i // 3, i // (j | 1), i // -7, torch.div(i, j | 1, rounding_mode='floor'), torch.floor_divide(i, 5)")
+    run = _imported_and_checked(tmp_path, source, "3x8xi8[-128:128],3x8xi8[-128:128]")
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run

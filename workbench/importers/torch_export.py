@@ -2489,9 +2489,10 @@ def _widen_uint8(program) -> None:
     """torch-mlir lowers uint8 as signless i8 and, in comparisons, sums and true divisions, reads it as signed:
     `u > 200`, `u < v`, `u.sum()`, `u / 3` were wrong for u >= 128 (only a check against torch's outputs said
     so). Its conversions from uint8 (zero-extension, uitofp) are right: the uint8 operands of those ops are
-    widened to int16 first. Ops whose result is uint8 itself (`u % 3`, `u // 3`) are left as they are: narrowing
+    widened to int16 first. Ops whose result is uint8 itself (`u % 3`, `u // 3`) are not widened so: narrowing
     their int16 result back (`_to_copy`) is folded by torch-mlir into its fmod / remainder decompositions with
-    uint8 result types, and the export dies (docs/qa-round16.md, left open)."""
+    uint8 result types, and the export dies: those are written out in int16 (`_uint8_quotient_or_remainder`), and
+    so is int8 floor division (`_int8_floor_division`), in the same walk over the graph."""
     import torch
 
     aten = torch.ops.aten
@@ -2503,7 +2504,7 @@ def _widen_uint8(program) -> None:
         return isinstance(val, torch.Tensor) and val.dtype == torch.uint8
 
     for node in list(graph.nodes):
-        if _uint8_quotient_or_remainder(graph, node, is_uint8):
+        if _uint8_quotient_or_remainder(graph, node, is_uint8) or _int8_floor_division(graph, node):
             changed = True
             continue
         if node.op != "call_function" or getattr(node.target, "overloadpacket", None) not in packets:
@@ -2559,6 +2560,45 @@ def _uint8_quotient_or_remainder(graph, node, is_uint8) -> bool:
         if packet in (aten.remainder, aten.fmod):
             result = call(aten.sub.Tensor, (a16, call(aten.mul.Tensor, (result, b16))))
         narrow = call(aten._to_copy.default, (result,), {"dtype": torch.uint8}, out)
+    node.replace_all_uses_with(narrow)
+    graph.erase_node(node)
+    return True
+
+
+def _int8_floor_division(graph, node) -> bool:
+    """int8 floor division (`i // 3`, `torch.div(i, j, rounding_mode="floor")`): torch-mlir's `div.Tensor_mode`
+    floor of a byte type failed (`unimplemented: for conversion to byte or char type dstOriginalDtype has to be
+    passed`). Done in int16 and narrowed back (-128 // -1 wraps to -128 either way). True where rewritten."""
+    import torch
+
+    aten = torch.ops.aten
+    packet = getattr(node.target, "overloadpacket", None) if node.op == "call_function" else None
+    out = node.meta.get("val")
+    if (packet not in (aten.div, aten.floor_divide) or len(node.args) != 2 or not isinstance(out, torch.Tensor)
+            or out.dtype != torch.int8):
+        return False
+    if packet is aten.div and node.kwargs.get("rounding_mode") != "floor":
+        return False
+    a, b = node.args
+
+    def is_int8(arg) -> bool:
+        val = getattr(arg, "meta", {}).get("val") if isinstance(arg, torch.fx.Node) else None
+        return isinstance(val, torch.Tensor) and val.dtype == torch.int8
+
+    if not is_int8(a) or not (is_int8(b) or (isinstance(b, int) and not isinstance(b, bool) and -128 <= b < 128)):
+        return False
+    with graph.inserting_before(node):
+        wide = []
+        for arg in (a, b):
+            if is_int8(arg):
+                w = graph.call_function(aten._to_copy.default, (arg,), {"dtype": torch.int16})
+                w.meta["val"] = arg.meta["val"].to(torch.int16)
+                arg = w
+            wide.append(arg)
+        q = graph.call_function(aten.div.Tensor_mode, tuple(wide), {"rounding_mode": "floor"})
+        q.meta["val"] = out.to(torch.int16)
+        narrow = graph.call_function(aten._to_copy.default, (q,), {"dtype": torch.int8})
+        narrow.meta["val"] = out
     node.replace_all_uses_with(narrow)
     graph.erase_node(node)
     return True

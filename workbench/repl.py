@@ -192,7 +192,22 @@ def run_repl(ctx: CommandContext, input=None, output=None, console=None, history
             return False
         finally:
             prompt.message = PROMPT
-        return answer.strip().lower() in ("y", "yes")
+        answer = answer.strip()
+        if answer.lower() in ("y", "yes"):
+            return True
+        if answer and answer.lower() not in ("n", "no"):
+            # a command typed ahead (`aply cse` while the resume offer was on the screen) was taken as "no"
+            # and dropped without a word: the answer is still no, and a line that looks like a command (a
+            # command's name, or more than one word: `aply cse`) runs as the next command
+            command = " " in answer or ctx.registry.get(answer.split()[0]) is not None
+            console.print(f"(`{answer}` is no answer to that: taken as N"
+                          + ("; it runs as the next command)" if command else ")"),
+                          style="dim", highlight=False, markup=False)
+            if command:
+                typed_ahead.append(answer)
+        return False
+
+    typed_ahead: list[str] = []
 
     ctx.confirm = ask
     ctx.progress = lambda message: console.print(f"  .. {message}", style="dim", highlight=False)
@@ -209,7 +224,7 @@ def run_repl(ctx: CommandContext, input=None, output=None, console=None, history
                   highlight=False)
     while not ctx.quit_requested:
         try:
-            line = prompt.prompt()
+            line = typed_ahead.pop(0) if typed_ahead else prompt.prompt()
         except KeyboardInterrupt:
             continue
         except EOFError:   # Ctrl-D leaves as `quit` does (and says where unsaved steps went)

@@ -10,7 +10,7 @@ import re
 from workbench.commands.registry import Arg, Args, CommandContext, Command, Flag, Registry, UsageError
 from workbench.common.bench_defaults import MAX_BENCH_CALLS, MAX_CALLS_PER_SAMPLE
 from workbench.common.dtypes import INPUT_KINDS
-from workbench.common.files import output_file
+from workbench.common.files import not_a_folder, output_file
 from workbench.common.suggest import did_you_mean_path
 from workbench.result import Result
 from workbench.run_session import RunOptions, assembly_of_current, run_current
@@ -41,18 +41,6 @@ def _missing_files(flag: str, paths) -> str | None:
         if not Path(path).exists():
             return f"run: {flag} {path}: no such file{did_you_mean_path(path)}"
     return None
-
-
-def _not_a_folder(path: Path) -> str:
-    """'' where `path` is a folder or can be made one (its first existing ancestor is a folder), else why not."""
-    for p in (path, *path.parents):
-        if p.is_dir():
-            return ""
-        if p.exists() or p.is_symlink():
-            kind = ("a character device" if p.is_char_device() else "a block device" if p.is_block_device()
-                    else "a FIFO" if p.is_fifo() else "a broken symbolic link" if not p.exists() else "a file")
-            return f"{p} is {kind}, not a folder" if p != path else f"{kind} exists there, not a folder"
-    return ""
 
 
 def _parse_ranges(text: str | None) -> dict[int, tuple[float, float]]:
@@ -151,7 +139,7 @@ def cmd_run(ctx: CommandContext, a: Args) -> Result:
         raise UsageError(f"run: --inputs {kind!r}: expected one of {', '.join(INPUT_KINDS)}"
                          f"{did_you_mean(kind, INPUT_KINDS)}{shape}")
     if a.get("save_outputs"):
-        unfit = _not_a_folder(Path(a["save_outputs"]))
+        unfit = not_a_folder(Path(a["save_outputs"]))
         if unfit:   # found after the run (`run: /dev/full: File exists`), which took the run's results with it
             return Result.failure(f"run: --save-outputs {a['save_outputs']}: {unfit} (it names the folder that "
                                   "inputN.npy / outputN.npy are written to)")

@@ -40,6 +40,20 @@ def broken_link_reason(path: Path) -> str:
     return ""
 
 
+def not_a_folder(path: Path) -> str:
+    """'' where `path` is a folder or can be made one (its first existing ancestor is a folder), else why not
+    (`run --save-outputs`, `import --out`: asked before the work whose results go there)."""
+    path = Path(path)
+    for p in (path, *path.parents):
+        if p.is_dir():
+            return ""
+        if p.exists() or p.is_symlink():
+            kind = ("a character device" if p.is_char_device() else "a block device" if p.is_block_device()
+                    else "a FIFO" if p.is_fifo() else "a broken symbolic link" if not p.exists() else "a file")
+            return f"{p} is {kind}, not a folder" if p != path else f"{kind} exists there, not a folder"
+    return ""
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)

@@ -74,7 +74,11 @@ def make_inputs(specs: list[dict], kind: str = "random", seed: int = 0,
 def _as_element_type(arr: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """A .npy for a bf16/fp8 argument: np.save writes ml_dtypes arrays as raw `|V2`/`|V1` items (read
     back as such), and frameworks often save them widened to f32: both are accepted, the latter only
-    where every value is exactly representable."""
+    where every value is exactly representable. An unsigned integer .npy for a signless integer argument of its
+    width (torch's uint8 inputs: torch-mlir types them i8) is read as its bits, which is what MLIR's signless
+    integers are (`got uint8[3, 8], expected int8[3, 8]` refused every imported model with a uint8 input)."""
+    if arr.dtype.kind == "u" and dtype.kind == "i" and arr.dtype.itemsize == dtype.itemsize:
+        return arr.view(dtype)
     if not is_extended_float(dtype) or arr.dtype == dtype:
         return arr
     if arr.dtype.kind == "V" and arr.dtype.itemsize == dtype.itemsize:

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from workbench.common.files import not_a_folder
+
 EXPORTER = Path(__file__).resolve().parents[1] / "importers" / "torch_export.py"
 TORCH_PYTHON_ENV = "LH_WORKBENCH_TORCH_PYTHON"
 DEFAULT_TIMEOUT_S = 900.0
@@ -52,6 +54,10 @@ def import_torch_model(model: str, *, inputs: str | None = None, out: str | Path
                        dtype: str | None = None, seed: int = 0, python: str | None = None,
                        timeout: float = DEFAULT_TIMEOUT_S) -> dict:
     """Run the exporter; returns its JSON answer (`mlir`, `sidecar`, `inputs`, `expected`, ...)."""
+    unfit = not_a_folder(Path(out))
+    if unfit:   # (the export ran first, minutes for a big model, then `FileExistsError: [Errno 17] ...`)
+        raise TorchImportError(f"--out {out}: {unfit} (it names the folder that the payload, its inputs and "
+                               "torch's outputs are written to)")
     exe = torch_python(python)
     cmd = [exe, str(EXPORTER), model, "--out", str(out), "--seed", str(seed)]
     for flag, value in (("--inputs", inputs), ("--name", name), ("--dtype", dtype)):

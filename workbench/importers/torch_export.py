@@ -56,6 +56,7 @@ call of a linalg.generic of arith.bitcast the same way.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import json
 import math
@@ -804,11 +805,12 @@ def searchsorted_decomposition(sorted_sequence, values, *, out_int32=False, righ
     """torch.searchsorted (aten.searchsorted.Tensor: torch-mlir has no lowering, the export failed): the
     insertion index of each value is how many entries of its sorted row are below it (<= with right=True or
     side="right"); a 1-D sequence serves every value, an N-D one the values of the same leading indices.
-    (torch.bucketize, which torch-mlir lowers, is the same count.) With a sorter it is left to torch."""
+    (torch.bucketize, which torch-mlir lowers, is the same count.) A sorter (the indices that sort each row
+    ascending) gathers the sorted rows first: torch counts in that order too."""
     import torch
 
-    if sorter is not None:
-        return NotImplemented
+    if sorter is not None:   # (it was left to torch: torch-mlir's `failed to legalize ... searchsorted.Tensor`)
+        sorted_sequence = torch.gather(sorted_sequence, -1, sorter)
     if side is not None:
         right = side == "right"
     v = values.unsqueeze(-1)
@@ -2324,6 +2326,32 @@ def _override_mode():
     return _Overrides()
 
 
+@contextlib.contextmanager
+def _causal_hint_off():
+    """nn.TransformerEncoder / nn.TransformerDecoder given a mask without an is_causal hint ask whether it is
+    causal (torch.nn.modules.transformer._detect_is_causal_mask: `bool((mask == causal).all())`), a branch on a
+    tensor's value that torch.export refuses (GuardOnDataDependentSymNode), even for the
+    generate_square_subsequent_mask every tutorial passes. While torch.export traces, an absent hint reads as
+    not causal: the mask is then applied as given (the hint only lets attention drop a mask it equals, torch's
+    docstring: "is_causal=False when the mask is in fact causal may lead to reduced performance"); a hint the
+    model gives is kept."""
+    import torch.nn.modules.transformer as transformer
+
+    detect = getattr(transformer, "_detect_is_causal_mask", None)
+    if detect is None:
+        yield
+        return
+
+    def hint_or_not_causal(mask, is_causal=None, size=None):
+        return detect(mask, False if is_causal is None else is_causal, size)
+
+    transformer._detect_is_causal_mask = hint_or_not_causal
+    try:
+        yield
+    finally:
+        transformer._detect_is_causal_mask = detect
+
+
 def decomposition_table() -> dict:
     from torch_mlir.extras.fx_decomp_util import get_decomposition_table
 
@@ -2455,6 +2483,164 @@ def _state_in_lists_as_values(program) -> None:
                 values.append(a)
             node.update_arg(position, type(arg)(values))
     program.graph_module.recompile()
+
+
+def _widen_uint8(program) -> None:
+    """torch-mlir lowers uint8 as signless i8 and, in comparisons, sums and true divisions, reads it as signed:
+    `u > 200`, `u < v`, `u.sum()`, `u / 3` were wrong for u >= 128 (only a check against torch's outputs said
+    so). Its conversions from uint8 (zero-extension, uitofp) are right: the uint8 operands of those ops are
+    widened to int16 first. Ops whose result is uint8 itself (`u % 3`, `u // 3`) are not widened so: narrowing
+    their int16 result back (`_to_copy`) is folded by torch-mlir into its fmod / remainder decompositions with
+    uint8 result types, and the export dies: those are written out in int16 (`_uint8_quotient_or_remainder`), and
+    so is int8 floor division (`_int8_floor_division`), in the same walk over the graph."""
+    import torch
+
+    aten = torch.ops.aten
+    packets = {aten.lt, aten.le, aten.gt, aten.ge, aten.eq, aten.ne, aten.sum, aten.prod, aten.div}
+    graph, changed = program.graph, False
+
+    def is_uint8(arg) -> bool:
+        val = getattr(arg, "meta", {}).get("val") if isinstance(arg, torch.fx.Node) else None
+        return isinstance(val, torch.Tensor) and val.dtype == torch.uint8
+
+    for node in list(graph.nodes):
+        if _uint8_quotient_or_remainder(graph, node, is_uint8) or _int8_floor_division(graph, node):
+            changed = True
+            continue
+        if node.op != "call_function" or getattr(node.target, "overloadpacket", None) not in packets:
+            continue
+        out = node.meta.get("val")
+        if not any(is_uint8(a) for a in node.args) or not isinstance(out, torch.Tensor) or out.dtype == torch.uint8:
+            continue
+        args = []
+        with graph.inserting_before(node):
+            for a in node.args:
+                if is_uint8(a):
+                    wide = graph.call_function(aten._to_copy.default, (a,), {"dtype": torch.int16})
+                    wide.meta["val"] = a.meta["val"].to(torch.int16)
+                    a = wide
+                args.append(a)
+        node.args = tuple(args)
+        changed = True
+    if changed:
+        program.graph_module.recompile()
+
+
+def _uint8_quotient_or_remainder(graph, node, is_uint8) -> bool:
+    """A uint8 floor / trunc division, remainder or fmod (`u // 3`, `u % v`, `u >> 2` as round 15's shift rules
+    divide): torch-mlir read the operands as signed (`u % 3` wrong for u >= 128) or failed to legalize
+    `aten.div.Tensor_mode`, and a plain widening died in its own fmod / remainder decompositions. Written out in
+    int16 instead: q = trunc(a / b) (floor and trunc agree on values >= 0), a - q * b for the remainders, then
+    narrowed to uint8 (a conversion torch-mlir gets right). True where `node` was rewritten."""
+    import torch
+
+    aten = torch.ops.aten
+    packet = getattr(node.target, "overloadpacket", None) if node.op == "call_function" else None
+    out = node.meta.get("val")
+    if (packet not in (aten.div, aten.floor_divide, aten.remainder, aten.fmod) or len(node.args) != 2
+            or not isinstance(out, torch.Tensor) or out.dtype != torch.uint8 or not is_uint8(node.args[0])):
+        return False
+    if packet is aten.div and node.kwargs.get("rounding_mode") not in ("floor", "trunc"):
+        return False
+    a, b = node.args
+    if not (is_uint8(b) or (isinstance(b, int) and not isinstance(b, bool) and 0 <= b < 256)):
+        return False
+    wide = out.to(torch.int16)
+
+    def call(target, args, kwargs=None, val=wide):
+        n = graph.call_function(target, args, kwargs or {})
+        n.meta["val"] = val
+        return n
+
+    with graph.inserting_before(node):
+        a16 = call(aten._to_copy.default, (a,), {"dtype": torch.int16}, a.meta["val"].to(torch.int16))
+        b16 = (call(aten._to_copy.default, (b,), {"dtype": torch.int16}, b.meta["val"].to(torch.int16))
+               if is_uint8(b) else b)
+        result = call(aten.div.Tensor_mode, (a16, b16), {"rounding_mode": "trunc"})
+        if packet in (aten.remainder, aten.fmod):
+            result = call(aten.sub.Tensor, (a16, call(aten.mul.Tensor, (result, b16))))
+        narrow = call(aten._to_copy.default, (result,), {"dtype": torch.uint8}, out)
+    node.replace_all_uses_with(narrow)
+    graph.erase_node(node)
+    return True
+
+
+def _int8_floor_division(graph, node) -> bool:
+    """int8 floor division (`i // 3`, `torch.div(i, j, rounding_mode="floor")`): torch-mlir's `div.Tensor_mode`
+    floor of a byte type failed (`unimplemented: for conversion to byte or char type dstOriginalDtype has to be
+    passed`). Done in int16 and narrowed back (-128 // -1 wraps to -128 either way). True where rewritten."""
+    import torch
+
+    aten = torch.ops.aten
+    packet = getattr(node.target, "overloadpacket", None) if node.op == "call_function" else None
+    out = node.meta.get("val")
+    if (packet not in (aten.div, aten.floor_divide) or len(node.args) != 2 or not isinstance(out, torch.Tensor)
+            or out.dtype != torch.int8):
+        return False
+    if packet is aten.div and node.kwargs.get("rounding_mode") != "floor":
+        return False
+    a, b = node.args
+
+    def is_int8(arg) -> bool:
+        val = getattr(arg, "meta", {}).get("val") if isinstance(arg, torch.fx.Node) else None
+        return isinstance(val, torch.Tensor) and val.dtype == torch.int8
+
+    if not is_int8(a) or not (is_int8(b) or (isinstance(b, int) and not isinstance(b, bool) and -128 <= b < 128)):
+        return False
+    with graph.inserting_before(node):
+        wide = []
+        for arg in (a, b):
+            if is_int8(arg):
+                w = graph.call_function(aten._to_copy.default, (arg,), {"dtype": torch.int16})
+                w.meta["val"] = arg.meta["val"].to(torch.int16)
+                arg = w
+            wide.append(arg)
+        q = graph.call_function(aten.div.Tensor_mode, tuple(wide), {"rounding_mode": "floor"})
+        q.meta["val"] = out.to(torch.int16)
+        narrow = graph.call_function(aten._to_copy.default, (q,), {"dtype": torch.int8})
+        narrow.meta["val"] = out
+    node.replace_all_uses_with(narrow)
+    graph.erase_node(node)
+    return True
+
+
+def _byte_scalars_as_tensors(program) -> None:
+    """Arithmetic of an int8 / uint8 tensor with a Python int (`u - 3`, `i * 3`, `u // 3`, `u % 3`): torch-mlir
+    converts the scalar to the byte type without the original dtypes (`unimplemented: for conversion to byte or
+    char type dstOriginalDtype has to be passed to convertScalarToDtype`), emits that error without failing the
+    pass, and the export process dies of a segmentation fault (`exited with status -11 and no answer`). The
+    scalar becomes a 0-d tensor of the tensor's type, wrapped into its range as torch casts it (`u // 300` is
+    `u // 44` in torch), and the op its Tensor overload."""
+    import torch
+
+    aten = torch.ops.aten
+    packets = {aten.add, aten.sub, aten.rsub, aten.mul, aten.div, aten.floor_divide, aten.remainder, aten.fmod}
+    graph, changed = program.graph, False
+    for node in list(graph.nodes):
+        target = node.target
+        if (node.op != "call_function" or getattr(target, "overloadpacket", None) not in packets
+                or len(node.args) != 2):
+            continue
+        x, other = node.args
+        val, out = getattr(x, "meta", {}).get("val"), node.meta.get("val")
+        if (not isinstance(val, torch.Tensor) or val.dtype not in (torch.int8, torch.uint8)
+                or not isinstance(out, torch.Tensor) or out.dtype != val.dtype
+                or not isinstance(other, int) or isinstance(other, bool)):
+            continue
+        overload = target._overloadname
+        tensor_overload = overload.replace("Scalar", "Tensor") if "Scalar" in overload else overload
+        if not hasattr(target.overloadpacket, tensor_overload):
+            continue
+        wrapped = (other + 128) % 256 - 128 if val.dtype == torch.int8 else other % 256
+        with graph.inserting_before(node):
+            scalar = graph.call_function(aten.full.default, ([], wrapped), {"dtype": val.dtype,
+                                                                           "device": val.device})
+            scalar.meta["val"] = val.new_full((), wrapped, dtype=val.dtype)
+        node.target = getattr(target.overloadpacket, tensor_overload)
+        node.args = (x, scalar)
+        changed = True
+    if changed:
+        program.graph_module.recompile()
 
 
 def _promote_comparison_scalars(program) -> None:
@@ -2920,13 +3106,15 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
             module = _with_flat_outputs(module)
         diagnostics = _StderrCopy()
         try:
-            with _override_mode():
+            with _override_mode(), _causal_hint_off():
                 program = torch.export.export(module, tuple(inputs))
             program = program.run_decompositions(decomposition_table())
             _refuse_data_dependent_shapes(program)     # (bincount with minlength is static once decomposed)
             _state_in_lists_as_values(program)
             _non_persistent_buffers_as_state(program)
+            _widen_uint8(program)
             _promote_comparison_scalars(program)
+            _byte_scalars_as_tensors(program)
             with diagnostics:   # MLIR prints its diagnostics (not in the exception) on stderr
                 mlir_module = fx.export_and_import(program, output_type="torch", func_name="main",
                                                    decomposition_table={})

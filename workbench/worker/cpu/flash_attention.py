@@ -13,13 +13,15 @@ E V, sum and mx are computed R query rows and K keys at a time, flash-attention 
 of R rows (and every batch index), a loop over the key blocks carries the running max m, the running sum
 l and the partial output acc (R x Dv):
     S_j   = Q_i K_j^T [+ mask_ij]           (the original ops, on slices: R x K)
-    m'    = max(m, max_n S_j)               (the max reduction from m)
+    m'    = max(m, max_n S_j)               (the block's max reduction from -inf, then the max with m)
     ms    = m' == -inf ? 0 : m'             (a row with no finite score yet: exp(-inf - 0) = 0, no NaN)
     E_j   = exp(S_j - ms)
     a     = exp(m - ms)                     (the rescale of what the earlier blocks summed)
     l'    = l * a + sum_n E_j
     acc'  = acc * a + E_j V_j
-after the last block m, l and acc are mx, sum and E V of the whole rows (a row all -inf: mx = -inf,
+m, l and acc start in the block's rows of the results and are updated in place (m' written over m after
+a is computed): the key loop carries no buffers of its own, none is allocated per block or key block.
+After the last block m, l and acc are mx, sum and E V of the whole rows (a row all -inf: mx = -inf,
 sum = 0, E V = 0, which the guard turns into torch's 0), and f runs on acc. No score row is materialized
 past K columns: a block's R x K scores stay in L1/L2 however long the sequence.
 
@@ -243,7 +245,7 @@ def _fill_into(dest, number: float):
     return linalg.fill(cst, outs=[dest])
 
 
-def _scale_in_place(dest, factor, factor_map, body):
+def _update_in_place(dest, factor, factor_map, body):
     """`dest` = body(dest, factor) elementwise, `factor` read through `factor_map`, written over `dest` (its
     own buffer: a loop-carried value stays in its buffer, no copy per trip)."""
     t = ir.RankedTensorType(dest.type)
@@ -336,17 +338,17 @@ def _rewrite(c2, qk, score_ops: list, mx, e, sum_op, rows: int, keys: int, paral
                                      lambda a, b: math.exp(arith.subf(a, b)))
                 e_blk = _clone(e, [s_blk, m_safe], [tensor.EmptyOp(s_blk_shape, f32).result]).results[0]
                 if sum_op is not None:
-                    l_scaled = _scale_in_place(l_old, alpha, rows_id, arith.mulf)
+                    l_scaled = _update_in_place(l_old, alpha, rows_id, arith.mulf)
                     l_new = _clone(sum_op, [e_blk], [l_scaled]).results[0]
                 else:
                     l_new = l_old
                 acc_rank = len(acc_shape)
                 row_of_acc = ir.AffineMap.get(acc_rank, 0, [ir.AffineDimExpr.get(p) for p in range(acc_rank)
                                                              if p != dv_pos])
-                acc_scaled = _scale_in_place(acc_old, alpha, row_of_acc, arith.mulf)
+                acc_scaled = _update_in_place(acc_old, alpha, row_of_acc, arith.mulf)
                 c2_ranges = {e_read[d]: s_ranges[d] for d in range(rank)}
                 acc_new = _clone(c2, _operand_slices(c2, c2_ranges, {0: e_blk}), [acc_scaled]).results[0]
-                m_new = _scale_in_place(m_old, m_blk, rows_id, arith.maximumf)
+                m_new = _update_in_place(m_old, m_blk, rows_id, arith.maximumf)
                 scf.YieldOp([m_new, l_new, acc_new])
             m_fin, l_fin, acc_fin = key_loop.results
             if parallel:

@@ -6,6 +6,10 @@ modules compiled once and called alternately in one process (bench/ab_lowered.py
 
     python bench/attention_threads.py bench/payloads/sdpa_1500.mlir --threads 16 [--rounds 6] [--iterations 10]
 
+`--against serial`: the second variant is the serial flash nest (selected for one thread) instead of the row
+blocks; `--run-threads T`: both modules called on T threads (default --threads), e.g. the 2-thread parallel
+flash code on 1 thread against the serial code (docs/attention-round16.md, what a block's buffers cost).
+
 Run it with the MLIR wheels' Python from the repository root (PYTHONPATH=.).
 """
 from __future__ import annotations
@@ -29,6 +33,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, required=True)
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--iterations", type=int, default=10)
+    ap.add_argument("--against", choices=("rows", "serial"), default="rows")
+    ap.add_argument("--run-threads", type=int, default=None)
     args = ap.parse_args()
     out = Path(tempfile.mkdtemp(prefix="lh-attention-threads-"))
     os.environ.setdefault("LH_WORKBENCH_STATE_DIR", str(out / "state"))
@@ -48,17 +54,19 @@ def main() -> None:
     ok(f"load {args.payload}")
     entry = next(f for f in ok("inspect").data["inspect"]["funcs"] if not f.get("declaration"))
     modules = []
-    for variant, flash in (("flash", True), ("rows", False)):
+    run_threads = args.run_threads or args.threads
+    second = ("rows", False, args.threads) if args.against == "rows" else ("serial", True, 1)
+    for variant, flash, threads in (("flash", True, args.threads), second):
         CpuTarget.flash_attention = flash
         ok(f"load {args.payload}")
-        ok(f"target cpu --threads {args.threads}")
+        ok(f"target cpu --threads {threads}")
         data = ok("select --apply").data
         steps = [p for p in data["prepared"] if "flash" in p] + [
             f"attention_blocks rows={s['params'].get('rows')}" for s in data["selections"]
             if "attention_blocks" in str(s["schedule"])]
         ok(f"bench warmup=2 iterations={args.iterations}")
         ok("apply cpu-lower")
-        run = ok(f"run --check --threads {args.threads}")
+        run = ok(f"run --check --threads {run_threads}")
         print(f"{variant}: {steps}; check {'passed' if run.data['run']['check']['passed'] else 'FAILED'}; "
               f"{run.summary.splitlines()[0]}", flush=True)
         path = out / f"{Path(args.payload).stem}_{variant}.mlir"
@@ -74,7 +82,7 @@ def main() -> None:
     outputs = ",".join(t[t.index("<") + 1:-1] for t in entry["results"])
     subprocess.run([sys.executable, str(ROOT / "bench" / "ab_lowered.py"), *modules, "--npy", ",".join(npys),
                     "--outputs", outputs, "--rounds", str(args.rounds), "--iterations", str(args.iterations),
-                    "--threads", str(args.threads)], check=True,
+                    "--threads", str(run_threads)], check=True,
                    env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))})
 
 

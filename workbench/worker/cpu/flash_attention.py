@@ -13,13 +13,15 @@ E V, sum and mx are computed R query rows and K keys at a time, flash-attention 
 of R rows (and every batch index), a loop over the key blocks carries the running max m, the running sum
 l and the partial output acc (R x Dv):
     S_j   = Q_i K_j^T [+ mask_ij]           (the original ops, on slices: R x K)
-    m'    = max(m, max_n S_j)               (the max reduction from m)
+    m'    = max(m, max_n S_j)               (the block's max reduction from -inf, then the max with m)
     ms    = m' == -inf ? 0 : m'             (a row with no finite score yet: exp(-inf - 0) = 0, no NaN)
     E_j   = exp(S_j - ms)
     a     = exp(m - ms)                     (the rescale of what the earlier blocks summed)
     l'    = l * a + sum_n E_j
     acc'  = acc * a + E_j V_j
-after the last block m, l and acc are mx, sum and E V of the whole rows (a row all -inf: mx = -inf,
+m, l and acc start in the block's rows of the results and are updated in place (m' written over m after
+a is computed): the key loop carries no buffers of its own, none is allocated per block or key block.
+After the last block m, l and acc are mx, sum and E V of the whole rows (a row all -inf: mx = -inf,
 sum = 0, E V = 0, which the guard turns into torch's 0), and f runs on acc. No score row is materialized
 past K columns: a block's R x K scores stay in L1/L2 however long the sequence.
 
@@ -237,6 +239,29 @@ def _fill(shape: list[int], element, number: float):
     return linalg.fill(cst, outs=[empty])
 
 
+def _fill_into(dest, number: float):
+    """`dest` filled with `number`."""
+    cst = arith.ConstantOp(ir.RankedTensorType(dest.type).element_type, number).result
+    return linalg.fill(cst, outs=[dest])
+
+
+def _update_in_place(dest, factor, factor_map, body):
+    """`dest` = body(dest, factor) elementwise, `factor` read through `factor_map`, written over `dest` (its
+    own buffer: a loop-carried value stays in its buffer, no copy per trip)."""
+    t = ir.RankedTensorType(dest.type)
+    rank = len(t.shape)
+    identity = ir.AffineMap.get_identity(rank)
+    op = ir.Operation.create(
+        "linalg.generic", results=[dest.type], operands=[factor, dest], regions=1,
+        attributes={"indexing_maps": ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in (factor_map, identity)]),
+                    "iterator_types": ir.ArrayAttr.get([ir.Attribute.parse("#linalg.iterator_type<parallel>")] * rank),
+                    "operandSegmentSizes": ir.DenseI32ArrayAttr.get([1, 1])})
+    block = op.regions[0].blocks.append(ir.RankedTensorType(factor.type).element_type, t.element_type)
+    with ir.InsertionPoint(block):
+        linalg.YieldOp([body(block.arguments[1], block.arguments[0])])
+    return op.results[0]
+
+
 def _elementwise(inputs: list, input_maps: list, out_shape: list[int], element, body):
     """A parallel generic over `out_shape` (identity output map) whose body is `body(block args) -> value`."""
     rank = len(out_shape)
@@ -275,9 +300,14 @@ def _rewrite(c2, qk, score_ops: list, mx, e, sum_op, rows: int, keys: int, paral
 
         def block(ivs: list, carried: list) -> list:
             """The key loop of one row block; the three results inserted into `carried`."""
-            m0 = _fill(row_shape, f32, NEG_INF)
-            l0 = _fill(row_shape, f32, 0.0)
-            a0 = _fill(acc_shape, f32, 0.0)
+            row_offsets = ivs[:len(batch)] + [ivs[-1]]
+            acc_offsets = list(row_offsets)
+            acc_offsets.insert(dv_pos, 0)
+            # the running max, sum and output start in the block's rows of the results (no buffers of their
+            # own; the loop updates them in place, the insert at the end writes them where they are)
+            m0 = _fill_into(_slice(carried[0], row_offsets, row_shape), NEG_INF)
+            l0 = _fill_into(_slice(carried[1], row_offsets, row_shape), 0.0)
+            a0 = _fill_into(_slice(carried[2], acc_offsets, acc_shape), 0.0)
             key_loop = scf.ForOp(c0, _index(n_size), _index(keys), [m0, l0, a0])
             with ir.InsertionPoint(key_loop.body):
                 m_old, l_old, acc_old = key_loop.inner_iter_args
@@ -292,32 +322,35 @@ def _rewrite(c2, qk, score_ops: list, mx, e, sum_op, rows: int, keys: int, paral
                     inputs = _operand_slices(op, s_ranges, {n: s_blk for n, v in enumerate(op.operands)
                                                             if v == qk.results[0]})
                     s_blk = _clone(op, inputs, [tensor.EmptyOp(s_blk_shape, f32).result]).results[0]
-                m_new = _clone(mx, [s_blk], [m_old]).results[0]
+                # the block's row max, then the rescale from the old max; the new max written over the old one
+                # last (the running max stays in its buffer)
+                m_blk = _clone(mx, [s_blk], [_fill(row_shape, f32, NEG_INF)]).results[0]
                 rows_id = ir.AffineMap.get_identity(len(row_shape))
                 neg_inf = arith.ConstantOp(f32, NEG_INF).result
                 zero = arith.ConstantOp(f32, 0.0).result
-                m_safe = _elementwise([m_new], [rows_id], row_shape, f32, lambda x: arith.select(
-                    arith.cmpf(arith.CmpFPredicate.OEQ, x, neg_inf), zero, x))
+
+                def safe_max(a, b):
+                    x = arith.maximumf(a, b)
+                    return arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, x, neg_inf), zero, x)
+
+                m_safe = _elementwise([m_old, m_blk], [rows_id, rows_id], row_shape, f32, safe_max)
                 alpha = _elementwise([m_old, m_safe], [rows_id, rows_id], row_shape, f32,
                                      lambda a, b: math.exp(arith.subf(a, b)))
                 e_blk = _clone(e, [s_blk, m_safe], [tensor.EmptyOp(s_blk_shape, f32).result]).results[0]
                 if sum_op is not None:
-                    l_scaled = _elementwise([l_old, alpha], [rows_id, rows_id], row_shape, f32, arith.mulf)
+                    l_scaled = _update_in_place(l_old, alpha, rows_id, arith.mulf)
                     l_new = _clone(sum_op, [e_blk], [l_scaled]).results[0]
                 else:
                     l_new = l_old
                 acc_rank = len(acc_shape)
                 row_of_acc = ir.AffineMap.get(acc_rank, 0, [ir.AffineDimExpr.get(p) for p in range(acc_rank)
                                                              if p != dv_pos])
-                acc_scaled = _elementwise([acc_old, alpha], [ir.AffineMap.get_identity(acc_rank), row_of_acc],
-                                          acc_shape, f32, arith.mulf)
+                acc_scaled = _update_in_place(acc_old, alpha, row_of_acc, arith.mulf)
                 c2_ranges = {e_read[d]: s_ranges[d] for d in range(rank)}
                 acc_new = _clone(c2, _operand_slices(c2, c2_ranges, {0: e_blk}), [acc_scaled]).results[0]
+                m_new = _update_in_place(m_old, m_blk, rows_id, arith.maximumf)
                 scf.YieldOp([m_new, l_new, acc_new])
             m_fin, l_fin, acc_fin = key_loop.results
-            row_offsets = ivs[:len(batch)] + [ivs[-1]]
-            acc_offsets = list(row_offsets)
-            acc_offsets.insert(dv_pos, 0)
             if parallel:
                 # (the forall's terminator: each block writes its own rows of the shared results)
                 with ir.InsertionPoint(forall.terminator().region.blocks[0]):

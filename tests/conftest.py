@@ -180,6 +180,25 @@ def lower_and_check_fixture(ctx, fixture: Path, threads: int | None = None, save
     return run
 
 
+def import_and_check_net(tmp_path: Path, source: str, inputs: str) -> dict:
+    """net.py (SOURCE, class Net) imported on INPUTS by `lh-workbench import`, lowered by cpu-lower and run --check
+    (vs the unscheduled payload and vs torch's outputs); the run's --json answer. Needs torch (test_torch_import's
+    TORCH_PYTHON)."""
+    from test_torch_import import TORCH_PYTHON
+
+    (tmp_path / "net.py").write_text(source)
+    out = run_cli(["import", "net.py:Net", "--inputs", inputs, "--out", "o", "--json", "-"], cwd=tmp_path,
+                  env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert out.returncode == 0, json.loads(out.stdout)["error"]
+    script = tmp_path / "s.lhw"
+    script.write_text("apply cpu-lower\nrun --check\n")
+    p = run_cli([tmp_path / "o" / "net.mlir", "--script", script, "--json", tmp_path / "r.json"], cwd=tmp_path,
+                timeout=600)
+    answer = json.loads((tmp_path / "r.json").read_text())
+    assert p.returncode == 0, p.stderr
+    return answer["run"]
+
+
 @pytest.fixture(scope="module")
 def fake_h100_driver(tmp_path_factory):
     """tests/fake_libcuda.c built into a shared library (skips without a C compiler)."""

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import MATMUL, run_cli
+from conftest import MATMUL, import_and_check_net, run_cli
 
 needs_torch = pytest.mark.skipif(not __import__("test_torch_import")._torch_available(),
                                  reason="torch + torch-mlir not here")
@@ -26,19 +26,7 @@ OPS_INPUTS = "4x16xi64[-1000:1000],4x16xi64[-2:70],4x16xf32"
 def _imported_and_checked(tmp_path, body: str) -> dict:
     """Net(a, b, x) returning BODY, imported, lowered by cpu-lower and run --check (vs the unscheduled payload and
     vs torch's outputs); the run's --json answer."""
-    from test_torch_import import TORCH_PYTHON
-
-    (tmp_path / "net.py").write_text(OPS_MODEL.format(body=body))
-    out = run_cli(["import", "net.py:Net", "--inputs", OPS_INPUTS, "--out", "o", "--json", "-"], cwd=tmp_path,
-                  env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
-    assert out.returncode == 0, json.loads(out.stdout)["error"]
-    script = tmp_path / "s.lhw"
-    script.write_text("apply cpu-lower\nrun --check\n")
-    p = run_cli([tmp_path / "o" / "net.mlir", "--script", script, "--json", tmp_path / "r.json"], cwd=tmp_path,
-                timeout=600)
-    answer = json.loads((tmp_path / "r.json").read_text())
-    assert p.returncode == 0, p.stderr
-    return answer["run"]
+    return import_and_check_net(tmp_path, OPS_MODEL.format(body=body), OPS_INPUTS)
 
 
 @needs_torch

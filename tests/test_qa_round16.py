@@ -6,28 +6,10 @@ import json
 
 import pytest
 
-from conftest import run_cli
+from conftest import import_and_check_net, run_cli
 
 needs_torch = pytest.mark.skipif(not __import__("test_torch_import")._torch_available(),
                                  reason="torch + torch-mlir not here")
-
-
-def _imported_and_checked(tmp_path, source: str, inputs: str) -> dict:
-    """net.py (SOURCE, class Net) imported on INPUTS, lowered by cpu-lower and run --check (vs the unscheduled
-    payload and vs torch's outputs); the run's --json answer."""
-    from test_torch_import import TORCH_PYTHON
-
-    (tmp_path / "net.py").write_text(source)
-    out = run_cli(["import", "net.py:Net", "--inputs", inputs, "--out", "o", "--json", "-"], cwd=tmp_path,
-                  env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
-    assert out.returncode == 0, json.loads(out.stdout)["error"]
-    script = tmp_path / "s.lhw"
-    script.write_text("apply cpu-lower\nrun --check\n")
-    p = run_cli([tmp_path / "o" / "net.mlir", "--script", script, "--json", tmp_path / "r.json"], cwd=tmp_path,
-                timeout=600)
-    answer = json.loads((tmp_path / "r.json").read_text())
-    assert p.returncode == 0, p.stderr
-    return answer["run"]
 
 
 TRANSFORMER_WITH_MASKS = """import torch
@@ -57,7 +39,7 @@ def test_transformer_encoder_and_decoder_given_a_mask_import(tmp_path):
     usage: torch asks whether the mask is causal (`bool((mask == causal).all())`), and the import failed:
     `torch-mlir export failed: GuardOnDataDependentSymNode: Could not guard on data-dependent expression`. An
     absent is_causal hint reads as not causal while torch.export traces (the mask is applied as given)."""
-    run = _imported_and_checked(tmp_path, TRANSFORMER_WITH_MASKS, "2x5x16xf32,2x4x16xf32,2x5xi64[0:2]")
+    run = import_and_check_net(tmp_path, TRANSFORMER_WITH_MASKS, "2x5x16xf32,2x4x16xf32,2x5xi64[0:2]")
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
 
 
@@ -78,7 +60,7 @@ def test_searchsorted_with_a_sorter_imports(tmp_path):
     sorted row first now."""
     body = ("torch.searchsorted(v, x, sorter=torch.argsort(v)), "
             "torch.searchsorted(v, x[0], right=True, sorter=torch.argsort(v))")
-    run = _imported_and_checked(tmp_path, OPS_MODEL.format(body=body), OPS_INPUTS)
+    run = import_and_check_net(tmp_path, OPS_MODEL.format(body=body), OPS_INPUTS)
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
 
 
@@ -92,7 +74,7 @@ def test_byte_tensor_arithmetic_with_a_python_int_imports(tmp_path):
     check compared -56 with 200 (max abs err 256)."""
     body = ("u * 3, u - 3, u - 300, 3 - u, i * 3, i - 5, i % 200, torch.fmod(i, 7), "
             "torch.div(i, 3, rounding_mode='trunc'), i.add(3, alpha=2)")
-    run = _imported_and_checked(tmp_path, OPS_MODEL.format(body=body), OPS_INPUTS)
+    run = import_and_check_net(tmp_path, OPS_MODEL.format(body=body), OPS_INPUTS)
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
 
 
@@ -120,7 +102,7 @@ def test_uint8_comparisons_sums_and_divisions_follow_torch(tmp_path):
     unscheduled payload passed, only the one against torch's outputs failed. Widened to int16 first now."""
     source = OPS_MODEL.replace("def forward(self, u, i, x, v):", "def forward(self, u, w):").format(
         body="u > 200, u < w, u >= 128, u.sum(1), u.sum(), u / 3, u / w.clamp(min=1), u.prod(1), u != w")
-    run = _imported_and_checked(tmp_path, source, "3x8xui8[0:256],3x8xui8[0:256]")
+    run = import_and_check_net(tmp_path, source, "3x8xui8[0:256],3x8xui8[0:256]")
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
 
 
@@ -153,7 +135,7 @@ def test_uint8_quotients_remainders_and_right_shifts_follow_torch(tmp_path):
     source = OPS_MODEL.replace("def forward(self, u, i, x, v):", "def forward(self, u, w):").format(
         body="u % 3, u % w.clamp(min=1), u // 3, u // w.clamp(min=1), torch.div(u, 7, rounding_mode='trunc'), "
              "torch.fmod(u, 5), torch.fmod(u, w.clamp(min=1)), u >> 2, u >> 7")
-    run = _imported_and_checked(tmp_path, source, "3x8xui8[0:256],3x8xui8[0:256]")
+    run = import_and_check_net(tmp_path, source, "3x8xui8[0:256],3x8xui8[0:256]")
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
 
 
@@ -164,5 +146,5 @@ def test_int8_floor_division_imports(tmp_path):
     type). Done in int16 and narrowed back now."""
     source = OPS_MODEL.replace("def forward(self, u, i, x, v):", "def forward(self, i, j):").format(
         body="i // 3, i // (j | 1), i // -7, torch.div(i, j | 1, rounding_mode='floor'), torch.floor_divide(i, 5)")
-    run = _imported_and_checked(tmp_path, source, "3x8xi8[-128:128],3x8xi8[-128:128]")
+    run = import_and_check_net(tmp_path, source, "3x8xi8[-128:128],3x8xi8[-128:128]")
     assert run["check"]["passed"] and run["expected_check"]["passed"], run

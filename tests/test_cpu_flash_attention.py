@@ -55,23 +55,32 @@ def test_blocks_that_do_not_divide_leave_attention_as_it_is(ctx):
         assert after == before
 
 
-@pytest.mark.parametrize("name", ["sdpa_masked_240", "sdpa_200"])
-def test_the_selector_takes_flash_attention_for_long_key_sequences(ctx, monkeypatch, tmp_path, name):
-    """Past FLASH_MIN_KEYS keys (lowered here for small payloads) on one core, the selector's preparation
-    has lh-flash-attention with rows and keys that divide the sequence; its per-op steps then schedule the
-    block contractions with the batch matmul schedule inside the loops; torch's outputs."""
+def _select_flash(ctx, monkeypatch, name: str, threads: int) -> tuple:
+    """The fixture NAME selected on THREADS threads past FLASH_MIN_KEYS (lowered here for small payloads): the
+    fixture, the selection data, the one lh-flash-attention step (with parallel=1 on several threads), its rows and
+    keys, and the sequence length. The caller resets the target."""
     from workbench.targets import cpu
 
     monkeypatch.setattr(cpu, "FLASH_MIN_KEYS", 128)
     monkeypatch.setattr(cpu, "FLASH_MAX_KEYS", 64)
     fixture = SDPA / f"{name}.mlir"
-    tokens = int(name.rsplit("_", 1)[1])
     ok(ctx, f"load {fixture}")
+    ok(ctx, f"target cpu --threads {threads}")
+    data = ok(ctx, "select --apply").data
+    (flash,) = [p for p in data["prepared"] if "lh-flash-attention" in p]
+    parallel = " parallel=1" if threads > 1 else ""
+    rows, keys = (int(x) for x in re.fullmatch(rf"pass lh-flash-attention\{{rows=(\d+) keys=(\d+){parallel}\}}",
+                                               flash).groups())
+    return fixture, data, flash, rows, keys, int(name.rsplit("_", 1)[1])
+
+
+@pytest.mark.parametrize("name", ["sdpa_masked_240", "sdpa_200"])
+def test_the_selector_takes_flash_attention_for_long_key_sequences(ctx, monkeypatch, tmp_path, name):
+    """Past FLASH_MIN_KEYS keys (lowered here for small payloads) on one core, the selector's preparation
+    has lh-flash-attention with rows and keys that divide the sequence; its per-op steps then schedule the
+    block contractions with the batch matmul schedule inside the loops; torch's outputs."""
     try:
-        ok(ctx, "target cpu --threads 1")
-        data = ok(ctx, "select --apply").data
-        (flash,) = [p for p in data["prepared"] if "lh-flash-attention" in p]
-        rows, keys = (int(x) for x in re.fullmatch(r"pass lh-flash-attention\{rows=(\d+) keys=(\d+)\}", flash).groups())
+        fixture, data, flash, rows, keys, tokens = _select_flash(ctx, monkeypatch, name, 1)
         assert tokens % rows == 0 and tokens % keys == 0 and keys <= 64 and keys % 4 == 0, flash
         specs = [str(s["schedule"]) for s in data["selections"]]
         assert not any("attention_blocks" in s for s in specs), specs
@@ -110,19 +119,9 @@ def test_flash_attention_splits_its_row_blocks_over_the_cores(ctx, monkeypatch, 
     the block contractions scheduled for one core inside it; lowered, the forall runs on the thread team;
     torch's outputs (the fully masked row zeros)."""
     from conftest import runs_parallel_loops_on_threads
-    from workbench.targets import cpu
 
-    monkeypatch.setattr(cpu, "FLASH_MIN_KEYS", 128)
-    monkeypatch.setattr(cpu, "FLASH_MAX_KEYS", 64)
-    fixture = SDPA / f"{name}.mlir"
-    tokens = int(name.rsplit("_", 1)[1])
-    ok(ctx, f"load {fixture}")
     try:
-        ok(ctx, "target cpu --threads 2")
-        data = ok(ctx, "select --apply").data
-        (flash,) = [p for p in data["prepared"] if "lh-flash-attention" in p]
-        rows, keys = (int(x) for x in re.fullmatch(r"pass lh-flash-attention\{rows=(\d+) keys=(\d+) parallel=1\}",
-                                                   flash).groups())
+        fixture, data, flash, rows, keys, tokens = _select_flash(ctx, monkeypatch, name, 2)
         assert tokens % rows == 0 and tokens % keys == 0 and tokens // rows >= 2, flash
         assert not any("attention_blocks" in str(s["schedule"]) for s in data["selections"])
         family = [s for s in data["selections"] if "batch_matmul_tiling" in str(s["schedule"])]

@@ -22,10 +22,11 @@ def _conv(n, c, h, w, f, kh, kw, s, p, bias=True) -> str:
 
 
 #: the corpus's conv2d_strided at test size, a ResNet-like downsampling conv (rows of 14), a 7x7 stride-2 stem
-#: (rows of 32: whole vectors, the phases stay named convolutions), a 4x4 window with an unread last column
+#: (rows of 32: whole vectors, and 3 input channels to 16 output ones: an input smaller than the output, the
+#: phases stay named convolutions), a 4x4 window with an unread last column
 STRIDED = _conv(1, 4, 16, 16, 8, 3, 3, 2, 1)
 DOWN = _conv(2, 8, 28, 28, 16, 3, 3, 2, 1, bias=False)
-STEM = _conv(1, 3, 64, 64, 8, 7, 7, 2, 3)
+STEM = _conv(1, 3, 64, 64, 16, 7, 7, 2, 3)
 UNREAD_COLUMN = _conv(1, 2, 11, 11, 4, 4, 4, 2, 0)
 
 
@@ -45,23 +46,40 @@ def _rewrite(text: str, planes: bool = True, lanes: int = 16, all_borders: bool 
         return n, str(module)
 
 
+#: STRIDED with 2 input channels: an input (2 x 16 x 16) no larger than the output (8 x 8 x 8)
+STRIDED_FEW_CHANNELS = _conv(1, 2, 16, 16, 8, 3, 3, 2, 1)
+
+
 def test_a_stride_2_conv_becomes_four_phase_convolutions_over_one_transposed_input():
-    # (rows of 8: whole vectors of 8 lanes, the phases stay named convolutions)
-    n, text = _rewrite(STRIDED, planes=False, lanes=8)
+    # (rows of 8: whole vectors of 8 lanes, and an input no larger than the output: the phases stay named
+    # convolutions over the padded input's phases)
+    n, text = _rewrite(STRIDED_FEW_CHANNELS, planes=False, lanes=8)
     assert n == 1
     # the input's own pad widened to 2 * (8 + 2) rows x 2 * (8 + 1) columns, one transpose to 2x2 phase planes
-    assert text.count("tensor.pad") == 1 and "high[0, 0, 3, 1]" in text and "to tensor<1x4x20x18xf32>" in text
-    assert "permutation = [3, 5, 0, 1, 2, 4]" in text and "tensor<2x2x1x4x10x9xf32>" in text
+    assert text.count("tensor.pad") == 1 and "high[0, 0, 3, 1]" in text and "to tensor<1x2x20x18xf32>" in text
+    assert "permutation = [3, 5, 0, 1, 2, 4]" in text and "tensor<2x2x1x2x10x9xf32>" in text
     convs = re.findall(r"linalg.conv_2d_nchw_fchw .*", text)
     assert len(convs) == 4 and all("strides = dense<1>" in c for c in convs)
     # each phase's taps: a strided slice of the filter (2x2, 2x1, 1x2, 1x1: 9 taps in all, no zeros)
-    for offsets, taps in (("[0, 0, 0, 0]", "8x4x2x2"), ("[0, 0, 0, 1]", "8x4x2x1"), ("[0, 0, 1, 0]", "8x4x1x2"),
-                          ("[0, 0, 1, 1]", "8x4x1x1")):
-        assert f"{offsets} [{taps.replace('x', ', ')}] [1, 1, 2, 2] : tensor<8x4x3x3xf32> to tensor<{taps}xf32>" in text
+    for offsets, taps in (("[0, 0, 0, 0]", "8x2x2x2"), ("[0, 0, 0, 1]", "8x2x2x1"), ("[0, 0, 1, 0]", "8x2x1x2"),
+                          ("[0, 0, 1, 1]", "8x2x1x1")):
+        assert f"{offsets} [{taps.replace('x', ', ')}] [1, 1, 2, 2] : tensor<8x2x3x3xf32> to tensor<{taps}xf32>" in text
     # the phases accumulate: each convolution's init is the one before
     results = re.findall(r"(%\d+) = linalg.conv_2d_nchw_fchw", text)
     for prev, conv in zip(results, convs[1:]):
         assert f"outs({prev} :" in conv
+
+
+def test_rows_of_whole_vectors_take_the_flat_phases_where_the_input_is_larger_than_the_output():
+    """Rows of 8 on 8 lanes, 4 input channels (input 4 x 16 x 16 > output 8 x 8 x 8): the phases are plane
+    generics over one zero-bordered buffer written by one transpose (no pad of the input, no named
+    convolutions), as where the rows are no whole number of vectors."""
+    n, text = _rewrite(STRIDED, planes=False, lanes=8)
+    assert n == 1 and "tensor.pad" not in text and "linalg.conv_2d_nchw_fchw" not in text
+    assert len(re.findall(r"linalg.generic .*", text)) == 4 and text.count("linalg.transpose") == 1
+    # the 7x7 stem (3 channels: its input is smaller than its output) keeps the padded named convolutions
+    n, text = _rewrite(STEM, planes=False, lanes=8)
+    assert n == 1 and text.count("tensor.pad") == 1 and len(re.findall(r"linalg.conv_2d_nchw_fchw .*", text)) == 4
 
 
 def test_each_phase_runs_over_its_flattened_plane_and_reads_the_last_one_whole():
@@ -122,7 +140,7 @@ def test_unit_strides_1x1_windows_bf16_dilations_and_too_many_phases_are_left():
     for text in (pointwise, unit, bf16, dilated, patch16):
         n, _ = _rewrite(text, planes=False)
         assert n == 0
-    n, text = _rewrite(_conv(1, 3, 64, 64, 8, 4, 4, 4, 0), planes=False)   # ConvNeXt's 4x4 stride-4 stem: 16
+    n, text = _rewrite(_conv(1, 3, 64, 64, 64, 4, 4, 4, 0), planes=False)   # ConvNeXt's 4x4 stride-4 stem: 16
     assert n == 1 and text.count("linalg.conv_2d_nchw_fchw") == 16
 
 
@@ -236,7 +254,10 @@ def test_zero_bordered_phase_planes_run_and_match(ctx, tmp_path, shape):
         n, c, h, w, f, kh, kw, stride, padding = shape
         ow = (w + 2 * padding - kw) // stride + 1
         lanes = ctx.session.target.machine.vector_bits // 32
-        if ow % lanes:   # (output rows of whole vectors, 8 on AVX2: the phases stay convolutions over rows)
+        oh = (h + 2 * padding - kh) // stride + 1
+        # (output rows of whole vectors, 8 on AVX2, and an input no larger than the output: the phases stay
+        # convolutions over rows)
+        if ow % lanes or c * h * w > f * oh * ow:
             assert "linalg.conv_2d_nchw_fchw" not in text and text.count("linalg.transpose") == 1
             # (a pad only to whole phases: of an input whose H or W is no multiple of the stride)
             assert ("tensor.pad" in text) == (h % stride != 0 or w % stride != 0)

@@ -76,6 +76,12 @@ DEPTHWISE = {"linalg.depthwise_conv_2d_nchw_chw": 2}
 #: selected, scheduled and compiled on its own (the A/B run of that shape had not finished after 10 minutes);
 #: ConvNeXt's 4x4 stride 4 (16) measured 1.5x faster
 MAX_PHASES = 16
+#: rows of whole vectors take the flat phases where the input has more elements than this times the output's
+#: (_flat_plane_phases). Measured on one core of a Zen 3 (AVX2, 8 lanes; bench/ab_lowered.py with run's malloc
+#: settings, cpu ms per call, padded -> flat): 8x64x112x112 3x3 s2 -> 64 (input 4x the output) 73.4 -> 59.6,
+#: 2x32x224x224 3x3 s2 -> 32 (4x) 27.9 -> 21.1; the 7x7 stem 1x3x224x224 -> 64 (input 0.19x) 5.3 -> 5.7 (its
+#: output copy costs more than the passes over the small input save): kept padded
+FLAT_WHEN_INPUT_OVER = 1
 
 
 def _eligible(op) -> bool:
@@ -133,11 +139,26 @@ def _zero_padded_source(image):
 
 
 def _flat_plane_phases(op, lanes: int) -> bool:
-    """Whether lh-conv-planes computes the phases of `op` over their flattened planes (their output rows are
-    no whole number of {lanes} and lh-pad-conv-rows does not pad them): then the phases are written here as
-    plane generics over one zero-bordered buffer (module docstring), not as named convolutions."""
-    ow = static_shape(op.operands[2])[-1]
-    return ow % lanes != 0 and padded_width(ow) == ow
+    """Whether the phases of `op` are written here as plane generics over one zero-bordered buffer (module
+    docstring), not as named convolutions over a padded input's phases: where lh-conv-planes would flatten
+    them anyway (their output rows are no whole number of {lanes} and lh-pad-conv-rows does not pad them),
+    and also where the rows are whole vectors but the input is larger than the output (FLAT_WHEN_INPUT_OVER).
+    The padded variant passes over the input three times (the pad's fill and copy, the transpose of a plane
+    row of OW + taps - 1 columns, masked at its end); the flat one once, then copies the output out of its
+    planes' rows (one pass over the output)."""
+    source, _ = _zero_padded_source(op.operands[0])   # (the input before torch-mlir's pad)
+    x_shape, o_shape = static_shape(source), static_shape(op.operands[2])
+    ow = o_shape[-1]
+    if padded_width(ow) != ow:
+        return False
+    return ow % lanes != 0 or _elements(x_shape) > FLAT_WHEN_INPUT_OVER * _elements(o_shape)
+
+
+def _elements(shape: list[int]) -> int:
+    count = 1
+    for d in shape:
+        count *= d
+    return count
 
 
 def _fill_zero(dest, offsets: list[int], sizes: list[int]):

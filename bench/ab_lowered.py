@@ -8,7 +8,8 @@ see the same load, where separate `run`s (each a fresh JIT compile of a model: a
 Prints per variant the median of each round's median and the min over rounds (ms), and per round the
 variants' medians; `cpu`: this thread's CPU time per call over the whole wrapper call (warm-up included,
 divided by --iterations), which other processes' load on the cores changes less than the wall clock
-(with --threads 1 the code runs on this thread). Run it with the MLIR wheels' Python, from the repository root (PYTHONPATH=.).
+(with --threads 1 the code runs on this thread). It runs under `run`'s malloc settings (targets/base.py
+MALLOC_KEEP: freed blocks stay with the allocator), re-executing itself with them where they are not set. Run it with the MLIR wheels' Python, from the repository root (PYTHONPATH=.).
 """
 from __future__ import annotations
 
@@ -30,15 +31,30 @@ def _spec(text: str) -> dict:
     return {"shape": [int(d) for d in dims], "dtype": {"f32": "float32", "f64": "float64", "i64": "int64"}[dtype]}
 
 
+def _wrapper_iterations(text: str) -> int | None:
+    """The timed calls of the module's bench wrapper (its `lh.bench` attribute's iterations), None without one."""
+    import re
+
+    match = re.search(r"lh\.bench = \{.*?\biterations = (\d+) : i64", text)
+    return int(match.group(1)) if match else None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("modules", nargs="+")
     ap.add_argument("--npy", required=True)
     ap.add_argument("--outputs", required=True, help="comma-separated output types, e.g. 1x784x192xf32")
     ap.add_argument("--rounds", type=int, default=6)
-    ap.add_argument("--iterations", type=int, default=20, help="the wrapper's timed calls (its `bench iterations=`)")
+    ap.add_argument("--iterations", type=int, default=0,
+                    help="the wrapper's timed calls (its `bench iterations=`); default: read from the modules")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
+    from workbench.targets.base import MALLOC_KEEP, keep_freed_memory
+
+    if any(name not in os.environ for name in MALLOC_KEEP):
+        # (glibc reads them at start: run again with `run`'s settings, else a variant with large temporaries
+        # faults them in at every call here and not under `run`: 2x on a strided conv's padded phases)
+        os.execve(sys.executable, [sys.executable] + sys.argv, keep_freed_memory(dict(os.environ)))
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     os.environ["MLIR_ASYNC_RUNTIME_NUM_THREADS"] = str(args.threads)
     from mlir import ir
@@ -50,6 +66,12 @@ def main() -> None:
     inputs = [np.load(p) for p in args.npy.split(",")]
     specs = [_spec(t) for t in args.outputs.split(",")]
     jits = []
+    wrapper_iterations = {path: _wrapper_iterations(Path(path).read_text()) for path in args.modules}
+    if len(set(wrapper_iterations.values())) != 1 or args.iterations not in (0, *wrapper_iterations.values()):
+        # (the wrapper writes one time per iteration into the times buffer: a shorter one is a heap overrun)
+        sys.exit(f"ab_lowered: the modules' bench wrappers time {wrapper_iterations} calls"
+                 + (f", not --iterations {args.iterations}" if args.iterations else "") + ": emit them alike")
+    args.iterations = next(iter(wrapper_iterations.values()))
     for path in args.modules:
         text = Path(path).read_text()
         jit = run_worker.jit_compile({"llvm": text, "libs": target.shared_libs() + target.extra_libraries(text),

@@ -5,11 +5,15 @@ payload and torch's outputs (the fixtures' sidecars)."""
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import FIXTURES, do, ok
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from _common import conv_payload  # noqa: E402  (bench/_common.py: torch-mlir's conv forms)
 
 TORCH = FIXTURES / "torch"
 WINDOW_FIXTURES = ["conv1d", "conv2d_3x3", "conv2d_1x1", "conv2d_strided", "conv2d_depthwise",
@@ -181,16 +185,51 @@ def test_a_convolution_register_tile_keeps_its_filter_block_in_registers(channel
     assert order.index(4) < order.index(2) and order.index(4) < order.index(3)
 
 
-@pytest.mark.parametrize("registers, w_tile", [(32, 32), (16, 16)])
-def test_a_convolution_accumulating_in_registers_takes_two_vectors_where_registers_allow(registers, w_tile):
+@pytest.mark.parametrize("registers, f_tile", [(32, 8), (16, 4)])
+def test_a_convolution_accumulating_in_registers_takes_two_vectors_where_registers_allow(registers, f_tile):
     """A w of whole vectors (64 = 4 x 16) accumulates inside the spatial loops; where two vectors divide w and
     the register tile (8 output channels x 2 vectors) takes at most half the registers, w goes by two
-    vectors (conv3d 25.5 -> 19.6 ms); with 16 registers it stays one vector."""
+    vectors (conv3d 25.5 -> 19.6 ms); with 16 registers, two vectors of half the output channels (the same 8
+    accumulators, fewer broadcasts per multiply-add)."""
     from workbench.targets.cpu_selector import window_params
 
     p = window_params(_conv2d_loops(8, 32, 62, 64, 32, 3, 5), 16, vector_registers=registers)
-    assert p["contraction"] == 1 and p["tile"][3] == w_tile and "remainder" not in p
+    assert p["contraction"] == 1 and p["tile"][3] == 32 and p["tile"][1] == f_tile and "remainder" not in p
     assert p["interchange"][-3:] == [5, 6, 4]
+
+
+def test_few_registers_take_two_vectors_of_half_the_channels_and_a_last_vector():
+    """AVX2 (8 lanes, 16 registers), w = 56 (7 vectors): 4 output channels x 2 vectors, the last vector a
+    tile of its own (was 8 channels x 1 vector: a load and 8 broadcasts per 8 multiply-adds); a w of one
+    vector, or a w that is no whole number of vectors, keeps the 8 x 1 tile."""
+    from workbench.targets.cpu_selector import window_params
+
+    p = window_params(_conv2d_loops(8, 64, 56, 56, 64, 3, 3), 8, vector_registers=16)
+    assert p["tile"][1] == 4 and p["tile"][3] == 16 and p["remainder"] == [3, 48, 8] and p["contraction"] == 1
+    p = window_params(_conv2d_loops(8, 64, 56, 64, 64, 3, 3), 8, vector_registers=16)   # 8 vectors: no rest
+    assert p["tile"][1] == 4 and p["tile"][3] == 16 and "remainder" not in p
+    for w, w_tile in ((8, 8), (60, 4)):   # (60: half vectors, which divide it)
+        p = window_params(_conv2d_loops(8, 64, 56, w, 64, 3, 3), 8, vector_registers=16)
+        assert p["tile"][1] == 8 and p["tile"][3] == w_tile, (w, p)
+    # AVX-512's 32 registers: 8 channels (w = 56 of 8 lanes: two vectors need a rest, kept one vector)
+    p = window_params(_conv2d_loops(8, 64, 56, 64, 64, 3, 3), 8, vector_registers=32)
+    assert p["tile"][1] == 8 and p["tile"][3] == 16
+
+
+def test_an_avx2_convolution_of_two_vector_tiles_and_a_last_vector_runs_and_matches(ctx, tmp_path):
+    payload = tmp_path / "conv.mlir"
+    payload.write_text(conv_payload(2, 16, 10, 24, 16, 3, 3, 1, 1))   # rows of 24 = 3 vectors of 8
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, "target cpu --threads 1 --cpu avx2")
+        selections = ok(ctx, "select --apply").data["selections"]
+        (conv,) = [e["params"] for e in selections if "conv_" in str(e["params"].get("op", ""))]
+        assert conv["tile"][1] == 4 and conv["tile"][3] == 16 and conv["remainder"] == [3, 16, 8], conv
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")
 
 
 def test_a_w_of_half_vectors_takes_no_remainder_tile():

@@ -87,6 +87,12 @@ STRIDED_CONV_OUTPUT_RUN = 4
 #: vectors along w where they divide it and the tile takes at most this fraction of the vector registers
 #: (conv3d 290 -> 226 Mcycles, 25.3 -> 19.6 ms)
 CONV_ACCUMULATOR_FRACTION = 0.5
+#: where the register file holds no tile of CONV_OUTPUT_CHANNEL_BLOCK channels x two vectors within
+#: CONV_ACCUMULATOR_FRACTION (AVX2: 16 registers), a convolution over rows of at least two whole vectors takes
+#: half the channels (at least this many) x two vectors: per input channel and tap one load and 8 broadcasts
+#: fed 8 multiply-adds, now 2 loads and 4 broadcasts. conv2d_3x3 (8 x 64 x 56 x 56, 64 -> 64) on one core of
+#: a Zen 3, bench/ab_lowered.py cpu ms per call: 42.6 -> 39.8, 42.3 -> 38.0
+FEW_REGISTERS_MIN_CHANNELS = 4
 #: a row of at least this many vectors takes tiles of two vectors and a remainder tile where two do not
 #: divide it (the remainder is one tile per row: little of a long one)
 LONG_ROW_VECTORS = 8
@@ -218,7 +224,16 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
         # spatial loops (a tile of half vectors keeps the order above: a 3x3 conv, w = 56, 20 -> 26 ms)
         interchange = others + spatial + roles["window"] + roles["channels"]
         f_block = tile[block] if block is not None else 1
-        if 2 * f_block <= vector_registers * CONV_ACCUMULATOR_FRACTION:
+        if (2 * f_block > vector_registers * CONV_ACCUMULATOR_FRACTION and f_block % 2 == 0
+                and f_block // 2 >= FEW_REGISTERS_MIN_CHANNELS and not remainder and extent[w] >= 2 * lanes
+                and extent[w] % (2 * lanes) in (0, lanes)):
+            # few vector registers (AVX2's 16): half the output channels and two vectors along w (the
+            # same 8 accumulators), a last tile of one vector where two do not divide w
+            tile[block] = f_block = f_block // 2
+            tile[w] = 2 * lanes
+            if extent[w] % (2 * lanes):
+                remainder = [w, extent[w] - lanes, lanes]
+        elif 2 * f_block <= vector_registers * CONV_ACCUMULATOR_FRACTION:
             if not remainder and extent[w] % (2 * lanes) == 0:
                 tile[w] = 2 * lanes
             elif extent[w] >= LONG_ROW_VECTORS * lanes and extent[w] % (2 * lanes) > 1:

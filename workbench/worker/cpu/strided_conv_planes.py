@@ -138,11 +138,12 @@ def _zero_padded_source(image):
     return image, [0] * len(static_shape(image))
 
 
-def _flat_plane_phases(op, lanes: int) -> bool:
+def _flat_plane_phases(op, lanes: int, by_size: bool = True) -> bool:
     """Whether the phases of `op` are written here as plane generics over one zero-bordered buffer (module
     docstring), not as named convolutions over a padded input's phases: where lh-conv-planes would flatten
     them anyway (their output rows are no whole number of {lanes} and lh-pad-conv-rows does not pad them),
-    and also where the rows are whole vectors but the input is larger than the output (FLAT_WHEN_INPUT_OVER).
+    and also (`by_size`) where the rows are whole vectors but the input is larger than the output
+    (FLAT_WHEN_INPUT_OVER).
     The padded variant passes over the input three times (the pad's fill and copy, the transpose of a plane
     row of OW + taps - 1 columns, masked at its end); the flat one once, then copies the output out of its
     planes' rows (one pass over the output)."""
@@ -151,7 +152,7 @@ def _flat_plane_phases(op, lanes: int) -> bool:
     ow = o_shape[-1]
     if padded_width(ow) != ow:
         return False
-    return ow % lanes != 0 or _elements(x_shape) > FLAT_WHEN_INPUT_OVER * _elements(o_shape)
+    return ow % lanes != 0 or (by_size and _elements(x_shape) > FLAT_WHEN_INPUT_OVER * _elements(o_shape))
 
 
 def _elements(shape: list[int]) -> int:
@@ -352,9 +353,10 @@ def strided_conv_planes(module, lanes: int = 16, all_borders: bool = False) -> i
     rewritten = 0
     for op in ops_where(module, _eligible):
         depthwise = op.name in DEPTHWISE
-        if op.name in GROUPED and not _flat_plane_phases(op, lanes):
-            continue   # (grouped: the flat phases only; rows of whole vectors keep the window schedule's strided tiles)
-        if depthwise or _flat_plane_phases(op, lanes):
+        if op.name in GROUPED and not _flat_plane_phases(op, lanes, by_size=False):
+            continue   # (grouped: the flat phases only; rows of whole vectors keep the window schedule's strided
+            #            tiles, not measured against the flat phases)
+        if depthwise or _flat_plane_phases(op, lanes, by_size=op.name not in GROUPED):
             image, init = op.operands[0], op.operands[2]
             with ir.InsertionPoint(op), op.location:
                 result = _depthwise_phases(op, all_borders) if depthwise else _flat_phases(op, all_borders)

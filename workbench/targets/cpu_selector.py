@@ -25,6 +25,8 @@ Classes (by structure, not by op name):
 """
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 from workbench.common.dtypes import element_type_of as _element_type
@@ -91,7 +93,8 @@ CONV_ACCUMULATOR_FRACTION = 0.5
 #: CONV_ACCUMULATOR_FRACTION (AVX2: 16 registers), a convolution over rows of at least two whole vectors takes
 #: half the channels (at least this many) x two vectors: per input channel and tap one load and 8 broadcasts
 #: fed 8 multiply-adds, now 2 loads and 4 broadcasts. conv2d_3x3 (8 x 64 x 56 x 56, 64 -> 64) on one core of
-#: a Zen 3, bench/ab_lowered.py cpu ms per call: 42.6 -> 39.8, 42.3 -> 38.0
+#: a Zen 3, bench/ab_lowered.py cpu ms per call: 42.6 -> 39.8, 42.3 -> 38.0. Only with window taps: a 1x1
+#: convolution (lh-pointwise-convs' conv_1d over 784 positions, 256 -> 256 channels) ran 16.6 -> 20.9 with it
 FEW_REGISTERS_MIN_CHANNELS = 4
 #: a row of at least this many vectors takes tiles of two vectors and a remainder tile where two do not
 #: divide it (the remainder is one tile per row: little of a long one)
@@ -224,7 +227,8 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
         # spatial loops (a tile of half vectors keeps the order above: a 3x3 conv, w = 56, 20 -> 26 ms)
         interchange = others + spatial + roles["window"] + roles["channels"]
         f_block = tile[block] if block is not None else 1
-        if (2 * f_block > vector_registers * CONV_ACCUMULATOR_FRACTION and f_block % 2 == 0
+        taps = math.prod(domain[d] for d in roles["window"])
+        if (2 * f_block > vector_registers * CONV_ACCUMULATOR_FRACTION and f_block % 2 == 0 and taps > 1
                 and f_block // 2 >= FEW_REGISTERS_MIN_CHANNELS and not remainder and extent[w] >= 2 * lanes
                 and extent[w] % (2 * lanes) in (0, lanes)):
             # few vector registers (AVX2's 16): half the output channels and two vectors along w (the

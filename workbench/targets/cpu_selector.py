@@ -233,7 +233,7 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
                 and extent[w] % (2 * lanes) in (0, lanes)):
             # few vector registers (AVX2's 16): half the output channels and two vectors along w (the
             # same 8 accumulators), a last tile of one vector where two do not divide w
-            tile[block] = f_block = f_block // 2
+            tile[block] = f_block // 2
             tile[w] = 2 * lanes
             if extent[w] % (2 * lanes):
                 remainder = [w, extent[w] - lanes, lanes]

@@ -61,6 +61,8 @@ old -> new ms, host (AVX-512) / --cpu icelake / --cpu avx2:
 """
 from __future__ import annotations
 
+import math
+
 from workbench.worker.cpu.conv_planes import GROUPED, _plane_generic, split_groups, ungrouped_image
 from workbench.worker.cpu.padded_conv_rows import (built_value, conv_ints, padded_high, padded_width, static_conv_rank,
                                                    widened_init)
@@ -152,14 +154,7 @@ def _flat_plane_phases(op, lanes: int, by_size: bool = True) -> bool:
     ow = o_shape[-1]
     if padded_width(ow) != ow:
         return False
-    return ow % lanes != 0 or (by_size and _elements(x_shape) > FLAT_WHEN_INPUT_OVER * _elements(o_shape))
-
-
-def _elements(shape: list[int]) -> int:
-    count = 1
-    for d in shape:
-        count *= d
-    return count
+    return ow % lanes != 0 or (by_size and math.prod(x_shape) > FLAT_WHEN_INPUT_OVER * math.prod(o_shape))
 
 
 def _fill_zero(dest, offsets: list[int], sizes: list[int]):
@@ -353,10 +348,11 @@ def strided_conv_planes(module, lanes: int = 16, all_borders: bool = False) -> i
     rewritten = 0
     for op in ops_where(module, _eligible):
         depthwise = op.name in DEPTHWISE
-        if op.name in GROUPED and not _flat_plane_phases(op, lanes, by_size=False):
+        flat = not depthwise and _flat_plane_phases(op, lanes, by_size=op.name not in GROUPED)
+        if op.name in GROUPED and not flat:
             continue   # (grouped: the flat phases only; rows of whole vectors keep the window schedule's strided
             #            tiles, not measured against the flat phases)
-        if depthwise or _flat_plane_phases(op, lanes, by_size=op.name not in GROUPED):
+        if depthwise or flat:
             image, init = op.operands[0], op.operands[2]
             with ir.InsertionPoint(op), op.location:
                 result = _depthwise_phases(op, all_borders) if depthwise else _flat_phases(op, all_borders)

@@ -218,3 +218,59 @@ func.func @f(%a: tensor<64x64xf32>, %b: tensor<64x64xf32>) -> tensor<64x64xf32> 
     _, regions = _regions(ok(ctx, "run --profile"))
     (nest,) = [label for label in regions if label.startswith("scf.")]
     assert "add_0" in nest and "layer1" not in nest, regions
+
+
+LAYERS = """func.func private @layer(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %z = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x64xf32>
+  %c = linalg.fill ins(%z : f32) outs(%e : tensor<64x64xf32>) -> tensor<64x64xf32>
+  %r = linalg.matmul ins(%x, %w : tensor<64x64xf32>, tensor<64x64xf32>) outs(%c : tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %r : tensor<64x64xf32>
+}
+func.func private @scale(%x: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %e = tensor.empty() : tensor<64x64xf32>
+  %o = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]} ins(%x : tensor<64x64xf32>) outs(%e : tensor<64x64xf32>) {
+  ^bb0(%a: f32, %b: f32):
+    %m = arith.mulf %a, %a : f32
+    linalg.yield %m : f32
+  } -> tensor<64x64xf32>
+  return %o : tensor<64x64xf32>
+}
+func.func @net(%x: tensor<64x64xf32>, %w: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %a = func.call @layer(%x, %w) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %b = func.call @layer(%a, %w) : (tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<64x64xf32>
+  %s = scf.for %i = %c0 to %c3 step %c1 iter_args(%t = %b) -> (tensor<64x64xf32>) {
+    %u = func.call @scale(%t) : (tensor<64x64xf32>) -> tensor<64x64xf32>
+    scf.yield %u : tensor<64x64xf32>
+  }
+  return %s : tensor<64x64xf32>
+}
+"""
+
+
+def test_the_ops_of_a_called_function_are_timed_in_it(ctx, tmp_path):
+    """A stack of layers outlined as one private function called once per layer (lh-outline-repeated-steps) was
+    one row, `func.call`, 90% of a ViT: the called function's ops are timed now (`@layer linalg.matmul ...`, the
+    time of both calls per run), the call itself is no row of its own, and the calls of the run still count
+    once each (the callee's entry does not count them). A function called from inside a loop stays in the loop's
+    row."""
+    path = tmp_path / "layers.mlir"
+    path.write_text(LAYERS)
+    ok(ctx, f"load {path}")
+    res = ok(ctx, "run --profile --check --warmup 1 --iterations 2")
+    profile, regions = _regions(res)
+    assert profile["calls"] == 1 + 1 + 2, profile
+    labels = set(regions)
+    assert "@layer linalg.matmul (layers.mlir:5)" in labels and "@layer linalg.fill (layers.mlir:4)" in labels, labels
+    assert not any("func.call" in lab for lab in labels), labels
+    assert not any(lab.startswith("@scale") for lab in labels), labels
+    assert any(lab.startswith("@net scf.for") for lab in labels), labels
+    assert all(t > 0 for t in regions.values()), regions
+    assert res.data["run"]["check"]["passed"]
+    ok(ctx, "pass lh-profile-regions")
+    # (@layer's fill and matmul, @net's loop: three timed ops; the loop's call of @scale is not a timed one)
+    assert ctx.session.current_ir.count("call @rtclock()") == 2 * 3

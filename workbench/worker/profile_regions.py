@@ -8,7 +8,10 @@ call, a copy: anything but constants, views, allocations and index arithmetic) i
 The module gets `lh.profile_regions`, the label of each slot: the op, its `lh.op` ids (those of the
 op and of the ops inside it, which per-op schedules keep on their tiled loops' bodies) and the
 payload line it came from. The run worker reads both globals after the timed calls (per call:
-seconds / calls). Applied before the target's lowering, the brackets stay where they are: the
+seconds / calls). The functions those functions call (lh-outline-repeated-steps' private step function of a
+stack of layers, called once per layer) are timed the same way, their slots labelled `@callee`: a call of one
+is not a slot of its own (its time is its ops'), and only the functions no timed function calls (the entry)
+count calls. Applied before the target's lowering, the brackets stay where they are: the
 rtclock calls have side effects, so nothing moves across them, and a loop nest keeps its place.
 """
 from __future__ import annotations
@@ -40,18 +43,87 @@ def _name(op) -> str:
     return ir.StringAttr(op.attributes["sym_name"]).value
 
 
-def _public_bodies(module) -> list:
-    from mlir import ir
-
-    out = []
+def _bodies(module) -> dict:
+    """name -> func.func of every function with a body but the benchmark wrapper's."""
+    out = {}
     for op in module.body.operations:
         op = op.operation
-        if op.name != "func.func" or not len(op.regions[0].blocks):
-            continue
-        vis = ir.StringAttr(op.attributes["sym_visibility"]).value if "sym_visibility" in op.attributes else "public"
-        if vis == "public" and not _name(op).startswith(WRAPPER_PREFIX):
-            out.append(op)
+        if op.name == "func.func" and len(op.regions[0].blocks) and not _name(op).startswith(WRAPPER_PREFIX):
+            out[_name(op)] = op
     return out
+
+
+def _is_public(op) -> bool:
+    from mlir import ir
+
+    return "sym_visibility" not in op.attributes or ir.StringAttr(op.attributes["sym_visibility"]).value == "public"
+
+
+def _callee(op) -> str | None:
+    from mlir import ir
+
+    return ir.FlatSymbolRefAttr(op.attributes["callee"]).value if op.name == "func.call" else None
+
+
+def _nested_callees(op) -> set[str]:
+    """The functions the ops nested in `op` call (func.call inside its regions)."""
+    found: set[str] = set()
+
+    def visit(o):
+        for region in o.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    inner = inner.operation
+                    if _callee(inner):
+                        found.add(_callee(inner))
+                    visit(inner)
+
+    visit(op)
+    return found
+
+
+def _timed_functions(module) -> list:
+    """The functions to time: the public ones and, transitively, the private ones with bodies they call from
+    the top level of their bodies. A private function also called from inside another op (a loop) is not
+    timed on its own: its time is that op's."""
+    bodies = _bodies(module)
+    inside: set[str] = set()   # (private functions called from inside an op)
+    while True:
+        timed = [f for f in bodies.values() if _is_public(f)]
+        names = {_name(f) for f in timed}
+        grew = False
+        i = 0
+        while i < len(timed):
+            for op in timed[i].regions[0].blocks[0].operations:
+                op = op.operation
+                nested = _nested_callees(op) & bodies.keys()
+                if nested - names - inside:
+                    inside |= nested - names
+                    grew = True
+                callee = _callee(op)
+                if callee in bodies and callee not in names and callee not in inside:
+                    names.add(callee)
+                    timed.append(bodies[callee])
+            i += 1
+        if not grew:
+            return timed
+
+
+def _calls_with_next(function, names: set[str]) -> list:
+    """(func.call of one of `names`, the op after it) anywhere in `function`'s body."""
+    found = []
+
+    def visit(o):
+        for region in o.regions:
+            for block in region.blocks:
+                ops = [inner.operation for inner in block.operations]
+                for i, inner in enumerate(ops):
+                    if _callee(inner) in names and i + 1 < len(ops):
+                        found.append((inner, ops[i + 1]))
+                    visit(inner)
+
+    visit(function)
+    return found
 
 
 def _ids_inside(op) -> list[str]:
@@ -119,14 +191,20 @@ def instrument(module) -> list[str]:
 
     if any(op.operation.name == "memref.global" and _name(op.operation) == SECONDS for op in module.body.operations):
         raise ProfileError("the module is instrumented already")
-    functions = _public_bodies(module)
-    if not functions:
+    functions = _timed_functions(module)
+    if not any(_is_public(f) for f in functions):
         raise ProfileError("no public function with a body to profile")
+    timed_names = {_name(f) for f in functions}
+
+    def _call_of_timed(op) -> bool:   # (its time is the callee's ops')
+        return _callee(op) in timed_names
+
     targets = []   # (function, timed op, the op after it: where its closing clock goes)
     for f in functions:
         ops = [op.operation for op in f.regions[0].blocks[0].operations]
         # (a timed op is never the terminator: func.return is untimed)
-        targets += [(f, op, ops[i + 1]) for i, op in enumerate(ops) if not UNTIMED.match(op.name)]
+        targets += [(f, op, ops[i + 1]) for i, op in enumerate(ops)
+                    if not UNTIMED.match(op.name) and not _call_of_timed(op)]
     if not targets:
         raise ProfileError("the functions do no work to time (only constants and views)")
     f64 = ir.F64Type.get()
@@ -151,13 +229,21 @@ def instrument(module) -> list[str]:
     labels: list[str] = []
     lines_of: dict[str, list[str]] = {}
     several = len(functions) > 1
-    for f in functions:   # the call count, at each function's entry
-        block = f.regions[0].blocks[0]
-        with ir.InsertionPoint.at_block_begin(block), ir.Location.unknown():
+
+    def count(at, step: float) -> None:
+        with at, ir.Location.unknown():
             g = memref.GetGlobalOp(calls, CALLS).result
             zero = arith.ConstantOp(index, 0).result
-            one = arith.ConstantOp(f64, 1.0).result
+            one = arith.ConstantOp(f64, step).result
             memref.StoreOp(arith.AddFOp(memref.LoadOp(g, [zero]).result, one).result, g, [zero])
+
+    # the call count: +1 at each timed function's entry, -1 after each call of one from another (so that
+    # only the calls that come in from outside, the run's, count)
+    for f in functions:
+        count(ir.InsertionPoint.at_block_begin(f.regions[0].blocks[0]), 1.0)
+    for f in functions:
+        for call, after in _calls_with_next(f, timed_names):
+            count(ir.InsertionPoint(after), -1.0)
     for slot, (f, op, after) in enumerate(targets):
         labels.append(label(op, _name(f), several, lines_of))
         with ir.InsertionPoint(op), ir.Location.unknown():

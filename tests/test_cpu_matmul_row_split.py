@@ -177,3 +177,40 @@ def test_transposed_b_split_packs_b_transposed_in_both_parts(ctx, tmp_path, thre
     ok(ctx, "apply cpu-matmul-parallel-lower" if threads > 1 else "apply cpu-matmul-lower")
     run = ok(ctx, f"run --check --threads {threads}").data["run"]
     assert run["check"]["passed"], run["check"]
+
+
+@pytest.mark.parametrize("machine, wide", [(AVX512, 8), (AVX2, 6)])
+@pytest.mark.parametrize("m, narrow", [(25, 1), (26, 2), (13, 1)])
+def test_rows_with_only_a_narrow_tile_take_the_widest_that_fits_and_a_narrow_tail(machine, wide, m, narrow):
+    """A thread's chunk of a padded M (ViT's 200 tokens in 8 chunks of 25 rows on 16 cores) divides by no
+    tile of 4 rows or more: it took 1-row tiles, 2 accumulator chains of FMAs. Now whole blocks of the widest
+    row tile that fits the registers and a tail of the narrow tile."""
+    matmul = _library("matmul")
+    p = matmul.default_params(m, 96, 768, row_split=True, **machine)
+    assert p["reg_m"] == wide and p["tail_reg_m"] == narrow, p
+    assert p["main_m"] + p["tail_m"] == m and p["main_m"] % p["block_m"] == 0 and p["block_m"] % wide == 0
+    assert 0 < p["tail_m"] < wide
+    # a full-speed tile that divides M keeps its rows (AVX-512's 4 x 2 zmm for 100 rows: no split)
+    assert "main_m" not in matmul.default_params(28, 96, 768, row_split=True, **AVX512)
+    assert matmul.default_params(28, 96, 768, row_split=True, **AVX512)["reg_m"] == 4
+
+
+def test_a_parallel_chunk_of_a_padded_token_count_runs_wide_tiles(ctx, tmp_path):
+    """200 rows (ViT's 197 tokens padded) in 8 chunks of 25 on 16 cores: each chunk runs 24 rows in 6-row
+    tiles and one in a 1-row tile, and the 16-thread run matches the reference."""
+    parallel = _library("matmul_parallel")
+    p = parallel.default_params(200, 192, 256, threads=16, **AVX2)
+    assert p["threads_m"] == 8 and (p["reg_m"], p["main_m"], p["tail_m"], p["tail_reg_m"]) == (6, 24, 1, 1), p
+    ok(ctx, f"load {_payload(tmp_path, 197, 192, 256)}")
+    ok(ctx, "target cpu --cpu avx2 --threads 16")
+    ok(ctx, "select --apply")
+    (step,) = [a.step for a in ctx.session.active_steps if "matmul_parallel" in a.step.label()]
+    assert step.params["reg_m"] == 6 and step.params["main_m"] == 24, step.params
+    assert "vector<6x16xf32>" in ctx.session.current_ir
+    missing = ctx.session.target.machine.missing_here()
+    if missing:
+        pytest.skip(f"AVX2 code needs {', '.join(missing)}, which this host lacks: selected, not run")
+    ok(ctx, "bench warmup=0 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    run = ok(ctx, "run --check --threads 16").data["run"]
+    assert run["check"]["passed"], run["check"]

@@ -455,27 +455,37 @@ WIDE_ROW_TILES = (6,)
 ROW_PART = "lh.row_part"
 #: rows of M at least, for the wider row tile and its split (a tail of a few rows in narrower tiles)
 MIN_SPLIT_ROWS = 48
+#: row tiles of two vectors narrower than this leave the FMA units idle (1 row: 2 accumulator chains of
+#: 4-cycle FMAs on 2 ports, a quarter of the peak; lh-pad-contraction-dims' FULL_SPEED_ROWS). An M with no
+#: wider divisor (a thread's chunk of a padded M: ViT's 200 tokens in 8 chunks of 25 on 16 cores) is split
+#: into whole blocks of the widest tile that fits the registers (NARROW_SPLIT_TILES) and a tail of the
+#: narrow rows, from 2 blocks of rows on (MIN_SPLIT_ROWS is for the wider-than-full-speed tile)
+FULL_SPEED_ROWS = 4
+NARROW_SPLIT_TILES = (8, 6, 4)
 
 
 def split_rows(m: int, reg_m: int, vectors: int, vector_registers: int, cap: int) -> tuple[int, int, int, int] | None:
-    """(reg_m, block_m, main_m, tail_m) of a row tile wider than `reg_m` (WIDE_ROW_TILES) that fits the
-    registers with `vectors` vectors per row and whose blocks (<= cap rows) leave the fewest rows to a
-    tail in whole `reg_m` tiles (main_m + tail_m = m; tail_m 0 when a block divides m); None when no
-    wider tile fits or m is small."""
-    if m < MIN_SPLIT_ROWS:
+    """(reg_m, block_m, main_m, tail_m) of a row tile wider than `reg_m` (WIDE_ROW_TILES; where `reg_m` is
+    narrower than FULL_SPEED_ROWS, the widest of NARROW_SPLIT_TILES) that fits the registers with `vectors`
+    vectors per row and whose blocks (<= cap rows) leave the fewest rows to a tail in whole `reg_m` tiles
+    (main_m + tail_m = m; tail_m 0 when a block divides m); None when no wider tile fits or m is small."""
+    narrow = reg_m < FULL_SPEED_ROWS
+    if m < (2 * min(NARROW_SPLIT_TILES) if narrow else MIN_SPLIT_ROWS):
         return None
-    for wide in WIDE_ROW_TILES:
+    for wide in NARROW_SPLIT_TILES if narrow else WIDE_ROW_TILES:
         if wide <= reg_m or wide * vectors + vectors + 1 > vector_registers:
             continue
         best = None
-        for block in range(cap - cap % wide, max(cap // 2, wide) - 1, -wide):
-            tail = m % block
-            if tail % reg_m or m - tail == 0:
-                continue
-            if best is None or tail < best[3]:
-                best = (wide, block, m - tail, tail)
-        if best is not None:
-            return best
+        # blocks of cap/2..cap rows; fewer rows in a block (down to one tile) only where M has no such block
+        for low in (max(cap // 2, wide), wide):
+            for block in range(cap - cap % wide, low - 1, -wide):
+                tail = m % block
+                if tail % reg_m or m - tail == 0:
+                    continue
+                if best is None or tail < best[3]:
+                    best = (wide, block, m - tail, tail)
+            if best is not None:
+                return best
     return None
 
 

@@ -273,6 +273,27 @@ def test_thread_grid_splits_n_first_down_to_128_columns_and_m_in_two_on_many_cor
     assert matmul_parallel.thread_grid(7, 7, 4) == (1, 1)            # nothing divides
     p = matmul_parallel.default_params(1024, 1024, 1024, 16, vector_bits=512, vector_registers=32)
     assert (p["threads_m"], p["threads"]) == (2, 8) and 512 % p["block_m"] == 0 and 128 % p["block_n"] == 0
+    for lanes in (8, 16):   # whole vectors in every chunk: the grids are the same as without lanes
+        assert matmul_parallel.thread_grid(2048, 2048, 16, lanes) == (2, 8)
+        assert matmul_parallel.thread_grid(128, 2048, 16, lanes) == (1, 16)
+
+
+@pytest.mark.parametrize("lanes, grid, reg_n", [(16, (4, 4), 16), (8, (2, 8), 8)])
+def test_thread_grid_keeps_whole_vectors_in_each_chunk(lanes, grid, reg_n):
+    """EfficientNet's pointwise convolution (96 x 3136) on 16 cores: 16 chunks of 196 columns left register
+    tiles of 4 columns (a quarter of a zmm, half a ymm); with the machine's lanes the grid is the one whose chunks
+    keep the most lanes busy, with as many tasks."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "pipelines" / "cpu"))
+    import matmul_parallel
+
+    assert matmul_parallel.thread_grid(96, 3136, 16) == (1, 16)
+    assert matmul_parallel.thread_grid(96, 3136, 16, lanes) == grid
+    p = matmul_parallel.default_params(96, 3136, 144, 16, vector_bits=32 * lanes,
+                                       vector_registers=32 if lanes == 16 else 16)
+    assert (p["threads_m"], p["threads"]) == grid and p["reg_n"] == reg_n, p
+    assert matmul_parallel.lane_use(196, lanes) < 1 and matmul_parallel.lane_use(3136 // grid[1], lanes) == 1
 
 
 def test_target_threads_plans_the_schedules_for_that_many_cores(ctx, tmp_path):
@@ -369,3 +390,18 @@ def test_the_lowering_run_applies_again_keeps_the_steps_options(ctx):
     assert step == 1 and key == ctx.session.key_at(0) and options.get("chip") == "sm_80", options
     ok(ctx, "pass canonicalize")   # a later step: the live module is what runs
     assert unwrapped_lowering_base(ctx.session)[1:] == (None, None)
+
+
+def test_a_pointwise_convolution_shape_runs_in_whole_vector_chunks(ctx, tmp_path):
+    """`select` on AVX2 for 16 cores: the 96 x 3136 product's chunks are 392 columns (whole ymm tiles), not 196,
+    and the 16-thread run matches the reference."""
+    ok(ctx, f"load {matmul_payload(tmp_path / 'mm.mlir', 96, 3136, 144, 'mm')}")
+    ok(ctx, "target cpu --cpu avx2 --threads 16")
+    ok(ctx, "select --apply")
+    (step,) = [a.step for a in ctx.session.active_steps if "matmul_parallel" in a.step.label()]
+    assert (step.params["threads_m"], step.params["threads"], step.params["reg_n"]) == (2, 8, 8), step.params
+    if ctx.session.target.machine.missing_here():
+        pytest.skip("AVX2 code does not run on this host: selected, not run")
+    ok(ctx, "bench warmup=0 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check --threads 16").data["run"]["check"]["passed"]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import matmul
 from generic import SERIAL_FORALL
-from matmul_parallel import thread_grid
+from matmul_parallel import machine_lanes, thread_grid
 from workbench.common.transform_text import STEP_REGION_MATCHERS, step_region, transform_module
 
 # no PAYLOAD_OP: the constraints name the dims of the payload's contractions (M, N, K)
@@ -222,7 +222,7 @@ def default_params(b: int, m: int, n: int, k: int, threads: int = 1, b2: int = 1
     `b2`: the second batch loop's extent (a generic with two: attention's batch x heads).
     `threads` > 1: chunks run in parallel (`thread_chunks`); the block sizes are a chunk's. `row_split`:
     matmul.default_params' (a wider row tile over whole blocks of M, narrower ones for the rows left)."""
-    threads_b, threads_b2, threads_m, threads_n = thread_chunks(b, m, n, threads, b2)
+    threads_b, threads_b2, threads_m, threads_n = thread_chunks(b, m, n, threads, b2, machine_lanes(machine))
     params = matmul.default_params(m // threads_m, n // threads_n, k, row_split=row_split, **machine)
     params.pop("impl", None)
     params.pop("pack_b", None)   # (batch and transposed-B contractions always pack; epilogue_params decides)
@@ -230,7 +230,7 @@ def default_params(b: int, m: int, n: int, k: int, threads: int = 1, b2: int = 1
     return dict(params, **{key: v for key, v in chunks.items() if v > 1})
 
 
-def thread_chunks(b: int, m: int, n: int, threads: int, b2: int = 1) -> tuple[int, int, int, int]:
+def thread_chunks(b: int, m: int, n: int, threads: int, b2: int = 1, lanes: int = 0) -> tuple[int, int, int, int]:
     """(batch, second batch loop, M, N) chunk counts for `threads` tasks that divide the dims: over the
     batch loops where as many batches divide them (each task packs its own operands, no redundant
     packing; the second loop takes the tasks the first cannot: 4 x 8 heads on 16 cores, 4 x 4), else an
@@ -239,7 +239,7 @@ def thread_chunks(b: int, m: int, n: int, threads: int, b2: int = 1) -> tuple[in
         return 1, 1, 1, 1
     by_batch = max(t for t in range(1, threads + 1) if b % t == 0)
     by_b2 = max(t for t in range(1, threads // by_batch + 1) if b2 % t == 0)
-    tm, tn = thread_grid(m, n, threads)
+    tm, tn = thread_grid(m, n, threads, lanes)
     return (by_batch, by_b2, 1, 1) if by_batch * by_b2 >= tm * tn else (1, 1, tm, tn)
 
 

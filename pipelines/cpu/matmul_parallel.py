@@ -57,7 +57,14 @@ MIN_CHUNK_N = 128
 MANY_TASKS = 8
 
 
-def thread_grid(m: int, n: int, threads: int) -> tuple[int, int]:
+def lane_use(columns: int, lanes: int) -> float:
+    """The share of the SIMD lanes a chunk `columns` wide keeps busy: its widest register tile's columns
+    (matmul.register_tile: 2 vectors, 1, then 8, 4, 2, 1 lanes, whichever divides it) over a vector."""
+    widest = next(r for r in (2 * lanes, lanes, 8, 4, 2, 1) if columns % r == 0)
+    return min(widest, lanes) / lanes
+
+
+def thread_grid(m: int, n: int, threads: int, lanes: int = 0) -> tuple[int, int]:
     """(threads_m, threads_n): `threads` tasks as M x N chunks that divide the dims (fewer threads if
     nothing divides). N is split first: each task packs all of A but only its own columns of B, which
     stay in its core's L2 across all of M; M is split as little as keeps chunks MIN_CHUNK_N columns
@@ -67,10 +74,16 @@ def thread_grid(m: int, n: int, threads: int) -> tuple[int, int]:
     calls on one day; GFLOP/s 1 x 16 / 2 x 8): AVX-512 2048^3 1043 / 1122 and 962 / 986, 4096^3 976 / 1046;
     AVX2 code 2048^3 605 / 631 and 566 / 594, 4096^3 602 / 654; 1024^3 (2 x 8 before too) 859 / 853.
     4 x 4 (the least packing) swung from best to worst between runs (2048^3: 1127, then 804). An earlier
-    single run had 1 x 16 ahead at 2048^3 (1290 / 1200); on the 2-core hosts N only."""
+    single run had 1 x 16 ahead at 2048^3 (1290 / 1200); on the 2-core hosts N only.
+    With `lanes` (the machine's f32 lanes), only the grids whose N chunks keep the most lanes busy
+    (`lane_use`) are candidates: EfficientNet's 96 x 3136 pointwise convolution in 1 x 16 chunks of 196
+    columns ran 8 x 4 register tiles (a quarter of each zmm); 4 x 4 chunks of 784 take whole vectors."""
     while threads > 1:
         grids = [(tm, threads // tm) for tm in range(1, threads + 1)
                  if threads % tm == 0 and m % tm == 0 and n % (threads // tm) == 0]
+        if grids and lanes:
+            best = max(lane_use(n // tn, lanes) for _, tn in grids)
+            grids = [g for g in grids if lane_use(n // g[1], lanes) == best]
         if grids:
             wide = [g for g in grids if n // g[1] >= MIN_CHUNK_N]
             if wide and threads >= MANY_TASKS:
@@ -83,11 +96,16 @@ def thread_grid(m: int, n: int, threads: int) -> tuple[int, int]:
     return 1, 1
 
 
+def machine_lanes(machine: dict) -> int:
+    """f32 lanes of the machine model's numbers (matmul.default_params' `vector_bits`; 0 without them)."""
+    return machine["vector_bits"] // 32 if machine.get("vector_bits") else 0
+
+
 def default_params(m: int, n: int, k: int, threads: int = 2, **machine) -> dict:
     """Split M x N into `threads` chunks (`thread_grid`) and block each chunk like matmul.py;
     `machine`: the machine model's numbers matmul.default_params takes (vector_bits, vector_registers,
     l1_bytes, l2_bytes)."""
-    threads_m, threads_n = thread_grid(m, n, threads)
+    threads_m, threads_n = thread_grid(m, n, threads, machine_lanes(machine))
     params = {"threads": threads_n, "threads_m": threads_m}
     params.update({key: v for key, v in matmul.default_params(m // threads_m, n // threads_n, k, row_split=True,
                                                               **machine).items()

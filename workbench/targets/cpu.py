@@ -796,7 +796,7 @@ class CpuTarget(Target):
             elif (cores := contraction_cores(dims["m"] * dims["n"] * dims["k"], machine.usable_cpus)) > 1:
                 # the same schedule in each chunk of an M x N forall (chunks on the thread team)
                 parallel = _load_library_module(self.matmul_parallel_schedule)
-                threads_m, threads_n = parallel.thread_grid(dims["m"], dims["n"], cores)
+                threads_m, threads_n = parallel.thread_grid(dims["m"], dims["n"], cores, machine.f32_lanes)
                 if threads_m * threads_n > 1:
                     spec = f"{self.pipeline_path_for(self.matmul_parallel_schedule)}[gen=matmul_parallel]"
                     params = chunk_fills(parallel.default_params(dims["m"], dims["n"], dims["k"], threads=cores,

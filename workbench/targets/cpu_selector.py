@@ -100,7 +100,8 @@ FEW_REGISTERS_MIN_CHANNELS = 4
 #: outside the output-channel blocks (the tile alone, channel blocks outermost, was slower: the 16.6 -> 20.9
 #: above). conv2d_1x1 (8 x 256 x 28 x 28, 256 -> 256, lh-pointwise-convs' conv_1d over 784 positions) on one
 #: core of this Zen 3, bench/ab_lowered.py cpu ms per call (docs/models-round18-avx2.md): 18.9 -> 12.6,
-#: 24.8 -> 17.9 (8 channels x 1 vector, channel blocks outermost -> 4 x 2, w outermost)
+#: 24.8 -> 17.9 (8 channels x 1 vector, channel blocks outermost -> 4 x 2, w outermost); with a filter larger
+#: than the L2 (2 x 512 x 28 x 28, 512 -> 512: 1 MB, streamed from L3 once per w tile) 18.8 -> 14.6
 #: a row of at least this many vectors takes tiles of two vectors and a remainder tile where two do not
 #: divide it (the remainder is one tile per row: little of a long one)
 LONG_ROW_VECTORS = 8

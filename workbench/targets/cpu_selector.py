@@ -96,6 +96,12 @@ CONV_ACCUMULATOR_FRACTION = 0.5
 #: a Zen 3, bench/ab_lowered.py cpu ms per call: 42.6 -> 39.8, 42.3 -> 38.0. Only with window taps: a 1x1
 #: convolution (lh-pointwise-convs' conv_1d over 784 positions, 256 -> 256 channels) ran 16.6 -> 20.9 with it
 FEW_REGISTERS_MIN_CHANNELS = 4
+#: (POINTWISE_W_OUTER) a pointwise convolution on few registers takes that tile too, with its spatial loops
+#: outside the output-channel blocks (the tile alone, channel blocks outermost, was slower: the 16.6 -> 20.9
+#: above). conv2d_1x1 (8 x 256 x 28 x 28, 256 -> 256, lh-pointwise-convs' conv_1d over 784 positions) on one
+#: core of this Zen 3, bench/ab_lowered.py cpu ms per call (docs/models-round18-avx2.md): 18.9 -> 12.6,
+#: 24.8 -> 17.9 (8 channels x 1 vector, channel blocks outermost -> 4 x 2, w outermost); with a filter larger
+#: than the L2 (2 x 512 x 28 x 28, 512 -> 512: 1 MB, streamed from L3 once per w tile) 18.8 -> 14.6
 #: a row of at least this many vectors takes tiles of two vectors and a remainder tile where two do not
 #: divide it (the remainder is one tile per row: little of a long one)
 LONG_ROW_VECTORS = 8
@@ -228,7 +234,7 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
         interchange = others + spatial + roles["window"] + roles["channels"]
         f_block = tile[block] if block is not None else 1
         taps = math.prod(domain[d] for d in roles["window"])
-        if (2 * f_block > vector_registers * CONV_ACCUMULATOR_FRACTION and f_block % 2 == 0 and taps > 1
+        if (2 * f_block > vector_registers * CONV_ACCUMULATOR_FRACTION and f_block % 2 == 0
                 and f_block // 2 >= FEW_REGISTERS_MIN_CHANNELS and not remainder and extent[w] >= 2 * lanes
                 and extent[w] % (2 * lanes) in (0, lanes)):
             # few vector registers (AVX2's 16): half the output channels and two vectors along w (the
@@ -237,6 +243,12 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
             tile[w] = 2 * lanes
             if extent[w] % (2 * lanes):
                 remainder = [w, extent[w] - lanes, lanes]
+            if taps == 1:
+                # a pointwise convolution (a matmul: filter x input plane) walks w outside the output-channel
+                # blocks: one tile of input columns (all the input channels) stays in L1 for every channel
+                # block, instead of the whole input plane streamed from L2/L3 once per block (POINTWISE_W_OUTER)
+                interchange = ([d for d in others if d != block] + spatial + [block] + roles["window"]
+                               + roles["channels"])
         elif 2 * f_block <= vector_registers * CONV_ACCUMULATOR_FRACTION:
             if not remainder and extent[w] % (2 * lanes) == 0:
                 tile[w] = 2 * lanes

@@ -6,7 +6,7 @@ that the variance subtracts) and the f32 sum (for the f32 mean). After the eleme
 `linalg.generic`s with the same inputs, indexing maps and iterators, one result each: two passes over
 the input where one read of each element could feed both accumulators. Here two such reductions A (first)
 and B in one block, B depending neither on A nor on anything after A (its init may be a `linalg.fill` of a
-`tensor.empty` defined after A: both are moved up), become one generic at A's place: A's inputs, A's and
+`tensor.empty` and a constant defined after A: they are moved up), become one generic at A's place: A's inputs, A's and
 B's inits, A's body followed by B's (B's input arguments read A's), yielding both results. Each element is
 computed as before (same ops, same order per accumulator): the results are bitwise those of the two ops.
 """
@@ -69,7 +69,7 @@ def _init_chain_movable(init, a, block_ops: list) -> list | None:
             sub = v.owner
             if isinstance(sub, (ir.Operation, ir.OpView)) and sub.operation.block == a.block \
                     and _position(block_ops, sub.operation) > pos_a:
-                if sub.operation.name == "tensor.empty" and len(sub.operation.operands) == 0:
+                if sub.operation.name in ("tensor.empty", "arith.constant") and len(sub.operation.operands) == 0:
                     moves.append(sub.operation)
                 else:
                     return None

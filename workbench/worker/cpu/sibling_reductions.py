@@ -111,13 +111,29 @@ def _merge(a, b, moves: list) -> ir.Operation:
     return merged
 
 
-def merge_sibling_reductions(module) -> int:
-    """Merges pairs of sibling reductions (module docstring) until none is left; the number of merges."""
+def _innermost_reduced(op) -> int:
+    """The extent of the op's innermost loop where it is a reduction read along the first input's last dim
+    (0: not such a loop, or not static)."""
+    if "reduction" not in str(_attr(op, "iterator_types")).rstrip("]").split(",")[-1]:
+        return 0
+    t = op.operands[0].type
+    try:
+        shaped = ir.ShapedType(t)
+    except ValueError:
+        return 0
+    return shaped.shape[-1] if shaped.rank and shaped.shape[-1] > 0 else 0
+
+
+def merge_sibling_reductions(module, min_row: int = 0) -> int:
+    """Merges pairs of sibling reductions (module docstring) until none is left; the number of merges.
+    `min_row`: only reductions whose innermost loop reduces at least that many elements of a row."""
     merged = 0
     changed = True
     while changed:
         changed = False
         for a in ops_where(module, _is_sibling_reduction):
+            if min_row and _innermost_reduced(a) < min_row:
+                continue
             block_ops = [o.operation for o in a.block.operations]
             pos_a = _position(block_ops, a)
             for b in block_ops[pos_a + 1:]:

@@ -68,7 +68,7 @@ def _init_chain_movable(init, a, block_ops: list) -> list | None:
         for v in (value, dest):
             sub = v.owner
             if isinstance(sub, (ir.Operation, ir.OpView)) and sub.operation.block == a.block \
-                    and _position(block_ops, sub.operation) > pos_a:
+                    and _position(block_ops, sub.operation) >= pos_a:
                 if sub.operation.name in ("tensor.empty", "arith.constant") and len(sub.operation.operands) == 0:
                     moves.append(sub.operation)
                 else:

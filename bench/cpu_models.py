@@ -175,6 +175,9 @@ def main() -> None:
     ap.add_argument("--no-row-networks", action="store_true",
                     help="the selector without lh-row-networks (sort / argsort / topk stage by stage, a parallel region "
                          "and a pass over memory each: the old variant)")
+    ap.add_argument("--no-merge-sibling-reductions", action="store_true",
+                    help="the selector without lh-merge-sibling-reductions (a group norm's f64 and f32 sums of its "
+                         "input as two passes: the old variant)")
     ap.add_argument("--no-epilogue-in-registers", action="store_true",
                     help="the selector without matmul_epilogue's in_registers (a fill pass, the matmul, then the "
                          "epilogue chain as a pass over its result, also where K is one cache block; AVX2's row split kept, a plain "
@@ -205,6 +208,7 @@ def main() -> None:
     args = ap.parse_args()
     # the selector's switches the options turn (the old variants of an A/B)
     switches = {"pad_copies": not args.no_pad_copies, "row_networks": not args.no_row_networks,
+                "merge_sibling_reductions": not args.no_merge_sibling_reductions,
                 "epilogue_in_registers": not args.no_epilogue_in_registers, "init_fusion": args.init_fusion,
                 "constant_pad_rows": not args.no_constant_pad_rows,
                 "phase_chain": args.phase_chain, "init_registers": not args.no_init_registers,

@@ -49,6 +49,7 @@ PARAMS = {
     "decompose": {"choices": [0, 1], "help": "1: the tile (kh and oh tiled by 1) becomes a 1-D convolution or pooling (transform.structured.decompose; named 2-D nchw/nhwc ops) vectorized by the convolution vectorizer (strides along w)"},
     "remainder": {"help": "with fold_unit_dims=1: [loop, at, size]: the op is split along `loop` at `at` (transform.structured.split) and the part after it, `size` long, tiled by `size` along it: both parts have static tiles where the tile does not divide the loop (empty: no split)"},
     "partial_reduction": {"min": -1, "help": "an inner reduction's loop (its index; -1: none) taken tile by tile into a vector of partial results (tile_reduction_using_for), reduced once per output at the end instead of once per tile"},
+    "partial_outputs": {"min": 1, "help": "with partial_reduction: the op's number of results (a multi-result reduction: sibling sums of one input merged by lh-merge-sibling-reductions), each with its own fill and combining op"},
     "partial_chunk": {"min": 0, "help": "with partial_reduction: the reduction loop cut into chunks of this many iterations first, each summed into fresh partials (a two-level sum: rounding error ~ chunk/vector + extent/chunk, not extent/vector); 0: one running vector"},
     "folded_order": {"help": "with fold_unit_dims=1: the order of the folded tile's loops (empty: as they are), so that the output's innermost loop is the vector loop"},
     "partial_steps": {"help": "with partial_reduction: other reduction loops (outer rows of the same sum: an instance norm's H of H x W) walked one step at a time inside the accumulation into the partial vector, reduced once per output instead of once per row (empty: each row summed into fresh partials)"},
@@ -123,7 +124,8 @@ def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, thread
                    partial_reduction: int = -1, partial_chunk: int = 0, gather: int = 0,
                    cache_tile: list = [], split_reduction: int = 0, partial_steps: list = [],
                    split_also: list = [], fuse_init: list = [], init_operand: int = -1,
-                   init_tile: list = [], chain: int = 0, chain_operand: int = -1, init_registers: int = 0) -> str:
+                   init_tile: list = [], chain: int = 0, chain_operand: int = -1, init_registers: int = 0,
+                   partial_outputs: int = 1) -> str:
     """The transform module (MLIR text) scheduling op `op`: one id, or a list of ids (ops of the same
     shape and kind, e.g. the same layer at every time step of an unrolled RNN) that all take these
     parameters: one step instead of one per op. `chain`: the ops accumulate one into the next (in the
@@ -140,7 +142,8 @@ def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, thread
     body = _schedule_body(tile, vector, threads if chunked else 1, split if chunked else 0, interchange,
                           fold_unit_dims, contraction, folded_order, decompose, remainder, partial_reduction,
                           partial_chunk, gather, cache_tile, split_reduction if chunked else 0, partial_steps,
-                          split_also if chunked else [], fuse_init, init_operand, init_tile, int(init_registers))
+                          split_also if chunked else [], fuse_init, init_operand, init_tile, int(init_registers),
+                          int(partial_outputs))
     if chain < 0 or (chain and (len(ids) < 2 or chain_operand < 0 or (threads > 1 and (split or split_also
                                                                                      or split_reduction))
                                 or init_operand >= 0 or not tile or not tile[0] or chain % int(tile[0]))):
@@ -192,7 +195,7 @@ def _chain(ids: list[str], size: int, operand: int, rank: int, threads: int = 1)
 def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, contraction, folded_order,
                    decompose, remainder, partial_reduction, partial_chunk, gather=0, cache_tile=(),
                    split_reduction=0, partial_steps=(), split_also=(), fuse_init=(), init_operand=-1,
-                   init_tile=(), init_registers=0) -> str:
+                   init_tile=(), init_registers=0, partial_outputs=1) -> str:
     """The schedule of the op bound to %target (transform ops, one per line)."""
     tile = [int(t) for t in tile]
     interchange = [int(i) for i in interchange]
@@ -315,7 +318,7 @@ def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, co
         return text + (_window_cleanup("%func_rest", contraction) if vector else "")
     if partial_reduction >= 0:
         return text + _partial_reduction(handle, tile, partial_reduction, vector, int(partial_chunk),
-                                         [int(d) for d in partial_steps])
+                                         [int(d) for d in partial_steps], int(partial_outputs))
     if partial_chunk or partial_steps:
         raise ValueError("partial_chunk and partial_steps need partial_reduction")
     tiling, loops = _tile(handle, tile, interchange)
@@ -396,10 +399,12 @@ def _init_in_registers(handle: str, tile: list, interchange: list, loops: list, 
 
 
 def _partial_reduction(handle: str, tile: list, loop: int, vector: int, chunk: int = 0,
-                       steps: list = ()) -> str:
+                       steps: list = (), outputs: int = 1) -> str:
     """An inner reduction: every loop but `loop` tiled as `tile` says (1: one output at a time), then
     `loop` by tile[loop] into a vector of partial results (transform.structured.tile_reduction_using_for:
     a fill, the partial op, the combining op), each vectorized: one horizontal reduction per output.
+    `outputs` > 1: an op of several results (sibling sums of one input): a fill and a combining op per
+    result, the partial op one for all (one read of the input).
 
     ``chunk > 0``: `loop` is first cut into chunks of `chunk` iterations, each summed into fresh partials
     and added to the output once: a two-level sum, whose rounding error grows with chunk/vector +
@@ -421,8 +426,18 @@ def _partial_reduction(handle: str, tile: list, loop: int, vector: int, chunk: i
     sizes = [0] * len(tile)
     sizes[loop] = tile[loop]
     vector_sizes = [t if i == loop else (t or 1) for i, t in enumerate(tile)]
-    text += (f"    %partial_fill, %partial_op, %combine, %k_loop = transform.structured.tile_reduction_using_for {rows}"
-             f" by tile_sizes = {sizes} : ({a}) -> ({a}, {a}, {a}, {a})\n")
+    if outputs < 1:
+        raise ValueError(f"partial_outputs={outputs}: the op's number of results, at least 1")
+    if outputs == 1:
+        text += (f"    %partial_fill, %partial_op, %combine, %k_loop = transform.structured.tile_reduction_using_for"
+                 f" {rows} by tile_sizes = {sizes} : ({a}) -> ({a}, {a}, {a}, {a})\n")
+        fills, combines = ["%partial_fill"], ["%combine"]
+    else:   # (results: a fill per result, the partial op, a combining op per result, the loop)
+        fills = [f"%partial_fill{i}" for i in range(outputs)]
+        combines = [f"%combine{i}" for i in range(outputs)]
+        names = ", ".join(fills + ["%partial_op"] + combines + ["%k_loop"])
+        text += (f"    {names} = transform.structured.tile_reduction_using_for {rows} by tile_sizes = {sizes}"
+                 f" : ({a}) -> ({', '.join([a] * (2 * outputs + 2))})\n")
     partial = "%partial_op"
     if steps:
         # the other reduction loops one step at a time around each vector step of the partial op
@@ -441,11 +456,10 @@ def _partial_reduction(handle: str, tile: list, loop: int, vector: int, chunk: i
     else:  # no loop around the whole: the combining op (after the K loop) and a K loop of one trip,
         # which canonicalization folds away, are lowered in the function
         scope = "%partial_func"
-        text += f"    %partial_func = transform.get_parent_op %partial_fill {{op_name = \"func.func\"}} : ({a}) -> {a}\n"
-    text += (f"    transform.structured.vectorize {partial} vector_sizes {vector_sizes} : {a}\n"
-             # the fill and the combining op have static shapes (every other loop tiled by 1): no sizes
-             f"    transform.structured.vectorize %partial_fill : {a}\n"
-             f"    transform.structured.vectorize %combine : {a}\n")
+        text += f"    %partial_func = transform.get_parent_op {fills[0]} {{op_name = \"func.func\"}} : ({a}) -> {a}\n"
+    text += f"    transform.structured.vectorize {partial} vector_sizes {vector_sizes} : {a}\n"
+    # the fills and the combining ops have static shapes (every other loop tiled by 1): no sizes
+    text += "".join(f"    transform.structured.vectorize {h} : {a}\n" for h in fills + combines)
     if steps:  # the step loops' unit dims reduced first (a plain vector add), before the lowering would
         # take the unit-dim reduction apart lane by lane
         text += f"    transform.apply_patterns to {scope} {{\n      transform.apply_patterns.canonicalization\n    }} : {a}\n"

@@ -427,6 +427,17 @@ class CpuTarget(Target):
     #: whether the preparation has it (off: one parallel region and one pass over memory per stage, the old
     #: variant of bench/cpu_models.py --no-row-networks)
     row_networks = True
+    #: sibling reductions of one input (a group norm's f64 and f32 sums) as one multi-result generic: one read
+    #: of the input for both: workbench/worker/cpu/sibling_reductions.py
+    MERGE_SIBLING_REDUCTIONS = "pass lh-merge-sibling-reductions"
+    #: whether the preparation has it (off: a pass over the input per sum, the old variant of
+    #: bench/cpu_models.py --no-merge-sibling-reductions)
+    merge_sibling_reductions = True
+    #: ... only for rows of at least this many elements (a measured guard, not understood: one thread on the
+    #: shared 2-core Zen 3, group norm's rows of 3136: cpu per call 4.15 -> 3.90 ms; instance norm's rows of
+    #: 56 (two sums over H x W, each row into fresh partials instead of partial_steps) 3.0 -> 8.9 ms min, and
+    #: layer norm's rows of 1024, 13.2 -> 18.9 ms in one noisy cpu_models run each)
+    MERGE_SIBLING_MIN_ROW = 2048
     #: (row_networks.MIN_GENERICS: fewer generics hold no network)
     ROW_NETWORK_MIN_GENERICS = 4
 
@@ -484,6 +495,11 @@ class CpuTarget(Target):
                 # payload has a network)
                 steps.append(f"{self.ROW_NETWORKS}{{threads={self.machine.usable_cpus} "
                              f"min-work={cpu_selector.MIN_PARALLEL_WORK}}}")
+            if self.merge_sibling_reductions:
+                # (after the fusion, which folds a norm's extf into its sum, and the row networks, which take
+                # the statistics' ops into their chunks; a no-op, left out, unless two reductions of the same
+                # input could share one read of it)
+                steps.append(f"{self.MERGE_SIBLING_REDUCTIONS}{{min-row={self.MERGE_SIBLING_MIN_ROW}}}")
         else:
             steps = first
         if any(op.get("op") == "linalg.conv_1d_ncw_fcw" and _one_f32_image(op) for op in ops):

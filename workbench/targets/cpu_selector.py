@@ -452,7 +452,13 @@ def classify(loops: dict, element_types: set[str] = frozenset()) -> str:
     if all(it == "parallel" for it in iterators):
         return "elementwise"
     n_out = len(loops["operand_dims"]) - (loops.get("num_inputs") or 0)
-    if n_out != 1 or not COMBINERS & set(loops["body"]):
+    outputs = loops["operand_dims"][len(loops["operand_dims"]) - n_out:] if n_out > 0 else []
+    # several results over the same output dims (sibling sums of one input: lh-merge-sibling-reductions), each
+    # folded by a combiner, are a plain reduction too: tile_reduction_using_for takes one fill and one
+    # combining op per result (generic.py partial_outputs); a body that selects (a value and its index) is not
+    siblings = (n_out > 1 and all(o == outputs[0] for o in outputs) and "arith.select" not in loops["body"]
+                and sum(1 for o in loops["body"] if o in COMBINERS) >= n_out)
+    if (n_out != 1 and not siblings) or not COMBINERS & set(loops["body"]):
         return "reduction-by-steps" if reduction_by_steps_params(loops, 8) is not None else "scalar"
     out_dims = loops["operand_dims"][-1]
     innermost = len(iterators) - 1
@@ -773,7 +779,9 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_regi
     rows = 1
     for d in steps:
         rows *= domain[d]
-    if partial and steps and extent > 1 and extent * rows <= 2 * REDUCTION_CHUNK:
+    # (several results: not step by step; an instance norm's two sums over H x W that way ran 10x slower than
+    # the two ops apart, 34 against 3.4 ms: left out, below)
+    if partial and steps and extent > 1 and extent * rows <= 2 * REDUCTION_CHUNK and len(outputs) == 1:
         # a sum over several loops (an instance norm's H x W, rows shorter than two vectors): one vector of
         # partial results accumulated across all of them (the other loops one step at a time), reduced once
         # per output instead of once per row; a short row is one vector of its own length
@@ -781,10 +789,14 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_regi
             tile[vdim] = extent
         params["partial_reduction"] = vdim
         params["partial_steps"] = steps
+        if len(outputs) > 1:
+            params["partial_outputs"] = len(outputs)
     elif partial and extent >= 2 * width:
         # a vector of partial results along the row, reduced once per output (not once per tile); outer
         # reduction loops (a whole-tensor sum) run around it, each row summed into fresh partials
         params["partial_reduction"] = vdim
+        if len(outputs) > 1:
+            params["partial_outputs"] = len(outputs)
         if extent >= 2 * REDUCTION_CHUNK:   # long rows: summed chunk by chunk (f32 rounding, as torch's)
             params["partial_chunk"] = REDUCTION_CHUNK
         else:

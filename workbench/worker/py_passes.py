@@ -196,6 +196,12 @@ def _dilated_input_convs(module, options: dict) -> None:
     transposed_convs.dilated_input_convs(module)
 
 
+def _merge_sibling_reductions(module, options: dict) -> None:
+    from workbench.worker.cpu import sibling_reductions
+
+    sibling_reductions.merge_sibling_reductions(module, _int_option(options, "min-row", 0, 0))
+
+
 def _drop_dead_results(module, options: dict) -> None:
     from workbench.worker.cpu import dead_results
 
@@ -724,6 +730,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-fold-splat-extracts": (_fold_splat_extracts, "tensor.extract of a tensor whose elements are known (a splat constant: dense<0.01>, zeros, ones; a tensor.splat; a dense constant at constant indices) -> that value (the extracts MLIR's folder removes: inspect's generalized copy and the IR the selector schedules then agree; a splat weight's filter flip is a broadcast, not a gather; workbench/worker/cpu/splat_extracts.py)"),
     "lh-constant-pad-rows": (_constant_pad_rows, "on tensors: a tensor.pad with one value (static shapes and widths, a convolution's layout: rank 3+, batch and channels unpadded, at least {min-elements=4096} elements) -> one loop over the padded output's rows (an scf.forall where {threads=1} is more than 1 and the output has at least {min-work=0} elements, else scf.for loops), a border row written as vectors of the value, an interior row as the value's vectors around the source row's vector copies of {lanes=16} x 32 bits: one pass, where bufferization fills the whole padded buffer and then copies the source into it (workbench/worker/cpu/pad_copies.py)"),
     "lh-pad-copies": (_pad_copies, "on tensors: reflection, replication and circular pads written by torch-mlir as gathers (loads at index arithmetic of index tables, a gather per padded dim), recognized from the values their indices take (the pad map of widths p, q of each dim), -> one loop over the output's rows (an scf.forall where {threads=1} is more than 1 and the output has at least {min-work=0} elements, else scf.for loops), each row's runs of unit stride copied as vector transfers of {lanes=16} x 32 bits and its border elements as scalar loads and stores: one pass over the output, no gathers (workbench/worker/cpu/pad_copies.py)"),
+    "lh-merge-sibling-reductions": (_merge_sibling_reductions, "on tensors: two one-result reductions (linalg.generic) of the same inputs with the same maps and iterators, in one block, the second depending on nothing from the first on (a group norm's f64 and f32 sums of its input) -> one two-result generic at the first's place: one read of each input element for both accumulators, the same values; only where the innermost loop is a reduction of at least {min-row=0} iterations (workbench/worker/cpu/sibling_reductions.py)"),
     "lh-row-networks": (_row_networks, "on tensors: a network of many small ops over the same independent rows (torch-mlir's sort / argsort / topk: a compare-and-swap stage per expand_shape, half slices, generic and collapse_shape) -> one scf.forall over chunks of rows around the whole network, each chunk's values in L1 across every stage and one parallel region instead of one per stage; at least {threads=1} chunks where the network has {min-work=0} elements or more, else one (workbench/worker/cpu/row_networks.py)"),
     "lh-pad-conv-rows": (_pad_conv_rows, "on tensors: channels-first convolutions (unit stride along w) whose output rows are a little short of a multiple of 16 (at most 1/8 extra: 60, 30) computed over padded rows (input and init padded with zeros, the result sliced): whole vectors along every row, no remainder tile (workbench/worker/cpu/padded_conv_rows.py)"),
     "lh-strided-convs": (_strided_convs, "on tensors: channels-first convolutions with a stride s > 1 along w -> s unit-stride convolutions, one per input phase (the input's rows transposed once to s rows of every s-th element; each phase's taps a strided slice of the filter), accumulated one after another: vectors along w with contiguous loads (workbench/worker/cpu/strided_convs.py) {max-rank=3}: only convolutions of at most that many spatial dims (the selector: 1)"),
@@ -777,6 +784,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "lh-constant-pad-rows": ("threads", "min-work", "lanes", "min-elements"),
     "lh-flash-attention": ("rows", "keys", "parallel"),
     "lh-row-networks": ("threads", "min-work"),
+    "lh-merge-sibling-reductions": ("min-row",),
     "lh-collapse-planes": ("lanes",),
     "lh-strided-convs": ("max-rank",),
     "lh-fuse-elementwise-keep-contractions": ("batch-operands",),

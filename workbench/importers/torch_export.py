@@ -3072,6 +3072,24 @@ def _refuse_data_dependent_shapes(program) -> None:
                     "torch.nonzero_static(mask, size=K) gives the first K indices")
 
 
+def _refuse_dtypes_torch_mlir_cannot_type(program) -> None:
+    """Fail in one line, at the model's line, where a value has an element type torch-mlir has no MLIR type for
+    (torch.uint16 / uint32 / uint64, which torch 2.3+ makes with `.to(torch.uint16)`): its importer raised a
+    bare `KeyError: torch.uint16` with no line of the model."""
+    import torch
+    from torch_mlir.extras.fx_importer import TORCH_DTYPE_TO_MLIR_TYPE_ASM
+
+    for node in program.graph.nodes:
+        val = node.meta.get("val")
+        for t in val if isinstance(val, (list, tuple)) else (val,):
+            if isinstance(t, torch.Tensor) and t.dtype not in TORCH_DTYPE_TO_MLIR_TYPE_ASM:
+                what = f"input {node.target!r}" if node.op == "placeholder" else str(node.target)
+                raise ImportFailure(
+                    f"{_source_line(node.meta.get('stack_trace', ''))}{what} gives a {t.dtype} tensor, and "
+                    f"torch-mlir has no MLIR type for {str(t.dtype).removeprefix('torch.')} (unsigned: uint8 "
+                    "only); keep the values in a wider signed type (int32 for uint16, int64 for uint32)")
+
+
 def _refuse_quantized_modules(module) -> None:
     """torch.ao's quantized modules (quantize_dynamic / convert) hold their weights in packed C++ objects that
     torch.export cannot flatten (`LinearPackedParamsBase ... does not have a field with name
@@ -3144,6 +3162,7 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
                 program = torch.export.export(module, tuple(inputs))
             program = program.run_decompositions(decomposition_table())
             _refuse_data_dependent_shapes(program)     # (bincount with minlength is static once decomposed)
+            _refuse_dtypes_torch_mlir_cannot_type(program)
             _state_in_lists_as_values(program)
             _non_persistent_buffers_as_state(program)
             _widen_uint8(program)

@@ -3074,11 +3074,13 @@ def _refuse_data_dependent_shapes(program) -> None:
 
 def _refuse_dtypes_torch_mlir_cannot_type(program) -> None:
     """Fail in one line, at the model's line, where a value has an element type torch-mlir has no MLIR type for
-    (torch.uint16 / uint32 / uint64, which torch 2.3+ makes with `.to(torch.uint16)`): its importer raised a
+    (torch.uint16 and uint64, which torch 2.3+ makes with `.to(torch.uint16)`): its importer raised a
     bare `KeyError: torch.uint16` with no line of the model."""
     import torch
     from torch_mlir.extras.fx_importer import TORCH_DTYPE_TO_MLIR_TYPE_ASM
 
+    unsigned = sorted(str(d).removeprefix("torch.") for d in TORCH_DTYPE_TO_MLIR_TYPE_ASM
+                      if str(d).startswith("torch.uint"))
     for node in program.graph.nodes:
         val = node.meta.get("val")
         for t in val if isinstance(val, (list, tuple)) else (val,):
@@ -3086,8 +3088,9 @@ def _refuse_dtypes_torch_mlir_cannot_type(program) -> None:
                 what = f"input {node.target!r}" if node.op == "placeholder" else str(node.target)
                 raise ImportFailure(
                     f"{_source_line(node.meta.get('stack_trace', ''))}{what} gives a {t.dtype} tensor, and "
-                    f"torch-mlir has no MLIR type for {str(t.dtype).removeprefix('torch.')} (unsigned: uint8 "
-                    "only); keep the values in a wider signed type (int32 for uint16, int64 for uint32)")
+                    f"torch-mlir has no MLIR type for {str(t.dtype).removeprefix('torch.')} (the unsigned ones it "
+                    f"types: {', '.join(unsigned)}); keep the values in a wider signed type (int32 for uint16, "
+                    "int64 for uint32)")
 
 
 def _refuse_quantized_modules(module) -> None:

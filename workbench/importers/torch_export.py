@@ -856,6 +856,38 @@ def grid_sampler_2d_decomposition(x, grid, interpolation_mode, padding_mode, ali
     return torchs(x, torch.stack(out, -1), interpolation_mode, 1, align_corners)
 
 
+def _adaptive_bins(size: int, out: int) -> list[tuple[int, int]]:
+    """torch's adaptive pooling windows: bin i covers [floor(i * size / out), ceil((i + 1) * size / out))."""
+    return [(i * size // out, -(-(i + 1) * size // out)) for i in range(out)]
+
+
+def adaptive_max_pool2d_decomposition(x, output_size):
+    """F.adaptive_max_pool2d / nn.AdaptiveMaxPool2d (and 1d, through adaptive_max_pool1d_decomposition): torch-mlir
+    lowers it only where each output size divides the input's (elsewhere `'tensor.cast' op operand type
+    'tensor<2x3x1x6xf32>' and result type 'tensor<2x3x1x5xf32>' are cast incompatible`). Each output element is
+    the max of its window, as torch's kernel takes the windows (`_adaptive_bins`, overlapping where the sizes do
+    not divide), with the first maximum's index in the flattened plane as torch returns it."""
+    import torch
+
+    h, w = x.shape[-2], x.shape[-1]
+    oh, ow = output_size
+    values, indices = [], []
+    for hs, he in _adaptive_bins(h, oh):
+        for ws, we in _adaptive_bins(w, ow):
+            window = x[..., hs:he, ws:we].flatten(-2)
+            v, i = window.max(-1)
+            values.append(v)
+            indices.append((torch.div(i, we - ws, rounding_mode="floor") + hs) * w + torch.remainder(i, we - ws) + ws)
+    shape = tuple(x.shape[:-2]) + (oh, ow)
+    return torch.stack(values, -1).reshape(shape), torch.stack(indices, -1).reshape(shape)
+
+
+def adaptive_max_pool1d_decomposition(x, output_size):
+    """F.adaptive_max_pool1d: adaptive_max_pool2d_decomposition over a plane of one row."""
+    values, indices = adaptive_max_pool2d_decomposition(x.unsqueeze(-2), (1, output_size[0]))
+    return values.squeeze(-2), indices.squeeze(-2)
+
+
 def kthvalue_decomposition(x, k, dim=-1, keepdim=False):
     """torch.kthvalue (torch-mlir exports tm_tensor.topk, which upstream cannot load): the k-th entry of the
     stable bitonic sort (ties: the first index)."""
@@ -2230,6 +2262,8 @@ def upstream_decompositions() -> dict:
             aten._cdist_forward.default: cdist_decomposition,
             aten.searchsorted.Tensor: searchsorted_decomposition,
             aten.grid_sampler_2d.default: grid_sampler_2d_decomposition,
+            aten.adaptive_max_pool2d.default: adaptive_max_pool2d_decomposition,
+            aten.adaptive_max_pool1d.default: adaptive_max_pool1d_decomposition,
             aten.kthvalue.default: kthvalue_decomposition, aten.median.dim: median_dim_decomposition,
             aten.median.default: median_decomposition,
             aten.lgamma.default: lgamma_decomposition, aten.digamma.default: digamma_decomposition,
@@ -3038,6 +3072,27 @@ def _refuse_data_dependent_shapes(program) -> None:
                     "torch.nonzero_static(mask, size=K) gives the first K indices")
 
 
+def _refuse_dtypes_torch_mlir_cannot_type(program) -> None:
+    """Fail in one line, at the model's line, where a value has an element type torch-mlir has no MLIR type for
+    (torch.uint16 and uint64, which torch 2.3+ makes with `.to(torch.uint16)`): its importer raised a
+    bare `KeyError: torch.uint16` with no line of the model."""
+    import torch
+    from torch_mlir.extras.fx_importer import TORCH_DTYPE_TO_MLIR_TYPE_ASM
+
+    unsigned = sorted(str(d).removeprefix("torch.") for d in TORCH_DTYPE_TO_MLIR_TYPE_ASM
+                      if str(d).startswith("torch.uint"))
+    for node in program.graph.nodes:
+        val = node.meta.get("val")
+        for t in val if isinstance(val, (list, tuple)) else (val,):
+            if isinstance(t, torch.Tensor) and t.dtype not in TORCH_DTYPE_TO_MLIR_TYPE_ASM:
+                what = f"input {node.target!r}" if node.op == "placeholder" else str(node.target)
+                raise ImportFailure(
+                    f"{_source_line(node.meta.get('stack_trace', ''))}{what} gives a {t.dtype} tensor, and "
+                    f"torch-mlir has no MLIR type for {str(t.dtype).removeprefix('torch.')} (the unsigned ones it "
+                    f"types: {', '.join(unsigned)}); keep the values in a wider signed type (int32 for uint16, "
+                    "int64 for uint32)")
+
+
 def _refuse_quantized_modules(module) -> None:
     """torch.ao's quantized modules (quantize_dynamic / convert) hold their weights in packed C++ objects that
     torch.export cannot flatten (`LinearPackedParamsBase ... does not have a field with name
@@ -3110,6 +3165,7 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
                 program = torch.export.export(module, tuple(inputs))
             program = program.run_decompositions(decomposition_table())
             _refuse_data_dependent_shapes(program)     # (bincount with minlength is static once decomposed)
+            _refuse_dtypes_torch_mlir_cannot_type(program)
             _state_in_lists_as_values(program)
             _non_persistent_buffers_as_state(program)
             _widen_uint8(program)

@@ -96,7 +96,7 @@ CONV_ACCUMULATOR_FRACTION = 0.5
 #: a Zen 3, bench/ab_lowered.py cpu ms per call: 42.6 -> 39.8, 42.3 -> 38.0. Only with window taps: a 1x1
 #: convolution (lh-pointwise-convs' conv_1d over 784 positions, 256 -> 256 channels) ran 16.6 -> 20.9 with it
 FEW_REGISTERS_MIN_CHANNELS = 4
-#: (POINTWISE_W_OUTER) a pointwise convolution on few registers takes that tile too, with its spatial loops
+#: A pointwise convolution on few registers takes that tile too, with its spatial loops
 #: outside the output-channel blocks (the tile alone, channel blocks outermost, was slower: the 16.6 -> 20.9
 #: above). conv2d_1x1 (8 x 256 x 28 x 28, 256 -> 256, lh-pointwise-convs' conv_1d over 784 positions) on one
 #: core of this Zen 3, bench/ab_lowered.py cpu ms per call (docs/models-round18-avx2.md): 18.9 -> 12.6,
@@ -246,7 +246,7 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
             if taps == 1:
                 # a pointwise convolution (a matmul: filter x input plane) walks w outside the output-channel
                 # blocks: one tile of input columns (all the input channels) stays in L1 for every channel
-                # block, instead of the whole input plane streamed from L2/L3 once per block (POINTWISE_W_OUTER)
+                # block, instead of the whole input plane streamed from L2/L3 once per block (the note at FEW_REGISTERS_MIN_CHANNELS)
                 interchange = ([d for d in others if d != block] + spatial + [block] + roles["window"]
                                + roles["channels"])
         elif 2 * f_block <= vector_registers * CONV_ACCUMULATOR_FRACTION:

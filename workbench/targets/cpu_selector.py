@@ -246,7 +246,8 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
             if taps == 1:
                 # a pointwise convolution (a matmul: filter x input plane) walks w outside the output-channel
                 # blocks: one tile of input columns (all the input channels) stays in L1 for every channel
-                # block, instead of the whole input plane streamed from L2/L3 once per block (the note at FEW_REGISTERS_MIN_CHANNELS)
+                # block, instead of the whole input plane streamed from L2/L3 once per block (the note after
+                # FEW_REGISTERS_MIN_CHANNELS)
                 interchange = ([d for d in others if d != block] + spatial + [block] + roles["window"]
                                + roles["channels"])
         elif 2 * f_block <= vector_registers * CONV_ACCUMULATOR_FRACTION:

@@ -128,3 +128,22 @@ def test_min_row_bounds_the_innermost_reduced_extent(ctx, tmp_path, min_row, mer
     ok(ctx, f"load {payload}")
     ok(ctx, f"apply pass lh-merge-sibling-reductions{{min-row={min_row}}}")
     assert len(_reductions(ctx.session.current_ir)) == (1 if merged else 2)
+
+
+@pytest.mark.parametrize("scale_after_first, merged", [(True, False), (False, True)])
+def test_a_value_the_second_body_reads_must_be_defined_before_the_first(ctx, tmp_path, scale_after_first, merged):
+    """The second sum's body reads a scalar from outside it (x * 2): defined after the first sum, merging would
+    move its use above its definition (the step failed the verifier: `operand #1 does not dominate this use`);
+    such a pair stays apart. Defined before the first sum, the pair merges. Either way the run checks."""
+    scale = "  %two = arith.constant 2.0 : f32\n"
+    text = TWO_SUMS.replace("BINPUT", "%x").replace(
+        "    %s = arith.addf %in, %acc : f32\n", "    %m = arith.mulf %in, %two : f32\n    %s = arith.addf %m, %acc : f32\n")
+    anchor = "  %z32 = arith.constant 0.0 : f32\n" if scale_after_first else "  %z64 = arith.constant 0.0 : f64\n"
+    text = text.replace(anchor, anchor + scale)
+    payload = tmp_path / "captured.mlir"
+    payload.write_text(text)
+    ok(ctx, f"load {payload}")
+    ok(ctx, "apply pass lh-merge-sibling-reductions")
+    assert len(_reductions(ctx.session.current_ir)) == (1 if merged else 2)
+    run = ok(ctx, "run --check").data["run"]
+    assert run["check"]["passed"], run["check"]

@@ -5,7 +5,7 @@ torch-mlir's group norm reduces its input twice with nothing between the two: th
 that the variance subtracts) and the f32 sum (for the f32 mean). After the elementwise fusion both are
 `linalg.generic`s with the same inputs, indexing maps and iterators, one result each: two passes over
 the input where one read of each element could feed both accumulators. Here two such reductions A (first)
-and B in one block, B depending neither on A nor on anything after A (its init may be a `linalg.fill` of a
+and B in one block, B depending neither on A nor on anything after A (its body reads no value defined after A; its init may be a `linalg.fill` of a
 `tensor.empty` and a constant defined after A: they are moved up), become one generic at A's place: A's inputs, A's and
 B's inits, A's body followed by B's (B's input arguments read A's), yielding both results. Each element is
 computed as before (same ops, same order per accumulator): the results are bitwise those of the two ops.
@@ -77,6 +77,24 @@ def _init_chain_movable(init, a, block_ops: list) -> list | None:
     return None
 
 
+def _captures_dominate(b, a, block_ops: list) -> bool:
+    """Whether every value B's body reads from outside it (a scalar constant, a bias) is defined before A
+    (or outside A's block), so that it still dominates B's ops once they are in A's body."""
+    pos_a = _position(block_ops, a)
+    body = b.regions[0].blocks[0]
+    for inner in body.operations:
+        for v in inner.operands:
+            owner = v.owner
+            if not isinstance(owner, (ir.Operation, ir.OpView)):
+                continue   # a block argument: B's own, or of a block around A (defined before it)
+            owner = owner.operation
+            if owner.block == body:
+                continue
+            if owner.block == a.block and _position(block_ops, owner) >= pos_a:
+                return False
+    return True
+
+
 def _merge(a, b, moves: list) -> ir.Operation:
     for m in moves:
         m.move_before(a)
@@ -137,7 +155,8 @@ def merge_sibling_reductions(module, min_row: int = 0) -> int:
             block_ops = [o.operation for o in a.block.operations]
             pos_a = _position(block_ops, a)
             for b in block_ops[pos_a + 1:]:
-                if not _is_sibling_reduction(b) or not _same_shape_of_work(a, b):
+                if (not _is_sibling_reduction(b) or not _same_shape_of_work(a, b)
+                        or not _captures_dominate(b, a, block_ops)):
                     continue
                 moves = _init_chain_movable(b.operands[_n_inputs(b)], a, block_ops)
                 if moves is None:

@@ -363,7 +363,8 @@ def register(reg: Registry) -> None:
               type="int", minimum=1,
               complete="run_line"),
          Flag("--profile", "time each top-level op of the payload (loop nests after scheduling, linalg ops, "
-              "calls) and list them by time per call (cpu)")],
+              "calls) and list them by time per call (cpu); the ops of the functions it calls (an outlined "
+              "layer, `@layer ...` rows) are timed in them")],
         details="Without a `bench` step, run inserts the benchmark wrapper at the end. The module is lowered "
                 "with the target's default pipeline if it is not in the LLVM dialect yet. Generated code runs in "
                 "a separate process: a crash or hang fails the run, never the session. A payload written by `import` "

@@ -17,10 +17,11 @@ import torch.nn.functional as F
 
 
 class Net(nn.Module):
-    def forward(self, x, y):
+    def forward(self, x, y, z):
         v1, i1 = F.adaptive_max_pool1d(x, 5, return_indices=True)
         v2, i2 = F.adaptive_max_pool2d(y, (3, 4), return_indices=True)
-        return v1, i1, v2, i2, nn.AdaptiveMaxPool2d((2, 1))(y)
+        v3, i3 = F.adaptive_max_pool2d(z, (4, 3), return_indices=True)
+        return v1, i1, v2, i2, nn.AdaptiveMaxPool2d((2, 1))(y), v3, i3
 """
 
 
@@ -29,9 +30,12 @@ def test_adaptive_max_pool_with_sizes_that_do_not_divide_imports(tmp_path):
     """nn.AdaptiveMaxPool1d(5) of a length-7 signal, AdaptiveMaxPool2d((3, 4)) of a 7x5 plane: torch-mlir lowers
     adaptive max pooling only where the sizes divide, and the import failed: `'tensor.cast' op operand type
     'tensor<2x3x1x6xf32>' and result type 'tensor<2x3x1x5xf32>' are cast incompatible`. Each window's max (and
-    its index) is taken as torch takes the windows now."""
-    run = import_and_check_net(tmp_path, ADAPTIVE_MAX_POOLS, "2x3x7xf32,2x3x7x5xf32")
+    its index) is taken as torch takes the windows now. Sizes that divide (8x6 -> 4x3) keep torch-mlir's own
+    lowering: a pooling op, not a slice and a max per output element."""
+    run = import_and_check_net(tmp_path, ADAPTIVE_MAX_POOLS, "2x3x7xf32,2x3x7x5xf32,2x3x8x6xf32")
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    payload = (tmp_path / "o" / "net.mlir").read_text()
+    assert "linalg.pooling_nchw_max" in payload or "linalg.max_pool" in payload, payload[:2000]
 
 
 UINT16_MODEL = """import torch

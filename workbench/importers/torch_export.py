@@ -866,11 +866,16 @@ def adaptive_max_pool2d_decomposition(x, output_size):
     lowers it only where each output size divides the input's (elsewhere `'tensor.cast' op operand type
     'tensor<2x3x1x6xf32>' and result type 'tensor<2x3x1x5xf32>' are cast incompatible`). Each output element is
     the max of its window, as torch's kernel takes the windows (`_adaptive_bins`, overlapping where the sizes do
-    not divide), with the first maximum's index in the flattened plane as torch returns it."""
+    not divide), with the first maximum's index in the flattened plane as torch returns it. Sizes that divide are
+    left to torch-mlir (NotImplemented: the tracer keeps the op)."""
     import torch
 
     h, w = x.shape[-2], x.shape[-1]
     oh, ow = output_size
+    if h % oh == 0 and w % ow == 0:
+        # sizes that divide: torch-mlir's own lowering (a max pool of stride h / oh: one op, not one slice and
+        # max per output element)
+        return NotImplemented
     values, indices = [], []
     for hs, he in _adaptive_bins(h, oh):
         for ws, we in _adaptive_bins(w, ow):

@@ -90,11 +90,15 @@ def test_a_filter_larger_than_half_of_l2_keeps_the_channel_blocks_outside(ctx, t
 
 
 def test_avx2_tiles_of_16_positions_keep_the_channel_blocks_outside(ctx, tmp_path):
-    """Under --cpu avx2 (register tiles of 2 x 8 plane positions) the same stride-2 conv keeps n, f, p: the
-    filter would be read from L2 once per 16 positions."""
+    """Under --cpu avx2 (register tiles of 2 x 8 plane positions) the same stride-2 conv's phases with window
+    taps keep n, f, p: the filter would be read from L2 once per 16 positions. Its one phase of a single tap
+    (of a 3x3 window at stride 2: the odd rows' odd columns) is a pointwise convolution and walks the positions
+    outside the channel blocks as one does on AVX2 (cpu_selector, the note after FEW_REGISTERS_MIN_CHANNELS:
+    the corpus's conv2d_strided one Zen 3 core 49.0 -> 43.6 ms with it, 5 alternated rounds)."""
     try:
         steps = _plane_steps(ctx, tmp_path, _conv(2, 64, 46, 46, 64, 3, 3, 2, 1), 1, cpu="avx2")
-        assert steps and not any("interchange=[0,2,1" in label for label in steps), steps
+        positions_outside = [label for label in steps if "interchange=[0,2,1" in label]
+        assert len(steps) >= 2 and len(positions_outside) == 1, steps
         ok(ctx, "apply cpu-lower")
         assert ok(ctx, "run --check --threads 1 --iterations 1 --warmup 0").data["run"]["check"]["passed"]
     finally:

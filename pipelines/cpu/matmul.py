@@ -430,12 +430,17 @@ def _largest_divisor(n: int, cap: int, multiple_of: int = 1) -> int:
     return best
 
 
+def column_tiles(lanes: int) -> tuple[int, ...]:
+    """Register tile widths along N, widest first: two vectors, one, then part of one (8, 4, 2, 1 lanes)."""
+    return (2 * lanes, lanes, 8, 4, 2, 1)
+
+
 def register_tile(m: int, n: int, lanes: int, vector_registers: int) -> tuple[int, int]:
     """(reg_m, reg_n): the widest tile of two vectors (else one) whose accumulators, the B row and one
     broadcast fit the SIMD registers: 8x32 on AVX-512 (16 of 32 zmm), 4x16 on AVX2 (8 ymm accumulators +
     2 B vectors + 1 broadcast of 16 ymm; 8x16 would need 19 and spill). Both must divide the dims
     (`split_rows` takes a wider row tile that does not divide M)."""
-    for reg_n in (2 * lanes, lanes, 8, 4, 2, 1):
+    for reg_n in column_tiles(lanes):
         if n % reg_n:
             continue
         vectors = max(reg_n // lanes, 1)

@@ -59,8 +59,8 @@ MANY_TASKS = 8
 
 def lane_use(columns: int, lanes: int) -> float:
     """The share of the SIMD lanes a chunk `columns` wide keeps busy: its widest register tile's columns
-    (matmul.register_tile: 2 vectors, 1, then 8, 4, 2, 1 lanes, whichever divides it) over a vector."""
-    widest = next(r for r in (2 * lanes, lanes, 8, 4, 2, 1) if columns % r == 0)
+    (matmul.column_tiles, whichever divides it first) over a vector."""
+    widest = next(r for r in matmul.column_tiles(lanes) if columns % r == 0)
     return min(widest, lanes) / lanes
 
 

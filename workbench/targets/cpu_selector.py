@@ -865,6 +865,9 @@ def init_fusion(op: dict[str, Any], ops: list[dict[str, Any]], params: dict[str,
 
 #: defining ops of an input that transform.structured.fuse would take into the tiles with the init (init_registers)
 TILEABLE_INPUTS = ("tensor.pad", "tensor.pack", "tensor.unpack", "linalg.pack", "linalg.unpack")
+#: defining ops of an input (through reshapes) that transform.structured.fuse clones whole into every tile, where
+#: no canonicalization erases the unused clone: a call (of an outlined layer) ran again per register tile
+CLONED_INPUTS = ("func.call",)
 
 
 def init_registers(op: dict[str, Any], ops: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
@@ -874,7 +877,8 @@ def init_registers(op: dict[str, Any], ops: list[dict[str, Any]], params: dict[s
     writing the whole output before the op and the op reading it back (conv2d_1x1: 6.4 MB written and read
     back, 6-10% of a one-thread call). Only where every output loop is tiled by a divisor of its (thread chunk's)
     extent but the remainder's, whose split is at the last whole tile, and no input has a producer that the
-    fusion would take into the tiles too (a linalg op, a pad). {} where it does not apply."""
+    fusion would take into the tiles too (a linalg op, a pad) or clone into them (a call, CLONED_INPUTS: the
+    call of an outlined layer ran once more per register tile). {} where it does not apply."""
     loops = op.get("loops") or {}
     n_inputs = loops.get("num_inputs")
     producers = op.get("producers") or []
@@ -885,7 +889,8 @@ def init_registers(op: dict[str, Any], ops: list[dict[str, Any]], params: dict[s
             or len(owners) != n_inputs + 1 or not 0 <= init < len(ops)
             or ops[init].get("op") not in FUSABLE_INITS
             or ops[init].get("consumers") != [ops.index(op)] or ops[init].get("other_uses")
-            or any(p >= 0 for p in producers[:-1]) or any(o in TILEABLE_INPUTS for o in owners[:-1])):
+            or any(p >= 0 for p in producers[:-1]) or any(o in TILEABLE_INPUTS for o in owners[:-1])
+            or any(s in CLONED_INPUTS for s in (op.get("operand_sources") or [])[:-1])):
         return {}
     iterators, domain = loops["iterators"], loops["domain"]
     out_dims = sorted(set(loops["operand_dims"][-1]))

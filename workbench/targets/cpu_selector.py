@@ -865,8 +865,8 @@ def init_fusion(op: dict[str, Any], ops: list[dict[str, Any]], params: dict[str,
 
 #: defining ops of an input that transform.structured.fuse would take into the tiles with the init (init_registers)
 TILEABLE_INPUTS = ("tensor.pad", "tensor.pack", "tensor.unpack", "linalg.pack", "linalg.unpack")
-#: defining ops of an input (through reshapes) that transform.structured.fuse clones whole into every tile, where
-#: no canonicalization erases the unused clone: a call (of an outlined layer) ran again per register tile
+#: defining ops of an input that transform.structured.fuse clones whole into every tile, where no canonicalization
+#: erases the unused clone: a call (the last step of an outlined stack of layers) ran again per register tile
 CLONED_INPUTS = ("func.call",)
 
 
@@ -889,8 +889,7 @@ def init_registers(op: dict[str, Any], ops: list[dict[str, Any]], params: dict[s
             or len(owners) != n_inputs + 1 or not 0 <= init < len(ops)
             or ops[init].get("op") not in FUSABLE_INITS
             or ops[init].get("consumers") != [ops.index(op)] or ops[init].get("other_uses")
-            or any(p >= 0 for p in producers[:-1]) or any(o in TILEABLE_INPUTS for o in owners[:-1])
-            or any(s in CLONED_INPUTS for s in (op.get("operand_sources") or [])[:-1])):
+            or any(p >= 0 for p in producers[:-1]) or any(o in TILEABLE_INPUTS + CLONED_INPUTS for o in owners[:-1])):
         return {}
     iterators, domain = loops["iterators"], loops["domain"]
     out_dims = sorted(set(loops["operand_dims"][-1]))

@@ -569,17 +569,6 @@ def _func_of(op) -> str:
 _VIEWS = ("tensor.collapse_shape", "tensor.expand_shape", "tensor.cast", "tensor.extract_slice")
 
 
-def _source_name(value) -> str:
-    """The name of the op that defines `value` through views (_VIEWS), "" for a block argument."""
-    for _ in range(32):
-        owner = value.owner
-        name = getattr(owner, "name", "")
-        if name not in _VIEWS:
-            return name
-        value = owner.operands[0]
-    return name
-
-
 def _read(results, depth: int = 0) -> bool:
     """Whether anything reads `results`, through views (_VIEWS) that something reads."""
     for r in results:
@@ -640,6 +629,3 @@ def _add_consumers(linalg: list, ops: list[dict]) -> None:
         # the name of each operand's defining op ("" for a block argument): a tensor.pad is tileable too
         # (transform.structured.fuse would take it into a consumer's tiles: cpu_selector.init_registers)
         ops[i]["operand_owners"] = [getattr(v.owner, "name", "") for v in h.operands]
-        # the same through views (_VIEWS): a func.call whose result an op reads reshaped (the last step of an
-        # outlined stack of layers; transform.structured.fuse clones the call into a consumer's tiles)
-        ops[i]["operand_sources"] = [_source_name(v) for v in h.operands]

@@ -285,3 +285,60 @@ func.func @main(%a: tensor<30x200xf32>, %x: tensor<200xf32>) -> tensor<30xf32> {
     generic = [e["params"] for e in data["selections"] if "generic.py" in e["schedule"]]
     assert generic and generic[0]["partial_reduction"] == 1, generic
     assert generic[0]["tile"][0] == 3 == min(cpu_selector.REDUCED_ROWS, 3), generic
+
+
+ROW_SUM_OF_EXPS = """#map = affine_map<(d0, d1) -> (d0, d1)>
+#map1 = affine_map<(d0, d1) -> (d0)>
+func.func @main(%a: tensor<64xCOLSxf32>) -> tensor<64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64xf32>
+  %init = linalg.fill ins(%zero : f32) outs(%e : tensor<64xf32>) -> tensor<64xf32>
+  %r = linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<64xCOLSxf32>) outs(%init : tensor<64xf32>) {
+  ^bb0(%p: f32, %acc: f32):
+    %x = math.exp %p : f32
+    %s = arith.addf %acc, %x : f32
+    linalg.yield %s : f32
+  } -> tensor<64xf32>
+  return %r : tensor<64xf32>
+}
+"""
+
+
+def _row_tile(ctx, tmp_path, cols: int, cpu: str) -> list:
+    payload = tmp_path / f"row_sum_{cols}.mlir"
+    payload.write_text(ROW_SUM_OF_EXPS.replace("COLS", str(cols)))
+    ok(ctx, f"load {payload}")
+    ok(ctx, f"target cpu --threads 1 --cpu {cpu}")
+    (params,) = [e["params"] for e in ok(ctx, "select --apply").data["selections"] if "generic.py" in e["schedule"]]
+    assert params["partial_reduction"] == 1, params
+    return params["tile"]
+
+
+def test_a_row_no_vector_pair_divides_takes_a_vector_that_does(ctx, tmp_path):
+    """An inner reduction's partial vector divides its row (cpu_selector._reduced_row_vector): a row of 1000
+    (cross_entropy's 1000 classes) takes 8 lanes on AVX2 (16 leave 8 over) and on AVX-512 (32 and 16 do too),
+    1004 takes 4 on AVX2; 1024 keeps a vector pair, and 1001 (no divisor) keeps the masked pair. A tile that
+    leaves a tail read every step of the row under a mask, its partials in memory (2.4x the time)."""
+    try:
+        assert _row_tile(ctx, tmp_path, 1000, "zen3")[1] == 8
+        assert _row_tile(ctx, tmp_path, 1004, "zen3")[1] == 4
+        assert _row_tile(ctx, tmp_path, 1024, "zen3")[1] == 16
+        assert _row_tile(ctx, tmp_path, 1001, "zen3")[1] == 16
+        assert _row_tile(ctx, tmp_path, 1000, "skylake-avx512")[1] == 8
+        assert _row_tile(ctx, tmp_path, 1024, "skylake-avx512")[1] == 32
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")
+
+
+def test_a_row_of_1000_reduces_in_whole_vectors_and_matches(ctx, tmp_path):
+    """The host's ISA: the row of 1000 in whole vectors (no mask in the selected code) and run --check."""
+    try:
+        tile = _row_tile(ctx, tmp_path, 1000, "host")
+        assert 1000 % tile[1] == 0, tile
+        assert "vector.create_mask" not in ctx.session.current_ir
+        ok(ctx, "bench warmup=0 iterations=1")
+        ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")

@@ -2734,6 +2734,51 @@ def _non_persistent_buffers_as_state(program) -> None:
             program.state_dict[name] = program.constants[name]
 
 
+def _state_snapshot(module) -> list:
+    """The module's parameters and buffers by name, copied: its forward may update them in place
+    (running statistics, a step counter, `nn.Embedding(max_norm=...)` renormalizing its weight)."""
+    import itertools
+
+    return [(name, t.detach().clone())
+            for name, t in itertools.chain(module.named_parameters(), module.named_buffers()) if t is not None]
+
+
+def _restore_state(module, snapshot: list) -> None:
+    """Put back the state `_state_snapshot` copied, into the tensors the module holds now (a forward may have
+    rebound a buffer: `self.acc = self.acc + x`), so that torch.export sees the state the eager run started from."""
+    import torch
+
+    with torch.no_grad():
+        for name, value in snapshot:
+            owner_name, _, leaf = name.rpartition(".")
+            owner = module.get_submodule(owner_name)
+            current = getattr(owner, leaf, None)
+            if isinstance(current, torch.Tensor) and current.shape == value.shape and current.dtype == value.dtype:
+                current.copy_(value)
+            elif leaf in owner._buffers:
+                owner._buffers[leaf] = value
+
+
+def _state_updates_not_outputs(program) -> None:
+    """torch.export returns what a forward writes in place (a buffer `self.acc.add_(x)`, a parameter, an input
+    `x.mul_(2)`) as outputs before the model's own; torch-mlir's frozen import made them results of @main,
+    which then had more results than torch's outputs (`run --check`: the run has 4 outputs, ... expects 2).
+    The payload is one call of the model: only the model's outputs are results."""
+    from torch.export.graph_signature import OutputKind
+
+    updates = {OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION, OutputKind.USER_INPUT_MUTATION}
+    signature = program.graph_signature
+    if not any(spec.kind in updates for spec in signature.output_specs):
+        return
+    output = next(n for n in program.graph.nodes if n.op == "output")
+    values = output.args[0]
+    kept = [i for i, spec in enumerate(signature.output_specs) if spec.kind not in updates]
+    output.args = (type(values)(values[i] for i in kept),)
+    signature.output_specs[:] = [signature.output_specs[i] for i in kept]
+    program.graph.eliminate_dead_code()
+    program.graph_module.recompile()
+
+
 # ---------------------------------------------------------------------------------------------
 # scatters as loops over the index
 
@@ -3160,7 +3205,10 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
     out_dir.mkdir(parents=True, exist_ok=True)
     _refuse_quantized_modules(module)
     with torch.no_grad():
+        state = _state_snapshot(module)
         eager = module(*[t.clone() for t in inputs])
+        _restore_state(module, state)   # a forward that updates its buffers (`self.acc.add_(x)`) exports as it ran
+        del state
         expected = flatten_outputs(eager)
         if _holds_none(eager):   # torch-mlir cannot return a None (`!torch.none` failed its backend contract)
             module = _with_flat_outputs(module)
@@ -3173,6 +3221,7 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
             _refuse_dtypes_torch_mlir_cannot_type(program)
             _state_in_lists_as_values(program)
             _non_persistent_buffers_as_state(program)
+            _state_updates_not_outputs(program)
             _widen_uint8(program)
             _promote_comparison_scalars(program)
             _byte_scalars_as_tensors(program)

@@ -37,3 +37,28 @@ def test_a_forward_that_updates_its_buffers_and_inputs_in_place_imports_as_one_c
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
     payload = (tmp_path / "o" / "net.mlir").read_text()
     assert "-> (tensor<4x3xf32>, tensor<i64>)" in payload, payload[:1500]
+
+
+EMBEDDING_MAX_NORM = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.e = nn.Embedding(20, 8, max_norm=1.0)
+        self.w = nn.Parameter(torch.randn(12, 4))
+
+    def forward(self, ids):
+        return self.e(ids).sum(1), F.embedding(ids % 12, self.w, max_norm=0.5, norm_type=1.0)
+"""
+
+
+@needs_torch
+def test_embedding_with_max_norm_imports(tmp_path):
+    """nn.Embedding(max_norm=1.0) (and F.embedding with max_norm, norm_type=1): torch renormalizes the rows it
+    looks up (aten.embedding_renorm, in place on the weight), which torch-mlir does not lower: the import failed
+    with `failed to legalize operation 'torch.operator' ... torch.aten.embedding_renorm`."""
+    run = import_and_check_net(tmp_path, EMBEDDING_MAX_NORM, "3x5xi64[0:20]")
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run

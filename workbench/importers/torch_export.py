@@ -741,6 +741,21 @@ def embedding_bag_decomposition(weight, indices, offsets, scale_grad_by_freq=Fal
     return out, offset2bag, bag_size, torch.zeros_like(bag_size)
 
 
+def embedding_renorm_decomposition(weight, indices, max_norm, norm_type):
+    """nn.Embedding(max_norm=...) / F.embedding(max_norm=...) renormalize, before the lookup, each row the
+    indices name whose norm exceeds max_norm: scaled by max_norm / (norm + 1e-7), as torch's kernel does
+    (aten.embedding_renorm, which torch-mlir does not lower: "failed to legalize operation 'torch.operator'").
+    The rows named are marked by a scatter (a loop over the indices); every row's norm is taken, and the
+    unnamed ones keep a scale of 1."""
+    import torch
+
+    named = torch.zeros(weight.shape[0], dtype=weight.dtype, device=weight.device).scatter(
+        0, indices.reshape(-1), 1.0) > 0
+    norms = torch.linalg.vector_norm(weight, norm_type, dim=1)
+    scale = torch.where(named & (norms > max_norm), max_norm / (norms + 1e-7), torch.ones_like(norms))
+    return weight * scale.unsqueeze(1)
+
+
 def _fake_quantize_per_channel(x, scale, zero_point, axis: int, quant_min: int, quant_max: int):
     """(out, in-range mask) of torch's per-channel fake quantization, the way its kernel computes it:
     (clamp(nearbyint(x * (1 / scale)) + zero_point, quant_min, quant_max) - zero_point) * scale."""
@@ -2262,6 +2277,7 @@ def upstream_decompositions() -> dict:
             aten._embedding_bag.default: embedding_bag_decomposition,
             aten.embedding_bag.default: embedding_bag_decomposition,
             aten.embedding_bag.padding_idx: embedding_bag_decomposition,
+            aten.embedding_renorm.default: embedding_renorm_decomposition,
             aten.fake_quantize_per_channel_affine.default: fake_quantize_per_channel_decomposition,
             aten.fake_quantize_per_channel_affine_cachemask.default: fake_quantize_per_channel_cachemask_decomposition,
             aten._cdist_forward.default: cdist_decomposition,

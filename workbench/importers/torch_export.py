@@ -2078,6 +2078,67 @@ def linalg_cholesky_override(A, upper=False, *, out=None):
     return lower.mT if upper else lower
 
 
+def _lu_diagonal(a):
+    """(U's diagonal [..., n], the permutation's sign [...]) of A = P L U: elimination with partial pivoting
+    unrolled over the n columns, as _gauss_jordan swaps rows. A zero pivot (a singular A: the column below
+    it is zero too) eliminates nothing, so det is 0 as in torch."""
+    import torch
+
+    n = a.shape[-1]
+    rows = torch.arange(n, device=a.device)
+    m = a
+    sign = torch.ones(a.shape[:-2], dtype=a.dtype, device=a.device)
+    for c in range(n - 1):
+        column = torch.where(rows >= c, m[..., :, c].abs(), torch.full((), -1.0, dtype=a.dtype))
+        p = column.argmax(-1, keepdim=True)                                     # [..., 1]
+        perm = torch.where(rows == c, p, torch.where(rows == p, c, rows))       # [..., n]
+        m = m.gather(-2, perm.unsqueeze(-1).expand(m.shape))
+        sign = torch.where(p.squeeze(-1) == c, sign, -sign)
+        pivot = m[..., c:c + 1, c:c + 1]
+        zero = pivot == 0
+        factors = torch.where((rows > c).unsqueeze(-1) & ~zero, m[..., :, c:c + 1] / torch.where(zero, 1.0, pivot),
+                              torch.zeros((), dtype=a.dtype))
+        m = m - factors * m[..., c:c + 1, :]
+    return m.diagonal(dim1=-2, dim2=-1), sign
+
+
+def _det_square(A) -> bool:
+    return _square_small(A) and A.dtype.is_floating_point and not A.is_complex()
+
+
+def linalg_det_override(A, *, out=None):
+    """torch.linalg.det / torch.det: torch-mlir lowers it by elimination without row swaps, with a
+    `cf.assert` on each pivot ("unimplemented: determinants requiring permutations and singular matrices"): a
+    matrix whose leading entry is 0 (a permutation) aborted the run (SIGABRT), or gave inf / NaN where the
+    selector drops the assert. Partial pivoting (_lu_diagonal) for orders up to MAX_UNROLLED_MATRIX."""
+    if out is not None or not _det_square(A):
+        return NotImplemented
+    diagonal, sign = _lu_diagonal(A)
+    return sign * diagonal.prod(-1)
+
+
+def linalg_slogdet_override(A, *, out=None):
+    """torch.linalg.slogdet / torch.slogdet (sign, log |det|), the logs summed (no product to overflow)."""
+    import torch
+
+    if out is not None or not _det_square(A):
+        return NotImplemented
+    diagonal, sign = _lu_diagonal(A)
+    result = (sign * torch.sign(diagonal).prod(-1), diagonal.abs().log().sum(-1))
+    return torch.return_types.linalg_slogdet(result)
+
+
+def logdet_override(A):
+    """torch.logdet: log det, NaN for a negative determinant, -inf for a singular one (torch's)."""
+    import torch
+
+    if not _det_square(A):
+        return NotImplemented
+    diagonal, sign = _lu_diagonal(A)
+    total = sign * torch.sign(diagonal).prod(-1)
+    return torch.where(total < 0, torch.full((), float("nan"), dtype=A.dtype), diagonal.abs().log().sum(-1))
+
+
 def cholesky_override(A, upper=False, *, out=None):
     return linalg_cholesky_override(A, upper, out=out)
 
@@ -2347,6 +2408,10 @@ def export_overrides() -> dict:
             torch.inverse: linalg_inv_override, torch.Tensor.inverse: linalg_inv_override,
             torch.linalg.cholesky: linalg_cholesky_override, torch.cholesky: cholesky_override,
             torch.Tensor.cholesky: cholesky_override,
+            torch.linalg.det: linalg_det_override, torch.det: linalg_det_override, torch.Tensor.det: linalg_det_override,
+            torch.linalg.slogdet: linalg_slogdet_override, torch.slogdet: linalg_slogdet_override,
+            torch.Tensor.slogdet: linalg_slogdet_override,
+            torch.logdet: logdet_override, torch.Tensor.logdet: logdet_override,
             torch.cov: cov_override, torch.Tensor.cov: cov_override,
             torch.corrcoef: corrcoef_override, torch.Tensor.corrcoef: corrcoef_override,
             torch.argwhere: _dynamic_shape_refusal(

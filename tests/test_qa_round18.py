@@ -20,21 +20,24 @@ class Net(nn.Module):
         super().__init__()
         self.register_buffer("acc", torch.zeros(3))
         self.register_buffer("calls", torch.zeros((), dtype=torch.int64))
+        self.register_buffer("scale", torch.ones(()))
 
     def forward(self, x, y):
         self.acc.add_(x.mean(0))
         self.calls += 1
+        self.scale = self.scale * 3          # rebound, not written
         y.mul_(2)
-        return x * self.acc + y, self.calls * 2
+        return x * self.acc * self.scale + y, self.calls * 2
 """
 
 
 @needs_torch
 def test_a_forward_that_updates_its_buffers_and_inputs_in_place_imports_as_one_call(tmp_path):
     """A forward that writes in place (a running sum buffer, a call counter, `y.mul_(2)` of an input):
-    torch.export returns those writes as outputs before the model's own, and @main had 5 results where torch
-    gave 2 (`run --check`: the run has 5 outputs, ... expects 2); and torch's reference run had already
-    updated the buffers when torch.export read them, so `calls * 2` was 4 in the payload, 2 in torch."""
+    torch.export returns those writes as outputs before the model's own, and @main had 6 results where torch
+    gave 2 (`run --check`: the run has 6 outputs, ... expects 2); and torch's reference run had already
+    updated the buffers when torch.export read them, so `calls * 2` was 4 in the payload, 2 in torch. (The
+    state is copied before its first write only: a model that writes none costs no copy of its weights.)"""
     run = import_and_check_net(tmp_path, STATE_UPDATES, "4x3xf32,4x3xf32")
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
     payload = (tmp_path / "o" / "net.mlir").read_text()

@@ -2815,29 +2815,62 @@ def _non_persistent_buffers_as_state(program) -> None:
             program.state_dict[name] = program.constants[name]
 
 
-def _state_snapshot(module) -> list:
-    """The module's parameters and buffers by name, copied: its forward may update them in place
-    (running statistics, a step counter, `nn.Embedding(max_norm=...)` renormalizing its weight)."""
-    import itertools
+class _StatePreserved:
+    """While the eager reference run: the module's parameters and buffers as they were before it. Its forward
+    may write them in place (running statistics, a step counter, `nn.Embedding(max_norm=...)` renormalizing
+    its weight) or rebind them (`self.acc = self.acc + x`); torch.export must see the state the run started
+    from. A tensor is copied right before its first write (a TorchDispatchMode that watches the ops writing
+    their arguments), so a model that writes nothing costs no copy of its weights; on leaving, written
+    tensors get their values back and rebound names their tensors."""
 
-    return [(name, t.detach().clone())
-            for name, t in itertools.chain(module.named_parameters(), module.named_buffers()) if t is not None]
+    def __init__(self, module):
+        import itertools
 
+        self.module = module
+        self.state = [(name, t) for name, t in itertools.chain(module.named_parameters(), module.named_buffers())
+                      if t is not None]
+        self.saved: dict = {}
+        self.mode = None
 
-def _restore_state(module, snapshot: list) -> None:
-    """Put back the state `_state_snapshot` copied, into the tensors the module holds now (a forward may have
-    rebound a buffer: `self.acc = self.acc + x`), so that torch.export sees the state the eager run started from."""
-    import torch
+    def __enter__(self):
+        from torch.utils._python_dispatch import TorchDispatchMode
 
-    with torch.no_grad():
-        for name, value in snapshot:
-            owner_name, _, leaf = name.rpartition(".")
-            owner = module.get_submodule(owner_name)
-            current = getattr(owner, leaf, None)
-            if isinstance(current, torch.Tensor) and current.shape == value.shape and current.dtype == value.dtype:
-                current.copy_(value)
-            elif leaf in owner._buffers:
-                owner._buffers[leaf] = value
+        watched = {t.untyped_storage().data_ptr(): t for _, t in self.state if t.untyped_storage().nbytes()}
+        saved = self.saved
+
+        class _CopyBeforeWrite(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                if func._schema.is_mutable:
+                    for i, argument in enumerate(func._schema.arguments):
+                        if argument.alias_info is None or not argument.alias_info.is_write:
+                            continue
+                        t = args[i] if i < len(args) else kwargs.get(argument.name)
+                        key = t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage") else None
+                        if key in watched and key not in saved:
+                            owner = watched[key]
+                            saved[key] = (owner, owner.detach().clone())
+                return func(*args, **kwargs)
+
+        self.mode = _CopyBeforeWrite()
+        self.mode.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        import torch
+
+        self.mode.__exit__(*exc)
+        with torch.no_grad():
+            for owner, value in self.saved.values():
+                owner.copy_(value)
+            for name, t in self.state:
+                owner_name, _, leaf = name.rpartition(".")
+                holder = self.module.get_submodule(owner_name)
+                for table in (holder._parameters, holder._buffers):
+                    if leaf in table and table[leaf] is not t:
+                        table[leaf] = t
+        self.saved.clear()
+        return False
 
 
 def _state_updates_not_outputs(program) -> None:
@@ -3286,10 +3319,8 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
     out_dir.mkdir(parents=True, exist_ok=True)
     _refuse_quantized_modules(module)
     with torch.no_grad():
-        state = _state_snapshot(module)
-        eager = module(*[t.clone() for t in inputs])
-        _restore_state(module, state)   # a forward that updates its buffers (`self.acc.add_(x)`) exports as it ran
-        del state
+        with _StatePreserved(module):   # a forward that updates its buffers (`self.acc.add_(x)`) exports as it ran
+            eager = module(*[t.clone() for t in inputs])
         expected = flatten_outputs(eager)
         if _holds_none(eager):   # torch-mlir cannot return a None (`!torch.none` failed its backend contract)
             module = _with_flat_outputs(module)

@@ -21,13 +21,15 @@ class Net(nn.Module):
         self.register_buffer("acc", torch.zeros(3))
         self.register_buffer("calls", torch.zeros((), dtype=torch.int64))
         self.register_buffer("scale", torch.ones(()))
+        self.step = 0.5                      # a plain Python number
 
     def forward(self, x, y):
         self.acc.add_(x.mean(0))
         self.calls += 1
         self.scale = self.scale * 3          # rebound, not written
+        self.step += 1                       # baked in by torch.export as it finds it
         y.mul_(2)
-        return x * self.acc * self.scale + y, self.calls * 2
+        return x * self.acc * self.scale * self.step + y, self.calls * 2
 """
 
 
@@ -36,8 +38,9 @@ def test_a_forward_that_updates_its_buffers_and_inputs_in_place_imports_as_one_c
     """A forward that writes in place (a running sum buffer, a call counter, `y.mul_(2)` of an input):
     torch.export returns those writes as outputs before the model's own, and @main had 6 results where torch
     gave 2 (`run --check`: the run has 6 outputs, ... expects 2); and torch's reference run had already
-    updated the buffers when torch.export read them, so `calls * 2` was 4 in the payload, 2 in torch. (The
-    state is copied before its first write only: a model that writes none costs no copy of its weights.)"""
+    updated the buffers when torch.export read them, so `calls * 2` was 4 in the payload, 2 in torch (a Python
+    counter `self.step += 1` likewise). The state is copied before its first write only: a model that writes
+    none costs no copy of its weights."""
     run = import_and_check_net(tmp_path, STATE_UPDATES, "4x3xf32,4x3xf32")
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
     payload = (tmp_path / "o" / "net.mlir").read_text()

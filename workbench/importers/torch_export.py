@@ -2821,7 +2821,8 @@ class _StatePreserved:
     its weight) or rebind them (`self.acc = self.acc + x`); torch.export must see the state the run started
     from. A tensor is copied right before its first write (a TorchDispatchMode that watches the ops writing
     their arguments), so a model that writes nothing costs no copy of its weights; on leaving, written
-    tensors get their values back and rebound names their tensors."""
+    tensors get their values back, rebound names their tensors, and the modules' plain Python numbers (a step
+    counter `self.step += 1`) their values."""
 
     def __init__(self, module):
         import itertools
@@ -2831,6 +2832,9 @@ class _StatePreserved:
                       if t is not None]
         self.saved: dict = {}
         self.mode = None
+        # plain Python numbers a forward may count with (`self.step += 1`): torch.export bakes them in as it finds them
+        self.numbers = [(m, k, v) for m in module.modules() for k, v in vars(m).items()
+                        if type(v) in (int, float, bool, complex)]
 
     def __enter__(self):
         from torch.utils._python_dispatch import TorchDispatchMode
@@ -2869,6 +2873,8 @@ class _StatePreserved:
                 for table in (holder._parameters, holder._buffers):
                     if leaf in table and table[leaf] is not t:
                         table[leaf] = t
+        for holder, key, value in self.numbers:
+            object.__setattr__(holder, key, value)
         self.saved.clear()
         return False
 

@@ -160,3 +160,25 @@ def test_determinants_of_matrices_that_need_row_swaps_follow_torch(tmp_path):
     now, as torch: the checks against the payload and torch pass."""
     run = import_and_check_net(tmp_path, DETERMINANTS, "3x4x4xf32")
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
+
+
+ADAPTIVE_AVERAGES = """import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def forward(self, x):
+        return F.interpolate(x, size=(5, 7), mode="area"), nn.AdaptiveAvgPool2d((3, 4))(x), F.adaptive_avg_pool2d(x, 1)
+"""
+
+
+@needs_torch
+def test_adaptive_average_pooling_with_sizes_that_do_not_divide_stays_small(tmp_path):
+    """F.interpolate(mode="area") / adaptive_avg_pool2d where the sizes do not divide: torch's decomposition adds
+    the kh * kw shifted window gathers one by one (96x128 -> 5x7: 422 linalg ops, and `apply cpu-lower` after
+    `select --apply` ran past the compile worker's 600 s). Two averaging matmuls now (rows, then columns),
+    checked against torch."""
+    run = import_and_check_net(tmp_path, ADAPTIVE_AVERAGES, "1x2x41x52xf32")
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run
+    payload = (tmp_path / "o" / "net.mlir").read_text()
+    assert payload.count("linalg.generic") + payload.count("linalg.matmul") < 120, payload.count("linalg.generic")   # 321 before

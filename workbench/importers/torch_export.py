@@ -902,6 +902,33 @@ def adaptive_max_pool2d_decomposition(x, output_size):
     return torch.stack(values, -1).reshape(shape), torch.stack(indices, -1).reshape(shape)
 
 
+def _adaptive_average_matrix(size: int, out: int, like):
+    """[out, size]: row i averages torch's adaptive window i (`_adaptive_bins`), 1 / its length inside it."""
+    import torch
+
+    i = torch.arange(out, device=like.device).unsqueeze(1)
+    j = torch.arange(size, device=like.device).unsqueeze(0)
+    start, end = i * size // out, ((i + 1) * size + out - 1) // out
+    return ((j >= start) & (j < end)).to(like.dtype) / (end - start).to(like.dtype)
+
+
+def adaptive_avg_pool2d_decomposition(x, output_size):
+    """F.adaptive_avg_pool2d / nn.AdaptiveAvgPool2d / F.interpolate(mode="area") where an output size does not
+    divide the input's: torch's own decomposition (which torch-mlir's table takes) adds the kh * kw shifted
+    gathers one by one: 96x128 -> 5x7 (windows up to 20x20) gave 422 linalg ops, and `apply cpu-lower` of the
+    selected module ran past the compile worker's 600 s. Adaptive averaging is separable: the rows' averaging
+    matrix, the plane, the columns' (two small matmuls, exact windows as torch takes them). Sizes that divide
+    are left to torch-mlir's average pool (NotImplemented)."""
+    import torch
+
+    h, w = x.shape[-2], x.shape[-1]
+    oh, ow = output_size
+    if (h % oh == 0 and w % ow == 0) or not x.dtype.is_floating_point:
+        return NotImplemented
+    rows, columns = _adaptive_average_matrix(h, oh, x), _adaptive_average_matrix(w, ow, x)
+    return torch.matmul(torch.matmul(rows, x), columns.mT)
+
+
 def adaptive_max_pool1d_decomposition(x, output_size):
     """F.adaptive_max_pool1d: adaptive_max_pool2d_decomposition over a plane of one row."""
     values, indices = adaptive_max_pool2d_decomposition(x.unsqueeze(-2), (1, output_size[0]))
@@ -2345,6 +2372,7 @@ def upstream_decompositions() -> dict:
             aten.searchsorted.Tensor: searchsorted_decomposition,
             aten.grid_sampler_2d.default: grid_sampler_2d_decomposition,
             aten.adaptive_max_pool2d.default: adaptive_max_pool2d_decomposition,
+            aten._adaptive_avg_pool2d.default: adaptive_avg_pool2d_decomposition,
             aten.adaptive_max_pool1d.default: adaptive_max_pool1d_decomposition,
             aten.kthvalue.default: kthvalue_decomposition, aten.median.dim: median_dim_decomposition,
             aten.median.default: median_decomposition,

@@ -741,6 +741,21 @@ def embedding_bag_decomposition(weight, indices, offsets, scale_grad_by_freq=Fal
     return out, offset2bag, bag_size, torch.zeros_like(bag_size)
 
 
+def embedding_renorm_decomposition(weight, indices, max_norm, norm_type):
+    """nn.Embedding(max_norm=...) / F.embedding(max_norm=...) renormalize, before the lookup, each row the
+    indices name whose norm exceeds max_norm: scaled by max_norm / (norm + 1e-7), as torch's kernel does
+    (aten.embedding_renorm, which torch-mlir does not lower: "failed to legalize operation 'torch.operator'").
+    The rows named are marked by a scatter (a loop over the indices); every row's norm is taken, and the
+    unnamed ones keep a scale of 1."""
+    import torch
+
+    named = torch.zeros(weight.shape[0], dtype=weight.dtype, device=weight.device).scatter(
+        0, indices.reshape(-1), 1.0) > 0
+    norms = torch.linalg.vector_norm(weight, norm_type, dim=1)
+    scale = torch.where(named & (norms > max_norm), max_norm / (norms + 1e-7), torch.ones_like(norms))
+    return weight * scale.unsqueeze(1)
+
+
 def _fake_quantize_per_channel(x, scale, zero_point, axis: int, quant_min: int, quant_max: int):
     """(out, in-range mask) of torch's per-channel fake quantization, the way its kernel computes it:
     (clamp(nearbyint(x * (1 / scale)) + zero_point, quant_min, quant_max) - zero_point) * scale."""
@@ -885,6 +900,33 @@ def adaptive_max_pool2d_decomposition(x, output_size):
             indices.append((torch.div(i, we - ws, rounding_mode="floor") + hs) * w + torch.remainder(i, we - ws) + ws)
     shape = tuple(x.shape[:-2]) + (oh, ow)
     return torch.stack(values, -1).reshape(shape), torch.stack(indices, -1).reshape(shape)
+
+
+def _adaptive_average_matrix(size: int, out: int, like):
+    """[out, size]: row i averages torch's adaptive window i (`_adaptive_bins`), 1 / its length inside it."""
+    import torch
+
+    i = torch.arange(out, device=like.device).unsqueeze(1)
+    j = torch.arange(size, device=like.device).unsqueeze(0)
+    start, end = i * size // out, ((i + 1) * size + out - 1) // out
+    return ((j >= start) & (j < end)).to(like.dtype) / (end - start).to(like.dtype)
+
+
+def adaptive_avg_pool2d_decomposition(x, output_size):
+    """F.adaptive_avg_pool2d / nn.AdaptiveAvgPool2d / F.interpolate(mode="area") where an output size does not
+    divide the input's: torch's own decomposition (which torch-mlir's table takes) adds the kh * kw shifted
+    gathers one by one: 96x128 -> 5x7 (windows up to 20x20) gave 422 linalg ops, and `apply cpu-lower` of the
+    selected module ran past the compile worker's 600 s. Adaptive averaging is separable: the rows' averaging
+    matrix, the plane, the columns' (two small matmuls, exact windows as torch takes them). Sizes that divide
+    are left to torch-mlir's average pool (NotImplemented)."""
+    import torch
+
+    h, w = x.shape[-2], x.shape[-1]
+    oh, ow = output_size
+    if (h % oh == 0 and w % ow == 0) or not x.dtype.is_floating_point:
+        return NotImplemented
+    rows, columns = _adaptive_average_matrix(h, oh, x), _adaptive_average_matrix(w, ow, x)
+    return torch.matmul(torch.matmul(rows, x), columns.mT)
 
 
 def adaptive_max_pool1d_decomposition(x, output_size):
@@ -2063,6 +2105,67 @@ def linalg_cholesky_override(A, upper=False, *, out=None):
     return lower.mT if upper else lower
 
 
+def _lu_diagonal(a):
+    """(U's diagonal [..., n], the permutation's sign [...]) of A = P L U: elimination with partial pivoting
+    unrolled over the n columns, as _gauss_jordan swaps rows. A zero pivot (a singular A: the column below
+    it is zero too) eliminates nothing, so det is 0 as in torch."""
+    import torch
+
+    n = a.shape[-1]
+    rows = torch.arange(n, device=a.device)
+    m = a
+    sign = torch.ones(a.shape[:-2], dtype=a.dtype, device=a.device)
+    for c in range(n - 1):
+        column = torch.where(rows >= c, m[..., :, c].abs(), torch.full((), -1.0, dtype=a.dtype))
+        p = column.argmax(-1, keepdim=True)                                     # [..., 1]
+        perm = torch.where(rows == c, p, torch.where(rows == p, c, rows))       # [..., n]
+        m = m.gather(-2, perm.unsqueeze(-1).expand(m.shape))
+        sign = torch.where(p.squeeze(-1) == c, sign, -sign)
+        pivot = m[..., c:c + 1, c:c + 1]
+        zero = pivot == 0
+        factors = torch.where((rows > c).unsqueeze(-1) & ~zero, m[..., :, c:c + 1] / torch.where(zero, 1.0, pivot),
+                              torch.zeros((), dtype=a.dtype))
+        m = m - factors * m[..., c:c + 1, :]
+    return m.diagonal(dim1=-2, dim2=-1), sign
+
+
+def _det_square(A) -> bool:
+    return _square_small(A) and A.dtype.is_floating_point and not A.is_complex()
+
+
+def linalg_det_override(A, *, out=None):
+    """torch.linalg.det / torch.det: torch-mlir lowers it by elimination without row swaps, with a
+    `cf.assert` on each pivot ("unimplemented: determinants requiring permutations and singular matrices"): a
+    matrix whose leading entry is 0 (a permutation) aborted the run (SIGABRT), or gave inf / NaN where the
+    selector drops the assert. Partial pivoting (_lu_diagonal) for orders up to MAX_UNROLLED_MATRIX."""
+    if out is not None or not _det_square(A):
+        return NotImplemented
+    diagonal, sign = _lu_diagonal(A)
+    return sign * diagonal.prod(-1)
+
+
+def linalg_slogdet_override(A, *, out=None):
+    """torch.linalg.slogdet / torch.slogdet (sign, log |det|), the logs summed (no product to overflow)."""
+    import torch
+
+    if out is not None or not _det_square(A):
+        return NotImplemented
+    diagonal, sign = _lu_diagonal(A)
+    result = (sign * torch.sign(diagonal).prod(-1), diagonal.abs().log().sum(-1))
+    return torch.return_types.linalg_slogdet(result)
+
+
+def logdet_override(A):
+    """torch.logdet: log det, NaN for a negative determinant, -inf for a singular one (torch's)."""
+    import torch
+
+    if not _det_square(A):
+        return NotImplemented
+    diagonal, sign = _lu_diagonal(A)
+    total = sign * torch.sign(diagonal).prod(-1)
+    return torch.where(total < 0, torch.full((), float("nan"), dtype=A.dtype), diagonal.abs().log().sum(-1))
+
+
 def cholesky_override(A, upper=False, *, out=None):
     return linalg_cholesky_override(A, upper, out=out)
 
@@ -2262,12 +2365,14 @@ def upstream_decompositions() -> dict:
             aten._embedding_bag.default: embedding_bag_decomposition,
             aten.embedding_bag.default: embedding_bag_decomposition,
             aten.embedding_bag.padding_idx: embedding_bag_decomposition,
+            aten.embedding_renorm.default: embedding_renorm_decomposition,
             aten.fake_quantize_per_channel_affine.default: fake_quantize_per_channel_decomposition,
             aten.fake_quantize_per_channel_affine_cachemask.default: fake_quantize_per_channel_cachemask_decomposition,
             aten._cdist_forward.default: cdist_decomposition,
             aten.searchsorted.Tensor: searchsorted_decomposition,
             aten.grid_sampler_2d.default: grid_sampler_2d_decomposition,
             aten.adaptive_max_pool2d.default: adaptive_max_pool2d_decomposition,
+            aten._adaptive_avg_pool2d.default: adaptive_avg_pool2d_decomposition,
             aten.adaptive_max_pool1d.default: adaptive_max_pool1d_decomposition,
             aten.kthvalue.default: kthvalue_decomposition, aten.median.dim: median_dim_decomposition,
             aten.median.default: median_decomposition,
@@ -2331,6 +2436,10 @@ def export_overrides() -> dict:
             torch.inverse: linalg_inv_override, torch.Tensor.inverse: linalg_inv_override,
             torch.linalg.cholesky: linalg_cholesky_override, torch.cholesky: cholesky_override,
             torch.Tensor.cholesky: cholesky_override,
+            torch.linalg.det: linalg_det_override, torch.det: linalg_det_override, torch.Tensor.det: linalg_det_override,
+            torch.linalg.slogdet: linalg_slogdet_override, torch.slogdet: linalg_slogdet_override,
+            torch.Tensor.slogdet: linalg_slogdet_override,
+            torch.logdet: logdet_override, torch.Tensor.logdet: logdet_override,
             torch.cov: cov_override, torch.Tensor.cov: cov_override,
             torch.corrcoef: corrcoef_override, torch.Tensor.corrcoef: corrcoef_override,
             torch.argwhere: _dynamic_shape_refusal(
@@ -2732,6 +2841,90 @@ def _non_persistent_buffers_as_state(program) -> None:
     for name in program.graph_signature.inputs_to_buffers.values():
         if name not in program.state_dict and name in getattr(program, "constants", {}):
             program.state_dict[name] = program.constants[name]
+
+
+class _StatePreserved:
+    """While the eager reference run: the module's parameters and buffers as they were before it. Its forward
+    may write them in place (running statistics, a step counter, `nn.Embedding(max_norm=...)` renormalizing
+    its weight) or rebind them (`self.acc = self.acc + x`); torch.export must see the state the run started
+    from. A tensor is copied right before its first write (a TorchDispatchMode that watches the ops writing
+    their arguments), so a model that writes nothing costs no copy of its weights; on leaving, written
+    tensors get their values back, rebound names their tensors, and the modules' plain Python numbers (a step
+    counter `self.step += 1`) their values."""
+
+    def __init__(self, module):
+        import itertools
+
+        self.module = module
+        self.state = [(name, t) for name, t in itertools.chain(module.named_parameters(), module.named_buffers())
+                      if t is not None]
+        self.saved: dict = {}
+        self.mode = None
+        # plain Python numbers a forward may count with (`self.step += 1`): torch.export bakes them in as it finds them
+        self.numbers = [(m, k, v) for m in module.modules() for k, v in vars(m).items()
+                        if type(v) in (int, float, bool, complex)]
+
+    def __enter__(self):
+        from torch.utils._python_dispatch import TorchDispatchMode
+
+        watched = {t.untyped_storage().data_ptr(): t for _, t in self.state if t.untyped_storage().nbytes()}
+        saved = self.saved
+
+        class _CopyBeforeWrite(TorchDispatchMode):
+            def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+                kwargs = kwargs or {}
+                if func._schema.is_mutable:
+                    for i, argument in enumerate(func._schema.arguments):
+                        if argument.alias_info is None or not argument.alias_info.is_write:
+                            continue
+                        t = args[i] if i < len(args) else kwargs.get(argument.name)
+                        key = t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage") else None
+                        if key in watched and key not in saved:
+                            owner = watched[key]
+                            saved[key] = (owner, owner.detach().clone())
+                return func(*args, **kwargs)
+
+        self.mode = _CopyBeforeWrite()
+        self.mode.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        import torch
+
+        self.mode.__exit__(*exc)
+        with torch.no_grad():
+            for owner, value in self.saved.values():
+                owner.copy_(value)
+            for name, t in self.state:
+                owner_name, _, leaf = name.rpartition(".")
+                holder = self.module.get_submodule(owner_name)
+                for table in (holder._parameters, holder._buffers):
+                    if leaf in table and table[leaf] is not t:
+                        table[leaf] = t
+        for holder, key, value in self.numbers:
+            object.__setattr__(holder, key, value)
+        self.saved.clear()
+        return False
+
+
+def _state_updates_not_outputs(program) -> None:
+    """torch.export returns what a forward writes in place (a buffer `self.acc.add_(x)`, a parameter, an input
+    `x.mul_(2)`) as outputs before the model's own; torch-mlir's frozen import made them results of @main,
+    which then had more results than torch's outputs (`run --check`: the run has 4 outputs, ... expects 2).
+    The payload is one call of the model: only the model's outputs are results."""
+    from torch.export.graph_signature import OutputKind
+
+    updates = {OutputKind.BUFFER_MUTATION, OutputKind.PARAMETER_MUTATION, OutputKind.USER_INPUT_MUTATION}
+    signature = program.graph_signature
+    if not any(spec.kind in updates for spec in signature.output_specs):
+        return
+    output = next(n for n in program.graph.nodes if n.op == "output")
+    values = output.args[0]
+    kept = [i for i, spec in enumerate(signature.output_specs) if spec.kind not in updates]
+    output.args = (type(values)(values[i] for i in kept),)
+    signature.output_specs[:] = [signature.output_specs[i] for i in kept]
+    program.graph.eliminate_dead_code()
+    program.graph_module.recompile()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -3160,7 +3353,8 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
     out_dir.mkdir(parents=True, exist_ok=True)
     _refuse_quantized_modules(module)
     with torch.no_grad():
-        eager = module(*[t.clone() for t in inputs])
+        with _StatePreserved(module):   # a forward that updates its buffers (`self.acc.add_(x)`) exports as it ran
+            eager = module(*[t.clone() for t in inputs])
         expected = flatten_outputs(eager)
         if _holds_none(eager):   # torch-mlir cannot return a None (`!torch.none` failed its backend contract)
             module = _with_flat_outputs(module)
@@ -3173,6 +3367,7 @@ def export_module(module, inputs: list, out_dir: Path, name: str, *, source: str
             _refuse_dtypes_torch_mlir_cannot_type(program)
             _state_in_lists_as_values(program)
             _non_persistent_buffers_as_state(program)
+            _state_updates_not_outputs(program)
             _widen_uint8(program)
             _promote_comparison_scalars(program)
             _byte_scalars_as_tensors(program)

@@ -664,7 +664,8 @@ def plane_blocks(loops: dict, window: dict, lanes: int, l2_bytes: int, split_loo
     (generic.py's cache_tile), the channel blocks then sweeping one block of positions (its input rows and its
     output in L2) before the next: the input is read from L3 / memory once, not once per channel block. The block:
     the largest divisor of the plane that is a whole number of vectors and whose input and output fit
-    (PLANE_BLOCK_L2_FRACTION), its last tile of one vector where the register tile's two do not divide it.
+    (PLANE_BLOCK_L2_FRACTION), at least LONG_ROW_VECTORS vectors (its last tile of one vector where the register
+    tile's two do not divide it: little of a long block); none where no such block divides the plane.
     conv2d_strided (8 x 64 x 112 x 112, 3x3 stride 2, 64 -> 64: four phases over planes of 64 x 3192 positions,
     0.84 MB an image and phase) on one core of the 2-core Zen 3 (L2 512 KiB), bench/ab_lowered.py cpu ms per call:
     see docs/models-round20-conv.md. The window params unchanged where it does not apply (a plane split over
@@ -691,7 +692,8 @@ def plane_blocks(loops: dict, window: dict, lanes: int, l2_bytes: int, split_loo
     if 4 * in_channels * domain[w] <= budget:
         return window     # (the input plane stays in L2 across the channel blocks)
     fits = [b for b in range(lanes, domain[w], lanes)
-            if domain[w] % b == 0 and 4 * (in_channels + out_channels) * b <= budget and b >= tile[w]]
+            if domain[w] % b == 0 and 4 * (in_channels + out_channels) * b <= budget
+            and b >= LONG_ROW_VECTORS * lanes]
     if not fits:
         return window
     block = fits[-1]

@@ -834,8 +834,11 @@ class CpuTarget(Target):
         generic = self._generic_entry_params(op, ops)
         if generic is None:
             return []  # no loop structure (linalg.softmax of another rank, pack, ...): cpu-lower lowers it
-        return [(f"{self.pipeline_path_for(cpu_selector.GENERIC_SCHEDULE)}[gen={cpu_selector.GENERIC_GENERATOR}]",
-                 generic)]
+        entries = [(f"{self.pipeline_path_for(cpu_selector.GENERIC_SCHEDULE)}[gen={cpu_selector.GENERIC_GENERATOR}]",
+                    generic)]
+        if op["op"] == "linalg.transpose" and generic.get("vector"):
+            entries.append((self.pipeline_path_for(self.flatten_reads_pipeline), {}))
+        return entries
 
     def _generic_entry_params(self, op: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any] | None:
         """The generic schedule's parameters for `op` (None: none), its init fused where that applies."""
@@ -868,6 +871,8 @@ class CpuTarget(Target):
     #: the schedule of bf16 contractions in the VNNI layout (lh-vnni-contractions' lh.vnni generics)
     matmul_vnni_schedule = "cpu/matmul_vnni.py"
     flatten_transfers_pipeline = "cpu/flatten-transfers.yaml"
+    #: after a vectorized transpose: its reads of whole contiguous input rows flat (pipelines/cpu/flatten-reads.yaml)
+    flatten_reads_pipeline = "cpu/flatten-reads.yaml"
     split_leftovers_pipeline = "cpu/split-leftovers.yaml"
     amx_accumulators_pipeline = "cpu/amx-accumulators.yaml"
 

@@ -101,3 +101,29 @@ def test_the_corpus_strided_conv_runs_and_matches(ctx, tmp_path):
         assert ok(ctx, "run --check --threads 1 --iterations 1 --warmup 0").data["run"]["check"]["passed"]
     finally:
         ok(ctx, "target cpu --cpu host")
+
+
+READ_OF_A_SLICE = """func.func @main(%t: tensor<16x4xf32>) -> vector<{flat}xf32> {{
+  %c0 = arith.constant 0 : index
+  %p = arith.constant 0.0 : f32
+  %s = tensor.extract_slice %t[0, 0] [8, {cols}] [1, 1] : tensor<16x4xf32> to tensor<8x{cols}xf32>
+  %v = vector.transfer_read %s[%c0, %c0], %p {{in_bounds = [true, true]}} : tensor<8x{cols}xf32>, vector<8x{cols}xf32>
+  %f = vector.shape_cast %v : vector<8x{cols}xf32> to vector<{flat}xf32>
+  return %f : vector<{flat}xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize("cols, flattened", [(4, 1), (2, 0)])
+def test_a_read_of_a_slice_is_flat_only_where_the_slice_keeps_whole_rows(cols, flattened):
+    """lh-flatten-contiguous-transfers reads a tile of a tensor flat only where the extract_slice it reads keeps the
+    rows whole (8 x 4 of 16 x 4: contiguous once bufferized); 8 x 2 of 16 x 4 is a strided view, whose collapse the
+    bufferization would copy: left 2-D. Fails without the check (both flattened)."""
+    from mlir import ir
+
+    from workbench.worker.cpu import flatten_transfers
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(READ_OF_A_SLICE.format(cols=cols, flat=8 * cols))
+        assert flatten_transfers.flatten_contiguous_reads(module) == flattened
+        module.operation.verify()

@@ -670,7 +670,9 @@ def plane_blocks(loops: dict, window: dict, lanes: int, l2_bytes: int, split_loo
     0.84 MB an image and phase) on one core of the 2-core Zen 3 (L2 512 KiB), bench/ab_lowered.py cpu ms per call:
     see docs/models-round20-conv.md. The window params unchanged where it does not apply (a plane split over
     threads, whose chunk the block would have to divide; the init fused into the register tiles is then its own
-    pass: generic.py's init_registers does not take cache_tile)."""
+    pass: generic.py's init_registers does not take cache_tile). Not for grouped ones (a group loop besides the batch
+    and the channel blocks): conv2d_grouped_dilated (8 x 64 x 56 x 56, 2 groups, a plane of 2912 positions) ran even
+    with blocks of 728 (18.1 / 18.5 cpu ms, one A/B of 6 rounds)."""
     roles = _window_roles(loops)
     order = window.get("interchange")
     if (roles is None or not window.get("fold_unit_dims") or not window.get("contraction") or not order
@@ -683,7 +685,7 @@ def plane_blocks(loops: dict, window: dict, lanes: int, l2_bytes: int, split_loo
     others = [d for d in order if d not in spatial and d not in roles["window"] and d not in roles["channels"]]
     first_input = {d for expr in loops["operand_terms"][0] for d, _ in expr}
     blocks = [d for d in others if d not in first_input and tile[d] and domain[d] > tile[d]]
-    if (spatial != [w] or w in split_loops or len(blocks) != 1 or order != others + spatial + roles["window"] + roles["channels"]
+    if (spatial != [w] or w in split_loops or len(blocks) != 1 or len(others) != 2 or order != others + spatial + roles["window"] + roles["channels"]
             or domain[w] < LONG_ROW_VECTORS * lanes or not tile[w] or tile[w] % lanes):
         return window
     in_channels = math.prod(domain[d] for d in roles["channels"])

@@ -192,9 +192,10 @@ def _have_ukernel() -> bool:
 def _reads_whole_input_rows(op: dict[str, Any], generic: dict[str, Any]) -> bool:
     """Whether `op` is a vectorized transpose that moves its input's innermost dim and whose tile takes that dim
     whole (a strided convolution's deinterleaving transpose [n, c, hq, sh, wq, sw] -> [sh, sw, n, c, hq, wq]: a
-    tile of 8 wq x 2 sw reads 16 contiguous elements of an input row): its reads become flat 1-D loads after its
-    schedule (pipelines/cpu/flatten-reads.yaml), where the vector lowering would read each row of the tile on its
-    own (8 loads of 2 elements and 12 shuffles and inserts per 16 elements, against 2 loads and 4 shuffles)."""
+    tile of 8 wq x 2 sw reads 16 contiguous elements of an input row): its reads become flat 1-D loads in one step
+    before the finish step (pipelines/cpu/flatten-reads.yaml), where the vector lowering would read each row of the
+    tile on its own (8 loads of 2 elements and 12 shuffles and inserts per 16 elements, against 2 loads and 4
+    shuffles; docs/models-round20-conv.md)."""
     loops = op.get("loops") or {}
     dims, domain, tile = loops.get("operand_dims") or [], loops.get("domain") or [], generic.get("tile") or []
     if op.get("op") != "linalg.transpose" or not generic.get("vector") or len(dims) < 2 or not dims[0] or not dims[-1]:

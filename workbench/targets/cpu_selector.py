@@ -685,8 +685,8 @@ def plane_blocks(loops: dict, window: dict, lanes: int, l2_bytes: int, split_loo
     others = [d for d in order if d not in spatial and d not in roles["window"] and d not in roles["channels"]]
     first_input = {d for expr in loops["operand_terms"][0] for d, _ in expr}
     blocks = [d for d in others if d not in first_input and tile[d] and domain[d] > tile[d]]
-    if (spatial != [w] or w in split_loops or len(blocks) != 1 or len(others) != 2 or order != others + spatial + roles["window"] + roles["channels"]
-            or domain[w] < LONG_ROW_VECTORS * lanes or not tile[w] or tile[w] % lanes):
+    if (spatial != [w] or w in split_loops or len(blocks) != 1 or len(others) != 2
+            or order != others + spatial + roles["window"] + roles["channels"] or domain[w] < LONG_ROW_VECTORS * lanes or not tile[w] or tile[w] % lanes):
         return window
     in_channels = math.prod(domain[d] for d in roles["channels"])
     out_channels = domain[blocks[0]]

@@ -189,6 +189,22 @@ def _have_ukernel() -> bool:
         return False
 
 
+def _reads_whole_input_rows(op: dict[str, Any], generic: dict[str, Any]) -> bool:
+    """Whether `op` is a vectorized transpose that moves its input's innermost dim and whose tile takes that dim
+    whole (a strided convolution's deinterleaving transpose [n, c, hq, sh, wq, sw] -> [sh, sw, n, c, hq, wq]: a
+    tile of 8 wq x 2 sw reads 16 contiguous elements of an input row): its reads become flat 1-D loads in one step
+    before the finish step (pipelines/cpu/flatten-reads.yaml), where the vector lowering would read each row of the
+    tile on its own (8 loads of 2 elements and 12 shuffles and inserts per 16 elements, against 2 loads and 4
+    shuffles; docs/models-round20-conv.md)."""
+    loops = op.get("loops") or {}
+    dims, domain, tile = loops.get("operand_dims") or [], loops.get("domain") or [], generic.get("tile") or []
+    if op.get("op") != "linalg.transpose" or not generic.get("vector") or len(dims) < 2 or not dims[0] or not dims[-1]:
+        return False
+    inner = dims[0][-1]
+    return (inner != dims[-1][-1] and 0 <= inner < min(len(tile), len(domain)) and domain[inner] > 1
+            and tile[inner] == domain[inner])
+
+
 @register
 class CpuTarget(Target):
     name = "cpu"
@@ -616,6 +632,7 @@ class CpuTarget(Target):
         # chains of ops over the same rows (a softmax, a norm): one step fusing each by rows, at its last op
         chains = {chain[0][0]: chain for chain in cpu_rows.row_chains(ops)}
         in_chain = frozenset(i for chain in chains.values() for i, _ in chain)
+        flat_reads = False   # (a transpose's tile of whole input rows: read flat before the finish step)
         for index, op in enumerate(ops):
             if index in chains:
                 per_op.append((f"{self.pipeline_path_for(self.rows_schedule)}[gen=fuse_rows]",
@@ -627,6 +644,8 @@ class CpuTarget(Target):
             if index in in_epilogue or index in in_chain or op.get("unread"):
                 continue   # (an unread op: gone at the first step's canonicalization, its schedule would match nothing)
             entries = self._select_op(op, ops, in_chain)
+            flat_reads = flat_reads or any(_reads_whole_input_rows(op, params) for spec, params in entries
+                                           if spec.endswith(f"[gen={cpu_selector.GENERIC_GENERATOR}]"))
             if entries and entries[0][0].endswith("[gen=matmul_epilogue]"):
                 in_epilogue.update(epilogue_chain(ops, index, in_chain))
             per_op += entries
@@ -646,6 +665,8 @@ class CpuTarget(Target):
             grouped = cpu_selector.phase_chains(grouped, list(ops))
         entries = [(spec, dict(params, bufferize=False) if self._bufferizes_itself(spec) else params)
                    for spec, params in grouped]
+        if flat_reads:
+            entries.append((self.pipeline_path_for(self.flatten_reads_pipeline), {}))
         finish = {"amx": 1} if amx else {}
         if any(self.BIT_LEVEL_OPS & set((op.get("loops") or {}).get("body", [])) for op in ops):
             finish["flush_denormals"] = 0   # (code that reads or writes floats' bits keeps IEEE subnormals)
@@ -868,6 +889,8 @@ class CpuTarget(Target):
     #: the schedule of bf16 contractions in the VNNI layout (lh-vnni-contractions' lh.vnni generics)
     matmul_vnni_schedule = "cpu/matmul_vnni.py"
     flatten_transfers_pipeline = "cpu/flatten-transfers.yaml"
+    #: after a vectorized transpose: its reads of whole contiguous input rows flat (pipelines/cpu/flatten-reads.yaml)
+    flatten_reads_pipeline = "cpu/flatten-reads.yaml"
     split_leftovers_pipeline = "cpu/split-leftovers.yaml"
     amx_accumulators_pipeline = "cpu/amx-accumulators.yaml"
 

@@ -662,6 +662,64 @@ def plane_order(loops: dict, window: dict, lanes: int, l2_bytes: int) -> dict:
     return dict(window, interchange=outer + spatial + blocks + roles["window"] + roles["channels"])
 
 
+#: plane_blocks: a block of plane positions (its input rows of every input channel and its output of every output
+#: channel) takes at most this fraction of a core's L2
+PLANE_BLOCK_L2_FRACTION = 0.5
+
+
+def plane_blocks(loops: dict, window: dict, lanes: int, l2_bytes: int, split_loops: list = ()) -> dict:
+    """A convolution's window schedule over a long plane (lh-conv-planes / lh-strided-conv-planes: a stride-2
+    phase's 3192 positions) whose register tiles' output-channel blocks sweep the whole plane one block after
+    another (n, f, p, taps, c), where an image's input plane does not stay in L2 across those sweeps (its input
+    channels x positions over PLANE_BLOCK_L2_FRACTION of the L2): the plane cut into blocks of positions first
+    (generic.py's cache_tile), the channel blocks then sweeping one block of positions (its input rows and its
+    output in L2) before the next: the input is read from L3 / memory once, not once per channel block. The block:
+    the largest divisor of the plane that is a whole number of vectors and whose input and output fit
+    (PLANE_BLOCK_L2_FRACTION), at least LONG_ROW_VECTORS vectors (its last tile of one vector where the register
+    tile's two do not divide it: little of a long block); none where no such block divides the plane.
+    conv2d_strided (8 x 64 x 112 x 112, 3x3 stride 2, 64 -> 64: four phases over planes of 64 x 3192 positions,
+    0.84 MB an image and phase) on one core of the 2-core Zen 3 (L2 512 KiB), bench/ab_lowered.py cpu ms per call:
+    see docs/models-round20-conv.md. The window params unchanged where it does not apply (a plane split over
+    threads, whose chunk the block would have to divide; the init fused into the register tiles is then its own
+    pass: generic.py's init_registers does not take cache_tile). Not for grouped ones (a group loop besides the batch
+    and the channel blocks): conv2d_grouped_dilated (8 x 64 x 56 x 56, 2 groups, a plane of 2912 positions) ran even
+    with blocks of 728 (18.1 / 18.5 cpu ms, one A/B of 6 rounds)."""
+    roles = _window_roles(loops)
+    order = window.get("interchange")
+    if (roles is None or not window.get("fold_unit_dims") or not window.get("contraction") or not order
+            or window.get("decompose") or window.get("cache_tile") or not l2_bytes):
+        return window
+    domain, tile = loops["domain"], window["tile"]
+    out_dims = loops["operand_dims"][-1]
+    w = roles["w"]
+    spatial = [d for d in out_dims if d in roles["spatial"] or d == w]
+    others = [d for d in order if d not in spatial and d not in roles["window"] and d not in roles["channels"]]
+    first_input = {d for expr in loops["operand_terms"][0] for d, _ in expr}
+    blocks = [d for d in others if d not in first_input and tile[d] and domain[d] > tile[d]]
+    if (spatial != [w] or w in split_loops or len(blocks) != 1 or len(others) != 2
+            or order != others + spatial + roles["window"] + roles["channels"] or domain[w] < LONG_ROW_VECTORS * lanes or not tile[w] or tile[w] % lanes):
+        return window
+    in_channels = math.prod(domain[d] for d in roles["channels"])
+    out_channels = domain[blocks[0]]
+    budget = PLANE_BLOCK_L2_FRACTION * l2_bytes
+    if 4 * in_channels * domain[w] <= budget:
+        return window     # (the input plane stays in L2 across the channel blocks)
+    fits = [b for b in range(lanes, domain[w], lanes)
+            if domain[w] % b == 0 and 4 * (in_channels + out_channels) * b <= budget
+            and b >= LONG_ROW_VECTORS * lanes]
+    if not fits:
+        return window
+    block = fits[-1]
+    cache_tile = [0] * len(tile)
+    for d in others:
+        if d != blocks[0]:
+            cache_tile[d] = tile[d]
+    cache_tile[w] = block
+    rest = block % tile[w]
+    remainder = [w, block - rest, rest] if rest else []
+    return dict(window, cache_tile=cache_tile, remainder=remainder)
+
+
 def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_registers: int = 32,
                    l2_bytes: int = 0) -> dict[str, Any] | None:
     """pipelines/cpu/generic.py parameters for one op (None: no loop structure known). `l2_bytes`: the L2 of a
@@ -726,6 +784,10 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_regi
                                                       op.get("op", ""), vector_registers)
         if window is not None and params.get("threads", 1) >= PLANE_ORDER_MIN_THREADS:
             window = plane_order(loops, window, lanes, l2_bytes)
+        if window is not None:
+            split_loops = ([params.get("split")] + (params.get("split_also") or [None])[:1]
+                           if params.get("threads", 1) > 1 else [])
+            window = plane_blocks(loops, window, lanes, l2_bytes, split_loops)
         return {**params, **window, "vector": 1, "class": kind}
     if contraction:
         # a contraction (matmul-like, any element type): the reduction step by step, an output tile of

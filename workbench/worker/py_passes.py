@@ -302,7 +302,8 @@ def _flatten_contiguous_transfers(module, options: dict) -> None:
 
     flatten_transfers.flatten_contiguous_reads(module)
     flatten_transfers.shuffle_transposes(module)
-    flatten_transfers.flatten_contiguous_writes(module)
+    if _int_option(options, "writes", 1, minimum=0):
+        flatten_transfers.flatten_contiguous_writes(module)
 
 
 def _vnni_contractions(module, options: dict) -> None:
@@ -737,7 +738,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-tap-matmuls": (_tap_matmuls, "on tensors: f32 1-D convolutions of one image with at least 32 input and output channels, at most 8 taps and an input of at least {min-bytes=0} -> one linalg.matmul per tap (W[:, :, t] x the input shifted by the tap, every s-th column for a stride s: slices), accumulated one into the next: the matmul schedule's cache blocking, where the window schedule streamed the whole input once per block of output channels (workbench/worker/cpu/tap_matmuls.py)"),
     "lh-pointwise-convs": (_pointwise_convs, "on tensors: channels-first 2-D/3-D convolutions with a 1x1(x1) window and unit strides -> linalg.conv_1d_ncw_fcw over the spatial dims collapsed (collapse_shape views, the result expanded back): vectors along the whole plane, not along rows with a remainder (workbench/worker/cpu/pointwise_convs.py)"),
     "lh-vnni-convs": (_vnni_convs, "on tensors: 2-D NCHW/FCHW convolutions reading bf16 (or f32 extensions of bf16) into f32 -> a convolution over input and filter packed in input-channel pairs (linalg.pack along C by 2, zero-padded), tagged lh.vnni_conv (pipelines/cpu/conv_vnni.py lowers it to vdpbf16ps; workbench/worker/cpu/vnni_convs.py); {amx=1}: those with output channels a multiple of 16 in the AMX layout instead (the filter F x KH x KW x C/2 x 2, rows padded to 16: an lh.amx_conv generic, pipelines/cpu/conv_amx.py)"),
-    "lh-flatten-contiguous-transfers": (_flatten_contiguous_transfers, "on tensors or identity-layout memrefs: n-D vector transfers over whole contiguous trailing rows whose value is flat on the other side (a read used only through shape_casts to 1-D, a write of a shape_cast of a 1-D vector) -> one 1-D transfer of a collapse_shape view (the VNNI micro-kernel's B panel rows and its pack's writes: one 64-byte access instead of 16 of 4 bytes; workbench/worker/cpu/flatten_transfers.py)"),
+    "lh-flatten-contiguous-transfers": (_flatten_contiguous_transfers, "on tensors or identity-layout memrefs: n-D vector transfers over whole contiguous trailing rows whose value is flat on the other side (a read used only through shape_casts to 1-D, a write of a shape_cast of a 1-D vector) -> one 1-D transfer of a collapse_shape view (the VNNI micro-kernel's B panel rows and its pack's writes: one 64-byte access instead of 16 of 4 bytes; workbench/worker/cpu/flatten_transfers.py). Option writes=0: the reads only (a vectorized transpose's tile of input rows: its writes go into slices of a larger buffer, which a flattened write on tensors would copy)"),
     "lh-shared-rhs-matmuls": (_shared_rhs_matmuls, "on tensors: a batch_matmul of a matrix broadcast over the batch, or a generic A[m0, m1, k] W[k, n] (a linear layer on a 3-D input) -> one linalg.matmul over the collapsed rows (no broadcast copies; the packed matmul schedules take it; workbench/worker/cpu/shared_rhs.py)"),
     "lh-transposed-b-matmuls": (_transposed_b_matmuls, "on tensors: a (batch) matmul whose B is a linalg.transpose of its last two dims (q @ k.transpose(-1, -2), x @ w.t()) reads the transpose's input with transposed-B maps (the wgmma kernel reads B K-major: no transpose kernel; workbench/worker/cuda/kmajor_operands.py)"),
     "lh-drop-redundant-stream-syncs": (_drop_redundant_stream_syncs, "after lh-reuse-gpu-stream: host synchronizations of the one stream followed only by launches and host-only work up to another synchronization are dropped (no idle GPU between the kernels of a chain; workbench/worker/cuda/stream_syncs.py)"),
@@ -787,6 +788,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "lh-merge-sibling-reductions": ("min-row",),
     "lh-collapse-planes": ("lanes",),
     "lh-strided-convs": ("max-rank",),
+    "lh-flatten-contiguous-transfers": ("writes",),
     "lh-fuse-elementwise-keep-contractions": ("batch-operands",),
     "lh-shard-collectives": ("method",),
     "lh-xegpu-spirv-binary": ("spirv-ext",),

@@ -62,6 +62,27 @@ def _flattenable(op) -> bool:
         owner = index.owner
         if getattr(owner, "name", "") != "arith.constant" or ir.IntegerAttr(owner.attributes["value"]).value != 0:
             return False
+    return _contiguous_in_memory(op.operands[0], memref.rank - first - 1)
+
+
+def _contiguous_in_memory(value, trailing: int) -> bool:
+    """Whether the `trailing` innermost dims of the tensor `value` stay whole (so its rows are contiguous once
+    bufferized) through the tensor.extract_slice ops that define it: a slice of a tile of a larger tensor (a
+    transposing copy's 16 x 16 block of a wider matrix) is a strided view, whose collapse the bufferization
+    would copy. Memrefs: their identity layout says it (_shaped)."""
+    from mlir import ir
+
+    while isinstance(value.type, ir.RankedTensorType) and getattr(value.owner, "name", "") == "tensor.extract_slice":
+        slice_op = value.owner
+        source = slice_op.operands[0]
+        source_shape = list(ir.RankedTensorType(source.type).shape)
+        sizes = list(ir.DenseI64ArrayAttr(slice_op.attributes["static_sizes"]))
+        strides = list(ir.DenseI64ArrayAttr(slice_op.attributes["static_strides"]))
+        if len(sizes) != len(source_shape) or len(source_shape) <= trailing:
+            return False   # (a rank-reducing slice: not followed)
+        if sizes[len(sizes) - trailing:] != source_shape[len(sizes) - trailing:] or any(t != 1 for t in strides[-trailing - 1:]):
+            return False
+        value = source
     return True
 
 

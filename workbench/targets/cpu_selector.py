@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from workbench.common.dtypes import element_type_of as _element_type
 
@@ -627,6 +627,34 @@ PLANE_ORDER_MIN_POSITIONS = 32
 PLANE_ORDER_MIN_THREADS = 2
 
 
+class _PlaneSweep(NamedTuple):
+    """The loops of a window contraction's schedule as plane_order and plane_blocks read them."""
+    roles: dict            # _window_roles
+    order: list            # the schedule's interchange
+    domain: list
+    tile: list
+    w: int                 # the innermost spatial loop (the plane's positions where lh-conv-planes flattened it)
+    spatial: list          # the output's spatial loops
+    others: list           # the loops outside the plane, the window and the input channels (batch, output channels)
+    blocks: list           # of those, the tiled ones the first input does not index (the output-channel blocks)
+
+
+def _plane_sweep(loops: dict, window: dict, l2_bytes: int) -> _PlaneSweep | None:
+    """The loops of a folded window contraction's schedule (None: no such schedule, or no L2 size known)."""
+    roles = _window_roles(loops)
+    order = window.get("interchange")
+    if (roles is None or not window.get("fold_unit_dims") or not window.get("contraction") or not order
+            or window.get("decompose") or not l2_bytes):
+        return None
+    domain, tile = loops["domain"], window["tile"]
+    w = roles["w"]
+    spatial = [d for d in loops["operand_dims"][-1] if d in roles["spatial"] or d == w]
+    others = [d for d in order if d not in spatial and d not in roles["window"] and d not in roles["channels"]]
+    first_input = {d for expr in loops["operand_terms"][0] for d, _ in expr}
+    blocks = [d for d in others if d not in first_input and tile[d] and domain[d] > tile[d]]
+    return _PlaneSweep(roles, order, domain, tile, w, spatial, others, blocks)
+
+
 def plane_order(loops: dict, window: dict, lanes: int, l2_bytes: int) -> dict:
     """A convolution's window schedule over long rows (a plane of lh-conv-planes / lh-strided-conv-planes:
     3192 positions of a stride-2 phase) with its register tiles' output-channel blocks outside the spatial
@@ -637,18 +665,10 @@ def plane_order(loops: dict, window: dict, lanes: int, l2_bytes: int) -> dict:
     L2 again, the output streamed once either way. conv2d_strided (8 x 64 x 112 x 112, 3x3 s2, 64 -> 64), one
     thread on the 2-core Icelake host: 25.7-26.0 -> 20.6-22.3 ms (docs/models-round14-conv.md). The window
     params unchanged where it does not apply."""
-    roles = _window_roles(loops)
-    order = window.get("interchange")
-    if (roles is None or not window.get("fold_unit_dims") or not window.get("contraction") or not order
-            or window.get("decompose") or not l2_bytes):
+    sweep = _plane_sweep(loops, window, l2_bytes)
+    if sweep is None:
         return window
-    domain, tile = loops["domain"], window["tile"]
-    out_dims = loops["operand_dims"][-1]
-    w = roles["w"]
-    spatial = [d for d in out_dims if d in roles["spatial"] or d == w]
-    others = [d for d in order if d not in spatial and d not in roles["window"] and d not in roles["channels"]]
-    first_input = {d for expr in loops["operand_terms"][0] for d, _ in expr}
-    blocks = [d for d in others if d not in first_input and tile[d] and domain[d] > tile[d]]
+    roles, order, domain, tile, w, spatial, others, blocks = sweep
     filter_terms = loops["operand_terms"][1] if len(loops["operand_terms"]) > 2 else []
     filter_dims = {d for expr in filter_terms for d, _ in expr}
     filter_bytes = 4
@@ -684,18 +704,10 @@ def plane_blocks(loops: dict, window: dict, lanes: int, l2_bytes: int, split_loo
     pass: generic.py's init_registers does not take cache_tile). Not for grouped ones (a group loop besides the batch
     and the channel blocks): conv2d_grouped_dilated (8 x 64 x 56 x 56, 2 groups, a plane of 2912 positions) ran even
     with blocks of 728 (18.1 / 18.5 cpu ms, one A/B of 6 rounds)."""
-    roles = _window_roles(loops)
-    order = window.get("interchange")
-    if (roles is None or not window.get("fold_unit_dims") or not window.get("contraction") or not order
-            or window.get("decompose") or window.get("cache_tile") or not l2_bytes):
+    sweep = None if window.get("cache_tile") else _plane_sweep(loops, window, l2_bytes)
+    if sweep is None:
         return window
-    domain, tile = loops["domain"], window["tile"]
-    out_dims = loops["operand_dims"][-1]
-    w = roles["w"]
-    spatial = [d for d in out_dims if d in roles["spatial"] or d == w]
-    others = [d for d in order if d not in spatial and d not in roles["window"] and d not in roles["channels"]]
-    first_input = {d for expr in loops["operand_terms"][0] for d, _ in expr}
-    blocks = [d for d in others if d not in first_input and tile[d] and domain[d] > tile[d]]
+    roles, order, domain, tile, w, spatial, others, blocks = sweep
     if (spatial != [w] or w in split_loops or len(blocks) != 1 or len(others) != 2
             or order != others + spatial + roles["window"] + roles["channels"] or domain[w] < LONG_ROW_VECTORS * lanes or not tile[w] or tile[w] % lanes):
         return window

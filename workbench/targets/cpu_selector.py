@@ -332,12 +332,16 @@ def _whole_tile(extent: int, lanes: int) -> int:
     return lanes // 2 if extent % lanes and extent % (lanes // 2) == 0 else lanes
 
 
-def _reduced_row_vector(extent: int, width: int, lanes: int) -> int:
+def _reduced_row_vector(extent: int, width: int, lanes: int, mask_registers: bool = False) -> int:
     """The partial vector of an inner reduction along a row of `extent`: `width` (a vector pair) where it divides
     the row, else the widest of a vector and a half vector that does. A row that no tile divides is read under a
     mask at every step, with the partials in memory (cross_entropy's 4096 x 1000 row max and sum of exps on
-    AVX2, 16 lanes a tile, 1000 = 62 x 16 + 8: 8.9 ms against 3.7 with 8); `width` where none does."""
-    for candidate in (width, lanes, lanes // 2):
+    AVX2, 16 lanes a tile, 1000 = 62 x 16 + 8: 8.9 ms against 3.7 with 8); `width` where none does.
+    With `mask_registers` (AVX-512: a masked load is one instruction) a half vector is not worth a quarter of
+    the pair: cross_entropy and nll_loss (rows of 1000) on the 16-core Xeon, old (32 lanes, masked) vs half
+    vector (8), three alternated rounds: 1 thread 2.4-3.0 vs 2.7-3.4 and 2.4-3.1 vs 3.4-3.6 ms, 16 threads
+    0.28 vs 0.37-0.40 and 0.27-0.29 vs 0.36-0.48 ms (docs/models-round21.md)."""
+    for candidate in (width, lanes) if mask_registers else (width, lanes, lanes // 2):
         if candidate > 1 and extent % candidate == 0:
             return candidate
     return width
@@ -881,7 +885,7 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_regi
         # a vector of partial results along the row, reduced once per output (not once per tile); outer
         # reduction loops (a whole-tensor sum) run around it, each row summed into fresh partials
         params["partial_reduction"] = vdim
-        tile[vdim] = _reduced_row_vector(extent, width, lanes)
+        tile[vdim] = _reduced_row_vector(extent, width, lanes, mask_registers=vector_bits >= 512)
         if len(outputs) > 1:
             params["partial_outputs"] = len(outputs)
         if extent >= 2 * REDUCTION_CHUNK:   # long rows: summed chunk by chunk (f32 rounding, as torch's)

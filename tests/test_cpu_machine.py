@@ -3,6 +3,7 @@ selector's parameters and the ISA of the JIT-compiled code (issue 13, item 2).""
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -266,3 +267,66 @@ def test_code_for_an_amd_machine_runs_on_a_host_without_its_vendor_extensions(ct
         assert ok(ctx, "run --check").data["run"]["check"]["passed"]
     finally:
         ok(ctx, "target cpu --cpu host --threads 0")
+
+
+def test_a_machine_name_may_say_its_cores_and_caches():
+    """`NAME:cores=16,l2=2M,l1d=48K,l3=300MiB`: another machine's cores and caches besides its ISA (the host's
+    otherwise); bad items fail in one line naming the item."""
+    from workbench.targets.cpu_host import split_machine_name
+
+    assert split_machine_name("sapphirerapids:cores=16, l2=2M,l1d=48KiB,l3=300MB") == (
+        "sapphirerapids", {"cores": 16, "l2": 2 << 20, "l1d": 48 << 10, "l3": 300 << 20})
+    assert split_machine_name("avx2") == ("avx2", {})
+    m = machine_for("avx512:cores=16,l2=2M")
+    here = host_machine()
+    assert m.vector_registers == 32 and (m.physical_cores, m.usable_cpus, m.l2_bytes) == (16, 16, 2 << 20)
+    assert (m.l1d_bytes, m.l3_bytes) == (here.l1d_bytes, here.l3_bytes)
+    assert any("given: cores=16, l2=2 MiB" in n for n in m.notes)
+    h = machine_for("host:l2=1M")
+    assert h.is_host and h.l2_bytes == 1 << 20 and h.features == here.features
+    for bad, said in [("avx2:l2=2X", "l2='2X' is not a size"), ("avx2:cors=3", "did you mean cores?"),
+                      ("avx2:cores=0", "out of range"), ("avx2:cores", "cores needs a value"),
+                      ("avx2:l2=1M,l2=2M", "l2 given twice"), ("avx2:l3=9999999999999G", "l3="),
+                      ("nosuchcpu:cores=2", "unknown cpu 'nosuchcpu'")]:
+        with pytest.raises(MachineError, match=re.escape(said)):
+            machine_for(bad)
+
+
+def test_the_given_l2_and_cores_drive_the_selector_and_the_saved_session(ctx, tmp_path):
+    """The L2 a machine name gives decides plane_blocks (a strided convolution's input plane of 270 KB: blocks
+    of positions under a 256 KiB L2, the whole plane under 2 MiB), its cores the threads a schedule plans for;
+    the session saves the whole name and replays for it."""
+    from conftest import selected_step_labels
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from _common import conv_payload
+
+    conv = conv_payload(2, 64, 64, 64, 32, 3, 3, 2, 1, bias=True, cast_unpadded=True)
+    try:
+        small = selected_step_labels(ctx, tmp_path, conv, 1, "avx2:l2=256K")
+        assert any("cache_tile=[1,0," in label for label in small), small
+        large = selected_step_labels(ctx, tmp_path, conv, 1, "avx2:l2=2M")
+        assert not any("cache_tile=[1," in label for label in large), large
+        ok(ctx, "undo")   # the selection taken back; the machine with 16 cores plans 16 threads
+        ok(ctx, "target cpu --threads 0 --cpu avx2:cores=16,l2=2M")
+        assert ctx.session.cpu_name == "avx2:cores=16,l2=2M"
+        ok(ctx, "select --apply")
+        labels = [a.step.label() for a in ctx.session.active_steps]
+        assert any("threads=16" in label or "threads=8" in label for label in labels), labels
+        ok(ctx, f"save {tmp_path / 's.yaml'}")
+        ir = ctx.session.current_ir
+    finally:
+        ok(ctx, "target cpu --cpu host --threads 0")
+    import yaml
+
+    assert yaml.safe_load((tmp_path / "s.yaml").read_text())["Workbench"]["cpu"] == "avx2:cores=16,l2=2M"
+    from workbench.session import Session, read_session_file, replay_into
+
+    replayed = Session()
+    try:
+        loaded = read_session_file(tmp_path / "s.yaml")
+        replayed.load(loaded.payload)
+        assert all(r.ok for r in replay_into(replayed, loaded))
+        assert replayed.target.machine.physical_cores == 16 and replayed.current_ir == ir
+    finally:
+        replayed.close()

@@ -217,7 +217,8 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="time limit of one compile step (default 600, or $LH_WORKBENCH_COMPILE_TIMEOUT)")
     p.add_argument("--target", help="select the target (cpu, ...)")
     p.add_argument("--cpu", metavar="NAME", help="select parameters and compile for this CPU machine (host, avx2, "
-                                                 "avx512, skylake-avx512, znver3, ...; default: this host)")
+                                                 "avx512, skylake-avx512, znver3, ...; default: this host), its cores and "
+                                                 "caches too as NAME:cores=16,l2=2M,l1d=48K,l3=300M")
     p.add_argument("--keep-going", action="store_true", help="do not stop at the first failing command")
     p.add_argument("--quiet", "-q", action="store_true", help="print only errors")
 
@@ -403,7 +404,8 @@ def cmd_targets(argv: list[str]) -> int:
     # does (`targets --json -` / `--json out.json` were usage errors)
     p.add_argument("--json", metavar="OUT.json", nargs="?", const="-",
                    help="print JSON, or write it to OUT.json ('-' for stdout)")
-    p.add_argument("--cpu", metavar="NAME", default="", help="describe this CPU machine instead of the host")
+    p.add_argument("--cpu", metavar="NAME", default="", help="describe this CPU machine instead of the host (NAME, or NAME:cores=16,l2=2M,"
+                                                              "l1d=48K,l3=300M)")
     args = _parse(p, argv, bare_json="-")   # `targets --bogus --json -` wrote nothing on stdout
     from workbench.commands.target_commands import machine_summary, target_listing
     from workbench.targets.cpu_host import MachineError

@@ -390,7 +390,7 @@ class Session:
             machine = machine_for(name)
         except MachineError as e:
             raise SessionError(str(e))
-        self.cpu_name = "" if machine.is_host else name
+        self.cpu_name = "" if machine.is_host and ":" not in name else name.strip()
 
     def select_cpu_threads(self, threads) -> None:
         """Plan schedules for `threads` cores (0 = the machine's usable CPUs); anything but an integer in

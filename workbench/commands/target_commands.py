@@ -78,7 +78,8 @@ def register(reg: Registry) -> None:
     add(Command("target", "show targets or select one", cmd_target,
                 [Arg("name", "target name", optional=True, complete="target")],
                 [Flag("--cpu", "the CPU machine to select parameters and compile for: host, avx2, avx512, "
-                               "an LLVM or archspec name (skylake-avx512, znver3, haswell, ...)", True,
+                               "an LLVM or archspec name (skylake-avx512, znver3, haswell, ...), with its cores and caches "
+                               "where they are not this host's: sapphirerapids:cores=16,l2=2M,l1d=48K,l3=300M", True,
                       complete="choice:host,avx2,avx512,haswell,skylake-avx512,icelake-server,"
                                "sapphirerapids,znver3,znver4"),
                  Flag("--threads", "the cores the CPU schedules are planned for (0: all usable; 1 for code "

@@ -16,7 +16,10 @@ Sources, and why:
 - Caches: sysfs (/sys/devices/system/cpu/cpu0/cache), the kernel's own reading of CPUID.
 - Cores: sysfs topology (core_id per package) for physical cores, `os.sched_getaffinity` for the
   CPUs this process may run on (a container or `taskset` may allow fewer than the machine has).
-A named machine other than the host keeps the host's cores and caches (a name says nothing about them).
+A named machine other than the host keeps the host's cores and caches (a name says nothing about them),
+unless the name says them: `NAME:cores=16,l1d=48K,l2=2M,l3=300M` (any of the four, `host:` too), e.g. the
+16-core Xeon of another machine (`lh-workbench targets --json` there prints its numbers): the session records
+the whole string, so a saved session replays for that machine.
 
 `LH_WORKBENCH_HOST_CPU=NAME` makes the host model that machine's ISA (this host's cores and caches), for the
 whole process and its workers: what the workbench (and its tests) would do on such a host, e.g. an AVX2-only
@@ -254,13 +257,76 @@ def _real_host() -> CpuMachine:
                       is_host=True, vendor=vendor, source=source, **topology)
 
 
-def machine_for(name: str | None) -> CpuMachine:
-    """The model of the machine called `name` (host/native/empty: this host). Raises MachineError
-    for a name neither the generic levels, the aliases nor archspec know."""
+#: what `NAME:key=value,...` may say of a machine besides its ISA: its cores and its data caches
+MACHINE_OVERRIDES = {"cores": "physical cores (the threads its schedules plan for)", "l1d": "L1 data cache a core",
+                     "l2": "L2 cache a core", "l3": "L3 cache"}
+_MAX_CORES = 4096
+
+
+def split_machine_name(name: str | None) -> tuple[str, dict[str, int]]:
+    """`NAME:cores=16,l2=2M` -> ("NAME", {"cores": 16, "l2": 2097152}); sizes take K/M/G (or KiB/MiB/GiB)
+    and mean bytes without one. Raises MachineError naming the bad item."""
     key = (name or "").strip()
-    if key.lower() in HOST_NAMES:
-        return host_machine()
-    return _named_machine(key, host_machine())
+    base, sep, rest = key.partition(":")
+    if not sep:
+        return key, {}
+    overrides: dict[str, int] = {}
+    for item in rest.split(","):
+        item = item.strip()
+        field_name, eq, value = item.partition("=")
+        field_name, value = field_name.strip().lower(), value.strip()
+        if field_name not in MACHINE_OVERRIDES:
+            hint = did_you_mean(field_name, list(MACHINE_OVERRIDES))
+            raise MachineError(f"cpu {key!r}: unknown item {item!r}{hint} (a machine may say "
+                               f"{', '.join(k + '=N' for k in MACHINE_OVERRIDES)}, e.g. {base or 'host'}:cores=16,l2=2M)")
+        if not eq or not value:
+            raise MachineError(f"cpu {key!r}: {field_name} needs a value ({field_name}=N)")
+        if field_name in overrides:
+            raise MachineError(f"cpu {key!r}: {field_name} given twice")
+        overrides[field_name] = _override_value(key, field_name, value)
+    return base.strip(), overrides
+
+
+def _override_value(key: str, field_name: str, value: str) -> int:
+    text = value.lower().removesuffix("ib").removesuffix("b") if field_name != "cores" else value
+    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(text[-1:], 1) if field_name != "cores" else 1
+    digits = text[:-1] if mult > 1 else text
+    if not digits.isdigit() or len(digits) > 12:
+        unit = "a whole number" if field_name == "cores" else "a size in bytes, or with K/M/G (48K, 2M, 300MiB)"
+        raise MachineError(f"cpu {key!r}: {field_name}={value!r} is not {unit}")
+    number = int(digits) * mult
+    low, high = (1, _MAX_CORES) if field_name == "cores" else (1 << 10, 1 << 40)
+    if not low <= number <= high:
+        raise MachineError(f"cpu {key!r}: {field_name}={value} is out of range "
+                           f"({'1 to ' + str(_MAX_CORES) if field_name == 'cores' else '1K to 1T'})")
+    return number
+
+
+def machine_for(name: str | None) -> CpuMachine:
+    """The model of the machine called `name` (host/native/empty: this host), with the cores and caches its
+    `:key=value` items say (split_machine_name). Raises MachineError for a name neither the generic levels,
+    the aliases nor archspec know, or an item it cannot read."""
+    key, overrides = split_machine_name(name)
+    machine = host_machine() if key.lower() in HOST_NAMES else _named_machine(key, host_machine())
+    if not overrides:
+        return machine
+    cores = overrides.get("cores")
+    said = ", ".join(f"{k}={v if k == 'cores' else _size_text(v)}" for k, v in overrides.items())
+    kept = [k for k in MACHINE_OVERRIDES if k not in overrides]
+    note = f"given: {said}" + (f"; {', '.join(kept)} this host's" if kept else "")
+    return replace(machine,
+                   physical_cores=cores or machine.physical_cores, logical_cpus=cores or machine.logical_cpus,
+                   usable_cpus=cores or machine.usable_cpus,
+                   l1d_bytes=overrides.get("l1d", machine.l1d_bytes), l2_bytes=overrides.get("l2", machine.l2_bytes),
+                   l3_bytes=overrides.get("l3", machine.l3_bytes),
+                   notes=tuple(n for n in machine.notes if "this host's" not in n) + (note,))
+
+
+def _size_text(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n % size == 0:
+            return f"{n // size} {unit}"
+    return f"{n} B"
 
 
 def _named_machine(key: str, host: CpuMachine) -> CpuMachine:

@@ -4,6 +4,11 @@ see the same load, where separate `run`s (each a fresh JIT compile of a model: a
 
     python bench/ab_lowered.py A.mlir B.mlir [C.mlir ...] --npy in0.npy[,in1.npy] --outputs 1x784x192xf32
         [--rounds 6] [--iterations 20] [--threads 1]
+    (or --random 8x64x56x56xf32[,...]: seeded uniform [-1, 1) inputs instead of --npy)
+
+Every variant's outputs of the first round are compared with the first variant's (largest difference relative
+to the first's largest magnitude, printed; `MISMATCH` and exit status 1 above 1e-4): variants of a schedule
+must compute the same thing.
 
 Prints per variant the median of each round's median and the min over rounds (ms), and per round the
 variants' medians; `cpu`: this thread's CPU time per call over the whole wrapper call (warm-up included,
@@ -42,7 +47,9 @@ def _wrapper_iterations(text: str) -> int | None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("modules", nargs="+")
-    ap.add_argument("--npy", required=True)
+    source = ap.add_mutually_exclusive_group(required=True)
+    source.add_argument("--npy")
+    source.add_argument("--random", help="input types, e.g. 8x64x56x56xf32: seeded random inputs")
     ap.add_argument("--outputs", required=True, help="comma-separated output types, e.g. 1x784x192xf32")
     ap.add_argument("--rounds", type=int, default=6)
     ap.add_argument("--iterations", type=int, default=0,
@@ -63,7 +70,9 @@ def main() -> None:
     from workbench.worker import run_worker
 
     target = get_target("cpu")
-    inputs = [np.load(p) for p in args.npy.split(",")]
+    rng = np.random.default_rng(0)
+    inputs = ([np.load(p) for p in args.npy.split(",")] if args.npy else
+              [rng.uniform(-1, 1, spec["shape"]).astype(spec["dtype"]) for spec in map(_spec, args.random.split(","))])
     specs = [_spec(t) for t in args.outputs.split(",")]
     jits = []
     wrapper_iterations = {path: _wrapper_iterations(Path(path).read_text()) for path in args.modules}
@@ -81,21 +90,41 @@ def main() -> None:
         jits.append(jit)
     medians: list[list[float]] = [[] for _ in jits]
     cpu: list[list[float]] = [[] for _ in jits]
+    first_outputs: list[list[np.ndarray]] = []
+    mismatch = False
     for r in range(args.rounds):
         row = []
         for i, jit in enumerate(jits):
             with jit.context, ir.Location.unknown():
                 times = np.zeros(args.iterations, dtype=np.float64)
+                outputs = run_worker.output_buffers(specs)
                 t0 = time.thread_time()
-                run_worker._invoke(jit.engine, "_lh_bench",
-                                   [a.copy() for a in inputs] + run_worker.output_buffers(specs) + [times])
+                run_worker._invoke(jit.engine, "_lh_bench", [a.copy() for a in inputs] + outputs + [times])
                 cpu[i].append((time.thread_time() - t0) / args.iterations * 1e3)
+            if r == 0:
+                first_outputs.append([np.array(o, copy=True) for o in outputs])
+                mismatch |= _report_difference(args.modules[i], first_outputs[0], first_outputs[-1]) if i else False
             medians[i].append(float(np.median(times)) * 1e3)
             row.append(f"{medians[i][-1]:8.3f} (cpu {cpu[i][-1]:8.3f})")
         print(f"round {r}: " + " ".join(row), flush=True)
     for path, m, c in zip(args.modules, medians, cpu):
         print(f"{Path(path).name}: median of medians {statistics.median(m):.3f} ms, min {min(m):.3f} ms; "
               f"cpu per call: median {statistics.median(c):.3f} ms, min {min(c):.3f} ms")
+    if mismatch:
+        sys.exit(1)
+
+
+def _report_difference(path: str, reference: list, outputs: list) -> bool:
+    """Print the variant's largest output difference from the first variant's; True where it is a mismatch."""
+    worst = 0.0
+    for ref, out in zip(reference, outputs):
+        ref64, out64 = np.asarray(ref, dtype=np.float64), np.asarray(out, dtype=np.float64)
+        scale = max(float(np.max(np.abs(ref64))) if ref64.size else 0.0, 1e-30)
+        worst = max(worst, float(np.max(np.abs(out64 - ref64))) / scale if ref64.size else 0.0)
+    bad = not worst <= 1e-4   # (NaN: a mismatch too)
+    print(f"{Path(path).name}: outputs differ from the first variant's by {worst:.2e} of its largest"
+          + ("  MISMATCH" if bad else ""), flush=True)
+    return bad
 
 
 if __name__ == "__main__":

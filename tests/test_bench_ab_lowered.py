@@ -52,3 +52,22 @@ def test_the_wrappers_iterations_come_from_the_modules_and_a_mismatch_stops(ctx,
     five = _lowered(ctx, tmp_path, 5)
     done = _ab([three, five], tmp_path)
     assert done.returncode == 1 and "emit them alike" in done.stderr
+
+
+def test_variants_that_compute_something_else_are_reported(ctx, tmp_path):
+    """Every variant's outputs are compared with the first's: the same add twice agrees (0 difference), an add
+    against a subtraction is a MISMATCH with exit status 1; --random makes the inputs from their types."""
+    add = _lowered(ctx, tmp_path, 3)
+    sub = tmp_path / "sub.mlir"
+    sub.write_text(add.read_text().replace("llvm.fadd", "llvm.fsub"))
+    assert sub.read_text() != add.read_text()
+    done = _ab([add, add], tmp_path)
+    assert done.returncode == 0 and "differ from the first variant's by 0.00e+00" in done.stdout, done.stdout
+    done = _ab([add, sub], tmp_path)
+    assert done.returncode == 1 and "MISMATCH" in done.stdout, done.stdout
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    env["PYTHONPATH"] = str(ROOT)
+    done = subprocess.run([sys.executable, str(ROOT / "bench" / "ab_lowered.py"), str(add), str(add), "--random",
+                           "64xf32,64xf32", "--outputs", "64xf32", "--rounds", "1"], capture_output=True, text=True,
+                          env=env, timeout=300)
+    assert done.returncode == 0 and "by 0.00e+00" in done.stdout, done.stdout + done.stderr

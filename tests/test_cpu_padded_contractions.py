@@ -70,8 +70,33 @@ def test_dims_without_a_whole_tile_are_rounded_up_where_it_pays():
         [200, 44, 16, 8, 4, 256, 500, 12, 1, 2]
     # columns: whole vectors where they beat the power-of-two tiles that divide N (8 of 16: a half vector
     # either way, left)
-    assert [padded_columns(n, 16) for n in (1000, 100, 50257, 64, 20, 10, 8, 2)] == [1008, 112, 50272, 64, 32, 16, 8, 2]
+    assert [padded_columns(n, 16) for n in (1000, 100, 64, 20, 10, 8, 2)] == [1008, 112, 64, 32, 16, 8, 2]
     assert [padded_columns(n, 8) for n in (1000, 20, 12)] == [1000, 24, 16]
+
+
+def test_a_wide_n_is_padded_until_its_packed_blocks_are_whole_register_tiles():
+    """N past 4 packed blocks (2048 columns) is cut in blocks that divide it: a vocabulary of 32003 (whole 8-lane
+    vectors: 32008 = 8 x 4001) left blocks of one vector, A packed again for every 8 columns (LLaMA-style LM
+    head, 128 x 256 x 32003: 12 GFLOP/s on one core). It is padded a register tile (two vectors) at a time
+    until a block of at least 4 tiles divides it; N that has one stays."""
+    from workbench.worker.cpu.padded_contractions import MIN_BLOCK_TILES, padded_columns, widest_block
+
+    assert padded_columns(32003, 8) == 32016 and widest_block(32016, 16) == 464
+    assert padded_columns(32003, 16) == 32032
+    assert padded_columns(50257, 16) == 50304 and padded_columns(50257, 8) == 50288   # GPT-2's vocabulary
+    assert padded_columns(3000, 8) == 3008        # 3000 = 8 x 375: no block of two-vector tiles
+    for n in (32000, 151936, 128256, 4096, 2048, 1000, 2000):   # blocks of >= 4 tiles divide them (or N is
+        assert padded_columns(n, 16) == (1008 if n == 1000 else n)  # small enough to be one block)
+    for n in range(2049, 2300):
+        for lanes in (8, 16):
+            padded = padded_columns(n, lanes)
+            assert n <= padded <= n + 8 * 2 * lanes and widest_block(padded, 2 * lanes) >= MIN_BLOCK_TILES * 2 * lanes
+
+
+def test_a_wide_vocabulary_is_padded_to_the_n_with_blocks():
+    n, text = _rewrite(_payload(MATMUL, 16, 32003, 32), lanes=8)
+    assert n == 1 and "tensor<32x32003xf32> to tensor<32x32016xf32>" in text
+    assert "tensor<16x32016xf32> to tensor<16x32003xf32>" in text
 
 
 def test_odd_rows_are_padded_and_the_extra_rows_sliced_off():
@@ -128,6 +153,27 @@ def test_padded_contractions_run_and_match(ctx, tmp_path, cpu, template, dims):
         assert schedule.params["reg_m"] >= 4
         ok(ctx, "bench warmup=1 iterations=2")
         ok(ctx, "apply cpu-lower")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host")
+
+
+@pytest.mark.parametrize("cpu", ["host", "avx2", "avx512"])
+def test_a_wide_prime_n_gets_packed_blocks_of_whole_tiles_and_matches(ctx, tmp_path, cpu):
+    """16 x 32 @ 32 x 2053 (a prime N past 4 packed blocks): padded until blocks of at least 4 two-vector tiles
+    divide it (without: blocks of one vector on AVX2, 2056 = 8 x 257); runs and matches where the host can."""
+    payload = tmp_path / "wide.mlir"
+    payload.write_text(_payload(MATMUL, 16, 2053, 32))
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, f"target cpu --cpu {cpu} --threads 1")
+        ok(ctx, "select --apply")
+        schedule = next(a.step for a in ctx.session.active_steps if "reg_n" in (a.step.params or {}))
+        assert schedule.params["block_n"] >= 4 * schedule.params["reg_n"], schedule.params
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        if ctx.session.target.machine.missing_here():
+            return   # (AVX-512 code on an AVX2 host: selected and lowered)
         assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
     finally:
         ok(ctx, "target cpu --cpu host")

@@ -38,15 +38,41 @@ def padded_rows(extent: int) -> int:
     return min(candidates, key=lambda e: (_row_cost(e), e))
 
 
+#: the widest block of columns the matmul schedules pack B in (pipelines/cpu/matmul.py default_params'
+#: cap_n below 1024 x 1024): a wider N has to be cut in blocks that divide it
+PACKED_COLUMNS_CAP = 512
+#: a wide N whose blocks of whole register tiles (two vectors) are narrower than this many tiles is padded
+#: until they are not (an LM head's vocabulary: 32003 -> 32008 whole vectors = 8 x 4001, blocks of one
+#: vector, A packed again for every 8 columns: 128 x 256 x 32003 at 12 GFLOP/s)
+MIN_BLOCK_TILES = 4
+
+
+def widest_block(extent: int, tile: int, cap: int = PACKED_COLUMNS_CAP) -> int:
+    """The widest divisor of `extent` up to `cap` that is a multiple of `tile` (0: none)."""
+    return max((b for b in range(tile, min(cap, extent) + 1, tile) if extent % b == 0), default=0)
+
+
 def padded_columns(extent: int, lanes: int) -> int:
     """`extent` rounded up to whole vectors of `lanes` where that uses the lanes better than the widest
     power-of-two tile that divides it (20 of 16 lanes: 20/32 of two vectors against 4/16 of one), else
-    `extent`."""
-    if extent <= 2 or extent % lanes == 0:
+    `extent`. A wide N (more than 4 packed blocks, where the schedules cannot take all of N as one block)
+    is rounded up further, a register tile of two vectors at a time, until its blocks of whole tiles are
+    at least MIN_BLOCK_TILES wide: at most 8 tiles more (a multiple of 8 tiles has a block of 8),
+    32003 -> 32016 with 8 lanes (blocks of 29 tiles of 16), 50257 (GPT-2's vocabulary) -> 50304 with 16 (12 tiles)."""
+    if extent <= 2:
         return extent
-    rounded = -(-extent // lanes) * lanes
-    divisor = extent & -extent          # the largest power of two dividing it
-    return rounded if extent / rounded > min(divisor, lanes) / lanes else extent
+    rounded = extent
+    if extent % lanes:
+        rounded = -(-extent // lanes) * lanes
+        divisor = extent & -extent          # the largest power of two dividing it
+        rounded = rounded if extent / rounded > min(divisor, lanes) / lanes else extent
+    tile = 2 * lanes
+    if extent > 4 * PACKED_COLUMNS_CAP and widest_block(rounded, tile) < MIN_BLOCK_TILES * tile:
+        wide = -(-extent // tile) * tile
+        while widest_block(wide, tile) < MIN_BLOCK_TILES * tile:
+            wide += tile
+        return wide
+    return rounded
 
 
 def padded_depth(extent: int, multiple: int) -> int:
@@ -93,9 +119,10 @@ def _plan(op, lanes: int, k_multiple: int = 0) -> tuple[list[int], list[int]] | 
         multiples.append(next(r for r in ROW_TILES if new_m % r == 0))
     # columns: whole vectors, only where the padded B is read by several row tiles (a few rows: the copy
     # of B would cost as much as the product)
-    if m >= 8 and padded_columns(n, lanes) != n:
+    new_n = padded_columns(n, lanes)
+    if m >= 8 and new_n != n:
         dims.append(n_loop)
-        multiples.append(lanes)
+        multiples.append(new_n)   # (a multiple of the padded N itself: exactly that N)
     # depth: whole K steps of the unrolled kernel (zeros in A's extra columns and B's extra rows add
     # nothing), only where rows are padded anyway (A is copied then: its extra columns come with that copy)
     if dims and dims[0] == m_loop and padded_depth(k, k_multiple) != k:

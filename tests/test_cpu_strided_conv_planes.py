@@ -229,6 +229,34 @@ def test_a_long_phase_plane_takes_whole_vectors_and_keeps_its_output_tile_in_reg
         ok(ctx, "target cpu --cpu host")
 
 
+@pytest.mark.parametrize("width, rest", [(199, 12), (195, 6)])
+def test_phase_planes_of_any_length_take_two_vector_tiles_on_avx2(ctx, tmp_path, width, rest):
+    """AVX2 (16 registers): a phase plane whose length leaves a rest of two vectors (a conformer's subsampling
+    conv, 39 x 199 stride 2: planes of 19 x 100 = 1900 = 118 x 16 + 12) takes 4 output channels x 2 vectors
+    and a last tile of the rest, not 8 channels x 1 vector (a broadcast load per FMA: 36.0 against 25.7 cpu ms
+    at 144 channels). AVX-512 keeps its 8-channel tiles. The selection runs and matches."""
+    payload = tmp_path / "phases.mlir"
+    payload.write_text(conv_payload(1, 16, 39, width, 16, 3, 3, 2, 0, cast_unpadded=True))
+    ok(ctx, f"load {payload}")
+    try:
+        ok(ctx, "target cpu --threads 1 --cpu skylake-avx512")
+        wide = [e["params"] for e in ok(ctx, "select").data["selections"] if "generic" in str(e["params"].get("op", ""))]
+        assert all(p["tile"][1] == 8 for p in wide if p.get("contraction")), wide
+        ok(ctx, "target cpu --threads 1 --cpu avx2")
+        selections = ok(ctx, "select --apply").data["selections"]
+        phases = [e["params"] for e in selections if e["params"].get("contraction")]
+        plane = 19 * ((width + 1) // 2)
+        assert phases and all(p["tile"][1:3] == [4, 16] for p in phases), phases
+        assert all(p["remainder"] == [2, plane - rest, rest] for p in phases), phases
+        ok(ctx, "bench warmup=1 iterations=2")
+        ok(ctx, "apply cpu-lower")
+        if ctx.session.target.machine.missing_here():
+            pytest.skip("AVX2 code on a host without AVX2: selected and lowered")
+        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    finally:
+        ok(ctx, "target cpu --cpu host")
+
+
 @pytest.mark.parametrize("shape", [
     # (n, c, h, w, f, kh, kw, stride, padding): odd and even H / W, paddings 0 / 1 / 2, strides 2 and 3,
     # windows wider than the stride and equal to it, non-square

@@ -234,15 +234,24 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
         interchange = others + spatial + roles["window"] + roles["channels"]
         f_block = tile[block] if block is not None else 1
         taps = math.prod(domain[d] for d in roles["window"])
+        long_row = extent[w] >= LONG_ROW_VECTORS * lanes
         if (2 * f_block > vector_registers * CONV_ACCUMULATOR_FRACTION and f_block % 2 == 0
-                and f_block // 2 >= FEW_REGISTERS_MIN_CHANNELS and not remainder and extent[w] >= 2 * lanes
-                and extent[w] % (2 * lanes) in (0, lanes)):
+                and f_block // 2 >= FEW_REGISTERS_MIN_CHANNELS and extent[w] >= 2 * lanes
+                and (long_row or (not remainder and extent[w] % (2 * lanes) in (0, lanes)))):
             # few vector registers (AVX2's 16): half the output channels and two vectors along w (the
-            # same 8 accumulators), a last tile of one vector where two do not divide w
+            # same 8 accumulators), a last tile of one vector where two do not divide w. A long row (a
+            # flattened plane) takes two vectors whatever is left over: its last tile is the rest (a
+            # conformer's stride-2 phases, planes of 19 x 100 = 1900 = 118 x 16 + 12: 8 channels x one
+            # vector, a broadcast load per FMA, 36.0 cpu ms a call; 4 x 2 vectors and a tile of 12: 25.7)
             tile[block] = f_block // 2
             tile[w] = 2 * lanes
-            if extent[w] % (2 * lanes):
-                remainder = [w, extent[w] - lanes, lanes]
+            rest = extent[w] % (2 * lanes)
+            if rest:
+                remainder = [w, extent[w] - rest, rest]
+                if rest == 1:   # (a one-column rest folds to a matrix-vector tile: the last pair goes with it)
+                    remainder = [w, extent[w] - rest - 2 * lanes, 2 * lanes + 1]
+            else:
+                remainder = []
             if taps == 1:
                 # a pointwise convolution (a matmul: filter x input plane) walks w outside the output-channel
                 # blocks: one tile of input columns (all the input channels) stays in L1 for every channel

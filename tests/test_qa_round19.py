@@ -28,3 +28,28 @@ def test_gelu_tanh_uses_torchs_constant(tmp_path):
     run = import_and_check_net(tmp_path, GELU_TANH_F64, "6x40xf64")
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
     assert "0.79772" not in (tmp_path / "o" / "net.mlir").read_text()
+
+
+GAUSSIAN_NLL = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.loss = nn.GaussianNLLLoss(full=True, reduction="none")
+
+    def forward(self, x, y, v):
+        return (F.gaussian_nll_loss(x, y, v.abs() + 0.1), self.loss(x, y, v[:, :1].abs()),
+                F.gaussian_nll_loss(x, y, v[:, 0].abs(), reduction="sum"))
+"""
+
+
+@needs_torch
+def test_gaussian_nll_loss_imports(tmp_path):
+    """F.gaussian_nll_loss / nn.GaussianNLLLoss with a tensor var: torch's Python checks `torch.any(var < 0)`
+    before computing, and torch.export refused the branch: `GuardOnDataDependentSymNode: Could not guard on
+    data-dependent expression` at the model's call."""
+    run = import_and_check_net(tmp_path, GAUSSIAN_NLL, "5x4xf32,5x4xf32,5x4xf32")
+    assert run["check"]["passed"] and run["expected_check"]["passed"], run

@@ -2149,6 +2149,29 @@ def _det_square(A) -> bool:
     return _square_small(A) and A.dtype.is_floating_point and not A.is_complex()
 
 
+def gaussian_nll_loss_override(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """F.gaussian_nll_loss / nn.GaussianNLLLoss with a tensor var: torch's Python checks its values first
+    (`elif torch.any(var < 0): raise ValueError`), a branch on a tensor's value that torch.export refuses
+    (GuardOnDataDependentSymNode at the model's call). The loss without that check (a valid var is clamped
+    to eps as torch does; a negative one, which torch refuses, is clamped too); torch's size rules as they
+    are (var one dim short of input, or broadcast in one dim)."""
+    import torch
+
+    if not isinstance(var, torch.Tensor) or reduction not in ("none", "mean", "sum"):
+        return NotImplemented
+    if var.size() != input.size():
+        if input.size()[:-1] == var.size():
+            var = torch.unsqueeze(var, -1)
+        elif not (input.ndim == var.ndim
+                  and sum(y for x, y in zip(input.size(), var.size()) if x != y) == 1):
+            return NotImplemented                  # torch's own "var is of incorrect size"
+    var = var.clamp(min=eps)
+    loss = 0.5 * (torch.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
+
+
 def linalg_det_override(A, *, out=None):
     """torch.linalg.det / torch.det: torch-mlir lowers it by elimination without row swaps, with a
     `cf.assert` on each pivot ("unimplemented: determinants requiring permutations and singular matrices"): a
@@ -2448,6 +2471,7 @@ def export_overrides() -> dict:
     import torch.nn.functional as F
 
     return {F.ctc_loss: ctc_loss_decomposition, torch.ctc_loss: ctc_loss_decomposition,
+            F.gaussian_nll_loss: gaussian_nll_loss_override,
             torch.linalg.solve: linalg_solve_override, torch.linalg.inv: linalg_inv_override,
             torch.inverse: linalg_inv_override, torch.Tensor.inverse: linalg_inv_override,
             torch.linalg.cholesky: linalg_cholesky_override, torch.cholesky: cholesky_override,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import import_and_check_net
+from conftest import MATMUL, import_and_check_net, run_cli
 
 needs_torch = pytest.mark.skipif(not __import__("test_torch_import")._torch_available(),
                                  reason="torch + torch-mlir not here")
@@ -53,3 +53,29 @@ def test_gaussian_nll_loss_imports(tmp_path):
     data-dependent expression` at the model's call."""
     run = import_and_check_net(tmp_path, GAUSSIAN_NLL, "5x4xf32,5x4xf32,5x4xf32")
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
+
+
+def _generic_step_session(tmp_path, params: str) -> str:
+    (tmp_path / "m.mlir").write_text(MATMUL.read_text())
+    (tmp_path / "s.yaml").write_text(
+        "Pipeline:\n- {rewrite: tag-ops}\n- schedule: pipelines/cpu/generic.py[gen=tile_vectorize]\n"
+        f"  params: {params}\nWorkbench: {{payload: {{path: {tmp_path / 'm.mlir'}}}}}\n")
+    return str(tmp_path / "s.yaml")
+
+
+@pytest.mark.parametrize("params, expect", [
+    ("{op: matmul_0, tile: [null, 8, 0]}", "tile[0]=None: expected int"),
+    ("{op: matmul_0, tile: [4, [8], 0]}", "tile[1]=[8]: expected int"),
+    ("{op: {a: 1}, tile: [4, 8, 0]}", "op={'a': 1}: expected str | list[str]"),
+    ("{op: matmul_0, interchange: [a, 1, 2]}", "interchange[0]='a': expected int"),
+])
+def test_a_generator_parameter_of_the_wrong_type_is_one_line(tmp_path, params, expect):
+    """A saved session's `tile: [null, 8, 0]` (or a list where an int goes, a mapping for `op`) reached
+    tile_vectorize, whose `int(t)` raised a TypeError: the error line and then its Python traceback (11
+    lines). The generators' annotations say the element types now (`list[int]`, `str | list[str]`), and the
+    schema checks them before the generator runs."""
+    out = run_cli(["replay", _generic_step_session(tmp_path, params)], cwd=tmp_path)
+    assert out.returncode == 1, out.stderr
+    assert "Traceback" not in out.stderr and expect in out.stderr, out.stderr
+    errors = [ln for ln in out.stderr.splitlines() if not ln.lstrip().startswith("..")]
+    assert len(errors) == 1, out.stderr

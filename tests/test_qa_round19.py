@@ -79,3 +79,37 @@ def test_a_generator_parameter_of_the_wrong_type_is_one_line(tmp_path, params, e
     assert "Traceback" not in out.stderr and expect in out.stderr, out.stderr
     errors = [ln for ln in out.stderr.splitlines() if not ln.lstrip().startswith("..")]
     assert len(errors) == 1, out.stderr
+
+
+PACKED_SEQUENCE = """import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(8, 16, batch_first=True)
+
+    def forward(self, x, lengths):
+        p = nn.utils.rnn.pack_padded_sequence(x, lengths, batch_first=True, enforce_sorted=False)
+        y, h = self.gru(p)
+        return nn.utils.rnn.pad_packed_sequence(y, batch_first=True, total_length=x.shape[1])[0], h
+"""
+
+
+@needs_torch
+def test_a_packed_sequence_is_refused_with_its_reason(tmp_path):
+    """nn.utils.rnn.pack_padded_sequence (lengths from an input): the import failed with `TypeError: zeros():
+    argument 'size' failed to unpack the object at pos 2 with error "type must be tuple of ints,but got
+    FakeTensor"` from inside nn.GRU, which says nothing of why. A packed sequence's batch sizes are the
+    lengths' values: refused in one line that says so and what to do instead."""
+    import json
+
+    from test_torch_import import TORCH_PYTHON
+
+    (tmp_path / "net.py").write_text(PACKED_SEQUENCE)
+    out = run_cli(["import", "net.py:Net", "--inputs", "3x6x8xf32,3xi64[1:7]", "--out", "o", "--json", "-"],
+                  cwd=tmp_path, env_extra={"LH_WORKBENCH_TORCH_PYTHON": TORCH_PYTHON}, timeout=600)
+    assert out.returncode == 1
+    error = json.loads(out.stdout)["error"]
+    assert "pack_padded_sequence" in error and "depends on the input's values" in error, error

@@ -2482,6 +2482,9 @@ def export_overrides() -> dict:
             torch.logdet: logdet_override, torch.Tensor.logdet: logdet_override,
             torch.cov: cov_override, torch.Tensor.cov: cov_override,
             torch.corrcoef: corrcoef_override, torch.Tensor.corrcoef: corrcoef_override,
+            torch._pack_padded_sequence: _dynamic_shape_refusal(
+                "nn.utils.rnn.pack_padded_sequence", "run the RNN on the padded batch and mask what lies past each "
+                "sequence's length (a packed sequence's batch sizes are the lengths' values)"),
             torch.argwhere: _dynamic_shape_refusal(
                 "torch.argwhere", "torch.nonzero_static(x, size=K) gives the first K coordinates statically"),
             torch.Tensor.argwhere: _dynamic_shape_refusal(

@@ -2172,6 +2172,28 @@ def gaussian_nll_loss_override(input, target, var, full=False, eps=1e-6, reducti
     return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
 
 
+#: torch.combinations replaced up to this many combinations (the index table is a constant of the payload)
+MAX_COMBINATIONS = 1 << 16
+
+
+def combinations_override(input, r=2, with_replacement=False):
+    """torch.combinations of a 1-D tensor (torch builds it with masked_select: a size torch.export cannot
+    know, `PendingUnbackedSymbolNotFound: Pending unbacked symbols {u1} not in returned outputs`), though the
+    count depends on the length alone: the index table of itertools.combinations (or
+    combinations_with_replacement), a constant, gathered from the input."""
+    import itertools
+
+    import torch
+
+    if not isinstance(input, torch.Tensor) or input.dim() != 1 or not isinstance(r, int) or r < 1:
+        return NotImplemented
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = list(itertools.islice(pick(range(input.shape[0]), r), MAX_COMBINATIONS + 1))
+    if not rows or len(rows) > MAX_COMBINATIONS:
+        return NotImplemented
+    return input[torch.tensor(rows, dtype=torch.long, device=input.device)]
+
+
 def linalg_det_override(A, *, out=None):
     """torch.linalg.det / torch.det: torch-mlir lowers it by elimination without row swaps, with a
     `cf.assert` on each pivot ("unimplemented: determinants requiring permutations and singular matrices"): a
@@ -2472,6 +2494,7 @@ def export_overrides() -> dict:
 
     return {F.ctc_loss: ctc_loss_decomposition, torch.ctc_loss: ctc_loss_decomposition,
             F.gaussian_nll_loss: gaussian_nll_loss_override,
+            torch.combinations: combinations_override,
             torch.linalg.solve: linalg_solve_override, torch.linalg.inv: linalg_inv_override,
             torch.inverse: linalg_inv_override, torch.Tensor.inverse: linalg_inv_override,
             torch.linalg.cholesky: linalg_cholesky_override, torch.cholesky: cholesky_override,

@@ -134,3 +134,16 @@ def test_combinations_imports(tmp_path):
     alone."""
     run = import_and_check_net(tmp_path, COMBINATIONS, "4x9xf32,2x4xi64[0:9]")
     assert run["check"]["passed"] and run["expected_check"]["passed"], run
+
+
+def test_a_union_parameter_takes_a_list_typed_as_text():
+    """The TUI's parameter form hands typed text to the schema: `[generic_1, generic_2]` for tile_vectorize's
+    `op: str | list[str]` is the list of two ids, not one id of 24 characters."""
+    from pathlib import Path
+
+    from workbench.steps.params import generator_schema
+
+    schema, _ = generator_schema(Path(__file__).parents[1] / "pipelines" / "cpu" / "generic.py", "tile_vectorize")
+    op = schema.params["op"]
+    assert op.type == "str | list[str]" and schema.params["tile"].type == "list[int]"
+    assert op.coerce("[generic_1, generic_2]") == ["generic_1", "generic_2"] and op.coerce("generic_1") == "generic_1"

@@ -117,7 +117,10 @@ def _coerce(name: str, typ: str, value: Any) -> Any:
             return value
         raise bad()
     if " | " in typ:   # the first alternative that takes the value (in the annotation's order)
-        for alternative in typ.split(" | "):
+        alternatives = typ.split(" | ")
+        if isinstance(value, str) and value.lstrip().startswith("["):   # a list as typed in a form: not a str
+            alternatives.sort(key=lambda a: not a.startswith("list"))
+        for alternative in alternatives:
             try:
                 return _coerce(name, alternative, value)
             except ParamError:

@@ -32,7 +32,7 @@ PARAMS = {
 }
 
 
-def attention_blocks(op: list = [], rows: int = 64, batch_dims: int = 1, parallel: int = 0) -> str:
+def attention_blocks(op: list[str] = [], rows: int = 64, batch_dims: int = 1, parallel: int = 0) -> str:
     """The transform module (MLIR text): `op`[0] tiled by one batch and `rows` rows, the others fused in."""
     ids = [str(i) for i in op] if isinstance(op, (list, tuple)) else [str(op)]
     if len(ids) < 2:

@@ -60,7 +60,7 @@ CONSTRAINTS: list[str] = []
 
 
 def conv_amx_tiling(op: str = "", tile_f: int = 16, tile_w: int = 16, tile_k: int = 16, tiles_f: int = 2,
-                    tiles_w: int = 2, window: list = [3, 3], threads: int = 1, split: int = 0,
+                    tiles_w: int = 2, window: list[int] = [3, 3], threads: int = 1, split: int = 0,
                     batch_threads: int = 1) -> str:
     """The transform module (MLIR text) for the lh.amx_conv convolution `op`."""
     if not op or not all(c.isalnum() or c in "_-." for c in op):

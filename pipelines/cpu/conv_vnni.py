@@ -52,7 +52,7 @@ DEFAULT_INTERCHANGE = [0, 1, 5, 6, 4, 2, 3, 7]
 
 
 def conv_vnni_tiling(op: str = "", tile_f: int = 8, tile_w: int = 16, tile_c: int = 4, threads: int = 1,
-                     split: int = 0, interchange: list = []) -> str:
+                     split: int = 0, interchange: list[int] = []) -> str:
     """The transform module (MLIR text) for the lh.vnni_conv convolution `op`."""
     if not op or not all(c.isalnum() or c in "_-." for c in op):
         raise ValueError(f"op must be an op id like generic_0 (`inspect` lists them), got {op!r}")

@@ -36,7 +36,7 @@ from workbench.common.transform_text import transform_module
 GENERATORS = ["tile_vectorize"]
 
 PARAMS = {
-    "op": {"type": "any", "help": "the id of the op to schedule (`inspect`; lh.op set by `rewrite tag-ops`), or a list of ids that all take these parameters"},
+    "op": {"help": "the id of the op to schedule (`inspect`; lh.op set by `rewrite tag-ops`), or a list of ids that all take these parameters"},
     "tile": {"help": "tile size per loop of the op (0: untiled)"},
     "vector": {"choices": [0, 1], "help": "1: vectorize the tiles (masked at the boundaries); 0: scalar loops"},
     "threads": {"min": 1, "max": 256, "help": "chunks of loop `split` run as parallel tasks (1: one thread)"},
@@ -118,13 +118,13 @@ VECTOR_CLEANUP = """    transform.apply_patterns to %scope {
 """
 
 
-def tile_vectorize(op: str | list = "", tile: list = [], vector: int = 1, threads: int = 1, split: int = 0,
-                   interchange: list = [], fold_unit_dims: int = 0, contraction: int = 0,
-                   folded_order: list = [], decompose: int = 0, remainder: list = [],
+def tile_vectorize(op: str | list[str] = "", tile: list[int] = [], vector: int = 1, threads: int = 1, split: int = 0,
+                   interchange: list[int] = [], fold_unit_dims: int = 0, contraction: int = 0,
+                   folded_order: list[int] = [], decompose: int = 0, remainder: list[int] = [],
                    partial_reduction: int = -1, partial_chunk: int = 0, gather: int = 0,
-                   cache_tile: list = [], split_reduction: int = 0, partial_steps: list = [],
-                   split_also: list = [], fuse_init: list = [], init_operand: int = -1,
-                   init_tile: list = [], chain: int = 0, chain_operand: int = -1, init_registers: int = 0,
+                   cache_tile: list[int] = [], split_reduction: int = 0, partial_steps: list[int] = [],
+                   split_also: list[int] = [], fuse_init: list[int] = [], init_operand: int = -1,
+                   init_tile: list[int] = [], chain: int = 0, chain_operand: int = -1, init_registers: int = 0,
                    partial_outputs: int = 1) -> str:
     """The transform module (MLIR text) scheduling op `op`: one id, or a list of ids (ops of the same
     shape and kind, e.g. the same layer at every time step of an unrolled RNN) that all take these

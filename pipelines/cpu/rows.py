@@ -36,7 +36,7 @@ PARAMS = {
 }
 
 
-def fuse_rows(op: list = [], tile: list = [], roles: list = [], vector: int = 64, parallel: int = 1) -> str:
+def fuse_rows(op: list[str] = [], tile: list[int] = [], roles: list[str] = [], vector: int = 64, parallel: int = 1) -> str:
     """The transform module (MLIR text) fusing the chain `op` by rows of `tile`; inside an iteration, ops
     over the whole row (`roles`: "full", "reduction") are taken `vector` elements at a time; `parallel`:
     the rows loop a forall (else nested scf.for loops, one per tiled dim)."""

@@ -1444,6 +1444,22 @@ def angle_decomposition(x):
     return torch.where(torch.isnan(v), v, out)
 
 
+def gelu_decomposition(x, *, approximate="none"):
+    """GELU's tanh approximation (`F.gelu(x, approximate="tanh")`, GPT-2's gelu_new): torch-mlir's lowering
+    writes sqrt(2 / pi) as 0.7977240352174656, the square root of 2 / (22 / 7) (torch: 0.7978845608028654):
+    an f64 model missed torch by 2e-5 relative, and every f32 model that uses it carried that error below
+    its tolerance. The formula with the constant as torch has it, in torch's opmath type (f32 for f16 /
+    bf16: torch computes a half-precision GELU in f32). The exact (erf) GELU is left to torch-mlir."""
+    import torch
+
+    if approximate != "tanh" or not x.dtype.is_floating_point:
+        return NotImplemented
+    compute = torch.promote_types(x.dtype, torch.float32)
+    v = x.to(compute)
+    inner = 0.797884560802865355879892119868763737 * (v + 0.044715 * (v * v * v))
+    return (0.5 * v * (1.0 + torch.tanh(inner))).to(x.dtype)
+
+
 def pdist_decomposition(x, p=2.0):
     """F.pdist (aten._pdist_forward: no torch-mlir lowering): the p-norms of the row differences for i < j,
     in torch's order (row-major upper triangle), the pairs as constant indices."""
@@ -2133,6 +2149,51 @@ def _det_square(A) -> bool:
     return _square_small(A) and A.dtype.is_floating_point and not A.is_complex()
 
 
+def gaussian_nll_loss_override(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """F.gaussian_nll_loss / nn.GaussianNLLLoss with a tensor var: torch's Python checks its values first
+    (`elif torch.any(var < 0): raise ValueError`), a branch on a tensor's value that torch.export refuses
+    (GuardOnDataDependentSymNode at the model's call). The loss without that check (a valid var is clamped
+    to eps as torch does; a negative one, which torch refuses, is clamped too); torch's size rules as they
+    are (var one dim short of input, or broadcast in one dim)."""
+    import torch
+
+    if not isinstance(var, torch.Tensor) or reduction not in ("none", "mean", "sum"):
+        return NotImplemented
+    if var.size() != input.size():
+        if input.size()[:-1] == var.size():
+            var = torch.unsqueeze(var, -1)
+        elif not (input.ndim == var.ndim
+                  and sum(y for x, y in zip(input.size(), var.size()) if x != y) == 1):
+            return NotImplemented                  # torch's own "var is of incorrect size"
+    var = var.clamp(min=eps)
+    loss = 0.5 * (torch.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return loss.mean() if reduction == "mean" else loss.sum() if reduction == "sum" else loss
+
+
+#: torch.combinations replaced up to this many combinations (the index table is a constant of the payload)
+MAX_COMBINATIONS = 1 << 16
+
+
+def combinations_override(input, r=2, with_replacement=False):
+    """torch.combinations of a 1-D tensor (torch builds it with masked_select: a size torch.export cannot
+    know, `PendingUnbackedSymbolNotFound: Pending unbacked symbols {u1} not in returned outputs`), though the
+    count depends on the length alone: the index table of itertools.combinations (or
+    combinations_with_replacement), a constant, gathered from the input."""
+    import itertools
+
+    import torch
+
+    if not isinstance(input, torch.Tensor) or input.dim() != 1 or not isinstance(r, int) or r < 1:
+        return NotImplemented
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = list(itertools.islice(pick(range(input.shape[0]), r), MAX_COMBINATIONS + 1))
+    if not rows or len(rows) > MAX_COMBINATIONS:
+        return NotImplemented
+    return input[torch.tensor(rows, dtype=torch.long, device=input.device)]
+
+
 def linalg_det_override(A, *, out=None):
     """torch.linalg.det / torch.det: torch-mlir lowers it by elimination without row swaps, with a
     `cf.assert` on each pivot ("unimplemented: determinants requiring permutations and singular matrices"): a
@@ -2390,7 +2451,7 @@ def upstream_decompositions() -> dict:
             aten.hypot.default: hypot_decomposition, aten.fmod.Scalar: fmod_scalar_decomposition,
             aten.signbit.default: signbit_decomposition, aten.copysign.Tensor: copysign_decomposition,
             aten.copysign.Scalar: copysign_decomposition, aten.angle.default: angle_decomposition,
-            aten._pdist_forward.default: pdist_decomposition,
+            aten._pdist_forward.default: pdist_decomposition, aten.gelu.default: gelu_decomposition,
             aten.bitwise_left_shift.Tensor_Scalar: left_shift_scalar_decomposition,
             aten.__lshift__.Scalar: left_shift_scalar_decomposition,
             aten.bitwise_right_shift.Tensor_Scalar: right_shift_scalar_decomposition,
@@ -2432,6 +2493,8 @@ def export_overrides() -> dict:
     import torch.nn.functional as F
 
     return {F.ctc_loss: ctc_loss_decomposition, torch.ctc_loss: ctc_loss_decomposition,
+            F.gaussian_nll_loss: gaussian_nll_loss_override,
+            torch.combinations: combinations_override,
             torch.linalg.solve: linalg_solve_override, torch.linalg.inv: linalg_inv_override,
             torch.inverse: linalg_inv_override, torch.Tensor.inverse: linalg_inv_override,
             torch.linalg.cholesky: linalg_cholesky_override, torch.cholesky: cholesky_override,
@@ -2442,6 +2505,9 @@ def export_overrides() -> dict:
             torch.logdet: logdet_override, torch.Tensor.logdet: logdet_override,
             torch.cov: cov_override, torch.Tensor.cov: cov_override,
             torch.corrcoef: corrcoef_override, torch.Tensor.corrcoef: corrcoef_override,
+            torch._pack_padded_sequence: _dynamic_shape_refusal(
+                "nn.utils.rnn.pack_padded_sequence", "run the RNN on the padded batch and mask what lies past each "
+                "sequence's length (a packed sequence's batch sizes are the lengths' values)"),
             torch.argwhere: _dynamic_shape_refusal(
                 "torch.argwhere", "torch.nonzero_static(x, size=K) gives the first K coordinates statically"),
             torch.Tensor.argwhere: _dynamic_shape_refusal(

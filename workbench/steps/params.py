@@ -112,6 +112,20 @@ def _coerce(name: str, typ: str, value: Any) -> Any:
 
     if typ == "any":
         return value
+    if typ == "None":
+        if value is None:
+            return value
+        raise bad()
+    if " | " in typ:   # the first alternative that takes the value (in the annotation's order)
+        alternatives = typ.split(" | ")
+        if isinstance(value, str) and value.lstrip().startswith("["):   # a list as typed in a form: not a str
+            alternatives.sort(key=lambda a: not a.startswith("list"))
+        for alternative in alternatives:
+            try:
+                return _coerce(name, alternative, value)
+            except ParamError:
+                continue
+        raise bad()
     if typ == "bool":
         if isinstance(value, bool):
             return value
@@ -287,6 +301,11 @@ def _annotation_type(node: ast.AST | None) -> str:
     text = text.replace("List", "list").replace("typing.", "")
     if text in _TYPES or text.startswith("list"):
         return text
+    # `str | list[str]`: an op id or a list of them (a session's `op: true` or `op: {a: 1}` reached the
+    # generator, which raised a TypeError with its traceback); `list[int] | None`: a list or None
+    alternatives = [a.strip() for a in text.split("|")]
+    if len(alternatives) > 1 and all(a in _TYPES or a.startswith("list") or a == "None" for a in alternatives):
+        return " | ".join(alternatives)
     return "any"
 
 

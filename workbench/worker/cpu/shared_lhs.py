@@ -121,7 +121,7 @@ def _merge(group: list, form: str, block_ops: dict) -> None:
         maps = None
         if form == "transposed":
             m, n, k = (ir.AffineDimExpr.get(i) for i in range(3))
-            maps = [ir.AffineMapAttr.get(ir.AffineMap.get(3, 0, list(results)))
+            maps = [ir.AffineMap.get(3, 0, list(results))
                     for results in ((m, k), (n, k), (m, n))]
         product = linalg.matmul(a, weights, outs=[init], indexing_maps=maps)
         slices = []
@@ -134,8 +134,15 @@ def _merge(group: list, form: str, block_ops: dict) -> None:
         op.move_before(last)
     for op, value in zip(group, slices):
         op.results[0].replace_all_uses_with(value)
+    inits = [op.operands[2].owner for op in group]
     for op in group:
         op.erase()
+    for init in inits:   # (the siblings' own fills, now dead, and the empty tensors they filled)
+        init = init.operation if isinstance(init, (ir.Operation, ir.OpView)) else None
+        while init is not None and init.name in ("linalg.fill", "tensor.empty") and not list(init.results[0].uses):
+            source = init.operands[-1].owner if init.name == "linalg.fill" else None
+            init.erase()
+            init = source.operation if isinstance(source, (ir.Operation, ir.OpView)) else None
 
 
 def merge_shared_lhs(module, max_columns: int = 0) -> int:

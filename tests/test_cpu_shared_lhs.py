@@ -131,10 +131,27 @@ def test_max_columns_leaves_wide_siblings(ctx, tmp_path):
     assert len(contractions) == 2 and any("tensor<64x9xf32>) outs(" in c for c in contractions), contractions
 
 
+def test_min_lhs_bytes_leaves_a_small_lhs(ctx, tmp_path):
+    _load(ctx, tmp_path, SIBLINGS)   # (A: 32 x 64 f32, 8 KiB)
+    ok(ctx, "target cpu --threads 1")
+    ok(ctx, "apply pass lh-shared-lhs-matmuls{min-lhs-bytes=8193}")
+    assert len(_contractions(ctx.session.current_ir)) == 3
+    ok(ctx, "apply pass lh-shared-lhs-matmuls{min-lhs-bytes=8192}")
+    assert len(_contractions(ctx.session.current_ir)) == 1
+
+
+# the siblings with an A of 64 KiB (more than an L1 data cache: the selector's threshold)
+WIDE_SIBLINGS = (SIBLINGS.replace("tensor<32x64xf32>", "tensor<A>").replace("tensor<64x", "tensor<256x")
+                 .replace("tensor<32x", "tensor<64x").replace("tensor<A>", "tensor<64x256xf32>"))
+
+
 def test_the_selector_merges_narrow_siblings(ctx, tmp_path):
-    _load(ctx, tmp_path, SIBLINGS)
+    _load(ctx, tmp_path, WIDE_SIBLINGS)
     ok(ctx, "target cpu --threads 1")
     data = ok(ctx, "select").data
     assert any(step.startswith("pass lh-shared-lhs-matmuls") for step in data["prepared"]), data["prepared"]
     ok(ctx, "select --apply")
     _lowered_run_matches(ctx)
+    _load(ctx, tmp_path, SIBLINGS)   # (an A of 8 KiB: left as it is)
+    data = ok(ctx, "select").data
+    assert not any(step.startswith("pass lh-shared-lhs-matmuls") for step in data["prepared"]), data["prepared"]

@@ -417,7 +417,7 @@ def _shared_rhs_matmuls(module, options: dict) -> None:
 def _shared_lhs_matmuls(module, options: dict) -> None:
     from workbench.worker.cpu import shared_lhs
 
-    shared_lhs.merge_shared_lhs(module, _int_option(options, "max-columns", 0))
+    shared_lhs.merge_shared_lhs(module, _int_option(options, "max-columns", 0), _int_option(options, "min-lhs-bytes", 0))
 
 
 def _plain_matmul_layout(module, options: dict) -> None:
@@ -746,7 +746,7 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-vnni-convs": (_vnni_convs, "on tensors: 2-D NCHW/FCHW convolutions reading bf16 (or f32 extensions of bf16) into f32 -> a convolution over input and filter packed in input-channel pairs (linalg.pack along C by 2, zero-padded), tagged lh.vnni_conv (pipelines/cpu/conv_vnni.py lowers it to vdpbf16ps; workbench/worker/cpu/vnni_convs.py); {amx=1}: those with output channels a multiple of 16 in the AMX layout instead (the filter F x KH x KW x C/2 x 2, rows padded to 16: an lh.amx_conv generic, pipelines/cpu/conv_amx.py)"),
     "lh-flatten-contiguous-transfers": (_flatten_contiguous_transfers, "on tensors or identity-layout memrefs: n-D vector transfers over whole contiguous trailing rows whose value is flat on the other side (a read used only through shape_casts to 1-D, a write of a shape_cast of a 1-D vector) -> one 1-D transfer of a collapse_shape view (the VNNI micro-kernel's B panel rows and its pack's writes: one 64-byte access instead of 16 of 4 bytes; workbench/worker/cpu/flatten_transfers.py). Option writes=0: the reads only (a vectorized transpose's tile of input rows: its writes go into slices of a larger buffer, which a flattened write on tensors would copy)"),
     "lh-shared-rhs-matmuls": (_shared_rhs_matmuls, "on tensors: a batch_matmul of a matrix broadcast over the batch, or a generic A[m0, m1, k] W[k, n] (a linear layer on a 3-D input) -> one linalg.matmul over the collapsed rows (no broadcast copies; the packed matmul schedules take it; workbench/worker/cpu/shared_rhs.py)"),
-    "lh-shared-lhs-matmuls": (_shared_lhs_matmuls, "on tensors: sibling matmuls reading the same left-hand matrix (plain, B transposed, or generics of those maps) -> one matmul of the concatenated right-hand matrices and a column slice per sibling (A read and packed once); option max-columns=N: only siblings of at most N columns (workbench/worker/cpu/shared_lhs.py)"),
+    "lh-shared-lhs-matmuls": (_shared_lhs_matmuls, "on tensors: sibling matmuls reading the same left-hand matrix (plain, B transposed, or generics of those maps) -> one matmul of the concatenated right-hand matrices and a column slice per sibling (A read and packed once); options max-columns=N: only siblings of at most N columns, min-lhs-bytes=B: only an A of at least B bytes (workbench/worker/cpu/shared_lhs.py)"),
     "lh-transposed-b-matmuls": (_transposed_b_matmuls, "on tensors: a (batch) matmul whose B is a linalg.transpose of its last two dims (q @ k.transpose(-1, -2), x @ w.t()) reads the transpose's input with transposed-B maps (the wgmma kernel reads B K-major: no transpose kernel; workbench/worker/cuda/kmajor_operands.py)"),
     "lh-drop-redundant-stream-syncs": (_drop_redundant_stream_syncs, "after lh-reuse-gpu-stream: host synchronizations of the one stream followed only by launches and host-only work up to another synchronization are dropped (no idle GPU between the kernels of a chain; workbench/worker/cuda/stream_syncs.py)"),
     "lh-fuse-elementwise-keep-contractions": (_fuse_elementwise_keeping_contractions, "upstream's elementwise fusion (fpowi expanded, producers fused, unit dims folded, canonicalized) with the operands and results of named matmuls / batch matmuls guarded {batch-operands=f16,bf16: only batch matmuls of these operand types}: fusion by expansion through the reshapes around them would turn them into generics, which the cuda selector schedules no matmul for (workbench/worker/cuda/fusion.py)"),
@@ -795,7 +795,7 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "lh-merge-sibling-reductions": ("min-row",),
     "lh-collapse-planes": ("lanes",),
     "lh-strided-convs": ("max-rank",),
-    "lh-shared-lhs-matmuls": ("max-columns",),
+    "lh-shared-lhs-matmuls": ("max-columns", "min-lhs-bytes"),
     "lh-flatten-contiguous-transfers": ("writes",),
     "lh-fuse-elementwise-keep-contractions": ("batch-operands",),
     "lh-shard-collectives": ("method",),

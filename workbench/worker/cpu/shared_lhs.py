@@ -11,7 +11,9 @@ type, each a `linalg.matmul` (plain, or B read transposed through its indexing m
 with those maps, (parallel, parallel, reduction) loops and a multiply-add body; all of one form (plain: the
 B_i are concatenated along columns; transposed: along rows) and reading the same SSA value A. A sibling that
 depends on another's result (through any chain of ops) is left alone. With `max-columns` > 0 only siblings of
-at most that many columns are taken (wide ones fill the register tiles already, and keep their fused epilogues).
+at most that many columns are taken (wide ones fill the register tiles already, and keep their fused epilogues);
+with `min-lhs-bytes` > 0 only an A of at least that many bytes (a small A, read again from L1, costs nothing to
+read per sibling: a decoder step's 2 x 16 rows).
 
 The merged matmul is built where the last sibling was; ops between the first and the last sibling that read an
 earlier sibling's result (their epilogues) move after it, in their order. Its init is a fill of the siblings'
@@ -145,11 +147,17 @@ def _merge(group: list, form: str, block_ops: dict) -> None:
             init = source.operation if isinstance(source, (ir.Operation, ir.OpView)) else None
 
 
-def merge_shared_lhs(module, max_columns: int = 0) -> int:
+def _lhs_bytes(op) -> int:
+    t = ranked_tensor_type(op.operands[0])
+    return t.shape[0] * t.shape[1] * max(getattr(t.element_type, "width", 32) // 8, 1)
+
+
+def merge_shared_lhs(module, max_columns: int = 0, min_lhs_bytes: int = 0) -> int:
     """Merge every group of sibling matmuls (module docstring); how many groups were merged."""
     candidates = [op for op in ops_where(module, lambda o: o.name in ("linalg.matmul", "linalg.generic"))
                   if _form(op) is not None
-                  and (max_columns <= 0 or _columns(op, "") <= max_columns)]
+                  and (max_columns <= 0 or _columns(op, "") <= max_columns)
+                  and _lhs_bytes(op) >= min_lhs_bytes]
     if len(candidates) < 2:
         return 0
     blocks: list[tuple[object, list]] = []   # (a candidate's parent op, its candidates)

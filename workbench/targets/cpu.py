@@ -610,7 +610,10 @@ class CpuTarget(Target):
             # vectors)
             steps.append(f"{self.CONV_PLANES}{{lanes={self.machine.f32_lanes}}}")
         if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
-            steps.append(self.PAD_CONV_ROWS)     # (a no-op, left out, unless a row is just short of whole vectors)
+            # (a no-op, left out, unless a row is just short of whole vectors; long rows of a plane that plane_blocks
+            # leaves whole are split instead of computed over a padded result)
+            steps.append(f"{self.PAD_CONV_ROWS}{{split-max-plane-bytes="
+                         f"{int(cpu_selector.PLANE_BLOCK_L2_FRACTION * self.machine.l2_bytes)}}}")
         if self.constant_pad_rows and any(op.get("op", "").startswith(("linalg.conv_", "linalg.depthwise_conv_",
                                                                         "linalg.pooling_")) for op in ops):
             # (after the convolution rewrites, which widen or replace the input's pad; a no-op, left out,

@@ -15,12 +15,16 @@ window position, all fall into the same L1 sets (an 8- or 12-way L1 of 64 sets h
 reads 16 channels a window position): the pad, a copy anyway, adds a row to each plane, which puts channel c's
 rows c rows further along the sets.
 
-Rows of at least PEEL_MIN_ROW outputs (conv1d's 1022) are not padded on the output side: the convolution is
+Rows of at least PEEL_MIN_ROW outputs (conv1d's 1022), where an image's input channels over the output
+positions take at most `split_max_plane_bytes` (the selector: the L2 share under which it cuts no plane into
+cache blocks, cpu_selector.plane_blocks; 0, the default: never), are not padded on the output side: the convolution is
 split at the last whole vector multiple (1008) into one over the whole tiles and one over the rest (14), each
 writing its slice of the result (`tensor.insert_slice`s into one tensor, in place once bufferized): no copy of the
 padded result into the result (16 x 64 x 1022 floats for conv1d). The input is still padded as above: its rows
 (1024 floats, 4 KiB) read at a 1026-float stride no longer share their L1 sets (read in place, rows 4 KiB apart,
-the same convolution took 20.7 instead of 13.0 ms of CPU per call on the 2-core Zen 3).
+the same convolution took 20.7 instead of 13.0 ms of CPU per call on the 2-core Zen 3). A larger plane is left
+padded: the selector cuts it into blocks of positions that divide the row (1008 = 9 x 112), which the split's
+992 whole positions have none of (whisper_encoder's 384-channel conv1d: 190 -> 223 ms of CPU when split).
 """
 from __future__ import annotations
 
@@ -108,7 +112,16 @@ def _eligible(op) -> bool:
     return conv_ints(op, "strides", rank)[-1] == 1 and padded_width(ow) != ow
 
 
-def pad_conv_rows(module) -> int:
+def _plane_bytes(op) -> int:
+    """One image's input channels over the output positions, in bytes (what cpu_selector.plane_blocks weighs)."""
+    image, _, init = (_tensor_type(v) for v in op.operands)
+    positions = 1
+    for d in init.shape[2:]:
+        positions *= d
+    return image.shape[1] * positions * max((element_bits(image.element_type) or 32) // 8, 1)
+
+
+def pad_conv_rows(module, split_max_plane_bytes: int = 0) -> int:
     """Rewrite every eligible convolution (module docstring); how many were rewritten."""
     from mlir import ir
     from mlir.dialects import tensor
@@ -133,7 +146,7 @@ def pad_conv_rows(module) -> int:
                 # (the extra row is never read: the convolution reads what its output positions need)
                 high[-2] += unaliased_rows(wide_shape, element_bits(image_type.element_type) or 0) if rank >= 2 else 0
             wide = _pad_highs(image, high) if any(high) else image
-            if ow >= PEEL_MIN_ROW:
+            if ow >= PEEL_MIN_ROW and _plane_bytes(op) <= split_max_plane_bytes:
                 result = _peeled(op, wide, ow // ROW_MULTIPLE * ROW_MULTIPLE, (_tensor_type(filt).shape[-1] - 1)
                                  * dilation)
                 old_init = defining_op(init)

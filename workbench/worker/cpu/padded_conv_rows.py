@@ -16,7 +16,8 @@ reads 16 channels a window position): the pad, a copy anyway, adds a row to each
 rows c rows further along the sets.
 
 Rows of at least PEEL_MIN_ROW outputs (conv1d's 1022), where an image's input channels over the output
-positions take at most `split_max_plane_bytes` (the selector: the L2 share under which it cuts no plane into
+positions take at most `split_max_plane_bytes`, and whose result is copied anyway (returned, inserted into or
+concatenated with another tensor: COPYING_USERS; an elementwise consumer reads the padded result's slice in place), (the selector: the L2 share under which it cuts no plane into
 cache blocks, cpu_selector.plane_blocks; 0, the default: never), are not padded on the output side: the convolution is
 split at the last whole vector multiple (1008) into one over the whole tiles and one over the rest (14), each
 writing its slice of the result (`tensor.insert_slice`s into one tensor, in place once bufferized): no copy of the
@@ -121,6 +122,17 @@ def _plane_bytes(op) -> int:
     return image.shape[1] * positions * max((element_bits(image.element_type) or 32) // 8, 1)
 
 
+#: users that copy a tensor they read into a buffer of their own (a padded result's slice read by one of them is copied;
+#: an elementwise consumer reads the slice in place, as a strided view)
+COPYING_USERS = frozenset({"func.return", "tensor.insert_slice", "tensor.concat"})
+
+
+def _result_copied(op) -> bool:
+    """Whether the convolution's result goes to a user that copies it (COPYING_USERS): only there does a padded
+    result cost a copy of its slice (tcn's convolutions, read by elementwise ops, took 5% more CPU when split)."""
+    return any(use.owner.name in COPYING_USERS for use in op.results[0].uses)
+
+
 def pad_conv_rows(module, split_max_plane_bytes: int = 0) -> int:
     """Rewrite every eligible convolution (module docstring); how many were rewritten."""
     from mlir import ir
@@ -146,7 +158,7 @@ def pad_conv_rows(module, split_max_plane_bytes: int = 0) -> int:
                 # (the extra row is never read: the convolution reads what its output positions need)
                 high[-2] += unaliased_rows(wide_shape, element_bits(image_type.element_type) or 0) if rank >= 2 else 0
             wide = _pad_highs(image, high) if any(high) else image
-            if ow >= PEEL_MIN_ROW and _plane_bytes(op) <= split_max_plane_bytes:
+            if ow >= PEEL_MIN_ROW and _plane_bytes(op) <= split_max_plane_bytes and _result_copied(op):
                 result = _peeled(op, wide, ow // ROW_MULTIPLE * ROW_MULTIPLE, (_tensor_type(filt).shape[-1] - 1)
                                  * dilation)
                 old_init = defining_op(init)

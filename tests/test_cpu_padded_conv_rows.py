@@ -21,14 +21,14 @@ def _conv(width: int, stride: int = 1, dilation: int = 1, h_stride: int = 1) -> 
             .replace("D]", f"{dilation}]").replace("[H,", f"[{h_stride},").replace("xOHx", f"x{(5 - 3) // h_stride + 1}x"))
 
 
-def _rewrite(text: str) -> tuple[int, str]:
+def _rewrite(text: str, split_max_plane_bytes: int = 0) -> tuple[int, str]:
     from mlir import ir
 
     from workbench.worker.cpu.padded_conv_rows import pad_conv_rows
 
     with ir.Context(), ir.Location.unknown():
         module = ir.Module.parse(text)
-        n = pad_conv_rows(module)
+        n = pad_conv_rows(module, split_max_plane_bytes)
         assert module.operation.verify()
         return n, str(module)
 
@@ -117,3 +117,57 @@ def test_unaliased_conv3d_runs_and_matches(ctx, tmp_path, threads):
     ok(ctx, "bench warmup=1 iterations=2")
     ok(ctx, "apply cpu-lower")
     assert ok(ctx, f"run --check --iterations 1 --warmup 0 --threads {threads}").data["run"]["check"]["passed"]
+
+
+CONV1D = """func.func @main(%i: tensor<2x8x302xf32>, %w: tensor<8x8x3xf32>, %b: tensor<8xf32>) -> tensor<2x8x300xf32> {
+  %e = tensor.empty() : tensor<2x8x300xf32>
+  %bias = linalg.broadcast ins(%b : tensor<8xf32>) outs(%e : tensor<2x8x300xf32>) dimensions = [0, 2]
+  %r = linalg.conv_1d_ncw_fcw {dilations = dense<1> : vector<1xi64>, strides = dense<1> : vector<1xi64>}
+       ins(%i, %w : tensor<2x8x302xf32>, tensor<8x8x3xf32>) outs(%bias : tensor<2x8x300xf32>) -> tensor<2x8x300xf32>
+  return %r : tensor<2x8x300xf32>
+}
+"""
+
+
+def test_long_rows_are_split_at_the_last_whole_tile():
+    """Rows of 300 (-> 304): two convolutions over outputs [0, 288) and [288, 300), each writing its slice of the
+    result (no padded result and no copy of it); the bias broadcast made anew into each slice; the input still
+    padded to what the padded rows would read."""
+    n, text = _rewrite(CONV1D, 8 * 300 * 4)   # (an image's input channels x positions: 9600 bytes)
+    assert n == 1
+    assert text.count("linalg.conv_1d_ncw_fcw") == 2 and text.count("linalg.broadcast") == 2
+    assert "tensor<2x8x302xf32> to tensor<2x8x306xf32>" in text                     # (the input's pad)
+    assert "%arg1 : tensor<2x8x290xf32>, tensor<8x8x3xf32>) outs(%broadcasted : tensor<2x8x288xf32>)" in text
+    assert "%arg1 : tensor<2x8x14xf32>, tensor<8x8x3xf32>) outs(%broadcasted_2 : tensor<2x8x12xf32>)" in text
+    assert text.count("tensor.insert_slice") == 2 and "x304x" not in text
+    n, text = _rewrite(_conv(272, h_stride=2), 1 << 20)   # a 2-D one, its init an argument: sliced, not made anew
+    assert n == 1 and text.count("linalg.conv_2d_nchw_fchw") == 2 and "x272xf32> into" not in text
+    assert "tensor.extract_slice %arg2[0, 0, 0, 0] [2, 8, 2, 256]" in text
+    assert "[0, 0, 0, 256] [2, 8, 2, 14] [1, 1, 1, 1] : tensor<2x8x2x270xf32> to tensor<2x8x2x14xf32>" in text
+    # a plane over the limit (the selector cuts it into blocks of positions that divide the padded row) stays padded
+    # a result an elementwise op reads (in place, through the padded result's slice): no copy to save, stays padded
+    relu = CONV1D.replace("  return %r : tensor<2x8x300xf32>", """  %y = linalg.generic {indexing_maps = [affine_map<(a, b, c) -> (a, b, c)>, affine_map<(a, b, c) -> (a, b, c)>],
+      iterator_types = ["parallel", "parallel", "parallel"]} ins(%r : tensor<2x8x300xf32>) outs(%e : tensor<2x8x300xf32>) {
+  ^bb0(%v: f32, %o: f32):
+    %z = arith.constant 0.0 : f32
+    %m = arith.maximumf %v, %z : f32
+    linalg.yield %m : f32
+  } -> tensor<2x8x300xf32>
+  return %y : tensor<2x8x300xf32>""")
+    n, text = _rewrite(relu, 1 << 20)
+    assert n == 1 and text.count("linalg.conv_1d_ncw_fcw") == 1 and "tensor<2x8x304xf32> to tensor<2x8x300xf32>" in text
+    n, text = _rewrite(CONV1D, 8 * 300 * 4 - 1)
+    assert n == 1 and text.count("linalg.conv_1d_ncw_fcw") == 1 and "tensor<2x8x304xf32> to tensor<2x8x300xf32>" in text
+
+@pytest.mark.parametrize("text", [CONV1D, _conv(272, h_stride=2)], ids=["conv1d_bias", "conv2d_init"])
+def test_split_rows_run_and_match(ctx, tmp_path, text):
+    payload = tmp_path / "conv_split.mlir"
+    payload.write_text(text)
+    ok(ctx, f"load {payload}")
+    ok(ctx, "target cpu --cpu host --threads 1")
+    ok(ctx, "select --apply")
+    labels = " ".join(a.step.label() for a in ctx.session.active_steps)
+    assert "lh-pad-conv-rows" in labels
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]

@@ -54,7 +54,7 @@ WORKBENCH_PASSES = (
     "lh-pad-contraction-dims", "lh-amx-tile-accumulators", "lh-row-matmuls-as-matvecs", "lh-conv-planes",
     "lh-fold-constant-weights", "lh-strided-conv-planes", "lh-fold-splat-extracts", "lh-constant-pad-rows", "lh-pad-copies", "lh-merge-sibling-reductions", "lh-row-networks",
     "lh-pad-conv-rows", "lh-strided-convs", "lh-tap-matmuls", "lh-pointwise-convs", "lh-vnni-convs",
-    "lh-flatten-contiguous-transfers", "lh-shared-rhs-matmuls", "lh-transposed-b-matmuls",
+    "lh-flatten-contiguous-transfers", "lh-shared-rhs-matmuls", "lh-shared-lhs-matmuls", "lh-transposed-b-matmuls",
     "lh-drop-redundant-stream-syncs", "lh-fuse-elementwise-keep-contractions", "lh-narrow-contraction-inputs",
     "lh-narrow-widened-results", "lh-reshape-gathers", "lh-collapse-planes", "lh-collapse-expanded-elementwise",
     "lh-plain-matmul-layout",

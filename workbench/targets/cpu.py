@@ -338,6 +338,14 @@ class CpuTarget(Target):
     #: a linear layer on a 3-D input (a batch_matmul of a broadcast weight, or a generic with two row
     #: loops) as one linalg.matmul over the collapsed rows: workbench/worker/cpu/shared_rhs.py
     SHARED_RHS_MATMULS = "pass lh-shared-rhs-matmuls"
+    #: sibling matmuls of one left-hand matrix (DeepFM's sixteen embedding bags, 256 x 1024 x 16 and x 1, of one
+    #: mask) as one matmul of the concatenated weights, A packed and read once: workbench/worker/cpu/shared_lhs.py
+    SHARED_LHS_MATMULS = "pass lh-shared-lhs-matmuls"
+    #: ... only siblings of at most this many f32 vectors of columns (narrow ones fill no register tile and pack
+    #: all of A for a few columns; a wide one keeps its fused epilogue, which a slice of the merged result loses)
+    SHARED_LHS_MAX_VECTORS = 8
+    #: ... and only an A of at least the L1 data cache (a smaller one is read again from L1 by each sibling: no
+    #: gain; a decoder step's 2 x 16 A merged into a 2 x 96 matmul met a schedule failure, tests/test_cpu_splat_weights.py)
 
     #: an elementwise op reading a matmul's result through an expand_shape (the bias add after a linear layer
     #: on a 3-D input) runs over the matmul's 2-D shape: its epilogue (workbench/worker/cpu/collapsed_elementwise.py)
@@ -485,6 +493,13 @@ class CpuTarget(Target):
             # the weights torch-mlir transposes (x @ W.T) folded before the repeated layers become calls of
             # one function, where they would be arguments (a no-op, left out, unless one is a constant's)
             first = [self.FOLD_CONSTANT_WEIGHTS] + first
+        max_columns = self.SHARED_LHS_MAX_VECTORS * self.machine.f32_lanes
+        if sum(op.get("kind") == "contraction" and op.get("dtype") in ("f32", "f64")
+               and 0 < ((op.get("dims") or {}).get("n") or 0) <= max_columns for op in ops) >= 2:
+            # (before the fusion, which would make a matmul whose result it reshapes a generic of other maps; a
+            # no-op, left out, unless two of them read the same left-hand matrix)
+            first = first + [f"{self.SHARED_LHS_MATMULS}{{max-columns={max_columns} "
+                             f"min-lhs-bytes={self.machine.l1d_bytes}}}"]
         if generics >= 2 or powers:
             if any(op.get("op") == "linalg.batch_matmul" for op in ops):
                 # a batch matmul of a broadcast weight becomes one matmul before the fusion, which would
@@ -595,7 +610,10 @@ class CpuTarget(Target):
             # vectors)
             steps.append(f"{self.CONV_PLANES}{{lanes={self.machine.f32_lanes}}}")
         if any(op.get("op", "").startswith("linalg.conv_") for op in ops):
-            steps.append(self.PAD_CONV_ROWS)     # (a no-op, left out, unless a row is just short of whole vectors)
+            # (a no-op, left out, unless a row is just short of whole vectors; long rows of a plane that plane_blocks
+            # leaves whole are split instead of computed over a padded result)
+            steps.append(f"{self.PAD_CONV_ROWS}{{split-max-plane-bytes="
+                         f"{int(cpu_selector.PLANE_BLOCK_L2_FRACTION * self.machine.l2_bytes)}}}")
         if self.constant_pad_rows and any(op.get("op", "").startswith(("linalg.conv_", "linalg.depthwise_conv_",
                                                                         "linalg.pooling_")) for op in ops):
             # (after the convolution rewrites, which widen or replace the input's pad; a no-op, left out,

@@ -315,7 +315,7 @@ def _vnni_contractions(module, options: dict) -> None:
 def _pad_conv_rows(module, options: dict) -> None:
     from workbench.worker.cpu import padded_conv_rows
 
-    padded_conv_rows.pad_conv_rows(module)
+    padded_conv_rows.pad_conv_rows(module, _int_option(options, "split-max-plane-bytes", 0, minimum=0))
 
 
 def _conv_planes(module, options: dict) -> None:
@@ -412,6 +412,12 @@ def _shared_rhs_matmuls(module, options: dict) -> None:
     from workbench.worker.cpu import shared_rhs
 
     shared_rhs.collapse_shared_rhs(module)
+
+
+def _shared_lhs_matmuls(module, options: dict) -> None:
+    from workbench.worker.cpu import shared_lhs
+
+    shared_lhs.merge_shared_lhs(module, _int_option(options, "max-columns", 0), _int_option(options, "min-lhs-bytes", 0))
 
 
 def _plain_matmul_layout(module, options: dict) -> None:
@@ -733,13 +739,14 @@ PASSES: dict[str, tuple[Callable, str]] = {
     "lh-pad-copies": (_pad_copies, "on tensors: reflection, replication and circular pads written by torch-mlir as gathers (loads at index arithmetic of index tables, a gather per padded dim), recognized from the values their indices take (the pad map of widths p, q of each dim), -> one loop over the output's rows (an scf.forall where {threads=1} is more than 1 and the output has at least {min-work=0} elements, else scf.for loops), each row's runs of unit stride copied as vector transfers of {lanes=16} x 32 bits and its border elements as scalar loads and stores: one pass over the output, no gathers (workbench/worker/cpu/pad_copies.py)"),
     "lh-merge-sibling-reductions": (_merge_sibling_reductions, "on tensors: two one-result reductions (linalg.generic) of the same inputs with the same maps and iterators, in one block, the second depending on nothing from the first on (a group norm's f64 and f32 sums of its input) -> one two-result generic at the first's place: one read of each input element for both accumulators, the same values; only where the innermost loop is a reduction of at least {min-row=0} iterations (workbench/worker/cpu/sibling_reductions.py)"),
     "lh-row-networks": (_row_networks, "on tensors: a network of many small ops over the same independent rows (torch-mlir's sort / argsort / topk: a compare-and-swap stage per expand_shape, half slices, generic and collapse_shape) -> one scf.forall over chunks of rows around the whole network, each chunk's values in L1 across every stage and one parallel region instead of one per stage; at least {threads=1} chunks where the network has {min-work=0} elements or more, else one (workbench/worker/cpu/row_networks.py)"),
-    "lh-pad-conv-rows": (_pad_conv_rows, "on tensors: channels-first convolutions (unit stride along w) whose output rows are a little short of a multiple of 16 (at most 1/8 extra: 60, 30) computed over padded rows (input and init padded with zeros, the result sliced): whole vectors along every row, no remainder tile (workbench/worker/cpu/padded_conv_rows.py)"),
+    "lh-pad-conv-rows": (_pad_conv_rows, "on tensors: channels-first convolutions (unit stride along w) whose output rows are a little short of a multiple of 16 (at most 1/8 extra: 60, 30) computed over padded rows (input and init padded with zeros, the result sliced): whole vectors along every row, no remainder tile; option split-max-plane-bytes=B: rows of at least 256 whose image's input channels x output positions take at most B bytes are split at the last whole tile into two convolutions writing slices of the result instead (no result copy) (workbench/worker/cpu/padded_conv_rows.py)"),
     "lh-strided-convs": (_strided_convs, "on tensors: channels-first convolutions with a stride s > 1 along w -> s unit-stride convolutions, one per input phase (the input's rows transposed once to s rows of every s-th element; each phase's taps a strided slice of the filter), accumulated one after another: vectors along w with contiguous loads (workbench/worker/cpu/strided_convs.py) {max-rank=3}: only convolutions of at most that many spatial dims (the selector: 1)"),
     "lh-tap-matmuls": (_tap_matmuls, "on tensors: f32 1-D convolutions of one image with at least 32 input and output channels, at most 8 taps and an input of at least {min-bytes=0} -> one linalg.matmul per tap (W[:, :, t] x the input shifted by the tap, every s-th column for a stride s: slices), accumulated one into the next: the matmul schedule's cache blocking, where the window schedule streamed the whole input once per block of output channels (workbench/worker/cpu/tap_matmuls.py)"),
     "lh-pointwise-convs": (_pointwise_convs, "on tensors: channels-first 2-D/3-D convolutions with a 1x1(x1) window and unit strides -> linalg.conv_1d_ncw_fcw over the spatial dims collapsed (collapse_shape views, the result expanded back): vectors along the whole plane, not along rows with a remainder (workbench/worker/cpu/pointwise_convs.py)"),
     "lh-vnni-convs": (_vnni_convs, "on tensors: 2-D NCHW/FCHW convolutions reading bf16 (or f32 extensions of bf16) into f32 -> a convolution over input and filter packed in input-channel pairs (linalg.pack along C by 2, zero-padded), tagged lh.vnni_conv (pipelines/cpu/conv_vnni.py lowers it to vdpbf16ps; workbench/worker/cpu/vnni_convs.py); {amx=1}: those with output channels a multiple of 16 in the AMX layout instead (the filter F x KH x KW x C/2 x 2, rows padded to 16: an lh.amx_conv generic, pipelines/cpu/conv_amx.py)"),
     "lh-flatten-contiguous-transfers": (_flatten_contiguous_transfers, "on tensors or identity-layout memrefs: n-D vector transfers over whole contiguous trailing rows whose value is flat on the other side (a read used only through shape_casts to 1-D, a write of a shape_cast of a 1-D vector) -> one 1-D transfer of a collapse_shape view (the VNNI micro-kernel's B panel rows and its pack's writes: one 64-byte access instead of 16 of 4 bytes; workbench/worker/cpu/flatten_transfers.py). Option writes=0: the reads only (a vectorized transpose's tile of input rows: its writes go into slices of a larger buffer, which a flattened write on tensors would copy)"),
     "lh-shared-rhs-matmuls": (_shared_rhs_matmuls, "on tensors: a batch_matmul of a matrix broadcast over the batch, or a generic A[m0, m1, k] W[k, n] (a linear layer on a 3-D input) -> one linalg.matmul over the collapsed rows (no broadcast copies; the packed matmul schedules take it; workbench/worker/cpu/shared_rhs.py)"),
+    "lh-shared-lhs-matmuls": (_shared_lhs_matmuls, "on tensors: sibling matmuls reading the same left-hand matrix (plain, B transposed, or generics of those maps) -> one matmul of the concatenated right-hand matrices and a column slice per sibling (A read and packed once); options max-columns=N: only siblings of at most N columns, min-lhs-bytes=B: only an A of at least B bytes (workbench/worker/cpu/shared_lhs.py)"),
     "lh-transposed-b-matmuls": (_transposed_b_matmuls, "on tensors: a (batch) matmul whose B is a linalg.transpose of its last two dims (q @ k.transpose(-1, -2), x @ w.t()) reads the transpose's input with transposed-B maps (the wgmma kernel reads B K-major: no transpose kernel; workbench/worker/cuda/kmajor_operands.py)"),
     "lh-drop-redundant-stream-syncs": (_drop_redundant_stream_syncs, "after lh-reuse-gpu-stream: host synchronizations of the one stream followed only by launches and host-only work up to another synchronization are dropped (no idle GPU between the kernels of a chain; workbench/worker/cuda/stream_syncs.py)"),
     "lh-fuse-elementwise-keep-contractions": (_fuse_elementwise_keeping_contractions, "upstream's elementwise fusion (fpowi expanded, producers fused, unit dims folded, canonicalized) with the operands and results of named matmuls / batch matmuls guarded {batch-operands=f16,bf16: only batch matmuls of these operand types}: fusion by expansion through the reshapes around them would turn them into generics, which the cuda selector schedules no matmul for (workbench/worker/cuda/fusion.py)"),
@@ -788,6 +795,8 @@ OPTIONS: dict[str, tuple[str, ...]] = {
     "lh-merge-sibling-reductions": ("min-row",),
     "lh-collapse-planes": ("lanes",),
     "lh-strided-convs": ("max-rank",),
+    "lh-shared-lhs-matmuls": ("max-columns", "min-lhs-bytes"),
+    "lh-pad-conv-rows": ("split-max-plane-bytes",),
     "lh-flatten-contiguous-transfers": ("writes",),
     "lh-fuse-elementwise-keep-contractions": ("batch-operands",),
     "lh-shard-collectives": ("method",),

@@ -336,7 +336,8 @@ def _reduced_row_vector(extent: int, width: int, lanes: int) -> int:
     """The partial vector of an inner reduction along a row of `extent`: `width` (a vector pair) where it divides
     the row, else the widest of a vector and a half vector that does. A row that no tile divides is read under a
     mask at every step, with the partials in memory (cross_entropy's 4096 x 1000 row max and sum of exps on
-    AVX2, 16 lanes a tile, 1000 = 62 x 16 + 8: 8.9 ms against 3.7 with 8); `width` where none does."""
+    AVX2, 16 lanes a tile, 1000 = 62 x 16 + 8: 8.9 ms against 3.7 with 8); `width` where none does (the
+    selector then peels the last tile: partial_peel)."""
     for candidate in (width, lanes, lanes // 2):
         if candidate > 1 and extent % candidate == 0:
             return candidate
@@ -887,6 +888,10 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_regi
         if extent >= 2 * REDUCTION_CHUNK:   # long rows: summed chunk by chunk (f32 rounding, as torch's)
             params["partial_chunk"] = REDUCTION_CHUNK
         else:
+            if extent % tile[vdim]:
+                # a row no vector divides (1001): the last tile peeled, the rest whole vectors with the
+                # partials in registers, instead of a masked read and the partials through memory every step
+                params["partial_peel"] = 1
             # REDUCED_ROWS rows at a time (the output's innermost loop; a divisor of its extent or thread
             # chunk): as many independent load streams and accumulator chains, each row's partials reduced
             # once (matvec 4096 x 4096, one thread, JIT 8.5-9.9 -> 5.3-6.8 ms a call on the Zen 4 host:

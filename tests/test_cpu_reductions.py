@@ -334,7 +334,8 @@ def test_a_row_no_vector_pair_divides_takes_a_vector_that_does(ctx, tmp_path):
 def test_a_row_no_vector_divides_peels_its_last_tile_on_both_isas(ctx, tmp_path):
     """A row that no vector divides (1001 = 62 x 16 + 9 on AVX2, 31 x 32 + 9 on AVX-512) peels the reduction
     loop's last tile (partial_peel): whole vectors, the partials in registers, then one masked tile. Rows a
-    vector divides (1000, 1024) peel nothing."""
+    vector divides (1000, 1024) peel nothing. (4096 x 1001 row sums, 1 thread, thread CPU time: of exps
+    7.7 -> 3.6 ms, of squares 5.3 -> 1.3 ms.)"""
     def params(cols, cpu):
         payload = tmp_path / f"row_sum_{cols}.mlir"
         payload.write_text(ROW_SUM_OF_EXPS.replace("COLS", str(cols)))
@@ -347,8 +348,11 @@ def test_a_row_no_vector_divides_peels_its_last_tile_on_both_isas(ctx, tmp_path)
         for cpu, width in (("zen3", 16), ("skylake-avx512", 32)):
             peeled = params(1001, cpu)
             assert peeled["tile"][1] == width and peeled.get("partial_peel") == 1, (cpu, peeled)
-            # the main loop's tiles unmasked: only the peeled tile's constant mask is left
+            # the main loop's tiles unmasked (only the peeled tile's constant mask is left), its partials a
+            # vector the loop carries (registers), not a buffer stored and loaded every step
             assert "vector.create_mask" not in ctx.session.current_ir, cpu
+            assert re.search(rf"scf\.for .* step %c{width} iter_args\(.*\) -> \(vector<4x{width}xf32>\)",
+                             ctx.session.current_ir), cpu
             for cols in (1000, 1024):
                 assert not params(cols, cpu).get("partial_peel"), (cpu, cols)
     finally:

@@ -480,6 +480,12 @@ def _partial_reduction(handle: str, tile: list, loop: int, vector: int, chunk: i
     if steps:  # the step loops' unit dims reduced first (a plain vector add), before the lowering would
         # take the unit-dim reduction apart lane by lane
         text += f"    transform.apply_patterns to {scope} {{\n      transform.apply_patterns.canonicalization\n    }} : {a}\n"
+    if peel:
+        # the main loop's read and write of its whole partials tile (their constants moved out first): a
+        # vector the loop carries, in registers, instead of a store and a load of the partials every step
+        text += (f"    %k_loops = transform.structured.match ops{{[\"scf.for\"]}} in {scope} : ({a}) -> {a}\n"
+                 f"    transform.apply_licm to %k_loops : {a}\n"
+                 f"    transform.loop.hoist_loop_invariant_subsets %k_loops : {a}\n")
     return text + VECTOR_CLEANUP.replace("%scope", scope)
 
 

@@ -961,7 +961,30 @@ TILEABLE_INPUTS = ("tensor.pad", "tensor.pack", "tensor.unpack", "linalg.pack", 
 CLONED_INPUTS = ("func.call",)
 
 
-def init_registers(op: dict[str, Any], ops: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
+def streams_an_input_across_rows(loops: dict, l2_bytes: int) -> bool:
+    """Whether an input of the op is read once (every loop of more than one step indexes it: no reuse) along a
+    reduction loop that is not its innermost dim, and is larger than the L2 (`l2_bytes`; 0: never): a register
+    tile that accumulates over that reduction walks the input a short contiguous run per row, rows a whole row
+    apart (a vector-matrix product x[k] * W[k, n], 4096 x 4096: a 32-column strip of W down 4096 rows of 16 KB
+    per tile, a page per step), where the reduction taken outermost streams it row by row."""
+    if not l2_bytes:
+        return False
+    iterators, domain = loops["iterators"], loops.get("domain") or []
+    for dims in loops["operand_dims"][:loops.get("num_inputs") or 0]:
+        if not dims or any(not 0 <= d < len(domain) for d in dims):
+            continue
+        read_once = all(d in dims for d, e in enumerate(domain) if e > 1)
+        rows = any(iterators[d] == "reduction" and domain[d] > 1 for d in dims[:-1])
+        elements = 1
+        for d in dims:
+            elements *= domain[d]
+        if read_once and rows and 4 * elements > l2_bytes:   # (at least 4 bytes an element: f32)
+            return True
+    return False
+
+
+def init_registers(op: dict[str, Any], ops: list[dict[str, Any]], params: dict[str, Any],
+                   l2_bytes: int = 0) -> dict[str, Any]:
     """generic.py's init_registers (with init_operand and fuse_init: the output's loops) for a window schedule
     (`params`: fold_unit_dims) whose init is a fill or a broadcast (a convolution's bias) that only it reads: each
     register tile's accumulators start from the init's vectors, the remainder's loop peeled, instead of a pass
@@ -969,8 +992,11 @@ def init_registers(op: dict[str, Any], ops: list[dict[str, Any]], params: dict[s
     back, 6-10% of a one-thread call). Only where every output loop is tiled by a divisor of its (thread chunk's)
     extent but the remainder's, whose split is at the last whole tile, and no input has a producer that the
     fusion would take into the tiles too (a linalg op, a pad) or clone into them (a call, CLONED_INPUTS: the
-    call of an outlined layer ran once more per register tile). {} where it does not apply."""
+    call of an outlined layer ran once more per register tile), and not where the tile would walk an input read
+    once down its rows (streams_an_input_across_rows: a vector-matrix product). {} where it does not apply."""
     loops = op.get("loops") or {}
+    if loops.get("operand_dims") and streams_an_input_across_rows(loops, l2_bytes):
+        return {}
     n_inputs = loops.get("num_inputs")
     producers = op.get("producers") or []
     init = producers[-1] if producers else -1

@@ -961,20 +961,24 @@ TILEABLE_INPUTS = ("tensor.pad", "tensor.pack", "tensor.unpack", "linalg.pack", 
 CLONED_INPUTS = ("func.call",)
 
 
-def streams_an_input_across_rows(loops: dict, l2_bytes: int) -> bool:
+def streams_an_input_across_rows(loops: dict, l2_bytes: int, order: list | None = None) -> bool:
     """Whether an input of the op is read once (every loop of more than one step indexes it: no reuse) along a
-    reduction loop that is not its innermost dim, and is larger than the L2 (`l2_bytes`; 0: never): a register
+    reduction loop that is not its innermost dim and that the loop `order` (the schedule's interchange; None:
+    the op's) takes outside that innermost dim, and is larger than the L2 (`l2_bytes`; 0: never): a register
     tile that accumulates over that reduction walks the input a short contiguous run per row, rows a whole row
     apart (a vector-matrix product x[k] * W[k, n], 4096 x 4096: a 32-column strip of W down 4096 rows of 16 KB
-    per tile, a page per step), where the reduction taken outermost streams it row by row."""
+    per tile, a page per step), where the schedule's own order streams it row by row."""
     if not l2_bytes:
         return False
     iterators, domain = loops["iterators"], loops.get("domain") or []
+    order = list(order) if order else list(range(len(domain)))
+    position = {d: i for i, d in enumerate(order)}
     for dims in loops["operand_dims"][:loops.get("num_inputs") or 0]:
         if not dims or any(not 0 <= d < len(domain) for d in dims):
             continue
         read_once = all(d in dims for d, e in enumerate(domain) if e > 1)
-        rows = any(iterators[d] == "reduction" and domain[d] > 1 for d in dims[:-1])
+        rows = any(iterators[d] == "reduction" and domain[d] > 1
+                   and position.get(d, len(order)) < position.get(dims[-1], -1) for d in dims[:-1])
         elements = 1
         for d in dims:
             elements *= domain[d]
@@ -995,7 +999,7 @@ def init_registers(op: dict[str, Any], ops: list[dict[str, Any]], params: dict[s
     call of an outlined layer ran once more per register tile), and not where the tile would walk an input read
     once down its rows (streams_an_input_across_rows: a vector-matrix product). {} where it does not apply."""
     loops = op.get("loops") or {}
-    if loops.get("operand_dims") and streams_an_input_across_rows(loops, l2_bytes):
+    if loops.get("operand_dims") and streams_an_input_across_rows(loops, l2_bytes, params.get("interchange")):
         return {}
     n_inputs = loops.get("num_inputs")
     producers = op.get("producers") or []

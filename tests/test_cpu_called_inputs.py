@@ -24,17 +24,19 @@ STEP = """
 
 
 def _payload(called: bool) -> str:
-    """main: a call of @step on x (or x itself) times w (256 x 1024), from a zero fill."""
+    """main: a call of @step on x (or x itself) times w (256 x 256: within
+    either L2, where a vector-matrix product keeps init_registers: cpu_selector.streams_an_input_across_rows),
+    from a zero fill."""
     source = "%h = func.call @step(%x) : (tensor<1x256xf32>) -> tensor<1x256xf32>" if called else ""
     value = "%h" if called else "%x"
     return f"""module {{{STEP if called else ""}
-  func.func @main(%x: tensor<1x256xf32>, %w: tensor<256x1024xf32>) -> tensor<1x1024xf32> {{
+  func.func @main(%x: tensor<1x256xf32>, %w: tensor<256x256xf32>) -> tensor<1x256xf32> {{
     %cst = arith.constant 0.000000e+00 : f32
     {source}
-    %e = tensor.empty() : tensor<1x1024xf32>
-    %f = linalg.fill ins(%cst : f32) outs(%e : tensor<1x1024xf32>) -> tensor<1x1024xf32>
-    %m = linalg.matmul ins({value}, %w : tensor<1x256xf32>, tensor<256x1024xf32>) outs(%f : tensor<1x1024xf32>) -> tensor<1x1024xf32>
-    return %m : tensor<1x1024xf32>
+    %e = tensor.empty() : tensor<1x256xf32>
+    %f = linalg.fill ins(%cst : f32) outs(%e : tensor<1x256xf32>) -> tensor<1x256xf32>
+    %m = linalg.matmul ins({value}, %w : tensor<1x256xf32>, tensor<256x256xf32>) outs(%f : tensor<1x256xf32>) -> tensor<1x256xf32>
+    return %m : tensor<1x256xf32>
   }}
 }}
 """

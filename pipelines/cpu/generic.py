@@ -50,6 +50,7 @@ PARAMS = {
     "remainder": {"help": "with fold_unit_dims=1: [loop, at, size]: the op is split along `loop` at `at` (transform.structured.split) and the part after it, `size` long, tiled by `size` along it: both parts have static tiles where the tile does not divide the loop (empty: no split)"},
     "partial_reduction": {"min": -1, "help": "an inner reduction's loop (its index; -1: none) taken tile by tile into a vector of partial results (tile_reduction_using_for), reduced once per output at the end instead of once per tile"},
     "partial_outputs": {"min": 1, "help": "with partial_reduction: the op's number of results (a multi-result reduction: sibling sums of one input merged by lh-merge-sibling-reductions), each with its own fill and combining op"},
+    "partial_peel": {"choices": [0, 1], "help": "with partial_reduction and vector=1: the reduction loop's last, partial tile peeled (transform.loop.peel): the main loop's tiles whole vectors (no mask, the partials a register value), the last tile alone under a mask; 0: every tile masked where the tile does not divide the loop"},
     "partial_chunk": {"min": 0, "help": "with partial_reduction: the reduction loop cut into chunks of this many iterations first, each summed into fresh partials (a two-level sum: rounding error ~ chunk/vector + extent/chunk, not extent/vector); 0: one running vector"},
     "folded_order": {"help": "with fold_unit_dims=1: the order of the folded tile's loops (empty: as they are), so that the output's innermost loop is the vector loop"},
     "partial_steps": {"help": "with partial_reduction: other reduction loops (outer rows of the same sum: an instance norm's H of H x W) walked one step at a time inside the accumulation into the partial vector, reduced once per output instead of once per row (empty: each row summed into fresh partials)"},
@@ -125,7 +126,7 @@ def tile_vectorize(op: str | list[str] = "", tile: list[int] = [], vector: int =
                    cache_tile: list[int] = [], split_reduction: int = 0, partial_steps: list[int] = [],
                    split_also: list[int] = [], fuse_init: list[int] = [], init_operand: int = -1,
                    init_tile: list[int] = [], chain: int = 0, chain_operand: int = -1, init_registers: int = 0,
-                   partial_outputs: int = 1) -> str:
+                   partial_outputs: int = 1, partial_peel: int = 0) -> str:
     """The transform module (MLIR text) scheduling op `op`: one id, or a list of ids (ops of the same
     shape and kind, e.g. the same layer at every time step of an unrolled RNN) that all take these
     parameters: one step instead of one per op. `chain`: the ops accumulate one into the next (in the
@@ -143,7 +144,7 @@ def tile_vectorize(op: str | list[str] = "", tile: list[int] = [], vector: int =
                           fold_unit_dims, contraction, folded_order, decompose, remainder, partial_reduction,
                           partial_chunk, gather, cache_tile, split_reduction if chunked else 0, partial_steps,
                           split_also if chunked else [], fuse_init, init_operand, init_tile, int(init_registers),
-                          int(partial_outputs))
+                          int(partial_outputs), int(partial_peel))
     if chain < 0 or (chain and (len(ids) < 2 or chain_operand < 0 or (threads > 1 and (split or split_also
                                                                                      or split_reduction))
                                 or init_operand >= 0 or not tile or not tile[0] or chain % int(tile[0]))):
@@ -195,7 +196,7 @@ def _chain(ids: list[str], size: int, operand: int, rank: int, threads: int = 1)
 def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, contraction, folded_order,
                    decompose, remainder, partial_reduction, partial_chunk, gather=0, cache_tile=(),
                    split_reduction=0, partial_steps=(), split_also=(), fuse_init=(), init_operand=-1,
-                   init_tile=(), init_registers=0, partial_outputs=1) -> str:
+                   init_tile=(), init_registers=0, partial_outputs=1, partial_peel=0) -> str:
     """The schedule of the op bound to %target (transform ops, one per line)."""
     tile = [int(t) for t in tile]
     interchange = [int(i) for i in interchange]
@@ -318,9 +319,9 @@ def _schedule_body(tile, vector, threads, split, interchange, fold_unit_dims, co
         return text + (_window_cleanup("%func_rest", contraction) if vector else "")
     if partial_reduction >= 0:
         return text + _partial_reduction(handle, tile, partial_reduction, vector, int(partial_chunk),
-                                         [int(d) for d in partial_steps], int(partial_outputs))
-    if partial_chunk or partial_steps:
-        raise ValueError("partial_chunk and partial_steps need partial_reduction")
+                                         [int(d) for d in partial_steps], int(partial_outputs), int(partial_peel))
+    if partial_chunk or partial_steps or partial_peel:
+        raise ValueError("partial_chunk, partial_steps and partial_peel need partial_reduction")
     tiling, loops = _tile(handle, tile, interchange)
     if loops:
         text += tiling
@@ -398,8 +399,12 @@ def _init_in_registers(handle: str, tile: list, interchange: list, loops: list, 
     return text + (_window_cleanup("%func_rrest", contraction) if vector else "") + forward
 
 
+#: the partial op of a peeled reduction loop (both its copies: the main loop's and the last tile's)
+PARTIAL_TILE = "lh.partial_tile"
+
+
 def _partial_reduction(handle: str, tile: list, loop: int, vector: int, chunk: int = 0,
-                       steps: list = (), outputs: int = 1) -> str:
+                       steps: list = (), outputs: int = 1, peel: int = 0) -> str:
     """An inner reduction: every loop but `loop` tiled as `tile` says (1: one output at a time), then
     `loop` by tile[loop] into a vector of partial results (transform.structured.tile_reduction_using_for:
     a fill, the partial op, the combining op), each vectorized: one horizontal reduction per output.
@@ -417,6 +422,8 @@ def _partial_reduction(handle: str, tile: list, loop: int, vector: int, chunk: i
         raise ValueError(f"partial_chunk={chunk}: must be a multiple of the vector tile {tile[loop]}, at least twice it")
     if loop in steps or any(not 0 <= d < len(tile) for d in steps):
         raise ValueError(f"partial_steps={list(steps)}: loops of the op other than partial_reduction={loop}")
+    if peel not in (0, 1) or (peel and (chunk or steps or not vector)):
+        raise ValueError(f"partial_peel={peel}: 0 or 1, and 1 only with vector=1 and no partial_chunk or partial_steps")
     outer = list(tile)
     outer[loop] = chunk
     for d in steps:
@@ -457,12 +464,28 @@ def _partial_reduction(handle: str, tile: list, loop: int, vector: int, chunk: i
         # which canonicalization folds away, are lowered in the function
         scope = "%partial_func"
         text += f"    %partial_func = transform.get_parent_op {fills[0]} {{op_name = \"func.func\"}} : ({a}) -> {a}\n"
+    if peel:
+        # the last tile apart; the main loop's sizes fold to constants (static, whole-vector tiles)
+        text += (f"    transform.annotate {partial} \"{PARTIAL_TILE}\" : {a}\n"
+                 f"    %k_for = transform.cast %k_loop : {a} to !transform.op<\"scf.for\">\n"
+                 f"    %k_main, %k_last = transform.loop.peel %k_for : (!transform.op<\"scf.for\">) -> ({a}, {a})\n"
+                 f"    transform.apply_patterns to {scope} {{\n      transform.apply_patterns.canonicalization\n"
+                 f"    }} : {a}\n"
+                 f"    %partial_tiles = transform.structured.match attributes{{{PARTIAL_TILE}}} in {scope}"
+                 f" : ({a}) -> {a}\n")
+        partial = "%partial_tiles"
     text += f"    transform.structured.vectorize {partial} vector_sizes {vector_sizes} : {a}\n"
     # the fills and the combining ops have static shapes (every other loop tiled by 1): no sizes
     text += "".join(f"    transform.structured.vectorize {h} : {a}\n" for h in fills + combines)
     if steps:  # the step loops' unit dims reduced first (a plain vector add), before the lowering would
         # take the unit-dim reduction apart lane by lane
         text += f"    transform.apply_patterns to {scope} {{\n      transform.apply_patterns.canonicalization\n    }} : {a}\n"
+    if peel:
+        # the main loop's read and write of its whole partials tile (their constants moved out first): a
+        # vector the loop carries, in registers, instead of a store and a load of the partials every step
+        text += (f"    %k_loops = transform.structured.match ops{{[\"scf.for\"]}} in {scope} : ({a}) -> {a}\n"
+                 f"    transform.apply_licm to %k_loops : {a}\n"
+                 f"    transform.loop.hoist_loop_invariant_subsets %k_loops : {a}\n")
     return text + VECTOR_CLEANUP.replace("%scope", scope)
 
 

@@ -889,7 +889,7 @@ class CpuTarget(Target):
         if ops and op in ops and self.init_fusion:
             generic.update(cpu_selector.init_fusion(op, list(ops), generic, max(self.machine.vector_bits // 32, 4)))
         elif ops and op in ops and self.init_registers and not self.phase_chain:
-            generic.update(cpu_selector.init_registers(op, list(ops), generic))
+            generic.update(cpu_selector.init_registers(op, list(ops), generic, self.machine.l2_bytes))
         return generic
 
     def _fused_init_of_consumer(self, op: dict[str, Any], ops: list[dict[str, Any]]) -> bool:

@@ -345,7 +345,8 @@ def _reduced_row_vector(extent: int, width: int, lanes: int, mask_registers: boo
     """The partial vector of an inner reduction along a row of `extent`: `width` (a vector pair) where it divides
     the row, else the widest of a vector and a half vector that does. A row that no tile divides is read under a
     mask at every step, with the partials in memory (cross_entropy's 4096 x 1000 row max and sum of exps on
-    AVX2, 16 lanes a tile, 1000 = 62 x 16 + 8: 8.9 ms against 3.7 with 8); `width` where none does.
+    AVX2, 16 lanes a tile, 1000 = 62 x 16 + 8: 8.9 ms against 3.7 with 8); `width` where none does (the
+    selector then peels the last tile: partial_peel).
     With `mask_registers` (AVX-512: a masked load is one instruction) a half vector is not worth a quarter of
     the pair: cross_entropy and nll_loss (rows of 1000) on the 16-core Xeon, old (32 lanes, masked) vs half
     vector (8), three alternated rounds: 1 thread 2.4-3.0 vs 2.7-3.4 and 2.4-3.1 vs 3.4-3.6 ms, 16 threads
@@ -900,6 +901,10 @@ def generic_params(op: dict[str, Any], vector_bits: int, cores: int, vector_regi
         if extent >= 2 * REDUCTION_CHUNK:   # long rows: summed chunk by chunk (f32 rounding, as torch's)
             params["partial_chunk"] = REDUCTION_CHUNK
         else:
+            if extent % tile[vdim]:
+                # a row no vector divides (1001): the last tile peeled, the rest whole vectors with the
+                # partials in registers, instead of a masked read and the partials through memory every step
+                params["partial_peel"] = 1
             # REDUCED_ROWS rows at a time (the output's innermost loop; a divisor of its extent or thread
             # chunk): as many independent load streams and accumulator chains, each row's partials reduced
             # once (matvec 4096 x 4096, one thread, JIT 8.5-9.9 -> 5.3-6.8 ms a call on the Zen 4 host:
@@ -969,7 +974,34 @@ TILEABLE_INPUTS = ("tensor.pad", "tensor.pack", "tensor.unpack", "linalg.pack", 
 CLONED_INPUTS = ("func.call",)
 
 
-def init_registers(op: dict[str, Any], ops: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
+def streams_an_input_across_rows(loops: dict, l2_bytes: int, order: list | None = None) -> bool:
+    """Whether an input of the op is read once (every loop of more than one step indexes it: no reuse) along a
+    reduction loop that is not its innermost dim and that the loop `order` (the schedule's interchange; None:
+    the op's) takes outside that innermost dim, and is larger than the L2 (`l2_bytes`; 0: never): a register
+    tile that accumulates over that reduction walks the input a short contiguous run per row, rows a whole row
+    apart (a vector-matrix product x[k] * W[k, n], 4096 x 4096: a 32-column strip of W down 4096 rows of 16 KB
+    per tile, a page per step), where the schedule's own order streams it row by row."""
+    if not l2_bytes:
+        return False
+    iterators, domain = loops["iterators"], loops.get("domain") or []
+    order = list(order) if order else list(range(len(domain)))
+    position = {d: i for i, d in enumerate(order)}
+    for dims in loops["operand_dims"][:loops.get("num_inputs") or 0]:
+        if not dims or any(not 0 <= d < len(domain) for d in dims):
+            continue
+        read_once = all(d in dims for d, e in enumerate(domain) if e > 1)
+        rows = any(iterators[d] == "reduction" and domain[d] > 1
+                   and position.get(d, len(order)) < position.get(dims[-1], -1) for d in dims[:-1])
+        elements = 1
+        for d in dims:
+            elements *= domain[d]
+        if read_once and rows and 4 * elements > l2_bytes:   # (at least 4 bytes an element: f32)
+            return True
+    return False
+
+
+def init_registers(op: dict[str, Any], ops: list[dict[str, Any]], params: dict[str, Any],
+                   l2_bytes: int = 0) -> dict[str, Any]:
     """generic.py's init_registers (with init_operand and fuse_init: the output's loops) for a window schedule
     (`params`: fold_unit_dims) whose init is a fill or a broadcast (a convolution's bias) that only it reads: each
     register tile's accumulators start from the init's vectors, the remainder's loop peeled, instead of a pass
@@ -977,8 +1009,11 @@ def init_registers(op: dict[str, Any], ops: list[dict[str, Any]], params: dict[s
     back, 6-10% of a one-thread call). Only where every output loop is tiled by a divisor of its (thread chunk's)
     extent but the remainder's, whose split is at the last whole tile, and no input has a producer that the
     fusion would take into the tiles too (a linalg op, a pad) or clone into them (a call, CLONED_INPUTS: the
-    call of an outlined layer ran once more per register tile). {} where it does not apply."""
+    call of an outlined layer ran once more per register tile), and not where the tile would walk an input read
+    once down its rows (streams_an_input_across_rows: a vector-matrix product). {} where it does not apply."""
     loops = op.get("loops") or {}
+    if loops.get("operand_dims") and streams_an_input_across_rows(loops, l2_bytes, params.get("interchange")):
+        return {}
     n_inputs = loops.get("num_inputs")
     producers = op.get("producers") or []
     init = producers[-1] if producers else -1

@@ -260,6 +260,23 @@ def selector_path_runs_and_matches(ctx, payload: Path, threads: int, cpu: str = 
         ok(ctx, "target cpu --cpu host --threads 0")
 
 
+def load_text(ctx, tmp_path: Path, text: str, name: str = "payload.mlir") -> Path:
+    """Write the payload `text` under tmp_path and load it into the session."""
+    path = tmp_path / name
+    path.write_text(text)
+    ok(ctx, f"load {path}")
+    return path
+
+
+def lowered_run_passes(ctx) -> dict:
+    """`bench`, `apply cpu-lower`, then `run --check` of the session's steps: the check passes (its run data)."""
+    ok(ctx, "bench warmup=1 iterations=2")
+    ok(ctx, "apply cpu-lower")
+    run = ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]
+    assert run["check"]["passed"], run["check"]
+    return run
+
+
 def selected_step_labels(ctx, tmp_path: Path, text: str, threads: int, cpu: str = "host") -> list[str]:
     """The labels of the session's steps after `select --apply` on the payload `text` at `threads`."""
     payload = tmp_path / "selected.mlir"

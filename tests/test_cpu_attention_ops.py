@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from conftest import ok
+from conftest import load_text, lowered_run_passes, ok
 from workbench.targets.cpu_host import machine_for
 
 TRANSPOSE = """func.func @t(%x: tensor<48x80xf32>) -> tensor<80x48xf32> {
@@ -84,19 +84,6 @@ func.func @proj(%x: tensor<6x8x64xf32>, %w: tensor<64x32xf32>) -> tensor<6x8x32x
 """
 
 
-def _load(ctx, tmp_path, text: str) -> None:
-    path = tmp_path / "p.mlir"
-    path.write_text(text)
-    ok(ctx, f"load {path}")
-
-
-def _lowered_run_matches(ctx) -> None:
-    ok(ctx, "bench warmup=0 iterations=2")
-    ok(ctx, "apply cpu-lower")
-    run = ok(ctx, "run --check").data["run"]
-    assert run["check"]["passed"], run["check"]
-
-
 def _selection(ctx) -> tuple[list[str], list[tuple[str, dict]]]:
     data = ok(ctx, "select").data
     return data["prepared"], [(s["schedule"], s["params"]) for s in data["selections"]]
@@ -105,19 +92,19 @@ def _selection(ctx) -> tuple[list[str], list[tuple[str, dict]]]:
 def test_a_transpose_is_tiled_in_square_blocks(ctx, tmp_path):
     """Both the output's and the input's innermost loops are tiled by the vector width (contiguous
     reads and writes, transposed in registers), not one strided element per lane."""
-    _load(ctx, tmp_path, TRANSPOSE)
+    load_text(ctx, tmp_path, TRANSPOSE)
     lanes = ctx.session.target.machine.vector_bits // 32
     _, selections = _selection(ctx)
     spec, params = selections[0]
     assert "generic.py" in spec and params["tile"] == [lanes, lanes], params
     ok(ctx, "select --apply")
     assert f"vector<{lanes}x{lanes}xf32>" in ctx.session.current_ir   # one block read at once
-    _lowered_run_matches(ctx)
+    lowered_run_passes(ctx)
 
 
 def test_a_bf16_matmul_takes_the_f32_matmul_schedule_on_widened_inputs(ctx, tmp_path):
     # (a machine without the bf16 dot product, AVX-512 x86-64-v4: with it, test_cpu_vnni.py's path)
-    _load(ctx, tmp_path, BF16_MATMUL)
+    load_text(ctx, tmp_path, BF16_MATMUL)
     try:
         ok(ctx, "target cpu --cpu avx512")
         prepared, selections = _selection(ctx)
@@ -131,23 +118,23 @@ def test_a_bf16_matmul_takes_the_f32_matmul_schedule_on_widened_inputs(ctx, tmp_
         if missing:   # selected and compiled for AVX-512 anywhere; run only where the host has it
             ok(ctx, "apply cpu-lower")
             pytest.skip(f"x86-64-v4 code needs {', '.join(missing)}, which this host lacks: not run")
-        _lowered_run_matches(ctx)
+        lowered_run_passes(ctx)
     finally:
         ok(ctx, "target cpu --cpu host")
 
 
 def test_the_widening_pass_extends_each_narrow_input_once(ctx, tmp_path):
-    _load(ctx, tmp_path, BF16_MATMUL)
+    load_text(ctx, tmp_path, BF16_MATMUL)
     ok(ctx, "apply pass lh-widen-contraction-inputs")
     ir = ctx.session.current_ir
     matmul = next(line for line in ir.splitlines() if "linalg.matmul" in line)
     assert "bf16" not in matmul, matmul
     assert ir.count("arith.extf") == 2
-    _lowered_run_matches(ctx)
+    lowered_run_passes(ctx)
 
 
 def test_a_batch_matmul_with_two_batch_dims_takes_the_packed_schedule(ctx, tmp_path):
-    _load(ctx, tmp_path, TWO_BATCH_DIMS)
+    load_text(ctx, tmp_path, TWO_BATCH_DIMS)
     op = next(o for o in ctx.session.inspect()["ops"] if o["op"] == "linalg.generic")
     assert (op["kind"], op["layout"], op["batch_dims"]) == ("contraction", "batch", [2, 3])
     assert op["dims"] == {"b": 6, "m": 64, "n": 48, "k": 32}
@@ -160,11 +147,11 @@ def test_a_batch_matmul_with_two_batch_dims_takes_the_packed_schedule(ctx, tmp_p
     assert "vector.multi_reduction" not in ir and "vector.reduction" not in ir   # no dot products per element
     fill = next(line for line in ir.splitlines() if "linalg.fill" in line)
     assert "memref<1x1x64x48xf32" in fill, fill   # the init zeroed one batch at a time, in the batch loops
-    _lowered_run_matches(ctx)
+    lowered_run_passes(ctx)
 
 
 def test_two_batch_dims_split_over_threads(ctx, tmp_path):
-    _load(ctx, tmp_path, TWO_BATCH_DIMS)
+    load_text(ctx, tmp_path, TWO_BATCH_DIMS)
     ok(ctx, "apply rewrite tag-ops")
     ok(ctx, "apply pipelines/cpu/matmul_family.py[gen=batch_matmul_tiling]{block_m=32 block_n=48 block_k=32 "
             "reg_m=4 reg_n=16 reg_k=4 pack_tile_a=32 pack_tile_b=8 threads_b=2 generic=true batch_dims=2 "
@@ -173,11 +160,11 @@ def test_two_batch_dims_split_over_threads(ctx, tmp_path):
     assert "scf.forall" in ir
     fill = next(line for line in ir.splitlines() if "linalg.fill" in line)
     assert "memref<1x1x64x48xf32" in fill, fill
-    _lowered_run_matches(ctx)
+    lowered_run_passes(ctx)
 
 
 def test_batch_dims_need_the_generic_form(ctx, tmp_path):
-    _load(ctx, tmp_path, TWO_BATCH_DIMS)
+    load_text(ctx, tmp_path, TWO_BATCH_DIMS)
     res = ctx.registry.dispatch("apply pipelines/cpu/matmul_family.py[gen=batch_matmul_tiling]{block_m=32 block_n=48 "
                                 "block_k=32 reg_m=4 reg_n=16 reg_k=4 pack_tile_a=32 pack_tile_b=8 batch_dims=2}", ctx)
     assert not res.ok and "batch_dims > 1 needs generic=true" in res.error
@@ -185,17 +172,17 @@ def test_batch_dims_need_the_generic_form(ctx, tmp_path):
 
 @pytest.mark.parametrize("text", [BROADCAST_BMM, ROWS_GENERIC], ids=["broadcast_batch_matmul", "two_row_loops"])
 def test_a_shared_weight_becomes_one_matmul_over_the_rows(ctx, tmp_path, text):
-    _load(ctx, tmp_path, text)
+    load_text(ctx, tmp_path, text)
     ok(ctx, "apply pass lh-shared-rhs-matmuls")
     ir = ctx.session.current_ir
     assert "linalg.matmul ins(%collapsed" in ir and "tensor<48x64xf32>, tensor<64x32xf32>" in ir
     assert "linalg.batch_matmul" not in ir and "linalg.generic" not in ir   # (the broadcast is gone too)
-    ok(ctx, f"load {tmp_path / 'p.mlir'}")
+    ok(ctx, f"load {tmp_path / 'payload.mlir'}")
     prepared, selections = _selection(ctx)
     assert "pass lh-shared-rhs-matmuls" in prepared
     assert any("cpu/matmul" in spec and "generic.py" not in spec for spec, _ in selections), selections
     ok(ctx, "select --apply")
-    _lowered_run_matches(ctx)
+    lowered_run_passes(ctx)
 
 
 LINEAR_T = """#a = affine_map<(m, n, k) -> (m, k)>
@@ -224,16 +211,16 @@ func.func @tt(%x: tensor<96x64xf32>, %w: tensor<48x96xf32>, %c: tensor<64x48xf32
 
 @pytest.mark.parametrize("text,transposes", [(LINEAR_T, 1), (TRANSPOSED_BOTH, 2)], ids=["x_wT_generic", "aT_bT_named"])
 def test_a_transposed_operand_is_transposed_once_for_a_plain_matmul(ctx, tmp_path, text, transposes):
-    _load(ctx, tmp_path, text)
+    load_text(ctx, tmp_path, text)
     ok(ctx, "apply pass lh-plain-matmul-layout")
     ir = ctx.session.current_ir
     assert ir.count("linalg.transpose") == transposes and "indexing_maps" not in ir and "linalg.generic" not in ir
-    ok(ctx, f"load {tmp_path / 'p.mlir'}")
+    ok(ctx, f"load {tmp_path / 'payload.mlir'}")
     prepared, selections = _selection(ctx)
     assert "pass lh-plain-matmul-layout" in prepared
     assert any("cpu/matmul" in spec and "generic.py" not in spec for spec, _ in selections), selections
     ok(ctx, "select --apply")
-    _lowered_run_matches(ctx)
+    lowered_run_passes(ctx)
 
 
 def _two_batch_dims_on(ctx, tmp_path, monkeypatch, cores: int) -> dict:
@@ -246,7 +233,7 @@ def _two_batch_dims_on(ctx, tmp_path, monkeypatch, cores: int) -> dict:
     machine = dataclasses.replace(cpu.host_machine(), usable_cpus=cores)
     monkeypatch.setattr(cpu, "host_machine", lambda: machine)
     monkeypatch.setattr(cpu, "MIN_PARALLEL_MATMUL", 1 << 10)
-    _load(ctx, tmp_path, TWO_BATCH_DIMS)
+    load_text(ctx, tmp_path, TWO_BATCH_DIMS)
     _, selections = _selection(ctx)
     return selections[0][1]
 
@@ -259,7 +246,7 @@ def test_the_selector_fuses_the_fill_into_the_batch_chunks(ctx, tmp_path, monkey
     ok(ctx, "select --apply")
     fill = next(line for line in ctx.session.current_ir.splitlines() if "linalg.fill" in line)
     assert "memref<1x1x64x48xf32" in fill, fill
-    _lowered_run_matches(ctx)
+    lowered_run_passes(ctx)
 
 
 NAMED_BMM = """func.func @scores(%q: tensor<4x64x32xf32>, %k: tensor<4x32x64xf32>) -> tensor<4x64x64xf32> {
@@ -273,7 +260,7 @@ NAMED_BMM = """func.func @scores(%q: tensor<4x64x32xf32>, %k: tensor<4x32x64xf32
 
 
 def test_a_named_batch_matmul_zeroes_one_batch_at_a_time(ctx, tmp_path):
-    _load(ctx, tmp_path, NAMED_BMM)
+    load_text(ctx, tmp_path, NAMED_BMM)
     _, selections = _selection(ctx)
     assert selections[0][0].endswith("[gen=batch_matmul_tiling]")
     ok(ctx, "select --apply")
@@ -281,7 +268,7 @@ def test_a_named_batch_matmul_zeroes_one_batch_at_a_time(ctx, tmp_path):
     fill = next(line for line in ir.splitlines() if "linalg.fill" in line)
     assert "memref<1x64x64xf32" in fill, fill
     assert "vector.fma" in ir or "vector.outerproduct" in ir
-    _lowered_run_matches(ctx)
+    lowered_run_passes(ctx)
 
 
 def _grouped_contraction(a: str, w: str, c: str, iterators: str, shapes: tuple[str, str, str]) -> str:
@@ -323,17 +310,17 @@ BATCHED = _grouped_contraction("(b, m, n, k) -> (b, m, k)", "(b, m, n, k) -> (b,
                                           (COLUMNS_SPLIT, "tensor<48x64xf32>, tensor<64x32xf32>")],
                          ids=["reduced_loops_grouped", "column_loops_grouped"])
 def test_grouped_loops_of_a_shared_weight_become_one_matmul(ctx, tmp_path, text, product):
-    _load(ctx, tmp_path, text)
+    load_text(ctx, tmp_path, text)
     ok(ctx, "apply pass lh-shared-rhs-matmuls")
     ir = ctx.session.current_ir
     assert "linalg.matmul" in ir and product in ir and "linalg.generic" not in ir, ir
-    ok(ctx, f"load {tmp_path / 'p.mlir'}")
+    ok(ctx, f"load {tmp_path / 'payload.mlir'}")
     ok(ctx, "select --apply")
-    _lowered_run_matches(ctx)
+    lowered_run_passes(ctx)
 
 
 def test_a_batch_loop_keeps_the_contraction(ctx, tmp_path):
-    _load(ctx, tmp_path, BATCHED)
+    load_text(ctx, tmp_path, BATCHED)
     ok(ctx, "apply pass lh-shared-rhs-matmuls")
     assert "linalg.matmul" not in ctx.session.current_ir
 
@@ -374,13 +361,13 @@ func.func @qkv(%x: tensor<6x8x64xf32>, %w: tensor<64x32xf32>) -> tensor<6x8x2x16
 
 def test_a_broadcast_weight_is_shared_before_the_fusion_folds_reshapes_into_it(ctx, tmp_path):
     """Else the fusion folds the expand_shape into the batch matmul: a generic over the broadcast copy."""
-    _load(ctx, tmp_path, BROADCAST_BMM_SPLIT)
+    load_text(ctx, tmp_path, BROADCAST_BMM_SPLIT)
     prepared, selections = _selection(ctx)
     assert prepared.index("pass lh-shared-rhs-matmuls") < prepared.index("pass lh-fuse-elementwise"), prepared
     assert any("cpu/matmul" in spec and "generic.py" not in spec for spec, _ in selections), selections
     ok(ctx, "select --apply")
     assert "linalg.batch_matmul" not in ctx.session.current_ir
-    _lowered_run_matches(ctx)
+    lowered_run_passes(ctx)
 
 
 HEAD_SPLIT_READ = """func.func @heads(%x: tensor<2x64x48xf32>) -> tensor<16x12xf32> {
@@ -452,6 +439,6 @@ def test_heads_take_the_cores_the_batch_leaves(ctx, tmp_path, monkeypatch):
     assert "threads_m" not in params and "threads" not in params
     ok(ctx, "select --apply")
     assert re.search(r"scf\.forall \(%\w+, %\w+\) in \(2, 3\)", ctx.session.current_ir)
-    _lowered_run_matches(ctx)
+    lowered_run_passes(ctx)
     with pytest.raises(ValueError, match="needs batch_dims >= 2"):
         family.batch_matmul_tiling(threads_b2=2)

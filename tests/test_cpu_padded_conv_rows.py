@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import ok
+from conftest import lowered_run_passes, ok, selected_step_labels
 
 CONV = """func.func @main(%i: tensor<2x4x5xINxf32>, %w: tensor<8x4x3x3xf32>, %b: tensor<2x8xOHxOUTxf32>) -> tensor<2x8xOHxOUTxf32> {
   %r = linalg.conv_2d_nchw_fchw {dilations = dense<[1, D]> : vector<2xi64>, strides = dense<[H, S]> : vector<2xi64>}
@@ -161,13 +161,5 @@ def test_long_rows_are_split_at_the_last_whole_tile():
 
 @pytest.mark.parametrize("text", [CONV1D, _conv(272, h_stride=2)], ids=["conv1d_bias", "conv2d_init"])
 def test_split_rows_run_and_match(ctx, tmp_path, text):
-    payload = tmp_path / "conv_split.mlir"
-    payload.write_text(text)
-    ok(ctx, f"load {payload}")
-    ok(ctx, "target cpu --cpu host --threads 1")
-    ok(ctx, "select --apply")
-    labels = " ".join(a.step.label() for a in ctx.session.active_steps)
-    assert "lh-pad-conv-rows" in labels
-    ok(ctx, "bench warmup=1 iterations=2")
-    ok(ctx, "apply cpu-lower")
-    assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+    assert "lh-pad-conv-rows" in " ".join(selected_step_labels(ctx, tmp_path, text, 1))
+    lowered_run_passes(ctx)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from conftest import ok
+from conftest import load_text, lowered_run_passes, ok
 
 _MAPS = ("indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> ({b})>, "
          "affine_map<(m, n, k) -> (m, n)>]")
@@ -70,25 +70,12 @@ NOT_SIBLINGS = """func.func @no(%x: tensor<16x16xf32>, %y: tensor<16x16xf32>, %w
 """
 
 
-def _load(ctx, tmp_path, text: str) -> None:
-    path = tmp_path / "p.mlir"
-    path.write_text(text)
-    ok(ctx, f"load {path}")
-
-
-def _lowered_run_matches(ctx) -> None:
-    ok(ctx, "bench warmup=0 iterations=2")
-    ok(ctx, "apply cpu-lower")
-    run = ok(ctx, "run --check").data["run"]
-    assert run["check"]["passed"], run["check"]
-
-
 def _contractions(ir_text: str) -> list[str]:
     return [line for line in ir_text.splitlines() if "linalg.matmul" in line or '"reduction"]' in line]
 
 
 def test_siblings_become_one_matmul_and_slices(ctx, tmp_path):
-    _load(ctx, tmp_path, SIBLINGS)
+    load_text(ctx, tmp_path, SIBLINGS)
     ok(ctx, "target cpu --threads 1")
     ok(ctx, "apply pass lh-shared-lhs-matmuls")
     ir = ctx.session.current_ir
@@ -99,21 +86,21 @@ def test_siblings_become_one_matmul_and_slices(ctx, tmp_path):
     slices = re.findall(r"tensor\.extract_slice %\S+\[0, (\d+)\] \[32, (\d+)\]", ir)
     assert slices == [("0", "16"), ("16", "8"), ("24", "1")], slices
     assert ir.count("linalg.fill") == 1   # (one fill of the merged init; the siblings' are dead and folded)
-    _lowered_run_matches(ctx)
+    lowered_run_passes(ctx)
 
 
 def test_transposed_siblings_concatenate_rows_and_inits(ctx, tmp_path):
-    _load(ctx, tmp_path, TRANSPOSED_SIBLINGS)
+    load_text(ctx, tmp_path, TRANSPOSED_SIBLINGS)
     ok(ctx, "target cpu --threads 1")
     ok(ctx, "apply pass lh-shared-lhs-matmuls")
     ir = ctx.session.current_ir
     assert len(_contractions(ir)) == 1, ir
     assert "tensor.concat dim(0) %arg1, %arg2" in ir and "tensor.concat dim(1) %arg3, %arg4" in ir, ir
-    _lowered_run_matches(ctx)
+    lowered_run_passes(ctx)
 
 
 def test_other_lhs_and_dependent_products_stay(ctx, tmp_path):
-    _load(ctx, tmp_path, NOT_SIBLINGS)
+    load_text(ctx, tmp_path, NOT_SIBLINGS)
     ok(ctx, "target cpu --threads 1")
     before = ctx.session.current_ir
     ok(ctx, "apply pass lh-shared-lhs-matmuls")
@@ -123,7 +110,7 @@ def test_other_lhs_and_dependent_products_stay(ctx, tmp_path):
 
 
 def test_max_columns_leaves_wide_siblings(ctx, tmp_path):
-    _load(ctx, tmp_path, SIBLINGS)
+    load_text(ctx, tmp_path, SIBLINGS)
     ok(ctx, "target cpu --threads 1")
     ok(ctx, "apply pass lh-shared-lhs-matmuls{max-columns=8}")
     contractions = _contractions(ctx.session.current_ir)
@@ -132,7 +119,7 @@ def test_max_columns_leaves_wide_siblings(ctx, tmp_path):
 
 
 def test_min_lhs_bytes_leaves_a_small_lhs(ctx, tmp_path):
-    _load(ctx, tmp_path, SIBLINGS)   # (A: 32 x 64 f32, 8 KiB)
+    load_text(ctx, tmp_path, SIBLINGS)   # (A: 32 x 64 f32, 8 KiB)
     ok(ctx, "target cpu --threads 1")
     ok(ctx, "apply pass lh-shared-lhs-matmuls{min-lhs-bytes=8193}")
     assert len(_contractions(ctx.session.current_ir)) == 3
@@ -146,12 +133,12 @@ WIDE_SIBLINGS = (SIBLINGS.replace("tensor<32x64xf32>", "tensor<A>").replace("ten
 
 
 def test_the_selector_merges_narrow_siblings(ctx, tmp_path):
-    _load(ctx, tmp_path, WIDE_SIBLINGS)
+    load_text(ctx, tmp_path, WIDE_SIBLINGS)
     ok(ctx, "target cpu --threads 1")
     data = ok(ctx, "select").data
     assert any(step.startswith("pass lh-shared-lhs-matmuls") for step in data["prepared"]), data["prepared"]
     ok(ctx, "select --apply")
-    _lowered_run_matches(ctx)
-    _load(ctx, tmp_path, SIBLINGS)   # (an A of 8 KiB: left as it is)
+    lowered_run_passes(ctx)
+    load_text(ctx, tmp_path, SIBLINGS)   # (an A of 8 KiB: left as it is)
     data = ok(ctx, "select").data
     assert not any(step.startswith("pass lh-shared-lhs-matmuls") for step in data["prepared"]), data["prepared"]

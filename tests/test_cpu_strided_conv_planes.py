@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ok
+from conftest import lowered_run_passes, ok, selected_step_labels
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from _common import conv_payload  # noqa: E402  (bench/_common.py: torch-mlir's conv forms)
@@ -163,17 +163,9 @@ def test_pointwise_convs_leave_a_1x1_conv_whose_input_is_larger_than_its_output(
 @pytest.mark.parametrize("name", ["strided", "down", "stem", "unread_column"])
 def test_strided_conv_planes_run_and_match(ctx, tmp_path, cpu, name):
     text = {"strided": STRIDED, "down": DOWN, "stem": STEM, "unread_column": UNREAD_COLUMN}[name]
-    payload = tmp_path / f"{name}.mlir"
-    payload.write_text(text)
-    ok(ctx, f"load {payload}")
     try:
-        ok(ctx, f"target cpu --threads 1 --cpu {cpu}")
-        ok(ctx, "select --apply")
-        labels = " ".join(a.step.label() for a in ctx.session.active_steps)
-        assert "lh-strided-conv-planes" in labels
-        ok(ctx, "bench warmup=1 iterations=2")
-        ok(ctx, "apply cpu-lower")
-        assert ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]["check"]["passed"]
+        assert "lh-strided-conv-planes" in " ".join(selected_step_labels(ctx, tmp_path, text, 1, cpu))
+        lowered_run_passes(ctx)
     finally:
         ok(ctx, "target cpu --cpu host")
 

@@ -268,10 +268,10 @@ def load_text(ctx, tmp_path: Path, text: str, name: str = "payload.mlir") -> Pat
     return path
 
 
-def lowered_run_passes(ctx) -> dict:
-    """`bench`, `apply cpu-lower`, then `run --check` of the session's steps: the check passes (its run data)."""
+def lowered_run_passes(ctx, pipeline: str = "cpu-lower") -> dict:
+    """`bench`, `apply PIPELINE`, then `run --check` of the session's steps: the check passes (its run data)."""
     ok(ctx, "bench warmup=1 iterations=2")
-    ok(ctx, "apply cpu-lower")
+    ok(ctx, f"apply {pipeline}")
     run = ok(ctx, "run --check --iterations 1 --warmup 0").data["run"]
     assert run["check"]["passed"], run["check"]
     return run

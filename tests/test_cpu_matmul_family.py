@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ok, runs_parallel_loops_on_threads
+from conftest import lowered_run_passes, ok, runs_parallel_loops_on_threads
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,11 +61,7 @@ def _skip_run_unless_runnable(ctx) -> None:
 
 
 def _checked_run(ctx) -> dict:
-    ok(ctx, "bench warmup=0 iterations=2")
-    ok(ctx, "apply cpu-matmul-lower")
-    run = ok(ctx, "run --check").data["run"]
-    assert run["check"]["passed"], run["check"]
-    return run
+    return lowered_run_passes(ctx, "cpu-matmul-lower")
 
 
 def _selected(ctx) -> tuple[str, dict]:

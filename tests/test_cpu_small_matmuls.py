@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ok
+from conftest import lowered_run_passes, ok
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,13 +54,6 @@ def _matmul_library():
     return matmul
 
 
-def _checked_run(ctx, lower: str = "cpu-lower") -> None:
-    ok(ctx, "bench warmup=0 iterations=2")
-    ok(ctx, f"apply {lower}")
-    run = ok(ctx, "run --check").data["run"]
-    assert run["check"]["passed"], run["check"]
-
-
 def test_the_fusions_generic_matmul_becomes_a_named_one_again(ctx, tmp_path):
     """The fusion generalizes the step's matmul (its result is reshaped downstream); the preparation makes
     it a linalg.matmul again, which the packed schedule (with its bias epilogue) takes, not the generic
@@ -76,7 +69,7 @@ def test_the_fusions_generic_matmul_becomes_a_named_one_again(ctx, tmp_path):
     assert any("lh-plain-matmul-layout" in label for label in labels), labels
     assert any("cpu/matmul" in label for label in labels) and not any("generic.py" in label for label in labels), labels
     assert "vector.fma" in ctx.session.current_ir      # the register tile's outer products
-    _checked_run(ctx)
+    lowered_run_passes(ctx)
 
 
 def test_pack_b_pays_only_for_many_row_tiles():
@@ -98,7 +91,7 @@ def test_pack_b_decides_the_b_buffer(ctx, tmp_path, pack_b):
             f"reg_k=4 pack_tile_a=32 pack_tile_b=8 pack_b={pack_b}}}")
     buffers = len(re.findall(r"memref\.alloc(?:a)?\b", ctx.session.current_ir))
     assert buffers == 1 + pack_b, ctx.session.current_ir[:3000]
-    _checked_run(ctx, "cpu-matmul-lower")
+    lowered_run_passes(ctx, "cpu-matmul-lower")
 
 
 # a linear layer on a 3-D input as lh-shared-rhs-matmuls leaves it: one matmul over the collapsed rows,
@@ -164,7 +157,7 @@ def test_a_qkv_projections_split_bias_becomes_its_epilogue(ctx, tmp_path):
     ok(ctx, "select --apply")
     labels = [a.step.label() for a in ctx.session.active_steps]
     assert any("matmul_epilogue" in label for label in labels) and not any("generic.py" in label for label in labels), labels
-    _checked_run(ctx)
+    lowered_run_passes(ctx)
 
 
 def test_an_expanded_matmul_results_bias_add_becomes_its_epilogue(ctx, tmp_path):
@@ -184,4 +177,4 @@ def test_an_expanded_matmul_results_bias_add_becomes_its_epilogue(ctx, tmp_path)
     labels = [a.step.label() for a in ctx.session.active_steps]
     assert any("lh-collapse-expanded-elementwise" in label for label in labels), labels
     assert any("matmul_epilogue" in label for label in labels) and not any("generic.py" in label for label in labels), labels
-    _checked_run(ctx)
+    lowered_run_passes(ctx)

@@ -180,3 +180,27 @@ def test_a_huge_step_label_gives_short_lines_on_the_terminal_and_the_whole_text_
     assert lines and max(len(line) for line in lines) <= ERROR_LINE_LIMIT + 80, [len(x) for x in lines]
     assert "characters; --json has the whole message" in out.stdout + out.stderr
     assert "x" * 20000 in json.dumps(json.loads((tmp_path / "r.json").read_text()))
+
+
+def test_a_bad_machine_in_a_session_names_the_file_and_key(tmp_path):
+    """A hand-edited `Workbench.cpu` (a machine item it cannot read, an unknown name) or `Workbench.target` fails
+    replay in one line that names the file and the key, with the item's own reason."""
+    from workbench.session import Session, SessionError, read_session_file, replay_into
+
+    session_file = tmp_path / "s.yaml"
+    payload = Path(__file__).resolve().parents[1] / "examples" / "softmax.mlir"
+    for key, value, reason in [("cpu", "avx2:cores=4,l2=1X", "l2='1X' is not a size"),
+                               ("cpu", "nosuch", "unknown cpu 'nosuch'"),
+                               ("target", "nosuch", "nosuch")]:
+        session_file.write_text(f"Pipeline: []\nWorkbench:\n  payload:\n    path: {payload}\n  {key}: '{value}'\n")
+        loaded = read_session_file(session_file)
+        replayed = Session()
+        try:
+            replayed.load(loaded.payload)
+            with pytest.raises(SessionError) as e:
+                replay_into(replayed, loaded)
+            message = str(e.value)
+            assert message.startswith(f"{session_file}: Workbench.{key}: ") and reason in message, message
+            assert "\n" not in message
+        finally:
+            replayed.close()

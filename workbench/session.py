@@ -1093,17 +1093,27 @@ def _check_meta(meta: dict, path: Path) -> None:
             raise SessionError(f"{path}: Workbench.payload.sha256 must be a sha256 hex string, not {short_repr(value)}")
 
 
+def _from_session_key(loaded: LoadedSession, key: str, select: Callable, value) -> None:
+    try:
+        select(value)
+    except SessionError as e:
+        raise SessionError(f"{loaded.path}: Workbench.{key}: {e}") from None
+
+
 def replay_into(session: Session, loaded: LoadedSession,
                 on_step: Callable[[StepReport], None] | None = None, keep_going: bool = False) -> list[StepReport]:
     """Apply every step of `loaded` to `session` (already holding the payload)."""
     reports: list[StepReport] = []
+    # (each with the file and key it came from: a bad machine item in a hand-edited session names its place)
     target = loaded.meta.get("target")
     if target:
-        session.select_target(target)  # unknown target: clear error before any work
+        _from_session_key(loaded, "target", session.select_target, target)  # unknown target: before any work
     if loaded.meta.get("cpu"):
-        session.select_cpu(str(loaded.meta["cpu"]))  # the machine the session was built for
+        # the machine the session was built for
+        _from_session_key(loaded, "cpu", session.select_cpu, str(loaded.meta["cpu"]))
     if loaded.meta.get("cpu_threads") is not None:
-        session.select_cpu_threads(loaded.meta["cpu_threads"])  # and the cores it planned for
+        # and the cores it planned for
+        _from_session_key(loaded, "cpu_threads", session.select_cpu_threads, loaded.meta["cpu_threads"])
     for n, step in enumerate(loaded.steps, start=1):
         index = session.cursor + 1
         if command_cancelled():   # Esc in the TUI (Ctrl-C elsewhere): a replay of cached steps sends no request

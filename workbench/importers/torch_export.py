@@ -1456,7 +1456,7 @@ def gelu_decomposition(x, *, approximate="none"):
         return NotImplemented
     compute = torch.promote_types(x.dtype, torch.float32)
     v = x.to(compute)
-    inner = 0.797884560802865355879892119868763737 * (v + 0.044715 * (v * v * v))
+    inner = math.sqrt(2 / math.pi) * (v + 0.044715 * (v * v * v))
     return (0.5 * v * (1.0 + torch.tanh(inner))).to(x.dtype)
 
 

@@ -344,8 +344,6 @@ class CpuTarget(Target):
     #: ... only siblings of at most this many f32 vectors of columns (narrow ones fill no register tile and pack
     #: all of A for a few columns; a wide one keeps its fused epilogue, which a slice of the merged result loses)
     SHARED_LHS_MAX_VECTORS = 8
-    #: ... and only an A of at least the L1 data cache (a smaller one is read again from L1 by each sibling: no
-    #: gain; a decoder step's 2 x 16 A merged into a 2 x 96 matmul met a schedule failure, tests/test_cpu_splat_weights.py)
 
     #: an elementwise op reading a matmul's result through an expand_shape (the bias add after a linear layer
     #: on a 3-D input) runs over the matmul's 2-D shape: its epilogue (workbench/worker/cpu/collapsed_elementwise.py)
@@ -497,7 +495,9 @@ class CpuTarget(Target):
         if sum(op.get("kind") == "contraction" and op.get("dtype") in ("f32", "f64")
                and 0 < ((op.get("dims") or {}).get("n") or 0) <= max_columns for op in ops) >= 2:
             # (before the fusion, which would make a matmul whose result it reshapes a generic of other maps; a
-            # no-op, left out, unless two of them read the same left-hand matrix)
+            # no-op, left out, unless two of them read the same left-hand matrix); only an A of at least the L1
+            # data cache (a smaller one is read again from L1 by each sibling: no gain; a decoder step's 2 x 16 A
+            # merged into a 2 x 96 matmul met a schedule failure, tests/test_cpu_splat_weights.py)
             first = first + [f"{self.SHARED_LHS_MATMULS}{{max-columns={max_columns} "
                              f"min-lhs-bytes={self.machine.l1d_bytes}}}"]
         if generics >= 2 or powers:

@@ -157,11 +157,15 @@ def _read(path: Path) -> str:
         return ""
 
 
+#: a size's unit letter (sysfs' "32K", a machine name's "l2=2M") -> bytes
+SIZE_UNITS = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+
 def _size(text: str) -> int:
     text = text.strip()
     if not text:
         return 0
-    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:].upper(), 1)
+    mult = SIZE_UNITS.get(text[-1:].upper(), 1)
     return int(text.rstrip("KMGkmg")) * mult
 
 
@@ -288,17 +292,19 @@ def split_machine_name(name: str | None) -> tuple[str, dict[str, int]]:
 
 
 def _override_value(key: str, field_name: str, value: str) -> int:
-    text = value.lower().removesuffix("ib").removesuffix("b") if field_name != "cores" else value
-    mult = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}.get(text[-1:], 1) if field_name != "cores" else 1
-    digits = text[:-1] if mult > 1 else text
+    """A core count (`cores`) or a cache size in bytes (K/M/G or KiB/MiB/GiB: SIZE_UNITS) in its range."""
+    if field_name == "cores":
+        digits, mult, unit, low, high, span = value, 1, "a whole number", 1, _MAX_CORES, f"1 to {_MAX_CORES}"
+    else:
+        text = value.upper().removesuffix("IB").removesuffix("B")
+        mult = SIZE_UNITS.get(text[-1:], 1)
+        digits = text[:-1] if mult > 1 else text
+        unit, low, high, span = "a size in bytes, or with K/M/G (48K, 2M, 300MiB)", 1 << 10, 1 << 40, "1K to 1T"
     if not digits.isdigit() or len(digits) > 12:
-        unit = "a whole number" if field_name == "cores" else "a size in bytes, or with K/M/G (48K, 2M, 300MiB)"
         raise MachineError(f"cpu {key!r}: {field_name}={value!r} is not {unit}")
     number = int(digits) * mult
-    low, high = (1, _MAX_CORES) if field_name == "cores" else (1 << 10, 1 << 40)
     if not low <= number <= high:
-        raise MachineError(f"cpu {key!r}: {field_name}={value} is out of range "
-                           f"({'1 to ' + str(_MAX_CORES) if field_name == 'cores' else '1K to 1T'})")
+        raise MachineError(f"cpu {key!r}: {field_name}={value} is out of range ({span})")
     return number
 
 

@@ -250,8 +250,6 @@ def window_params(loops: dict, lanes: int, element_types: set[str] = frozenset()
                 remainder = [w, extent[w] - rest, rest]
                 if rest == 1:   # (a one-column rest folds to a matrix-vector tile: the last pair goes with it)
                     remainder = [w, extent[w] - rest - 2 * lanes, 2 * lanes + 1]
-            else:
-                remainder = []
             if taps == 1:
                 # a pointwise convolution (a matmul: filter x input plane) walks w outside the output-channel
                 # blocks: one tile of input columns (all the input channels) stays in L1 for every channel

@@ -191,9 +191,7 @@ def _last_dim_slice(value, offset: int, size: int):
     t = _tensor_type(value)
     sizes = list(t.shape[:-1]) + [size]
     return tensor.ExtractSliceOp(ir.RankedTensorType.get(sizes, t.element_type), value, [], [], [],
-                                 [0] * t.rank, sizes, [1] * t.rank).result if offset == 0 else \
-        tensor.ExtractSliceOp(ir.RankedTensorType.get(sizes, t.element_type), value, [], [], [],
-                              [0] * (t.rank - 1) + [offset], sizes, [1] * t.rank).result
+                                 [0] * (t.rank - 1) + [offset], sizes, [1] * t.rank).result
 
 
 def _peeled(op, wide, whole: int, reach: int):

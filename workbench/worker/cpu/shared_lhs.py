@@ -58,8 +58,13 @@ def _form(op) -> str | None:
     return form
 
 
-def _columns(op, form: str) -> int:
+def _columns(op) -> int:
     return ranked_tensor_type(op.operands[2]).shape[1]
+
+
+def _block_index(block) -> dict:
+    """The block's ops (as operations) -> their position in it."""
+    return {(op.operation if hasattr(op, "operation") else op): index for index, op in enumerate(block.operations)}
 
 
 def _fill_value(init):
@@ -106,7 +111,7 @@ def _merge(group: list, form: str, block_ops: dict) -> None:
     position = block_ops[last]
     moved = sorted((op for op in moved if block_ops[op] < position), key=lambda op: block_ops[op])
     a = group[0].operands[0]
-    widths = [_columns(op, form) for op in group]
+    widths = [_columns(op) for op in group]
     rows = ranked_tensor_type(group[0].operands[2]).shape[0]
     element = ranked_tensor_type(a).element_type
     with ir.InsertionPoint(last), last.location:
@@ -156,7 +161,7 @@ def merge_shared_lhs(module, max_columns: int = 0, min_lhs_bytes: int = 0) -> in
     """Merge every group of sibling matmuls (module docstring); how many groups were merged."""
     candidates = [op for op in ops_where(module, lambda o: o.name in ("linalg.matmul", "linalg.generic"))
                   if _form(op) is not None
-                  and (max_columns <= 0 or _columns(op, "") <= max_columns)
+                  and (max_columns <= 0 or _columns(op) <= max_columns)
                   and _lhs_bytes(op) >= min_lhs_bytes]
     if len(candidates) < 2:
         return 0
@@ -174,8 +179,7 @@ def merge_shared_lhs(module, max_columns: int = 0, min_lhs_bytes: int = 0) -> in
         if len(members) < 2:
             continue
         block = members[0].block
-        block_ops = {op: index for index, op in enumerate(block.operations)}
-        block_ops = {(op.operation if hasattr(op, "operation") else op): index for op, index in block_ops.items()}
+        block_ops = _block_index(block)
         groups: list[tuple[object, str, list]] = []   # (A, form, siblings in block order)
         for op in sorted((m for m in members if m in block_ops), key=lambda m: block_ops[m]):
             key = (op.operands[0], _form(op))
@@ -195,6 +199,5 @@ def merge_shared_lhs(module, max_columns: int = 0, min_lhs_bytes: int = 0) -> in
             if len(kept) >= 2:
                 _merge(kept, form, block_ops)
                 merged += 1
-                block_ops = {op: index for index, op in enumerate(o.operation if hasattr(o, "operation") else o
-                                                                   for o in block.operations)}
+                block_ops = _block_index(block)
     return merged

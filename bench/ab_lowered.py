@@ -8,7 +8,8 @@ see the same load, where separate `run`s (each a fresh JIT compile of a model: a
 
 Every variant's outputs of the first round are compared with the first variant's (largest difference relative
 to the first's largest magnitude, printed; `MISMATCH` and exit status 1 above 1e-4): variants of a schedule
-must compute the same thing.
+must compute the same thing. The last line: `RESULT variants=N mismatches=0|1 variant1_cpu_ratio=...` (each
+variant's median CPU time per call against the first's: > 1 means faster than the first, the baseline).
 
 Prints per variant the median of each round's median and the min over rounds (ms), and per round the
 variants' medians; `cpu`: this thread's CPU time per call over the whole wrapper call (warm-up included,
@@ -110,6 +111,10 @@ def main() -> None:
     for path, m, c in zip(args.modules, medians, cpu):
         print(f"{Path(path).name}: median of medians {statistics.median(m):.3f} ms, min {min(m):.3f} ms; "
               f"cpu per call: median {statistics.median(c):.3f} ms, min {min(c):.3f} ms")
+    # (each variant's speed against the first's, by the median CPU time per call: > 1 faster than the first)
+    first = statistics.median(cpu[0])
+    ratios = " ".join(f"variant{i}_cpu_ratio={first / statistics.median(c):.3f}" for i, c in enumerate(cpu) if i)
+    print(f"RESULT variants={len(jits)} mismatches={int(mismatch)}" + (f" {ratios}" if ratios else ""), flush=True)
     if mismatch:
         sys.exit(1)
 

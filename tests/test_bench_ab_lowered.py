@@ -63,8 +63,12 @@ def test_variants_that_compute_something_else_are_reported(ctx, tmp_path):
     assert sub.read_text() != add.read_text()
     done = _ab([add, add], tmp_path)
     assert done.returncode == 0 and "differ from the first variant's by 0.00e+00" in done.stdout, done.stdout
+    result = done.stdout.strip().splitlines()[-1]
+    assert result.startswith("RESULT variants=2 mismatches=0 variant1_cpu_ratio="), result
+    assert float(result.rsplit("=", 1)[1]) > 0
     done = _ab([add, sub], tmp_path)
     assert done.returncode == 1 and "MISMATCH" in done.stdout, done.stdout
+    assert done.stdout.strip().splitlines()[-1].startswith("RESULT variants=2 mismatches=1 "), done.stdout
     env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     env["PYTHONPATH"] = str(ROOT)
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "ab_lowered.py"), str(add), str(add), "--random",
